@@ -59,7 +59,7 @@ from torch import Tensor, nn
 import topofl as tf
 from topofl.algorithms.base import Context
 from topofl.data import Dataset, FederatedData
-from topofl.engine import LoopExecutor, Mixer, ParamLayout, make_executor
+from topofl.engine import LocalStepper, LoopExecutor, Mixer, ParamLayout, make_executor
 from topofl.engine.executors import BatchedExecutor
 
 BATCH = 16
@@ -69,6 +69,7 @@ LR = 0.05
 SHAPES = {"logistic": (784,), "cnn": (3, 32, 32), "gn_lenet": (3, 32, 32)}
 TARGETS = {("logistic", 1000): 15.0, ("cnn", 100): 1.5}
 GOSSIP_TARGET = 4.0
+CHECK_ROUND = 10**6  # the round whose batches the peer/topofl check uses
 
 
 # ----------------------------------------------------------------------------- machine
@@ -200,10 +201,17 @@ class Parts:
 
 
 class TopoflRound:
-    """One D-SGD round of topofl's engine, as the round loop runs it, timed by parts."""
+    """One D-SGD round of topofl's engine, as the round loop runs it, timed by parts.
+
+    ``streamed=True``: the local step of :class:`topofl.engine.LocalStepper`, streamed over
+    blocks of clients (each block's batches drawn just before its gradient and its update right
+    after), timed as one part *local* (drawing included). ``streamed=False`` draws all batches
+    at once and times the drawing, the gradient and the update separately. ``None``: what
+    :func:`topofl.engine.run` does with this executor (streamed for the batched one).
+    """
 
     def __init__(self, executor: Any, model: nn.Module, data: FederatedData,
-                 topo: tf.Topology, x0: Tensor) -> None:
+                 topo: tf.Topology, x0: Tensor, streamed: bool | None = False) -> None:
         n = data.num_clients
         self.layout = ParamLayout.from_model(model)
         self.executor = executor
@@ -212,34 +220,50 @@ class TopoflRound:
         self.ctx = Context(layout=self.layout, mixer=Mixer(torch.device("cpu"), torch.float32),
                            n=n)
         self.state = self.algo.init(x0.clone(), self.ctx)
-        self.grads = torch.zeros_like(self.state.x)
-        self.xb = torch.empty(n, BATCH, *data.input_shape)
-        self.yb = torch.empty(n, BATCH, dtype=torch.int64)
         self.lr = torch.full((n,), LR)
         self.phase = self.algo.phases[0]
         self.t = 0
         self.parts = Parts(("sample", "grad", "update", "gossip"))
+        rows = (None if streamed is None else n if not streamed else
+                tf.engine.stream_rows(n, BATCH, tuple(data.input_shape), torch.device("cpu")))
+        self.stepper = LocalStepper(executor, self.algo, data, BATCH, self.layout.num_params,
+                                    torch.float32, rows=rows, check=self._check)
+        self.streamed = self.stepper.rows < n
+        self.grads, (self.xb, self.yb) = self.stepper.grads, self.stepper.batch
+
+    @staticmethod
+    def _check(loss: Tensor, first: int) -> None:
+        if not bool(torch.isfinite(loss).all()):  # the round loop checks every loss
+            raise FloatingPointError("non-finite loss")
 
     def round(self, batches: tuple[Tensor, Tensor] | None = None,
               copy_into: Tensor | None = None) -> dict[str, float]:
-        """One round; with ``copy_into``, also time a copy of ``X`` after the gossip."""
+        """One round; ``batches`` are those of round ``CHECK_ROUND``; with ``copy_into``,
+        also time a copy of ``X`` after the gossip."""
+        t = CHECK_ROUND if batches is not None else self.t
         t0 = time.perf_counter()
-        if batches is None:
-            x, y = self.data.sample(self.t, 0, BATCH, out=(self.xb, self.yb))
+        if self.streamed:
+            self.stepper(self.state, self.ctx, self.phase, t, 0, self.lr)
+            t1 = t2 = t3 = time.perf_counter()
         else:
-            x, y = batches
-        t1 = time.perf_counter()
-        loss = self.executor.grad(self.state.x, x, y, self.phase.part, self.grads)
-        if not bool(torch.isfinite(loss).all()):  # the round loop checks every loss
-            raise FloatingPointError("non-finite loss")
-        t2 = time.perf_counter()
-        self.algo.update(self.state, self.grads, self.phase, self.lr, self.ctx)
-        t3 = time.perf_counter()
+            if batches is None:
+                x, y = self.data.sample(t, 0, BATCH, out=(self.xb, self.yb))
+            else:
+                x, y = batches
+            t1 = time.perf_counter()
+            loss = self.executor.grad(self.state.x, x, y, self.phase.part, self.grads)
+            self._check(loss, 0)
+            t2 = time.perf_counter()
+            self.algo.update(self.state, self.grads, self.phase, self.lr, self.ctx)
+            t3 = time.perf_counter()
         self.algo.communicate(self.state, self.topo, self.t, self.ctx)
         t4 = time.perf_counter()
         self.t += 1
-        out = {"sample": t1 - t0, "grad": t2 - t1, "update": t3 - t2, "gossip": t4 - t3,
-               "round": t4 - t0}
+        if self.streamed:
+            out = {"local": t3 - t0, "gossip": t4 - t3, "round": t4 - t0}
+        else:
+            out = {"sample": t1 - t0, "grad": t2 - t1, "update": t3 - t2, "local": t3 - t1,
+                   "gossip": t4 - t3, "round": t4 - t0}
         if copy_into is not None:
             # the gossip's bound: read X once and write it once, X as fresh in cache as the
             # gossip found it (just written by the update, here just written by the gossip)
@@ -339,27 +363,49 @@ class PeerRound:
 
 
 # ----------------------------------------------------------------------------- one case
-def executor_variants(model_name: str) -> list[Callable[[nn.Module, ParamLayout], Any]]:
-    """``executor="auto"`` first, then the other executors (the CNN also in chunks of 8
-    clients, whose inputs, 8 x 16 x 3 x 32 x 32 floats, fit in a core's L2 cache)."""
+def executor_variants(model_name: str) -> list[tuple[Callable[[nn.Module, ParamLayout], Any],
+                                                       bool | None]]:
+    """``(make executor, streamed)``: first what ``topofl.run`` does (``executor="auto"``,
+    whose local step is streamed with the batched executor), then the same executor
+    unstreamed (timed by parts) and streamed, and the others unstreamed;
+    logistic regression also through autograd (the vmap path, ``closed_form=False``); the CNN
+    also in chunks of 8 clients (whose inputs, 8 x 16 x 3 x 32 x 32 floats, fit in a core's L2
+    cache)."""
     dev = torch.device("cpu")
-    out: list[Callable[[nn.Module, ParamLayout], Any]] = [
-        lambda m, lay: make_executor("auto", m, lay, dev),
-        lambda m, lay: LoopExecutor(m, lay),
-        lambda m, lay: LoopExecutor(m, lay, threads=None),  # type: ignore[call-arg]
-        lambda m, lay: BatchedExecutor(m, lay),
+    out: list[tuple[Callable[[nn.Module, ParamLayout], Any], bool | None]] = [
+        (lambda m, lay: make_executor("auto", m, lay, dev), None),
+        (lambda m, lay: make_executor("auto", m, lay, dev), False),
+        (lambda m, lay: make_executor("auto", m, lay, dev), True),
+        (lambda m, lay: LoopExecutor(m, lay), False),
+        (lambda m, lay: LoopExecutor(m, lay, threads=None), False),  # type: ignore[call-arg]
+        (lambda m, lay: BatchedExecutor(m, lay), False),
     ]
-    if model_name != "logistic":
-        out.append(lambda m, lay: BatchedExecutor(m, lay, chunk_size=8))
+    if model_name == "logistic":
+        out.append((lambda m, lay: BatchedExecutor(m, lay, closed_form=False), False))
+    else:
+        out.append((lambda m, lay: BatchedExecutor(m, lay, chunk_size=8), False))
     return out
 
 
-def describe(ex: Any) -> str:
+def describe(ex: Any, rows: int | None = None) -> str:
     if isinstance(ex, LoopExecutor):
         t = getattr(ex, "threads", 1)
-        return "loop" if t == 1 else f"loop, {torch.get_num_threads() if t is None else t} threads"
-    c = getattr(ex, "chunk_size", None)
-    return "batched" + (f", chunks of {c}" if c else "")
+        label = ("loop" if t == 1 else
+                 f"loop, {torch.get_num_threads() if t is None else t} threads")
+    else:
+        c = getattr(ex, "chunk_size", None)
+        label = "batched" + (f", chunks of {c}" if c else "")
+        if getattr(ex, "linear", None) is not None:
+            label += ", closed form"
+        elif model_is_linear(ex):
+            label += ", autograd"
+    return label + (f", streamed in blocks of {rows}" if rows else "")
+
+
+def model_is_linear(ex: Any) -> bool:
+    from topofl.engine.executors import _softmax_regression
+
+    return _softmax_regression(ex.model, ex.layout.names) is not None
 
 
 def run_case(model_name: str, n: int, reps: int, block: int, quiet: Quiet,
@@ -375,24 +421,24 @@ def run_case(model_name: str, n: int, reps: int, block: int, quiet: Quiet,
     flops = tf.models.flops_per_sample(model, shape, backward=True) * n * BATCH
 
     # --- same start, same batches: one round of each gives the same parameters
-    batches = data.sample(10**6, 0, BATCH)
+    batches = data.sample(CHECK_ROUND, 0, BATCH)
     peer = PeerRound(model, data, topo)
     peer.round(batches)
     variants = []
     check: dict[str, float] = {}
     seen = set()
-    for make in executor_variants(model_name):
+    for make, streamed in executor_variants(model_name):
         try:
             ex = make(model, layout)
         except TypeError:  # an engine without this option
             continue
-        label = describe(ex)
+        r = TopoflRound(ex, model, data, topo, x0, streamed=streamed)
+        label = describe(ex, r.stepper.rows if r.streamed else None)
         if label in seen:
             continue
         seen.add(label)
         if not variants and not check:
             label = f"auto = {label}"
-        r = TopoflRound(ex, model, data, topo, x0)
         r.round(batches)
         diff = max(
             float((r.params(i)[k] - p.detach()).abs().max())
@@ -427,13 +473,14 @@ def run_case(model_name: str, n: int, reps: int, block: int, quiet: Quiet,
                     r.parts.add(**t)
         loader.append(peer.loader_batches())
         t0 = time.perf_counter()
-        data.sample(10**6 + len(fresh), 0, BATCH)  # into freshly allocated tensors
+        data.sample(CHECK_ROUND + len(fresh), 0, BATCH)  # into freshly allocated tensors
         fresh.append(time.perf_counter() - t0)
 
     e2e = None
     if end_to_end:
         e2e = end_to_end_round(model, data, topo, quiet, rounds=2 if n * layout.num_params > 2e7
-                               and model_name != "logistic" else 6)
+                               and model_name != "logistic" else 20 if model_name == "logistic"
+                               else 6)
     return {
         "model": model_name, "n": n, "P": layout.num_params, "flops": flops,
         "reps": reps * max(1, block - 1),
@@ -445,24 +492,29 @@ def run_case(model_name: str, n: int, reps: int, block: int, quiet: Quiet,
 
 
 def end_to_end_round(model: nn.Module, data: FederatedData, topo: tf.Topology, quiet: Quiet,
-                     rounds: int) -> float | None:
-    """Seconds per round of ``topofl.run`` (auto executor): (T(1 + rounds) - T(1)) / rounds."""
+                     rounds: int, repeats: int = 3) -> float | None:
+    """Seconds per round of ``topofl.run`` (auto executor): (T(1 + rounds) - T(1)) / rounds,
+    the median of ``repeats`` such differences (one difference of two runs is noisy: their
+    set-up and final evaluation vary by tens of milliseconds)."""
     kw: dict[str, Any] = dict(topology=topo, data=data, model=model, seed=0, batch_size=BATCH,
                               lr=LR, eval_global=False, record_clients=False, spectral=False,
                               progress=False)
+    per: list[float] = []
     try:
         tf.run("dsgd", rounds=1, eval_every=10**6, **kw)
-        quiet.wait()
-        t0 = time.perf_counter()
-        tf.run("dsgd", rounds=1, eval_every=10**6, **kw)
-        t1 = time.perf_counter()
-        quiet.wait()
-        t2 = time.perf_counter()
-        tf.run("dsgd", rounds=1 + rounds, eval_every=10**6, **kw)
-        t3 = time.perf_counter()
+        for _ in range(repeats):
+            quiet.wait()
+            t0 = time.perf_counter()
+            tf.run("dsgd", rounds=1, eval_every=10**6, **kw)
+            t1 = time.perf_counter()
+            quiet.wait()
+            t2 = time.perf_counter()
+            tf.run("dsgd", rounds=1 + rounds, eval_every=10**6, **kw)
+            t3 = time.perf_counter()
+            per.append(max(0.0, ((t3 - t2) - (t1 - t0)) / rounds))
     except TypeError:  # a topofl.run without one of these options
         return None
-    return max(0.0, ((t3 - t2) - (t1 - t0)) / rounds)
+    return statistics.median(per)
 
 
 # ----------------------------------------------------------------------------- memory
@@ -484,11 +536,13 @@ def memory_child(executor: str, n: int) -> None:
     x0 = tf.engine.init_parameters(model, layout, n, seed=0, same=True,
                                    device=torch.device("cpu"), dtype=torch.float32)
     topo = tf.topologies.random_regular(n, DEGREE, seed=0)
-    if executor == "auto":
+    kind, _, streamed = executor.partition(",")
+    if kind == "auto":
         ex = make_executor("auto", model, layout, torch.device("cpu"))
     else:
-        ex = BatchedExecutor(model, layout, chunk_size=int(executor))
-    r = TopoflRound(ex, model, data, topo, x0)
+        ex = BatchedExecutor(model, layout, chunk_size=int(kind))
+    # what topofl.run does (the executor's default), or streamed in blocks on request
+    r = TopoflRound(ex, model, data, topo, x0, streamed=True if streamed else None)
     del x0
     setup = status("VmRSS")
     setup_peak = status("VmHWM")
@@ -502,7 +556,8 @@ def memory_child(executor: str, n: int) -> None:
     r.round()
     dt = time.perf_counter() - t0
     peak = status("VmHWM")
-    print(f"RESULT {describe(ex)}|{base:.0f}|{setup_peak:.0f}|{setup:.0f}|{peak:.0f}|"
+    label = describe(ex, r.stepper.rows if r.streamed else None)
+    print(f"RESULT {label}|{base:.0f}|{setup_peak:.0f}|{setup:.0f}|{peak:.0f}|"
           f"{int(reset)}|{data.x.numel() * 4 / 2**20:.0f}|"
           f"{layout.num_params * n * 4 / 2**20:.0f}|{dt:.1f}")
 
@@ -552,7 +607,9 @@ def report(results: list[dict[str, Any]], peak: float, bw_dram: float, info: dic
     L.append("")
     L.append("Batch 16, one local step and one gossip step per round, 10-regular graph, "
              "Metropolis weights. *local step* = gradient + SGD update (for the peer: forward, "
-             "backward and `optimizer.step()` of every client); its GFLOP/s count "
+             "backward and `optimizer.step()` of every client; for a *streamed* local step, "
+             "the way `topofl.run` takes it, the drawing of the batches too: each block of "
+             "clients draws its batches just before its gradient); its GFLOP/s count "
              "`flops_per_sample(model, backward=True) * n * 16`. *reps* is the number of "
              "rounds recorded per engine: every repetition runs each engine for "
              + ", ".join(f"{b} round{'s' if b > 1 else ''} ({m}, n = {n})"
@@ -566,7 +623,8 @@ def report(results: list[dict[str, Any]], peak: float, bw_dram: float, info: dic
              "with its batch drawing replaced by one `next()` on a per-client `DataLoader` "
              "(PFLlib's style), timed separately. *`topofl.run`*: the whole training loop, "
              "(time of 1 + k rounds - time of 1 round) / k, so that set-up and the final "
-             "evaluation cancel.")
+             "evaluation cancel (median of 3 such differences; k = 20 for logistic "
+             "regression, 6 for the CNN at n = 100, 2 at n = 1000).")
     L.append("")
     L.append("| model | n | P | engine | reps | round ms | vs peer | sample ms | local step ms "
              "| gossip ms | local GFLOP/s | % of peak |")
@@ -580,11 +638,11 @@ def report(results: list[dict[str, Any]], peak: float, bw_dram: float, info: dic
                  f"{fmt_ms(peer_round)} | 1.0x | {fmt_ms(pp.med('sample'))} | {fmt_ms(loc)} | "
                  f"{fmt_ms(pp.med('gossip'))} | {gf:.1f} | {100 * gf / peak:.1f} |")
         for label, p in r["variants"]:
-            local = statistics.median(
-                [a + b for a, b in zip(p.times["grad"], p.times["update"])])
+            local = p.med("local")
             gf = r["flops"] / local / 1e9
+            sample = "in local" if "streamed" in label else fmt_ms(p.med("sample"))
             L.append(f"| | | | topofl, {label} | {r['reps']} | **{fmt_ms(p.med('round'))}** | "
-                     f"**{peer_round / p.med('round'):.1f}x** | {fmt_ms(p.med('sample'))} | "
+                     f"**{peer_round / p.med('round'):.1f}x** | {sample} | "
                      f"{fmt_ms(local)} | {fmt_ms(p.med('gossip'))} | {gf:.1f} | "
                      f"{100 * gf / peak:.1f} |")
         dl = peer_round - pp.med("sample") + r["loader"]
@@ -655,9 +713,11 @@ def report(results: list[dict[str, Any]], peak: float, bw_dram: float, info: dic
         for row in memory:
             if len(row) >= 9 and row[0].startswith("loop"):
                 gb = int(row[4]) / 1024
+                how = ("and a streamed local step (`stream_rows`)" if "streamed" in row[0]
+                       else "(the default)")
                 L.append(f"- peak memory of 1000 GN-LeNet clients with `executor=\"auto\"` "
-                         f"({row[0]}): {gb:.1f} GiB during a round (data included); target "
-                         f"a few GB: {'met' if gb <= 4 else '**missed**'}.")
+                         f"{how} ({row[0]}): {gb:.1f} GiB during a round (data included); "
+                         f"target a few GB: {'met' if gb <= 4 else '**missed**'}.")
     for what, bound in [("the time to copy `X` itself", lambda r: r["copy"]),
                         ("the DRAM-bandwidth bound",
                          lambda r: 2 * r["n"] * r["P"] * 4 / (bw_dram * 1e9))]:
@@ -708,6 +768,7 @@ def interpretation(results: list[dict[str, Any]], bw_dram: float,
         traffic = 4 * batch + 7 * flat  # gather r+w, batch read twice, params, update, gossip
         floor = traffic / (bw_dram * 1e9)
         auto = r["variants"][0][1]
+        gossip_rate = n * (DEGREE + 1) * P / auto.med("gossip") / 1e9
         L.append(
             f"- **Logistic regression, n = 1000** is memory-bound: at these sizes a round "
             f"must at least gather the batches (read and write {batch / 1e6:.0f} MB), read "
@@ -718,13 +779,19 @@ def interpretation(results: list[dict[str, Any]], bw_dram: float,
             f"ms) is thus at most {r['peer'].med('round') / floor:.1f}x that floor, so 15x "
             f"needs every phase at about the memory bandwidth. topofl's round takes "
             f"{1e3 * auto.med('round'):.1f} ms, {auto.med('round') / floor:.1f}x the floor: "
-            f"the batched gradient ({1e3 * auto.med('grad'):.1f} ms) also copies the "
-            f"gradient from autograd's output into the flat buffer ({2 * flat / 1e6:.0f} MB "
-            f"more) and runs MKL's batched GEMM on 16 x 784 x 10 blocks below bandwidth, and "
-            f"the gossip ({1e3 * auto.med('gossip'):.1f} ms) is bound by the sparse kernel's "
-            f"~{DEGREE + 1} multiply-adds per element. Closing the gap needs fusing phases "
-            f"(gather into the forward pass, update into the gossip), which the engine's "
-            f"separate sample / grad / update / communicate steps do not allow today.")
+            f"the streamed local step {1e3 * auto.med('local'):.1f} ms (unstreamed, by "
+            f"parts: drawing {1e3 * med(r, 'batched, closed form', 'sample'):.1f} ms, "
+            f"closed-form gradient {1e3 * med(r, 'batched, closed form', 'grad'):.1f} ms, "
+            f"through autograd {1e3 * med(r, 'batched, autograd', 'grad'):.1f} ms, update "
+            f"{1e3 * med(r, 'batched, closed form', 'update'):.1f} ms) and the gossip "
+            f"{1e3 * auto.med('gossip'):.1f} ms. What keeps it above the floor: MKL's batched "
+            f"products on 10 x 784 x 16 blocks run below bandwidth and are fast only into a "
+            f"contiguous output, so the gradient is written to a buffer and copied into the "
+            f"strided rows of the flat buffer ({2 * flat / 1e6:.0f} MB more), and the update "
+            f"reads it once more; the gossip's sparse kernel does {DEGREE + 1} multiply-adds "
+            f"per element at {gossip_rate:.0f} GFMA/s. Reaching 15x would need one fused "
+            f"kernel per phase (gradient and update in one pass; the gossip near the copy "
+            f"speed), which torch's stock CPU kernels do not provide.")
     c100, c1000 = by.get(("cnn", 100)), by.get(("cnn", 1000))
     threads = f"loop, {torch.get_num_threads()} threads"
     for r in (c100, c1000):
@@ -766,7 +833,8 @@ def interpretation(results: list[dict[str, Any]], bw_dram: float,
         L.append(
             "- **Memory**: with the per-client loop, 1000 GN-LeNet clients need the data, "
             "the `[n, P]` parameters, gradients and batch buffers and one client's "
-            "activations per thread; `vmap` also holds the activations of a whole chunk ("
+            "activations per thread; a streamed local step holds the gradients and batches "
+            "of one block of clients only; `vmap` also holds the activations of a whole chunk ("
             + ", ".join(f"{k}: {v} MiB" for k, v in peaks.items()) + " at the peak of a "
             "round). Building the data set is the larger peak (the set-up column).")
     e2e = [r for r in results if r["e2e"] is not None]
@@ -844,7 +912,7 @@ def main(argv: list[str] | None = None) -> int:
     memory = None
     if not (args.quick or args.no_memory):
         log("memory: 1000 GN-LeNet clients")
-        memory = measure_memory(1000, ["auto", "64"])
+        memory = measure_memory(1000, ["auto", "auto,streamed", "64"])
     blocks = {(m, n): plan.get((m, n), (3, 1))[1] for m in models for n in clients}
     text = report(results, peak, bw, info, memory, quiet, args.quick,
                   time.perf_counter() - t_start, blocks)

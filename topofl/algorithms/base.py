@@ -7,7 +7,7 @@ fixed order (see :func:`topofl.engine.run`)::
     for phase in phases:                   # e.g. (head, K_v steps), (body, K_u steps)
         for each local step:
             grads, loss = executor.grad(point(state, ctx, phase), batch, phase.part)
-            update(state, grads, phase, lr, ctx)
+            update(state, grads, phase, lr, ctx)   # or block by block: see rowwise
     communicate(state, W_t, t, ctx)        # gossip, push-sum, exact averaging, nothing ...
     evaluate(state, ctx)                   # the parameters to score (de-biased for push-sum)
 
@@ -84,6 +84,25 @@ class State:
             out["weight"] = self.weight
         out.update({f"extra.{k}": v for k, v in self.extra.items()})
         return out
+
+    def rows(self, rows: slice) -> State:
+        """The state of the clients ``rows``: views, so updating them updates this state.
+
+        Examples
+        --------
+        >>> import torch
+        >>> s = tf.algorithms.State(x=torch.zeros(4, 2), momentum=torch.zeros(4, 2))
+        >>> s.rows(slice(1, 3)).x.add_(1.0).shape
+        torch.Size([2, 2])
+        >>> s.x[:, 0].tolist()
+        [0.0, 1.0, 1.0, 0.0]
+        """
+        return State(
+            x=self.x[rows],
+            momentum=None if self.momentum is None else self.momentum[rows],
+            weight=None if self.weight is None else self.weight[rows],
+            extra={k: v[rows] for k, v in self.extra.items()},
+        )
 
     def push_weights(self) -> Tensor:
         """The ``[n]`` push-sum weights; a ``ValueError`` if this state has none."""
@@ -212,6 +231,12 @@ class Algorithm(NamedTuple):
         Learning-rate factor per round: ``lr_t = lr * decay**t``.
     uses_topology : bool
         False for algorithms that ignore the graph (local training, FedAvg).
+    rowwise : bool
+        True when ``update`` changes each client's row from that row alone (no mixing of
+        clients, as in plain SGD with or without momentum; Clique Averaging is not). The engine
+        may then run a local step over blocks of clients, ``update(state.rows(c),
+        grads[c], phase, lr[c], ctx)``, drawing each block's batches just before its gradient
+        while they are in cache (see :class:`topofl.engine.LocalStepper`).
     """
 
     name: str
@@ -227,6 +252,7 @@ class Algorithm(NamedTuple):
     shared: Part = "all"
     decay: float = 1.0
     uses_topology: bool = True
+    rowwise: bool = False
 
 
 def sgd_step(

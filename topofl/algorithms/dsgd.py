@@ -167,6 +167,7 @@ def dsgd(
         round_start=_clique_start if clique_averaging else (lambda s, t, c: None),
         requires="doubly",
         decay=decay,
+        rowwise=not clique_averaging,
     )
 
 
@@ -210,6 +211,7 @@ def dfedavgm(
         round_start=round_start,
         requires="doubly",
         decay=decay,
+        rowwise=True,
     )
 
 
@@ -244,6 +246,7 @@ def local(
         requires=None,
         decay=decay,
         uses_topology=False,
+        rowwise=True,
     )
 
 
@@ -286,4 +289,5 @@ def fedavg(
         requires=None,
         decay=decay,
         uses_topology=False,
+        rowwise=True,
     )

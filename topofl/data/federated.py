@@ -492,18 +492,42 @@ class FederatedData:
         >>> bool((data.sample(3, 1, 8)[0] == x).all())
         True
         """
+
+        return self.take(self.sample_indices(round, step, batch_size), out=out)
+
+    def take(
+        self,
+        indices: torch.Tensor,
+        *,
+        out: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rows of ``x`` and ``y`` at ``[m, b]`` indices (e.g. some clients' rows of
+        :meth:`sample_indices`): ``(x [m, b, *input_shape], y [m, b])``.
+
+        ``sample(r, s, b)`` is ``take(sample_indices(r, s, b))``; the engine takes blocks of
+        clients at a time when it streams the local step.
+
+        Examples
+        --------
+        >>> data = tf.data.federate("digits", "iid", 4, seed=0)
+        >>> idx = data.sample_indices(0, 0, 3)
+        >>> x, y = data.take(idx[1:3])
+        >>> tuple(x.shape), bool((x == data.sample(0, 0, 3)[0][1:3]).all())
+        ((2, 3, 1, 8, 8), True)
+        """
         import torch
 
-        idx = self.sample_indices(round, step, batch_size)
-        flat = idx.reshape(-1)
-        shape = tuple(idx.shape) + tuple(self.input_shape)
+        if not isinstance(indices, torch.Tensor) or indices.dim() != 2:
+            raise TypeError(f"indices must be a 2-d torch.Tensor [m, b], got {indices!r:.80}")
+        flat = indices.reshape(-1)
+        shape = tuple(indices.shape) + tuple(self.input_shape)
         if out is None:
             x = self.x.index_select(0, flat).reshape(shape)
-            return x, self.y.index_select(0, flat).reshape(idx.shape)
+            return x, self.y.index_select(0, flat).reshape(indices.shape)
         xo, yo = out
-        if tuple(xo.shape) != shape or tuple(yo.shape) != tuple(idx.shape):
+        if tuple(xo.shape) != shape or tuple(yo.shape) != tuple(indices.shape):
             raise ValueError(
-                f"out must have shapes {shape} and {tuple(idx.shape)}, got "
+                f"out must have shapes {shape} and {tuple(indices.shape)}, got "
                 f"{tuple(xo.shape)} and {tuple(yo.shape)}"
             )
         torch.index_select(self.x, 0, flat, out=xo.view(-1, *self.input_shape))

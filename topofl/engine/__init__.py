@@ -3,7 +3,14 @@
 from topofl.engine.executors import BatchedExecutor, LoopExecutor, make_executor
 from topofl.engine.gossip import Mixer
 from topofl.engine.layout import ParamLayout
-from topofl.engine.loop import Result, RunConfig, init_parameters, run
+from topofl.engine.loop import (
+    LocalStepper,
+    Result,
+    RunConfig,
+    init_parameters,
+    run,
+    stream_rows,
+)
 
 __all__ = [
     "ParamLayout",
@@ -15,4 +22,6 @@ __all__ = [
     "Result",
     "run",
     "init_parameters",
+    "LocalStepper",
+    "stream_rows",
 ]
