@@ -145,7 +145,8 @@ def test_stepper_streams_only_rowwise_algorithms(data: Any) -> None:
     layout = ParamLayout.from_model(model)
     ex = make_executor("auto", model, layout, torch.device("cpu"))
     for algo, rows in ((tf.algorithms.dsgd(), 3), (tf.algorithms.dsgd(clique_averaging=True), 11),
-                       (tf.algorithms.sgp(), 11), (tf.algorithms.dfedavgm(), 3)):
+                       (tf.algorithms.sgp(), 3), (tf.algorithms.fedper(), 11),
+                       (tf.algorithms.dfedavgm(), 3)):
         step = LocalStepper(ex, algo, data, 4, layout.num_params, torch.float32, rows=3)
         assert step.rows == rows, algo.name
         assert tuple(step.grads.shape) == (rows, layout.num_params)

@@ -351,6 +351,7 @@ def dfedpgp(
         requires="column",
         shared="body",
         decay=decay,
+        rowwise=True,
     )
 
 
@@ -482,4 +483,5 @@ def dfedavgm_p(
         requires="doubly",
         shared="body",
         decay=decay,
+        rowwise=True,
     )

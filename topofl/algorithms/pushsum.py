@@ -105,6 +105,7 @@ def _build(name: str, overlap: bool, lr: float, momentum: float, weight_decay: f
         evaluate=_eval,
         requires="column",
         decay=decay,
+        rowwise=True,
     )
 
 
