@@ -205,13 +205,16 @@ class TopoflRound:
 
     ``streamed=True``: the local step of :class:`topofl.engine.LocalStepper`, streamed over
     blocks of clients (each block's batches drawn just before its gradient and its update right
-    after), timed as one part *local* (drawing included). ``streamed=False`` draws all batches
-    at once and times the drawing, the gradient and the update separately. ``None``: what
-    :func:`topofl.engine.run` does with this executor (streamed for the batched one).
+    after; with ``fuse``, for softmax regression in closed form, gradient and update in one
+    pass), timed as one part *local* (drawing included). ``None``: what
+    :func:`topofl.engine.run` does with this executor (streamed and fused for the batched one).
+    ``streamed=False`` draws all batches at once and times the drawing, the gradient and the
+    update separately.
     """
 
     def __init__(self, executor: Any, model: nn.Module, data: FederatedData,
-                 topo: tf.Topology, x0: Tensor, streamed: bool | None = False) -> None:
+                 topo: tf.Topology, x0: Tensor, streamed: bool | None = False,
+                 fuse: bool = True) -> None:
         n = data.num_clients
         self.layout = ParamLayout.from_model(model)
         self.executor = executor
@@ -224,12 +227,21 @@ class TopoflRound:
         self.phase = self.algo.phases[0]
         self.t = 0
         self.parts = Parts(("sample", "grad", "update", "gossip"))
+        self.by_parts = streamed is False
         rows = (None if streamed is None else n if not streamed else
                 tf.engine.stream_rows(n, BATCH, tuple(data.input_shape), torch.device("cpu")))
         self.stepper = LocalStepper(executor, self.algo, data, BATCH, self.layout.num_params,
-                                    torch.float32, rows=rows, check=self._check)
+                                    torch.float32, rows=rows, check=self._check,
+                                    fuse=fuse and not self.by_parts)
         self.streamed = self.stepper.rows < n
-        self.grads, (self.xb, self.yb) = self.stepper.grads, self.stepper.batch
+        # the stepper's whole-round path does just what the by-parts timing does: time by parts
+        self.by_parts = self.by_parts or not (self.streamed or self.stepper.fused)
+        if self.by_parts:  # the stepper's buffers when they hold all clients
+            full = self.stepper.rows == n and self.stepper.grads is not None
+            self.grads = self.stepper.grads if full else torch.zeros_like(self.state.x)
+            self.xb, self.yb = (self.stepper.batch if self.stepper.rows == n else
+                                (torch.empty(n, BATCH, *data.input_shape),
+                                 torch.empty(n, BATCH, dtype=torch.int64)))
 
     @staticmethod
     def _check(loss: Tensor, first: int) -> None:
@@ -242,7 +254,7 @@ class TopoflRound:
         also time a copy of ``X`` after the gossip."""
         t = CHECK_ROUND if batches is not None else self.t
         t0 = time.perf_counter()
-        if self.streamed:
+        if not self.by_parts:
             self.stepper(self.state, self.ctx, self.phase, t, 0, self.lr)
             t1 = t2 = t3 = time.perf_counter()
         else:
@@ -259,7 +271,7 @@ class TopoflRound:
         self.algo.communicate(self.state, self.topo, self.t, self.ctx)
         t4 = time.perf_counter()
         self.t += 1
-        if self.streamed:
+        if not self.by_parts:
             out = {"local": t3 - t0, "gossip": t4 - t3, "round": t4 - t0}
         else:
             out = {"sample": t1 - t0, "grad": t2 - t1, "update": t3 - t2, "local": t3 - t1,
@@ -364,30 +376,35 @@ class PeerRound:
 
 # ----------------------------------------------------------------------------- one case
 def executor_variants(model_name: str) -> list[tuple[Callable[[nn.Module, ParamLayout], Any],
-                                                       bool | None]]:
-    """``(make executor, streamed)``: first what ``topofl.run`` does (``executor="auto"``,
-    whose local step is streamed with the batched executor), then the same executor
-    unstreamed (timed by parts) and streamed, and the others unstreamed;
-    logistic regression also through autograd (the vmap path, ``closed_form=False``); the CNN
-    also in chunks of 8 clients (whose inputs, 8 x 16 x 3 x 32 x 32 floats, fit in a core's L2
-    cache)."""
+                                                       bool | None, bool]]:
+    """``(make executor, streamed, fuse)``: first what ``topofl.run`` does
+    (``executor="auto"``: streamed, and fused for logistic regression, with the batched
+    executor), then the same executor unstreamed (timed by parts), streamed without fusion and
+    streamed, and the others unstreamed; logistic regression also through autograd (the vmap
+    path, ``closed_form=False``); the CNN also in chunks of 8 clients (whose inputs, 8 x 16 x 3
+    x 32 x 32 floats, fit in a core's L2 cache)."""
     dev = torch.device("cpu")
-    out: list[tuple[Callable[[nn.Module, ParamLayout], Any], bool | None]] = [
-        (lambda m, lay: make_executor("auto", m, lay, dev), None),
-        (lambda m, lay: make_executor("auto", m, lay, dev), False),
-        (lambda m, lay: make_executor("auto", m, lay, dev), True),
-        (lambda m, lay: LoopExecutor(m, lay), False),
-        (lambda m, lay: LoopExecutor(m, lay, threads=None), False),  # type: ignore[call-arg]
-        (lambda m, lay: BatchedExecutor(m, lay), False),
+
+    def auto(m: nn.Module, lay: ParamLayout) -> Any:
+        return make_executor("auto", m, lay, dev)
+
+    out: list[tuple[Callable[[nn.Module, ParamLayout], Any], bool | None, bool]] = [
+        (auto, None, True),
+        (auto, False, False),
+        (auto, True, False),
+        (auto, True, True),
+        (lambda m, lay: LoopExecutor(m, lay), False, False),
+        (lambda m, lay: LoopExecutor(m, lay, threads=None), False, False),  # type: ignore[call-arg]
+        (lambda m, lay: BatchedExecutor(m, lay), False, False),
     ]
     if model_name == "logistic":
-        out.append((lambda m, lay: BatchedExecutor(m, lay, closed_form=False), False))
+        out.append((lambda m, lay: BatchedExecutor(m, lay, closed_form=False), False, False))
     else:
-        out.append((lambda m, lay: BatchedExecutor(m, lay, chunk_size=8), False))
+        out.append((lambda m, lay: BatchedExecutor(m, lay, chunk_size=8), False, False))
     return out
 
 
-def describe(ex: Any, rows: int | None = None) -> str:
+def describe(ex: Any, rows: int | None = None, fused: bool = False) -> str:
     if isinstance(ex, LoopExecutor):
         t = getattr(ex, "threads", 1)
         label = ("loop" if t == 1 else
@@ -399,7 +416,8 @@ def describe(ex: Any, rows: int | None = None) -> str:
             label += ", closed form"
         elif model_is_linear(ex):
             label += ", autograd"
-    return label + (f", streamed in blocks of {rows}" if rows else "")
+    return (label + (f", streamed in blocks of {rows}" if rows else "")
+            + (", fused update" if fused else ""))
 
 
 def model_is_linear(ex: Any) -> bool:
@@ -427,13 +445,14 @@ def run_case(model_name: str, n: int, reps: int, block: int, quiet: Quiet,
     variants = []
     check: dict[str, float] = {}
     seen = set()
-    for make, streamed in executor_variants(model_name):
+    for make, streamed, fuse in executor_variants(model_name):
         try:
             ex = make(model, layout)
         except TypeError:  # an engine without this option
             continue
-        r = TopoflRound(ex, model, data, topo, x0, streamed=streamed)
-        label = describe(ex, r.stepper.rows if r.streamed else None)
+        r = TopoflRound(ex, model, data, topo, x0, streamed=streamed, fuse=fuse)
+        label = describe(ex, r.stepper.rows if r.streamed else None,
+                         r.stepper.fused and not r.by_parts)
         if label in seen:
             continue
         seen.add(label)
@@ -556,7 +575,7 @@ def memory_child(executor: str, n: int) -> None:
     r.round()
     dt = time.perf_counter() - t0
     peak = status("VmHWM")
-    label = describe(ex, r.stepper.rows if r.streamed else None)
+    label = describe(ex, r.stepper.rows if r.streamed else None, r.stepper.fused)
     print(f"RESULT {label}|{base:.0f}|{setup_peak:.0f}|{setup:.0f}|{peak:.0f}|"
           f"{int(reset)}|{data.x.numel() * 4 / 2**20:.0f}|"
           f"{layout.num_params * n * 4 / 2**20:.0f}|{dt:.1f}")
@@ -640,7 +659,7 @@ def report(results: list[dict[str, Any]], peak: float, bw_dram: float, info: dic
         for label, p in r["variants"]:
             local = p.med("local")
             gf = r["flops"] / local / 1e9
-            sample = "in local" if "streamed" in label else fmt_ms(p.med("sample"))
+            sample = "in local" if not p.times.get("sample") else fmt_ms(p.med("sample"))
             L.append(f"| | | | topofl, {label} | {r['reps']} | **{fmt_ms(p.med('round'))}** | "
                      f"**{peer_round / p.med('round'):.1f}x** | {sample} | "
                      f"{fmt_ms(local)} | {fmt_ms(p.med('gossip'))} | {gf:.1f} | "
@@ -733,6 +752,15 @@ def report(results: list[dict[str, Any]], peak: float, bw_dram: float, info: dic
     return "\n".join(L) + "\n"
 
 
+def _sample_time(r: dict[str, Any]) -> float:
+    """Median time to draw every client's batch into the preallocated buffers (the first
+    engine timed by parts)."""
+    for _, p in r["variants"]:
+        if p.times.get("sample"):
+            return float(p.med("sample"))
+    return float("nan")
+
+
 def interpretation(results: list[dict[str, Any]], bw_dram: float,
                    memory: list[list[str]] | None) -> list[str]:
     """The short reading of the tables, with this run's numbers."""
@@ -769,6 +797,8 @@ def interpretation(results: list[dict[str, Any]], bw_dram: float,
         floor = traffic / (bw_dram * 1e9)
         auto = r["variants"][0][1]
         gossip_rate = n * (DEGREE + 1) * P / auto.med("gossip") / 1e9
+        streamed_unfused = next((float(p.med("local")) for lab, p in r["variants"]
+                                 if "streamed" in lab and "fused" not in lab), float("nan"))
         L.append(
             f"- **Logistic regression, n = 1000** is memory-bound: at these sizes a round "
             f"must at least gather the batches (read and write {batch / 1e6:.0f} MB), read "
@@ -779,19 +809,21 @@ def interpretation(results: list[dict[str, Any]], bw_dram: float,
             f"ms) is thus at most {r['peer'].med('round') / floor:.1f}x that floor, so 15x "
             f"needs every phase at about the memory bandwidth. topofl's round takes "
             f"{1e3 * auto.med('round'):.1f} ms, {auto.med('round') / floor:.1f}x the floor: "
-            f"the streamed local step {1e3 * auto.med('local'):.1f} ms (unstreamed, by "
+            f"the streamed local step with the fused update {1e3 * auto.med('local'):.1f} ms "
+            f"(streamed, gradient then update: {1e3 * streamed_unfused:.1f} ms; unstreamed, by "
             f"parts: drawing {1e3 * med(r, 'batched, closed form', 'sample'):.1f} ms, "
             f"closed-form gradient {1e3 * med(r, 'batched, closed form', 'grad'):.1f} ms, "
             f"through autograd {1e3 * med(r, 'batched, autograd', 'grad'):.1f} ms, update "
             f"{1e3 * med(r, 'batched, closed form', 'update'):.1f} ms) and the gossip "
             f"{1e3 * auto.med('gossip'):.1f} ms. What keeps it above the floor: MKL's batched "
             f"products on 10 x 784 x 16 blocks run below bandwidth and are fast only into a "
-            f"contiguous output, so the gradient is written to a buffer and copied into the "
-            f"strided rows of the flat buffer ({2 * flat / 1e6:.0f} MB more), and the update "
-            f"reads it once more; the gossip's sparse kernel does {DEGREE + 1} multiply-adds "
-            f"per element at {gossip_rate:.0f} GFMA/s. Reaching 15x would need one fused "
-            f"kernel per phase (gradient and update in one pass; the gossip near the copy "
-            f"speed), which torch's stock CPU kernels do not provide.")
+            f"contiguous output (into the strided rows of the flat buffer they take 4x as "
+            f"long), so each block's weight step goes through a cache-resident buffer and "
+            f"one more pass over the parameters; the gossip's sparse kernel does {DEGREE + 1} "
+            f"multiply-adds per element at {gossip_rate:.0f} GFMA/s, and its in-place tiles "
+            f"copy `X` once more. Reaching 15x would need hand-written kernels (the gather "
+            f"inside the forward product, the step inside the backward one, a sparse product "
+            f"near the copy speed), which torch's stock CPU kernels do not provide.")
     c100, c1000 = by.get(("cnn", 100)), by.get(("cnn", 1000))
     threads = f"loop, {torch.get_num_threads()} threads"
     for r in (c100, c1000):
@@ -799,7 +831,7 @@ def interpretation(results: list[dict[str, Any]], bw_dram: float,
             continue
 
         def local(label: str, r: dict[str, Any] = r) -> str:
-            return f"{1e3 * (med(r, label, 'grad') + med(r, label, 'update')):.0f} ms"
+            return f"{1e3 * med(r, label, 'local'):.0f} ms"
 
         L.append(
             f"- **CNN, n = {r['n']}**, local step: per-client loop on "
@@ -846,8 +878,7 @@ def interpretation(results: list[dict[str, Any]], bw_dram: float,
                 f"{1e3 * r['variants'][0][1].med('round'):.1f} ms" for r in e2e)
             + ". Drawing the batches into freshly allocated tensors instead of the "
             "preallocated ones costs " + ", ".join(
-                f"{1e3 * (r['fresh_sample'] - r['variants'][0][1].med('sample')):.1f} ms"
-                for r in e2e)
+                f"{1e3 * (r['fresh_sample'] - _sample_time(r)):.1f} ms" for r in e2e)
             + " more per round here (page faults on every new buffer).")
     rates = ", ".join(
         f"{r['model']} n={r['n']}: "

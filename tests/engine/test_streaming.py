@@ -140,6 +140,64 @@ def test_streamed_step_equals_unstreamed(data: Any, executor: str, model_name: s
                                rtol=1e-12, atol=1e-14)
 
 
+def _fused_run(data: Any, algo: Any, fuse: bool, rows: int, lr0: float = 0.2) -> State:
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10)).double()
+    layout = ParamLayout.from_model(model)
+    n = data.num_clients
+    ctx = Context(layout=layout, mixer=tf.engine.Mixer(torch.device("cpu"), torch.float64), n=n)
+    g = torch.Generator().manual_seed(3)
+    state = algo.init(torch.randn(n, layout.num_params, dtype=torch.float64, generator=g) * 0.1,
+                      ctx)
+    ex = BatchedExecutor(model, layout, chunk_size=4)
+    step = LocalStepper(ex, algo, data, 5, layout.num_params, torch.float64, rows=rows,
+                        fuse=fuse)
+    assert step.fused == fuse and (step.grads is None) == fuse
+    lr = torch.full((n,), lr0, dtype=torch.float64)
+    lr[3] = 0.0
+    before = state.x[3].clone()
+    for k in range(4):
+        loss = step(state, ctx, algo.phases[0], 1, k, lr)
+        assert torch.isfinite(loss).all()
+    assert torch.equal(state.x[3], before)  # lr 0: the client does not move, fused or not
+    return state
+
+
+@pytest.mark.parametrize("rows", [3, 11])
+@pytest.mark.parametrize("name", ["dsgd", "local", "fedavg", "dfedavgm"])
+def test_fused_sgd_equals_gradient_then_update(data: Any, rows: int, name: str) -> None:
+    kw = {"momentum": 0.0} if name == "dfedavgm" else {}
+    algo = tf.algorithms.get_algorithm(name, lr=0.2, **kw)
+    assert algo.plain_sgd and algo.rowwise
+    a = _fused_run(data, algo, fuse=False, rows=rows)
+    b = _fused_run(data, algo, fuse=True, rows=rows)
+    np.testing.assert_allclose(b.x.numpy(), a.x.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_plain_sgd_flags() -> None:
+    A = tf.algorithms
+    assert A.dsgd().plain_sgd
+    assert not A.dsgd(momentum=0.9).plain_sgd and A.dsgd(momentum=0.9).rowwise
+    assert not A.dsgd(weight_decay=1e-4).plain_sgd
+    assert not A.dsgd(clique_averaging=True).plain_sgd
+    assert not A.dfedavgm().plain_sgd  # momentum 0.9 by default
+    assert not A.sgp().plain_sgd  # gradient at z = x / w, applied to x
+    assert A.local().plain_sgd and A.fedavg().plain_sgd
+
+
+def test_sgd_needs_the_closed_form() -> None:
+    model = tf.models.build_model("mlp", (4,), 3, seed=0, hidden=(5,))
+    layout = ParamLayout.from_model(model)
+    ex = BatchedExecutor(model, layout)
+    assert not ex.fuses_sgd
+    with pytest.raises(ValueError, match="closed-form path"):
+        ex.sgd_(torch.zeros(2, layout.num_params), torch.zeros(2, 1, 4),
+                torch.zeros(2, 1, dtype=torch.int64), "all", torch.ones(2))
+    step = LocalStepper(ex, tf.algorithms.dsgd(), tf.data.federate(
+        tf.data.synthetic(40, 4, 3, seed=0), "iid", 2, seed=0), 4, layout.num_params,
+        torch.float32)
+    assert not step.fused and step.grads is not None
+
+
 def test_stepper_streams_only_rowwise_algorithms(data: Any) -> None:
     model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
     layout = ParamLayout.from_model(model)
@@ -147,9 +205,11 @@ def test_stepper_streams_only_rowwise_algorithms(data: Any) -> None:
     for algo, rows in ((tf.algorithms.dsgd(), 3), (tf.algorithms.dsgd(clique_averaging=True), 11),
                        (tf.algorithms.sgp(), 3), (tf.algorithms.fedper(), 11),
                        (tf.algorithms.dfedavgm(), 3)):
-        step = LocalStepper(ex, algo, data, 4, layout.num_params, torch.float32, rows=3)
+        step = LocalStepper(ex, algo, data, 4, layout.num_params, torch.float32, rows=3,
+                            fuse=False)
         assert step.rows == rows, algo.name
-        assert tuple(step.grads.shape) == (rows, layout.num_params)
+        assert tuple(step.grads.shape) == (rows, layout.num_params)  # type: ignore[union-attr]
+        assert tuple(step.batch[0].shape) == (rows, 4, *data.input_shape)
 
 
 def test_default_blocks_follow_the_executor() -> None:

@@ -237,6 +237,12 @@ class Algorithm(NamedTuple):
         may then run a local step over blocks of clients, ``update(state.rows(c),
         grads[c], phase, lr[c], ctx)``, drawing each block's batches just before its gradient
         while they are in cache (see :class:`topofl.engine.LocalStepper`).
+    plain_sgd : bool
+        True when ``point`` returns ``state.x`` itself and ``update`` is exactly
+        ``state.x[:, cols] -= lr * grads[:, cols]`` on the phase's columns (no momentum, weight
+        decay or mixing of gradients; implies ``rowwise``). An executor that can (softmax
+        regression in closed form) then applies each block's gradient as it computes it,
+        without a gradient buffer.
     """
 
     name: str
@@ -253,6 +259,7 @@ class Algorithm(NamedTuple):
     decay: float = 1.0
     uses_topology: bool = True
     rowwise: bool = False
+    plain_sgd: bool = False
 
 
 def sgd_step(

@@ -168,6 +168,7 @@ def dsgd(
         requires="doubly",
         decay=decay,
         rowwise=not clique_averaging,
+        plain_sgd=not (clique_averaging or momentum or weight_decay),
     )
 
 
@@ -212,6 +213,7 @@ def dfedavgm(
         requires="doubly",
         decay=decay,
         rowwise=True,
+        plain_sgd=not (momentum or weight_decay),
     )
 
 
@@ -247,6 +249,7 @@ def local(
         decay=decay,
         uses_topology=False,
         rowwise=True,
+        plain_sgd=not (momentum or weight_decay),
     )
 
 
@@ -290,4 +293,5 @@ def fedavg(
         decay=decay,
         uses_topology=False,
         rowwise=True,
+        plain_sgd=not (momentum or weight_decay),
     )

@@ -208,8 +208,9 @@ def stream_rows(n: int, batch_size: int, input_shape: tuple[int, ...],
     On CPU, blocks of clients whose float32 batches take about 8 MiB (equal blocks); on other
     devices all clients at once (one large launch is what a GPU wants). Measured inside D-SGD
     rounds on 2 cores, logistic regression, 1000 clients x 16 samples x 784 inputs, local step
-    = draw + closed-form gradient + SGD update (medians of 25 rounds): blocks of 64 clients
-    17.6 ms, 125: 16.3, 167 (the default): 16.6, 250: 17.2, 500: 19.3, all at once: 20.2.
+    = draw + closed-form gradient + separate SGD update (medians of 25 rounds): blocks of 64
+    clients 17.6 ms, 125: 16.3, 167 (the default): 16.6, 250: 17.2, 500: 19.3, all at once:
+    20.2.
     Smaller blocks pay more per-operation overhead than they save in memory traffic.
 
     Examples
@@ -255,7 +256,12 @@ class LocalStepper:
         peak of a round).
     check : callable, optional
         ``check(loss, first_client)`` is called on every block's losses before its update
-        (the round loop raises ``ConvergenceError`` on a non-finite loss there).
+        (the round loop raises ``ConvergenceError`` on a non-finite loss there; after it, when
+        the update is fused).
+    fuse : bool, default True
+        For ``plain_sgd`` algorithms and an executor that ``fuses_sgd`` (softmax regression in
+        closed form), apply each block's gradient as it is computed
+        (``executor.sgd_``), without a gradient buffer. Same numbers to rounding.
 
     Examples
     --------
@@ -280,19 +286,21 @@ class LocalStepper:
 
     def __init__(self, executor: Any, algorithm: Algorithm, data: Any, batch_size: int,
                  num_params: int, dtype: torch.dtype, *, rows: int | None = None,
-                 check: Any = None) -> None:
+                 check: Any = None, fuse: bool = True) -> None:
         n = int(data.num_clients)
         device = data.device
         if rows is None:
             rows = (stream_rows(n, batch_size, tuple(data.input_shape), device)
                     if getattr(executor, "streams", False) else n)
         self.rows = n if not algorithm.rowwise else max(1, min(n, int(rows)))
+        self.fused = bool(fuse and algorithm.plain_sgd and getattr(executor, "fuses_sgd", False))
         self.executor, self.algorithm, self.data = executor, algorithm, data
         self.batch_size, self.dtype, self.n = int(batch_size), dtype, n
         self.check = check
         m = self.rows
         # every step writes into the same buffers (fresh large allocations cost page faults)
-        self.grads = torch.zeros(m, num_params, dtype=dtype, device=device)
+        self.grads = None if self.fused else torch.zeros(m, num_params, dtype=dtype,
+                                                         device=device)
         self.batch = (
             torch.empty((m, batch_size, *data.input_shape), dtype=torch.float32, device=device),
             torch.empty((m, batch_size), dtype=torch.int64, device=device),
@@ -305,24 +313,30 @@ class LocalStepper:
         point = self.algorithm.point(state, ctx, phase)
         if self.rows >= self.n:
             x, y = self.data.sample(t, step, self.batch_size, out=self.batch)
-            loss = self.executor.grad(point, x.to(self.dtype), y, phase.part, self.grads)
-            if self.check is not None:
-                self.check(loss, 0)
-            self.algorithm.update(state, self.grads, phase, lr, ctx)
-            return loss  # type: ignore[no-any-return]
+            return self._step(state, point, x, y, phase, lr, ctx, 0)
         idx = self.data.sample_indices(t, step, self.batch_size)
         losses = torch.empty(self.n, dtype=self.dtype, device=point.device)
         for a in range(0, self.n, self.rows):
             c = slice(a, min(self.n, a + self.rows))
             m = c.stop - a
             x, y = self.data.take(idx[c], out=(self.batch[0][:m], self.batch[1][:m]))
-            g = self.grads[:m]
-            loss = self.executor.grad(point[c], x.to(self.dtype), y, phase.part, g)
-            if self.check is not None:
-                self.check(loss, a)
-            self.algorithm.update(state.rows(c), g, phase, lr[c], ctx)
-            losses[c] = loss
+            losses[c] = self._step(state.rows(c), point[c], x, y, phase, lr[c], ctx, a)
         return losses
+
+    def _step(self, state: State, point: Tensor, x: Tensor, y: Tensor, phase: Any, lr: Tensor,
+              ctx: Context, first: int) -> Tensor:
+        x = x.to(self.dtype)
+        if self.fused:  # point is state.x (plain_sgd): gradient and update in one pass
+            loss: Tensor = self.executor.sgd_(point, x, y, phase.part, lr)
+            if self.check is not None:  # here after the step: a diverged client is not finite
+                self.check(loss, first)
+            return loss
+        g = self.grads[: point.shape[0]]  # type: ignore[index]
+        loss = self.executor.grad(point, x, y, phase.part, g)
+        if self.check is not None:
+            self.check(loss, first)
+        self.algorithm.update(state, g, phase, lr, ctx)
+        return loss
 
 
 def _check_stochastic(algo: Algorithm, topo: Topology, seen: set[int]) -> None:
