@@ -492,7 +492,6 @@ class FederatedData:
         >>> bool((data.sample(3, 1, 8)[0] == x).all())
         True
         """
-
         return self.take(self.sample_indices(round, step, batch_size), out=out)
 
     def take(

@@ -19,7 +19,8 @@ import torch
 __all__ = ["cpu_workers", "run_on_cores"]
 
 _LOCK = threading.Lock()
-_POOL: list[ThreadPoolExecutor | int] = []  # [pool, size] once created
+_POOL: ThreadPoolExecutor | None = None  # shared, grown to the largest worker count asked for
+_POOL_SIZE = 0
 
 
 def cpu_workers(requested: int | None, tasks: int) -> int:
@@ -30,10 +31,12 @@ def cpu_workers(requested: int | None, tasks: int) -> int:
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
+    global _POOL, _POOL_SIZE
     with _LOCK:
-        if not _POOL or int(_POOL[1]) < workers:  # type: ignore[arg-type]
-            _POOL[:] = [ThreadPoolExecutor(workers, thread_name_prefix="topofl-core"), workers]
-        return _POOL[0]  # type: ignore[return-value]
+        if _POOL is None or _POOL_SIZE < workers:
+            _POOL = ThreadPoolExecutor(workers, thread_name_prefix="topofl-core")
+            _POOL_SIZE = workers
+        return _POOL
 
 
 def run_on_cores(workers: int, fn: Callable[[int], None]) -> None:
