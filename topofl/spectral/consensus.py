@@ -1,0 +1,239 @@
+"""Products of mixing matrices, measured consensus rate and finite-time consensus."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from topofl._validation import check_int
+from topofl.graph import as_time_varying
+from topofl.spectral._common import _FLOOR, _per_object, _rounds, _sample_columns, _stochasticity
+
+
+# ============================================================================ products
+def mixing_product(tv: Any, start: int, stop: int) -> np.ndarray:
+    r"""The dense product $W(\mathrm{stop}-1) \cdots W(\mathrm{start})$ (the identity if empty).
+
+    Parameters
+    ----------
+    tv : TimeVarying or Topology
+    start, stop : int
+        ``0 <= start <= stop``; the rounds ``start..stop-1`` are applied in that order.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, n)`` float64: ``x_stop = P x_start``.
+
+    Examples
+    --------
+    >>> P = tf.spectral.mixing_product(tf.topologies.one_peer_exponential(4), 0, 2)
+    >>> bool(np.allclose(P, 0.25))
+    True
+    """
+    g = as_time_varying(tv)
+    start = check_int(start, "start", low=0)
+    stop = check_int(stop, "stop", low=start)
+    P = np.eye(g.n)
+    for t in range(start, stop):
+        P = np.asarray(g.at(t).W @ P)
+    return P
+
+def finite_time_consensus(
+    tv: Any, max_rounds: int, *, tol: float = 1e-12, start: int = 0
+) -> int | None:
+    r"""The first number of rounds after which the product of mixing matrices is exactly ``J``.
+
+    Returns the smallest ``T <= max_rounds`` with
+    $n \max_{ij} |[W(\mathrm{start}+T-1) \cdots W(\mathrm{start})]_{ij} - 1/n| \le$ ``tol``
+    (every entry equals $1/n$ to relative precision ``tol``): from round ``start`` on, every
+    node holds the exact average after ``T`` rounds, whatever the initial values.
+
+    *Finite-time* means the product jumps to ``J``: one round earlier it was still at relative
+    distance above ``1e-6``. Geometric (asymptotic) convergence also falls below ``tol`` in
+    floating point eventually -- for a fast-mixing graph within a few dozen rounds -- but that
+    is not finite-time consensus and gives ``None``.
+
+    Parameters
+    ----------
+    tv : TimeVarying or Topology
+    max_rounds : int
+        ``>= 1``.
+    tol : float, default 1e-12
+        Relative tolerance on the entries of the product.
+    start : int, default 0
+        First round of the product.
+
+    Returns
+    -------
+    int or None
+        ``None`` if the product does not jump to ``J`` within ``max_rounds`` rounds (for a
+        row- or column-stochastic but not doubly stochastic sequence the limit is not ``J`` at
+        all). ``0`` for ``n = 1``.
+
+    Notes
+    -----
+    For ``n > 64`` the product is tracked on 64 columns and verified in full only when they
+    match, so a sequence that never averages exactly costs $O(\mathrm{max\_rounds} \cdot
+    \mathrm{nnz} \cdot 64)$.
+
+    Examples
+    --------
+    >>> tf.spectral.finite_time_consensus(tf.topologies.one_peer_exponential(16), 20)
+    4
+    >>> tf.spectral.finite_time_consensus(tf.topologies.one_peer_exponential(12), 40) is None
+    True
+    >>> tf.spectral.finite_time_consensus(tf.topologies.complete(7), 5)
+    1
+    >>> tf.spectral.finite_time_consensus(tf.topologies.random_regular(16, 8, seed=0), 200) is None
+    True
+    """
+    g = as_time_varying(tv)
+    T = check_int(max_rounds, "max_rounds", low=1)
+    start = check_int(start, "start", low=0)
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1e-6:
+        raise ValueError(f"tol must be a number in [0, 1e-6), got {tol!r}")
+    n = g.n
+    if n == 1:
+        return 0
+    cols = _sample_columns(n, 64)
+    X = np.zeros((n, cols.size))
+    X[cols, np.arange(cols.size)] = 1.0
+    prev = float(n - 1)  # relative distance of the identity from J
+    for r in range(T):
+        X = np.asarray(g.at(start + r).W @ X)
+        dist = n * float(np.max(np.abs(X - 1.0 / n)))
+        if dist <= tol:
+            if prev <= 1e-6:
+                return None  # asymptotic convergence that merely passed below tol
+            if cols.size == n:
+                return r + 1
+            P = mixing_product(g, start, start + r + 1)
+            if n * float(np.max(np.abs(P - 1.0 / n))) <= tol:
+                return r + 1
+        prev = dist
+    return None
+
+
+# ============================================================================ push-sum constants
+
+# ============================================================================ consensus
+def _gossip_mode(Ws: Sequence[sp.csr_array]) -> str:
+    kinds = _per_object(_stochasticity, Ws)
+    if any(k == "none" for k in kinds):
+        t = kinds.index("none")
+        raise ValueError(
+            f"W({t}) is neither row- nor column-stochastic; gossip needs one or the other"
+        )
+    if all(k in ("column", "doubly") for k in kinds) and any(k == "column" for k in kinds):
+        return "push_sum"
+    return "plain"
+
+
+def disagreement(
+    tv: Any, rounds: int, *, num_vectors: int = 8, seed: int = 0
+) -> np.ndarray:
+    r"""Relative disagreement $e_t / e_0$ of gossip from random initial vectors, ``t = 0..rounds``.
+
+    ``num_vectors`` standard normal vectors $x_0$ (from ``numpy.random.default_rng(seed)``)
+    are gossiped with $x_{t+1} = W(t) x_t$. The disagreement is
+    $e_t = \|x_t - \bar{x}_t \mathbf{1}\|_F$ (distance to the current average); for a
+    column-stochastic (push-sum) sequence that is not row-stochastic it is the de-biased
+    $e_t = \|x_t / w_t - \bar{x}_0 \mathbf{1}\|_F$ with push-sum weights
+    $w_{t+1} = W(t) w_t$, $w_0 = \mathbf{1}$.
+
+    Parameters
+    ----------
+    tv : TimeVarying or Topology
+    rounds : int
+        ``>= 1``.
+    num_vectors : int, default 8
+    seed : int, default 0
+        Seed of the initial vectors (the result is deterministic).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(rounds + 1,)`` float64, starting at ``1.0`` (all zeros for ``n = 1``). Values below
+        ``1e-15`` are float64 round-off and are returned as ``0.0``.
+
+    Examples
+    --------
+    >>> np.round(tf.spectral.disagreement(tf.topologies.one_peer_exponential(4), 3), 6)
+    array([1.      , 0.502629, 0.      , 0.      ])
+    """
+    g = as_time_varying(tv)
+    T = check_int(rounds, "rounds", low=1)
+    r = check_int(num_vectors, "num_vectors", low=1)
+    seed = check_int(seed, "seed", low=0)
+    n = g.n
+    X = np.random.default_rng(seed).standard_normal((n, r))
+    Ws = _rounds(g, T)
+    mode = _gossip_mode(Ws)
+    target = X.mean(axis=0)
+    w = np.ones(n)
+    out = np.empty(T + 1)
+
+    def err(Y: np.ndarray) -> float:
+        if mode == "push_sum":
+            return float(np.linalg.norm(Y / w[:, None] - target))
+        return float(np.linalg.norm(Y - Y.mean(axis=0)))
+
+    e0 = err(X)
+    out[0] = e0
+    for t, M in enumerate(Ws):
+        X = np.asarray(M @ X)
+        if mode == "push_sum":
+            w = np.asarray(M @ w)
+        out[t + 1] = err(X)
+    if e0 == 0.0:
+        return np.zeros(T + 1)
+    out /= e0
+    out[out < 1e-3 * _FLOOR] = 0.0
+    return out
+
+
+def consensus_rate(tv: Any, rounds: int, *, num_vectors: int = 8, seed: int = 0) -> float:
+    r"""Measured per-round contraction of the disagreement of gossip.
+
+    From the curve $r_t = e_t / e_0$ of :func:`disagreement`: with $\tau$ the first round where
+    $r_\tau \le 10^{-12}$ (or ``rounds``), the rate is
+    $(r_\tau / r_{\lfloor\tau/2\rfloor})^{1/(\tau - \lfloor\tau/2\rfloor)}$, the geometric-mean
+    contraction per round over the second half of the run (the fast transient of the first
+    rounds is left out, so for a fixed symmetric ``W`` it approaches
+    $\max_{k\ge2}|\lambda_k|$ = 1 - spectral gap).
+
+    Parameters
+    ----------
+    tv : TimeVarying or Topology
+    rounds : int
+        ``>= 1``.
+    num_vectors, seed
+        As in :func:`disagreement`.
+
+    Returns
+    -------
+    float
+        In ``[0, 1]`` for contracting gossip; ``0.0`` when the disagreement vanishes exactly
+        (finite-time consensus) and for ``n = 1``.
+
+    Examples
+    --------
+    >>> r = tf.spectral.consensus_rate(tf.topologies.ring(16), 200)
+    >>> round(r, 3), round(1 - tf.spectral.spectral_gap(tf.topologies.ring(16)), 3)
+    (0.949, 0.949)
+    >>> tf.spectral.consensus_rate(tf.topologies.base_graph(10, k=2), 20)
+    0.0
+    """
+    curve = disagreement(tv, rounds, num_vectors=num_vectors, seed=seed)
+    T = curve.size - 1
+    below = np.flatnonzero(curve[1:] <= _FLOOR)
+    tau = int(below[0]) + 1 if below.size else T
+    if curve[tau] == 0.0:
+        return 0.0
+    half = tau // 2
+    return float((curve[tau] / curve[half]) ** (1.0 / (tau - half)))
