@@ -417,7 +417,7 @@ def test_remove_intra_edges_at_the_maximum_leaves_trees() -> None:
 def test_remove_intra_edges_gives_up_with_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # With one draw allowed, removing all but 19 of the 190 edges of a 20-node clique almost
     # never leaves a tree: the error says so instead of returning a disconnected graph.
-    monkeypatch.setattr(cliques_module, "_REMOVE_TRIES", 1)
+    monkeypatch.setattr(cliques_module.inter, "_REMOVE_TRIES", 1)
     with pytest.raises(NotConnectedError, match="remove fewer edges"):
         connect_cliques([list(range(20))], remove_intra_edges=171, seed=0)
 

@@ -22,7 +22,6 @@ from topofl.spectral._common import (
 )
 
 
-# ============================================================================ connectivity
 def _n_strong_components(P: sp.csr_array) -> int:
     return int(csgraph.connected_components(P, directed=True, connection="strong")[0])
 
@@ -191,7 +190,6 @@ def diameter(topology: Any) -> int:
     return d
 
 
-# ============================================================================ B-connectivity
 def _window_unions(
     patterns: Sequence[sp.csr_array], B: int, period: int | None = None
 ) -> Iterator[tuple[int, sp.csr_array]]:

@@ -14,7 +14,6 @@ from topofl.graph import as_time_varying
 from topofl.spectral._common import _FLOOR, _per_object, _rounds, _sample_columns, _stochasticity
 
 
-# ============================================================================ products
 def mixing_product(tv: Any, start: int, stop: int) -> np.ndarray:
     r"""The dense product $W(\mathrm{stop}-1) \cdots W(\mathrm{start})$ (the identity if empty).
 
@@ -119,9 +118,6 @@ def finite_time_consensus(
     return None
 
 
-# ============================================================================ push-sum constants
-
-# ============================================================================ consensus
 def _gossip_mode(Ws: Sequence[sp.csr_array]) -> str:
     kinds = _per_object(_stochasticity, Ws)
     if any(k == "none" for k in kinds):

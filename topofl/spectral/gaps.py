@@ -28,7 +28,6 @@ from topofl.spectral._common import (
 )
 
 
-# ============================================================================ eigenvalues
 def _sort_full(ev: np.ndarray, symmetric: bool) -> np.ndarray:
     if symmetric:
         return np.sort(ev.real)[::-1].copy()
@@ -105,8 +104,6 @@ def eigenvalues(W: Any, k: int | None = None, *, method: Method = "auto") -> np.
     top = np.argsort(-np.abs(full), kind="stable")[:k]
     return full[np.sort(top)]
 
-
-# ============================================================================ spectral gap
 
 def _second_modulus(M: sp.csr_array, method: str) -> float:
     """``max_{k >= 2} |lambda_k(M)|`` (for stochastic ``M``: the spectral radius of ``M - J``)."""
@@ -216,7 +213,6 @@ def spectral_gap(W: Any, kind: GapKind = "modulus", *, method: Method = "auto") 
     return _snap(1.0 - _second_modulus(M, method))
 
 
-# ============================================================================ Laplacian
 def algebraic_connectivity(
     topology: Any, *, weighted: bool = False, method: Method = "auto"
 ) -> float:

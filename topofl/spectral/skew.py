@@ -9,7 +9,6 @@ import numpy as np
 from topofl.spectral._common import _as_csr, _snap
 
 
-# ============================================================================ data skew
 def neighborhood_skew(topology: Any, label_distributions: Any) -> float:
     r"""Mean L1 distance of the mixed neighbourhood label distributions from the global one.
 

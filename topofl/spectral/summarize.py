@@ -25,7 +25,6 @@ from topofl.spectral.gaps import algebraic_connectivity, spectral_gap
 from topofl.spectral.pushsum import pushsum_constants
 from topofl.spectral.skew import neighborhood_skew
 
-# ============================================================================ summary
 _SUMMARY_KEYS = (
     "name", "n", "time_varying", "period", "horizon", "directed", "stochastic",
     "edges_per_node", "messages_per_round",
