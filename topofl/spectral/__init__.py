@@ -38,7 +38,8 @@ consensus), :mod:`~topofl.spectral.skew` (neighbourhood skew) and
 
 from __future__ import annotations
 
-# ``_name as _name``: internals that analysis/bench_spectral.py and the tests reach here.
+# Imports written ``_name as _name`` re-export internals that analysis/bench_spectral.py and
+# the tests use.
 from topofl.spectral._common import _BITSET_MAX_LEVELS as _BITSET_MAX_LEVELS
 from topofl.spectral._common import DENSE_MAX
 from topofl.spectral._common import _pattern as _pattern

@@ -1,0 +1,159 @@
+"""The frozen :class:`Dataset` every loader returns."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+PathLike = str | os.PathLike[str]
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+
+
+class ChecksumError(ValueError):
+    """A distribution file does not have its published checksum (corrupt or wrong file)."""
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Dataset:
+    """A labelled train/test dataset held as numpy arrays; immutable.
+
+    Attributes
+    ----------
+    name : str
+    x_train, x_test : numpy.ndarray
+        ``float32`` features of shape ``(N, *input_shape)`` (read-only).
+    y_train, y_test : numpy.ndarray
+        ``int64`` labels in ``[0, num_classes)`` (read-only).
+    num_classes : int
+    input_shape : tuple of int
+        Shape of one sample, channels first for images, e.g. ``(1, 8, 8)``.
+    classes : tuple of str
+        Class names (may be empty).
+    groups_train, groups_test : numpy.ndarray or None
+        ``int64`` natural group (e.g. FEMNIST writer) of every sample, for
+        :func:`topofl.data.natural`; ``None`` for datasets without groups.
+    group_names : tuple of str
+        Name of every group id (e.g. the LEAF user names).
+    params : Mapping[str, Any]
+        JSON-able options the dataset was loaded with.
+
+    Examples
+    --------
+    >>> ds = tf.data.load("synthetic", n_samples=100, dim=5, num_classes=3, seed=0)
+    >>> ds.x_train.shape, ds.x_test.shape, ds.input_shape, np.bincount(ds.y_train).tolist()
+    ((100, 5), (20, 5), (5,), [34, 33, 33])
+    """
+
+    name: str
+    x_train: F32
+    y_train: I64
+    x_test: F32
+    y_test: I64
+    num_classes: int
+    input_shape: tuple[int, ...]
+    classes: tuple[str, ...] = ()
+    groups_train: I64 | None = None
+    groups_test: I64 | None = None
+    group_names: tuple[str, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        L = self.num_classes
+        for part in ("train", "test"):
+            x = getattr(self, f"x_{part}")
+            y = getattr(self, f"y_{part}")
+            if x.dtype != np.float32 or y.dtype != np.int64:
+                raise TypeError(
+                    f"x_{part} must be float32 and y_{part} int64, got {x.dtype} and {y.dtype}"
+                )
+            if x.shape[0] != y.shape[0] or tuple(x.shape[1:]) != tuple(self.input_shape):
+                raise ValueError(
+                    f"x_{part} must have shape (N, *{tuple(self.input_shape)}) with N = "
+                    f"len(y_{part}) = {y.shape[0]}, got {x.shape}"
+                )
+            if y.size and (int(y.min()) < 0 or int(y.max()) >= L):
+                raise ValueError(
+                    f"y_{part} must lie in [0, {L}), found {int(y.min())}..{int(y.max())}"
+                )
+            g = getattr(self, f"groups_{part}")
+            if g is not None and g.shape != y.shape:
+                raise ValueError(f"groups_{part} must have shape {y.shape}, got {g.shape}")
+            # Read-only views: the caller's arrays keep their own flags.
+            for attr in (f"x_{part}", f"y_{part}", f"groups_{part}"):
+                a = getattr(self, attr)
+                if a is not None:
+                    v = a.view()
+                    v.flags.writeable = False
+                    object.__setattr__(self, attr, v)
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset(name={self.name!r}, train={self.y_train.size}, test={self.y_test.size}, "
+            f"input_shape={tuple(self.input_shape)}, num_classes={self.num_classes})"
+        )
+
+    def standardized(self) -> Dataset:
+        """A copy with zero mean and unit variance per channel, using training statistics.
+
+        Statistics are taken over every axis but the channel axis (axis 1 of ``(N, C, H, W)``;
+        per feature for ``(N, d)``) of ``x_train`` and applied to both splits.
+
+        Examples
+        --------
+        >>> ds = tf.data.load("digits").standardized()
+        >>> round(float(ds.x_train.mean()), 4), round(float(ds.x_train.std()), 4)
+        (0.0, 1.0)
+        """
+        axes = (0,) + tuple(range(2, self.x_train.ndim))
+        mean = self.x_train.mean(axis=axes, keepdims=True, dtype=np.float64)
+        std = self.x_train.std(axis=axes, keepdims=True, dtype=np.float64)
+        std = np.where(std > 0, std, 1.0)
+        return Dataset(
+            name=self.name,
+            x_train=((self.x_train - mean) / std).astype(np.float32),
+            y_train=self.y_train,
+            x_test=((self.x_test - mean) / std).astype(np.float32),
+            y_test=self.y_test,
+            num_classes=self.num_classes,
+            input_shape=self.input_shape,
+            classes=self.classes,
+            groups_train=self.groups_train,
+            groups_test=self.groups_test,
+            group_names=self.group_names,
+            params={**self.params, "standardized": True},
+        )
+
+
+def _image_dataset(
+    name: str,
+    x: npt.NDArray[np.uint8],
+    y: npt.NDArray[Any],
+    xt: npt.NDArray[np.uint8],
+    yt: npt.NDArray[Any],
+    L: int,
+    classes: Sequence[str],
+    params: Mapping[str, Any],
+) -> Dataset:
+    for part, lab in (("train", y), ("test", yt)):
+        if lab.size and int(lab.max()) >= L:
+            raise ValueError(f"{name} {part} labels must lie in [0, {L}), found {int(lab.max())}")
+    scale = np.float32(1.0 / 255.0)
+    return Dataset(
+        name=name,
+        x_train=x.astype(np.float32) * scale,
+        y_train=y.astype(np.int64),
+        x_test=xt.astype(np.float32) * scale,
+        y_test=yt.astype(np.int64),
+        num_classes=L,
+        input_shape=tuple(int(s) for s in x.shape[1:]),
+        classes=tuple(classes),
+        params=params,
+    )

@@ -1,0 +1,120 @@
+"""Datasets that need no files: scikit-learn's digits and a seeded synthetic mixture."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from topofl._rng import Seed, as_generator
+from topofl._validation import check_int, check_real
+from topofl.data.datasets.base import F32, I64, Dataset
+
+
+def digits() -> Dataset:
+    """The 1797 handwritten 8x8 digits shipped with scikit-learn; offline, fixed split.
+
+    Features are the 0..16 pixel intensities divided by 16 (so in ``[0, 1]``), shaped
+    ``(N, 1, 8, 8)`` (one channel, like MNIST, so image models apply). The split is fixed and
+    stratified without any randomness: within each class, in the order scikit-learn lists the
+    samples, every fifth sample (ranks 4, 9, 14, ...) is a test sample. That gives 1442 training
+    and 355 test samples.
+
+    Examples
+    --------
+    >>> ds = tf.data.digits()
+    >>> np.bincount(ds.y_test).tolist()
+    [35, 36, 35, 36, 36, 36, 36, 35, 34, 36]
+    """
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    x = (np.asarray(bunch.images, dtype=np.float32) / np.float32(16.0)).reshape(-1, 1, 8, 8)
+    y = np.asarray(bunch.target, dtype=np.int64)
+    rank = np.empty(y.size, dtype=np.int64)
+    for c in range(10):
+        members = np.flatnonzero(y == c)
+        rank[members] = np.arange(members.size)
+    test = rank % 5 == 4
+    return Dataset(
+        name="digits",
+        x_train=np.ascontiguousarray(x[~test]),
+        y_train=y[~test],
+        x_test=np.ascontiguousarray(x[test]),
+        y_test=y[test],
+        num_classes=10,
+        input_shape=(1, 8, 8),
+        classes=tuple(str(c) for c in range(10)),
+        params={},
+    )
+
+
+def synthetic(
+    n_samples: int = 1000,
+    dim: int = 16,
+    num_classes: int = 10,
+    *,
+    seed: Seed,
+    n_test: int | None = None,
+    separation: float = 3.0,
+    noise: float = 1.0,
+) -> Dataset:
+    r"""A seeded Gaussian-mixture classification set.
+
+    Class ``c`` has mean ``mu_c = separation * g_c / ||g_c||`` with ``g_c ~ N(0, I_dim)``; a
+    sample of class ``c`` is ``mu_c + noise * N(0, I_dim)``. Classes are balanced (sizes differ
+    by at most one, the first classes getting the extra samples) and the samples are in random
+    order.
+
+    Parameters
+    ----------
+    n_samples : int, default 1000
+        Training samples.
+    dim : int, default 16
+        Feature dimension; ``input_shape`` is ``(dim,)``.
+    num_classes : int, default 10
+    seed : int or numpy.random.Generator
+    n_test : int, optional
+        Test samples, default ``n_samples // 5``.
+    separation, noise : float
+        Distance of the class means from the origin, and the noise scale.
+
+    Examples
+    --------
+    >>> ds = tf.data.synthetic(200, dim=2, num_classes=2, seed=0)
+    >>> ds.x_train.shape, ds.y_test.shape
+    ((200, 2), (40,))
+    """
+    n = check_int(n_samples, "n_samples", low=1)
+    d = check_int(dim, "dim", low=1)
+    L = check_int(num_classes, "num_classes", low=1)
+    nt = n // 5 if n_test is None else check_int(n_test, "n_test", low=0)
+    sep = check_real(separation, "separation", low=0.0)
+    sd = check_real(noise, "noise", low=0.0)
+    rng = as_generator(seed)
+    g = rng.standard_normal((L, d))
+    mu = sep * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12)
+
+    def draw(m: int) -> tuple[F32, I64]:
+        y = rng.permutation(np.arange(m) % L).astype(np.int64)
+        x = (mu[y] + sd * rng.standard_normal((m, d))).astype(np.float32)
+        return x, y
+
+    x_tr, y_tr = draw(n)
+    x_te, y_te = draw(nt)
+    return Dataset(
+        name="synthetic",
+        x_train=x_tr,
+        y_train=y_tr,
+        x_test=x_te,
+        y_test=y_te,
+        num_classes=L,
+        input_shape=(d,),
+        params={
+            "n_samples": n,
+            "dim": d,
+            "num_classes": L,
+            "n_test": nt,
+            "separation": sep,
+            "noise": sd,
+            "seed": int(seed) if isinstance(seed, (int, np.integer)) else None,
+        },
+    )

@@ -1,0 +1,98 @@
+"""Every dataset by name, and :func:`load`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from topofl.data.datasets.base import Dataset, PathLike
+from topofl.data.datasets.bundled import digits, synthetic
+from topofl.data.datasets.cifar import cifar10, cifar100
+from topofl.data.datasets.folders import cinic10, tiny_imagenet
+from topofl.data.datasets.idx import fashion_mnist, mnist
+from topofl.data.datasets.leaf import femnist
+
+#: Loader of every dataset name accepted by :func:`load`.
+DATASETS: Mapping[str, Callable[..., Dataset]] = MappingProxyType(
+    {
+        "digits": digits,
+        "synthetic": synthetic,
+        "mnist": mnist,
+        "fashion_mnist": fashion_mnist,
+        "cifar10": cifar10,
+        "cifar100": cifar100,
+        "femnist": femnist,
+        "cinic10": cinic10,
+        "tiny_imagenet": tiny_imagenet,
+    }
+)
+
+
+def _canonical(name: str) -> str | None:
+    key = name.lower().replace("-", "").replace("_", "")
+    for k in DATASETS:
+        if k.replace("_", "") == key:
+            return k
+    return None
+
+
+def load(
+    name: str, *, root: PathLike | None = None, download: bool = False, **options: Any
+) -> Dataset:
+    """Load a dataset by name.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`DATASETS` (case, ``-`` and ``_`` are ignored: ``"CIFAR-10"`` works).
+    root : str or path, optional
+        Data folder, default ``~/.cache/topofl``; the files of ``name`` live in
+        ``root/<name>/``. Ignored by ``"digits"`` and ``"synthetic"``.
+    download : bool, default False
+        Fetch missing distribution files from their official location (then verify them).
+    **options
+        Options of the dataset's loader, e.g. ``seed``, ``n_samples`` for ``"synthetic"``,
+        ``label_mode`` for ``"cifar100"``, ``include_valid`` for ``"cinic10"``.
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the known ones) or option.
+    FileNotFoundError
+        Files missing with ``download=False`` (the message lists them and where to put them).
+    ChecksumError
+        A distribution file does not match its published checksum.
+
+    Examples
+    --------
+    >>> tf.data.load("digits").input_shape
+    (1, 8, 8)
+    >>> tf.data.load("imagenet")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown dataset 'imagenet'; known: cifar10, cifar100, cinic10, digits,
+    fashion_mnist, femnist, mnist, synthetic, tiny_imagenet
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    key = _canonical(name)
+    if key is None:
+        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
+    if not isinstance(download, bool):
+        raise TypeError(f"download must be a bool, got {type(download).__name__}")
+    fn = DATASETS[key]
+    accepted = [p for p in inspect.signature(fn).parameters if p not in ("root", "download")]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {unknown} for dataset {key!r}; accepted: {accepted or 'none'}"
+        )
+    if key in ("digits", "synthetic"):
+        return fn(**options)
+    return fn(root, download=download, **options)

@@ -1,0 +1,144 @@
+"""Integer apportionment (largest remainder), Dirichlet draws and dealing samples to clients."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from topofl.data.partition._input import FloatArray, IntArray
+
+
+def _top_k_per_row(
+    keys: FloatArray, k: IntArray, rng: np.random.Generator
+) -> npt.NDArray[np.bool_]:
+    """Boolean mask of the ``k[g]`` largest ``keys[g, :]`` of every row; ties broken at random."""
+    G, K = keys.shape
+    if K == 0:
+        return np.zeros((G, 0), dtype=bool)
+    order = np.lexsort((rng.random((G, K)), -keys), axis=-1)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(K), (G, K)), axis=-1)
+    result: npt.NDArray[np.bool_] = rank < k[:, None]
+    return result
+
+
+def _apportion_int(totals: IntArray, weights: IntArray, rng: np.random.Generator) -> IntArray:
+    """Largest-remainder apportionment with integer weights, in exact integer arithmetic.
+
+    ``counts[g]`` sums to ``totals[g]`` and ``|counts[g, k] - totals[g] w[g, k] / sum(w[g])| < 1``;
+    in particular ``counts <= w`` wherever ``totals <= sum(w)``. Rows with zero total weight must
+    have a zero total.
+    """
+    S = weights.sum(axis=1)
+    S_safe = np.where(S == 0, 1, S)
+    num = totals[:, None] * weights
+    base = num // S_safe[:, None]
+    rem = (num % S_safe[:, None]).astype(np.float64)
+    k = totals - base.sum(axis=1)
+    out: IntArray = base + _top_k_per_row(rem, k, rng)
+    return out
+
+
+def _apportion_capped(
+    totals: IntArray, weights: IntArray, caps: IntArray, rng: np.random.Generator
+) -> IntArray:
+    """Largest-remainder apportionment (integer weights) that never exceeds ``caps``.
+
+    Seats a capped entry cannot take go to the next largest remainders of the row; requires
+    ``totals <= caps.sum(axis=1)``. At most ``K`` rounds of one vectorised pass.
+    """
+    S = weights.sum(axis=1)
+    S_safe = np.where(S == 0, 1, S)
+    num = totals[:, None] * weights
+    counts = np.minimum(num // S_safe[:, None], caps)
+    rem = (num - counts * S_safe[:, None]).astype(np.float64) / S_safe[:, None]
+    k = totals - counts.sum(axis=1)
+    while np.any(k > 0):
+        eligible = counts < caps
+        give = np.minimum(k, eligible.sum(axis=1))
+        if np.any(give[k > 0] == 0):  # pragma: no cover - guarded by the callers
+            raise RuntimeError("apportionment: totals exceed the caps")
+        seats = _top_k_per_row(np.where(eligible, rem, -np.inf), give, rng)
+        counts = counts + seats
+        rem = rem - seats
+        k = k - give
+    out: IntArray = counts
+    return out
+
+
+def _apportion_float(totals: IntArray, probs: FloatArray, rng: np.random.Generator) -> IntArray:
+    """Largest-remainder apportionment of ``totals[g]`` in the proportions ``probs[g]``."""
+    q = totals[:, None] * probs
+    base = np.floor(q).astype(np.int64)
+    k = totals - base.sum(axis=1)
+    rem = np.where(probs > 0, q - base, -1.0)  # zero-probability entries never get a remainder seat
+    out: IntArray = base + _top_k_per_row(rem, k, rng)
+    return out
+
+
+def _log_gamma(alpha: float, shape: tuple[int, ...], rng: np.random.Generator) -> FloatArray:
+    """``log G`` with ``G ~ Gamma(alpha, 1)``, without underflow for tiny ``alpha``.
+
+    Uses ``G_a = G_{a+1} U^{1/a}`` (Marsaglia & Tsang), i.e. ``log G_a = log G_{a+1} + log(U)/a``,
+    which stays finite where ``G_a`` itself underflows to 0 for ``alpha`` around 0.01.
+    """
+    g = rng.standard_gamma(alpha + 1.0, size=shape)
+    u = 1.0 - rng.random(shape)  # in (0, 1]
+    out: FloatArray = np.log(g) + np.log(u) / alpha
+    return out
+
+
+def _dirichlet_rows(
+    alpha: float, mask: npt.NDArray[np.bool_], rng: np.random.Generator
+) -> FloatArray:
+    """One ``Dir(alpha)`` vector per row over the entries where ``mask`` holds (0 elsewhere)."""
+    lg = np.where(mask, _log_gamma(alpha, mask.shape, rng), -np.inf)
+    mx = lg.max(axis=1, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    e = np.exp(lg - mx)
+    s = e.sum(axis=1, keepdims=True)
+    out: FloatArray = e / np.where(s == 0, 1.0, s)
+    return out
+
+
+def _class_sorted_order(labels: IntArray, rng: np.random.Generator) -> IntArray:
+    """A random permutation of the samples, then stably sorted by label."""
+    perm = rng.permutation(labels.size)
+    out: IntArray = perm[np.argsort(labels[perm], kind="stable")]
+    return out
+
+
+def _deal(labels: IntArray, counts: IntArray, rng: np.random.Generator) -> IntArray:
+    """``client_of`` giving ``counts[c, i]`` random samples of class ``c`` to client ``i``.
+
+    Samples of class ``c`` beyond ``counts[c].sum()`` are left unassigned (``-1``).
+    """
+    L, n = counts.shape
+    order = _class_sorted_order(labels, rng)
+    per_class = np.bincount(labels, minlength=L)
+    start = np.concatenate(([0], np.cumsum(per_class)[:-1]))
+    sorted_labels = labels[order]
+    rank = np.arange(labels.size) - start[sorted_labels]
+    take = rank < counts.sum(axis=1)[sorted_labels]
+    client_of = np.full(labels.size, -1, dtype=np.int64)
+    client_of[order[take]] = np.repeat(np.tile(np.arange(n), L), counts.ravel())
+    return client_of
+
+
+def _assign_classes(
+    n: int, classes: IntArray, c: int, rng: np.random.Generator
+) -> npt.NDArray[np.bool_]:
+    """``holds[k, i]``: client ``i`` holds ``classes[k]``; ``c`` distinct classes per client.
+
+    Clients pick, one after the other, the ``c`` least used classes (ties at random), so that
+    class usage never differs by more than one: with ``n c >= len(classes)`` every class is used.
+    """
+    K = classes.size
+    holds = np.zeros((K, n), dtype=bool)
+    usage = np.zeros(K, dtype=np.float64)
+    noise = rng.random((n, K))
+    for i in range(n):
+        chosen = np.argpartition(usage + noise[i], c - 1)[:c] if c < K else np.arange(K)
+        holds[chosen, i] = True
+        usage[chosen] += 1.0
+    return holds

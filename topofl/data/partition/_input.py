@@ -1,0 +1,70 @@
+"""Array types and input checks shared by the partition schemes."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from topofl._rng import Seed
+from topofl._validation import check_int
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+def _readonly(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    a.flags.writeable = False
+    return a
+
+
+def _as_int_array(values: Any, name: str) -> IntArray:
+    """``values`` as a 1-D int64 array (copied); torch tensors and lists are accepted."""
+    try:
+        import torch
+
+        if isinstance(values, torch.Tensor):
+            values = values.detach().cpu().numpy()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.dtype == np.bool_ or not (
+        np.issubdtype(arr.dtype, np.integer) or (arr.size == 0 and arr.dtype == np.float64)
+    ):
+        raise TypeError(
+            f"{name} must hold integers, got dtype {arr.dtype}"
+            + (" (convert class labels with .astype(int))" if arr.dtype.kind == "f" else "")
+        )
+    return np.array(arr, dtype=np.int64)
+
+
+def _check_labels(labels: Any, num_classes: int | None) -> tuple[IntArray, int]:
+    """Validate ``labels`` (integers in ``[0, L)``); return a read-only int64 copy and ``L``."""
+    y = _as_int_array(labels, "labels")
+    if y.size == 0:
+        raise ValueError("labels must hold at least one sample, got an empty array")
+    lo, hi = int(y.min()), int(y.max())
+    if num_classes is None:
+        if lo < 0:
+            raise ValueError(f"labels must be integers in [0, L), found {lo}")
+        L = hi + 1
+    else:
+        L = check_int(num_classes, "num_classes", low=1)
+        if lo < 0 or hi >= L:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"labels must be integers in [0, num_classes)=[0, {L}), found {bad}")
+    return _readonly(y), L
+
+
+def _json_seed(seed: Seed | None) -> int | None:
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        return int(seed)
+    return None
+
+
+def _check_n_clients(n_clients: Any) -> int:
+    return check_int(n_clients, "n_clients", low=1)
