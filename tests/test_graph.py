@@ -87,6 +87,42 @@ def test_to_networkx_weights_and_copy() -> None:
     assert not t.graph.has_edge(1, 2)
 
 
+def _old_to_pyg(t: Topology) -> tuple[torch.Tensor, torch.Tensor]:
+    """to_pyg's edge list as it was assembled by hand before it used PyG's converter."""
+    coo = t.W.tocoo()
+    edge_index = torch.as_tensor(np.stack([coo.col, coo.row]).astype(np.int64))
+    return edge_index, torch.as_tensor(coo.data.copy())
+
+
+def _old_to_networkx(t: Topology) -> nx.DiGraph:
+    """to_networkx as it was built edge by edge before it used networkx's converter."""
+    G = nx.DiGraph()
+    diag = t.W.diagonal()
+    G.add_nodes_from((i, {"self_weight": float(diag[i])}) for i in range(t.n))
+    coo = t.W.tocoo()
+    off = coo.row != coo.col
+    G.add_weighted_edges_from(
+        zip(coo.col[off].tolist(), coo.row[off].tolist(), coo.data[off].tolist())
+    )
+    return G
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 30), p=st.floats(0, 1), s=st.integers(0, 1000), directed=st.booleans())
+def test_converters_identical_to_hand_built(n: int, p: float, s: int, directed: bool) -> None:
+    G = nx.gnp_random_graph(n, p, seed=s, directed=directed)
+    t = Topology.from_networkx(G, weights="push_sum" if directed else "metropolis")
+    d = t.to_pyg()
+    ei, ew = _old_to_pyg(t)
+    assert d.edge_index.dtype == ei.dtype and torch.equal(d.edge_index, ei)
+    assert d.edge_weight.dtype == ew.dtype and torch.equal(d.edge_weight, ew)
+    new, old = t.to_networkx(), _old_to_networkx(t)
+    assert list(new.nodes(data=True)) == list(old.nodes(data=True))
+    assert list(new.edges(data=True)) == list(old.edges(data=True))
+    for (_, _, a), (_, _, b) in zip(new.edges(data="weight"), old.edges(data="weight")):
+        assert type(a) is type(b) is float
+
+
 def test_json_serialisable_params() -> None:
     t = tf.topologies.random_regular(10, 3, seed=4)
     assert json.loads(json.dumps(dict(t.params))) == {"n": 10, "d": 3, "seed": 4}

@@ -5,9 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import topofl as tf
 from topofl._rng import as_generator, as_seed_sequence, generator_at, torch_generator_at
-from topofl._validation import check_choice, check_int, check_matrix, check_real, check_stochastic
+from topofl._validation import (
+    arc_pattern,
+    check_choice,
+    check_int,
+    check_matrix,
+    check_real,
+    check_stochastic,
+    stochasticity,
+)
 
 
 def test_seed_types() -> None:
@@ -75,3 +86,38 @@ def test_check_matrix_canonical() -> None:
         check_stochastic(check_matrix([[1.0, 0.0], [0.5, 1.0]]), "doubly")
     with pytest.raises(ValueError, match="kind must be one of"):
         check_stochastic(M, "left")  # type: ignore[arg-type]
+
+
+def _stochasticity_reference(W: np.ndarray, atol: float) -> str:
+    rows = all(abs(sum(W[i, j] for j in range(W.shape[1])) - 1.0) <= atol for i in range(len(W)))
+    cols = all(abs(sum(W[i, j] for i in range(len(W))) - 1.0) <= atol for j in range(W.shape[1]))
+    return "doubly" if rows and cols else "row" if rows else "column" if cols else "none"
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 12), seed=st.integers(0, 10**6), kind=st.sampled_from(
+    ["row", "column", "doubly", "none"]))
+def test_stochasticity_and_pattern_match_slow_references(n: int, seed: int, kind: str) -> None:
+    rng = np.random.default_rng(seed)
+    W = rng.random((n, n)) * (rng.random((n, n)) < 0.5)
+    np.fill_diagonal(W, 1.0)
+    if kind in ("row", "doubly"):
+        W = W / W.sum(axis=1, keepdims=True)
+    if kind == "column":
+        W = W / W.sum(axis=0, keepdims=True)
+    if kind == "doubly":  # Sinkhorn until both sums hold
+        for _ in range(2000):
+            W = W / W.sum(axis=0, keepdims=True)
+            W = W / W.sum(axis=1, keepdims=True)
+    M = check_matrix(W)
+    assert stochasticity(M) == _stochasticity_reference(W, 1e-10)
+    t = tf.Topology.from_matrix(M)
+    assert t.stochasticity == stochasticity(M)
+    assert t.is_row_stochastic == (t.stochasticity in ("row", "doubly"))
+    assert t.is_column_stochastic == (t.stochasticity in ("column", "doubly"))
+    expected = [[1.0 if i != j and W[i, j] > 0 else 0.0 for j in range(n)] for i in range(n)]
+    np.testing.assert_array_equal(arc_pattern(M).toarray(), expected)
+    with_diag = np.array(expected) + np.eye(n)
+    np.testing.assert_array_equal(arc_pattern(M, diagonal=True).toarray(), with_diag)
+    assert arc_pattern(M).has_canonical_format
+    np.testing.assert_array_equal(M.toarray(), W)  # not modified

@@ -22,6 +22,8 @@ __all__ = [
     "check_graph",
     "check_matrix",
     "check_stochastic",
+    "stochasticity",
+    "arc_pattern",
 ]
 
 StochasticKind = Literal["row", "column", "doubly"]
@@ -227,6 +229,55 @@ def check_matrix(W: Any, name: str = "W") -> sp.csr_array:
 
 def _sums(M: sp.csr_array, axis: int) -> np.ndarray:
     return np.asarray(M.sum(axis=axis)).ravel()
+
+
+def stochasticity(W: sp.csr_array, *, atol: float = 1e-10) -> str:
+    """Which sums of the canonical ``W`` are 1 (to ``atol``): ``"doubly"``, ``"row"``,
+    ``"column"`` or ``"none"``.
+
+    The one test of stochasticity that :class:`~topofl.Topology`, :mod:`topofl.spectral` and
+    :func:`check_stochastic` share.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl._validation import check_matrix, stochasticity
+    >>> stochasticity(check_matrix(np.array([[0.5, 0.5], [0.2, 0.8]])))
+    'row'
+    >>> stochasticity(check_matrix(np.full((3, 3), 1 / 3)))
+    'doubly'
+    """
+    r = bool(np.all(np.abs(_sums(W, 1) - 1.0) <= atol))
+    c = bool(np.all(np.abs(_sums(W, 0) - 1.0) <= atol))
+    return "doubly" if r and c else "row" if r else "column" if c else "none"
+
+
+def arc_pattern(W: sp.csr_array, *, diagonal: bool = False) -> sp.csr_array:
+    """The 0/1 float pattern of ``W``: ``P[i, j] = 1`` iff the arc ``j -> i`` (``W[i, j] > 0``).
+
+    The diagonal is dropped, or with ``diagonal=True`` set to 1 everywhere. Canonical CSR
+    (sorted indices, no explicit zeros); ``W`` is not modified.
+
+    Examples
+    --------
+    >>> from topofl._validation import arc_pattern, check_matrix
+    >>> W = check_matrix([[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.25, 0.75]])
+    >>> arc_pattern(W).toarray()
+    array([[0., 1., 0.],
+           [0., 0., 0.],
+           [0., 1., 0.]])
+    >>> int(arc_pattern(W, diagonal=True).nnz)
+    5
+    """
+    P = sp.csr_array(W, copy=True)
+    P.eliminate_zeros()
+    P.data[:] = 1.0
+    P = (P - sp.diags_array(P.diagonal())).tocsr()
+    if diagonal:
+        P = (P + sp.eye_array(P.shape[0], format="csr")).tocsr()
+    P.eliminate_zeros()
+    P.sort_indices()
+    return P
 
 
 def check_stochastic(

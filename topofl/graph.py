@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from topofl import mixing
-from topofl._validation import check_graph, check_int, check_matrix
+from topofl._validation import arc_pattern, check_graph, check_int, check_matrix, stochasticity
 
 if TYPE_CHECKING:
     import torch
@@ -259,14 +259,12 @@ class Topology:
         >>> round(G.edges[0, 1]["weight"], 4), round(G.nodes[0]["self_weight"], 4)
         (0.3333, 0.3333)
         """
-        G = nx.DiGraph()
-        diag = self.W.diagonal()
-        G.add_nodes_from((i, {"self_weight": float(diag[i])}) for i in range(self.n))
-        coo = self.W.tocoo()
-        off = coo.row != coo.col
-        G.add_weighted_edges_from(
-            zip(coo.col[off].tolist(), coo.row[off].tolist(), coo.data[off].tolist())
-        )
+        off = sp.csr_array(self.W, copy=True)
+        off.setdiag(0)
+        off.eliminate_zeros()
+        # Column j of W.T (CSC) lists the receivers i of j: the arcs j -> i with W[i, j].
+        G = nx.from_scipy_sparse_array(off.T, create_using=nx.DiGraph)
+        nx.set_node_attributes(G, dict(enumerate(self.W.diagonal().tolist())), "self_weight")
         return G
 
     def to_pyg(self) -> Data:
@@ -282,12 +280,11 @@ class Topology:
         >>> d.num_nodes, tuple(d.edge_index.shape), d.edge_weight.dtype
         (3, (2, 9), torch.float64)
         """
-        import torch
         from torch_geometric.data import Data
+        from torch_geometric.utils import from_scipy_sparse_matrix
 
-        coo = self.W.tocoo()
-        edge_index = torch.as_tensor(np.stack([coo.col, coo.row]).astype(np.int64))
-        edge_weight = torch.as_tensor(coo.data.copy())
+        # Rows of W.T are the senders j: edge_index = [j; i], in the row order of W.
+        edge_index, edge_weight = from_scipy_sparse_matrix(self.W.T.tocoo(copy=True))
         return Data(edge_index=edge_index, edge_weight=edge_weight, num_nodes=self.n)
 
     def to_torch(
@@ -346,23 +343,22 @@ class Topology:
     @property
     def is_row_stochastic(self) -> bool:
         """True iff every row of ``W`` sums to 1 (to 1e-10)."""
-        return bool(np.all(np.abs(np.asarray(self.W.sum(axis=1)) - 1.0) <= _ATOL))
+        return self.stochasticity in ("row", "doubly")
 
     @property
     def is_column_stochastic(self) -> bool:
         """True iff every column of ``W`` sums to 1 (to 1e-10)."""
-        return bool(np.all(np.abs(np.asarray(self.W.sum(axis=0)) - 1.0) <= _ATOL))
+        return self.stochasticity in ("column", "doubly")
 
     @property
     def is_doubly_stochastic(self) -> bool:
         """Row- and column-stochastic."""
-        return self.is_row_stochastic and self.is_column_stochastic
+        return self.stochasticity == "doubly"
 
     @property
     def stochasticity(self) -> str:
-        """``"doubly"``, ``"row"``, ``"column"`` or ``"none"``."""
-        r, c = self.is_row_stochastic, self.is_column_stochastic
-        return "doubly" if r and c else "row" if r else "column" if c else "none"
+        """``"doubly"``, ``"row"``, ``"column"`` or ``"none"`` (sums equal to 1 within 1e-10)."""
+        return stochasticity(self.W, atol=_ATOL)
 
     @property
     def in_degree(self) -> np.ndarray:
@@ -402,11 +398,7 @@ class Topology:
 
     def _pattern(self) -> sp.csr_array:
         # (n, n) 0/1 matrix P[i, j] = 1 iff arc j -> i (off-diagonal sparsity of W).
-        P = sp.csr_array(self.W, copy=True)
-        P.setdiag(0)
-        P.eliminate_zeros()
-        P.data[:] = 1.0
-        return P
+        return arc_pattern(self.W)
 
     def __repr__(self) -> str:
         kind = "undirected" if self.is_undirected else "directed"

@@ -150,3 +150,27 @@ def test_auto_uses_sparse_above_threshold(monkeypatch: pytest.MonkeyPatch) -> No
     assert 0 < spectral_gap(t) < 1
     assert 0 < spectral_gap(t, "lambda2") < 1
     assert algebraic_connectivity(t) > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 40), p=st.floats(0.0, 1.0), seed=st.integers(0, 10**6),
+       weighted=st.booleans())
+def test_laplacian_identical_to_diag_minus_adjacency(
+    n: int, p: float, seed: int, weighted: bool
+) -> None:
+    # scipy's csgraph.laplacian must give bit for bit the L = diag(A 1) - A built before.
+    from topofl.spectral.gaps import _laplacian
+
+    t = tf.Topology.from_networkx(nx.gnp_random_graph(n, p, seed=seed, directed=True), "uniform")
+    M = t.W
+    if weighted:
+        A = ((M + M.T) / 2.0).tocsr()
+        A = (A - sp.diags_array(A.diagonal())).tocsr()
+        A.eliminate_zeros()
+    else:
+        P = S._pattern(M, diagonal=False)
+        A = ((P + P.T) > 0).astype(np.float64).tocsr()
+    old = (sp.diags_array(np.asarray(A.sum(axis=1)).ravel()) - A).tocsr()
+    new = _laplacian(A)
+    for a, b in ((new.data, old.data), (new.indices, old.indices), (new.indptr, old.indptr)):
+        assert np.array_equal(a, b)

@@ -119,3 +119,55 @@ def test_weights_option(scheme: str) -> None:
     assert t.weights == scheme
     kind = tf.mixing.SCHEME_KIND[scheme]
     assert t.stochasticity == kind or (kind != "doubly" and t.stochasticity in (kind, "doubly"))
+
+
+# ---------------------------------------------------------------------------- networkx builders
+def _edge_by_edge_grid(rows: int, cols: int, periodic: bool) -> nx.Graph:
+    """The construction torus/grid used before they called nx.grid_2d_graph (the reference)."""
+    G = nx.Graph()
+    G.add_nodes_from(range(rows * cols))
+    for r in range(rows):
+        for c in range(cols):
+            v = r * cols + c
+            if periodic or r + 1 < rows:
+                u = ((r + 1) % rows) * cols + c
+                if u != v:
+                    G.add_edge(v, u)
+            if periodic or c + 1 < cols:
+                u = r * cols + (c + 1) % cols
+                if u != v:
+                    G.add_edge(v, u)
+    return G
+
+
+def _edge_by_edge_circulant(n: int, offsets: list[int]) -> nx.Graph:
+    """The construction circulant used before it called nx.circulant_graph (the reference)."""
+    G = nx.Graph()
+    G.add_nodes_from(range(n))
+    for o in sorted(set(offsets)):
+        G.add_edges_from((i, (i + o) % n) for i in range(n))
+    return G
+
+
+def assert_bit_identical(t: tf.Topology, ref: tf.Topology) -> None:
+    for a, b in ((t.W.data, ref.W.data), (t.W.indices, ref.W.indices), (t.W.indptr, ref.W.indptr)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert sorted(t.graph.edges()) == sorted(ref.graph.edges())
+    assert list(t.graph.nodes()) == list(ref.graph.nodes())
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 9), cols=st.integers(1, 9), weights=st.sampled_from(
+    ["metropolis", "metropolis_hastings", "max_degree", "uniform", "push_sum"]))
+def test_torus_and_grid_identical_to_edge_by_edge(rows: int, cols: int, weights: str) -> None:
+    for periodic, make in ((True, torus), (False, grid)):
+        ref = tf.Topology.from_networkx(_edge_by_edge_grid(rows, cols, periodic), weights)
+        assert_bit_identical(make(rows, cols, weights=weights), ref)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 40), data=st.data(), weights=st.sampled_from(["metropolis", "uniform"]))
+def test_circulant_identical_to_edge_by_edge(n: int, data: st.DataObject, weights: str) -> None:
+    offsets = data.draw(st.lists(st.integers(1, n - 1), min_size=1, max_size=4))
+    ref = tf.Topology.from_networkx(_edge_by_edge_circulant(n, offsets), weights)
+    assert_bit_identical(circulant(n, offsets, weights=weights), ref)

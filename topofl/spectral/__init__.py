@@ -38,11 +38,12 @@ consensus), :mod:`~topofl.spectral.skew` (neighbourhood skew) and
 
 from __future__ import annotations
 
+from topofl._validation import arc_pattern
+
 # Imports written ``_name as _name`` re-export internals that analysis/bench_spectral.py and
 # the tests use.
 from topofl.spectral._common import _BITSET_MAX_LEVELS as _BITSET_MAX_LEVELS
 from topofl.spectral._common import DENSE_MAX
-from topofl.spectral._common import _pattern as _pattern
 from topofl.spectral.connectivity import _diameter_bfs as _diameter_bfs
 from topofl.spectral.connectivity import _diameter_bitset as _diameter_bitset
 from topofl.spectral.connectivity import (
@@ -62,6 +63,8 @@ from topofl.spectral.pushsum import PushSumConstants, pushsum_constants
 from topofl.spectral.skew import neighborhood_skew
 from topofl.spectral.summarize import _SUMMARY_KEYS as _SUMMARY_KEYS
 from topofl.spectral.summarize import summary
+
+_pattern = arc_pattern  # the name analysis/bench_spectral.py uses
 
 __all__ = [
     "DENSE_MAX",

@@ -22,7 +22,6 @@ DENSE_MAX = 256
 #: If ARPACK does not converge, dense LAPACK is used up to this ``n`` (else ConvergenceError).
 _DENSE_FALLBACK_MAX = 4096
 _SYM_ATOL = 1e-12
-_STOCH_ATOL = 1e-10
 # Relative disagreement / column spread below which a product counts as converged.
 _FLOOR = 1e-12
 # Bit-parallel all-pairs BFS is used when the diameter is at most about this (measured
@@ -54,25 +53,6 @@ def _use_sparse(n: int, method: str, symmetric: bool = True) -> bool:
 def _is_symmetric(M: sp.csr_array) -> bool:
     D = (M - M.T).tocsr()
     return bool(D.nnz == 0 or np.max(np.abs(D.data)) <= _SYM_ATOL)
-
-
-def _stochasticity(M: sp.csr_array) -> str:
-    r = bool(np.all(np.abs(np.asarray(M.sum(axis=1)).ravel() - 1.0) <= _STOCH_ATOL))
-    c = bool(np.all(np.abs(np.asarray(M.sum(axis=0)).ravel() - 1.0) <= _STOCH_ATOL))
-    return "doubly" if r and c else "row" if r else "column" if c else "none"
-
-
-def _pattern(M: sp.csr_array, *, diagonal: bool) -> sp.csr_array:
-    """0/1 float pattern of ``M`` (``P[i, j] = 1`` iff arc ``j -> i``), with or without diagonal."""
-    P = sp.csr_array(M, copy=True)
-    P.eliminate_zeros()
-    P.data[:] = 1.0
-    P = (P - sp.diags_array(P.diagonal())).tocsr()
-    if diagonal:
-        P = (P + sp.eye_array(P.shape[0], format="csr")).tocsr()
-    P.eliminate_zeros()
-    P.sort_indices()
-    return P
 
 
 def _check_horizon(horizon: Any, name: str = "horizon") -> int:

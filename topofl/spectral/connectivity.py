@@ -9,14 +9,13 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 
-from topofl._validation import check_int
+from topofl._validation import arc_pattern, check_int
 from topofl.exceptions import NotConnectedError
 from topofl.graph import TimeVarying, as_time_varying
 from topofl.spectral._common import (
     _BITSET_MAX_LEVELS,
     _as_csr,
     _check_horizon,
-    _pattern,
     _per_object,
     _rounds,
 )
@@ -28,9 +27,9 @@ def _n_strong_components(P: sp.csr_array) -> int:
 
 def _union_pattern(Ws: Sequence[sp.csr_array]) -> sp.csr_array:
     unique = list({id(M): M for M in Ws}.values())
-    U = _pattern(unique[0], diagonal=False)
+    U = arc_pattern(unique[0], diagonal=False)
     for M in unique[1:]:
-        U = U + _pattern(M, diagonal=False)
+        U = U + arc_pattern(M, diagonal=False)
     U = U.tocsr()
     U.data[:] = 1.0
     return U
@@ -75,7 +74,7 @@ def is_strongly_connected(graph: Any, *, horizon: int | None = None) -> bool:
     if horizon is not None:
         raise TypeError("horizon is only meaningful for a TimeVarying")
     M = _as_csr(graph, name="graph")
-    return _n_strong_components(_pattern(M, diagonal=False)) == 1
+    return _n_strong_components(arc_pattern(M, diagonal=False)) == 1
 
 
 def _eccentricity_bound(P: sp.csr_array) -> int | None:
@@ -179,7 +178,7 @@ def diameter(topology: Any) -> int:
     4
     """
     M = _as_csr(topology, name="topology")
-    P = _pattern(M, diagonal=False)
+    P = arc_pattern(M, diagonal=False)
     d = _diameter_of_pattern(P)
     if d is None:
         k = _n_strong_components(P)
@@ -219,7 +218,7 @@ def _all_windows_connected(
 
 
 def _patterns(tv: TimeVarying, horizon: int) -> list[sp.csr_array]:
-    return _per_object(lambda M: _pattern(M, diagonal=False), _rounds(tv, horizon))
+    return _per_object(lambda M: arc_pattern(M, diagonal=False), _rounds(tv, horizon))
 
 
 def b_connectivity(tv: Any, horizon: int) -> int | None:

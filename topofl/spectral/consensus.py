@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import check_int
+from topofl._validation import check_int, stochasticity
 from topofl.graph import as_time_varying
-from topofl.spectral._common import _FLOOR, _per_object, _rounds, _sample_columns, _stochasticity
+from topofl.spectral._common import _FLOOR, _per_object, _rounds, _sample_columns
 
 
 def mixing_product(tv: Any, start: int, stop: int) -> np.ndarray:
@@ -119,7 +119,7 @@ def finite_time_consensus(
 
 
 def _gossip_mode(Ws: Sequence[sp.csr_array]) -> str:
-    kinds = _per_object(_stochasticity, Ws)
+    kinds = _per_object(stochasticity, Ws)
     if any(k == "none" for k in kinds):
         t = kinds.index("none")
         raise ValueError(

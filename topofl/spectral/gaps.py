@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as sla
 
-from topofl._validation import check_choice, check_int
+from topofl._validation import arc_pattern, check_choice, check_int, stochasticity
 from topofl.spectral._common import (
     GapKind,
     Method,
@@ -21,9 +22,7 @@ from topofl.spectral._common import (
     _fallback,
     _is_symmetric,
     _NoConvergence,
-    _pattern,
     _snap,
-    _stochasticity,
     _use_sparse,
 )
 
@@ -108,7 +107,7 @@ def eigenvalues(W: Any, k: int | None = None, *, method: Method = "auto") -> np.
 def _second_modulus(M: sp.csr_array, method: str) -> float:
     """``max_{k >= 2} |lambda_k(M)|`` (for stochastic ``M``: the spectral radius of ``M - J``)."""
     n = M.shape[0]
-    stoch = _stochasticity(M) != "none"
+    stoch = stochasticity(M) != "none"
     symmetric = _is_symmetric(M)
     if _use_sparse(n, method, symmetric) and n >= 4:
         try:
@@ -131,7 +130,7 @@ def _lambda2(M: sp.csr_array, method: str) -> float:
     n = M.shape[0]
     if _use_sparse(n, method) and n >= 3:
         try:
-            if _stochasticity(M) != "none":
+            if stochasticity(M) != "none":
                 # W - 2J maps the Perron root 1 to -1, below every other eigenvalue.
                 return float(_eigsh(_deflated(M, 2.0), n, 1, "LA")[0])
             return float(np.sort(_eigsh(M, n, 2, "LA"))[0])
@@ -145,7 +144,7 @@ def _norm_minus_J(M: sp.csr_array, method: str) -> float:
     symmetric = _is_symmetric(M)
     if _use_sparse(n, method, symmetric) and n >= 3:
         try:
-            if symmetric and _stochasticity(M) != "none":
+            if symmetric and stochasticity(M) != "none":
                 return _second_modulus(M, method)
             D = _deflated(M, 1.0)
             gram = sla.LinearOperator(
@@ -213,6 +212,14 @@ def spectral_gap(W: Any, kind: GapKind = "modulus", *, method: Method = "auto") 
     return _snap(1.0 - _second_modulus(M, method))
 
 
+def _laplacian(A: sp.csr_array) -> sp.csr_array:
+    """``diag(A 1) - A`` of a symmetric ``A`` with zero diagonal, as a canonical CSR array."""
+    L = sp.csr_array(csgraph.laplacian(A, use_out_degree=True))
+    L.eliminate_zeros()
+    L.sort_indices()
+    return L
+
+
 def algebraic_connectivity(
     topology: Any, *, weighted: bool = False, method: Method = "auto"
 ) -> float:
@@ -264,13 +271,13 @@ def algebraic_connectivity(
         A = (A - sp.diags_array(A.diagonal())).tocsr()
         A.eliminate_zeros()
     else:
-        P = _pattern(M, diagonal=False)
+        P = arc_pattern(M, diagonal=False)
         A = ((P + P.T) > 0).astype(np.float64).tocsr()
     deg = np.asarray(A.sum(axis=1)).ravel()
     c = 2.0 * float(deg.max()) if n else 0.0
     if c == 0.0:
         return 0.0
-    L = (sp.diags_array(deg) - A).tocsr()
+    L = _laplacian(A)
     if _use_sparse(n, method) and n >= 3:
         try:
             shifted = (sp.diags_array(np.full(n, c)) - L).tocsr()

@@ -10,18 +10,16 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import check_int
+from topofl._validation import arc_pattern, check_int, stochasticity
 from topofl.exceptions import NotConnectedError
 from topofl.graph import as_time_varying
 from topofl.spectral._common import (
     _FLOOR,
     _check_horizon,
-    _pattern,
     _per_object,
     _rounds,
     _sample_columns,
     _spread,
-    _stochasticity,
 )
 from topofl.spectral.connectivity import (
     _all_windows_connected,
@@ -132,7 +130,7 @@ class PushSumConstants:
 
 
 def _check_pushsum_rounds(Ws: Sequence[sp.csr_array]) -> str:
-    kinds = _per_object(_stochasticity, Ws)
+    kinds = _per_object(stochasticity, Ws)
     if all(k in ("column", "doubly") for k in kinds):
         kind = "column"
     elif all(k in ("row", "doubly") for k in kinds):
@@ -250,7 +248,7 @@ def pushsum_constants(
         raise ValueError(f"push-sum constants need n >= 2 nodes, got n={n}")
     Ws = _rounds(g, h)
     kind = _check_pushsum_rounds(Ws)
-    pats = _per_object(lambda M: _pattern(M, diagonal=False), Ws)
+    pats = _per_object(lambda M: arc_pattern(M, diagonal=False), Ws)
     if B is None:
         found = b_connectivity(g, h)
         if found is None:

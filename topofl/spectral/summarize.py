@@ -9,15 +9,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import check_int
+from topofl._validation import arc_pattern, check_int, stochasticity
 from topofl.graph import TimeVarying, Topology, as_time_varying
 from topofl.spectral._common import (
     Method,
     _check_horizon,
     _check_method,
     _is_symmetric,
-    _pattern,
-    _stochasticity,
 )
 from topofl.spectral.connectivity import _diameter_of_pattern, b_connectivity, is_strongly_connected
 from topofl.spectral.consensus import consensus_rate, finite_time_consensus
@@ -154,7 +152,7 @@ def summary(
     r = min(h, period if period is not None else spectral_rounds)
     tops = [g.at(t) for t in range(r)]
     Ws = [t.W for t in tops]
-    kinds = {_stochasticity(M) for M in Ws}
+    kinds = {stochasticity(M) for M in Ws}
     stoch = kinds.pop() if len(kinds) == 1 else (
         "row" if kinds <= {"row", "doubly"} else "column" if kinds <= {"column", "doubly"}
         else "none"
@@ -165,7 +163,7 @@ def summary(
         return _mean_or_none([fn(M) for M in Ws])
 
     def diam(M: sp.csr_array) -> int | None:
-        return _diameter_of_pattern(_pattern(M, diagonal=False))
+        return _diameter_of_pattern(arc_pattern(M, diagonal=False))
 
     diams = [diam(M) for M in Ws]
     out: dict[str, Any] = dict.fromkeys(_SUMMARY_KEYS)

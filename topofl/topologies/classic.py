@@ -49,21 +49,10 @@ def ring(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis") -> 
     return Topology.from_networkx(nx.cycle_graph(n), weights, name="ring", params={"n": n})
 
 
-def _torus_graph(rows: int, cols: int, periodic: bool) -> nx.Graph:
-    G = nx.Graph()
-    G.add_nodes_from(range(rows * cols))
-    for r in range(rows):
-        for c in range(cols):
-            v = r * cols + c
-            if periodic or r + 1 < rows:
-                u = ((r + 1) % rows) * cols + c
-                if u != v:
-                    G.add_edge(v, u)
-            if periodic or c + 1 < cols:
-                u = r * cols + (c + 1) % cols
-                if u != v:
-                    G.add_edge(v, u)
-    return G
+def _grid_graph(rows: int, cols: int, periodic: bool) -> nx.Graph:
+    # networkx's grid on the nodes (r, c), renumbered row by row to r * cols + c.
+    G = nx.grid_2d_graph(rows, cols, periodic=periodic)
+    return nx.relabel_nodes(G, {(r, c): r * cols + c for r in range(rows) for c in range(cols)})
 
 
 def torus(
@@ -88,7 +77,7 @@ def torus(
     rows = check_int(rows, "rows", low=1)
     cols = check_int(cols, "cols", low=1)
     return Topology.from_networkx(
-        _torus_graph(rows, cols, True), weights, name="torus", params={"rows": rows, "cols": cols}
+        _grid_graph(rows, cols, True), weights, name="torus", params={"rows": rows, "cols": cols}
     )
 
 
@@ -106,7 +95,7 @@ def grid(
     rows = check_int(rows, "rows", low=1)
     cols = check_int(cols, "cols", low=1)
     return Topology.from_networkx(
-        _torus_graph(rows, cols, False), weights, name="grid", params={"rows": rows, "cols": cols}
+        _grid_graph(rows, cols, False), weights, name="grid", params={"rows": rows, "cols": cols}
     )
 
 
@@ -167,10 +156,7 @@ def circulant(
     if not raw:
         raise ValueError("offsets must hold at least one offset in [1, n-1], got none")
     offs = sorted({check_int(o, "offset", low=1, high=n - 1) for o in raw})
-    G = nx.Graph()
-    G.add_nodes_from(range(n))
-    for o in offs:
-        G.add_edges_from((i, (i + o) % n) for i in range(n))
+    G = nx.circulant_graph(n, offs)
     return Topology.from_networkx(G, weights, name="circulant", params={"n": n, "offsets": offs})
 
 
