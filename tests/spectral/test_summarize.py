@@ -1,9 +1,9 @@
-"""topofl.spectral.summary: keys, types, JSON, degenerate graphs, timing.
-"""
+"""topofl.spectral.summary: keys, types, JSON, degenerate graphs, timing, metric selection."""
 
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import numpy as np
@@ -15,8 +15,12 @@ from topofl.spectral import (
     spectral_gap,
     summary,
 )
+from topofl.spectral import summarize as summarize_module
 from topofl.topologies import (
     base_graph,
+    complete,
+    dcliques,
+    one_peer_exponential,
     random_directed,
     random_regular,
     ring,
@@ -90,3 +94,90 @@ def test_summary_timing_large() -> None:
     t0 = time.perf_counter()
     summary(tv, horizon=100)
     assert time.perf_counter() - t0 < 60
+
+
+# ============================================================================ metric selection
+def selection_cases() -> list[tuple[str, object, dict[str, object]]]:
+    labels = np.eye(4)[np.arange(16) % 4]
+    return [
+        ("ring", ring(12), {}),
+        ("complete", complete(6), {}),
+        ("dcliques+labels", dcliques(labels, clique_size=4, seed=0),
+         {"label_distributions": labels}),
+        ("push", random_directed(10, 2, seed=0, mode="push"), {"horizon": 20}),
+        ("one_peer", one_peer_exponential(8), {}),
+        ("base_graph", base_graph(12, k=2), {}),
+        ("cheap", random_directed(10, 2, seed=1), {"horizon": 20, "measured": False}),
+    ]
+
+
+@pytest.mark.parametrize("case", selection_cases(), ids=lambda c: c[0])
+def test_each_metric_alone_equals_the_full_summary(case: tuple[str, object, dict]) -> None:
+    _, g, kwargs = case
+    full = summary(g, **kwargs)  # type: ignore[arg-type]
+    for key in S._SUMMARY_KEYS:
+        alone = summary(g, metrics=[key], **kwargs)  # type: ignore[arg-type]
+        assert list(alone) == [key]
+        assert alone[key] == full[key] or (alone[key] is None and full[key] is None), key
+    pair = summary(g, metrics="b_connectivity, spectral_gap", **kwargs)  # type: ignore[arg-type]
+    assert list(pair) == ["spectral_gap", "b_connectivity"]  # the order of the full summary
+
+
+def test_only_the_needed_work_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: object, **kwargs: object) -> None:
+        raise AssertionError("computed a metric that was not asked for")
+
+    for name in ("spectral_gap", "algebraic_connectivity", "pushsum_constants",
+                 "consensus_rate", "finite_time_consensus", "b_connectivity",
+                 "is_strongly_connected", "neighborhood_skew"):
+        monkeypatch.setattr(summarize_module, name, boom)
+    tv = random_directed(10, 2, seed=0)
+    s = summary(tv, metrics=["diameter", "edges_per_node", "stochastic", "n"], horizon=20)
+    assert set(s) == {"diameter", "edges_per_node", "stochastic", "n"}
+    assert summary(ring(8), metrics="b_connectivity,strongly_connected") == {
+        "strongly_connected": True, "b_connectivity": 1}
+    assert summary(ring(8), metrics=["consensus_rate"], measured=False) == {"consensus_rate": None}
+
+
+def test_metric_names_are_checked() -> None:
+    with pytest.raises(ValueError, match=r"unknown metric 'gap'; valid: name, n, .*spectral_gap"):
+        summary(ring(4), metrics=["gap"])
+    with pytest.raises(ValueError, match="unknown metrics 'a', 'b'"):
+        summary(ring(4), metrics="a,b")
+    with pytest.raises(ValueError, match="at least one metric"):
+        summary(ring(4), metrics=[])
+    with pytest.raises(TypeError, match="str names"):
+        summary(ring(4), metrics=[1])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="iterable of metric names"):
+        summary(ring(4), metrics=3)  # type: ignore[arg-type]
+
+
+def test_rounds_to_1e6_definitions() -> None:
+    # Hand-computed: ln(1e6) / ln(2) = 19.93, so 20 rounds at gap 1/2 or rate 1/2.
+    assert summarize_module._rounds_bound(0.5) == 20
+    assert summarize_module._rounds_bound(1.0) == 1
+    assert summarize_module._rounds_bound(0.0) is None
+    assert summarize_module._rounds_bound(None) is None
+    assert summarize_module._rounds_measured(0.5, None) == 20
+    assert summarize_module._rounds_measured(0.9, 7) == 7  # finite-time consensus wins
+    assert summarize_module._rounds_measured(0.0, None) == 1
+    assert summarize_module._rounds_measured(1.0, None) is None
+    assert summarize_module._rounds_measured(None, None) is None
+    s = summary(ring(64))
+    gap, rate = s["spectral_gap"], s["consensus_rate"]
+    assert s["rounds_to_1e-6_bound"] == math.ceil(math.log(1e6) / -math.log(1 - gap))
+    assert s["rounds_to_1e-6_measured"] == math.ceil(math.log(1e-6) / math.log(rate))
+    # the bound is what it says: (1 - gap)^t reaches 1e-6 at that t and not one round earlier
+    t = s["rounds_to_1e-6_bound"]
+    assert (1 - gap) ** t <= 1e-6 < (1 - gap) ** (t - 1)
+    assert summary(complete(5), metrics=["rounds_to_1e-6_bound", "rounds_to_1e-6_measured"]) == {
+        "rounds_to_1e-6_bound": 1, "rounds_to_1e-6_measured": 1}
+
+
+def test_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    g = random_directed(12, 2, seed=0)
+    quiet = summary(g, horizon=20)
+    assert capsys.readouterr().err == ""
+    loud = summary(g, horizon=20, progress=True)
+    assert "summary random_directed" in capsys.readouterr().err
+    assert json.dumps(loud) == json.dumps(quiet)
