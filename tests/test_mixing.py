@@ -170,3 +170,79 @@ def test_isolated_nodes_keep_their_value() -> None:
 def test_metropolis_ring_all_weights_one_third() -> None:
     W = tf.topologies.ring(7).W
     np.testing.assert_allclose(W.data, 1 / 3, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------- vectorised helpers
+def _old_arcs(G: nx.Graph) -> tuple[int, np.ndarray, np.ndarray]:
+    """``mixing.arcs`` as it was, one Python tuple per edge (the reference)."""
+    n = G.number_of_nodes()
+    pairs = [(u, v) for u, v in G.edges() if u != v]
+    if not G.is_directed():
+        pairs += [(v, u) for u, v in pairs]
+    if not pairs:
+        return n, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    e = np.asarray(pairs, dtype=np.int64)
+    return n, e[:, 0], e[:, 1]
+
+
+def _old_exact_complement(n: int, rows: np.ndarray, denoms: np.ndarray) -> np.ndarray:
+    """``mixing._exact_complement`` as it was, with a 2-D ``np.unique`` (the reference)."""
+    from fractions import Fraction
+
+    out = np.ones(n)
+    if rows.size == 0:
+        return out
+    pairs, counts = np.unique(np.stack([rows, denoms]), axis=1, return_counts=True)
+    r, k = pairs
+    first = np.ones(r.size, dtype=bool)
+    first[1:] = r[1:] != r[:-1]
+    n_denoms = np.bincount(r, minlength=n)
+    single = first & (n_denoms[r] == 1)
+    out[r[single]] = (k[single] - counts[single]) / k[single]
+    for row in np.flatnonzero(n_denoms > 1):
+        sel = r == row
+        out[row] = float(1 - sum(Fraction(int(c), int(d)) for c, d in zip(counts[sel], k[sel])))
+    return out
+
+
+def _with_self_loops(G: nx.Graph, seed: int) -> nx.Graph:
+    H = G.copy()
+    H.add_edges_from((v, v) for v in list(H)[seed % 3 :: 3])
+    return H
+
+
+@settings(max_examples=60, deadline=None)
+@given(G=st.one_of(graphs, digraphs), seed=st.integers(0, 10))
+def test_arcs_and_complement_identical_to_the_old_loops(G: nx.Graph, seed: int) -> None:
+    G = _with_self_loops(G, seed)
+    n, src, dst = mixing.arcs(G)
+    n0, src0, dst0 = _old_arcs(G)
+    assert n == n0
+    for a, b in ((src, src0), (dst, dst0)):
+        assert a.dtype == b.dtype == np.int64 and np.array_equal(a, b)  # same order too
+    if not G.is_directed():
+        deg = np.bincount(src, minlength=n)
+        for k in (1 + np.maximum(deg[src], deg[dst]), np.maximum(deg[src], deg[dst])):
+            k = np.where(k == 0, 1, k)
+            new = mixing._exact_complement(n, dst, k)
+            assert np.array_equal(new, _old_exact_complement(n, dst, k))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 57, 200])
+def test_complete_graph_identical_to_the_old_construction(n: int) -> None:
+    # The old path, step by step: arcs one tuple at a time, 2-D unique, digraph from the arcs.
+    G = nx.complete_graph(n)
+    _, src, dst = _old_arcs(G)
+    deg = np.bincount(src, minlength=n)
+    k = 1 + np.maximum(deg[src], deg[dst])
+    W_old = mixing._assemble(n, dst, src, 1.0 / k, _old_exact_complement(n, dst, k))
+    t = tf.topologies.complete(n)
+    for a, b in ((t.W.data, W_old.data), (t.W.indices, W_old.indices),
+                 (t.W.indptr, W_old.indptr)):
+        assert np.array_equal(a, b)
+    assert np.array_equal(t.W.toarray(), np.full((n, n), 1.0 / n))
+    D = nx.DiGraph()
+    D.add_nodes_from(range(n))
+    D.add_edges_from(zip(src.tolist(), dst.tolist()))
+    assert list(t.graph.edges()) == list(D.edges())  # same arcs in the same order
+    assert [list(t.graph.pred[v]) for v in t.graph] == [list(D.pred[v]) for v in D]

@@ -184,7 +184,7 @@ class Topology:
         n_, src, dst = mixing.arcs(G)
         graph.add_edges_from(zip(src.tolist(), dst.tolist()))
         # Every arc of G must carry weight and W must not invent arcs.
-        if not _same_pattern(graph, W):
+        if not _same_arcs(n, src, dst, W):
             raise ValueError(
                 "the weight scheme returned a W whose off-diagonal sparsity differs from the "
                 "graph's arcs (W[i, j] > 0 must hold iff j -> i)"
@@ -415,11 +415,13 @@ class Topology:
         )
 
 
-def _same_pattern(graph: nx.DiGraph, W: sp.csr_array) -> bool:
-    coo = W.tocoo()
-    off = coo.row != coo.col
-    arcs_W = set(zip(coo.col[off].tolist(), coo.row[off].tolist()))
-    return arcs_W == set(graph.edges())
+def _same_arcs(n: int, src: np.ndarray, dst: np.ndarray, W: sp.csr_array) -> bool:
+    """Whether the arcs ``src -> dst`` are exactly the off-diagonal nonzeros ``W[dst, src]``."""
+    A = sp.coo_array((np.ones(src.size), (dst, src)), shape=(n, n)).tocsr()
+    A.sum_duplicates()
+    A.sort_indices()
+    P = arc_pattern(W)
+    return bool(np.array_equal(A.indptr, P.indptr) and np.array_equal(A.indices, P.indices))
 
 
 class TimeVarying:

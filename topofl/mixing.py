@@ -30,6 +30,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -51,20 +52,19 @@ __all__ = [
 
 
 def arcs(G: nx.Graph) -> tuple[int, np.ndarray, np.ndarray]:
-    """Return ``(n, src, dst)``: the arcs of ``G`` without self-loops.
+    """Return ``(n, src, dst)``: the arcs of ``G`` without self-loops, in ``G.edges()`` order.
 
-    An undirected edge ``{u, v}`` gives both arcs ``u -> v`` and ``v -> u``.
+    An undirected edge ``{u, v}`` gives both arcs ``u -> v`` and ``v -> u`` (all the forward
+    arcs first, then all the reversed ones).
     """
     n = check_graph(G)
+    m = G.number_of_edges()
+    e = np.fromiter(itertools.chain.from_iterable(G.edges()), dtype=np.int64, count=2 * m)
+    e = e.reshape(m, 2)
+    e = e[e[:, 0] != e[:, 1]]
     if G.is_directed():
-        pairs = [(u, v) for u, v in G.edges() if u != v]
-    else:
-        pairs = [(u, v) for u, v in G.edges() if u != v]
-        pairs += [(v, u) for u, v in pairs]
-    if not pairs:
-        return n, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    e = np.asarray(pairs, dtype=np.int64)
-    return n, e[:, 0], e[:, 1]
+        return n, e[:, 0].copy(), e[:, 1].copy()
+    return n, np.concatenate([e[:, 0], e[:, 1]]), np.concatenate([e[:, 1], e[:, 0]])
 
 
 def _symmetric_arcs(G: nx.Graph, scheme: str) -> tuple[int, np.ndarray, np.ndarray]:
@@ -108,8 +108,10 @@ def _exact_complement(n: int, rows: np.ndarray, denoms: np.ndarray) -> np.ndarra
     out = np.ones(n)
     if rows.size == 0:
         return out
-    pairs, counts = np.unique(np.stack([rows, denoms]), axis=1, return_counts=True)
-    r, k = pairs
+    # The distinct (row, denominator) pairs in lexicographic order, as one sorted int64 key.
+    base = int(denoms.max()) + 1
+    keys, counts = np.unique(rows * base + denoms, return_counts=True)
+    r, k = np.divmod(keys, base)
     first = np.ones(r.size, dtype=bool)
     first[1:] = r[1:] != r[:-1]
     n_denoms = np.bincount(r, minlength=n)
