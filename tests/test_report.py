@@ -81,7 +81,7 @@ def test_report_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         R.report(["ring:n=8", "nosuch:n=3"], tmp_path)
     assert R.main(["nosuch:n=3", "alsono", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 2 and all(line.startswith("report: error: unknown graph family")
+    assert len(err) == 2 and all(line.startswith("topofl report: error: unknown graph family")
                                  for line in err)
     assert R.main(["ring:n=0", "--out", str(tmp_path)]) == 2
     assert "ring:n=0: n must be >= 1" in capsys.readouterr().err
@@ -90,6 +90,17 @@ def test_report_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     with pytest.raises(ValueError, match="sizes must be positive"):
         R.report(["ring:n=8"], tmp_path, sizes=(0,))
     assert not (tmp_path / "spectral_report.md").exists()
+
+
+def test_topofl_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from topofl.cli import main
+
+    assert main(["report", "ring:n=8", "--out", str(tmp_path), "--sizes", "8",
+                 "--rounds", "5"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert (tmp_path / "spectral_report.md").exists()
+    assert main(["report", "nosuch", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("topofl report: error: unknown graph family")
 
 
 def test_resize() -> None:

@@ -316,6 +316,17 @@ def test_study_command_line(sweep: Path, tmp_path: Path,
     assert err.count("\n") == 1 and "topofl study: error: no run recorded" in err
 
 
+def test_topofl_study_command(sweep: Path, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    from topofl.cli import main
+
+    assert main(["study", str(sweep), "--out", str(tmp_path / "o"), "--no-figures",
+                 "--n-boot", "10"]) == 0
+    assert (tmp_path / "o" / "correlations.csv").exists()
+    assert main(["study", str(tmp_path / "nothing-here"), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("topofl study: error: no such file or folder")
+
+
 def test_study_on_real_runs(tmp_path: Path) -> None:
     for topo in ("ring", "complete"):
         tf.run("dsgd", topology=topo, data="digits", n_clients=8, partition="iid", rounds=2,

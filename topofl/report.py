@@ -612,7 +612,7 @@ def main(
         "--sizes", default=",".join(map(str, SIZES)), help="n values of the gap-vs-n figure"
     )
     args = parser.parse_args(argv)
-    name = prog.split()[-1]
+    name = prog
     try:
         sizes = [int(v) for v in args.sizes.split(",") if v.strip()]
     except ValueError:
