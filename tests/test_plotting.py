@@ -71,7 +71,11 @@ def test_metric_scatter_points_and_never_reached() -> None:
     assert [0.3, 40.0] in points and [1.0, 20.0] in points
     ring = [p for p in points if p[0] == 0.1]
     assert ring and ring[0][1] > 40.0
+    assert [ax.get_xscale() for ax in axes] == ["linear", "linear"]
     assert_readable(fig)
+    wide = table.assign(gap_mean=[0.001, 0.03, 1.0])
+    fig = tf.plotting.metric_scatter(wide, ["gap", "skew"], "rounds")
+    assert [ax.get_xscale() for ax in fig.axes if ax.get_visible()] == ["log", "linear"]
     with pytest.raises(ValueError, match="at least one metric"):
         tf.plotting.metric_scatter(table, [], "rounds")
 

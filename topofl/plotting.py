@@ -187,6 +187,8 @@ def metric_scatter(
     titles : mapping, optional
         Panel title per metric of ``x`` (the study puts the correlation there).
 
+    A metric whose values are positive and span a factor of 100 or more gets a log axis.
+
     Examples
     --------
     >>> import matplotlib, pandas as pd
@@ -229,6 +231,9 @@ def metric_scatter(
                 mfc="none" if never else color, ms=6, capsize=2, lw=1,
             )
             handles.append(h)
+        pos = xs[np.isfinite(xs)]
+        if pos.size and pos.min() > 0 and pos.max() / pos.min() >= 100:
+            ax.set_xscale("log")  # values over orders of magnitude (ranks do not change)
         if np.isinf(ys).any():
             ax.axhline(top, color="0.6", ls=":", lw=0.8)
             ax.annotate("never", (0.01, top), xycoords=("axes fraction", "data"), fontsize=7,
