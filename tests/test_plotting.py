@@ -17,6 +17,14 @@ from topofl.records import Records
 matplotlib.use("Agg")
 
 
+@pytest.fixture(autouse=True)
+def _close_figures() -> Any:
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")
+
+
 def _rows(run: str, metric: str, pts: list[tuple[int, float]]) -> list[dict[str, Any]]:
     return [{"run": run, "round": t, "client": None, "metric": metric, "value": v}
             for t, v in pts]

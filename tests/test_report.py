@@ -16,7 +16,7 @@ SPECS = ["ring:n=8", "base_graph:n=6,k=1", "random_directed_push:n=8,k=2", "toru
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[R.SpectralReport, list[Any], Path]:
+def made(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,7 +30,9 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[R.SpectralReport, li
         res = R.report(SPECS, out, rounds=20, sizes=(8, 16))
     finally:
         plt.close = close
-    return res, figures, out
+    yield res, figures, out
+    for fig in figures:
+        plt.close(fig)
 
 
 def test_report_files_and_rows(made: tuple[R.SpectralReport, list[Any], Path]) -> None:
