@@ -175,7 +175,7 @@ def plot_spectra(graphs: list[tuple[str, Any]], path: Path) -> None:
 
     cols = min(5, len(graphs))
     rows = math.ceil(len(graphs) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols, 2.7 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols, 3.0 * rows), squeeze=False)
     theta = np.linspace(0, 2 * np.pi, 200)
     for ax, (label, g) in zip(axes.flat, graphs):
         ev = np.asarray(spectral.eigenvalues(first_round(g)), dtype=complex)
@@ -192,7 +192,7 @@ def plot_spectra(graphs: list[tuple[str, Any]], path: Path) -> None:
     for ax in list(axes.flat)[len(graphs):]:
         ax.axis("off")
     fig.suptitle("Eigenvalues of W in the complex plane (unit circle in grey)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(h_pad=1.5)
     fig.savefig(path, dpi=90)
     plt.close(fig)
 

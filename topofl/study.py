@@ -645,7 +645,8 @@ def _mean_std(row: Mapping[str, Any], col: str) -> str:
         reached = row.get("reached_mean", 0.0)
         k = round(reached * row["n_seeds"])
         return f"never in {row['n_seeds'] - k}/{row['n_seeds']} seeds"
-    return _num(m) + ("" if s is None or math.isnan(s) else f" ± {_num(s, '.2g')}")
+    # no "± 0" for a metric equal in every seed (a deterministic graph)
+    return _num(m) + ("" if s is None or math.isnan(s) or s == 0 else f" ± {_num(s, '.2g')}")
 
 
 def _markdown(res: StudyResult, records: Records, figs: Mapping[str, str], *, n_boot: int,
