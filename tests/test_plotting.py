@@ -63,6 +63,25 @@ def test_convergence_and_spectrum_are_readable() -> None:
     assert_readable(fig)
 
 
+def test_legend_placement_in_a_callers_axes() -> None:
+    import matplotlib.pyplot as plt
+
+    rows = _rows("a", "acc", [(0, 0.5), (1, 0.6)])
+    fig, (left, right) = plt.subplots(1, 2)
+    tf.plotting.convergence({"a": Records(rows=rows)}, "acc", ax=left)
+    legend = left.get_legend()
+    assert legend is not None
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    box, own = legend.get_window_extent(r), left.get_window_extent(r)
+    assert own.x0 <= box.x0 and box.x1 <= own.x1  # inside its own axes ("best") ...
+    assert not box.overlaps(right.get_window_extent(r))  # ... never over the neighbour
+    tf.plotting.convergence({"a": Records(rows=rows)}, "acc", ax=right, legend=None)
+    assert right.get_legend() is None
+    with pytest.raises(ValueError, match="legend must be"):
+        tf.plotting.convergence({"a": Records(rows=rows)}, "acc", legend="left")
+
+
 def test_metric_scatter_points_and_never_reached() -> None:
     table = pd.DataFrame({"condition": ["ring", "torus", "complete"],
                           "gap_mean": [0.1, 0.3, 1.0], "gap_std": [0.0, 0.05, 0.0],

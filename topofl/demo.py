@@ -85,7 +85,7 @@ def run_demo(
         fig = convergence(runs, "global_acc", title=(
             f"D-SGD, digits, {n_clients} clients x 2 shards (mean, min-max over clients)"),
             ylabel="accuracy on the global test set")
-        fig.savefig(out / "convergence.png", dpi=120)
+        fig.savefig(out / "convergence.png", dpi=120, bbox_inches="tight")
     print(_table(rows, target, n_clients, rounds, eval_every))
     print(f"\nrecords: {out}/<topology>.jsonl" + ("; figure: " + str(out / "convergence.png")
                                                   if figure else ""))

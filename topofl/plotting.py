@@ -27,10 +27,31 @@ from topofl.records import Records
 __all__ = ["convergence", "seed_curves", "metric_scatter", "spectrum"]
 
 
+def _tight(fig: Any) -> None:
+    """``tight_layout``, quiet when a legend outside the axes leaves it nothing to do (saving
+    with ``bbox_inches="tight"`` keeps that legend in the image)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
+        fig.tight_layout()
+
+
+def _legend(ax: Any, n: int, where: str | None, own: bool) -> None:
+    """Place the legend: ``"auto"`` is outside the axes when the function made the figure,
+    and matplotlib's ``"best"`` inside a caller's axes (which may have neighbours)."""
+    if where not in ("auto", "outside", "best", None):
+        raise ValueError(f"legend must be 'auto', 'outside', 'best' or None, got {where!r}")
+    if n == 0 or where is None:
+        return
+    if where == "best" or (where == "auto" and not own):
+        ax.legend(frameon=False, loc="best", fontsize=8)
+        return
+    _legend_outside(ax, n)
+
+
 def _legend_outside(ax: Any, n: int) -> None:
     """Legend to the right of the axes (below them when there are many entries)."""
-    if n == 0:
-        return
     if n <= 12:
         ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     else:
@@ -46,6 +67,7 @@ def convergence(
     ax: Any = None,
     title: str | None = None,
     ylabel: str | None = None,
+    legend: str | None = "auto",
 ) -> Any:
     """Mean curve of ``{metric}_mean`` per run, with a shaded ``{metric}_min``..``_max`` band.
 
@@ -58,6 +80,9 @@ def convergence(
         metric name without band.
     band : bool, default True
     ax : matplotlib Axes, optional
+    legend : {"auto", "outside", "best", None}, default "auto"
+        Outside the axes (right, or below for more than 12 entries: it hides no data) when
+        the function makes the figure; ``"best"`` inside when drawing into a given ``ax``.
 
     Returns
     -------
@@ -65,6 +90,7 @@ def convergence(
     """
     import matplotlib.pyplot as plt
 
+    own = ax is None
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
     else:
@@ -82,8 +108,8 @@ def convergence(
     if title:
         ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    _legend_outside(ax, len(runs))
-    fig.tight_layout()
+    _legend(ax, len(runs), legend, own)
+    _tight(fig)
     return fig
 
 
@@ -96,6 +122,7 @@ def seed_curves(
     ax: Any = None,
     title: str | None = None,
     ylabel: str | None = None,
+    legend: str | None = "auto",
 ) -> Any:
     """One curve per condition: the mean over its runs (seeds) of ``metric``, with a band.
 
@@ -109,6 +136,8 @@ def seed_curves(
     band : {"minmax", "std", None}, default "minmax"
         Shade min..max over the runs, mean +- one standard deviation (ddof=0), or nothing.
         A condition with one run has no band.
+    legend : {"auto", "outside", "best", None}, default "auto"
+        As in :func:`convergence`.
 
     Notes
     -----
@@ -130,6 +159,7 @@ def seed_curves(
 
     if band not in ("minmax", "std", None):
         raise ValueError(f"band must be 'minmax', 'std' or None, got {band!r}")
+    own = ax is None
     if ax is None:
         fig, ax = plt.subplots(figsize=(7.0, 4.2))
     else:
@@ -157,8 +187,8 @@ def seed_curves(
     if title:
         ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    _legend_outside(ax, len(groups))
-    fig.tight_layout()
+    _legend(ax, len(groups), legend, own)
+    _tight(fig)
     return fig
 
 
@@ -246,7 +276,7 @@ def metric_scatter(
             ax.set_title(titles[m], fontsize=8)
     for ax in list(axes.flat)[len(x):]:
         ax.set_visible(False)
-    fig.tight_layout()
+    _tight(fig)
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
                ncol=min(3, len(labels)), frameon=False, fontsize=7)
     return fig
@@ -265,6 +295,7 @@ def spectrum(eigenvalues: Mapping[str, Sequence[float]], *, ax: Any = None) -> A
     """
     import matplotlib.pyplot as plt
 
+    own = ax is None
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
     else:
@@ -275,6 +306,6 @@ def spectrum(eigenvalues: Mapping[str, Sequence[float]], *, ax: Any = None) -> A
     ax.set_xlabel("k")
     ax.set_ylabel("|λ_k(W)|")
     ax.grid(alpha=0.3)
-    _legend_outside(ax, len(eigenvalues))
-    fig.tight_layout()
+    _legend(ax, len(eigenvalues), "auto", own)
+    _tight(fig)
     return fig
