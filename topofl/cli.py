@@ -16,6 +16,10 @@ Commands
     List every registered graph family with its parameters.
 ``spectral SPEC [SPEC ...]``
     Print the size, degree and spectral gap of graphs given as specs (``ring:n=64``).
+``study DIR --out REPORT_DIR``
+    The topology-vs-convergence study of a folder of records (:mod:`topofl.study`).
+``report [SPEC ...] [--out DIR]``
+    The spectral comparison report of graphs given as specs (:mod:`topofl.report`).
 """
 
 from __future__ import annotations
@@ -170,8 +174,22 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _delegate(command: str, argv: Sequence[str]) -> int:
+    """``topofl study`` / ``topofl report``: their modules parse their own arguments."""
+    if command == "study":
+        from topofl.study import main as study_main
+
+        return study_main(argv, prog="topofl study")
+    from topofl.report import main as report_main
+
+    return report_main(argv, prog="topofl report")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["study"], ["report"]):
+        return _delegate(argv[0], argv[1:])
     parser = argparse.ArgumentParser(prog="topofl", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="D-SGD on ring, D-Cliques and complete graph")
@@ -201,6 +219,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="only these summary keys (e.g. spectral_gap,b_connectivity); only their work is done",
     )
     p_spec.add_argument("--progress", action="store_true", help="progress bar on stderr")
+    sub.add_parser("study", help="topology-vs-convergence study of a folder of records")
+    sub.add_parser("report", help="spectral comparison report of graphs given as specs")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":

@@ -1,4 +1,7 @@
-"""Figures read from records; they never compute results or re-run training.
+"""Figures read from records and the study's tables; they never compute results or re-run training.
+
+The x axis of every curve is the number of rounds completed (a row's ``round`` + 1), and
+legends sit outside the axes, so that they hide no data.
 
 Examples
 --------
@@ -13,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +24,39 @@ import numpy as np
 
 from topofl.records import Records
 
-__all__ = ["convergence", "spectrum"]
+__all__ = ["convergence", "seed_curves", "metric_scatter", "spectrum"]
+
+
+def _tight(fig: Any) -> None:
+    """``tight_layout``, quiet when a legend outside the axes leaves it nothing to do (saving
+    with ``bbox_inches="tight"`` keeps that legend in the image)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Tight layout not applied", UserWarning)
+        fig.tight_layout()
+
+
+def _legend(ax: Any, n: int, where: str | None, own: bool) -> None:
+    """Place the legend: ``"auto"`` is outside the axes when the function made the figure,
+    and matplotlib's ``"best"`` inside a caller's axes (which may have neighbours)."""
+    if where not in ("auto", "outside", "best", None):
+        raise ValueError(f"legend must be 'auto', 'outside', 'best' or None, got {where!r}")
+    if n == 0 or where is None:
+        return
+    if where == "best" or (where == "auto" and not own):
+        ax.legend(frameon=False, loc="best", fontsize=8)
+        return
+    _legend_outside(ax, n)
+
+
+def _legend_outside(ax: Any, n: int) -> None:
+    """Legend to the right of the axes (below them when there are many entries)."""
+    if n <= 12:
+        ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    else:
+        ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.15),
+                  ncol=3, fontsize=7)
 
 
 def convergence(
@@ -31,6 +67,7 @@ def convergence(
     ax: Any = None,
     title: str | None = None,
     ylabel: str | None = None,
+    legend: str | None = "auto",
 ) -> Any:
     """Mean curve of ``{metric}_mean`` per run, with a shaded ``{metric}_min``..``_max`` band.
 
@@ -43,6 +80,9 @@ def convergence(
         metric name without band.
     band : bool, default True
     ax : matplotlib Axes, optional
+    legend : {"auto", "outside", "best", None}, default "auto"
+        Outside the axes (right, or below for more than 12 entries: it hides no data) when
+        the function makes the figure; ``"best"`` inside when drawing into a given ``ax``.
 
     Returns
     -------
@@ -50,6 +90,7 @@ def convergence(
     """
     import matplotlib.pyplot as plt
 
+    own = ax is None
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
     else:
@@ -57,18 +98,187 @@ def convergence(
     for label, rec in runs.items():
         name = f"{metric}_mean" if f"{metric}_mean" in rec.metrics else metric
         rounds, mean = rec.series(name)
-        (line,) = ax.plot(rounds, mean, label=label, lw=1.8)
+        (line,) = ax.plot(rounds + 1, mean, label=label, lw=1.8)
         if band and f"{metric}_min" in rec.metrics and f"{metric}_max" in rec.metrics:
             _, lo = rec.series(f"{metric}_min")
             _, hi = rec.series(f"{metric}_max")
-            ax.fill_between(rounds, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
-    ax.set_xlabel("round")
+            ax.fill_between(rounds + 1, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+    ax.set_xlabel("rounds completed")
     ax.set_ylabel(ylabel or metric.replace("_", " "))
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False)
-    fig.tight_layout()
+    _legend(ax, len(runs), legend, own)
+    _tight(fig)
+    return fig
+
+
+def seed_curves(
+    records: Records,
+    groups: Mapping[str, Sequence[str]],
+    metric: str = "test_acc_mean",
+    *,
+    band: str | None = "minmax",
+    ax: Any = None,
+    title: str | None = None,
+    ylabel: str | None = None,
+    legend: str | None = "auto",
+) -> Any:
+    """One curve per condition: the mean over its runs (seeds) of ``metric``, with a band.
+
+    Parameters
+    ----------
+    records : Records
+        Holds every run named in ``groups``.
+    groups : mapping of label to run ids
+        One curve per entry (a condition and its seeds).
+    metric : str, default "test_acc_mean"
+    band : {"minmax", "std", None}, default "minmax"
+        Shade min..max over the runs, mean +- one standard deviation (ddof=0), or nothing.
+        A condition with one run has no band.
+    legend : {"auto", "outside", "best", None}, default "auto"
+        As in :func:`convergence`.
+
+    Notes
+    -----
+    The curves are drawn at the rounds every run of the condition evaluated (rounds completed
+    on the x axis).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> rows = [{"run": f"s{s}", "round": t, "client": None, "metric": "acc", "value": v + s}
+    ...         for s in (0, 1) for t, v in ((0, 0.1), (1, 0.3))]
+    >>> fig = tf.plotting.seed_curves(tf.records.Records(rows=rows), {"ring": ["s0", "s1"]},
+    ...                               "acc")
+    >>> fig.axes[0].lines[0].get_xydata().tolist()
+    [[1.0, 0.6], [2.0, 0.8]]
+    """
+    import matplotlib.pyplot as plt
+
+    if band not in ("minmax", "std", None):
+        raise ValueError(f"band must be 'minmax', 'std' or None, got {band!r}")
+    own = ax is None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    else:
+        fig = ax.figure
+    for k, (label, runs) in enumerate(groups.items()):
+        series = [records.series(metric, run=run) for run in runs]
+        if not series:
+            continue
+        common = series[0][0]
+        for rounds, _ in series[1:]:
+            common = np.intersect1d(common, rounds)
+        vals = np.stack([v[np.searchsorted(r, common)] for r, v in series])
+        mean = vals.mean(axis=0)
+        style = {"color": f"C{k % 10}", "ls": ("-", "--", ":", "-.")[(k // 10) % 4]}
+        ax.plot(common + 1, mean, lw=1.6, label=f"{label} ({len(runs)} seeds)", **style)
+        if band is not None and len(runs) > 1:
+            if band == "minmax":
+                lo, hi = vals.min(axis=0), vals.max(axis=0)
+            else:
+                sd = vals.std(axis=0)
+                lo, hi = mean - sd, mean + sd
+            ax.fill_between(common + 1, lo, hi, color=style["color"], alpha=0.15, lw=0)
+    ax.set_xlabel("rounds completed")
+    ax.set_ylabel(ylabel or metric)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    _legend(ax, len(groups), legend, own)
+    _tight(fig)
+    return fig
+
+
+def metric_scatter(
+    table: Any,
+    x: Sequence[str],
+    y: str,
+    *,
+    label: str = "condition",
+    titles: Mapping[str, str] | None = None,
+    ylabel: str | None = None,
+    ncols: int = 3,
+) -> Any:
+    """One panel per topology metric: ``y`` against it, one point per row of ``table``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Columns ``<m>_mean`` (and optionally ``<m>_std``, drawn as error bars) for ``y`` and
+        every metric of ``x``, and ``label`` (a study's condition table).
+    x : sequence of str
+        Topology metrics, one panel each.
+    y : str
+        The convergence metric. ``inf`` (a target never reached) is drawn as a hollow
+        triangle at the top of the panel.
+    titles : mapping, optional
+        Panel title per metric of ``x`` (the study puts the correlation there).
+
+    A metric whose values are positive and span a factor of 100 or more gets a log axis.
+
+    Examples
+    --------
+    >>> import matplotlib, pandas as pd
+    >>> matplotlib.use("Agg")
+    >>> t = pd.DataFrame({"condition": ["ring", "complete"], "gap_mean": [0.1, 1.0],
+    ...                   "final_mean": [0.5, float("inf")]})
+    >>> fig = tf.plotting.metric_scatter(t, ["gap"], "final")
+    >>> [ax.get_xlabel() for ax in fig.axes if ax.get_visible()]
+    ['gap']
+    """
+    import matplotlib.pyplot as plt
+
+    x = list(x)
+    if not x:
+        raise ValueError("x must name at least one metric")
+    cols = min(ncols, len(x))
+    rows = math.ceil(len(x) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.9 * rows), squeeze=False)
+    ys = table[f"{y}_mean"].to_numpy(dtype=np.float64)
+    yerr = (table[f"{y}_std"].to_numpy(dtype=np.float64) if f"{y}_std" in table.columns
+            else np.full(len(table), np.nan))
+    finite = ys[np.isfinite(ys)]
+    top = (finite.max() + 0.08 * (np.ptp(finite) or abs(finite.max()) or 1.0)
+           if finite.size else 1.0)
+    labels = [str(v) for v in table[label]]
+    handles: list[Any] = []
+    for ax, m in zip(axes.flat, x):
+        xs = table[f"{m}_mean"].to_numpy(dtype=np.float64)
+        xerr = (table[f"{m}_std"].to_numpy(dtype=np.float64) if f"{m}_std" in table.columns
+                else np.full(len(table), np.nan))
+        handles = []
+        for k in range(len(table)):
+            color = f"C{k % 10}"
+            never = np.isinf(ys[k])
+            h = ax.errorbar(
+                xs[k], top if never else ys[k],
+                xerr=None if np.isnan(xerr[k]) else xerr[k],
+                yerr=None if never or np.isnan(yerr[k]) else yerr[k],
+                fmt="^" if never else ("o" if k < 10 else "s"), color=color,
+                mfc="none" if never else color, ms=6, capsize=2, lw=1,
+            )
+            handles.append(h)
+        pos = xs[np.isfinite(xs)]
+        if pos.size and pos.min() > 0 and pos.max() / pos.min() >= 100:
+            ax.set_xscale("log")  # values over orders of magnitude (ranks do not change)
+        if np.isinf(ys).any():
+            ax.axhline(top, color="0.6", ls=":", lw=0.8)
+            ax.annotate("never", (0.01, top), xycoords=("axes fraction", "data"), fontsize=7,
+                        color="0.4", va="bottom")
+        ax.set_xlabel(m, fontsize=8)
+        ax.set_ylabel(ylabel or y, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        if titles and m in titles:
+            ax.set_title(titles[m], fontsize=8)
+    for ax in list(axes.flat)[len(x):]:
+        ax.set_visible(False)
+    _tight(fig)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=min(3, len(labels)), frameon=False, fontsize=7)
     return fig
 
 
@@ -85,6 +295,7 @@ def spectrum(eigenvalues: Mapping[str, Sequence[float]], *, ax: Any = None) -> A
     """
     import matplotlib.pyplot as plt
 
+    own = ax is None
     if ax is None:
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
     else:
@@ -95,6 +306,6 @@ def spectrum(eigenvalues: Mapping[str, Sequence[float]], *, ax: Any = None) -> A
     ax.set_xlabel("k")
     ax.set_ylabel("|λ_k(W)|")
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False)
-    fig.tight_layout()
+    _legend(ax, len(eigenvalues), "auto", own)
+    _tight(fig)
     return fig

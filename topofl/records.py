@@ -1,7 +1,9 @@
 """Run records: long-format rows ``(run, round, client, metric, value)`` in a JSONL file.
 
-One file per run. The first line is a header holding the frozen run config (every argument, the
-seed, the topofl and torch versions); every following line is one row::
+One file per run. The first line is the header ``{"header": true, "config": ..., "provenance":
+..., "engine": ...}``: the resolved ``topofl.run`` keyword arguments, the versions, commit,
+command and start time, and the engine's own description (files written before provenance was
+recorded have only ``config``, then the engine's description). Every following line is one row::
 
     {"run": "dsgd-ring", "round": 10, "client": null, "metric": "test_acc_mean", "value": 0.83}
 
@@ -19,7 +21,12 @@ Examples
 ...         rec.log("test_acc_mean", acc, t)
 >>> r = tf.records.load(path)
 >>> r.config["rounds"], r.rounds_to(0.75), r.best("test_acc_mean"), r.final("test_acc_mean")
-(3, 1, 0.8, 0.7)
+(3, 2, 0.8, 0.7)
+
+``round`` is the 0-based index of the round after which a row was recorded, so ``round + 1``
+rounds were completed: above, 0.8 was first reached after 2 rounds (:func:`rounds_to`).
+Several files load with :func:`load_many`; every query then names its run (``run=``), and
+:meth:`Records.summary_table` gives one row per run.
 """
 
 from __future__ import annotations
@@ -28,13 +35,12 @@ import json
 import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["Recorder", "Records", "load", "rounds_to", "load_many"]
+__all__ = ["Recorder", "Records", "load", "load_many", "rounds_to", "area_under_curve"]
 
 ROW_KEYS = ("run", "round", "client", "metric", "value")
 
@@ -95,9 +101,14 @@ class Recorder:
             keep = [
                 r for r in old.rows if resume_round is None or int(r["round"]) < resume_round
             ]
+            header: dict[str, Any] = {"header": True, "config": _jsonable(self.config)}
+            if old.provenance:
+                header["provenance"] = old.provenance
+            if old.engine:
+                header["engine"] = old.engine
             tmp = self.path.with_suffix(self.path.suffix + ".tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps({"header": True, "config": _jsonable(self.config)}) + "\n")
+                fh.write(json.dumps(header) + "\n")
                 for r in keep:
                     fh.write(json.dumps(r) + "\n")
             os.replace(tmp, self.path)
@@ -153,7 +164,7 @@ class Recorder:
 
     def records(self) -> Records:
         """The rows written so far, as :class:`Records`."""
-        return Records(config=dict(self.config), rows=list(self.rows))
+        return Records(rows=list(self.rows), configs={self.run: dict(self.config)})
 
     def __enter__(self) -> Recorder:
         return self
@@ -162,84 +173,297 @@ class Recorder:
         self.close()
 
 
-@dataclass
 class Records:
-    """The rows of one or more runs with query helpers.
+    """The rows of one or more runs, with per-run queries.
+
+    Every query (:meth:`series`, :meth:`rounds_to`, :meth:`final`, :meth:`best`, :meth:`auc`,
+    :meth:`per_client`) answers for ONE run: pass ``run=`` when several runs are loaded;
+    without it they raise a ``ValueError`` naming the runs rather than mixing them.
+    :meth:`summary_table` answers for all runs at once (one row per run).
+
+    The ``round`` field of a row is the 0-based index of the training round after which the
+    row was recorded: an evaluation at ``round == r`` saw ``r + 1`` completed rounds.
+
+    Parameters
+    ----------
+    config : dict, optional
+        The header config of the run (used for every run of ``rows`` when ``configs`` is not
+        given).
+    rows : list of dict, optional
+        Rows with keys ``run, round, client, metric, value``.
+    configs, provenances, engines : dict, optional
+        Run id -> the header's ``config``, ``provenance`` and ``engine`` (see :func:`load`).
+    provenance, engine : dict, optional
+        The header's ``provenance`` and ``engine`` of a single run.
 
     Attributes
     ----------
-    config : dict
-        The header config (of the first run when several were concatenated).
     rows : list of dict
-        Rows with keys ``run, round, client, metric, value``.
+    configs, provenances, engines : dict
+        Run id -> header parts, one entry per loaded run.
     """
 
-    config: dict[str, Any] = field(default_factory=dict)
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        rows: Iterable[dict[str, Any]] | None = None,
+        *,
+        configs: Mapping[str, Mapping[str, Any]] | None = None,
+        provenance: Mapping[str, Any] | None = None,
+        provenances: Mapping[str, Mapping[str, Any]] | None = None,
+        engine: Mapping[str, Any] | None = None,
+        engines: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.rows: list[dict[str, Any]] = list(rows) if rows is not None else []
+        row_runs = list(dict.fromkeys(r["run"] for r in self.rows))
+
+        def per_run(
+            many: Mapping[str, Mapping[str, Any]] | None, one: Mapping[str, Any] | None
+        ) -> dict[str, dict[str, Any]]:
+            if many is not None:
+                return {str(k): dict(v) for k, v in many.items()}
+            return {run: dict(one) for run in row_runs} if one else {}
+
+        self.configs = per_run(configs, config)
+        self.provenances = per_run(provenances, provenance)
+        self.engines = per_run(engines, engine)
+        self._single = (dict(config or {}), dict(provenance or {}), dict(engine or {}))
+        self._index: dict[tuple[str, str, int | None], list[tuple[int, Any]]] = {}
+        self._indexed = -1
+
+    # ------------------------------------------------------------------ runs and headers
+    @property
+    def runs(self) -> list[str]:
+        """Run identifiers: those with a header, then those seen in the rows, in order."""
+        return list(dict.fromkeys([*self.configs, *(r["run"] for r in self.rows)]))
 
     @property
     def metrics(self) -> list[str]:
-        """Names of the recorded metrics, sorted."""
+        """Names of the recorded metrics (of all runs), sorted."""
         return sorted({r["metric"] for r in self.rows})
 
+    def _header(self, k: int, name: str) -> dict[str, Any]:
+        runs = self.runs
+        if len(runs) > 1:
+            raise ValueError(
+                f"{len(runs)} runs are loaded ({', '.join(runs)}): use .{name}s[run]"
+            )
+        table = (self.configs, self.provenances, self.engines)[k]
+        if runs and runs[0] in table:
+            return table[runs[0]]
+        return self._single[k]
+
     @property
-    def runs(self) -> list[str]:
-        """Run identifiers in order of appearance."""
-        return list(dict.fromkeys(r["run"] for r in self.rows))
+    def config(self) -> dict[str, Any]:
+        """The header config of the (single) run; ``ValueError`` when several are loaded."""
+        return self._header(0, "config")
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """The header provenance of the (single) run (``{}`` in files without one)."""
+        return self._header(1, "provenance")
+
+    @property
+    def engine(self) -> dict[str, Any]:
+        """The header's engine description of the (single) run (``{}`` if absent)."""
+        return self._header(2, "engine")
+
+    def _run(self, run: str | None) -> str | None:
+        """The run a query is about: ``run`` if loaded, else the only run."""
+        runs = self.runs
+        if run is not None:
+            if run not in runs:
+                raise ValueError(f"no run {run!r} in these records; runs: {runs}")
+            return run
+        if len(runs) > 1:
+            raise ValueError(
+                f"{len(runs)} runs are loaded ({', '.join(runs)}): pass run=... to query one, "
+                "or use summary_table() for one row per run"
+            )
+        return runs[0] if runs else None
+
+    def for_run(self, run: str) -> Records:
+        """The records of one run (rows and header), as a single-run :class:`Records`."""
+        run = str(self._run(run))
+        return Records(
+            rows=[r for r in self.rows if r["run"] == run],
+            configs={run: self.configs[run]} if run in self.configs else {},
+            provenances={run: self.provenances[run]} if run in self.provenances else {},
+            engines={run: self.engines[run]} if run in self.engines else {},
+        )
+
+    # ------------------------------------------------------------------ queries
+    def _points(self, run: str | None, metric: str, client: int | None) -> list[tuple[int, Any]]:
+        if self._indexed != len(self.rows):
+            index: dict[tuple[str, str, int | None], list[tuple[int, Any]]] = {}
+            for r in self.rows:
+                index.setdefault((r["run"], r["metric"], r["client"]), []).append(
+                    (r["round"], r["value"]))
+            self._index, self._indexed = index, len(self.rows)
+        return [] if run is None else self._index.get((run, metric, client), [])
 
     def series(
         self, metric: str, *, client: int | None = None, run: str | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(rounds, values)`` of one metric, sorted by round.
+        """``(rounds, values)`` of one metric of one run, sorted by round.
+
+        ``rounds`` are the rows' ``round`` fields (0-based round indices; ``rounds + 1``
+        rounds were completed). ``null`` values are NaN, ``"inf"`` is ``inf``.
 
         Raises
         ------
         KeyError
-            If the metric was never recorded (the message lists the recorded ones).
+            If the metric was never recorded for this run (the message lists the recorded ones).
+        ValueError
+            If several runs are loaded and ``run`` is not given, or ``run`` is unknown.
         """
-        pts = [
-            (r["round"], r["value"])
-            for r in self.rows
-            if r["metric"] == metric and r["client"] == client and (run is None or r["run"] == run)
-        ]
+        name = self._run(run)
+        pts = self._points(name, metric, client)
         if not pts:
-            raise KeyError(f"metric {metric!r} (client={client}) not recorded; have {self.metrics}")
-        pts.sort(key=lambda p: p[0])
+            raise KeyError(
+                f"metric {metric!r} (client={client}) not recorded"
+                + ("" if run is None else f" in run {run!r}") + f"; have {self.metrics}"
+            )
+        pts = sorted(pts, key=lambda p: p[0])
         rounds = np.array([p[0] for p in pts], dtype=np.int64)
-        vals = np.array([np.nan if p[1] is None else float(p[1]) for p in pts], dtype=np.float64)
+        vals = np.array([_as_float(p[1]) for p in pts], dtype=np.float64)
         return rounds, vals
 
-    def per_client(self, metric: str, round: int) -> np.ndarray:
-        """Values of a per-client metric at one round, indexed by client."""
+    def per_client(self, metric: str, round: int, *, run: str | None = None) -> np.ndarray:
+        """Values of a per-client metric of one run at one round, indexed by client."""
+        name = self._run(run)
         pts = sorted(
             (r["client"], r["value"])
             for r in self.rows
             if r["metric"] == metric and r["round"] == round and r["client"] is not None
+            and r["run"] == name
         )
         if not pts:
             raise KeyError(f"per-client metric {metric!r} not recorded at round {round}")
-        return np.array([float(v) for _, v in pts])
+        return np.array([_as_float(v) for _, v in pts])
 
-    def rounds_to(self, target: float, metric: str = "test_acc_mean") -> int | None:
-        """First recorded round at which ``metric >= target``; ``None`` if never."""
-        return rounds_to(self, target, metric)
+    def rounds_to(
+        self, target: float, metric: str = "test_acc_mean", *, run: str | None = None
+    ) -> int | None:
+        """Rounds completed when ``metric`` first reaches ``target``; see :func:`rounds_to`."""
+        return rounds_to(self, target, metric, run=run)
 
-    def best(self, metric: str = "test_acc_mean") -> float:
-        """Best (largest) value of ``metric`` over the run (ignoring NaN)."""
-        _, v = self.series(metric)
-        return float(np.nanmax(v))
+    def best(self, metric: str = "test_acc_mean", *, run: str | None = None) -> float:
+        """Largest value of ``metric`` over the run (ignoring NaN)."""
+        _, v = self.series(metric, run=run)
+        return float(np.nanmax(v)) if np.any(~np.isnan(v)) else math.nan
 
-    def final(self, metric: str = "test_acc_mean") -> float:
-        """Value of ``metric`` at the last recorded round."""
-        _, v = self.series(metric)
+    def final(self, metric: str = "test_acc_mean", *, run: str | None = None) -> float:
+        """Value of ``metric`` at the run's last recorded round."""
+        _, v = self.series(metric, run=run)
         return float(v[-1])
 
-    def last(self, metric: str) -> float:
+    def last(self, metric: str, *, run: str | None = None) -> float:
         """Alias of :meth:`final` for any metric."""
-        return self.final(metric)
+        return self.final(metric, run=run)
+
+    def auc(self, metric: str = "test_acc_mean", *, run: str | None = None) -> float:
+        """Normalised area under the curve of ``metric``; see :func:`area_under_curve`."""
+        rounds, vals = self.series(metric, run=run)
+        return area_under_curve(rounds + 1, vals)
+
+    def summary_table(
+        self, metric: str = "test_acc_mean", *, target: float | None = None
+    ) -> Any:
+        """One row per run: ``run, rounds, final, best, auc`` (and ``rounds_to`` with a target).
+
+        ``rounds`` is the number of rounds completed at the run's last record of ``metric``;
+        ``rounds_to`` is :func:`rounds_to` (``NaN`` when the target is never reached). A run
+        without ``metric`` has NaN everywhere.
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Examples
+        --------
+        >>> rows = [{"run": run, "round": t, "client": None, "metric": "acc", "value": v}
+        ...         for run, vals in (("ring", [0.2, 0.5, 0.6]), ("complete", [0.5, 0.8, 0.9]))
+        ...         for t, v in zip((9, 19, 29), vals)]
+        >>> r = tf.records.Records(rows=rows)
+        >>> r.summary_table("acc", target=0.75)
+                run  rounds  final  best   auc  rounds_to
+        0      ring      30    0.6   0.6  0.45        NaN
+        1  complete      30    0.9   0.9  0.75       20.0
+        """
+        import pandas as pd
+
+        out = []
+        for run in self.runs:
+            row: dict[str, Any] = {"run": run}
+            try:
+                rounds, vals = self.series(metric, run=run)
+            except KeyError:
+                rounds, vals = np.zeros(0, dtype=np.int64), np.zeros(0)
+            have = rounds.size > 0
+            row["rounds"] = int(rounds[-1]) + 1 if have else math.nan
+            row["final"] = float(vals[-1]) if have else math.nan
+            row["best"] = float(np.nanmax(vals)) if np.any(~np.isnan(vals)) else math.nan
+            row["auc"] = area_under_curve(rounds + 1, vals) if have else math.nan
+            if target is not None:
+                k = _first_reach(rounds, vals, target)
+                row["rounds_to"] = math.nan if k is None else k
+            out.append(row)
+        cols = ["run", "rounds", "final", "best", "auc"] + (["rounds_to"] if target is not None
+                                                            else [])
+        return pd.DataFrame(out, columns=cols)
+
+    def to_pandas(self, wide: bool = False) -> Any:
+        """The rows as a pandas DataFrame.
+
+        Parameters
+        ----------
+        wide : bool, default False
+            ``False``: long format, columns ``run, round, client, metric, value`` (``client``
+            is a nullable integer, ``<NA>`` for aggregate rows; ``value`` is float: ``null``
+            becomes NaN, ``"inf"`` inf, and a non-numeric value NaN). ``True``: one row per
+            ``(run, round, client)`` and one column per metric (a metric not recorded at that
+            round is NaN; a row recorded twice keeps its last value).
+
+        Examples
+        --------
+        >>> rows = [{"run": "a", "round": 0, "client": None, "metric": "acc", "value": 0.5},
+        ...         {"run": "a", "round": 0, "client": None, "metric": "loss", "value": 1.5},
+        ...         {"run": "a", "round": 1, "client": None, "metric": "acc", "value": 0.7}]
+        >>> r = tf.records.Records(rows=rows)
+        >>> r.to_pandas()
+          run  round  client metric  value
+        0   a      0    <NA>    acc    0.5
+        1   a      0    <NA>   loss    1.5
+        2   a      1    <NA>    acc    0.7
+        >>> r.to_pandas(wide=True)
+          run  round  client  acc  loss
+        0   a      0    <NA>  0.5   1.5
+        1   a      1    <NA>  0.7   NaN
+        """
+        import pandas as pd
+
+        long = pd.DataFrame({
+            "run": pd.Series([str(r["run"]) for r in self.rows], dtype=object),
+            "round": pd.Series([int(r["round"]) for r in self.rows], dtype="int64"),
+            "client": pd.array([r["client"] for r in self.rows], dtype="Int64"),
+            "metric": pd.Series([str(r["metric"]) for r in self.rows], dtype=object),
+            "value": pd.Series([_as_float(r["value"]) for r in self.rows], dtype="float64"),
+        })
+        if not wide:
+            return long
+        keys = ["run", "round", "client"]
+        dedup = long.drop_duplicates(subset=[*keys, "metric"], keep="last")
+        out = dedup.pivot(index=keys, columns="metric", values="value")
+        out.columns.name = None
+        out = out.reset_index()
+        order = {run: k for k, run in enumerate(self.runs)}
+        out["_order"] = out["run"].map(order)
+        out = out.sort_values(["_order", "round", "client"], na_position="first", kind="stable")
+        return out.drop(columns="_order").reset_index(drop=True)
 
     def to_rows(self) -> list[dict[str, Any]]:
-        """Rows as plain dicts (``pandas.DataFrame(records.to_rows())`` for pandas users)."""
+        """Rows as plain dicts."""
         return [dict(r) for r in self.rows]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -248,27 +472,115 @@ class Records:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def __repr__(self) -> str:
+        return f"Records(runs={self.runs}, rows={len(self.rows)}, metrics={len(self.metrics)})"
 
-def rounds_to(records: Records, target: float, metric: str = "test_acc_mean") -> int | None:
-    """First recorded round at which ``metric >= target`` (``None`` if never reached).
+
+def _as_float(value: Any) -> float:
+    """A stored value as float: ``None`` -> NaN, ``"inf"``/``"-inf"`` -> inf, other text NaN."""
+    if value is None:
+        return math.nan
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def _first_reach(rounds: np.ndarray, values: np.ndarray, target: float) -> int | None:
+    hit = np.flatnonzero(np.asarray(values, dtype=np.float64) >= target)
+    return None if hit.size == 0 else int(rounds[hit[0]]) + 1
+
+
+def rounds_to(
+    records: Records, target: float, metric: str = "test_acc_mean", *, run: str | None = None
+) -> int | None:
+    """Rounds completed when ``metric`` first reaches ``target`` (``None`` if it never does).
+
+    The one definition of "rounds to target" in topofl. A row recorded at ``round == r`` (the
+    0-based index of the round just finished) has seen ``r + 1`` rounds, so the answer is
+    ``r + 1`` for the first row whose value is ``>= target``, counted from 1. With
+    ``eval_every = k`` it is a multiple of ``k`` (or the last round): the first *evaluated*
+    round at which the target holds, never earlier than the truth. NaN never reaches.
+
+    Parameters
+    ----------
+    records : Records
+    target : float
+    metric : str, default "test_acc_mean"
+    run : str, optional
+        Required when several runs are loaded.
 
     Examples
     --------
+    Evaluated every 5 rounds (rows at rounds 4, 9, 14): 0.6 was reached after 10 rounds.
+
     >>> r = tf.records.Records(rows=[
     ...     {"run": "a", "round": t, "client": None, "metric": "acc", "value": v}
-    ...     for t, v in [(0, 0.1), (5, 0.6), (10, 0.9)]])
-    >>> tf.records.rounds_to(r, 0.5, "acc"), tf.records.rounds_to(r, 0.95, "acc")
-    (5, None)
+    ...     for t, v in [(4, 0.1), (9, 0.6), (14, 0.9)]])
+    >>> tf.records.rounds_to(r, 0.5, "acc"), r.rounds_to(0.9, "acc"), r.rounds_to(0.95, "acc")
+    (10, 15, None)
     """
-    rounds, vals = records.series(metric)
-    hit = np.flatnonzero(vals >= target)
-    return None if hit.size == 0 else int(rounds[hit[0]])
+    rounds, vals = records.series(metric, run=run)
+    return _first_reach(rounds, vals, target)
+
+
+def area_under_curve(rounds: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray
+                     ) -> float:
+    """Mean height of a learning curve: trapezoidal area divided by the rounds it spans.
+
+    ``(1 / (r_m - r_1)) * sum_k (r_{k+1} - r_k) (v_k + v_{k+1}) / 2`` over the finite points
+    ``(r_k, v_k)`` sorted by round: between the first and the last evaluation, the average of
+    the linearly interpolated curve (in the units of ``values``; 1 for a run at 100 %
+    throughout). A single finite point gives its value; none gives NaN.
+
+    Examples
+    --------
+    >>> tf.records.area_under_curve([10, 20, 30], [0.0, 0.5, 1.0])  # (2.5 + 7.5) / 20
+    0.5
+    >>> tf.records.area_under_curve([1, 2, 4], [0.2, 0.4, 0.4])  # (0.3 + 0.8) / 3
+    0.3666666666666667
+    """
+    r = np.asarray(rounds, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64)
+    if r.shape != v.shape or r.ndim != 1:
+        raise ValueError(
+            f"rounds and values must be 1-D of the same length, got {r.shape} and {v.shape}")
+    ok = np.isfinite(r) & np.isfinite(v)
+    r, v = r[ok], v[ok]
+    if r.size == 0:
+        return math.nan
+    order = np.argsort(r, kind="stable")
+    r, v = r[order], v[order]
+    if r.size == 1 or r[-1] == r[0]:
+        return float(v[-1])
+    area = float(np.sum(np.diff(r) * (v[1:] + v[:-1]) / 2.0))
+    return area / float(r[-1] - r[0])
+
+
+def _header_run_id(config: Mapping[str, Any], engine: Mapping[str, Any]) -> str | None:
+    """The run id a header names: ``config["run_id"]``, else the engine's ``run.run_id``."""
+    if isinstance(config.get("run_id"), str):
+        return str(config["run_id"])
+    for desc in (engine, config):  # the engine description, or an old-schema config
+        run = desc.get("run")
+        if isinstance(run, Mapping) and isinstance(run.get("run_id"), str):
+            return str(run["run_id"])
+    return None
 
 
 def load(path: str | os.PathLike[str]) -> Records:
     """Read a JSONL records file written by :class:`Recorder`.
 
-    A truncated last line (a run killed mid-write) is ignored.
+    The header row holds ``config`` (the resolved ``topofl.run`` keyword arguments) and, in
+    files written since the schema has them, ``provenance`` and ``engine``; older files have
+    only ``config`` (the engine's description). They become ``Records.config``,
+    ``.provenance`` and ``.engine``, and ``configs[run]`` ... for each run id of the rows (the
+    header's run id, or the file name, when the file has no rows). A truncated last line (a run
+    killed mid-write) is ignored.
 
     Raises
     ------
@@ -278,7 +590,7 @@ def load(path: str | os.PathLike[str]) -> Records:
         If a line other than the last is not valid JSON or misses row keys.
     """
     p = Path(path)
-    config: dict[str, Any] = {}
+    header: dict[str, Any] | None = None
     rows: list[dict[str, Any]] = []
     with open(p, encoding="utf-8") as fh:
         lines = fh.read().splitlines()
@@ -291,23 +603,101 @@ def load(path: str | os.PathLike[str]) -> Records:
             if k == len(lines) - 1:
                 break
             raise ValueError(f"{p}: line {k + 1} is not valid JSON: {exc}") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{p}: line {k + 1} is not a JSON object")
         if obj.get("header"):
-            if not config:
-                config = dict(obj.get("config", {}))
+            if header is None:
+                header = obj
             continue
         missing = [key for key in ROW_KEYS if key not in obj]
         if missing:
             raise ValueError(f"{p}: line {k + 1} misses the keys {missing}")
         rows.append(obj)
-    return Records(config=config, rows=rows)
+    header = header or {}
+    config = dict(header.get("config") or {})
+    provenance = dict(header.get("provenance") or {})
+    engine = dict(header.get("engine") or {})
+    runs = list(dict.fromkeys(r["run"] for r in rows))
+    if not runs and header:
+        runs = [_header_run_id(config, engine) or p.stem]
+    return Records(
+        config=config, rows=rows, provenance=provenance, engine=engine,
+        configs={run: config for run in runs},
+        provenances={run: provenance for run in runs},
+        engines={run: engine for run in runs},
+    )
 
 
-def load_many(paths: Iterable[str | os.PathLike[str]]) -> Records:
-    """Concatenate the rows of several records files (the config of the first is kept)."""
+def load_many(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, rename: bool = False
+) -> Records:
+    """Load several records files (or every ``*.jsonl`` of a folder) into one :class:`Records`.
+
+    Every run keeps its own header (``configs[run]``, ``provenances[run]``, ``engines[run]``);
+    queries then need ``run=`` (or :meth:`Records.summary_table` answers for all).
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        Files, or one folder whose ``*.jsonl`` files are read in name order.
+    rename : bool, default False
+        Two files holding the same run id are an error by default. With ``rename=True`` the
+        later occurrences are renamed ``"<run>@<path>"`` (the path as given), in their rows
+        and header entries.
+
+    Raises
+    ------
+    ValueError
+        If two files hold the same run id (and ``rename`` is false), or a folder holds no
+        ``*.jsonl`` file.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> for name, vals in (("ring", [0.2, 0.5]), ("complete", [0.6, 0.9])):
+    ...     with tf.records.Recorder(os.path.join(d, name + ".jsonl"), run=name) as rec:
+    ...         rec.log_config({"topology": name, "seed": 0})
+    ...         for t, v in enumerate(vals):
+    ...             rec.log("acc", v, t)
+    >>> r = tf.records.load_many(d)
+    >>> r.runs, r.configs["ring"]["topology"]
+    (['complete', 'ring'], 'ring')
+    >>> r.final("acc", run="ring"), r.rounds_to(0.8, "acc", run="complete")
+    (0.5, 2)
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        p = Path(paths)
+        if p.is_dir():
+            files = sorted(p.glob("*.jsonl"))
+            if not files:
+                raise ValueError(f"no *.jsonl records files in the folder {p}")
+        else:
+            files = [p]
+    else:
+        files = [Path(f) for f in paths]
     out = Records()
-    for p in paths:
-        r = load(p)
-        if not out.config:
-            out.config = r.config
-        out.rows.extend(r.rows)
+    origin: dict[str, Path] = {}
+    for f in files:
+        r = load(f)
+        rename_map: dict[str, str] = {}
+        for run in r.runs:
+            if run in origin:
+                if not rename:
+                    raise ValueError(
+                        f"run id {run!r} is in both {origin[run]} and {f}; load them "
+                        "separately, or pass rename=True to rename the later one "
+                        f"{run + '@' + str(f)!r}"
+                    )
+                rename_map[run] = f"{run}@{f}"
+        for run in r.runs:
+            new = rename_map.get(run, run)
+            origin[new] = f
+            out.configs[new] = r.configs.get(run, {})
+            out.provenances[new] = r.provenances.get(run, {})
+            out.engines[new] = r.engines.get(run, {})
+        out.rows.extend(
+            {**row, "run": rename_map[row["run"]]} if row["run"] in rename_map else row
+            for row in r.rows
+        )
     return out

@@ -1,0 +1,343 @@
+"""The topology-vs-convergence study: grouping by seed, statistics, files, command line."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import topofl as tf
+from topofl import study as S
+from topofl.records import Recorder
+
+
+def _write_run(folder: Path, run: str, config: dict[str, Any], curve: list[tuple[int, float]],
+               graph: dict[str, float], *, graph_rounds: tuple[int, ...] = (),
+               extra: dict[str, float] | None = None) -> Path:
+    """A records file in the HEADER.md schema, written with Recorder."""
+    path = folder / f"{run}.jsonl"
+    with Recorder(path, run=run) as rec:
+        rec.log_config(config)
+        for k, (t, v) in enumerate(curve):
+            rec.log("test_acc_mean", v, t)
+            if k == 0 or t in graph_rounds:
+                rec.log_many({f"graph.{m}": val for m, val in graph.items()}, t)
+        for m, v in (extra or {}).items():
+            rec.log(m, v, curve[-1][0])
+    return path
+
+
+def _config(topology: str, seed: int, **kw: Any) -> dict[str, Any]:
+    return {"algorithm": "dsgd", "topology": topology, "data": "digits", "n_clients": 8,
+            "partition": "shards", "partition_params": {"shards_per_client": 2},
+            "model": "logistic", "model_params": {}, "rounds": 30, "seed": seed, "lr": 0.1,
+            "batch_size": 16, "eval_every": 10, "run_id": f"{topology}-{seed}",
+            "records_path": f"runs/{topology}-{seed}.jsonl", **kw}
+
+
+GAPS = {"ring": 0.05, "torus": 0.2, "complete": 1.0}
+# accuracy after 10, 20, 30 rounds, per topology and seed
+CURVES = {
+    ("ring", 0): [0.2, 0.4, 0.6], ("ring", 1): [0.2, 0.5, 0.7],
+    ("torus", 0): [0.3, 0.6, 0.8], ("torus", 1): [0.4, 0.6, 0.7],
+    ("complete", 0): [0.5, 0.8, 0.9], ("complete", 1): [0.6, 0.8, 0.9],
+}
+
+
+@pytest.fixture()
+def sweep(tmp_path: Path) -> Path:
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    for (topo, seed), vals in CURVES.items():
+        _write_run(folder, f"{topo}-{seed}", _config(topo, seed),
+                   list(zip((9, 19, 29), vals)),
+                   {"spectral_gap": GAPS[topo], "n": 8, "edges_per_node": 2.0},
+                   extra={"consensus_distance": 1.0 / GAPS[topo]})
+    return folder
+
+
+# ---------------------------------------------------------------------------- grouping
+def test_runs_and_conditions_from_recorder_files(sweep: Path) -> None:
+    res = S.study(sweep, target=0.75, n_boot=50)
+    runs = res.runs.set_index("run")
+    assert len(runs) == 6
+    assert runs.loc["torus-1", "condition"] == "topology=torus"
+    assert runs.loc["torus-1", "seed"] == 1
+    assert runs.loc["ring-0", "spectral_gap"] == 0.05
+    # hand-computed: ring-1 reaches 0.75 never; torus-0 after 30 rounds; complete-0 after 20
+    assert math.isinf(runs.loc["ring-1", "rounds_to_target"])
+    assert not runs.loc["ring-1", "reached"]
+    assert runs.loc["torus-0", "rounds_to_target"] == 30
+    assert runs.loc["complete-0", "rounds_to_target"] == 20
+    assert runs.loc["torus-1", "final"] == 0.7 and runs.loc["torus-1", "best"] == 0.7
+    # AUC of 0.3, 0.6, 0.8 at 10, 20, 30: (10 * 0.45 + 10 * 0.7) / 20
+    assert runs.loc["torus-0", "auc"] == pytest.approx(0.575)
+    assert runs.loc["complete-1", "final_consensus_distance"] == 1.0
+    cond = res.conditions.set_index("condition")
+    assert list(cond.index) == ["topology=complete", "topology=ring", "topology=torus"]
+    assert cond.loc["topology=ring", "n_seeds"] == 2
+    assert cond.loc["topology=ring", "seeds"] == "0, 1"
+    assert cond.loc["topology=ring", "final_mean"] == pytest.approx(0.65)
+    assert cond.loc["topology=ring", "final_std"] == pytest.approx(np.std([0.6, 0.7], ddof=1))
+    assert math.isinf(cond.loc["topology=ring", "rounds_to_target_mean"])
+    # torus-1 ends at 0.7 and never reaches 0.75: the condition mean is inf, half reached
+    assert math.isinf(cond.loc["topology=torus", "rounds_to_target_mean"])
+    assert cond.loc["topology=torus", "reached_mean"] == 0.5
+    assert cond.loc["topology=complete", "rounds_to_target_mean"] == 20
+    assert cond.loc["topology=complete", "rounds_to_target_std"] == 0
+    # n and edges_per_node are equal everywhere: in the run table, not correlated
+    assert "n" in res.runs.columns and res.topology_metrics == ["spectral_gap"]
+    assert res.convergence_metrics == list(S.CONVERGENCE_METRICS)
+
+
+def test_only_seed_and_per_run_keys_are_ignored(tmp_path: Path) -> None:
+    for lr in (0.1, 0.2):
+        for seed in (0, 1):
+            _write_run(tmp_path, f"ring-lr{lr}-s{seed}", _config("ring", seed, lr=lr),
+                       [(0, 0.5 + lr), (1, 0.6 + lr)], {"spectral_gap": 0.1})
+    runs = S.run_table(tf.records.load_many(tmp_path), target=0.5)
+    assert sorted(set(runs["condition"])) == ["lr=0.1", "lr=0.2"]
+    assert runs.groupby("condition").size().tolist() == [2, 2]
+
+
+def test_old_schema_headers_group_by_seed(tmp_path: Path) -> None:
+    def old(topo: str, seed: int) -> dict[str, Any]:
+        return {
+            "run": {"rounds": 2, "seed": seed, "run_id": f"{topo}-{seed}", "batch_size": 8,
+                    "records_path": None},
+            "algorithm": {"name": "dsgd", "lr": 0.1},
+            "topology": {"name": topo, "n": 8, "params": {"n": 8, "labels_sha1": f"{seed}"}},
+            "data": {"dataset": "digits", "partition": {
+                "name": "shards", "params": {"n_clients": 8, "seed": seed},
+                "num_assigned": 100 + seed}, "seed": seed},
+            "model": "SplitModel[650]",
+            "versions": {"topofl": "0.1.0", "torch": "x"},
+        }
+
+    for topo in ("ring", "complete"):
+        for seed in (0, 1):
+            _write_run(tmp_path, f"{topo}-{seed}", old(topo, seed), [(0, 0.5), (1, 0.7)],
+                       {"spectral_gap": GAPS[topo]})
+    runs = S.run_table(tf.records.load_many(tmp_path), target=0.6)
+    assert sorted(set(runs["condition"])) == ["topology=complete:n=8", "topology=ring:n=8"]
+    assert runs["seed"].tolist() == [0, 1, 0, 1]
+    assert (runs["rounds_to_target"] == 2).all()
+
+
+def test_time_varying_graph_metrics_are_averaged_over_rounds(tmp_path: Path) -> None:
+    path = tmp_path / "tv.jsonl"
+    with Recorder(path, run="tv") as rec:
+        rec.log_config({"topology": "random_directed", "seed": 0})
+        for t, gap in ((0, 0.2), (1, 0.4), (2, 0.9)):
+            rec.log("test_acc_mean", 0.1 * t, t)
+            rec.log("graph.spectral_gap", gap, t)
+            rec.log("graph.diameter", None, t)
+    runs = S.run_table(tf.records.load(path), target=0.1)
+    assert runs.loc[0, "spectral_gap"] == pytest.approx(0.5)
+    assert math.isnan(runs.loc[0, "diameter"])
+    assert runs.loc[0, "rounds_to_target"] == 2
+
+
+def test_normalize_config_new_and_old() -> None:
+    new = S.normalize_config(_config("ring", 3))
+    assert new["partition_params.shards_per_client"] == 2 and new["seed"] == 3
+    with pytest.raises(TypeError, match="mapping"):
+        S.normalize_config(["ring"])  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------- statistics
+def test_spearman_known_ranks_and_bootstrap_interval_hand_computed() -> None:
+    # x = 1, 2, 3 in every seed; y of condition a is 1 or 5, of b and c fixed at 2 and 3:
+    # a draw with a=1 has ranks (1, 2, 3) -> rho 1; with a=5, ranks (3, 1, 2) -> rho -0.5.
+    runs = pd.DataFrame({"condition": ["a", "a", "b", "b", "c", "c"],
+                         "x": [1, 1, 2, 2, 3, 3], "y": [1, 5, 2, 2, 3, 3],
+                         "up": [1, 1, 2, 2, 3, 3], "down": [9, 9, 5, 5, 1, 1]})
+    c = S.correlation_table(runs, ["x"], ["y", "up", "down"], n_boot=400, seed=1)
+    c = c.set_index("convergence_metric")
+    assert c.loc["up", "spearman"] == 1.0 and c.loc["down", "spearman"] == -1.0
+    assert (c.loc["up", ["ci_low", "ci_high"]] == 1.0).all()
+    assert (c.loc["down", ["ci_low", "ci_high"]] == -1.0).all()
+    assert c.loc["y", "ci_low"] == -0.5 and c.loc["y", "ci_high"] == 1.0
+    # point estimate on the means (3, 2, 3): centred ranks (.5, -1, .5) against (-1, 0, 1)
+    assert c.loc["y", "spearman"] == pytest.approx(stats.spearmanr([1, 2, 3], [3, 2, 3])[0])
+    assert c.loc["y", "spearman"] == pytest.approx(0.0, abs=1e-12)
+    assert (c["n_conditions"] == 3).all() and (c["n_boot"] == 400).all()
+
+
+def test_bootstrap_is_seeded() -> None:
+    rng = np.random.default_rng(0)
+    runs = pd.DataFrame({"condition": np.repeat(list("abcde"), 3),
+                         "x": rng.normal(size=15), "y": rng.normal(size=15)})
+    a = S.correlation_table(runs, ["x"], ["y"], n_boot=300, seed=5)
+    b = S.correlation_table(runs, ["x"], ["y"], n_boot=300, seed=5)
+    c = S.correlation_table(runs, ["x"], ["y"], n_boot=300, seed=6)
+    pd.testing.assert_frame_equal(a, b)
+    assert a["spearman"].equals(c["spearman"])  # the point estimate has no randomness
+    assert -1 <= a.loc[0, "ci_low"] <= a.loc[0, "ci_high"] <= 1
+
+
+def test_spearman_undefined_cases() -> None:
+    assert math.isnan(S.spearman([1, 2], [1, 2])[0])  # fewer than three pairs
+    assert math.isnan(S.spearman([1, 2, 3], [4, 4, 4])[0])  # constant
+    rho, _, n = S.spearman([1, 2, np.nan, 4], [1, 2, 3, 5])
+    assert rho == 1.0 and n == 3
+    runs = pd.DataFrame({"condition": list("ab"), "x": [1, 2], "y": [1, 2]})
+    c = S.correlation_table(runs, ["x"], ["y"], n_boot=10)
+    assert c[["spearman", "ci_low", "ci_high"]].isna().all(axis=None)
+    with pytest.raises(ValueError, match="n_boot must be an integer >= 1"):
+        S.correlation_table(runs, ["x"], ["y"], n_boot=0)
+    with pytest.raises(ValueError, match=r"columns \['z'\]"):
+        S.correlation_table(runs, ["z"], ["y"])
+
+
+def _rho_formula(a: list[float], b: list[float]) -> float:
+    """1 - 6 sum d^2 / (n (n^2 - 1)) for distinct values (the textbook formula)."""
+    ra = stats.rankdata(a)
+    rb = stats.rankdata(b)
+    n = len(a)
+    return 1 - 6 * float(np.sum((ra - rb) ** 2)) / (n * (n * n - 1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(-50, 50), st.integers(-50, 50)), min_size=3, max_size=12,
+                unique_by=(lambda p: p[0], lambda p: p[1])))
+def test_spearman_equals_the_textbook_formula(pairs: list[tuple[int, int]]) -> None:
+    a, b = [float(p[0]) for p in pairs], [float(p[1]) for p in pairs]
+    assert S.spearman(a, b)[0] == pytest.approx(_rho_formula(a, b), abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31), st.integers(3, 7), st.booleans())
+def test_vectorized_bootstrap_rho_matches_scipy_row_by_row(seed: int, k: int, nan: bool) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 4, size=(25, k)).astype(float)  # many ties
+    y = rng.integers(0, 4, size=(25, k)).astype(float)
+    y[rng.random((25, k)) < 0.1] = np.inf
+    if nan:
+        x[rng.random((25, k)) < 0.15] = np.nan
+    got = S._spearman_rows(x, y)
+    for b in range(25):
+        ok = ~np.isnan(x[b]) & ~np.isnan(y[b])
+        xs, ys = x[b][ok], y[b][ok]
+        if ok.sum() < 3 or np.unique(xs).size < 2 or np.unique(ys).size < 2:
+            assert np.isnan(got[b])
+        else:
+            assert got[b] == pytest.approx(stats.spearmanr(xs, ys)[0], abs=1e-12)
+
+
+def test_bootstrap_draws_one_seed_per_condition() -> None:
+    # with two seeds in each of three conditions there are 8 possible draws: every interval
+    # end must be the rho of one of them
+    runs = pd.DataFrame({"condition": list("aabbcc"), "x": [1, 3, 2, 2.5, 3, 1.5],
+                         "y": [1, 2, 3, 1, 2, 3]})
+    possible = set()
+    for pick in range(8):
+        rows = [2 * c + ((pick >> c) & 1) for c in range(3)]
+        possible.add(round(float(stats.spearmanr(runs["x"][rows], runs["y"][rows])[0]), 10))
+    c = S.correlation_table(runs, ["x"], ["y"], n_boot=500, seed=0).loc[0]
+    assert round(c["ci_low"], 10) in possible and round(c["ci_high"], 10) in possible
+    assert len(possible) >= 3  # the draws really differ
+
+
+# ---------------------------------------------------------------------------- the study
+def test_study_writes_tables_figures_and_markdown(sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    res = S.study(sweep, out, target=0.75, n_boot=100, seed=0)
+    names = sorted(p.name for p in res.files)
+    assert names == sorted(["runs.csv", "conditions.csv", "correlations.csv", "curves.png",
+                            *(f"scatter_{c}.png" for c in S.CONVERGENCE_METRICS), "study.md"])
+    for p in res.files:
+        assert p.exists() and p.stat().st_size > 200, p
+    back = pd.read_csv(out / "runs.csv")
+    assert back["run"].tolist() == res.runs["run"].tolist()
+    md = (out / "study.md").read_text(encoding="utf-8")
+    assert md == res.markdown
+    assert "![curves](curves.png)" in md and "scatter_final.png" in md
+    assert "never in 1/2 seeds" in md  # ring and torus: one seed each never reached 0.75
+    corr = res.correlations.set_index(["topology_metric", "convergence_metric"])
+    # gap order ring < torus < complete; final means 0.65 < 0.75 < 0.9
+    assert corr.loc[("spectral_gap", "final"), "spearman"] == pytest.approx(1.0)
+    assert corr.loc[("spectral_gap", "final_consensus_distance"), "spearman"] == -1.0
+    assert "1.00 [" in md
+    # every Markdown table row has as many cells as its header
+    for block in md.split("\n\n"):
+        lines = [line for line in block.splitlines() if line.startswith("|")]
+        if lines:
+            assert len({line.replace("\\|", "").count("|") for line in lines}) == 1, block
+
+
+def test_study_default_target_and_skipped_runs(sweep: Path) -> None:
+    with Recorder(sweep / "empty.jsonl", run="empty") as rec:
+        rec.log_config(_config("star", 0))
+        rec.log("train_loss", 1.0, 0)
+    res = S.study(sweep, n_boot=10)
+    bests = [0.6, 0.7, 0.8, 0.7, 0.9, 0.9]
+    assert res.target == pytest.approx(0.9 * float(np.median(bests)))
+    assert res.skipped == ["empty"] and "empty" not in set(res.runs["run"])
+    assert "Left out" in res.markdown
+
+
+def test_study_errors(sweep: Path) -> None:
+    with pytest.raises(ValueError, match="no run recorded the metric 'global_acc_mean'"):
+        S.study(sweep, metric="global_acc_mean")
+    with pytest.raises(ValueError, match=r"topology metrics \['nope'\] were not recorded"):
+        S.study(sweep, topology_metrics=["graph.nope"])
+    with pytest.raises(ValueError, match="band must be"):
+        S.study(sweep, band="iqr")
+
+
+def test_study_accepts_records_and_explicit_metrics(sweep: Path) -> None:
+    rec = tf.records.load_many(sweep)
+    res = S.study(rec, topology_metrics=["graph.spectral_gap", "edges_per_node"], n_boot=10,
+                  target=0.5)
+    assert res.topology_metrics == ["spectral_gap", "edges_per_node"]
+    ep = res.correlations[res.correlations["topology_metric"] == "edges_per_node"]
+    assert ep["spearman"].isna().all()  # constant: undefined, not a number
+
+
+def test_study_command_line(sweep: Path, tmp_path: Path,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "o"
+    assert S.main([str(sweep), "--out", str(out), "--no-figures", "--n-boot", "20",
+                   "--target", "0.7"]) == 0
+    assert "6 runs, 3 conditions" in capsys.readouterr().out
+    assert (out / "study.md").exists() and not (out / "curves.png").exists()
+    assert f"Generated by `topofl study {sweep} --out {out} --no-figures" in (
+        out / "study.md").read_text(encoding="utf-8")
+    assert S.main([str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+    assert S.main([str(sweep), "--out", str(out), "--metric", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "topofl study: error: no run recorded" in err
+
+
+def test_topofl_study_command(sweep: Path, tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    from topofl.cli import main
+
+    assert main(["study", str(sweep), "--out", str(tmp_path / "o"), "--no-figures",
+                 "--n-boot", "10"]) == 0
+    assert (tmp_path / "o" / "correlations.csv").exists()
+    assert main(["study", str(tmp_path / "nothing-here"), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("topofl study: error: no such file or folder")
+
+
+def test_study_on_real_runs(tmp_path: Path) -> None:
+    for topo in ("ring", "complete"):
+        tf.run("dsgd", topology=topo, data="digits", n_clients=8, partition="iid", rounds=2,
+               lr=0.5, batch_size=8, seed=0, records_path=str(tmp_path / f"{topo}.jsonl"),
+               run_id=topo)
+    res = S.study(tmp_path, n_boot=10, figures=False)
+    runs = res.runs.set_index("run")
+    assert runs.loc["ring", "spectral_gap"] == pytest.approx(
+        tf.spectral.spectral_gap(tf.topologies.ring(8)))
+    assert runs.loc["complete", "spectral_gap"] == pytest.approx(1.0)
+    assert (runs["rounds"] == 2).all() and res.conditions["n_seeds"].tolist() == [1, 1]
+    assert "final_consensus_distance" in runs.columns
