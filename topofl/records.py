@@ -85,6 +85,7 @@ class Recorder:
         self.path = None if path is None else Path(path)
         self.rows: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
+        self.provenance: dict[str, Any] = {}
         self._fh: IO[str] | None = None
         if self.path is None:
             return
@@ -95,9 +96,13 @@ class Recorder:
             keep = [
                 r for r in old.rows if resume_round is None or int(r["round"]) < resume_round
             ]
+            with open(self.path, encoding="utf-8") as fh:
+                first = fh.readline().rstrip("\n")  # the header row, kept as it was written
+            if not first.startswith('{"header"'):
+                first = json.dumps({"header": True, "config": _jsonable(self.config)})
             tmp = self.path.with_suffix(self.path.suffix + ".tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps({"header": True, "config": _jsonable(self.config)}) + "\n")
+                fh.write(first + "\n")
                 for r in keep:
                     fh.write(json.dumps(r) + "\n")
             os.replace(tmp, self.path)
@@ -106,13 +111,28 @@ class Recorder:
         else:
             self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
 
-    def log_config(self, config: Mapping[str, Any]) -> None:
-        """Write the header row with the frozen config (once, before any row)."""
+    def log_config(self, config: Mapping[str, Any], *,
+                   provenance: Mapping[str, Any] | None = None,
+                   engine: Mapping[str, Any] | None = None) -> None:
+        """Write the header row (once, before any row).
+
+        ``{"header": true, "config": config, "provenance": ..., "engine": ...}``: ``config`` is
+        the run's resolved configuration, ``provenance`` where it comes from (versions, commit,
+        command line, start time) and ``engine`` the engine's own description (checked on
+        resume); the last two are left out when ``None``.
+        """
         self.config = _jsonable(dict(config))
+        if provenance is not None:
+            self.provenance = _jsonable(dict(provenance))
         if self._fh is not None:
             if self.rows or self._fh.tell() > 0:
                 return  # resumed: the header is already there
-            self._fh.write(json.dumps({"header": True, "config": self.config}) + "\n")
+            head: dict[str, Any] = {"header": True, "config": self.config}
+            if provenance is not None:
+                head["provenance"] = self.provenance
+            if engine is not None:
+                head["engine"] = _jsonable(dict(engine))
+            self._fh.write(json.dumps(head) + "\n")
             self._fh.flush()
 
     def log(self, metric: str, value: Any, round: int, client: int | None = None) -> None:
@@ -153,7 +173,8 @@ class Recorder:
 
     def records(self) -> Records:
         """The rows written so far, as :class:`Records`."""
-        return Records(config=dict(self.config), rows=list(self.rows))
+        return Records(config=dict(self.config), rows=list(self.rows),
+                       provenance=dict(self.provenance))
 
     def __enter__(self) -> Recorder:
         return self
@@ -172,10 +193,14 @@ class Records:
         The header config (of the first run when several were concatenated).
     rows : list of dict
         Rows with keys ``run, round, client, metric, value``.
+    provenance : dict
+        The header's provenance (versions, git commit, command line, start time); empty for
+        files written before it was recorded.
     """
 
     config: dict[str, Any] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def metrics(self) -> list[str]:
@@ -279,6 +304,7 @@ def load(path: str | os.PathLike[str]) -> Records:
     """
     p = Path(path)
     config: dict[str, Any] = {}
+    prov: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     with open(p, encoding="utf-8") as fh:
         lines = fh.read().splitlines()
@@ -292,14 +318,17 @@ def load(path: str | os.PathLike[str]) -> Records:
                 break
             raise ValueError(f"{p}: line {k + 1} is not valid JSON: {exc}") from None
         if obj.get("header"):
+            # {"config", "provenance", "engine"}; files written before provenance was
+            # recorded hold the engine's description as config and nothing else
             if not config:
                 config = dict(obj.get("config", {}))
+                prov = dict(obj.get("provenance") or {})
             continue
         missing = [key for key in ROW_KEYS if key not in obj]
         if missing:
             raise ValueError(f"{p}: line {k + 1} misses the keys {missing}")
         rows.append(obj)
-    return Records(config=config, rows=rows)
+    return Records(config=config, rows=rows, provenance=prov)
 
 
 def load_many(paths: Iterable[str | os.PathLike[str]]) -> Records:

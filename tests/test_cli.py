@@ -65,10 +65,20 @@ def test_run_command(tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFix
     assert main(["run", str(cfg), "--set", "batch_size=4", "--out", str(out)]) == 0
     assert "test_acc_mean: final" in capsys.readouterr().out
     rec = tf.records.load(out)
-    assert rec.config["run"]["batch_size"] == 4 and rec.config["algorithm"]["lr"] == 0.3
+    assert rec.config["batch_size"] == 4 and rec.config["lr"] == 0.3
+    assert rec.config["records_path"] == str(out) and rec.config["run_id"] == "dsgd-ring"
+    assert rec.provenance["command"] == f"topofl run {cfg} --set batch_size=4 --out {out}"
+    # a second run to the same file is refused without --overwrite, and the file is kept
+    before = out.read_text()
+    assert main(["run", str(cfg), "--out", str(out)]) == 2
+    assert "exists; pass overwrite=True (topofl run --overwrite)" in capsys.readouterr().err
+    assert out.read_text() == before
     assert main(["run", "--algorithm", "dfedpgp", "--topology", "random_directed_push:k=2",
                  "--set", "n_clients=6", "--set", "rounds=1", "--set", "model=mlp",
                  "--set", 'model_params={"hidden": [8]}', "--set", "local_epochs=1",
-                 "--out", str(out)]) == 0
+                 "--out", str(out), "--overwrite"]) == 0
+    rec = tf.records.load(out)
+    assert rec.config["model"] == "mlp" and rec.config["model_params"] == {"hidden": [8]}
+    assert rec.config["algorithm"] == "dfedpgp" and rec.config["local_epochs"] == 1
     assert main(["run", "--set", "nonsense=1", "--out", str(out)]) == 2
-    assert "unknown keyword" in capsys.readouterr().err
+    assert "unknown key(s) ['nonsense']" in capsys.readouterr().err
