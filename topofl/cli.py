@@ -238,6 +238,11 @@ def _run(args: argparse.Namespace, command: str) -> int:
                                      "--set, --algorithm or --topology")
         from topofl.records import load
 
+        threads = config.read_header(args.replay).get("provenance", {}).get("torch_threads")
+        if isinstance(threads, int) and threads > 0:
+            import torch
+
+            torch.set_num_threads(threads)  # float32 sums round by thread count
         res = config.replay(args.replay, records_path=args.out, overwrite=args.overwrite,
                             command=command)
         diff = config.compare_rows(load(args.replay).rows, res.records.rows)

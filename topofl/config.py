@@ -557,7 +557,8 @@ def _git_commit() -> str | None:
 def provenance() -> dict[str, Any]:
     """Where a run comes from: topofl and torch versions, git commit, command line, start time.
 
-    ``command`` is the ``topofl ...`` command line when the run was started by the command line
+    ``torch_threads`` is torch's intra-op thread count: float32 sums may round differently
+    with another count, so a bitwise replay needs the same one. ``command`` is the ``topofl ...`` command line when the run was started by the command line
     (``None`` from Python); ``started`` is the UTC start time in ISO 8601.
     """
     import torch
@@ -567,6 +568,7 @@ def provenance() -> dict[str, Any]:
     return {
         "topofl": str(topofl.__version__),
         "torch": str(torch.__version__),
+        "torch_threads": torch.get_num_threads(),
         "git_commit": _git_commit(),
         "command": _COMMAND.get(),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -655,7 +657,9 @@ def replay(path: str | os.PathLike[str], *, records_path: str | None = None,
     The run settings that only say where to write (``records_path``, ``checkpoint_path``,
     ``checkpoint_every``) are replaced: the replay writes to ``records_path`` (``None``: in
     memory) and no checkpoint. Same seed, same config: the rows are the same as the
-    original's except :data:`WALL_CLOCK_METRICS` (see :func:`compare_rows`).
+    original's except :data:`WALL_CLOCK_METRICS` (see :func:`compare_rows`), bitwise when torch
+    uses as many threads as the header's ``provenance["torch_threads"]`` (``topofl run
+    --replay`` sets it; float32 sums may round differently with another count).
 
     Parameters
     ----------

@@ -160,7 +160,7 @@ def plan(cfg: Mapping[str, Any]) -> list[SweepRun]:
         values = dict(zip(keys, combo))
         config = {**base, **values}
         try:
-            validate(config)
+            validate({**config, "checkpoint_path": "set-by-the-sweep"})
         except ConfigError as exc:
             where = ", ".join(f"{k}={_text(v)}" for k, v in values.items() if k in varying)
             cls = ConfigTypeError if isinstance(exc, TypeError) else ConfigError
