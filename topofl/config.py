@@ -558,8 +558,9 @@ def provenance() -> dict[str, Any]:
     """Where a run comes from: topofl and torch versions, git commit, command line, start time.
 
     ``torch_threads`` is torch's intra-op thread count: float32 sums may round differently
-    with another count, so a bitwise replay needs the same one. ``command`` is the ``topofl ...`` command line when the run was started by the command line
-    (``None`` from Python); ``started`` is the UTC start time in ISO 8601.
+    with another count, so a bitwise replay needs the same one. ``command`` is the
+    ``topofl ...`` command line when the run was started by the command line (``None`` from
+    Python); ``started`` is the UTC start time in ISO 8601.
     """
     import torch
 
