@@ -92,6 +92,7 @@ def test_wrong_types_and_unknown_keys(cfg: dict[str, Any], match: str) -> None:
     ({"topology": {"object": "Topology", "name": "ring"}},
      r"topology was passed to topofl.run as an object \(Topology\)"),
     ({"sweep": {"seed": [0]}}, r"\[sweep\] table: run it with `topofl sweep`"),
+    ({"algorithm": "dsgd"}, r"^dsgd communicates over a graph: set topology"),
 ])
 def test_impossible_values(cfg: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match) as info:
@@ -101,7 +102,7 @@ def test_impossible_values(cfg: dict[str, Any], match: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(tf.algorithms.ALGORITHMS))
 def test_resolved_hyperparameters_are_the_factory_defaults(name: str) -> None:
-    cfg = tf.config.validate({"algorithm": name, "rounds": 2})
+    cfg = tf.config.validate({"algorithm": name, "rounds": 2, "topology": "ring"})
     params = inspect.signature(tf.algorithms.ALGORITHMS[name]).parameters
     for k, p in params.items():
         default = list(p.default) if isinstance(p.default, tuple) else p.default
@@ -116,7 +117,8 @@ def test_resolved_hyperparameters_are_the_factory_defaults(name: str) -> None:
 
 
 def test_validate_keeps_given_values_and_fills_nested_defaults() -> None:
-    cfg = tf.config.validate({"model": "mlp", "model_params": {"hidden": [8]},
+    cfg = tf.config.validate({"model": "mlp", "model_params": {"hidden": [8]}, "topology": None,
+                              "algorithm": "local",
                               "partition": "dpfl_pathological",
                               "partition_params": {"alpha": 0.1, "val": 0.2}, "lr": 1})
     assert cfg["model_params"] == {"hidden": [8]}

@@ -36,7 +36,7 @@ Examples
 >>> cfg = tf.config.validate({"topology": "ring", "n_clients": 10, "rounds": 3, "lr": 0.5})
 >>> cfg["algorithm"], cfg["lr"], cfg["momentum"], cfg["batch_size"], cfg["partition_params"]
 ('dsgd', 0.5, 0.0, 32, {'shards_per_client': 2})
->>> tf.config.validate({"rounds": 3, "eval_global": "no"})
+>>> tf.config.validate({"topology": "ring", "rounds": 3, "eval_global": "no"})
 Traceback (most recent call last):
 ...
 topofl.config.ConfigTypeError: eval_global must be bool, got str 'no'
@@ -411,7 +411,7 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
     from topofl.algorithms.base import get_algorithm
 
     try:
-        get_algorithm(algorithm, **{k: v for k, v in cfg.items() if k in hp})
+        algo = get_algorithm(algorithm, **{k: v for k, v in cfg.items() if k in hp})
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"{algorithm}: {exc}") from None
     _check_names(out)
@@ -426,6 +426,9 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
     out.update({k: v for k, v in run_settings.items() if k not in _NOT_RECORDED})
     if "progress" in cfg:
         out["progress"] = cfg["progress"]
+    if algo.uses_topology and out["topology"] is None:
+        raise ConfigError(f"{algorithm} communicates over a graph: set topology "
+                          '(e.g. topology = "ring"; `topofl list graphs`)')
     return _plain(out)  # type: ignore[no-any-return]
 
 
