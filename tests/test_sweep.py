@@ -50,7 +50,7 @@ def test_plan_is_the_cartesian_product_in_table_order() -> None:
     want = list(itertools.product(SWEEP["topology"], SWEEP["seed"]))
     assert [(r.config["topology"], r.config["seed"]) for r in runs] == want
     assert all(r.config["momentum"] == 0.5 and r.config["lr"] == 0.3 for r in runs)
-    assert [r.name for r in plan(BASE)] == ["run"]
+    assert [r.name for r in plan({**BASE, "topology": "ring"})] == ["run"]
 
 
 def test_names_are_safe_and_unique() -> None:
@@ -84,9 +84,11 @@ def test_shards_cover_every_run_exactly_once(n: int, k: int) -> None:
     ({"lr": 0.1}, r"sweep.lr must be a list of values, got float 0.1"),
     ({"lr": []}, r"sweep.lr is an empty list"),
     ({"rounds": [1, 2]}, r"'rounds' is both a key of the config and of \[sweep\]"),
-    ({"momentum": [0.1, "x"]},
+    ({"momentum": [0.1, "x"], "topology": ["ring"]},
      r"momentum must be float, got str 'x' \(in the sweep run momentum=x\)"),
     ({"topology": ["ring", "nosuch"]}, r"unknown graph family 'nosuch'"),
+    ({"topology": [None, "ring"]},
+     r"dsgd communicates over a graph: set topology .* \(in the sweep run topology=null\)"),
     ({"records_path": ["a", "b"]}, r"'records_path' is set by the sweep for each run"),
 ])
 def test_invalid_sweeps(sweep: dict[str, Any], match: str, tmp_path: Path,
