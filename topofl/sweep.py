@@ -104,7 +104,6 @@ class Outcome:
             if k in self.summary:
                 s = self.summary[k]
                 parts.append(f"{k} final {s['final']:.4f} best {s['best']:.4f}")
-                break
         if self.status in ("complete", "diverged", "failed") and self.seconds:
             parts.append(f"{self.seconds:.1f} s")
         if self.message:
