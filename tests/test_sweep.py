@@ -122,8 +122,11 @@ def test_killed_sweep_resumes_without_redoing_complete_runs(tmp_path: Path) -> N
     status = {o.name: o.status for o in first}
     assert status == dict(zip(NAMES, ["complete", "failed", "complete", "failed"]))
     assert "Crash: simulated crash in round 3" in lines[1]
-    assert re.match(r"\[1/4\] topology=ring__seed=0  complete  test_acc_mean final 0\.\d{4} "
-                    r"best 0\.\d{4}  \d+\.\d s$", lines[0])
+    acc = r"final 0\.\d{4} best 0\.\d{4}"
+    assert re.match(rf"\[1/4\] topology=ring__seed=0  complete  test_acc_mean {acc}  "
+                    rf"global_acc_mean {acc}  \d+\.\d s$", lines[0])
+    rec = tf.records.load(out / f"{NAMES[0]}.jsonl")
+    assert f"global_acc_mean final {rec.final('global_acc_mean'):.4f}" in lines[0]
     done = {n: (out / f"{n}.jsonl").stat().st_mtime_ns for n in NAMES[::2]}
     assert not (out / f"{NAMES[1]}.done").exists() and (out / f"{NAMES[1]}.ckpt").exists()
 
