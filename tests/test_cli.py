@@ -200,3 +200,18 @@ def test_toml_run_and_replay(tmp_path: Any, capsys: pytest.CaptureFixture[str]) 
     assert re.search(r"NOT reproduced: row \d+ differs: round 0 ", capsys.readouterr().out)
     assert main(["run", str(cfg), "--replay", str(out)]) == 2
     assert "--replay re-runs a records header" in capsys.readouterr().err
+
+
+def test_runtime_errors_are_one_line_and_exit_1(tmp_path: Any,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('topology = "ring"\nn_clients = 4\nrounds = 3\nlr = 1e38\nbatch_size = 4\n')
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("topofl run: error: ConvergenceError: training diverged at round ")
+    assert err.count("\n") == 1
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert main(["run", str(cfg), "--set", "lr=0.1", "--out", str(blocked / "r.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("topofl run: error: ") and "Error" in err and err.count("\n") == 1

@@ -381,6 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``OSError``, a diverged run). Output cut short by a closed pipe (``topofl list | head``)
     ends quietly.
     """
+    from topofl.exceptions import ConvergenceError
+
     argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     command = "topofl " + shlex.join(argv)
@@ -396,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, KeyError, FileExistsError) as exc:
         print(f"topofl {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (OSError, RuntimeError) as exc:  # ConvergenceError is a RuntimeError
+    except (OSError, ConvergenceError) as exc:
         print(f"topofl {args.command}: error: {type(exc).__name__}: {_one_line(exc)}",
               file=sys.stderr)
         return 1
