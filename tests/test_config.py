@@ -208,7 +208,7 @@ def test_existing_records_are_not_overwritten(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     tf.run(**TINY, records_path=str(path))
     text = path.read_text()
-    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
+    with pytest.raises(tf.config.OutputExistsError, match="exists; pass overwrite=True"):
         tf.run(**{**TINY, "lr": 0.1}, records_path=str(path))
     assert path.read_text() == text
     tf.run(**{**TINY, "lr": 0.1}, records_path=str(path), overwrite=True)

@@ -108,8 +108,9 @@ def run(
     ------
     TypeError
         For an unknown keyword (the message lists the accepted ones).
-    FileExistsError
-        If ``records_path`` exists and neither ``overwrite`` nor ``resume`` is given.
+    topofl.config.OutputExistsError
+        A ``FileExistsError``: ``records_path`` exists and neither ``overwrite`` nor
+        ``resume`` is given.
     """
     from dataclasses import asdict
     from pathlib import Path
@@ -121,7 +122,7 @@ def run(
     resume = kwargs.pop("resume", None)
     out_path = kwargs.get("records_path")
     if out_path is not None and resume is None and not overwrite and Path(out_path).exists():
-        raise FileExistsError(
+        raise config_mod.OutputExistsError(
             f"{out_path} exists; pass overwrite=True (topofl run --overwrite) to replace it, or "
             "resume=CHECKPOINT to continue it"
         )

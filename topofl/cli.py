@@ -377,10 +377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
     Errors are one line on stderr: 2 for a bad config or usage (``ValueError``,
-    ``TypeError``, ``KeyError``, an output that exists), 1 for a failure while running (an
-    ``OSError``, a diverged run). Output cut short by a closed pipe (``topofl list | head``)
-    ends quietly.
+    ``TypeError``, ``KeyError``, an output that exists without ``--overwrite``), 1 for a
+    failure while running (any other ``OSError``, a diverged run). Output cut short by a
+    closed pipe (``topofl list | head``) ends quietly.
     """
+    from topofl.config import OutputExistsError
     from topofl.exceptions import ConvergenceError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -395,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process killed by a closed pipe
-    except (ValueError, TypeError, KeyError, FileExistsError) as exc:
+    except (ValueError, TypeError, KeyError, OutputExistsError) as exc:
         print(f"topofl {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except (OSError, ConvergenceError) as exc:

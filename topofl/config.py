@@ -62,6 +62,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConfigError",
     "ConfigTypeError",
+    "OutputExistsError",
     "read_config",
     "split_sweep",
     "validate",
@@ -95,6 +96,10 @@ class ConfigError(ValueError):
 
 class ConfigTypeError(ConfigError, TypeError):
     """An unknown key, or a value of the wrong type, in a config."""
+
+
+class OutputExistsError(FileExistsError):
+    """A run would replace an existing records file without ``overwrite``."""
 
 
 # ------------------------------------------------------------------------------ reading
