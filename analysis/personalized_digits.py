@@ -73,7 +73,8 @@ def run_one(label: str, spec: tuple[str, str | None, dict[str, Any]], seed: int,
                                   **MODEL[1])
     res = tf.run(name, topology=topo, data=data, model=model, rounds=rounds, seed=seed,
                  batch_size=BATCH, eval_every=max(1, rounds // 10), record_clients=False,
-                 eval_global=False, spectral=False, records_path=str(path), run_id=label, **hp)
+                 eval_global=False, spectral=False, records_path=str(path), run_id=label,
+                 overwrite=True, **hp)
     return res.records
 
 

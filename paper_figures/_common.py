@@ -43,4 +43,4 @@ def cached_run(path: Path, rerun: bool, **kwargs: Any) -> Any:
         if rec.rows and max(r["round"] for r in rec.rows) == rounds - 1:
             return rec
     path.parent.mkdir(parents=True, exist_ok=True)
-    return tf.run(records_path=str(path), run_id=path.stem, **kwargs).records
+    return tf.run(records_path=str(path), run_id=path.stem, overwrite=True, **kwargs).records

@@ -4,6 +4,9 @@ Graphs are the core objects (:class:`Topology`, :class:`TimeVarying`, built by
 :mod:`topofl.topologies`), with their mixing weights (:mod:`topofl.mixing`) and spectral
 properties (:mod:`topofl.spectral`).
 
+The submodules are imported on first use (PEP 562), so ``import topofl`` is cheap and
+``topofl --help`` does not load torch; ``tf.run``, ``tf.topologies.ring`` ... work as usual.
+
 Examples
 --------
 >>> ring, comp = tf.topologies.ring(16), tf.topologies.complete(16)
@@ -11,28 +14,54 @@ Examples
 True
 """
 
-from topofl import (
-    algorithms,
-    api,
-    data,
-    engine,
-    exceptions,
-    mixing,
-    models,
-    plotting,
-    records,
-    spectral,
-    topologies,
-)
-from topofl.api import run
-from topofl.exceptions import ConvergenceError, NotConnectedError
-from topofl.graph import TimeVarying, Topology, as_time_varying
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_SUBMODULES = frozenset({
+    "algorithms", "api", "config", "data", "engine", "exceptions", "graph", "mixing", "models",
+    "plotting", "records", "spectral", "sweep", "topologies",
+})
+_ATTRIBUTES = {  # name -> module that defines it
+    "run": "topofl.api",
+    "Topology": "topofl.graph",
+    "TimeVarying": "topofl.graph",
+    "as_time_varying": "topofl.graph",
+    "ConvergenceError": "topofl.exceptions",
+    "NotConnectedError": "topofl.exceptions",
+    "ConfigError": "topofl.config",
+}
+
+if TYPE_CHECKING:  # what the lazy attributes are, for type checkers
+    from topofl import (
+        algorithms,
+        api,
+        config,
+        data,
+        engine,
+        exceptions,
+        graph,
+        mixing,
+        models,
+        plotting,
+        records,
+        spectral,
+        sweep,
+        topologies,
+    )
+    from topofl.api import run
+    from topofl.config import ConfigError
+    from topofl.exceptions import ConvergenceError, NotConnectedError
+    from topofl.graph import TimeVarying, Topology, as_time_varying
 
 __all__ = [
     "run",
     "api",
+    "config",
+    "sweep",
     "plotting",
     "Topology",
     "TimeVarying",
@@ -46,7 +75,23 @@ __all__ = [
     "models",
     "records",
     "exceptions",
+    "graph",
     "NotConnectedError",
     "ConvergenceError",
+    "ConfigError",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"topofl.{name}")
+    if name in _ATTRIBUTES:
+        value = getattr(importlib.import_module(_ATTRIBUTES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'topofl' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _SUBMODULES)

@@ -62,6 +62,7 @@ def run(
     partition: str = "shards",
     partition_params: Mapping[str, Any] | None = None,
     model_params: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
     **kwargs: Any,
 ) -> Result:
     """Train with a named algorithm, topology, dataset and model; return records and state.
@@ -86,6 +87,9 @@ def run(
         Seeds the partition, the random graph, the model and the batches.
     n_clients, partition, partition_params
         Used when ``data`` is a name.
+    overwrite : bool, default False
+        Replace an existing ``records_path`` file; without it an existing file is an error
+        (unless ``resume`` continues it).
     **kwargs
         Fields of :class:`~topofl.engine.RunConfig` (``batch_size``, ``eval_every``,
         ``device``, ``records_path``, ``checkpoint_every`` ...) and the algorithm's
@@ -94,17 +98,37 @@ def run(
     Returns
     -------
     Result
-        ``records`` and ``state`` of the run.
+        ``records`` and ``state`` of the run. The header row of the records holds the
+        resolved call (every default filled in: the schema of a ``topofl run`` config, see
+        :mod:`topofl.config`) and its provenance, so :func:`topofl.config.replay` re-runs it;
+        a run given objects instead of names (a Topology, a module, FederatedData) records a
+        description of them and cannot be replayed.
 
     Raises
     ------
     TypeError
         For an unknown keyword (the message lists the accepted ones).
+    topofl.config.OutputExistsError
+        A ``FileExistsError``: ``records_path`` exists and neither ``overwrite`` nor
+        ``resume`` is given.
     """
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from topofl import config as config_mod
     from topofl import data as data_mod
     from topofl import models
 
     resume = kwargs.pop("resume", None)
+    out_path = kwargs.get("records_path")
+    if out_path is not None and resume is None and not overwrite and Path(out_path).exists():
+        raise config_mod.OutputExistsError(
+            f"{out_path} exists; pass overwrite=True (topofl run --overwrite) to replace it, or "
+            "resume=CHECKPOINT to continue it"
+        )
+    call = {"algorithm": algorithm, "topology": topology, "data": data, "model": model,
+            "n_clients": n_clients, "partition": partition, "partition_params": partition_params,
+            "model_params": model_params}
     if isinstance(data, str):
         data = data_mod.federate(data, partition, n_clients, seed=seed,
                                  **dict(partition_params or {}))
@@ -122,6 +146,7 @@ def run(
                 f"{sorted(accepted)}"
             )
         algo = get_algorithm(algorithm, **kwargs)
+        hparams = dict(kwargs)
     else:
         if kwargs:
             raise TypeError(
@@ -129,6 +154,7 @@ def run(
                 f"settings are accepted: {sorted(cfg_keys)}"
             )
         algo = algorithm
+        hparams = {}
     if isinstance(topology, str):
         topology = make_topology(topology, data, seed=seed)
     elif topology is not None and not isinstance(topology, (Topology, TimeVarying)):
@@ -143,4 +169,11 @@ def run(
         raise TypeError(f"model must be a name or a torch.nn.Module, got {type(model).__name__}")
     run_id = cfg_kw.pop("run_id", None) or f"{algo.name}-{getattr(topology, 'name', 'none')}"
     config = RunConfig(rounds=rounds, seed=seed, run_id=run_id, **cfg_kw)
-    return engine_run(config, topology, algo, data, model, resume=resume)
+    resolved, not_replayable = config_mod.describe_run(
+        **call, hparams=hparams, rounds=rounds, seed=seed, settings=asdict(config))
+    prov = config_mod.provenance()
+    prov["replayable"] = not not_replayable
+    if not_replayable:
+        prov["not_replayable"] = not_replayable
+    return engine_run(config, topology, algo, data, model, resume=resume,
+                      header={"config": resolved, "provenance": prov})

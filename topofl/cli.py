@@ -5,15 +5,20 @@ Commands
 ``demo``
     Train D-SGD on a ring, D-Cliques and the complete graph (digits, 100 clients, 2 shards
     each) and write records and a convergence figure to ``./topofl-demo/``.
-``run [CONFIG.json] [--algorithm A] [--topology SPEC] [--set key=value ...]``
-    Train with ``topofl.run``: keys of the JSON config and ``--set`` pairs are its keyword
-    arguments (``data``, ``partition``, ``n_clients``, ``model``, ``rounds``, ``seed``, run
-    settings and the algorithm's hyper-parameters); prints the final accuracies and writes the
-    records to ``--out`` (default ``runs/<algorithm>.jsonl``).
+``run [CONFIG.toml] [--algorithm A] [--topology SPEC] [--set key=value ...] [--out F]``
+    Train with ``topofl.run``: keys of the TOML (or JSON) config and ``--set`` pairs are its
+    keyword arguments (``data``, ``partition``, ``n_clients``, ``model``, ``rounds``, ``seed``,
+    run settings and the algorithm's hyper-parameters; see :mod:`topofl.config`); prints the
+    final accuracies and writes the records to ``--out`` (default
+    ``runs/<algorithm>.jsonl``; an existing file needs ``--overwrite``).
+``run --replay RECORDS.jsonl [--out F]``
+    Re-run a recorded run from its header and check that its rows are reproduced.
+``sweep CONFIG.toml --out DIR [--shard I/K] [--jobs N]``
+    Run the Cartesian product of the config's ``[sweep]`` table (:mod:`topofl.sweep`).
 ``quickstart``
     Build a few 64-node graphs and compare their spectral gaps (the README's first example).
-``list``
-    List every registered graph family with its parameters.
+``list [graphs|algorithms|models|datasets|partitions|settings]``
+    List what a config can name, with parameters and defaults.
 ``spectral SPEC [SPEC ...]``
     Print the size, degree and spectral gap of graphs given as specs (``ring:n=64``).
 ``study DIR --out REPORT_DIR``
@@ -25,11 +30,14 @@ Commands
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from topofl import topologies
-from topofl.graph import Topology
+if TYPE_CHECKING:  # imported lazily: ``topofl --help`` and ``--version`` must not load torch
+    from topofl.graph import Topology
 
 __all__ = ["main"]
 
@@ -58,6 +66,8 @@ _HEADER = ["graph", "n", "edges/node", "spectral gap", "rounds_to_1e-6_bound"]
 
 
 def _quickstart() -> int:
+    from topofl import topologies
+
     graphs = [
         ("ring", topologies.ring(64)),
         ("torus 8x8", topologies.torus(8, 8)),
@@ -75,12 +85,6 @@ def _quickstart() -> int:
     return 0
 
 
-def _list() -> int:
-    for name in sorted(topologies.REGISTRY):
-        print(topologies.REGISTRY[name].describe())
-    return 0
-
-
 def _spectral(
     specs: Sequence[str],
     seed: int,
@@ -92,6 +96,7 @@ def _spectral(
     """Print :func:`topofl.spectral.summary` of each spec: a table, or one JSON object per line."""
     import json
 
+    from topofl import topologies
     from topofl.spectral import summary
 
     def fmt(x: object, spec: str = ".4f") -> str:
@@ -136,76 +141,218 @@ def _spectral(
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
+_SECTIONS = ("graphs", "algorithms", "models", "datasets", "partitions", "settings")
+
+
+def _first_line(obj: Any) -> str:
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    return doc.splitlines()[0].rstrip(".") if doc else ""
+
+
+def _print_params(func: Any, skip: Sequence[str]) -> None:
+    lines = _params(func, skip)
+    if lines:
+        print("\n".join(lines))
+
+
+def _params(func: Any, skip: Sequence[str]) -> list[str]:
+    """``name: type = default`` for the parameters of ``func`` a config can set."""
+    import inspect
+
+    out = []
+    for p in inspect.signature(func).parameters.values():
+        if p.name in skip or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            continue
+        ann = "" if p.annotation is p.empty else f": {p.annotation}"
+        default = " (required)" if p.default is p.empty else f" = {p.default!r}"
+        out.append(f"    {p.name}{ann}{default}")
+    return out
+
+
+def _list(section: str | None) -> int:
+    """Print the registered graphs, algorithms, models, datasets, partitions, run settings."""
+    sections = _SECTIONS if section is None else (section,)
+    for k, sec in enumerate(sections):
+        if section is None:
+            print(("\n" if k else "") + f"== {sec} ==")
+        if sec == "graphs":
+            from topofl import topologies
+
+            for name in sorted(topologies.REGISTRY):
+                print(topologies.REGISTRY[name].describe())
+        elif sec == "algorithms":
+            from topofl.algorithms import ALGORITHMS
+
+            for name in sorted(ALGORITHMS):
+                print(f"{name}: {_first_line(ALGORITHMS[name])}")
+                _print_params(ALGORITHMS[name], ())
+        elif sec == "models":
+            from topofl.models import MODELS
+
+            for name, fn in MODELS.items():
+                print(f"{name}: {_first_line(fn)} (config: model_params)")
+                _print_params(fn, ("input_shape", "num_classes"))
+        elif sec == "datasets":
+            from topofl.data import DATASETS
+
+            for name, load in DATASETS.items():
+                print(f"{name}: {_first_line(load)}")
+        elif sec == "partitions":
+            from topofl.data import PARTITIONS
+
+            for name, scheme in PARTITIONS.items():
+                print(f"{name}: {_first_line(scheme)} (config: partition_params)")
+                _print_params(scheme, ("labels", "groups", "n_clients", "seed", "num_classes"))
+        else:
+            import dataclasses
+
+            from topofl.engine import RunConfig
+
+            print("run settings (config keys besides the algorithm's hyper-parameters):")
+            for f in dataclasses.fields(RunConfig):
+                default = "(required)" if f.default is dataclasses.MISSING else repr(f.default)
+                print(f"    {f.name}: {f.type} = {default}")
+    return 0
+
+
+def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     import json
 
-    from topofl.api import run
+    from topofl.config import ConfigError
     from topofl.topologies._registry import _parse_value
 
-    kwargs: dict[str, object] = {}
-    if args.config:
-        with open(args.config, encoding="utf-8") as fh:
-            loaded = json.load(fh)
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{args.config}: expected a JSON object of keyword arguments")
-        kwargs.update(loaded)
-    for item in args.set:
+    out: dict[str, Any] = {}
+    for item in items:
         key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        if not eq or not key.strip():
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
         try:  # JSON first ({"hidden": [64]}, [1, 2], true), else a spec-style scalar
-            kwargs[key.strip()] = json.loads(value)
+            out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
-            kwargs[key.strip()] = _parse_value(value.strip())
+            out[key.strip()] = _parse_value(value.strip())
+    return out
+
+
+def _print_result(records: Any) -> None:
+    for metric in ("test_acc_mean", "global_acc_mean"):
+        if metric in records.metrics:
+            print(f"{metric}: final {records.final(metric):.4f}, "
+                  f"best {records.best(metric):.4f}")
+    if "train_loss" in records.metrics:
+        print(f"train_loss: final {records.final('train_loss'):.4f}")
+
+
+def _run(args: argparse.Namespace, command: str) -> int:
+    from topofl import config
+
+    if args.replay:
+        if args.config or args.set or args.algorithm or args.topology:
+            raise config.ConfigError("--replay re-runs a records header: it takes no config, "
+                                     "--set, --algorithm or --topology")
+        from topofl.records import load
+
+        threads = config.read_header(args.replay).get("provenance", {}).get("torch_threads")
+        if isinstance(threads, int) and threads > 0:
+            import torch
+
+            torch.set_num_threads(threads)  # float32 sums round by thread count
+        res = config.replay(args.replay, records_path=args.out, overwrite=args.overwrite,
+                            command=command)
+        diff = config.compare_rows(load(args.replay).rows, res.records.rows)
+        _print_result(res.records)
+        if args.out:
+            print(f"records: {args.out}")
+        n = sum(r["metric"] not in config.WALL_CLOCK_METRICS for r in res.records.rows)
+        if diff is None:
+            print(f"replay of {args.replay}: reproduced, {n} rows identical "
+                  f"(wall-clock metrics {', '.join(sorted(config.WALL_CLOCK_METRICS))} "
+                  "excluded)")
+            return 0
+        print(f"replay of {args.replay}: NOT reproduced: {diff}")
+        return 1
+    kwargs: dict[str, Any] = config.read_config(args.config) if args.config else {}
+    if "sweep" in kwargs:
+        raise config.ConfigError(f"{args.config} has a [sweep] table: run it with "
+                                 f"`topofl sweep {args.config} --out DIR`")
+    kwargs.update(_parse_set(args.set))
     if args.algorithm:
         kwargs["algorithm"] = args.algorithm
     if args.topology:
         kwargs["topology"] = args.topology
     kwargs.setdefault("algorithm", "dsgd")
-    kwargs.setdefault("records_path", args.out or f"runs/{kwargs['algorithm']}.jsonl")
-    res = run(**kwargs)  # type: ignore[arg-type]
-    rec = res.records
+    if args.out:
+        kwargs["records_path"] = args.out
+    kwargs.setdefault("records_path", f"runs/{kwargs['algorithm']}.jsonl")
+    res = config.execute(kwargs, overwrite=args.overwrite, command=command)
     print(f"records: {kwargs['records_path']}")
-    for metric in ("test_acc_mean", "global_acc_mean"):
-        if metric in rec.metrics:
-            print(f"{metric}: final {rec.final(metric):.4f}, best {rec.best(metric):.4f}")
-    if "train_loss" in rec.metrics:
-        print(f"train_loss: final {rec.final('train_loss'):.4f}")
+    _print_result(res.records)
     return 0
 
 
-def _delegate(command: str, argv: Sequence[str]) -> int:
-    """``topofl study`` / ``topofl report``: their modules parse their own arguments."""
-    if command == "study":
-        from topofl.study import main as study_main
+def _sweep(args: argparse.Namespace, command: str) -> int:
+    from topofl import sweep
+    from topofl.config import read_config
 
-        return study_main(argv, prog="topofl study")
-    from topofl.report import main as report_main
+    shard = sweep.parse_shard(args.shard) if args.shard else None
+    cfg = read_config(args.config)
+    if args.dry_run:
+        for r in sweep.select(sweep.plan(cfg), shard):
+            print(r.name)
+        return 0
+    outcomes = sweep.run_sweep(cfg, args.out, shard=shard, jobs=args.jobs,
+                               overwrite=args.overwrite, progress=args.progress,
+                               command=command)
+    counts: dict[str, int] = {}
+    for o in outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    what = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    print(f"sweep: {len(outcomes)} runs ({what or 'none'}) in {args.out}")
+    return 1 if counts.get("failed") else 0
 
-    return report_main(argv, prog="topofl report")
 
+def _parser() -> argparse.ArgumentParser:
+    from topofl import __version__
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["study"], ["report"]):
-        return _delegate(argv[0], argv[1:])
     parser = argparse.ArgumentParser(prog="topofl", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"topofl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="D-SGD on ring, D-Cliques and complete graph")
     p_demo.add_argument("--out", default="topofl-demo", help="output folder (topofl-demo)")
     p_demo.add_argument("--rounds", type=int, default=300, help="rounds (default 300)")
     p_demo.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     p_demo.add_argument("--eval-every", type=int, default=10, help="evaluation period (10)")
-    p_run = sub.add_parser("run", help="train with topofl.run from a JSON config / options")
-    p_run.add_argument("config", nargs="?", help="JSON file of topofl.run keyword arguments")
+    p_run = sub.add_parser("run", help="train with topofl.run from a TOML/JSON config",
+                           description="Train with topofl.run: the config's keys are its "
+                           "keyword arguments (see `topofl list`).")
+    p_run.add_argument("config", nargs="?", help="TOML (or .json) file of topofl.run keywords")
     p_run.add_argument("--algorithm", help="algorithm name (e.g. dsgd, dfedpgp)")
     p_run.add_argument("--topology", help="graph spec (e.g. ring, random_directed_push:k=10)")
     p_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="any other keyword of topofl.run (repeatable)")
     p_run.add_argument("--out", help="records file (default runs/<algorithm>.jsonl)")
+    p_run.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    p_run.add_argument("--replay", metavar="RECORDS.jsonl",
+                       help="re-run the run recorded in RECORDS.jsonl from its header and "
+                       "check that the rows are reproduced (written to --out if given)")
+    p_sweep = sub.add_parser("sweep", help="run the Cartesian product of a config's [sweep]",
+                             description="Run every combination of the [sweep] table, one "
+                             "records file per run in --out; finished runs are skipped and "
+                             "interrupted ones resume from their checkpoint.")
+    p_sweep.add_argument("config", help="TOML (or .json) config with a [sweep] table")
+    p_sweep.add_argument("--out", required=True, help="output directory")
+    p_sweep.add_argument("--shard", metavar="I/K", help="run only the I-th of K slices")
+    p_sweep.add_argument("--jobs", type=int, default=1, help="runs at once (processes; 1)")
+    p_sweep.add_argument("--overwrite", action="store_true",
+                         help="run every run again from round 0")
+    p_sweep.add_argument("--dry-run", action="store_true",
+                         help="print the names of the runs (of this shard) and stop")
+    p_sweep.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                         help="progress bar on stderr (default: on a terminal)")
     sub.add_parser("quickstart", help="compare the spectral gaps of a few graphs")
-    sub.add_parser("list", help="list the graph families")
+    p_list = sub.add_parser("list", help="list graphs, algorithms, models, datasets, "
+                            "partitions and run settings with their parameters")
+    p_list.add_argument("section", nargs="?", choices=_SECTIONS,
+                        help="only this section (default: all)")
     p_spec = sub.add_parser("spectral", help="spectral summary of graphs given as specs")
     p_spec.add_argument("specs", nargs="+", help="graph specs such as ring:n=64")
     p_spec.add_argument("--seed", type=int, default=0, help="seed of random graphs (default 0)")
@@ -221,25 +368,75 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_spec.add_argument("--progress", action="store_true", help="progress bar on stderr")
     sub.add_parser("study", help="topology-vs-convergence study of a folder of records")
     sub.add_parser("report", help="spectral comparison report of graphs given as specs")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "demo":
-            from topofl.demo import run_demo
+    return parser
 
-            run_demo(args.out, rounds=args.rounds, seed=args.seed, eval_every=args.eval_every)
-            return 0
-        if args.command == "run":
-            return _run(args)
-        if args.command == "quickstart":
-            return _quickstart()
-        if args.command == "list":
-            return _list()
-        return _spectral(
-            args.specs, args.seed, args.horizon, args.json, args.metrics, args.progress
-        )
-    except (ValueError, TypeError, KeyError) as exc:
-        print(f"topofl {args.command}: error: {exc}", file=sys.stderr)
+
+def _dispatch(args: argparse.Namespace, command: str) -> int:
+    if args.command == "demo":
+        from topofl.demo import run_demo
+
+        run_demo(args.out, rounds=args.rounds, seed=args.seed, eval_every=args.eval_every)
+        return 0
+    if args.command == "run":
+        return _run(args, command)
+    if args.command == "sweep":
+        return _sweep(args, command)
+    if args.command == "quickstart":
+        return _quickstart()
+    if args.command == "list":
+        return _list(args.section)
+    return _spectral(args.specs, args.seed, args.horizon, args.json, args.metrics,
+                     args.progress)
+
+
+def _delegate(command: str, argv: Sequence[str]) -> int:
+    """``topofl study`` / ``topofl report``: their modules parse their own arguments."""
+    if command == "study":
+        from topofl.study import main as study_main
+
+        return study_main(argv, prog="topofl study")
+    from topofl.report import main as report_main
+
+    return report_main(argv, prog="topofl report")
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    return " ".join(str(msg).split()) or type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status.
+
+    Errors are one line on stderr: 2 for a bad config or usage (``ValueError``,
+    ``TypeError``, ``KeyError``, an output that exists without ``--overwrite``), 1 for a
+    failure while running (any other ``OSError``, a diverged run). Output cut short by a
+    closed pipe (``topofl list | head``) ends quietly.
+    """
+    from topofl.config import OutputExistsError
+    from topofl.exceptions import ConvergenceError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["study"], ["report"]):
+        return _delegate(argv[0], argv[1:])
+    args = _parser().parse_args(argv)
+    command = "topofl " + shlex.join(argv)
+    try:
+        code = _dispatch(args, command)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # the reader went away (``| head``): silence the final flush at exit too
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a process killed by a closed pipe
+    except (ValueError, TypeError, KeyError, OutputExistsError) as exc:
+        print(f"topofl {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except (OSError, ConvergenceError) as exc:
+        print(f"topofl {args.command}: error: {type(exc).__name__}: {_one_line(exc)}",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

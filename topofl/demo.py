@@ -65,6 +65,7 @@ def run_demo(
             "dsgd", topology=topo, data=data, model="logistic", rounds=rounds, seed=seed,
             lr=0.1, batch_size=16, eval_every=eval_every, record_clients=False,
             records_path=str(out / f"{label}.jsonl"), run_id=label, progress=progress,
+            overwrite=True,
         )
         rec = res.records
         runs[label] = rec

@@ -91,6 +91,7 @@ class Recorder:
         self.path = None if path is None else Path(path)
         self.rows: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
+        self.provenance: dict[str, Any] = {}
         self._fh: IO[str] | None = None
         if self.path is None:
             return
@@ -98,17 +99,17 @@ class Recorder:
         if resume and self.path.exists():
             old = load(self.path)
             self.config = dict(old.config)
+            self.provenance = dict(old.provenance)
             keep = [
                 r for r in old.rows if resume_round is None or int(r["round"]) < resume_round
             ]
-            header: dict[str, Any] = {"header": True, "config": _jsonable(self.config)}
-            if old.provenance:
-                header["provenance"] = old.provenance
-            if old.engine:
-                header["engine"] = old.engine
+            with open(self.path, encoding="utf-8") as fh:
+                first = fh.readline().rstrip("\n")  # the header row, kept as it was written
+            if not first.startswith('{"header"'):
+                first = json.dumps({"header": True, "config": _jsonable(self.config)})
             tmp = self.path.with_suffix(self.path.suffix + ".tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(header) + "\n")
+                fh.write(first + "\n")
                 for r in keep:
                     fh.write(json.dumps(r) + "\n")
             os.replace(tmp, self.path)
@@ -117,13 +118,28 @@ class Recorder:
         else:
             self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
 
-    def log_config(self, config: Mapping[str, Any]) -> None:
-        """Write the header row with the frozen config (once, before any row)."""
+    def log_config(self, config: Mapping[str, Any], *,
+                   provenance: Mapping[str, Any] | None = None,
+                   engine: Mapping[str, Any] | None = None) -> None:
+        """Write the header row (once, before any row).
+
+        ``{"header": true, "config": config, "provenance": ..., "engine": ...}``: ``config`` is
+        the run's resolved configuration, ``provenance`` where it comes from (versions, commit,
+        command line, start time) and ``engine`` the engine's own description (checked on
+        resume); the last two are left out when ``None``.
+        """
         self.config = _jsonable(dict(config))
+        if provenance is not None:
+            self.provenance = _jsonable(dict(provenance))
         if self._fh is not None:
             if self.rows or self._fh.tell() > 0:
                 return  # resumed: the header is already there
-            self._fh.write(json.dumps({"header": True, "config": self.config}) + "\n")
+            head: dict[str, Any] = {"header": True, "config": self.config}
+            if provenance is not None:
+                head["provenance"] = self.provenance
+            if engine is not None:
+                head["engine"] = _jsonable(dict(engine))
+            self._fh.write(json.dumps(head) + "\n")
             self._fh.flush()
 
     def log(self, metric: str, value: Any, round: int, client: int | None = None) -> None:
@@ -164,7 +180,8 @@ class Recorder:
 
     def records(self) -> Records:
         """The rows written so far, as :class:`Records`."""
-        return Records(rows=list(self.rows), configs={self.run: dict(self.config)})
+        return Records(rows=list(self.rows), configs={self.run: dict(self.config)},
+                       provenances={self.run: dict(self.provenance)})
 
     def __enter__(self) -> Recorder:
         return self

@@ -410,7 +410,7 @@ def test_runs_through_the_engine_and_records_the_directed_graph(data: Any) -> No
     _, dens = rec.series("realized_density")
     np.testing.assert_allclose(dens, [len(e) / (N * (N - 1)) for e in edges])
     assert "realized_reciprocity" in rec.metrics and "realized.spectral_gap" in rec.metrics
-    assert rec.config["algorithm"]["name"] == "dpfl" and rec.config["algorithm"]["budget"] == 2
+    assert rec.config["algorithm"] == "dpfl" and rec.config["budget"] == 2
 
 
 

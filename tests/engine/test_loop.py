@@ -31,8 +31,8 @@ def test_records_written_and_round_trip(data: Any, tmp_path: Path) -> None:
                  eval_every=2, records_path=str(path), seed=1)
     rec = tf.records.load(path)
     assert rec.rows == res.records.rows
-    assert rec.config["algorithm"]["name"] == "dsgd" and rec.config["run"]["rounds"] == 4
-    assert rec.config["versions"]["torch"] == torch.__version__
+    assert rec.config["algorithm"] == "dsgd" and rec.config["rounds"] == 4
+    assert rec.provenance["torch"] == torch.__version__
     rounds, acc = rec.series("test_acc_mean")
     assert rounds.tolist() == [1, 3]
     assert np.all((acc >= 0) & (acc <= 1))

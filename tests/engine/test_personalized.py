@@ -493,7 +493,7 @@ def test_table_4_cells_run_through_the_engine(data: Any) -> None:
     for name, (topo, kw) in cells.items():
         res = tf.run(name, topology=topo, data=data, model=_mlp(data), rounds=3, seed=0,
                      batch_size=16, eval_every=3, spectral=False, record_clients=False, **kw)
-        assert res.records.config["algorithm"]["name"] == name
+        assert res.records.config["algorithm"] == name
         _, loss = res.records.series("train_loss")
         assert np.isfinite(loss).all() and loss[-1] < math.log(10), name
         if res.algorithm.shared == "body":

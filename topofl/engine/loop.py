@@ -372,6 +372,7 @@ def run(
     *,
     recorder: Recorder | None = None,
     resume: str | os.PathLike[str] | None = None,
+    header: Mapping[str, Any] | None = None,
 ) -> Result:
     """Train ``model`` on every client of ``data`` with ``algorithm`` over ``topology``.
 
@@ -389,6 +390,10 @@ def run(
         Defaults to one writing ``config.records_path``.
     resume : path, optional
         A checkpoint written by a previous run with the same config.
+    header : mapping, optional
+        ``{"config": ..., "provenance": ...}`` for the records header (``topofl.run`` passes
+        its resolved call); the engine's own description goes beside them under ``"engine"``
+        (and is the header's ``config`` when no header is given).
 
     Returns
     -------
@@ -447,7 +452,11 @@ def run(
         recorder = Recorder(config.records_path, run=config.run_id, resume=resume is not None,
                             resume_round=start_round)
     cfg_row = _config_dict(config, algorithm, topology, data, model)
-    recorder.log_config(cfg_row)
+    if header is None:
+        recorder.log_config(cfg_row)
+    else:
+        recorder.log_config(header["config"], provenance=header.get("provenance"),
+                            engine=cfg_row)
 
     spectral_cache: dict[int, dict[str, Any]] = {}
     stochastic_seen: set[int] = set()

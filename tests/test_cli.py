@@ -1,0 +1,218 @@
+"""The public API imports and the command line works as the README says."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import topofl as tf
+from topofl.cli import main
+
+
+def test_public_api() -> None:
+    assert tf.Topology and tf.TimeVarying and tf.as_time_varying
+    for name in ("metropolis", "metropolis_hastings", "max_degree", "uniform", "push_sum"):
+        assert callable(getattr(tf.mixing, name))
+    for name in ("ring", "torus", "grid", "complete", "star", "circulant", "erdos_renyi",
+                 "random_regular", "watts_strogatz", "REGISTRY", "build", "parse_spec"):
+        assert hasattr(tf.topologies, name)
+    for name in tf.topologies.__all__:
+        assert hasattr(tf.topologies, name), name
+    assert isinstance(tf.__version__, str)
+
+
+def test_quickstart(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["quickstart"]) == 0
+    out = capsys.readouterr().out
+    assert "ring" in out and "complete" in out and "1.0000" in out
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in tf.topologies.REGISTRY:
+        assert name in out
+
+
+def test_spectral_command_and_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["spectral", "ring:n=8", "complete:n=8"]) == 0
+    assert "ring:n=8" in capsys.readouterr().out
+    assert main(["spectral", "nosuch:n=3"]) == 2
+    assert "unknown graph family 'nosuch'" in capsys.readouterr().err
+    assert main(["spectral", "ring:n=0"]) == 2
+    assert "n must be >= 1" in capsys.readouterr().err
+    assert main(["spectral", "ring:m=4"]) == 2
+    assert "parameters of ring: n" in capsys.readouterr().err
+    assert main(["spectral", "ring:n"]) == 2
+
+
+def test_python_dash_m() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "topofl", "list"], capture_output=True, text=True, check=True
+    )
+    assert "ring" in out.stdout
+
+
+def test_run_command(tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    cfg = tmp_path / "cfg.json"  # type: ignore[operator]
+    cfg.write_text(json.dumps({"algorithm": "dsgd", "topology": "ring", "n_clients": 8,
+                               "rounds": 2, "lr": 0.3}))
+    out = tmp_path / "r.jsonl"  # type: ignore[operator]
+    assert main(["run", str(cfg), "--set", "batch_size=4", "--out", str(out)]) == 0
+    assert "test_acc_mean: final" in capsys.readouterr().out
+    rec = tf.records.load(out)
+    assert rec.config["batch_size"] == 4 and rec.config["lr"] == 0.3
+    assert rec.config["records_path"] == str(out) and rec.config["run_id"] == "dsgd-ring"
+    assert rec.provenance["command"] == f"topofl run {cfg} --set batch_size=4 --out {out}"
+    # a second run to the same file is refused without --overwrite, and the file is kept
+    before = out.read_text()
+    assert main(["run", str(cfg), "--out", str(out)]) == 2
+    assert "exists; pass overwrite=True (topofl run --overwrite)" in capsys.readouterr().err
+    assert out.read_text() == before
+    assert main(["run", "--algorithm", "dfedpgp", "--topology", "random_directed_push:k=2",
+                 "--set", "n_clients=6", "--set", "rounds=1", "--set", "model=mlp",
+                 "--set", 'model_params={"hidden": [8]}', "--set", "local_epochs=1",
+                 "--out", str(out), "--overwrite"]) == 0
+    rec = tf.records.load(out)
+    assert rec.config["model"] == "mlp" and rec.config["model_params"] == {"hidden": [8]}
+    assert rec.config["algorithm"] == "dfedpgp" and rec.config["local_epochs"] == 1
+    assert main(["run", "--set", "nonsense=1", "--out", str(out)]) == 2
+    assert "unknown key(s) ['nonsense']" in capsys.readouterr().err
+
+
+def _env() -> dict[str, str]:
+    import os
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_do_not_import_torch(flag: str) -> None:
+    # the entry point as `topofl` runs it, then a look at what it imported
+    code = ("import sys\nfrom topofl.cli import main\ntry:\n    main([%r])\n"
+            "except SystemExit as e:\n    code = e.code\n"
+            "print('torch' in sys.modules, 'topofl.api' in sys.modules, code, file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code % flag], capture_output=True, text=True,
+                         env=_env(), check=True)
+    assert out.stderr.split() == ["False", "False", "0"]
+    assert ("topofl 0.1.0" if flag == "--version" else "usage: topofl") in out.stdout
+    # and `python -m topofl` itself, as -X importtime lists every module it imports
+    imp = subprocess.run([sys.executable, "-X", "importtime", "-m", "topofl", flag],
+                         capture_output=True, text=True, env=_env(), check=True)
+    assert "| topofl" in imp.stderr and "| torch" not in imp.stderr
+
+
+def test_list_into_a_closed_pipe_is_quiet() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "topofl", "list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env())
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what `| head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait() in (0, 141)
+    assert first.startswith(b"== graphs ==") and err == ""
+
+
+@pytest.mark.parametrize("section, names", [
+    ("algorithms", ["dsgd", "    lr: float = 0.1", "dfedpgp", "    lr_u: float | None = None"]),
+    ("models", ["logistic", "mlp", "    hidden: Sequence[int] = (200, 200)"]),
+    ("datasets", ["digits: The 1797 handwritten", "cifar10"]),
+    ("partitions", ["shards", "    shards_per_client: int = 2", "    alpha: float (required)"]),
+    ("settings", ["    batch_size: int = 32", "    eval_global: bool = True"]),
+    ("graphs", ["ring", "dcliques (random)"]),
+])
+def test_list_sections(section: str, names: list[str],
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", section]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name in names:
+        assert any(line.startswith(name) for line in lines), name
+    if section == "algorithms":
+        assert {ln.split(":")[0] for ln in lines if not ln.startswith(" ")} == set(
+            tf.algorithms.ALGORITHMS)
+
+
+BAD = [
+    ("bad.toml", "rounds = = 3\n", "invalid TOML"),
+    ("unknown.toml", "rounds = 2\nnonsense = 1\n", "unknown key(s) ['nonsense']"),
+    ("type.toml", 'eval_global = "no"\n', "eval_global must be bool, got str 'no'"),
+    ("value.toml", "rounds = -3\n", "rounds must be"),
+    ("algo.toml", 'algorithm = "nosuch"\n', "unknown algorithm 'nosuch'"),
+    ("sweep.toml", "rounds = 2\n[sweep]\nseed = [0, 1]\n", "run it with `topofl sweep"),
+]
+
+
+@pytest.mark.parametrize("name, text, message", BAD)
+def test_bad_configs_are_one_line_and_exit_2(name: str, text: str, message: str, tmp_path: Any,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / name
+    cfg.write_text(text)
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r.jsonl")]) == 2
+    cap = capsys.readouterr()
+    assert cap.err.count("\n") == 1 and cap.err.startswith("topofl run: error: ")
+    assert message in cap.err and cap.out == ""
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_bad_config_in_a_real_process_has_no_traceback(tmp_path: Any) -> None:
+    for name, text, message in [*BAD[:3], ("missing.toml", None, "no such config file")]:
+        cfg = tmp_path / name
+        if text is not None:
+            cfg.write_text(text)
+        out = subprocess.run([sys.executable, "-m", "topofl", "run", str(cfg)],
+                             capture_output=True, text=True, env=_env())
+        assert out.returncode == 2 and message in out.stderr
+        assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+def test_toml_run_and_replay(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('algorithm = "dsgd"\ntopology = "torus:rows=2,cols=5"\nn_clients = 10\n'
+                   'rounds = 3\nlr = 0.3\nbatch_size = 8\nmomentum = 0.5\n'
+                   '[model_params]\n[partition_params]\nshards_per_client = 3\n')
+    out = tmp_path / "r.jsonl"
+    assert main(["run", str(cfg), "--out", str(out)]) == 0
+    rec = tf.records.load(out)
+    assert rec.config["partition_params"] == {"shards_per_client": 3}
+    assert rec.config["topology"] == "torus:rows=2,cols=5" and rec.config["momentum"] == 0.5
+    capsys.readouterr()
+    again = tmp_path / "again.jsonl"
+    assert main(["run", "--replay", str(out), "--out", str(again)]) == 0
+    text = capsys.readouterr().out
+    assert f"replay of {out}: reproduced" in text and "wall-clock metrics wall_time" in text
+    assert tf.config.compare_rows(rec.rows, tf.records.load(again).rows) is None
+    assert tf.records.load(again).provenance["command"].startswith("topofl run --replay")
+    # a replay whose rows differ says so and exits 1: doctor the source's header
+    lines = out.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["config"]["lr"] = 0.31
+    out.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    assert main(["run", "--replay", str(out)]) == 1
+    assert re.search(r"NOT reproduced: row \d+ differs: round 0 ", capsys.readouterr().out)
+    assert main(["run", str(cfg), "--replay", str(out)]) == 2
+    assert "--replay re-runs a records header" in capsys.readouterr().err
+
+
+def test_runtime_errors_are_one_line_and_exit_1(tmp_path: Any,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('topology = "ring"\nn_clients = 4\nrounds = 3\nlr = 1e38\nbatch_size = 4\n')
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("topofl run: error: ConvergenceError: training diverged at round ")
+    assert err.count("\n") == 1
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    # an output under a file: an OSError, reported in one line
+    assert main(["run", str(cfg), "--set", "lr=0.1", "--out", str(blocked / "r.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("topofl run: error: FileExistsError: ") and err.count("\n") == 1

@@ -1,0 +1,201 @@
+"""Sweeps: the plan (product, names, shards), skip / resume after a crash, jobs, the CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import topofl as tf
+from tests.engine._crash import CrashingData
+from topofl.cli import main
+from topofl.config import ConfigError
+from topofl.sweep import SweepRun, plan, select
+
+BASE: dict[str, Any] = {"algorithm": "dsgd", "data": "digits", "n_clients": 10, "rounds": 4,
+                        "lr": 0.3, "batch_size": 8, "eval_every": 2, "checkpoint_every": 1,
+                        "record_clients": False}
+SWEEP = {"topology": ["ring", "complete"], "seed": [0, 1]}
+NAMES = ["topology=ring__seed=0", "topology=ring__seed=1", "topology=complete__seed=0",
+         "topology=complete__seed=1"]
+
+
+def _toml(path: Path, base: dict[str, Any], sweep: dict[str, list[Any]]) -> Path:
+    def v(x: Any) -> str:
+        return json.dumps(x)  # TOML and JSON agree on strings, numbers, booleans and arrays
+
+    lines = [f"{k} = {v(x)}" for k, x in base.items()] + ["[sweep]"]
+    lines += [f"{k} = {v(x)}" for k, x in sweep.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r["metric"] not in tf.config.WALL_CLOCK_METRICS]
+
+
+# ------------------------------------------------------------------------------ the plan
+
+
+def test_plan_is_the_cartesian_product_in_table_order() -> None:
+    runs = plan({**BASE, "sweep": {**SWEEP, "momentum": [0.5]}})
+    assert [r.name for r in runs] == NAMES
+    assert [r.index for r in runs] == [0, 1, 2, 3]
+    want = list(itertools.product(SWEEP["topology"], SWEEP["seed"]))
+    assert [(r.config["topology"], r.config["seed"]) for r in runs] == want
+    assert all(r.config["momentum"] == 0.5 and r.config["lr"] == 0.3 for r in runs)
+    assert [r.name for r in plan({**BASE, "topology": "ring"})] == ["run"]
+
+
+def test_names_are_safe_and_unique() -> None:
+    runs = plan({**BASE, "sweep": {
+        "topology": ["dcliques:clique_size=5,inter=ring", "ring"],
+        "model_params": [{"hidden": [8]}, {}], "model": ["mlp"], "device": ["a:b", "a,b"]}})
+    names = [r.name for r in runs]
+    assert len(set(names)) == len(names) == 8
+    assert all(re.fullmatch(r"[A-Za-z0-9._=+~-]+", n) for n in names)
+    assert names[0].startswith("topology=dcliques-clique_size=5-inter=ring__model_params=")
+    # ':' and ',' both become '-': the two device names collide, so every colliding name
+    # gets a digest of its exact values
+    assert sum("~" in n for n in names) == 8
+    long = plan({**BASE, "sweep": {"topology": ["ring:n=10"] * 1 + ["complete"],
+                                   "device": ["x" * 200, "y" * 200]}})
+    assert all(len(r.name) <= 120 for r in long) and len({r.name for r in long}) == 4
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 9))
+def test_shards_cover_every_run_exactly_once(n: int, k: int) -> None:
+    runs = [SweepRun(i, f"r{i}", {}, {}) for i in range(n)]
+    got = [r.index for i in range(1, k + 1) for r in select(runs, (i, k))]
+    assert sorted(got) == list(range(n))
+    sizes = [len(select(runs, (i, k))) for i in range(1, k + 1)]
+    assert max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.parametrize("sweep, match", [
+    ({"nonsense": [1]}, r"unknown key\(s\) \['nonsense'\]"),
+    ({"lr": 0.1}, r"sweep.lr must be a list of values, got float 0.1"),
+    ({"lr": []}, r"sweep.lr is an empty list"),
+    ({"rounds": [1, 2]}, r"'rounds' is both a key of the config and of \[sweep\]"),
+    ({"momentum": [0.1, "x"], "topology": ["ring"]},
+     r"momentum must be float, got str 'x' \(in the sweep run momentum=x\)"),
+    ({"topology": ["ring", "nosuch"]}, r"unknown graph family 'nosuch'"),
+    ({"topology": [None, "ring"]},
+     r"dsgd communicates over a graph: set topology .* \(in the sweep run topology=null\)"),
+    ({"records_path": ["a", "b"]}, r"'records_path' is set by the sweep for each run"),
+])
+def test_invalid_sweeps(sweep: dict[str, Any], match: str, tmp_path: Path,
+                        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ConfigError, match=match):
+        plan({**BASE, "sweep": sweep})
+    cfg = tmp_path / "s.json"
+    cfg.write_text(json.dumps({**BASE, "sweep": sweep}))
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("topofl sweep: error: ")
+    assert not list((tmp_path / "out").glob("*.jsonl"))  # nothing ran
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def test_killed_sweep_resumes_without_redoing_complete_runs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cfg = {**BASE, "sweep": SWEEP}
+    real = tf.data.federate
+
+    def crash_seed_1(*a: Any, **k: Any) -> Any:  # every seed-1 run crashes in round 3
+        d = real(*a, **k)
+        return CrashingData(d, at=3) if k["seed"] == 1 else d
+
+    lines: list[str] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tf.data, "federate", crash_seed_1)
+        first = tf.sweep.run_sweep(cfg, out, progress=False, echo=lines.append)
+    status = {o.name: o.status for o in first}
+    assert status == dict(zip(NAMES, ["complete", "failed", "complete", "failed"]))
+    assert "Crash: simulated crash in round 3" in lines[1]
+    acc = r"final 0\.\d{4} best 0\.\d{4}"
+    assert re.match(rf"\[1/4\] topology=ring__seed=0  complete  test_acc_mean {acc}  "
+                    rf"global_acc_mean {acc}  \d+\.\d s$", lines[0])
+    rec = tf.records.load(out / f"{NAMES[0]}.jsonl")
+    assert f"global_acc_mean final {rec.final('global_acc_mean'):.4f}" in lines[0]
+    done = {n: (out / f"{n}.jsonl").stat().st_mtime_ns for n in NAMES[::2]}
+    assert not (out / f"{NAMES[1]}.done").exists() and (out / f"{NAMES[1]}.ckpt").exists()
+
+    second = tf.sweep.run_sweep(cfg, out, progress=False, echo=lines.append)
+    by = {o.name: o for o in second}
+    assert [by[n].status for n in NAMES] == ["skipped", "complete", "skipped", "complete"]
+    assert by[NAMES[1]].resumed_from == 3 and by[NAMES[3]].resumed_from == 3
+    assert {n: (out / f"{n}.jsonl").stat().st_mtime_ns for n in NAMES[::2]} == done
+    assert by[NAMES[0]].summary == json.loads((out / f"{NAMES[0]}.done").read_text())["summary"]
+    # the resumed runs equal uninterrupted ones
+    for name, topo in ((NAMES[1], "ring"), (NAMES[3], "complete")):
+        whole = tf.config.execute({**BASE, "topology": topo, "seed": 1, "run_id": name,
+                                   "checkpoint_every": 0})
+        assert _strip(tf.records.load(out / f"{name}.jsonl").rows) == _strip(whole.records.rows)
+        assert tf.records.load(out / f"{name}.jsonl").config["run_id"] == name
+    third = tf.sweep.run_sweep(cfg, out, progress=False, echo=lines.append)
+    assert {o.status for o in third} == {"skipped"}
+
+
+def test_rerun_with_another_config_is_refused(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    cfg = {**BASE, "rounds": 1, "sweep": {"topology": ["ring"]}}
+    tf.sweep.run_sweep(cfg, out, progress=False, echo=lambda s: None)
+    path = _toml(tmp_path / "s.toml", {**BASE, "rounds": 1, "lr": 0.1}, {"topology": ["ring"]})
+    assert main(["sweep", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "holds a run with another config (lr: 0.3 there, 0.1 now)" in err
+    assert main(["sweep", str(path), "--out", str(out), "--overwrite"]) == 0
+    assert tf.records.load(out / "run.jsonl").config["lr"] == 0.1
+
+
+def test_shards_and_dry_run_from_the_command_line(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = _toml(tmp_path / "s.toml", {**BASE, "rounds": 1}, SWEEP)
+    out = tmp_path / "out"
+    listed = []
+    for shard in ("1/2", "2/2"):
+        assert main(["sweep", str(path), "--out", str(out), "--shard", shard, "--dry-run"]) == 0
+        listed.append(capsys.readouterr().out.split())
+    assert listed == [NAMES[0::2], NAMES[1::2]]
+    assert not out.exists()
+    ran = []
+    for shard in ("1/2", "2/2"):
+        assert main(["sweep", str(path), "--out", str(out), "--shard", shard]) == 0
+        text = capsys.readouterr().out
+        ran += re.findall(r"^\[\d/2\] (\S+)  complete", text, flags=re.M)
+        assert "sweep: 2 runs (2 complete)" in text
+    assert sorted(ran) == sorted(NAMES)
+    assert sorted(p.stem for p in out.glob("*.jsonl")) == sorted(NAMES)
+    assert main(["sweep", str(path), "--out", str(out), "--shard", "3/2"]) == 2
+    assert "a shard is i/k with 1 <= i <= k" in capsys.readouterr().err
+    rec = tf.records.load(out / f"{NAMES[0]}.jsonl")
+    assert rec.provenance["command"] == f"topofl sweep {path} --out {out} --shard 1/2"
+
+
+def test_jobs_run_in_worker_processes_with_the_same_results(tmp_path: Path) -> None:
+    import numpy as np
+
+    cfg = {**BASE, "rounds": 2, "sweep": {"topology": ["ring", "complete"]}}
+    a = tf.sweep.run_sweep(cfg, tmp_path / "a", jobs=2, progress=False, echo=lambda s: None)
+    b = tf.sweep.run_sweep(cfg, tmp_path / "b", jobs=1, progress=False, echo=lambda s: None)
+    assert {o.status for o in a + b} == {"complete"}
+    for name in ("topology=ring", "topology=complete"):
+        ra = _strip(tf.records.load(tmp_path / "a" / f"{name}.jsonl").rows)
+        rb = _strip(tf.records.load(tmp_path / "b" / f"{name}.jsonl").rows)
+        assert len(ra) == len(rb) > 30
+        assert [(r["round"], r["metric"]) for r in ra] == [(r["round"], r["metric"]) for r in rb]
+        # the workers use fewer torch threads: float32 sums may round differently
+        va = np.array([r["value"] for r in ra], dtype=float)
+        vb = np.array([r["value"] for r in rb], dtype=float)
+        np.testing.assert_allclose(va, vb, rtol=1e-6, atol=1e-9)

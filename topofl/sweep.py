@@ -1,0 +1,409 @@
+"""Sweeps: the Cartesian product of a config's ``[sweep]`` table, one records file per run.
+
+A sweep config is a run config (:mod:`topofl.config`) with a ``[sweep]`` table whose keys map
+to lists; the runs are every combination, in the order of the table (the last key varies
+fastest)::
+
+    algorithm = "dsgd"
+    data = "digits"
+    n_clients = 100
+    rounds = 200
+    lr = 0.1
+
+    [sweep]
+    topology = ["ring", "torus", "dcliques:clique_size=10,inter=ring", "complete"]
+    seed = [0, 1]
+
+Each run is written to ``OUT/<name>.jsonl`` where ``name`` (also its run id) is built from the
+keys that vary (``topology=ring__seed=0``); a checkpoint ``OUT/<name>.ckpt`` beside it lets an
+interrupted run resume, and ``OUT/<name>.done`` marks a finished one. Running the sweep again
+skips finished runs, resumes interrupted ones from their checkpoint and starts the rest.
+``shard=(i, k)`` runs the i-th of k disjoint slices (round-robin: runs ``i-1, i-1+k, ...``), so
+``k`` machines given ``1/k .. k/k`` run every run exactly once; ``jobs=N`` runs N at once in
+worker processes, each with ``cpu_count // N`` torch threads. Every process imports torch
+once and runs its runs in-process.
+
+Examples
+--------
+>>> cfg = {"rounds": 5, "sweep": {"topology": ["ring", "dcliques:clique_size=5"],
+...                               "seed": [0, 1], "lr": [0.1]}}
+>>> for r in tf.sweep.plan(cfg):
+...     print(r.name)
+topology=ring__seed=0
+topology=ring__seed=1
+topology=dcliques-clique_size=5__seed=0
+topology=dcliques-clique_size=5__seed=1
+>>> [r.name for r in tf.sweep.select(tf.sweep.plan(cfg), (2, 2))]
+['topology=ring__seed=1', 'topology=dcliques-clique_size=5__seed=1']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from topofl.config import ConfigError, ConfigTypeError, read_config, split_sweep, validate
+
+__all__ = ["SweepRun", "Outcome", "plan", "select", "parse_shard", "run_name", "run_sweep"]
+
+# settings that say where a run writes, not what it computes: a sweep sets them per run
+_WHERE = frozenset({"records_path", "checkpoint_path", "checkpoint_every", "progress", "run_id"})
+_MAX_NAME = 120
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of a sweep.
+
+    Attributes
+    ----------
+    index : int
+        Position in the full sweep (0-based).
+    name : str
+        File stem and run id, built from the varying keys.
+    values : dict
+        The values of the ``[sweep]`` keys for this run.
+    config : dict
+        The run's config (base keys and ``values``), not yet resolved.
+    """
+
+    index: int
+    name: str
+    values: dict[str, Any]
+    config: dict[str, Any]
+
+
+@dataclass
+class Outcome:
+    """What happened to one run: ``status`` is ``"complete"``, ``"diverged"`` (a finished run
+    whose training diverged), ``"skipped"`` (finished before) or ``"failed"`` (an error; the
+    run is retried by the next invocation)."""
+
+    name: str
+    status: str
+    seconds: float = 0.0
+    resumed_from: int | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+    def line(self) -> str:
+        """One line for the console."""
+        parts = [self.name, self.status]
+        if self.resumed_from is not None:
+            parts[-1] += f" (resumed at round {self.resumed_from})"
+        for k in ("test_acc_mean", "global_acc_mean"):
+            if k in self.summary:
+                s = self.summary[k]
+                parts.append(f"{k} final {s['final']:.4f} best {s['best']:.4f}")
+        if self.status in ("complete", "diverged", "failed") and self.seconds:
+            parts.append(f"{self.seconds:.1f} s")
+        if self.message:
+            parts.append(self.message)
+        return "  ".join(parts)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def _safe(text: str) -> str:
+    text = text.replace(":", "-").replace(",", "-")
+    return re.sub(r"[^A-Za-z0-9._=+-]", "_", text)
+
+
+def run_name(values: Mapping[str, Any], varying: Sequence[str]) -> str:
+    """File-safe name of a run from the values of its varying keys (``"run"`` if none).
+
+    Examples
+    --------
+    >>> tf.sweep.run_name({"topology": "dcliques:clique_size=10,inter=ring", "seed": 0},
+    ...                   ["topology", "seed"])
+    'topology=dcliques-clique_size=10-inter=ring__seed=0'
+    """
+    name = "__".join(f"{_safe(k)}={_safe(_text(values[k]))}" for k in varying) or "run"
+    if len(name) > _MAX_NAME:
+        name = name[:_MAX_NAME - 9] + "~" + _digest(values)
+    return name.lstrip(".") or "run"
+
+
+def _digest(values: Mapping[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def plan(cfg: Mapping[str, Any]) -> list[SweepRun]:
+    """Every run of a sweep config, in order (one run when there is no ``[sweep]`` table).
+
+    Every run's config is validated (:func:`topofl.config.validate`).
+
+    Raises
+    ------
+    ConfigError
+        For a bad ``[sweep]`` table, key or value (the message names the key).
+    """
+    base, sweep = split_sweep(cfg)
+    for key in _WHERE & (set(sweep) | set(base)) - {"checkpoint_every", "progress"}:
+        raise ConfigError(f"{key!r} is set by the sweep for each run; remove it from the config")
+    keys = list(sweep)
+    varying = [k for k in keys if len(sweep[k]) > 1]
+    runs: list[SweepRun] = []
+    for index, combo in enumerate(itertools.product(*(sweep[k] for k in keys))):
+        values = dict(zip(keys, combo))
+        config = {**base, **values}
+        try:
+            validate({**config, "checkpoint_path": "set-by-the-sweep"})
+        except ConfigError as exc:
+            where = ", ".join(f"{k}={_text(v)}" for k, v in values.items() if k in varying)
+            cls = ConfigTypeError if isinstance(exc, TypeError) else ConfigError
+            raise cls(f"{exc}" + (f" (in the sweep run {where})" if where else "")) from None
+        runs.append(SweepRun(index, run_name(values, varying), values, config))
+    names: dict[str, int] = {}
+    for r in runs:
+        names[r.name] = names.get(r.name, 0) + 1
+    if any(c > 1 for c in names.values()):  # two values with the same safe text: add a digest
+        runs = [r if names[r.name] == 1 else
+                SweepRun(r.index, f"{r.name}~{_digest(r.values)}", r.values, r.config)
+                for r in runs]
+    return runs
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/k"`` -> ``(i, k)`` with ``1 <= i <= k``.
+
+    Examples
+    --------
+    >>> tf.sweep.parse_shard("2/3")
+    (2, 3)
+    """
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ConfigError(f"a shard is i/k with 1 <= i <= k (e.g. 1/4), got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def select(runs: Sequence[SweepRun], shard: tuple[int, int] | None) -> list[SweepRun]:
+    """The runs of shard ``(i, k)``: ``runs[i-1::k]`` (all of them for ``None``)."""
+    if shard is None:
+        return list(runs)
+    i, k = shard
+    if not 1 <= i <= k:
+        raise ConfigError(f"a shard is (i, k) with 1 <= i <= k, got {shard}")
+    return list(runs[i - 1::k])
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def _paths(out: Path, name: str) -> tuple[Path, Path, Path]:
+    return out / f"{name}.jsonl", out / f"{name}.ckpt", out / f"{name}.done"
+
+
+def _run_config(run: SweepRun, out: Path) -> dict[str, Any]:
+    records, ckpt, _ = _paths(out, run.name)
+    cfg = dict(run.config)
+    rounds = int(cfg.get("rounds", 100))
+    if not cfg.get("checkpoint_every"):
+        cfg["checkpoint_every"] = max(1, -(-rounds // 10))  # at most 10 checkpoints a run
+    cfg.update(run_id=run.name, records_path=str(records), checkpoint_path=str(ckpt),
+               progress=False)
+    return cfg
+
+
+def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
+    keys = (set(stored) | set(wanted)) - _WHERE
+    for k in sorted(keys):
+        if stored.get(k) != wanted.get(k):
+            return f"{k}: {stored.get(k)!r} there, {wanted.get(k)!r} now"
+    return None
+
+
+def _state(run: SweepRun, out: Path, overwrite: bool) -> tuple[str, dict[str, Any]]:
+    """``("done" | "resume" | "fresh", marker)``; raises if the files hold another config."""
+    from topofl.config import read_header
+
+    records, ckpt, done = _paths(out, run.name)
+    if overwrite or not records.exists():
+        return "fresh", {}
+    try:
+        stored = read_header(records).get("config", {})
+    except ConfigError:
+        return "fresh", {}  # killed before its header was written
+    diff = _differs(stored, validate(_run_config(run, out)))
+    if diff is not None:
+        raise ConfigError(f"{records} holds a run with another config ({diff}); use another "
+                          "output directory, or overwrite")
+    if done.exists():
+        try:
+            return "done", json.loads(done.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            pass
+    return ("resume" if ckpt.exists() else "fresh"), {}
+
+
+def _summary(records: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for metric in ("test_acc_mean", "global_acc_mean", "train_loss"):
+        if metric in records.metrics:
+            _, v = records.series(metric)
+            if v.size:
+                finite = v[v == v]
+                out[metric] = {"final": float(v[-1]),
+                               "best": float(finite.max()) if finite.size else float("nan")}
+    return out
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _execute(cfg: dict[str, Any], name: str, mode: str, out: str,
+             command: str | None) -> Outcome:
+    """Run one sweep run (in this process or a worker) and mark it done."""
+    import torch
+
+    from topofl.config import execute
+    from topofl.exceptions import ConvergenceError
+    from topofl.records import load
+
+    records, ckpt, done = _paths(Path(out), name)
+    t0 = time.perf_counter()
+    resumed_from = None
+    try:
+        if mode == "resume":
+            resumed_from = int(torch.load(ckpt, map_location="cpu", weights_only=True)["round"])
+            res = execute(cfg, resume=ckpt, command=command)
+        else:
+            for stale in (ckpt, done):
+                stale.unlink(missing_ok=True)
+            res = execute(cfg, overwrite=True, command=command)
+        summary, status, message = _summary(res.records), "complete", ""
+    except ConvergenceError as exc:
+        summary = _summary(load(records)) if records.exists() else {}
+        status, message = "diverged", str(exc)
+    except Exception as exc:  # noqa: BLE001 - reported, and retried by the next invocation
+        return Outcome(name, "failed", time.perf_counter() - t0, resumed_from,
+                       message=f"{type(exc).__name__}: {exc}")
+    outcome = Outcome(name, status, time.perf_counter() - t0, resumed_from, summary, message)
+    _write_json(done, {"status": status, "summary": summary, "message": message})
+    return outcome
+
+
+def _init_worker(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def run_sweep(
+    cfg: Mapping[str, Any] | str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    shard: tuple[int, int] | None = None,
+    jobs: int = 1,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    command: str | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> list[Outcome]:
+    """Run the runs of a sweep (or of one shard of it) that are not finished yet.
+
+    Parameters
+    ----------
+    cfg : mapping or path
+        A sweep config, or the path of its TOML/JSON file.
+    out : path
+        Output directory (created): one ``<name>.jsonl`` records file per run, with its
+        checkpoint ``<name>.ckpt`` and, once finished, ``<name>.done``.
+    shard : (i, k), optional
+        Run only the i-th of k disjoint slices (:func:`select`).
+    jobs : int, default 1
+        Runs at once, in worker processes (1: in this process).
+    overwrite : bool, default False
+        Run every run again from round 0, replacing its files. Otherwise finished runs are
+        skipped and interrupted ones resume from their checkpoint; files that hold a run with
+        another config are an error.
+    progress : bool or None
+        A tqdm bar over the runs on stderr; ``None`` shows it on a terminal only.
+    command : str, optional
+        Recorded in each run's provenance.
+    echo : callable, optional
+        Called with one summary line per run (default: print to stdout).
+
+    Returns
+    -------
+    list of Outcome
+        In the order the runs finished.
+
+    Raises
+    ------
+    ConfigError
+        A bad config or sweep table, or an output file from another config (before any run
+        starts).
+    """
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ConfigError(f"jobs must be an int >= 1, got {jobs!r}")
+    if not isinstance(cfg, Mapping):
+        cfg = read_config(cfg)
+    runs = select(plan(cfg), shard)
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    todo: list[tuple[SweepRun, dict[str, Any], str]] = []
+    outcomes: list[Outcome] = []
+    skipped: list[Outcome] = []
+    for run in runs:
+        mode, marker = _state(run, out_dir, overwrite)
+        if mode == "done":
+            skipped.append(Outcome(run.name, "skipped", summary=marker.get("summary", {}),
+                                   message=f"({marker.get('status', 'complete')} before)"))
+        else:
+            todo.append((run, _run_config(run, out_dir), mode))
+    say = echo if echo is not None else print
+    from tqdm.auto import tqdm
+
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    bar = tqdm(total=len(runs), desc="sweep", unit="run", file=sys.stderr, disable=not show)
+    count = [0]
+
+    def report(o: Outcome) -> None:
+        count[0] += 1
+        outcomes.append(o)
+        line = f"[{count[0]}/{len(runs)}] {o.line()}"
+        if show:
+            bar.write(line, file=sys.stdout)
+        else:
+            say(line)
+        bar.update(1)
+
+    try:
+        for o in skipped:
+            report(o)
+        if jobs == 1 or len(todo) <= 1:
+            for run, rcfg, mode in todo:
+                bar.set_postfix_str(run.name)
+                report(_execute(rcfg, run.name, mode, str(out_dir), command))
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            workers = min(jobs, len(todo))
+            threads = max(1, (os.cpu_count() or 1) // workers)
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                     initargs=(threads,)) as pool:
+                futures = [pool.submit(_execute, rcfg, run.name, mode, str(out_dir), command)
+                           for run, rcfg, mode in todo]
+                for fut in as_completed(futures):
+                    report(fut.result())
+    finally:
+        bar.close()
+    return outcomes
