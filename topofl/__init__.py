@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 
 _SUBMODULES = frozenset({
     "algorithms", "api", "config", "data", "engine", "exceptions", "graph", "mixing", "models",
-    "plotting", "records", "spectral", "sweep", "topologies",
+    "plotting", "records", "report", "spectral", "study", "sweep", "topologies",
 })
 _ATTRIBUTES = {  # name -> module that defines it
     "run": "topofl.api",
@@ -48,7 +48,9 @@ if TYPE_CHECKING:  # what the lazy attributes are, for type checkers
         models,
         plotting,
         records,
+        report,
         spectral,
+        study,
         sweep,
         topologies,
     )
@@ -62,6 +64,8 @@ __all__ = [
     "api",
     "config",
     "sweep",
+    "study",
+    "report",
     "plotting",
     "Topology",
     "TimeVarying",
