@@ -24,11 +24,10 @@ from topofl import (
     spectral,
     topologies,
 )
+from topofl._version import __version__
 from topofl.api import run
 from topofl.exceptions import ConvergenceError, NotConnectedError
 from topofl.graph import TimeVarying, Topology, as_time_varying
-
-__version__ = "0.1.0"
 
 __all__ = [
     "run",

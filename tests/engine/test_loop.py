@@ -123,9 +123,9 @@ def test_executors_give_the_same_run(data: Any) -> None:
 def test_local_epochs_give_each_client_its_own_step_count(data: Any) -> None:
     sizes = data.sizes("train")
     assert len(set(sizes.tolist())) > 1
-    from topofl.engine.loop import _steps_per_client
+    from topofl.engine import steps_per_client
 
-    steps = _steps_per_client(None, 1.0, torch.as_tensor(np.array(sizes)), 8)
+    steps = steps_per_client(None, 1.0, torch.as_tensor(np.array(sizes)), 8)
     assert steps.tolist() == [int(np.ceil(s / 8)) for s in sizes]
     # a client frozen after its own count: compare with a run where everyone does 1 step
     res = tf.run("local", data=data, rounds=1, lr=0.1, local_epochs=1.0, batch_size=8, seed=0)

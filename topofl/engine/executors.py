@@ -32,7 +32,8 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
 from topofl.engine._threads import cpu_workers, run_on_cores
-from topofl.engine.layout import ParamLayout, Part
+from topofl.engine.layout import ParamLayout
+from topofl.engine.protocol import Part
 
 __all__ = ["Executor", "BatchedExecutor", "LoopExecutor", "make_executor", "ClientError"]
 

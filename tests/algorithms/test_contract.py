@@ -75,11 +75,11 @@ def test_communication_touches_only_what_is_shared(name: str, data: Any) -> None
     layout = tf.engine.ParamLayout.from_model(model)
     res = tf.run(algo, topology=_topology_for(algo), data=data, model=model, rounds=1, seed=0,
                  batch_size=8, spectral=False)
-    ctx = res.extra["ctx"]
     state = res.state
     before = {k: v.clone() for k, v in state.tensors().items()}
     heads = state.x[:, layout.cols("head")].clone()
-    algo.communicate(state, _topology_for(algo), 1, ctx)  # type: ignore[arg-type]
+    topo = _topology_for(algo)
+    algo.communicate(state, tf.engine.Round(1, topo), res.services)
     if algo.shared == "body":
         after = state.x[:, layout.cols("head")]
         assert torch.equal(after, heads), f"{name}: a head left its client"
@@ -104,7 +104,7 @@ def test_hparams_are_recorded_and_json_able(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(n for n in ALGORITHMS
-                                        if get_algorithm(n, **LIGHT.get(n, {})).rowwise))
+                                        if get_algorithm(n, **LIGHT.get(n, {})).local.rowwise))
 def test_rowwise_algorithms_give_the_same_run_streamed(name: str, data: Any) -> None:
     # a rowwise update may be applied block by block of clients (the engine streams the local
     # step that way on CPU); the run must not change
