@@ -13,19 +13,9 @@ True
 
 from topofl.algorithms.base import (
     ALGORITHMS,
-    Algorithm,
-    Part,
-    Phase,
-    Round,
-    Sent,
-    Services,
-    State,
-    clique_average_,
     get_algorithm,
     heterogeneous_epochs,
     register_algorithm,
-    sgd_step,
-    toy_services,
 )
 from topofl.algorithms.dfedavgm import dfedavgm
 from topofl.algorithms.dfedavgm_p import dfedavgm_p
@@ -41,6 +31,17 @@ from topofl.algorithms.local import local
 from topofl.algorithms.osgp import osgp
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
 from topofl.algorithms.sgp import sgp
+from topofl.engine.pieces import clique_average_, sgd_step
+from topofl.engine.protocol import (
+    Algorithm,
+    Part,
+    Phase,
+    Round,
+    Sent,
+    Services,
+    State,
+    toy_services,
+)
 
 __all__ = [
     "ALGORITHMS",

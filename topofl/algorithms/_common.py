@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from topofl._validation import check_choice, check_int, check_real
+from topofl.engine.pieces import SGD, compose_init
+from topofl.engine.protocol import Algorithm, Phase
 
 Epochs = float | tuple[float, ...] | None
 
@@ -109,3 +112,39 @@ def check_server(lr: Any, momentum: Any, weight_decay: Any, decay: Any, particip
         check_int(sample_seed, "sample_seed", low=0),
         check_choice(weighting, "weighting", WEIGHTINGS),
     )
+
+
+def sgd_factory(*, default_momentum: float = 0.0, default_steps: int = 1
+                ) -> Callable[[Callable[[SGDParams], Algorithm]], Callable[..., Algorithm]]:
+    """Turn ``build(hp: SGDParams) -> Algorithm`` into a factory taking the local-SGD keywords.
+
+    The factory is ``(lr=0.1, *, momentum, weight_decay=0, local_steps=None,
+    local_epochs=None, decay=1)``, checked with :func:`check_sgd`; it has ``build``'s name
+    and docstring, and an ordinary signature (``inspect.signature`` lists the keywords).
+    """
+
+    def deco(build: Callable[[SGDParams], Algorithm]) -> Callable[..., Algorithm]:
+        def factory(lr: float = 0.1, *, momentum: float = default_momentum,
+                    weight_decay: float = 0.0, local_steps: int | None = None,
+                    local_epochs: float | tuple[float, ...] | None = None,
+                    decay: float = 1.0) -> Algorithm:
+            return build(check_sgd(lr, momentum, weight_decay, decay, local_steps,
+                                   local_epochs, default_steps=default_steps))
+
+        factory.__name__ = factory.__qualname__ = build.__name__
+        factory.__doc__, factory.__module__ = build.__doc__, build.__module__
+        return factory
+
+    return deco
+
+
+def sgd_algorithm(name: str, hp: SGDParams, communicate: Any, *, local: Any = None,
+                  init: tuple[Any, ...] = (), **fields: Any) -> Algorithm:
+    """One phase of local SGD on all the parameters (``local``, by default
+    :class:`~topofl.engine.pieces.SGD` with ``hp``'s momentum and weight decay), then
+    ``communicate``; ``init`` lists further pieces that add state (e.g. push-sum)."""
+    local = SGD(hp.momentum, hp.weight_decay) if local is None else local
+    return Algorithm(name=name, hparams=hp.as_dict(),
+                     phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
+                     init=compose_init(local, *init), local=local, communicate=communicate,
+                     decay=hp.decay, **fields)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from topofl.algorithms._common import (
@@ -12,8 +13,8 @@ from topofl.algorithms._common import (
     check_wd,
     check_work,
 )
-from topofl.algorithms.base import Phase, Services, State
 from topofl.engine.pieces import require_split
+from topofl.engine.protocol import Algorithm, Phase, Services, State
 
 # Section 5.1 of DFedPGP: "train the shared part for 5 epochs per round [...] and train 1 epoch
 # for the personal part", "learning rate eta_u = 0.1", "decreasing by 0.99x exponentially",
@@ -99,6 +100,35 @@ def check_partial(lr_u: Any, lr_v: Any, lr: Any, momentum: Any, weight_decay: An
                          steps_v, epochs_v)
 
 
+def partial_factory(build: Callable[[PartialParams], Algorithm]) -> Callable[..., Algorithm]:
+    """Turn ``build(hp: PartialParams)`` into a factory taking DFedPGP's keywords (see
+    :func:`~topofl.algorithms.dfedpgp`), with ``build``'s name and docstring and an ordinary
+    signature."""
+
+    def factory(
+        lr_u: float | None = None,
+        lr_v: float | None = None,
+        *,
+        momentum: float = MOMENTUM,
+        weight_decay: float = WEIGHT_DECAY,
+        decay: float = DECAY,
+        local_epochs_u: float | tuple[float, ...] | None = None,
+        local_steps_u: int | None = None,
+        local_epochs_v: float | tuple[float, ...] | None = None,
+        local_steps_v: int | None = None,
+        lr: float | None = None,
+        local_steps: int | None = None,
+        local_epochs: float | tuple[float, ...] | None = None,
+    ) -> Algorithm:
+        return build(check_partial(lr_u, lr_v, lr, momentum, weight_decay, decay,
+                                   local_epochs_u, local_steps_u, local_epochs_v,
+                                   local_steps_v, local_steps, local_epochs))
+
+    factory.__name__ = factory.__qualname__ = build.__name__
+    factory.__doc__, factory.__module__ = build.__doc__, build.__module__
+    return factory
+
+
 def split_check(name: str) -> Any:
     """An ``init`` check: the model must split into a body and a head."""
 
@@ -108,4 +138,4 @@ def split_check(name: str) -> Any:
     return check
 
 
-__all__ = ["PartialParams", "check_partial", "split_check", "State"]
+__all__ = ["PartialParams", "check_partial", "partial_factory", "split_check", "State"]

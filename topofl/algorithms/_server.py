@@ -50,12 +50,13 @@ References
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any
 
-from topofl.algorithms._common import ServerParams
-from topofl.algorithms.base import Algorithm, Phase, Services, State
+from topofl.algorithms._common import ServerParams, check_server
 from topofl.engine.pieces import SGD, Sampled, compose_init, restart_momentum, server_average
-from topofl.engine.protocol import Part, parameters
+from topofl.engine.protocol import Algorithm, Part, Phase, Services, State, parameters
 
 
 def server_algorithm(name: str, hp: ServerParams, hparams: dict[str, Any],
@@ -83,10 +84,44 @@ def server_algorithm(name: str, hp: ServerParams, hparams: dict[str, Any],
     )
 
 
+_KW = inspect.Parameter.KEYWORD_ONLY
+#: the keywords every server baseline takes, with their defaults, after ``lr`` and its own
+_SHARED = (("momentum", 0.0, float), ("weight_decay", 0.0, float), ("decay", 1.0, float),
+           ("participation", 1.0, float), ("sample_seed", 0, int), ("weighting", "uniform", str))
+
+
+def server_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
+    """Turn ``build(hp: ServerParams, *, <its own keywords>)`` into a factory taking ``lr``, its
+    own keywords and the shared ones (``momentum``, ``weight_decay``, ``decay``,
+    ``participation``, ``sample_seed``, ``weighting``), checked with :func:`check_server`.
+
+    The factory's ``inspect.signature`` lists every keyword (``topofl.run`` validates against
+    it); an unknown keyword is a ``TypeError``.
+    """
+    own = list(inspect.signature(build).parameters.values())[1:]
+    lr = inspect.Parameter("lr", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=0.1,
+                           annotation="float")
+    shared = [inspect.Parameter(k, _KW, default=d, annotation=t.__name__)
+              for k, d, t in _SHARED]
+    sig = inspect.Signature([lr, *own, *shared], return_annotation="Algorithm")
+
+    def factory(*args: Any, **kwargs: Any) -> Algorithm:
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        kw = dict(bound.arguments)
+        hp = check_server(kw.pop("lr"), *(kw.pop(k) for k, _, _ in _SHARED))
+        return build(hp, **kw)
+
+    factory.__signature__ = sig  # type: ignore[attr-defined]  # read by inspect.signature
+    factory.__name__ = factory.__qualname__ = build.__name__
+    factory.__doc__, factory.__module__ = build.__doc__, build.__module__
+    return factory
+
+
 def same_head(x0: Any, env: Services) -> None:
     """``init`` check that gives every client the head of client 0 (the server's model)."""
     h = env.layout.cols("head")
     x0[:, h] = x0[0:1, h].clone().expand(x0.shape[0], -1)
 
 
-__all__ = ["server_algorithm", "same_head", "State"]
+__all__ = ["server_algorithm", "server_factory", "same_head", "State"]

@@ -1,10 +1,10 @@
-"""The algorithm registry, and the protocol names algorithms are written with.
+"""The algorithm registry: ``ALGORITHMS`` maps a name to its factory, :func:`get_algorithm`
+builds one by name.
 
-The protocol (:class:`State`, :class:`Phase`, :class:`Algorithm`, :class:`Round`,
-:class:`Sent`, the services) and the pieces algorithms are composed of (local SGD, gossip,
-push-sum, server averages) belong to the engine, :mod:`topofl.engine.protocol` and
-:mod:`topofl.engine.pieces`; they are re-exported here. This module adds the registry:
-``ALGORITHMS`` maps a name to its factory, :func:`get_algorithm` builds one by name.
+The protocol algorithms implement (``State``, ``Phase``, ``Algorithm``, ``Round``, ``Sent``, the
+services) and the pieces they are composed of (local SGD, gossip, push-sum, server averages)
+belong to the engine, :mod:`topofl.engine.protocol` and :mod:`topofl.engine.pieces`;
+:mod:`topofl.algorithms` re-exports the protocol's names.
 """
 
 from __future__ import annotations
@@ -12,34 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from topofl.engine.pieces import clique_average_, sgd_step
-from topofl.engine.protocol import (
-    Algorithm,
-    Part,
-    Phase,
-    Round,
-    Sent,
-    Services,
-    State,
-    toy_services,
-)
+from topofl.engine.protocol import Algorithm
 
-__all__ = [
-    "State",
-    "Phase",
-    "Part",
-    "Round",
-    "Sent",
-    "Services",
-    "Algorithm",
-    "sgd_step",
-    "clique_average_",
-    "ALGORITHMS",
-    "register_algorithm",
-    "get_algorithm",
-    "toy_services",
-    "heterogeneous_epochs",
-]
+__all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "get_algorithm", "heterogeneous_epochs"]
 
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {}

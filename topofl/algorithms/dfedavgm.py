@@ -7,27 +7,23 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._common import check_sgd
-from topofl.algorithms.base import Algorithm, Phase, register_algorithm
-from topofl.engine.pieces import SGD, compose_init, gossip, restart_momentum
+from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_factory
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.pieces import gossip, restart_momentum
+from topofl.engine.protocol import Algorithm
 
 __all__ = ["dfedavgm"]
 
 
 @register_algorithm("dfedavgm")
-def dfedavgm(
-    lr: float = 0.1,
-    *,
-    momentum: float = 0.9,
-    weight_decay: float = 0.0,
-    local_steps: int | None = None,
-    local_epochs: float | None = None,
-    decay: float = 1.0,
-) -> Algorithm:
+@sgd_factory(default_momentum=0.9, default_steps=5)
+def dfedavgm(hp: SGDParams) -> Algorithm:
     r"""DFedAvgM: ``K`` local SGD steps with heavy-ball momentum, then one gossip step.
 
     Following Sun et al. (Algorithm 1), the momentum restarts from zero at every round (the
-    local iterates start at the gossiped model, ``y^{t,-1} = y^{t,0} = x^t``).
+    local iterates start at the gossiped model, ``y^{t,-1} = y^{t,0} = x^t``). Takes the
+    local-SGD keywords of :func:`~topofl.algorithms.dsgd`, with ``momentum=0.9`` and 5 local
+    steps by default.
 
     Examples
     --------
@@ -35,16 +31,4 @@ def dfedavgm(
     >>> algo.phases[0].steps, algo.hparams["momentum"]
     (3, 0.9)
     """
-    hp = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs, default_steps=5)
-    sgd = SGD(hp.momentum, hp.weight_decay)
-    return Algorithm(
-        name="dfedavgm",
-        hparams=hp.as_dict(),
-        phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
-        init=compose_init(sgd),
-        local=sgd,
-        communicate=gossip(),
-        round_start=restart_momentum(),
-        requires="doubly",
-        decay=hp.decay,
-    )
+    return sgd_algorithm("dfedavgm", hp, gossip(), round_start=restart_momentum())

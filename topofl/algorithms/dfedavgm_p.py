@@ -13,29 +13,17 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._partial import DECAY, MOMENTUM, WEIGHT_DECAY, check_partial, split_check
-from topofl.algorithms.base import Algorithm, register_algorithm
+from topofl.algorithms._partial import PartialParams, partial_factory, split_check
+from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, compose_init, gossip, restart_momentum
+from topofl.engine.protocol import Algorithm
 
 __all__ = ["dfedavgm_p"]
 
 
 @register_algorithm("dfedavgm_p")
-def dfedavgm_p(
-    lr_u: float | None = None,
-    lr_v: float | None = None,
-    *,
-    momentum: float = MOMENTUM,
-    weight_decay: float = WEIGHT_DECAY,
-    decay: float = DECAY,
-    local_epochs_u: float | tuple[float, ...] | None = None,
-    local_steps_u: int | None = None,
-    local_epochs_v: float | tuple[float, ...] | None = None,
-    local_steps_v: int | None = None,
-    lr: float | None = None,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
-) -> Algorithm:
+@partial_factory
+def dfedavgm_p(hp: PartialParams) -> Algorithm:
     r"""DFedAvgM-P: DFedAvgM with a personal head and undirected gossip of the body only.
 
     The "partial personalization, undirected communication" cell of Table 4 of [1]_: DFedPGP
@@ -94,8 +82,6 @@ def dfedavgm_p(
     >>> [p.part for p in algo.phases], algo.shared, algo.requires
     (['head', 'body'], 'body', 'doubly')
     """
-    hp = check_partial(lr_u, lr_v, lr, momentum, weight_decay, decay, local_epochs_u,
-                       local_steps_u, local_epochs_v, local_steps_v, local_steps, local_epochs)
     sgd = SGD(hp.momentum, hp.weight_decay)
     return Algorithm(
         name="dfedavgm_p",

@@ -37,29 +37,17 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._partial import DECAY, MOMENTUM, WEIGHT_DECAY, check_partial, split_check
-from topofl.algorithms.base import Algorithm, register_algorithm
+from topofl.algorithms._partial import PartialParams, partial_factory, split_check
+from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, PushSum, compose_init, restart_momentum
+from topofl.engine.protocol import Algorithm
 
 __all__ = ["dfedpgp"]
 
 
 @register_algorithm("dfedpgp")
-def dfedpgp(
-    lr_u: float | None = None,
-    lr_v: float | None = None,
-    *,
-    momentum: float = MOMENTUM,
-    weight_decay: float = WEIGHT_DECAY,
-    decay: float = DECAY,
-    local_epochs_u: float | tuple[float, ...] | None = None,
-    local_steps_u: int | None = None,
-    local_epochs_v: float | tuple[float, ...] | None = None,
-    local_steps_v: int | None = None,
-    lr: float | None = None,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
-) -> Algorithm:
+@partial_factory
+def dfedpgp(hp: PartialParams) -> Algorithm:
     r"""DFedPGP: partial personalization with push-sum over directed time-varying graphs.
 
     Algorithm 1 of Liu et al. [1]_. Client $i$ holds the biased shared body $u_i$, its push-sum
@@ -167,8 +155,6 @@ def dfedpgp(
     >>> round(float(trace.state.weight.sum()), 12)
     3.0
     """
-    hp = check_partial(lr_u, lr_v, lr, momentum, weight_decay, decay, local_epochs_u,
-                       local_steps_u, local_epochs_v, local_steps_v, local_steps, local_epochs)
     # head phase: grad_v F_i(z_i^{t,0}, v_i^{t,k}) (line 6); body phase: grad_u F_i(z_i^{t,k},
     # v_i^{t+1}) with z_i^{t,k} = u_i^{t,k} / mu_i^t (lines 10-11): both at (u / mu, v); the
     # gradient (weight decay included) is applied to the biased numerator u (line 10)

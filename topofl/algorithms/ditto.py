@@ -9,17 +9,11 @@ import torch
 from torch import Tensor
 
 from topofl._validation import check_real
-from topofl.algorithms._common import check_lr, check_server, check_work
-from topofl.algorithms._server import server_algorithm
-from topofl.algorithms.base import (
-    Algorithm,
-    Phase,
-    Round,
-    Services,
-    State,
-    register_algorithm,
-)
+from topofl.algorithms._common import ServerParams, check_lr, check_work
+from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, Sampled, compose_init
+from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
 
 __all__ = ["ditto"]
 
@@ -63,21 +57,16 @@ def _personal_models(state: State, rnd: Round, env: Services) -> Tensor:
 
 
 @register_algorithm("ditto")
+@server_factory
 def ditto(
-    lr: float = 0.1,
+    hp: ServerParams,
     *,
     lam: float = 0.75,
     personal_lr: float | None = None,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
     local_steps: int | None = None,
     local_epochs: float | tuple[float, ...] | None = None,
     personal_steps: int | None = None,
     personal_epochs: float | tuple[float, ...] | None = None,
-    decay: float = 1.0,
-    participation: float = 1.0,
-    sample_seed: int = 0,
-    weighting: str = "uniform",
 ) -> Algorithm:
     r"""Ditto: a personal model per client, pulled towards a FedAvg global model.
 
@@ -145,7 +134,6 @@ def ditto(
     >>> [round(v, 4) for v in trace.evaluated().flatten().tolist()]
     [0.75, 1.25, 1.75, 2.25]
     """
-    hp = check_server(lr, momentum, weight_decay, decay, participation, sample_seed, weighting)
     lam = check_real(lam, "lam", low=0)
     plr = hp.lr if personal_lr is None else check_lr(personal_lr, "personal_lr")
     gs, ge = check_work(local_steps, local_epochs)

@@ -52,16 +52,9 @@ from topofl.algorithms._common import (
     check_wd,
     check_work,
 )
-from topofl.algorithms.base import (
-    Algorithm,
-    Phase,
-    Round,
-    Sent,
-    Services,
-    State,
-    register_algorithm,
-)
+from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, restart_momentum
+from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
 __all__ = ["dpfl", "ggc", "bggc", "ggc_batched", "bggc_batched", "aggregation_matrix"]
@@ -527,14 +520,16 @@ def bggc_batched(
 
     Examples
     --------
+    The problem of :func:`ggc_batched`: the same sets (Theorem 1).
+
     >>> import torch
-    >>> x = torch.tensor([[0.0], [1.0], [2.0]], dtype=torch.float64)
     >>> target = torch.tensor([0.4, 0.6, 2.0], dtype=torch.float64)
-    >>> O = tf.algorithms.bggc_batched(x, ~torch.eye(3, dtype=torch.bool),
-    ...     torch.ones(3, dtype=torch.float64), lambda z: (z[:, 0] - target) ** 2,
-    ...     seeds=[0, 1, 2])
-    >>> O.int().tolist()
-    [[0, 1, 0], [1, 0, 0], [0, 0, 0]]
+    >>> args = (torch.tensor([[0.0], [1.0], [2.0]], dtype=torch.float64),
+    ...         ~torch.eye(3, dtype=torch.bool), torch.ones(3, dtype=torch.float64),
+    ...         lambda z: (z[:, 0] - target) ** 2)
+    >>> O = tf.algorithms.bggc_batched(*args, seeds=[0, 1, 2])
+    >>> torch.equal(O, tf.algorithms.ggc_batched(*args, seeds=[0, 1, 2])), O.int().tolist()
+    (True, [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
     """
     cap = _check_budget(budget)
     return _greedy_batched(x, candidates, weights, losses, cap, seeds, running_sums=True)[0]

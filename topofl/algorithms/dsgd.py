@@ -11,15 +11,7 @@ References
 from __future__ import annotations
 
 from topofl.algorithms._common import check_sgd
-from topofl.algorithms.base import (
-    Algorithm,
-    Phase,
-    Round,
-    Sent,
-    Services,
-    State,
-    register_algorithm,
-)
+from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import (
     SGD,
     CliqueAveraged,
@@ -28,6 +20,7 @@ from topofl.engine.pieces import (
     gossip,
     no_round_start,
 )
+from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 
 __all__ = ["dsgd"]
 

@@ -7,18 +7,11 @@ from typing import cast
 from torch import Tensor
 
 from topofl._validation import check_choice
-from topofl.algorithms._common import check_lr, check_server, check_work
-from topofl.algorithms._server import same_head, server_algorithm
-from topofl.algorithms.base import (
-    Algorithm,
-    Part,
-    Phase,
-    Round,
-    Services,
-    State,
-    register_algorithm,
-)
+from topofl.algorithms._common import ServerParams, check_lr, check_work
+from topofl.algorithms._server import same_head, server_algorithm, server_factory
+from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, Sampled, compose_init
+from topofl.engine.protocol import Algorithm, Part, Phase, Round, Services, State
 
 __all__ = ["fedbabu"]
 
@@ -26,17 +19,12 @@ _FINETUNE_STREAM = 7  # local_train stream of the evaluation-time fine-tuning
 
 
 @register_algorithm("fedbabu")
+@server_factory
 def fedbabu(
-    lr: float = 0.1,
+    hp: ServerParams,
     *,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
     local_steps: int | None = None,
     local_epochs: float | tuple[float, ...] | None = None,
-    decay: float = 1.0,
-    participation: float = 1.0,
-    sample_seed: int = 0,
-    weighting: str = "uniform",
     finetune_steps: int | None = None,
     finetune_epochs: float | None = None,
     finetune_lr: float | None = None,
@@ -106,7 +94,6 @@ def fedbabu(
     >>> algo.phases[0].part, algo.shared, algo.hparams["finetune_part"]
     ('body', 'body', 'head')
     """
-    hp = check_server(lr, momentum, weight_decay, decay, participation, sample_seed, weighting)
     steps, epochs = check_work(local_steps, local_epochs)
     fs, fe = check_work(finetune_steps, finetune_epochs, steps_name="finetune_steps",
                         epochs_name="finetune_epochs", default_steps=5, allow_zero=True)

@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from topofl.algorithms._common import check_server, check_work
-from topofl.algorithms._server import server_algorithm
-from topofl.algorithms.base import Algorithm, Phase, register_algorithm
+from topofl.algorithms._common import ServerParams, check_work
+from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.protocol import Algorithm, Phase
 
 __all__ = ["fedper"]
 
 
 @register_algorithm("fedper")
+@server_factory
 def fedper(
-    lr: float = 0.1,
+    hp: ServerParams,
     *,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
     local_steps: int | None = None,
     local_epochs: float | tuple[float, ...] | None = None,
-    decay: float = 1.0,
-    participation: float = 1.0,
-    sample_seed: int = 0,
-    weighting: str = "uniform",
 ) -> Algorithm:
     r"""FedPer: FedAvg on the *base* (body) layers, *personalization* (head) layers kept local.
 
@@ -82,7 +78,6 @@ def fedper(
     >>> int(res.records.final("messages"))
     8
     """
-    hp = check_server(lr, momentum, weight_decay, decay, participation, sample_seed, weighting)
     steps, epochs = check_work(local_steps, local_epochs)
     return server_algorithm(
         "fedper", hp,

@@ -2,28 +2,24 @@
 
 from __future__ import annotations
 
-from topofl.algorithms._common import check_lr, check_server, check_work
-from topofl.algorithms._server import server_algorithm
-from topofl.algorithms.base import Algorithm, Phase, register_algorithm
+from topofl.algorithms._common import ServerParams, check_lr, check_work
+from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.protocol import Algorithm, Phase
 
 __all__ = ["fedrep"]
 
 
 @register_algorithm("fedrep")
+@server_factory
 def fedrep(
-    lr: float = 0.1,
+    hp: ServerParams,
     *,
     head_lr: float | None = None,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
     head_steps: int | None = None,
     head_epochs: float | tuple[float, ...] | None = None,
     body_steps: int | None = None,
     body_epochs: float | tuple[float, ...] | None = None,
-    decay: float = 1.0,
-    participation: float = 1.0,
-    sample_seed: int = 0,
-    weighting: str = "uniform",
 ) -> Algorithm:
     r"""FedRep: many local updates of the head, then a few of the shared representation.
 
@@ -77,7 +73,6 @@ def fedrep(
     >>> algo.shared, algo.uses_topology
     ('body', False)
     """
-    hp = check_server(lr, momentum, weight_decay, decay, participation, sample_seed, weighting)
     hlr = hp.lr if head_lr is None else check_lr(head_lr, "head_lr")
     hs, he = check_work(head_steps, head_epochs, steps_name="head_steps",
                         epochs_name="head_epochs", default_steps=10)

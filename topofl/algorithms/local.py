@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
-from topofl.algorithms._common import check_sgd
-from topofl.algorithms.base import Algorithm, Phase, register_algorithm
-from topofl.engine.pieces import SGD, compose_init, no_communication
+from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_factory
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.pieces import no_communication
+from topofl.engine.protocol import Algorithm
 
 __all__ = ["local"]
 
 
 @register_algorithm("local")
-def local(
-    lr: float = 0.1,
-    *,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
-    local_steps: int | None = None,
-    local_epochs: float | None = None,
-    decay: float = 1.0,
-) -> Algorithm:
+@sgd_factory()
+def local(hp: SGDParams) -> Algorithm:
     """Local training only: every client trains on its own data and never communicates.
+
+    Takes the local-SGD keywords of :func:`~topofl.algorithms.dsgd` (``lr``, ``momentum``,
+    ``weight_decay``, ``local_steps``, ``local_epochs``, ``decay``).
 
     Examples
     --------
     >>> tf.algorithms.local(lr=0.1).uses_topology
     False
     """
-    hp = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs)
-    sgd = SGD(hp.momentum, hp.weight_decay)
-    return Algorithm(
-        name="local",
-        hparams=hp.as_dict(),
-        phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
-        init=compose_init(sgd),
-        local=sgd,
-        communicate=no_communication,
-        requires=None,
-        decay=hp.decay,
-        uses_topology=False,
-    )
+    return sgd_algorithm("local", hp, no_communication, requires=None, uses_topology=False)

@@ -39,16 +39,9 @@ from torch import Tensor
 from topofl._rng import generator_at
 from topofl._validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
-from topofl.algorithms.base import (
-    Algorithm,
-    Phase,
-    Round,
-    Sent,
-    Services,
-    State,
-    register_algorithm,
-)
+from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, restart_momentum
+from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
 __all__ = ["pfeddst", "pfeddst_scores", "pfeddst_select"]

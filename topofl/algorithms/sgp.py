@@ -15,49 +15,30 @@ References
 
 from __future__ import annotations
 
-from typing import Any
-
-from topofl.algorithms._common import check_sgd
-from topofl.algorithms.base import Algorithm, Phase, register_algorithm
-from topofl.engine.pieces import SGD, PushSum, compose_init
+from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_factory
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.pieces import SGD, PushSum
+from topofl.engine.protocol import Algorithm
 
 __all__ = ["sgp"]
 
 
-def push_sum_sgd(name: str, overlap: bool, lr: Any, momentum: Any, weight_decay: Any,
-                 local_steps: Any, local_epochs: Any, decay: Any) -> Algorithm:
+def push_sum_sgd(name: str, overlap: bool, hp: SGDParams) -> Algorithm:
     """Local SGD at the de-biased point composed with push-sum (SGP, and OSGP with overlap)."""
-    hp = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs)
     # the gradient is taken at z = x / w and applied to the numerator x (Assran et al., l. 5)
     sgd = SGD(hp.momentum, hp.weight_decay, debias="all")
     push = PushSum("all", overlap=overlap)
-    return Algorithm(
-        name=name,
-        hparams=hp.as_dict(),
-        phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
-        init=compose_init(sgd, push),
-        local=sgd,
-        communicate=push,
-        evaluate=push.evaluate,
-        requires="column",
-        decay=hp.decay,
-    )
+    return sgd_algorithm(name, hp, push, local=sgd, init=(push,), evaluate=push.evaluate,
+                         requires="column")
 
 
 @register_algorithm("sgp")
-def sgp(
-    lr: float = 0.1,
-    *,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
-    local_steps: int | None = None,
-    local_epochs: float | None = None,
-    decay: float = 1.0,
-) -> Algorithm:
+@sgd_factory()
+def sgp(hp: SGDParams) -> Algorithm:
     r"""Stochastic Gradient Push over column-stochastic, possibly directed time-varying ``W_t``.
 
     Per round: gradient at $z_i = x_i / w_i$, step on $x_i$, then $x \leftarrow W_t x$,
-    $w \leftarrow W_t w$.
+    $w \leftarrow W_t w$. Takes the local-SGD keywords of :func:`~topofl.algorithms.dsgd`.
 
     Examples
     --------
@@ -76,5 +57,4 @@ def sgp(
     >>> round(float(trace.state.weight.sum()), 12)
     3.0
     """
-    return push_sum_sgd("sgp", False, lr, momentum, weight_decay, local_steps, local_epochs,
-                        decay)
+    return push_sum_sgd("sgp", False, hp)

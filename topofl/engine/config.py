@@ -43,6 +43,10 @@ class RunConfig:
         :class:`LocalStepper`); ``None`` chooses by executor and size (:func:`stream_rows`),
         ``num_clients`` turns streaming off. It changes the speed and the memory, not the
         numbers.
+    fuse : bool, default True
+        Run the local-update piece's fused kernel when it offers one for the executor (plain
+        SGD on softmax regression in closed form: gradient and step in one pass). It changes
+        the speed, not the numbers (to rounding).
     init : {"same", "independent"}, default "same"
         Every client starts from the same model, or from its own random draw.
     eval_global : bool, default True
@@ -70,6 +74,7 @@ class RunConfig:
     executor: str = "auto"
     chunk_size: int | None = None
     stream_rows: int | None = None
+    fuse: bool = True
     init: str = "same"
     eval_global: bool = True
     record_clients: bool = True

@@ -165,7 +165,7 @@ def run(
         check_finite(loss, t_step[0], t_step[1], recorder, first)
 
     local_step = LocalStepper(executor, algorithm, data, config.batch_size, layout.num_params,
-                              dtype, rows=config.stream_rows, check=check)
+                              dtype, rows=config.stream_rows, check=check, fuse=config.fuse)
     rnd = Round(max(0, start_round - 1), None if tv is None else tv.at(max(0, start_round - 1)))
     try:
         for t in range(start_round, config.rounds):
