@@ -15,6 +15,7 @@ from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import (
     SGD,
     CliqueAveraged,
+    clique_index,
     clique_messages,
     compose_init,
     gossip,
@@ -26,11 +27,7 @@ __all__ = ["dsgd"]
 
 
 def _require_groups(state: State, rnd: Round, env: Services) -> None:
-    if rnd.topology is None or rnd.topology.groups is None:
-        raise ValueError(
-            "clique_averaging=True needs a topology with groups (cliques), e.g. "
-            "topofl.topologies.dcliques(...); this topology has none"
-        )
+    clique_index(rnd.topology)  # raises for a topology without groups
 
 
 def _gossip_and_gradients(state: State, rnd: Round, env: Services) -> Sent:

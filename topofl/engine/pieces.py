@@ -63,6 +63,7 @@ __all__ = [
     "restart_momentum",
     "no_round_start",
     "clique_messages",
+    "clique_index",
     "compose_init",
     "require_split",
 ]
@@ -224,8 +225,9 @@ _CLIQUES: weakref.WeakKeyDictionary[Topology, tuple[Tensor, Tensor]] = (
 )
 
 
-def _cliques(topology: Topology | None) -> tuple[Tensor, Tensor]:
-    """``(group index [n], group sizes)`` of the topology's cliques (cached per topology)."""
+def clique_index(topology: Topology | None) -> tuple[Tensor, Tensor]:
+    """``(group index [n], group sizes)`` of the topology's cliques (cached per topology); a
+    ``ValueError`` for a topology without groups."""
     if topology is None or topology.groups is None:
         raise ValueError(
             "clique_averaging=True needs a topology with groups (cliques), e.g. "
@@ -264,7 +266,7 @@ class CliqueAveraged:
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
         """Average the gradients over each clique of ``rnd.topology``, then step."""
-        idx, sizes = _cliques(rnd.topology)
+        idx, sizes = clique_index(rnd.topology)
         cols = env.layout.cols(phase.part)
         g = grads[:, cols]
         if self.sgd.weight_decay:  # decay each node's own model, then average the gradients
