@@ -57,9 +57,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import topofl as tf
-from topofl.algorithms.base import Context
 from topofl.data import Dataset, FederatedData
-from topofl.engine import LocalStepper, LoopExecutor, Mixer, ParamLayout, make_executor
+from topofl.engine import LocalStepper, LoopExecutor, ParamLayout, Round, make_executor
 from topofl.engine.executors import BatchedExecutor
 
 BATCH = 16
@@ -220,8 +219,7 @@ class TopoflRound:
         self.executor = executor
         self.data, self.topo = data, topo
         self.algo = tf.algorithms.dsgd(lr=LR)
-        self.ctx = Context(layout=self.layout, mixer=Mixer(torch.device("cpu"), torch.float32),
-                           n=n)
+        self.ctx = tf.engine.toy_services(n, layout=self.layout, dtype=torch.float32)
         self.state = self.algo.init(x0.clone(), self.ctx)
         self.lr = torch.full((n,), LR)
         self.phase = self.algo.phases[0]
@@ -255,7 +253,7 @@ class TopoflRound:
         t = CHECK_ROUND if batches is not None else self.t
         t0 = time.perf_counter()
         if not self.by_parts:
-            self.stepper(self.state, self.ctx, self.phase, t, 0, self.lr)
+            self.stepper(self.state, Round(t), self.ctx, self.phase, 0, self.lr)
             t1 = t2 = t3 = time.perf_counter()
         else:
             if batches is None:
@@ -266,9 +264,9 @@ class TopoflRound:
             loss = self.executor.grad(self.state.x, x, y, self.phase.part, self.grads)
             self._check(loss, 0)
             t2 = time.perf_counter()
-            self.algo.update(self.state, self.grads, self.phase, self.lr, self.ctx)
+            self.algo.update(self.state, self.grads, self.phase, self.lr, Round(t), self.ctx)
             t3 = time.perf_counter()
-        self.algo.communicate(self.state, self.topo, self.t, self.ctx)
+        self.algo.communicate(self.state, Round(self.t, self.topo), self.ctx)
         t4 = time.perf_counter()
         self.t += 1
         if not self.by_parts:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from topofl._version import __version__
 
 _SUBMODULES = frozenset({
     "algorithms", "api", "config", "data", "engine", "exceptions", "graph", "mixing", "models",

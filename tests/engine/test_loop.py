@@ -123,9 +123,9 @@ def test_executors_give_the_same_run(data: Any) -> None:
 def test_local_epochs_give_each_client_its_own_step_count(data: Any) -> None:
     sizes = data.sizes("train")
     assert len(set(sizes.tolist())) > 1
-    from topofl.engine.loop import _steps_per_client
+    from topofl.engine import steps_per_client
 
-    steps = _steps_per_client(None, 1.0, torch.as_tensor(np.array(sizes)), 8)
+    steps = steps_per_client(None, 1.0, torch.as_tensor(np.array(sizes)), 8)
     assert steps.tolist() == [int(np.ceil(s / 8)) for s in sizes]
     # a client frozen after its own count: compare with a run where everyone does 1 step
     res = tf.run("local", data=data, rounds=1, lr=0.1, local_epochs=1.0, batch_size=8, seed=0)
@@ -187,3 +187,28 @@ def test_demo_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert (tmp_path / "demo" / "convergence.png").stat().st_size > 1000
     assert (tmp_path / "demo" / "ring.jsonl").exists()
     assert "| ring |" in capsys.readouterr().out
+
+
+def _graph_rounds(rows: list[dict[str, Any]]) -> list[int]:
+    return [r["round"] for r in rows if r["metric"] == "graph.spectral_gap"]
+
+
+def test_static_graph_rows_once_per_run_time_varying_every_evaluation(data: Any,
+                                                                      tmp_path: Path) -> None:
+    kw = dict(data=data, rounds=6, lr=0.2, batch_size=8, eval_every=2, seed=0)
+    static = tf.run("dsgd", topology="ring", **kw)
+    assert _graph_rounds(static.records.rows) == [1]  # the first evaluation of the run
+    assert static.records.final("graph.spectral_gap") == pytest.approx(
+        tf.spectral.spectral_gap(tf.topologies.ring(12)))
+    varying = tf.run("dsgd", topology=tf.topologies.one_peer_exponential(12), **kw)
+    assert _graph_rounds(varying.records.rows) == [1, 3, 5]
+    # a resumed run does not write the static graph's rows again
+    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
+    cfg = RunConfig(rounds=6, batch_size=8, eval_every=2, seed=0, checkpoint_every=4,
+                    checkpoint_path=str(tmp_path / "ck.pt"),
+                    records_path=str(tmp_path / "r.jsonl"))
+    ring, algo = tf.topologies.ring(12), tf.algorithms.dsgd(lr=0.2)
+    with pytest.raises(Crash):
+        tf.engine.run(cfg, ring, algo, CrashingData(data, at=5), model)
+    tf.engine.run(cfg, ring, algo, data, model, resume=tmp_path / "ck.pt")
+    assert _graph_rounds(tf.records.load(tmp_path / "r.jsonl").rows) == [1]

@@ -10,8 +10,7 @@ import pytest
 import torch
 
 import topofl as tf
-from topofl.engine import RunConfig
-from topofl.engine.loop import _attach_services
+from topofl.engine import DataServices, Sent
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +20,8 @@ def setup() -> Any:
     model = model.double()
     layout = tf.engine.ParamLayout.from_model(model)
     ex = tf.engine.LoopExecutor(model, layout)
-    ctx = tf.algorithms.Context(layout=layout, mixer=tf.engine.Mixer(torch.device("cpu"),
-                                torch.float64), n=6)
-    _attach_services(ctx, ex, data, RunConfig(rounds=1, batch_size=4), torch.float64,
-                     (6, layout.num_params))
+    ctx = DataServices(layout, tf.engine.Mixer(torch.device("cpu"), torch.float64), ex, data,
+                       batch_size=4)
     x = torch.randn(6, layout.num_params, dtype=torch.float64,
                     generator=torch.Generator().manual_seed(0)) * 0.1
     return data, model, layout, ctx, x
@@ -49,8 +46,8 @@ def test_losses_match_per_client_reference(setup: Any) -> None:
 def test_cross_losses_evaluate_model_i_on_peer_data(setup: Any) -> None:
     data, model, layout, ctx, x = setup
     peers = torch.tensor([[1, 2], [0, 0], [5, 3], [2, 1], [4, 4], [0, 1]])
-    got = ctx.cross_losses(x, peers)
-    xb, yb = data.sample(ctx.round, (1 << 20) * 100, 4)
+    got = ctx.cross_losses(x, peers, t=0)
+    xb, yb = data.sample(0, (1 << 20) * 100, 4)
     for i in range(6):
         for j in range(2):
             p = int(peers[i, j])
@@ -62,21 +59,19 @@ def test_local_train_only_moves_its_part_and_lowers_loss(setup: Any) -> None:
     data, model, layout, ctx, x = setup
     y = x.clone()
     before = ctx.losses(y, "train")
-    ctx.local_train(y, "all", 0.5, steps=20)
+    ctx.local_train(y, "all", 0.5, t=0, steps=20)
     after = ctx.losses(y, "train")
     assert bool((after < before).all())
     with pytest.raises(ValueError, match="exactly one"):
-        ctx.local_train(y, "all", 0.5)
+        ctx.local_train(y, "all", 0.5, t=0)
 
 
 def test_losses_need_the_split(setup: Any) -> None:
     data = tf.data.federate("digits", "shards", 6, seed=0)  # no validation split
     model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
     layout = tf.engine.ParamLayout.from_model(model)
-    ctx = tf.algorithms.Context(layout=layout, mixer=tf.engine.Mixer(torch.device("cpu"),
-                                torch.float32), n=6)
-    _attach_services(ctx, tf.engine.BatchedExecutor(model, layout), data,
-                     RunConfig(rounds=1), torch.float32, (6, layout.num_params))
+    ctx = DataServices(layout, tf.engine.Mixer(torch.device("cpu"), torch.float32),
+                       tf.engine.BatchedExecutor(model, layout), data, batch_size=32)
     with pytest.raises(ValueError, match="no 'val' samples"):
         ctx.losses(torch.zeros(6, layout.num_params), "val")
 
@@ -85,11 +80,11 @@ def test_realized_graph_is_recorded() -> None:
     data = tf.data.federate("digits", "iid", 4, seed=0)
     base = tf.algorithms.local(lr=0.1)
 
-    def communicate(state: Any, topology: Any, t: int, ctx: Any) -> int:
-        G = nx.DiGraph([(0, 1), (1, 0), (2, 3)]) if t % 2 == 0 else nx.DiGraph([(3, 2)])
+    def communicate(state: Any, rnd: Any, env: Any) -> Sent:
+        G = nx.DiGraph([(0, 1), (1, 0), (2, 3)]) if rnd.t % 2 == 0 else nx.DiGraph([(3, 2)])
         G.add_nodes_from(range(4))
-        ctx.realized = tf.Topology.from_networkx(G, weights="uniform", name="chosen")
-        return G.number_of_edges()
+        return Sent(G.number_of_edges(),
+                    tf.Topology.from_networkx(G, weights="uniform", name="chosen"))
 
     algo = base._replace(name="toy", communicate=communicate)
     res = tf.run(algo, data=data, rounds=3, seed=0, eval_every=1)

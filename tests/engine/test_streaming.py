@@ -16,8 +16,16 @@ from hypothesis import strategies as st
 from torch import nn
 
 import topofl as tf
-from topofl.algorithms.base import Context, State
-from topofl.engine import BatchedExecutor, LocalStepper, ParamLayout, RunConfig, make_executor
+from topofl.engine import (
+    BatchedExecutor,
+    LocalStepper,
+    ParamLayout,
+    Round,
+    RunConfig,
+    State,
+    make_executor,
+    toy_services,
+)
 from topofl.engine.executors import _softmax_regression
 from topofl.exceptions import ConvergenceError
 
@@ -114,7 +122,7 @@ def _stepper_run(data: Any, algo: Any, model_name: str, executor: str, rows: int
     model = model.double()
     layout = ParamLayout.from_model(model)
     n = data.num_clients
-    ctx = Context(layout=layout, mixer=tf.engine.Mixer(torch.device("cpu"), torch.float64), n=n)
+    ctx = toy_services(n, layout=layout)
     state = algo.init(tf.engine.init_parameters(
         model, layout, n, seed=0, same=True, device=torch.device("cpu"), dtype=torch.float64),
         ctx)
@@ -123,7 +131,7 @@ def _stepper_run(data: Any, algo: Any, model_name: str, executor: str, rows: int
     lr = torch.full((n,), 0.2, dtype=torch.float64)
     lr[3] = 0.0  # a client past its own step count is frozen
     for k in range(steps):
-        step(state, ctx, algo.phases[0], 2, k, lr)
+        step(state, Round(2), ctx, algo.phases[0], k, lr)
     return state
 
 
@@ -144,7 +152,7 @@ def _fused_run(data: Any, algo: Any, fuse: bool, rows: int, lr0: float = 0.2) ->
     model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10)).double()
     layout = ParamLayout.from_model(model)
     n = data.num_clients
-    ctx = Context(layout=layout, mixer=tf.engine.Mixer(torch.device("cpu"), torch.float64), n=n)
+    ctx = toy_services(n, layout=layout)
     g = torch.Generator().manual_seed(3)
     state = algo.init(torch.randn(n, layout.num_params, dtype=torch.float64, generator=g) * 0.1,
                       ctx)
@@ -152,11 +160,13 @@ def _fused_run(data: Any, algo: Any, fuse: bool, rows: int, lr0: float = 0.2) ->
     step = LocalStepper(ex, algo, data, 5, layout.num_params, torch.float64, rows=rows,
                         fuse=fuse)
     assert step.fused == fuse and (step.grads is None) == fuse
+    if fuse:  # the kernel that runs is the local-update piece's own fused step
+        assert step.kernel == algo.local.fused_step
     lr = torch.full((n,), lr0, dtype=torch.float64)
     lr[3] = 0.0
     before = state.x[3].clone()
     for k in range(4):
-        loss = step(state, ctx, algo.phases[0], 1, k, lr)
+        loss = step(state, Round(1), ctx, algo.phases[0], k, lr)
         assert torch.isfinite(loss).all()
     assert torch.equal(state.x[3], before)  # lr 0: the client does not move, fused or not
     return state
@@ -167,21 +177,32 @@ def _fused_run(data: Any, algo: Any, fuse: bool, rows: int, lr0: float = 0.2) ->
 def test_fused_sgd_equals_gradient_then_update(data: Any, rows: int, name: str) -> None:
     kw = {"momentum": 0.0} if name == "dfedavgm" else {}
     algo = tf.algorithms.get_algorithm(name, lr=0.2, **kw)
-    assert algo.plain_sgd and algo.rowwise
+    assert algo.local.rowwise and algo.local.plain
     a = _fused_run(data, algo, fuse=False, rows=rows)
     b = _fused_run(data, algo, fuse=True, rows=rows)
     np.testing.assert_allclose(b.x.numpy(), a.x.numpy(), rtol=1e-12, atol=1e-14)
 
 
-def test_plain_sgd_flags() -> None:
+def test_the_fast_paths_come_from_the_local_piece() -> None:
+    # the engine fuses only the plain-SGD piece and streams only rowwise pieces
     A = tf.algorithms
-    assert A.dsgd().plain_sgd
-    assert not A.dsgd(momentum=0.9).plain_sgd and A.dsgd(momentum=0.9).rowwise
-    assert not A.dsgd(weight_decay=1e-4).plain_sgd
-    assert not A.dsgd(clique_averaging=True).plain_sgd
-    assert not A.dfedavgm().plain_sgd  # momentum 0.9 by default
-    assert not A.sgp().plain_sgd  # gradient at z = x / w, applied to x
-    assert A.local().plain_sgd and A.fedavg().plain_sgd
+    model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    ex = BatchedExecutor(model, ParamLayout.from_model(model))
+
+    def fused(algo: Any) -> bool:
+        return algo.local.fused(ex) is not None
+
+    assert fused(A.dsgd())
+    assert not fused(A.dsgd(momentum=0.9)) and A.dsgd(momentum=0.9).local.rowwise
+    assert not fused(A.dsgd(weight_decay=1e-4))
+    assert not fused(A.dsgd(clique_averaging=True))
+    assert not A.dsgd(clique_averaging=True).local.rowwise  # reads its clique's rows
+    assert not fused(A.dfedavgm())  # momentum 0.9 by default
+    assert not fused(A.sgp())  # gradient at z = x / w, applied to x
+    assert fused(A.local()) and fused(A.fedavg())
+    assert not fused(A.fedper())  # sampled participants
+    mlp = tf.models.build_model("mlp", (4,), 3, seed=0, hidden=(5,))
+    assert A.dsgd().local.fused(BatchedExecutor(mlp, ParamLayout.from_model(mlp))) is None
 
 
 def test_sgd_needs_the_closed_form() -> None:
@@ -231,7 +252,7 @@ def test_stream_rows_by_size() -> None:
     rows = tf.engine.stream_rows(1000, 16, (3, 32, 32), cpu)
     assert 1 <= rows < 1000
     blocks = -(-1000 // rows)
-    assert rows * 16 * 3 * 32 * 32 * 4 <= 1.2 * tf.engine.loop._STREAM_BYTES
+    assert rows * 16 * 3 * 32 * 32 * 4 <= 1.2 * tf.engine.local._STREAM_BYTES
     assert blocks * rows - 1000 < blocks  # equal blocks, the last one short by < one per block
     assert tf.engine.stream_rows(10, 16, (784,), cpu) == 10
     assert tf.engine.stream_rows(1000, 16, (3, 32, 32), torch.device("meta")) == 1000

@@ -1,7 +1,9 @@
-"""Decentralized learning algorithms as small objects of pure pieces.
+"""Decentralized learning algorithms, each a short composition of the engine's pieces.
 
-``ALGORITHMS`` maps a name to its factory; :func:`get_algorithm` builds one by name. See
-:mod:`topofl.algorithms.base` for the shape every algorithm has.
+``ALGORITHMS`` maps a name to its factory; :func:`get_algorithm` builds one by name. Each
+registered algorithm lives in the module of its name (``topofl.algorithms.dsgd``, ``.sgp`` ...);
+the protocol they implement and the pieces they are built from are
+:mod:`topofl.engine.protocol` and :mod:`topofl.engine.pieces`.
 
 Examples
 --------
@@ -9,50 +11,72 @@ Examples
 True
 """
 
-from topofl.algorithms import baselines as _baselines
-from topofl.algorithms import dpfl as _dpfl
-from topofl.algorithms import personalized as _personalized
-from topofl.algorithms import pfeddst as _pfeddst
 from topofl.algorithms.base import (
     ALGORITHMS,
-    Algorithm,
-    Context,
-    Phase,
-    State,
-    clique_average_,
     get_algorithm,
     heterogeneous_epochs,
     register_algorithm,
-    sgd_step,
-    toy_context,
 )
-from topofl.algorithms.baselines import *  # noqa: F403
-from topofl.algorithms.dpfl import *  # noqa: F403
-from topofl.algorithms.dsgd import dfedavgm, dsgd, fedavg, local
-from topofl.algorithms.personalized import *  # noqa: F403
-from topofl.algorithms.pfeddst import *  # noqa: F403
-from topofl.algorithms.pushsum import osgp, sgp
+from topofl.algorithms.dfedavgm import dfedavgm
+from topofl.algorithms.dfedavgm_p import dfedavgm_p
+from topofl.algorithms.dfedpgp import dfedpgp
+from topofl.algorithms.ditto import ditto
+from topofl.algorithms.dpfl import aggregation_matrix, bggc, bggc_batched, dpfl, ggc, ggc_batched
+from topofl.algorithms.dsgd import dsgd
+from topofl.algorithms.fedavg import fedavg
+from topofl.algorithms.fedbabu import fedbabu
+from topofl.algorithms.fedper import fedper
+from topofl.algorithms.fedrep import fedrep
+from topofl.algorithms.local import local
+from topofl.algorithms.osgp import osgp
+from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
+from topofl.algorithms.sgp import sgp
+from topofl.engine.pieces import clique_average_, sgd_step
+from topofl.engine.protocol import (
+    Algorithm,
+    Part,
+    Phase,
+    Round,
+    Sent,
+    Services,
+    State,
+    toy_services,
+)
 
 __all__ = [
     "ALGORITHMS",
     "Algorithm",
-    "Context",
+    "Part",
     "Phase",
+    "Round",
+    "Sent",
+    "Services",
     "State",
     "clique_average_",
     "get_algorithm",
     "register_algorithm",
     "sgd_step",
-    "toy_context",
+    "toy_services",
+    "heterogeneous_epochs",
     "dsgd",
     "dfedavgm",
     "local",
     "fedavg",
     "sgp",
     "osgp",
-    "heterogeneous_epochs",
-    *_personalized.__all__,
-    *_pfeddst.__all__,
-    *_dpfl.__all__,
-    *_baselines.__all__,
+    "dfedpgp",
+    "dfedavgm_p",
+    "fedper",
+    "fedrep",
+    "fedbabu",
+    "ditto",
+    "pfeddst",
+    "pfeddst_scores",
+    "pfeddst_select",
+    "dpfl",
+    "ggc",
+    "bggc",
+    "ggc_batched",
+    "bggc_batched",
+    "aggregation_matrix",
 ]

@@ -1,10 +1,15 @@
-"""Validation shared by the algorithm factories."""
+"""Validation shared by the algorithm factories: one checker per kind of hyper-parameter."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from topofl._validation import check_int, check_real
+from topofl._validation import check_choice, check_int, check_real
+from topofl.engine.pieces import SGD, compose_init
+from topofl.engine.protocol import Algorithm, Phase
+
+Epochs = float | tuple[float, ...] | None
 
 
 def check_lr(lr: Any, name: str = "lr") -> float:
@@ -23,26 +28,31 @@ def check_wd(wd: Any) -> float:
     return check_real(wd, "weight_decay", low=0)
 
 
-def check_steps(
-    steps: Any, epochs: Any, default: int = 1, name: str = "local_steps"
-) -> tuple[int | None, Any]:
-    """``(steps, None)`` or ``(None, epochs)``; ``steps`` defaults to ``default``.
+def check_work(steps: Any, epochs: Any, *, steps_name: str = "local_steps",
+               epochs_name: str = "local_epochs", default_steps: int | None = 1,
+               default_epochs: float | None = None,
+               allow_zero: bool = False) -> tuple[int | None, Epochs]:
+    """The local work of one phase: ``(steps, None)`` or ``(None, epochs)``.
 
-    ``epochs`` is a positive number, or a sequence of them (one per client).
+    ``epochs`` is a positive number, or a sequence of them (one per client). Neither given:
+    ``(default_steps, None)``, or ``(None, default_epochs)`` when ``default_steps`` is None.
+    ``allow_zero`` accepts 0 (no work).
     """
+    if steps is not None and epochs is not None:
+        raise ValueError(f"give either {steps_name} or {epochs_name}, not both")
     if epochs is not None:
-        if steps is not None:
-            raise ValueError(f"give either {name} or local_epochs, not both")
         if isinstance(epochs, (list, tuple)) or hasattr(epochs, "__array__"):
-            vals = tuple(check_real(e, "local_epochs[i]", low=0, low_open=True)
+            vals = tuple(check_real(e, f"{epochs_name}[i]", low=0, low_open=not allow_zero)
                          for e in list(epochs))
             if not vals:
-                raise ValueError("local_epochs must not be an empty sequence")
+                raise ValueError(f"{epochs_name} must not be an empty sequence")
             return None, vals
-        return None, check_real(epochs, "local_epochs", low=0, low_open=True)
-    if steps is None:
-        return default, None
-    return check_int(steps, name, low=1), None
+        return None, check_real(epochs, epochs_name, low=0, low_open=not allow_zero)
+    if steps is not None:
+        return check_int(steps, steps_name, low=0 if allow_zero else 1), None
+    if default_steps is not None:
+        return default_steps, None
+    return None, default_epochs
 
 
 class SGDParams(NamedTuple):
@@ -53,7 +63,7 @@ class SGDParams(NamedTuple):
     weight_decay: float
     decay: float
     steps: int | None
-    epochs: Any
+    epochs: Epochs
 
     def as_dict(self) -> dict[str, Any]:
         """The hyper-parameters as recorded in the run config."""
@@ -64,6 +74,77 @@ class SGDParams(NamedTuple):
 def check_sgd(lr: Any, momentum: Any, weight_decay: Any, decay: Any, local_steps: Any,
               local_epochs: Any, *, default_steps: int = 1) -> SGDParams:
     """Validate the local-SGD hyper-parameters every simple algorithm takes."""
-    steps, epochs = check_steps(local_steps, local_epochs, default=default_steps)
+    steps, epochs = check_work(local_steps, local_epochs, default_steps=default_steps)
     return SGDParams(check_lr(lr), check_momentum(momentum), check_wd(weight_decay),
                      check_decay(decay), steps, epochs)
+
+
+WEIGHTINGS = ("uniform", "data_size")
+
+
+class ServerParams(NamedTuple):
+    """Checked hyper-parameters of the server-based baselines (FedPer, FedRep, ...)."""
+
+    lr: float
+    momentum: float
+    weight_decay: float
+    decay: float
+    participation: float
+    sample_seed: int
+    weighting: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The shared hyper-parameters as recorded in the run config."""
+        return dict(lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay,
+                    decay=self.decay, participation=self.participation,
+                    sample_seed=self.sample_seed, weighting=self.weighting)
+
+
+def check_server(lr: Any, momentum: Any, weight_decay: Any, decay: Any, participation: Any,
+                 sample_seed: Any, weighting: Any) -> ServerParams:
+    """Validate the hyper-parameters every server-based baseline takes."""
+    return ServerParams(
+        check_lr(lr),
+        check_momentum(momentum),
+        check_wd(weight_decay),
+        check_decay(decay),
+        check_real(participation, "participation", low=0, high=1, low_open=True),
+        check_int(sample_seed, "sample_seed", low=0),
+        check_choice(weighting, "weighting", WEIGHTINGS),
+    )
+
+
+def sgd_factory(*, default_momentum: float = 0.0, default_steps: int = 1
+                ) -> Callable[[Callable[[SGDParams], Algorithm]], Callable[..., Algorithm]]:
+    """Turn ``build(hp: SGDParams) -> Algorithm`` into a factory taking the local-SGD keywords.
+
+    The factory is ``(lr=0.1, *, momentum, weight_decay=0, local_steps=None,
+    local_epochs=None, decay=1)``, checked with :func:`check_sgd`; it has ``build``'s name
+    and docstring, and an ordinary signature (``inspect.signature`` lists the keywords).
+    """
+
+    def deco(build: Callable[[SGDParams], Algorithm]) -> Callable[..., Algorithm]:
+        def factory(lr: float = 0.1, *, momentum: float = default_momentum,
+                    weight_decay: float = 0.0, local_steps: int | None = None,
+                    local_epochs: float | tuple[float, ...] | None = None,
+                    decay: float = 1.0) -> Algorithm:
+            return build(check_sgd(lr, momentum, weight_decay, decay, local_steps,
+                                   local_epochs, default_steps=default_steps))
+
+        factory.__name__ = factory.__qualname__ = build.__name__
+        factory.__doc__, factory.__module__ = build.__doc__, build.__module__
+        return factory
+
+    return deco
+
+
+def sgd_algorithm(name: str, hp: SGDParams, communicate: Any, *, local: Any = None,
+                  init: tuple[Any, ...] = (), **fields: Any) -> Algorithm:
+    """One phase of local SGD on all the parameters (``local``, by default
+    :class:`~topofl.engine.pieces.SGD` with ``hp``'s momentum and weight decay), then
+    ``communicate``; ``init`` lists further pieces that add state (e.g. push-sum)."""
+    local = SGD(hp.momentum, hp.weight_decay) if local is None else local
+    return Algorithm(name=name, hparams=hp.as_dict(),
+                     phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
+                     init=compose_init(local, *init), local=local, communicate=communicate,
+                     decay=hp.decay, **fields)

@@ -19,7 +19,7 @@ This module has three layers:
   ``f(w) -> float`` for BGGC, whose running sums $w^X, w^Y$ are the point of Algorithm 3);
 - :func:`ggc_batched` and :func:`bggc_batched`: the same two algorithms for all clients at once,
   one candidate per client per step, so that one call of a batched loss (the engine's
-  ``ctx.losses(x, "val")``) scores one candidate average for every client;
+  ``env.losses(x, "val")``) scores one candidate average for every client;
 - :func:`dpfl`: the algorithm (Algorithm 1) for the engine, registered as ``"dpfl"``.
 
 References
@@ -49,10 +49,12 @@ from topofl.algorithms._common import (
     check_decay,
     check_lr,
     check_momentum,
-    check_steps,
     check_wd,
+    check_work,
 )
-from topofl.algorithms.base import Algorithm, Context, Phase, State, register_algorithm, sgd_step
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.pieces import SGD, restart_momentum
+from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
 __all__ = ["dpfl", "ggc", "bggc", "ggc_batched", "bggc_batched", "aggregation_matrix"]
@@ -61,7 +63,7 @@ __all__ = ["dpfl", "ggc", "bggc", "ggc_batched", "bggc_batched", "aggregation_ma
 _PRE_TAG = 0
 _ROUND_TAG = 1
 _RANDOM_TAG = 2
-#: ``ctx.local_train`` stream of the tau_init pre-processing epochs
+#: ``env.local_train`` stream of the tau_init pre-processing epochs
 PRE_STREAM = 0
 
 
@@ -472,7 +474,7 @@ def ggc_batched(
         ``[n]`` positive $p_i$.
     losses : callable
         ``losses(z [n, P]) -> [n]``: client ``k``'s validation loss of row ``k``
-        (``lambda z: ctx.losses(z, "val")`` in the engine).
+        (``lambda z: env.losses(z, "val")`` in the engine).
     budget : int, None or math.inf, default None
     seeds : sequence of seeds, one per client
 
@@ -518,14 +520,16 @@ def bggc_batched(
 
     Examples
     --------
+    The problem of :func:`ggc_batched`: the same sets (Theorem 1).
+
     >>> import torch
-    >>> x = torch.tensor([[0.0], [1.0], [2.0]], dtype=torch.float64)
     >>> target = torch.tensor([0.4, 0.6, 2.0], dtype=torch.float64)
-    >>> O = tf.algorithms.bggc_batched(x, ~torch.eye(3, dtype=torch.bool),
-    ...     torch.ones(3, dtype=torch.float64), lambda z: (z[:, 0] - target) ** 2,
-    ...     seeds=[0, 1, 2])
-    >>> O.int().tolist()
-    [[0, 1, 0], [1, 0, 0], [0, 0, 0]]
+    >>> args = (torch.tensor([[0.0], [1.0], [2.0]], dtype=torch.float64),
+    ...         ~torch.eye(3, dtype=torch.bool), torch.ones(3, dtype=torch.float64),
+    ...         lambda z: (z[:, 0] - target) ** 2)
+    >>> O = tf.algorithms.bggc_batched(*args, seeds=[0, 1, 2])
+    >>> torch.equal(O, tf.algorithms.ggc_batched(*args, seeds=[0, 1, 2])), O.int().tolist()
+    (True, [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
     """
     cap = _check_budget(budget)
     return _greedy_batched(x, candidates, weights, losses, cap, seeds, running_sums=True)[0]
@@ -593,7 +597,7 @@ def dpfl(
         decay (the learning rate is not said to decay).
     weighting : {"size", "uniform"}, default "size"
         $p_i$: the number of training samples of client $i$ (eq. 1, "proportional to device
-        k's dataset size", read from ``ctx.train_sizes``), or 1 for every client.
+        k's dataset size", read from ``env.train_sizes``), or 1 for every client.
     graph : {"greedy", "random"}, default "greedy"
         ``"random"`` replaces BGGC and GGC by a randomly constructed collaboration graph with
         the same budget (DPFL Section 4.4, Fig. 3): at pre-processing and at every refresh each
@@ -609,8 +613,8 @@ def dpfl(
     Returns
     -------
     Algorithm
-        ``uses_topology=False`` (DPFL builds its own graph; ``communicate`` sets
-        ``ctx.realized`` to the round's collaboration graph with the weights of eq. 4, so the
+        ``uses_topology=False`` (DPFL builds its own graph; ``communicate`` returns
+        as realized graph the round's collaboration graph with the weights of eq. 4, so the
         engine records its edges ``j -> k`` for ``j`` in ``C_k``, density and reciprocity).
         ``state.extra`` holds ``"omega"`` and ``"collab"`` (``[n, n]`` bool masks), ``"p"``
         (``[n]``), ``"ready"`` and ``"pending_messages"``; all are checkpointed.
@@ -630,7 +634,7 @@ def dpfl(
     - *Budget.* Counted on the collaborators, $|C_k| \le B_c$ and $|\Omega_k| \le B_c$ (eq. 3,
       Section 2.2), not on $X \ni k$ as Algorithm 2's stopping test reads (which never stops
       for $B_c = 1$). BGGC's stop at the budget ends its scan (not only the current batch).
-    - *Pre-processing* trains with ``ctx.local_train`` (plain SGD at ``lr``, no momentum or
+    - *Pre-processing* trains with ``env.local_train`` (plain SGD at ``lr``, no momentum or
       weight decay: the engine service), on the data stream ``PRE_STREAM`` of round 0; it runs
       in ``round_start`` of the first round (not in ``init``), so a resumed run does not redo
       it. BGGC is simulated exactly (running sums, batches of $B_c$).
@@ -646,7 +650,7 @@ def dpfl(
     - *Rounds.* The paper counts pre-processing as 2 rounds (98 DPFL rounds against 100 for
       the baselines); pass ``rounds`` accordingly.
 
-    Complexity per GGC round: $2 + 2\max_k |\Omega_k|$ calls of ``ctx.losses`` (each scores one
+    Complexity per GGC round: $2 + 2\max_k |\Omega_k|$ calls of ``env.losses`` (each scores one
     candidate average per client on its validation split) and as many ``[n, n] @ [n, P]``
     averages; pre-processing: $2 + 2(n-1)$ calls at most, $O(nP)$ each.
 
@@ -674,7 +678,7 @@ def dpfl(
     tau_init = check_real(tau_init, "tau_init", low=0)
     if local_steps is None and local_epochs is None:
         local_epochs = 5.0  # tau_train of Appendix F.3.3
-    steps, epochs = check_steps(local_steps, local_epochs)
+    steps, epochs = check_work(local_steps, local_epochs)
     refresh_every = check_int(refresh_every, "refresh_every", low=1)
     momentum = check_momentum(momentum)
     weight_decay = check_wd(weight_decay)
@@ -693,48 +697,34 @@ def dpfl(
             mask[i, torch.as_tensor(pick)] = True
         return mask.to(device)
 
-    def init(x0: Tensor, ctx: Context) -> State:
+    def init(x0: Tensor, env: Services) -> State:
         n = x0.shape[0]
         if weighting == "size":
-            if ctx.train_sizes is None:
+            if env.train_sizes is None:
                 raise ValueError(
                     "dpfl weights models by training-set size (eq. 4) and reads them from "
-                    "ctx.train_sizes, which the engine sets; set it when driving the pieces by "
-                    "hand, or use weighting='uniform'"
+                    "env.train_sizes, which the engine sets; give them to the services when "
+                    "driving the pieces by hand, or use weighting='uniform'"
                 )
-            p = ctx.train_sizes.to(device=x0.device, dtype=x0.dtype).clone()
+            p = env.train_sizes.to(device=x0.device, dtype=x0.dtype).clone()
             if tuple(p.shape) != (n,) or not bool((p > 0).all()):
-                raise ValueError(f"ctx.train_sizes must be [n] = [{n}] positive sizes, got {p}")
+                raise ValueError(f"env.train_sizes must be [n] = [{n}] positive sizes, got {p}")
         else:
             p = torch.ones(n, dtype=x0.dtype, device=x0.device)
-        dev = x0.device
-        return State(
-            x=x0,
-            momentum=torch.zeros_like(x0) if momentum else None,
-            extra={
-                "p": p,
-                "omega": torch.zeros(n, n, dtype=torch.bool, device=dev),
-                "collab": torch.zeros(n, n, dtype=torch.bool, device=dev),
-                "ready": torch.zeros((), dtype=torch.bool, device=dev),
-                "pending_messages": torch.zeros((), dtype=torch.long, device=dev),
-            },
-        )
+        state = State(x=x0, extra={
+            "p": p,
+            "omega": torch.zeros(n, n, dtype=torch.bool, device=x0.device),
+            "collab": torch.zeros(n, n, dtype=torch.bool, device=x0.device),
+            "ready": torch.zeros((), dtype=torch.bool, device=x0.device),
+            "pending_messages": torch.zeros((), dtype=torch.long, device=x0.device),
+        })
+        sgd.init_(state, env)
+        return state
 
-    def _val_losses(ctx: Context) -> Callable[[Tensor], Tensor]:
-        if ctx.losses is None or ctx.local_train is None:
-            raise ValueError(
-                "dpfl needs the engine services ctx.losses and ctx.local_train (run it "
-                "through topofl.run, or attach them with topofl.engine.loop._attach_services)"
-            )
-        fn = ctx.losses
-        return lambda z: fn(z, "val")
-
-    def preprocess(state: State, ctx: Context) -> None:
-        if tau_init > 0 or graph == "greedy":
-            _val_losses(ctx)  # the services must be there
-        n = ctx.n
-        if tau_init > 0 and ctx.local_train is not None:  # line 2 (checked by _val_losses)
-            ctx.local_train(state.x, "all", lr, epochs=tau_init, stream=PRE_STREAM)
+    def preprocess(state: State, rnd: Round, env: Services) -> None:
+        n = env.n
+        if tau_init > 0:  # line 2
+            env.local_train(state.x, "all", lr, t=rnd.t, epochs=tau_init, stream=PRE_STREAM)
         everyone = ~torch.eye(n, dtype=torch.bool, device=state.x.device)
         if graph == "random":
             omega = _random_graph(n, 0, state.x.device)
@@ -742,7 +732,7 @@ def dpfl(
         else:
             seeds = [generator_at(graph_seed, _PRE_TAG, k) for k in range(n)]
             omega, decisions = _greedy_batched(state.x, everyone, state.extra["p"],
-                                               _val_losses(ctx), cap, seeds,
+                                               lambda z: env.losses(z, "val"), cap, seeds,
                                                running_sums=True)  # line 3
             pending = _bggc_messages(everyone, decisions, cap)
         state.extra["omega"].copy_(omega)
@@ -750,52 +740,40 @@ def dpfl(
         state.extra["pending_messages"].fill_(pending)
         state.extra["ready"].fill_(True)
 
-    def round_start(state: State, t: int, ctx: Context) -> None:
-        if state.momentum is not None:
-            state.momentum.zero_()
+    def round_start(state: State, rnd: Round, env: Services) -> None:
+        restart(state, rnd, env)
         if not bool(state.extra["ready"]):
-            preprocess(state, ctx)
+            preprocess(state, rnd, env)
 
-    def point(state: State, ctx: Context, phase: Phase) -> Tensor:
-        return state.x
-
-    def update(state: State, grads: Tensor, phase: Phase, lr_: Tensor, ctx: Context) -> None:
-        cols = ctx.layout.cols(phase.part)
-        sgd_step(
-            state.x[:, cols], grads[:, cols], lr_,
-            momentum_buf=None if state.momentum is None else state.momentum[:, cols],
-            momentum=momentum, weight_decay=weight_decay,
-        )
-
-    def communicate(state: State, topology: Topology | None, t: int, ctx: Context) -> int:
+    def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        t = rnd.t
         if not bool(state.extra["ready"]):
-            preprocess(state, ctx)
+            preprocess(state, rnd, env)
         omega, collab, p = state.extra["omega"], state.extra["collab"], state.extra["p"]
-        n = ctx.n
+        n = env.n
         if t % refresh_every == 0 and graph == "random":
             collab.copy_(_random_graph(n, t + 1, state.x.device))
             msgs = int(collab.sum())
         elif t % refresh_every == 0:  # lines 9-10
             seeds = [generator_at(graph_seed, _ROUND_TAG, t, k) for k in range(n)]
-            chosen, _ = _greedy_batched(state.x, omega, p, _val_losses(ctx), cap, seeds,
-                                        running_sums=False)
+            chosen, _ = _greedy_batched(state.x, omega, p, lambda z: env.losses(z, "val"), cap,
+                                        seeds, running_sums=False)
             collab.copy_(chosen)
             msgs = int(omega.sum())
         else:
             msgs = int(collab.sum())
         W = aggregation_matrix(collab, p)
         state.x.copy_(W @ state.x)  # line 11
-        ctx.realized = Topology.from_matrix(
+        realized = Topology.from_matrix(
             W.detach().to(device="cpu", dtype=torch.float64).numpy(), name="dpfl",
             params={"round": t, "budget": cap},
         )
         msgs += int(state.extra["pending_messages"])
         state.extra["pending_messages"].zero_()
-        return msgs
+        return Sent(msgs, realized)
 
-    def evaluate(state: State, ctx: Context) -> Tensor:
-        return state.x
-
+    sgd = SGD(momentum, weight_decay)
+    restart = restart_momentum()
     return Algorithm(
         name="dpfl",
         hparams=dict(lr=lr, budget=cap, tau_init=tau_init, local_epochs=epochs,
@@ -805,14 +783,11 @@ def dpfl(
                      decay=decay, graph=graph),
         phases=(Phase("all", steps, epochs, lr, name="local"),),
         init=init,
-        point=point,
-        update=update,
+        local=sgd,
         communicate=communicate,
-        evaluate=evaluate,
         round_start=round_start,
         requires=None,
         shared="all",
         decay=decay,
         uses_topology=False,
     )
-

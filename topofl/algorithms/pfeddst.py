@@ -38,8 +38,10 @@ from torch import Tensor
 
 from topofl._rng import generator_at
 from topofl._validation import check_choice, check_int, check_real
-from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd
-from topofl.algorithms.base import Algorithm, Context, Phase, State, register_algorithm, sgd_step
+from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.pieces import SGD, restart_momentum
+from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
 __all__ = ["pfeddst", "pfeddst_scores", "pfeddst_select"]
@@ -180,23 +182,6 @@ def pfeddst_select(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
 # --------------------------------------------------------------------------- validation helpers
 
 
-def _check_part_work(steps: Any, epochs: Any, default_epochs: float,
-                     prefix: str) -> tuple[int | None, float | tuple[float, ...] | None]:
-    if steps is not None and epochs is not None:
-        raise ValueError(f"give either {prefix}_steps or {prefix}_epochs, not both")
-    if steps is not None:
-        return check_int(steps, f"{prefix}_steps", low=1), None
-    if epochs is None:
-        return None, float(default_epochs)
-    if isinstance(epochs, (list, tuple)) or hasattr(epochs, "__array__"):
-        vals = tuple(check_real(e, f"{prefix}_epochs[i]", low=0, low_open=True)
-                     for e in list(epochs))
-        if not vals:
-            raise ValueError(f"{prefix}_epochs must not be an empty sequence")
-        return None, vals
-    return None, check_real(epochs, f"{prefix}_epochs", low=0, low_open=True)
-
-
 def _check_cost(c: Any) -> float | list[list[float]]:
     if isinstance(c, numbers.Real) and not isinstance(c, bool):
         return check_real(c, "c")
@@ -280,8 +265,8 @@ def pfeddst(
        frozen (``head_epochs``, eq. 4) (lines 10-18);
     5. records ``last[i, j] = t`` for the selected peers (line 19).
 
-    The communicated graph (``j -> i`` when ``i`` pulls ``j``'s body) is set as the round's
-    ``ctx.realized``, so the engine records its edges, density and reciprocity.
+    The communicated graph (``j -> i`` when ``i`` pulls ``j``'s body) is what ``communicate``
+    returns as realized, so the engine records its edges, density and reciprocity.
 
     Parameters
     ----------
@@ -346,7 +331,7 @@ def pfeddst(
       initial model on a mini-batch of every other client, then refreshed each round only for
       the selected peers, with the aggregated model (line 9: "the loss information calculated
       from aggregated parameters with each peer"). Each evaluation uses one training mini-batch
-      of the peer (``ctx.cross_losses``).
+      of the peer (``env.cross_losses``).
     - **Recency.** ``last`` starts at 0 (never selected) and rounds count from 1, so a peer never
       selected has $s_p = 1 - e^{-\lambda t}$; ``last`` is updated with the peers *selected by*
       the client (Section II-C, "the iteration numbers that each peer was last selected by the
@@ -397,8 +382,11 @@ def pfeddst(
     momentum = check_momentum(momentum)
     weight_decay = check_wd(weight_decay)
     decay = check_decay(decay)
-    b_steps, b_epochs = _check_part_work(local_steps, local_epochs, 5.0, "local")
-    h_steps, h_epochs = _check_part_work(head_steps, head_epochs, 1.0, "head")
+    b_steps, b_epochs = check_work(local_steps, local_epochs, default_steps=None,
+                                  default_epochs=5.0)
+    h_steps, h_epochs = check_work(head_steps, head_epochs, steps_name="head_steps",
+                                  epochs_name="head_epochs", default_steps=None,
+                                  default_epochs=1.0)
     if peers is not None:
         peers = check_int(peers, "peers", low=1)
     alpha = check_real(alpha, "alpha", low=0)
@@ -409,35 +397,33 @@ def pfeddst(
     selection_seed = check_int(selection_seed, "selection_seed", low=0)
     by_score = selection == "score"
 
-    def init(x0: Tensor, ctx: Context) -> State:
+    def init(x0: Tensor, env: Services) -> State:
         n = x0.shape[0]
-        if not ctx.layout.has_split:
+        if not env.layout.has_split:
             raise ValueError(
                 "pfeddst shares a body and personalizes a head, but the model's parameters do "
-                f"not split into a non-empty body and head ({ctx.layout.num_body} body of "
-                f"{ctx.layout.num_params}); use a model with a body and a head"
+                f"not split into a non-empty body and head ({env.layout.num_body} body of "
+                f"{env.layout.num_params}); use a model with a body and a head"
             )
         _resolve_peers(peers, n)
         if isinstance(cost, list) and len(cost) != n:
             raise ValueError(f"c must be a scalar or an [n, n] = [{n}, {n}] array, got "
                              f"[{len(cost)}, {len(cost)}]")
         kw: dict[str, Any] = {"dtype": x0.dtype, "device": x0.device}
-        return State(
-            x=x0,
-            momentum=torch.zeros_like(x0) if momentum else None,
-            extra={
-                "losses": torch.zeros(n, n, **kw),    # loss array l (line 2, line 9)
-                "last": torch.zeros(n, n, **kw),      # peer recency array (line 19)
-                "selected": torch.zeros(n, n, **kw),  # M_i of this round: A[i, j] = 1
-                "losses_ready": torch.zeros((), **kw),
-            },
-        )
+        state = State(x=x0, extra={
+            "losses": torch.zeros(n, n, **kw),    # loss array l (line 2, line 9)
+            "last": torch.zeros(n, n, **kw),      # peer recency array (line 19)
+            "selected": torch.zeros(n, n, **kw),  # M_i of this round: A[i, j] = 1
+            "losses_ready": torch.zeros((), **kw),
+        })
+        sgd.init_(state, env)
+        return state
 
-    def _candidates(n: int, ctx: Context, device: torch.device) -> Tensor:
+    def _candidates(n: int, rnd: Round, device: torch.device) -> Tensor:
         eye = torch.eye(n, dtype=torch.bool, device=device)
         if candidates == "all":
             return ~eye
-        topo = ctx.topology
+        topo = rnd.topology
         if topo is None:
             raise ValueError("pfeddst(candidates='neighbors') needs a topology; pass one to run")
         if topo.n != n:
@@ -445,29 +431,26 @@ def pfeddst(
         W = torch.as_tensor(topo.to_dense() != 0, device=device)  # W[i, j] != 0 iff j -> i
         return W & ~eye
 
-    def _cross_losses(ctx: Context) -> Any:
-        if ctx.cross_losses is None:
-            raise ValueError(
-                "pfeddst(selection='score') evaluates models on peers' data with the engine's "
-                "ctx.cross_losses service; run it through topofl.run"
-            )
-        return ctx.cross_losses
+    def _pulled(state: State, rnd: Round) -> Topology:
+        # the round's graph, j -> i when i pulled j's body, from the selection kept in the state
+        k = _resolve_peers(peers, state.x.shape[0])
+        return _realized(state.extra["selected"], {"round": rnd.t, "peers": k,
+                                                   "selection": selection})
 
-    def round_start(state: State, t: int, ctx: Context) -> None:
-        x = state.x
+    def round_start(state: State, rnd: Round, env: Services) -> None:
+        x, t = state.x, rnd.t
         n, dev = x.shape[0], x.device
         k = _resolve_peers(peers, n)
-        body, head = ctx.layout.cols("body"), ctx.layout.cols("head")
+        body, head = env.layout.cols("body"), env.layout.cols("head")
         ex = state.extra
-        if state.momentum is not None:
-            state.momentum.zero_()
-        allowed = _candidates(n, ctx, dev)
+        restart(state, rnd, env)
+        allowed = _candidates(n, rnd, dev)
 
         # -- lines 6-7: scores and selection
         if by_score:
             if not bool(ex["losses_ready"]):  # line 2: initial loss array, every pair
                 others = _others(n, dev)
-                ex["losses"].scatter_(1, others, _cross_losses(ctx)(x, others, stream=1))
+                ex["losses"].scatter_(1, others, env.cross_losses(x, others, t=t, stream=1))
                 ex["losses_ready"].fill_(1)
             c_t = (torch.tensor(cost, dtype=x.dtype, device=dev) if isinstance(cost, list)
                    else cost)
@@ -484,38 +467,21 @@ def pfeddst(
         ex["last"].masked_fill_(A > 0, float(t + 1))  # line 19 (used from the next round on)
 
         # -- line 8: e_i <- mean of e_i and the selected peers' bodies; the heads stay
-        realized = _realized(A, {"round": t, "peers": k, "selection": selection})
-        ctx.mixer.mix_(realized, x, body)
-        ctx.extra["pfeddst_realized"] = realized
+        env.mixer.mix_(_pulled(state, rnd), x, body)
 
         # -- line 9: refresh the loss array for the selected peers, with the aggregated model
         if by_score and k > 0:
-            fresh = _cross_losses(ctx)(x, chosen)
+            fresh = env.cross_losses(x, chosen, t=t)
             L = ex["losses"]
             L.scatter_(1, chosen, torch.where(valid, fresh, L.gather(1, chosen)))
 
-    def point(state: State, ctx: Context, phase: Phase | None = None) -> Tensor:
-        return state.x
-
-    def update(state: State, grads: Tensor, phase: Phase, lr_: Tensor, ctx: Context) -> None:
-        cols = ctx.layout.cols(phase.part)
-        sgd_step(
-            state.x[:, cols], grads[:, cols], lr_,
-            momentum_buf=None if state.momentum is None else state.momentum[:, cols],
-            momentum=momentum, weight_decay=weight_decay,
-        )
-
-    def communicate(state: State, topology: Topology | None, t: int, ctx: Context) -> int:
+    def communicate(state: State, rnd: Round, env: Services) -> Sent:
         # The bodies were pulled at the start of the round (Algorithm 1, line 8, before local
         # training); here the round's collaboration graph is handed to the engine.
-        A = state.extra["selected"]
-        realized = ctx.extra.pop("pfeddst_realized", None)
-        ctx.realized = _realized(A) if realized is None else realized
-        return int(A.sum().item())
+        return Sent(int(state.extra["selected"].sum().item()), _pulled(state, rnd))
 
-    def evaluate(state: State, ctx: Context) -> Tensor:
-        return state.x
-
+    sgd = SGD(momentum, weight_decay)
+    restart = restart_momentum()
     return Algorithm(
         name="pfeddst",
         hparams=dict(
@@ -530,14 +496,11 @@ def pfeddst(
             Phase("head", h_steps, h_epochs, head_lr_v, name="head"),
         ),
         init=init,
-        point=point,
-        update=update,
+        local=sgd,
         communicate=communicate,
-        evaluate=evaluate,
         round_start=round_start,
         requires=None,
         shared="body",
         decay=decay,
         uses_topology=candidates == "neighbors",
     )
-

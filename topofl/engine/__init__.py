@@ -1,27 +1,58 @@
-"""The batched training engine: flat client state, executors, gossip and the round loop."""
+"""The batched training engine: the algorithm protocol and its pieces, flat client state,
+executors, gossip, the round loop and the reference round driver.
 
+The engine never imports the algorithms (nor the package's top level): they are built from
+the protocol (:mod:`topofl.engine.protocol`) and the pieces (:mod:`topofl.engine.pieces`)
+defined here.
+"""
+
+from topofl.engine import pieces
+from topofl.engine.config import RunConfig
 from topofl.engine.executors import BatchedExecutor, LoopExecutor, make_executor
 from topofl.engine.gossip import Mixer
-from topofl.engine.layout import ParamLayout
-from topofl.engine.loop import (
-    LocalStepper,
-    Result,
-    RunConfig,
-    init_parameters,
-    run,
-    stream_rows,
+from topofl.engine.layout import ParamLayout, init_parameters
+from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
+from topofl.engine.loop import Result, run
+from topofl.engine.protocol import (
+    Algorithm,
+    LocalUpdate,
+    Part,
+    Phase,
+    Round,
+    Sent,
+    Services,
+    State,
+    ToyServices,
+    toy_services,
 )
+from topofl.engine.reference import Trace, run_rounds
+from topofl.engine.services import DataServices
 
 __all__ = [
+    "Algorithm",
+    "LocalUpdate",
+    "Part",
+    "Phase",
+    "Round",
+    "Sent",
+    "Services",
+    "State",
+    "ToyServices",
+    "toy_services",
+    "pieces",
     "ParamLayout",
     "Mixer",
     "BatchedExecutor",
     "LoopExecutor",
     "make_executor",
+    "DataServices",
     "RunConfig",
     "Result",
     "run",
     "init_parameters",
     "LocalStepper",
+    "steps_per_client",
     "stream_rows",
+    "Trace",
+    "run_rounds",
 ]

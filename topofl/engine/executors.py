@@ -32,7 +32,8 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
 from topofl.engine._threads import cpu_workers, run_on_cores
-from topofl.engine.layout import ParamLayout, Part
+from topofl.engine.layout import ParamLayout
+from topofl.engine.protocol import Part
 
 __all__ = ["Executor", "BatchedExecutor", "LoopExecutor", "make_executor", "ClientError"]
 
@@ -156,13 +157,13 @@ class _Stateless:
 
     def __call__(self, params: dict[str, Tensor], x: Tensor) -> Tensor:
         if self.module is None:
-            return functional_call(self.model, params, (x,))  # type: ignore[no-any-return]
+            return functional_call(self.model, params, (x,))  # type: ignore[no-any-return]  # torch stubs: Any
         try:
             for k, where in self.slots:
                 t = params[k]
                 for mod, attr in where:
-                    mod._parameters[attr] = t  # type: ignore[assignment]
-            return self.module(x)  # type: ignore[no-any-return]
+                    mod._parameters[attr] = t  # type: ignore[assignment]  # a tensor, not a Parameter
+            return self.module(x)  # type: ignore[no-any-return]  # Module.__call__ is Any
         finally:
             for k, where in self.slots:
                 for mod, attr in where:
@@ -206,7 +207,8 @@ class BatchedExecutor:
         if self._call.module is not None:
             for m in self._call.module.modules():
                 if type(m) is nn.Linear:  # not subclasses: they may override forward
-                    m.forward = types.MethodType(_linear_weight_major, m)  # type: ignore[method-assign]
+                    m.forward = types.MethodType(  # type: ignore[method-assign]  # by design
+                        _linear_weight_major, m)
         self._fwd: dict[bool, Callable[..., Tensor]] = {}
 
     def _forward(self, shared_input: bool) -> Callable[..., Tensor]:
@@ -248,7 +250,7 @@ class BatchedExecutor:
                          scale: Tensor | float | None) -> tuple[Tensor, Tensor | None, Tensor]:
         """Softmax regression on the clients ``c``: the losses and, unless ``scale`` is None,
         ``scale * d loss / d logits`` as ``[m, C, b]`` (and the flattened inputs)."""
-        wname, bname = self.linear  # type: ignore[misc]
+        wname, bname = self.linear  # type: ignore[misc]  # not None on this path
         W = views[wname][c]  # [m, C, d], rows of the flat buffer
         m, b = y.shape
         xf = x.reshape(m, b, -1)
@@ -291,7 +293,7 @@ class BatchedExecutor:
     def _linear_grad(self, views: dict[str, Tensor], out_views: dict[str, Tensor], x: Tensor,
                      y: Tensor, train: set[str], c: slice) -> Tensor:
         """Closed-form gradient of the mean cross-entropy of softmax regression (a chunk)."""
-        wname, bname = self.linear  # type: ignore[misc]
+        wname, bname = self.linear  # type: ignore[misc]  # not None on this path
         loss, p, xf = self._linear_backward(views, x, y, c, 1.0 if train else None)
         if p is None:
             return loss
@@ -463,7 +465,7 @@ class LoopExecutor:
                 raise ClientError(f"stage=forward client={i}: {exc}") from exc
 
         self._for_each_client(n, flat.device, one)
-        return torch.stack(outs)  # type: ignore[arg-type]
+        return torch.stack(outs)  # type: ignore[arg-type]  # every slot was filled
 
 
 def make_executor(

@@ -8,16 +8,18 @@ holds ``n`` copies of the module.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ParamLayout", "Part"]
+from topofl._rng import generator_at
+from topofl.engine.protocol import Part
 
-Part = Literal["all", "body", "head"]
+__all__ = ["ParamLayout", "Part", "init_parameters"]
+
 
 
 @dataclass(frozen=True)
@@ -145,3 +147,37 @@ class ParamLayout:
         for k in self.names:
             views[k].copy_(params[k].reshape(views[k].shape) if not len(lead) else params[k])
         return out
+
+
+def init_parameters(
+    model: nn.Module, layout: ParamLayout, n: int, *, seed: int, same: bool,
+    device: torch.device, dtype: torch.dtype,
+) -> Tensor:
+    """Initial ``[n, P]`` parameters.
+
+    ``same=True``: every client starts from the model's current parameters (build the model
+    with :func:`topofl.models.build_model` and a seed to make them reproducible, or load
+    pretrained weights into it). ``same=False``: client ``i`` re-initialises the model with its
+    modules' ``reset_parameters`` under torch's RNG seeded from ``(seed, i)`` inside
+    ``torch.random.fork_rng``, so the caller's global RNG state is restored afterwards.
+    """
+    flat = torch.empty(n, layout.num_params, dtype=dtype, device=device)
+    views = layout.views(flat)
+    if same:
+        params = dict(model.named_parameters())
+        for k in layout.names:
+            views[k].copy_(params[k].detach().to(device=device, dtype=dtype).expand_as(views[k]))
+        return flat
+    template = copy.deepcopy(model).to("cpu")
+    for i in range(n):
+        s = int(generator_at(seed, 0xC11E, i).integers(0, 2**63 - 1))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(s)
+            for m in template.modules():
+                reset = getattr(m, "reset_parameters", None)
+                if callable(reset):
+                    reset()
+        params = dict(template.named_parameters())
+        for k in layout.names:
+            views[k][i].copy_(params[k].detach())
+    return flat

@@ -19,8 +19,7 @@ from tests.engine._crash import Crash, CrashingData
 from topofl._rng import generator_at
 from topofl.algorithms import aggregation_matrix, bggc, bggc_batched, ggc, ggc_batched
 from topofl.algorithms.dpfl import PRE_STREAM
-from topofl.engine import RunConfig
-from topofl.engine.loop import _attach_services
+from topofl.engine import DataServices, Round, RunConfig, toy_services
 
 D = torch.float64
 fs = frozenset
@@ -254,26 +253,26 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match="one seed per client"):
         ggc_batched(torch.zeros(3, 2), ~eye, torch.ones(3), lambda z: z.sum(1), seeds=[0])
     with pytest.raises(ValueError, match="train_sizes"):
-        tf.algorithms.dpfl().init(torch.zeros(3, 2), tf.algorithms.toy_context(3, 2))
+        tf.algorithms.dpfl().init(torch.zeros(3, 2), toy_services(3, 2))
 
 
 def test_update_is_sgd_with_momentum_and_weight_decay() -> None:
     algo = tf.algorithms.dpfl(lr=0.1, momentum=0.9, weight_decay=0.01, weighting="uniform")
-    ctx = tf.algorithms.toy_context(2, 3)
+    ctx = toy_services(2, 3)
     x0 = torch.tensor([[1.0, -2.0, 0.5], [0.0, 3.0, 1.0]], dtype=D)
     state = algo.init(x0.clone(), ctx)
     assert algo.phases[0].epochs == 5 and algo.phases[0].part == "all"
     g1 = torch.tensor([[0.5, 0.0, -1.0], [1.0, 2.0, 0.0]], dtype=D)
     g2 = torch.tensor([[1.0, 1.0, 1.0], [0.0, -1.0, 2.0]], dtype=D)
     lr = torch.full((2,), 0.1, dtype=D)
-    algo.update(state, g1.clone(), algo.phases[0], lr, ctx)
-    algo.update(state, g2.clone(), algo.phases[0], lr, ctx)
+    algo.update(state, g1.clone(), algo.phases[0], lr, Round(0), ctx)
+    algo.update(state, g2.clone(), algo.phases[0], lr, Round(0), ctx)
     m1 = g1 + 0.01 * x0
     x1 = x0 - 0.1 * m1
     m2 = 0.9 * m1 + g2 + 0.01 * x1
     torch.testing.assert_close(state.x, x1 - 0.1 * m2, rtol=0, atol=1e-15)
     state.extra["ready"].fill_(True)  # skip pre-processing: LocalOpt restarts every round
-    algo.round_start(state, 1, ctx)
+    algo.round_start(state, Round(1), ctx)
     assert state.momentum is not None and not bool(state.momentum.any())
 
 
@@ -295,10 +294,8 @@ def _model(data: Any) -> Any:
 def _services(data: Any) -> tuple[Any, Any, Any, torch.Tensor]:
     model = _model(data).double()
     layout = tf.engine.ParamLayout.from_model(model)
-    ctx = tf.algorithms.Context(layout=layout, mixer=tf.engine.Mixer(torch.device("cpu"), D),
-                                n=N)
-    _attach_services(ctx, tf.engine.BatchedExecutor(model, layout), data,
-                     RunConfig(rounds=1, batch_size=32), D, (N, layout.num_params))
+    ctx = DataServices(layout, tf.engine.Mixer(torch.device("cpu"), D),
+                       tf.engine.BatchedExecutor(model, layout), data, batch_size=32)
     x0 = tf.engine.init_parameters(model, layout, N, seed=0, same=True,
                                    device=torch.device("cpu"), dtype=D)
     return model, layout, ctx, x0
@@ -331,12 +328,12 @@ def test_one_round_equals_per_client_reference(data: Any) -> None:
 
     # ---- pre-processing (Algorithm 1, lines 1-5), written per client
     w_init = x0.clone()
-    ctx.local_train(w_init, "all", lr, epochs=1, stream=PRE_STREAM)
+    ctx.local_train(w_init, "all", lr, t=0, epochs=1, stream=PRE_STREAM)
     omega_ref = [sorted(bggc(k, [j for j in range(N) if j != k], w_init, p,
                              _client_loss(data, model, layout, k), budget=budget,
                              seed=generator_at(seed, 0, k))) for k in range(N)]
     x_ref = torch.stack([_avg(w_init, p, [k, *omega_ref[k]]) for k in range(N)])
-    algo.round_start(state, 0, ctx)
+    algo.round_start(state, Round(0), ctx)
     omega = state.extra["omega"]
     assert [torch.nonzero(omega[k]).flatten().tolist() for k in range(N)] == omega_ref
     assert all(len(o) <= budget for o in omega_ref)
@@ -346,7 +343,7 @@ def test_one_round_equals_per_client_reference(data: Any) -> None:
 
     # ---- one local step (the engine's phase), then communicate (lines 9-11)
     g = torch.randn(N, layout.num_params, dtype=D, generator=torch.Generator().manual_seed(1))
-    algo.update(state, g.clone(), algo.phases[0], torch.full((N,), lr, dtype=D), ctx)
+    algo.update(state, g.clone(), algo.phases[0], torch.full((N,), lr, dtype=D), Round(0), ctx)
     x_ref = x_ref - lr * (g + 1e-3 * x_ref)
     torch.testing.assert_close(state.x, x_ref, rtol=0, atol=1e-12)
 
@@ -357,15 +354,15 @@ def test_one_round_equals_per_client_reference(data: Any) -> None:
     C_ref = [sorted(ggc(k, omega_ref[k], set_loss(k), budget=budget,
                         seed=generator_at(seed, 1, 0, k))) for k in range(N)]
     new_ref = torch.stack([_avg(x_ref, p, [k, *C_ref[k]]) for k in range(N)])
-    msgs = algo.communicate(state, None, 0, ctx)  # type: ignore[arg-type]
+    msgs, realized = algo.communicate(state, Round(0), ctx)
     collab = state.extra["collab"]
     assert [torch.nonzero(collab[k]).flatten().tolist() for k in range(N)] == C_ref
     torch.testing.assert_close(state.x, new_ref, rtol=0, atol=1e-12)
     assert msgs == sum(len(o) for o in omega_ref) + pending
     assert int(state.extra["pending_messages"]) == 0
-    edges = {(j, k) for j, k in ctx.realized.graph.edges()}
+    edges = {(j, k) for j, k in realized.graph.edges()}
     assert edges == {(j, k) for k in range(N) for j in C_ref[k]}
-    assert ctx.realized.is_row_stochastic
+    assert realized.is_row_stochastic
 
 
 def test_tau_init_zero_fills_the_budget_from_identical_models(data: Any) -> None:
@@ -374,7 +371,7 @@ def test_tau_init_zero_fills_the_budget_from_identical_models(data: Any) -> None
     _, _, ctx, x0 = _services(data)
     algo = tf.algorithms.dpfl(budget=3, tau_init=0, graph_seed=5)
     state = algo.init(x0.clone(), ctx)
-    algo.round_start(state, 0, ctx)
+    algo.round_start(state, Round(0), ctx)
     for k in range(N):
         others = [j for j in range(N) if j != k]
         perm = generator_at(5, 0, k).permutation(N - 1)

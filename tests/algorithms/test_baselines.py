@@ -16,11 +16,10 @@ import torch
 import torch.nn.functional as F
 
 import topofl as tf
-from topofl.algorithms import ALGORITHMS, Context, get_algorithm, toy_context
-from topofl.algorithms.baselines import participants
-from topofl.engine import ParamLayout
-from topofl.engine.gossip import Mixer
-from topofl.engine.loop import _AUX_STEP
+from topofl.algorithms import ALGORITHMS, get_algorithm
+from topofl.engine import ParamLayout, Round, Services, run_rounds, toy_services
+from topofl.engine.pieces import participants
+from topofl.engine.services import AUX_STEP as _AUX_STEP
 
 D = torch.float64
 N = 4
@@ -156,7 +155,7 @@ def test_fedbabu_equals_per_client_reference(data: Any) -> None:
         for k in range(4):
             xb, yb = data.sample(1, _AUX_STEP * (1 + 7) + k, B)
             expected[i] -= 0.2 * _grad(model, layout, expected[i], xb[i], yb[i], "head")
-    got = res.algorithm.evaluate(res.state, res.extra["ctx"])
+    got = res.evaluated()
     np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=0, atol=1e-12)
 
 
@@ -166,7 +165,7 @@ def test_ditto_equals_per_client_reference(data: Any) -> None:
     ref = _reference("ditto", data, 2, lr=0.25, mu=0.5, decay=0.75, steps=2, lam=0.5,
                      personal_steps=3, personal_lr=0.125)
     np.testing.assert_allclose(res.state.x.numpy(), ref["x"].numpy(), rtol=0, atol=1e-12)
-    v = res.algorithm.evaluate(res.state, res.extra["ctx"])
+    v = res.evaluated()
     np.testing.assert_allclose(v.numpy(), ref["v"].numpy(), rtol=0, atol=1e-12)
     assert not torch.allclose(v, res.state.x)
 
@@ -185,7 +184,7 @@ def test_partial_participation_and_size_weighting_equal_reference(data: Any, nam
                      weights=sizes)
     np.testing.assert_allclose(res.state.x.numpy(), ref["x"].numpy(), rtol=0, atol=1e-12)
     if name == "ditto":
-        v = res.algorithm.evaluate(res.state, res.extra["ctx"])
+        v = res.evaluated()
         np.testing.assert_allclose(v.numpy(), ref["v"].numpy(), rtol=0, atol=1e-12)
     assert res.records.final("messages") == 3 * 2 * 2  # 3 rounds, 2 participants
 
@@ -203,10 +202,10 @@ def test_participants_are_a_pure_function_of_seed_and_round() -> None:
 # ----------------------------------------------------------------------------- heads stay home
 
 
-def _split_ctx(n: int, p_body: int, p_head: int) -> Context:
+def _split_ctx(n: int, p_body: int, p_head: int) -> Services:
     layout = ParamLayout(("b", "h"), (torch.Size([p_body]), torch.Size([p_head])),
                          (0, p_body), p_body, p_body + p_head, ("h",))
-    return Context(layout=layout, mixer=Mixer(torch.device("cpu"), D), n=n)
+    return toy_services(n, layout=layout)
 
 
 @pytest.mark.parametrize("name", ["fedper", "fedrep", "fedbabu"])
@@ -220,7 +219,7 @@ def test_communicate_averages_the_body_and_never_moves_a_head(name: str,
     state = algo.init(x0.clone(), ctx)
     heads = state.x[:, 3:].clone()
     before = state.x.clone()
-    msgs = algo.communicate(state, None, 4, ctx)  # type: ignore[arg-type]
+    msgs = algo.communicate(state, Round(4), ctx).messages
     assert torch.equal(state.x[:, 3:], heads)
     sel = participants(n, 4, participation, 1) or list(range(n))
     assert msgs == 2 * len(sel)
@@ -240,7 +239,7 @@ def test_fedbabu_head_is_the_fixed_initial_head_of_the_server(data: Any) -> None
     # one head for everyone (the server's initial one), never trained
     assert bool((h == h[0]).all())
     model = _model(data)
-    fresh = tf.engine.loop.init_parameters(model, layout, N, seed=0, same=False,
+    fresh = tf.engine.init_parameters(model, layout, N, seed=0, same=False,
                                            device=torch.device("cpu"), dtype=D)
     assert torch.equal(h[0], fresh[0, layout.cols("head")])
     assert not torch.equal(res.state.x[:, layout.cols("body")], fresh[:, layout.cols("body")])
@@ -248,10 +247,10 @@ def test_fedbabu_head_is_the_fixed_initial_head_of_the_server(data: Any) -> None
 
 def test_fedbabu_finetuning_leaves_the_training_state_alone(data: Any) -> None:
     res = _engine("fedbabu", data, rounds=2, finetune_steps=5)
-    ctx, algo, layout = res.extra["ctx"], res.algorithm, res.layout
+    ctx, algo, layout, last = res.services, res.algorithm, res.layout, res.last
     before = {k: v.clone() for k, v in res.state.tensors().items()}
-    ev1 = algo.evaluate(res.state, ctx)
-    ev2 = algo.evaluate(res.state, ctx)
+    ev1 = algo.evaluate(res.state, last, ctx)
+    ev2 = algo.evaluate(res.state, last, ctx)
     for k, v in res.state.tensors().items():
         assert torch.equal(v, before[k]), k
     assert torch.equal(ev1, ev2)  # deterministic: indexed by the round
@@ -263,9 +262,9 @@ def test_fedbabu_finetuning_leaves_the_training_state_alone(data: Any) -> None:
     assert bool((ctx.losses(ev1, "train") < ctx.losses(res.state.x, "train")).all())
     # the whole model when asked; none at all with 0 steps
     full = get_algorithm("fedbabu", finetune_steps=5, finetune_part="all")
-    assert not torch.equal(full.evaluate(res.state, ctx)[:, body], res.state.x[:, body])
+    assert not torch.equal(full.evaluate(res.state, last, ctx)[:, body], res.state.x[:, body])
     none = get_algorithm("fedbabu", finetune_steps=0)
-    assert torch.equal(none.evaluate(res.state, ctx), res.state.x)
+    assert torch.equal(none.evaluate(res.state, last, ctx), res.state.x)
 
 
 def test_fedbabu_finetuning_needs_the_engine() -> None:
@@ -273,7 +272,7 @@ def test_fedbabu_finetuning_needs_the_engine() -> None:
     ctx = _split_ctx(2, 2, 1)
     state = algo.init(torch.zeros(2, 3, dtype=D), ctx)
     with pytest.raises(ValueError, match="local_train"):
-        algo.evaluate(state, ctx)
+        algo.evaluate(state, Round(0), ctx)
 
 
 # ----------------------------------------------------------------------------- Ditto
@@ -281,20 +280,14 @@ def test_fedbabu_finetuning_needs_the_engine() -> None:
 
 def _drive_ditto(algo: Any, c: torch.Tensor, rounds: int) -> tuple[Any, Any, list[Any]]:
     n, p = c.shape
-    ctx = toy_context(n, p)
-    state = algo.init(torch.zeros(n, p, dtype=D), ctx)
+    env = toy_services(n, p)
+    state = algo.init(torch.zeros(n, p, dtype=D), env)
     received = []
-    for t in range(rounds):
-        ctx.round = t
-        algo.round_start(state, t, ctx)
+    for t in range(rounds):  # round by round, to keep the global model each round receives
         received.append(state.x.clone())
-        for phase in algo.phases:
-            for _ in range(phase.steps):
-                z = algo.point(state, ctx, phase)
-                lr = torch.full((n,), phase.lr * algo.decay**t, dtype=D)
-                algo.update(state, (z - c) * (1 + z**2), phase, lr, ctx)  # nonlinear grads
-        algo.communicate(state, None, t, ctx)
-    return state, ctx, received
+        trace = run_rounds(algo, state.x, None, lambda z, ph, rnd: (z - c) * (1 + z**2),
+                           rounds=1, start=t, state=state, env=env)  # nonlinear grads
+    return state, trace, received
 
 
 def test_ditto_with_lambda_zero_is_local_training() -> None:
@@ -303,14 +296,14 @@ def test_ditto_with_lambda_zero_is_local_training() -> None:
                                personal_steps=3)
     state, ctx, _ = _drive_ditto(algo, c, 6)
     local = tf.algorithms.local(lr=0.03, local_steps=3)
-    lctx = toy_context(5, 3)
+    lctx = toy_services(5, 3)
     lst = local.init(torch.zeros(5, 3, dtype=D), lctx)
     for _ in range(6):
         for _ in range(3):
-            z = local.point(lst, lctx, local.phases[0])
+            z = local.point(lst, local.phases[0], lctx)
             local.update(lst, (z - c) * (1 + z**2), local.phases[0],
-                         torch.full((5,), 0.03, dtype=D), lctx)
-    assert torch.equal(algo.evaluate(state, ctx), lst.x)
+                         torch.full((5,), 0.03, dtype=D), Round(0), lctx)
+    assert torch.equal(ctx.evaluated(), lst.x)
     assert not torch.allclose(state.x, lst.x)  # the global model is another model
 
 
@@ -320,7 +313,7 @@ def test_ditto_with_large_lambda_pins_personal_to_global() -> None:
     algo = tf.algorithms.ditto(lr=0.05, lam=lam, personal_lr=0.5 / lam, local_steps=3,
                                personal_steps=60)
     state, ctx, received = _drive_ditto(algo, c, 5)
-    v = algo.evaluate(state, ctx)
+    v = ctx.evaluated()
     w_t = received[-1]  # v minimises F_k(v) + lam/2 |v - w^t|^2: v = w^t - grad F_k(v) / lam
     gmax = float(((w_t - c) * (1 + w_t**2)).abs().max())
     assert float((v - w_t).abs().max()) <= 1.01 * gmax / lam
@@ -328,19 +321,19 @@ def test_ditto_with_large_lambda_pins_personal_to_global() -> None:
     small = tf.algorithms.ditto(lr=0.05, lam=0.1, personal_lr=0.05, local_steps=3,
                                 personal_steps=60)
     s2, ctx2, rec2 = _drive_ditto(small, c, 5)
-    assert float((small.evaluate(s2, ctx2) - rec2[-1]).abs().max()) > 10 * gmax / lam
+    assert float((ctx2.evaluated() - rec2[-1]).abs().max()) > 10 * gmax / lam
 
 
 def test_ditto_phases_train_different_buffers() -> None:
     algo = tf.algorithms.ditto(lam=1.0)
-    ctx = toy_context(2, 3)
+    ctx = toy_services(2, 3)
     state = algo.init(torch.ones(2, 3, dtype=D), ctx)
     names = [p.name for p in algo.phases]
     assert names == ["personal", "global"]
     personal, glob = algo.phases
-    assert algo.point(state, ctx, personal) is state.extra["personal"]
-    assert algo.point(state, ctx, glob) is state.x
-    assert algo.evaluate(state, ctx) is state.extra["personal"]
+    assert algo.point(state, personal, ctx) is state.extra["personal"]
+    assert algo.point(state, glob, ctx) is state.x
+    assert algo.evaluate(state, Round(0), ctx) is state.extra["personal"]
     assert algo.shared == "all" and not algo.uses_topology
 
 
@@ -393,4 +386,4 @@ def test_data_size_weighting_needs_the_sizes() -> None:
     ctx = _split_ctx(3, 2, 1)
     state = algo.init(torch.zeros(3, 3, dtype=D), ctx)
     with pytest.raises(ValueError, match="train_sizes"):
-        algo.communicate(state, None, 0, ctx)  # type: ignore[arg-type]
+        algo.communicate(state, Round(0), ctx)

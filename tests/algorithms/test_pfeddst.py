@@ -17,7 +17,7 @@ from tests.engine._crash import Crash, CrashingData
 from topofl.engine import RunConfig
 
 D = torch.float64
-AUX = 1 << 20  # the engine's auxiliary sampling steps (topofl.engine.loop._AUX_STEP)
+AUX = 1 << 20  # the engine's auxiliary sampling steps (topofl.engine.services.AUX_STEP)
 INF = math.inf
 
 
@@ -219,10 +219,9 @@ def test_head_never_leaves_its_client(data: Any) -> None:
     algo = tf.algorithms.pfeddst(peers=2, local_steps=1, head_steps=1)
     res = tf.run(algo, data=data, model=model, rounds=1, batch_size=4, init="independent",
                  dtype="float64", spectral=False)
-    state, ctx = res.state, res.extra["ctx"]
+    state, ctx = res.state, res.services
     before = state.x.clone()
-    ctx.round = 1
-    algo.round_start(state, 1, ctx)  # selection + aggregation of the bodies
+    algo.round_start(state, tf.engine.Round(1), ctx)  # selection + aggregation of the bodies
     head, body = layout.cols("head"), layout.cols("body")
     assert torch.equal(state.x[:, head], before[:, head])
     A = state.extra["selected"]
@@ -231,10 +230,10 @@ def test_head_never_leaves_its_client(data: Any) -> None:
                                rtol=1e-13, atol=1e-15)
     assert not torch.equal(state.x[:, body], before[:, body])
     snap = {k: v.clone() for k, v in state.tensors().items()}
-    msgs = algo.communicate(state, None, 1, ctx)  # type: ignore[arg-type]
+    msgs, realized = algo.communicate(state, tf.engine.Round(1), ctx)
     assert msgs == 10
     assert all(torch.equal(v, state.tensors()[k]) for k, v in snap.items())
-    assert ctx.realized is not None and ctx.realized.graph.number_of_edges() == 10
+    assert realized is not None and realized.graph.number_of_edges() == 10
 
 
 def test_records_realized_graph_and_messages(data: Any) -> None:
@@ -391,10 +390,9 @@ def test_bad_input_found_when_the_run_starts(data: Any) -> None:
         algo = tf.algorithms.pfeddst(peers=1)
         model = _model(data)
         layout = tf.engine.ParamLayout.from_model(model)
-        ctx = tf.algorithms.Context(layout=layout, mixer=tf.engine.Mixer(torch.device("cpu"), D),
-                                    n=2)
+        ctx = tf.engine.toy_services(2, layout=layout)
         state = algo.init(torch.zeros(2, layout.num_params, dtype=D), ctx)
-        algo.round_start(state, 0, ctx)
+        algo.round_start(state, tf.engine.Round(0), ctx)
 
 
 def test_cost_matrix_is_accepted(data: Any) -> None:

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import topofl as tf
-from topofl.algorithms import ALGORITHMS, get_algorithm, toy_context
+from topofl.algorithms import ALGORITHMS, get_algorithm
+from topofl.engine import Round, run_rounds, toy_services
 
 D = torch.float64
 
@@ -20,29 +21,20 @@ def _lr(n: int, value: float) -> torch.Tensor:
 def _drive(algo, graph, grad_fn, n, p, rounds, lr0, decay=0.995):  # type: ignore[no-untyped-def]
     # constant step size for the first half (reach the O(lr) neighbourhood of the optimum),
     # then a geometric decay that shrinks the O(lr / gap) disagreement while tracking it
-    ctx = toy_context(n, p)
-    state = algo.init(torch.zeros(n, p, dtype=D), ctx)
-    tv = tf.as_time_varying(graph) if graph is not None else None
-    for t in range(rounds):
-        ctx.topology = None if tv is None else tv.at(t)
-        algo.round_start(state, t, ctx)
-        for phase in algo.phases:
-            for _ in range(phase.steps or 1):
-                z = algo.point(state, ctx, phase)
-                lr = lr0 * decay ** max(0, t - rounds // 2)
-                algo.update(state, grad_fn(z), phase, _lr(n, lr), ctx)
-        algo.communicate(state, ctx.topology, t, ctx)
-    return algo.evaluate(state, ctx), state, ctx
+    trace = run_rounds(algo, torch.zeros(n, p, dtype=D), graph, lambda z, ph, rnd: grad_fn(z),
+                       rounds=rounds, lr=lambda rnd, ph: lr0 * decay ** max(0, rnd.t - rounds // 2))
+    return trace.evaluated(), trace.state, trace.env
 
 
 def test_dsgd_one_step_by_hand() -> None:
     # x1 = W (x0 - lr * g): ring of 3 with Metropolis weights 1/3 everywhere
-    algo, ctx = tf.algorithms.dsgd(lr=0.5), toy_context(3, 2)
+    algo, env = tf.algorithms.dsgd(lr=0.5), toy_services(3, 2)
     x0 = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=D)
-    state = algo.init(x0.clone(), ctx)
+    state = algo.init(x0.clone(), env)
     g = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]], dtype=D)
-    algo.update(state, g.clone(), algo.phases[0], _lr(3, 0.5), ctx)
-    algo.communicate(state, tf.topologies.ring(3), 0, ctx)
+    rnd = Round(0, tf.topologies.ring(3))
+    algo.update(state, g.clone(), algo.phases[0], _lr(3, 0.5), rnd, env)
+    algo.communicate(state, rnd, env)
     half = x0 - 0.5 * g
     expected = half.mean(dim=0, keepdim=True).expand(3, 2)
     np.testing.assert_allclose(state.x.numpy(), expected.numpy(), atol=1e-15)
@@ -66,15 +58,9 @@ def test_dsgd_reaches_optimum_of_heterogeneous_quadratics() -> None:
 
 
 def _const(algo, topo, c, rounds, lr):  # type: ignore[no-untyped-def]
-    n = c.shape[0]
-    ctx = toy_context(n, c.shape[1])
-    state = algo.init(torch.zeros_like(c), ctx)
-    tv = tf.as_time_varying(topo)
-    for t in range(rounds):
-        z = algo.point(state, ctx, algo.phases[0])
-        algo.update(state, z - c, algo.phases[0], _lr(n, lr), ctx)
-        algo.communicate(state, tv.at(t), t, ctx)
-    return algo.evaluate(state, ctx), state
+    trace = run_rounds(algo, torch.zeros_like(c), topo, lambda z, ph, rnd: z - c, rounds=rounds,
+                       lr=lr)
+    return trace.evaluated(), trace.state
 
 
 def test_pushsum_reaches_exact_average_that_row_stochastic_misses() -> None:
@@ -84,16 +70,17 @@ def test_pushsum_reaches_exact_average_that_row_stochastic_misses() -> None:
     row = tf.Topology.from_networkx(G, weights="uniform")
     x0 = torch.tensor([[0.0], [2.0], [4.0], [6.0], [8.0], [10.0]], dtype=D)
     # (a) averaging alone: the de-biased push-sum ratio reaches the exact average (5) ...
-    algo, ctx = tf.algorithms.sgp(), toy_context(n)
-    state = algo.init(x0.clone(), ctx)
+    algo, env = tf.algorithms.sgp(), toy_services(n)
+    state = algo.init(x0.clone(), env)
     for t in range(300):
-        algo.communicate(state, col, t, ctx)
-    np.testing.assert_allclose(algo.evaluate(state, ctx).numpy().ravel(), 5.0, atol=1e-10)
+        algo.communicate(state, Round(t, col), env)
+    np.testing.assert_allclose(algo.evaluate(state, Round(t, col), env).numpy().ravel(), 5.0,
+                               atol=1e-10)
     assert float(state.weight.sum()) == pytest.approx(n, abs=1e-12)
     # ... while row-stochastic averaging reaches consensus on a weighted, biased value
     xr = x0.clone()
     for _ in range(300):
-        ctx.mixer.mix_(row, xr)
+        env.mixer.mix_(row, xr)
     assert np.ptp(xr.numpy()) < 1e-10 and abs(float(xr[0]) - 5.0) > 0.02
     # (b) optimisation: f_i = (x - c_i)^2 / 2 with a constant step size. SGP's iterates average
     # exactly to the optimum 5 and their spread is O(lr) (4x smaller for a 4x smaller lr);
@@ -122,28 +109,25 @@ def test_pushsum_on_time_varying_directed_graph() -> None:
     assert abs(float(z.mean() - c.mean())) < 1e-3  # exact on average (up to the last step)
     np.testing.assert_allclose(z.numpy().ravel(), float(c.mean()), atol=5e-2)
     # pure averaging over the time-varying directed sequence is exact
-    algo, ctx = tf.algorithms.sgp(), toy_context(n)
-    state = algo.init(c.clone(), ctx)
-    for t in range(200):
-        algo.communicate(state, tv.at(t), t, ctx)
-    np.testing.assert_allclose(algo.evaluate(state, ctx).numpy().ravel(), float(c.mean()),
-                               atol=1e-10)
+    trace = run_rounds(tf.algorithms.sgp(), c, tv, lambda z, ph, rnd: torch.zeros_like(z),
+                       rounds=200)  # zero gradients: pure averaging
+    np.testing.assert_allclose(trace.evaluated().numpy().ravel(), float(c.mean()), atol=1e-10)
 
 
 def test_osgp_preserves_mass_in_flight_and_converges() -> None:
     n = 4
     G = nx.DiGraph([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)])
     topo = tf.Topology.from_networkx(G, weights="push_sum")
-    algo, ctx = tf.algorithms.osgp(lr=0.1), toy_context(n, 2)
+    algo, env = tf.algorithms.osgp(lr=0.1), toy_services(n, 2)
     x0 = torch.tensor([[1.0, 0.0], [2.0, 1.0], [3.0, 0.0], [4.0, -1.0]], dtype=D)
-    state = algo.init(x0.clone(), ctx)
+    state = algo.init(x0.clone(), env)
     for t in range(400):  # pure averaging: mass in x plus mass in flight is constant
-        algo.communicate(state, topo, t, ctx)
+        algo.communicate(state, Round(t, topo), env)
         total = state.x.sum(0) + state.extra["inflight_x"].sum(0)
         np.testing.assert_allclose(total.numpy(), x0.sum(0).numpy(), atol=1e-12)
         w_total = float(state.weight.sum() + state.extra["inflight_w"].sum())
         assert w_total == pytest.approx(n, abs=1e-12)
-    z = algo.evaluate(state, ctx)
+    z = algo.evaluate(state, Round(t, topo), env)
     np.testing.assert_allclose(z.numpy(), x0.mean(0, keepdim=True).expand(n, 2).numpy(),
                                atol=1e-6)
     c = torch.tensor([[0.0], [4.0], [8.0], [12.0]], dtype=D)
@@ -155,13 +139,13 @@ def test_osgp_preserves_mass_in_flight_and_converges() -> None:
 def test_clique_averaging_gives_each_member_the_clique_gradient() -> None:
     G = nx.complete_graph(6)
     topo = tf.Topology.from_networkx(G, groups=[[0, 2, 4], [1, 3, 5]])
-    algo, ctx = tf.algorithms.dsgd(lr=1.0, clique_averaging=True), toy_context(6, 2)
+    algo, env = tf.algorithms.dsgd(lr=1.0, clique_averaging=True), toy_services(6, 2)
     x0 = torch.zeros(6, 2, dtype=D)
-    state = algo.init(x0.clone(), ctx)
-    ctx.topology = topo
-    algo.round_start(state, 0, ctx)
+    state = algo.init(x0.clone(), env)
+    rnd = Round(0, topo)
+    algo.round_start(state, rnd, env)
     g = torch.arange(12, dtype=D).reshape(6, 2)
-    algo.update(state, g.clone(), algo.phases[0], _lr(6, 1.0), ctx)
+    algo.update(state, g.clone(), algo.phases[0], _lr(6, 1.0), rnd, env)
     mean_a = g[[0, 2, 4]].mean(0)
     mean_b = g[[1, 3, 5]].mean(0)
     for i in (0, 2, 4):
@@ -169,54 +153,53 @@ def test_clique_averaging_gives_each_member_the_clique_gradient() -> None:
     for i in (1, 3, 5):
         np.testing.assert_allclose(state.x[i].numpy(), (-mean_b).numpy())
     # messages: gossip arcs plus gradients over intra-clique arcs (2 cliques x 3 x 2)
-    assert algo.communicate(state, topo, 0, ctx) == topo.messages_per_round + 12
+    assert algo.communicate(state, rnd, env).messages == topo.messages_per_round + 12
 
 
 def test_clique_averaging_needs_groups() -> None:
-    algo, ctx = tf.algorithms.dsgd(clique_averaging=True), toy_context(4)
-    state = algo.init(torch.zeros(4, 1, dtype=D), ctx)
-    ctx.topology = tf.topologies.ring(4)
+    algo, env = tf.algorithms.dsgd(clique_averaging=True), toy_services(4)
+    state = algo.init(torch.zeros(4, 1, dtype=D), env)
     with pytest.raises(ValueError, match="groups"):
-        algo.round_start(state, 0, ctx)
+        algo.round_start(state, Round(0, tf.topologies.ring(4)), env)
 
 
 def test_momentum_with_clique_averaging_eq_4_5() -> None:
     topo = tf.Topology.from_networkx(nx.complete_graph(2), groups=[[0, 1]])
     algo = tf.algorithms.dsgd(lr=0.1, momentum=0.5, clique_averaging=True)
-    ctx = toy_context(2)
-    state = algo.init(torch.zeros(2, 1, dtype=D), ctx)
-    ctx.topology = topo
-    algo.round_start(state, 0, ctx)
+    env = toy_services(2)
+    state = algo.init(torch.zeros(2, 1, dtype=D), env)
+    rnd = Round(0, topo)
+    algo.round_start(state, rnd, env)
     v, theta = 0.0, 0.0
     for g_pair in ([1.0, 3.0], [0.0, 2.0], [-4.0, 2.0]):
         algo.update(state, torch.tensor([[g_pair[0]], [g_pair[1]]], dtype=D), algo.phases[0],
-                    _lr(2, 0.1), ctx)
+                    _lr(2, 0.1), rnd, env)
         v = 0.5 * v + sum(g_pair) / 2  # eq. (4) with the clique-averaged gradient
         theta = theta - 0.1 * v  # eq. (5)
         np.testing.assert_allclose(state.x.numpy().ravel(), [theta, theta], atol=1e-15)
 
 
 def test_dfedavgm_resets_momentum_each_round() -> None:
-    algo, ctx = tf.algorithms.dfedavgm(lr=0.1, momentum=0.9, local_steps=2), toy_context(2)
-    state = algo.init(torch.zeros(2, 1, dtype=D), ctx)
+    algo, env = tf.algorithms.dfedavgm(lr=0.1, momentum=0.9, local_steps=2), toy_services(2)
+    state = algo.init(torch.zeros(2, 1, dtype=D), env)
     g = torch.ones(2, 1, dtype=D)
     for _ in range(2):
-        algo.update(state, g.clone(), algo.phases[0], _lr(2, 0.1), ctx)
+        algo.update(state, g.clone(), algo.phases[0], _lr(2, 0.1), Round(0), env)
     # steps: m=1 -> x=-0.1; m=1.9 -> x=-0.29
     np.testing.assert_allclose(state.x.numpy().ravel(), [-0.29, -0.29], atol=1e-15)
-    algo.round_start(state, 1, ctx)
+    algo.round_start(state, Round(1), env)
     assert float(state.momentum.abs().sum()) == 0.0
 
 
 def test_fedavg_and_local() -> None:
-    ctx = toy_context(3)
+    env = toy_services(3)
     algo = tf.algorithms.fedavg()
-    state = algo.init(torch.tensor([[1.0], [2.0], [6.0]], dtype=D), ctx)
-    assert algo.communicate(state, None, 0, ctx) == 6  # type: ignore[arg-type]
+    state = algo.init(torch.tensor([[1.0], [2.0], [6.0]], dtype=D), env)
+    assert algo.communicate(state, Round(0), env).messages == 6
     assert state.x.flatten().tolist() == [3.0, 3.0, 3.0]
     lo = tf.algorithms.local()
-    s2 = lo.init(torch.tensor([[1.0], [2.0], [6.0]], dtype=D), ctx)
-    assert lo.communicate(s2, None, 0, ctx) == 0  # type: ignore[arg-type]
+    s2 = lo.init(torch.tensor([[1.0], [2.0], [6.0]], dtype=D), env)
+    assert lo.communicate(s2, Round(0), env).messages == 0
     assert s2.x.flatten().tolist() == [1.0, 2.0, 6.0]
 
 

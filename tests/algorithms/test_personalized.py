@@ -1,4 +1,4 @@
-"""DFedPGP and DFedAvgM-P (``topofl.algorithms.personalized``) against the paper, by hand.
+"""DFedPGP and DFedAvgM-P (``topofl.algorithms.dfedpgp``, ``.dfedavgm_p``) by hand.
 
 References are written plainly, one client at a time, following Algorithm 1 of DFedPGP line by
 line: (a) on a toy problem whose gradients are closed-form, driving the algorithm's pieces the
@@ -19,8 +19,8 @@ import torch
 
 import topofl as tf
 from tests.engine._crash import Crash, CrashingData
-from topofl.algorithms import dfedavgm_p, dfedpgp, toy_context
-from topofl.engine import ParamLayout
+from topofl.algorithms import dfedavgm_p, dfedpgp
+from topofl.engine import ParamLayout, Round, run_rounds, toy_services
 
 D = torch.float64
 PB, PH = 2, 2  # toy body and head sizes
@@ -28,10 +28,8 @@ PB, PH = 2, 2  # toy body and head sizes
 
 # ---------------------------------------------------------------------- toy problem
 def _split_ctx(n: int) -> Any:
-    ctx = toy_context(n, PB + PH)
-    ctx.layout = ParamLayout(("u", "v"), (torch.Size([PB]), torch.Size([PH])), (0, PB), PB,
-                             PB + PH, ("v",))
-    return ctx
+    return toy_services(n, layout=ParamLayout(("u", "v"), (torch.Size([PB]), torch.Size([PH])),
+                                              (0, PB), PB, PB + PH, ("v",)))
 
 
 def _toy(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -66,20 +64,13 @@ def _batched_grads(A: np.ndarray, B: np.ndarray, c: np.ndarray, z: torch.Tensor,
 
 def _drive(algo: Any, topos: list[Any], A: np.ndarray, B: np.ndarray, c: np.ndarray,
            x0: np.ndarray) -> tuple[Any, Any]:
-    """The engine's round loop on the toy problem (fixed local steps)."""
+    """The engine's round order (the reference driver) on the toy problem (fixed local steps)."""
     n = x0.shape[0]
-    ctx = _split_ctx(n)
-    state = algo.init(torch.tensor(x0, dtype=D), ctx)
-    for t, topo in enumerate(topos):
-        ctx.topology, ctx.round = topo, t
-        algo.round_start(state, t, ctx)
-        for phase in algo.phases:
-            lr = torch.full((n,), phase.lr * algo.decay**t, dtype=D)
-            for _ in range(phase.steps):
-                z = algo.point(state, ctx, phase)
-                algo.update(state, _batched_grads(A, B, c, z, phase.part), phase, lr, ctx)
-        algo.communicate(state, topo, t, ctx)
-    return state, ctx
+    trace = run_rounds(algo, torch.tensor(x0, dtype=D),
+                       tf.TimeVarying(n, topos.__getitem__, name="given"),
+                       lambda z, phase, rnd: _batched_grads(A, B, c, z, phase.part),
+                       rounds=len(topos), env=_split_ctx(n))
+    return trace.state, trace
 
 
 def _reference_dfedpgp(topos: list[Any], A: np.ndarray, B: np.ndarray, c: np.ndarray,
@@ -140,7 +131,7 @@ def test_one_round_equals_algorithm_1_by_hand() -> None:
                    local_steps_v=2)
     state, ctx = _drive(algo, [push], A, B, c, x0)
     z, v, mu, u = _reference_dfedpgp([push], A, B, c, x0, K_u=3, K_v=2, **kw)
-    got = algo.evaluate(state, ctx).numpy()
+    got = ctx.evaluated().numpy()
     np.testing.assert_allclose(got[:, :PB], np.array(z), rtol=0, atol=1e-13)
     np.testing.assert_allclose(got[:, PB:], np.array(v), rtol=0, atol=1e-13)
     np.testing.assert_allclose(state.weight.numpy(), np.array(mu), rtol=0, atol=1e-15)
@@ -159,7 +150,7 @@ def test_several_rounds_on_a_time_varying_push_graph_equal_algorithm_1() -> None
     state, ctx = _drive(algo, topos, A, B, c, x0)
     z, v, mu, _ = _reference_dfedpgp(topos, A, B, c, x0, lr_u=0.05, lr_v=0.05, K_u=2, K_v=3,
                                      momentum=0.5, wd=1e-2, decay=0.9)
-    got = algo.evaluate(state, ctx).numpy()
+    got = ctx.evaluated().numpy()
     np.testing.assert_allclose(got, np.hstack([np.array(z), np.array(v)]), rtol=0, atol=1e-12)
     np.testing.assert_allclose(state.weight.numpy(), np.array(mu), rtol=0, atol=1e-14)
 
@@ -174,8 +165,8 @@ def test_dfedpgp_on_doubly_stochastic_graph_is_dfedavgm_p() -> None:
     s1, ctx1 = _drive(dfedpgp(0.05, 0.02, **kw), [ring] * 3, A, B, c, x0)
     s2, ctx2 = _drive(dfedavgm_p(0.05, 0.02, **kw), [ring] * 3, A, B, c, x0)
     np.testing.assert_allclose(s1.weight.numpy(), np.ones(n), atol=1e-14)
-    np.testing.assert_allclose(dfedpgp().evaluate(s1, ctx1).numpy(),
-                               dfedavgm_p().evaluate(s2, ctx2).numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ctx1.evaluated().numpy(), ctx2.evaluated().numpy(), rtol=0,
+                               atol=1e-12)
 
 
 def test_dfedavgm_p_one_round_by_hand() -> None:
@@ -218,11 +209,11 @@ def test_communicate_touches_only_body_columns(factory: Any) -> None:
     state.momentum.copy_(torch.randn(n, PB + PH, dtype=D, generator=gen))
     before = {k: v.clone() for k, v in state.tensors().items()}
     topo = _directed_push(n) if algo.requires == "column" else tf.topologies.ring(n)
-    msgs = algo.communicate(state, topo, 0, ctx)
+    msgs = algo.communicate(state, Round(0, topo), ctx).messages
     assert msgs == topo.messages_per_round
     # heads: bit for bit, in the parameters, the evaluated model and the momentum
     assert torch.equal(state.x[:, PB:], before["x"][:, PB:])
-    assert torch.equal(algo.evaluate(state, ctx)[:, PB:], before["x"][:, PB:])
+    assert torch.equal(algo.evaluate(state, Round(0), ctx)[:, PB:], before["x"][:, PB:])
     assert torch.equal(state.momentum, before["momentum"])
     W = torch.as_tensor(topo.to_dense(), dtype=D)
     assert torch.allclose(state.x[:, :PB], W @ before["x"][:, :PB], rtol=0, atol=1e-15)
@@ -240,12 +231,12 @@ def test_pushsum_weights_keep_summing_to_n() -> None:
     sums, mins = [], []
     for t in range(40):
         topo = tv.at(t)
-        algo.round_start(state, t, ctx)
+        algo.round_start(state, Round(t, topo), ctx)
         for phase in algo.phases:
-            z = algo.point(state, ctx, phase)
+            z = algo.point(state, phase, ctx)
             algo.update(state, _batched_grads(A, B, c, z, phase.part), phase,
-                        torch.full((n,), 0.05, dtype=D), ctx)
-        algo.communicate(state, topo, t, ctx)
+                        torch.full((n,), 0.05, dtype=D), Round(t, topo), ctx)
+        algo.communicate(state, Round(t, topo), ctx)
         sums.append(float(state.weight.sum()))
         mins.append(float(state.weight.min()))
     np.testing.assert_allclose(sums, n, rtol=0, atol=1e-12)
@@ -263,34 +254,34 @@ def test_debiasing_is_applied_where_the_paper_says() -> None:
     state.weight.copy_(mu)
     head, body = algo.phases
     # head phase: gradients at (u / mu, v) -- z_i^{t,0} of line 6
-    z = algo.point(state, ctx, head)
+    z = algo.point(state, head, ctx)
     assert torch.equal(z[:, :PB], x0[:, :PB] / mu.unsqueeze(1))
     assert torch.equal(z[:, PB:], x0[:, PB:])
     # a head step with zero loss gradient: only weight decay, at v (= its de-biased value)
     g = torch.full((n, PB + PH), float("nan"), dtype=D)
     g[:, PB:] = 0.0
-    algo.update(state, g, head, torch.full((n,), 0.25, dtype=D), ctx)
+    algo.update(state, g, head, torch.full((n,), 0.25, dtype=D), Round(0), ctx)
     v1 = x0[:, PB:] * (1 - 0.25 * 0.1)
     assert torch.allclose(state.x[:, PB:], v1, rtol=0, atol=1e-15)
     assert torch.equal(state.x[:, :PB], x0[:, :PB])  # the body did not move
     # body phase: gradient at z = u / mu with the new head; decay term lambda * z on u
-    z = algo.point(state, ctx, body)
+    z = algo.point(state, body, ctx)
     assert torch.equal(z[:, PB:], state.x[:, PB:])
     g = torch.full((n, PB + PH), float("nan"), dtype=D)
     g[:, :PB] = 1.0
-    algo.update(state, g, body, torch.full((n,), 0.5, dtype=D), ctx)
+    algo.update(state, g, body, torch.full((n,), 0.5, dtype=D), Round(0), ctx)
     z0 = x0[:, :PB] / mu.unsqueeze(1)
     u1 = x0[:, :PB] - 0.5 * (1.0 + 0.1 * z0)
     assert torch.allclose(state.x[:, :PB], u1, rtol=0, atol=1e-14)
     assert torch.allclose(state.x[:, PB:], v1, rtol=0, atol=1e-15)
     # within the round the weight is mu^t: z^{t,1} = u^{t,1} / mu^t (line 11)
-    assert torch.allclose(algo.point(state, ctx, body)[:, :PB], u1 / mu.unsqueeze(1), atol=1e-15)
+    assert torch.allclose(algo.point(state, body, ctx)[:, :PB], u1 / mu.unsqueeze(1), atol=1e-15)
     # after the push: z^{t+1} = (P u) / (P mu) (line 17), and that is what is evaluated
     push = _directed_push(n)
-    algo.communicate(state, push, 0, ctx)
+    algo.communicate(state, Round(0, push), ctx)
     P = torch.as_tensor(push.to_dense(), dtype=D)
     zt = (P @ u1) / (P @ mu).unsqueeze(1)
-    assert torch.allclose(algo.evaluate(state, ctx)[:, :PB], zt, rtol=0, atol=1e-14)
+    assert torch.allclose(algo.evaluate(state, Round(0), ctx)[:, :PB], zt, rtol=0, atol=1e-14)
     assert torch.allclose(state.extra["z"][:, :PB], zt, rtol=0, atol=1e-14)
 
 
@@ -308,8 +299,8 @@ def test_alternating_phases_train_only_their_part(factory: Any) -> None:
         x_before, m_before = state.x.clone(), state.momentum.clone()
         g = torch.full((n, PB + PH), float("nan"), dtype=D)
         g[:, moved] = torch.randn(n, 2, dtype=D, generator=gen)
-        algo.point(state, ctx, phase)
-        algo.update(state, g, phase, torch.full((n,), 0.1, dtype=D), ctx)
+        algo.point(state, phase, ctx)
+        algo.update(state, g, phase, torch.full((n,), 0.1, dtype=D), Round(0), ctx)
         assert torch.equal(state.x[:, kept], x_before[:, kept])
         assert torch.equal(state.momentum[:, kept], m_before[:, kept])
         assert not torch.equal(state.x[:, moved], x_before[:, moved])
@@ -322,7 +313,7 @@ def test_local_momentum_restarts_every_round(factory: Any) -> None:
     algo = factory()
     state = algo.init(torch.zeros(2, PB + PH, dtype=D), ctx)
     state.momentum.fill_(3.0)
-    algo.round_start(state, 1, ctx)
+    algo.round_start(state, Round(1), ctx)
     assert float(state.momentum.abs().max()) == 0.0
 
 
@@ -386,7 +377,7 @@ def test_bad_hyper_parameters(factory: Any) -> None:
 @pytest.mark.parametrize("factory", [dfedpgp, dfedavgm_p])
 def test_model_without_head_is_refused(factory: Any) -> None:
     with pytest.raises(ValueError, match="body and a head"):
-        factory().init(torch.zeros(3, 2, dtype=D), toy_context(3, 2))
+        factory().init(torch.zeros(3, 2, dtype=D), toy_services(3, 2))
 
 
 # ---------------------------------------------------------------------- through the engine
@@ -497,7 +488,7 @@ def test_table_4_cells_run_through_the_engine(data: Any) -> None:
         _, loss = res.records.series("train_loss")
         assert np.isfinite(loss).all() and loss[-1] < math.log(10), name
         if res.algorithm.shared == "body":
-            heads = res.algorithm.evaluate(res.state, res.extra["ctx"])[
+            heads = res.evaluated()[
                 :, res.layout.cols("head")]
             assert not torch.allclose(heads[0], heads[1])  # personal, not averaged
 

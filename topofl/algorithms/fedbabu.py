@@ -1,0 +1,123 @@
+"""FedBABU: train and average only the body under a fixed random head; fine-tune to evaluate."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from torch import Tensor
+
+from topofl._validation import check_choice
+from topofl.algorithms._common import ServerParams, check_lr, check_work
+from topofl.algorithms._server import same_head, server_algorithm, server_factory
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.pieces import SGD, Sampled, compose_init
+from topofl.engine.protocol import Algorithm, Part, Phase, Round, Services, State
+
+__all__ = ["fedbabu"]
+
+_FINETUNE_STREAM = 7  # local_train stream of the evaluation-time fine-tuning
+
+
+@register_algorithm("fedbabu")
+@server_factory
+def fedbabu(
+    hp: ServerParams,
+    *,
+    local_steps: int | None = None,
+    local_epochs: float | tuple[float, ...] | None = None,
+    finetune_steps: int | None = None,
+    finetune_epochs: float | None = None,
+    finetune_lr: float | None = None,
+    finetune_part: str = "head",
+) -> Algorithm:
+    r"""FedBABU: train and average only the body under a fixed random head; fine-tune to evaluate.
+
+    During training the head keeps its random initial value on every client (it is never
+    updated nor communicated) and the body is trained locally and averaged by the server. To
+    evaluate, each client fine-tunes a *copy* of the global model on its own training data and
+    is scored with the fine-tuned copy; the training state is left untouched.
+
+    Parameters
+    ----------
+    lr : float, default 0.1
+        Learning rate of the body (``lr * decay**t`` at round ``t``).
+    momentum : float, default 0
+        Heavy-ball momentum of the local SGD (restarted every round).
+    weight_decay : float, default 0
+    local_steps, local_epochs
+        Local body updates per round: steps (default 1) or epochs.
+    decay : float, default 1
+    participation : float in (0, 1], default 1
+    sample_seed : int, default 0
+    weighting : {"uniform", "data_size"}, default "uniform"
+    finetune_steps, finetune_epochs
+        Fine-tuning before each evaluation: steps (default 5), or epochs (the paper's
+        $\tau_f$ is 5 epochs: ``finetune_epochs=5``); 0 evaluates the global model with the
+        random head as it is.
+    finetune_lr : float, optional
+        Learning rate of the fine-tuning (default ``lr``, not decayed).
+    finetune_part : {"head", "all"}, default "head"
+        What the fine-tuning trains: the head (the method as its abstract states it) or the
+        whole model (the paper also reports full fine-tuning).
+
+    Returns
+    -------
+    Algorithm
+        One ``"body"`` phase; ``shared="body"``, ``uses_topology=False``.
+
+    Notes
+    -----
+    Oh et al.: "only updates the body of the model during federated training (i.e., the head is
+    randomly initialized and never updated), and the head is fine-tuned for personalization
+    during the evaluation process". The head is part of the server's initial model, so ``init``
+    gives every client the head of client 0 (they already agree with the engine's default
+    ``init="same"``).
+
+    Fine-tuning is plain SGD through ``ctx.local_train`` on a copy of the ``[n, P]`` parameters,
+    on training batches of a stream distinct from the training phases' (indexed by the round,
+    so evaluating twice gives the same numbers). Cost per evaluation: one extra ``[n, P]``
+    buffer and ``finetune_steps`` batched forward/backward passes over all clients (with
+    epochs, ``ceil(finetune_epochs * m_i / batch_size)`` for client ``i``, the largest count for
+    the batch): the paper's 5 epochs cost five local epochs of every client at *each*
+    evaluation, so evaluate less often (``eval_every``) on large runs. The default counts steps,
+    the unit of every other topofl default, to keep evaluation cheap. Messages: ``2 m`` per
+    round of ``P_body`` numbers each.
+
+    References
+    ----------
+    .. [1] J. Oh, S. Kim, S.-Y. Yun, "FedBABU: Toward enhanced representation for federated
+       image classification", ICLR 2022.
+
+    Examples
+    --------
+    >>> algo = tf.algorithms.fedbabu(lr=0.05, finetune_steps=3)
+    >>> algo.phases[0].part, algo.shared, algo.hparams["finetune_part"]
+    ('body', 'body', 'head')
+    """
+    steps, epochs = check_work(local_steps, local_epochs)
+    fs, fe = check_work(finetune_steps, finetune_epochs, steps_name="finetune_steps",
+                        epochs_name="finetune_epochs", default_steps=5, allow_zero=True)
+    if isinstance(fe, tuple):
+        raise TypeError("finetune_epochs must be one number, not one per client")
+    flr = hp.lr if finetune_lr is None else check_lr(finetune_lr, "finetune_lr")
+    fpart = cast(Part, check_choice(finetune_part, "finetune_part", ("head", "all")))
+    no_finetune = (fs == 0) if fs is not None else (fe == 0)
+
+    def evaluate(state: State, rnd: Round, env: Services) -> Tensor:
+        if no_finetune:
+            return state.x
+        x = state.x.clone()
+        env.local_train(x, fpart, flr, t=rnd.t, steps=fs, epochs=fe, stream=_FINETUNE_STREAM)
+        return x
+
+    sgd = Sampled(SGD(hp.momentum, hp.weight_decay), hp.participation, hp.sample_seed)
+    return server_algorithm(
+        "fedbabu", hp,
+        dict(lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay, local_steps=steps,
+             local_epochs=epochs, decay=hp.decay, finetune_steps=fs, finetune_epochs=fe,
+             finetune_lr=flr, finetune_part=fpart),
+        (Phase("body", steps, epochs, hp.lr, name="body"),),
+        evaluate=evaluate,
+        local=sgd,
+        init=compose_init(sgd, check=same_head),
+    )

@@ -1,0 +1,523 @@
+r"""The pieces algorithms are composed of: local updates, communication, round hooks.
+
+Local-update pieces (the ``local`` of an :class:`~topofl.engine.Algorithm`):
+
+* :class:`SGD`: local SGD with heavy-ball/Nesterov momentum and weight decay, with the gradient
+  taken at the parameters or, for push-sum, at the de-biased point $z = x / w$ and applied to
+  the numerators $x$. Plain SGD (no momentum, no weight decay, gradient at $x$) also offers a
+  fused kernel (:meth:`SGD.fused`): gradient and step in one executor pass.
+* :class:`CliqueAveraged`: an :class:`SGD` whose gradients are first averaged over each clique
+  of the round's topology (D-Cliques' Clique Averaging).
+* :class:`Sampled`: an :class:`SGD` that only moves the round's sampled participants.
+
+Communication pieces (``communicate(state, rnd, env) -> Sent``): :func:`gossip` (``X <- W_t X``
+on the shared columns), :class:`PushSum` (numerators and weights, optionally one round of
+overlap, with its de-biased ``evaluate``), :func:`exact_average` (FedAvg's mean),
+:func:`server_average` (sampled, optionally data-size weighted mean of a part),
+:func:`no_communication`. Round hooks: :func:`restart_momentum`.
+
+Examples
+--------
+D-SGD is local SGD composed with gossip; one round by hand on a 3-ring (every Metropolis weight
+is 1/3, so one gossip step averages):
+
+>>> import torch
+>>> env = tf.engine.toy_services(3)
+>>> local, comm = tf.engine.pieces.SGD(), tf.engine.pieces.gossip()
+>>> state = tf.engine.State(x=torch.tensor([[0.0], [3.0], [6.0]], dtype=torch.float64))
+>>> rnd = tf.engine.Round(0, tf.topologies.ring(3))
+>>> local.update(state, torch.ones(3, 1, dtype=torch.float64), tf.engine.Phase(),
+...              torch.full((3,), 0.5, dtype=torch.float64), rnd, env)
+>>> comm(state, rnd, env).messages, state.x.flatten().tolist()
+(6, [2.5, 2.5, 2.5])
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from topofl._rng import generator_at
+from topofl.engine.layout import ParamLayout
+from topofl.engine.protocol import Kernel, LocalUpdate, Part, Phase, Round, Sent, Services, State
+from topofl.graph import Topology
+
+__all__ = [
+    "sgd_step",
+    "clique_average_",
+    "debias_",
+    "SGD",
+    "CliqueAveraged",
+    "Sampled",
+    "participants",
+    "gossip",
+    "PushSum",
+    "exact_average",
+    "server_average",
+    "no_communication",
+    "restart_momentum",
+    "no_round_start",
+    "clique_messages",
+    "clique_index",
+    "compose_init",
+    "require_split",
+]
+
+Communicate = Callable[[State, Round, Services], Sent]
+
+
+# ----------------------------------------------------------------------------- arithmetic
+
+
+def sgd_step(
+    x: Tensor,
+    g: Tensor,
+    lr: Tensor,
+    *,
+    momentum_buf: Tensor | None = None,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
+    nesterov: bool = False,
+    decay_point: Tensor | None = None,
+) -> None:
+    r"""One fused SGD step on ``[n, p]`` column blocks, in place.
+
+    $g \leftarrow g + \lambda\, x_{wd}$; $m \leftarrow \mu m + g$;
+    $x \leftarrow x - \eta_i (g + \mu m)$ (Nesterov) or $x - \eta_i m$ (heavy ball), with
+    $\eta$ the ``[n]`` per-client learning rates (0 freezes a client: neither its parameters
+    nor its momentum move). ``decay_point`` is where
+    weight decay is evaluated (``x`` by default; the de-biased ``z`` for push-sum). ``g`` is
+    overwritten.
+
+    Examples
+    --------
+    $g = 1 + 0.5 \cdot 2 = 2$, $m = 2$, Nesterov step $2 + 0.9 \cdot 2 = 3.8$:
+
+    >>> import torch
+    >>> x, m = torch.tensor([[2.0]]), torch.zeros(1, 1)
+    >>> tf.engine.pieces.sgd_step(x, torch.tensor([[1.0]]), torch.tensor([0.1]),
+    ...     momentum_buf=m, momentum=0.9, weight_decay=0.5, nesterov=True)
+    >>> round(float(x), 6), float(m)
+    (1.62, 2.0)
+    """
+    if weight_decay:
+        g.add_(x if decay_point is None else decay_point, alpha=weight_decay)
+    if momentum_buf is not None and momentum:
+        if bool((lr == 0).any()):  # clients past their own step count keep their momentum
+            frozen = (lr == 0).unsqueeze(1)
+            momentum_buf.copy_(torch.where(frozen, momentum_buf, momentum_buf * momentum + g))
+        else:
+            momentum_buf.mul_(momentum).add_(g)
+        step = g.add_(momentum_buf, alpha=momentum) if nesterov else momentum_buf
+    else:
+        step = g
+    x.addcmul_(step, lr.unsqueeze(1), value=-1.0)
+
+
+def clique_average_(g: Tensor, group_index: Tensor, group_sizes: Tensor) -> None:
+    """In place: replace each row of ``g`` by the mean of its group's rows (Clique Averaging).
+
+    Examples
+    --------
+    >>> import torch
+    >>> g = torch.tensor([[1.0], [2.0], [6.0]])
+    >>> tf.engine.pieces.clique_average_(g, torch.tensor([0, 1, 0]), torch.tensor([2.0, 1.0]))
+    >>> g.flatten().tolist()
+    [3.5, 2.0, 3.5]
+    """
+    sums = torch.zeros(int(group_sizes.numel()), g.shape[1], dtype=g.dtype, device=g.device)
+    sums.index_add_(0, group_index, g)
+    sums.div_(group_sizes.unsqueeze(1))
+    torch.index_select(sums, 0, group_index, out=g)
+
+
+def debias_(state: State, part: Part, layout: ParamLayout) -> Tensor:
+    """Push-sum's de-biased point into ``state.extra["z"]``, returned: ``x / w`` on the columns
+    of ``part``, ``x`` on the others."""
+    z = state.extra["z"]
+    w = state.push_weights().unsqueeze(1)
+    if part == "all":
+        torch.div(state.x, w, out=z)
+        return z
+    cols = layout.cols(part)
+    torch.div(state.x[:, cols], w, out=z[:, cols])
+    other = layout.cols("head" if part == "body" else "body")
+    z[:, other].copy_(state.x[:, other])
+    return z
+
+
+# ----------------------------------------------------------------------------- local updates
+
+
+@dataclass(frozen=True)
+class SGD:
+    r"""Local SGD on the phase's columns: the local-update piece of most algorithms.
+
+    Parameters
+    ----------
+    momentum : float, default 0
+        Heavy-ball coefficient (buffers in ``state.momentum``, kept across steps; restart them
+        with :func:`restart_momentum`).
+    weight_decay : float, default 0
+    nesterov : bool, default False
+    debias : {"all", "body"} or None, default None
+        Push-sum: take the gradient (and the weight decay) at the de-biased point
+        $z = x / w$ on these columns and apply it to the numerators $x$ (Assran et al.,
+        Algorithm 1, line 5). ``None``: at the parameters.
+    """
+
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    nesterov: bool = False
+    debias: Part | None = None
+
+    @property
+    def rowwise(self) -> bool:
+        """Each client's step reads its own row only."""
+        return True
+
+    @property
+    def plain(self) -> bool:
+        """``x <- x - lr * grad(x)`` exactly: no momentum, no weight decay, no de-biasing."""
+        return self.debias is None and not self.momentum and not self.weight_decay
+
+    def init_(self, state: State, env: Services) -> None:
+        """Momentum buffers when there is momentum."""
+        if self.momentum:
+            state.momentum = torch.zeros_like(state.x)
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """``state.x``, or the de-biased ``z`` for push-sum."""
+        return state.x if self.debias is None else debias_(state, self.debias, env.layout)
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """One SGD step on the phase's columns."""
+        cols = env.layout.cols(phase.part)
+        sgd_step(
+            state.x[:, cols], grads[:, cols], lr,
+            momentum_buf=None if state.momentum is None else state.momentum[:, cols],
+            momentum=self.momentum, weight_decay=self.weight_decay, nesterov=self.nesterov,
+            decay_point=None if self.debias is None else state.extra["z"][:, cols],
+        )
+
+    def fused(self, executor: Any) -> Kernel | None:
+        """For plain SGD and an executor that ``fuses_sgd``: :meth:`fused_step`."""
+        if self.plain and getattr(executor, "fuses_sgd", False):
+            return self.fused_step
+        return None
+
+    def fused_step(self, executor: Any, state: State, x: Tensor, y: Tensor, phase: Phase,
+                   lr: Tensor) -> Tensor:
+        """Plain SGD as one pass of ``executor.sgd_``: each block's gradient applied in cache,
+        without a gradient buffer (the same numbers as ``grad`` then :meth:`update`)."""
+        loss: Tensor = executor.sgd_(state.x, x, y, phase.part, lr)
+        return loss
+
+
+_CLIQUES: weakref.WeakKeyDictionary[Topology, tuple[Tensor, Tensor]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def clique_index(topology: Topology | None) -> tuple[Tensor, Tensor]:
+    """``(group index [n], group sizes)`` of the topology's cliques (cached per topology); a
+    ``ValueError`` for a topology without groups."""
+    if topology is None or topology.groups is None:
+        raise ValueError(
+            "clique_averaging=True needs a topology with groups (cliques), e.g. "
+            "topofl.topologies.dcliques(...); this topology has none"
+        )
+    e = _CLIQUES.get(topology)
+    if e is None:
+        idx = torch.as_tensor(topology.group_index)
+        e = _CLIQUES[topology] = (idx, torch.bincount(idx))
+    return e
+
+
+def clique_messages(topology: Topology | None) -> int:
+    """Gradients sent over the intra-clique arcs in one round of Clique Averaging."""
+    groups = () if topology is None or topology.groups is None else topology.groups
+    return int(sum(len(g) * (len(g) - 1) for g in groups))
+
+
+@dataclass(frozen=True)
+class CliqueAveraged:
+    r"""Clique Averaging (D-Cliques, Fig. 7, eq. 4-5): each client steps with its clique's
+    mean gradient (weight decay of its own model added first); the momentum then acts on the
+    averaged gradient. Not rowwise: a client's step reads its clique's rows."""
+
+    sgd: SGD
+    rowwise = False
+
+    def init_(self, state: State, env: Services) -> None:
+        """As the inner :class:`SGD`."""
+        self.sgd.init_(state, env)
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """As the inner :class:`SGD`."""
+        return self.sgd.point(state, phase, env)
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """Average the gradients over each clique of ``rnd.topology``, then step."""
+        idx, sizes = clique_index(rnd.topology)
+        cols = env.layout.cols(phase.part)
+        g = grads[:, cols]
+        if self.sgd.weight_decay:  # decay each node's own model, then average the gradients
+            g.add_(state.x[:, cols], alpha=self.sgd.weight_decay)
+        clique_average_(g, idx.to(g.device), sizes.to(device=g.device, dtype=g.dtype))
+        sgd_step(
+            state.x[:, cols], g, lr,
+            momentum_buf=None if state.momentum is None else state.momentum[:, cols],
+            momentum=self.sgd.momentum, nesterov=self.sgd.nesterov,
+        )
+
+    def fused(self, executor: Any) -> Kernel | None:
+        """Never fused."""
+        return None
+
+
+_SAMPLE_STREAM = 0x5A3D  # tag of the client-sampling stream: (sample_seed, tag, t)
+
+
+def participants(n: int, t: int, participation: float, sample_seed: int) -> list[int] | None:
+    """Clients taking part in round ``t`` (sorted), or ``None`` when all of them do.
+
+    ``max(1, floor(participation * n))`` clients drawn without replacement from the stream
+    ``(sample_seed, t)``: a pure function of its arguments.
+
+    Examples
+    --------
+    >>> from topofl.engine.pieces import participants
+    >>> participants(10, 3, 0.3, 0) == participants(10, 3, 0.3, 0)
+    True
+    >>> len(participants(10, 3, 0.3, 0)), participants(10, 3, 1.0, 0)
+    (3, None)
+    """
+    if participation >= 1.0:
+        return None
+    m = max(1, int(participation * n))
+    rng = generator_at(sample_seed, _SAMPLE_STREAM, t)
+    return sorted(int(i) for i in rng.choice(n, size=m, replace=False))
+
+
+def _mask(n: int, t: int, participation: float, sample_seed: int, like: Tensor) -> Tensor | None:
+    """``[n]`` 0/1 mask of round ``t``'s participants, or None when everyone takes part."""
+    sel = participants(n, t, participation, sample_seed)
+    if sel is None:
+        return None
+    mask = torch.zeros(n, dtype=like.dtype, device=like.device)
+    mask[torch.as_tensor(sel, dtype=torch.long, device=like.device)] = 1.0
+    return mask
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """A local update that only the round's sampled participants take (the others' learning
+    rate is 0), for server-based baselines with partial participation."""
+
+    inner: LocalUpdate
+    participation: float = 1.0
+    sample_seed: int = 0
+    rowwise = False  # the mask is over all clients
+
+    def init_(self, state: State, env: Services) -> None:
+        """As the inner piece."""
+        self.inner.init_(state, env)
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """As the inner piece."""
+        return self.inner.point(state, phase, env)
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """The inner update with the non-participants' rates set to 0."""
+        mask = _mask(env.n, rnd.t, self.participation, self.sample_seed, state.x)
+        self.inner.update(state, grads, phase, lr if mask is None else lr * mask, rnd, env)
+
+    def fused(self, executor: Any) -> Kernel | None:
+        """Never fused."""
+        return None
+
+
+# ----------------------------------------------------------------------------- communication
+
+
+def _graph(rnd: Round) -> Topology:
+    if rnd.topology is None:
+        raise ValueError(f"round {rnd.t} has no topology to communicate over")
+    return rnd.topology
+
+
+def gossip(part: Part = "all") -> Communicate:
+    """``X[:, cols(part)] <- W_t X[:, cols(part)]``; messages: the arcs of ``W_t``."""
+
+    def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        topo = _graph(rnd)
+        env.mixer.mix_(topo, state.x, None if part == "all" else env.layout.cols(part))
+        return Sent(topo.messages_per_round)
+
+    return communicate
+
+
+@dataclass(frozen=True)
+class PushSum:
+    r"""Push-sum over column-stochastic ``W_t``: the numerators ``x`` (on ``part``) and the
+    weights ``w`` are both mixed, ``x <- W x``, ``w <- W w``; the evaluated point is the
+    de-biased ``z = x / w`` (Kempe et al.; SGP, Assran et al.).
+
+    With ``overlap`` (OSGP, one round of overlap): node ``j`` keeps ``W_jj x_j`` at once and
+    what it sends (``W_ij x_j``, ``i != j``) arrives one round later; mass in flight is in
+    ``state.extra["inflight_x"]``/``["inflight_w"]`` until received.
+    """
+
+    part: Part = "all"
+    overlap: bool = False
+
+    def init_(self, state: State, env: Services) -> None:
+        """Weights 1, the de-biased buffer ``z`` and the in-flight buffers."""
+        x0 = state.x
+        n = x0.shape[0]
+        if self.overlap and self.part != "all":
+            raise ValueError("overlapped push-sum communicates all the parameters (part='all')")
+        state.weight = torch.ones(n, dtype=x0.dtype, device=x0.device)
+        state.extra["z"] = torch.empty_like(x0)
+        if self.overlap:
+            state.extra["inflight_x"] = torch.zeros_like(x0)
+            state.extra["inflight_w"] = torch.zeros(n, dtype=x0.dtype, device=x0.device)
+        debias_(state, self.part, env.layout)
+
+    def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
+        """One push-sum round, then de-bias."""
+        topo = _graph(rnd)
+        weight = state.push_weights()
+        if not self.overlap:
+            cols = None if self.part == "all" else env.layout.cols(self.part)
+            env.mixer.mix_(topo, state.x, cols)
+            env.mixer.mix_vector_(topo, weight)
+        else:
+            d = env.mixer.diagonal(topo)
+            fx, fw = state.extra["inflight_x"], state.extra["inflight_w"]
+            kept_x = state.x * d.unsqueeze(1)
+            env.mixer.mix_(topo, state.x)          # x <- W x  (= kept + sent)
+            state.x.sub_(kept_x)                   # x <- sent now
+            state.x, fx_new = fx, state.x          # swap: receive last round's messages
+            state.x.add_(kept_x)
+            state.extra["inflight_x"] = fx_new
+            kept_w = weight * d
+            sent_w = weight.clone()
+            env.mixer.mix_vector_(topo, sent_w)
+            sent_w.sub_(kept_w)
+            weight.copy_(kept_w + fw)
+            fw.copy_(sent_w)
+        debias_(state, self.part, env.layout)
+        return Sent(topo.messages_per_round)
+
+    def evaluate(self, state: State, rnd: Round, env: Services) -> Tensor:
+        """The de-biased parameters ``z``."""
+        return debias_(state, self.part, env.layout)
+
+
+def exact_average(part: Part = "all") -> Communicate:
+    """FedAvg with full participation: every client gets the mean of ``part`` (``W = 11^T/n``
+    computed as a mean); messages ``2 n`` (upload and download)."""
+
+    def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        block = state.x if part == "all" else state.x[:, env.layout.cols(part)]
+        block.copy_(block.mean(dim=0, keepdim=True).expand_as(block))
+        return Sent(2 * state.x.shape[0])
+
+    return communicate
+
+
+def server_average(part: Part, *, participation: float = 1.0, sample_seed: int = 0,
+                   weighting: str = "uniform") -> Communicate:
+    """Replace ``part`` of every client by the (weighted) mean over the round's participants.
+
+    The mean is ``x_0 + mean(x_i - x_0)`` (averaging models that agree changes nothing);
+    ``weighting="data_size"`` weighs client ``i`` by ``env.train_sizes[i]``. Messages: ``2 m``
+    with ``m`` participants.
+    """
+
+    def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        block = state.x[:, env.layout.cols(part)]
+        mask = _mask(env.n, rnd.t, participation, sample_seed, state.x)
+        ref = block[0].clone()
+        if weighting == "uniform" and mask is None:
+            avg = (block - ref).mean(dim=0).add_(ref)
+        else:
+            w = torch.ones(env.n, dtype=block.dtype, device=block.device)
+            if weighting == "data_size":
+                sizes = env.train_sizes
+                if sizes is None:
+                    raise ValueError(
+                        "weighting='data_size' needs the clients' training-set sizes "
+                        "(env.train_sizes, set by the engine); run through topofl.run or use "
+                        "weighting='uniform'"
+                    )
+                w = w * torch.as_tensor(sizes, device=block.device).to(block.dtype)
+            if mask is not None:
+                w = w * mask
+            avg = (w.unsqueeze(1) * (block - ref)).sum(dim=0).div_(w.sum()).add_(ref)
+        block.copy_(avg.unsqueeze(0).expand_as(block))
+        return Sent(2 * (env.n if mask is None else int(mask.sum())))
+
+    return communicate
+
+
+def no_communication(state: State, rnd: Round, env: Services) -> Sent:
+    """Local training: nothing is sent."""
+    return Sent(0)
+
+
+# ----------------------------------------------------------------------------- round hooks
+
+
+def no_round_start(state: State, rnd: Round, env: Services) -> None:
+    """``round_start`` piece that does nothing."""
+
+
+def restart_momentum(*extra: str) -> Callable[[State, Round, Services], None]:
+    """``round_start`` piece: zero the momentum buffers (and the named ``state.extra`` ones),
+    as a client that builds a fresh local optimizer every round does."""
+
+    def round_start(state: State, rnd: Round, env: Services) -> None:
+        if state.momentum is not None:
+            state.momentum.zero_()
+        for k in extra:
+            if k in state.extra:
+                state.extra[k].zero_()
+
+    return round_start
+
+
+def require_split(name: str, env: Services) -> None:
+    """A ``ValueError`` unless the model splits into a non-empty body and head."""
+    lay = env.layout
+    if not lay.has_split:
+        raise ValueError(
+            f"{name} personalizes a head and shares a body, but the model's parameters do not "
+            f"split into a non-empty body and head ({lay.num_body} body of {lay.num_params}); "
+            "use a model with a body and a head (e.g. topofl.models.build_model('mlp', ...))"
+        )
+
+
+def compose_init(*pieces: Any, check: Callable[[Tensor, Services], None] | None = None
+                 ) -> Callable[[Tensor, Services], State]:
+    """``init(x0, env)``: a state on ``x0`` with the buffers each piece adds (``init_``)."""
+
+    def init(x0: Tensor, env: Services) -> State:
+        if check is not None:
+            check(x0, env)
+        state = State(x=x0)
+        for p in pieces:
+            p.init_(state, env)
+        return state
+
+    return init

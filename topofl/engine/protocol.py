@@ -1,0 +1,377 @@
+"""The contract between the round loop and the algorithms it runs.
+
+An :class:`Algorithm` is a ``NamedTuple`` of pieces that :func:`topofl.engine.run` calls in a
+fixed order, with an immutable :class:`Round` (the round index and its graph) and the engine's
+:class:`Services` (``env``)::
+
+    round_start(state, rnd, env)
+    for phase in phases:                       # e.g. (head, K_v steps), (body, K_u steps)
+        for each local step:
+            grads = executor.grad(local.point(state, phase, env), batch, phase.part)
+            local.update(state, grads, phase, lr, rnd, env)
+    sent = communicate(state, rnd, env)        # -> Sent(messages, realized graph or None)
+    evaluate(state, rnd, env)                  # the parameters to score
+
+Everything an algorithm carries from one hook or round to the next lives in :class:`State`
+(so a checkpoint holds it); constants live in the factory's closure. The engine owns the
+``[n_clients, P]`` buffers of ``State``; pieces update them in place (fresh allocations of that
+size cost more than the arithmetic). :mod:`topofl.engine.pieces` holds the pieces algorithms
+are composed of; :func:`topofl.engine.reference.run_rounds` is the obvious round driver.
+
+Examples
+--------
+>>> import torch
+>>> env = tf.engine.toy_services(3, 2)
+>>> s = tf.engine.State(x=torch.zeros(3, 2, dtype=torch.float64))
+>>> env.n, env.layout.num_params, sorted(s.tensors())
+(3, 2, ['x'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+
+import torch
+from torch import Tensor
+
+from topofl.graph import Topology
+
+if TYPE_CHECKING:
+    from topofl.engine.gossip import Mixer
+    from topofl.engine.layout import ParamLayout
+
+__all__ = [
+    "Part",
+    "State",
+    "Phase",
+    "Round",
+    "Sent",
+    "Services",
+    "ToyServices",
+    "toy_services",
+    "LocalUpdate",
+    "Algorithm",
+]
+
+Part = Literal["all", "body", "head"]
+
+
+@dataclass
+class State:
+    """Per-client optimisation state; every tensor has a leading client dimension.
+
+    Attributes
+    ----------
+    x : Tensor
+        ``[n, P]`` parameters (for push-sum: the biased numerators).
+    momentum : Tensor or None
+        ``[n, P]`` momentum buffers.
+    weight : Tensor or None
+        ``[n]`` push-sum weights (they sum to ``n``).
+    extra : dict of str to Tensor
+        Algorithm-specific tensors (messages in flight for OSGP, DPFL's collaboration graph
+        ...), checkpointed with the rest.
+    """
+
+    x: Tensor
+    momentum: Tensor | None = None
+    weight: Tensor | None = None
+    extra: dict[str, Tensor] = field(default_factory=dict)
+
+    def tensors(self) -> dict[str, Tensor]:
+        """All tensors by name (for checkpoints)."""
+        out = {"x": self.x}
+        if self.momentum is not None:
+            out["momentum"] = self.momentum
+        if self.weight is not None:
+            out["weight"] = self.weight
+        out.update({f"extra.{k}": v for k, v in self.extra.items()})
+        return out
+
+    def rows(self, rows: slice) -> State:
+        """The state of the clients ``rows``: views, so updating them updates this state.
+
+        Extra tensors without a leading client dimension (scalars, flags) are shared as they
+        are.
+
+        Examples
+        --------
+        >>> import torch
+        >>> s = tf.algorithms.State(x=torch.zeros(4, 2), momentum=torch.zeros(4, 2))
+        >>> s.rows(slice(1, 3)).x.add_(1.0).shape
+        torch.Size([2, 2])
+        >>> s.x[:, 0].tolist()
+        [0.0, 1.0, 1.0, 0.0]
+        """
+        n = self.x.shape[0]
+        return State(
+            x=self.x[rows],
+            momentum=None if self.momentum is None else self.momentum[rows],
+            weight=None if self.weight is None else self.weight[rows],
+            extra={k: v[rows] if v.dim() and v.shape[0] == n else v
+                   for k, v in self.extra.items()},
+        )
+
+    def push_weights(self) -> Tensor:
+        """The ``[n]`` push-sum weights; a ``ValueError`` if this state has none."""
+        if self.weight is None:
+            raise ValueError("this algorithm state has no push-sum weights (State.weight)")
+        return self.weight
+
+    def load_tensors(self, tensors: Mapping[str, Tensor]) -> None:
+        """Copy checkpointed tensors into this state's buffers (same names and shapes)."""
+        mine = self.tensors()
+        if set(mine) != set(tensors):
+            raise ValueError(
+                f"checkpoint holds the state tensors {sorted(tensors)}, expected {sorted(mine)}"
+            )
+        for k, v in mine.items():
+            if tuple(v.shape) != tuple(tensors[k].shape):
+                raise ValueError(
+                    f"checkpoint tensor {k!r} has shape {tuple(tensors[k].shape)}, "
+                    f"expected {tuple(v.shape)}"
+                )
+            v.copy_(tensors[k])
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A block of local steps on one part of the model.
+
+    Attributes
+    ----------
+    part : {"all", "body", "head"}
+        Which parameters the steps train (the others are frozen).
+    steps : int or None
+        Number of local steps, the same for every client.
+    epochs : float, tuple of float, or None
+        Alternatively, local epochs: client ``i`` takes ``ceil(epochs_i * m_i / batch_size)``
+        steps (``m_i`` its number of training samples; ``epochs_i`` the same for all clients or
+        one value per client for computation heterogeneity, see
+        ``tf.algorithms.heterogeneous_epochs``); the engine runs the largest count and
+        freezes each client once its own count is reached.
+    lr : float
+        Learning rate of this phase (decayed per round by the algorithm's ``decay``).
+    name : str
+        Optional label the local-update piece may use (e.g. Ditto's ``"global"`` and
+        ``"personal"`` phases train different parameter buffers).
+    """
+
+    part: Part = "all"
+    steps: int | None = 1
+    epochs: float | tuple[float, ...] | None = None
+    lr: float = 0.1
+    name: str = ""
+
+
+class Round(NamedTuple):
+    """What every hook knows of the current round (immutable).
+
+    Attributes
+    ----------
+    t : int
+        The round index, from 0.
+    topology : Topology or None
+        The round's graph (``None`` for algorithms that ignore the graph).
+    """
+
+    t: int
+    topology: Topology | None = None
+
+
+class Sent(NamedTuple):
+    """What ``communicate`` realized in a round.
+
+    Attributes
+    ----------
+    messages : int
+        Messages sent (each of the shared part's size).
+    realized : Topology or None
+        The graph the algorithm actually used, when it chooses its own (its collaboration
+        graph); the engine records its edges, density, reciprocity and spectrum.
+    """
+
+    messages: int
+    realized: Topology | None = None
+
+
+class Services(Protocol):
+    """What the engine gives every hook (``env``): layout, mixer and data-driven services.
+
+    ``local_train``, ``losses`` and ``cross_losses`` draw on the clients' data; batches are
+    indexed by the round ``t`` and a ``stream`` distinct from the local phases' streams, so a
+    resumed run draws the same ones.
+    """
+
+    @property
+    def layout(self) -> ParamLayout:
+        """Columns of the body and the head in the ``[n, P]`` buffers."""
+
+    @property
+    def mixer(self) -> Mixer:
+        """Applies ``W`` to buffers: ``env.mixer.mix_(topology, X, cols)``."""
+
+    @property
+    def n(self) -> int:
+        """Number of clients."""
+
+    @property
+    def train_sizes(self) -> Tensor | None:
+        """``[n]`` number of training samples of each client (``None`` without data)."""
+
+    def local_train(self, x: Tensor, part: Part, lr: float, *, t: int, steps: int | None = None,
+                    epochs: float | None = None, stream: int = 0) -> Tensor:
+        """Plain SGD on ``x`` [n, P] in place on each client's training batches; losses [n]."""
+
+    def losses(self, x: Tensor, split: str = "val") -> Tensor:
+        """Mean loss of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]``."""
+
+    def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
+        """``[n, k]``: loss of row ``i`` of ``x`` on a training batch of client ``peers[i, j]``."""
+
+
+@dataclass
+class ToyServices:
+    """:class:`Services` without data, for driving pieces by hand (tests, docs).
+
+    The data-driven services raise a ``ValueError`` that says what is missing.
+    """
+
+    layout: ParamLayout
+    mixer: Mixer
+    n: int
+    train_sizes: Tensor | None = None
+
+    def _no_data(self, what: str) -> ValueError:
+        return ValueError(
+            f"{what} needs the clients' data: these services have none (toy_services); run the "
+            "algorithm through topofl.run or topofl.engine.run"
+        )
+
+    def local_train(self, x: Tensor, part: Part, lr: float, *, t: int, steps: int | None = None,
+                    epochs: float | None = None, stream: int = 0) -> Tensor:
+        """Not available without data (raises)."""
+        raise self._no_data("local_train")
+
+    def losses(self, x: Tensor, split: str = "val") -> Tensor:
+        """Not available without data (raises)."""
+        raise self._no_data("losses")
+
+    def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
+        """Not available without data (raises)."""
+        raise self._no_data("cross_losses")
+
+
+def toy_services(n: int, p: int = 1, *, layout: ParamLayout | None = None,
+                 dtype: torch.dtype = torch.float64,
+                 train_sizes: Tensor | None = None) -> ToyServices:
+    """Services for driving an algorithm by hand on ``[n, p]`` parameters (tests, docs).
+
+    The default layout has one parameter ``"x"`` of ``p`` entries (all body, no head); the mixer
+    works on CPU in ``dtype``.
+
+    Examples
+    --------
+    >>> env = tf.engine.toy_services(3, 2)
+    >>> env.n, env.layout.num_params, env.layout.has_split
+    (3, 2, False)
+    """
+    from topofl.engine.gossip import Mixer
+    from topofl.engine.layout import ParamLayout
+
+    if layout is None:
+        layout = ParamLayout(("x",), (torch.Size([p]),), (0,), p, p, ())
+    return ToyServices(layout=layout, mixer=Mixer(torch.device("cpu"), dtype), n=int(n),
+                       train_sizes=train_sizes)
+
+
+Kernel = Callable[[Any, State, Tensor, Tensor, Phase, Tensor], Tensor]
+
+
+class LocalUpdate(Protocol):
+    """The local-update piece: where gradients are taken and how they are applied.
+
+    """
+
+    @property
+    def rowwise(self) -> bool:
+        """``update`` changes each client's row from that row alone (no mixing of clients), so
+        the engine may apply it block by block of clients,
+        ``update(state.rows(c), grads[c], phase, lr[c], rnd, env)`` (see
+        :class:`topofl.engine.LocalStepper`)."""
+
+    def init_(self, state: State, env: Services) -> None:
+        """Add the buffers this piece needs (e.g. momentum) to a fresh state."""
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """``[n, P]``: where the phase's gradients are taken."""
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """Apply ``grads`` [n, P] (overwritten) with per-client rates ``lr`` [n], in place."""
+
+    def fused(self, executor: Any) -> Kernel | None:
+        """This piece's step as one executor pass without a gradient buffer, or ``None``.
+
+        A kernel ``kernel(executor, state, x, y, phase, lr) -> losses [n]`` computes the same
+        numbers as ``point``, ``executor.grad`` and ``update`` (to rounding).
+        """
+
+
+def _noop(state: State, rnd: Round, env: Services) -> None:
+    """The default ``round_start``: nothing."""
+
+
+def parameters(state: State, rnd: Round, env: Services) -> Tensor:
+    """The evaluate piece of most algorithms: the parameters ``state.x`` themselves."""
+    return state.x
+
+
+class Algorithm(NamedTuple):
+    """A decentralized algorithm as a tuple of pieces (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+    hparams : Mapping
+        Every hyper-parameter, recorded in the run config.
+    phases : tuple of Phase
+    init : ``(x0 [n, P], env) -> State``
+    local : LocalUpdate
+        The local-update piece (``point``, ``update``).
+    communicate : ``(state, rnd, env) -> Sent``
+    evaluate : ``(state, rnd, env) -> Tensor [n, P]``, the parameters to score.
+    round_start : ``(state, rnd, env) -> None``
+    requires : str or None
+        Stochasticity ``W_t`` must have: ``"doubly"``, ``"column"``, ``"row"`` or ``None``.
+    shared : {"all", "body"}
+        What is communicated (personalized algorithms keep the head).
+    decay : float
+        Learning-rate factor per round: ``lr_t = lr * decay**t``.
+    uses_topology : bool
+        False for algorithms that ignore the graph (local training, FedAvg).
+    """
+
+    name: str
+    hparams: Mapping[str, Any]
+    phases: tuple[Phase, ...]
+    init: Callable[[Tensor, Services], State]
+    local: LocalUpdate
+    communicate: Callable[[State, Round, Services], Sent]
+    evaluate: Callable[[State, Round, Services], Tensor] = parameters
+    round_start: Callable[[State, Round, Services], None] = _noop
+    requires: str | None = "doubly"
+    shared: Part = "all"
+    decay: float = 1.0
+    uses_topology: bool = True
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """``local.point``: where the phase's gradients are taken."""
+        return self.local.point(state, phase, env)
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """``local.update``: one local step."""
+        self.local.update(state, grads, phase, lr, rnd, env)
