@@ -178,7 +178,7 @@ def test_replay_reproduces_the_records(tmp_path: Path) -> None:
            eval_every=2, momentum=0.9, seed=3, records_path=str(path))
     again = tf.config.replay(path, records_path=str(tmp_path / "again.jsonl"))
     orig = tf.records.load(path).rows
-    assert len(_strip(orig)) > 100
+    assert len(_strip(orig)) > 60  # per-client and mean metrics at 2 evaluations, graph rows once
     assert tf.config.compare_rows(orig, again.records.rows) is None
     assert _strip(orig) == _strip(tf.records.load(tmp_path / "again.jsonl").rows)
     # the comparison can fail: another seed gives other rows
