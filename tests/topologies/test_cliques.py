@@ -357,8 +357,12 @@ def test_every_inter_option_connected(
     check_invariants(t)
     assert [len(x) for x in t.groups] == expected_sizes(n, m)
     links = clique_links(t)
-    assert set(links.values()) <= {1}  # at most one edge per pair of cliques
-    if inter != "fractal":  # inter-clique degrees differ by at most one within each clique
+    if inter == "small_world":  # each clique adds its own edges: as many as the offsets reach
+        reached = paper_small_world_links(len(t.groups), c)
+        assert all(links[p] <= reached[p] for p in links) and set(links) == set(reached)
+    else:
+        assert set(links.values()) <= {1}  # at most one edge per pair of cliques
+    if inter not in ("fractal", "small_world"):  # inter-degrees differ by <= 1 in a clique
         d = inter_degree(t)
         for grp in t.groups:
             assert np.ptp(d[list(grp)]) <= 1
@@ -388,7 +392,12 @@ def test_connect_cliques_any_partition(sizes: list[int], inter: str, c: int, s: 
     t = connect_cliques(parts, inter=inter, c=c, seed=s)
     check_invariants(t)
     assert t.groups == tuple(tuple(sorted(p)) for p in parts)
-    assert set(clique_links(t).values()) <= {1}
+    links = clique_links(t)
+    if inter == "small_world":
+        reached = paper_small_world_links(len(parts), c)
+        assert all(links[p] <= reached[p] for p in links)
+    else:
+        assert set(links.values()) <= {1}
 
 
 @settings(max_examples=30, deadline=None)
@@ -436,6 +445,21 @@ def small_world_clique_links(k: int, c: int) -> set[tuple[int, int]]:
             for sgn in (1, -1)}
 
 
+def paper_small_world_links(k: int, c: int) -> Counter[tuple[int, int]]:
+    """From Sec. III-C and the authors' construction: on the ring of cliques, each clique a adds
+    one edge to a - d and one to a + d for every d = 2^s + j, s < ceil(log2 k), j < c; a pair
+    gets one edge per time it is reached (self-links skipped). Counted straight from the text."""
+    out: Counter[tuple[int, int]] = Counter()
+    s_max = math.ceil(math.log2(k)) if k > 1 else 0
+    for a in range(k):
+        for s in range(s_max):
+            for j in range(c):
+                for b in ((a - 2**s - j) % k, (a + 2**s + j) % k):
+                    if b != a:
+                        out[(min(a, b), max(a, b))] += 1
+    return out
+
+
 def fractal_structure(k: int, g: int) -> tuple[int, list[list[list[list[int]]]]]:
     """From Sec. III-C: the fractal's edge count and, per level, its groups, each a list of
     units (a unit is the list of cliques it holds): g consecutive units form a group, one edge
@@ -451,7 +475,7 @@ def fractal_structure(k: int, g: int) -> tuple[int, list[list[list[list[int]]]]]
 
 
 @pytest.mark.parametrize("n", [100, 1000])
-@pytest.mark.parametrize("inter", ["ring", "small_world", "fully_connected"])
+@pytest.mark.parametrize("inter", ["ring", "small_world_single", "fully_connected"])
 def test_inter_edge_counts_closed_form(n: int, inter: str) -> None:
     m = 10
     k = n // m
@@ -473,6 +497,50 @@ def test_inter_edge_counts_closed_form(n: int, inter: str) -> None:
     # the paper's averages for n = 1000: 18.9 edges per node fully connected
     if n == 1000 and inter == "fully_connected":
         assert t.edges_per_node == pytest.approx(18.9)
+
+
+@pytest.mark.parametrize("n", [100, 250, 1000])
+def test_paper_small_world_closed_form(n: int) -> None:
+    # Each clique adds 2c ceil(log2 K) edges; with cliques of 10 none of them land on the same
+    # two nodes here, so the graph has exactly the edges the construction adds.
+    m, k = 10, n // 10
+    t = connect_cliques(random_cliques(n, m, seed=3), inter="small_world", seed=3)
+    reached = paper_small_world_links(k, 2)
+    assert clique_links(t) == reached
+    assert sum(reached.values()) == k * 2 * 2 * math.ceil(math.log2(k))
+    assert t.num_edges == k * m * (m - 1) // 2 + sum(reached.values())
+    # every clique attaches its 8 ceil(log2 K) edge ends as evenly as possible over its members
+    d = inter_degree(t)
+    for grp in t.groups:
+        assert sorted(d[list(grp)].tolist()) == balanced(8 * math.ceil(math.log2(k)), m)
+    # the single-edge variant links the same pairs of cliques, once each
+    single = connect_cliques(t.groups, inter="small_world_single", seed=3)
+    assert set(clique_links(single)) == set(reached)
+    assert set(clique_links(single).values()) == {1}
+    if n == 1000:  # the issue's figure: 1300 linked pairs, 11.6 edges per node single
+        assert len(reached) == 1300 and single.edges_per_node == pytest.approx(11.6)
+        # two cliques two apart: offsets 1 + 1 and 2 + 0, from both sides
+        assert reached[(0, 2)] == 4 and reached[(0, 1)] == 2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_paper_small_world_edges_per_node_at_1000(seed: int) -> None:
+    # Sec. IV-E: "14.5 edges on average instead of 18.9" at n = 1000, cliques of 10, one class
+    # per node; the default Greedy Swap and the default c
+    t = dcliques(one_class_per_node(1000), clique_size=10, inter="small_world", seed=seed)
+    assert t.edges_per_node == pytest.approx(14.5, abs=0.2)
+
+
+def test_paper_small_world_small_rings() -> None:
+    # K = 3, c = 2: offsets 1, 2 (s = 0) and 2, 3 (s = 1); 3 is a self-link and skipped, so each
+    # clique adds 3 x 2 = 6 edges, 18 in all over the 3 pairs of cliques: 6 each
+    assert paper_small_world_links(3, 2) == {(0, 1): 6, (0, 2): 6, (1, 2): 6}
+    t = connect_cliques([[0, 1, 2], [3, 4, 5], [6, 7, 8]], inter="small_world", seed=0)
+    check_invariants(t)
+    assert all(v <= 6 for v in clique_links(t).values())
+    # K = 2: the one other clique, reached twice from each side; two singletons: one edge
+    t = connect_cliques([[0], [1]], inter="small_world", seed=0)
+    assert t.num_edges == 1
 
 
 @pytest.mark.parametrize("n", [100, 1000])

@@ -31,10 +31,11 @@ Conventions shared by the functions of this module
 * **Inter-clique edges** (Sec. III-C) are decided at the level of cliques, then each is attached
   to the member of each clique with the fewest inter-clique edges so far, ties broken at random,
   so that degrees stay balanced (ring, small world, fully connected: in every clique the
-  inter-clique degrees differ by at most one; fractal: the member of the whole group with the
-  fewest, at each level). Every inter-clique topology is a simple
-  graph on the cliques (at most one edge per pair of cliques), so two nodes are never linked
-  twice.
+  inter-clique edges attached differ by at most one per member; fractal: the member of the
+  whole group with the fewest, at each level). Every inter-clique topology but the paper's
+  ``"small_world"`` is a simple graph on the cliques (at most one edge per pair of cliques);
+  ``"small_world"`` lets each clique add its own edges, so a pair of cliques may get several
+  (see :func:`connect_cliques`). Two nodes are never linked twice.
 * Randomness comes from the keyword-only ``seed`` alone; see :func:`dcliques` for the order in
   which one generator is used.
 
