@@ -192,11 +192,23 @@ def test_vectorised_swap_evaluation_matches_slow_reference(
     np.testing.assert_allclose(fast, slow_pair_swap_skews(counts, ca, cb), atol=1e-12)
 
 
-@pytest.mark.parametrize(("n", "L", "m", "seed"), [(40, 5, 6, 0), (37, 10, 8, 1), (24, 3, 5, 2)])
-def test_greedy_swap_replayed_against_the_definition(n: int, L: int, m: int, seed: int) -> None:
-    counts = random_counts(n, L, np.random.default_rng(seed))
-    steps = 60
+@pytest.mark.parametrize(
+    ("n", "L", "m", "seed", "steps"),
+    [(40, 5, 6, 0, 60), (37, 10, 8, 1, 60), (24, 3, 5, 2, 60),
+     # one class per node: skew 0 is reached early and Greedy Swap stops itself; the
+     # remaining steps must read exactly as if they had run
+     (20, 0, 10, 3, 100), (24, 0, 4, 4, 200)],
+)
+def test_greedy_swap_replayed_against_the_definition(
+    n: int, L: int, m: int, seed: int, steps: int
+) -> None:
+    if L:
+        counts = random_counts(n, L, np.random.default_rng(seed))
+    else:
+        counts = one_class_per_node(n, m)
     res = greedy_swap(counts, m, steps=steps, seed=seed)
+    if not L:
+        assert res.skew == 0.0 and res.swaps[-50:].max() == -1  # stopped well before the end
     cl = [list(c) for c in random_cliques(n, m, seed=seed)]  # where Greedy Swap starts
     sk = [skew(counts, c) for c in cl]
     assert res.trace[0].tolist() == pytest.approx([min(sk), np.mean(sk), max(sk)], abs=1e-12)
@@ -277,6 +289,36 @@ def test_greedy_swap_reaches_zero_skew_one_class_per_node(seed: int) -> None:
     assert res.skew == 0.0 and float(res.skews.max()) == 0.0
     for c in res.cliques:  # each clique holds every class exactly once
         assert sorted(v % 10 for v in c) == list(range(10))
+
+
+def test_auto_steps_default() -> None:
+    # max(1000, 10 K (K - 1) / 2), K = ceil(n / M) cliques
+    assert cliques_module.auto_steps(100, 10) == 1000
+    assert cliques_module.auto_steps(150, 10) == 1050
+    assert cliques_module.auto_steps(140, 10) == 1000
+    assert cliques_module.auto_steps(141, 10) == 1050
+    assert cliques_module.auto_steps(1000, 10) == 10 * 100 * 99 // 2
+    assert cliques_module.auto_steps(2, 2) == 1000
+    labels = one_class_per_node(100)
+    assert dcliques(labels, 10, seed=0).params["steps"] == 1000
+    assert greedy_swap(labels, 10, seed=0).trace.shape == (1001, 3)
+    # up to 14 cliques the default is the paper's 1000 steps, draw for draw
+    labels = random_counts(120, 10, np.random.default_rng(1))
+    a, b = dcliques(labels, 10, seed=3), dcliques(labels, 10, steps=1000, seed=3)
+    assert (a.W != b.W).nnz == 0 and a.groups == b.groups
+    with pytest.raises(ValueError, match="clique_size"):
+        cliques_module.auto_steps(10, 11)
+
+
+def test_greedy_swap_default_reaches_zero_skew_at_1000_nodes() -> None:
+    # 1000 steps leave a mean skew of about 0.12 at n = 1000; the default reaches 0 and stops
+    labels = one_class_per_node(1000)
+    short = greedy_swap(labels, 10, steps=1000, seed=0)
+    assert short.skew > 0.05
+    res = greedy_swap(labels, 10, seed=0)
+    assert res.trace.shape == (49501, 3) and res.skew == 0.0
+    last_swap = int(np.flatnonzero(res.swaps[:, 0] >= 0).max())
+    assert last_swap < 40000 and np.all(res.trace[last_swap + 1 :, 2] == 0.0)
 
 
 def test_greedy_swap_reproducible_by_seed() -> None:
@@ -529,6 +571,7 @@ def test_paper_small_world_edges_per_node_at_1000(seed: int) -> None:
     # per node; the default Greedy Swap and the default c
     t = dcliques(one_class_per_node(1000), clique_size=10, inter="small_world", seed=seed)
     assert t.edges_per_node == pytest.approx(14.5, abs=0.2)
+    assert t.params["skew"] == 0.0  # the default Greedy Swap steps suffice at this n
 
 
 def test_paper_small_world_small_rings() -> None:

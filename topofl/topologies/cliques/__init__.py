@@ -13,6 +13,7 @@ function                   what
 :func:`clique_skews`       the skew of every clique of a partition
 :func:`random_cliques`     the random partition that Greedy Swap starts from (the baseline)
 :func:`greedy_swap`        Fig. 4: random cliques improved by skew-reducing pair swaps
+:func:`auto_steps`         the default number of Greedy Swap steps for ``n`` nodes
 :func:`connect_cliques`    a topology from given cliques: complete cliques plus one of the
                            inter-clique topologies of Sec. III-C
 :func:`dcliques`           the whole construction: Greedy Swap then :func:`connect_cliques`
@@ -60,7 +61,12 @@ from topofl.topologies.cliques.assembly import dcliques
 from topofl.topologies.cliques.clique_skew import clique_skews, skew
 from topofl.topologies.cliques.inter import connect_cliques
 from topofl.topologies.cliques.privacy import _private_histograms as _private_histograms
-from topofl.topologies.cliques.swap import GreedySwapResult, greedy_swap, random_cliques
+from topofl.topologies.cliques.swap import (
+    GreedySwapResult,
+    auto_steps,
+    greedy_swap,
+    random_cliques,
+)
 from topofl.topologies.cliques.swap import _pair_swap_skews as _pair_swap_skews
 
 __all__ = [
@@ -70,6 +76,7 @@ __all__ = [
     "clique_skews",
     "random_cliques",
     "greedy_swap",
+    "auto_steps",
     "connect_cliques",
     "dcliques",
 ]
