@@ -28,6 +28,7 @@ from topofl.topologies import (
     connect_cliques,
     dcliques,
     greedy_swap,
+    messages_per_node,
     random_cliques,
     skew,
 )
@@ -772,3 +773,71 @@ def test_tiny_inputs_do_not_hang(n: int) -> None:
         for m in range(2, n + 1):
             t = dcliques(one_class_per_node(n, 3), m, inter=inter, steps=20, seed=0)
             check_invariants(t)
+
+
+# ---------------------------------------------------------------------------- message counts
+def messages_reference(t: tf.Topology, clique_averaging: bool, gradients: str) -> float:
+    """Loops over the nodes: every neighbour gets the model, and under Clique Averaging a
+    gradient too (paper: on every edge; clique: only within the node's clique)."""
+    g = t.group_index if t.groups is not None else None
+    total = 0
+    for i in range(t.n):
+        for j in t.graph.successors(i):
+            if j == i:
+                continue
+            total += 1  # the model
+            if clique_averaging and (gradients == "paper" or (g is not None and g[i] == g[j])):
+                total += 1  # the gradient
+    return total / t.n
+
+
+def test_messages_per_node_paper_numbers() -> None:
+    # Sec. IV-E: 18.9 edges and 37.8 messages per node and round at n = 1000 (cliques of 10,
+    # fully connected inter-clique), "96% less" than the 999 of the complete graph
+    t = dcliques(one_class_per_node(1000), 10, inter="fully_connected", steps=0, seed=0)
+    assert t.edges_per_node == pytest.approx(18.9)
+    assert messages_per_node(t) == pytest.approx(37.8)
+    assert 1 - messages_per_node(t) / 999 == pytest.approx(0.96, abs=0.005)
+    assert messages_per_node(t, gradients="clique") == pytest.approx(18.9 + 9)
+    assert messages_per_node(t, clique_averaging=False) == pytest.approx(18.9)
+    assert messages_per_node(tf.topologies.complete(100), clique_averaging=False) == 99.0
+    # Sec. IV-C: at n = 100 Clique Averaging still sends about 80% fewer messages than the
+    # complete graph: 2 (9 + 9/10) = 19.8 against 99
+    t = dcliques(one_class_per_node(100), 10, inter="fully_connected", seed=0)
+    assert messages_per_node(t) == pytest.approx(19.8)
+    assert 1 - 19.8 / 99 == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("remove", [1, 5])
+def test_messages_per_node_with_intra_clique_edges_removed(remove: int) -> None:
+    # Sec. IV-F removes r of the 45 edges of each clique of 10: the mean degree drops by 2r/10,
+    # the paper's count by 4r/10, the clique-gradient count by 4r/10 as well
+    n, m = 1000, 10
+    t = dcliques(one_class_per_node(n), m, inter="fully_connected", steps=0,
+                 remove_intra_edges=remove, seed=1)
+    assert t.edges_per_node == pytest.approx(18.9 - 2 * remove / m)
+    assert messages_per_node(t) == pytest.approx(37.8 - 4 * remove / m)
+    assert messages_per_node(t, gradients="clique") == pytest.approx(27.9 - 4 * remove / m)
+
+
+@pytest.mark.parametrize("inter", INTER_CLIQUE)
+@pytest.mark.parametrize("ca", [True, False])
+def test_messages_per_node_matches_loop_reference(inter: str, ca: bool) -> None:
+    t = dcliques(random_counts(57, 5, np.random.default_rng(2)), 6, inter=inter,
+                 remove_intra_edges=2, seed=4)
+    for gradients in ("paper", "clique"):
+        assert messages_per_node(t, clique_averaging=ca, gradients=gradients) == pytest.approx(
+            messages_reference(t, ca, gradients))
+    # directed graphs count what a node sends: its out-degree
+    d = tf.topologies.exponential(16)
+    assert messages_per_node(d, clique_averaging=ca) == pytest.approx(
+        messages_reference(d, ca, "paper"))
+
+
+def test_messages_per_node_bad_input() -> None:
+    with pytest.raises(ValueError, match="has none"):
+        messages_per_node(tf.topologies.ring(5), gradients="clique")
+    with pytest.raises(ValueError, match="gradients must be one of"):
+        messages_per_node(tf.topologies.ring(5), gradients="all")
+    with pytest.raises(TypeError, match="Topology"):
+        messages_per_node(np.eye(3))  # type: ignore[arg-type]
