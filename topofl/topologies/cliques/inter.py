@@ -239,8 +239,10 @@ def connect_cliques(
     -----
     Every option gives a connected graph: each clique is connected and the clique-level graph is
     (it contains a ring, or is built by merging connected groups). In each clique of ``s`` nodes
-    and ``e`` inter-clique edges (``ring``, ``small_world``, ``fully_connected``), ``e mod s``
-    members have $\lceil e/s \rceil$ of them and the others $\lfloor e/s \rfloor$.
+    and ``e`` inter-clique edges (``ring``, both small worlds, ``fully_connected``), ``e mod s``
+    members have $\lceil e/s \rceil$ of them and the others $\lfloor e/s \rfloor$ (for
+    ``small_world``, ``e`` counts the edges attached, before two that join the same two nodes
+    merge into one).
 
     Examples
     --------
