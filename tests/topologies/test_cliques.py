@@ -28,6 +28,7 @@ from topofl.topologies import (
     connect_cliques,
     dcliques,
     greedy_swap,
+    messages_per_node,
     random_cliques,
     skew,
 )
@@ -192,11 +193,23 @@ def test_vectorised_swap_evaluation_matches_slow_reference(
     np.testing.assert_allclose(fast, slow_pair_swap_skews(counts, ca, cb), atol=1e-12)
 
 
-@pytest.mark.parametrize(("n", "L", "m", "seed"), [(40, 5, 6, 0), (37, 10, 8, 1), (24, 3, 5, 2)])
-def test_greedy_swap_replayed_against_the_definition(n: int, L: int, m: int, seed: int) -> None:
-    counts = random_counts(n, L, np.random.default_rng(seed))
-    steps = 60
+@pytest.mark.parametrize(
+    ("n", "L", "m", "seed", "steps"),
+    [(40, 5, 6, 0, 60), (37, 10, 8, 1, 60), (24, 3, 5, 2, 60),
+     # one class per node: skew 0 is reached early and Greedy Swap stops itself; the
+     # remaining steps must read exactly as if they had run
+     (20, 0, 10, 3, 100), (24, 0, 4, 4, 200)],
+)
+def test_greedy_swap_replayed_against_the_definition(
+    n: int, L: int, m: int, seed: int, steps: int
+) -> None:
+    if L:
+        counts = random_counts(n, L, np.random.default_rng(seed))
+    else:
+        counts = one_class_per_node(n, m)
     res = greedy_swap(counts, m, steps=steps, seed=seed)
+    if not L:
+        assert res.skew == 0.0 and res.swaps[-50:].max() == -1  # stopped well before the end
     cl = [list(c) for c in random_cliques(n, m, seed=seed)]  # where Greedy Swap starts
     sk = [skew(counts, c) for c in cl]
     assert res.trace[0].tolist() == pytest.approx([min(sk), np.mean(sk), max(sk)], abs=1e-12)
@@ -279,6 +292,36 @@ def test_greedy_swap_reaches_zero_skew_one_class_per_node(seed: int) -> None:
         assert sorted(v % 10 for v in c) == list(range(10))
 
 
+def test_auto_steps_default() -> None:
+    # max(1000, 10 K (K - 1) / 2), K = ceil(n / M) cliques
+    assert cliques_module.auto_steps(100, 10) == 1000
+    assert cliques_module.auto_steps(150, 10) == 1050
+    assert cliques_module.auto_steps(140, 10) == 1000
+    assert cliques_module.auto_steps(141, 10) == 1050
+    assert cliques_module.auto_steps(1000, 10) == 10 * 100 * 99 // 2
+    assert cliques_module.auto_steps(2, 2) == 1000
+    labels = one_class_per_node(100)
+    assert dcliques(labels, 10, seed=0).params["steps"] == 1000
+    assert greedy_swap(labels, 10, seed=0).trace.shape == (1001, 3)
+    # up to 14 cliques the default is the paper's 1000 steps, draw for draw
+    labels = random_counts(120, 10, np.random.default_rng(1))
+    a, b = dcliques(labels, 10, seed=3), dcliques(labels, 10, steps=1000, seed=3)
+    assert (a.W != b.W).nnz == 0 and a.groups == b.groups
+    with pytest.raises(ValueError, match="clique_size"):
+        cliques_module.auto_steps(10, 11)
+
+
+def test_greedy_swap_default_reaches_zero_skew_at_1000_nodes() -> None:
+    # 1000 steps leave a mean skew of about 0.12 at n = 1000; the default reaches 0 and stops
+    labels = one_class_per_node(1000)
+    short = greedy_swap(labels, 10, steps=1000, seed=0)
+    assert short.skew > 0.05
+    res = greedy_swap(labels, 10, seed=0)
+    assert res.trace.shape == (49501, 3) and res.skew == 0.0
+    last_swap = int(np.flatnonzero(res.swaps[:, 0] >= 0).max())
+    assert last_swap < 40000 and np.all(res.trace[last_swap + 1 :, 2] == 0.0)
+
+
 def test_greedy_swap_reproducible_by_seed() -> None:
     labels = random_counts(80, 10, np.random.default_rng(0))
     a = greedy_swap(labels, 10, steps=200, seed=4)
@@ -357,8 +400,12 @@ def test_every_inter_option_connected(
     check_invariants(t)
     assert [len(x) for x in t.groups] == expected_sizes(n, m)
     links = clique_links(t)
-    assert set(links.values()) <= {1}  # at most one edge per pair of cliques
-    if inter != "fractal":  # inter-clique degrees differ by at most one within each clique
+    if inter == "small_world":  # each clique adds its own edges: as many as the offsets reach
+        reached = paper_small_world_links(len(t.groups), c)
+        assert all(links[p] <= reached[p] for p in links) and set(links) == set(reached)
+    else:
+        assert set(links.values()) <= {1}  # at most one edge per pair of cliques
+    if inter not in ("fractal", "small_world"):  # inter-degrees differ by <= 1 in a clique
         d = inter_degree(t)
         for grp in t.groups:
             assert np.ptp(d[list(grp)]) <= 1
@@ -388,7 +435,12 @@ def test_connect_cliques_any_partition(sizes: list[int], inter: str, c: int, s: 
     t = connect_cliques(parts, inter=inter, c=c, seed=s)
     check_invariants(t)
     assert t.groups == tuple(tuple(sorted(p)) for p in parts)
-    assert set(clique_links(t).values()) <= {1}
+    links = clique_links(t)
+    if inter == "small_world":
+        reached = paper_small_world_links(len(parts), c)
+        assert all(links[p] <= reached[p] for p in links)
+    else:
+        assert set(links.values()) <= {1}
 
 
 @settings(max_examples=30, deadline=None)
@@ -436,6 +488,21 @@ def small_world_clique_links(k: int, c: int) -> set[tuple[int, int]]:
             for sgn in (1, -1)}
 
 
+def paper_small_world_links(k: int, c: int) -> Counter[tuple[int, int]]:
+    """From Sec. III-C and the authors' construction: on the ring of cliques, each clique a adds
+    one edge to a - d and one to a + d for every d = 2^s + j, s < ceil(log2 k), j < c; a pair
+    gets one edge per time it is reached (self-links skipped). Counted straight from the text."""
+    out: Counter[tuple[int, int]] = Counter()
+    s_max = math.ceil(math.log2(k)) if k > 1 else 0
+    for a in range(k):
+        for s in range(s_max):
+            for j in range(c):
+                for b in ((a - 2**s - j) % k, (a + 2**s + j) % k):
+                    if b != a:
+                        out[(min(a, b), max(a, b))] += 1
+    return out
+
+
 def fractal_structure(k: int, g: int) -> tuple[int, list[list[list[list[int]]]]]:
     """From Sec. III-C: the fractal's edge count and, per level, its groups, each a list of
     units (a unit is the list of cliques it holds): g consecutive units form a group, one edge
@@ -451,7 +518,7 @@ def fractal_structure(k: int, g: int) -> tuple[int, list[list[list[list[int]]]]]
 
 
 @pytest.mark.parametrize("n", [100, 1000])
-@pytest.mark.parametrize("inter", ["ring", "small_world", "fully_connected"])
+@pytest.mark.parametrize("inter", ["ring", "small_world_single", "fully_connected"])
 def test_inter_edge_counts_closed_form(n: int, inter: str) -> None:
     m = 10
     k = n // m
@@ -473,6 +540,51 @@ def test_inter_edge_counts_closed_form(n: int, inter: str) -> None:
     # the paper's averages for n = 1000: 18.9 edges per node fully connected
     if n == 1000 and inter == "fully_connected":
         assert t.edges_per_node == pytest.approx(18.9)
+
+
+@pytest.mark.parametrize("n", [100, 250, 1000])
+def test_paper_small_world_closed_form(n: int) -> None:
+    # Each clique adds 2c ceil(log2 K) edges; with cliques of 10 none of them land on the same
+    # two nodes here, so the graph has exactly the edges the construction adds.
+    m, k = 10, n // 10
+    t = connect_cliques(random_cliques(n, m, seed=3), inter="small_world", seed=3)
+    reached = paper_small_world_links(k, 2)
+    assert clique_links(t) == reached
+    assert sum(reached.values()) == k * 2 * 2 * math.ceil(math.log2(k))
+    assert t.num_edges == k * m * (m - 1) // 2 + sum(reached.values())
+    # every clique attaches its 8 ceil(log2 K) edge ends as evenly as possible over its members
+    d = inter_degree(t)
+    for grp in t.groups:
+        assert sorted(d[list(grp)].tolist()) == balanced(8 * math.ceil(math.log2(k)), m)
+    # the single-edge variant links the same pairs of cliques, once each
+    single = connect_cliques(t.groups, inter="small_world_single", seed=3)
+    assert set(clique_links(single)) == set(reached)
+    assert set(clique_links(single).values()) == {1}
+    if n == 1000:  # the issue's figure: 1300 linked pairs, 11.6 edges per node single
+        assert len(reached) == 1300 and single.edges_per_node == pytest.approx(11.6)
+        # two cliques two apart: offsets 1 + 1 and 2 + 0, from both sides
+        assert reached[(0, 2)] == 4 and reached[(0, 1)] == 2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_paper_small_world_edges_per_node_at_1000(seed: int) -> None:
+    # Sec. IV-E: "14.5 edges on average instead of 18.9" at n = 1000, cliques of 10, one class
+    # per node; the default Greedy Swap and the default c
+    t = dcliques(one_class_per_node(1000), clique_size=10, inter="small_world", seed=seed)
+    assert t.edges_per_node == pytest.approx(14.5, abs=0.2)
+    assert t.params["skew"] == 0.0  # the default Greedy Swap steps suffice at this n
+
+
+def test_paper_small_world_small_rings() -> None:
+    # K = 3, c = 2: offsets 1, 2 (s = 0) and 2, 3 (s = 1); 3 is a self-link and skipped, so each
+    # clique adds 3 x 2 = 6 edges, 18 in all over the 3 pairs of cliques: 6 each
+    assert paper_small_world_links(3, 2) == {(0, 1): 6, (0, 2): 6, (1, 2): 6}
+    t = connect_cliques([[0, 1, 2], [3, 4, 5], [6, 7, 8]], inter="small_world", seed=0)
+    check_invariants(t)
+    assert all(v <= 6 for v in clique_links(t).values())
+    # K = 2: the one other clique, reached twice from each side; two singletons: one edge
+    t = connect_cliques([[0], [1]], inter="small_world", seed=0)
+    assert t.num_edges == 1
 
 
 @pytest.mark.parametrize("n", [100, 1000])
@@ -661,3 +773,71 @@ def test_tiny_inputs_do_not_hang(n: int) -> None:
         for m in range(2, n + 1):
             t = dcliques(one_class_per_node(n, 3), m, inter=inter, steps=20, seed=0)
             check_invariants(t)
+
+
+# ---------------------------------------------------------------------------- message counts
+def messages_reference(t: tf.Topology, clique_averaging: bool, gradients: str) -> float:
+    """Loops over the nodes: every neighbour gets the model, and under Clique Averaging a
+    gradient too (paper: on every edge; clique: only within the node's clique)."""
+    g = t.group_index if t.groups is not None else None
+    total = 0
+    for i in range(t.n):
+        for j in t.graph.successors(i):
+            if j == i:
+                continue
+            total += 1  # the model
+            if clique_averaging and (gradients == "paper" or (g is not None and g[i] == g[j])):
+                total += 1  # the gradient
+    return total / t.n
+
+
+def test_messages_per_node_paper_numbers() -> None:
+    # Sec. IV-E: 18.9 edges and 37.8 messages per node and round at n = 1000 (cliques of 10,
+    # fully connected inter-clique), "96% less" than the 999 of the complete graph
+    t = dcliques(one_class_per_node(1000), 10, inter="fully_connected", steps=0, seed=0)
+    assert t.edges_per_node == pytest.approx(18.9)
+    assert messages_per_node(t) == pytest.approx(37.8)
+    assert 1 - messages_per_node(t) / 999 == pytest.approx(0.96, abs=0.005)
+    assert messages_per_node(t, gradients="clique") == pytest.approx(18.9 + 9)
+    assert messages_per_node(t, clique_averaging=False) == pytest.approx(18.9)
+    assert messages_per_node(tf.topologies.complete(100), clique_averaging=False) == 99.0
+    # Sec. IV-C: at n = 100 Clique Averaging still sends about 80% fewer messages than the
+    # complete graph: 2 (9 + 9/10) = 19.8 against 99
+    t = dcliques(one_class_per_node(100), 10, inter="fully_connected", seed=0)
+    assert messages_per_node(t) == pytest.approx(19.8)
+    assert 1 - 19.8 / 99 == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("remove", [1, 5])
+def test_messages_per_node_with_intra_clique_edges_removed(remove: int) -> None:
+    # Sec. IV-F removes r of the 45 edges of each clique of 10: the mean degree drops by 2r/10,
+    # the paper's count by 4r/10, the clique-gradient count by 4r/10 as well
+    n, m = 1000, 10
+    t = dcliques(one_class_per_node(n), m, inter="fully_connected", steps=0,
+                 remove_intra_edges=remove, seed=1)
+    assert t.edges_per_node == pytest.approx(18.9 - 2 * remove / m)
+    assert messages_per_node(t) == pytest.approx(37.8 - 4 * remove / m)
+    assert messages_per_node(t, gradients="clique") == pytest.approx(27.9 - 4 * remove / m)
+
+
+@pytest.mark.parametrize("inter", INTER_CLIQUE)
+@pytest.mark.parametrize("ca", [True, False])
+def test_messages_per_node_matches_loop_reference(inter: str, ca: bool) -> None:
+    t = dcliques(random_counts(57, 5, np.random.default_rng(2)), 6, inter=inter,
+                 remove_intra_edges=2, seed=4)
+    for gradients in ("paper", "clique"):
+        assert messages_per_node(t, clique_averaging=ca, gradients=gradients) == pytest.approx(
+            messages_reference(t, ca, gradients))
+    # directed graphs count what a node sends: its out-degree
+    d = tf.topologies.exponential(16)
+    assert messages_per_node(d, clique_averaging=ca) == pytest.approx(
+        messages_reference(d, ca, "paper"))
+
+
+def test_messages_per_node_bad_input() -> None:
+    with pytest.raises(ValueError, match="has none"):
+        messages_per_node(tf.topologies.ring(5), gradients="clique")
+    with pytest.raises(ValueError, match="gradients must be one of"):
+        messages_per_node(tf.topologies.ring(5), gradients="all")
+    with pytest.raises(TypeError, match="Topology"):
+        messages_per_node(np.eye(3))  # type: ignore[arg-type]

@@ -24,6 +24,7 @@ from topofl.topologies import (
     base_graph_schedule,
     exponential,
     one_peer_exponential,
+    undirected_exponential,
 )
 
 
@@ -252,3 +253,79 @@ def test_build_from_spec() -> None:
     tv = tf.topologies.build("base_graph:n=10,k=2")
     assert isinstance(tv, tf.TimeVarying) and tv.params == {"n": 10, "k": 2}
     assert tf.topologies.build("exponential:n=8").name == "exponential"
+
+
+# ----------------------------------------------------------------- undirected exponential
+def undirected_exponential_reference(n: int) -> np.ndarray:
+    """Loops only: i ~ (i + 2^k) % n for k < ceil(log2 n), both ways; eq. (2) of D-Cliques,
+    W_ij = 1 / (1 + max(d_i, d_j)) off the diagonal, the rest on it."""
+    A = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        for k in range(ceil_log2(n)):
+            j = (i + 2**k) % n
+            if j != i:
+                A[i, j] = A[j, i] = True
+    deg = A.sum(axis=1)
+    W = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if A[i, j]:
+                W[i, j] = 1.0 / (1 + max(deg[i], deg[j]))
+        W[i, i] = 1.0 - W[i].sum()
+    return W
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 64))
+def test_undirected_exponential_matches_reference(n: int) -> None:
+    t = undirected_exponential(n)
+    np.testing.assert_allclose(t.to_dense(), undirected_exponential_reference(n), atol=1e-15)
+    W = t.to_dense()
+    assert np.array_equal(W, W.T) and t.is_doubly_stochastic
+    # the directed exponential graph's arcs, made undirected
+    D = exponential(n).to_dense() > 0
+    assert np.array_equal(W > 0, D | D.T)
+    # regular: 2 tau offsets +-2^k, of which two coincide iff 2^a + 2^b = n (a unique pair,
+    # by binary expansion): one fewer neighbour if a = b, two fewer if a != b
+    tau = ceil_log2(n)
+    ones = bin(n).count("1")
+    expected = 2 * tau - {1: 1, 2: 2}.get(ones, 0)
+    assert set(t.in_degree.tolist()) == {expected}
+    assert np.allclose(W[W > 0], 1.0 / (expected + 1))
+
+
+def test_undirected_exponential_fig12_edges_per_node() -> None:
+    # D-Cliques Fig. 12: "exponential graph with 14 undirected edges per node" at n = 100
+    t = undirected_exponential(100)
+    assert t.edges_per_node == 14.0 and t.num_edges == 700
+    assert sorted(int(j) for j in t.graph.successors(0)) == sorted(
+        {2**k for k in range(7)} | {100 - 2**k for k in range(7)}
+    )
+    assert t.name == "undirected_exponential" and t.params == {"n": 100}
+
+
+@pytest.mark.parametrize("n", [5, 12, 64, 100, 127])
+def test_undirected_exponential_eigenvalues_closed_form(n: int) -> None:
+    # symmetric circulant: lambda_l = (1 + sum_{s in S} cos(2 pi l s / n)) / (|S| + 1)
+    S = {(sgn * 2**k) % n for k in range(ceil_log2(n)) for sgn in (1, -1)}
+    closed = [(1 + sum(math.cos(2 * math.pi * ell * s / n) for s in S)) / (len(S) + 1)
+              for ell in range(n)]
+    eig = np.linalg.eigvalsh(undirected_exponential(n).to_dense())
+    np.testing.assert_allclose(np.sort(eig), np.sort(closed), atol=1e-12)
+
+
+@pytest.mark.parametrize("tau", range(2, 9))
+def test_undirected_exponential_gap_power_of_two(tau: int) -> None:
+    # n = 2^tau: lambda_{n/2} = (tau - 2) / tau has the largest modulus, gap 2 / tau
+    assert spectral_gap(undirected_exponential(2**tau)) == pytest.approx(2 / tau, abs=1e-12)
+
+
+def test_undirected_exponential_in_registry_and_bad_n() -> None:
+    fam = REGISTRY["undirected_exponential"]
+    assert fam.undirected and not fam.random
+    t = tf.topologies.build("undirected_exponential:n=100", seed=0)
+    assert (t.W != undirected_exponential(100).W).nnz == 0
+    with pytest.raises(ValueError, match="n"):
+        undirected_exponential(1)
+    with pytest.raises(TypeError):
+        undirected_exponential(10.0)  # type: ignore[arg-type]

@@ -9,6 +9,10 @@ mean/std normalisation is applied (see :meth:`Dataset.standardized`).
 name                      files read (under ``root/<folder>``)       input_shape     classes
 ========================  =========================================  ==============  =======
 ``"digits"``              none: scikit-learn's bundled 8x8 digits     (1, 8, 8)       10
+``"digits16"``            none: the digits resized (stand-in)         (1, 16, 16)     10
+``"digits28"``            none: the digits resized (MNIST stand-in)   (1, 28, 28)     10
+``"digits32rgb"``         none: the digits resized (CIFAR stand-in)   (3, 32, 32)     10
+``"digits_resized"``      none: the digits at ``size``, ``channels``  chosen          10
 ``"synthetic"``           none: seeded Gaussian mixture               (dim,)          chosen
 ``"mnist"``               IDX ``*-ubyte[.gz]``                        (1, 28, 28)     10
 ``"fashion_mnist"``       IDX ``*-ubyte[.gz]``                        (1, 28, 28)     10
@@ -47,7 +51,14 @@ from __future__ import annotations
 
 # Imports written ``_name as _name`` re-export internals that the tests use.
 from topofl.data.datasets.base import ChecksumError, Dataset
-from topofl.data.datasets.bundled import digits, synthetic
+from topofl.data.datasets.bundled import (
+    digits,
+    digits16,
+    digits28,
+    digits32rgb,
+    digits_resized,
+    synthetic,
+)
 from topofl.data.datasets.cifar import _CIFAR10_CLASSES as _CIFAR10_CLASSES
 from topofl.data.datasets.cifar import cifar10, cifar100
 from topofl.data.datasets.files import SOURCES, Resource, default_root
@@ -62,6 +73,10 @@ __all__ = [
     "Resource",
     "load",
     "digits",
+    "digits_resized",
+    "digits16",
+    "digits28",
+    "digits32rgb",
     "synthetic",
     "mnist",
     "fashion_mnist",

@@ -1,4 +1,5 @@
-"""Datasets that need no files: scikit-learn's digits and a seeded synthetic mixture."""
+"""Datasets that need no files: scikit-learn's digits (also resized, as an image stand-in) and a
+seeded synthetic mixture."""
 
 from __future__ import annotations
 
@@ -45,6 +46,130 @@ def digits() -> Dataset:
         classes=tuple(str(c) for c in range(10)),
         params={},
     )
+
+
+def _resize_bilinear(x: F32, size: int) -> F32:
+    # Bilinear, align_corners=False (pixel centres), no antialiasing; float32 on the CPU, so
+    # the result is the same on every run and machine.
+    import torch
+    import torch.nn.functional as F
+
+    with torch.no_grad():
+        out = F.interpolate(
+            torch.from_numpy(np.array(x, dtype=np.float32)),  # a writable copy
+            size=(size, size),
+            mode="bilinear",
+            align_corners=False,
+        )
+    return np.ascontiguousarray(out.numpy(), dtype=np.float32)
+
+
+def digits_resized(size: int = 28, *, channels: int = 1) -> Dataset:
+    r"""The :func:`digits` images resized to ``size x size`` pixels: an offline image stand-in.
+
+    The papers' image models need larger inputs than the 8x8 digits (GN-LeNet at least 15x15,
+    the DPFL CNN at least 16x16). This dataset gives them the same 1797 digits, the same
+    labels and the same fixed train/test split as :func:`digits`, upsampled by bilinear
+    interpolation so that MNIST-shaped (``1x28x28``) and CIFAR-shaped (``3x32x32``) models run
+    offline and in CI. It is a *stand-in*: digits stay easy 8x8 images however large, and
+    results on it say nothing about MNIST or CIFAR-10 accuracy; use ``"mnist"`` and
+    ``"cifar10"`` whenever their files are present.
+
+    Parameters
+    ----------
+    size : int, default 28
+        Height and width of the output, ``>= 8``.
+    channels : int, default 1
+        ``1`` or ``3``; with 3 the grey image is repeated in every channel (a grey RGB image).
+
+    Returns
+    -------
+    Dataset
+        Named ``"digits<size>"`` (``"digits<size>rgb"`` with 3 channels), ``input_shape``
+        ``(channels, size, size)``, ``params`` ``{"size", "channels", "interpolation",
+        "stand_in": True}``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``size`` is not an int ``>= 8`` or ``channels`` not 1 or 3.
+
+    Notes
+    -----
+    Pixel $(r, c)$ of the output samples the input at $u = \max(0, (r + \tfrac12) \cdot 8 /
+    \text{size} - \tfrac12)$ (rows; likewise columns) and interpolates linearly between the
+    two nearest input pixels (``torch.nn.functional.interpolate``, ``mode="bilinear"``,
+    ``align_corners=False``). Every output pixel is thus a convex combination of input pixels:
+    values stay in ``[0, 1]`` and a constant image stays constant.
+
+    Examples
+    --------
+    >>> ds = tf.data.digits_resized(28)
+    >>> ds
+    Dataset(name='digits28', train=1442, test=355, input_shape=(1, 28, 28), num_classes=10)
+    >>> tf.data.load("digits32rgb").input_shape
+    (3, 32, 32)
+    """
+    size = check_int(size, "size", low=8)
+    channels = check_int(channels, "channels", low=1)
+    if channels not in (1, 3):
+        raise ValueError(f"channels must be 1 (grey) or 3 (grey RGB), got {channels}")
+    base = digits()
+    parts = {}
+    for part in ("train", "test"):
+        x = _resize_bilinear(getattr(base, f"x_{part}"), size)
+        if channels == 3:
+            x = np.ascontiguousarray(np.repeat(x, 3, axis=1))
+        parts[part] = x
+    return Dataset(
+        name=f"digits{size}" + ("rgb" if channels == 3 else ""),
+        x_train=parts["train"],
+        y_train=np.array(base.y_train),
+        x_test=parts["test"],
+        y_test=np.array(base.y_test),
+        num_classes=10,
+        input_shape=(channels, size, size),
+        classes=base.classes,
+        params={"size": size, "channels": channels, "interpolation": "bilinear",
+                "stand_in": True},
+    )
+
+
+def digits16() -> Dataset:
+    """Stand-in: the digits at 1x16x16, the smallest input of the DPFL CNN.
+
+    See :func:`digits_resized` (``size=16``).
+
+    Examples
+    --------
+    >>> tf.data.load("digits16").input_shape
+    (1, 16, 16)
+    """
+    return digits_resized(16)
+
+
+def digits28() -> Dataset:
+    """Stand-in for MNIST: the digits at 1x28x28 (see :func:`digits_resized`).
+
+    Examples
+    --------
+    >>> tf.data.load("digits28").x_train.shape
+    (1442, 1, 28, 28)
+    """
+    return digits_resized(28)
+
+
+def digits32rgb() -> Dataset:
+    """Stand-in for CIFAR-10: the digits at 3x32x32, grey in every channel.
+
+    For GN-LeNet and the DPFL CNN offline; see :func:`digits_resized`.
+
+    Examples
+    --------
+    >>> tf.data.load("digits32rgb").x_test.shape
+    (355, 3, 32, 32)
+    """
+    return digits_resized(32, channels=3)
 
 
 def synthetic(

@@ -8,7 +8,14 @@ from types import MappingProxyType
 from typing import Any
 
 from topofl.data.datasets.base import Dataset, PathLike
-from topofl.data.datasets.bundled import digits, synthetic
+from topofl.data.datasets.bundled import (
+    digits,
+    digits16,
+    digits28,
+    digits32rgb,
+    digits_resized,
+    synthetic,
+)
 from topofl.data.datasets.cifar import cifar10, cifar100
 from topofl.data.datasets.folders import cinic10, tiny_imagenet
 from topofl.data.datasets.idx import fashion_mnist, mnist
@@ -18,6 +25,10 @@ from topofl.data.datasets.leaf import femnist
 DATASETS: Mapping[str, Callable[..., Dataset]] = MappingProxyType(
     {
         "digits": digits,
+        "digits16": digits16,
+        "digits28": digits28,
+        "digits32rgb": digits32rgb,
+        "digits_resized": digits_resized,
         "synthetic": synthetic,
         "mnist": mnist,
         "fashion_mnist": fashion_mnist,
@@ -27,6 +38,12 @@ DATASETS: Mapping[str, Callable[..., Dataset]] = MappingProxyType(
         "cinic10": cinic10,
         "tiny_imagenet": tiny_imagenet,
     }
+)
+
+
+# Datasets that read no files (no root, no download).
+_OFFLINE = frozenset(
+    {"digits", "digits16", "digits28", "digits32rgb", "digits_resized", "synthetic"}
 )
 
 
@@ -49,7 +66,8 @@ def load(
         One of :data:`DATASETS` (case, ``-`` and ``_`` are ignored: ``"CIFAR-10"`` works).
     root : str or path, optional
         Data folder, default ``~/.cache/topofl``; the files of ``name`` live in
-        ``root/<name>/``. Ignored by ``"digits"`` and ``"synthetic"``.
+        ``root/<name>/``. Ignored by ``"digits"`` (and its resized stand-ins ``"digits16"``,
+        ``"digits28"``, ``"digits32rgb"``, ``"digits_resized"``) and ``"synthetic"``.
     download : bool, default False
         Fetch missing distribution files from their official location (then verify them).
     **options
@@ -76,8 +94,8 @@ def load(
     >>> tf.data.load("imagenet")
     Traceback (most recent call last):
     ...
-    ValueError: unknown dataset 'imagenet'; known: cifar10, cifar100, cinic10, digits,
-    fashion_mnist, femnist, mnist, synthetic, tiny_imagenet
+    ValueError: unknown dataset 'imagenet'; known: cifar10, cifar100, cinic10, digits, digits16,
+    digits28, digits32rgb, digits_resized, fashion_mnist, femnist, mnist, synthetic, tiny_imagenet
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
@@ -93,6 +111,6 @@ def load(
         raise ValueError(
             f"unknown option(s) {unknown} for dataset {key!r}; accepted: {accepted or 'none'}"
         )
-    if key in ("digits", "synthetic"):
+    if key in _OFFLINE:
         return fn(**options)
     return fn(root, download=download, **options)

@@ -13,9 +13,12 @@ function                   what
 :func:`clique_skews`       the skew of every clique of a partition
 :func:`random_cliques`     the random partition that Greedy Swap starts from (the baseline)
 :func:`greedy_swap`        Fig. 4: random cliques improved by skew-reducing pair swaps
+:func:`auto_steps`         the default number of Greedy Swap steps for ``n`` nodes
 :func:`connect_cliques`    a topology from given cliques: complete cliques plus one of the
                            inter-clique topologies of Sec. III-C
 :func:`dcliques`           the whole construction: Greedy Swap then :func:`connect_cliques`
+:func:`messages_per_node`  messages per node and round with or without Clique Averaging,
+                           counted the paper's way (37.8 at ``n = 1000``)
 =========================  ===================================================================
 
 Conventions shared by the functions of this module
@@ -31,10 +34,11 @@ Conventions shared by the functions of this module
 * **Inter-clique edges** (Sec. III-C) are decided at the level of cliques, then each is attached
   to the member of each clique with the fewest inter-clique edges so far, ties broken at random,
   so that degrees stay balanced (ring, small world, fully connected: in every clique the
-  inter-clique degrees differ by at most one; fractal: the member of the whole group with the
-  fewest, at each level). Every inter-clique topology is a simple
-  graph on the cliques (at most one edge per pair of cliques), so two nodes are never linked
-  twice.
+  inter-clique edges attached differ by at most one per member; fractal: the member of the
+  whole group with the fewest, at each level). Every inter-clique topology but the paper's
+  ``"small_world"`` is a simple graph on the cliques (at most one edge per pair of cliques);
+  ``"small_world"`` lets each clique add its own edges, so a pair of cliques may get several
+  (see :func:`connect_cliques`). Two nodes are never linked twice.
 * Randomness comes from the keyword-only ``seed`` alone; see :func:`dcliques` for the order in
   which one generator is used.
 
@@ -58,8 +62,14 @@ from topofl.topologies.cliques._input import INTER_CLIQUE
 from topofl.topologies.cliques.assembly import dcliques
 from topofl.topologies.cliques.clique_skew import clique_skews, skew
 from topofl.topologies.cliques.inter import connect_cliques
+from topofl.topologies.cliques.messages import messages_per_node
 from topofl.topologies.cliques.privacy import _private_histograms as _private_histograms
-from topofl.topologies.cliques.swap import GreedySwapResult, greedy_swap, random_cliques
+from topofl.topologies.cliques.swap import (
+    GreedySwapResult,
+    auto_steps,
+    greedy_swap,
+    random_cliques,
+)
 from topofl.topologies.cliques.swap import _pair_swap_skews as _pair_swap_skews
 
 __all__ = [
@@ -69,7 +79,9 @@ __all__ = [
     "clique_skews",
     "random_cliques",
     "greedy_swap",
+    "auto_steps",
     "connect_cliques",
     "dcliques",
+    "messages_per_node",
 ]
 

@@ -78,7 +78,7 @@ def _connect_cliques_example(n: int, rng: np.random.Generator) -> dict[str, Any]
 
 _INTER_PARAMS = (
     Param("inter", str, "inter-clique topology", choices=INTER_CLIQUE),
-    Param("c", int, "small_world: closest cliques linked per distance scale", low=1),
+    Param("c", int, "small_world(_single): closest cliques linked per distance scale", low=1),
     Param("remove_intra_edges", int, "intra-clique edges removed per clique", low=0),
 )
 
@@ -88,7 +88,7 @@ register(GraphFamily(
      Param("classes", int, "spec only: number of classes L", low=1),
      Param("clique_size", int, "largest clique size M", low=2, high="n"),
      *_INTER_PARAMS,
-     Param("steps", int, "Greedy Swap steps", low=0),
+     Param("steps", int, "Greedy Swap steps (default auto_steps(n, clique_size))", low=0),
      Param("epsilon", float, "differential privacy of the shared histograms", low=0)),
     _dcliques_example, random=True,
     description="D-Cliques: Greedy Swap cliques joined by an inter-clique topology",

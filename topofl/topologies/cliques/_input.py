@@ -13,7 +13,13 @@ from topofl._rng import Seed
 from topofl._validation import check_int
 
 #: The inter-clique topologies of Sec. III-C, in the order of increasing number of edges.
-INTER_CLIQUE: tuple[str, ...] = ("ring", "fractal", "small_world", "fully_connected")
+INTER_CLIQUE: tuple[str, ...] = (
+    "ring",
+    "fractal",
+    "small_world_single",
+    "small_world",
+    "fully_connected",
+)
 
 Cliques = tuple[tuple[int, ...], ...]
 

@@ -24,7 +24,7 @@ from topofl.topologies.cliques._input import (
 from topofl.topologies.cliques.clique_skew import _skews
 from topofl.topologies.cliques.inter import _INTER_DOC, _build
 from topofl.topologies.cliques.privacy import _private_histograms
-from topofl.topologies.cliques.swap import _greedy_swap
+from topofl.topologies.cliques.swap import _greedy_swap, _resolve_steps
 
 
 def dcliques(
@@ -33,7 +33,7 @@ def dcliques(
     *,
     inter: str = "fully_connected",
     c: int = 2,
-    steps: int = 1000,
+    steps: int | None = None,
     remove_intra_edges: int = 0,
     epsilon: float | None = None,
     seed: Seed,
@@ -50,8 +50,11 @@ def dcliques(
         Largest clique size ``M`` in ``[2, n]``: ``ceil(n / M)`` cliques whose sizes differ by at
         most one (cliques ``0..r-1`` get one node more, ``r = n mod ceil(n / M)``).
 {inter}
-    steps : int, default 1000
-        Greedy Swap steps (``0``: random cliques, the paper's baseline).
+    steps : int, optional
+        Greedy Swap steps (``0``: random cliques, the paper's baseline). By default
+        :func:`~topofl.topologies.cliques.auto_steps`: the paper's 1000 for up to 14 cliques,
+        ten draws of every pair of cliques on average beyond; Greedy Swap stops early, with
+        the same result, once every clique has skew 0 (see :func:`greedy_swap`).
     epsilon : float, optional
         Differential privacy level $\varepsilon > 0$ (Remark 2): Greedy Swap then sees, for each
         node ``i``, its normalised histogram plus independent centred Laplace noise of standard
@@ -118,7 +121,7 @@ def dcliques(
     m = _check_clique_size(clique_size, n)
     inter = check_choice(inter, "inter", INTER_CLIQUE)
     c = check_int(c, "c", low=1)
-    steps = check_int(steps, "steps", low=0)
+    steps = _resolve_steps(steps, n, m)
     remove = _check_removal(remove_intra_edges, _clique_sizes(n, m))
     eps = None if epsilon is None else check_real(epsilon, "epsilon", low=0, low_open=True)
     if eps is not None:

@@ -29,12 +29,39 @@ def _small_world_offsets(k: int, c: int) -> list[int]:
     return [d for d in range(1, k) if d - (1 << (d.bit_length() - 1)) < c]
 
 
+def _small_world_paper_links(k: int, c: int) -> list[tuple[int, int]]:
+    """Links ``(a, b)``, in the order made: each clique ``a`` adds its own (Sec. III-C, [20]).
+
+    For every distance scale ``s`` in ``[0, ceil(log2 k))`` and ``j`` in ``[0, c)``, clique
+    ``a`` links to ``a - (2^s + j)`` then ``a + (2^s + j)`` (mod ``k``); a link that would
+    reach ``a`` itself (only when ``2^s + j`` is a multiple of ``k``) is skipped. A pair is
+    listed once per time it is reached, from either side.
+    """
+    scales = (k - 1).bit_length()  # ceil(log2 k) for k >= 1
+    links = []
+    for a in range(k):
+        for s in range(scales):
+            for j in range(c):
+                d = (1 << s) + j
+                for b in ((a - d) % k, (a + d) % k):
+                    if b != a:
+                        links.append((a, b))
+    return links
+
+
 def _clique_links(k: int, inter: str, c: int) -> list[tuple[int, int]]:
-    """Pairs ``(a, b)``, ``a < b``, of cliques to link (ring, small world, fully connected)."""
+    """Clique pairs to link, one entry per inter-clique edge to attach.
+
+    Ring, single-edge small world and fully connected give each linked pair once, as
+    ``(a, b)`` with ``a < b``, sorted; the paper's small world gives ``(a, b)`` from the clique
+    ``a`` that adds it, a pair as many times as it is reached.
+    """
     if k < 2:
         return []
     if inter == "fully_connected":
         return list(itertools.combinations(range(k), 2))
+    if inter == "small_world":
+        return _small_world_paper_links(k, c)
     offsets = [1] if inter == "ring" else _small_world_offsets(k, c)
     links = {(min(a, (a + d) % k), max(a, (a + d) % k)) for a in range(k) for d in offsets}
     return sorted(links)
@@ -125,8 +152,10 @@ def _build(
 
 
 _INTER_DOC = """\
-    inter : {"ring", "fractal", "small_world", "fully_connected"}, default "fully_connected"
-        Inter-clique topology (Sec. III-C), on the cliques in the order of ``groups``:
+    inter : str, default "fully_connected"
+        Inter-clique topology (Sec. III-C), one of ``"ring"``, ``"fractal"``,
+        ``"small_world_single"``, ``"small_world"``, ``"fully_connected"``, on the cliques in
+        the order of ``groups``:
 
         * ``"ring"``: clique ``k`` is linked to clique ``k + 1 mod K`` ($K$ edges; one edge for
           two cliques).
@@ -135,17 +164,29 @@ _INTER_DOC = """\
           the groups form groups of ``g`` at the next level, one edge per pair of groups, and
           so on until one group remains. An edge between groups goes to the member of each
           group with the fewest inter-clique edges so far.
-        * ``"small_world"``: the cliques sit on a ring; clique ``k`` is linked, clockwise and
-          counter-clockwise, to the ``c`` closest cliques of each set of clockwise distances
-          $[2^s, 2^{s+1})$, i.e. to cliques ``k ± d mod K`` for every ``d`` in ``[1, K-1]``
-          with $d - 2^{\\lfloor \\log_2 d \\rfloor} < c$; one edge per linked pair,
-          $O(c K \\log K)$ edges. (The authors' scripts add every link from both of its
-          cliques, and a link as often as the offsets $2^s + j$ reach it, so their graphs
-          have about twice these inter-clique edges: the paper's 14.5 edges per node at
-          ``n = 1000``, ``M = 10``, against 11.6 here.)
+        * ``"small_world"`` (the paper's construction, Sec. III-C and its extended
+          version): the cliques sit on a ring and *each clique adds its own edges*: for every
+          distance scale $s = 0, \\dots, \\lceil \\log_2 K \\rceil - 1$ and ``j = 0..c-1``,
+          clique ``a`` adds one edge to clique ``a - (2^s + j)`` and one to clique
+          ``a + (2^s + j)`` (mod ``K``; a link back to ``a`` itself is skipped). A pair of
+          cliques is thus linked once from each side, and once more per extra way the
+          offsets $2^s + j$ reach it: with ``c = 2`` two cliques at distance 1 get two edges
+          and two cliques at distance 2 (offsets $1 + 1$ and $2 + 0$) up to four. Two edges
+          that land on the same two nodes count once. Each clique adds $2 c \\lceil \\log_2 K
+          \\rceil$ edges, so there are at most $2 c K \\lceil \\log_2 K \\rceil$,
+          $O(c \\frac{n}{M} \\log \\frac{n}{M})$: at ``n = 1000``, ``M = 10``, ``c = 2``
+          about 14.5 edges per node (9 inside the clique, at most 5.6 outside), the paper's
+          number.
+        * ``"small_world_single"``: the same ring and distance scales with one edge per
+          linked pair of cliques: clique ``k`` is linked to cliques ``k ± d mod K`` for
+          every clockwise distance ``d`` in ``[1, K-1]`` among the ``c`` closest of its set
+          $[2^s, 2^{s+1})$, i.e. with $d - 2^{\\lfloor \\log_2 d \\rfloor} < c$. At
+          ``n = 1000``, ``M = 10``, ``c = 2`` it links the same 1300 pairs of cliques as
+          ``"small_world"``, with 11.6 edges per node instead of about 14.5.
         * ``"fully_connected"``: one edge between every pair of cliques ($K(K-1)/2$ edges).
     c : int, default 2
-        Small world only: how many of the closest cliques of each set to link (``>= 1``).
+        Small world only (both variants): how many of the closest cliques of each distance
+        scale to link (``>= 1``); the paper uses 2.
     remove_intra_edges : int, default 0
         Remove this many intra-clique edges from every clique (Sec. IV-F, Fig. 15-16), drawn
         uniformly among the choices that keep the clique connected (so the graph stays
@@ -198,8 +239,10 @@ def connect_cliques(
     -----
     Every option gives a connected graph: each clique is connected and the clique-level graph is
     (it contains a ring, or is built by merging connected groups). In each clique of ``s`` nodes
-    and ``e`` inter-clique edges (``ring``, ``small_world``, ``fully_connected``), ``e mod s``
-    members have $\lceil e/s \rceil$ of them and the others $\lfloor e/s \rfloor$.
+    and ``e`` inter-clique edges (``ring``, both small worlds, ``fully_connected``), ``e mod s``
+    members have $\lceil e/s \rceil$ of them and the others $\lfloor e/s \rfloor$ (for
+    ``small_world``, ``e`` counts the edges attached, before two that join the same two nodes
+    merge into one).
 
     Examples
     --------
