@@ -26,7 +26,7 @@ __all__ = [
     "arc_pattern",
 ]
 
-StochasticKind = Literal["row", "column", "doubly"]
+StochasticKind = Literal["row", "column", "doubly", "any"]
 
 
 def _type_name(value: object) -> str:
@@ -287,7 +287,9 @@ def check_stochastic(
 
     ``"row"``: every row sums to 1 (``x_{t+1} = W x_t`` is a weighted average at each node);
     ``"column"``: every column sums to 1 (mass is preserved, as push-sum needs);
-    ``"doubly"``: both.
+    ``"doubly"``: both; ``"any"``: rows or columns (either kind of gossip matrix).
+
+    The message names the first row (and, for ``"any"``, column) whose sum is off.
 
     Examples
     --------
@@ -299,8 +301,22 @@ def check_stochastic(
     Traceback (most recent call last):
     ...
     ValueError: W must be column-stochastic: column 0 sums to 0.7 (atol=1e-10)
+    >>> check_stochastic(check_matrix(np.zeros((3, 3))), "any")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: W must be row- or column-stochastic: row 0 sums to 0 and column 0 sums to 0 ...
     """
-    check_choice(kind, "kind", ("row", "column", "doubly"))
+    check_choice(kind, "kind", ("row", "column", "doubly", "any"))
+    if kind == "any":
+        if stochasticity(W, atol=atol) != "none":
+            return W
+        r, c = _sums(W, 1), _sums(W, 0)
+        i = int(np.argmax(np.abs(r - 1.0)))
+        j = int(np.argmax(np.abs(c - 1.0)))
+        raise ValueError(
+            f"{name} must be row- or column-stochastic: row {i} sums to {r[i]:.6g} and "
+            f"column {j} sums to {c[j]:.6g} (atol={atol:g})"
+        )
     for axis, what in ((1, "row"), (0, "column")):
         if kind not in (what, "doubly"):
             continue

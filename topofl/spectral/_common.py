@@ -9,7 +9,13 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from topofl._validation import check_choice, check_int, check_matrix
+from topofl._validation import (
+    StochasticKind,
+    check_choice,
+    check_int,
+    check_matrix,
+    check_stochastic,
+)
 from topofl.exceptions import ConvergenceError
 from topofl.graph import TimeVarying, Topology
 
@@ -39,6 +45,20 @@ def _as_csr(W: Any, name: str = "W") -> sp.csr_array:
             "consensus_rate, summary)"
         )
     return check_matrix(W, name=name)
+
+
+#: Tolerance on the row/column sums of a matrix that a function needs stochastic (loose
+#: enough for a float32 matrix, whose sums are off by about 1e-7).
+STOCHASTIC_ATOL = 1e-6
+
+
+def _as_stochastic(W: Any, kind: StochasticKind, what: str, name: str = "W") -> sp.csr_array:
+    """``_as_csr`` that refuses a matrix whose sums make ``what`` meaningless."""
+    M = _as_csr(W, name=name)
+    try:
+        return check_stochastic(M, kind, atol=STOCHASTIC_ATOL, name=name)
+    except ValueError as exc:
+        raise ValueError(f"{what} needs a stochastic mixing matrix: {exc}") from None
 
 
 def _check_method(method: str) -> str:
