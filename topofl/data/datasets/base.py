@@ -16,6 +16,55 @@ F32 = npt.NDArray[np.float32]
 I64 = npt.NDArray[np.int64]
 
 
+def as_labels(values: Any, what: str) -> I64:
+    """``values`` as a 1-D ``int64`` array, exactly: the one label check every loader uses.
+
+    Integers pass; floats pass only when every one is a whole number (``1.0`` -> ``1``): a
+    label ``1.5`` is refused, never truncated to ``1``. NaN, booleans, strings and nested
+    sequences are refused too.
+
+    Examples
+    --------
+    >>> from topofl.data.datasets.base import as_labels
+    >>> as_labels([0, 2.0, 1], "y").tolist()
+    [0, 2, 1]
+    >>> as_labels([0, 1.5], "femnist train labels of user u7")
+    Traceback (most recent call last):
+    ...
+    ValueError: femnist train labels of user u7 must be whole numbers, found 1.5 at index 1
+    """
+    try:
+        a = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be a flat sequence of integers ({exc})") from None
+    a = a.reshape(-1) if a.ndim <= 1 else a
+    if a.ndim != 1:
+        raise ValueError(f"{what} must be a flat sequence of integers, got shape {a.shape}")
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if a.dtype.kind in "iu":
+        return a.astype(np.int64)
+    if a.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(a) | (a != np.round(a)))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"{what} must be whole numbers, found {a[i].item()!r} at index {i}")
+        if np.any(np.abs(a) > 2**53):
+            raise ValueError(f"{what} must be integers below 2**53, found {a.max().item()!r}")
+        return a.astype(np.int64)
+    raise ValueError(f"{what} must be integers, found {a.dtype} values, e.g. {a[0].item()!r}")
+
+
+def check_finite(x: npt.NDArray[Any], what: str) -> None:
+    """Raise ``ValueError`` naming the first NaN or infinite value of ``x`` (any shape)."""
+    if x.dtype.kind in "fc" and not np.all(np.isfinite(x)):
+        idx = np.unravel_index(int(np.flatnonzero(~np.isfinite(x.reshape(-1)))[0]), x.shape)
+        bad = x[idx].item()
+        raise ValueError(
+            f"{what} must be finite, found {bad!r} at index {tuple(int(i) for i in idx)}"
+        )
+
+
 class ChecksumError(ValueError):
     """A distribution file does not have its published checksum (corrupt or wrong file)."""
 
@@ -28,7 +77,8 @@ class Dataset:
     ----------
     name : str
     x_train, x_test : numpy.ndarray
-        ``float32`` features of shape ``(N, *input_shape)`` (read-only).
+        ``float32`` features of shape ``(N, *input_shape)`` (read-only), finite: every loader
+        refuses NaN and infinite values here.
     y_train, y_test : numpy.ndarray
         ``int64`` labels in ``[0, num_classes)`` (read-only).
     num_classes : int
@@ -74,6 +124,7 @@ class Dataset:
                 raise TypeError(
                     f"x_{part} must be float32 and y_{part} int64, got {x.dtype} and {y.dtype}"
                 )
+            check_finite(x, f"{self.name} x_{part}")
             if x.shape[0] != y.shape[0] or tuple(x.shape[1:]) != tuple(self.input_shape):
                 raise ValueError(
                     f"x_{part} must have shape (N, *{tuple(self.input_shape)}) with N = "
@@ -149,9 +200,9 @@ def _image_dataset(
     return Dataset(
         name=name,
         x_train=x.astype(np.float32) * scale,
-        y_train=y.astype(np.int64),
+        y_train=as_labels(y, f"{name} train labels"),
         x_test=xt.astype(np.float32) * scale,
-        y_test=yt.astype(np.int64),
+        y_test=as_labels(yt, f"{name} test labels"),
         num_classes=L,
         input_shape=tuple(int(s) for s in x.shape[1:]),
         classes=tuple(classes),
