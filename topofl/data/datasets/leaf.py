@@ -48,15 +48,15 @@ def femnist(root: PathLike | None = None, *, download: bool = False) -> Dataset:
     arrays = {}
     for split, entries in raw.items():
         xs, ys = [], []
-        for u, x, y in entries:
+        for u, x_raw, y_raw in entries:
             try:
-                xs.append(np.asarray(x, dtype=np.float32).reshape(-1, 784))
+                xs.append(np.asarray(x_raw, dtype=np.float32).reshape(-1, 784))
             except (TypeError, ValueError) as exc:
                 raise ValueError(
                     f"femnist {split} user {u}: 'x' must be a list of 784 numbers per image "
                     f"({exc})"
                 ) from None
-            ys.append(as_labels(y, f"femnist {split} labels of user {u}"))
+            ys.append(as_labels(y_raw, f"femnist {split} labels of user {u}"))
         for (u, _, _), x, y in zip(entries, xs, ys):
             if x.shape[0] != y.shape[0]:
                 raise ValueError(
