@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Collection
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
+    "check_bool",
     "check_int",
     "check_real",
     "check_choice",
@@ -24,6 +26,10 @@ __all__ = [
     "check_stochastic",
     "stochasticity",
     "arc_pattern",
+    "available_memory",
+    "check_memory",
+    "graph_bytes",
+    "check_graph_size",
 ]
 
 StochasticKind = Literal["row", "column", "doubly", "any"]
@@ -69,6 +75,26 @@ def check_int(
     if high is not None and v > high:
         raise ValueError(f"{name} must be <= {high}, got {v}")
     return v
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` if it is a ``bool`` (or ``numpy.bool_``) or raise ``TypeError``.
+
+    Truthy strings such as ``"no"`` are refused rather than read as ``True``.
+
+    Examples
+    --------
+    >>> from topofl._validation import check_bool
+    >>> check_bool(False, "connected")
+    False
+    >>> check_bool("no", "connected")
+    Traceback (most recent call last):
+    ...
+    TypeError: connected must be a bool (True or False), got str 'no'
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool (True or False), got {_type_name(value)} {value!r}")
 
 
 def check_real(
@@ -328,3 +354,104 @@ def check_stochastic(
                 f"{name} must be {what}-stochastic: {what} {i} sums to {s[i]:.6g} (atol={atol:g})"
             )
     return W
+
+
+# ============================================================================ memory
+#: Peak bytes per node and per arc of building a :class:`~topofl.Topology` (the networkx input
+#: graph, the frozen digraph, ``W`` and the temporaries in between). Measured with
+#: ``tracemalloc``: ``ring(10**5)`` peaks at 174 MB (1e5 nodes, 2e5 arcs), ``complete(700)`` at
+#: 184 MB (489,300 arcs), ``random_regular(20000, 10, seed=0)`` at 79 MB (2e5 arcs),
+#: ``torus(100, 100)`` at 28.6 MB (1e4 nodes, 4e4 arcs); these two constants bound all four
+#: from above (``tests/topologies/test_size.py`` checks it).
+BYTES_PER_NODE = 1500
+BYTES_PER_ARC = 400
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _cgroup_available() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            limit = fh.read().strip()
+        if limit == "max":
+            return None
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as fh:
+            used = int(fh.read().strip())
+        return max(0, int(limit) - used)
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still allocate, or ``None`` if unknown.
+
+    The smaller of the kernel's ``MemAvailable`` (``/proc/meminfo``; else the free physical
+    pages of ``os.sysconf``) and what the cgroup memory limit leaves, if there is one.
+    """
+    found = [v for v in (_meminfo_available(), _cgroup_available()) if v is not None]
+    return min(found) if found else None
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if b < 1024 or unit == "PiB":
+            return f"{b:.3g} {unit}"
+        b /= 1024
+    return f"{b:.3g} PiB"  # pragma: no cover
+
+
+def check_memory(nbytes: float, what: str) -> None:
+    """Raise ``ValueError`` early if ``what`` needs an estimated ``nbytes`` that do not fit.
+
+    Nothing is raised when the available memory is unknown.
+
+    Examples
+    --------
+    >>> from topofl._validation import check_memory
+    >>> check_memory(1e3, "a tiny thing")
+    >>> check_memory(1e17, "a huge thing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: a huge thing needs about 88.8 PiB of memory (estimated), but only ... is available
+    """
+    avail = available_memory()
+    if avail is not None and nbytes > avail:
+        raise ValueError(
+            f"{what} needs about {_fmt_bytes(nbytes)} of memory (estimated), but only "
+            f"{_fmt_bytes(avail)} is available"
+        )
+
+
+def graph_bytes(n: int, arcs: float) -> float:
+    """Estimated peak bytes of building a topology with ``n`` nodes and ``arcs`` arcs."""
+    return float(BYTES_PER_NODE) * n + float(BYTES_PER_ARC) * arcs
+
+
+def check_graph_size(n: int, arcs: float, what: str) -> None:
+    """Refuse a graph of ``n`` nodes and ``arcs`` arcs (each direction counted) that would not
+    fit in memory, before networkx or scipy start allocating it.
+
+    Every constructor of :mod:`topofl.topologies` calls it with its exact arc count, and
+    :func:`topofl.topologies.build` with a lower bound for any family with an ``n``.
+
+    Examples
+    --------
+    >>> from topofl._validation import check_graph_size
+    >>> check_graph_size(10**9, 2 * 10**9, "ring(n=1000000000)")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ring(n=1000000000) needs about 2.09 TiB of memory (estimated), but only ...
+    """
+    check_memory(graph_bytes(n, arcs), what)
