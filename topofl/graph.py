@@ -152,6 +152,9 @@ class Topology:
         weights : str or callable, default ``"metropolis"``
             A scheme of :mod:`topofl.mixing` (``"metropolis"``, ``"metropolis_hastings"``,
             ``"max_degree"``, ``"uniform"``, ``"push_sum"``) or a function ``G -> W``.
+            ``"metropolis"`` is ``1/(max(d_i, d_j) + 1)``, the rule the D-Cliques paper calls
+            Metropolis-Hastings; ``"metropolis_hastings"`` is ``1/max(d_i, d_j)`` (its
+            diagonal can be zero).
         name, params, groups
             Stored on the result; see the class attributes.
 

@@ -28,7 +28,9 @@ def ring(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis") -> 
     n : int
         Number of nodes, ``n >= 1`` (``n = 2`` is a single edge, ``n = 1`` a lone node).
     weights : str or callable, default ``"metropolis"``
-        Weight scheme, see :mod:`topofl.mixing`.
+        Weight scheme, see :mod:`topofl.mixing`. ``"metropolis"``, ``1/(max(d_i, d_j) + 1)``, is
+        what the D-Cliques paper calls Metropolis-Hastings; ``"metropolis_hastings"`` is
+        ``1/max(d_i, d_j)`` and leaves every node of a ring a zero self-weight.
 
     Returns
     -------

@@ -71,6 +71,8 @@ def erdos_renyi(
         Redraw (at most ``max_tries`` times) until the graph is connected.
     max_tries : int, default 100
     weights : str or callable, default ``"metropolis"``
+        See :mod:`topofl.mixing`: ``"metropolis"`` is the D-Cliques paper's
+        "Metropolis-Hastings" rule ``1/(max(d_i, d_j) + 1)``, not ``"metropolis_hastings"``.
 
     Raises
     ------
