@@ -145,9 +145,10 @@ class Segments(NamedTuple):
 
 
 def _device_of(device: Any) -> torch.device:
-    import torch
+    from topofl._validation import check_device
 
-    return device if isinstance(device, torch.device) else torch.device(device)
+    d: torch.device = check_device(device)
+    return d
 
 
 # ---------------------------------------------------------------------------------- FederatedData
