@@ -231,7 +231,12 @@ def test_one_bad_argument(target: str, tmpdir_module: Path) -> None:
     assert not failures, f"{target}:\n" + "\n".join(failures)
 
 
-_any_bad = st.sampled_from(BAD) | st.integers() | st.floats() | st.text(max_size=5)
+# Bad integers only (zero, negative, huge): a valid but large value such as a horizon of 10**5
+# is legitimately slow and not what this test is about.
+_any_bad = (
+    st.sampled_from(BAD) | st.integers(max_value=0) | st.integers(min_value=10**9)
+    | st.floats() | st.text(max_size=5)
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -246,3 +251,44 @@ def test_random_bad_arguments(data: st.DataObject, tmpdir_module: Path) -> None:
     allowed = ALLOWED_LOAD if target in ("records.load", "data.load.root") else ALLOWED
     problem = _check(fn, (), {**kw, **bad}, allowed)
     assert problem is None, f"{target}({bad}): {problem}"
+
+
+# ------------------------------------------------------------------------------ the fixes it found
+def test_huge_horizons_are_refused_at_once() -> None:
+    import time
+
+    t0 = time.perf_counter()
+    for call in (
+        lambda: tf.spectral.is_strongly_connected(TV, horizon=10**12),
+        lambda: tf.spectral.b_connectivity(TV, 10**12),
+        lambda: tf.spectral.consensus_rate(TV, 10**12),
+        lambda: tf.spectral.finite_time_consensus(TV, 10**12),
+        lambda: tf.spectral.mixing_product(TV, 0, 10**12),
+        lambda: tf.spectral.summary(RING, horizon=10**12),
+        lambda: tf.spectral.disagreement(TV, 3, num_vectors=10**12),
+    ):
+        with pytest.raises(ValueError, match=r"needs about .* of memory \(estimated\)"):
+            call()
+    assert time.perf_counter() - t0 < 5
+
+
+def test_devices_are_checked_in_one_place() -> None:
+    import torch
+
+    from topofl._validation import check_device
+
+    assert check_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="a torch device such as 'cpu' or 'cuda:0', got 'abc'"):
+        tf.data.federate("digits", "iid", 2, seed=0, device="abc")
+    with pytest.raises(TypeError, match="device must be a str such as 'cpu'"):
+        tf.models.build_model("logistic", 4, 2, seed=0, device=1.5)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="needs CUDA, which is not available here"):
+            tf.models.build_model("logistic", 4, 2, seed=0, device="cuda")
+
+
+def test_models_too_large_are_refused_before_allocation() -> None:
+    with pytest.raises(ValueError, match=r"model 'logistic' with 10000000000010 parameters needs "):
+        tf.models.build_model("logistic", 10**12, 10, seed=0)
+    with pytest.raises(ValueError, match="cannot be built: Storage size calculation overflowed"):
+        tf.models.build_model("mlp", 2**60, 3, seed=0)

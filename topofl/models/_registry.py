@@ -102,8 +102,14 @@ def build_model(
     if device is not None:
         device = check_device(device)
     # Build once on the meta device (no memory) to refuse a model that cannot fit.
-    with torch.device("meta"):
-        probe = MODELS[name](input_shape, num_classes, **kwargs)
+    try:
+        with torch.device("meta"):
+            probe = MODELS[name](input_shape, num_classes, **kwargs)
+    except RuntimeError as exc:  # e.g. "Storage size calculation overflowed"
+        raise ValueError(
+            f"model {name!r} for input_shape={input_shape!r}, num_classes={num_classes!r} "
+            f"cannot be built: {exc}"
+        ) from None
     numel = sum(t.numel() for t in (*probe.parameters(), *probe.buffers()))
     itemsize = torch.finfo(dtype).bits // 8 if dtype is not None else 4
     # float32 on the CPU first, then a copy in ``dtype`` on ``device``.
