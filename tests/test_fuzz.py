@@ -160,9 +160,22 @@ def _records_file(tmp: Path) -> Path:
     return p
 
 
+def _tensor_dataset() -> Any:
+    import torch
+    from torch.utils.data import TensorDataset
+
+    return TensorDataset(torch.zeros(6, 2), torch.tensor([0, 1, 2, 0, 1, 2]))
+
+
 def _other_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
     return [
         ("records.load", tf.records.load, {"path": _records_file(tmp)}),
+        ("Topology.from_adjacency", tf.Topology.from_adjacency,
+         {"A": np.ones((4, 4)), "weights": "metropolis", "name": "a"}),
+        ("Topology.from_pyg", tf.Topology.from_pyg,
+         {"data": RING.to_pyg(), "weights": None, "num_nodes": 6, "name": "p"}),
+        ("Dataset.from_torch", tf.data.Dataset.from_torch,
+         {"train": _tensor_dataset(), "test": None, "num_classes": 3, "name": "t"}),
         ("models.build_model", tf.models.build_model,
          {"name": "logistic", "input_shape": (1, 8, 8), "num_classes": 10, "seed": 0}),
         ("models.build_model.mlp", tf.models.build_model,

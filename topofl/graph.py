@@ -27,7 +27,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from topofl import mixing
-from topofl._validation import arc_pattern, check_graph, check_int, check_matrix, stochasticity
+from topofl._validation import (
+    arc_pattern,
+    check_graph,
+    check_graph_size,
+    check_int,
+    check_matrix,
+    stochasticity,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -354,6 +361,7 @@ class Topology:
         if num_nodes is None:
             num_nodes = data.num_nodes
         n = check_int(num_nodes, "num_nodes", low=1)
+        check_graph_size(n, edge_index.shape[1], f"a topology with num_nodes={n}")
         ei = edge_index.detach().cpu().to(torch.int64)
         if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= n):
             raise ValueError(
