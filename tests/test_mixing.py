@@ -246,3 +246,22 @@ def test_complete_graph_identical_to_the_old_construction(n: int) -> None:
     D.add_edges_from(zip(src.tolist(), dst.tolist()))
     assert list(t.graph.edges()) == list(D.edges())  # same arcs in the same order
     assert [list(t.graph.pred[v]) for v in t.graph] == [list(D.pred[v]) for v in D]
+
+
+def test_scheme_names_are_explained_where_users_meet_them() -> None:
+    import networkx as nx
+
+    import topofl as tf
+
+    for bad in ("Metropolis-Hastings", "metropolis-hastings", "mh"):
+        with pytest.raises(ValueError, match=r"'metropolis' is 1/\(max\(d_i, d_j\) \+ 1\), the "
+                                             r"rule the D-Cliques paper calls Metropolis-Hastings"):
+            tf.topologies.ring(6, weights=bad)
+    # The two rules on a ring (every degree 2): 1/3 vs 1/2 off the diagonal, 1/3 vs 0 on it.
+    G = nx.cycle_graph(6)
+    m, mh = tf.mixing.metropolis(G).toarray(), tf.mixing.metropolis_hastings(G).toarray()
+    assert m[0, 1] == 1 / 3 and m[0, 0] == 1 / 3
+    assert mh[0, 1] == 1 / 2 and mh[0, 0] == 0
+    for doc in (tf.mixing.metropolis.__doc__, tf.mixing.metropolis_hastings.__doc__,
+                tf.mixing.__doc__, tf.Topology.from_networkx.__doc__):
+        assert doc is not None and "D-Cliques" in doc

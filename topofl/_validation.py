@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Collection
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
+    "check_bool",
     "check_int",
     "check_real",
     "check_choice",
@@ -24,9 +26,14 @@ __all__ = [
     "check_stochastic",
     "stochasticity",
     "arc_pattern",
+    "available_memory",
+    "check_memory",
+    "graph_bytes",
+    "check_graph_size",
+    "check_device",
 ]
 
-StochasticKind = Literal["row", "column", "doubly"]
+StochasticKind = Literal["row", "column", "doubly", "any"]
 
 
 def _type_name(value: object) -> str:
@@ -69,6 +76,26 @@ def check_int(
     if high is not None and v > high:
         raise ValueError(f"{name} must be <= {high}, got {v}")
     return v
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` if it is a ``bool`` (or ``numpy.bool_``) or raise ``TypeError``.
+
+    Truthy strings such as ``"no"`` are refused rather than read as ``True``.
+
+    Examples
+    --------
+    >>> from topofl._validation import check_bool
+    >>> check_bool(False, "connected")
+    False
+    >>> check_bool("no", "connected")
+    Traceback (most recent call last):
+    ...
+    TypeError: connected must be a bool (True or False), got str 'no'
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool (True or False), got {_type_name(value)} {value!r}")
 
 
 def check_real(
@@ -287,7 +314,9 @@ def check_stochastic(
 
     ``"row"``: every row sums to 1 (``x_{t+1} = W x_t`` is a weighted average at each node);
     ``"column"``: every column sums to 1 (mass is preserved, as push-sum needs);
-    ``"doubly"``: both.
+    ``"doubly"``: both; ``"any"``: rows or columns (either kind of gossip matrix).
+
+    The message names the first row (and, for ``"any"``, column) whose sum is off.
 
     Examples
     --------
@@ -299,8 +328,22 @@ def check_stochastic(
     Traceback (most recent call last):
     ...
     ValueError: W must be column-stochastic: column 0 sums to 0.7 (atol=1e-10)
+    >>> check_stochastic(check_matrix(np.zeros((3, 3))), "any")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: W must be row- or column-stochastic: row 0 sums to 0 and column 0 sums to 0 ...
     """
-    check_choice(kind, "kind", ("row", "column", "doubly"))
+    check_choice(kind, "kind", ("row", "column", "doubly", "any"))
+    if kind == "any":
+        if stochasticity(W, atol=atol) != "none":
+            return W
+        r, c = _sums(W, 1), _sums(W, 0)
+        i = int(np.argmax(np.abs(r - 1.0)))
+        j = int(np.argmax(np.abs(c - 1.0)))
+        raise ValueError(
+            f"{name} must be row- or column-stochastic: row {i} sums to {r[i]:.6g} and "
+            f"column {j} sums to {c[j]:.6g} (atol={atol:g})"
+        )
     for axis, what in ((1, "row"), (0, "column")):
         if kind not in (what, "doubly"):
             continue
@@ -312,3 +355,152 @@ def check_stochastic(
                 f"{name} must be {what}-stochastic: {what} {i} sums to {s[i]:.6g} (atol={atol:g})"
             )
     return W
+
+
+# ============================================================================ memory
+#: Peak bytes per node and per arc of building a :class:`~topofl.Topology` (the networkx input
+#: graph, the frozen digraph, ``W`` and the temporaries in between). Measured with
+#: ``tracemalloc``: ``ring(10**5)`` peaks at 174 MB (1e5 nodes, 2e5 arcs), ``complete(700)`` at
+#: 184 MB (489,300 arcs), ``random_regular(20000, 10, seed=0)`` at 79 MB (2e5 arcs),
+#: ``torus(100, 100)`` at 28.6 MB (1e4 nodes, 4e4 arcs); these two constants bound all four
+#: from above (``tests/topologies/test_size.py`` checks it).
+BYTES_PER_NODE = 1500
+BYTES_PER_ARC = 400
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _cgroup_available() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            limit = fh.read().strip()
+        if limit == "max":
+            return None
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as fh:
+            used = int(fh.read().strip())
+        return max(0, int(limit) - used)
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still allocate, or ``None`` if unknown.
+
+    The smaller of the kernel's ``MemAvailable`` (``/proc/meminfo``; else the free physical
+    pages of ``os.sysconf``) and what the cgroup memory limit leaves, if there is one.
+    """
+    found = [v for v in (_meminfo_available(), _cgroup_available()) if v is not None]
+    return min(found) if found else None
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if b < 1024 or unit == "PiB":
+            return f"{b:.3g} {unit}"
+        b /= 1024
+    return f"{b:.3g} PiB"  # pragma: no cover
+
+
+def check_memory(nbytes: float, what: str) -> None:
+    """Raise ``ValueError`` early if ``what`` needs an estimated ``nbytes`` that do not fit.
+
+    Nothing is raised when the available memory is unknown.
+
+    Examples
+    --------
+    >>> from topofl._validation import check_memory
+    >>> check_memory(1e3, "a tiny thing")
+    >>> check_memory(1e17, "a huge thing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: a huge thing needs about 88.8 PiB of memory (estimated), but only ... is available
+    """
+    avail = available_memory()
+    if avail is not None and nbytes > avail:
+        raise ValueError(
+            f"{what} needs about {_fmt_bytes(nbytes)} of memory (estimated), but only "
+            f"{_fmt_bytes(avail)} is available"
+        )
+
+
+def graph_bytes(n: int, arcs: float) -> float:
+    """Estimated peak bytes of building a topology with ``n`` nodes and ``arcs`` arcs."""
+    return float(BYTES_PER_NODE) * n + float(BYTES_PER_ARC) * arcs
+
+
+def check_graph_size(n: int, arcs: float, what: str) -> None:
+    """Refuse a graph of ``n`` nodes and ``arcs`` arcs (each direction counted) that would not
+    fit in memory, before networkx or scipy start allocating it.
+
+    Every constructor of :mod:`topofl.topologies` calls it with its exact arc count, and
+    :func:`topofl.topologies.build` with a lower bound for any family with an ``n``.
+
+    Examples
+    --------
+    >>> from topofl._validation import check_graph_size
+    >>> check_graph_size(10**9, 2 * 10**9, "ring(n=1000000000)")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ring(n=1000000000) needs about 2.09 TiB of memory (estimated), but only ...
+    """
+    check_memory(graph_bytes(n, arcs), what)
+
+
+def check_device(device: Any, name: str = "device") -> Any:
+    """Return ``torch.device(device)`` if that device exists here, else raise.
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is not a str, int or ``torch.device``.
+    ValueError
+        If torch does not know the string, or the device is CUDA/MPS and not available.
+
+    Examples
+    --------
+    >>> from topofl._validation import check_device
+    >>> check_device("cpu")
+    device(type='cpu')
+    >>> check_device("gpu")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: device must be a torch device such as 'cpu' or 'cuda:0', got 'gpu' ...
+    """
+    import torch
+
+    if isinstance(device, bool) or not isinstance(device, (str, int, torch.device)):
+        raise TypeError(
+            f"{name} must be a str such as 'cpu' or 'cuda:0' or a torch.device, got "
+            f"{_type_name(device)} {device!r}"
+        )
+    if isinstance(device, int) and device < 0:
+        raise ValueError(f"{name} index must be >= 0, got {device}")
+    try:
+        d = torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise ValueError(
+            f"{name} must be a torch device such as 'cpu' or 'cuda:0', got {device!r} ({exc})"
+        ) from None
+    if d.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"{name}={device!r} needs CUDA, which is not available here")
+        if d.index is not None and d.index >= count:
+            raise ValueError(f"{name}={device!r}: only {count} CUDA device(s) here")
+    elif d.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"{name}={device!r} needs MPS, which is not available here")
+    elif d.type not in ("cpu", "cuda", "mps", "meta"):
+        raise ValueError(f"{name}={device!r}: topofl runs on 'cpu', 'cuda' or 'mps'")
+    return d

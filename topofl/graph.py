@@ -27,7 +27,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from topofl import mixing
-from topofl._validation import arc_pattern, check_graph, check_int, check_matrix, stochasticity
+from topofl._validation import (
+    arc_pattern,
+    check_graph,
+    check_graph_size,
+    check_int,
+    check_matrix,
+    stochasticity,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -152,6 +159,9 @@ class Topology:
         weights : str or callable, default ``"metropolis"``
             A scheme of :mod:`topofl.mixing` (``"metropolis"``, ``"metropolis_hastings"``,
             ``"max_degree"``, ``"uniform"``, ``"push_sum"``) or a function ``G -> W``.
+            ``"metropolis"`` is ``1/(max(d_i, d_j) + 1)``, the rule the D-Cliques paper calls
+            Metropolis-Hastings; ``"metropolis_hastings"`` is ``1/max(d_i, d_j)`` (its
+            diagonal can be zero).
         name, params, groups
             Stored on the result; see the class attributes.
 
@@ -232,6 +242,157 @@ class Topology:
             name=name,
             params={} if params is None else dict(params),
             groups=_canonical_groups(groups, M.shape[0]),
+        )
+
+    @classmethod
+    def from_adjacency(
+        cls,
+        A: Any,
+        weights: str | Callable[[nx.Graph], Any] = "metropolis",
+        *,
+        name: str = "custom",
+        params: Mapping[str, Any] | None = None,
+        groups: Iterable[Iterable[int]] | None = None,
+    ) -> Topology:
+        """Build a topology from an adjacency matrix and a weight scheme.
+
+        Orientation: ``A[u, v] != 0`` is the arc ``u -> v`` (``u`` sends to ``v``), as in
+        ``networkx.to_numpy_array`` and ``scipy.sparse.csgraph``; ``W`` then has the sparsity
+        of ``A.T`` (``W[v, u] > 0``). A symmetric ``A`` is an undirected graph.
+
+        Parameters
+        ----------
+        A : array_like, scipy sparse matrix or torch tensor, shape (n, n)
+            0/1 or weighted adjacency: only *which* entries are nonzero matters (the scheme
+            sets the weights; use :meth:`from_matrix` to give ``W`` yourself). Entries must be
+            finite and non-negative; the diagonal is ignored. Not modified.
+        weights : str or callable, default ``"metropolis"``
+            A scheme of :mod:`topofl.mixing`. ``"metropolis"`` is ``1/(1 + max(d_i, d_j))``
+            (what the D-Cliques paper calls Metropolis-Hastings); ``"metropolis_hastings"``
+            is ``1/max(d_i, d_j)``. Both need a symmetric ``A``; for a directed graph use
+            ``"uniform"`` (row-stochastic) or ``"push_sum"`` (column-stochastic).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``A`` is not a square non-negative finite matrix, or the scheme does not apply.
+
+        Examples
+        --------
+        >>> A = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])  # arcs 0 -> 1 and 1 -> 2
+        >>> t = tf.Topology.from_adjacency(A, weights="uniform")
+        >>> sorted(t.graph.edges()), t.W.toarray()
+        ([(0, 1), (1, 2)], array([[1. , 0. , 0. ],
+               [0.5, 0.5, 0. ],
+               [0. , 0.5, 0.5]]))
+        >>> tf.Topology.from_adjacency(nx.to_numpy_array(nx.cycle_graph(4))).is_doubly_stochastic
+        True
+        """
+        M = check_matrix(A, name="A")
+        P = arc_pattern(M)  # P[i, j] = 1 iff A[i, j] != 0, i != j
+        n = M.shape[0]
+        coo = P.tocoo()
+        symmetric = (P != P.T).nnz == 0
+        G: nx.Graph = nx.Graph() if symmetric else nx.DiGraph()
+        G.add_nodes_from(range(n))
+        G.add_edges_from(zip(coo.row.tolist(), coo.col.tolist()))
+        return cls.from_networkx(G, weights, name=name, params=params, groups=groups)
+
+    @classmethod
+    def from_pyg(
+        cls,
+        data: Any,
+        weights: str | Callable[[nx.Graph], Any] | None = None,
+        *,
+        num_nodes: int | None = None,
+        name: str = "custom",
+        params: Mapping[str, Any] | None = None,
+        groups: Iterable[Iterable[int]] | None = None,
+    ) -> Topology:
+        """Build a topology from a ``torch_geometric.data.Data`` (the inverse of :meth:`to_pyg`).
+
+        ``edge_index[0]`` is the sender ``j`` and ``edge_index[1]`` the receiver ``i``
+        (``flow="source_to_target"``), the orientation of :meth:`to_pyg`.
+
+        Parameters
+        ----------
+        data : torch_geometric.data.Data
+            With ``edge_index`` (``[2, E]`` integer tensor) and optionally ``edge_weight``
+            (``[E]``, finite, non-negative).
+        weights : str, callable or None, default None
+            ``None``: ``W[i, j]`` is the ``edge_weight`` of the edge ``j -> i`` (self-loops
+            give the diagonal), so ``Topology.from_pyg(t.to_pyg())`` has ``t``'s ``W``; without
+            ``edge_weight`` the ``"metropolis"`` scheme is used. A scheme name (see
+            :meth:`from_adjacency`) ignores ``edge_weight`` and self-loops and weights the
+            edges of ``edge_index``.
+        num_nodes : int, optional
+            Number of nodes; default ``data.num_nodes``. Never inferred from the largest
+            index: an index ``>= num_nodes`` is an error.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``edge_index`` is missing, not ``[2, E]`` integers, out of range or holds an
+            edge twice, or ``edge_weight`` does not match it.
+
+        Examples
+        --------
+        >>> t = tf.topologies.ring(5)
+        >>> u = tf.Topology.from_pyg(t.to_pyg())
+        >>> bool((u.W != t.W).nnz == 0), u.n
+        (True, 5)
+        >>> tf.Topology.from_pyg(t.to_pyg(), weights="max_degree").weights
+        'max_degree'
+        """
+        import torch
+
+        edge_index = getattr(data, "edge_index", None)
+        if not isinstance(edge_index, torch.Tensor):
+            raise TypeError(
+                "data must have an edge_index tensor (a torch_geometric.data.Data), got "
+                f"{type(data).__name__} with edge_index={type(edge_index).__name__}"
+            )
+        if edge_index.dim() != 2 or edge_index.shape[0] != 2:
+            raise ValueError(f"edge_index must have shape [2, E], got {list(edge_index.shape)}")
+        if edge_index.dtype.is_floating_point or edge_index.dtype.is_complex or (
+            edge_index.dtype == torch.bool
+        ):
+            raise TypeError(f"edge_index must hold integers, got {edge_index.dtype}")
+        if num_nodes is None:
+            num_nodes = data.num_nodes
+        n = check_int(num_nodes, "num_nodes", low=1)
+        check_graph_size(n, edge_index.shape[1], f"a topology with num_nodes={n}")
+        ei = edge_index.detach().cpu().to(torch.int64)
+        if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= n):
+            raise ValueError(
+                f"edge_index must hold node ids in [0, {n - 1}] (num_nodes={n}), found "
+                f"{int(ei.min())}..{int(ei.max())}"
+            )
+        from torch_geometric.utils import coalesce, to_scipy_sparse_matrix
+
+        if coalesce(ei, num_nodes=n).shape[1] != ei.shape[1]:
+            raise ValueError("edge_index holds an edge more than once; coalesce it first")
+        ew = getattr(data, "edge_weight", None) if weights is None else None
+        if ew is not None:
+            if not isinstance(ew, torch.Tensor) or ew.shape != (ei.shape[1],):
+                raise ValueError(
+                    f"edge_weight must be a tensor of shape [E] = [{ei.shape[1]}], got "
+                    f"{getattr(ew, 'shape', type(ew).__name__)}"
+                )
+            # to_scipy_sparse_matrix gives A[j, i] = w for the edge j -> i; W is its transpose.
+            A = to_scipy_sparse_matrix(ei, ew.detach().cpu().double(), num_nodes=n)
+            M = check_matrix(sp.csr_array(A).T, name="W from edge_weight")
+            return cls(
+                graph=nx.freeze(_graph_from_W(M)),
+                W=_freeze_csr(M),
+                name=name,
+                params={} if params is None else dict(params),
+                groups=_canonical_groups(groups, n),
+            )
+        A = to_scipy_sparse_matrix(ei, None, num_nodes=n)
+        return cls.from_adjacency(
+            A, "metropolis" if weights is None else weights, name=name, params=params,
+            groups=groups,
         )
 
     def reweight(self, weights: str | Callable[[nx.Graph], Any]) -> Topology:

@@ -19,6 +19,11 @@ The first three need an undirected graph (or a symmetric digraph); ``uniform`` a
 take any digraph. All return a ``scipy.sparse.csr_array`` of float64 with sorted indices and no
 explicit zeros.
 
+A warning on names: the rule the D-Cliques paper (eq. 2) calls *Metropolis-Hastings*,
+``1 / (max(d_i, d_j) + 1)``, is topofl's ``metropolis`` (the default everywhere). topofl's
+``metropolis_hastings`` is another matrix, ``1 / max(d_i, d_j)``, whose diagonal can be zero (on
+a ring every node keeps nothing, and an even ring does not mix).
+
 References
 ----------
 .. [1] L. Xiao, S. Boyd, "Fast linear iterations for distributed averaging", Systems & Control
@@ -127,8 +132,9 @@ def _exact_complement(n: int, rows: np.ndarray, denoms: np.ndarray) -> np.ndarra
 def metropolis(G: nx.Graph) -> sp.csr_array:
     r"""Metropolis weights ``W_ij = 1 / (1 + max(d_i, d_j))``, diagonal ``1 - sum_j W_ij``.
 
-    This is the rule of eq. (2) of the D-Cliques paper (which calls it Metropolis-Hastings). It
-    gives a symmetric, doubly stochastic ``W`` with a positive diagonal for every undirected graph.
+    This is the rule of eq. (2) of the D-Cliques paper, which calls it *Metropolis-Hastings*:
+    to reproduce that paper use this scheme, not :func:`metropolis_hastings`. It gives a
+    symmetric, doubly stochastic ``W`` with a positive diagonal for every undirected graph.
 
     Parameters
     ----------
@@ -160,6 +166,9 @@ def metropolis_hastings(G: nx.Graph) -> sp.csr_array:
     Doubly stochastic and symmetric, but the diagonal can be zero (on a ring every node keeps
     nothing, and an even ring then has eigenvalue -1: it does not mix). Prefer
     :func:`metropolis` unless the comparison needs this exact rule.
+
+    Not the D-Cliques paper's "Metropolis-Hastings" weights: those are
+    ``1 / (max(d_i, d_j) + 1)``, topofl's :func:`metropolis`.
 
     Examples
     --------
@@ -262,8 +271,21 @@ def get_scheme(weights: str | Callable[[nx.Graph], object]) -> Callable[[nx.Grap
     --------
     >>> tf.mixing.get_scheme("metropolis").__name__
     'metropolis'
+    >>> tf.mixing.get_scheme("Metropolis-Hastings")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: weights must be one of [...], got 'Metropolis-Hastings'; note: 'metropolis' is ...
     """
     if callable(weights):
         return weights
-    check_choice(weights, "weights", SCHEMES)
+    try:
+        check_choice(weights, "weights", SCHEMES)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; note: {_NAMES_NOTE}") from None
     return SCHEMES[weights]
+
+
+_NAMES_NOTE = (
+    "'metropolis' is 1/(max(d_i, d_j) + 1), the rule the D-Cliques paper calls "
+    "Metropolis-Hastings; 'metropolis_hastings' is 1/max(d_i, d_j), whose diagonal can be zero"
+)

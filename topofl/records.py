@@ -589,6 +589,42 @@ def _header_run_id(config: Mapping[str, Any], engine: Mapping[str, Any]) -> str 
     return None
 
 
+def _row_error(p: Path, k: int, what: str) -> ValueError:
+    return ValueError(f"{p}: line {k}: {what}")
+
+
+def _parse_line(p: Path, k: int, raw: bytes) -> Any:
+    """The JSON value of line ``k`` (1-based) of ``p``; ValueError naming both if it is none."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _row_error(
+            p, k, f"is not UTF-8 text (byte {raw[exc.start]:#04x} at column {exc.start + 1})"
+        ) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _row_error(p, k, f"is not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise _row_error(p, k, "is JSON nested too deeply to be a records row") from None
+
+
+def _check_row(p: Path, k: int, obj: dict[str, Any]) -> None:
+    missing = [key for key in ROW_KEYS if key not in obj]
+    if missing:
+        raise _row_error(p, k, f"misses the row keys {missing} (a row has {list(ROW_KEYS)})")
+    for key, allow_none in (("round", False), ("client", True)):
+        v = obj[key]
+        if v is None and allow_none:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            expected = "a non-negative int or null" if allow_none else "a non-negative int"
+            raise _row_error(p, k, f"{key!r} must be {expected}, found {v!r}")
+    for key in ("run", "metric"):
+        if not isinstance(obj[key], str):
+            raise _row_error(p, k, f"{key!r} must be a str, found {obj[key]!r}")
+
+
 def load(path: str | os.PathLike[str]) -> Records:
     """Read a JSONL records file written by :class:`Recorder`.
 
@@ -596,39 +632,78 @@ def load(path: str | os.PathLike[str]) -> Records:
     files written since the schema has them, ``provenance`` and ``engine``; older files have
     only ``config`` (the engine's description). They become ``Records.config``,
     ``.provenance`` and ``.engine``, and ``configs[run]`` ... for each run id of the rows (the
-    header's run id, or the file name, when the file has no rows). A truncated last line (a run
-    killed mid-write) is ignored.
+    header's run id, or the file name, when the file has no rows).
+
+    Every line must be a JSON object in UTF-8: the header ``{"header": true, "config": {...}}``
+    (the first one is kept) or a row with the keys ``run`` (str), ``round`` (int ``>= 0``),
+    ``client`` (int ``>= 0`` or null), ``metric`` (str) and ``value`` (any JSON value).
+
+    A crash mid-write can only cut the *last* line short, and the writer ends every complete
+    line with a newline: so a final line with no newline that does not parse is a partial row
+    and is ignored. Anything else that does not parse -- an earlier line, or a final line that
+    ends with its newline -- is corruption and is refused.
 
     Raises
     ------
+    TypeError
+        If ``path`` is not a str or path.
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If a line other than the last is not valid JSON or misses row keys.
+        If ``path`` is a directory, or a line is not UTF-8, not JSON, not an object, or not a
+        valid header or row; the message names the file and the line (1-based).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write('{"run": "a", "round": 0, "client": null, "metric": "m", "value": 1}\\n')
+    ...     _ = fh.write('{"run": "a", "round": 1, "cli')  # killed mid-write
+    >>> len(tf.records.load(path))
+    1
+    >>> with open(path, "a") as fh:  # the cut row completed, then a bad one
+    ...     _ = fh.write('ent": null, "metric": "m", "value": 2}\\n')
+    ...     _ = fh.write('{"run": "a", "round": "abc", "client": null, "metric": "m", "value": 3}')
+    >>> tf.records.load(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...run.jsonl: line 3: 'round' must be a non-negative int, found 'abc'
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__} {path!r}")
     p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{p} is a directory, expected a records file (.jsonl)")
+    data = p.read_bytes()
+    lines = data.split(b"\n")
+    # ``lines[-1]`` is what follows the last newline: empty for a complete file.
+    partial = len(lines) - 1
     header: dict[str, Any] | None = None
     rows: list[dict[str, Any]] = []
-    with open(p, encoding="utf-8") as fh:
-        lines = fh.read().splitlines()
-    for k, line in enumerate(lines):
-        if not line.strip():
+    for k, raw in enumerate(lines):
+        if not raw.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if k == len(lines) - 1:
-                break
-            raise ValueError(f"{p}: line {k + 1} is not valid JSON: {exc}") from None
+            obj = _parse_line(p, k + 1, raw)
+        except ValueError:
+            if k == partial:
+                break  # a row cut short by a crash mid-write
+            raise
         if not isinstance(obj, dict):
-            raise ValueError(f"{p}: line {k + 1} is not a JSON object")
-        if obj.get("header"):
+            raise _row_error(p, k + 1, f"must be a JSON object, found {type(obj).__name__}")
+        if obj.get("header") is True:
+            for part in ("config", "provenance", "engine"):
+                v = obj.get(part)
+                if v is not None and not isinstance(v, dict):
+                    raise _row_error(
+                        p, k + 1,
+                        f"the header's {part!r} must be an object, found {type(v).__name__}",
+                    )
             if header is None:
                 header = obj
             continue
-        missing = [key for key in ROW_KEYS if key not in obj]
-        if missing:
-            raise ValueError(f"{p}: line {k + 1} misses the keys {missing}")
+        _check_row(p, k + 1, obj)
         rows.append(obj)
     header = header or {}
     config = dict(header.get("config") or {})

@@ -430,3 +430,64 @@ def test_dataset_validation_and_no_mutation() -> None:
         tf.data.Dataset("toy", x, y, x, y, 2, (3,))
     with pytest.raises(ValueError, match=r"y_test must lie in \[0, 2\)"):
         tf.data.Dataset("toy", x, y, x, y + 1, 2, (2,))
+
+
+# ---------------------------------------------------------------------------------- bad values
+def _write_leaf(tmp_path: Path, x: list, y: list) -> None:
+    folder = tmp_path / "femnist"
+    for split in ("train", "test"):
+        (folder / split).mkdir(parents=True, exist_ok=True)
+        doc = {"users": ["u7"], "num_samples": [len(y)], "user_data": {"u7": {"x": x, "y": y}}}
+        (folder / split / "all.json").write_text(json.dumps(doc))
+
+
+def test_femnist_fractional_label_is_refused_not_truncated(tmp_path: Path) -> None:
+    _write_leaf(tmp_path, [[0.5] * 784] * 2, [0, 1.5])
+    with pytest.raises(ValueError, match="femnist train labels of user u7 must be whole "
+                                         "numbers, found 1.5 at index 1"):
+        tf.data.femnist(tmp_path)
+    # A whole float label is converted exactly.
+    _write_leaf(tmp_path, [[0.5] * 784] * 2, [0, 3.0])
+    assert tf.data.femnist(tmp_path).y_train.tolist() == [0, 3]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_femnist_non_finite_pixel_is_refused(tmp_path: Path, bad: float) -> None:
+    x = [[0.5] * 784, [0.5] * 300 + [bad] + [0.5] * 483]
+    # json.dumps writes NaN/Infinity, which Python's json (and LEAF's writer) accept.
+    _write_leaf(tmp_path, x, [0, 1])
+    with pytest.raises(ValueError, match=r"femnist x_train must be finite, found .* at index "
+                                         r"\(1, 0, 10, 20\)"):
+        tf.data.femnist(tmp_path)
+
+
+def test_femnist_ragged_or_text_pixels(tmp_path: Path) -> None:
+    _write_leaf(tmp_path, [[0.5] * 784, [0.5] * 10], [0, 1])
+    with pytest.raises(ValueError, match="'x' must be a list of 784 numbers per image"):
+        tf.data.femnist(tmp_path)
+    _write_leaf(tmp_path, [[0.5] * 784], ["a"])
+    with pytest.raises(ValueError, match="must be integers, found <U1 values"):
+        tf.data.femnist(tmp_path)
+
+
+def test_idx_float_labels_checked(tmp_path: Path) -> None:
+    folder = tmp_path / "mnist"
+    write_idx_set(folder, gz=False)
+
+    def float_idx(a: np.ndarray) -> bytes:
+        return (struct.pack(">BBBB", 0, 0, 0x0D, a.ndim) + struct.pack(f">{a.ndim}I", *a.shape)
+                + a.astype(">f4").tobytes())
+
+    (folder / "t10k-labels-idx1-ubyte").write_bytes(float_idx(np.array([7.0, 8.0, 9.0])))
+    assert tf.data.mnist(tmp_path).y_test.tolist() == [7, 8, 9]
+    (folder / "t10k-labels-idx1-ubyte").write_bytes(float_idx(np.array([7.0, 8.5, 9.0])))
+    with pytest.raises(ValueError, match="mnist test labels must be whole numbers, found"):
+        tf.data.mnist(tmp_path)
+
+
+def test_dataset_refuses_non_finite_features() -> None:
+    x = np.zeros((3, 2), np.float32)
+    x[2, 1] = np.nan
+    with pytest.raises(ValueError, match=r"toy x_test must be finite, found nan at index \(2, 1\)"):
+        D.Dataset("toy", np.zeros((1, 2), np.float32), np.zeros(1, np.int64), x,
+                  np.zeros(3, np.int64), num_classes=1, input_shape=(2,))

@@ -145,9 +145,10 @@ class Segments(NamedTuple):
 
 
 def _device_of(device: Any) -> torch.device:
-    import torch
+    from topofl._validation import check_device
 
-    return device if isinstance(device, torch.device) else torch.device(device)
+    d: torch.device = check_device(device)
+    return d
 
 
 # ---------------------------------------------------------------------------------- FederatedData
@@ -615,8 +616,35 @@ def _json_seed(seed: Seed, root: np.random.SeedSequence) -> int | None:
 
 
 # ---------------------------------------------------------------------------------- federate
+def _as_dataset(dataset: Any, test: Any) -> Dataset:
+    """``dataset`` as a :class:`Dataset`: a name is loaded, torch datasets are read."""
+    if isinstance(dataset, str):
+        return load(dataset)
+    if isinstance(dataset, Dataset):
+        return dataset
+    from torch.utils.data import Dataset as TorchDataset
+
+    if isinstance(dataset, TorchDataset):
+        if test == "distribute":
+            raise ValueError(
+                "a single torch Dataset has no test split to distribute: pass test=<fraction> "
+                "(e.g. test=0.2) or dataset=(train_dataset, test_dataset)"
+            )
+        return Dataset.from_torch(dataset)
+    if (
+        isinstance(dataset, tuple)
+        and len(dataset) == 2
+        and all(isinstance(d, TorchDataset) for d in dataset)
+    ):
+        return Dataset.from_torch(dataset[0], dataset[1])
+    raise TypeError(
+        "dataset must be a topofl Dataset, a dataset name, a torch.utils.data.Dataset or a "
+        f"(train, test) pair of them, got {type(dataset).__name__}"
+    )
+
+
 def federate(
-    dataset: Dataset | str,
+    dataset: Any,
     scheme: str = "iid",
     n_clients: int | None = 10,
     *,
@@ -630,8 +658,10 @@ def federate(
 
     Parameters
     ----------
-    dataset : Dataset or str
-        A dataset or a name for :func:`topofl.data.load` (with default options).
+    dataset : Dataset, str, torch.utils.data.Dataset or a pair of them
+        A dataset, a name for :func:`topofl.data.load` (with default options), or the
+        researcher's own torch dataset(s) of ``(x, y)`` samples -- one (then pass a ``test``
+        fraction) or a ``(train, test)`` pair -- read with :meth:`Dataset.from_torch`.
     scheme : str, default ``"iid"``
         A partition scheme of :data:`topofl.data.PARTITIONS`: ``"iid"``, ``"shards"``,
         ``"dirichlet"``, ``"pathological"``, ``"dpfl_pathological"``, ``"natural"``.
@@ -663,9 +693,7 @@ def federate(
     """
     import inspect
 
-    ds = load(dataset) if isinstance(dataset, str) else dataset
-    if not isinstance(ds, Dataset):
-        raise TypeError(f"dataset must be a Dataset or a name, got {type(dataset).__name__}")
+    ds = _as_dataset(dataset, test)
     if not isinstance(scheme, str) or scheme not in PARTITIONS:
         raise ValueError(f"unknown partition scheme {scheme!r}; known: {', '.join(PARTITIONS)}")
     fn = PARTITIONS[scheme]

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from topofl._rng import Seed, generator_at
-from topofl._validation import check_choice
+from topofl._validation import check_choice, check_device, check_memory
 from topofl.models._core import FactoryFn, SplitModel
 from topofl.models.lenet import cnn, gn_lenet
 from topofl.models.linear import logistic, mlp
@@ -99,6 +99,21 @@ def build_model(
     check_choice(name, "model", MODELS)
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    if device is not None:
+        device = check_device(device)
+    # Build once on the meta device (no memory) to refuse a model that cannot fit.
+    try:
+        with torch.device("meta"):
+            probe = MODELS[name](input_shape, num_classes, **kwargs)
+    except RuntimeError as exc:  # e.g. "Storage size calculation overflowed"
+        raise ValueError(
+            f"model {name!r} for input_shape={input_shape!r}, num_classes={num_classes!r} "
+            f"cannot be built: {exc}"
+        ) from None
+    numel = sum(t.numel() for t in (*probe.parameters(), *probe.buffers()))
+    itemsize = torch.finfo(dtype).bits // 8 if dtype is not None else 4
+    # float32 on the CPU first, then a copy in ``dtype`` on ``device``.
+    check_memory(numel * (4 + itemsize), f"model {name!r} with {numel} parameters")
     torch_seed = int(generator_at(seed, INIT_STREAM).integers(0, 2**63 - 1))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(torch_seed)

@@ -9,7 +9,14 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from topofl._validation import check_choice, check_int, check_matrix
+from topofl._validation import (
+    StochasticKind,
+    check_choice,
+    check_int,
+    check_matrix,
+    check_memory,
+    check_stochastic,
+)
 from topofl.exceptions import ConvergenceError
 from topofl.graph import TimeVarying, Topology
 
@@ -41,6 +48,20 @@ def _as_csr(W: Any, name: str = "W") -> sp.csr_array:
     return check_matrix(W, name=name)
 
 
+#: Tolerance on the row/column sums of a matrix that a function needs stochastic (loose
+#: enough for a float32 matrix, whose sums are off by about 1e-7).
+STOCHASTIC_ATOL = 1e-6
+
+
+def _as_stochastic(W: Any, kind: StochasticKind, what: str, name: str = "W") -> sp.csr_array:
+    """``_as_csr`` that refuses a matrix whose sums make ``what`` meaningless."""
+    M = _as_csr(W, name=name)
+    try:
+        return check_stochastic(M, kind, atol=STOCHASTIC_ATOL, name=name)
+    except ValueError as exc:
+        raise ValueError(f"{what} needs a stochastic mixing matrix: {exc}") from None
+
+
 def _check_method(method: str) -> str:
     return check_choice(method, "method", ("auto", "dense", "sparse"))
 
@@ -55,8 +76,25 @@ def _is_symmetric(M: sp.csr_array) -> bool:
     return bool(D.nnz == 0 or np.max(np.abs(D.data)) <= _SYM_ATOL)
 
 
-def _check_horizon(horizon: Any, name: str = "horizon") -> int:
-    return check_int(horizon, name, low=1)
+def _check_horizon(horizon: Any, name: str = "horizon", n: int | None = None) -> int:
+    """``horizon`` as an int ``>= 1``; with ``n``, refused if the rounds cannot fit in memory."""
+    h = check_int(horizon, name, low=1)
+    if n is not None:
+        _check_round_memory(h, n, name)
+    return h
+
+
+#: A lower bound on the bytes one round of a sequence costs: its ``W(t)`` (a CSR array with an
+#: ``(n + 1)``-entry index pointer and Python object overhead) and a few per-node vectors.
+_ROUND_BYTES_FIXED = 512
+_ROUND_BYTES_PER_NODE = 24
+
+
+def _check_round_memory(rounds: int, n: int, name: str) -> None:
+    check_memory(
+        float(rounds) * (_ROUND_BYTES_FIXED + _ROUND_BYTES_PER_NODE * n),
+        f"{name}={rounds} rounds of an n={n} graph",
+    )
 
 
 def _rounds(tv: TimeVarying, stop: int, start: int = 0) -> list[sp.csr_array]:

@@ -69,7 +69,7 @@ def is_strongly_connected(graph: Any, *, horizon: int | None = None) -> bool:
                     "of rounds 0..horizon-1 is checked"
                 )
             horizon = graph.period
-        h = _check_horizon(horizon)
+        h = _check_horizon(horizon, n=graph.n)
         return _n_strong_components(_union_pattern(_rounds(graph, h))) == 1
     if horizon is not None:
         raise TypeError("horizon is only meaningful for a TimeVarying")
@@ -264,7 +264,7 @@ def b_connectivity(tv: Any, horizon: int) -> int | None:
     7
     """
     g = as_time_varying(tv)
-    h = _check_horizon(horizon)
+    h = _check_horizon(horizon, n=g.n)
     pats = _patterns(g, h)
     if not _all_windows_connected(pats, h, g.period):
         return None
@@ -296,6 +296,6 @@ def is_b_connected(tv: Any, B: int, horizon: int) -> bool:
     (False, True)
     """
     g = as_time_varying(tv)
-    h = _check_horizon(horizon)
+    h = _check_horizon(horizon, n=g.n)
     B = check_int(B, "B", low=1, high=h)
     return _all_windows_connected(_patterns(g, h), B, g.period)

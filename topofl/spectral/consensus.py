@@ -9,9 +9,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import check_int, stochasticity
+from topofl._validation import check_int, check_memory, stochasticity
 from topofl.graph import as_time_varying
-from topofl.spectral._common import _FLOOR, _per_object, _rounds, _sample_columns
+from topofl.spectral._common import (
+    _FLOOR,
+    _check_round_memory,
+    _per_object,
+    _rounds,
+    _sample_columns,
+)
 
 
 def mixing_product(tv: Any, start: int, stop: int) -> np.ndarray:
@@ -37,6 +43,7 @@ def mixing_product(tv: Any, start: int, stop: int) -> np.ndarray:
     g = as_time_varying(tv)
     start = check_int(start, "start", low=0)
     stop = check_int(stop, "stop", low=start)
+    _check_round_memory(stop - start, g.n, "stop - start")
     P = np.eye(g.n)
     for t in range(start, stop):
         P = np.asarray(g.at(t).W @ P)
@@ -93,6 +100,7 @@ def finite_time_consensus(
     """
     g = as_time_varying(tv)
     T = check_int(max_rounds, "max_rounds", low=1)
+    _check_round_memory(T, g.n, "max_rounds")
     start = check_int(start, "start", low=0)
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1e-6:
         raise ValueError(f"tol must be a number in [0, 1e-6), got {tol!r}")
@@ -165,6 +173,9 @@ def disagreement(
     g = as_time_varying(tv)
     T = check_int(rounds, "rounds", low=1)
     r = check_int(num_vectors, "num_vectors", low=1)
+    _check_round_memory(T, g.n, "rounds")
+    # x, its product with W and the error: three (n, num_vectors) float64 arrays.
+    check_memory(24.0 * g.n * r, f"num_vectors={r} vectors of n={g.n} entries")
     seed = check_int(seed, "seed", low=0)
     n = g.n
     X = np.random.default_rng(seed).standard_normal((n, r))

@@ -15,6 +15,7 @@ from topofl.spectral._common import (
     GapKind,
     Method,
     _as_csr,
+    _as_stochastic,
     _check_method,
     _deflated,
     _eigs,
@@ -161,8 +162,9 @@ def spectral_gap(W: Any, kind: GapKind = "modulus", *, method: Method = "auto") 
 
     Parameters
     ----------
-    W : array_like, sparse matrix or Topology
-        ``(n, n)`` mixing matrix (stochastic for the usual meaning).
+    W : array_like, sparse matrix, torch tensor or Topology
+        ``(n, n)`` mixing matrix, row- or column-stochastic (sums within 1e-6 of 1): the gap
+        of any other matrix -- the zero matrix, ``2 * W`` -- means nothing and is refused.
     kind : {"modulus", "lambda2", "norm"}, default "modulus"
         ``"modulus"``: $1 - \max_{k \ge 2} |\lambda_k(W)|$, the asymptotic per-round contraction
         of gossip with a fixed ``W`` (the usual definition in D-SGD analyses).
@@ -183,7 +185,9 @@ def spectral_gap(W: Any, kind: GapKind = "modulus", *, method: Method = "auto") 
     Raises
     ------
     ValueError
-        If ``kind="lambda2"`` and ``W`` is not symmetric, or ``W`` is not square.
+        If ``W`` is neither row- nor column-stochastic (the message names the row and the
+        column whose sums are furthest from 1), ``kind="lambda2"`` and ``W`` is not symmetric,
+        or ``W`` is not square.
 
     Examples
     --------
@@ -193,10 +197,14 @@ def spectral_gap(W: Any, kind: GapKind = "modulus", *, method: Method = "auto") 
     1.0
     >>> round(tf.spectral.spectral_gap(tf.topologies.exponential(16), "norm"), 4)  # 2/(1+4)
     0.4
+    >>> tf.spectral.spectral_gap(np.zeros((3, 3)))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: spectral_gap needs a stochastic mixing matrix: W must be row- or ...
     """
     check_choice(kind, "kind", ("modulus", "lambda2", "norm"))
     _check_method(method)
-    M = _as_csr(W)
+    M = _as_stochastic(W, "any", "spectral_gap")
     n = M.shape[0]
     if n == 1:
         return 1.0

@@ -240,7 +240,7 @@ def pushsum_constants(
     True
     """
     g = as_time_varying(tv)
-    h = _check_horizon(horizon)
+    h = _check_horizon(horizon, n=g.n)
     starts = check_int(starts, "starts", low=1)
     max_columns = check_int(max_columns, "max_columns", low=1)
     n = g.n

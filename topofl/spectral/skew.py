@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from topofl.spectral._common import _as_csr, _snap
+from topofl.spectral._common import _as_stochastic, _snap
 
 
 def neighborhood_skew(topology: Any, label_distributions: Any) -> float:
@@ -20,7 +20,8 @@ def neighborhood_skew(topology: Any, label_distributions: Any) -> float:
     Parameters
     ----------
     topology : Topology, array_like or sparse matrix
-        ``(n, n)`` mixing matrix.
+        ``(n, n)`` row-stochastic mixing matrix (rows within 1e-6 of 1), so that row ``i`` of
+        ``W @ P`` is again a distribution; any other matrix is refused.
     label_distributions : array_like
         ``(n, c)``: row ``i`` is node ``i``'s distribution over ``c`` classes (non-negative,
         summing to 1). Not modified.
@@ -32,7 +33,8 @@ def neighborhood_skew(topology: Any, label_distributions: Any) -> float:
     Raises
     ------
     ValueError
-        If the shape does not match ``n`` or a row is not a distribution.
+        If ``W`` is not row-stochastic, the shape does not match ``n`` or a row of
+        ``label_distributions`` is not a distribution.
 
     References
     ----------
@@ -51,7 +53,7 @@ def neighborhood_skew(topology: Any, label_distributions: Any) -> float:
     >>> tf.spectral.neighborhood_skew(tf.topologies.complete(6), p)
     0.0
     """
-    M = _as_csr(topology, name="topology")
+    M = _as_stochastic(topology, "row", "neighborhood_skew", name="topology")
     n = M.shape[0]
     try:
         P = np.array(label_distributions, dtype=np.float64)

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from topofl._validation import arc_pattern, check_int, stochasticity
 from topofl.graph import TimeVarying, Topology, as_time_varying
 from topofl.spectral._common import (
+    STOCHASTIC_ATOL,
     Method,
     _check_horizon,
     _check_method,
@@ -169,7 +170,10 @@ def summary(
         ``messages_per_round``
         ``spectral_gap``,                     :func:`spectral_gap` kinds ``modulus``,
         ``spectral_gap_lambda2``,             ``lambda2`` (``None`` unless symmetric) and
-        ``spectral_gap_norm``                 ``norm``; per-round mean for a sequence
+        ``spectral_gap_norm``                 ``norm``; per-round mean for a sequence;
+                                              ``None`` if a round is neither row- nor
+                                              column-stochastic (``stochastic`` is then
+                                              ``"none"``): such a gap means nothing
         ``algebraic_connectivity``            :func:`algebraic_connectivity`, per-round mean
         ``diameter``                          :func:`diameter`, max over rounds (``None`` if a
                                               round is not strongly connected)
@@ -194,7 +198,8 @@ def summary(
                                               ``consensus_rate`` (``None`` if $r$ is unknown
                                               or ``>= 1``)
         ``neighborhood_skew``                 :func:`neighborhood_skew` (per-round mean), or
-                                              ``None`` without ``label_distributions``
+                                              ``None`` without ``label_distributions`` or if
+                                              a round is not row-stochastic
         ====================================  =================================================
 
     Raises
@@ -229,6 +234,12 @@ def summary(
     >>> len(json.dumps(s)) > 0
     True
 
+    A matrix that is not stochastic has no gap (here the edgeless graph with zero weights):
+
+    >>> s = tf.spectral.summary(tf.Topology.from_matrix(np.zeros((3, 3))))
+    >>> s["stochastic"], s["spectral_gap"], s["strongly_connected"], s["rounds_to_1e-6_bound"]
+    ('none', None, False, None)
+
     Only some metrics (here no eigenvalue is computed):
 
     >>> tf.spectral.summary(tf.topologies.ring(8), metrics=["diameter", "b_connectivity"])
@@ -251,7 +262,7 @@ def summary(
     if horizon is None:
         h = max(50, 2 * period) if period is not None else 50
     else:
-        h = _check_horizon(horizon)
+        h = _check_horizon(horizon, n=g.n)
     spectral_rounds = check_int(spectral_rounds, "spectral_rounds", low=1)
     r = min(h, period if period is not None else spectral_rounds)
     tops = [g.at(t) for t in range(r)]
@@ -259,6 +270,13 @@ def summary(
 
     def per_round(fn: Callable[[sp.csr_array], float | None]) -> float | None:
         return _mean_or_none([fn(M) for M in Ws])
+
+    def if_stochastic(
+        fn: Callable[[sp.csr_array], float | None], rows: bool = False
+    ) -> Callable[[sp.csr_array], float | None]:
+        # A gap (or a skew) of a matrix whose sums are not 1 means nothing: None, not a number.
+        ok = ("row", "doubly") if rows else ("row", "column", "doubly")
+        return lambda M: fn(M) if stochasticity(M, atol=STOCHASTIC_ATOL) in ok else None
 
     out: dict[str, Any] = dict.fromkeys(_SUMMARY_KEYS)
     out.update(
@@ -313,13 +331,17 @@ def summary(
     if want("messages_per_round"):
         out["messages_per_round"] = float(np.mean([t.messages_per_round for t in tops]))
     if stage("spectral_gap"):
-        out["spectral_gap"] = per_round(lambda M: spectral_gap(M, "modulus", method=method))
+        out["spectral_gap"] = per_round(
+            if_stochastic(lambda M: spectral_gap(M, "modulus", method=method))
+        )
     if stage("spectral_gap_lambda2") and all(_is_symmetric(M) for M in Ws):
         out["spectral_gap_lambda2"] = per_round(
-            lambda M: spectral_gap(M, "lambda2", method=method)
+            if_stochastic(lambda M: spectral_gap(M, "lambda2", method=method))
         )
     if stage("spectral_gap_norm"):
-        out["spectral_gap_norm"] = per_round(lambda M: spectral_gap(M, "norm", method=method))
+        out["spectral_gap_norm"] = per_round(
+            if_stochastic(lambda M: spectral_gap(M, "norm", method=method))
+        )
     if stage("algebraic_connectivity"):
         out["algebraic_connectivity"] = per_round(
             lambda M: algebraic_connectivity(M, method=method) if g.n >= 2 else None
@@ -360,7 +382,9 @@ def summary(
     if stage("finite_time_consensus") and out["stochastic"] != "none":
         out["finite_time_consensus"] = finite_time_consensus(g, h)
     if stage("neighborhood_skew"):
-        out["neighborhood_skew"] = per_round(lambda M: neighborhood_skew(M, label_distributions))
+        out["neighborhood_skew"] = per_round(
+            if_stochastic(lambda M: neighborhood_skew(M, label_distributions), rows=True)
+        )
     out["rounds_to_1e-6_bound"] = _rounds_bound(out["spectral_gap"])
     out["rounds_to_1e-6_measured"] = _rounds_measured(
         out["consensus_rate"], out["finite_time_consensus"]

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from topofl._rng import Seed
+from topofl._validation import check_graph_size
 from topofl.graph import GraphLike
 
 __all__ = ["Param", "GraphFamily", "Registry", "REGISTRY", "register", "parse_spec", "build"]
@@ -172,7 +173,8 @@ def _parse_value(text: str) -> Any:
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """Parse ``"family:key=value,key=value"`` into ``(family, kwargs)``.
 
-    Values are read as bool, None, int, float, or else kept as strings.
+    Values are read as bool, None, int, float, or else kept as strings (``"1e9"`` is the float
+    ``1e9`` here; :func:`build` converts it to the int a parameter needs, exactly).
 
     Examples
     --------
@@ -196,16 +198,57 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     return name.strip(), kwargs
 
 
+def _spec_ints(spec: str, family: GraphFamily, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Float values of int parameters as exact ints (``1e9`` -> ``1000000000``), else an error."""
+    out = dict(kwargs)
+    for p in family.params:
+        v = out.get(p.name)
+        if p.type is int and isinstance(v, float):
+            if not v.is_integer():
+                raise ValueError(
+                    f"graph spec {spec!r}: {p.name} must be an int, got {v!r}, which is not a "
+                    "whole number"
+                )
+            out[p.name] = int(v)
+    return out
+
+
 def build(spec: str, *, seed: Seed = 0) -> GraphLike:
     """Build the graph a spec string describes (``seed`` is used by random families).
+
+    An int parameter written as a float is converted exactly when it is a whole number
+    (``ring:n=1e3`` is ``ring(1000)``) and refused otherwise (``ring:n=2.5``). A graph that
+    would not fit in memory is refused before it is built, with the estimate in the message.
+
+    Raises
+    ------
+    KeyError
+        For an unknown family (the message lists the known ones).
+    ValueError
+        For a malformed spec, a bad parameter, or a graph too large for the available memory.
 
     Examples
     --------
     >>> tf.topologies.build("ring:n=6")
     Topology(name='ring', n=6, edges=6, undirected, doubly stochastic, params={'n': 6})
+    >>> tf.topologies.build("ring:n=6e0").n
+    6
+    >>> tf.topologies.build("ring:n=1e9")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: graph spec 'ring:n=1e9': ring on n=1000000000 nodes needs about 2.09 TiB ...
     """
     name, kwargs = parse_spec(spec)
     family = REGISTRY[name]
+    kwargs = _spec_ints(spec, family, kwargs)
+    n = kwargs.get("n")
+    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+        # A lower bound for every family (n nodes, a ring's 2n arcs), checked before the
+        # family's own constructor runs its exact estimate.
+        try:
+            check_graph_size(n, 2 * n, f"{name} on n={n} nodes")
+        except ValueError as exc:
+            raise ValueError(f"graph spec {spec!r}: {exc}") from None
     try:
         return family.build(seed=seed, **kwargs)
     except TypeError as exc:

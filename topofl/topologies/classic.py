@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topofl._validation import check_int
+from topofl._validation import check_graph_size, check_int
 from topofl.graph import Topology
 from topofl.topologies._registry import GraphFamily, Param, register
 
@@ -28,7 +28,9 @@ def ring(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis") -> 
     n : int
         Number of nodes, ``n >= 1`` (``n = 2`` is a single edge, ``n = 1`` a lone node).
     weights : str or callable, default ``"metropolis"``
-        Weight scheme, see :mod:`topofl.mixing`.
+        Weight scheme, see :mod:`topofl.mixing`. ``"metropolis"``, ``1/(max(d_i, d_j) + 1)``, is
+        what the D-Cliques paper calls Metropolis-Hastings; ``"metropolis_hastings"`` is
+        ``1/max(d_i, d_j)`` and leaves every node of a ring a zero self-weight.
 
     Returns
     -------
@@ -46,6 +48,7 @@ def ring(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis") -> 
     (8, 0.1953)
     """
     n = check_int(n, "n", low=1)
+    check_graph_size(n, 2 * n, f"ring(n={n})")
     return Topology.from_networkx(nx.cycle_graph(n), weights, name="ring", params={"n": n})
 
 
@@ -76,6 +79,7 @@ def torus(
     """
     rows = check_int(rows, "rows", low=1)
     cols = check_int(cols, "cols", low=1)
+    check_graph_size(rows * cols, 4 * rows * cols, f"torus(rows={rows}, cols={cols})")
     return Topology.from_networkx(
         _grid_graph(rows, cols, True), weights, name="torus", params={"rows": rows, "cols": cols}
     )
@@ -94,6 +98,7 @@ def grid(
     """
     rows = check_int(rows, "rows", low=1)
     cols = check_int(cols, "cols", low=1)
+    check_graph_size(rows * cols, 4 * rows * cols, f"grid(rows={rows}, cols={cols})")
     return Topology.from_networkx(
         _grid_graph(rows, cols, False), weights, name="grid", params={"rows": rows, "cols": cols}
     )
@@ -111,6 +116,7 @@ def complete(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis")
            [0.25, 0.25, 0.25, 0.25]])
     """
     n = check_int(n, "n", low=1)
+    check_graph_size(n, n * (n - 1), f"complete(n={n})")
     return Topology.from_networkx(nx.complete_graph(n), weights, name="complete", params={"n": n})
 
 
@@ -124,6 +130,7 @@ def star(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis") -> 
     [4, 1, 1, 1, 1]
     """
     n = check_int(n, "n", low=1)
+    check_graph_size(n, 2 * (n - 1), f"star(n={n})")
     return Topology.from_networkx(nx.star_graph(n - 1), weights, name="star", params={"n": n})
 
 
@@ -156,6 +163,7 @@ def circulant(
     if not raw:
         raise ValueError("offsets must hold at least one offset in [1, n-1], got none")
     offs = sorted({check_int(o, "offset", low=1, high=n - 1) for o in raw})
+    check_graph_size(n, 2 * n * len(offs), f"circulant(n={n}, {len(offs)} offsets)")
     G = nx.circulant_graph(n, offs)
     return Topology.from_networkx(G, weights, name="circulant", params={"n": n, "offsets": offs})
 

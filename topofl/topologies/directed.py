@@ -29,7 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import check_choice, check_int
+from topofl._validation import check_choice, check_graph_size, check_int
 from topofl.graph import TimeVarying, Topology
 from topofl.topologies._registry import GraphFamily, Param, register
 
@@ -128,6 +128,7 @@ def random_directed(n: int, k: int, *, seed: Seed, mode: str = "pull") -> TimeVa
     n = check_int(n, "n", low=2)
     k = check_int(k, "k", low=1, high=n - 1)
     check_choice(mode, "mode", ("pull", "push"))
+    check_graph_size(n, n * k, f"random_directed(n={n}, k={k}) (one round)")
     root = as_seed_sequence(seed)
     params: dict[str, Any] = {"n": n, "k": k, "mode": mode, "seed": _seed_param(seed)}
     weights = "uniform" if mode == "pull" else "push_sum"
@@ -190,6 +191,7 @@ def random_matching(n: int, *, seed: Seed) -> TimeVarying:
     2
     """
     n = check_int(n, "n", low=2)
+    check_graph_size(n, n, f"random_matching(n={n}) (one round)")
     root = as_seed_sequence(seed)
     params: dict[str, Any] = {"n": n, "seed": _seed_param(seed)}
 

@@ -18,7 +18,7 @@ import networkx as nx
 import numpy as np
 
 from topofl._rng import Seed, as_generator
-from topofl._validation import check_int, check_real
+from topofl._validation import check_bool, check_graph_size, check_int, check_real
 from topofl.exceptions import NotConnectedError
 from topofl.graph import Topology
 from topofl.topologies._registry import GraphFamily, Param, register
@@ -71,6 +71,8 @@ def erdos_renyi(
         Redraw (at most ``max_tries`` times) until the graph is connected.
     max_tries : int, default 100
     weights : str or callable, default ``"metropolis"``
+        See :mod:`topofl.mixing`: ``"metropolis"`` is the D-Cliques paper's
+        "Metropolis-Hastings" rule ``1/(max(d_i, d_j) + 1)``, not ``"metropolis_hastings"``.
 
     Raises
     ------
@@ -86,6 +88,8 @@ def erdos_renyi(
     n = check_int(n, "n", low=1)
     p = check_real(p, "p", low=0, high=1)
     max_tries = check_int(max_tries, "max_tries", low=1)
+    connected = check_bool(connected, "connected")
+    check_graph_size(n, p * n * (n - 1), f"erdos_renyi(n={n}, p={p:g})")
     rng = as_generator(seed)
     if connected and n > 1 and p == 0:
         raise NotConnectedError(f"erdos_renyi(n={n}, p=0) has no edges and is never connected")
@@ -144,6 +148,8 @@ def random_regular(
     if (n * d) % 2:
         raise ValueError(f"n * d must be even for a d-regular graph, got n={n}, d={d}")
     max_tries = check_int(max_tries, "max_tries", low=1)
+    connected = check_bool(connected, "connected")
+    check_graph_size(n, n * d, f"random_regular(n={n}, d={d})")
     rng = as_generator(seed)
     params = {"n": n, "d": d, "seed": _seed_param(seed)}
     if connected and n > 2 and d <= 1:
@@ -204,6 +210,8 @@ def watts_strogatz(
         raise ValueError(f"k must be even (k/2 neighbours on each side), got k={k}")
     p = check_real(p, "p", low=0, high=1)
     max_tries = check_int(max_tries, "max_tries", low=1)
+    connected = check_bool(connected, "connected")
+    check_graph_size(n, n * k, f"watts_strogatz(n={n}, k={k})")
     rng = as_generator(seed)
     G = _draw_connected(
         lambda: nx.watts_strogatz_graph(n, k, p, seed=rng),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from topofl._rng import Seed, as_generator
-from topofl._validation import check_int, check_real
+from topofl._validation import check_int, check_memory, check_real
 from topofl.data.datasets.base import F32, I64, Dataset
 
 
@@ -214,6 +214,8 @@ def synthetic(
     nt = n // 5 if n_test is None else check_int(n_test, "n_test", low=0)
     sep = check_real(separation, "separation", low=0.0)
     sd = check_real(noise, "noise", low=0.0)
+    # float64 means and noise while drawing, float32 features kept: about 20 bytes per value.
+    check_memory(20.0 * (n + nt + L) * d, f"synthetic(n_samples={n}, dim={d})")
     rng = as_generator(seed)
     g = rng.standard_normal((L, d))
     mu = sep * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12)

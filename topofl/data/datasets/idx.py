@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from topofl.data.datasets.base import Dataset, PathLike
+from topofl.data.datasets.base import Dataset, PathLike, as_labels
 from topofl.data.datasets.files import SOURCES, _fetch, _folder, _missing
 
 _IDX_TYPES: dict[int, Any] = {
@@ -78,7 +78,7 @@ def _idx_dataset(
             )
         parts[split] = (
             (img.astype(np.float32) / np.float32(255.0))[:, None],
-            lab.astype(np.int64),
+            as_labels(lab, f"{name} {split} labels"),
         )
     return Dataset(
         name=name,

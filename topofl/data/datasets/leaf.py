@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from topofl.data.datasets.base import Dataset, PathLike
+from topofl.data.datasets.base import Dataset, PathLike, as_labels
 from topofl.data.datasets.files import _folder, _missing
 
 _LEAF_HELP = (
@@ -37,18 +37,26 @@ def femnist(root: PathLike | None = None, *, download: bool = False) -> Dataset:
     for split, paths in files.items():
         for p in paths:
             try:
-                doc = json.loads(p.read_text())
+                doc = json.loads(p.read_text(encoding="utf-8"))
                 for user in doc["users"]:
                     ud = doc["user_data"][user]
                     raw[split].append((str(user), ud["x"], ud["y"]))
-            except (KeyError, TypeError, json.JSONDecodeError) as exc:
+            except (KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise ValueError(f"{p} is not a LEAF JSON file: {exc!r}") from exc
     users = sorted({u for split in raw.values() for u, _, _ in split})
     uid = {u: i for i, u in enumerate(users)}
     arrays = {}
     for split, entries in raw.items():
-        xs = [np.asarray(x, dtype=np.float32).reshape(-1, 784) for _, x, _ in entries]
-        ys = [np.asarray(y, dtype=np.int64).reshape(-1) for _, _, y in entries]
+        xs, ys = [], []
+        for u, x_raw, y_raw in entries:
+            try:
+                xs.append(np.asarray(x_raw, dtype=np.float32).reshape(-1, 784))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"femnist {split} user {u}: 'x' must be a list of 784 numbers per image "
+                    f"({exc})"
+                ) from None
+            ys.append(as_labels(y_raw, f"femnist {split} labels of user {u}"))
         for (u, _, _), x, y in zip(entries, xs, ys):
             if x.shape[0] != y.shape[0]:
                 raise ValueError(

@@ -163,6 +163,12 @@ def _check_classes_per_client(
             f"every class must be used: n_clients * classes_per_client = {n} * {c} = {n * c} < "
             f"{present.size} classes present; raise n_clients or classes_per_client"
         )
+    if n * c > y.size:
+        # Every (client, class) holding needs a sample of its own: refuse before allocating.
+        raise ValueError(
+            f"n_clients * classes_per_client = {n} * {c} = {n * c} holdings need at least one "
+            f"sample each, but there are only {y.size} samples; use fewer clients or classes"
+        )
     return c, Nc, present
 
 

@@ -1,0 +1,93 @@
+"""Graphs too large for memory are refused before networkx allocates them (issue 13)."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import pytest
+
+import topofl as tf
+from topofl import _validation as V
+from topofl.topologies import _registry as R
+
+CASES = [
+    (tf.topologies.ring, (10**9,), {}),
+    (tf.topologies.complete, (10**6,), {}),
+    (tf.topologies.torus, (10**5, 10**5), {}),
+    (tf.topologies.grid, (10**5, 10**5), {}),
+    (tf.topologies.star, (10**10,), {}),
+    (tf.topologies.circulant, (10**9, [1, 2]), {}),
+    (tf.topologies.erdos_renyi, (10**6, 0.5), {"seed": 0}),
+    (tf.topologies.random_regular, (10**8, 100), {"seed": 0}),
+    (tf.topologies.watts_strogatz, (10**9, 4, 0.1), {"seed": 0}),
+    (tf.topologies.random_directed, (10**9, 5), {"seed": 0}),
+    (tf.topologies.random_matching, (10**10,), {"seed": 0}),
+]
+
+
+@pytest.mark.parametrize(("fn", "args", "kw"), CASES, ids=lambda c: getattr(c, "__name__", ""))
+def test_huge_graphs_refused_at_once(fn, args, kw) -> None:  # type: ignore[no-untyped-def]
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"needs about .* of memory \(estimated\), but only "):
+        fn(*args, **kw)
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("spec", ["ring:n=1e9", "ring:n=1000000000", "complete:n=1e6",
+                                  "exponential:n=1e10", "dcliques:n=1e10"])
+def test_huge_specs_refused_at_once(spec: str) -> None:
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"needs about .* TiB of memory \(estimated\)"):
+        tf.topologies.build(spec)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_spec_floats_for_int_parameters() -> None:
+    assert tf.topologies.build("ring:n=1e1").params["n"] == 10
+    assert tf.topologies.build("torus:rows=2.0,cols=3").n == 6
+    with pytest.raises(ValueError, match=r"n must be an int, got 2\.5, which is not a whole"):
+        tf.topologies.build("ring:n=2.5")
+
+
+def test_refusal_follows_the_available_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ring(1000): 1000 * 1500 + 2000 * 400 = 2.3e6 bytes estimated.
+    assert V.graph_bytes(1000, 2000) == 2.3e6
+    monkeypatch.setattr(V, "available_memory", lambda: 2_300_000)
+    assert tf.topologies.ring(1000).n == 1000
+    monkeypatch.setattr(V, "available_memory", lambda: 2_299_999)
+    with pytest.raises(ValueError, match=r"ring\(n=1000\) needs about 2.19 MiB of memory "
+                                         r"\(estimated\), but only 2.19 MiB is available"):
+        tf.topologies.ring(1000)
+    monkeypatch.setattr(V, "available_memory", lambda: None)  # unknown: never refused
+    assert tf.topologies.ring(1000).n == 1000
+
+
+@pytest.mark.parametrize(("fn", "args", "kw", "n", "arcs"), [
+    (tf.topologies.ring, (20000,), {}, 20000, 40000),
+    (tf.topologies.complete, (300,), {}, 300, 300 * 299),
+    (tf.topologies.random_regular, (5000, 8), {"seed": 0}, 5000, 40000),
+    (tf.topologies.torus, (100, 100), {}, 10000, 40000),
+])
+def test_estimate_bounds_the_measured_peak(fn, args, kw, n, arcs) -> None:  # type: ignore[no-untyped-def]
+    tracemalloc.start()
+    try:
+        fn(*args, **kw)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    est = V.graph_bytes(n, arcs)
+    # An upper bound, and not a wildly loose one.
+    assert peak <= est <= 4 * peak
+
+
+def test_available_memory_is_positive_here() -> None:
+    avail = V.available_memory()
+    assert avail is None or avail > 0
+
+
+def test_registry_lower_bound_uses_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[int, float, str]] = []
+    monkeypatch.setattr(R, "check_graph_size", lambda n, a, w: calls.append((n, a, w)))
+    tf.topologies.build("ring:n=5")
+    assert calls == [(5, 10, "ring on n=5 nodes")]
