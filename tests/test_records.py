@@ -138,7 +138,7 @@ def test_load_rejects_bad_lines_and_tolerates_a_truncated_tail(tmp_path: Path) -
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"run": "x"}\n{"run": "x", "round": 0, "client": null, "metric": "a", '
                    '"value": 1}\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"line 1 misses the keys \['round'"):
+    with pytest.raises(ValueError, match=r"line 1: misses the row keys \[.round."):
         load(bad)
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "missing.jsonl")

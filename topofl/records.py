@@ -92,6 +92,7 @@ class Recorder:
         self.rows: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
         self.provenance: dict[str, Any] = {}
+        self.engine: dict[str, Any] = {}
         self._fh: IO[str] | None = None
         if self.path is None:
             return
@@ -100,6 +101,7 @@ class Recorder:
             old = load(self.path)
             self.config = dict(old.config)
             self.provenance = dict(old.provenance)
+            self.engine = dict(old.engine)
             keep = [
                 r for r in old.rows if resume_round is None or int(r["round"]) < resume_round
             ]
@@ -131,6 +133,8 @@ class Recorder:
         self.config = _jsonable(dict(config))
         if provenance is not None:
             self.provenance = _jsonable(dict(provenance))
+        if engine is not None:
+            self.engine = _jsonable(dict(engine))
         if self._fh is not None:
             if self.rows or self._fh.tell() > 0:
                 return  # resumed: the header is already there
@@ -138,7 +142,7 @@ class Recorder:
             if provenance is not None:
                 head["provenance"] = self.provenance
             if engine is not None:
-                head["engine"] = _jsonable(dict(engine))
+                head["engine"] = self.engine
             self._fh.write(json.dumps(head) + "\n")
             self._fh.flush()
 
@@ -181,7 +185,8 @@ class Recorder:
     def records(self) -> Records:
         """The rows written so far, as :class:`Records`."""
         return Records(rows=list(self.rows), configs={self.run: dict(self.config)},
-                       provenances={self.run: dict(self.provenance)})
+                       provenances={self.run: dict(self.provenance)},
+                       engines={self.run: dict(self.engine)})
 
     def __enter__(self) -> Recorder:
         return self

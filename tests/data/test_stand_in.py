@@ -110,7 +110,8 @@ def test_cnns_train_on_the_stand_in(data: str, model: str) -> None:
     assert rounds.size == 3 and np.all(np.isfinite(loss))
     _, acc = res.records.series("global_acc_mean")
     assert np.all((acc >= 0) & (acc <= 1))
-    cfg = res.records.config
+    assert res.records.config["data"] == data and res.records.config["model"] == model
+    cfg = res.records.engine  # the engine's description of what it ran
     assert cfg["data"]["dataset"] == data and cfg["data"]["dataset_params"]["stand_in"] is True
     shape = tf.data.load(data).input_shape
     size = tf.models.count_parameters(tf.models.build_model(model, shape, 10, seed=0))["total"]
