@@ -76,9 +76,11 @@ def run(
         A graph, or a spec such as ``"ring"``, ``"random_regular:d=4"``,
         ``"dcliques:clique_size=10,inter=small_world"`` (``n`` is the number of clients;
         D-Cliques uses the data's label distributions). ``None`` for ``local``/``fedavg``.
-    data : FederatedData or str, default "digits"
-        Data already split over clients, or a dataset name split with ``partition`` over
-        ``n_clients`` clients.
+    data : FederatedData, str, Dataset or torch.utils.data.Dataset, default "digits"
+        Data already split over clients, or what :func:`topofl.data.federate` splits with
+        ``partition`` over ``n_clients`` clients: a dataset name, a
+        :class:`~topofl.data.Dataset`, or a torch dataset of ``(x, y)`` samples (or a
+        ``(train, test)`` pair of them).
     model : str or torch.nn.Module, default "logistic"
         A name of :data:`topofl.models.MODELS` (built for the data's input shape with
         ``model_params``) or a module.
@@ -129,9 +131,14 @@ def run(
     call = {"algorithm": algorithm, "topology": topology, "data": data, "model": model,
             "n_clients": n_clients, "partition": partition, "partition_params": partition_params,
             "model_params": model_params}
-    if isinstance(data, str):
+    if not isinstance(data, data_mod.FederatedData):  # a name, a Dataset or a torch dataset
+        if partition_params is not None and not isinstance(partition_params, Mapping):
+            raise TypeError(f"partition_params must be a mapping, got "
+                            f"{type(partition_params).__name__}")
         data = data_mod.federate(data, partition, n_clients, seed=seed,
                                  **dict(partition_params or {}))
+        if not isinstance(call["data"], str):  # the user's own dataset: described, not named
+            call["data"] = data
     cfg_keys = RunConfig.field_names() - {"rounds", "seed"}
     cfg_kw = {k: kwargs.pop(k) for k in list(kwargs) if k in cfg_keys}
     if isinstance(algorithm, str):

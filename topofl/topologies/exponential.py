@@ -33,7 +33,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import check_int
+from topofl._validation import check_graph_size, check_int
 from topofl.graph import TimeVarying, Topology
 from topofl.topologies._registry import GraphFamily, Param, register
 
@@ -114,6 +114,7 @@ def exponential(n: int) -> Topology:
     """
     n = check_int(n, "n", low=2)
     tau = _ceil_log2(n)
+    check_graph_size(n, n * tau, f"exponential(n={n})")
     W = _circulant_matrix(n, [1 << k for k in range(tau)], 1.0 / (tau + 1))
     top = Topology.from_matrix(W, name="exponential", params={"n": n})
     return _with_weights(top, "uniform")
@@ -174,6 +175,7 @@ def undirected_exponential(n: int) -> Topology:
     0.5
     """
     n = check_int(n, "n", low=2)
+    check_graph_size(n, 2 * n * _ceil_log2(n), f"undirected_exponential(n={n})")
     G = nx.circulant_graph(n, [d for d in _exponential_offsets(n) if d <= n // 2])
     return Topology.from_networkx(G, "metropolis", name="undirected_exponential", params={"n": n})
 
@@ -397,6 +399,7 @@ def base_graph_schedule(n: int, k: int) -> _Schedule:
     """
     n = check_int(n, "n", low=2)
     k = check_int(k, "k", low=1, high=n - 1)
+    check_graph_size(n, n * (k + 1), f"base_graph_schedule(n={n}, k={k})")
     nodes = list(range(n))
     simple = _simple_base_rounds(nodes, k)
     p = _smooth_part(n, k + 1)
