@@ -103,15 +103,22 @@ def convergence(
             _, lo = rec.series(f"{metric}_min")
             _, hi = rec.series(f"{metric}_max")
             ax.fill_between(rounds + 1, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+    return _finish_curves(fig, ax, ylabel or metric.replace("_", " "), title, len(runs), legend,
+                          own)
+
+
+
+def _finish_curves(fig: Any, ax: Any, ylabel: str, title: str | None, entries: int,
+                   legend: str | None, own: bool) -> Any:
+    """Axis labels, title, grid and legend of a curves plot (against rounds completed)."""
     ax.set_xlabel("rounds completed")
-    ax.set_ylabel(ylabel or metric.replace("_", " "))
+    ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    _legend(ax, len(runs), legend, own)
+    _legend(ax, entries, legend, own)
     _tight(fig)
     return fig
-
 
 def seed_curves(
     records: Records,
@@ -182,14 +189,7 @@ def seed_curves(
                 sd = vals.std(axis=0)
                 lo, hi = mean - sd, mean + sd
             ax.fill_between(common + 1, lo, hi, color=style["color"], alpha=0.15, lw=0)
-    ax.set_xlabel("rounds completed")
-    ax.set_ylabel(ylabel or metric)
-    if title:
-        ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    _legend(ax, len(groups), legend, own)
-    _tight(fig)
-    return fig
+    return _finish_curves(fig, ax, ylabel or metric, title, len(groups), legend, own)
 
 
 def metric_scatter(
