@@ -43,3 +43,12 @@ def test_run_refuses_bad_data(data: object, exc: type[Exception], match: str) ->
 def test_run_refuses_partition_params_that_are_not_a_mapping() -> None:
     with pytest.raises(TypeError, match="partition_params must be a mapping, got list"):
         tf.run("dsgd", topology="ring", n_clients=8, rounds=1, partition_params=[1])
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("eval_global", "no"), ("record_clients", "yes"), ("spectral", 0), ("fuse", "false"),
+    ("progress", "no"), ("nesterov", "no"), ("clique_averaging", 1),
+])
+def test_run_refuses_booleans_that_are_not_bools(key: str, value: object) -> None:
+    with pytest.raises(TypeError, match=f"{key} must be a bool"):
+        tf.run("dsgd", topology="ring", n_clients=8, rounds=1, **{key: value})

@@ -9,9 +9,11 @@ belong to the engine, :mod:`topofl.engine.protocol` and :mod:`topofl.engine.piec
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
+from topofl._validation import check_bool
 from topofl.engine.protocol import Algorithm
 
 __all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "get_algorithm", "heterogeneous_epochs"]
@@ -38,11 +40,25 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     ValueError
         For an unknown name (the message lists the known ones).
     TypeError
-        For a hyper-parameter the algorithm does not take.
+        For a hyper-parameter the algorithm does not take, or a value that is not a ``bool``
+        for one whose default is (``nesterov="no"``).
+
+    Examples
+    --------
+    >>> tf.algorithms.get_algorithm("dsgd", lr=0.5, nesterov=False).hparams["lr"]
+    0.5
+    >>> tf.algorithms.get_algorithm("dsgd", nesterov="no")
+    Traceback (most recent call last):
+    ...
+    TypeError: nesterov must be a bool (True or False), got str 'no'
     """
     if name not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {name!r}; known: {sorted(ALGORITHMS)}")
-    return ALGORITHMS[name](**hparams)
+    factory = ALGORITHMS[name]
+    for p in inspect.signature(factory).parameters.values():
+        if isinstance(p.default, bool) and p.name in hparams:  # "no" is not False
+            check_bool(hparams[p.name], p.name)
+    return factory(**hparams)
 
 
 def heterogeneous_epochs(

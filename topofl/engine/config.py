@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from topofl._validation import check_choice, check_int
+from topofl._validation import check_bool, check_choice, check_int
 from topofl._version import __version__
 from topofl.engine.protocol import Algorithm
 from topofl.graph import GraphLike
@@ -86,6 +86,10 @@ class RunConfig:
     progress: bool | None = None
 
     def __post_init__(self) -> None:
+        for name in ("fuse", "eval_global", "record_clients", "spectral"):
+            check_bool(getattr(self, name), name)
+        if self.progress is not None:
+            check_bool(self.progress, "progress")
         check_int(self.rounds, "rounds", low=0)
         check_int(self.batch_size, "batch_size", low=1)
         check_int(self.eval_every, "eval_every", low=1)
