@@ -99,7 +99,8 @@ def main() -> None:
         f"{sec:.2f} s per 100 steps, about {10 * sec:.0f} s per {STEPS} steps"
     )
 
-    print(f"\nfull dcliques(...) with {STEPS} steps, 2 shards/node (median of {REPEATS} runs)")
+    print(f"\nfull dcliques(...) with the default steps (auto_steps), 2 shards/node "
+          f"(median of {REPEATS} runs)")
     print(f"{'n':>6} {'inter':>16} {'seconds':>9} {'edges/node':>11}")
     for n in (100, 1000):
         labels = two_shards_per_node(n, seed=0)
