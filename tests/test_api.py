@@ -52,3 +52,17 @@ def test_run_refuses_partition_params_that_are_not_a_mapping() -> None:
 def test_run_refuses_booleans_that_are_not_bools(key: str, value: object) -> None:
     with pytest.raises(TypeError, match=f"{key} must be a bool"):
         tf.run("dsgd", topology="ring", n_clients=8, rounds=1, **{key: value})
+
+
+def test_a_disconnected_static_graph_warns_with_its_components() -> None:
+    import networkx as nx
+
+    two_rings = nx.disjoint_union(nx.cycle_graph(4), nx.cycle_graph(4))
+    topo = tf.Topology.from_networkx(two_rings, "metropolis", name="two_rings")
+    with pytest.warns(UserWarning, match="'two_rings' has 2 strongly connected components"):
+        tf.run("dsgd", topology=topo, n_clients=8, rounds=1, seed=0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a connected graph: no warning
+        tf.run("dsgd", topology="ring", n_clients=8, rounds=1, seed=0)

@@ -14,12 +14,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+from scipy.sparse.csgraph import connected_components
 from torch import Tensor, nn
 
 from topofl.engine.checkpoint import load_checkpoint, save_checkpoint
@@ -112,6 +114,12 @@ def run(
     ConvergenceError
         When a loss or a parameter becomes NaN/inf; the message names the round and the first
         bad client, and every row recorded before is already on disk.
+
+    Warns
+    -----
+    UserWarning
+        When a static topology is not strongly connected (the message names the number of
+        components): its clients cannot reach consensus.
     """
     t_start = time.perf_counter()
     device = torch.device(config.device)
@@ -124,6 +132,8 @@ def run(
             raise ValueError(f"the topology has n={tv.n} nodes but the data has {n} clients")
     elif algorithm.uses_topology:
         raise ValueError(f"{algorithm.name} communicates over a graph: pass a topology")
+    if tv is not None and tv.period == 1 and algorithm.uses_topology:
+        _warn_if_disconnected(tv.at(0))
     data = data.to(device)
 
     # ---------------------------------------------------------------- set-up
@@ -247,6 +257,17 @@ def run(
             recorder.close()
     return Result(records=recorder.records(), state=state, layout=layout, config=config,
                   algorithm=algorithm, services=env, last=rnd)
+
+
+def _warn_if_disconnected(topo: Topology) -> None:
+    """Warn when a static graph splits the clients into groups that never exchange a model."""
+    k, _ = connected_components(topo.W, directed=True, connection="strong")
+    if k > 1:
+        warnings.warn(
+            f"the topology {topo.name!r} has {k} strongly connected components: clients in "
+            "different components never exchange models and cannot reach consensus",
+            UserWarning, stacklevel=3,
+        )
 
 
 def _check_stochastic(algo: Algorithm, topo: Topology, seen: set[int]) -> None:
