@@ -30,12 +30,14 @@ def test_apply_scale_overrides_base_and_sweep_keys() -> None:
     assert "lr" not in f and f["sweep"]["lr"] == [0.1, 0.2]  # moved into the sweep
     d = figures.apply_scale(cfg, "default")
     assert d["rounds"] == 100 and d["sweep"]["seed"] == [0, 1, 2]
+    d = figures.apply_scale({**cfg, "scale": {"default": {"rounds": 7}}}, "default")
+    assert d["rounds"] == 7
     # a sweep key overridden by a plain value leaves the sweep
     g = figures.apply_scale({"sweep": {"seed": [0, 1]}, "scale": {"quick": {"seed": 3}}}, "quick")
     assert g == {"seed": 3}
 
 
-@pytest.mark.parametrize("bad", [{"tiny": {}}, {"quick": 3}, 5])
+@pytest.mark.parametrize("bad", [{"tiny": {}}, {"quick": 3}, 5, {"default": []}])
 def test_apply_scale_refuses_bad_tables(bad: object) -> None:
     with pytest.raises(figures.FigureError):
         figures.apply_scale({"scale": bad}, "quick")
@@ -52,13 +54,22 @@ def test_stand_ins_follow_the_model() -> None:
 
 def test_load_config_swaps_an_absent_dataset_and_notes_it(tmp_path: Path) -> None:
     p = tmp_path / "c.toml"
-    p.write_text('model = "logistic"\n[figure]\npanel = "a"\n'
+    p.write_text('model = "logistic"\nbatch_size = 128\n[figure]\npanel = "a"\n'
+                 '[stand_in]\nbatch_size = 4\n[scale.quick]\nrounds = 2\n'
                  '[sweep]\ndata = ["mnist", "digits"]\n', encoding="utf-8")
     if tf.figures._available("mnist"):  # pragma: no cover - MNIST files on this machine
         pytest.skip("MNIST files are present")
     cfg = figures.load_config(p, "default")
     assert cfg["sweep"]["data"] == ["digits", "digits"] and cfg["figure"] == {"panel": "a"}
-    assert cfg["_name"] == "c" and len(cfg["_notes"]) == 1 and "mnist" in cfg["_notes"][0]
+    assert cfg["_name"] == "c" and len(cfg["_notes"]) == 2 and "mnist" in cfg["_notes"][0]
+    assert cfg["batch_size"] == 4 and "batch_size = 4" in cfg["_notes"][1]
+    assert figures.load_config(p, "quick")["rounds"] == 2
+    p.write_text('data = "digits"\nbatch_size = 128\n[stand_in]\nbatch_size = 4\n',
+                 encoding="utf-8")
+    assert figures.load_config(p)["batch_size"] == 128  # no swap: the paper's setting
+    with pytest.raises(tf.config.ConfigError, match="stand_in"):
+        p.write_text('stand_in = 3\n', encoding="utf-8")
+        figures.load_config(p)
 
 
 def test_epochs_per_round_by_hand() -> None:

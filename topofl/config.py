@@ -441,8 +441,9 @@ def _check_names(cfg: Mapping[str, Any]) -> None:
     from topofl import topologies
     from topofl.data.datasets import DATASETS
 
-    if cfg["data"] not in DATASETS:
-        raise ConfigError(f"unknown dataset {cfg['data']!r}; known: {', '.join(DATASETS)}")
+    if str(cfg["data"]).partition(":")[0] not in DATASETS:
+        raise ConfigError(f"unknown dataset {cfg['data']!r}; known: {', '.join(DATASETS)} "
+                          "(a spec such as 'synthetic:n_samples=5000,seed=0' passes options)")
     spec = cfg["topology"]
     if spec is None:
         return

@@ -3,8 +3,9 @@ r"""Paper figures: a config, a sweep and a plot, at three scales, with a verdict
 A figure of ``paper_figures/`` is a thin script over this module:
 
 * its settings are config files ``paper_figures/configs/<name>.toml`` (``topofl run`` keys, an
-  optional ``[sweep]`` table, scale overrides under ``[scale.quick]`` and ``[scale.full]``, and
-  free metadata for the script under ``[figure]``), read by :func:`load_config`;
+  optional ``[sweep]`` table, overrides under ``[stand_in]`` (when the offline data replaces
+  the paper's) and ``[scale.quick]`` / ``[scale.default]`` / ``[scale.full]``, and free
+  metadata for the script under ``[figure]``), read by :func:`load_config`;
 * :func:`sweep` runs the config's sweep, or reuses its runs: a cached run is reused only while
   its stored resolved config equals the wanted one, so changing any setting reruns it;
 * the script plots from the :class:`~topofl.records.Records` and hands the figure, the setting,
@@ -93,7 +94,8 @@ def apply_scale(cfg: Mapping[str, Any], scale: str) -> dict[str, Any]:
 
     A key of the override table replaces the key of the config; a key under
     ``[scale.<scale>.sweep]`` replaces that list of the ``[sweep]`` table (a key moved from the
-    base into the sweep or back is moved). ``"default"`` applies no override.
+    base into the sweep or back is moved). Every scale has its optional table
+    (``[scale.default]`` too: the config's base keys can then be the paper's setting).
 
     Raises
     ------
@@ -108,10 +110,11 @@ def apply_scale(cfg: Mapping[str, Any], scale: str) -> dict[str, Any]:
                                                   for v in tables.values()):
         raise FigureError(f"[scale] must hold tables [scale.quick] / [scale.full], got "
                           f"{tables!r}")
-    unknown = set(tables) - {"quick", "full"}
+    unknown = set(tables) - set(SCALES)
     if unknown:
-        raise FigureError(f"unknown scale table(s) {sorted(unknown)}: expected quick, full")
-    over = dict(tables.get(scale, {})) if scale != "default" else {}
+        raise FigureError(f"unknown scale table(s) {sorted(unknown)}: expected "
+                          f"{', '.join(SCALES)}")
+    over = dict(tables.get(scale, {}))
     sweep_over = over.pop("sweep", {})
     base, sw = split_sweep(out)
     for k, v in over.items():
@@ -194,6 +197,12 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
         A config name of ``paper_figures/configs/`` (``"dcliques_08"``) or the path of a file.
     scale : {"quick", "default", "full"}
 
+    Notes
+    -----
+    The overrides apply in this order: the config's base keys (best written as the paper's
+    setting), then its ``[stand_in]`` table when a real dataset was swapped for its offline
+    stand-in (e.g. a smaller batch for the smaller local datasets), then ``[scale.<scale>]``.
+
     Returns
     -------
     dict
@@ -208,8 +217,16 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
     figure_meta = raw.pop("figure", {})
     if not isinstance(figure_meta, Mapping):
         raise ConfigError(f"{p}: [figure] must be a table, got {figure_meta!r}")
-    cfg = apply_scale(raw, scale)
-    notes = _swap_datasets(cfg)
+    stand_in_over = raw.pop("stand_in", {})
+    if not isinstance(stand_in_over, Mapping):
+        raise ConfigError(f"{p}: [stand_in] must be a table, got {stand_in_over!r}")
+    scales = raw.pop("scale", {})
+    notes = _swap_datasets(raw)
+    if notes and stand_in_over:
+        raw = apply_scale({**raw, "scale": {"default": stand_in_over}}, "default")
+        notes.append("settings adapted to the stand-in data ([stand_in] table of the config): "
+                     + ", ".join(f"{k} = {_fmt(v)}" for k, v in stand_in_over.items()))
+    cfg = apply_scale({**raw, "scale": scales}, scale)
     cfg.update(figure=dict(figure_meta), _name=p.stem, _notes=notes)
     return cfg
 

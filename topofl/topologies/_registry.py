@@ -7,7 +7,6 @@ add a family call :func:`register` at import time.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from topofl._rng import Seed
+from topofl._spec import parse_spec as _parse_spec
+from topofl._spec import parse_value
 from topofl._validation import check_graph_size
 from topofl.graph import GraphLike
 
@@ -151,23 +152,7 @@ def register(family: GraphFamily) -> GraphFamily:
     return REGISTRY._add(family)
 
 
-def _parse_value(text: str) -> Any:
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low == "none":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        v = float(text)
-        if math.isfinite(v):
-            return v
-    except ValueError:
-        pass
-    return text
+_parse_value = parse_value
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
@@ -184,18 +169,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     >>> parse_spec("random_regular:n=16,d=3")
     ('random_regular', {'n': 16, 'd': 3})
     """
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"a graph spec must be a non-empty string like 'ring:n=16', got {spec!r}")
-    name, _, rest = spec.strip().partition(":")
-    kwargs: dict[str, Any] = {}
-    for item in filter(None, (s.strip() for s in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise ValueError(
-                f"graph spec {spec!r}: expected key=value pairs after ':', got {item!r}"
-            )
-        kwargs[key.strip()] = _parse_value(value.strip())
-    return name.strip(), kwargs
+    return _parse_spec(spec, "graph", "ring:n=16")
 
 
 def _spec_ints(spec: str, family: GraphFamily, kwargs: dict[str, Any]) -> dict[str, Any]:

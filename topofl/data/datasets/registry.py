@@ -63,7 +63,9 @@ def load(
     Parameters
     ----------
     name : str
-        One of :data:`DATASETS` (case, ``-`` and ``_`` are ignored: ``"CIFAR-10"`` works).
+        One of :data:`DATASETS` (case, ``-`` and ``_`` are ignored: ``"CIFAR-10"`` works), or a
+        spec ``"name:key=value,..."`` whose pairs are loader options
+        (``"synthetic:n_samples=5000,dim=64,seed=0"``): a dataset a config file can name.
     root : str or path, optional
         Data folder, default ``~/.cache/topofl``; the files of ``name`` live in
         ``root/<name>/``. Ignored by ``"digits"`` (and its resized stand-ins ``"digits16"``,
@@ -91,6 +93,8 @@ def load(
     --------
     >>> tf.data.load("digits").input_shape
     (1, 8, 8)
+    >>> tf.data.load("synthetic:n_samples=50,dim=3,seed=0").x_train.shape
+    (50, 3)
     >>> tf.data.load("imagenet")
     Traceback (most recent call last):
     ...
@@ -99,6 +103,15 @@ def load(
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
+    if ":" in name:
+        from topofl._spec import parse_spec
+
+        base, spec_options = parse_spec(name, "dataset", "synthetic:n_samples=5000,seed=0")
+        clash = sorted(set(spec_options) & set(options))
+        if clash:
+            raise ValueError(f"option(s) {clash} given both in the spec {name!r} and as "
+                             "keywords; give each once")
+        name, options = base, {**spec_options, **options}
     key = _canonical(name)
     if key is None:
         raise ValueError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
