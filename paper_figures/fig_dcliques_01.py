@@ -46,12 +46,23 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     iid, skew = finals["IID"], finals["label skew (2 shards/node)"]
     iid_spread = max(iid.values()) - min(iid.values())
-    skew_gap = skew["fully connected"] - skew["ring"]
-    holds = iid_spread < 0.02 and skew_gap > 0.02
+    gaps = {g: skew["fully connected"] - skew[g] for g in ("ring", "grid")}
+    far = {g: gap > 3 * max(iid_spread, 0.005) for g, gap in gaps.items()}
+    holds = True if all(far.values()) else None if any(far.values()) else False
     measured = (f"IID: the three graphs end within {100 * iid_spread:.1f} points; label skew: "
                 f"ring {skew['ring']:.3f}, grid {skew['grid']:.3f}, fully connected "
-                f"{skew['fully connected']:.3f} ({100 * skew_gap:.1f} points from ring to "
-                f"fully connected)")
+                f"{skew['fully connected']:.3f} (ring {100 * gaps['ring']:.1f} and grid "
+                f"{100 * gaps['grid']:.1f} points below fully connected)")
+    notes.append("under IID data the ring still lags early at this scale: a node's 14 stand-in "
+                 "samples (MNIST: 500) are too few to train a good model without mixing, so the "
+                 "slow averaging of the ring shows even without label skew (a likely reason, "
+                 "not measured)")
+    if not far["grid"]:
+        notes.append("the grid (a 10x10 torus: 4 neighbours per node) ends close to the "
+                     "fully-connected graph here, unlike in the paper: its spread is still "
+                     "visible early on; with 14 stand-in samples per node the local models "
+                     "differ less than with MNIST's 500, so averaging over 5 nodes suffices "
+                     "sooner (a likely reason, not measured)")
     png = figures.write(
         args, fig, title="D-Cliques Fig. 1: topology matters under label skew only",
         setting=settings, numbers=numbers,

@@ -64,6 +64,10 @@ def test_load_config_swaps_an_absent_dataset_and_notes_it(tmp_path: Path) -> Non
     assert cfg["_name"] == "c" and len(cfg["_notes"]) == 2 and "mnist" in cfg["_notes"][0]
     assert cfg["batch_size"] == 4 and "batch_size = 4" in cfg["_notes"][1]
     assert figures.load_config(p, "quick")["rounds"] == 2
+    p.write_text('data = "mnist"\n[stand_in]\ndata = "synthetic:n_samples=90,seed=1"\n',
+                 encoding="utf-8")
+    cfg = figures.load_config(p)
+    assert cfg["data"] == "synthetic:n_samples=90,seed=1" and "synthetic" in cfg["_notes"][0]
     p.write_text('data = "digits"\nbatch_size = 128\n[stand_in]\nbatch_size = 4\n',
                  encoding="utf-8")
     assert figures.load_config(p)["batch_size"] == 128  # no swap: the paper's setting

@@ -162,8 +162,9 @@ def _available(dataset: str) -> bool:
     return True
 
 
-def _swap_datasets(cfg: dict[str, Any]) -> list[str]:
-    """Replace absent real datasets by their stand-ins, in the base and the sweep; the notes."""
+def _swap_datasets(cfg: dict[str, Any], explicit: Any = None) -> list[str]:
+    """Replace absent real datasets by their stand-ins (``explicit`` if given: the config's
+    ``[stand_in]`` data), in the base and the sweep; the notes."""
     notes: list[str] = []
     model = str(cfg.get("model", "logistic"))
     seen: dict[str, str] = {}
@@ -172,7 +173,8 @@ def _swap_datasets(cfg: dict[str, Any]) -> list[str]:
         if not isinstance(name, str) or name not in _STAND_INS:
             return name
         if name not in seen:
-            seen[name] = name if _available(name) else stand_in(name, model)
+            other = str(explicit) if explicit is not None else stand_in(name, model)
+            seen[name] = name if _available(name) else other
             if seen[name] != name:
                 notes.append(
                     f"{name} files not found (see `topofl list datasets`): ran on the offline "
@@ -201,7 +203,8 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
     -----
     The overrides apply in this order: the config's base keys (best written as the paper's
     setting), then its ``[stand_in]`` table when a real dataset was swapped for its offline
-    stand-in (e.g. a smaller batch for the smaller local datasets), then ``[scale.<scale>]``.
+    stand-in (e.g. a smaller batch for the smaller local datasets; a ``data`` key there names
+    the stand-in instead of :func:`stand_in`'s), then ``[scale.<scale>]``.
 
     Returns
     -------
@@ -221,11 +224,12 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
     if not isinstance(stand_in_over, Mapping):
         raise ConfigError(f"{p}: [stand_in] must be a table, got {stand_in_over!r}")
     scales = raw.pop("scale", {})
-    notes = _swap_datasets(raw)
-    if notes and stand_in_over:
-        raw = apply_scale({**raw, "scale": {"default": stand_in_over}}, "default")
+    notes = _swap_datasets(raw, stand_in_over.get("data"))
+    adapted = {k: v for k, v in stand_in_over.items() if k != "data"}
+    if notes and adapted:
+        raw = apply_scale({**raw, "scale": {"default": adapted}}, "default")
         notes.append("settings adapted to the stand-in data ([stand_in] table of the config): "
-                     + ", ".join(f"{k} = {_fmt(v)}" for k, v in stand_in_over.items()))
+                     + ", ".join(f"{k} = {_fmt(v)}" for k, v in adapted.items()))
     cfg = apply_scale({**raw, "scale": scales}, scale)
     cfg.update(figure=dict(figure_meta), _name=p.stem, _notes=notes)
     return cfg
