@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 from topofl._version import __version__
 
 _SUBMODULES = frozenset({
-    "algorithms", "api", "config", "data", "engine", "exceptions", "graph", "mixing", "models",
+    "algorithms", "api", "config", "data", "engine", "exceptions", "figures", "graph", "mixing",
+    "models",
     "plotting", "records", "report", "spectral", "study", "sweep", "topologies",
 })
 _ATTRIBUTES = {  # name -> module that defines it
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # what the lazy attributes are, for type checkers
         data,
         engine,
         exceptions,
+        figures,
         graph,
         mixing,
         models,
@@ -66,6 +68,7 @@ __all__ = [
     "sweep",
     "study",
     "report",
+    "figures",
     "plotting",
     "Topology",
     "TimeVarying",

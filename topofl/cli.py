@@ -368,6 +368,7 @@ def _parser() -> argparse.ArgumentParser:
     p_spec.add_argument("--progress", action="store_true", help="progress bar on stderr")
     sub.add_parser("study", help="topology-vs-convergence study of a folder of records")
     sub.add_parser("report", help="spectral comparison report of graphs given as specs")
+    sub.add_parser("figure", help="regenerate a paper figure: list, index or NAME (a clone)")
     return parser
 
 
@@ -390,7 +391,11 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
 
 
 def _delegate(command: str, argv: Sequence[str]) -> int:
-    """``topofl study`` / ``topofl report``: their modules parse their own arguments."""
+    """``topofl study`` / ``report`` / ``figure``: their modules parse their own arguments."""
+    if command == "figure":
+        from topofl.figures import main as figure_main
+
+        return figure_main(argv, prog="topofl figure")
     if command == "study":
         from topofl.study import main as study_main
 
@@ -417,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from topofl.exceptions import ConvergenceError
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["study"], ["report"]):
+    if argv[:1] in (["study"], ["report"], ["figure"]):
         return _delegate(argv[0], argv[1:])
     args = _parser().parse_args(argv)
     command = "topofl " + shlex.join(argv)

@@ -64,11 +64,12 @@ def convergence(
     runs: Mapping[str, Records],
     metric: str = "test_acc",
     *,
-    band: bool = True,
+    band: bool | str = True,
     ax: Any = None,
     title: str | None = None,
     ylabel: str | None = None,
     legend: str | None = "auto",
+    epochs: float | Mapping[str, float] | None = None,
 ) -> Any:
     """Mean curve of ``{metric}_mean`` per run, with a shaded ``{metric}_min``..``_max`` band.
 
@@ -79,11 +80,16 @@ def convergence(
     metric : str, default "test_acc"
         Prefix of the ``_mean``/``_min``/``_max`` metrics (``"global_acc"``, ...), or a full
         metric name without band.
-    band : bool, default True
+    band : bool or "lines", default True
+        Shade min..max; ``"lines"`` draws them as thin lines of the curve's colour (the
+        D-Cliques paper's style: bold mean, thin min and max); False draws the mean only.
     ax : matplotlib Axes, optional
     legend : {"auto", "outside", "best", None}, default "auto"
         Outside the axes (right, or below for more than 12 entries: it hides no data) when
         the function makes the figure; ``"best"`` inside when drawing into a given ``ax``.
+    epochs : float or mapping of label to float, optional
+        Local epochs per round (:func:`topofl.figures.epochs_per_round`): the x axis is then
+        epochs (rounds completed times the factor) instead of rounds completed.
 
     Returns
     -------
@@ -96,16 +102,29 @@ def convergence(
         fig, ax = plt.subplots(figsize=(6.4, 4.0))
     else:
         fig = ax.figure
+    if band not in (True, False, "lines"):
+        raise ValueError(f"band must be True, False or 'lines', got {band!r}")
     for label, rec in runs.items():
         name = f"{metric}_mean" if f"{metric}_mean" in rec.metrics else metric
         rounds, mean = rec.series(name)
-        (line,) = ax.plot(rounds + 1, mean, label=label, lw=1.8)
+        factor = 1.0
+        if epochs is not None:
+            factor = float(epochs[label] if isinstance(epochs, Mapping) else epochs)
+        x = (rounds + 1) * factor
+        (line,) = ax.plot(x, mean, label=label, lw=1.8)
         if band and f"{metric}_min" in rec.metrics and f"{metric}_max" in rec.metrics:
             _, lo = rec.series(f"{metric}_min")
             _, hi = rec.series(f"{metric}_max")
-            ax.fill_between(rounds + 1, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
-    return _finish_curves(fig, ax, ylabel or metric.replace("_", " "), title, len(runs), legend,
-                          own)
+            if band == "lines":
+                for v in (lo, hi):
+                    ax.plot(x, v, color=line.get_color(), lw=0.5, alpha=0.8)
+            else:
+                ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+    fig = _finish_curves(fig, ax, ylabel or metric.replace("_", " "), title, len(runs), legend,
+                         own)
+    if epochs is not None:
+        ax.set_xlabel("epochs")
+    return fig
 
 
 

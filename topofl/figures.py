@@ -1,0 +1,581 @@
+r"""Paper figures: a config, a sweep and a plot, at three scales, with a verdict per figure.
+
+A figure of ``paper_figures/`` is a thin script over this module:
+
+* its settings are config files ``paper_figures/configs/<name>.toml`` (``topofl run`` keys, an
+  optional ``[sweep]`` table, scale overrides under ``[scale.quick]`` and ``[scale.full]``, and
+  free metadata for the script under ``[figure]``), read by :func:`load_config`;
+* :func:`sweep` runs the config's sweep, or reuses its runs: a cached run is reused only while
+  its stored resolved config equals the wanted one, so changing any setting reruns it;
+* the script plots from the :class:`~topofl.records.Records` and hands the figure, the setting,
+  the numbers behind each curve and the paper's claim to :func:`write`, which writes
+  ``<name>.png``, ``<name>.md`` and the verdict ``<name>.json``.
+
+Scales: ``default`` runs on a laptop CPU in minutes on the offline stand-in data and writes the
+committed outputs under ``paper_figures/results/``; ``--quick`` is a smoke run for tests and
+``--full`` the paper's exact setting (a GPU machine); both write under ``paper_figures/out/``,
+so that neither replaces the committed results. A real dataset the paper uses (MNIST,
+CIFAR-10, ...) is used whenever its files are present, else its offline stand-in (digits,
+resized for the CNNs), and the Markdown says which was used.
+
+``topofl figure list`` lists the scripts, ``topofl figure NAME [--quick|--full]`` runs one and
+``topofl figure index`` rebuilds ``paper_figures/README.md`` from the verdicts (these need a
+clone of the repository: the scripts are not installed with the package).
+
+Examples
+--------
+>>> cfg = {"algorithm": "dsgd", "data": "mnist", "model": "logistic", "rounds": 100,
+...        "scale": {"quick": {"rounds": 3}}}
+>>> out = tf.figures.apply_scale(cfg, "quick")
+>>> out["rounds"], "scale" in out
+(3, False)
+>>> tf.figures.stand_in("cifar10", "gn_lenet")
+'digits32rgb'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from topofl._markdown import table
+from topofl.config import ConfigError, read_config, split_sweep
+
+__all__ = [
+    "FigureArgs",
+    "FigureError",
+    "SCALES",
+    "apply_scale",
+    "stand_in",
+    "parse_args",
+    "load_config",
+    "sweep",
+    "epochs_per_round",
+    "setting",
+    "curve_table",
+    "write",
+    "available",
+    "index",
+    "main",
+]
+
+SCALES = ("quick", "default", "full")
+_META = ("scale", "figure", "_notes", "_name")
+
+
+class FigureError(ValueError):
+    """A figure cannot be found or run (no clone, unknown name, bad scale)."""
+
+
+def _root() -> Path:
+    """``paper_figures/`` of the clone this package runs from."""
+    here = Path(__file__).resolve().parents[1] / "paper_figures"
+    if not here.is_dir():
+        raise FigureError(
+            f"the figure scripts are not installed with the package; run from a clone of "
+            f"the repository (looked for {here})")
+    return here
+
+
+# ------------------------------------------------------------------------------ scales, data
+
+
+def apply_scale(cfg: Mapping[str, Any], scale: str) -> dict[str, Any]:
+    """``cfg`` with its ``[scale.<scale>]`` overrides applied and the ``scale`` table removed.
+
+    A key of the override table replaces the key of the config; a key under
+    ``[scale.<scale>.sweep]`` replaces that list of the ``[sweep]`` table (a key moved from the
+    base into the sweep or back is moved). ``"default"`` applies no override.
+
+    Raises
+    ------
+    FigureError
+        For an unknown scale or a ``scale`` table that is not a table of tables.
+    """
+    if scale not in SCALES:
+        raise FigureError(f"scale must be one of {SCALES}, got {scale!r}")
+    out = {k: v for k, v in cfg.items() if k != "scale"}
+    tables = cfg.get("scale", {})
+    if not isinstance(tables, Mapping) or not all(isinstance(v, Mapping)
+                                                  for v in tables.values()):
+        raise FigureError(f"[scale] must hold tables [scale.quick] / [scale.full], got "
+                          f"{tables!r}")
+    unknown = set(tables) - {"quick", "full"}
+    if unknown:
+        raise FigureError(f"unknown scale table(s) {sorted(unknown)}: expected quick, full")
+    over = dict(tables.get(scale, {})) if scale != "default" else {}
+    sweep_over = over.pop("sweep", {})
+    base, sw = split_sweep(out)
+    for k, v in over.items():
+        sw.pop(k, None)
+        base[k] = v
+    for k, v in dict(sweep_over).items():
+        base.pop(k, None)
+        sw[k] = list(v)
+    if sw:
+        base["sweep"] = sw
+    return base
+
+
+# dataset -> stand-in for (vector models, image models)
+_STAND_INS = {
+    "mnist": ("digits", "digits28"),
+    "femnist": ("digits", "digits28"),
+    "cifar10": ("digits", "digits32rgb"),
+    "cifar100": ("digits", "digits32rgb"),
+    "cinic10": ("digits", "digits32rgb"),
+}
+_VECTOR_MODELS = ("logistic", "linear", "mlp")
+
+
+def stand_in(dataset: str, model: str) -> str:
+    """The offline dataset used in place of ``dataset`` for ``model`` when its files are absent.
+
+    Vector models (logistic regression, MLP) take the 8x8 digits; the CNNs the digits resized to
+    the paper's input shape (``digits28`` for MNIST-like, ``digits32rgb`` for CIFAR-like data).
+    A dataset without a stand-in is returned unchanged.
+    """
+    pair = _STAND_INS.get(dataset)
+    if pair is None:
+        return dataset
+    return pair[0] if model in _VECTOR_MODELS else pair[1]
+
+
+def _available(dataset: str) -> bool:
+    from topofl import data
+
+    try:
+        data.load(dataset)
+    except (FileNotFoundError, OSError, ValueError):
+        return False
+    return True
+
+
+def _swap_datasets(cfg: dict[str, Any]) -> list[str]:
+    """Replace absent real datasets by their stand-ins, in the base and the sweep; the notes."""
+    notes: list[str] = []
+    model = str(cfg.get("model", "logistic"))
+    seen: dict[str, str] = {}
+
+    def swap(name: Any) -> Any:
+        if not isinstance(name, str) or name not in _STAND_INS:
+            return name
+        if name not in seen:
+            seen[name] = name if _available(name) else stand_in(name, model)
+            if seen[name] != name:
+                notes.append(
+                    f"{name} files not found (see `topofl list datasets`): ran on the offline "
+                    f"stand-in {seen[name]!r} instead; put the {name} files in place to run the "
+                    f"paper's dataset")
+        return seen[name]
+
+    if "data" in cfg:
+        cfg["data"] = swap(cfg["data"])
+    sw = cfg.get("sweep", {})
+    if isinstance(sw, dict) and "data" in sw:
+        sw["data"] = [swap(v) for v in sw["data"]]
+    return notes
+
+
+def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[str, Any]:
+    """The config of a figure at a scale, with absent datasets swapped for their stand-ins.
+
+    Parameters
+    ----------
+    name : str or path
+        A config name of ``paper_figures/configs/`` (``"dcliques_08"``) or the path of a file.
+    scale : {"quick", "default", "full"}
+
+    Returns
+    -------
+    dict
+        The run config with its ``[sweep]`` table; the metadata keys ``"figure"`` (the file's
+        ``[figure]`` table, ``{}`` if none), ``"_name"`` (the file's stem) and ``"_notes"``
+        (what was swapped) are removed again by :func:`sweep`.
+    """
+    p = Path(name)
+    if p.suffix == "" and not p.exists():
+        p = _root() / "configs" / f"{name}.toml"
+    raw = read_config(p)
+    figure_meta = raw.pop("figure", {})
+    if not isinstance(figure_meta, Mapping):
+        raise ConfigError(f"{p}: [figure] must be a table, got {figure_meta!r}")
+    cfg = apply_scale(raw, scale)
+    notes = _swap_datasets(cfg)
+    cfg.update(figure=dict(figure_meta), _name=p.stem, _notes=notes)
+    return cfg
+
+
+# ------------------------------------------------------------------------------ arguments
+
+
+@dataclass
+class FigureArgs:
+    """What a figure script was asked to do (see :func:`parse_args`)."""
+
+    name: str
+    scale: str
+    out: Path
+    runs: Path
+    rerun: bool = False
+    jobs: int = 1
+    started: float = field(default_factory=time.perf_counter)
+
+
+def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) -> FigureArgs:
+    """Parse a figure script's command line: ``[--quick | --full] [--out DIR] [--rerun]
+    [--jobs N]``.
+
+    The default scale writes to ``paper_figures/results/``; ``--quick`` and ``--full`` to
+    ``paper_figures/out/<scale>/`` unless ``--out`` is given. Cached runs live in
+    ``paper_figures/out/runs/<scale>/<name>/``.
+    """
+    title = (doc or name).strip().splitlines()[0]
+    p = argparse.ArgumentParser(prog=f"fig_{name}.py", description=title)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="a few rounds (smoke test)")
+    g.add_argument("--full", action="store_true", help="the paper's exact setting (GPU)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output folder (default: paper_figures/results for the default "
+                   "scale, paper_figures/out/<scale> otherwise)")
+    p.add_argument("--rerun", action="store_true", help="ignore cached runs")
+    p.add_argument("--jobs", type=int, default=1, help="runs at once (processes; 1)")
+    a = p.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if a.jobs < 1:
+        p.error(f"--jobs must be >= 1, got {a.jobs}")
+    scale = "quick" if a.quick else "full" if a.full else "default"
+    root = _root()
+    out = a.out if a.out is not None else (
+        root / "results" if scale == "default" else root / "out" / scale)
+    runs = root / "out" / "runs" / scale / name
+    if a.out is not None and scale != "default":
+        runs = Path(a.out) / "runs" / name  # a test's own folder keeps its own cache
+    return FigureArgs(name, scale, Path(out), runs, bool(a.rerun), int(a.jobs))
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def _clean(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in cfg.items() if k not in _META}
+
+
+def sweep(cfg: Mapping[str, Any], args: FigureArgs, name: str | None = None) -> Any:
+    """Run (or reuse) every run of ``cfg``'s sweep; their records, one run id per sweep run.
+
+    Runs are written to ``args.runs/<name>/`` (``name`` defaults to the config's stem). A
+    finished run whose stored config equals the wanted one is reused; one written with another
+    config (a changed setting) is run again from round 0; an interrupted one resumes.
+
+    Returns
+    -------
+    Records
+        Every run of the sweep (``records.runs`` are the sweep's run names, in plan order),
+        each with its resolved config in ``records.configs``.
+    """
+    from topofl import records
+    from topofl import sweep as sw
+
+    run_cfg = _clean(cfg)
+    name = name or str(cfg.get("_name") or args.name)
+    out = args.runs / name
+    out.mkdir(parents=True, exist_ok=True)
+    planned = sw.plan(run_cfg)
+    for run in planned:  # a changed setting invalidates the cached run
+        try:
+            sw._state(run, out, args.rerun)
+        except ConfigError:
+            for path in sw._paths(out, run.name):
+                path.unlink(missing_ok=True)
+    sw.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun, progress=False,
+                 command=f"python paper_figures/fig_{args.name}.py",
+                 echo=lambda line: print(line, file=sys.stderr))
+    return records.load_many([out / f"{r.name}.jsonl" for r in planned])
+
+
+def epochs_per_round(config: Mapping[str, Any]) -> float:
+    """Local epochs one round makes: the x-axis factor of a plot against epochs.
+
+    Summed over the algorithm's phases: a phase of ``epochs`` counts that many, a phase of
+    ``steps`` counts ``steps * batch_size / m`` with ``m`` the mean number of training samples
+    per client (the train set size over ``n_clients``). ``config`` is a run's resolved config
+    (``records.configs[run]``).
+
+    Examples
+    --------
+    >>> cfg = tf.config.validate({"algorithm": "dsgd", "topology": "ring", "data": "digits",
+    ...                           "n_clients": 10, "batch_size": 36})
+    >>> round(tf.figures.epochs_per_round(cfg), 4)  # 36 samples of 1442 / 10
+    0.2497
+    """
+    from topofl import algorithms, data
+    from topofl.config import _hparams
+
+    name = str(config["algorithm"])
+    hp = {k: config[k] for k in _hparams(name) if k in config}
+    algo = algorithms.get_algorithm(name, **hp)
+    m = data.load(str(config["data"])).x_train.shape[0] / int(config["n_clients"])
+    batch = int(config.get("batch_size", 32))
+    total = 0.0
+    for ph in algo.phases:
+        if ph.epochs is not None:
+            e = ph.epochs
+            total += float(sum(e) / len(e)) if isinstance(e, tuple) else float(e)
+        else:
+            total += int(ph.steps or 0) * min(batch, m) / m
+    return total
+
+
+# ------------------------------------------------------------------------------ Markdown
+
+
+_SETTING_KEYS = ("data", "n_clients", "partition", "partition_params", "model", "algorithm",
+                 "topology", "rounds", "lr", "momentum", "weight_decay", "batch_size",
+                 "local_steps", "local_epochs", "clique_averaging", "eval_every", "seed")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items()) or "-"
+    return "-" if v is None else str(v)
+
+
+def setting(records: Any, keys: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """``(key, value)`` pairs of the settings of every run of ``records``.
+
+    A value shared by all runs is shown once; a value that differs lists the distinct values
+    in run order, separated by ``" / "``. Keys no run has are left out. ``keys`` defaults to
+    the settings a reader of a paper figure looks for (dataset, n, partition, model, algorithm,
+    graph, rounds, learning rate, momentum, batch size, local work, seed) followed by the
+    algorithm's other hyper-parameters.
+    """
+    configs = [records.configs[r] for r in records.runs]
+    wanted = list(keys) if keys is not None else list(_SETTING_KEYS) + sorted(
+        {k for c in configs for k in c} - set(_SETTING_KEYS) - _RUN_PLUMBING)
+    out: list[tuple[str, str]] = []
+    for k in wanted:
+        vals = [_fmt(c[k]) for c in configs if k in c]
+        if not vals:
+            continue
+        distinct = list(dict.fromkeys(vals))
+        out.append((k, " / ".join(distinct)))
+    return out
+
+
+_RUN_PLUMBING = {"device", "dtype", "executor", "chunk_size", "stream_rows", "fuse", "init",
+                 "eval_global", "record_clients", "spectral", "checkpoint_every",
+                 "checkpoint_path", "records_path", "run_id", "progress", "model_params"}
+
+
+def curve_table(runs: Mapping[str, Any], metric: str = "test_acc",
+                epochs: Mapping[str, float] | None = None) -> Any:
+    """The numbers behind each curve: final mean (min, max), best mean, area under the curve.
+
+    Parameters
+    ----------
+    runs : mapping of label to Records
+        One curve per label (one run each, or the seeds of one curve merged).
+    metric : str
+        Prefix of the ``_mean``/``_min``/``_max`` metrics, or a full metric name.
+    epochs : mapping of label to float, optional
+        Epochs per round, to report the final epoch.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per label.
+    """
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for label, rec in runs.items():
+        name = f"{metric}_mean" if f"{metric}_mean" in rec.metrics else metric
+        rounds, mean = rec.series(name)
+        row: dict[str, Any] = {"curve": label, "rounds": int(rounds[-1]) + 1 if rounds.size else 0}
+        if epochs is not None and label in epochs:
+            row["epochs"] = round(row["rounds"] * epochs[label], 2)
+        row[f"final {metric}"] = float(mean[-1]) if mean.size else math.nan
+        for side in ("min", "max"):
+            if f"{metric}_{side}" in rec.metrics:
+                _, v = rec.series(f"{metric}_{side}")
+                row[f"final {side}"] = float(v[-1]) if v.size else math.nan
+        row["best mean"] = float(np.nanmax(mean)) if mean.size else math.nan
+        row["mean over rounds"] = float(np.nanmean(mean)) if mean.size else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _df_markdown(df: Any) -> str:
+    def cell(v: Any) -> str:
+        return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+    return table([str(c) for c in df.columns],
+                 [[cell(v) for v in rec] for rec in df.itertuples(index=False)])
+
+
+def _holds(h: bool | None) -> str:
+    return {True: "yes", False: "no", None: "partly"}[h]
+
+
+def write(
+    args: FigureArgs,
+    fig: Any,
+    *,
+    title: str,
+    setting: Sequence[tuple[str, str]] | Mapping[str, Sequence[tuple[str, str]]],
+    numbers: Any,
+    claim: str,
+    measured: str,
+    holds: bool | None,
+    notes: Sequence[str] = (),
+    dataset: str | None = None,
+) -> Path:
+    """Write ``<name>.png``, ``<name>.md`` and the verdict ``<name>.json`` into ``args.out``.
+
+    Parameters
+    ----------
+    setting : list of (key, value), or mapping of panel to such a list
+        What ran (see :func:`setting`).
+    numbers : DataFrame or mapping of title to DataFrame
+        The numbers behind each curve (see :func:`curve_table`).
+    claim : str
+        The paper's claim, with its numbers.
+    measured : str
+        One line: what this run measured.
+    holds : bool or None
+        Whether the claim holds at this scale (``None``: partly).
+    notes : sequence of str
+        The likely reasons where it does not hold, and anything else a reader must know
+        (a stand-in dataset is noted automatically by the scripts through ``cfg["_notes"]``).
+    dataset : str, optional
+        The dataset actually used, for the index.
+
+    Returns
+    -------
+    Path
+        The PNG (a script prints it as its last line of output).
+    """
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    png, md, js = (out / f"{args.name}{ext}" for ext in (".png", ".md", ".json"))
+    fig.savefig(png, dpi=100, bbox_inches="tight")
+    seconds = time.perf_counter() - args.started
+    lines = [f"# {title}", "", f"**Paper:** {claim}", "",
+             f"**Measured** ({args.scale} scale): {measured}", "",
+             f"**Holds:** {_holds(holds)}", "", f"![{args.name}]({args.name}.png)", "",
+             "## Setting", ""]
+    panels = setting if isinstance(setting, Mapping) else {"": setting}
+    for panel, pairs in panels.items():
+        if panel:
+            lines += [f"### {panel}", ""]
+        lines += [table(["setting", "value"], [[k, v] for k, v in pairs]), ""]
+    lines += ["## Numbers", ""]
+    tables = numbers if isinstance(numbers, Mapping) else {"": numbers}
+    for t, df in tables.items():
+        if t:
+            lines += [f"### {t}", ""]
+        lines += [_df_markdown(df), ""]
+    if notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+    flag = "" if args.scale == "default" else f" --{args.scale}"
+    lines += [f"Regenerate: `python paper_figures/fig_{args.name}.py{flag}` "
+              f"(took {seconds:.0f} s here{'' if args.rerun else ', cached runs reused'})."]
+    md.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    verdict = {"name": args.name, "title": title, "claim": claim, "measured": measured,
+               "holds": holds, "seconds": round(seconds, 1), "scale": args.scale,
+               "dataset": dataset}
+    js.write_text(json.dumps(verdict, indent=1) + "\n", encoding="utf-8")
+    return png
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def available() -> dict[str, str]:
+    """``{name: title}`` of the figure scripts ``paper_figures/fig_<name>.py``."""
+    import ast
+
+    out: dict[str, str] = {}
+    for p in sorted(_root().glob("fig_*.py")):
+        doc = ast.get_docstring(ast.parse(p.read_text(encoding="utf-8"))) or ""
+        out[p.stem[4:]] = doc.strip().splitlines()[0] if doc.strip() else ""
+    return out
+
+
+def index(results: str | os.PathLike[str] | None = None) -> str:
+    """The Markdown index of the figures: one row per ``results/*.json`` verdict."""
+    folder = Path(results) if results is not None else _root() / "results"
+    rows = []
+    for p in sorted(folder.glob("*.json")):
+        v = json.loads(p.read_text(encoding="utf-8"))
+        rows.append([f"[{v['name']}](results/{v['name']}.md)", v.get("title", ""),
+                     v.get("claim", ""), v.get("measured", ""), _holds(v.get("holds")),
+                     f"{v.get('seconds', 0):.0f} s"])
+    head = ["figure", "title", "paper claim", "measured (default scale)", "holds",
+            "time to regenerate"]
+    return table(head, rows)
+
+
+_README_HEAD = """# Paper figures
+
+Every script regenerates one figure (or table) of a paper from a config under `configs/`:
+`python paper_figures/fig_<name>.py` (default scale: this repository's CPU, minutes, offline
+stand-in data unless the paper's dataset files are present), `--quick` (a smoke run for the
+tests, written to `out/quick/`) or `--full` (the paper's exact setting, for a GPU machine,
+written to `out/full/`). `topofl figure list` lists them and `topofl figure NAME` runs one.
+Cached runs live in `out/runs/` and are rerun when any setting of their config changes.
+
+The committed outputs of the default scale are in `results/`: a PNG, a Markdown file with the
+setting that ran, the numbers behind each curve and whether the paper's claim holds at this
+scale, and a JSON verdict that this index is built from (`topofl figure index`).
+
+"""
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> int:
+    """``topofl figure list | index | NAME [--quick|--full] [...]``."""
+    import runpy
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(f"usage: {prog} list | index | NAME [--quick | --full] [--out DIR] [--rerun] "
+              "[--jobs N]\n\nRegenerate a paper figure (from a clone of the repository).")
+        return 0 if argv else 2
+    try:
+        if argv[0] == "list":
+            for name, title in available().items():
+                print(f"{name:<24} {title}")
+            return 0
+        if argv[0] == "index":
+            readme = _root() / "README.md"
+            readme.write_text(_README_HEAD + index() + "\n", encoding="utf-8")
+            print(readme)
+            return 0
+        names = available()
+        name = argv[0].removeprefix("fig_").removesuffix(".py")
+        if name not in names:
+            raise FigureError(f"no figure {argv[0]!r}; `{prog} list` shows "
+                              f"{', '.join(names) or 'none'}")
+    except (FigureError, OSError, ValueError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    script = _root() / f"fig_{name}.py"
+    old_argv, old_path = sys.argv, list(sys.path)
+    sys.argv = [str(script), *argv[1:]]
+    sys.path.insert(0, str(script.parent))
+    try:
+        mod = runpy.run_path(str(script), run_name="topofl_figure")
+        return int(mod["main"](argv[1:]) or 0)
+    finally:
+        sys.argv, sys.path[:] = old_argv, old_path
