@@ -24,7 +24,8 @@ import numpy as np
 
 from topofl.records import Records
 
-__all__ = ["convergence", "seed_curves", "metric_scatter", "spectrum"]
+__all__ = ["convergence", "seed_curves", "histogram", "dcliques_drawing", "clique_colours",
+           "metric_scatter", "spectrum"]
 
 
 def _tight(fig: Any) -> None:
@@ -209,6 +210,222 @@ def seed_curves(
                 lo, hi = mean - sd, mean + sd
             ax.fill_between(common + 1, lo, hi, color=style["color"], alpha=0.15, lw=0)
     return _finish_curves(fig, ax, ylabel or metric, title, len(groups), legend, own)
+
+
+def histogram(
+    values_by_label: Mapping[str, Sequence[float]],
+    *,
+    bins: int | Sequence[float] = 20,
+    ax: Any = None,
+    title: str | None = None,
+    xlabel: str = "value",
+    ylabel: str = "count",
+    legend: str | None = "auto",
+) -> Any:
+    """Histograms of several samples on shared bins, bars side by side (Fig. 17 of D-Cliques).
+
+    Parameters
+    ----------
+    values_by_label : mapping of label to sequence of float
+        One sample per entry (e.g. the final clique skew of 100 constructions), drawn in the
+        mapping's order; every value must be finite.
+    bins : int or sequence of float, default 20
+        The number of equal-width bins spanning all the values together (so that the samples
+        share their bins), or the bin edges (increasing).
+    ax : matplotlib Axes, optional
+    title, xlabel, ylabel : str, optional
+    legend : {"auto", "outside", "best", None}, default "auto"
+        As in :func:`convergence`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The axes hold one bar per bin and sample (``len(values_by_label) * bins`` patches),
+        each as high as its count.
+
+    Raises
+    ------
+    ValueError
+        For an empty mapping, an empty sample, a non-finite value or bad ``bins``.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> fig = tf.plotting.histogram({"random": [0.4, 0.5, 0.5], "greedy": [0.0, 0.0, 0.1]},
+    ...                             bins=2)
+    >>> [float(p.get_height()) for p in fig.axes[0].patches]
+    [0.0, 3.0, 3.0, 0.0]
+    """
+    import matplotlib.pyplot as plt
+
+    if not values_by_label:
+        raise ValueError("values_by_label must hold at least one sample, got none")
+    samples = []
+    for label, values in values_by_label.items():
+        arr = np.asarray(values, dtype=np.float64).ravel()
+        if arr.size == 0:
+            raise ValueError(f"the sample {label!r} is empty")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"the sample {label!r} holds a non-finite value")
+        samples.append(arr)
+    pooled = np.concatenate(samples)
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
+        if bins < 1:
+            raise ValueError(f"bins must be >= 1, got {bins}")
+        lo, hi = float(pooled.min()), float(pooled.max())
+        if hi == lo:  # all values equal: one unit-wide range around them
+            lo, hi = lo - 0.5, hi + 0.5
+        edges = np.linspace(lo, hi, int(bins) + 1)
+    else:
+        edges = np.asarray(bins, dtype=np.float64).ravel()
+        if edges.size < 2 or not np.all(np.diff(edges) > 0):
+            raise ValueError(f"bins must be an int or increasing bin edges, got {bins!r}")
+    own = ax is None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    else:
+        fig = ax.figure
+    labels = list(values_by_label)
+    ax.hist(samples, bins=edges, label=labels, color=[f"C{k % 10}" for k in range(len(labels))])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+    _legend(ax, len(labels), legend, own)
+    _tight(fig)
+    return fig
+
+
+def _clique_layout(groups: Sequence[Sequence[int]], n: int) -> np.ndarray:
+    """``(n, 2)`` positions: clique centres on a unit circle, members on a small circle."""
+    k = len(groups)
+    pos = np.zeros((n, 2))
+    radius = 0.0 if k == 1 else 1.0
+    small = 0.8 if k == 1 else min(0.35, 0.8 * math.sin(math.pi / k))
+    for c, members in enumerate(groups):
+        a = 2 * math.pi * c / k
+        centre = radius * np.array([math.cos(a), math.sin(a)])
+        m = len(members)
+        for r, v in enumerate(sorted(members)):
+            b = a + math.pi + 2 * math.pi * (r + 0.5) / m
+            pos[v] = centre + (small if m > 1 else 0.0) * np.array([math.cos(b), math.sin(b)])
+    return pos
+
+
+def clique_colours(k: int) -> list[Any]:
+    """``k`` distinct RGBA colours for cliques: tab10 up to 10, tab20 up to 20, hsv beyond.
+
+    Examples
+    --------
+    >>> len({tuple(c) for c in tf.plotting.clique_colours(25)})
+    25
+    """
+    import matplotlib
+
+    if k <= 10:
+        cmap, xs = matplotlib.colormaps["tab10"], np.arange(k) / 10 + 0.05
+    elif k <= 20:
+        cmap, xs = matplotlib.colormaps["tab20"], np.arange(k) / 20 + 0.025
+    else:
+        cmap, xs = matplotlib.colormaps["hsv"], np.arange(k) / k
+    return [tuple(float(v) for v in cmap(x)) for x in xs]
+
+
+def dcliques_drawing(
+    topology: Any,
+    *,
+    ax: Any = None,
+    labels: Sequence[Any] | None = None,
+    title: str | None = None,
+) -> Any:
+    """Draw a clique topology as in Fig. 5 of D-Cliques: one colour per clique.
+
+    The cliques sit on a circle, each clique's members on a small circle of its own. Edges
+    within a clique are thin and grey, edges between cliques black, so a removed intra-clique
+    edge shows as a gap.
+
+    Parameters
+    ----------
+    topology : Topology
+        With ``groups`` (the cliques), e.g. from :func:`topofl.topologies.dcliques`.
+    ax : matplotlib Axes, optional
+    labels : sequence, optional
+        One label per node written on it (e.g. the node's class); none by default.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The axes hold one node collection whose ``k``-th face colour is node ``k``'s clique
+        colour (:func:`clique_colours` in the order of ``groups``), then the intra- and the
+        inter-clique edges as two line collections.
+
+    Raises
+    ------
+    TypeError
+        If ``topology`` is not a Topology.
+    ValueError
+        If it has no groups, or ``labels`` does not have one entry per node.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> t = tf.topologies.connect_cliques([[0, 1, 2], [3, 4, 5]], inter="ring", seed=0)
+    >>> ax = tf.plotting.dcliques_drawing(t).axes[0]
+    >>> [len(c.get_segments()) for c in ax.collections[1:]]     # intra, inter edges
+    [6, 1]
+    """
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    from topofl.graph import Topology
+
+    if not isinstance(topology, Topology):
+        raise TypeError(f"topology must be a topofl Topology, got {type(topology).__name__}")
+    if topology.groups is None:
+        raise ValueError(f"topology {topology.name!r} has no groups (cliques) to colour")
+    n = topology.n
+    if labels is not None and len(labels) != n:
+        raise ValueError(f"labels must have one entry per node ({n}), got {len(labels)}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.0, 6.0))
+    else:
+        fig = ax.figure
+    groups = topology.groups
+    g = topology.group_index
+    colours = clique_colours(len(groups))
+    xy = _clique_layout(groups, n)
+    pos = {v: tuple(xy[v]) for v in range(n)}
+    G = nx.Graph(topology.graph.to_undirected())
+    G.remove_edges_from(nx.selfloop_edges(G))
+    intra = [(u, v) for u, v in G.edges if g[u] == g[v]]
+    inter = [(u, v) for u, v in G.edges if g[u] != g[v]]
+    size = max(20.0, min(300.0, 6000.0 / n))
+    nx.draw_networkx_nodes(G, pos, nodelist=list(range(n)), ax=ax, node_size=size,
+                           node_color=[colours[g[v]] for v in range(n)], edgecolors="0.2",
+                           linewidths=0.4)
+    nx.draw_networkx_edges(G, pos, edgelist=intra, ax=ax, edge_color="0.6", width=0.5,
+                           node_size=size)
+    nx.draw_networkx_edges(G, pos, edgelist=inter, ax=ax, edge_color="black", width=0.8,
+                           node_size=size)
+    if labels is not None:
+        nx.draw_networkx_labels(G, pos, {v: str(labels[v]) for v in range(n)}, ax=ax,
+                                font_size=max(4, min(9, int(200 / n) + 4)))
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    ax.set_aspect("equal")
+    ax.set_xlabel(f"{n} nodes, {len(groups)} cliques (one colour each); grey: within a clique "
+                  f"({len(intra)}), black: between cliques ({len(inter)})", fontsize=8)
+    ax.set_ylabel("clique layout", fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
+    _tight(fig)
+    return fig
 
 
 def metric_scatter(

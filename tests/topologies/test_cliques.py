@@ -566,7 +566,8 @@ def test_paper_small_world_closed_form(n: int) -> None:
         assert reached[(0, 2)] == 4 and reached[(0, 1)] == 2
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),
+                                  pytest.param(2, marks=pytest.mark.slow)])
 def test_paper_small_world_edges_per_node_at_1000(seed: int) -> None:
     # Sec. IV-E: "14.5 edges on average instead of 18.9" at n = 1000, cliques of 10, one class
     # per node; the default Greedy Swap and the default c

@@ -31,7 +31,7 @@ def _require_groups(state: State, rnd: Round, env: Services) -> None:
 
 
 def _gossip_and_gradients(state: State, rnd: Round, env: Services) -> Sent:
-    # Clique Averaging also sends gradients over the intra-clique arcs
+    # Clique Averaging also sends gradients: one per arc, as the paper counts them
     sent = gossip()(state, rnd, env)
     return Sent(sent.messages + clique_messages(rnd.topology))
 
@@ -54,8 +54,10 @@ def dsgd(
     average gradient of its clique (the topology's ``groups``) before stepping, and models are
     still averaged with ``W`` over all neighbours; with ``momentum > 0`` the momentum then acts on
     the clique-averaged gradient (eq. 4-5): $v \leftarrow m v + g$, $\theta \leftarrow \theta -
-    \gamma v$. Clique Averaging sends gradients over intra-clique edges too, so it counts those
-    messages (twice the edges in total, as the paper notes).
+    \gamma v$. With intra-clique edges removed, a node averages over itself and its remaining
+    clique neighbours (:func:`~topofl.topologies.clique_averaging_matrix`). Clique Averaging
+    sends gradients separately from models, so it counts twice the arcs per round, as the paper
+    does (:func:`~topofl.engine.pieces.clique_messages`).
 
     Parameters
     ----------

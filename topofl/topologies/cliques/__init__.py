@@ -5,21 +5,23 @@ close to the global one, links every clique internally (a complete graph), and c
 cliques with a sparse *inter-clique* topology. Under label-distribution skew, D-SGD on such a
 graph converges about as fast as on the complete graph with a fraction of its edges.
 
-=========================  ===================================================================
-function                   what
-=========================  ===================================================================
-:func:`skew`               eq. (3): L1 distance between a set's mean label distribution and the
-                           global one
-:func:`clique_skews`       the skew of every clique of a partition
-:func:`random_cliques`     the random partition that Greedy Swap starts from (the baseline)
-:func:`greedy_swap`        Fig. 4: random cliques improved by skew-reducing pair swaps
-:func:`auto_steps`         the default number of Greedy Swap steps for ``n`` nodes
-:func:`connect_cliques`    a topology from given cliques: complete cliques plus one of the
-                           inter-clique topologies of Sec. III-C
-:func:`dcliques`           the whole construction: Greedy Swap then :func:`connect_cliques`
-:func:`messages_per_node`  messages per node and round with or without Clique Averaging,
-                           counted the paper's way (37.8 at ``n = 1000``)
-=========================  ===================================================================
+=================================  ===============================================================
+function                           what
+=================================  ===============================================================
+:func:`skew`                       eq. (3): L1 distance between a set's mean label distribution
+                                   and the global one
+:func:`clique_skews`               the skew of every clique of a partition
+:func:`random_cliques`             the random partition that Greedy Swap starts from (the baseline)
+:func:`greedy_swap`                Fig. 4: random cliques improved by skew-reducing pair swaps
+:func:`auto_steps`                 the default number of Greedy Swap steps for ``n`` nodes
+:func:`connect_cliques`            a topology from given cliques: complete cliques plus one of the
+                                   inter-clique topologies of Sec. III-C
+:func:`dcliques`                   the whole construction: Greedy Swap then :func:`connect_cliques`
+:func:`messages_per_node`          messages per node and round with or without Clique Averaging,
+                                   counted the paper's way (37.8 at ``n = 1000``)
+:func:`clique_averaging_matrix`    the matrix with which Clique Averaging mixes gradients (Fig. 7),
+                                   intra-clique edges removed or not (Sec. IV-F)
+=================================  ===============================================================
 
 Conventions shared by the functions of this module
 --------------------------------------------------
@@ -60,6 +62,7 @@ from __future__ import annotations
 from topofl.topologies.cliques import _families  # noqa: F401  (registers the families)
 from topofl.topologies.cliques._input import INTER_CLIQUE
 from topofl.topologies.cliques.assembly import dcliques
+from topofl.topologies.cliques.averaging import clique_averaging_matrix
 from topofl.topologies.cliques.clique_skew import clique_skews, skew
 from topofl.topologies.cliques.inter import connect_cliques
 from topofl.topologies.cliques.messages import messages_per_node
@@ -83,5 +86,6 @@ __all__ = [
     "connect_cliques",
     "dcliques",
     "messages_per_node",
+    "clique_averaging_matrix",
 ]
 
