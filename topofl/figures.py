@@ -42,7 +42,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,8 @@ from topofl.config import ConfigError, read_config, split_sweep
 __all__ = [
     "FigureArgs",
     "FigureError",
+    "Panel",
+    "panels",
     "SCALES",
     "apply_scale",
     "stand_in",
@@ -322,6 +324,54 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, name: str | None = None) -> 
     return records.load_many([out / f"{r.name}.jsonl" for r in planned])
 
 
+@dataclass
+class Panel:
+    """The runs of one panel of a figure (see :func:`panels`)."""
+
+    title: str
+    runs: dict[str, Any]          # curve label -> Records of that run
+    epochs: dict[str, float]      # curve label -> epochs per round
+    configs: dict[str, dict[str, Any]]  # curve label -> resolved run config
+    setting: list[tuple[str, str]]
+    notes: list[str]
+
+
+def panels(args: FigureArgs, configs: Mapping[str, str | Sequence[str]],
+           label: Callable[[Mapping[str, Any]], str]) -> dict[str, Panel]:
+    """Load, run (or reuse) and label the runs of every panel of a figure.
+
+    Parameters
+    ----------
+    args : FigureArgs
+    configs : mapping of panel title to config name(s)
+        The configs whose sweeps make the panel's curves.
+    label : callable
+        Curve label of a run, from its resolved config (two runs may not share a label).
+
+    Returns
+    -------
+    dict of panel title to Panel
+    """
+    out: dict[str, Panel] = {}
+    for title, names in configs.items():
+        panel = Panel(title, {}, {}, {}, [], [])
+        for name in [names] if isinstance(names, str) else list(names):
+            cfg = load_config(name, args.scale)
+            panel.notes += [n for n in cfg["_notes"] if n not in panel.notes]
+            rec = sweep(cfg, args)
+            for r in rec.runs:
+                c = rec.configs[r]
+                key = label(c)
+                if key in panel.runs:
+                    raise FigureError(f"two runs of panel {title!r} are both labelled {key!r}")
+                panel.runs[key] = rec.for_run(r)
+                panel.epochs[key] = epochs_per_round(c)
+                panel.configs[key] = dict(c)
+        panel.setting = _setting_of(list(panel.configs.values()))
+        out[title] = panel
+    return out
+
+
 def epochs_per_round(config: Mapping[str, Any]) -> float:
     """Local epochs one round makes: the x-axis factor of a plot against epochs.
 
@@ -380,7 +430,11 @@ def setting(records: Any, keys: Sequence[str] | None = None) -> list[tuple[str, 
     graph, rounds, learning rate, momentum, batch size, local work, seed) followed by the
     algorithm's other hyper-parameters.
     """
-    configs = [records.configs[r] for r in records.runs]
+    return _setting_of([records.configs[r] for r in records.runs], keys)
+
+
+def _setting_of(configs: Sequence[Mapping[str, Any]], keys: Sequence[str] | None = None
+                ) -> list[tuple[str, str]]:
     wanted = list(keys) if keys is not None else list(_SETTING_KEYS) + sorted(
         {k for c in configs for k in c} - set(_SETTING_KEYS) - _RUN_PLUMBING)
     out: list[tuple[str, str]] = []
