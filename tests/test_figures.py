@@ -159,3 +159,23 @@ def test_cli_lists_and_refuses_unknown_figures(capsys: pytest.CaptureFixture[str
 
     assert main(["figure", "nope"]) == 2
     assert "no figure 'nope'" in capsys.readouterr().err
+
+
+def test_panels_label_runs_and_refuse_duplicate_labels(tmp_path: Path) -> None:
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "a.toml").write_text(
+        'algorithm = "dsgd"\ndata = "digits"\nn_clients = 6\nrounds = 2\nbatch_size = 8\n'
+        'record_clients = false\nspectral = false\n[sweep]\ntopology = ["ring", "complete"]\n',
+        encoding="utf-8")
+    args = _args(tmp_path)
+    got = figures.panels(args, {"left": str(folder / "a.toml")},
+                         lambda c: f"graph {c['topology']}")
+    p = got["left"]
+    assert list(p.runs) == ["graph ring", "graph complete"]
+    assert p.configs["graph ring"]["n_clients"] == 6
+    ring = p.configs["graph ring"]
+    assert p.epochs["graph ring"] == pytest.approx(figures.epochs_per_round(ring))
+    assert dict(p.setting)["topology"] == "ring / complete"
+    with pytest.raises(figures.FigureError, match="both labelled"):
+        figures.panels(args, {"left": str(folder / "a.toml")}, lambda c: "same")
