@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -83,16 +83,16 @@ class Recorder:
         With ``resume``, the header must carry this run hash (``engine.run_hash``, or
         ``config.run_hash`` in a header without an engine part): a file of another run is
         refused, never appended to.
-    last_round : int, optional
-        With ``resume``, a round the file must have rows of (the checkpoint's last evaluated
-        round): a file cut short or replaced is refused, not silently continued.
+    expect_rounds : collection of int, optional
+        With ``resume``, rounds the file must have rows of (those the checkpoint's run
+        evaluated): a file cut short or replaced is refused, not silently continued.
 
     Raises
     ------
     CheckpointError
         With ``resume``: the file does not exist, its first line is not a complete header,
         the header's run hash is not ``run_hash``, it holds rows of another run id, or it has
-        no row of ``last_round``. Nothing is changed on disk then.
+        no row of one of ``expect_rounds``. Nothing is changed on disk then.
     ValueError
         With ``resume``, when the file is not a valid records file (see :func:`load`).
 
@@ -118,7 +118,7 @@ class Recorder:
         resume: bool = False,
         resume_round: int | None = None,
         run_hash: str | None = None,
-        last_round: int | None = None,
+        expect_rounds: Collection[int] | None = None,
     ) -> None:
         self.run = str(run)
         self.path = None if path is None else Path(path)
@@ -135,7 +135,7 @@ class Recorder:
             self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
             return
         # resume: check everything before the file is touched
-        first, old = _resumable(self.path, self.run, run_hash, last_round)
+        first, old = _resumable(self.path, self.run, run_hash, expect_rounds)
         self.config = dict(old.config)
         self.provenance = dict(old.provenance)
         self.engine = dict(old.engine)
@@ -679,13 +679,13 @@ def header_run_hash(header: Mapping[str, Any]) -> str | None:
 
 
 def _resumable(path: Path, run: str, run_hash: str | None,
-               last_round: int | None) -> tuple[str, Records]:
+               expect_rounds: Collection[int] | None) -> tuple[str, Records]:
     """The header line and the records of a file a resumed run may continue, or raise."""
     from topofl.exceptions import CheckpointError
 
     what = f"records file {path}"
     if not path.exists():
-        rows = "" if last_round is None else f" and its rows of rounds 0..{last_round}"
+        rows = "" if not expect_rounds else f" and its rows of rounds 0..{max(expect_rounds)}"
         raise CheckpointError(
             f"{what} does not exist, but the run to resume wrote its header{rows} there: "
             "restore the file (or the run folder) and resume again, or start the run anew")
@@ -722,12 +722,15 @@ def _resumable(path: Path, run: str, run_hash: str | None,
         raise CheckpointError(
             f"{what} holds rows of the run id(s) {others}, expected only {run!r}: not this "
             "run's records file")
-    if last_round is not None and not any(r["round"] == last_round for r in old.rows):
-        top = max((int(r["round"]) for r in old.rows), default=None)
-        has = "no rows" if top is None else f"rows up to round {top}"
+    have = {int(r["round"]) for r in old.rows}
+    lost = sorted(set(expect_rounds or ()) - have)
+    if lost:
+        shown = ", ".join(map(str, lost[:8])) + (", ..." if len(lost) > 8 else "")
+        has = "no rows" if not have else f"rows of rounds {min(have)}..{max(have)}"
         raise CheckpointError(
-            f"{what} has {has}, but the checkpoint covers rounds up to {last_round}: rows "
-            "are missing (the file was cut or replaced); restore it or start the run anew")
+            f"{what} has {has} but none of the round(s) {shown}, which the checkpoint covers "
+            "(evaluated before it): rows are missing (the file was cut or replaced); restore "
+            "it or start the run anew")
     return raw.decode("utf-8").rstrip("\n"), old
 
 

@@ -203,8 +203,8 @@ def load_checkpoint(path: str | os.PathLike[str], device: torch.device | str = "
     stored = ck.pop(CHECKSUM_KEY, None)
     if not isinstance(stored, str):
         raise CheckpointError(
-            f"checkpoint {p} has no checksum: it was not written by topofl's save_checkpoint "
-            "(or by a version before checksums); start the run again")
+            f"checkpoint {p} has no checksum: it is corrupted, or was not written by topofl's "
+            "save_checkpoint (or by a version before checksums); start the run again")
     try:
         found = payload_digest(ck)
     except TypeError as exc:

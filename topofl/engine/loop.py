@@ -160,10 +160,10 @@ def run(
 
     start_round, messages, wall_offset, train_loss_acc = 0, 0, 0.0, [0.0, 0]
     loss_ref: float | None = None  # the first round's mean loss, for the divergence check
-    last_eval: int | None = None
+    evaluated: list[int] | None = None
     if resume is not None:
         ck = load_checkpoint(resume, device)  # read and checksummed; nothing is written yet
-        last_eval = _check_checkpoint(ck, resume, engine_desc, state, config)
+        evaluated = _check_checkpoint(ck, resume, engine_desc, state, config)
         state.load_tensors(ck["state"])
         start_round, messages = int(ck["round"]), int(ck["messages"])
         wall_offset = float(ck["wall"])
@@ -173,7 +173,7 @@ def run(
     if recorder is None:
         recorder = Recorder(config.records_path, run=config.run_id, resume=resume is not None,
                             resume_round=start_round, run_hash=engine_desc["run_hash"],
-                            last_round=last_eval)
+                            expect_rounds=evaluated)
     if header is None:
         recorder.log_config(engine_desc)
     else:
@@ -295,11 +295,11 @@ _CHECKPOINT_KEYS: dict[str, tuple[type, ...]] = {
 
 
 def _check_checkpoint(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any], state: State,
-                      config: RunConfig) -> int | None:
+                      config: RunConfig) -> list[int]:
     """Check a loaded checkpoint against this run, or raise :class:`CheckpointError`.
 
-    Returns the last round before the checkpoint's round that was evaluated (whose rows the
-    records file must hold), ``None`` when there is none.
+    Returns the rounds before the checkpoint's round that its run evaluated (whose rows the
+    records file must hold).
     """
     where = f"checkpoint {path}"
     missing = sorted(set(_CHECKPOINT_KEYS) - set(ck))
@@ -327,7 +327,8 @@ def _check_checkpoint(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any],
             f"found: this run's): {what}; resume with the checkpoint's settings, or start a "
             "new run (only rounds, records_path, checkpoint_path, checkpoint_every, "
             "stream_rows, progress and divergence may change)")
-    k, old_rounds = ck["round"], ck["config"].get("run", {}).get("rounds")
+    k, run = ck["round"], ck["config"].get("run")
+    old_rounds = run.get("rounds") if isinstance(run, dict) else None
     if not 0 <= k <= config.rounds:
         raise CheckpointError(
             f"{where} is at round {k}, expected 0 <= round <= rounds={config.rounds}"
@@ -346,11 +347,11 @@ def _check_checkpoint(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any],
                      else type(w).__name__)
             raise CheckpointError(f"{where}: state tensor {name!r} is {found}, expected "
                                   f"{tuple(v.shape)} {v.dtype}")
-    ee = config.eval_every
-    evaluated = [t for t in ((k // ee) * ee - 1,
-                             old_rounds - 1 if isinstance(old_rounds, int) else -1)
-                 if 0 <= t < k]
-    return max(evaluated) if evaluated else None
+    ee = config.eval_every  # the same as the checkpoint's: it is in the run hash
+    evaluated = set(range(ee - 1, k, ee))
+    if isinstance(old_rounds, int) and 0 < old_rounds <= k:
+        evaluated.add(old_rounds - 1)  # the last round of the run that wrote it
+    return sorted(evaluated)
 
 
 def _warn_if_disconnected(topo: Topology) -> None:
