@@ -93,6 +93,8 @@ def test_crashes_then_resumes_equal_the_uninterrupted_run(
     _crash(cfg, data, crashes[0])
     on_disk = {r["round"] for r in tf.records.load(tmp_path / "r.jsonl").rows}
     assert on_disk == set(range(crashes[0]))
+    with open(tmp_path / "r.jsonl", "a") as fh:  # and a kill in the middle of a row
+        fh.write(f'{{"run": "r", "round": {crashes[0]}, "client": null, "metr')
     for at in crashes[1:]:
         with pytest.raises(Crash):
             _run(cfg, CrashingData(data, at=at), resume=tmp_path / "ck.pt")
@@ -363,6 +365,14 @@ def test_no_records_path_resumes_in_memory(data: Any, tmp_path: Path, crashed: P
     assert _strip(res.records.rows) == [r for r in full if r["round"] >= 3]
 
 
+def test_records_file_for_a_run_that_had_none_is_refused(data: Any, tmp_path: Path) -> None:
+    _crash(_cfg(tmp_path, records_path=None), data, 5)
+    with pytest.raises(CheckpointError, match=r"kept its records in memory .* would miss its "
+                                              r"rounds 0\.\.2"):
+        _run(_cfg(tmp_path), data, resume=tmp_path / "ck.pt")
+    assert not (tmp_path / "r.jsonl").exists()
+
+
 # ------------------------------------------------------------------ checkpoint file format
 def test_checkpoint_format(tmp_path: Path) -> None:
     payload = {"round": 2, "state": {"x": torch.arange(6.0).reshape(2, 3)}, "nested": [1, (2.5,)],
@@ -515,3 +525,57 @@ def test_cli_diverging_run_is_one_line_and_non_zero(tmp_path: Path,
     assert re.match(r"topofl run: error: ConvergenceError: training diverged at round \d+, "
                     r"local step \d+: the loss of client \d+", err)
     assert tf.records.load(out).rows  # the rows before it are kept
+
+
+# ------------------------------------------------------------------ a real SIGKILL
+_CHILD = """
+import sys, torch, topofl as tf
+torch.set_num_threads(1)
+kw = dict(topology="ring", data="digits", n_clients=12, partition="shards", lr=0.3,
+          batch_size=8, seed=4, rounds=int(sys.argv[1]), records_path=sys.argv[2],
+          checkpoint_every=1, checkpoint_path=sys.argv[3], run_id="k", progress=False)
+if sys.argv[4] == "resume":
+    tf.run("dsgd", resume=sys.argv[3], **kw)
+else:
+    tf.run("dsgd", overwrite=True, **kw)
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    rounds, rec, ck = 60, tmp_path / "r.jsonl", tmp_path / "ck.pt"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    rng = np.random.default_rng(1)
+
+    def start() -> subprocess.Popen[bytes]:
+        mode = "resume" if ck.exists() else "fresh"
+        return subprocess.Popen([sys.executable, "-c", _CHILD, str(rounds), str(rec), str(ck),
+                                 mode], env=env, stderr=subprocess.PIPE)
+
+    kills = 0
+    for _ in range(4):
+        before = load_checkpoint(ck)["round"] if ck.exists() else 0
+        child = start()
+        while child.poll() is None and (
+                not ck.exists() or load_checkpoint(ck)["round"] <= before):
+            time.sleep(0.05)
+        time.sleep(float(rng.uniform(0.0, 0.5)))  # anywhere: a row, a save, a rename
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
+            kills += 1
+        child.wait()
+    child = start()
+    _, err = child.communicate()
+    assert child.returncode == 0, err.decode()[-2000:]
+    assert kills >= 1
+    full = tf.run("dsgd", topology="ring", data="digits", n_clients=12, partition="shards",
+                  lr=0.3, batch_size=8, seed=4, rounds=rounds, run_id="k")
+    rows = tf.records.load(rec).rows
+    _no_duplicates(rows)
+    assert _strip(rows) == _strip(full.records.rows)

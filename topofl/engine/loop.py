@@ -333,6 +333,12 @@ def _check_checkpoint(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any],
         raise CheckpointError(
             f"{where} is at round {k}, expected 0 <= round <= rounds={config.rounds}"
             + (": rounds can be extended, not cut below the checkpoint" if k > 0 else ""))
+    if isinstance(run, dict) and "records_path" in run and run["records_path"] is None \
+            and config.records_path is not None and k > 0:
+        raise CheckpointError(
+            f"{where} belongs to a run that kept its records in memory (records_path=None): "
+            f"a records file {config.records_path} would miss its rounds 0..{k - 1}; resume "
+            "with records_path=None, or start the run anew to record every round")
     for key in ("messages", "train_loss_count"):
         if ck[key] < 0:
             raise CheckpointError(f"{where}: {key!r} must be >= 0, found {ck[key]}")
