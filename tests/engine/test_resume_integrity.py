@@ -525,6 +525,12 @@ def test_cli_diverging_run_is_one_line_and_non_zero(tmp_path: Path,
     assert re.match(r"topofl run: error: ConvergenceError: training diverged at round \d+, "
                     r"local step \d+: the loss of client \d+", err)
     assert tf.records.load(out).rows  # the rows before it are kept
+    # --set divergence=null turns the check off: the same run ends, exit 0
+    code = main(["run", "--topology", "ring", "--set", "lr=1e6", "--set", "rounds=3",
+                 "--set", "n_clients=10", "--set", "batch_size=8", "--set", "divergence=null",
+                 "--out", str(out), "--overwrite"])
+    assert code == 0, capsys.readouterr().err
+    assert tf.records.load(out).config["divergence"] is None
 
 
 # ------------------------------------------------------------------ a real SIGKILL
