@@ -94,8 +94,10 @@ def run(
         (unless ``resume`` continues it).
     **kwargs
         Fields of :class:`~topofl.engine.RunConfig` (``batch_size``, ``eval_every``,
-        ``device``, ``records_path``, ``checkpoint_every`` ...) and the algorithm's
-        hyper-parameters (``lr``, ``momentum``, ``local_steps`` ...). Anything else is an error.
+        ``device``, ``records_path``, ``checkpoint_every``, ``divergence`` ...) and the
+        algorithm's hyper-parameters (``lr``, ``momentum``, ``local_steps`` ...), and
+        ``resume``: a checkpoint of this run to continue from (see Notes). Anything else is
+        an error.
 
     Returns
     -------
@@ -113,6 +115,25 @@ def run(
     topofl.config.OutputExistsError
         A ``FileExistsError``: ``records_path`` exists and neither ``overwrite`` nor
         ``resume`` is given.
+    topofl.exceptions.ConvergenceError
+        A loss or a parameter became NaN/inf, or a client's training loss passed
+        ``divergence`` (default 1000) times the first round's loss (see
+        :class:`~topofl.engine.RunConfig`; ``divergence=None`` turns that check off). The
+        message names the round, the local step and the first bad client; the rows recorded
+        before stay on disk.
+    topofl.exceptions.CheckpointError
+        A ``ValueError``: ``resume`` is missing, corrupted or another run's, or the records
+        file at ``records_path`` does not belong with it. Nothing is written then.
+
+    Notes
+    -----
+    With ``checkpoint_every=k`` and ``checkpoint_path``, a checkpoint (checksummed, written
+    atomically) is saved every ``k`` rounds; ``resume=checkpoint_path`` with the same call
+    continues the run and its records file, giving the rows of an uninterrupted run. What
+    may change on resume: ``rounds`` (extend a run), ``records_path`` and
+    ``checkpoint_path`` (a moved run folder), ``checkpoint_every``, ``stream_rows``,
+    ``progress`` and ``divergence``; anything else is refused with the differing fields
+    named (see :func:`topofl.engine.run`).
     """
     from dataclasses import asdict
     from pathlib import Path

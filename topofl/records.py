@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -69,14 +69,45 @@ class Recorder:
     Parameters
     ----------
     path : str or Path or None
-        File to write; ``None`` keeps the rows in memory only. An existing file is appended to
-        when ``resume=True`` (its rows after ``resume_round`` are dropped first, so a run resumed
-        from a checkpoint writes each round once); otherwise it is replaced.
+        File to write; ``None`` keeps the rows in memory only. Without ``resume`` an existing
+        file is replaced. With ``resume`` the file must exist: it is checked first (a complete
+        header line, the run hash, the rows), then its rows of rounds ``>= resume_round`` are
+        dropped (the resumed run writes them again, so each round is written once) and the
+        rest is kept.
     run : str
         Run identifier stored in every row.
     resume : bool, default False
     resume_round : int, optional
         With ``resume``, keep only the rows of rounds ``< resume_round``.
+    run_hash : str, optional
+        With ``resume``, the header must carry this run hash (``engine.run_hash``, or
+        ``config.run_hash`` in a header without an engine part): a file of another run is
+        refused, never appended to.
+    expect_rounds : collection of int, optional
+        With ``resume``, rounds the file must have rows of (those the checkpoint's run
+        evaluated): a file cut short or replaced is refused, not silently continued.
+
+    Raises
+    ------
+    CheckpointError
+        With ``resume``: the file does not exist, its first line is not a complete header,
+        the header's run hash is not ``run_hash``, it holds rows of another run id, or it has
+        no row of one of ``expect_rounds``. Nothing is changed on disk then.
+    ValueError
+        With ``resume``, when the file is not a valid records file (see :func:`load`).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> with tf.records.Recorder(path, run="a") as rec:
+    ...     rec.log_config({"rounds": 3, "run_hash": "0123456789abcdef"})
+    ...     rec.log("acc", 0.5, 0)
+    >>> tf.records.Recorder(path, run="a", resume=True, resume_round=1,
+    ...                     run_hash="fedcba9876543210")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topofl.exceptions.CheckpointError: records file ...run.jsonl holds another run ...
     """
 
     def __init__(
@@ -86,6 +117,8 @@ class Recorder:
         run: str = "run",
         resume: bool = False,
         resume_round: int | None = None,
+        run_hash: str | None = None,
+        expect_rounds: Collection[int] | None = None,
     ) -> None:
         self.run = str(run)
         self.path = None if path is None else Path(path)
@@ -94,31 +127,38 @@ class Recorder:
         self.provenance: dict[str, Any] = {}
         self.engine: dict[str, Any] = {}
         self._fh: IO[str] | None = None
+        self._header_line: str | None = None  # resumed: the header as it is on disk
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if resume and self.path.exists():
-            old = load(self.path)
-            self.config = dict(old.config)
-            self.provenance = dict(old.provenance)
-            self.engine = dict(old.engine)
-            keep = [
-                r for r in old.rows if resume_round is None or int(r["round"]) < resume_round
-            ]
-            with open(self.path, encoding="utf-8") as fh:
-                first = fh.readline().rstrip("\n")  # the header row, kept as it was written
-            if not first.startswith('{"header"'):
-                first = json.dumps({"header": True, "config": _jsonable(self.config)})
-            tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(first + "\n")
-                for r in keep:
-                    fh.write(json.dumps(r) + "\n")
-            os.replace(tmp, self.path)
-            self.rows = keep
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-        else:
+        if not resume:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+            return
+        # resume: check everything before the file is touched
+        first, old = _resumable(self.path, self.run, run_hash, expect_rounds)
+        self.config = dict(old.config)
+        self.provenance = dict(old.provenance)
+        self.engine = dict(old.engine)
+        keep = [r for r in old.rows if resume_round is None or int(r["round"]) < resume_round]
+        self._rewrite(first, keep)
+        self.rows = keep
+        self._header_line = first
+
+    def _rewrite(self, header: str, rows: list[dict[str, Any]]) -> None:
+        """Replace the file by ``header`` and ``rows`` (atomically, durably); append after."""
+        assert self.path is not None
+        if self._fh is not None:
+            self._fh.close()
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(header + "\n")
+            for r in rows:
+                fh.write(json.dumps(r) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        _fsync_dir(self.path.parent)
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
 
     def log_config(self, config: Mapping[str, Any], *,
                    provenance: Mapping[str, Any] | None = None,
@@ -129,16 +169,37 @@ class Recorder:
         the run's resolved configuration, ``provenance`` where it comes from (versions, commit,
         command line, start time) and ``engine`` the engine's own description (checked on
         resume); the last two are left out when ``None``.
+
+        A resumed recorder keeps the header on disk as it is when ``config`` and ``engine``
+        are those stored; when they differ (only in what does not change the numbers, which
+        the run hash checked: more ``rounds``, a moved run folder ...) the header takes the
+        new ``config`` and ``engine`` and keeps the stored provenance.
         """
-        self.config = _jsonable(dict(config))
+        new_config = _jsonable(dict(config))
+        new_engine = None if engine is None else _jsonable(dict(engine))
+        if self._header_line is not None:  # resumed
+            if new_config == self.config and (new_engine is None or new_engine == self.engine):
+                return
+            self.config = new_config
+            if new_engine is not None:
+                self.engine = new_engine
+            head: dict[str, Any] = {"header": True, "config": self.config}
+            if self.provenance:
+                head["provenance"] = self.provenance
+            if self.engine:
+                head["engine"] = self.engine
+            self._header_line = json.dumps(head)
+            self._rewrite(self._header_line, self.rows)
+            return
+        self.config = new_config
         if provenance is not None:
             self.provenance = _jsonable(dict(provenance))
-        if engine is not None:
-            self.engine = _jsonable(dict(engine))
+        if new_engine is not None:
+            self.engine = new_engine
         if self._fh is not None:
             if self.rows or self._fh.tell() > 0:
-                return  # resumed: the header is already there
-            head: dict[str, Any] = {"header": True, "config": self.config}
+                return  # the header is already there
+            head = {"header": True, "config": self.config}
             if provenance is not None:
                 head["provenance"] = self.provenance
             if engine is not None:
@@ -592,6 +653,85 @@ def _header_run_id(config: Mapping[str, Any], engine: Mapping[str, Any]) -> str 
         if isinstance(run, Mapping) and isinstance(run.get("run_id"), str):
             return str(run["run_id"])
     return None
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def header_run_hash(header: Mapping[str, Any]) -> str | None:
+    """The run hash a records header carries (``engine.run_hash``, else ``config.run_hash``)."""
+    for part in ("engine", "config"):
+        d = header.get(part)
+        if isinstance(d, Mapping) and isinstance(d.get("run_hash"), str):
+            return str(d["run_hash"])
+    return None
+
+
+def _resumable(path: Path, run: str, run_hash: str | None,
+               expect_rounds: Collection[int] | None) -> tuple[str, Records]:
+    """The header line and the records of a file a resumed run may continue, or raise."""
+    from topofl.exceptions import CheckpointError
+
+    what = f"records file {path}"
+    if not path.exists():
+        rows = "" if not expect_rounds else f" and its rows of rounds 0..{max(expect_rounds)}"
+        raise CheckpointError(
+            f"{what} does not exist, but the run to resume wrote its header{rows} there: "
+            "restore the file (or the run folder) and resume again, or start the run anew")
+    if path.is_dir():
+        raise CheckpointError(f"{what} is a folder, expected the run's .jsonl file")
+    with open(path, "rb") as fh:
+        raw = fh.readline()
+    head: Any = None
+    if raw.endswith(b"\n"):
+        try:
+            head = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            head = None
+    if not isinstance(head, dict) or head.get("header") is not True:
+        shown = raw[:60].decode("utf-8", "replace")
+        raise CheckpointError(
+            f"{what} does not start with a complete header line (found {shown!r}"
+            f"{'...' if len(raw) > 60 else ''}): it is not this run's records, or it was cut "
+            "short; restore it or start the run anew")
+    stored = header_run_hash(head)
+    if run_hash is not None and stored != run_hash:
+        found = ("a header without a run hash (written by an older topofl, or not by a run)"
+                 if stored is None else f"run hash {stored}")
+        rid = _header_run_id(head.get("config") or {}, head.get("engine") or {})
+        raise CheckpointError(
+            f"{what} holds another run ({found}"
+            + (f", run id {rid!r}" if rid is not None else "")
+            + f"), not the run of the checkpoint (run hash {run_hash}): its rows would mix "
+            "with this run's; give this run its own records_path, or resume with the records "
+            "file the checkpoint was written with")
+    old = load(path)
+    others = sorted({r["run"] for r in old.rows} - {run})
+    if others:
+        raise CheckpointError(
+            f"{what} holds rows of the run id(s) {others}, expected only {run!r}: not this "
+            "run's records file")
+    have = {int(r["round"]) for r in old.rows}
+    lost = sorted(set(expect_rounds or ()) - have)
+    if lost:
+        shown = ", ".join(map(str, lost[:8])) + (", ..." if len(lost) > 8 else "")
+        has = "no rows" if not have else f"rows of rounds {min(have)}..{max(have)}"
+        raise CheckpointError(
+            f"{what} has {has} but none of the round(s) {shown}, which the checkpoint covers "
+            "(evaluated before it): rows are missing (the file was cut or replaced); restore "
+            "it or start the run anew")
+    return raw.decode("utf-8").rstrip("\n"), old
 
 
 def _row_error(p: Path, k: int, what: str) -> ValueError:

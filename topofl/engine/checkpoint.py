@@ -1,26 +1,217 @@
-"""Checkpoints: the round, the algorithm's state and the running counters, written atomically."""
+"""Checkpoints: a dict of tensors and plain values, checksummed and written atomically.
+
+:func:`save_checkpoint` adds a SHA-256 checksum of the payload's content (every value, and
+every tensor's dtype, shape and bytes, in a canonical order) under the key ``"checksum"``,
+writes the file with ``torch.save`` to a temporary name, fsyncs it, renames it over the
+target and fsyncs the directory: a crash at any point leaves either the old checkpoint or the
+new one, never a mix. :func:`load_checkpoint` reads it with ``weights_only=True`` (never
+unpickling arbitrary objects) and refuses, with a :class:`~topofl.exceptions.CheckpointError`
+naming the file, anything that is missing, cut short, unreadable or whose content no longer
+matches its checksum (a flipped byte).
+
+The file stays a plain ``torch.save`` archive of a dict: ``torch.load(path,
+weights_only=True)["round"]`` reads it too, without the checks.
+
+Examples
+--------
+>>> import os, tempfile, torch
+>>> from topofl.engine.checkpoint import load_checkpoint, save_checkpoint
+>>> path = os.path.join(tempfile.mkdtemp(), "ck.pt")
+>>> save_checkpoint(path, {"round": 3, "state": {"x": torch.arange(4.0)}})
+>>> ck = load_checkpoint(path, torch.device("cpu"))
+>>> ck["round"], ck["state"]["x"].tolist()
+(3, [0.0, 1.0, 2.0, 3.0])
+>>> raw = bytearray(open(path, "rb").read())
+>>> i = raw.index(torch.arange(4.0).numpy().tobytes())  # the tensor's bytes in the archive
+>>> raw[i + 5] ^= 0x01  # one flipped bit
+>>> _ = open(path, "wb").write(bytes(raw))
+>>> load_checkpoint(path, torch.device("cpu"))  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+topofl.exceptions.CheckpointError: checkpoint ...ck.pt is corrupted: its content does not ...
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
-__all__ = ["save_checkpoint", "load_checkpoint"]
+from topofl.exceptions import CheckpointError
+
+__all__ = ["save_checkpoint", "load_checkpoint", "payload_digest", "CHECKSUM_KEY"]
+
+CHECKSUM_KEY = "checksum"
+_ALGO = "sha256"
+_CHUNK = 1 << 24
+
+
+def _feed(h: Any, value: Any, where: str) -> None:
+    """Feed one value to the hash ``h`` in a canonical, type-tagged encoding."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().to("cpu").contiguous()
+        head = {"tensor": str(t.dtype), "shape": list(t.shape)}
+        h.update(json.dumps(head, sort_keys=True).encode())
+        flat = t.reshape(-1).view(torch.uint8).numpy()
+        for a in range(0, flat.size, _CHUNK):  # in slices: no second copy of a large state
+            h.update(flat[a:a + _CHUNK].tobytes())
+    elif isinstance(value, Mapping):
+        keys = list(value)
+        if not all(isinstance(k, str) for k in keys):
+            raise TypeError(f"checkpoint payload {where or 'root'}: keys must be str, got "
+                            f"{sorted(type(k).__name__ for k in keys)}")
+        h.update(b"{%d" % len(keys))
+        for k in sorted(keys):
+            h.update(json.dumps(k).encode())
+            _feed(h, value[k], f"{where}.{k}" if where else k)
+        h.update(b"}")
+    elif isinstance(value, (list, tuple)):
+        h.update(b"[%d" % len(value) if isinstance(value, list) else b"(%d" % len(value))
+        for i, v in enumerate(value):
+            _feed(h, v, f"{where}[{i}]")
+        h.update(b"]")
+    elif value is None or isinstance(value, (bool, int, float, str)):
+        # repr keeps the type (1 vs 1.0 vs True) and every float bit (nan, inf, -0.0)
+        h.update(f"{type(value).__name__}:{value!r};".encode())
+    else:
+        raise TypeError(f"checkpoint payload {where or 'root'}: cannot store a "
+                        f"{type(value).__name__} (tensors, dicts, lists, tuples, str, int, "
+                        "float, bool and None only)")
+
+
+def payload_digest(payload: Mapping[str, Any]) -> str:
+    """``"sha256:<hex>"`` of a payload's content, its ``"checksum"`` entry left out.
+
+    Two payloads have the same digest when they hold the same keys, the same plain values
+    (with their types) and tensors with the same dtypes, shapes and bytes, wherever the
+    tensors live.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.engine.checkpoint import payload_digest
+    >>> a = payload_digest({"round": 1, "x": torch.zeros(2)})
+    >>> a == payload_digest({"x": torch.zeros(2), "round": 1}), a.startswith("sha256:")
+    (True, True)
+    >>> a == payload_digest({"round": 1, "x": torch.zeros(2, dtype=torch.float64)})
+    False
+    """
+    h = hashlib.sha256()
+    _feed(h, {k: v for k, v in payload.items() if k != CHECKSUM_KEY}, "")
+    return f"{_ALGO}:{h.hexdigest()}"
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def save_checkpoint(path: str | os.PathLike[str], payload: dict[str, Any]) -> None:
-    """``torch.save`` to a temporary file, then rename it over ``path`` (never half-written)."""
+    """Write ``payload`` with its checksum to ``path``, atomically and durably.
+
+    Parameters
+    ----------
+    path : str or path
+        The checkpoint file; its folder is created if needed. The payload is written to
+        ``path + ".tmp"``, fsynced, renamed over ``path``, and the folder is fsynced.
+    payload : dict
+        String keys; values are tensors, dicts, lists, tuples, str, int, float, bool or None
+        (what ``torch.load(weights_only=True)`` reads back). A ``"checksum"`` entry is
+        (re)computed. ``payload`` itself is not modified.
+
+    Raises
+    ------
+    TypeError
+        If the payload holds anything else (nothing is written then).
+    """
     path = Path(path)
+    if not isinstance(payload, Mapping):
+        raise TypeError(f"payload must be a dict, got {type(payload).__name__}")
+    body = {k: v for k, v in payload.items() if k != CHECKSUM_KEY}
+    body[CHECKSUM_KEY] = payload_digest(body)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(payload, tmp)
+    with open(tmp, "wb") as fh:
+        torch.save(body, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, path)
+    _fsync_dir(path.parent)
 
 
-def load_checkpoint(path: str | os.PathLike[str], device: torch.device) -> dict[str, Any]:
-    """A checkpoint written by :func:`save_checkpoint`, tensors on ``device``."""
-    ck: dict[str, Any] = torch.load(path, map_location=device, weights_only=True)
-    return ck
+def _to(value: Any, device: torch.device) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {k: _to(v, device) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to(v, device) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_to(v, device) for v in value)
+    return value
+
+
+def load_checkpoint(path: str | os.PathLike[str], device: torch.device | str = "cpu",
+                    ) -> dict[str, Any]:
+    """The payload :func:`save_checkpoint` wrote to ``path``, checked, tensors on ``device``.
+
+    The file is read with ``torch.load(weights_only=True)`` onto the CPU, its checksum is
+    verified, and the tensors are then moved to ``device``. The ``"checksum"`` entry is not
+    part of the returned dict.
+
+    Raises
+    ------
+    CheckpointError
+        A ``ValueError`` naming the file when it does not exist, is a folder, cannot be read
+        as a checkpoint (truncated, not a ``torch.save`` archive, holding objects that are
+        not plain data), has no checksum (not written by :func:`save_checkpoint`) or its
+        content does not match the checksum (corrupted).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    p = Path(path)
+    if not p.exists():
+        raise CheckpointError(f"checkpoint {p} does not exist")
+    if p.is_dir():
+        raise CheckpointError(f"checkpoint {p} is a folder, expected a checkpoint file")
+    try:
+        ck = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - every way a damaged archive fails, one message
+        size = p.stat().st_size
+        raise CheckpointError(
+            f"checkpoint {p} cannot be read ({size} bytes; truncated, corrupted or not a "
+            f"topofl checkpoint: {type(exc).__name__}); it was not loaded"
+        ) from None
+    if not isinstance(ck, dict):
+        raise CheckpointError(
+            f"checkpoint {p} holds a {type(ck).__name__}, expected a dict written by "
+            "topofl's save_checkpoint")
+    stored = ck.pop(CHECKSUM_KEY, None)
+    if not isinstance(stored, str):
+        raise CheckpointError(
+            f"checkpoint {p} has no checksum: it is corrupted, or was not written by topofl's "
+            "save_checkpoint (or by a version before checksums); start the run again")
+    try:
+        found = payload_digest(ck)
+    except TypeError as exc:
+        raise CheckpointError(f"checkpoint {p} is corrupted: {exc}") from None
+    if found != stored:
+        raise CheckpointError(
+            f"checkpoint {p} is corrupted: its content does not match its checksum "
+            f"(stored {stored[:23]}..., computed {found[:23]}...)")
+    out: dict[str, Any] = _to(ck, torch.device(device))
+    return out

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import torch
 from torch import nn
 
-from topofl._validation import check_bool, check_choice, check_int
+from topofl._validation import check_bool, check_choice, check_int, check_real
 from topofl._version import __version__
 from topofl.engine.protocol import Algorithm
 from topofl.graph import GraphLike
 from topofl.records import _jsonable as jsonable
 
-__all__ = ["RunConfig", "DTYPES", "config_header"]
+__all__ = ["RunConfig", "DTYPES", "config_header", "RESUME_FREE", "run_hash", "config_diff"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -63,6 +66,32 @@ class RunConfig:
     run_id : str, default "run"
     progress : bool or None
         tqdm progress bar; ``None`` shows it only on a terminal.
+    divergence : float or None, default 1000.0
+        Stop with :class:`~topofl.exceptions.ConvergenceError` when a client's training loss
+        explodes: at any local step, client ``i``'s mini-batch loss (before its update)
+        exceeds ``divergence * max(L0, 1)``, where ``L0`` is the mean over clients of the
+        loss at the first local step of round 0 (the initial models' loss; ``ln C`` nats for
+        ``C`` classes and a model that starts uniform). The message names the round, the
+        local step and the first such client; the rows already recorded stay on disk and no
+        checkpoint is written for the round. The floor of 1 nat keeps a model that starts
+        almost perfect (``L0`` near 0) from being stopped by the noise of a mini-batch.
+        ``None`` or ``0`` turns the check off (a NaN or infinite loss always stops the run);
+        any other value must be ``> 1``. It decides when to stop, never the numbers, so a run
+        may be resumed with another value. The largest client loss of softmax regression on
+        ``digits`` (20 ``shards`` clients, ``dsgd`` on a ring, batch 16, 30 rounds, seed 0)
+        is 1.7x ``L0`` with ``lr=1``, 21x with ``lr=10``, 247x with ``lr=100``, 2.2e3x with
+        ``lr=1e3`` and 2.2e6x with ``lr=1e6``: the default stops the last two.
+
+    Notes
+    -----
+    A run resumed from a checkpoint must have the same settings, algorithm, topology, data,
+    model and versions as the run that wrote it, except for the fields of
+    :data:`RESUME_FREE`, which do not change the numbers: ``rounds`` (a run can be extended,
+    or shortened down to the checkpoint's round), where the records and checkpoints go
+    (``records_path``, ``checkpoint_path``: the run folder can move), ``checkpoint_every``,
+    ``stream_rows``, ``progress`` and ``divergence``. :func:`run_hash` identifies the run by
+    the rest; it is stored in the records header (``engine.run_hash``) and in every
+    checkpoint.
     """
 
     rounds: int
@@ -84,8 +113,15 @@ class RunConfig:
     records_path: str | None = None
     run_id: str = "run"
     progress: bool | None = None
+    divergence: float | None = 1e3
 
     def __post_init__(self) -> None:
+        if self.divergence is not None:
+            d = check_real(self.divergence, "divergence", low=0)
+            if d != 0 and not d > 1:
+                raise ValueError(
+                    f"divergence must be > 1 (a factor of the first round's loss), or 0 or None "
+                    f"to turn the check off, got {self.divergence!r}")
         for name in ("fuse", "eval_global", "record_clients", "spectral"):
             check_bool(getattr(self, name), name)
         if self.progress is not None:
@@ -110,11 +146,83 @@ class RunConfig:
         """Names of all settings."""
         return {f.name for f in fields(cls)}
 
+    @property
+    def divergence_factor(self) -> float | None:
+        """``divergence`` as a factor, ``None`` when the check is off."""
+        return None if not self.divergence else float(self.divergence)
+
+
+#: RunConfig fields that do not change a run's numbers: a checkpoint resumes with other values.
+RESUME_FREE = frozenset({"rounds", "records_path", "checkpoint_path", "checkpoint_every",
+                         "stream_rows", "progress", "divergence"})
+
+
+def _identity(desc: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a :func:`config_header` description that changes the numbers."""
+    out = {k: v for k, v in desc.items() if k != "run_hash"}
+    run = out.get("run")
+    if isinstance(run, Mapping):
+        out["run"] = {k: v for k, v in run.items() if k not in RESUME_FREE}
+    return out
+
+
+def run_hash(desc: Mapping[str, Any]) -> str:
+    """16 hex digits of SHA-256 over what changes a run's numbers in a :func:`config_header`.
+
+    Everything but the ``run_hash`` entry itself and the ``run`` fields of
+    :data:`RESUME_FREE`, as canonical JSON (sorted keys).
+
+    Examples
+    --------
+    >>> from topofl.engine.config import run_hash
+    >>> a = run_hash({"run": {"seed": 0, "rounds": 10}, "algorithm": {"lr": 0.1}})
+    >>> a == run_hash({"run": {"seed": 0, "rounds": 20}, "algorithm": {"lr": 0.1}}), len(a)
+    (True, 16)
+    >>> a == run_hash({"run": {"seed": 1, "rounds": 10}, "algorithm": {"lr": 0.1}})
+    False
+    """
+    text = json.dumps(_identity(desc), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _flat(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value, Mapping) and value:
+        for k, v in value.items():
+            _flat(v, f"{prefix}.{k}" if prefix else str(k), out)
+    else:
+        out[prefix] = value
+    return out
+
+
+def config_diff(expected: Mapping[str, Any], found: Mapping[str, Any]) -> list[str]:
+    """The result-affecting fields on which two :func:`config_header` descriptions differ.
+
+    One ``"name: expected E, found F"`` per field (dotted names, sorted); empty when they agree
+    on everything :func:`run_hash` covers.
+
+    Examples
+    --------
+    >>> from topofl.engine.config import config_diff
+    >>> config_diff({"run": {"seed": 0, "rounds": 5}, "algorithm": {"lr": 0.1}},
+    ...             {"run": {"seed": 0, "rounds": 9}, "algorithm": {"lr": 0.2}})
+    ['algorithm.lr: expected 0.1, found 0.2']
+    """
+    a, b = _flat(_identity(expected), "", {}), _flat(_identity(found), "", {})
+    missing = object()
+    out = []
+    for k in sorted(set(a) | set(b)):
+        x, y = a.get(k, missing), b.get(k, missing)
+        if x != y or type(x) is not type(y):
+            show = ["(absent)" if v is missing else repr(v) for v in (x, y)]
+            out.append(f"{k}: expected {show[0]}, found {show[1]}")
+    return out
+
 
 def config_header(config: RunConfig, algorithm: Algorithm, topology: GraphLike | None,
                   data: Any, model: nn.Module) -> dict[str, Any]:
     """The records header of a run: its settings, the algorithm with every hyper-parameter, the
-    topology, the data, the model and the versions, as plain JSON values."""
+    topology, the data, the model and the versions, as plain JSON values, and its
+    :func:`run_hash` under ``"run_hash"``."""
     cfg = asdict(config)
     cfg.pop("progress", None)
     out: dict[str, Any] = jsonable({
@@ -126,4 +234,5 @@ def config_header(config: RunConfig, algorithm: Algorithm, topology: GraphLike |
         "model": type(model).__name__ + f"[{sum(p.numel() for p in model.parameters())}]",
         "versions": {"topofl": __version__, "torch": str(torch.__version__)},
     })
+    out["run_hash"] = run_hash(out)
     return out

@@ -25,7 +25,7 @@ from scipy.sparse.csgraph import connected_components
 from torch import Tensor, nn
 
 from topofl.engine.checkpoint import load_checkpoint, save_checkpoint
-from topofl.engine.config import DTYPES, RunConfig, config_header
+from topofl.engine.config import DTYPES, RunConfig, config_diff, config_header
 from topofl.engine.evaluation import check_finite, evaluate, record_realized, spectral_row
 from topofl.engine.executors import make_executor
 from topofl.engine.gossip import Mixer
@@ -33,6 +33,7 @@ from topofl.engine.layout import ParamLayout, init_parameters
 from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
 from topofl.engine.protocol import Algorithm, Round, Services, State
 from topofl.engine.services import DataServices
+from topofl.exceptions import CheckpointError, ConvergenceError
 from topofl.graph import GraphLike, Topology, as_time_varying
 from topofl.records import Recorder, Records
 
@@ -99,7 +100,9 @@ def run(
     recorder : Recorder, optional
         Defaults to one writing ``config.records_path``.
     resume : path, optional
-        A checkpoint written by a previous run with the same config.
+        A checkpoint written by this run (``checkpoint_path``, every ``checkpoint_every``
+        rounds): the run continues from its round and, with a ``records_path``, continues
+        that records file (see Notes).
     header : mapping, optional
         ``{"config": ..., "provenance": ...}`` for the records header (``topofl.run`` passes
         its resolved call); the engine's own description goes beside them under ``"engine"``
@@ -156,18 +159,21 @@ def run(
     engine_desc = config_header(config, algorithm, topology, data, model)
 
     start_round, messages, wall_offset, train_loss_acc = 0, 0, 0.0, [0.0, 0]
+    loss_ref: float | None = None  # the first round's mean loss, for the divergence check
+    evaluated: list[int] | None = None
     if resume is not None:
-        ck = load_checkpoint(resume, device)
-        if ck["config"] != engine_desc:
-            raise ValueError(f"checkpoint {resume} was written by a run with another config")
+        ck = load_checkpoint(resume, device)  # read and checksummed; nothing is written yet
+        evaluated = _check_checkpoint(ck, resume, engine_desc, state, config)
         state.load_tensors(ck["state"])
         start_round, messages = int(ck["round"]), int(ck["messages"])
         wall_offset = float(ck["wall"])
         train_loss_acc = [float(ck["train_loss_sum"]), int(ck["train_loss_count"])]
+        loss_ref = None if ck.get("loss_ref") is None else float(ck["loss_ref"])
     own = recorder is None
     if recorder is None:
         recorder = Recorder(config.records_path, run=config.run_id, resume=resume is not None,
-                            resume_round=start_round)
+                            resume_round=start_round, run_hash=engine_desc["run_hash"],
+                            expect_rounds=evaluated)
     if header is None:
         recorder.log_config(engine_desc)
     else:
@@ -180,9 +186,24 @@ def run(
     stochastic_seen: set[int] = set()
     pbar = _progress(config, start_round)
     t_step = [0, 0]  # round and step, for the divergence message
+    factor = config.divergence_factor
+    limit = [None if factor is None or loss_ref is None else factor * max(loss_ref, 1.0)]
 
     def check(loss: Tensor, first: int) -> None:
-        check_finite(loss, t_step[0], t_step[1], recorder, first)
+        bad = ~torch.isfinite(loss)
+        if limit[0] is not None:
+            bad |= loss > limit[0]
+        if bool(bad.any()):  # one sync per block, as for NaN alone
+            check_finite(loss, t_step[0], t_step[1], recorder, first)  # raises on NaN/inf
+            i = int(torch.nonzero(bad)[0, 0])
+            recorder.flush()
+            raise ConvergenceError(
+                f"training diverged at round {t_step[0]}, local step {t_step[1]}: the loss of "
+                f"client {first + i} is {float(loss[i]):.4g}, above divergence={factor:g} "
+                f"times the first round's loss {loss_ref:.4g} (lower the learning rate, or "
+                "raise or turn off the divergence setting); records up to the previous "
+                "evaluation are saved"
+            )
 
     local_step = LocalStepper(executor, algorithm, data, config.batch_size, layout.num_params,
                               dtype, rows=config.stream_rows, check=check, fuse=config.fuse)
@@ -204,8 +225,13 @@ def run(
                     t_step[:] = [t, step]
                     lr = (todo > k).to(dtype) * lr_t  # 0 once a client did its own steps
                     loss = local_step(state, rnd, env, phase, step, lr)
-                    train_loss_acc[0] += float(loss.mean())
+                    mean_loss = float(loss.mean())
+                    train_loss_acc[0] += mean_loss
                     train_loss_acc[1] += 1
+                    if loss_ref is None:  # the initial models' loss: set once per run
+                        loss_ref = mean_loss
+                        if factor is not None:
+                            limit[0] = factor * max(loss_ref, 1.0)
                     step += 1
 
             # ---------------------------------------------------- communication
@@ -247,7 +273,9 @@ def run(
                     "wall": wall_offset + time.perf_counter() - t_start,
                     "train_loss_sum": train_loss_acc[0],
                     "train_loss_count": train_loss_acc[1],
+                    "loss_ref": loss_ref,
                     "config": engine_desc,
+                    "run_hash": engine_desc["run_hash"],
                 })
     finally:
         if pbar is not None:
@@ -257,6 +285,79 @@ def run(
             recorder.close()
     return Result(records=recorder.records(), state=state, layout=layout, config=config,
                   algorithm=algorithm, services=env, last=rnd)
+
+
+_CHECKPOINT_KEYS: dict[str, tuple[type, ...]] = {
+    "round": (int,), "state": (dict,), "messages": (int,), "wall": (int, float),
+    "train_loss_sum": (int, float), "train_loss_count": (int,), "config": (dict,),
+    "run_hash": (str,),
+}
+
+
+def _check_checkpoint(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any], state: State,
+                      config: RunConfig) -> list[int]:
+    """Check a loaded checkpoint against this run, or raise :class:`CheckpointError`.
+
+    Returns the rounds before the checkpoint's round that its run evaluated (whose rows the
+    records file must hold).
+    """
+    where = f"checkpoint {path}"
+    missing = sorted(set(_CHECKPOINT_KEYS) - set(ck))
+    if missing:
+        raise CheckpointError(
+            f"{where} misses the entries {missing} (a round-loop checkpoint has "
+            f"{sorted(_CHECKPOINT_KEYS)}): not written by topofl's round loop")
+    for key, types in _CHECKPOINT_KEYS.items():
+        v = ck[key]
+        if isinstance(v, bool) or not isinstance(v, types):
+            raise CheckpointError(
+                f"{where}: {key!r} must be {' or '.join(t.__name__ for t in types)}, found "
+                f"{type(v).__name__} {v!r:.60}")
+    ref = ck.get("loss_ref")
+    if ref is not None and (isinstance(ref, bool) or not isinstance(ref, (int, float))
+                            or not np.isfinite(ref)):
+        raise CheckpointError(f"{where}: 'loss_ref' must be a finite float or None, found "
+                              f"{ref!r:.60}")
+    if ck["run_hash"] != desc["run_hash"]:
+        diff = config_diff(ck["config"], desc)
+        what = "; ".join(diff) if diff else (
+            f"run hash {ck['run_hash']}, this run's is {desc['run_hash']}")
+        raise CheckpointError(
+            f"{where} was written by a run with other settings (expected: the checkpoint's, "
+            f"found: this run's): {what}; resume with the checkpoint's settings, or start a "
+            "new run (only rounds, records_path, checkpoint_path, checkpoint_every, "
+            "stream_rows, progress and divergence may change)")
+    k, run = ck["round"], ck["config"].get("run")
+    old_rounds = run.get("rounds") if isinstance(run, dict) else None
+    if not 0 <= k <= config.rounds:
+        raise CheckpointError(
+            f"{where} is at round {k}, expected 0 <= round <= rounds={config.rounds}"
+            + (": rounds can be extended, not cut below the checkpoint" if k > 0 else ""))
+    if isinstance(run, dict) and "records_path" in run and run["records_path"] is None \
+            and config.records_path is not None and k > 0:
+        raise CheckpointError(
+            f"{where} belongs to a run that kept its records in memory (records_path=None): "
+            f"a records file {config.records_path} would miss its rounds 0..{k - 1}; resume "
+            "with records_path=None, or start the run anew to record every round")
+    for key in ("messages", "train_loss_count"):
+        if ck[key] < 0:
+            raise CheckpointError(f"{where}: {key!r} must be >= 0, found {ck[key]}")
+    mine, theirs = state.tensors(), ck["state"]
+    if set(mine) != set(theirs):
+        raise CheckpointError(f"{where} holds the state tensors {sorted(theirs)}, expected "
+                              f"{sorted(mine)}")
+    for name, v in mine.items():
+        w = theirs[name]
+        if not isinstance(w, Tensor) or w.shape != v.shape or w.dtype != v.dtype:
+            found = (f"{tuple(w.shape)} {w.dtype}" if isinstance(w, Tensor)
+                     else type(w).__name__)
+            raise CheckpointError(f"{where}: state tensor {name!r} is {found}, expected "
+                                  f"{tuple(v.shape)} {v.dtype}")
+    ee = config.eval_every  # the same as the checkpoint's: it is in the run hash
+    evaluated = set(range(ee - 1, k, ee))
+    if isinstance(old_rounds, int) and 0 < old_rounds <= k:
+        evaluated.add(old_rounds - 1)  # the last round of the run that wrote it
+    return sorted(evaluated)
 
 
 def _warn_if_disconnected(topo: Topology) -> None:
