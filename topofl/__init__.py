@@ -32,6 +32,7 @@ _ATTRIBUTES = {  # name -> module that defines it
     "TimeVarying": "topofl.graph",
     "as_time_varying": "topofl.graph",
     "ConvergenceError": "topofl.exceptions",
+    "CheckpointError": "topofl.exceptions",
     "NotConnectedError": "topofl.exceptions",
     "ConfigError": "topofl.config",
 }
@@ -58,7 +59,7 @@ if TYPE_CHECKING:  # what the lazy attributes are, for type checkers
     )
     from topofl.api import run
     from topofl.config import ConfigError
-    from topofl.exceptions import ConvergenceError, NotConnectedError
+    from topofl.exceptions import CheckpointError, ConvergenceError, NotConnectedError
     from topofl.graph import TimeVarying, Topology, as_time_varying
 
 __all__ = [
@@ -85,6 +86,7 @@ __all__ = [
     "graph",
     "NotConnectedError",
     "ConvergenceError",
+    "CheckpointError",
     "ConfigError",
     "__version__",
 ]
