@@ -31,6 +31,8 @@ STEPS: dict[str, dict[str, Any]] = {
     "dpfl": {"tau_init": 0.25, "local_steps": 2, "lr": 0.1, "budget": 2},
     "fedrep": {"head_steps": 2, "body_steps": 1},
     "fedbabu": {"finetune_steps": 2},
+    # issue 15, second batch of baselines
+    "dis_pfl": {"local_steps": 2},
 }
 
 
@@ -146,6 +148,8 @@ NO_COMMON_OPTIMUM = {
     "fedper": "personalized heads", "fedrep": "personalized heads",
     "fedbabu": "fine-tunes at evaluation", "ditto": "personal models",
     "pfeddst": "data-driven peer selection", "dpfl": "data-driven collaboration graph",
+    # issue 15, second batch of baselines
+    "dis_pfl": "personalized sparse masks",
 }
 
 

@@ -20,6 +20,7 @@ from topofl.algorithms.base import (
 from topofl.algorithms.dfedavgm import dfedavgm
 from topofl.algorithms.dfedavgm_p import dfedavgm_p
 from topofl.algorithms.dfedpgp import dfedpgp
+from topofl.algorithms.dis_pfl import dis_pfl
 from topofl.algorithms.ditto import ditto
 from topofl.algorithms.dpfl import aggregation_matrix, bggc, bggc_batched, dpfl, ggc, ggc_batched
 from topofl.algorithms.dsgd import dsgd
@@ -79,4 +80,5 @@ __all__ = [
     "ggc_batched",
     "bggc_batched",
     "aggregation_matrix",
+    "dis_pfl",
 ]
