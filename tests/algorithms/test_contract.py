@@ -48,6 +48,7 @@ LIGHT: dict[str, dict[str, Any]] = {
     "dfedavgm_p": {"local_epochs": 1},
     # issue 15, second batch of baselines
     "dis_pfl": {"local_epochs": 1},
+    "pfedgraph": {"local_steps": 5},
 }
 
 

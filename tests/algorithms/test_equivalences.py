@@ -33,6 +33,7 @@ STEPS: dict[str, dict[str, Any]] = {
     "fedbabu": {"finetune_steps": 2},
     # issue 15, second batch of baselines
     "dis_pfl": {"local_steps": 2},
+    "pfedgraph": {"local_steps": 2},
 }
 
 
@@ -150,6 +151,7 @@ NO_COMMON_OPTIMUM = {
     "pfeddst": "data-driven peer selection", "dpfl": "data-driven collaboration graph",
     # issue 15, second batch of baselines
     "dis_pfl": "personalized sparse masks",
+    "pfedgraph": "personalized aggregation along a learned graph",
 }
 
 

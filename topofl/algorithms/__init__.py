@@ -31,6 +31,7 @@ from topofl.algorithms.fedrep import fedrep
 from topofl.algorithms.local import local
 from topofl.algorithms.osgp import osgp
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
+from topofl.algorithms.pfedgraph import pfedgraph
 from topofl.algorithms.sgp import sgp
 from topofl.engine.pieces import clique_average_, sgd_step
 from topofl.engine.protocol import (
@@ -81,4 +82,5 @@ __all__ = [
     "bggc_batched",
     "aggregation_matrix",
     "dis_pfl",
+    "pfedgraph",
 ]
