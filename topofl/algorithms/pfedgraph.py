@@ -19,7 +19,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor
@@ -35,7 +35,7 @@ from topofl.algorithms._common import (
 )
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, Sampled, compose_init, participants, restart_momentum
-from topofl.engine.protocol import Algorithm, Kernel, Phase, Round, Sent, Services, State
+from topofl.engine.protocol import Algorithm, Kernel, Part, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
 __all__ = ["pfedgraph", "project_simplex", "collaboration_weights", "cosine_dissimilarity"]
@@ -280,7 +280,7 @@ def pfedgraph(
     lr = check_lr(lr)
     alpha = check_real(alpha, "alpha", low=0, low_open=True)
     lam = check_real(lam, "lam", low=0)
-    similarity = check_choice(similarity, "similarity", ("all", "head"))
+    sim_part = cast(Part, check_choice(similarity, "similarity", ("all", "head")))
     similarity_clip = check_real(similarity_clip, "similarity_clip", low=0, high=1)
     weighting = check_choice(weighting, "weighting", WEIGHTINGS)
     participation = check_real(participation, "participation", low=0, high=1, low_open=True)
@@ -292,7 +292,7 @@ def pfedgraph(
     local = _Pulled(Sampled(SGD(momentum, weight_decay), participation, sample_seed), lam)
 
     def init(x0: Tensor, env: Services) -> State:
-        if similarity == "head" and not env.layout.has_split:
+        if sim_part == "head" and not env.layout.has_split:
             raise ValueError(
                 "pfedgraph with similarity='head' compares the classifier heads, but the "
                 "model's parameters do not split into a body and a head; use similarity='all' "
@@ -312,7 +312,7 @@ def pfedgraph(
         idx = torch.arange(n, device=x.device) if sel is None else torch.as_tensor(
             sel, dtype=torch.long, device=x.device)
         X = x.index_select(0, idx)
-        cols = env.layout.cols(similarity)
+        cols = env.layout.cols(sim_part)
         delta = (X - state.extra["initial"].index_select(0, idx))[:, cols]
         d = cosine_dissimilarity(delta, similarity_clip)
         if weighting == "data_size":
@@ -340,7 +340,7 @@ def pfedgraph(
 
     return Algorithm(
         name="pfedgraph",
-        hparams=dict(lr=lr, alpha=alpha, lam=lam, similarity=similarity,
+        hparams=dict(lr=lr, alpha=alpha, lam=lam, similarity=sim_part,
                      similarity_clip=similarity_clip, weighting=weighting,
                      participation=participation, sample_seed=sample_seed, momentum=momentum,
                      weight_decay=weight_decay, decay=decay, local_steps=steps,
