@@ -34,6 +34,7 @@ STEPS: dict[str, dict[str, Any]] = {
     # issue 15, second batch of baselines
     "dis_pfl": {"local_steps": 2},
     "pfedgraph": {"local_steps": 2},
+    "knn_per": {"local_steps": 2, "k": 3},
 }
 
 
@@ -142,6 +143,8 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     "sgp": ({}, False, tf.topologies.random_directed(6, 2, seed=0, mode="push")),
     "osgp": ({}, False, tf.topologies.random_directed(6, 2, seed=0, mode="push")),
     "fedavg": ({"local_steps": 5}, True, None),
+    # issue 15: kNN-Per trains FedAvg's global model (the kNN acts only at prediction)
+    "knn_per": ({"local_steps": 5}, True, None),
 }
 NO_COMMON_OPTIMUM = {
     "local": "never communicates: each client reaches its own optimum",

@@ -28,6 +28,7 @@ from topofl.algorithms.fedavg import fedavg
 from topofl.algorithms.fedbabu import fedbabu
 from topofl.algorithms.fedper import fedper
 from topofl.algorithms.fedrep import fedrep
+from topofl.algorithms.knn_per import knn_per
 from topofl.algorithms.local import local
 from topofl.algorithms.osgp import osgp
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
@@ -83,4 +84,5 @@ __all__ = [
     "aggregation_matrix",
     "dis_pfl",
     "pfedgraph",
+    "knn_per",
 ]
