@@ -246,7 +246,11 @@ def pfedgraph(
     decay 1e-5, $\alpha = 0.8$, $\lambda = 0.01$, 200 local iterations per round, cosine on all
     parameters). The similarity is taken between the updates from each client's initial model
     $\theta^0_i$ (the released code: from the initial global model; they agree with
-    ``init="same"``, the engine's default). The released code adds
+    ``init="same"``, the engine's default). Since every update is measured from
+    $\theta^0$, the part the clients share grows over the rounds; once all pairwise cosines
+    exceed ``similarity_clip`` every row becomes the projection of $p + 1/(2\alpha)$, i.e.
+    $p$ (FedAvg's weights): watch ``state.extra["graph"]`` or the recorded realized edges.
+    The released code adds
     $+\lambda\langle\theta, u_i\rangle/\|\theta\|$ to the loss; topofl follows the paper's
     objective, which maximises the similarity with the collaborators (the minus sign). The
     quadratic programme is solved in closed form (projection onto the simplex) instead of with
