@@ -46,6 +46,9 @@ LIGHT: dict[str, dict[str, Any]] = {
     "pfeddst": {"local_epochs": 1},
     "dfedpgp": {"local_epochs": 1},
     "dfedavgm_p": {"local_epochs": 1},
+    # issue 15, second batch of baselines
+    "dis_pfl": {"local_epochs": 1},
+    "pfedgraph": {"local_steps": 5},
 }
 
 

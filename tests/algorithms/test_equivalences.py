@@ -31,6 +31,10 @@ STEPS: dict[str, dict[str, Any]] = {
     "dpfl": {"tau_init": 0.25, "local_steps": 2, "lr": 0.1, "budget": 2},
     "fedrep": {"head_steps": 2, "body_steps": 1},
     "fedbabu": {"finetune_steps": 2},
+    # issue 15, second batch of baselines
+    "dis_pfl": {"local_steps": 2},
+    "pfedgraph": {"local_steps": 2},
+    "knn_per": {"local_steps": 2, "k": 3},
 }
 
 
@@ -139,6 +143,8 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     "sgp": ({}, False, tf.topologies.random_directed(6, 2, seed=0, mode="push")),
     "osgp": ({}, False, tf.topologies.random_directed(6, 2, seed=0, mode="push")),
     "fedavg": ({"local_steps": 5}, True, None),
+    # issue 15: kNN-Per trains FedAvg's global model (the kNN acts only at prediction)
+    "knn_per": ({"local_steps": 5}, True, None),
 }
 NO_COMMON_OPTIMUM = {
     "local": "never communicates: each client reaches its own optimum",
@@ -146,6 +152,9 @@ NO_COMMON_OPTIMUM = {
     "fedper": "personalized heads", "fedrep": "personalized heads",
     "fedbabu": "fine-tunes at evaluation", "ditto": "personal models",
     "pfeddst": "data-driven peer selection", "dpfl": "data-driven collaboration graph",
+    # issue 15, second batch of baselines
+    "dis_pfl": "personalized sparse masks",
+    "pfedgraph": "personalized aggregation along a learned graph",
 }
 
 

@@ -20,6 +20,7 @@ from topofl.algorithms.base import (
 from topofl.algorithms.dfedavgm import dfedavgm
 from topofl.algorithms.dfedavgm_p import dfedavgm_p
 from topofl.algorithms.dfedpgp import dfedpgp
+from topofl.algorithms.dis_pfl import dis_pfl
 from topofl.algorithms.ditto import ditto
 from topofl.algorithms.dpfl import aggregation_matrix, bggc, bggc_batched, dpfl, ggc, ggc_batched
 from topofl.algorithms.dsgd import dsgd
@@ -27,9 +28,11 @@ from topofl.algorithms.fedavg import fedavg
 from topofl.algorithms.fedbabu import fedbabu
 from topofl.algorithms.fedper import fedper
 from topofl.algorithms.fedrep import fedrep
+from topofl.algorithms.knn_per import knn_per
 from topofl.algorithms.local import local
 from topofl.algorithms.osgp import osgp
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
+from topofl.algorithms.pfedgraph import pfedgraph
 from topofl.algorithms.sgp import sgp
 from topofl.engine.pieces import clique_average_, sgd_step
 from topofl.engine.protocol import (
@@ -79,4 +82,7 @@ __all__ = [
     "ggc_batched",
     "bggc_batched",
     "aggregation_matrix",
+    "dis_pfl",
+    "pfedgraph",
+    "knn_per",
 ]

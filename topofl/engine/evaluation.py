@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from topofl.engine.config import RunConfig
-from topofl.engine.protocol import Algorithm, Round, Services, State
+from topofl.engine.protocol import Adjust, Algorithm, Round, Services, State
 from topofl.exceptions import ConvergenceError
 from topofl.graph import Topology
 from topofl.records import Recorder
@@ -52,13 +52,20 @@ def check_finite(loss: Tensor, t: int, step: int, recorder: Recorder, first: int
 
 
 def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int,
-                  shared: bool) -> tuple[Tensor, Tensor, Tensor]:
-    """Sum correct predictions, losses and counts per client over padded batches."""
+                  shared: bool, adjust: Adjust | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """Sum correct predictions, losses and counts per client over padded batches.
+
+    ``adjust(inputs, logits, shared)`` (an algorithm's ``predict`` hook) replaces the logits
+    by the scores the algorithm predicts with.
+    """
     correct = torch.zeros(n, dtype=torch.float64, device=x_eval.device)
     loss = torch.zeros_like(correct)
     count = torch.zeros_like(correct)
     for x, y, mask in batches:
-        logits = executor.logits(x_eval, x.to(x_eval.dtype), shared_input=shared)
+        inputs = x.to(x_eval.dtype)
+        logits = executor.logits(x_eval, inputs, shared_input=shared)
+        if adjust is not None:
+            logits = adjust(inputs, logits, shared)
         yy = y.unsqueeze(0).expand(logits.shape[:2]) if shared else y
         ok = (logits.argmax(dim=-1) == yy).double()
         ls = torch.nn.functional.cross_entropy(
@@ -95,12 +102,14 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
             f"training diverged at round {t}: the parameters of client {i} are not finite"
         )
     n = env.n
+    adjust = None if algorithm.predict is None else algorithm.predict(x_eval, rnd, env)
     sample_bytes = 4 * int(np.prod(data.input_shape))
     chunk = eval_chunk(n, int(data.num_classes), sample_bytes)
     row: dict[str, Any] = {}
     test_chunk = min(chunk, max(1, int(np.max(data.sizes("test")))))
     batches = ((b.x, b.y, b.mask) for b in data.eval_batches("test", batch_size=test_chunk))
-    correct, loss, count = score_chunks(executor, x_eval, batches, n, shared=False)
+    correct, loss, count = score_chunks(executor, x_eval, batches, n, shared=False,
+                                        adjust=adjust)
     has = count > 0
     acc = (correct[has] / count[has]).cpu().numpy()
     if acc.size:
@@ -113,7 +122,7 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
         xg, yg = data.global_test
         m = int(xg.shape[0])
         gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, m, chunk))
-        gc, gl, gn = score_chunks(executor, x_eval, gb, n, shared=True)
+        gc, gl, gn = score_chunks(executor, x_eval, gb, n, shared=True, adjust=adjust)
         row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
         row["global_loss"] = float((gl / gn).mean())
     shared = x_eval[:, env.layout.cols(algorithm.shared)]

@@ -11,6 +11,7 @@ fixed order, with an immutable :class:`Round` (the round index and its graph) an
             local.update(state, grads, phase, lr, rnd, env)
     sent = communicate(state, rnd, env)        # -> Sent(messages, realized graph or None)
     evaluate(state, rnd, env)                  # the parameters to score
+    predict(x_eval, rnd, env)                  # optional: how they predict (kNN-Per)
 
 Everything an algorithm carries from one hook or round to the next lives in :class:`State`
 (so a checkpoint holds it); constants live in the factory's closure. The engine owns the
@@ -53,6 +54,7 @@ __all__ = [
     "toy_services",
     "LocalUpdate",
     "Algorithm",
+    "Adjust",
 ]
 
 Part = Literal["all", "body", "head"]
@@ -231,6 +233,16 @@ class Services(Protocol):
     def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
         """``[n, k]``: loss of row ``i`` of ``x`` on a training batch of client ``peers[i, j]``."""
 
+    def features(self, x: Tensor, inputs: Tensor, *, shared_input: bool = False) -> Tensor:
+        """``[n, m, d]``: the model's features before its last layer (the output of a
+        :class:`~topofl.models.SplitModel`'s ``body``) with row ``i`` of ``x`` on
+        ``inputs[i]`` (``[n, m, ...]``), or on the shared ``inputs`` (``[m, ...]``)."""
+
+    def split_features(self, x: Tensor, split: str = "train") -> tuple[Tensor, Tensor, Tensor]:
+        """Features of every client's own ``split`` samples under row ``i`` of ``x``:
+        ``(features [n, M, d], labels [n, M], mask [n, M] bool)``, padded to the largest
+        client (``mask`` marks the real samples)."""
+
 
 @dataclass
 class ToyServices:
@@ -263,6 +275,14 @@ class ToyServices:
         """Not available without data (raises)."""
         raise self._no_data("cross_losses")
 
+    def features(self, x: Tensor, inputs: Tensor, *, shared_input: bool = False) -> Tensor:
+        """Not available without a model (raises)."""
+        raise self._no_data("features")
+
+    def split_features(self, x: Tensor, split: str = "train") -> tuple[Tensor, Tensor, Tensor]:
+        """Not available without data (raises)."""
+        raise self._no_data("split_features")
+
 
 def toy_services(n: int, p: int = 1, *, layout: ParamLayout | None = None,
                  dtype: torch.dtype = torch.float64,
@@ -288,6 +308,8 @@ def toy_services(n: int, p: int = 1, *, layout: ParamLayout | None = None,
 
 
 Kernel = Callable[[Any, State, Tensor, Tensor, Phase, Tensor], Tensor]
+#: ``adjust(inputs, logits, shared_input) -> scores``: see ``Algorithm.predict``
+Adjust = Callable[[Tensor, Tensor, bool], Tensor]
 
 
 class LocalUpdate(Protocol):
@@ -352,6 +374,14 @@ class Algorithm(NamedTuple):
         Learning-rate factor per round: ``lr_t = lr * decay**t``.
     uses_topology : bool
         False for algorithms that ignore the graph (local training, FedAvg).
+    predict : ``(x_eval [n, P], rnd, env) -> adjust`` or None
+        How the evaluated parameters predict, when not by their model's logits alone
+        (kNN-Per mixes in a nearest-neighbour classifier): called once per evaluation, it
+        returns ``adjust(inputs, logits, shared_input) -> scores [n, m, C]``, which maps a
+        batch's inputs (``[n, m, ...]``, or ``[m, ...]`` shared by every client) and the
+        model's logits on them (``[n, m, C]``) to the scores evaluation uses instead: the
+        argmax is the prediction and the cross-entropy of the scores the loss (so
+        log-probabilities are right). ``None``: the logits.
     """
 
     name: str
@@ -366,6 +396,7 @@ class Algorithm(NamedTuple):
     shared: Part = "all"
     decay: float = 1.0
     uses_topology: bool = True
+    predict: Callable[[Tensor, Round, Services], Adjust] | None = None
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``local.point``: where the phase's gradients are taken."""

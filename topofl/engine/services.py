@@ -57,6 +57,7 @@ class DataServices:
         self.train_sizes: Tensor | None = torch.as_tensor(np.array(data.sizes("train")),
                                                           device=data.device)
         self._g: Tensor | None = None
+        self._body: Any = None  # (body module, its executor or None), built on first use
 
     def local_train(self, x: Tensor, part: Part, lr: float, *, t: int, steps: int | None = None,
                     epochs: float | None = None, stream: int = 0) -> Tensor:
@@ -115,3 +116,69 @@ class DataServices:
             ).reshape(yy.shape)
             out[:, j] = ls.mean(dim=1)
         return out
+
+    def _body_executor(self) -> tuple[Any, Any]:
+        """``(body, executor over the body's parameters or None)`` for :meth:`features`.
+
+        The executor is of the engine executor's kind, on the body of its model; ``None`` for a
+        body without parameters (e.g. ``logistic``'s ``Flatten``), which is called directly.
+        """
+        if self._body is not None:
+            return self._body  # type: ignore[no-any-return]
+        from topofl.engine.executors import BatchedExecutor, LoopExecutor
+
+        model = getattr(self.executor, "model", None)
+        body = getattr(model, "body", None)
+        if not isinstance(body, torch.nn.Module):
+            raise ValueError(
+                "features need the model's features before its last layer: the model must be "
+                "a topofl.models.SplitModel (a body and a head), got "
+                f"{type(model).__name__}"
+            )
+        if self.layout.num_body == 0:
+            self._body = (body, None)
+            return self._body  # type: ignore[no-any-return]
+        lay = ParamLayout.from_model(body, head=[])
+        if tuple(f"body.{k}" for k in lay.names) != self.layout.names_of("body"):
+            raise ValueError(
+                "the model's body parameters are not the layout's body columns: "
+                f"{list(lay.names)} vs {list(self.layout.names_of('body'))}"
+            )
+        ex = self.executor
+        body_ex: Any
+        if isinstance(ex, LoopExecutor):
+            body_ex = LoopExecutor(body, lay, threads=ex.threads, channels_last=ex.channels_last)
+        else:
+            body_ex = BatchedExecutor(body, lay, getattr(ex, "chunk_size", None))
+        self._body = (body, body_ex)
+        return self._body  # type: ignore[no-any-return]
+
+    def features(self, x: Tensor, inputs: Tensor, *, shared_input: bool = False) -> Tensor:
+        """``[n, m, d]``: the body's output (the head's input) with row ``i`` of ``x`` on
+        ``inputs[i]`` (``[n, m, ...]``), or on the shared ``inputs`` (``[m, ...]``)."""
+        body, ex = self._body_executor()
+        n = x.shape[0]
+        if ex is None:  # no parameters: the same map for every client
+            with torch.no_grad():
+                if shared_input:
+                    f = body(inputs)
+                    return f.unsqueeze(0).expand(n, *f.shape)  # type: ignore[no-any-return]
+                f = body(inputs.reshape(-1, *inputs.shape[2:]))
+                return f.reshape(inputs.shape[0], inputs.shape[1], -1)  # type: ignore[no-any-return]
+        out: Tensor = ex.logits(x[:, self.layout.cols("body")], inputs, shared_input=shared_input)
+        return out
+
+    def split_features(self, x: Tensor, split: str = "train") -> tuple[Tensor, Tensor, Tensor]:
+        """Features of every client's own ``split`` samples under row ``i`` of ``x``:
+        ``(features [n, M, d], labels [n, M], mask [n, M] bool)``, padded to the largest client
+        (``mask`` marks its real samples)."""
+        data, n = self.data, x.shape[0]
+        chunk = eval_chunk(n, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
+        chunk = min(chunk, max(1, int(np.max(data.sizes(split)))))
+        feats, labels, masks = [], [], []
+        for b in data.eval_batches(split, batch_size=chunk):
+            feats.append(self.features(x, b.x.to(x.dtype)))
+            labels.append(b.y)
+            masks.append(torch.ones_like(b.y, dtype=torch.bool) if b.mask is None
+                         else b.mask.to(torch.bool))
+        return torch.cat(feats, dim=1), torch.cat(labels, dim=1), torch.cat(masks, dim=1)

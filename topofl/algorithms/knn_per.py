@@ -1,0 +1,190 @@
+r"""kNN-Per: a FedAvg global model interpolated with a local nearest-neighbour classifier.
+
+References
+----------
+.. [1] O. Marfoq, G. Neglia, R. Vidal, L. Kameni, "Personalized Federated Learning through
+   Local Memorization", ICML 2022 (kNN-Per).
+.. [2] S. Kharrat, M. Canini, S. Horvath, "Decentralized Personalized Federated Learning"
+   (DPFL), Table 1 and Appendix F.6 (kNN-Per as a baseline: k = 10, interpolation 0.5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from topofl._validation import check_int, check_real
+from topofl.algorithms._common import ServerParams, check_work
+from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.protocol import Adjust, Algorithm, Phase, Round, Services
+
+__all__ = ["knn_per", "knn_probabilities"]
+
+
+def knn_probabilities(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor, *, k: int,
+                      num_classes: int, temperature: float) -> Tensor:
+    r"""Class probabilities of a kernel-weighted k-nearest-neighbour vote, per client.
+
+    For client $i$ and query $q$, with $\mathcal{N}_k(q)$ the $k$ stored features of client
+    $i$ closest to $q$ (Euclidean distance $d$):
+    $p(c \mid q) = \sum_{j \in \mathcal{N}_k} e^{-d(q, f_j)/T}\,1[y_j = c] /
+    \sum_{j \in \mathcal{N}_k} e^{-d(q, f_j)/T}$. A client with fewer than $k$ stored samples
+    votes with all of them; one with none gives the uniform distribution.
+
+    Parameters
+    ----------
+    query : Tensor
+        ``[n, m, d]`` features to classify.
+    keys : Tensor
+        ``[n, M, d]`` each client's stored features (its datastore).
+    labels : Tensor
+        ``[n, M]`` their labels.
+    valid : Tensor
+        ``[n, M]`` bool: which stored entries are real (the others are padding).
+    k : int
+    num_classes : int
+    temperature : float
+        $T > 0$ (the larger, the closer to a plain majority vote).
+
+    Returns
+    -------
+    Tensor
+        ``[n, m, num_classes]``, rows summing to 1.
+
+    Examples
+    --------
+    One client, three stored points on a line (labels 0, 0, 1) and a query at 1.4 with
+    ``k = 2``: the neighbours are 1.0 (label 0, distance 0.4) and 2.0 (label 1, distance 0.6),
+    so $p(0) = 1 / (1 + e^{-0.2}) = 0.5498$.
+
+    >>> import torch
+    >>> from topofl.algorithms.knn_per import knn_probabilities
+    >>> keys = torch.tensor([[[0.0], [1.0], [2.0]]], dtype=torch.float64)
+    >>> p = knn_probabilities(torch.tensor([[[1.4]]], dtype=torch.float64), keys,
+    ...     torch.tensor([[0, 0, 1]]), torch.ones(1, 3, dtype=torch.bool), k=2,
+    ...     num_classes=2, temperature=1.0)
+    >>> [round(v, 4) for v in p.flatten().tolist()]
+    [0.5498, 0.4502]
+    """
+    n, m = query.shape[0], query.shape[1]
+    probs = torch.zeros(n, m, num_classes, dtype=query.dtype, device=query.device)
+    if keys.shape[1] == 0:
+        return probs.fill_(1.0 / num_classes)
+    dist = torch.cdist(query, keys.to(query.dtype))  # [n, m, M]
+    dist = dist.masked_fill(~valid.unsqueeze(1), math.inf)
+    kk = min(k, keys.shape[1])
+    near, idx = torch.topk(dist, kk, dim=2, largest=False)  # [n, m, kk]
+    ok = torch.isfinite(near)
+    # shift by the nearest distance: the normalisation cancels it and exp cannot underflow
+    shifted = near - near[:, :, :1].masked_fill(~ok[:, :, :1], 0.0)
+    w = torch.where(ok, torch.exp(-shifted / temperature), torch.zeros_like(near))
+    lab = torch.gather(labels.unsqueeze(1).expand(n, m, labels.shape[1]), 2, idx)
+    probs.scatter_add_(2, lab, w)
+    total = probs.sum(dim=2, keepdim=True)
+    return torch.where(total > 0, probs / total.clamp_min(torch.finfo(probs.dtype).tiny),
+                       torch.full_like(probs, 1.0 / num_classes))
+
+
+@register_algorithm("knn_per")
+@server_factory
+def knn_per(
+    hp: ServerParams,
+    *,
+    k: int = 10,
+    interpolation: float = 0.5,
+    temperature: float = 1.0,
+    local_steps: int | None = None,
+    local_epochs: float | tuple[float, ...] | None = None,
+) -> Algorithm:
+    r"""kNN-Per: FedAvg's global model, interpolated at prediction time with a local kNN.
+
+    Training is FedAvg (local SGD, server average of the whole model). To predict, client $i$
+    embeds its own training samples with the global model's feature extractor $\phi$ (the
+    output of the model's body, the input of its last layer) into a datastore, and mixes the
+    model's softmax with a $k$-nearest-neighbour vote over that datastore:
+    $p_i(y \mid x) = \lambda\, p_{\mathrm{kNN},i}(y \mid \phi(x)) +
+    (1 - \lambda)\, \mathrm{softmax}(h(\phi(x)))_y$ (:func:`knn_probabilities`).
+
+    Parameters
+    ----------
+    lr : float, default 0.1
+        Local learning rate (``lr * decay**t`` at round ``t``).
+    k : int, default 10
+        Neighbours per query (DPFL's setting, Appendix F.6).
+    interpolation : float in [0, 1], default 0.5
+        $\lambda$: 0 is the global model, 1 the kNN classifier alone (DPFL's setting 0.5).
+    temperature : float, default 1
+        $T > 0$ of the kernel weights $e^{-d/T}$ on the neighbours' Euclidean distances
+        (the larger, the closer to a plain majority vote).
+    local_steps, local_epochs
+        Local work per round: steps (default 1) or epochs.
+    momentum : float, default 0
+        Heavy-ball momentum of the local SGD (restarted every round).
+    weight_decay : float, default 0
+    decay : float, default 1
+    participation : float in (0, 1], default 1
+    sample_seed : int, default 0
+    weighting : {"uniform", "data_size"}, default "uniform"
+
+    Returns
+    -------
+    Algorithm
+        FedAvg with a ``predict`` hook (:class:`~topofl.engine.Algorithm`): every evaluation
+        builds the datastores from the clients' training splits
+        (``env.split_features(x, "train")``) and scores with $\log p_i$, so the recorded
+        accuracy is the interpolated classifier's and the loss its cross-entropy.
+        ``shared="all"``, ``uses_topology=False``.
+
+    Notes
+    -----
+    The datastore holds all of the client's training samples and is rebuilt from the current
+    global model at every evaluation. Log-probabilities are clipped at the smallest positive
+    float (with $\lambda = 1$ a class no neighbour votes for has probability 0). The model
+    must be a :class:`~topofl.models.SplitModel` (its ``body`` gives $\phi$; a body without
+    parameters, e.g. ``logistic``'s ``Flatten``, gives the raw inputs). Cost per evaluation:
+    one forward pass of the body over every client's training split, and per test batch of
+    ``m`` samples a ``[n, m, M]`` distance tensor (``M`` the largest training split).
+    Messages: ``2 m`` per round with ``m`` participants.
+
+    References
+    ----------
+    .. [1] O. Marfoq, G. Neglia, R. Vidal, L. Kameni, "Personalized Federated Learning through
+       Local Memorization", ICML 2022.
+
+    Examples
+    --------
+    >>> algo = tf.algorithms.knn_per(0.05, k=5, interpolation=0.3)
+    >>> algo.hparams["k"], algo.hparams["interpolation"], algo.predict is not None
+    (5, 0.3, True)
+    """
+    k = check_int(k, "k", low=1)
+    lam = check_real(interpolation, "interpolation", low=0, high=1)
+    temperature = check_real(temperature, "temperature", low=0, low_open=True)
+    steps, epochs = check_work(local_steps, local_epochs)
+
+    def predict(x_eval: Tensor, rnd: Round, env: Services) -> Adjust:
+        keys, labels, valid = env.split_features(x_eval, "train")
+
+        def adjust(inputs: Tensor, logits: Tensor, shared_input: bool) -> Tensor:
+            q = env.features(x_eval, inputs, shared_input=shared_input)
+            p_knn = knn_probabilities(q, keys, labels, valid, k=k,
+                                      num_classes=logits.shape[-1], temperature=temperature)
+            p = torch.softmax(logits, dim=-1).mul_(1.0 - lam).add_(p_knn.to(logits.dtype),
+                                                                    alpha=lam)
+            return p.clamp_min_(torch.finfo(p.dtype).tiny).log_()
+
+        return adjust
+
+    algo = server_algorithm(
+        "knn_per", hp,
+        dict(lr=hp.lr, k=k, interpolation=lam, temperature=temperature,
+             momentum=hp.momentum, weight_decay=hp.weight_decay, local_steps=steps,
+             local_epochs=epochs, decay=hp.decay),
+        (Phase("all", steps, epochs, hp.lr, name="global"),),
+        shared="all",
+    )
+    return algo._replace(predict=predict)
+
