@@ -411,7 +411,9 @@ class LoopExecutor:
         def work(w: int) -> None:
             call = self._calls[w]
             for i in range(w, n, workers):
-                if failed:
+                # stop after a failure, but still run every client below the lowest failed
+                # one: the error raised is then always the lowest failing client's
+                if failed and i > min(f[0] for f in failed):
                     return
                 try:
                     fn(call, i)
