@@ -49,17 +49,30 @@ def main(argv: list[str] | None = None) -> int:
         spread[p.title] = dict(zip(table["curve"], table["final max"] - table["final min"]))
         notes += [n for n in p.notes if n not in notes]
     axes[1].set_ylabel("")
+    axes[0].set_ylim(bottom=0.85)  # the paper's Fig. 15 starts its y axis at 89%
     fig.suptitle("D-Cliques (fully-connected inter-clique), logistic regression, 100 nodes")
     fig.tight_layout()
-    ca, no = finals["with Clique Averaging"], finals["without Clique Averaging"]
-    drop_ca = ca["full cliques"] - ca["5 edges removed per clique"]
-    drop_no = no["full cliques"] - no["5 edges removed per clique"]
-    wider = (spread["without Clique Averaging"]["5 edges removed per clique"]
-             - spread["without Clique Averaging"]["full cliques"])
-    holds = drop_ca < 0.01 and drop_ca <= drop_no + 0.005
-    measured = (f"removing 5 edges per clique costs {100 * drop_no:.1f} points without and "
-                f"{100 * drop_ca:.1f} with Clique Averaging (final accuracy; the spread "
-                f"between nodes without Clique Averaging changes by {100 * wider:+.1f} points)")
+    def speed(panel: str, curve: str) -> float:  # mean accuracy over the run: convergence speed
+        t = numbers[panel].set_index("curve")
+        return float(t.loc[curve, "mean over rounds"])
+
+    full, five = "full cliques", "5 edges removed per clique"
+    slow = {p: speed(p, full) - speed(p, five) for p in numbers}
+    wider = {p: spread[p][five] - spread[p][full] for p in numbers}
+    no_ca, ca = "without Clique Averaging", "with Clique Averaging"
+    ca_unaffected = abs(slow[ca]) < 0.005 and abs(finals[ca][full] - finals[ca][five]) < 0.005
+    no_ca_hurt = slow[no_ca] > max(slow[ca], 0.0) and wider[no_ca] > 0
+    holds = True if ca_unaffected and no_ca_hurt else None if ca_unaffected else False
+    measured = (f"removing 5 edges per clique lowers the mean accuracy over the run by "
+                f"{100 * slow[no_ca]:.2f} points without and {100 * slow[ca]:.2f} with Clique "
+                f"Averaging, and changes the final spread between nodes by "
+                f"{100 * wider[no_ca]:+.2f} and {100 * wider[ca]:+.2f} points; final accuracy "
+                f"{finals[no_ca][full]:.3f} -> {finals[no_ca][five]:.3f} without, "
+                f"{finals[ca][full]:.3f} -> {finals[ca][five]:.3f} with Clique Averaging")
+    if not no_ca_hurt:
+        notes.append("without Clique Averaging the removal barely matters here either: on the "
+                     "stand-in a node's 2 classes hold 14 samples, so its gradient bias is "
+                     "small next to MNIST's 500 (a likely reason, not measured)")
     png = figures.write(
         args, fig, title="D-Cliques Fig. 15: intra-clique edge removal on MNIST",
         setting={p.title: p.setting for p in found.values()}, numbers=numbers,
