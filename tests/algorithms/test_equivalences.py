@@ -31,6 +31,10 @@ STEPS: dict[str, dict[str, Any]] = {
     "dpfl": {"tau_init": 0.25, "local_steps": 2, "lr": 0.1, "budget": 2},
     "fedrep": {"head_steps": 2, "body_steps": 1},
     "fedbabu": {"finetune_steps": 2},
+    "apfl": {"local_steps": 2},
+    "perfedavg": {"local_steps": 2},
+    "fedprox": {"local_steps": 2},
+    "fedprox_ft": {"local_steps": 2},
 }
 
 
@@ -139,6 +143,7 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     "sgp": ({}, False, tf.topologies.random_directed(6, 2, seed=0, mode="push")),
     "osgp": ({}, False, tf.topologies.random_directed(6, 2, seed=0, mode="push")),
     "fedavg": ({"local_steps": 5}, True, None),
+    "fedprox": ({"local_steps": 5}, True, None),
 }
 NO_COMMON_OPTIMUM = {
     "local": "never communicates: each client reaches its own optimum",
@@ -146,6 +151,10 @@ NO_COMMON_OPTIMUM = {
     "fedper": "personalized heads", "fedrep": "personalized heads",
     "fedbabu": "fine-tunes at evaluation", "ditto": "personal models",
     "pfeddst": "data-driven peer selection", "dpfl": "data-driven collaboration graph",
+    "apfl": "personal mixed models",
+    "fedavg_ft": "fine-tunes at evaluation",
+    "fedprox_ft": "fine-tunes at evaluation",
+    "perfedavg": "adapts at evaluation",
 }
 
 
