@@ -96,12 +96,12 @@ def apfl(
     alpha_lr: float | None = None,
     local_steps: int = 1,
 ) -> Algorithm:
-    r"""APFL: a personal model mixed with the global one, $\bar v_i = \alpha_i v_i +
-    (1 - \alpha_i) w_i$, the mixing weight $\alpha_i$ learned by each client.
+    r"""APFL: each client mixes a personal model with the global one, the mixing weight learned.
 
     Client $i$ holds its copy $w_i$ of the global model, a personal model $v_i$ and
-    $\alpha_i \in [0, 1]$. Each local step (Algorithm 1 of Deng et al.), from the iterates of
-    the previous step:
+    $\alpha_i \in [0, 1]$, and is evaluated with
+    $\bar v_i = \alpha_i v_i + (1 - \alpha_i) w_i$. Each local step (Algorithm 1 of Deng et
+    al.), from the iterates of the previous step:
 
     1. $v_i \leftarrow v_i - \eta\, \alpha_i \nabla F_i(\bar v_i)$ and, when ``adapt_alpha``,
        $\alpha_i \leftarrow \Pi_{[0,1]}(\alpha_i - \eta_\alpha \langle v_i - w_i,

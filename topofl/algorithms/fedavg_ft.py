@@ -31,12 +31,12 @@ def fedavg_ft(
     finetune_epochs: float | None = None,
     finetune_lr: float | None = None,
 ) -> Algorithm:
-    r"""FedAvg+FT: train with :func:`~topofl.algorithms.fedavg`; evaluate each client with the
-    global model fine-tuned on its own training data.
+    r"""FedAvg+FT: FedAvg, each client scored with the global model fine-tuned on its data.
 
-    Training is FedAvg exactly (same keywords, same state, same numbers). To evaluate, each
-    client fine-tunes a *copy* of the global model with plain SGD on the whole model, on its
-    own training batches, and is scored with the copy; the training state is untouched.
+    Training is :func:`~topofl.algorithms.fedavg` exactly (same keywords, same state, same
+    numbers). To evaluate, each client fine-tunes a *copy* of the global model with plain SGD
+    on the whole model, on its own training batches, and is scored with the copy; the training
+    state is untouched.
 
     Parameters
     ----------

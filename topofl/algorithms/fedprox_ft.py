@@ -27,8 +27,7 @@ def fedprox_ft(
     finetune_epochs: float | None = None,
     finetune_lr: float | None = None,
 ) -> Algorithm:
-    r"""FedProx+FT: train with :func:`~topofl.algorithms.fedprox`; evaluate each client with
-    the global model fine-tuned on its own training data.
+    r"""FedProx+FT: FedProx, each client scored with the global model fine-tuned on its data.
 
     The training is FedProx's (``mu``, default 0.1, and FedAvg's keywords); the fine-tuning is
     :func:`~topofl.algorithms.fedavg_ft`'s (plain SGD on a copy of the whole model, without the

@@ -69,8 +69,10 @@ def perfedavg(
     local_steps: int = 1,
     adapt_steps: int = 1,
 ) -> Algorithm:
-    r"""Per-FedAvg (first-order): FedAvg on $F_i(w - \alpha \nabla F_i(w))$; each client is
-    evaluated after adapting the global model with a gradient step on its own data.
+    r"""Per-FedAvg (first-order): FedAvg on the MAML objective $F_i(w - \alpha \nabla F_i(w))$.
+
+    Each client is evaluated after adapting the global model with a gradient step on its own
+    data.
 
     Each local step of client $i$ (Algorithm 1 of Fallah et al., FO version), from its model
     $w$: draw a batch $\mathcal{D}$ and set $\tilde w = w - \alpha \nabla F_i(w; \mathcal{D})$;
