@@ -457,3 +457,40 @@ def test_round_objects_are_unchanged_by_participation() -> None:
     state = algo.init(torch.zeros(4, 1, dtype=D), toy_services(4))
     algo.communicate(state, rnd, toy_services(4))
     assert rnd.topology is ring
+
+
+# ----------------------------------------------------------------------------- engine paths
+
+
+@pytest.mark.parametrize("which", [pytest.param("fedavg", marks=pytest.mark.slow), "dfedpgp"])
+def test_sampled_runs_agree_on_every_engine_path(data: Any, which: str, tmp_path: Any
+                                                 ) -> None:
+    from tests.algorithms.test_equivalences import _same_run
+    from tests.engine._crash import Crash, CrashingData
+
+    if which == "fedavg":
+        algo = tf.algorithms.fedavg(lr=0.2, momentum=0.5, local_steps=2, participation=0.5,
+                                    sample_seed=1)
+        topo = None
+    else:
+        algo = tf.algorithms.dfedpgp(local_steps_u=2, local_steps_v=1, participation=0.5,
+                                     sample_seed=1)
+        topo = tf.topologies.random_directed_push(4, 2, seed=0)
+    model = tf.models.build_model("mlp", data.input_shape, data.num_classes, seed=0,
+                                  hidden=(6,))
+
+    def run(**kw: Any) -> Any:
+        cfg = dict(rounds=4, seed=0, batch_size=5, eval_every=2, dtype="float64",
+                   record_clients=True, spectral=False)
+        resume = kw.pop("resume", None)
+        d = kw.pop("run_data", data)
+        cfg.update(kw)
+        return tf.engine.run(tf.engine.RunConfig(**cfg), topo, algo, d, model, resume=resume)
+
+    full = run(executor="batched")
+    _same_run(full, run(executor="loop"))
+    ck = dict(checkpoint_every=2, checkpoint_path=str(tmp_path / "ck.pt"),
+              records_path=str(tmp_path / "r.jsonl"))
+    with pytest.raises(Crash):
+        run(run_data=CrashingData(data, at=3), **ck)
+    _same_run(full, run(resume=tmp_path / "ck.pt", **ck), rtol=0)
