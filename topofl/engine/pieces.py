@@ -503,9 +503,10 @@ def with_participation(algorithm: Algorithm, participation: float, sample_seed: 
     :func:`active_topology` of the round's graph (``keep`` = what the algorithm ``requires``:
     column renormalisation for push-sum, the dropped weights kept on the diagonal for a doubly
     stochastic ``W``), so an inactive client keeps its model and the messages counted are the
-    arcs between active clients. ``participation`` and ``sample_seed`` go into the recorded
-    hyper-parameters. With ``participation >= 1`` the pieces are returned unchanged (the same
-    run, fused and streamed paths included).
+    arcs between active clients (with OSGP's overlap, what was already in flight towards a
+    client that becomes inactive still arrives). ``participation`` and ``sample_seed`` go into
+    the recorded hyper-parameters. With ``participation >= 1`` the pieces are returned
+    unchanged (the same run, fused and streamed paths included).
 
     Examples
     --------
