@@ -35,6 +35,10 @@ STEPS: dict[str, dict[str, Any]] = {
     "dis_pfl": {"local_steps": 2},
     "pfedgraph": {"local_steps": 2},
     "knn_per": {"local_steps": 2, "k": 3},
+    "apfl": {"local_steps": 2},
+    "perfedavg": {"local_steps": 2},
+    "fedprox": {"local_steps": 2},
+    "fedprox_ft": {"local_steps": 2},
 }
 
 
@@ -145,6 +149,7 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     "fedavg": ({"local_steps": 5}, True, None),
     # issue 15: kNN-Per trains FedAvg's global model (the kNN acts only at prediction)
     "knn_per": ({"local_steps": 5}, True, None),
+    "fedprox": ({"local_steps": 5}, True, None),
 }
 NO_COMMON_OPTIMUM = {
     "local": "never communicates: each client reaches its own optimum",
@@ -155,6 +160,10 @@ NO_COMMON_OPTIMUM = {
     # issue 15, second batch of baselines
     "dis_pfl": "personalized sparse masks",
     "pfedgraph": "personalized aggregation along a learned graph",
+    "apfl": "personal mixed models",
+    "fedavg_ft": "fine-tunes at evaluation",
+    "fedprox_ft": "fine-tunes at evaluation",
+    "perfedavg": "adapts at evaluation",
 }
 
 

@@ -11,6 +11,7 @@ Examples
 True
 """
 
+from topofl.algorithms.apfl import apfl
 from topofl.algorithms.base import (
     ALGORITHMS,
     get_algorithm,
@@ -25,12 +26,16 @@ from topofl.algorithms.ditto import ditto
 from topofl.algorithms.dpfl import aggregation_matrix, bggc, bggc_batched, dpfl, ggc, ggc_batched
 from topofl.algorithms.dsgd import dsgd
 from topofl.algorithms.fedavg import fedavg
+from topofl.algorithms.fedavg_ft import fedavg_ft
 from topofl.algorithms.fedbabu import fedbabu
 from topofl.algorithms.fedper import fedper
+from topofl.algorithms.fedprox import fedprox
+from topofl.algorithms.fedprox_ft import fedprox_ft
 from topofl.algorithms.fedrep import fedrep
 from topofl.algorithms.knn_per import knn_per
 from topofl.algorithms.local import local
 from topofl.algorithms.osgp import osgp
+from topofl.algorithms.perfedavg import perfedavg
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
 from topofl.algorithms.pfedgraph import pfedgraph
 from topofl.algorithms.sgp import sgp
@@ -65,6 +70,9 @@ __all__ = [
     "dfedavgm",
     "local",
     "fedavg",
+    "fedavg_ft",
+    "fedprox",
+    "fedprox_ft",
     "sgp",
     "osgp",
     "dfedpgp",
@@ -73,6 +81,8 @@ __all__ = [
     "fedrep",
     "fedbabu",
     "ditto",
+    "apfl",
+    "perfedavg",
     "pfeddst",
     "pfeddst_scores",
     "pfeddst_select",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from topofl._validation import check_choice, check_int, check_real
-from topofl.engine.pieces import SGD, compose_init
+from topofl.engine.pieces import SGD, compose_init, with_participation
 from topofl.engine.protocol import Algorithm, Phase
 
 Epochs = float | tuple[float, ...] | None
@@ -114,22 +114,44 @@ def check_server(lr: Any, momentum: Any, weight_decay: Any, decay: Any, particip
     )
 
 
-def sgd_factory(*, default_momentum: float = 0.0, default_steps: int = 1
+def check_participation(participation: Any, sample_seed: Any) -> tuple[float, int]:
+    """Validate the fraction of clients active per round and the seed of their sampling."""
+    return (check_real(participation, "participation", low=0, high=1, low_open=True),
+            check_int(sample_seed, "sample_seed", low=0))
+
+
+def sgd_factory(*, default_momentum: float = 0.0, default_steps: int = 1,
+                participation: bool = False
                 ) -> Callable[[Callable[[SGDParams], Algorithm]], Callable[..., Algorithm]]:
     """Turn ``build(hp: SGDParams) -> Algorithm`` into a factory taking the local-SGD keywords.
 
     The factory is ``(lr=0.1, *, momentum, weight_decay=0, local_steps=None,
     local_epochs=None, decay=1)``, checked with :func:`check_sgd`; it has ``build``'s name
-    and docstring, and an ordinary signature (``inspect.signature`` lists the keywords).
+    and docstring, and an ordinary signature (``inspect.signature`` lists the keywords). With
+    ``participation=True`` (gossip and push-sum algorithms) it also takes ``participation=1``
+    and ``sample_seed=0``: a fraction of the clients active per round
+    (:func:`~topofl.engine.pieces.with_participation`).
     """
 
     def deco(build: Callable[[SGDParams], Algorithm]) -> Callable[..., Algorithm]:
-        def factory(lr: float = 0.1, *, momentum: float = default_momentum,
-                    weight_decay: float = 0.0, local_steps: int | None = None,
-                    local_epochs: float | tuple[float, ...] | None = None,
-                    decay: float = 1.0) -> Algorithm:
+        def plain(lr: float = 0.1, *, momentum: float = default_momentum,
+                  weight_decay: float = 0.0, local_steps: int | None = None,
+                  local_epochs: float | tuple[float, ...] | None = None,
+                  decay: float = 1.0) -> Algorithm:
             return build(check_sgd(lr, momentum, weight_decay, decay, local_steps,
                                    local_epochs, default_steps=default_steps))
+
+        def sampled(lr: float = 0.1, *, momentum: float = default_momentum,
+                    weight_decay: float = 0.0, local_steps: int | None = None,
+                    local_epochs: float | tuple[float, ...] | None = None,
+                    decay: float = 1.0, participation: float = 1.0,
+                    sample_seed: int = 0) -> Algorithm:
+            frac, seed = check_participation(participation, sample_seed)
+            algo = build(check_sgd(lr, momentum, weight_decay, decay, local_steps,
+                                   local_epochs, default_steps=default_steps))
+            return with_participation(algo, frac, seed)
+
+        factory = sampled if participation else plain
 
         factory.__name__ = factory.__qualname__ = build.__name__
         factory.__doc__, factory.__module__ = build.__doc__, build.__module__

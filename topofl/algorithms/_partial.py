@@ -10,10 +10,11 @@ from topofl.algorithms._common import (
     check_decay,
     check_lr,
     check_momentum,
+    check_participation,
     check_wd,
     check_work,
 )
-from topofl.engine.pieces import require_split
+from topofl.engine.pieces import require_split, with_participation
 from topofl.engine.protocol import Algorithm, Phase, Services, State
 
 # Section 5.1 of DFedPGP: "train the shared part for 5 epochs per round [...] and train 1 epoch
@@ -102,8 +103,9 @@ def check_partial(lr_u: Any, lr_v: Any, lr: Any, momentum: Any, weight_decay: An
 
 def partial_factory(build: Callable[[PartialParams], Algorithm]) -> Callable[..., Algorithm]:
     """Turn ``build(hp: PartialParams)`` into a factory taking DFedPGP's keywords (see
-    :func:`~topofl.algorithms.dfedpgp`), with ``build``'s name and docstring and an ordinary
-    signature."""
+    :func:`~topofl.algorithms.dfedpgp`) and ``participation``/``sample_seed``
+    (:func:`~topofl.engine.pieces.with_participation`), with ``build``'s name and docstring
+    and an ordinary signature."""
 
     def factory(
         lr_u: float | None = None,
@@ -119,10 +121,14 @@ def partial_factory(build: Callable[[PartialParams], Algorithm]) -> Callable[...
         lr: float | None = None,
         local_steps: int | None = None,
         local_epochs: float | tuple[float, ...] | None = None,
+        participation: float = 1.0,
+        sample_seed: int = 0,
     ) -> Algorithm:
-        return build(check_partial(lr_u, lr_v, lr, momentum, weight_decay, decay,
+        frac, seed = check_participation(participation, sample_seed)
+        algo = build(check_partial(lr_u, lr_v, lr, momentum, weight_decay, decay,
                                    local_epochs_u, local_steps_u, local_epochs_v,
                                    local_steps_v, local_steps, local_epochs))
+        return with_participation(algo, frac, seed)
 
     factory.__name__ = factory.__qualname__ = build.__name__
     factory.__doc__, factory.__module__ = build.__doc__, build.__module__

@@ -52,11 +52,29 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from topofl.algorithms._common import ServerParams, check_server
-from topofl.engine.pieces import SGD, Sampled, compose_init, restart_momentum, server_average
-from topofl.engine.protocol import Algorithm, Part, Phase, Services, State, parameters
+from torch import Tensor
+
+from topofl._validation import check_choice, check_int, check_real
+from topofl.algorithms._common import (
+    WEIGHTINGS,
+    ServerParams,
+    SGDParams,
+    check_lr,
+    check_server,
+    check_sgd,
+    check_work,
+)
+from topofl.engine.pieces import (
+    SGD,
+    Sampled,
+    compose_init,
+    exact_average,
+    restart_momentum,
+    server_average,
+)
+from topofl.engine.protocol import Algorithm, Part, Phase, Round, Services, State, parameters
 
 
 def server_algorithm(name: str, hp: ServerParams, hparams: dict[str, Any],
@@ -124,4 +142,143 @@ def same_head(x0: Any, env: Services) -> None:
     x0[:, h] = x0[0:1, h].clone().expand(x0.shape[0], -1)
 
 
-__all__ = ["server_algorithm", "server_factory", "same_head", "State"]
+class FedAvgParams(NamedTuple):
+    """Checked hyper-parameters of the FedAvg family (FedAvg, FedProx and their +FT)."""
+
+    sgd: SGDParams
+    participation: float
+    sample_seed: int
+    weighting: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The hyper-parameters as recorded in the run config."""
+        return dict(self.sgd.as_dict(), participation=self.participation,
+                    sample_seed=self.sample_seed, weighting=self.weighting)
+
+
+#: FedAvg's keywords after ``lr``, with their defaults (``local_*``: one step by default)
+_FEDAVG = (("momentum", 0.0, "float"), ("weight_decay", 0.0, "float"),
+           ("local_steps", None, "int | None"),
+           ("local_epochs", None, "float | tuple[float, ...] | None"), ("decay", 1.0, "float"),
+           ("participation", 1.0, "float"), ("sample_seed", 0, "int"),
+           ("weighting", "uniform", "str"))
+
+
+def fedavg_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
+    """Turn ``build(hp: FedAvgParams, *, <its own keywords>)`` into a factory taking ``lr``,
+    FedAvg's keywords (``momentum``, ``weight_decay``, ``local_steps``, ``local_epochs``,
+    ``decay``, ``participation``, ``sample_seed``, ``weighting``) and its own, with an ordinary
+    ``inspect.signature``; an unknown keyword is a ``TypeError``."""
+    own = list(inspect.signature(build).parameters.values())[1:]
+    lr = inspect.Parameter("lr", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=0.1,
+                           annotation="float")
+    shared = [inspect.Parameter(k, _KW, default=d, annotation=t) for k, d, t in _FEDAVG]
+    sig = inspect.Signature([lr, *shared, *own], return_annotation="Algorithm")
+
+    def factory(*args: Any, **kwargs: Any) -> Algorithm:
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        kw = dict(bound.arguments)
+        sgd = check_sgd(kw.pop("lr"), kw.pop("momentum"), kw.pop("weight_decay"),
+                        kw.pop("decay"), kw.pop("local_steps"), kw.pop("local_epochs"))
+        hp = FedAvgParams(
+            sgd,
+            check_real(kw.pop("participation"), "participation", low=0, high=1,
+                       low_open=True),
+            check_int(kw.pop("sample_seed"), "sample_seed", low=0),
+            check_choice(kw.pop("weighting"), "weighting", WEIGHTINGS),
+        )
+        return build(hp, **kw)
+
+    factory.__signature__ = sig  # type: ignore[attr-defined]  # read by inspect.signature
+    factory.__name__ = factory.__qualname__ = build.__name__
+    factory.__doc__, factory.__module__ = build.__doc__, build.__module__
+    return factory
+
+
+def fedavg_algorithm(name: str, hp: FedAvgParams, *, hparams: dict[str, Any] | None = None,
+                     local: Any = None, evaluate: Any = None, round_start: Any = None
+                     ) -> Algorithm:
+    """The FedAvg family: local SGD on the whole model (``local``, by default
+    :class:`~topofl.engine.pieces.SGD` with momentum kept across rounds), then the server's
+    average written to every client.
+
+    Full participation with the plain mean is :func:`~topofl.engine.pieces.exact_average`
+    (the historical ``fedavg``, unchanged to the bit); otherwise the round's participants
+    (``participation``, ``sample_seed``) train (:class:`~topofl.engine.pieces.Sampled`) and
+    :func:`~topofl.engine.pieces.server_average` averages them.
+    """
+    sgd = SGD(hp.sgd.momentum, hp.sgd.weight_decay) if local is None else local
+    sampled = hp.participation < 1.0
+    if sampled or hp.weighting != "uniform":
+        communicate = server_average("all", participation=hp.participation,
+                                     sample_seed=hp.sample_seed, weighting=hp.weighting)
+    else:
+        communicate = exact_average()
+    piece = Sampled(sgd, hp.participation, hp.sample_seed) if sampled else sgd
+    fields: dict[str, Any] = {}
+    if round_start is not None:
+        fields["round_start"] = round_start
+    return Algorithm(
+        name=name,
+        hparams=dict(hp.as_dict(), **(hparams or {})),
+        phases=(Phase("all", hp.sgd.steps, hp.sgd.epochs, hp.sgd.lr),),
+        init=compose_init(piece),
+        local=piece,
+        communicate=communicate,
+        evaluate=parameters if evaluate is None else evaluate,
+        requires=None,
+        decay=hp.sgd.decay,
+        uses_topology=False,
+        **fields,
+    )
+
+
+_FINETUNE_STREAM = 11  # local_train stream of the +FT baselines' evaluation-time fine-tuning
+
+
+class Finetune(NamedTuple):
+    """Checked fine-tuning of the +FT baselines: steps or epochs, learning rate."""
+
+    steps: int | None
+    epochs: float | None
+    lr: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The hyper-parameters as recorded in the run config."""
+        return dict(finetune_steps=self.steps, finetune_epochs=self.epochs,
+                    finetune_lr=self.lr)
+
+    def evaluate(self, state: State, rnd: Round, env: Services) -> Tensor:
+        """A fine-tuned copy of every client's model: plain SGD on the whole model, on its own
+        training batches (a stream of its own, indexed by the round); the state is untouched."""
+        x = state.x.clone()
+        if self.steps == 0 or self.epochs == 0:
+            return x
+        env.local_train(x, "all", self.lr, t=rnd.t, steps=self.steps, epochs=self.epochs,
+                        stream=_FINETUNE_STREAM)
+        return x
+
+
+def check_finetune(hp: FedAvgParams, steps: Any, epochs: Any, lr: Any) -> Finetune:
+    """Fine-tuning defaults to twice a round's local work (DPFL's "2 * tau local epochs")."""
+    if steps is None and epochs is None:
+        if isinstance(hp.sgd.epochs, tuple):
+            raise ValueError(
+                "with local_epochs given per client, give finetune_steps or finetune_epochs "
+                "explicitly (the default is twice a round's local work)"
+            )
+        if hp.sgd.epochs is not None:
+            epochs = 2 * hp.sgd.epochs
+        else:
+            steps = 2 * (hp.sgd.steps or 1)
+    fs, fe = check_work(steps, epochs, steps_name="finetune_steps",
+                        epochs_name="finetune_epochs", allow_zero=True)
+    if isinstance(fe, tuple):
+        raise TypeError("finetune_epochs must be one number, not one per client")
+    flr = hp.sgd.lr if lr is None else check_lr(lr, "finetune_lr")
+    return Finetune(fs, fe, flr)
+
+
+__all__ = ["server_algorithm", "server_factory", "same_head", "State", "FedAvgParams",
+           "fedavg_factory", "fedavg_algorithm", "Finetune", "check_finetune"]

@@ -16,7 +16,7 @@ __all__ = ["dfedavgm"]
 
 
 @register_algorithm("dfedavgm")
-@sgd_factory(default_momentum=0.9, default_steps=5)
+@sgd_factory(default_momentum=0.9, default_steps=5, participation=True)
 def dfedavgm(hp: SGDParams) -> Algorithm:
     r"""DFedAvgM: ``K`` local SGD steps with heavy-ball momentum, then one gossip step.
 
@@ -24,6 +24,8 @@ def dfedavgm(hp: SGDParams) -> Algorithm:
     local iterates start at the gossiped model, ``y^{t,-1} = y^{t,0} = x^t``). Takes the
     local-SGD keywords of :func:`~topofl.algorithms.dsgd`, with ``momentum=0.9`` and 5 local
     steps by default.
+    ``participation`` < 1 makes a sampled fraction of the clients active per round (the
+    others neither train nor communicate: :func:`~topofl.engine.pieces.with_participation`).
 
     Examples
     --------

@@ -88,6 +88,12 @@ def dfedpgp(hp: PartialParams) -> Algorithm:
         Library-wide aliases, so that every algorithm runs with the same keywords: ``lr`` sets
         ``lr_u`` (and ``lr_v`` unless given); ``local_steps``/``local_epochs`` set the body's
         local work (the work Table 3 varies).
+    participation : float in (0, 1], default 1
+        Fraction of the clients active per round, sampled from ``(sample_seed, t)``; the
+        others neither train nor send nor receive (they keep their models and push-sum
+        weights), and each active sender splits its mass over itself and its *active*
+        out-neighbours (:func:`~topofl.engine.pieces.with_participation`).
+    sample_seed : int, default 0
 
     Returns
     -------

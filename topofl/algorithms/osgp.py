@@ -17,7 +17,7 @@ __all__ = ["osgp"]
 
 
 @register_algorithm("osgp")
-@sgd_factory()
+@sgd_factory(participation=True)
 def osgp(hp: SGDParams) -> Algorithm:
     r"""Overlap SGP: messages sent at round ``t`` are received at round ``t + 1``.
 
@@ -25,6 +25,8 @@ def osgp(hp: SGDParams) -> Algorithm:
     received from the previous round's sends. The total mass $\sum_i x_i$ plus the mass in
     flight is preserved, and so is $\sum_i w_i$ plus the weights in flight (which sum to ``n``).
     Takes the local-SGD keywords of :func:`~topofl.algorithms.dsgd`.
+    ``participation`` < 1 makes a sampled fraction of the clients active per round (the
+    others neither train nor communicate: :func:`~topofl.engine.pieces.with_participation`).
 
     Examples
     --------

@@ -33,12 +33,14 @@ def push_sum_sgd(name: str, overlap: bool, hp: SGDParams) -> Algorithm:
 
 
 @register_algorithm("sgp")
-@sgd_factory()
+@sgd_factory(participation=True)
 def sgp(hp: SGDParams) -> Algorithm:
     r"""Stochastic Gradient Push over column-stochastic, possibly directed time-varying ``W_t``.
 
     Per round: gradient at $z_i = x_i / w_i$, step on $x_i$, then $x \leftarrow W_t x$,
     $w \leftarrow W_t w$. Takes the local-SGD keywords of :func:`~topofl.algorithms.dsgd`.
+    ``participation`` < 1 makes a sampled fraction of the clients active per round (the
+    others neither train nor communicate: :func:`~topofl.engine.pieces.with_participation`).
 
     Examples
     --------

@@ -46,7 +46,17 @@ from torch import Tensor
 
 from topofl._rng import generator_at
 from topofl.engine.layout import ParamLayout
-from topofl.engine.protocol import Kernel, LocalUpdate, Part, Phase, Round, Sent, Services, State
+from topofl.engine.protocol import (
+    Algorithm,
+    Kernel,
+    LocalUpdate,
+    Part,
+    Phase,
+    Round,
+    Sent,
+    Services,
+    State,
+)
 from topofl.graph import Topology
 
 __all__ = [
@@ -57,6 +67,9 @@ __all__ = [
     "CliqueAveraged",
     "Sampled",
     "participants",
+    "active_topology",
+    "with_participation",
+    "Proximal",
     "gossip",
     "PushSum",
     "exact_average",
@@ -404,6 +417,180 @@ class Sampled:
     def fused(self, executor: Any) -> Kernel | None:
         """Never fused."""
         return None
+
+
+@dataclass(frozen=True)
+class Proximal:
+    r"""A local update with FedProx's proximal term: the gradient of
+    $F_i(x) + \frac{\mu}{2}\|x - x^t\|^2$, i.e. ``g + mu * (x - anchor)``, fed to ``inner``.
+
+    The anchor $x^t$ is each client's model at the start of the round, kept in
+    ``state.extra["anchor"]`` (:meth:`round_start` copies it); rowwise when ``inner`` is.
+    """
+
+    inner: SGD
+    mu: float
+
+    @property
+    def rowwise(self) -> bool:
+        """As the inner piece (the term reads the client's own row)."""
+        return self.inner.rowwise
+
+    def init_(self, state: State, env: Services) -> None:
+        """The inner piece's buffers and the anchor."""
+        self.inner.init_(state, env)
+        state.extra["anchor"] = state.x.clone()
+
+    def round_start(self, state: State, rnd: Round, env: Services) -> None:
+        """Anchor the round at the models the clients hold now."""
+        state.extra["anchor"].copy_(state.x)
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """As the inner piece."""
+        return self.inner.point(state, phase, env)
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """``grads += mu * (x - anchor)`` on the phase's columns, then the inner step."""
+        cols = env.layout.cols(phase.part)
+        g = grads[:, cols]
+        g.add_(state.x[:, cols], alpha=self.mu).sub_(state.extra["anchor"][:, cols],
+                                                      alpha=self.mu)
+        self.inner.update(state, grads, phase, lr, rnd, env)
+
+    def fused(self, executor: Any) -> Kernel | None:
+        """Never fused."""
+        return None
+
+
+def active_topology(topology: Topology, active: Any, *, keep: str = "doubly") -> Topology:
+    r"""The round's graph with only the ``active`` clients communicating.
+
+    Every arc into or out of an inactive client is removed: an inactive client neither sends
+    nor receives, so its row and column of ``W`` become $e_i$ (it keeps its model, and its
+    push-sum weight). What an active client would have exchanged with an inactive one is
+    redistributed so that the property the algorithm needs survives:
+
+    * ``keep="column"`` (push-sum): each column is renormalised over the arcs it keeps, i.e. a
+      sender splits its mass over itself and its *active* out-neighbours in the proportions
+      ``W`` gave them. With push-sum weights $1/|\mathcal{N}^{out}_i|$ this is DFedPGP's
+      rule $p_{j,i} = 1/|\mathcal{N}^{out}_i|$ on the graph of the active clients.
+    * ``keep="row"``: each row is renormalised over the arcs it keeps (a client averages its
+      active in-neighbours in the proportions ``W`` gave them).
+    * ``keep="doubly"``: each client keeps for itself the weight it gave an inactive
+      neighbour, $W'_{ii} = 1 - \sum_{j \ne i \text{ kept}} W_{ij}$ (renormalising would break
+      double stochasticity). A symmetric doubly stochastic ``W`` (Metropolis weights) stays
+      symmetric and doubly stochastic; a non-symmetric one stays row stochastic.
+
+    Parameters
+    ----------
+    topology : Topology
+    active : sequence of int or None
+        The active clients (``None``: all of them, ``topology`` is returned as it is).
+    keep : {"doubly", "row", "column"}, default "doubly"
+
+    Returns
+    -------
+    Topology
+        Named ``"<name>|active"``, with ``params["active"]`` the number of active clients.
+
+    Examples
+    --------
+    A 4-ring with Metropolis weights 1/3, client 3 inactive: clients 0 and 2 keep the 1/3
+    they gave it, client 3 keeps its model.
+
+    >>> from topofl.engine.pieces import active_topology
+    >>> t = active_topology(tf.topologies.ring(4), [0, 1, 2])
+    >>> for row in t.to_dense().tolist():
+    ...     print([round(v, 3) for v in row])
+    [0.667, 0.333, 0.0, 0.0]
+    [0.333, 0.333, 0.333, 0.0]
+    [0.0, 0.333, 0.667, 0.0]
+    [0.0, 0.0, 0.0, 1.0]
+    >>> t.is_doubly_stochastic, t.messages_per_round
+    (True, 4)
+    """
+    import numpy as np
+    import scipy.sparse as sp
+
+    if keep not in ("doubly", "row", "column"):
+        raise ValueError(f"keep must be 'doubly', 'row' or 'column', got {keep!r}")
+    if active is None:
+        return topology
+    n = topology.n
+    on = np.zeros(n, dtype=bool)
+    idx = np.asarray(list(active), dtype=np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise ValueError(f"active clients must be in [0, {n - 1}], got {sorted(idx.tolist())}")
+    on[idx] = True
+    coo = topology.W.tocoo()
+    r, c, v = coo.row, coo.col, coo.data.astype(np.float64)
+    kept = (r == c) | (on[r] & on[c])
+    r, c, v = r[kept], c[kept], v[kept]
+    off = r != c
+    diag = np.zeros(n)
+    np.add.at(diag, r[~off], v[~off])
+    r, c, v = r[off], c[off], v[off]
+    if keep == "doubly":
+        rows = np.zeros(n)
+        np.add.at(rows, r, v)
+        diag = 1.0 - rows
+    else:
+        axis = c if keep == "column" else r
+        tot = diag.copy()
+        np.add.at(tot, axis, v)
+        empty = tot <= 0
+        tot[empty] = 1.0
+        v = v / tot[axis]
+        diag = np.where(empty, 1.0, diag / tot)
+    ii = np.arange(n)
+    W = sp.csr_array((np.concatenate([v, diag]), (np.concatenate([r, ii]),
+                                                   np.concatenate([c, ii]))), shape=(n, n))
+    return Topology.from_matrix(W, name=f"{topology.name}|active",
+                                params=dict(topology.params, active=int(on.sum())),
+                                groups=topology.groups)
+
+
+def with_participation(algorithm: Algorithm, participation: float, sample_seed: int = 0
+                       ) -> Algorithm:
+    """``algorithm`` (a gossip or push-sum algorithm) with a fraction of its clients active
+    each round.
+
+    Round ``t``'s active clients are :func:`participants` ``(n, t, participation,
+    sample_seed)``: ``max(1, floor(participation * n))`` of them, a pure function of
+    ``(sample_seed, t)``. The others take no local step (:class:`Sampled`: learning rate 0,
+    momentum frozen) and neither send nor receive: the algorithm's ``communicate`` runs on
+    :func:`active_topology` of the round's graph (``keep`` = what the algorithm ``requires``:
+    column renormalisation for push-sum, the dropped weights kept on the diagonal for a doubly
+    stochastic ``W``), so an inactive client keeps its model and the messages counted are the
+    arcs between active clients (with OSGP's overlap, what was already in flight towards a
+    client that becomes inactive still arrives). ``participation`` and ``sample_seed`` go into
+    the recorded hyper-parameters. With ``participation >= 1`` the pieces are returned
+    unchanged (the same run, fused and streamed paths included).
+
+    Examples
+    --------
+    >>> from topofl.engine.pieces import with_participation
+    >>> algo = with_participation(tf.algorithms.dsgd(lr=0.1), 0.5, sample_seed=3)
+    >>> algo.hparams["participation"], algo.hparams["sample_seed"], algo.local.rowwise
+    (0.5, 3, False)
+    """
+    hparams = dict(algorithm.hparams, participation=float(participation),
+                   sample_seed=int(sample_seed))
+    if participation >= 1.0:
+        return algorithm._replace(hparams=hparams)
+    keep = algorithm.requires if algorithm.requires in ("row", "column") else "doubly"
+    inner = algorithm.communicate
+
+    def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        sel = participants(env.n, rnd.t, participation, sample_seed)
+        return inner(state, Round(rnd.t, active_topology(_graph(rnd), sel, keep=keep)), env)
+
+    return algorithm._replace(
+        hparams=hparams,
+        local=Sampled(algorithm.local, participation, sample_seed),
+        communicate=communicate,
+    )
 
 
 # ----------------------------------------------------------------------------- communication

@@ -1,0 +1,186 @@
+r"""APFL: each client mixes a personal model with its copy of the global model, the mixing
+weight learned.
+
+References
+----------
+.. [1] Y. Deng, M. M. Kamani, M. Mahdavi, "Adaptive personalized federated learning",
+   arXiv:2003.13461, 2020 (APFL: Algorithm 1, the adaptive $\alpha$ of Section 3).
+.. [2] A. Kharrat, M. Canini, S. Horvath, "Decentralized personalized federated learning"
+   (DPFL), Table 1 and Appendix F.6 (APFL synchronised every round).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from topofl._validation import check_bool, check_int, check_real
+from topofl.algorithms._common import ServerParams, check_lr
+from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.pieces import SGD, Sampled, compose_init
+from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
+
+__all__ = ["apfl"]
+
+
+def _mix(state: State, out: Tensor | None = None) -> Tensor:
+    """$\bar v = \alpha v + (1 - \alpha) w$ row by row (exactly $v$ at $\alpha = 1$, $w$ at 0)."""
+    a = state.extra["alpha"].unsqueeze(1)
+    w = state.x
+    res = torch.mul(state.extra["personal"], a, out=out)
+    return res.addcmul_(w, 1.0 - a)
+
+
+@dataclass(frozen=True)
+class _APFL:
+    """APFL's local piece: ``"global"`` phases step $w$ (``state.x``) with plain local SGD;
+    ``"personal"`` phases take the gradient at $\\bar v$ and step $v$ and $\\alpha$."""
+
+    sgd: SGD
+    alpha0: float
+    alpha_scale: float  # alpha's rate = alpha_scale * the step's learning rate
+    adapt: bool
+
+    @property
+    def rowwise(self) -> bool:
+        return True
+
+    def init_(self, state: State, env: Services) -> None:
+        self.sgd.init_(state, env)
+        state.extra["personal"] = state.x.clone()
+        state.extra["alpha"] = torch.full((state.x.shape[0],), self.alpha0, dtype=state.x.dtype,
+                                          device=state.x.device)
+        state.extra["mix"] = torch.empty_like(state.x)
+        if state.momentum is not None:
+            state.extra["personal_momentum"] = torch.zeros_like(state.x)
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        if phase.name != "personal":
+            return state.x
+        return _mix(state, out=state.extra["mix"])
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        if phase.name != "personal":
+            self.sgd.update(state, grads, phase, lr, rnd, env)
+            return
+        v, alpha = state.extra["personal"], state.extra["alpha"]
+        if self.adapt:  # d/d alpha of F(alpha v + (1 - alpha) w) = <v - w, grad F(v_bar)>
+            d_alpha = ((v - state.x) * grads).sum(dim=1)
+            new_alpha = (alpha - self.alpha_scale * lr * d_alpha).clamp_(0.0, 1.0)
+        grads.mul_(alpha.unsqueeze(1))  # grad_v F(alpha v + (1 - alpha) w) = alpha grad F
+        personal = State(x=v, momentum=state.extra.get("personal_momentum"))
+        self.sgd.update(personal, grads, phase, lr, rnd, env)
+        if self.adapt:
+            alpha.copy_(torch.where(lr > 0, new_alpha, alpha))
+
+    def fused(self, executor: Any) -> None:
+        return None
+
+
+def _personalized(state: State, rnd: Round, env: Services) -> Tensor:
+    return _mix(state)
+
+
+@register_algorithm("apfl")
+@server_factory
+def apfl(
+    hp: ServerParams,
+    *,
+    alpha: float = 0.5,
+    adapt_alpha: bool = True,
+    alpha_lr: float | None = None,
+    local_steps: int = 1,
+) -> Algorithm:
+    r"""APFL: each client mixes a personal model with the global one, the mixing weight learned.
+
+    Client $i$ holds its copy $w_i$ of the global model, a personal model $v_i$ and
+    $\alpha_i \in [0, 1]$, and is evaluated with
+    $\bar v_i = \alpha_i v_i + (1 - \alpha_i) w_i$. Each local step (Algorithm 1 of Deng et
+    al.), from the iterates of the previous step:
+
+    1. $v_i \leftarrow v_i - \eta\, \alpha_i \nabla F_i(\bar v_i)$ and, when ``adapt_alpha``,
+       $\alpha_i \leftarrow \Pi_{[0,1]}(\alpha_i - \eta_\alpha \langle v_i - w_i,
+       \nabla F_i(\bar v_i) \rangle)$ (the gradient of $F_i(\bar v_i)$ in $\alpha_i$);
+    2. $w_i \leftarrow w_i - \eta \nabla F_i(w_i)$.
+
+    After ``local_steps`` steps the server averages the $w_i$ of the round's participants
+    (FedAvg; DPFL runs APFL with synchronisation every round) and sends the average to every
+    client. Each client is evaluated with its mixed model $\bar v_i$, with the new $w$.
+
+    Parameters
+    ----------
+    lr : float, default 0.1
+        $\eta$, for $w$ and $v$ (``lr * decay**t`` at round ``t``).
+    alpha : float in [0, 1], default 0.5
+        Initial mixing weight of every client (the paper treats it as a hyper-parameter; 0.5,
+        an even mix, is our choice). ``alpha=1, adapt_alpha=False`` is local training,
+        ``alpha=0, adapt_alpha=False`` is FedAvg (both tested).
+    adapt_alpha : bool, default True
+        Learn $\alpha_i$ (APFL's adaptive variant) or keep it fixed.
+    alpha_lr : float, optional
+        $\eta_\alpha$ (default ``lr``; decayed with it).
+    local_steps : int, default 1
+        Local steps $K$ per round. Only steps: each step alternates a personal and a global
+        step (the phases are $K$ pairs), which a count of epochs cannot express.
+    momentum, weight_decay, decay, participation, sample_seed, weighting
+        As :func:`~topofl.algorithms.fedper` (momentum on $w$ and $v$ separately, restarted
+        every round).
+
+    Returns
+    -------
+    Algorithm
+        ``shared="all"``, ``uses_topology=False``; ``state.x`` holds the $w_i$,
+        ``state.extra["personal"]`` the $v_i$ and ``state.extra["alpha"]`` the $\alpha_i$.
+
+    Notes
+    -----
+    Deng et al. update $v$, $w$ and $\alpha$ with the gradients of one mini-batch; here the
+    personal and the global step of a local step draw separate mini-batches (the engine draws
+    one per phase step), as Ditto's two problems do. The personal models start at the initial
+    model. Messages: ``2 m`` per round of ``P`` numbers.
+
+    With a large $\eta_\alpha$, $\alpha_i$ can reach 0 early (the global copy $w_i$ runs
+    ahead of $v_i$ in the first steps) and stay there: at $\alpha_i = 0$ the personal model
+    no longer moves, and the client is evaluated with the global model.
+
+    Examples
+    --------
+    Client $i$ minimises $(x - c_i)^2 / 2$ with $c = (-2, 2)$: the global model goes to the
+    mean 0, and each client's $\alpha_i$ rises from 0.5 towards 1, its mixed model towards its
+    own $c_i$ (the global model does not help it).
+
+    >>> import torch
+    >>> c = torch.tensor([[-2.0], [2.0]], dtype=torch.float64)
+    >>> trace = tf.engine.run_rounds(tf.algorithms.apfl(lr=0.1, local_steps=5, alpha_lr=0.02),
+    ...     torch.zeros_like(c), None, lambda z, phase, rnd: z - c, rounds=1000)
+    >>> [round(v, 3) for v in trace.state.x.flatten().tolist()]
+    [0.0, 0.0]
+    >>> [round(v, 3) for v in trace.evaluated().flatten().tolist()]
+    [-1.999, 1.999]
+    >>> [round(v, 3) for v in trace.state.extra["alpha"].tolist()]
+    [0.999, 0.999]
+    """
+    a0 = check_real(alpha, "alpha", low=0, high=1)
+    adapt = check_bool(adapt_alpha, "adapt_alpha")
+    alr = hp.lr if alpha_lr is None else check_lr(alpha_lr, "alpha_lr")
+    k = check_int(local_steps, "local_steps", low=1)
+    piece = _APFL(SGD(hp.momentum, hp.weight_decay), a0, alr / hp.lr, adapt)
+    local = Sampled(piece, hp.participation, hp.sample_seed) if hp.participation < 1 else piece
+    pair = (Phase("all", 1, None, hp.lr, name="personal"), Phase("all", 1, None, hp.lr,
+                                                                 name="global"))
+    return server_algorithm(
+        "apfl", hp,
+        dict(lr=hp.lr, alpha=a0, adapt_alpha=adapt, alpha_lr=alr, momentum=hp.momentum,
+             weight_decay=hp.weight_decay, local_steps=k, decay=hp.decay),
+        pair * k,
+        shared="all",
+        evaluate=_personalized,
+        local=local,
+        init=compose_init(local),
+        extra_momentum="personal_momentum",
+    )
