@@ -199,3 +199,13 @@ def test_jobs_run_in_worker_processes_with_the_same_results(tmp_path: Path) -> N
         va = np.array([r["value"] for r in ra], dtype=float)
         vb = np.array([r["value"] for r in rb], dtype=float)
         np.testing.assert_allclose(va, vb, rtol=1e-6, atol=1e-9)
+
+
+def test_guards_and_where_settings_do_not_make_a_run_differ() -> None:
+    from topofl.sweep import _differs
+
+    stored = {"lr": 0.1, "rounds": 5, "records_path": "a.jsonl"}
+    assert _differs(stored, {**stored, "divergence": 1e3, "stream_rows": 64,
+                             "records_path": "b.jsonl"}) is None
+    assert "lr" in (_differs(stored, {**stored, "lr": 0.2}) or "")
+    assert "rounds" in (_differs(stored, {**stored, "rounds": 6}) or "")

@@ -217,8 +217,12 @@ def _run_config(run: SweepRun, out: Path) -> dict[str, Any]:
     return cfg
 
 
+# settings that change neither the numbers nor where they go: a finished run stays valid
+_GUARDS = frozenset({"stream_rows", "divergence"})
+
+
 def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
-    keys = (set(stored) | set(wanted)) - _WHERE
+    keys = (set(stored) | set(wanted)) - _WHERE - _GUARDS
     for k in sorted(keys):
         if stored.get(k) != wanted.get(k):
             return f"{k}: {stored.get(k)!r} there, {wanted.get(k)!r} now"
