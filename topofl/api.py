@@ -16,6 +16,7 @@ from typing import Any
 
 from torch import nn
 
+from topofl._validation import check_device
 from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm
 from topofl.engine.loop import Result, RunConfig
 from topofl.engine.loop import run as engine_run
@@ -122,6 +123,8 @@ def run(
     from topofl import models
 
     resume = kwargs.pop("resume", None)
+    if kwargs.get("device") is not None:
+        check_device(kwargs["device"])  # before any work, and before torch sees a bad string
     out_path = kwargs.get("records_path")
     if out_path is not None and resume is None and not overwrite and Path(out_path).exists():
         raise config_mod.OutputExistsError(

@@ -340,3 +340,32 @@ def prod(shape: Iterable[int]) -> int:
 
 
 FactoryFn = Callable[..., SplitModel]
+
+
+def build_within_memory(arch: str, make: Callable[[], SplitModel]) -> SplitModel:
+    """``make()`` once its parameters are known to fit in memory.
+
+    Every constructor ends with it: ``make`` is first run on the ``meta`` device (shapes only,
+    no memory), and a model whose float32 parameters would not fit is refused with a
+    ``ValueError`` giving the estimate, before torch tries to allocate them. Under
+    ``torch.device("meta")`` (as :func:`~topofl.models.build_model` probes) it just calls
+    ``make``.
+
+    Examples
+    --------
+    >>> tf.models.logistic(10**7, 10**6)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: model 'logistic' with 10000001000000 parameters needs about 36.4 TiB of memory ...
+    """
+    from topofl._validation import check_memory
+
+    if torch.get_default_device().type != "meta":
+        try:
+            with torch.device("meta"):
+                probe = make()
+        except RuntimeError as exc:  # e.g. "Storage size calculation overflowed"
+            raise ValueError(f"model {arch!r} cannot be built: {exc}") from None
+        numel = sum(t.numel() for t in (*probe.parameters(), *probe.buffers()))
+        check_memory(4 * numel, f"model {arch!r} with {numel} parameters")
+    return make()
