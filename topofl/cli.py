@@ -487,11 +487,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return 130  # 128 + SIGINT, as a shell reports a process stopped by Ctrl-C
     except Exception as exc:
-        code = _exit_code(exc)
-        if traceback or code is None:
+        status = _exit_code(exc)
+        if traceback or status is None:
             raise
-        _report(prog, exc, code)
-        return code
+        _report(prog, exc, status)
+        return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -132,7 +132,8 @@ def gn_lenet(
             num_classes=num_classes,
         )
 
-    return build_within_memory("gn_lenet", make)
+    return build_within_memory("gn_lenet", make, input_shape=shape, num_classes=num_classes,
+                               num_groups=num_groups)
 
 
 def cnn(
@@ -223,4 +224,5 @@ def cnn(
             num_classes=num_classes,
         )
 
-    return build_within_memory("cnn", make)
+    return build_within_memory("cnn", make, input_shape=shape, num_classes=num_classes,
+                               variant=variant)

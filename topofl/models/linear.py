@@ -53,13 +53,12 @@ def logistic(input_shape: int | Sequence[int], num_classes: int) -> SplitModel:
     """
     shape = check_shape(input_shape, "input_shape")
     num_classes = check_int(num_classes, "num_classes", low=1)
-    return build_within_memory("logistic", lambda: SplitModel(
-        nn.Flatten(),
-        nn.Linear(prod(shape), num_classes),
-        arch="logistic",
-        input_shape=shape,
-        num_classes=num_classes,
-    ))
+    return build_within_memory(
+        "logistic",
+        lambda: SplitModel(nn.Flatten(), nn.Linear(prod(shape), num_classes), arch="logistic",
+                           input_shape=shape, num_classes=num_classes),
+        input_shape=shape, num_classes=num_classes,
+    )
 
 
 def mlp(
@@ -125,4 +124,5 @@ def mlp(
             num_classes=num_classes,
         )
 
-    return build_within_memory("mlp", make)
+    return build_within_memory("mlp", make, input_shape=shape, num_classes=num_classes,
+                               hidden=tuple(widths))

@@ -139,4 +139,5 @@ def resnet18_gn(
             num_classes=num_classes,
         )
 
-    return build_within_memory("resnet18_gn", make)
+    return build_within_memory("resnet18_gn", make, input_shape=shape,
+                               num_classes=num_classes, num_groups=num_groups, width=width)
