@@ -125,3 +125,19 @@ def test_flat_samples_train_a_bare_linear_exactly_like_flatten_then_linear() -> 
     assert acc["bare"].size == 3
     np.testing.assert_array_equal(acc["bare"], acc["wrapped"])
     np.testing.assert_allclose(acc["bare"], acc["loop"], rtol=1e-12)
+
+
+def test_a_model_that_cannot_run_on_meta_tensors_is_checked_for_real() -> None:
+    from topofl.engine.executors import check_model_input
+
+    class Scaled(torch.nn.Module):  # .item() in forward: no meta forward pass
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x) * (1.0 + 0.0 * x.abs().max().item())
+
+    check_model_input(Scaled(), (4,), 3)  # accepted
+    with pytest.raises(ValueError, match=r"input_shape=\(5,\).*takes 4 input features"):
+        check_model_input(Scaled(), (5,), 3)

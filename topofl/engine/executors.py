@@ -79,8 +79,8 @@ def check_model_input(model: nn.Module, input_shape: Sequence[int], num_classes:
     message says so).
 
     The check runs the model on the ``meta`` device (shapes only: no memory, no arithmetic,
-    nothing of ``model`` changed). A model with an operation that has no meta implementation
-    is not checked.
+    nothing of ``model`` changed); only if that fails (an operation without a meta
+    implementation, ``.item()`` in ``forward``) is a copy of the model run on a batch of zeros.
 
     Parameters
     ----------
@@ -129,14 +129,15 @@ def check_model_input(model: nn.Module, input_shape: Sequence[int], num_classes:
                 "nn.Sequential(nn.Flatten(), model)")
     try:
         out = functional_call(model, tensors, (x,))
-    except NotImplementedError:  # an operation without a meta kernel: cannot be checked here
-        return
-    except Exception as exc:  # noqa: BLE001 - whatever the model raises, said in one message
-        msg = " ".join(str(exc).split()).rstrip(".")
-        raise ValueError(
-            f"the model does not take samples of input_shape={shape} (batches "
-            f"[B, {', '.join(map(str, shape))}]): {type(exc).__name__}: {msg}{hint}"
-        ) from None
+    except Exception:  # noqa: BLE001 - confirmed (or not) by a real forward pass below
+        try:  # e.g. ``.item()`` in forward, or an operation without a meta kernel
+            out = _real_forward(model, shape)
+        except Exception as exc:  # noqa: BLE001 - whatever the model raises, in one message
+            msg = " ".join(str(exc).split()).rstrip(".")
+            raise ValueError(
+                f"the model does not take samples of input_shape={shape} (batches "
+                f"[B, {', '.join(map(str, shape))}]): {type(exc).__name__}: {msg}{hint}"
+            ) from None
     if not isinstance(out, Tensor) or out.dim() != 2 or out.shape[0] != 2:
         found = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
         raise ValueError(
@@ -148,6 +149,17 @@ def check_model_input(model: nn.Module, input_shape: Sequence[int], num_classes:
             f"the model returns {out.shape[1]} logits per sample, but the data has "
             f"{num_classes} classes"
         )
+
+
+def _real_forward(model: nn.Module, shape: tuple[int, ...]) -> Tensor:
+    """``model`` (a copy: BatchNorm statistics stay as they are) on a batch of two zero samples
+    in its own dtype and on its own device."""
+    p0 = next(iter(model.parameters()), None)
+    dtype = p0.dtype if p0 is not None and p0.is_floating_point() else torch.float32
+    device = p0.device if p0 is not None else torch.device("cpu")
+    with torch.no_grad():
+        out: Tensor = copy.deepcopy(model)(torch.zeros((2, *shape), dtype=dtype, device=device))
+    return out
 
 
 class _InputCheck:
