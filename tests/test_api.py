@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -66,3 +68,76 @@ def test_a_disconnected_static_graph_warns_with_its_components() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a connected graph: no warning
         tf.run("dsgd", topology="ring", n_clients=8, rounds=1, seed=0)
+
+
+# ------------------------------------------------------------------ one rule for input shapes
+def test_a_model_that_does_not_take_the_samples_is_refused_before_the_run(tmp_path: Any) -> None:
+    out = tmp_path / "r.jsonl"
+    kw = dict(n_clients=4, partition="iid", rounds=1, batch_size=4, records_path=str(out))
+    with pytest.raises(ValueError, match=r"samples of input_shape=\(1, 8, 8\).*wrap it as "
+                       r"nn.Sequential\(nn.Flatten\(\), model\)"):
+        tf.run("dsgd", "ring", data="digits", model=torch.nn.Linear(64, 10), **kw)
+    with pytest.raises(ValueError, match="returns 5 logits per sample, but the data has 10"):
+        tf.run("dsgd", "ring", data="digits", model=torch.nn.Sequential(
+            torch.nn.Flatten(), torch.nn.Linear(64, 5)), **kw)
+    with pytest.raises(ValueError, match=r"logits \[B, num_classes\]; .* returns \(2, 2, 6, 6\)"):
+        tf.run("dsgd", "ring", data="digits", model=torch.nn.Conv2d(1, 2, 3), **kw)
+    assert not out.exists()  # refused before any file is written
+
+
+@pytest.mark.parametrize("executor", ["batched", "loop"])
+def test_both_executors_apply_the_same_rule(executor: str) -> None:
+    data = tf.data.federate("digits", "iid", 4, seed=0)
+    cfg = tf.engine.RunConfig(rounds=1, seed=0, executor=executor, batch_size=4)
+    with pytest.raises(ValueError, match="wrap it as nn.Sequential"):
+        tf.engine.run(cfg, tf.topologies.ring(4), tf.algorithms.dsgd(), data,
+                      torch.nn.Linear(64, 10))
+
+
+def test_the_check_changes_nothing_in_the_model() -> None:
+    from topofl.engine.executors import check_model_input
+
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10),
+                                torch.nn.BatchNorm1d(10))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    check_model_input(model, (1, 8, 8), 10)
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert all(v.device.type == "cpu" for v in after.values())
+
+
+def test_flat_samples_train_a_bare_linear_exactly_like_flatten_then_linear() -> None:
+    # synthetic samples are flat (16,): a bare nn.Linear takes them as they are, the fast path
+    # (closed-form softmax regression) agrees with the per-client loop, and with the same
+    # weights behind an nn.Flatten
+    data = tf.data.federate(tf.data.synthetic(200, 16, 4, seed=0), "iid", 4, seed=0)
+    torch.manual_seed(0)
+    bare = torch.nn.Linear(16, 4)
+    wrapped = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 4))
+    wrapped[1].load_state_dict(bare.state_dict())
+    acc = {}
+    for name, model, executor in [("bare", bare, "batched"), ("wrapped", wrapped, "batched"),
+                                  ("loop", bare, "loop")]:
+        cfg = tf.engine.RunConfig(rounds=3, seed=0, executor=executor, batch_size=8,
+                                  dtype="float64")
+        res = tf.engine.run(cfg, tf.topologies.ring(4), tf.algorithms.dsgd(lr=0.5), data, model)
+        acc[name] = res.records.series("test_loss")[1]
+    assert acc["bare"].size == 3
+    np.testing.assert_array_equal(acc["bare"], acc["wrapped"])
+    np.testing.assert_allclose(acc["bare"], acc["loop"], rtol=1e-12)
+
+
+def test_a_model_that_cannot_run_on_meta_tensors_is_checked_for_real() -> None:
+    from topofl.engine.executors import check_model_input
+
+    class Scaled(torch.nn.Module):  # .item() in forward: no meta forward pass
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x) * (1.0 + 0.0 * x.abs().max().item())
+
+    check_model_input(Scaled(), (4,), 3)  # accepted
+    with pytest.raises(ValueError, match=r"input_shape=\(5,\).*takes 4 input features"):
+        check_model_input(Scaled(), (5,), 3)

@@ -216,3 +216,163 @@ def test_runtime_errors_are_one_line_and_exit_1(tmp_path: Any,
     assert main(["run", str(cfg), "--set", "lr=0.1", "--out", str(blocked / "r.jsonl")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("topofl run: error: FileExistsError: ") and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------ every failure is one line
+SMALL = 'topology = "ring"\nn_clients = 4\nrounds = 2\nbatch_size = 4\n'
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], prefix: str = "topofl run") -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"{prefix}: error: "), err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize(
+    "extra, code, message",
+    [
+        (["--set", "data=mnist"], 1, "FileNotFoundError: mnist not found"),
+        (["--set", "device=cuda:7"], 2, "needs CUDA, which is not available here"),
+        (["--set", "device=gpu"], 2, "device must be a torch device such as 'cpu'"),
+        (["--resume", "nosuch.pt"], 1, "FileNotFoundError: "),
+        (["--resume", "."], 1, "IsADirectoryError: "),
+        (["--set", "lr=1e38"], 1, "ConvergenceError: training diverged at round "),
+        (["--set", "eval_global=no"], 2, "eval_global must be bool, got str 'no'"),
+        (["--set", "nesterov=no"], 2, "nesterov must be bool, got str 'no'"),
+    ],
+)
+def test_run_failures_are_one_line(extra: list[str], code: int, message: str, tmp_path: Any,
+                                   monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    if "cuda" in " ".join(extra) and torch.cuda.device_count() > 7:  # pragma: no cover
+        pytest.skip("this machine has 8 CUDA devices")
+    monkeypatch.setenv("HOME", str(tmp_path))  # no cached datasets: mnist is missing
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text(SMALL)
+    assert main(["run", "c.toml", "--out", "r.jsonl", *extra]) == code
+    assert message in _one_line_error(capsys)
+
+
+def test_output_that_cannot_be_written_is_one_line(tmp_path: Any,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "c.toml").write_text(SMALL)
+    (tmp_path / "file").write_text("")
+    for out in (tmp_path / "file" / "r.jsonl", tmp_path):  # under a file; a folder
+        assert main(["run", str(tmp_path / "c.toml"), "--out", str(out), "--overwrite"]) == 1
+        assert re.search(r"error: (NotADirectory|FileExists|IsADirectory)Error: ",
+                         _one_line_error(capsys))
+
+
+def test_a_corrupted_checkpoint_is_one_line(tmp_path: Any,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from topofl.engine import checkpoint
+
+    if not hasattr(checkpoint, "CheckpointError") and not hasattr(tf.exceptions,
+                                                                  "CheckpointError"):
+        pytest.skip("corrupted checkpoints are reported by the CheckpointError of issue 13")
+    cfg = tmp_path / "c.toml"
+    ck = tmp_path / "ck.pt"
+    cfg.write_text(SMALL + f'checkpoint_every = 1\ncheckpoint_path = "{ck.as_posix()}"\n')
+    out = str(tmp_path / "r.jsonl")
+    assert main(["run", str(cfg), "--out", out]) == 0
+    capsys.readouterr()
+    data = ck.read_bytes()
+    for bad in (data[: len(data) // 2], b"garbage"):
+        ck.write_bytes(bad)
+        assert main(["run", str(cfg), "--out", out, "--resume", str(ck)]) != 0
+        assert str(ck) in _one_line_error(capsys)
+
+
+def _raise(exc: BaseException) -> Any:
+    def f(*args: Any, **kwargs: Any) -> Any:
+        raise exc
+    return f
+
+
+def test_traceback_escape_hatch_and_bugs(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "nosuch.toml")
+    assert main(["run", missing]) == 2
+    assert "no such config file" in _one_line_error(capsys)
+    with pytest.raises(tf.ConfigError, match="no such config file"):
+        main(["--traceback", "run", missing])
+    with pytest.raises(tf.ConfigError, match="no such config file"):
+        main(["run", missing, "--traceback"])
+    monkeypatch.setenv("TOPOFL_TRACEBACK", "1")
+    with pytest.raises(tf.ConfigError, match="no such config file"):
+        main(["run", missing])
+    monkeypatch.setenv("TOPOFL_TRACEBACK", "0")
+    assert main(["run", missing]) == 2
+    capsys.readouterr()
+    # a bug (not a topofl error, an OSError or bad input) keeps its traceback
+    monkeypatch.setattr("topofl.cli._dispatch", _raise(AttributeError("a bug")))
+    with pytest.raises(AttributeError, match="a bug"):
+        main(["list"])
+    # a RuntimeError of topofl's is one line, one of another library's is not
+    monkeypatch.setattr("topofl.cli._dispatch", _raise(tf.ConvergenceError("diverged")))
+    assert main(["list"]) == 1
+    assert _one_line_error(capsys, "topofl list").endswith("ConvergenceError: diverged\n")
+    monkeypatch.setattr("topofl.cli._dispatch", _raise(RuntimeError("torch internals")))
+    with pytest.raises(RuntimeError, match="torch internals"):
+        main(["list"])
+    monkeypatch.setattr("topofl.cli._dispatch", _raise(MemoryError()))
+    assert main(["list"]) == 1
+    assert _one_line_error(capsys, "topofl list").endswith("error: MemoryError: MemoryError\n")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "TOPOFL_TRACEBACK=1" in " ".join(capsys.readouterr().out.split())
+
+
+def test_ctrl_c_exits_130_quietly(monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("topofl.cli._dispatch", _raise(KeyboardInterrupt()))
+    assert main(["list"]) == 130
+    cap = capsys.readouterr()
+    assert cap.err == "" and cap.out == ""
+    with pytest.raises(KeyboardInterrupt):
+        main(["list", "--traceback"])
+
+
+@pytest.mark.parametrize("command", ["study", "report"])
+def test_delegated_commands_report_os_errors_in_one_line(
+        command: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(f"topofl.{command}.main",
+                        _raise(PermissionError(13, "Permission denied", "out/x.md")))
+    assert main([command, "x", "--out", "out"]) == 1
+    err = _one_line_error(capsys, f"topofl {command}")
+    assert "PermissionError: [Errno 13] Permission denied: 'out/x.md'" in err
+
+
+def test_runtime_error_in_a_real_process_has_no_traceback(tmp_path: Any) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(SMALL)
+    out = subprocess.run([sys.executable, "-m", "topofl", "run", str(cfg), "--out",
+                          str(tmp_path / "r.jsonl"), "--resume", str(tmp_path / "no.pt")],
+                         capture_output=True, text=True, env=_env())
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("topofl run: error: FileNotFoundError: ")
+    assert out.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_sigint_in_a_real_process_exits_130_quietly(tmp_path: Any) -> None:
+    import signal
+    import time
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(SMALL.replace("rounds = 2", "rounds = 100000"))
+    rec = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "topofl", "run", str(cfg), "--out", str(rec)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env())
+    deadline = time.monotonic() + 120
+    while not (rec.exists() and rec.read_text().count("\n") > 5):  # training has started
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err == ""

@@ -14,9 +14,12 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from torch import nn
 
+from topofl._validation import check_device, check_memory
 from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm
+from topofl.engine.executors import check_model_input
 from topofl.engine.loop import Result, RunConfig
 from topofl.engine.loop import run as engine_run
 from topofl.graph import GraphLike, TimeVarying, Topology
@@ -40,7 +43,15 @@ def make_topology(spec: str, data: Any, *, seed: int) -> GraphLike:
     from topofl import topologies
 
     name, kwargs = topologies.parse_spec(spec)
+    if name not in topologies.REGISTRY:
+        raise ValueError(f"topology {spec!r}: unknown graph family {name!r}; known: "
+                         f"{', '.join(sorted(topologies.REGISTRY))}")
     family = topologies.REGISTRY[name]
+    known = [p.name for p in family.params]
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise ValueError(f"topology {spec!r}: {name} has no parameter(s) {unknown}; its "
+                         f"parameters: {', '.join(known)}")
     n = int(data.num_clients)
     if name == "dcliques":
         kwargs.pop("n", None)
@@ -48,6 +59,15 @@ def make_topology(spec: str, data: Any, *, seed: int) -> GraphLike:
     if "n" in {p.name for p in family.params} and "n" not in kwargs:
         kwargs["n"] = n
     return family.build(seed=seed, **kwargs)
+
+
+def _check_batch_memory(batch_size: Any, data: Any) -> None:
+    """Refuse a ``batch_size`` whose float32 inputs alone, for one client, cannot fit (a lower
+    bound of what the run needs: the engine holds at least one client's batch)."""
+    if isinstance(batch_size, int) and not isinstance(batch_size, bool) and batch_size > 0:
+        per_sample = 4 * int(np.prod(data.input_shape))
+        check_memory(float(batch_size) * per_sample,
+                     f"batch_size={batch_size} (samples of shape {tuple(data.input_shape)})")
 
 
 def run(
@@ -143,6 +163,8 @@ def run(
     from topofl import models
 
     resume = kwargs.pop("resume", None)
+    if kwargs.get("device") is not None:
+        check_device(kwargs["device"])  # before any work, and before torch sees a bad string
     out_path = kwargs.get("records_path")
     if out_path is not None and resume is None and not overwrite and Path(out_path).exists():
         raise config_mod.OutputExistsError(
@@ -195,6 +217,9 @@ def run(
                                    seed=seed, **dict(model_params or {}))
     elif not isinstance(model, nn.Module):
         raise TypeError(f"model must be a name or a torch.nn.Module, got {type(model).__name__}")
+    else:  # the user's module: it must take the data's samples as they are
+        check_model_input(model, tuple(data.input_shape), int(data.num_classes))
+    _check_batch_memory(cfg_kw.get("batch_size"), data)
     run_id = cfg_kw.pop("run_id", None) or f"{algo.name}-{getattr(topology, 'name', 'none')}"
     config = RunConfig(rounds=rounds, seed=seed, run_id=run_id, **cfg_kw)
     resolved, not_replayable = config_mod.describe_run(

@@ -11,6 +11,8 @@ Commands
     run settings and the algorithm's hyper-parameters; see :mod:`topofl.config`); prints the
     final accuracies and writes the records to ``--out`` (default
     ``runs/<algorithm>.jsonl``; an existing file needs ``--overwrite``).
+``run ... --resume CHECKPOINT``
+    Continue an interrupted run of the same config from its checkpoint.
 ``run --replay RECORDS.jsonl [--out F]``
     Re-run a recorded run from its header and check that its rows are reproduced.
 ``sweep CONFIG.toml --out DIR [--shard I/K] [--jobs N]``
@@ -25,6 +27,9 @@ Commands
     The topology-vs-convergence study of a folder of records (:mod:`topofl.study`).
 ``report [SPEC ...] [--out DIR]``
     The spectral comparison report of graphs given as specs (:mod:`topofl.report`).
+
+Errors end in one line on stderr (``topofl run: error: ...``) and a non-zero exit status;
+``--traceback`` (or ``TOPOFL_TRACEBACK=1``) shows the full traceback instead.
 """
 
 from __future__ import annotations
@@ -246,9 +251,9 @@ def _run(args: argparse.Namespace, command: str) -> int:
     from topofl import config
 
     if args.replay:
-        if args.config or args.set or args.algorithm or args.topology:
+        if args.config or args.set or args.algorithm or args.topology or args.resume:
             raise config.ConfigError("--replay re-runs a records header: it takes no config, "
-                                     "--set, --algorithm or --topology")
+                                     "--set, --algorithm, --topology or --resume")
         from topofl.records import load
 
         threads = config.read_header(args.replay).get("provenance", {}).get("torch_threads")
@@ -283,7 +288,7 @@ def _run(args: argparse.Namespace, command: str) -> int:
     if args.out:
         kwargs["records_path"] = args.out
     kwargs.setdefault("records_path", f"runs/{kwargs['algorithm']}.jsonl")
-    res = config.execute(kwargs, overwrite=args.overwrite, command=command)
+    res = config.execute(kwargs, overwrite=args.overwrite, resume=args.resume, command=command)
     print(f"records: {kwargs['records_path']}")
     _print_result(res.records)
     return 0
@@ -313,8 +318,16 @@ def _sweep(args: argparse.Namespace, command: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     from topofl import __version__
 
-    parser = argparse.ArgumentParser(prog="topofl", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="topofl", description=__doc__.split("\n\n")[0],
+        epilog="Errors print one line on stderr and exit with status 2 (bad input) or 1 (a "
+        "failure while running); Ctrl-C exits with 130. Add --traceback (or set "
+        f"{TRACEBACK_ENV}=1) to see the full Python traceback.")
     parser.add_argument("--version", action="version", version=f"topofl {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="on an error, show the full Python traceback instead of one line "
+                        f"(also: environment variable {TRACEBACK_ENV}=1); accepted anywhere "
+                        "on the command line")
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="D-SGD on ring, D-Cliques and complete graph")
     p_demo.add_argument("--out", default="topofl-demo", help="output folder (topofl-demo)")
@@ -331,6 +344,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="any other keyword of topofl.run (repeatable)")
     p_run.add_argument("--out", help="records file (default runs/<algorithm>.jsonl)")
     p_run.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    p_run.add_argument("--resume", metavar="CHECKPOINT",
+                       help="continue the run of this config from CHECKPOINT (its "
+                       "checkpoint_path), appending to its records file")
     p_run.add_argument("--replay", metavar="RECORDS.jsonl",
                        help="re-run the run recorded in RECORDS.jsonl from its header and "
                        "check that the rows are reproduced (written to --out if given)")
@@ -410,24 +426,60 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(msg).split()) or type(exc).__name__
 
 
+#: Set (to anything but ``0``) to let errors end in a full Python traceback, as ``--traceback``.
+TRACEBACK_ENV = "TOPOFL_TRACEBACK"
+
+
+def _exit_code(exc: BaseException) -> int | None:
+    """The exit status for an error reported in one line, or None for a bug (traceback).
+
+    2 for bad input (``ValueError``, ``TypeError``, ``KeyError``, an output that exists), 1 for
+    a failure while running: an ``OSError`` (a file that cannot be read or written), memory
+    running out, or a ``RuntimeError`` raised by topofl itself (a diverged run, a client's
+    error). Any other exception is a bug and keeps its traceback.
+    """
+    from topofl.config import OutputExistsError
+
+    if isinstance(exc, (ValueError, TypeError, KeyError, OutputExistsError)):
+        return 2
+    if isinstance(exc, (OSError, MemoryError)):
+        return 1
+    if isinstance(exc, RuntimeError) and (
+        type(exc).__module__.split(".")[0] == "topofl" or type(exc).__name__ == "OutOfMemoryError"
+    ):
+        return 1
+    return None
+
+
+def _report(prog: str, exc: BaseException, code: int) -> None:
+    name = type(exc).__name__
+    what = _one_line(exc) if code == 2 else f"{name}: {_one_line(exc)}"
+    print(f"{prog}: error: {what}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
-    Errors are one line on stderr: 2 for a bad config or usage (``ValueError``,
-    ``TypeError``, ``KeyError``, an output that exists without ``--overwrite``), 1 for a
-    failure while running (any other ``OSError``, a diverged run). Output cut short by a
-    closed pipe (``topofl list | head``) ends quietly.
+    Errors are one line on stderr, ``topofl COMMAND: error: ...``: status 2 for a bad config or
+    usage (``ValueError``, ``TypeError``, ``KeyError``, an output that exists without
+    ``--overwrite``), 1 for a failure while running (any other ``OSError``, memory running out,
+    a diverged run or another ``RuntimeError`` of topofl's). ``--traceback`` anywhere on the
+    command line (or the environment variable ``TOPOFL_TRACEBACK=1``) shows the full traceback
+    instead. Ctrl-C ends quietly with status 130 (128 + SIGINT); output cut short by a closed
+    pipe (``topofl list | head``) ends quietly with 141.
     """
-    from topofl.config import OutputExistsError
-    from topofl.exceptions import ConvergenceError
-
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["study"], ["report"], ["figure"]):
-        return _delegate(argv[0], argv[1:])
-    args = _parser().parse_args(argv)
-    command = "topofl " + shlex.join(argv)
+    traceback = "--traceback" in argv or os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
+    argv = [a for a in argv if a != "--traceback"]
+    prog = "topofl"
     try:
-        code = _dispatch(args, command)
+        if argv[:1] in (["study"], ["report"], ["figure"]):
+            prog = f"topofl {argv[0]}"
+            code = _delegate(argv[0], argv[1:])
+        else:
+            args = _parser().parse_args(argv)
+            prog = f"topofl {args.command}"
+            code = _dispatch(args, "topofl " + shlex.join(argv))
         sys.stdout.flush()
         return code
     except BrokenPipeError:
@@ -435,13 +487,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process killed by a closed pipe
-    except (ValueError, TypeError, KeyError, OutputExistsError) as exc:
-        print(f"topofl {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return 2
-    except (OSError, ConvergenceError) as exc:
-        print(f"topofl {args.command}: error: {type(exc).__name__}: {_one_line(exc)}",
-              file=sys.stderr)
-        return 1
+    except KeyboardInterrupt:
+        if traceback:
+            raise
+        return 130  # 128 + SIGINT, as a shell reports a process stopped by Ctrl-C
+    except Exception as exc:
+        status = _exit_code(exc)
+        if traceback or status is None:
+            raise
+        _report(prog, exc, status)
+        return status
 
 
 if __name__ == "__main__":  # pragma: no cover

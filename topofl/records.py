@@ -256,6 +256,21 @@ class Recorder:
         self.close()
 
 
+def _check_records_args(rows: Any, **maps: Any) -> None:
+    """Types of the arguments of :class:`Records` (issue 13: no AttributeError from inside)."""
+    if rows is not None and (isinstance(rows, (str, bytes, Mapping))
+                             or not isinstance(rows, Iterable)):
+        raise TypeError(f"rows must be an iterable of row dicts, got {type(rows).__name__}")
+    for name, v in maps.items():
+        if v is not None and not isinstance(v, Mapping):
+            raise TypeError(f"{name} must be a mapping, got {type(v).__name__} {v!r}"[:200])
+        if v is not None and name.endswith("s"):  # one mapping per run
+            bad = [k for k, m in v.items() if not isinstance(m, Mapping)]
+            if bad:
+                raise TypeError(f"{name} must map each run to a mapping; {name}[{bad[0]!r}] "
+                                f"is {type(v[bad[0]]).__name__}")
+
+
 class Records:
     """The rows of one or more runs, with per-run queries.
 
@@ -297,7 +312,13 @@ class Records:
         engine: Mapping[str, Any] | None = None,
         engines: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
+        _check_records_args(rows, config=config, provenance=provenance, engine=engine,
+                            configs=configs, provenances=provenances, engines=engines)
         self.rows: list[dict[str, Any]] = list(rows) if rows is not None else []
+        for k, r in enumerate(self.rows):
+            if not isinstance(r, Mapping) or "run" not in r:
+                raise TypeError(f"rows[{k}] must be a row dict with a 'run' key, got "
+                                f"{type(r).__name__} {r!r}"[:200])
         row_runs = list(dict.fromkeys(r["run"] for r in self.rows))
 
         def per_run(
@@ -607,6 +628,9 @@ def rounds_to(
     >>> tf.records.rounds_to(r, 0.5, "acc"), r.rounds_to(0.9, "acc"), r.rounds_to(0.95, "acc")
     (10, 15, None)
     """
+    if not isinstance(records, Records):
+        raise TypeError(f"records must be a Records (topofl.records.load), got "
+                        f"{type(records).__name__}")
     rounds, vals = records.series(metric, run=run)
     return _first_reach(rounds, vals, target)
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from topofl._validation import check_choice, check_int, check_real
 from topofl.engine.pieces import SGD, compose_init, with_participation
@@ -41,9 +44,11 @@ def check_work(steps: Any, epochs: Any, *, steps_name: str = "local_steps",
     if steps is not None and epochs is not None:
         raise ValueError(f"give either {steps_name} or {epochs_name}, not both")
     if epochs is not None:
-        if isinstance(epochs, (list, tuple)) or hasattr(epochs, "__array__"):
-            vals = tuple(check_real(e, f"{epochs_name}[i]", low=0, low_open=not allow_zero)
-                         for e in list(epochs))
+        if not isinstance(epochs, numbers.Real) and (
+                isinstance(epochs, (list, tuple)) or np.ndim(epochs) == 1):
+            items = epochs.tolist() if hasattr(epochs, "tolist") else list(epochs)
+            vals = tuple(check_real(e, f"{epochs_name}[{i}]", low=0, low_open=not allow_zero)
+                         for i, e in enumerate(items))
             if not vals:
                 raise ValueError(f"{epochs_name} must not be an empty sequence")
             return None, vals

@@ -10,6 +10,7 @@ References
 
 from __future__ import annotations
 
+from topofl._validation import check_bool
 from topofl.algorithms._common import check_sgd
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import (
@@ -93,11 +94,12 @@ def dsgd(
     [1.5, 1.5, 1.5, 1.5]
     """
     hp = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs)
-    sgd = SGD(hp.momentum, hp.weight_decay, bool(nesterov))
-    ca = bool(clique_averaging)
+    nesterov = check_bool(nesterov, "nesterov")
+    ca = check_bool(clique_averaging, "clique_averaging")
+    sgd = SGD(hp.momentum, hp.weight_decay, nesterov)
     return Algorithm(
         name="dsgd",
-        hparams=dict(hp.as_dict(), nesterov=bool(nesterov), clique_averaging=ca),
+        hparams=dict(hp.as_dict(), nesterov=nesterov, clique_averaging=ca),
         phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
         init=compose_init(sgd),
         local=CliqueAveraged(sgd) if ca else sgd,

@@ -139,6 +139,9 @@ def split_parameters(
                 f"head must be a list of parameter names, got the str {head!r}; "
                 f"write head=[{head!r}]"
             )
+        if not isinstance(head, Iterable):
+            raise TypeError(
+                f"head must be a list of parameter names, got {type(head).__name__} {head!r}")
         wanted = list(head)
         for h in wanted:
             if not isinstance(h, str):
@@ -250,6 +253,11 @@ def flops_per_sample(
     """
     from torch.utils.flop_counter import FlopCounterMode
 
+    from topofl._validation import check_bool, check_memory
+
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    backward = check_bool(backward, "backward")
     if input_shape is None:
         shape = getattr(model, "input_shape", None)
         if shape is None:
@@ -260,6 +268,11 @@ def flops_per_sample(
     shape_t = check_shape(input_shape, "input_shape")
     p0 = next(iter(model.parameters()), None)
     dtype = p0.dtype if p0 is not None else torch.get_default_dtype()
+    check_memory(prod(shape_t) * torch.finfo(dtype).bits // 8,
+                 f"a sample of input_shape={shape_t}")
+    from topofl.engine.executors import check_model_input
+
+    check_model_input(model, shape_t, dtype=dtype)  # the engine's rule for input shapes
     device = p0.device if p0 is not None else torch.device("cpu")
     x = torch.zeros((1, *shape_t), dtype=dtype, device=device)
     params = {n: p.detach().requires_grad_(backward) for n, p in model.named_parameters()}
@@ -340,3 +353,33 @@ def prod(shape: Iterable[int]) -> int:
 
 
 FactoryFn = Callable[..., SplitModel]
+
+
+def build_within_memory(arch: str, make: Callable[[], SplitModel], **args: Any) -> SplitModel:
+    """``make()`` once its parameters are known to fit in memory.
+
+    Every constructor ends with it: ``make`` is first run on the ``meta`` device (shapes only,
+    no memory), and a model whose float32 parameters would not fit is refused with a
+    ``ValueError`` giving the estimate, before torch tries to allocate them. Under
+    ``torch.device("meta")`` (as :func:`~topofl.models.build_model` probes) it just calls
+    ``make``. ``args`` (the constructor's checked arguments) are named in the messages.
+
+    Examples
+    --------
+    >>> tf.models.logistic(10**7, 10**6)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: logistic(input_shape=(10000000,), num_classes=1000000) with 10000001000000 ...
+    """
+    from topofl._validation import check_memory
+
+    if torch.get_default_device().type != "meta":
+        call = f"{arch}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+        try:
+            with torch.device("meta"):
+                probe = make()
+        except RuntimeError as exc:  # e.g. "Storage size calculation overflowed"
+            raise ValueError(f"{call} cannot be built: {exc}") from None
+        numel = sum(t.numel() for t in (*probe.parameters(), *probe.buffers()))
+        check_memory(4 * numel, f"{call} with {numel} parameters")
+    return make()

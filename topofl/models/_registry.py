@@ -113,7 +113,8 @@ def build_model(
     numel = sum(t.numel() for t in (*probe.parameters(), *probe.buffers()))
     itemsize = torch.finfo(dtype).bits // 8 if dtype is not None else 4
     # float32 on the CPU first, then a copy in ``dtype`` on ``device``.
-    check_memory(numel * (4 + itemsize), f"model {name!r} with {numel} parameters")
+    check_memory(numel * (4 + itemsize), f"model {name!r} (input_shape={input_shape!r}, "
+                 f"num_classes={num_classes!r}) with {numel} parameters")
     torch_seed = int(generator_at(seed, INIT_STREAM).integers(0, 2**63 - 1))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(torch_seed)

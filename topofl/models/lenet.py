@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from torch import nn
 
 from topofl._validation import check_choice, check_int
-from topofl.models._core import SplitModel, Stage, check_shape, check_spatial
+from topofl.models._core import (
+    SplitModel,
+    Stage,
+    build_within_memory,
+    check_shape,
+    check_spatial,
+)
 
 __all__ = ["gn_lenet", "cnn"]
 
@@ -98,31 +104,36 @@ def gn_lenet(
     if 32 % num_groups:
         raise ValueError(f"num_groups must divide 32 (the channels of conv1), got {num_groups}")
     h, w = check_spatial("gn_lenet", shape, _GN_LENET_STAGES)
-    c = shape[0]
-    body = nn.Sequential(
-        OrderedDict(
-            conv1=nn.Conv2d(c, 32, kernel_size=5, stride=1, padding=2),
-            pool1=nn.MaxPool2d(kernel_size=3, stride=2),
-            norm1=nn.GroupNorm(num_groups, 32),
-            relu1=nn.ReLU(),
-            conv2=nn.Conv2d(32, 32, kernel_size=5, stride=1, padding=2),
-            norm2=nn.GroupNorm(num_groups, 32),
-            pool2=nn.MaxPool2d(kernel_size=3, stride=2),
-            relu2=nn.ReLU(),
-            conv3=nn.Conv2d(32, 64, kernel_size=5, stride=1, padding=2),
-            norm3=nn.GroupNorm(num_groups, 64),
-            pool3=nn.MaxPool2d(kernel_size=3, stride=2),
-            relu3=nn.ReLU(),
-            flatten=nn.Flatten(),
+
+    def make() -> SplitModel:
+        c = shape[0]
+        body = nn.Sequential(
+            OrderedDict(
+                conv1=nn.Conv2d(c, 32, kernel_size=5, stride=1, padding=2),
+                pool1=nn.MaxPool2d(kernel_size=3, stride=2),
+                norm1=nn.GroupNorm(num_groups, 32),
+                relu1=nn.ReLU(),
+                conv2=nn.Conv2d(32, 32, kernel_size=5, stride=1, padding=2),
+                norm2=nn.GroupNorm(num_groups, 32),
+                pool2=nn.MaxPool2d(kernel_size=3, stride=2),
+                relu2=nn.ReLU(),
+                conv3=nn.Conv2d(32, 64, kernel_size=5, stride=1, padding=2),
+                norm3=nn.GroupNorm(num_groups, 64),
+                pool3=nn.MaxPool2d(kernel_size=3, stride=2),
+                relu3=nn.ReLU(),
+                flatten=nn.Flatten(),
+            )
         )
-    )
-    return SplitModel(
-        body,
-        nn.Linear(64 * h * w, num_classes),
-        arch="gn_lenet",
-        input_shape=shape,
-        num_classes=num_classes,
-    )
+        return SplitModel(
+            body,
+            nn.Linear(64 * h * w, num_classes),
+            arch="gn_lenet",
+            input_shape=shape,
+            num_classes=num_classes,
+        )
+
+    return build_within_memory("gn_lenet", make, input_shape=shape, num_classes=num_classes,
+                               num_groups=num_groups)
 
 
 def cnn(
@@ -188,25 +199,30 @@ def cnn(
     variant = check_choice(variant, "variant", _CNN_VARIANTS)
     (c1, c2), (f1, f2) = _CNN_VARIANTS[variant]
     h, w = check_spatial("cnn", shape, _CNN_STAGES)
-    body = nn.Sequential(
-        OrderedDict(
-            conv1=nn.Conv2d(shape[0], c1, kernel_size=5),
-            relu1=nn.ReLU(),
-            pool1=nn.MaxPool2d(kernel_size=2, stride=2),
-            conv2=nn.Conv2d(c1, c2, kernel_size=5),
-            relu2=nn.ReLU(),
-            pool2=nn.MaxPool2d(kernel_size=2, stride=2),
-            flatten=nn.Flatten(),
-            fc1=nn.Linear(c2 * h * w, f1),
-            relu3=nn.ReLU(),
-            fc2=nn.Linear(f1, f2),
-            relu4=nn.ReLU(),
+
+    def make() -> SplitModel:
+        body = nn.Sequential(
+            OrderedDict(
+                conv1=nn.Conv2d(shape[0], c1, kernel_size=5),
+                relu1=nn.ReLU(),
+                pool1=nn.MaxPool2d(kernel_size=2, stride=2),
+                conv2=nn.Conv2d(c1, c2, kernel_size=5),
+                relu2=nn.ReLU(),
+                pool2=nn.MaxPool2d(kernel_size=2, stride=2),
+                flatten=nn.Flatten(),
+                fc1=nn.Linear(c2 * h * w, f1),
+                relu3=nn.ReLU(),
+                fc2=nn.Linear(f1, f2),
+                relu4=nn.ReLU(),
+            )
         )
-    )
-    return SplitModel(
-        body,
-        nn.Linear(f2, num_classes),
-        arch="cnn",
-        input_shape=shape,
-        num_classes=num_classes,
-    )
+        return SplitModel(
+            body,
+            nn.Linear(f2, num_classes),
+            arch="cnn",
+            input_shape=shape,
+            num_classes=num_classes,
+        )
+
+    return build_within_memory("cnn", make, input_shape=shape, num_classes=num_classes,
+                               variant=variant)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from torch import nn
 
 from topofl._validation import check_int
-from topofl.models._core import SplitModel, check_shape, prod
+from topofl.models._core import SplitModel, build_within_memory, check_shape, prod
 
 __all__ = ["logistic", "mlp"]
 
@@ -53,12 +53,11 @@ def logistic(input_shape: int | Sequence[int], num_classes: int) -> SplitModel:
     """
     shape = check_shape(input_shape, "input_shape")
     num_classes = check_int(num_classes, "num_classes", low=1)
-    return SplitModel(
-        nn.Flatten(),
-        nn.Linear(prod(shape), num_classes),
-        arch="logistic",
-        input_shape=shape,
-        num_classes=num_classes,
+    return build_within_memory(
+        "logistic",
+        lambda: SplitModel(nn.Flatten(), nn.Linear(prod(shape), num_classes), arch="logistic",
+                           input_shape=shape, num_classes=num_classes),
+        input_shape=shape, num_classes=num_classes,
     )
 
 
@@ -109,16 +108,21 @@ def mlp(
     widths = [check_int(h, "hidden width", low=1) for h in hidden]
     if not widths:
         raise ValueError("hidden must contain at least one layer width, got (); use logistic")
-    layers: OrderedDict[str, nn.Module] = OrderedDict(flatten=nn.Flatten())
-    d = prod(shape)
-    for k, w in enumerate(widths, start=1):
-        layers[f"fc{k}"] = nn.Linear(d, w)
-        layers[f"relu{k}"] = nn.ReLU()
-        d = w
-    return SplitModel(
-        nn.Sequential(layers),
-        nn.Linear(d, num_classes),
-        arch="mlp",
-        input_shape=shape,
-        num_classes=num_classes,
-    )
+
+    def make() -> SplitModel:
+        layers: OrderedDict[str, nn.Module] = OrderedDict(flatten=nn.Flatten())
+        d = prod(shape)
+        for k, w in enumerate(widths, start=1):
+            layers[f"fc{k}"] = nn.Linear(d, w)
+            layers[f"relu{k}"] = nn.ReLU()
+            d = w
+        return SplitModel(
+            nn.Sequential(layers),
+            nn.Linear(d, num_classes),
+            arch="mlp",
+            input_shape=shape,
+            num_classes=num_classes,
+        )
+
+    return build_within_memory("mlp", make, input_shape=shape, num_classes=num_classes,
+                               hidden=tuple(widths))

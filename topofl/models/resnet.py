@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from topofl._validation import check_int
-from topofl.models._core import SplitModel, check_shape
+from topofl.models._core import SplitModel, build_within_memory, check_shape
 
 __all__ = ["resnet18_gn"]
 
@@ -111,28 +111,33 @@ def resnet18_gn(
             f"num_groups must divide width (the channels of the stem), got num_groups="
             f"{num_groups} and width={width}"
         )
-    layers: OrderedDict[str, nn.Module] = OrderedDict()
-    layers["stem"] = nn.Sequential(
-        OrderedDict(
-            conv=nn.Conv2d(shape[0], width, 3, stride=1, padding=1, bias=False),
-            norm=nn.GroupNorm(num_groups, width),
-            relu=nn.ReLU(),
+
+    def make() -> SplitModel:
+        layers: OrderedDict[str, nn.Module] = OrderedDict()
+        layers["stem"] = nn.Sequential(
+            OrderedDict(
+                conv=nn.Conv2d(shape[0], width, 3, stride=1, padding=1, bias=False),
+                norm=nn.GroupNorm(num_groups, width),
+                relu=nn.ReLU(),
+            )
         )
-    )
-    in_planes = width
-    for k, (mult, stride) in enumerate(((1, 1), (2, 2), (4, 2), (8, 2)), start=1):
-        planes = width * mult
-        layers[f"layer{k}"] = nn.Sequential(
-            BasicBlock(in_planes, planes, stride, num_groups),
-            BasicBlock(planes, planes, 1, num_groups),
+        in_planes = width
+        for k, (mult, stride) in enumerate(((1, 1), (2, 2), (4, 2), (8, 2)), start=1):
+            planes = width * mult
+            layers[f"layer{k}"] = nn.Sequential(
+                BasicBlock(in_planes, planes, stride, num_groups),
+                BasicBlock(planes, planes, 1, num_groups),
+            )
+            in_planes = planes
+        layers["pool"] = nn.AdaptiveAvgPool2d(1)
+        layers["flatten"] = nn.Flatten()
+        return SplitModel(
+            nn.Sequential(layers),
+            nn.Linear(in_planes, num_classes),
+            arch="resnet18_gn",
+            input_shape=shape,
+            num_classes=num_classes,
         )
-        in_planes = planes
-    layers["pool"] = nn.AdaptiveAvgPool2d(1)
-    layers["flatten"] = nn.Flatten()
-    return SplitModel(
-        nn.Sequential(layers),
-        nn.Linear(in_planes, num_classes),
-        arch="resnet18_gn",
-        input_shape=shape,
-        num_classes=num_classes,
-    )
+
+    return build_within_memory("resnet18_gn", make, input_shape=shape,
+                               num_classes=num_classes, num_groups=num_groups, width=width)

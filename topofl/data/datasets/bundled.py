@@ -115,6 +115,10 @@ def digits_resized(size: int = 28, *, channels: int = 1) -> Dataset:
     if channels not in (1, 3):
         raise ValueError(f"channels must be 1 (grey) or 3 (grey RGB), got {channels}")
     base = digits()
+    m = len(base.y_train) + len(base.y_test)
+    # float32 images, with the interpolation's temporaries (about 3 copies at the new size)
+    check_memory(4.0 * 4 * m * channels * size**2,
+                 f"digits_resized(size={size}, channels={channels})")
     parts = {}
     for part in ("train", "test"):
         x = _resize_bilinear(getattr(base, f"x_{part}"), size)

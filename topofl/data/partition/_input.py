@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from topofl._rng import Seed
-from topofl._validation import check_int
+from topofl._validation import check_int, check_memory
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -54,6 +54,7 @@ def _check_labels(labels: Any, num_classes: int | None) -> tuple[IntArray, int]:
         L = hi + 1
     else:
         L = check_int(num_classes, "num_classes", low=1)
+        check_memory(16.0 * L, f"num_classes={L}")  # the partitions keep arrays of L entries
         if lo < 0 or hi >= L:
             bad = lo if lo < 0 else hi
             raise ValueError(f"labels must be integers in [0, num_classes)=[0, {L}), found {bad}")
