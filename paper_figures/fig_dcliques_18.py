@@ -1,52 +1,126 @@
-"""D-Cliques, Fig. 18: skew decrease during Greedy Swap (10 cliques of 10 nodes, 100 runs).
+"""D-Cliques Fig. 18: skew decrease during Greedy Swap, 10 cliques of 10 nodes, 100 experiments.
 
-Each node holds one class (the paper's most skewed setting); bold line: mean over runs of the
-mean clique skew per step; thin lines: minimum and maximum over runs.
+Sec. IV-G-1 of the paper: the mean clique skew (eq. 3) after each of the 1000 steps of Greedy
+Swap, 100 nodes with 2 shards each (McMahan et al.'s partition), cliques of at most 10, for
+MNIST and CIFAR-10; bold line: average over the 100 experiments, thin lines: minimum and maximum
+over them. The same constructions as Fig. 17 (``fig_dcliques_17.py``: the paper's class counts,
+experiment ``s`` partitions and swaps with seed ``s``). The default and --full scales run the
+paper's setting (100 experiments of 1000 steps); --quick runs 3 experiments of 300 steps.
 
-    python paper_figures/fig_dcliques_18.py
+    python paper_figures/fig_dcliques_18.py [--quick | --full]
 """
 
 from __future__ import annotations
 
 import sys
+import time
+from typing import Any
 
 import numpy as np
-from _common import parser
+from fig_dcliques_17 import CLASS_COUNTS, CLOSE_TO_ZERO, EXPERIMENTS, SETTING, STEPS
 
-CONFIG = dict(n=100, classes=10, clique_size=10, steps=1000, runs=100)
+from topofl import figures
+
+#: The paper: "such a low skew can be achieved in less than 400 steps".
+PAPER_STEPS = 400
+
+
+def traces(counts: list[int], experiments: int, steps: int) -> tuple[np.ndarray, float]:
+    """``(experiments, steps + 1)`` mean clique skew per step; seconds per 1000 steps."""
+    import topofl as tf
+
+    y = np.repeat(np.arange(len(counts)), counts)
+    rows, spent = [], 0.0
+    for s in range(experiments):
+        dist = tf.data.shards(y, SETTING["n"], SETTING["shards_per_client"], seed=s)
+        t0 = time.perf_counter()
+        res = tf.topologies.greedy_swap(dist.label_distributions, SETTING["clique_size"],
+                                        steps=steps, seed=s)
+        spent += time.perf_counter() - t0
+        rows.append(res.trace[:, 1])
+    return np.stack(rows), spent / experiments * 1000 / steps
+
+
+def first_step(curve: np.ndarray, level: float) -> int | None:
+    """First step at which ``curve`` is at or below ``level`` (``None``: never)."""
+    hit = np.flatnonzero(curve <= level + 1e-12)
+    return int(hit[0]) if hit.size else None
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser(__doc__).parse_args(argv)
+    args = figures.parse_args(__doc__, "dcliques_18", argv)
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import pandas as pd
 
-    import topofl as tf
-
-    runs = 5 if args.quick else CONFIG["runs"]
-    labels = np.eye(CONFIG["classes"])[np.arange(CONFIG["n"]) % CONFIG["classes"]]
-    traces = np.stack([
-        tf.topologies.greedy_swap(labels, CONFIG["clique_size"], steps=CONFIG["steps"],
-                                  seed=s).trace[:, 1]
-        for s in range(runs)
-    ])
-    steps = np.arange(traces.shape[1])
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    ax.plot(steps, traces.mean(0), lw=2, label="mean over runs")
-    ax.plot(steps, traces.min(0), lw=0.8, color="C0")
-    ax.plot(steps, traces.max(0), lw=0.8, color="C0")
-    ax.set_xlabel("Greedy Swap step")
-    ax.set_ylabel("mean clique skew")
-    ax.set_title(f"{CONFIG['n']} nodes, 1 class/node, cliques of {CONFIG['clique_size']}, "
-                 f"{runs} runs")
-    ax.grid(alpha=0.3)
+    runs, n_steps = EXPERIMENTS[args.scale], STEPS[args.scale]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    numbers: dict[str, Any] = {}
+    found: dict[str, dict[str, Any]] = {}
+    for k, (ax, (name, counts)) in enumerate(zip(axes, CLASS_COUNTS.items())):
+        tr, per_1000 = traces(counts, runs, n_steps)
+        steps = np.arange(tr.shape[1])
+        mean, lo, hi = tr.mean(axis=0), tr.min(axis=0), tr.max(axis=0)
+        ax.plot(steps, mean, lw=2.0, color=f"C{k}")
+        ax.plot(steps, lo, lw=0.7, color=f"C{k}")
+        ax.plot(steps, hi, lw=0.7, color=f"C{k}")
+        ax.set_title(f"{name}, {runs} experiments", fontsize=9)
+        ax.set_xlabel("Greedy Swap step")
+        ax.set_ylabel("mean clique skew")
+        ax.grid(alpha=0.3)
+        final = float(mean[-1])
+        ninety = final + 0.1 * (float(mean[0]) - final)
+        found[name] = {"start": float(mean[0]), "final": final,
+                       "below": first_step(mean, CLOSE_TO_ZERO),
+                       "ninety": first_step(mean, ninety), "seconds": per_1000}
+        marks = sorted({0, 50, 100, 200, 300, 400, 500, 750, int(steps[-1])} & set(steps.tolist()))
+        numbers[name] = pd.DataFrame({"step": marks, "mean": mean[marks], "min": lo[marks],
+                                      "max": hi[marks]})
+    fig.suptitle("Skew during Greedy Swap: 10 cliques of 10 nodes (100 nodes, 2 shards/node)")
     fig.tight_layout()
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / "fig_dcliques_18.png"
-    fig.savefig(out, dpi=120)
-    print(out)
+    from matplotlib.lines import Line2D
+
+    fig.legend([Line2D([], [], color="0.2", lw=2.0), Line2D([], [], color="0.2", lw=0.7)],
+               ["average over experiments", "minimum / maximum over experiments"],
+               loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False)
+    mn, cf = found["MNIST"], found["CIFAR-10"]
+    fast = all(f["below"] is not None and f["below"] < PAPER_STEPS for f in found.values())
+    harder = mn["final"] > cf["final"] and (mn["below"] or 10**9) > (cf["below"] or 10**9)
+    measured = "; ".join(
+        f"{name}: mean skew {f['start']:.3f} -> {f['final']:.3f}, below {CLOSE_TO_ZERO} after "
+        f"{f['below']} steps, 90% of the decrease after {f['ninety']} steps "
+        f"({f['seconds']:.2f} s per 1000 steps)" for name, f in found.items())
+    summary = pd.DataFrame([
+        {"dataset": name, "start": f["start"], f"after {n_steps} steps": f["final"],
+         f"first step below {CLOSE_TO_ZERO}": f["below"], "first step at 90% of the decrease":
+         f["ninety"], "seconds per 1000 steps": round(f["seconds"], 3)}
+        for name, f in found.items()])
+    setting = [("nodes", str(SETTING["n"])),
+               ("partition", f"shards, {SETTING['shards_per_client']} per node (seed = "
+                "experiment)"),
+               ("class counts", "; ".join(f"{k}: {', '.join(map(str, v))}"
+                                          for k, v in CLASS_COUNTS.items())),
+               ("clique size", str(SETTING["clique_size"])),
+               ("Greedy Swap steps", str(n_steps)),
+               ("experiments", f"{runs} (seeds 0..{runs - 1})"),
+               ("data", "label histograms only (no training)")]
+    png = figures.write(
+        args, fig, title="D-Cliques Fig. 18: Greedy Swap reaches low skew in a few hundred steps",
+        setting=setting, numbers={"summary": summary, **numbers},
+        claim=("a low skew is reached in less than 400 steps for both MNIST and CIFAR-10 "
+               "(1000 steps take less than 6 s in Python 3.7 on a MacBook Pro 2020); the global "
+               "class imbalance of MNIST makes low skew harder and slower to reach"),
+        measured=measured,
+        holds=fast and harder,
+        notes=[f"'Low skew' is read as a mean clique skew below {CLOSE_TO_ZERO}, as in Fig. 17 "
+               "(one of the 20 shards of a clique in the wrong class); 'harder and slower' as "
+               "MNIST ending higher and getting there later than CIFAR-10.",
+               "Times are this machine's (shared CPU), for topofl's vectorised Greedy Swap."],
+        dataset="MNIST and CIFAR-10 class counts",
+    )
+    print(png)
     return 0
 
 
