@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import tempfile
+import time
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
@@ -34,9 +35,13 @@ def _child(rank: int, k: int, store: str, fn: Callable[..., Any], args: tuple[An
 
 
 def launch(k: int, fn: Callable[..., Any], *args: Any, timeout: float = 30.0,
-           wait: float = 120.0) -> dict[int, tuple[str, Any]]:
+           wait: float = 120.0, grace: float = 30.0) -> dict[int, tuple[str, Any]]:
     """``{rank: ("ok", fn(rank, *args)) or ("error", traceback)}`` from ``k`` forked ranks; a
-    rank that exits without a report is ``("exit", exitcode)``."""
+    rank that exits without a report is ``("exit", exitcode)``, one still running ``grace``
+    seconds after another's error is killed (``("exit", -9)``).
+
+    ``timeout`` is the process group's (and ``TOPOFL_DIST_TIMEOUT``); ``wait`` bounds the wait
+    for each report."""
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
@@ -47,19 +52,17 @@ def launch(k: int, fn: Callable[..., Any], *args: Any, timeout: float = 30.0,
             p.start()
         out: dict[int, tuple[str, Any]] = {}
         try:
-            while len(out) < k:
+            deadline = time.monotonic() + wait
+            while len(out) < k and time.monotonic() < deadline:
                 try:
-                    rank, status, value = q.get(timeout=wait)
+                    rank, status, value = q.get(timeout=0.5)
                 except queue.Empty:
-                    break
+                    if all(not p.is_alive() for p in procs):
+                        break  # every rank exited; what they reported is in
+                    continue
                 out[rank] = (status, value)
-                if len(out) < k and all(not p.is_alive() for p in procs):
-                    try:
-                        while True:
-                            rank, status, value = q.get(timeout=1)
-                            out[rank] = (status, value)
-                    except queue.Empty:
-                        break
+                if status != "ok":
+                    deadline = min(deadline, time.monotonic() + grace)
         finally:
             for p in procs:
                 p.join(timeout=5)

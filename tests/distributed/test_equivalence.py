@@ -98,7 +98,7 @@ def test_every_registry_algorithm_has_a_case() -> None:
 
 @pytest.mark.parametrize("k", [2, pytest.param(3, marks=pytest.mark.distributed)])
 def test_records_equal_single_process(k: int, single: dict[str, Any]) -> None:
-    out = launch(k, _all, timeout=60.0, wait=300.0)
+    out = launch(k, _all, timeout=60.0, wait=600.0)
     assert all(s == "ok" for s, _ in out.values()), out
     for name, ref in single.items():
         got = out[0][1][name]
