@@ -31,7 +31,6 @@ import datetime
 import os
 import platform
 import queue
-import statistics
 import sys
 import tempfile
 import time

@@ -2,8 +2,8 @@
 
 One launch per world size runs every algorithm in turn (forked processes: no re-import of
 torch); the parent runs the same calls in one process. Two ranks run in the default suite,
-three behind the ``distributed`` marker (``pytest -m distributed``). float64 throughout: the records must
-agree to 1e-10 (they differ only by the order of floating-point sums).
+three behind the ``distributed`` marker (``pytest -m distributed``). float64 throughout: the
+records must agree to 1e-10 (they differ only by the order of floating-point sums).
 """
 
 from __future__ import annotations

@@ -60,7 +60,10 @@ class ShardData:
         self.partitions = data.partitions
         self._seed = data._seed
         dev = data.device
-        rows, sizes, offsets, start = [], {}, {}, 0
+        rows: list[np.ndarray] = []
+        sizes: dict[str, IntArray] = {}
+        offsets: dict[str, IntArray] = {}
+        start = 0
         for split in SPLITS:
             seg = data.segments_of(split)
             sz = seg.sizes[ids].astype(np.int64)
