@@ -8,9 +8,11 @@ clients a :class:`Placement` gives it (a graph partition that cuts few edges), t
 the ``[n, P]`` state and only their data (:class:`ShardData`); gossip exchanges only the rows
 other ranks need (:class:`ShardMixer`, one ``all_to_all_single`` per step), averages go
 through ``all_reduce`` (:class:`Shard`). The records equal those of the single-process run;
-rank 0 writes them.
+rank 0 writes them. Checkpoints are sharded with ``torch.distributed.checkpoint``
+(:mod:`topofl.distributed.checkpoint`) and resume on any number of ranks.
 """
 
+from topofl.distributed import checkpoint
 from topofl.distributed.comm import Shard
 from topofl.distributed.data import ShardData
 from topofl.distributed.loop import SUPPORTED, ShardServices, init_rows, register_distributed, run
@@ -36,4 +38,5 @@ __all__ = [
     "register_distributed",
     "init_rows",
     "run",
+    "checkpoint",
 ]

@@ -24,11 +24,13 @@ from torch import Tensor, nn
 
 from topofl._rng import generator_at
 from topofl.data.federated import FederatedData
+from topofl.distributed.checkpoint import is_sharded, load_rows, save_sharded
 from topofl.distributed.comm import Shard
 from topofl.distributed.data import ShardData
 from topofl.distributed.mixer import ShardMixer
 from topofl.distributed.placement import Placement, place
 from topofl.distributed.world import World, join
+from topofl.engine.checkpoint import load_checkpoint
 from topofl.engine.config import DTYPES, RunConfig, config_header
 from topofl.engine.evaluation import _stats, eval_chunk, record_realized, score_chunks, spectral_row
 from topofl.engine.executors import make_executor
@@ -138,6 +140,17 @@ def _first_bad(shard: Shard, local_bad: int | None, value: float, what: str
     return c, float(v.item())
 
 
+def _load(path: str | os.PathLike[str], shard: Shard, device: torch.device) -> dict[str, Any]:
+    """This rank's rows of a checkpoint: a sharded one (any number of ranks wrote it) or the
+    single-process engine's file."""
+    if is_sharded(path):
+        return load_rows(path, shard, device)
+    ck = load_checkpoint(path, device)
+    ck["state"] = {k: shard.local(v) if v.dim() and v.shape[0] == shard.n else v
+                   for k, v in ck["state"].items()}
+    return ck
+
+
 def _evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env: Services,
               data: ShardData, config: RunConfig, recorder: Recorder, shard: Shard
               ) -> dict[str, Any]:
@@ -207,8 +220,14 @@ def run(
     Raises
     ------
     ValueError
-        For an algorithm that does not run distributed (``pfeddst``, ``dpfl``), for a resume
-        or checkpoints (not distributed yet), or for more ranks than clients.
+        For an algorithm that does not run distributed (``pfeddst``, ``dpfl``), for more ranks
+        than clients, or for a checkpoint of another config.
+
+    Notes
+    -----
+    ``config.checkpoint_every`` writes a sharded checkpoint directory at
+    ``config.checkpoint_path`` (:mod:`topofl.distributed.checkpoint`); ``resume`` takes such a
+    directory, written on any number of ranks, or a single-process checkpoint file.
     DistributedError
         When a rank dies or hangs: the message names the round and the rank.
     """
@@ -217,9 +236,6 @@ def run(
                            "(topofl.distributed.register_distributed)")
         raise ValueError(f"{algorithm.name} does not run distributed: {why}; run it in one "
                          "process")
-    if resume is not None or config.checkpoint_every:
-        raise ValueError("checkpoints and resume are not available in a distributed run yet; "
-                         "set checkpoint_every=0 or run in one process")
     if not isinstance(data, FederatedData):
         raise TypeError(f"a distributed run needs a topofl.data.FederatedData, got "
                         f"{type(data).__name__}")
@@ -267,10 +283,21 @@ def run(
         engine_desc["distributed"]["cut_arcs"] = placement.cut_arcs(tv.at(0))
         engine_desc["distributed"]["cut_rows"] = placement.cut_rows(tv.at(0))
 
+    plain_desc = {k: v for k, v in engine_desc.items() if k != "distributed"}
+    start_round, messages, wall_offset, train_loss_acc = 0, 0, 0.0, [0.0, 0]
+    if resume is not None:
+        ck = _load(resume, shard, device)
+        if ck["config"] != plain_desc:
+            raise ValueError(f"checkpoint {resume} was written by a run with another config")
+        state.load_tensors(ck["state"])
+        start_round, messages = int(ck["round"]), int(ck["messages"])
+        wall_offset = float(ck["wall"])
+        train_loss_acc = [float(ck["train_loss_sum"]), int(ck["train_loss_count"])]
     own = recorder is None
     if recorder is None:  # every rank passed its own checks (the placement was a collective)
         recorder = Recorder(config.records_path if world.rank == 0 else None,
-                            run=config.run_id)
+                            run=config.run_id, resume=resume is not None,
+                            resume_round=start_round)
     if header is None:
         recorder.log_config(engine_desc)
     else:
@@ -281,7 +308,7 @@ def run(
     first_eval = min(config.eval_every, config.rounds) - 1
     spectral_cache: dict[int, dict[str, Any]] = {}
     stochastic_seen: set[int] = set()
-    pbar = _progress(config, 0) if world.rank == 0 else None
+    pbar = _progress(config, start_round) if world.rank == 0 else None
     bad: list[int | None] = [None]
     bad_value = [0.0]
 
@@ -294,10 +321,10 @@ def run(
     local_step = LocalStepper(executor, algorithm, local_data, config.batch_size,
                               layout.num_params, dtype, rows=config.stream_rows, check=check,
                               fuse=config.fuse)
-    messages, train_loss_acc = 0, [0.0, 0]
-    rnd = Round(0, None if tv is None else tv.at(0))
+    rnd = Round(max(0, start_round - 1),
+                None if tv is None else tv.at(max(0, start_round - 1)))
     try:
-        for t in range(config.rounds):
+        for t in range(start_round, config.rounds):
             shard.round = t
             rnd = Round(t, None if tv is None else tv.at(t))
             if rnd.topology is not None and algorithm.uses_topology:
@@ -344,7 +371,7 @@ def run(
                 train_loss_acc = [0.0, 0]
                 row["messages"] = messages
                 row["bytes"] = messages * bytes_per_message
-                row["wall_time"] = time.perf_counter() - t_start
+                row["wall_time"] = wall_offset + time.perf_counter() - t_start
                 recorder.log_many(row, t)
                 if world.rank == 0 and config.spectral and rnd.topology is not None and (
                         not static_graph or t == first_eval):
@@ -355,6 +382,16 @@ def run(
             recorder.flush()
             if pbar is not None:
                 pbar.update(1)
+
+            if config.checkpoint_every and (t + 1) % config.checkpoint_every == 0:
+                save_sharded(str(config.checkpoint_path), shard, state, {
+                    "round": t + 1,
+                    "messages": messages,
+                    "wall": wall_offset + time.perf_counter() - t_start,
+                    "train_loss_sum": train_loss_acc[0],
+                    "train_loss_count": train_loss_acc[1],
+                    "config": plain_desc,
+                })
     finally:
         if pbar is not None:
             pbar.close()
