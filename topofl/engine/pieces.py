@@ -16,6 +16,11 @@ overlap, with its de-biased ``evaluate``), :func:`exact_average` (FedAvg's mean)
 :func:`server_average` (sampled, optionally data-size weighted mean of a part),
 :func:`no_communication`. Round hooks: :func:`restart_momentum`.
 
+In a distributed run (:mod:`topofl.distributed`) the buffers hold one rank's clients: pieces
+reach other clients' rows only through ``env.mixer`` (which exchanges rows across ranks) and,
+for the averages, Clique Averaging and client sampling, through ``env.shard`` when the
+services have one.
+
 Examples
 --------
 D-SGD is local SGD composed with gossip; one round by hand on a 3-ring (every Metropolis weight
