@@ -11,6 +11,7 @@ import pytest
 
 import topofl as tf
 from tests.distributed._launch import launch
+from topofl.distributed import DistributedError
 from topofl.engine.protocol import Round, Sent, Services, State
 
 N = 4
@@ -36,7 +37,7 @@ def _job(rank: int, kind: str) -> str:
     try:
         tf.run(_faulty(kind, rank), tf.topologies.ring(N), "digits", "logistic", 5,
                n_clients=N, batch_size=4, progress=False, spectral=False)
-    except tf.distributed.DistributedError as exc:
+    except DistributedError as exc:
         return f"{time.monotonic() - t0:.1f}s {exc}"
     return "finished"
 
