@@ -139,7 +139,9 @@ def server_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
 def same_head(x0: Any, env: Services) -> None:
     """``init`` check that gives every client the head of client 0 (the server's model)."""
     h = env.layout.cols("head")
-    x0[:, h] = x0[0:1, h].clone().expand(x0.shape[0], -1)
+    shard = getattr(env, "shard", None)  # a distributed run: client 0 may be on another rank
+    head = x0[0, h].clone() if shard is None else shard.row(x0[:, h], 0)
+    x0[:, h] = head.unsqueeze(0).expand(x0.shape[0], -1)
 
 
 class FedAvgParams(NamedTuple):

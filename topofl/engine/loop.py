@@ -124,6 +124,13 @@ def run(
         When a static topology is not strongly connected (the message names the number of
         components): its clients cannot reach consensus.
     """
+    from topofl.distributed.world import is_distributed
+
+    if is_distributed():  # one rank of several (torchrun, or a process group): shard the run
+        from topofl.distributed.loop import run as run_sharded
+
+        return run_sharded(config, topology, algorithm, data, model, recorder=recorder,
+                           resume=resume, header=header)
     t_start = time.perf_counter()
     device = torch.device(config.device)
     dtype = DTYPES[config.dtype]

@@ -16,6 +16,11 @@ overlap, with its de-biased ``evaluate``), :func:`exact_average` (FedAvg's mean)
 :func:`server_average` (sampled, optionally data-size weighted mean of a part),
 :func:`no_communication`. Round hooks: :func:`restart_momentum`.
 
+In a distributed run (:mod:`topofl.distributed`) the buffers hold one rank's clients: pieces
+reach other clients' rows only through ``env.mixer`` (which exchanges rows across ranks) and,
+for the averages, Clique Averaging and client sampling, through ``env.shard`` when the
+services have one.
+
 Examples
 --------
 D-SGD is local SGD composed with gossip; one round by hand on a 3-ring (every Metropolis weight
@@ -341,7 +346,13 @@ class CliqueAveraged:
         if self.sgd.weight_decay:  # decay each node's own model, then average the gradients
             g.add_(state.x[:, cols], alpha=self.sgd.weight_decay)
         A = _reach(rnd.topology)
-        if A is None:
+        shard = getattr(env, "shard", None)  # a distributed run: this rank's rows only
+        if shard is not None:
+            if A is not None:
+                raise ValueError("Clique Averaging over cliques with removed intra-clique edges "
+                                 "does not run distributed yet: run it in one process")
+            shard.clique_average_(g, rnd.topology)
+        elif A is None:
             clique_average_(g, idx.to(g.device), sizes.to(device=g.device, dtype=g.dtype))
         else:
             g.copy_(A.to(device=g.device, dtype=g.dtype) @ g)
@@ -380,6 +391,13 @@ def participants(n: int, t: int, participation: float, sample_seed: int) -> list
     return sorted(int(i) for i in rng.choice(n, size=m, replace=False))
 
 
+def _local(env: Services, full: Tensor | None) -> Tensor | None:
+    """The rows of an ``[n]`` tensor that this process holds (all of them unless the run is
+    distributed: ``env.shard``)."""
+    shard = getattr(env, "shard", None)
+    return full if shard is None or full is None else shard.local(full)
+
+
 def _mask(n: int, t: int, participation: float, sample_seed: int, like: Tensor) -> Tensor | None:
     """``[n]`` 0/1 mask of round ``t``'s participants, or None when everyone takes part."""
     sel = participants(n, t, participation, sample_seed)
@@ -411,7 +429,7 @@ class Sampled:
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
         """The inner update with the non-participants' rates set to 0."""
-        mask = _mask(env.n, rnd.t, self.participation, self.sample_seed, state.x)
+        mask = _local(env, _mask(env.n, rnd.t, self.participation, self.sample_seed, state.x))
         self.inner.update(state, grads, phase, lr if mask is None else lr * mask, rnd, env)
 
     def fused(self, executor: Any) -> Kernel | None:
@@ -677,8 +695,10 @@ def exact_average(part: Part = "all") -> Communicate:
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         block = state.x if part == "all" else state.x[:, env.layout.cols(part)]
-        block.copy_(block.mean(dim=0, keepdim=True).expand_as(block))
-        return Sent(2 * state.x.shape[0])
+        shard = getattr(env, "shard", None)  # a distributed run: the mean over all ranks
+        mean = block.mean(dim=0) if shard is None else shard.mean_rows(block)
+        block.copy_(mean.unsqueeze(0).expand_as(block))
+        return Sent(2 * env.n)
 
     return communicate
 
@@ -694,12 +714,15 @@ def server_average(part: Part, *, participation: float = 1.0, sample_seed: int =
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         block = state.x[:, env.layout.cols(part)]
-        mask = _mask(env.n, rnd.t, participation, sample_seed, state.x)
-        ref = block[0].clone()
+        full_mask = _mask(env.n, rnd.t, participation, sample_seed, state.x)
+        mask = _local(env, full_mask)
+        shard = getattr(env, "shard", None)  # a distributed run: sums over all ranks
+        ref = block[0].clone() if shard is None else shard.row(block, 0)
         if weighting == "uniform" and mask is None:
-            avg = (block - ref).mean(dim=0).add_(ref)
+            avg = ((block - ref).mean(dim=0) if shard is None
+                   else shard.mean_rows(block - ref)).add_(ref)
         else:
-            w = torch.ones(env.n, dtype=block.dtype, device=block.device)
+            w = torch.ones(block.shape[0], dtype=block.dtype, device=block.device)
             if weighting == "data_size":
                 sizes = env.train_sizes
                 if sizes is None:
@@ -711,9 +734,13 @@ def server_average(part: Part, *, participation: float = 1.0, sample_seed: int =
                 w = w * torch.as_tensor(sizes, device=block.device).to(block.dtype)
             if mask is not None:
                 w = w * mask
-            avg = (w.unsqueeze(1) * (block - ref)).sum(dim=0).div_(w.sum()).add_(ref)
+            num, den = (w.unsqueeze(1) * (block - ref)).sum(dim=0), w.sum()
+            if shard is not None:
+                both = shard.all_reduce_(torch.cat([num, den.view(1)]), "server average")
+                num, den = both[:-1], both[-1]
+            avg = num.div_(den).add_(ref)
         block.copy_(avg.unsqueeze(0).expand_as(block))
-        return Sent(2 * (env.n if mask is None else int(mask.sum())))
+        return Sent(2 * (env.n if full_mask is None else int(full_mask.sum())))
 
     return communicate
 

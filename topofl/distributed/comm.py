@@ -1,0 +1,172 @@
+"""The collectives a sharded run uses, with the time and bytes they cost, and fault reports.
+
+Every collective of a run goes through a :class:`Shard`: it knows the placement (which rank
+holds which client), counts the bytes this rank sends and the seconds it waits, and turns a
+failed collective (a peer died, or hung past the process group's timeout) into a
+:class:`~topofl.distributed.DistributedError` that names the round, this rank and the ranks
+that stopped answering. Those are found through the process group's own store: the surviving
+ranks announce themselves there when a collective fails, and the ranks that do not, within a
+few seconds, are the ones that died or hung.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from topofl.distributed.placement import Placement
+from topofl.distributed.world import DistributedError, World
+from topofl.graph import Topology
+
+__all__ = ["Shard"]
+
+T = TypeVar("T")
+_RUNS = itertools.count()  # every rank starts its runs in the same order: a shared run number
+_ANNOUNCE_WAIT = 3.0  # seconds the survivors of a failed collective wait for each other
+
+
+class Shard:
+    """This rank's part of a distributed run: its clients and the collectives over the others.
+
+    Parameters
+    ----------
+    world : World
+    placement : Placement
+
+    Attributes
+    ----------
+    rank, size, n : int
+        This rank, the number of ranks and of clients.
+    clients : numpy.ndarray
+        The global ids of this rank's clients (its rows), increasing.
+    rows : Tensor
+        The same ids as an int64 tensor on the run's device.
+    round : int
+        The round in progress (for error messages); the loop sets it.
+    comm_seconds : float
+        Seconds spent in collectives so far.
+    bytes_sent : int
+        Bytes of parameters this rank sent to others in gossip exchanges.
+    """
+
+    def __init__(self, world: World, placement: Placement) -> None:
+        self.world = world
+        self.rank, self.size = world.rank, world.size
+        self.placement = placement
+        self.n = placement.n
+        self.clients = placement.rows(self.rank)
+        self.rows = torch.as_tensor(self.clients, device=world.device)
+        self.round = -1
+        self.comm_seconds = 0.0
+        self.bytes_sent = 0
+        self.run_key = f"topofl/run{next(_RUNS)}"
+        self._whole: weakref.WeakKeyDictionary[Topology, bool] = weakref.WeakKeyDictionary()
+
+    @property
+    def m(self) -> int:
+        """Number of clients on this rank."""
+        return int(self.clients.size)
+
+    # ------------------------------------------------------------------ fault reports
+    def call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run the collective ``fn``, timing it; a failure becomes a ``DistributedError``."""
+        t0 = time.perf_counter()
+        try:
+            out = fn()
+        except RuntimeError as exc:  # DistBackendError and gloo's errors are RuntimeErrors
+            raise self._failure(what, exc) from exc
+        self.comm_seconds += time.perf_counter() - t0
+        return out
+
+    def _failure(self, what: str, exc: BaseException) -> DistributedError:
+        silent: list[int] | None = None
+        try:
+            store = dist.distributed_c10d._get_default_store()
+            key = f"{self.run_key}/failed"
+            store.set(f"{key}/{self.rank}", str(self.round))
+            deadline = time.monotonic() + _ANNOUNCE_WAIT
+            while True:
+                silent = [r for r in range(self.size)
+                          if not store.check([f"{key}/{r}"])]
+                if not silent or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+        except Exception:  # the store went down with a peer: report without the names
+            silent = None
+        who = ("the other ranks could not be reached" if silent is None else
+               "no rank stopped answering (a disagreement between ranks?)" if not silent else
+               f"rank{'s' if len(silent) > 1 else ''} {', '.join(map(str, silent))} "
+               "stopped answering (died, or hung past the timeout)")
+        return DistributedError(
+            f"distributed run failed at round {self.round} on rank {self.rank} of {self.size} "
+            f"during {what}: {who}; timeout {self.world.timeout:g} s "
+            f"(TOPOFL_DIST_TIMEOUT). Cause: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+        )
+
+    # ------------------------------------------------------------------ collectives
+    def all_reduce_(self, t: Tensor, what: str = "all_reduce",
+                    op: Any = dist.ReduceOp.SUM) -> Tensor:
+        """``t`` summed (or ``op``-reduced) over the ranks, in place."""
+        self.call(what, lambda: dist.all_reduce(t, op=op))
+        return t
+
+    def to_global(self, local: Tensor, what: str = "gather") -> Tensor:
+        """``[n, ...]``: the rows ``[m, ...]`` of every rank at their clients' positions (every
+        entry is one rank's value plus zeros, so the result is exact)."""
+        full = torch.zeros((self.n, *local.shape[1:]), dtype=local.dtype, device=local.device)
+        full.index_copy_(0, self.rows.to(local.device), local)
+        return self.all_reduce_(full, what)
+
+    def row(self, local: Tensor, client: int) -> Tensor:
+        """Client ``client``'s row of the rank-local ``[m, ...]`` tensor ``local``, on every
+        rank (sent from its owner)."""
+        out = torch.zeros(local.shape[1:], dtype=local.dtype, device=local.device)
+        if int(self.placement.owner[client]) == self.rank:
+            out.copy_(local[int(np.searchsorted(self.clients, client))])
+        return self.all_reduce_(out, f"sending client {client}'s row")
+
+    def local(self, full: Tensor) -> Tensor:
+        """This rank's rows of a ``[n, ...]`` tensor."""
+        return full.index_select(0, self.rows.to(full.device))
+
+    def whole_groups(self, topology: Topology) -> bool:
+        """Whether every group (clique) of ``topology`` lies on one rank."""
+        e = self._whole.get(topology)
+        if e is None:
+            groups = topology.groups or ()
+            e = all(len({int(self.placement.owner[i]) for i in g}) == 1 for g in groups)
+            self._whole[topology] = e
+        return e
+
+    def group_sums_(self, sums: Tensor, topology: Topology) -> Tensor:
+        """Per-group sums of this rank's rows completed over the ranks (nothing to do when the
+        placement keeps every group on one rank)."""
+        if self.whole_groups(topology):
+            return sums
+        return self.all_reduce_(sums, "clique averaging")
+
+    def mean_rows(self, block: Tensor, what: str = "exact average") -> Tensor:
+        """``[p]``: the mean over all ``n`` clients of the rows ``block`` [m, p] of every
+        rank."""
+        return self.all_reduce_(block.sum(dim=0), what).div_(self.n)
+
+    def clique_average_(self, g: Tensor, topology: Topology) -> None:
+        """In place: each of this rank's rows of ``g`` becomes its clique's mean over all
+        ranks (Clique Averaging; no exchange when the placement keeps cliques whole)."""
+        from topofl.engine.pieces import clique_index
+
+        idx, sizes = clique_index(topology)
+        li = self.local(idx.to(g.device))
+        sums = torch.zeros(int(sizes.numel()), g.shape[1], dtype=g.dtype, device=g.device)
+        sums.index_add_(0, li, g)
+        self.group_sums_(sums, topology)
+        sums.div_(sizes.to(device=g.device, dtype=g.dtype).unsqueeze(1))
+        torch.index_select(sums, 0, li, out=g)

@@ -1,0 +1,403 @@
+"""The round loop of one rank of a distributed run.
+
+It is :func:`topofl.engine.run` with the clients split over the ranks: each rank builds the
+same model, layout and round graphs, holds its clients' rows of the ``[n, P]`` buffers and only
+their data (:class:`~topofl.distributed.ShardData`), and gives the algorithm services whose
+mixer exchanges rows across ranks (:class:`~topofl.distributed.ShardMixer`) and whose
+``shard`` the pieces that average over all clients use (``all_reduce``). Evaluation scores
+each rank's clients and sums the per-client numbers over the ranks, so every rank computes the
+same rows; rank 0 alone writes the records file.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+from topofl._rng import generator_at
+from topofl.data.federated import FederatedData
+from topofl.distributed.checkpoint import is_sharded, load_rows, save_sharded
+from topofl.distributed.comm import Shard
+from topofl.distributed.data import ShardData
+from topofl.distributed.mixer import ShardMixer
+from topofl.distributed.placement import Placement, place
+from topofl.distributed.world import World, join
+from topofl.engine.checkpoint import load_checkpoint
+from topofl.engine.config import DTYPES, RunConfig, config_header
+from topofl.engine.evaluation import _stats, eval_chunk, record_realized, score_chunks, spectral_row
+from topofl.engine.executors import make_executor
+from topofl.engine.layout import ParamLayout, init_parameters
+from topofl.engine.local import LocalStepper, steps_per_client
+from topofl.engine.loop import Result, _check_stochastic, _progress, _warn_if_disconnected
+from topofl.engine.protocol import Algorithm, Round, Services, State
+from topofl.engine.services import DataServices
+from topofl.exceptions import ConvergenceError
+from topofl.graph import GraphLike, as_time_varying
+from topofl.records import Recorder
+
+__all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_rows"]
+
+#: Registry algorithms whose pieces run on a rank's rows: rowwise local updates, gossip and
+#: push-sum through the mixer, averages through ``env.shard``.
+SUPPORTED = {"dsgd", "dfedavgm", "sgp", "osgp", "dfedpgp", "dfedavgm_p", "local", "fedavg",
+             "fedper", "fedrep", "fedbabu", "ditto"}
+
+_REFUSED = {
+    "pfeddst": "PFedDST scores its peers with their models on its own data and pulls the "
+               "chosen peers' rows: a distributed version would fetch those rows through the "
+               "exchange, which is not built yet",
+    "dpfl": "DPFL builds each client's collaboration graph from candidate averages over all "
+            "clients' models (a dense [n, n] aggregation): a distributed version would fetch "
+            "the candidates' rows through the exchange, which is not built yet",
+}
+
+
+def register_distributed(name: str) -> None:
+    """Declare that the algorithm ``name`` runs correctly on a rank's rows.
+
+    An algorithm qualifies when its pieces touch other clients' rows only through
+    ``env.mixer`` or the engine's averaging pieces (``exact_average``, ``server_average``,
+    ``Sampled``, ``CliqueAveraged``), which are distribution-aware.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty str, got {name!r}")
+    SUPPORTED.add(name)
+
+
+class ShardServices(DataServices):
+    """:class:`~topofl.engine.DataServices` over one rank's clients.
+
+    ``n`` is the number of clients of the whole run; the buffers the hooks get, and
+    ``train_sizes``, have this rank's ``m`` rows (client ``shard.clients[r]`` in row ``r``).
+    ``shard`` gives the averaging pieces their collectives. ``cross_losses`` (a client's
+    model on another client's data) is not available.
+    """
+
+    def __init__(self, layout: ParamLayout, mixer: ShardMixer, executor: Any, data: ShardData,
+                 batch_size: int, shard: Shard) -> None:
+        super().__init__(layout, mixer, executor, data, batch_size)  # type: ignore[arg-type]
+        self.shard = shard
+        self.n = shard.n
+
+    def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
+        """Not available in a distributed run (raises)."""
+        raise ValueError("cross_losses scores a client's model on other clients' data, which "
+                         "live on other ranks: not available in a distributed run")
+
+
+def init_rows(model: nn.Module, layout: ParamLayout, clients: np.ndarray, *, seed: int,
+              same: bool, device: torch.device, dtype: torch.dtype) -> Tensor:
+    """The rows ``clients`` of :func:`topofl.engine.init_parameters` ``(model, layout, n)``
+    without building the others."""
+    m = int(len(clients))
+    if same:
+        return init_parameters(model, layout, m, seed=seed, same=True, device=device,
+                               dtype=dtype)
+    flat = torch.empty(m, layout.num_params, dtype=dtype, device=device)
+    views = layout.views(flat)
+    template = copy.deepcopy(model).to("cpu")
+    for r, i in enumerate(clients):
+        s = int(generator_at(seed, 0xC11E, int(i)).integers(0, 2**63 - 1))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(s)
+            for mod in template.modules():
+                reset = getattr(mod, "reset_parameters", None)
+                if callable(reset):
+                    reset()
+        params = dict(template.named_parameters())
+        for k in layout.names:
+            views[k][r].copy_(params[k].detach())
+    return flat
+
+
+def _placement(world: World, shard_call: Any, topology: Any, n: int, seed: int) -> Placement:
+    """Rank 0's placement, sent to every rank (one source of truth)."""
+    obj: list[Any] = [place(topology, world.size, n=n, seed=seed) if world.rank == 0 else None]
+    shard_call(lambda: dist.broadcast_object_list(obj, src=0))
+    p: Placement = obj[0]
+    return p
+
+
+def _first_bad(shard: Shard, local_bad: int | None, value: float, what: str
+               ) -> tuple[int, float] | None:
+    """The lowest global client id any rank found bad (``None``: none), and its value."""
+    mine = shard.n if local_bad is None else int(shard.clients[local_bad])
+    t = torch.tensor([float(mine)], dtype=torch.float64)
+    shard.all_reduce_(t, what, op=dist.ReduceOp.MIN)
+    c = int(t.item())
+    if c >= shard.n:
+        return None
+    v = torch.tensor([value if mine == c else 0.0], dtype=torch.float64)
+    shard.all_reduce_(v, what)
+    return c, float(v.item())
+
+
+def _load(path: str | os.PathLike[str], shard: Shard, device: torch.device) -> dict[str, Any]:
+    """This rank's rows of a checkpoint: a sharded one (any number of ranks wrote it) or the
+    single-process engine's file."""
+    if is_sharded(path):
+        return load_rows(path, shard, device)
+    ck = load_checkpoint(path, device)
+    ck["state"] = {k: shard.local(v) if v.dim() and v.shape[0] == shard.n else v
+                   for k, v in ck["state"].items()}
+    return ck
+
+
+def _evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env: Services,
+              data: ShardData, config: RunConfig, recorder: Recorder, shard: Shard
+              ) -> dict[str, Any]:
+    """:func:`topofl.engine.evaluation.evaluate` with the per-client sums gathered from every
+    rank: the same row on every rank."""
+    t, n = rnd.t, shard.n
+    x_eval = algorithm.evaluate(state, rnd, env)
+    finite = torch.isfinite(x_eval).all(dim=1)
+    bad = None if bool(finite.all()) else int(torch.nonzero(~finite)[0, 0])
+    found = _first_bad(shard, bad, float("nan"), "the divergence check")
+    if found is not None:
+        recorder.flush()
+        raise ConvergenceError(
+            f"training diverged at round {t}: the parameters of client {found[0]} are not finite"
+        )
+    m = shard.m
+    chunk = eval_chunk(m, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
+    row: dict[str, Any] = {}
+    test_chunk = min(chunk, max(1, int(np.max(data.sizes("test")))))
+    batches = ((b.x, b.y, b.mask) for b in data.eval_batches("test", batch_size=test_chunk))
+    sums = score_chunks(executor, x_eval, batches, m, shared=False)
+    parts = [torch.stack(sums, dim=1)]
+    if config.eval_global:
+        xg, yg = data.global_test
+        g = int(xg.shape[0])
+        gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, g, chunk))
+        parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True), dim=1))
+    full = shard.to_global(torch.cat(parts, dim=1), "evaluation")
+    correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
+    has = count > 0
+    acc = (correct[has] / count[has]).cpu().numpy()
+    if acc.size:
+        row.update(_stats("test_acc", acc))
+        row["test_loss"] = float((loss[has] / count[has]).mean())
+    if config.record_clients:
+        per_client = torch.where(has, correct / count.clamp_min(1), torch.nan).cpu().numpy()
+        recorder.log_clients("test_acc", per_client.tolist(), t)
+    if config.eval_global:
+        gc, gl, gn = full[:, 3], full[:, 4], full[:, 5]
+        row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
+        row["global_loss"] = float((gl / gn).mean())
+    shared = x_eval[:, env.layout.cols(algorithm.shared)]
+    mean = shard.mean_rows(shared, "consensus distance")
+    dev = ((shared - mean.unsqueeze(0)) ** 2).sum(dim=1).sum().reshape(1)
+    row["consensus_distance"] = float(shard.all_reduce_(dev, "consensus distance")) / n
+    return row
+
+
+def run(
+    config: RunConfig,
+    topology: GraphLike | None,
+    algorithm: Algorithm,
+    data: Any,
+    model: nn.Module,
+    *,
+    recorder: Recorder | None = None,
+    resume: str | os.PathLike[str] | None = None,
+    header: Mapping[str, Any] | None = None,
+) -> Result:
+    """One rank's part of :func:`topofl.engine.run` (same arguments, same records).
+
+    Called by :func:`topofl.engine.run` when the process is one of several ranks
+    (:func:`~topofl.distributed.is_distributed`). The returned :class:`Result` holds this
+    rank's rows of the state (``result.services.shard.clients`` names them) and the records
+    (the evaluation rows on every rank; the graph's spectral rows on rank 0 only).
+
+    Raises
+    ------
+    ValueError
+        For an algorithm that does not run distributed (``pfeddst``, ``dpfl``), for more ranks
+        than clients, or for a checkpoint of another config.
+
+    Notes
+    -----
+    ``config.checkpoint_every`` writes a sharded checkpoint directory at
+    ``config.checkpoint_path`` (:mod:`topofl.distributed.checkpoint`); ``resume`` takes such a
+    directory, written on any number of ranks, or a single-process checkpoint file.
+    DistributedError
+        When a rank dies or hangs: the message names the round and the rank.
+    """
+    if algorithm.name not in SUPPORTED:
+        why = _REFUSED.get(algorithm.name, "it is not declared to run on a rank's rows "
+                           "(topofl.distributed.register_distributed)")
+        raise ValueError(f"{algorithm.name} does not run distributed: {why}; run it in one "
+                         "process")
+    if not isinstance(data, FederatedData):
+        raise TypeError(f"a distributed run needs a topofl.data.FederatedData, got "
+                        f"{type(data).__name__}")
+    t_start = time.perf_counter()
+    world = join(config.device)
+    device, dtype = world.device, DTYPES[config.dtype]
+    n = int(data.num_clients)
+    tv = None
+    if topology is not None:
+        tv = as_time_varying(topology)
+        if tv.n != n:
+            raise ValueError(f"the topology has n={tv.n} nodes but the data has {n} clients")
+    elif algorithm.uses_topology:
+        raise ValueError(f"{algorithm.name} communicates over a graph: pass a topology")
+    if world.rank == 0 and tv is not None and tv.period == 1 and algorithm.uses_topology:
+        _warn_if_disconnected(tv.at(0))
+
+    # ---------------------------------------------------------------- placement and set-up
+    boot = Shard(world, Placement(np.zeros(n, dtype=np.int64), world.size, "boot"))
+    placement = _placement(world, lambda f: boot.call("sharing the placement", f),
+                           topology if algorithm.uses_topology else None, n, config.seed)
+    shard = Shard(world, placement)
+    local_data = ShardData(data, shard.clients).to(device)
+    model = model.to(device=device, dtype=dtype)
+    layout = ParamLayout.from_model(model)
+    if algorithm.shared == "body" and not layout.has_split:
+        raise ValueError(
+            f"{algorithm.name} personalizes a head and shares a body, but the model's "
+            f"parameters do not split into a non-empty body and head ({layout.num_body} body "
+            f"of {layout.num_params}); use a model with a body and a head"
+        )
+    executor = make_executor(config.executor, model, layout, device, config.chunk_size)
+    env = ShardServices(layout, ShardMixer(shard, dtype), executor, local_data,
+                        config.batch_size, shard)
+    x0 = init_rows(model, layout, shard.clients, seed=config.seed,
+                   same=config.init == "same", device=device, dtype=dtype)
+    state = algorithm.init(x0, env)
+    all_sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)
+    shared_cols = layout.cols(algorithm.shared)
+    bytes_per_message = (shared_cols.stop - shared_cols.start) * torch.finfo(dtype).bits // 8
+    engine_desc = config_header(config, algorithm, topology, data, model)
+    engine_desc["distributed"] = {"world_size": world.size, "backend": world.backend,
+                                  "placement": placement.to_dict()}
+    if tv is not None and tv.period == 1 and algorithm.uses_topology:
+        engine_desc["distributed"]["cut_arcs"] = placement.cut_arcs(tv.at(0))
+        engine_desc["distributed"]["cut_rows"] = placement.cut_rows(tv.at(0))
+
+    plain_desc = {k: v for k, v in engine_desc.items() if k != "distributed"}
+    start_round, messages, wall_offset, train_loss_acc = 0, 0, 0.0, [0.0, 0]
+    if resume is not None:
+        ck = _load(resume, shard, device)
+        if ck["config"] != plain_desc:
+            raise ValueError(f"checkpoint {resume} was written by a run with another config")
+        state.load_tensors(ck["state"])
+        start_round, messages = int(ck["round"]), int(ck["messages"])
+        wall_offset = float(ck["wall"])
+        train_loss_acc = [float(ck["train_loss_sum"]), int(ck["train_loss_count"])]
+    own = recorder is None
+    if recorder is None:  # every rank passed its own checks (the placement was a collective)
+        recorder = Recorder(config.records_path if world.rank == 0 else None,
+                            run=config.run_id, resume=resume is not None,
+                            resume_round=start_round)
+    if header is None:
+        recorder.log_config(engine_desc)
+    else:
+        recorder.log_config(header["config"], provenance=header.get("provenance"),
+                            engine=engine_desc)
+
+    static_graph = tv is not None and tv.period == 1
+    first_eval = min(config.eval_every, config.rounds) - 1
+    spectral_cache: dict[int, dict[str, Any]] = {}
+    stochastic_seen: set[int] = set()
+    pbar = _progress(config, start_round) if world.rank == 0 else None
+    bad: list[int | None] = [None]
+    bad_value = [0.0]
+
+    def check(loss: Tensor, first: int) -> None:  # remember the first bad client of a step
+        ok = torch.isfinite(loss)
+        if bad[0] is None and not bool(ok.all()):
+            i = int(torch.nonzero(~ok)[0, 0])
+            bad[0], bad_value[0] = first + i, float(loss[i])
+
+    local_step = LocalStepper(executor, algorithm, local_data, config.batch_size,
+                              layout.num_params, dtype, rows=config.stream_rows, check=check,
+                              fuse=config.fuse)
+    rnd = Round(max(0, start_round - 1),
+                None if tv is None else tv.at(max(0, start_round - 1)))
+    try:
+        for t in range(start_round, config.rounds):
+            shard.round = t
+            rnd = Round(t, None if tv is None else tv.at(t))
+            if rnd.topology is not None and algorithm.uses_topology:
+                _check_stochastic(algorithm, rnd.topology, stochastic_seen)
+            algorithm.round_start(state, rnd, env)
+
+            step = 0
+            for phase in algorithm.phases:
+                lr_t = phase.lr * algorithm.decay**t
+                todo_all = steps_per_client(phase.steps, phase.epochs, all_sizes,
+                                            config.batch_size)
+                todo = shard.local(todo_all)
+                for k in range(int(todo_all.max())):
+                    lr = (todo > k).to(dtype) * lr_t
+                    bad[0] = None
+                    loss = local_step(state, rnd, env, phase, step, lr)
+                    total = loss.detach().to(torch.float64).sum().reshape(1)
+                    if bad[0] is not None:
+                        total = torch.full_like(total, float("nan"))
+                    shard.all_reduce_(total, "the training loss")
+                    if not bool(torch.isfinite(total).all()):
+                        found = _first_bad(shard, bad[0], bad_value[0], "the divergence check")
+                        if found is not None:
+                            recorder.flush()
+                            raise ConvergenceError(
+                                f"training diverged at round {t}, local step {step}: the loss "
+                                f"of client {found[0]} is {found[1]} (lower the learning "
+                                "rate?); records up to the previous evaluation are saved"
+                            )
+                    train_loss_acc[0] += float(total) / n
+                    train_loss_acc[1] += 1
+                    step += 1
+
+            sent = algorithm.communicate(state, rnd, env)
+            messages += sent.messages
+            if sent.realized is not None and world.rank == 0:
+                record_realized(recorder, sent.realized, t)
+
+            last = t == config.rounds - 1
+            if (t + 1) % config.eval_every == 0 or last:
+                row = _evaluate(executor, algorithm, state, rnd, env, local_data, config,
+                                recorder, shard)
+                row["train_loss"] = train_loss_acc[0] / max(1, train_loss_acc[1])
+                train_loss_acc = [0.0, 0]
+                row["messages"] = messages
+                row["bytes"] = messages * bytes_per_message
+                row["wall_time"] = wall_offset + time.perf_counter() - t_start
+                recorder.log_many(row, t)
+                if world.rank == 0 and config.spectral and rnd.topology is not None and (
+                        not static_graph or t == first_eval):
+                    recorder.log_many(spectral_row(rnd.topology, tv, spectral_cache,
+                                                   data.label_distributions), t)
+                if pbar is not None:
+                    pbar.set_postfix(acc=f"{row['test_acc_mean']:.3f}")
+            recorder.flush()
+            if pbar is not None:
+                pbar.update(1)
+
+            if config.checkpoint_every and (t + 1) % config.checkpoint_every == 0:
+                save_sharded(str(config.checkpoint_path), shard, state, {
+                    "round": t + 1,
+                    "messages": messages,
+                    "wall": wall_offset + time.perf_counter() - t_start,
+                    "train_loss_sum": train_loss_acc[0],
+                    "train_loss_count": train_loss_acc[1],
+                    "config": plain_desc,
+                })
+    finally:
+        if pbar is not None:
+            pbar.close()
+        recorder.flush()
+        if own:
+            recorder.close()
+    return Result(records=recorder.records(), state=state, layout=layout, config=config,
+                  algorithm=algorithm, services=env, last=rnd)
+
