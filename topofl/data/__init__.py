@@ -8,6 +8,8 @@
 - :mod:`topofl.data.federated`: :class:`FederatedData`, every client's samples in one device
   tensor with batched, counter-based sampling and padded evaluation; :func:`federate` builds one
   from a dataset name, a scheme and a seed.
+- :mod:`topofl.data.corrupt`: label-flipping clients (``federate(..., flip_labels=0.4)``, DPFL's
+  malicious clients): :func:`label_flip_plan`, :func:`flip_labels`.
 
 Examples
 --------
@@ -41,6 +43,7 @@ from topofl.data.datasets import (
     synthetic,
     tiny_imagenet,
 )
+from topofl.data.corrupt import LabelFlip, flip_labels, label_flip_plan
 from topofl.data.federated import SPLITS, EvalBatch, FederatedData, Segments, federate
 from topofl.data.partition import (
     PARTITIONS,
@@ -89,4 +92,7 @@ __all__ = [
     "Segments",
     "SPLITS",
     "federate",
+    "LabelFlip",
+    "label_flip_plan",
+    "flip_labels",
 ]
