@@ -21,6 +21,7 @@ Examples
 ((100, 32, 1, 8, 8), (100, 32))
 """
 
+from topofl.data.corrupt import LabelFlip, flip_labels, label_flip_plan
 from topofl.data.datasets import (
     DATASETS,
     SOURCES,
@@ -43,7 +44,6 @@ from topofl.data.datasets import (
     synthetic,
     tiny_imagenet,
 )
-from topofl.data.corrupt import LabelFlip, flip_labels, label_flip_plan
 from topofl.data.federated import SPLITS, EvalBatch, FederatedData, Segments, federate
 from topofl.data.partition import (
     PARTITIONS,
