@@ -190,11 +190,16 @@ class Sent(NamedTuple):
         Messages sent (each of the shared part's size).
     realized : Topology or None
         The graph the algorithm actually used, when it chooses its own (its collaboration
-        graph); the engine records its edges, density, reciprocity and spectrum.
+        graph); the engine records its edges, their weights, density, reciprocity and spectrum.
+    records : Mapping or None
+        Metrics the algorithm measured in this round (``name -> JSON-able value``, e.g.
+        DPFL's pre-processing graph, PFedDST's peer-selection quality); the engine logs each
+        one at the round's index, after the realized graph.
     """
 
     messages: int
     realized: Topology | None = None
+    records: Mapping[str, Any] | None = None
 
 
 class Services(Protocol):
