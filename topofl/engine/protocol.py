@@ -233,6 +233,9 @@ class Services(Protocol):
     def losses(self, x: Tensor, split: str = "val") -> Tensor:
         """Mean loss of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]``."""
 
+    def accuracies(self, x: Tensor, split: str = "val") -> Tensor:
+        """Accuracy of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]`` float64."""
+
     def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
         """``[n, k]``: loss of row ``i`` of ``x`` on a training batch of client ``peers[i, j]``."""
 
@@ -263,6 +266,10 @@ class ToyServices:
     def losses(self, x: Tensor, split: str = "val") -> Tensor:
         """Not available without data (raises)."""
         raise self._no_data("losses")
+
+    def accuracies(self, x: Tensor, split: str = "val") -> Tensor:
+        """Not available without data (raises)."""
+        raise self._no_data("accuracies")
 
     def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
         """Not available without data (raises)."""
