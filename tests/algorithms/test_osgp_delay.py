@@ -73,3 +73,25 @@ def test_resident_weight_settles_at_k_plus_1_over_2k_plus_1(k: int) -> None:
     w = state.push_weights()
     torch.testing.assert_close(w, torch.full((n,), (k + 1) / (2 * k + 1), dtype=D))
     assert float(w.sum() + state.extra["inflight_w"].sum()) == pytest.approx(n, abs=1e-12)
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_restart_momentum_zeroes_the_buffers_each_round(restart: bool) -> None:
+    n, lr = 4, 0.1
+    topo = _complete_push(n)
+    algo = tf.algorithms.osgp(lr=lr, momentum=0.5, restart_momentum=restart)
+    assert algo.hparams["restart_momentum"] is restart
+    env = toy_services(n, 1)
+    state = algo.init(torch.ones(n, 1, dtype=D), env)
+    g = torch.ones(n, 1, dtype=D)
+    algo.round_start(state, Round(0, topo), env)
+    algo.update(state, g.clone(), algo.phases[0], torch.full((n,), lr, dtype=D),
+                Round(0, topo), env)
+    assert state.momentum is not None
+    torch.testing.assert_close(state.momentum, g)  # buffer = gradient after one step
+    algo.communicate(state, Round(0, topo), env)
+    algo.round_start(state, Round(1, topo), env)
+    torch.testing.assert_close(state.momentum, torch.zeros_like(g) if restart else g)
+    cfg = tf.config.validate({"algorithm": "osgp", "topology": "random_directed_push:k=2",
+                              "n_clients": 4, "restart_momentum": restart, "momentum": 0.9})
+    assert cfg["restart_momentum"] is restart
