@@ -424,7 +424,8 @@ def validate(cfg: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"n_clients must be >= 1, got {out['n_clients']}")
     out["partition_params"] = _fill(dict(out["partition_params"] or {}),
                                     _partition_params(out["partition"]), "partition_params",
-                                    {"val": "float", "test": "float | str"})
+                                    {"val": "float", "test": "float | str",
+                                     "flip_labels": "float"})
     out["model_params"] = _fill(dict(out["model_params"] or {}), _model_params(out["model"]),
                                 "model_params")
     out.update(hparams)

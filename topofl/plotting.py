@@ -545,3 +545,324 @@ def spectrum(eigenvalues: Mapping[str, Sequence[float]], *, ax: Any = None) -> A
     _legend(ax, len(eigenvalues), "auto", own)
     _tight(fig)
     return fig
+
+
+# ---------------------------------------------------------------- collaboration graphs
+__all__ += ["collaboration_graph", "adjacency_matrix", "adjacency_heatmap"]
+
+#: (edges metric, weights metric) of the graphs a run records: the realized graph of every
+#: round and DPFL's pre-processing graph Omega (the round in which it ran).
+GRAPH_METRICS = {
+    "realized": ("realized_edges", "realized_weights"),
+    "omega": ("dpfl_omega_edges", "dpfl_omega_weights"),
+}
+BENIGN_COLOR, MALICIOUS_COLOR = "tab:blue", "tab:red"
+
+
+def _graph_metrics(graph: str) -> tuple[str, str]:
+    if graph not in GRAPH_METRICS:
+        raise ValueError(f"graph must be one of {sorted(GRAPH_METRICS)}, got {graph!r}")
+    return GRAPH_METRICS[graph]
+
+
+def _recorded_graph(records: Records, round: int | None, graph: str,
+                    run: str | None) -> tuple[int, list[list[int]], list[float]]:
+    """``(round, [[sender, receiver], ...], weights)`` of a recorded graph (weights 1.0 when
+    the records have none)."""
+    e_name, w_name = _graph_metrics(graph)
+    rid = records._run(run)
+    edges = dict(records._points(rid, e_name, None))
+    if not edges:
+        raise ValueError(
+            f"these records hold no {e_name!r}: only algorithms that choose their own graph "
+            "(DPFL, PFedDST) record one"
+            + (" (DPFL records Omega in the round it ran)" if graph == "omega" else "")
+        )
+    if round is None:
+        round = max(edges)
+    if round not in edges:
+        raise ValueError(f"no {e_name!r} at round {round}; recorded rounds: {sorted(edges)}")
+    es = [[int(j), int(i)] for j, i in edges[round]]
+    weights = dict(records._points(rid, w_name, None)).get(round)
+    ws = [1.0] * len(es) if weights is None else [float(w) for w in weights]
+    if len(ws) != len(es):
+        raise ValueError(f"{w_name!r} at round {round} has {len(ws)} values for {len(es)} edges")
+    return int(round), es, ws
+
+
+def _num_clients(records: Records, run: str | None, edges: list[list[int]],
+                 *given: Any) -> int:
+    """The run's number of clients (config, else the data's partition), else the length of
+    the first of ``given`` (labels), else one more than the largest recorded id."""
+    rid = records._run(run)
+    cfg = records.configs.get(rid, {}) if rid is not None else {}
+    eng = records.engines.get(rid, {}) if rid is not None else {}
+    if isinstance(cfg.get("n_clients"), int):
+        return int(cfg["n_clients"])
+    part = (eng.get("data") or {}).get("partition") or {}
+    if isinstance(part.get("num_clients"), int):
+        return int(part["num_clients"])
+    for g in given:
+        if g is not None:
+            return int(len(g))
+    return 1 + max((max(e) for e in edges), default=-1)
+
+
+def _malicious_mask(records: Records, run: str | None, n: int,
+                    malicious: Sequence[int] | np.ndarray | None) -> np.ndarray:
+    """Bool ``(n,)``: the given clients, else the label-flipping clients of the records."""
+    if malicious is not None:
+        arr = np.asarray(malicious)
+        if arr.dtype == bool:
+            if arr.shape != (n,):
+                raise ValueError(f"malicious as a mask must have shape ({n},), got {arr.shape}")
+            return arr
+        mask = np.zeros(n, dtype=bool)
+        mask[arr.astype(np.int64)] = True
+        return mask
+    rid = records._run(run)
+    eng = records.engines.get(rid, {}) if rid is not None else {}
+    info = (eng.get("data") or {}).get("label_flip")
+    if not info:
+        raise ValueError(
+            "color_by='malicious' needs the malicious clients: these records have no "
+            "label-flipping clients (federate(..., flip_labels=...)); pass malicious=[ids]"
+        )
+    mask = np.zeros(n, dtype=bool)
+    mask[np.asarray(info["clients"], dtype=np.int64)] = True
+    return mask
+
+
+def _dominant_labels(labels: Any, n: int) -> np.ndarray:
+    arr = np.asarray(labels)
+    if arr.ndim == 2:
+        if arr.shape[0] != n:
+            raise ValueError(f"labels as counts must have shape (n={n}, L), got {arr.shape}")
+        return np.asarray(arr.argmax(axis=1), dtype=np.int64)
+    if arr.ndim == 1 and arr.shape[0] == n:
+        return arr.astype(np.int64)
+    raise ValueError(
+        f"labels must be the (n, L) label counts (e.g. data.label_distributions) or the (n,) "
+        f"dominant labels, with n={n}; got shape {arr.shape}"
+    )
+
+
+def collaboration_graph(
+    records: Records,
+    round: int | None = None,
+    *,
+    ax: Any = None,
+    color_by: str = "label",
+    labels: Any = None,
+    malicious: Sequence[int] | np.ndarray | None = None,
+    graph: str = "realized",
+    run: str | None = None,
+    layout_seed: int = 0,
+) -> Any:
+    """Draw a collaboration graph recorded by a run (DPFL Fig. 2 and 4, PFedDST).
+
+    Nodes are the clients; an arrow ``j -> i`` says that client ``i`` used client ``j``'s model
+    in that round, with a width proportional to its weight ``W[i, j]`` (``realized_weights``).
+
+    Parameters
+    ----------
+    records : Records
+        Records of one run (or pass ``run``) with ``realized_edges`` (DPFL, PFedDST) or, for
+        ``graph="omega"``, DPFL's ``dpfl_omega_edges``.
+    round : int, optional
+        The round to draw (default: the last one recorded).
+    ax : matplotlib Axes, optional
+    color_by : {"label", "malicious"}, default "label"
+        ``"label"``: each node by its dominant label (``labels`` required; the records hold
+        no label counts). ``"malicious"``: benign clients blue and malicious ones red (DPFL's
+        colours), read from the records' label-flipping clients or from ``malicious``; an
+        arrow from a malicious client is red too.
+    labels : array, optional
+        ``(n, L)`` label counts (``data.label_distributions``) or ``(n,)`` dominant labels.
+    malicious : sequence of int or bool mask, optional
+        The malicious clients (default: the records' ``label_flip`` clients).
+    graph : {"realized", "omega"}, default "realized"
+    run : str, optional
+    layout_seed : int, default 0
+        Seed of the spring layout (the same seed draws the same picture).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Its axes hold one node collection (``ax.collections[0]``, one face colour per client)
+        and one arrow patch per edge (``ax.patches``).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> rows = [{"run": "r", "round": 0, "client": None, "metric": "realized_edges",
+    ...          "value": [[1, 0], [2, 0], [0, 1]]},
+    ...         {"run": "r", "round": 0, "client": None, "metric": "realized_weights",
+    ...          "value": [0.25, 0.25, 0.5]}]
+    >>> fig = tf.plotting.collaboration_graph(tf.records.Records(rows=rows), labels=[0, 0, 1])
+    >>> len(fig.axes[0].patches), fig.axes[0].get_title()
+    (3, 'realized graph, round 0 (3 edges)')
+    """
+    import matplotlib.pyplot as plt
+    import networkx as nx
+    from matplotlib.patches import Patch
+
+    if color_by not in ("label", "malicious"):
+        raise ValueError(f"color_by must be 'label' or 'malicious', got {color_by!r}")
+    t, edges, weights = _recorded_graph(records, round, graph, run)
+    if color_by == "label" and labels is None:
+        raise ValueError(
+            "color_by='label' needs labels=: the (n, L) label counts of the run's data "
+            "(data.label_distributions) or the (n,) dominant label of every client"
+        )
+    n = _num_clients(records, run, edges, *(() if labels is None else (np.asarray(labels),)))
+    if edges and max(max(e) for e in edges) >= n:
+        raise ValueError(f"the recorded graph has client ids >= n={n}")
+    G = nx.DiGraph()
+    G.add_nodes_from(range(n))
+    G.add_weighted_edges_from((j, i, w) for (j, i), w in zip(edges, weights))
+    pos = nx.spring_layout(G, seed=layout_seed)
+    own = ax is None
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6.4, 5.2))
+    else:
+        fig = ax.figure
+    if color_by == "label":
+        dom = _dominant_labels(labels, n)
+        cmap = plt.get_cmap("tab10" if dom.max(initial=0) < 10 else "tab20")
+        node_colors: list[Any] = [cmap(int(c) % cmap.N) for c in dom]
+        edge_colors: list[Any] = ["0.35"] * len(edges)
+        handles = [Patch(color=cmap(int(c) % cmap.N), label=f"label {int(c)}")
+                   for c in np.unique(dom)]
+    else:
+        bad = _malicious_mask(records, run, n, malicious)
+        node_colors = [MALICIOUS_COLOR if b else BENIGN_COLOR for b in bad]
+        edge_colors = [MALICIOUS_COLOR if bad[j] else "0.35" for j, _ in edges]
+        handles = [Patch(color=BENIGN_COLOR, label="benign"),
+                   Patch(color=MALICIOUS_COLOR, label="malicious")]
+    wmax = max(weights, default=1.0) or 1.0
+    widths = [0.3 + 2.7 * w / wmax for w in weights]
+    nx.draw_networkx_nodes(G, pos, ax=ax, node_color=node_colors,
+                           node_size=max(30, 3000 // max(n, 1)))
+    order = list(G.edges())
+    by_edge = {(j, i): k for k, (j, i) in enumerate(map(tuple, edges))}
+    nx.draw_networkx_edges(G, pos, ax=ax, edgelist=order, arrows=True, arrowsize=6,
+                           width=[widths[by_edge[e]] for e in order],
+                           edge_color=[edge_colors[by_edge[e]] for e in order],
+                           alpha=0.8)
+    ax.set_title(f"{graph} graph, round {t} ({len(edges)} edges)")
+    ax.set_axis_off()
+    if own:
+        ax.legend(handles=handles, frameon=False, loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    _tight(fig)
+    return fig
+
+
+def adjacency_matrix(records: Records, round: int | None = None, *, graph: str = "realized",
+                     n: int | None = None, run: str | None = None) -> np.ndarray:
+    """The ``(n, n)`` weight matrix of a recorded graph: ``A[i, j] = W[i, j]`` for the edge
+    ``j -> i`` (receiver row, sender column), 0 elsewhere (the diagonal is not recorded).
+
+    Examples
+    --------
+    >>> rows = [{"run": "r", "round": 2, "client": None, "metric": "realized_edges",
+    ...          "value": [[1, 0], [0, 2]]}]
+    >>> tf.plotting.adjacency_matrix(tf.records.Records(rows=rows), n=3).tolist()
+    [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]
+    """
+    _, edges, weights = _recorded_graph(records, round, graph, run)
+    size = _num_clients(records, run, edges) if n is None else int(n)
+    A = np.zeros((size, size))
+    for (j, i), w in zip(edges, weights):
+        A[i, j] = w
+    return A
+
+
+def adjacency_heatmap(
+    records: Records,
+    rounds: Sequence[int] | None = None,
+    *,
+    graph: str = "realized",
+    order: Sequence[int] | None = None,
+    n: int | None = None,
+    run: str | None = None,
+    axes: Any = None,
+) -> Any:
+    """Heat maps of a recorded collaboration graph over rounds (DPFL Figs. 2, 8-15).
+
+    One panel per round: cell ``(i, j)`` is the weight client ``i`` gives to client ``j``'s
+    model (:func:`adjacency_matrix`), white where it did not use it.
+
+    Parameters
+    ----------
+    records : Records
+    rounds : sequence of int, optional
+        The rounds to show (default: up to 4 evenly spaced recorded rounds).
+    graph : {"realized", "omega"}, default "realized"
+    order : sequence of int, optional
+        A permutation of the clients for rows and columns (e.g. sorted by dominant label, or
+        malicious first), so that groups show as blocks.
+    n, run
+        Number of clients (default: from the records) and the run.
+    axes : sequence of matplotlib Axes, optional
+        One per round.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Panel ``k`` holds one image whose array is the matrix of ``rounds[k]`` (reordered).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> rows = [{"run": "r", "round": t, "client": None, "metric": "realized_edges",
+    ...          "value": [[1, 0], [0, 1]][: t + 1]} for t in range(2)]
+    >>> fig = tf.plotting.adjacency_heatmap(tf.records.Records(rows=rows), [0, 1], n=2)
+    >>> [ax.images[0].get_array().data.tolist() for ax in fig.axes[:2]]
+    [[[0.0, 1.0], [0.0, 0.0]], [[0.0, 1.0], [1.0, 0.0]]]
+    """
+    import matplotlib.pyplot as plt
+
+    e_name, _ = _graph_metrics(graph)
+    rid = records._run(run)
+    recorded = sorted(dict(records._points(rid, e_name, None)))
+    if not recorded:
+        raise ValueError(f"these records hold no {e_name!r}")
+    if rounds is None:
+        k = min(4, len(recorded))
+        rounds = [recorded[int(i)] for i in np.linspace(0, len(recorded) - 1, k).round()]
+    rounds = [int(r) for r in rounds]
+    if not rounds:
+        raise ValueError("rounds must name at least one round")
+    mats = [adjacency_matrix(records, r, graph=graph, n=n, run=run) for r in rounds]
+    size = mats[0].shape[0]
+    if order is not None:
+        perm = np.asarray(order, dtype=np.int64)
+        if sorted(perm.tolist()) != list(range(size)):
+            raise ValueError(f"order must be a permutation of range({size})")
+        mats = [m[np.ix_(perm, perm)] for m in mats]
+    vmax = max(float(m.max()) for m in mats) or 1.0
+    if axes is None:
+        fig, axs = plt.subplots(1, len(rounds), figsize=(3.2 * len(rounds) + 0.8, 3.4),
+                                squeeze=False)
+        axes = list(axs[0])
+    else:
+        axes = list(np.ravel(axes))
+        if len(axes) != len(rounds):
+            raise ValueError(f"axes must hold one Axes per round ({len(rounds)}), "
+                             f"got {len(axes)}")
+        fig = axes[0].figure
+    cmap = plt.get_cmap("viridis").with_extremes(bad="white")
+    im = None
+    for ax, r, m in zip(axes, rounds, mats):
+        im = ax.imshow(np.ma.masked_equal(m, 0.0), cmap=cmap, vmin=0.0, vmax=vmax,
+                       interpolation="nearest")
+        ax.set_title(f"round {r} ({int(np.count_nonzero(m))} edges)", fontsize=9)
+        ax.set_xlabel("sender j")
+        ax.set_ylabel("receiver i")
+    if im is not None:
+        fig.colorbar(im, ax=axes, fraction=0.03, pad=0.02, label="weight W[i, j]")
+    return fig

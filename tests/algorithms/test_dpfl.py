@@ -233,7 +233,8 @@ def test_aggregation_matrix_is_eq4() -> None:
 def test_bad_input() -> None:
     for kw, err in [
         (dict(budget=0), ValueError), (dict(budget=-2), ValueError),
-        (dict(budget=1.5), TypeError), (dict(tau_init=-1), ValueError),
+        (dict(budget=1.5), ValueError), (dict(budget=0.0), ValueError),
+        (dict(budget="10"), TypeError), (dict(tau_init=-1), ValueError),
         (dict(local_epochs=0), ValueError),
         (dict(local_steps=2, local_epochs=1.0), ValueError), (dict(refresh_every=0), ValueError),
         (dict(weighting="equal"), ValueError), (dict(lr=0), ValueError),
@@ -354,7 +355,7 @@ def test_one_round_equals_per_client_reference(data: Any) -> None:
     C_ref = [sorted(ggc(k, omega_ref[k], set_loss(k), budget=budget,
                         seed=generator_at(seed, 1, 0, k))) for k in range(N)]
     new_ref = torch.stack([_avg(x_ref, p, [k, *C_ref[k]]) for k in range(N)])
-    msgs, realized = algo.communicate(state, Round(0), ctx)
+    msgs, realized, _ = algo.communicate(state, Round(0), ctx)
     collab = state.extra["collab"]
     assert [torch.nonzero(collab[k]).flatten().tolist() for k in range(N)] == C_ref
     torch.testing.assert_close(state.x, new_ref, rtol=0, atol=1e-12)

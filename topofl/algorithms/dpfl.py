@@ -57,7 +57,8 @@ from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["dpfl", "ggc", "bggc", "ggc_batched", "bggc_batched", "aggregation_matrix"]
+__all__ = ["dpfl", "ggc", "bggc", "ggc_batched", "bggc_batched", "aggregation_matrix",
+           "resolve_budget"]
 
 #: stream index of the pre-processing draws (BGGC); the rounds use ``(seed, _ROUND_TAG, t, k)``
 _PRE_TAG = 0
@@ -87,6 +88,57 @@ def _check_budget(budget: Any) -> int | None:
             f"{int(budget)}"
         )
     return int(budget)
+
+
+def _check_budget_spec(budget: Any) -> int | float | None:
+    """DPFL's ``budget``: an int ``>= 1``, a fraction of ``N`` in ``(0, 1]`` or no budget."""
+    if isinstance(budget, float) and not math.isinf(budget):
+        if not 0.0 < budget <= 1.0:
+            raise ValueError(
+                f"budget (B_c) as a float is a fraction of the number of clients N and must be "
+                f"in (0, 1] (the paper's 0.2N, 0.1N, 0.05N are 0.2, 0.1, 0.05), got {budget!r}"
+            )
+        return float(budget)
+    return _check_budget(budget)
+
+
+def resolve_budget(budget: int | float | None, n: int) -> int | None:
+    r"""The budget $B_c$ for ``n`` clients: an int as it is, a fraction ``f`` as
+    ``max(1, round(f n))`` (halves up), ``None``/``inf`` as no budget.
+
+    Examples
+    --------
+    >>> from topofl.algorithms.dpfl import resolve_budget
+    >>> [resolve_budget(f, 100) for f in (0.2, 0.1, 0.05)], resolve_budget(0.05, 10)
+    ([20, 10, 5], 1)
+    >>> resolve_budget(7, 100), resolve_budget(None, 100), resolve_budget(0.25, 10)
+    (7, None, 3)
+    """
+    spec = _check_budget_spec(budget)
+    if isinstance(spec, float):
+        return max(1, math.floor(spec * int(n) + 0.5))
+    return spec
+
+
+def _check_no_greedy(no_greedy: Any) -> str | tuple[int, ...] | None:
+    if no_greedy is None:
+        return None
+    if isinstance(no_greedy, str):
+        return check_choice(no_greedy, "no_greedy", ("flipped",))
+    if not isinstance(no_greedy, (list, tuple, np.ndarray)):
+        raise TypeError(
+            f"no_greedy must be None, 'flipped' or a sequence of client ids, got "
+            f"{type(no_greedy).__name__} {no_greedy!r}"
+        )
+    return tuple(sorted({check_int(i, "no_greedy[i]", low=0) for i in no_greedy}))
+
+
+def _edge_list(mask: Tensor, W: Tensor) -> tuple[list[list[int]], list[float]]:
+    """``mask[k, j]`` (``j -> k``) as sorted ``[j, k]`` pairs and their weights ``W[k, j]``."""
+    ks, js = torch.nonzero(mask.cpu(), as_tuple=True)
+    pairs = sorted(zip(js.tolist(), ks.tolist()))
+    Wc = W.detach().cpu()
+    return [[j, k] for j, k in pairs], [float(Wc[k, j]) for j, k in pairs]
 
 
 def _check_candidates(client: int, candidates: Iterable[int]) -> list[int]:
@@ -562,6 +614,8 @@ def dpfl(
     graph_seed: int = 0,
     decay: float = 1.0,
     graph: str = "greedy",
+    no_greedy: str | Sequence[int] | None = None,
+    select: str = "last",
 ) -> Algorithm:
     r"""DPFL (Algorithm 1): greedy, budgeted, directed collaboration for personalized models.
 
@@ -578,9 +632,12 @@ def dpfl(
     ----------
     lr : float, default 0.01
         SGD learning rate $\eta$ (Appendix F.3.3), of the local epochs and of pre-processing.
-    budget : int, None or math.inf, default 10
-        $B_c \ge 1$, the most collaborators of a client (``None``/``inf``: no budget). The paper
-        uses $B_c \in \{\infty, 0.2N, 0.1N, 0.05N\}$ and $B_c = 10$ in its figures ($N=100$).
+    budget : int, float, None or math.inf, default 10
+        $B_c \ge 1$, the most collaborators of a client (``None``/``inf``: no budget). A float
+        in ``(0, 1]`` is a fraction of the number of clients $N$, resolved when the run starts
+        as ``max(1, round(budget * N))`` (:func:`resolve_budget`): the paper's
+        $B_c \in \{\infty, 0.2N, 0.1N, 0.05N\}$ are ``None, 0.2, 0.1, 0.05``; its figures use
+        $B_c = 10$ ($N=100$).
     tau_init : float, default 10
         $\tau_{init} \ge 0$ local epochs before BGGC (0: BGGC on the initial models).
     local_epochs : float or sequence of float, default 5
@@ -609,6 +666,21 @@ def dpfl(
         does not reach it: vary both for repetitions over seeds.
     decay : float, default 1
         Learning-rate factor per round.
+    no_greedy : None, "flipped" or sequence of int, default None
+        Clients that never run BGGC or GGC and never average (the malicious clients of DPFL's
+        Fig. 4a and Appendix Fig. 12: "they only train locally", "consistently maintained their
+        models"), yet stay candidates of the others and send their model whenever asked.
+        ``"flipped"`` names the label-flipping clients of the data
+        (``federate(..., flip_labels=0.4)``, read from ``env.data.flipped``); a sequence
+        names client ids. Their $\Omega_k$ and $C_k$ are empty and they receive no messages.
+    select : {"last", "best_val"}, default "last"
+        What ``evaluate`` scores. ``"last"``: the current models, as for every topofl
+        algorithm. ``"best_val"``: DPFL's protocol (Section 4, Appendix F: "we preserve the
+        best model based on the validation dataset, and the reported test results are
+        obtained by performing inference on this best validation model"): after each
+        round's averaging, a client whose validation loss is below its best so far keeps a
+        copy of its model, and that copy is scored. "Best" is read as the lowest validation
+        *loss*, the quantity DPFL's rewards use; ties keep the earlier model.
 
     Returns
     -------
@@ -617,7 +689,19 @@ def dpfl(
         as realized graph the round's collaboration graph with the weights of eq. 4, so the
         engine records its edges ``j -> k`` for ``j`` in ``C_k``, density and reciprocity).
         ``state.extra`` holds ``"omega"`` and ``"collab"`` (``[n, n]`` bool masks), ``"p"``
-        (``[n]``), ``"ready"`` and ``"pending_messages"``; all are checkpointed.
+        (``[n]``), ``"ready"``, ``"fresh"``, ``"pending_messages"`` and, with
+        ``select="best_val"``, ``"best_x"`` (``[n, P]``), ``"best_val"`` and ``"best_round"``
+        (``[n]``); all are checkpointed.
+
+    Records
+    -------
+    Besides the realized graph of every round (``realized_edges`` ``[j, k]`` for $j \in C_k$
+    with ``realized_weights`` the weights of eq. 4), the round in which pre-processing ran
+    records ``dpfl_omega_edges`` and ``dpfl_omega_weights`` (the candidate graph $\Omega$ and
+    the weights of the averaging of line 4), ``dpfl_budget`` (the resolved $B_c$, ``None``
+    without budget) and ``dpfl_no_greedy`` (the resolved client ids); with
+    ``select="best_val"`` every round records ``dpfl_best_round`` (per client, the round of
+    the model ``evaluate`` scores).
 
     Raises
     ------
@@ -644,9 +728,10 @@ def dpfl(
       scans (added to round 0). A GGC round: client $k$ receives its $|\Omega_k|$ candidates
       (line 9); a round between refreshes: only its $|C_k|$ collaborators.
     - *Model selection.* The paper reports the test accuracy of each client's model with the
-      best validation score over the rounds (Appendix F). Here ``evaluate`` returns the
-      current models, as for every topofl algorithm, so that all algorithms are scored alike;
-      ``records.best("test_acc_mean")`` is the best *mean* over rounds, not that protocol.
+      best validation score over the rounds (Appendix F): ``select="best_val"``. By default
+      ``evaluate`` returns the current models, as for every topofl algorithm, so that all
+      algorithms are scored alike; ``records.best("test_acc_mean")`` is the best *mean* over
+      rounds, not that protocol.
     - *Rounds.* The paper counts pre-processing as 2 rounds (98 DPFL rounds against 100 for
       the baselines); pass ``rounds`` accordingly.
 
@@ -674,7 +759,6 @@ def dpfl(
     2
     """
     lr = check_lr(lr)
-    cap = _check_budget(budget)
     tau_init = check_real(tau_init, "tau_init", low=0)
     if local_steps is None and local_epochs is None:
         local_epochs = 5.0  # tau_train of Appendix F.3.3
@@ -686,8 +770,33 @@ def dpfl(
     graph_seed = check_int(graph_seed, "graph_seed", low=0)
     decay = check_decay(decay)
     graph = check_choice(graph, "graph", ("greedy", "random"))
+    budget_spec = _check_budget_spec(budget)
+    passive = _check_no_greedy(no_greedy)
+    select = check_choice(select, "select", ("last", "best_val"))
+
+    def _passive_mask(n: int, env: Services, device: torch.device) -> Tensor:
+        mask = torch.zeros(n, dtype=torch.bool)
+        if passive == "flipped":
+            data = getattr(env, "data", None)
+            flipped = getattr(data, "flipped", None)
+            if flipped is None:
+                raise ValueError(
+                    "dpfl(no_greedy='flipped') reads the label-flipping clients from the data "
+                    "(env.data.flipped); these services have no data: pass client ids instead"
+                )
+            mask[torch.as_tensor(np.asarray(flipped, dtype=bool))] = True
+        elif isinstance(passive, tuple):
+            if passive and passive[-1] >= n:
+                raise ValueError(
+                    f"no_greedy must hold client ids in [0, {n - 1}], found {passive[-1]}")
+            mask[list(passive)] = True
+        return mask.to(device)
+
+    def _cap(n: int) -> int | None:
+        return resolve_budget(budget_spec, n)
 
     def _random_graph(n: int, t: int, device: torch.device) -> Tensor:
+        cap = _cap(n)
         k = n - 1 if cap is None else min(int(cap), n - 1)
         mask = torch.zeros(n, n, dtype=torch.bool)
         for i in range(n):
@@ -716,8 +825,16 @@ def dpfl(
             "omega": torch.zeros(n, n, dtype=torch.bool, device=x0.device),
             "collab": torch.zeros(n, n, dtype=torch.bool, device=x0.device),
             "ready": torch.zeros((), dtype=torch.bool, device=x0.device),
+            "fresh": torch.zeros((), dtype=torch.bool, device=x0.device),
             "pending_messages": torch.zeros((), dtype=torch.long, device=x0.device),
+            "passive": _passive_mask(n, env, x0.device),
         })
+        if select == "best_val":
+            state.extra["best_x"] = x0.clone()
+            state.extra["best_val"] = torch.full((n,), math.inf, dtype=torch.float64,
+                                                 device=x0.device)
+            state.extra["best_round"] = torch.full((n,), -1, dtype=torch.long,
+                                                   device=x0.device)
         sgd.init_(state, env)
         return state
 
@@ -725,9 +842,11 @@ def dpfl(
         n = env.n
         if tau_init > 0:  # line 2
             env.local_train(state.x, "all", lr, t=rnd.t, epochs=tau_init, stream=PRE_STREAM)
-        everyone = ~torch.eye(n, dtype=torch.bool, device=state.x.device)
+        active = ~state.extra["passive"]
+        everyone = ~torch.eye(n, dtype=torch.bool, device=state.x.device) & active.unsqueeze(1)
+        cap = _cap(n)
         if graph == "random":
-            omega = _random_graph(n, 0, state.x.device)
+            omega = _random_graph(n, 0, state.x.device) & active.unsqueeze(1)
             pending = int(omega.sum())
         else:
             seeds = [generator_at(graph_seed, _PRE_TAG, k) for k in range(n)]
@@ -739,6 +858,7 @@ def dpfl(
         state.x.copy_(aggregation_matrix(omega, state.extra["p"]) @ state.x)  # line 4
         state.extra["pending_messages"].fill_(pending)
         state.extra["ready"].fill_(True)
+        state.extra["fresh"].fill_(True)
 
     def round_start(state: State, rnd: Round, env: Services) -> None:
         restart(state, rnd, env)
@@ -751,8 +871,17 @@ def dpfl(
             preprocess(state, rnd, env)
         omega, collab, p = state.extra["omega"], state.extra["collab"], state.extra["p"]
         n = env.n
+        cap = _cap(n)
+        records: dict[str, Any] = {}
+        if bool(state.extra["fresh"]):  # pre-processing ran in this round: its graph Omega
+            e, w = _edge_list(omega, aggregation_matrix(omega, p))
+            records.update(dpfl_omega_edges=e, dpfl_omega_weights=w, dpfl_budget=cap,
+                           dpfl_no_greedy=torch.nonzero(state.extra["passive"].cpu())
+                           .flatten().tolist())
+            state.extra["fresh"].fill_(False)
         if t % refresh_every == 0 and graph == "random":
-            collab.copy_(_random_graph(n, t + 1, state.x.device))
+            collab.copy_(_random_graph(n, t + 1, state.x.device)
+                         & ~state.extra["passive"].unsqueeze(1))
             msgs = int(collab.sum())
         elif t % refresh_every == 0:  # lines 9-10
             seeds = [generator_at(graph_seed, _ROUND_TAG, t, k) for k in range(n)]
@@ -770,21 +899,35 @@ def dpfl(
         )
         msgs += int(state.extra["pending_messages"])
         state.extra["pending_messages"].zero_()
-        return Sent(msgs, realized)
+        if select == "best_val":
+            vl = env.losses(state.x, "val").to(torch.float64)
+            better = vl < state.extra["best_val"]
+            state.extra["best_val"].copy_(torch.where(better, vl, state.extra["best_val"]))
+            state.extra["best_round"].masked_fill_(better, t)
+            state.extra["best_x"].copy_(torch.where(better.unsqueeze(1), state.x,
+                                                    state.extra["best_x"]))
+            records["dpfl_best_round"] = state.extra["best_round"].cpu().tolist()
+        return Sent(msgs, realized, records or None)
+
+    def evaluate(state: State, rnd: Round, env: Services) -> Tensor:
+        return state.extra["best_x"] if select == "best_val" else state.x
 
     sgd = SGD(momentum, weight_decay)
     restart = restart_momentum()
     return Algorithm(
         name="dpfl",
-        hparams=dict(lr=lr, budget=cap, tau_init=tau_init, local_epochs=epochs,
+        hparams=dict(lr=lr, budget=budget_spec, tau_init=tau_init, local_epochs=epochs,
                      local_steps=steps,
                      refresh_every=refresh_every, momentum=momentum,
                      weight_decay=weight_decay, weighting=weighting, graph_seed=graph_seed,
-                     decay=decay, graph=graph),
+                     decay=decay, graph=graph,
+                     no_greedy=list(passive) if isinstance(passive, tuple) else passive,
+                     select=select),
         phases=(Phase("all", steps, epochs, lr, name="local"),),
         init=init,
         local=sgd,
         communicate=communicate,
+        evaluate=evaluate,
         round_start=round_start,
         requires=None,
         shared="all",

@@ -248,6 +248,7 @@ def pfeddst(
     candidates: str = "all",
     selection_seed: int = 0,
     decay: float = 1.0,
+    peer_accuracy: str | None = None,
 ) -> Algorithm:
     r"""PFedDST (Fan et al., Algorithm 1): score-based peer selection and partial freezing.
 
@@ -308,10 +309,27 @@ def pfeddst(
         Seed of the random selection (round ``t`` uses the stream ``(selection_seed, t)``).
     decay : float, default 1
         Learning-rate factor per round (the paper decays none).
+    peer_accuracy : {None, "val", "test"}, default None
+        Record the selection quality of the paper's Figure 2: in every round, the accuracy of
+        each selected peer's model (its body and head, as selected) on the client's own
+        ``"val"`` (the paper's "validation result ... in the local data") or ``"test"``
+        split, beside the client's own model on the same data. Costs ``peers + 1`` passes
+        over that split per round; ``None`` records only the cheap class-sharing rate.
 
     Returns
     -------
     Algorithm
+
+    Records
+    -------
+    Every round (when the data's label counts are known): ``pfeddst_peers`` (``[n][k]``, the
+    selected peers, best first; ``-1`` where fewer could be chosen),
+    ``pfeddst_shared_class`` (over all valid selections, the fraction of selected peers that
+    hold at least one training class of the client) and ``pfeddst_shared_class_clients``
+    (that fraction per client). With ``peer_accuracy``: ``pfeddst_peer_acc`` (``[n][k]``,
+    aligned with ``pfeddst_peers``, NaN where invalid), ``pfeddst_peer_acc_mean``,
+    ``pfeddst_own_acc`` (``[n]``) and ``pfeddst_own_acc_mean``; all measured on the models
+    as they are when selected (before the aggregation of line 8).
 
     Raises
     ------
@@ -396,6 +414,43 @@ def pfeddst(
     candidates = check_choice(candidates, "candidates", ("all", "neighbors"))
     selection_seed = check_int(selection_seed, "selection_seed", low=0)
     by_score = selection == "score"
+    if peer_accuracy is not None:
+        peer_accuracy = check_choice(peer_accuracy, "peer_accuracy", ("val", "test"))
+
+    def _quality(state: State, chosen: Tensor, valid: Tensor, env: Services) -> None:
+        # what round_start measures for the records, on the models as selected
+        ex, x = state.extra, state.x
+        ex["peers"].copy_(torch.where(valid, chosen, torch.full_like(chosen, -1)))
+        counts = getattr(getattr(env, "data", None), "label_distributions", None)
+        if counts is not None:
+            has = torch.as_tensor(np.asarray(counts) > 0, dtype=torch.float64,
+                                  device=x.device)  # [n, L]
+            share = (has @ has.T) > 0  # [n, n]: a class in common
+            ex["shared"].copy_(share.gather(1, chosen) & valid)
+        if peer_accuracy is not None:
+            for m in range(chosen.shape[1]):
+                acc = env.accuracies(x.index_select(0, chosen[:, m]), peer_accuracy)
+                ex["peer_acc"][:, m] = torch.where(valid[:, m], acc, math.nan)
+            ex["own_acc"].copy_(env.accuracies(x, peer_accuracy))
+
+    def _records(state: State, env: Services) -> dict[str, Any]:
+        ex = state.extra
+        valid = ex["peers"] >= 0
+        out: dict[str, Any] = {"pfeddst_peers": ex["peers"].cpu().tolist()}
+        if getattr(getattr(env, "data", None), "label_distributions", None) is not None:
+            shared = ex["shared"].cpu()
+            v = valid.cpu()
+            per = shared.sum(1).double() / v.sum(1).clamp_min(1).double()
+            out["pfeddst_shared_class"] = float(shared.sum()) / max(1, int(v.sum()))
+            out["pfeddst_shared_class_clients"] = [
+                float(a) if int(b) else math.nan for a, b in zip(per, v.sum(1))]
+        if peer_accuracy is not None:
+            pa = ex["peer_acc"].cpu()
+            out["pfeddst_peer_acc"] = pa.tolist()
+            out["pfeddst_peer_acc_mean"] = float(pa[valid.cpu()].mean())
+            out["pfeddst_own_acc"] = ex["own_acc"].cpu().tolist()
+            out["pfeddst_own_acc_mean"] = float(ex["own_acc"].mean())
+        return out
 
     def init(x0: Tensor, env: Services) -> State:
         n = x0.shape[0]
@@ -416,6 +471,14 @@ def pfeddst(
             "selected": torch.zeros(n, n, **kw),  # M_i of this round: A[i, j] = 1
             "losses_ready": torch.zeros((), **kw),
         })
+        k = _resolve_peers(peers, n)
+        state.extra["peers"] = torch.full((n, k), -1, dtype=torch.long, device=x0.device)
+        state.extra["shared"] = torch.zeros(n, k, dtype=torch.bool, device=x0.device)
+        if peer_accuracy is not None:
+            state.extra["peer_acc"] = torch.full((n, k), math.nan, dtype=torch.float64,
+                                                 device=x0.device)
+            state.extra["own_acc"] = torch.full((n,), math.nan, dtype=torch.float64,
+                                                device=x0.device)
         sgd.init_(state, env)
         return state
 
@@ -465,6 +528,7 @@ def pfeddst(
         A.zero_()
         A.scatter_(1, chosen, valid.to(A.dtype))
         ex["last"].masked_fill_(A > 0, float(t + 1))  # line 19 (used from the next round on)
+        _quality(state, chosen, valid, env)
 
         # -- line 8: e_i <- mean of e_i and the selected peers' bodies; the heads stay
         env.mixer.mix_(_pulled(state, rnd), x, body)
@@ -478,7 +542,8 @@ def pfeddst(
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         # The bodies were pulled at the start of the round (Algorithm 1, line 8, before local
         # training); here the round's collaboration graph is handed to the engine.
-        return Sent(int(state.extra["selected"].sum().item()), _pulled(state, rnd))
+        return Sent(int(state.extra["selected"].sum().item()), _pulled(state, rnd),
+                    _records(state, env))
 
     sgd = SGD(momentum, weight_decay)
     restart = restart_momentum()
@@ -489,7 +554,7 @@ def pfeddst(
             local_steps=b_steps, local_epochs=b_epochs, head_steps=h_steps,
             head_epochs=h_epochs, peers=peers, alpha=alpha, lam=lam, c=cost,
             selection=selection, candidates=candidates, selection_seed=selection_seed,
-            decay=decay,
+            decay=decay, peer_accuracy=peer_accuracy,
         ),
         phases=(
             Phase("body", b_steps, b_epochs, lr, name="body"),

@@ -8,6 +8,8 @@
 - :mod:`topofl.data.federated`: :class:`FederatedData`, every client's samples in one device
   tensor with batched, counter-based sampling and padded evaluation; :func:`federate` builds one
   from a dataset name, a scheme and a seed.
+- :mod:`topofl.data.corrupt`: label-flipping clients (``federate(..., flip_labels=0.4)``, DPFL's
+  malicious clients): :func:`label_flip_plan`, :func:`flip_labels`.
 
 Examples
 --------
@@ -19,6 +21,7 @@ Examples
 ((100, 32, 1, 8, 8), (100, 32))
 """
 
+from topofl.data.corrupt import LabelFlip, flip_labels, label_flip_plan
 from topofl.data.datasets import (
     DATASETS,
     SOURCES,
@@ -89,4 +92,7 @@ __all__ = [
     "Segments",
     "SPLITS",
     "federate",
+    "LabelFlip",
+    "label_flip_plan",
+    "flip_labels",
 ]

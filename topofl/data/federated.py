@@ -61,6 +61,7 @@ import numpy.typing as npt
 
 from topofl._rng import Seed, as_seed_sequence, generator_at
 from topofl._validation import check_choice, check_int, check_real
+from topofl.data.corrupt import LabelFlip, flip_labels, label_flip_plan
 from topofl.data.datasets import Dataset, load
 from topofl.data.partition import PARTITIONS, Partition, natural
 
@@ -194,6 +195,7 @@ class FederatedData:
         val: float = 0.0,
         test: float | str = "distribute",
         device: Any = "cpu",
+        flip_labels: float = 0.0,
     ) -> FederatedData:
         r"""Place a dataset partitioned over clients on ``device``.
 
@@ -214,6 +216,12 @@ class FederatedData:
             (:meth:`Partition.distribute`); for a :func:`~topofl.data.natural` partition of a
             dataset with groups (FEMNIST), each client gets the test samples of its own group.
         device : str or torch.device, default ``"cpu"``
+        flip_labels : float, default 0.0
+            Fraction of clients whose labels are permuted (DPFL's malicious clients, 0.4 in its
+            Fig. 4): ``round(flip_labels * n)`` clients drawn from the seed's stream 4 share one
+            random derangement of the classes, applied to their train, validation and local
+            test labels (not to the global test set); see :mod:`topofl.data.corrupt`. The plan
+            is recorded in ``params["label_flip"]`` and read back by :attr:`flipped`.
 
         Returns
         -------
@@ -248,6 +256,9 @@ class FederatedData:
         else:
             t = check_real(test, "test", low=0.0, high=1.0, high_open=True)
         root = as_seed_sequence(seed)
+        flip = check_real(flip_labels, "flip_labels", low=0.0, high=1.0)
+        plan = label_flip_plan(partition.num_clients, dataset.num_classes, flip,
+                               seed=generator_at(root, 4))
         parts = partition.split(val=v, test=t, seed=generator_at(root, 1))
         if isinstance(test, str):
             if partition.name == "natural" and dataset.groups_test is not None:
@@ -270,8 +281,8 @@ class FederatedData:
         xs, ys, segs, start = [], [], {}, 0
         for name, (xsrc, part) in sources.items():
             xs.append(xsrc[part.index])
-            ys.append(part.labels[part.index])
             sizes = part.sizes.astype(np.int64)
+            ys.append(_flip(part.labels[part.index], sizes, plan))
             offsets = (start + np.concatenate(([0], np.cumsum(sizes)[:-1]))).astype(np.int64)
             for a in (sizes, offsets):
                 a.flags.writeable = False
@@ -291,6 +302,8 @@ class FederatedData:
             "test": test if isinstance(test, str) else t,
             "seed": _json_seed(seed, root),
         }
+        if plan.clients.size:
+            params["label_flip"] = plan.to_dict(flip)
         return cls(
             x=x,
             y=y,
@@ -373,8 +386,27 @@ class FederatedData:
         return out
 
     @property
+    def flipped(self) -> npt.NDArray[np.bool_]:
+        """``(n,)`` bool: the clients whose labels are permuted (``flip_labels``).
+
+        Examples
+        --------
+        >>> data = tf.data.federate("digits", "iid", 10, seed=0, flip_labels=0.3)
+        >>> int(data.flipped.sum()), data.params["label_flip"]["fraction"]
+        (3, 0.3)
+        """
+        out = np.zeros(self.num_clients, dtype=bool)
+        info = self.params.get("label_flip")
+        if info:
+            out[np.asarray(info["clients"], dtype=np.int64)] = True
+        return out
+
+    @property
     def label_distributions(self) -> IntArray:
-        """``(n, L)`` int64 training label counts (the input of ``topologies.dcliques``)."""
+        """``(n, L)`` int64 training label counts (the input of ``topologies.dcliques``).
+
+        Counts of the dataset's labels as partitioned, before any ``flip_labels``.
+        """
         return self.partitions["train"].label_distributions
 
     def label_distributions_of(self, split: str) -> IntArray:
@@ -600,6 +632,10 @@ class FederatedData:
         return self.x[a:b], self.y[a:b], client
 
 
+def _flip(y: npt.NDArray[Any], sizes: IntArray, plan: LabelFlip) -> npt.NDArray[Any]:
+    return y if not plan.clients.size else flip_labels(y, sizes, plan)
+
+
 def _sampling_root(root: np.random.SeedSequence) -> np.random.SeedSequence:
     """The sampling stream's root: child ``3`` of the seed (0 partition, 1 split, 2 test)."""
     return np.random.SeedSequence(
@@ -652,6 +688,7 @@ def federate(
     val: float = 0.0,
     test: float | str = "distribute",
     device: Any = "cpu",
+    flip_labels: float = 0.0,
     **params: Any,
 ) -> FederatedData:
     """Load, partition and place a dataset in one call.
@@ -670,8 +707,9 @@ def federate(
     seed : int or numpy.random.Generator
         With an int, the partition is exactly ``scheme(dataset.y_train, n_clients, **params,
         seed=seed)``; the split and the sampling use independent streams of the same seed.
-    val, test, device
-        As in :meth:`FederatedData.from_partition`.
+    val, test, device, flip_labels
+        As in :meth:`FederatedData.from_partition` (``flip_labels``: fraction of clients whose
+        labels are permuted, DPFL's malicious clients).
     **params
         The scheme's parameters (``shards_per_client``, ``alpha``, ``min_size``,
         ``classes_per_client``).
@@ -721,4 +759,5 @@ def federate(
         )
     else:
         part = fn(ds.y_train, n_clients, seed=pseed, num_classes=ds.num_classes, **params)
-    return FederatedData.from_partition(ds, part, seed=root, val=val, test=test, device=device)
+    return FederatedData.from_partition(ds, part, seed=root, val=val, test=test, device=device,
+                                        flip_labels=flip_labels)

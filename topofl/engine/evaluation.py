@@ -29,11 +29,19 @@ def _stats(prefix: str, v: np.ndarray) -> dict[str, float]:
 
 
 def record_realized(recorder: Recorder, realized: Topology, t: int) -> None:
-    """Edges (sender, receiver), sparsity and symmetry of a round's realized graph."""
+    """Edges (sender, receiver), their weights, sparsity and symmetry of a round's realized graph.
+
+    ``realized_weights[e]`` is ``W[i, j]`` of ``realized_edges[e] = [j, i]`` (the weight the
+    receiver ``i`` gives to the sender ``j``).
+    """
     g = realized.graph
     edges = sorted([int(j), int(i)] for j, i in g.edges())
     n = realized.n
     recorder.log("realized_edges", edges, t)
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    weights = (np.asarray(realized.W[e[:, 1], e[:, 0]], dtype=np.float64).ravel() if e.size
+               else np.zeros(0))
+    recorder.log("realized_weights", weights.tolist(), t)
     recorder.log("realized_density", len(edges) / max(1, n * (n - 1)), t)
     recip = sum(1 for j, i in g.edges() if g.has_edge(i, j))
     recorder.log("realized_reciprocity", recip / max(1, len(edges)), t)

@@ -246,6 +246,8 @@ def run(
             messages += sent.messages
             if sent.realized is not None:
                 record_realized(recorder, sent.realized, t)
+            if sent.records:
+                recorder.log_many(sent.records, t)
 
             # ---------------------------------------------------- evaluation + records
             last = t == config.rounds - 1

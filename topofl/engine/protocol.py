@@ -192,11 +192,16 @@ class Sent(NamedTuple):
         Messages sent (each of the shared part's size).
     realized : Topology or None
         The graph the algorithm actually used, when it chooses its own (its collaboration
-        graph); the engine records its edges, density, reciprocity and spectrum.
+        graph); the engine records its edges, their weights, density, reciprocity and spectrum.
+    records : Mapping or None
+        Metrics the algorithm measured in this round (``name -> JSON-able value``, e.g.
+        DPFL's pre-processing graph, PFedDST's peer-selection quality); the engine logs each
+        one at the round's index, after the realized graph.
     """
 
     messages: int
     realized: Topology | None = None
+    records: Mapping[str, Any] | None = None
 
 
 class Services(Protocol):
@@ -229,6 +234,9 @@ class Services(Protocol):
 
     def losses(self, x: Tensor, split: str = "val") -> Tensor:
         """Mean loss of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]``."""
+
+    def accuracies(self, x: Tensor, split: str = "val") -> Tensor:
+        """Accuracy of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]`` float64."""
 
     def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
         """``[n, k]``: loss of row ``i`` of ``x`` on a training batch of client ``peers[i, j]``."""
@@ -270,6 +278,10 @@ class ToyServices:
     def losses(self, x: Tensor, split: str = "val") -> Tensor:
         """Not available without data (raises)."""
         raise self._no_data("losses")
+
+    def accuracies(self, x: Tensor, split: str = "val") -> Tensor:
+        """Not available without data (raises)."""
+        raise self._no_data("accuracies")
 
     def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
         """Not available without data (raises)."""

@@ -83,22 +83,31 @@ class DataServices:
             count += active
         return total / count.clamp_min(1)
 
-    def losses(self, x: Tensor, split: str = "val") -> Tensor:
-        """``[n]``: mean loss of row ``i`` of ``x`` on client ``i``'s ``split`` (``"train"``,
-        ``"val"`` or ``"test"``)."""
+    def _score(self, x: Tensor, split: str) -> tuple[Tensor, Tensor, Tensor]:
         data, n = self.data, x.shape[0]
         chunk = eval_chunk(n, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
         # never pad beyond the largest client: padding costs forward passes
         chunk = min(chunk, max(1, int(np.max(data.sizes(split)))))
         batches = ((b.x, b.y, b.mask) for b in data.eval_batches(split, batch_size=chunk))
-        _, loss, count = score_chunks(self.executor, x, batches, n, shared=False)
+        correct, loss, count = score_chunks(self.executor, x, batches, n, shared=False)
         if bool((count == 0).any()):
             i = int(torch.nonzero(count == 0)[0, 0])
             raise ValueError(
                 f"client {i} has no {split!r} samples; build the data with a {split} split "
                 f"(e.g. federate(..., {split}=0.1))"
             )
+        return correct, loss, count
+
+    def losses(self, x: Tensor, split: str = "val") -> Tensor:
+        """``[n]``: mean loss of row ``i`` of ``x`` on client ``i``'s ``split`` (``"train"``,
+        ``"val"`` or ``"test"``)."""
+        _, loss, count = self._score(x, split)
         return (loss / count).to(x.dtype)
+
+    def accuracies(self, x: Tensor, split: str = "val") -> Tensor:
+        """``[n]`` float64: accuracy of row ``i`` of ``x`` on client ``i``'s ``split``."""
+        correct, _, count = self._score(x, split)
+        return correct / count
 
     def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
         """``[n, k]``: loss of client ``i``'s model (row ``i`` of ``x``) on a training batch of

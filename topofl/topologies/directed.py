@@ -1,4 +1,4 @@
-r"""Random time-varying graphs: the directed graphs of DFedPGP and random matchings.
+r"""Random time-varying graphs: the directed and undirected graphs of DFedPGP, random matchings.
 
 Every constructor returns a :class:`~topofl.TimeVarying` whose round ``t`` is drawn from the
 generator ``topofl._rng.generator_at(seed, t)``: it depends only on ``(seed, t)``, never on which
@@ -8,6 +8,10 @@ rounds were asked for before, so a resumed run sees the same graphs as an uninte
   in-neighbours (``mode="pull"``, row-stochastic uniform weights: the rule of DFedPGP's
   experiments, Appendix B) or out-neighbours (``mode="push"``, column-stochastic push-sum
   weights, the setting of its Algorithm 1 and of SGP).
+* :func:`random_undirected` -- each round a uniformly random ``k``-regular undirected graph with
+  weights ``1/(k+1)`` (symmetric, doubly stochastic): the time-varying undirected graph of
+  DFedPGP's DFedAvgM / DFedAvgM-P baselines, at the same ``k`` messages per client as
+  :func:`random_directed`.
 * :func:`random_matching` -- each round a uniformly random (near-)perfect matching, every pair
   averaging with weights 1/2 (doubly stochastic, symmetric).
 
@@ -25,6 +29,7 @@ import numbers
 from dataclasses import replace
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
@@ -33,7 +38,7 @@ from topofl._validation import check_choice, check_graph_size, check_int
 from topofl.graph import TimeVarying, Topology
 from topofl.topologies._registry import GraphFamily, Param, register
 
-__all__ = ["random_directed", "random_directed_push", "random_matching"]
+__all__ = ["random_directed", "random_directed_push", "random_matching", "random_undirected"]
 
 # Rows of at most this many candidates are drawn with one vectorised argpartition.
 _DENSE_DRAW_MAX = 1 << 22
@@ -210,6 +215,79 @@ def random_matching(n: int, *, seed: Seed) -> TimeVarying:
     return TimeVarying(n, at, name="random_matching", params=params)
 
 
+def random_undirected(n: int, k: int, *, seed: Seed) -> TimeVarying:
+    r"""A random ``k``-regular undirected graph per round, every weight ``1/(k+1)``.
+
+    The undirected counterpart of :func:`random_directed` (DFedPGP's DFedAvgM and DFedAvgM-P
+    baselines, whose clients exchange models with ``k`` neighbours per round both ways): round
+    ``t`` is a ``k``-regular graph drawn with :func:`networkx.random_regular_graph` from
+    ``generator_at(seed, t)``, and every client averages itself and its ``k`` neighbours
+    uniformly, ``W[i, j] = 1/(k+1)`` for ``j`` in ``N(i) \cup \{i\}``. On a regular graph these
+    are exactly the Metropolis weights, so ``W(t)`` is symmetric and doubly stochastic and plain
+    gossip preserves the average. Each client sends ``k`` messages per round, as with
+    :func:`random_directed` at the same ``k``.
+
+    Parameters
+    ----------
+    n : int
+        Number of clients, ``n >= 2``.
+    k : int
+        Neighbours of every client in every round, ``1 <= k <= n - 1`` with ``n * k`` even
+        (a ``k``-regular graph on ``n`` nodes exists only then).
+    seed : int or numpy.random.Generator
+        Keyword-only. Round ``t`` is drawn from ``generator_at(seed, t)``.
+
+    Returns
+    -------
+    TimeVarying
+        Not periodic; ``at(t).weights == "metropolis"``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``n < 2``, ``k`` is not in ``[1, n - 1]`` or ``n * k`` is odd.
+
+    Notes
+    -----
+    A single round need not be connected (``k = 1`` is a perfect matching, as in
+    :func:`random_matching` for even ``n``); the union of a few rounds is connected with high
+    probability. networkx's pairing algorithm draws a round in about ``O(n k^2)`` time.
+
+    Examples
+    --------
+    >>> tv = tf.topologies.random_undirected(6, 2, seed=0)
+    >>> g = tv.at(3)
+    >>> g.in_degree.tolist(), g.is_doubly_stochastic, g.is_symmetric
+    ([2, 2, 2, 2, 2, 2], True, True)
+    >>> float(g.W[0, 0])
+    0.3333333333333333
+    >>> bool((tv.at(3).W != tf.topologies.random_undirected(6, 2, seed=0).at(3).W).nnz == 0)
+    True
+    """
+    n = check_int(n, "n", low=2)
+    k = check_int(k, "k", low=1, high=n - 1)
+    if (n * k) % 2:
+        raise ValueError(
+            f"n * k must be even for a k-regular undirected graph, got n={n}, k={k}; "
+            "use an even k or an even n"
+        )
+    check_graph_size(n, n * k, f"random_undirected(n={n}, k={k}) (one round)")
+    root = as_seed_sequence(seed)
+    params: dict[str, Any] = {"n": n, "k": k, "seed": _seed_param(seed)}
+
+    def at(t: int) -> Topology:
+        G = nx.random_regular_graph(k, n, seed=generator_at(root, t))
+        e = np.asarray(list(G.edges()), dtype=np.int64).reshape(-1, 2)
+        idx = np.arange(n, dtype=np.int64)
+        rows = np.concatenate([e[:, 0], e[:, 1], idx])
+        cols = np.concatenate([e[:, 1], e[:, 0], idx])
+        W = sp.csr_array((np.full(rows.size, 1.0 / (k + 1)), (rows, cols)), shape=(n, n))
+        top = Topology.from_matrix(W, name="random_undirected", params={**params, "round": t})
+        return replace(top, weights="metropolis")
+
+    return TimeVarying(n, at, name="random_undirected", params=params)
+
+
 # ---------------------------------------------------------------------------- registry
 def _rd_example(n: int, rng: np.random.Generator) -> dict[str, Any] | None:
     if n < 2:
@@ -265,3 +343,20 @@ register(GraphFamily(
     lambda n, rng: None if n < 2 else {"n": n},
     random=True, time_varying=True, stochastic="doubly", undirected=True,
     description="a random (near-)perfect matching per round, pairs average with weights 1/2"))
+
+
+def _ru_example(n: int, rng: np.random.Generator) -> dict[str, Any] | None:
+    if n < 2:
+        return None
+    ks = [k for k in range(1, min(n - 1, 4) + 1) if (n * k) % 2 == 0]
+    return {"n": n, "k": int(rng.choice(ks))}
+
+
+register(GraphFamily(
+    "random_undirected", random_undirected,
+    (Param("n", int, "number of clients", low=2),
+     Param("k", int, "neighbours of every client per round (n*k even)", low=1, high="n-1")),
+    _ru_example,
+    random=True, time_varying=True, stochastic="doubly", undirected=True,
+    description="DFedAvgM's graph: a random k-regular undirected graph per round, weights "
+    "1/(k+1) (symmetric, doubly stochastic)"))
