@@ -362,6 +362,8 @@ def run(
             messages += sent.messages
             if sent.realized is not None and world.rank == 0:
                 record_realized(recorder, sent.realized, t)
+            if sent.records and world.rank == 0:
+                recorder.log_many(sent.records, t)
 
             last = t == config.rounds - 1
             if (t + 1) % config.eval_every == 0 or last:
