@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     if not all(checks.values()):
         notes.append("At this scale each run makes 10 D-SGD steps (10 epochs of ~14 stand-in "
                      "images per node at lr 0.002) of the paper's 2500 (100 epochs of 500 "
-                     "CIFAR-10 images at batch 20): without momentum the models barely move "
-                     "from their initialisation, so the comparison shows the first steps of "
-                     "training only; the digits stand-in is also far easier than CIFAR-10.")
+                     "CIFAR-10 images at batch 20), so the comparison covers the first steps of "
+                     "training only; one seed per curve; the digits stand-in is also far "
+                     "easier than CIFAR-10.")
     png = figures.write(
         args, fig, title="D-Cliques Fig. 10: CIFAR-10, Clique Averaging and momentum",
         setting=settings, numbers=numbers,

@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     if not all(checks.values()):
         notes.append("Likely reasons where it does not hold: on the stand-in digits each node "
                      "holds ~14 training images, so a round is one step and one epoch; the "
-                     "GN-LeNet runs make 10 steps of the paper's 2500 at lr 0.002, which "
-                     "barely moves the models without momentum; a 355-image test set makes "
+                     "GN-LeNet runs make 10 steps of the paper's 2500 at lr 0.002 (the first "
+                     "steps of training only); a 355-image test set makes "
                      "differences under ~1 point noise; one seed per curve.")
     png = figures.write(
         args, fig, title="D-Cliques Fig. 12: D-Cliques vs the exponential graph",
