@@ -1,0 +1,107 @@
+"""D-Cliques Fig. 11: D-Cliques vs a random graph with 10 edges per node, no Clique Averaging.
+
+100 nodes, 2 shards per node, D-SGD without Clique Averaging or momentum: D-Cliques (10 cliques
+of 10 built with Greedy Swap, fully-connected inter-clique topology) against a random 10-regular
+graph. Left: logistic regression on MNIST; right: GN-LeNet on CIFAR-10, with the random graph
+also run with momentum 0.9 (Section IV-D: momentum on the random graph is detrimental). Bold
+lines: average accuracy of the nodes on the global test set; thin lines: the minimum and maximum
+node.
+
+    python paper_figures/fig_dcliques_11.py [--quick | --full]
+"""
+
+from __future__ import annotations
+
+import sys
+
+from topofl import figures
+
+PANELS = {
+    "MNIST (logistic regression)": ("dcliques_11_mnist",),
+    "CIFAR-10 (GN-LeNet)": ("dcliques_11_cifar10", "dcliques_11_cifar10_momentum"),
+}
+DCL, RND, RND_MOM = ("D-Cliques (fully-connected) w/o clique avg.", "random 10 edges/node",
+                     "random 10 edges/node w/ momentum")
+
+
+def label(config: dict) -> str:
+    """The legend of a run, from its resolved config."""
+    if str(config["topology"]).startswith("dcliques"):
+        return DCL
+    return RND_MOM if float(config["momentum"]) > 0 else RND
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = figures.parse_args(__doc__, "dcliques_11", argv)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import topofl as tf
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    settings, numbers, t, notes, datasets = {}, {}, {}, [], []
+    for ax, (title, names) in zip(axes, PANELS.items()):
+        runs, epochs = {}, {}
+        for name in names:
+            cfg = figures.load_config(name, args.scale)
+            notes += [n for n in cfg["_notes"] if n not in notes]
+            datasets.append(str(cfg["data"]))
+            rec = figures.sweep(cfg, args)
+            for r in rec.runs:
+                runs[label(rec.configs[r])] = rec.for_run(r)
+                epochs[label(rec.configs[r])] = figures.epochs_per_round(rec.configs[r])
+            settings[f"{title}: {name}"] = figures.setting(rec)
+        tf.plotting.convergence(runs, "global_acc", ax=ax, title=title, band="lines",
+                                epochs=epochs, ylabel="test accuracy (global test set)",
+                                legend="best")
+        numbers[title] = figures.curve_table(runs, "global_acc", epochs)
+        t[title] = numbers[title].set_index("curve")
+    n = dict(next(iter(settings.values())))["n_clients"]
+    fig.suptitle(f"D-SGD, {n} nodes, 2 shards/node, no Clique Averaging: D-Cliques vs random "
+                 "graph")
+    fig.tight_layout()
+
+    def spread(p: str, c: str) -> float:
+        return float(t[p].loc[c, "final max"] - t[p].loc[c, "final min"])
+
+    checks, parts = {}, []
+    for p in PANELS:
+        short = p.split(" ")[0]
+        area_d, area_r = (float(t[p].loc[c, "mean over rounds"]) for c in (DCL, RND))
+        checks[f"{short}: D-Cliques faster"] = area_d > area_r
+        checks[f"{short}: D-Cliques lower spread"] = spread(p, DCL) < spread(p, RND)
+        parts.append(f"{short}: final mean D-Cliques {t[p].loc[DCL, 'final global_acc']:.3f} "
+                     f"vs random {t[p].loc[RND, 'final global_acc']:.3f}, mean over the run "
+                     f"{area_d:.3f} vs {area_r:.3f}, final spread {spread(p, DCL):.3f} vs "
+                     f"{spread(p, RND):.3f}")
+    pc = list(PANELS)[1]
+    mom, nomom = (float(t[pc].loc[c, "final global_acc"]) for c in (RND_MOM, RND))
+    checks["CIFAR-10: momentum hurts the random graph"] = mom < nomom
+    parts.append(f"random graph with momentum {mom:.3f} vs {nomom:.3f} without")
+    holds = True if all(checks.values()) else (None if any(checks.values()) else False)
+    measured = "; ".join(parts) + ". " + "; ".join(
+        f"{k}: {'yes' if v else 'no'}" for k, v in checks.items())
+    if not all(checks.values()):
+        notes.append("Likely reasons where it does not hold: on the stand-in digits each node "
+                     "holds ~14 training images, so a round is one step and one epoch; the "
+                     "GN-LeNet runs make 10 steps of the paper's 2500 at lr 0.002 (the first "
+                     "steps of training only); a 355-image test set makes "
+                     "differences under ~1 point noise; one seed per curve.")
+    png = figures.write(
+        args, fig, title="D-Cliques Fig. 11: D-Cliques vs a random graph (10 edges/node)",
+        setting=settings, numbers=numbers,
+        claim=("even without Clique Averaging, D-Cliques (fully-connected, 10 cliques of 10) "
+               "converge faster and with lower variance than a random graph with 10 edges per "
+               "node, on MNIST and CIFAR-10; momentum on the random graph is detrimental "
+               "(read here: higher mean accuracy over the run, smaller final max-min spread, "
+               "lower final accuracy with momentum)"),
+        measured=measured, holds=holds, notes=notes, dataset=" / ".join(dict.fromkeys(datasets)),
+    )
+    print(png)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""D-Cliques Figs. 8-12 (100 nodes): each script run at ``--quick`` in-process, its content
+checked: the curves drawn in the figure's axes, the numbers of the Markdown equal to the
+records, the JSON verdict (opt in: ``pytest -m figures``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+
+import topofl as tf
+
+FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
+
+DCL_CA = "D-Cliques (fully-connected) w/ clique avg."
+DCL = "D-Cliques (fully-connected) w/o clique avg."
+# figure -> (panel titles with the legends each panel must draw, configs of the figure)
+EXPECTED = {
+    "dcliques_08": ({"MNIST (logistic regression)": [DCL_CA, "fully connected"],
+                     "CIFAR-10 (GN-LeNet, momentum 0.9)": [DCL_CA, "fully connected"]},
+                    ["dcliques_08_mnist", "dcliques_08_mnist_complete", "dcliques_08_cifar10",
+                     "dcliques_08_cifar10_complete"]),
+    "dcliques_09": ({None: ["D-Cliques w/ clique avg.", "D-Cliques w/o clique avg."]},
+                    ["dcliques_09_mnist"]),
+    "dcliques_10": ({"(a) without Clique Averaging": ["with momentum", "without momentum"],
+                     "(b) with Clique Averaging": ["with momentum", "without momentum"]},
+                    ["dcliques_10_no_ca", "dcliques_10_ca"]),
+    "dcliques_11": ({"MNIST (logistic regression)": [DCL, "random 10 edges/node"],
+                     "CIFAR-10 (GN-LeNet)": [DCL, "random 10 edges/node",
+                                             "random 10 edges/node w/ momentum"]},
+                    ["dcliques_11_mnist", "dcliques_11_cifar10",
+                     "dcliques_11_cifar10_momentum"]),
+    "dcliques_12": ({"MNIST (logistic regression)": [DCL, "exponential (14 edges/node)"],
+                     "CIFAR-10 (GN-LeNet)": [DCL, "exponential (14 edges/node)"]},
+                    ["dcliques_12_mnist", "dcliques_12_cifar10"]),
+}
+
+
+def _run_quick(name: str, out: Path) -> object:
+    """Run the script's ``main`` in this process; return the figure it drew."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    mod = runpy.run_path(str(FIGS / f"fig_{name}.py"), run_name="topofl_figure_test")
+    assert mod["main"](["--quick", "--out", str(out)]) == 0
+    nums = plt.get_fignums()
+    assert len(nums) == 1, nums
+    return plt.figure(nums[0])
+
+
+@pytest.mark.figures
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_dcliques_100_quick_content(name: str, tmp_path: Path) -> None:
+    panels, configs = EXPECTED[name]
+    fig = _run_quick(name, tmp_path)
+    axes = [ax for ax in fig.axes if ax.lines]
+    assert len(axes) == len(panels)
+    for ax, (title, legends) in zip(axes, panels.items()):
+        if title is not None:
+            assert ax.get_title() == title
+        drawn = [ln.get_label() for ln in ax.lines if not ln.get_label().startswith("_")]
+        assert drawn == legends
+        # bold mean plus thin min and max lines of the same colour for each curve
+        assert len(ax.lines) == 3 * len(legends)
+        assert ax.get_xlabel() == "epochs"
+    md = (tmp_path / f"{name}.md").read_text(encoding="utf-8")
+    finals = []
+    for cfg in configs:
+        rec = tf.records.load_many(tmp_path / "runs" / name / cfg)
+        assert rec.runs
+        for run in rec.runs:
+            assert rec.configs[run]["n_clients"] == 20 and rec.configs[run]["rounds"] == 2
+            for metric in ("global_acc_mean", "global_acc_min", "global_acc_max"):
+                final = float(rec.series(metric, run=run)[1][-1])
+                assert f"{final:.4f}" in md, (cfg, run, metric)
+            finals.append(float(rec.series("global_acc_mean", run=run)[1][-1]))
+    # the bold lines end at the records' final means
+    ends = sorted(float(ln.get_ydata()[-1]) for ax in axes for ln in ax.lines
+                  if not ln.get_label().startswith("_"))
+    assert ends == pytest.approx(sorted(finals))
+    assert re.search(r"\*\*Holds:\*\* (yes|no|partly)", md)
+    verdict = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
+    assert verdict["name"] == name and verdict["scale"] == "quick"
+    assert verdict["holds"] in (True, False, None) and verdict["claim"] and verdict["measured"]
+    assert f"**Holds:** {({True: 'yes', False: 'no', None: 'partly'})[verdict['holds']]}" in md
+    assert verdict["measured"] in md
