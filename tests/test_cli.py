@@ -347,10 +347,10 @@ def test_runtime_error_in_a_real_process_has_no_traceback(tmp_path: Any) -> None
     cfg = tmp_path / "c.toml"
     cfg.write_text(SMALL)
     out = subprocess.run([sys.executable, "-m", "topofl", "run", str(cfg), "--out",
-                          str(tmp_path / "r.jsonl"), "--resume", str(tmp_path / "no.pt")],
+                          str(tmp_path / "r.jsonl"), "--set", "lr=1e38"],
                          capture_output=True, text=True, env=_env())
     assert out.returncode == 1 and "Traceback" not in out.stderr
-    assert out.stderr.startswith("topofl run: error: FileNotFoundError: ")
+    assert out.stderr.startswith("topofl run: error: ConvergenceError: training diverged")
     assert out.stderr.count("\n") == 1
 
 

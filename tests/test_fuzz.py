@@ -362,10 +362,9 @@ def test_valid_call_works(target: str, tmpdir_module: Path) -> None:
         fn(**kw)
 
 
-# Huge sizes that still end in MemoryError inside files outside this test's owner's area
-# (topofl/topologies/cliques/: greedy_swap(steps=10**12) allocates a (steps + 1, 3) array,
-# random_cliques(10**12, ...) a permutation of n): kept out of the sweep below
-# and checked by test_known_huge_failures, which fails (strict xfail) once they are fixed.
+# Huge sizes once ended in MemoryError inside topofl/topologies/cliques/ (greedy_swap(steps=10**12)
+# allocated a (steps + 1, 3) array, random_cliques(10**12, ...) a permutation of n): now refused
+# early with the memory estimate, checked here outside the sweep (which skips huge ints there).
 KNOWN_HUGE = {
     ("topologies.dcliques", "steps"),
     ("topologies.greedy_swap", "steps"),
@@ -381,11 +380,12 @@ def _known(target: str, key: str, value: Any) -> bool:
 
 
 @pytest.mark.parametrize(("target", "key"), sorted(KNOWN_HUGE))
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="MemoryError in another's file")
-def test_known_huge_failures(target: str, key: str, tmpdir_module: Path) -> None:
+def test_known_huge_sizes_are_refused_early(target: str, key: str, tmpdir_module: Path) -> None:
     _, fn, kw = next(t for t in _all_targets(tmpdir_module) if t[0] == target)
     problem = _check(fn, (), {**kw, key: 10**12})
     assert problem is None, problem
+    with pytest.raises(ValueError, match="memory"):
+        fn(**{**kw, key: 10**12})
 
 
 def _sweep(target: str, fn: Callable[..., Any], kw: dict[str, Any],

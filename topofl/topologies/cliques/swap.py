@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from topofl._rng import Seed, as_generator
-from topofl._validation import check_int
+from topofl._validation import check_int, check_memory
 from topofl.topologies.cliques._input import (
     _SWAP_TOL,
     Cliques,
@@ -57,6 +57,8 @@ def random_cliques(n: int, clique_size: int, *, seed: Seed) -> Cliques:
     """
     n = check_int(n, "n", low=1)
     m = _check_clique_size(clique_size, n)
+    # a permutation (8 bytes a node) and the cliques as Python ints (~40 bytes a node)
+    check_memory(48.0 * n, f"random_cliques(n={n})")
     rng = as_generator(seed)
     return tuple(tuple(sorted(c.tolist())) for c in _initial_cliques(n, m, rng))
 
@@ -233,7 +235,10 @@ def auto_steps(n: int, clique_size: int) -> int:
 def _resolve_steps(steps: Any, n: int, clique_size: int) -> int:
     if steps is None:
         return auto_steps(n, clique_size)
-    return check_int(steps, "steps", low=0)
+    k = check_int(steps, "steps", low=0)
+    # the trace arrays (24 + 3 * 16 bytes a step) and the step's random draws (24 bytes)
+    check_memory(96.0 * k, f"greedy_swap(steps={k})")
+    return k
 
 
 def greedy_swap(
