@@ -1,4 +1,4 @@
-"""D-Cliques Fig. 16: removing intra-clique edges with momentum, without and with Clique Averaging (CIFAR-10).
+"""D-Cliques Fig. 16: intra-clique edge removal with momentum, with or without Clique Averaging.
 
 D-Cliques (fully-connected inter-clique links, Greedy Swap cliques of 10, 100 nodes, 2 shards
 per node), D-SGD with momentum 0.9 on GN-LeNet with 0, 1 or 5 of the 45 edges of every clique
