@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     holds = ranked and sw_gap < 0.02
     epochs_run = max(float(e) for e in table["epochs"])
     if epochs_run < 50:
+        measured = f"after only {epochs_run:.2f} epochs (far from converged): {measured}"
         notes.append(
             f"only {epochs_run:.2f} epochs ran: GN-LeNet on 1000 nodes is beyond this 2-core CPU "
             f"(see the time below); the curves are the first steps of training, far from the "

@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     notes += why
     epochs = max(float(e) for t in numbers.values() for e in t["epochs"])
     if epochs < 50:
+        measured = f"after only {epochs:.1f} epochs (far from converged): {measured}"
         notes.append(
             f"only {epochs:.1f} epochs ran (the CPU budget of the default scale: GN-LeNet on "
             f"100 nodes costs seconds per round here); the models are far from converged, so "
