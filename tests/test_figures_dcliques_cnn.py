@@ -18,6 +18,7 @@ from topofl._spec import parse_spec
 from topofl.config import read_config
 
 FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
+RESULTS = FIGS / "results"
 INTERS = ("ring", "fractal", "small_world", "fully_connected")
 
 
@@ -131,6 +132,25 @@ def test_labels_of_the_runs() -> None:
     assert l14({"topology": "complete"}) == "fully-connected network"
     assert l14({"topology": "dcliques:clique_size=10,inter=small_world"}) == \
         "D-Cliques, small-world inter-clique"
+
+
+# ------------------------------------------------------------------- committed results
+
+
+@pytest.mark.parametrize("name", ["dcliques_16"])
+def test_committed_results_are_complete(name: str) -> None:
+    if not (RESULTS / f"{name}.json").exists():
+        pytest.skip(f"default-scale results of {name} not committed yet "
+                    f"(python paper_figures/fig_{name}.py writes them)")
+    png, md, js = (RESULTS / f"{name}{ext}" for ext in (".png", ".md", ".json"))
+    assert 5_000 < png.stat().st_size < 150_000
+    verdict = json.loads(js.read_text(encoding="utf-8"))
+    text = md.read_text(encoding="utf-8")
+    assert verdict["scale"] == "default" and verdict["measured"] in text
+    holds = {True: "yes", False: "no", None: "partly"}[verdict["holds"]]
+    assert f"**Holds:** {holds}" in text
+    for curve in ("full cliques", "1 edge removed per clique", "5 edges removed per clique"):
+        assert text.count(f"| {curve} |") == 2  # one row per panel
 
 
 # ------------------------------------------------------------- --quick runs (opt in)
