@@ -67,6 +67,32 @@ def test_synthetic_is_seeded() -> None:
         tf.data.load("synthetic")
 
 
+def test_synthetic_shape_reshapes_the_same_mixture() -> None:
+    flat = tf.data.synthetic(60, 48, 4, seed=3, n_test=12)
+    img = tf.data.synthetic(60, num_classes=4, seed=3, n_test=12, shape=(3, 4, 4))
+    spec = tf.data.load("synthetic:n_samples=60,num_classes=4,seed=3,n_test=12,shape=3x4x4")
+    assert img.input_shape == (3, 4, 4) and img.x_train.shape == (60, 3, 4, 4)
+    assert img.x_test.shape == (12, 3, 4, 4) and img.params["shape"] == [3, 4, 4]
+    # the same draws as the flat mixture in prod(shape) = 48 dimensions, row-major reshaped
+    assert np.array_equal(img.x_train.reshape(60, 48), flat.x_train)
+    assert np.array_equal(img.x_test[5].ravel(), flat.x_test[5])
+    assert np.array_equal(img.y_train, flat.y_train)
+    assert np.array_equal(spec.x_train, img.x_train)
+    assert "shape" not in flat.params  # flat mixtures keep their params (and run hashes)
+    assert tf.data.synthetic(10, 48, 2, seed=0, shape=[48]).x_train.shape == (10, 48)
+
+
+@pytest.mark.parametrize(("kwargs", "err", "match"), [
+    ({"shape": "3x4y4"}, ValueError, "like '3x32x32'"),
+    ({"shape": (3, 0, 4)}, ValueError, "shape"),
+    ({"shape": ()}, TypeError, "non-empty sequence"),
+    ({"shape": (3, 4, 4), "dim": 40}, ValueError, "differs from prod"),
+])
+def test_synthetic_shape_bad_input(kwargs: dict, err: type, match: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(err, match=match):
+        tf.data.synthetic(20, seed=0, **kwargs)
+
+
 def test_standardized() -> None:
     ds = tf.data.synthetic(200, 3, 2, seed=0).standardized()
     assert np.allclose(ds.x_train.mean(0), 0, atol=1e-5) and np.allclose(

@@ -3,6 +3,8 @@ seeded synthetic mixture."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from topofl._rng import Seed, as_generator
@@ -185,6 +187,7 @@ def synthetic(
     n_test: int | None = None,
     separation: float = 3.0,
     noise: float = 1.0,
+    shape: str | Sequence[int] | None = None,
 ) -> Dataset:
     r"""A seeded Gaussian-mixture classification set.
 
@@ -205,15 +208,38 @@ def synthetic(
         Test samples, default ``n_samples // 5``.
     separation, noise : float
         Distance of the class means from the origin, and the noise scale.
+    shape : sequence of int or str, optional
+        Give every sample this shape, e.g. ``(3, 32, 32)`` or ``"3x32x32"`` (the spec-string
+        form), so that image models (GN-LeNet, the CNNs) take the mixture: an image-shaped
+        stand-in with as many samples as wanted. The mixture is then drawn in
+        ``dim = prod(shape)`` dimensions (``dim`` must be left at its default or equal it)
+        and each sample reshaped; ``input_shape`` is ``shape``. The pixels have no spatial
+        structure: a stand-in for size and shape, not for natural images.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a non-integer or non-positive size, or a ``shape`` whose product differs from an
+        explicit ``dim``.
 
     Examples
     --------
     >>> ds = tf.data.synthetic(200, dim=2, num_classes=2, seed=0)
     >>> ds.x_train.shape, ds.y_test.shape
     ((200, 2), (40,))
+    >>> img = tf.data.load("synthetic:n_samples=20,shape=3x4x4,seed=0")
+    >>> img.x_train.shape, img.input_shape
+    ((20, 3, 4, 4), (3, 4, 4))
     """
     n = check_int(n_samples, "n_samples", low=1)
-    d = check_int(dim, "dim", low=1)
+    dims = _shape(shape)
+    if dims is not None:
+        d = int(np.prod(dims))
+        if dim != 16 and dim != d:
+            raise ValueError(f"synthetic: dim={dim!r} differs from prod(shape={dims}) = {d}; "
+                             f"give one of them")
+    else:
+        d = check_int(dim, "dim", low=1)
     L = check_int(num_classes, "num_classes", low=1)
     nt = n // 5 if n_test is None else check_int(n_test, "n_test", low=0)
     sep = check_real(separation, "separation", low=0.0)
@@ -227,7 +253,7 @@ def synthetic(
     def draw(m: int) -> tuple[F32, I64]:
         y = rng.permutation(np.arange(m) % L).astype(np.int64)
         x = (mu[y] + sd * rng.standard_normal((m, d))).astype(np.float32)
-        return x, y
+        return (x if dims is None else x.reshape((m, *dims))), y
 
     x_tr, y_tr = draw(n)
     x_te, y_te = draw(nt)
@@ -238,7 +264,7 @@ def synthetic(
         x_test=x_te,
         y_test=y_te,
         num_classes=L,
-        input_shape=(d,),
+        input_shape=(d,) if dims is None else dims,
         params={
             "n_samples": n,
             "dim": d,
@@ -247,5 +273,23 @@ def synthetic(
             "separation": sep,
             "noise": sd,
             "seed": int(seed) if isinstance(seed, (int, np.integer)) else None,
+            **({} if dims is None else {"shape": list(dims)}),
         },
     )
+
+
+def _shape(shape: str | Sequence[int] | None) -> tuple[int, ...] | None:
+    """``shape`` of :func:`synthetic` as a tuple of positive ints (``"3x32x32"`` accepted)."""
+    if shape is None:
+        return None
+    if isinstance(shape, str):
+        parts = shape.lower().split("x")
+        if not all(p.strip().isdigit() for p in parts):
+            raise ValueError(f"synthetic: shape must look like '3x32x32', got {shape!r}")
+        return tuple(check_int(int(p), "shape", low=1) for p in parts)
+    if isinstance(shape, (int, np.integer)):
+        return (check_int(shape, "shape", low=1),)
+    if not isinstance(shape, Sequence) or len(shape) == 0:
+        raise TypeError(f"synthetic: shape must be a non-empty sequence of ints or a string "
+                        f"like '3x32x32', got {shape!r}")
+    return tuple(check_int(v, "shape", low=1) for v in shape)

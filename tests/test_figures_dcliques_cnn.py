@@ -1,0 +1,210 @@
+"""D-Cliques Figs. 14 and 16 (GN-LeNet on CIFAR-10): the configs keep the paper's setting, the
+stand-ins keep its updates per epoch, Fig. 16's verdict rule, and (opt in: ``-m figures``) the
+curves and numbers of a ``--quick`` run against its records."""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import topofl as tf
+from topofl import figures
+from topofl._spec import parse_spec
+from topofl.config import read_config
+
+FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
+RESULTS = FIGS / "results"
+INTERS = ("ring", "fractal", "small_world", "fully_connected")
+
+
+def _script(name: str) -> dict[str, Any]:
+    return runpy.run_path(str(FIGS / f"fig_{name}.py"), run_name="topofl_figure_test")
+
+
+# ------------------------------------------------------------------- the paper's setting
+
+
+@pytest.mark.parametrize("panel", ["ca", "no_ca"])
+def test_fig16_base_keys_are_the_papers_setting(panel: str) -> None:
+    raw = read_config(FIGS / "configs" / f"dcliques_16_{panel}.toml")
+    assert (raw["data"], raw["model"], raw["n_clients"]) == ("cifar10", "gn_lenet", 100)
+    assert (raw["lr"], raw["momentum"], raw["batch_size"]) == (0.002, 0.9, 20)
+    assert raw["partition"] == "shards" and raw["partition_params"] == {"shards_per_client": 2}
+    assert raw["clique_averaging"] is (panel == "ca")
+    assert raw["rounds"] * raw["batch_size"] / (50_000 / 100) == 100  # 100 epochs
+    removed = [t.partition("remove_intra_edges=")[2] or "0" for t in raw["sweep"]["topology"]]
+    assert removed == ["0", "1", "5"]
+    assert all("inter=fully_connected" in t for t in raw["sweep"]["topology"])
+
+
+@pytest.mark.parametrize("kind", ["dcliques", "complete"])
+def test_fig14_base_keys_are_the_papers_setting(kind: str) -> None:
+    raw = read_config(FIGS / "configs" / f"dcliques_14_{kind}.toml")
+    assert (raw["data"], raw["model"], raw["n_clients"]) == ("cifar10", "gn_lenet", 1000)
+    # batch 20 / 10: 50 images per node, 25 updates per epoch as at 100 nodes with batch 20
+    assert (raw["lr"], raw["momentum"], raw["batch_size"]) == (0.002, 0.9, 2)
+    assert 50_000 / 1000 / raw["batch_size"] == 500 / 20
+    assert raw["clique_averaging"] is (kind == "dcliques")
+    topo = raw["sweep"]["topology"]
+    if kind == "complete":
+        assert topo == ["complete"]
+    else:
+        assert [parse_spec(t)[1]["inter"] for t in topo] == list(INTERS)
+        assert all(parse_spec(t)[1]["clique_size"] == 10 for t in topo)
+
+
+def test_fig14_stand_in_has_cifars_size_and_the_papers_updates_per_epoch() -> None:
+    raw = read_config(FIGS / "configs" / "dcliques_14_dcliques.toml")
+    name, opts = parse_spec(raw["stand_in"]["data"], "dataset")
+    assert (name, opts["shape"], opts["n_test"]) == ("synthetic", "3x32x32", 1000)
+    assert opts["n_samples"] / raw["n_clients"] / raw["batch_size"] == 25
+    assert set(raw["stand_in"]) == {"data"}  # nothing else adapted: batch 2 stays
+    # the stand-in is the image-shaped mixture GN-LeNet takes (a tiny one of the same spec)
+    small = raw["stand_in"]["data"].replace("n_samples=50000", "n_samples=20").replace(
+        "n_test=1000", "n_test=10")
+    ds = tf.data.load(small)
+    assert ds.input_shape == (3, 32, 32) and ds.num_classes == 10
+
+
+def test_fig16_stand_in_keeps_updates_per_epoch_as_closely_as_a_batch_can() -> None:
+    raw = read_config(FIGS / "configs" / "dcliques_16_ca.toml")
+    per_node = 1442 / 100  # digits32rgb training images per node
+    paper = 500 / 20       # CIFAR-10 updates per epoch at 100 nodes
+    assert raw["stand_in"]["batch_size"] == max(1, round(20 * per_node / 500)) == 1
+    assert per_node / raw["stand_in"]["batch_size"] < paper  # the most a batch of 1 can do
+    assert raw["stand_in"]["rounds"] == round(100 * per_node / raw["stand_in"]["batch_size"])
+
+
+@pytest.mark.skipif(figures._available("cifar10"), reason="the CIFAR-10 files are present")
+def test_default_scale_swaps_in_the_stand_ins_and_shrinks_only_rounds() -> None:
+    c16 = figures.load_config("dcliques_16_ca", "default")
+    assert (c16["data"], c16["batch_size"], c16["n_clients"]) == ("digits32rgb", 1, 100)
+    assert (c16["lr"], c16["momentum"]) == (0.002, 0.9)
+    assert any("digits32rgb" in n for n in c16["_notes"])
+    c14 = figures.load_config("dcliques_14_dcliques", "default")
+    assert c14["data"].startswith("synthetic:") and "shape=3x32x32" in c14["data"]
+    assert (c14["batch_size"], c14["n_clients"], c14["momentum"]) == (2, 1000, 0.9)
+    full = figures.load_config("dcliques_14_dcliques", "full")
+    assert {k: v for k, v in c14.items() if k not in ("rounds", "eval_every")} == {
+        k: v for k, v in full.items() if k not in ("rounds", "eval_every")}
+
+
+# --------------------------------------------------------------------- Fig. 16 verdict
+
+
+def _finals(ca: tuple[float, float, float], no: tuple[float, float, float]) -> dict:  # type: ignore[type-arg]
+    mod = _script("dcliques_16")
+    keys = (mod["FULL"], mod["ONE"], mod["FIVE"])
+    return {"with Clique Averaging": dict(zip(keys, ca)),
+            "without Clique Averaging": dict(zip(keys, no))}
+
+
+def test_fig16_verdict_rule_on_hand_made_numbers() -> None:
+    verdict = _script("dcliques_16")["verdict"]
+    # the paper's picture: 5 edges cost 4 points and double the spread; no-CA much slower
+    holds, measured, notes = verdict(_finals((0.60, 0.59, 0.56), (0.40, 0.40, 0.39)),
+                                     _finals((0.10, 0.11, 0.20), (0.2, 0.2, 0.2)))
+    assert holds is True and notes == []
+    assert "1.0 / 4.0 points" in measured and "10.0 -> 20.0" in measured
+    assert "40.0% against 60.0%" in measured
+    # nothing of it: removal helps, spread shrinks, no-CA faster
+    holds, _, notes = verdict(_finals((0.50, 0.51, 0.52), (0.60, 0.6, 0.6)),
+                              _finals((0.20, 0.15, 0.10), (0.2, 0.2, 0.2)))
+    assert holds is False and len(notes) == 3
+    # one of three: partly
+    holds, _, notes = verdict(_finals((0.50, 0.50, 0.45), (0.60, 0.6, 0.6)),
+                              _finals((0.20, 0.15, 0.10), (0.2, 0.2, 0.2)))
+    assert holds is None and len(notes) == 2
+
+
+def test_labels_of_the_runs() -> None:
+    l16 = _script("dcliques_16")["label"]
+    base = "dcliques:clique_size=10,inter=fully_connected"
+    assert [l16({"topology": base + s}) for s in ("", ",remove_intra_edges=1",
+                                                  ",remove_intra_edges=5")] == [
+        "full cliques", "1 edge removed per clique", "5 edges removed per clique"]
+    l14 = _script("dcliques_14")["label"]
+    assert l14({"topology": "complete"}) == "fully-connected network"
+    assert l14({"topology": "dcliques:clique_size=10,inter=small_world"}) == \
+        "D-Cliques, small-world inter-clique"
+
+
+# ------------------------------------------------------------------- committed results
+
+
+@pytest.mark.parametrize("name", ["dcliques_16"])
+def test_committed_results_are_complete(name: str) -> None:
+    if not (RESULTS / f"{name}.json").exists():
+        pytest.skip(f"default-scale results of {name} not committed yet "
+                    f"(python paper_figures/fig_{name}.py writes them)")
+    png, md, js = (RESULTS / f"{name}{ext}" for ext in (".png", ".md", ".json"))
+    assert 5_000 < png.stat().st_size < 150_000
+    verdict = json.loads(js.read_text(encoding="utf-8"))
+    text = md.read_text(encoding="utf-8")
+    assert verdict["scale"] == "default" and verdict["measured"] in text
+    holds = {True: "yes", False: "no", None: "partly"}[verdict["holds"]]
+    assert f"**Holds:** {holds}" in text
+    for curve in ("full cliques", "1 edge removed per clique", "5 edges removed per clique"):
+        assert text.count(f"| {curve} |") == 2  # one row per panel
+
+
+# ------------------------------------------------------------- --quick runs (opt in)
+
+
+def _quick(name: str, out: Path) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    assert _script(name)["main"](["--quick", "--out", str(out)]) == 0
+    return plt.gcf()
+
+
+def _final_in_markdown(md: str, rec: Any, run: str) -> float:
+    final = float(rec.series("global_acc_mean", run=run)[1][-1])
+    assert f"{final:.4f}" in md
+    return final
+
+
+@pytest.mark.figures
+def test_fig16_quick_curves_and_numbers(tmp_path: Path) -> None:
+    fig = _quick("dcliques_16", tmp_path)
+    md = (tmp_path / "dcliques_16.md").read_text(encoding="utf-8")
+    curves = ["full cliques", "1 edge removed per clique", "5 edges removed per clique"]
+    assert [ax.get_title() for ax in fig.axes] == ["without Clique Averaging",
+                                                   "with Clique Averaging"]
+    for ax in fig.axes:
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == curves
+        assert len(ax.lines) == 3 * len(curves)  # bold mean, thin min and max
+    for panel in ("ca", "no_ca"):
+        rec = tf.records.load_many(tmp_path / "runs" / "dcliques_16" / f"dcliques_16_{panel}")
+        assert len(rec.runs) == 3
+        for run in rec.runs:
+            _final_in_markdown(md, rec, run)
+    assert re.search(r"\*\*Holds:\*\* (yes|no|partly)", md)
+    assert json.loads((tmp_path / "dcliques_16.json").read_text())["scale"] == "quick"
+
+
+@pytest.mark.figures
+def test_fig14_quick_curves_and_numbers(tmp_path: Path) -> None:
+    fig = _quick("dcliques_14", tmp_path)
+    md = (tmp_path / "dcliques_14.md").read_text(encoding="utf-8")
+    names = {"ring": "ring", "fractal": "fractal", "small_world": "small-world",
+             "fully_connected": "fully connected"}
+    curves = [f"D-Cliques, {names[k]} inter-clique" for k in INTERS]
+    curves.append("fully-connected network")
+    legend = fig.axes[0].get_legend() or fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == curves
+    for kind, n in (("dcliques", 4), ("complete", 1)):
+        rec = tf.records.load_many(tmp_path / "runs" / "dcliques_14" / f"dcliques_14_{kind}")
+        assert len(rec.runs) == n
+        for run in rec.runs:
+            _final_in_markdown(md, rec, run)
+    assert "GN-LeNet" in fig.axes[0].get_title()
