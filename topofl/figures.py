@@ -609,6 +609,12 @@ def index(results: str | os.PathLike[str] | None = None) -> str:
         rows.append([f"[{v['name']}](results/{v['name']}.md)", v.get("title", ""),
                      v.get("claim", ""), v.get("measured", ""), _holds(v.get("holds")),
                      f"{v.get('seconds', 0):.0f} s"])
+    if results is None:  # scripts without committed results are listed too, as such
+        done = {p.stem for p in folder.glob("*.json")}
+        for name, title in available().items():
+            if name not in done:
+                rows.append([f"fig_{name}.py", title, "", "no default-scale result committed "
+                             "yet (see the script's docstring)", "-", "-"])
     head = ["figure", "title", "paper claim", "measured (default scale)", "holds",
             "time to regenerate"]
     return table(head, rows)
