@@ -179,3 +179,16 @@ def test_panels_label_runs_and_refuse_duplicate_labels(tmp_path: Path) -> None:
     assert dict(p.setting)["topology"] == "ring / complete"
     with pytest.raises(figures.FigureError, match="both labelled"):
         figures.panels(args, {"left": str(folder / "a.toml")}, lambda c: "same")
+
+
+def test_a_failed_run_stops_the_figure_with_its_message(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from topofl import sweep as sw
+
+    def failing(*args: object, **kwargs: object) -> list[sw.Outcome]:
+        return [sw.Outcome("topology=ring", "failed", message="CheckpointError: bad file")]
+
+    monkeypatch.setattr(sw, "run_sweep", failing)
+    cfg = {**BASE, "sweep": {"topology": ["ring"]}, "_name": "toy"}
+    with pytest.raises(figures.FigureError, match="topology=ring: CheckpointError: bad file"):
+        figures.sweep(cfg, _args(tmp_path))

@@ -321,9 +321,13 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, name: str | None = None) -> 
             for path in sw._paths(out, run.name):
                 path.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    sw.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun, progress=False,
-                 command=f"python paper_figures/fig_{args.name}.py",
-                 echo=lambda line: print(line, file=sys.stderr))
+    outcomes = sw.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun, progress=False,
+                            command=f"python paper_figures/fig_{args.name}.py",
+                            echo=lambda line: print(line, file=sys.stderr))
+    failed = [o for o in outcomes if o.status == "failed"]
+    if failed:
+        raise FigureError(f"{len(failed)} run(s) of {name} failed, so the figure is not drawn: "
+                          + "; ".join(f"{o.name}: {o.message}" for o in failed))
     rec = records.load_many([out / f"{r.name}.jsonl" for r in planned])
     args.sweep_seconds += time.perf_counter() - t0
     for run_id in rec.runs:
@@ -670,5 +674,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
     try:
         mod = runpy.run_path(str(script), run_name="topofl_figure")
         return int(mod["main"](argv[1:]) or 0)
+    except FigureError as exc:
+        print(f"{prog} {name}: error: {exc}", file=sys.stderr)
+        return 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
