@@ -156,6 +156,11 @@ def _data_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str, An
         ("data.federate", D.federate,
          {"dataset": "digits", "scheme": "iid", "n_clients": 4, "seed": 0, "val": 0.0,
           "test": "distribute", "device": "cpu"}),
+        ("data.label_flip_plan", D.label_flip_plan,
+         {"n_clients": 4, "num_classes": 3, "fraction": 0.5, "seed": 0}),
+        ("data.flip_labels", D.flip_labels,
+         {"y": np.array([0, 1, 2, 0, 1, 2]), "sizes": np.array([3, 3]),
+          "plan": D.label_flip_plan(2, 3, 0.5, seed=0)}),
     ]
 
 
@@ -210,6 +215,8 @@ def _topology_targets() -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
         ("topologies.messages_per_node", T.messages_per_node,
          {"topology": T.dcliques(P8, clique_size=4, seed=0), "clique_averaging": True}),
         ("topologies.base_graph_schedule", T.base_graph_schedule, {"n": 6, "k": 1}),
+        ("topologies.clique_averaging_matrix", T.clique_averaging_matrix,
+         {"topology": T.dcliques(P8, clique_size=4, seed=0)}),
     ]
 
 
@@ -311,7 +318,7 @@ READS_FILES = {"records.load", "records.load_many", "data.load.root",
                *(t for t in TARGET_IDS if t.startswith("data.") and t not in (
                    "data.load", "data.iid", "data.shards", "data.dirichlet", "data.pathological",
                    "data.dpfl_pathological", "data.natural", "data.federate", "data.synthetic",
-                   "data.digits_resized"))}
+                   "data.digits_resized", "data.label_flip_plan", "data.flip_labels"))}
 #: Targets that write: a path that cannot be written is an OSError.
 WRITES_FILES = {"records.Recorder", "run"}
 #: The bad values tried on each parameter of topofl.run by the default suite (each call that
@@ -445,7 +452,7 @@ NOT_FUZZED = {
                           "INTER_CLIQUE", "GreedySwapResult", "base_graph"},
     "topofl.data": {"Dataset", "ChecksumError", "Resource", "DATASETS", "SOURCES",
                     "default_root", "Partition", "PartitionSplit", "PARTITIONS",
-                    "FederatedData", "EvalBatch", "Segments", "SPLITS"},
+                    "FederatedData", "EvalBatch", "Segments", "SPLITS", "LabelFlip"},
     "topofl.records": set(),
     "topofl.models": {"SplitModel", "BasicBlock", "MODELS", "INIT_STREAM"},
 }

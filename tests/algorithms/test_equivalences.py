@@ -80,6 +80,10 @@ def _same_run(a: Any, b: Any, rtol: float = 1e-9) -> None:
         assert (x["metric"], x["round"], x["client"]) == (y["metric"], y["round"], y["client"])
         if isinstance(x["value"], float) and np.isfinite(x["value"]):
             assert y["value"] == pytest.approx(x["value"], rel=rtol, abs=1e-11), x["metric"]
+        elif (isinstance(x["value"], list) and x["value"]
+              and all(isinstance(v, float) for v in x["value"])):  # e.g. realized_weights
+            np.testing.assert_allclose(y["value"], x["value"], rtol=rtol, atol=1e-11,
+                                       err_msg=x["metric"])
         else:
             assert x["value"] == y["value"] or (x["value"] != x["value"]), x["metric"]
 

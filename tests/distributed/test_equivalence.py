@@ -53,10 +53,20 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "ditto": ("ditto", None, dict(participation=0.5, personal_steps=2, momentum=0.5)),
         "pfeddst": ("pfeddst", ring, {}),
         "dpfl": ("dpfl", None, {}),
+        # issue 15's baselines: not declared distributed yet, so refused on several ranks
+        "fedprox": ("fedprox", None, dict(local_steps=1)),
+        "fedavg_ft": ("fedavg_ft", None, dict(local_steps=1)),
+        "fedprox_ft": ("fedprox_ft", None, dict(local_steps=1)),
+        "apfl": ("apfl", None, dict(local_steps=1)),
+        "perfedavg": ("perfedavg", None, dict(local_steps=1)),
+        "knn_per": ("knn_per", None, dict(local_steps=1)),
+        "pfedgraph": ("pfedgraph", None, dict(local_steps=1)),
+        "dis_pfl": ("dis_pfl", ring, dict(local_steps=1)),
     }
 
 
-REFUSED = {"pfeddst", "dpfl"}
+REFUSED = {"pfeddst", "dpfl", "fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg",
+           "knn_per", "pfedgraph", "dis_pfl"}
 
 
 def _run(name: str) -> tuple[list[dict[str, Any]], int] | str:

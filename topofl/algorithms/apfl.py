@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from topofl._validation import check_bool, check_int, check_real
+from topofl._validation import check_bool, check_int, check_memory, check_real
 from topofl.algorithms._common import ServerParams, check_lr
 from topofl.algorithms._server import server_algorithm, server_factory
 from topofl.algorithms.base import register_algorithm
@@ -169,6 +169,7 @@ def apfl(
     adapt = check_bool(adapt_alpha, "adapt_alpha")
     alr = hp.lr if alpha_lr is None else check_lr(alpha_lr, "alpha_lr")
     k = check_int(local_steps, "local_steps", low=1)
+    check_memory(16.0 * k, f"apfl(local_steps={k}): two phases a step")
     piece = _APFL(SGD(hp.momentum, hp.weight_decay), a0, alr / hp.lr, adapt)
     local = Sampled(piece, hp.participation, hp.sample_seed) if hp.participation < 1 else piece
     pair = (Phase("all", 1, None, hp.lr, name="personal"), Phase("all", 1, None, hp.lr,

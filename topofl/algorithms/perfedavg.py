@@ -16,7 +16,7 @@ from typing import Any
 
 from torch import Tensor
 
-from topofl._validation import check_int
+from topofl._validation import check_int, check_memory
 from topofl.algorithms._common import ServerParams, check_lr
 from topofl.algorithms._server import server_algorithm, server_factory
 from topofl.algorithms.base import register_algorithm
@@ -120,6 +120,7 @@ def perfedavg(
     """
     a = check_lr(alpha, "alpha")
     k = check_int(local_steps, "local_steps", low=1)
+    check_memory(16.0 * k, f"perfedavg(local_steps={k}): two phases a step")
     adapt = check_int(adapt_steps, "adapt_steps", low=0)
     piece = _MetaStep(SGD(hp.momentum, hp.weight_decay))
     local = Sampled(piece, hp.participation, hp.sample_seed) if hp.participation < 1 else piece

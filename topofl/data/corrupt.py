@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from topofl._rng import Seed, as_generator
-from topofl._validation import check_int, check_real
+from topofl._validation import check_int, check_memory, check_real
 
 __all__ = ["LabelFlip", "label_flip_plan", "flip_labels", "random_derangement"]
 
@@ -116,6 +116,7 @@ def label_flip_plan(n_clients: int, num_classes: int, fraction: float, *,
         return LabelFlip(np.zeros(0, dtype=np.int64), np.arange(L, dtype=np.int64))
     if L < 2:
         raise ValueError(f"flipping labels needs at least 2 classes, got num_classes={L}")
+    check_memory(24.0 * (n + L), f"label_flip_plan(n_clients={n}, num_classes={L})")
     rng = as_generator(seed)
     clients = np.sort(rng.choice(n, size=m, replace=False)).astype(np.int64)
     return LabelFlip(clients, random_derangement(L, seed=rng))
@@ -136,12 +137,43 @@ def flip_labels(y: npt.NDArray[Any], sizes: npt.NDArray[Any],
     >>> flip_labels(np.array([0, 1, 0, 1, 2, 2]), np.array([2, 3, 1]), plan).tolist()
     [0, 1, 1, 2, 0, 2]
     """
-    y = np.asarray(y, dtype=np.int64)
-    sizes = np.asarray(sizes, dtype=np.int64)
+    if not isinstance(plan, LabelFlip):
+        raise TypeError(f"plan must be a LabelFlip (from label_flip_plan), got "
+                        f"{type(plan).__name__}")
+    y = _int_vector(y, "y")
+    sizes = _int_vector(sizes, "sizes")
+    if sizes.size and int(sizes.min()) < 0:
+        raise ValueError(f"sizes must be >= 0, got {int(sizes.min())}")
     if int(sizes.sum()) != y.size:
         raise ValueError(f"sizes must sum to the number of labels {y.size}, got {int(sizes.sum())}")
+    L = int(plan.permutation.size)
+    if plan.clients.size and y.size and (int(y.min()) < 0 or int(y.max()) >= L):
+        raise ValueError(f"labels must lie in [0, {L}) for the plan's permutation, got "
+                         f"{int(y.min())}..{int(y.max())}")
+    if plan.clients.size and int(plan.clients.max()) >= sizes.size:
+        raise ValueError(f"the plan flips client {int(plan.clients.max())}, but sizes has only "
+                         f"{sizes.size} clients")
     owner = np.repeat(np.arange(sizes.size), sizes)
     out = y.copy()
     rows = plan.mask(sizes.size)[owner]
     out[rows] = plan.permutation[y[rows]]
     return out
+
+
+def _int_vector(a: Any, name: str) -> npt.NDArray[np.int64]:
+    """``a`` as a 1-d int64 array of whole numbers, else a ValueError/TypeError naming it."""
+    try:
+        arr = np.asarray(a)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-d array of ints, got {type(a).__name__}") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array of ints, got shape {arr.shape}")
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
+                                 or np.issubdtype(arr.dtype, np.floating)):
+        raise TypeError(f"{name} must be a 1-d array of ints, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating) and not (
+            np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))):
+        raise ValueError(f"{name} must hold whole numbers, got non-integer or non-finite values")
+    return arr.astype(np.int64)
