@@ -393,6 +393,7 @@ def run(
                     "train_loss_sum": train_loss_acc[0],
                     "train_loss_count": train_loss_acc[1],
                     "config": plain_desc,
+                    "run_hash": plain_desc.get("run_hash"),
                 })
     finally:
         if pbar is not None:

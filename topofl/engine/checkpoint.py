@@ -187,6 +187,10 @@ def load_checkpoint(path: str | os.PathLike[str], device: torch.device | str = "
     if not p.exists():
         raise CheckpointError(f"checkpoint {p} does not exist")
     if p.is_dir():
+        from topofl.distributed.checkpoint import is_sharded, load_full
+
+        if is_sharded(p):  # written by several ranks (topofl.distributed): every row, here
+            return load_full(p, torch.device(device))
         raise CheckpointError(f"checkpoint {p} is a folder, expected a checkpoint file")
     try:
         ck = torch.load(p, map_location="cpu", weights_only=True)
