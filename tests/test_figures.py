@@ -135,6 +135,12 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     assert verdict["holds"] is None and verdict["scale"] == "quick"
     idx = figures.index(tmp_path / "out")
     assert "[toy](results/toy.md)" in idx and "complete beats ring" in idx
+    # a table result: no picture (the stale one is removed), the Markdown path is returned
+    md_path = figures.write(args, None, title="Toy table", setting=figures.setting(rec),
+                            numbers=table, claim="c", measured="m", holds=True)
+    assert md_path == tmp_path / "out" / "toy.md" and not png.exists()
+    text = md_path.read_text(encoding="utf-8")
+    assert "![toy]" not in text and "**Holds:** yes" in text and f"{final:.4f}" in text
 
 
 def test_epoch_axis_scales_the_rounds() -> None:

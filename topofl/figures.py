@@ -533,6 +533,9 @@ def write(
 
     Parameters
     ----------
+    fig : matplotlib Figure or None
+        The figure; ``None`` for a table result (a paper's table): then only the Markdown and
+        the verdict are written.
     setting : list of (key, value), or mapping of panel to such a list
         What ran (see :func:`setting`).
     numbers : DataFrame or mapping of title to DataFrame
@@ -552,19 +555,25 @@ def write(
     Returns
     -------
     Path
-        The PNG (a script prints it as its last line of output).
+        The PNG, or the Markdown for a table result (a script prints it as its last line of
+        output).
     """
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     png, md, js = (out / f"{args.name}{ext}" for ext in (".png", ".md", ".json"))
-    fig.savefig(png, dpi=100, bbox_inches="tight")
+    if fig is not None:
+        fig.savefig(png, dpi=100, bbox_inches="tight")
+    elif png.exists():  # a stale picture from an older version of the script
+        png.unlink()
     # time to regenerate from scratch: the runs' own training time (also when they were
     # reused from the cache) plus everything outside the sweeps (setup, plotting)
     seconds = time.perf_counter() - args.started - args.sweep_seconds + args.run_seconds
     lines = [f"# {title}", "", f"**Paper:** {claim}", "",
              f"**Measured** ({args.scale} scale): {measured}", "",
-             f"**Holds:** {_holds(holds)}", "", f"![{args.name}]({args.name}.png)", "",
-             "## Setting", ""]
+             f"**Holds:** {_holds(holds)}", ""]
+    if fig is not None:
+        lines += [f"![{args.name}]({args.name}.png)", ""]
+    lines += ["## Setting", ""]
     panels = setting if isinstance(setting, Mapping) else {"": setting}
     for panel, pairs in panels.items():
         if panel:
@@ -587,7 +596,7 @@ def write(
                "holds": holds, "seconds": round(seconds, 1), "scale": args.scale,
                "dataset": dataset}
     js.write_text(json.dumps(verdict, indent=1) + "\n", encoding="utf-8")
-    return png
+    return png if fig is not None else md
 
 
 # ------------------------------------------------------------------------------ CLI
