@@ -209,3 +209,47 @@ def test_guards_and_where_settings_do_not_make_a_run_differ() -> None:
                              "records_path": "b.jsonl"}) is None
     assert "lr" in (_differs(stored, {**stored, "lr": 0.2}) or "")
     assert "rounds" in (_differs(stored, {**stored, "rounds": 6}) or "")
+
+
+def test_a_run_another_process_holds_is_left_alone(tmp_path: Path) -> None:
+    """Two sweeps over one folder: a run whose lock another process holds is reported busy and
+    its files are not touched; once released it runs; a run finished meanwhile by the other
+    sweep is skipped, not redone."""
+    import multiprocessing
+
+    from topofl import sweep
+
+    cfg = {**BASE, "sweep": {"topology": ["ring", "complete"]}}
+    lock = tmp_path / "topology=ring.lock"
+    ctx = multiprocessing.get_context("spawn")
+    holding, release = ctx.Event(), ctx.Event()
+    other = ctx.Process(target=_hold_lock, args=(str(lock), holding, release))
+    other.start()
+    try:
+        assert holding.wait(60)
+        out = {o.name: o for o in tf.sweep.run_sweep(cfg, tmp_path, progress=False,
+                                                     echo=lambda _: None)}
+        assert out["topology=ring"].status == "busy"
+        assert "another process is running it" in out["topology=ring"].message
+        assert out["topology=complete"].status == "complete"
+        assert not (tmp_path / "topology=ring.jsonl").exists()
+    finally:
+        release.set()
+        other.join(60)
+    again = {o.name: o.status for o in tf.sweep.run_sweep(cfg, tmp_path, progress=False,
+                                                          echo=lambda _: None)}
+    assert again == {"topology=ring": "complete", "topology=complete": "skipped"}
+    # planned as fresh by a sweep that started earlier, but finished since: skipped under the lock
+    run = plan(cfg)[0]
+    o = sweep._execute(sweep._run_config(run, tmp_path), run.name, "fresh", str(tmp_path), None)
+    assert o.status == "skipped"
+    assert (tmp_path / "topology=ring.done").exists()
+
+
+def _hold_lock(path: str, holding: Any, release: Any) -> None:
+    from topofl import sweep
+
+    with sweep._lock(Path(path)) as mine:
+        assert mine
+        holding.set()
+        release.wait(60)

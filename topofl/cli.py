@@ -312,7 +312,7 @@ def _sweep(args: argparse.Namespace, command: str) -> int:
         counts[o.status] = counts.get(o.status, 0) + 1
     what = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
     print(f"sweep: {len(outcomes)} runs ({what or 'none'}) in {args.out}")
-    return 1 if counts.get("failed") else 0
+    return 1 if counts.get("failed") or counts.get("busy") else 0
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -324,9 +324,10 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, name: str | None = None) -> 
     outcomes = sw.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun, progress=False,
                             command=f"python paper_figures/fig_{args.name}.py",
                             echo=lambda line: print(line, file=sys.stderr))
-    failed = [o for o in outcomes if o.status == "failed"]
+    failed = [o for o in outcomes if o.status in ("failed", "busy")]
     if failed:
-        raise FigureError(f"{len(failed)} run(s) of {name} failed, so the figure is not drawn: "
+        raise FigureError(f"{len(failed)} run(s) of {name} failed or are running elsewhere, so "
+                          "the figure is not drawn: "
                           + "; ".join(f"{o.name}: {o.message}" for o in failed))
     rec = records.load_many([out / f"{r.name}.jsonl" for r in planned])
     args.sweep_seconds += time.perf_counter() - t0

@@ -17,7 +17,10 @@ fastest)::
 Each run is written to ``OUT/<name>.jsonl`` where ``name`` (also its run id) is built from the
 keys that vary (``topology=ring__seed=0``); a checkpoint ``OUT/<name>.ckpt`` beside it lets an
 interrupted run resume, and ``OUT/<name>.done`` marks a finished one. Running the sweep again
-skips finished runs, resumes interrupted ones from their checkpoint and starts the rest.
+skips finished runs, resumes interrupted ones from their checkpoint and starts the rest. A run
+holds an advisory lock (``OUT/<name>.lock``, POSIX ``flock``) while it executes: a second sweep
+over the same folder at the same time leaves that run alone (status ``"busy"``) instead of
+writing the same files.
 ``shard=(i, k)`` runs the i-th of k disjoint slices (round-robin: runs ``i-1, i-1+k, ...``), so
 ``k`` machines given ``1/k .. k/k`` run every run exactly once; ``jobs=N`` runs N at once in
 worker processes, each with ``cpu_count // N`` torch threads. Every process imports torch
@@ -39,6 +42,7 @@ topology=dcliques-clique_size=5__seed=1
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
@@ -46,7 +50,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,8 +89,9 @@ class SweepRun:
 @dataclass
 class Outcome:
     """What happened to one run: ``status`` is ``"complete"``, ``"diverged"`` (a finished run
-    whose training diverged), ``"skipped"`` (finished before) or ``"failed"`` (an error; the
-    run is retried by the next invocation)."""
+    whose training diverged), ``"skipped"`` (finished before), ``"busy"`` (another process was
+    running it: left alone) or ``"failed"`` (an error; the run is retried by the next
+    invocation)."""
 
     name: str
     status: str
@@ -234,7 +239,9 @@ def _state(run: SweepRun, out: Path, overwrite: bool) -> tuple[str, dict[str, An
     from topofl.config import read_header
 
     records, ckpt, done = _paths(out, run.name)
-    if overwrite or not records.exists():
+    if overwrite:
+        return "overwrite", {}
+    if not records.exists():
         return "fresh", {}
     try:
         stored = read_header(records).get("config", {})
@@ -270,9 +277,50 @@ def _write_json(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[bool]:
+    """Hold an exclusive advisory lock on ``path`` (created) for the block; yields whether it
+    was acquired (False: another process holds it). Without ``fcntl`` (Windows), no lock."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield True
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 def _execute(cfg: dict[str, Any], name: str, mode: str, out: str,
              command: str | None) -> Outcome:
-    """Run one sweep run (in this process or a worker) and mark it done."""
+    """Run one sweep run (in this process or a worker) under its lock and mark it done."""
+    with _lock(Path(out) / f"{name}.lock") as mine:
+        if not mine:
+            return Outcome(name, "busy", message=f"another process is running it (it holds "
+                           f"{Path(out) / (name + '.lock')}): left alone; run the sweep "
+                           "again once that process has finished")
+        records, ckpt, done = _paths(Path(out), name)
+        if mode != "overwrite":  # what the files hold now: another sweep may have run it
+            if done.exists():
+                try:
+                    marker = json.loads(done.read_text(encoding="utf-8"))
+                    return Outcome(name, "skipped", summary=marker.get("summary", {}),
+                                   message=f"({marker.get('status', 'complete')} before)")
+                except (OSError, json.JSONDecodeError):
+                    pass
+            mode = "resume" if ckpt.exists() and records.exists() else "fresh"
+        return _execute_locked(cfg, name, mode, out, command)
+
+
+def _execute_locked(cfg: dict[str, Any], name: str, mode: str, out: str,
+                    command: str | None) -> Outcome:
     import torch
 
     from topofl.config import execute
