@@ -62,11 +62,14 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
                                               weighting="data_size")),
         "knn_per": ("knn_per", None, dict(local_steps=1)),
         "pfedgraph": ("pfedgraph", None, dict(local_steps=1)),
-        "dis_pfl": ("dis_pfl", ring, dict(local_steps=1)),
+        "dis_pfl": ("dis_pfl", push, dict(local_steps=2, density=0.5, anneal=0.5,
+                                          anneal_rounds=2)),
+        "dis_pfl_gradient": ("dis_pfl", ring, dict(local_steps=1, regrow="gradient",
+                                                   evaluate="aggregated", init="independent")),
     }
 
 
-REFUSED = {"pfeddst", "dpfl", "knn_per", "pfedgraph", "dis_pfl"}
+REFUSED = {"pfeddst", "dpfl", "knn_per", "pfedgraph"}
 
 
 def _run(name: str) -> tuple[list[dict[str, Any]], int] | str:

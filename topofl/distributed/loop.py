@@ -49,8 +49,9 @@ __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_ro
 #: push-sum through the mixer, averages through ``env.shard``.
 SUPPORTED = {"dsgd", "dfedavgm", "sgp", "osgp", "dfedpgp", "dfedavgm_p", "local", "fedavg",
              "fedper", "fedrep", "fedbabu", "ditto"}
-# issue 15's FedAvg family, APFL and Per-FedAvg: rowwise, sampled, server averages
-SUPPORTED |= {"fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg"}
+# issue 15's FedAvg family, APFL and Per-FedAvg (rowwise, sampled, server averages) and Dis-PFL
+# (masks from per-client streams, masked averages through the mixer)
+SUPPORTED |= {"fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg", "dis_pfl"}
 
 _REFUSED = {
     "pfeddst": "PFedDST scores its peers with their models on its own data and pulls the "
