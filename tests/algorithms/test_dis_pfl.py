@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
-from topofl.algorithms.dis_pfl import erk_densities, layer_sizes, masked_average, prune_regrow_
+from topofl.algorithms.dis_pfl import (
+    _masked_sums_,
+    _regrow_keys,
+    erk_densities,
+    layer_sizes,
+    masked_average,
+    prune_regrow_,
+)
 from topofl.engine import run_rounds
 
 D = torch.float64
@@ -63,6 +70,47 @@ def test_masked_average_by_hand_on_three_clients() -> None:
         [(1 + 5) / 2, 2.0, (3 + 7 + 9) / 3, (4 + 8) / 2],
     ]
     np.testing.assert_allclose(out.numpy(), np.array(expected), rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("topo", [
+    tf.topologies.ring(5),
+    tf.topologies.random_directed(5, 2, seed=1, mode="push").at(3),
+    tf.topologies.complete(5),
+])
+def test_masked_average_through_the_mixer_equals_the_dense_reference(topo: Any) -> None:
+    # the communicate step sums the neighbourhoods with env.mixer (which exchanges rows
+    # across ranks in a distributed run); the dense A of masked_average is its reference
+    rng = np.random.default_rng(0)
+    mask = torch.tensor(rng.random((5, 7)) < 0.4, dtype=D)
+    mask[:, 6] = 0.0  # a coordinate nobody holds
+    x = torch.tensor(rng.normal(size=(5, 7)), dtype=D) * mask
+    A = torch.tensor((topo.W.toarray() != 0) | np.eye(5, dtype=bool), dtype=D)
+    got = _masked_sums_(topo, x, mask, tf.engine.toy_services(5))
+    np.testing.assert_allclose(got.numpy(), masked_average(x, mask, A).numpy(), rtol=0,
+                               atol=1e-15)
+    assert bool((got[:, 6] == 0).all())
+
+
+def test_neighbourhood_is_the_pattern_with_the_diagonal() -> None:
+    from topofl.engine.pieces import neighbourhood
+
+    topo = tf.topologies.random_directed(6, 2, seed=0, mode="push").at(1)
+    A = neighbourhood(topo).W.toarray()
+    expected = ((topo.W.toarray() != 0) | np.eye(6, dtype=bool)).astype(float)
+    np.testing.assert_array_equal(A, expected)
+    assert neighbourhood(topo) is neighbourhood(topo)  # cached: the mixer keeps its matrix
+
+
+def test_regrowth_keys_and_masks_are_per_client_whatever_the_rows() -> None:
+    # a distributed rank holds some clients in some order: row r of its keys and masks is its
+    # client's, equal to that client's row in the whole run
+    like = torch.zeros(5, 9, dtype=D)
+    whole = _regrow_keys(3, 7, np.arange(5), like)
+    part = _regrow_keys(3, 7, np.array([4, 1]), like[:2])
+    assert torch.equal(part, whole[[4, 1]])
+    assert not torch.equal(whole, _regrow_keys(3, 8, np.arange(5), like))  # new each round
+    assert not torch.equal(whole[0], whole[1])
+    assert bool(((whole >= 0) & (whole < 1)).all())
 
 
 def test_erk_keeps_the_overall_density_and_uniform_is_flat() -> None:

@@ -53,20 +53,23 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "ditto": ("ditto", None, dict(participation=0.5, personal_steps=2, momentum=0.5)),
         "pfeddst": ("pfeddst", ring, {}),
         "dpfl": ("dpfl", None, {}),
-        # issue 15's baselines: not declared distributed yet, so refused on several ranks
-        "fedprox": ("fedprox", None, dict(local_steps=1)),
-        "fedavg_ft": ("fedavg_ft", None, dict(local_steps=1)),
-        "fedprox_ft": ("fedprox_ft", None, dict(local_steps=1)),
-        "apfl": ("apfl", None, dict(local_steps=1)),
-        "perfedavg": ("perfedavg", None, dict(local_steps=1)),
+        # issue 15's baselines, with sampling, data-size weights and fine-tuning
+        "fedprox": ("fedprox", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
+        "fedavg_ft": ("fedavg_ft", None, dict(local_epochs=0.05, weighting="data_size")),
+        "fedprox_ft": ("fedprox_ft", None, dict(local_steps=2, mu=0.5, finetune_steps=2)),
+        "apfl": ("apfl", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
+        "perfedavg": ("perfedavg", None, dict(local_steps=2, adapt_steps=2,
+                                              weighting="data_size")),
         "knn_per": ("knn_per", None, dict(local_steps=1)),
         "pfedgraph": ("pfedgraph", None, dict(local_steps=1)),
-        "dis_pfl": ("dis_pfl", ring, dict(local_steps=1)),
+        "dis_pfl": ("dis_pfl", push, dict(local_steps=2, density=0.5, anneal=0.5,
+                                          anneal_rounds=2)),
+        "dis_pfl_gradient": ("dis_pfl", ring, dict(local_steps=1, regrow="gradient",
+                                                   evaluate="aggregated", init="independent")),
     }
 
 
-REFUSED = {"pfeddst", "dpfl", "fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg",
-           "knn_per", "pfedgraph", "dis_pfl"}
+REFUSED = {"pfeddst", "dpfl", "knn_per", "pfedgraph"}
 
 
 def _run(name: str) -> tuple[list[dict[str, Any]], int] | str:

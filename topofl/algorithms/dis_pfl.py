@@ -32,7 +32,13 @@ from topofl._validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
 from topofl.algorithms._partial import DECAY, EPOCHS_U, LR, MOMENTUM, WEIGHT_DECAY
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.pieces import SGD, compose_init, restart_momentum
+from topofl.engine.pieces import (
+    SGD,
+    client_ids,
+    compose_init,
+    neighbourhood_sum_,
+    restart_momentum,
+)
 from topofl.engine.protocol import Algorithm, Kernel, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
@@ -209,11 +215,26 @@ class _Masked:
         return None
 
 
-def _neighbourhood(topo: Topology, like: Tensor) -> Tensor:
-    """``[n, n]`` 0/1: the pattern of ``W`` (``j -> i``) with the diagonal set."""
-    A = torch.as_tensor((topo.W != 0).toarray(), dtype=like.dtype, device=like.device)
-    A.fill_diagonal_(1.0)
-    return A
+def _regrow_keys(mask_seed: int, t: int, ids: np.ndarray, like: Tensor) -> Tensor:
+    """Uniform keys of the random regrowth of round ``t``, ``[m, P]``: row ``r`` from the
+    stream ``(mask_seed, tag, t, ids[r])`` of its client, whichever process holds it."""
+    keys = torch.empty_like(like)
+    p = like.shape[1]
+    for r, i in enumerate(ids.tolist()):
+        row = generator_at(mask_seed, _REGROW_TAG, t, int(i)).random(p)
+        keys[r] = torch.as_tensor(row, dtype=like.dtype, device=like.device)
+    return keys
+
+
+def _masked_sums_(topo: Topology, x: Tensor, mask: Tensor, env: Services) -> Tensor:
+    """:func:`masked_average` over ``topo``'s neighbourhoods through ``env.mixer`` (this
+    process's rows; the neighbours' rows arrive through the mixer's exchange in a distributed
+    run): numerators and counts in one product ``[m, 2P]``."""
+    p = x.shape[1]
+    both = torch.cat([mask * x, mask], dim=1)
+    neighbourhood_sum_(env, topo, both)
+    num, cnt = both[:, :p], both[:, p:]
+    return torch.where(cnt > 0, num / cnt.clamp_min(1.0), torch.zeros_like(num))
 
 
 @register_algorithm("dis_pfl")
@@ -270,7 +291,8 @@ def dis_pfl(
         magnitude of the dense gradient of the trained model on one training batch.
     mask_seed : int, default 0
         Seed of the initial masks (client $i$'s from the stream ``(mask_seed, i)``) and of the
-        random regrowth (round $t$'s from ``(mask_seed, t)``).
+        random regrowth (client $i$'s at round $t$ from ``(mask_seed, t, i)``): a client's
+        mask does not depend on the other clients, nor on how a distributed run places them.
     evaluate : {"trained", "aggregated"}, default "trained"
         The model scored: the locally trained sparse model of the round (the personalized
         model; kept in ``state.extra["trained"]``, one more ``[n, P]`` buffer), or the
@@ -307,8 +329,9 @@ def dis_pfl(
     the round's graph, each a sparse model of about ``density * P`` non-zeros (``bytes`` in the
     records counts dense models).
 
-    Cost per round: one ``[n, n] @ [n, P]`` product for the numerators and one for the
-    counts, plus a sort per layer for pruning.
+    Cost per round: one gossip product of the neighbourhood pattern (the 0/1 ``W`` with its
+    diagonal) with the ``[n, 2P]`` numerators and counts (``env.mixer``, so a distributed run
+    exchanges only the rows its neighbours' ranks need), plus a sort per layer for pruning.
 
     References
     ----------
@@ -357,12 +380,12 @@ def dis_pfl(
         state = compose_init(local)(x0, env)
         offsets, numels, keep = geometry(env)
         mask = torch.zeros_like(x0)
-        for i in range(x0.shape[0]):
-            rng = generator_at(mask_seed, _MASK_TAG, i)
+        for r, i in enumerate(client_ids(env).tolist()):  # row r holds client i
+            rng = generator_at(mask_seed, _MASK_TAG, int(i))
             row = np.zeros(x0.shape[1])
             for off, k, m in zip(offsets, numels, keep):
                 row[off + rng.permutation(k)[:m]] = 1.0
-            mask[i] = torch.as_tensor(row, dtype=x0.dtype, device=x0.device)
+            mask[r] = torch.as_tensor(row, dtype=x0.dtype, device=x0.device)
         state.extra["mask"] = mask
         state.x.mul_(mask)
         if evaluate == "trained":
@@ -376,16 +399,12 @@ def dis_pfl(
         x, mask = state.x, state.extra["mask"]
         if evaluate == "trained":
             state.extra["trained"].copy_(x)
-        A = _neighbourhood(topo, x)
-        avg = masked_average(x, mask, A)  # with the masks the models were trained under
+        avg = _masked_sums_(topo, x, mask, env)  # with the masks the models were trained under
         rate = _drop_rate(rnd.t, anneal, anneal_rounds)
         if rate > 0:
             offsets, numels, _ = geometry(env)
             if regrow == "random":
-                g = torch.Generator(device=x.device)
-                g.manual_seed(int(generator_at(mask_seed, _REGROW_TAG, rnd.t)
-                                  .integers(0, 2**62)))
-                keys = torch.rand(x.shape, generator=g, device=x.device, dtype=x.dtype)
+                keys = _regrow_keys(mask_seed, rnd.t, client_ids(env), x)
             else:
                 y = x.clone()
                 env.local_train(y, "all", 1.0, t=rnd.t, steps=1, stream=_GRAD_STREAM)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import copy
 import os
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -32,23 +32,44 @@ from topofl.distributed.placement import Placement, place
 from topofl.distributed.world import World, join
 from topofl.engine.checkpoint import load_checkpoint
 from topofl.engine.config import DTYPES, RunConfig, config_header
-from topofl.engine.evaluation import _stats, eval_chunk, record_realized, score_chunks, spectral_row
+from topofl.engine.evaluation import (
+    _stats,
+    eval_chunk,
+    nonfinite_loss_error,
+    nonfinite_parameters_error,
+    record_realized,
+    score_chunks,
+    spectral_row,
+)
 from topofl.engine.executors import make_executor
 from topofl.engine.layout import ParamLayout, init_parameters
 from topofl.engine.local import LocalStepper, steps_per_client
-from topofl.engine.loop import Result, _check_stochastic, _progress, _warn_if_disconnected
+from topofl.engine.loop import (
+    Divergence,
+    Result,
+    Resumed,
+    _check_stochastic,
+    _progress,
+    _warn_if_disconnected,
+    checkpoint_meta,
+    resume_from,
+)
 from topofl.engine.protocol import Algorithm, Round, Services, State
 from topofl.engine.services import DataServices
-from topofl.exceptions import ConvergenceError
 from topofl.graph import GraphLike, as_time_varying
 from topofl.records import Recorder
 
 __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_rows"]
 
+T = TypeVar("T")
+
 #: Registry algorithms whose pieces run on a rank's rows: rowwise local updates, gossip and
 #: push-sum through the mixer, averages through ``env.shard``.
 SUPPORTED = {"dsgd", "dfedavgm", "sgp", "osgp", "dfedpgp", "dfedavgm_p", "local", "fedavg",
              "fedper", "fedrep", "fedbabu", "ditto"}
+# issue 15's FedAvg family, APFL and Per-FedAvg (rowwise, sampled, server averages) and Dis-PFL
+# (masks from per-client streams, masked averages through the mixer)
+SUPPORTED |= {"fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg", "dis_pfl"}
 
 _REFUSED = {
     "pfeddst": "PFedDST scores its peers with their models on its own data and pulls the "
@@ -126,10 +147,12 @@ def _placement(world: World, shard_call: Any, topology: Any, n: int, seed: int) 
     return p
 
 
-def _first_bad(shard: Shard, local_bad: int | None, value: float, what: str
+def _first_bad(shard: Shard, local_bad: tuple[int, float] | None, what: str
                ) -> tuple[int, float] | None:
-    """The lowest global client id any rank found bad (``None``: none), and its value."""
-    mine = shard.n if local_bad is None else int(shard.clients[local_bad])
+    """The lowest global client id any rank found bad (``None``: none), and its value;
+    ``local_bad`` is this rank's first bad row and its value (a collective)."""
+    mine = shard.n if local_bad is None else int(shard.clients[local_bad[0]])
+    value = 0.0 if local_bad is None else local_bad[1]
     t = torch.tensor([float(mine)], dtype=torch.float64)
     shard.all_reduce_(t, what, op=dist.ReduceOp.MIN)
     c = int(t.item())
@@ -138,6 +161,25 @@ def _first_bad(shard: Shard, local_bad: int | None, value: float, what: str
     v = torch.tensor([value if mine == c else 0.0], dtype=torch.float64)
     shard.all_reduce_(v, what)
     return c, float(v.item())
+
+
+def _agreed(shard: Shard, what: str, fn: Callable[[], T]) -> T:
+    """``fn()`` (a local check) on every rank; when it raises a ``ValueError`` (a
+    ``CheckpointError``), ``TypeError`` or ``OSError`` on some rank, every rank raises the error
+    of the lowest such rank, so that none is left waiting in the next collective."""
+    err: BaseException | None = None
+    try:
+        out = fn()
+    except (ValueError, TypeError, OSError) as exc:
+        err = exc
+    errors: list[BaseException | None] = [None] * shard.size
+    shard.call(what, lambda: dist.all_gather_object(errors, err))
+    if err is not None:
+        raise err
+    first = next((e for e in errors if e is not None), None)
+    if first is not None:
+        raise first
+    return out
 
 
 def _load(path: str | os.PathLike[str], shard: Shard, device: torch.device) -> dict[str, Any]:
@@ -160,12 +202,11 @@ def _evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env
     x_eval = algorithm.evaluate(state, rnd, env)
     finite = torch.isfinite(x_eval).all(dim=1)
     bad = None if bool(finite.all()) else int(torch.nonzero(~finite)[0, 0])
-    found = _first_bad(shard, bad, float("nan"), "the divergence check")
+    found = _first_bad(shard, None if bad is None else (bad, float("nan")),
+                       "the divergence check")
     if found is not None:
         recorder.flush()
-        raise ConvergenceError(
-            f"training diverged at round {t}: the parameters of client {found[0]} are not finite"
-        )
+        raise nonfinite_parameters_error(t, found[0])
     m = shard.m
     chunk = eval_chunk(m, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
     row: dict[str, Any] = {}
@@ -222,14 +263,21 @@ def run(
     ValueError
         For an algorithm that does not run distributed (``pfeddst``, ``dpfl``), for more ranks
         than clients, or for a checkpoint of another config.
+    CheckpointError
+        A checkpoint or records file of another run, checked as in one process
+        (:func:`topofl.engine.loop.resume_from`): the message names the differing fields, and
+        every rank raises it.
+    ConvergenceError
+        When a loss is NaN/inf or above ``config.divergence`` times the first loss, or a
+        parameter is not finite: every rank raises the message one process would.
+    DistributedError
+        When a rank dies or hangs: the message names the round and the rank.
 
     Notes
     -----
     ``config.checkpoint_every`` writes a sharded checkpoint directory at
     ``config.checkpoint_path`` (:mod:`topofl.distributed.checkpoint`); ``resume`` takes such a
     directory, written on any number of ranks, or a single-process checkpoint file.
-    DistributedError
-        When a rank dies or hangs: the message names the round and the rank.
     """
     if algorithm.name not in SUPPORTED:
         why = _REFUSED.get(algorithm.name, "it is not declared to run on a rank's rows "
@@ -284,20 +332,19 @@ def run(
         engine_desc["distributed"]["cut_rows"] = placement.cut_rows(tv.at(0))
 
     plain_desc = {k: v for k, v in engine_desc.items() if k != "distributed"}
-    start_round, messages, wall_offset, train_loss_acc = 0, 0, 0.0, [0.0, 0]
-    if resume is not None:
+    start = Resumed()  # a fresh run: round 0, nothing counted yet
+    if resume is not None:  # the engine's checks, on this rank's rows, agreed by every rank
         ck = _load(resume, shard, device)
-        if ck["config"] != plain_desc:
-            raise ValueError(f"checkpoint {resume} was written by a run with another config")
-        state.load_tensors(ck["state"])
-        start_round, messages = int(ck["round"]), int(ck["messages"])
-        wall_offset = float(ck["wall"])
-        train_loss_acc = [float(ck["train_loss_sum"]), int(ck["train_loss_count"])]
+        start = _agreed(shard, "checking the checkpoint",
+                        lambda: resume_from(ck, resume, plain_desc, state, config))
+    start_round, messages, wall_offset = start.round, start.messages, start.wall
+    train_loss_acc = start.train_loss
     own = recorder is None
-    if recorder is None:  # every rank passed its own checks (the placement was a collective)
-        recorder = Recorder(config.records_path if world.rank == 0 else None,
-                            run=config.run_id, resume=resume is not None,
-                            resume_round=start_round)
+    if recorder is None:  # rank 0 checks a resumed records file; the others learn the verdict
+        recorder = _agreed(shard, "opening the records file", lambda: Recorder(
+            config.records_path if world.rank == 0 else None, run=config.run_id,
+            resume=resume is not None, resume_round=start_round,
+            run_hash=plain_desc["run_hash"], expect_rounds=start.evaluated))
     if header is None:
         recorder.log_config(engine_desc)
     else:
@@ -309,14 +356,22 @@ def run(
     spectral_cache: dict[int, dict[str, Any]] = {}
     stochastic_seen: set[int] = set()
     pbar = _progress(config, start_round) if world.rank == 0 else None
-    bad: list[int | None] = [None]
-    bad_value = [0.0]
+    guard = Divergence(config.divergence_factor, start.loss_ref)
+    # this step's first bad row on this rank (and its loss): not finite, above the limit
+    nonfinite: list[tuple[int, float] | None] = [None]
+    above: list[tuple[int, float] | None] = [None]
 
-    def check(loss: Tensor, first: int) -> None:  # remember the first bad client of a step
+    def check(loss: Tensor, first: int) -> None:  # remember the first bad rows of a step
+        bad = guard.bad(loss)
+        if not bool(bad.any()):  # one sync per block, as in one process
+            return
         ok = torch.isfinite(loss)
-        if bad[0] is None and not bool(ok.all()):
+        if nonfinite[0] is None and not bool(ok.all()):
             i = int(torch.nonzero(~ok)[0, 0])
-            bad[0], bad_value[0] = first + i, float(loss[i])
+            nonfinite[0] = (first + i, float(loss[i]))
+        if above[0] is None and bool((bad & ok).any()):
+            i = int(torch.nonzero(bad & ok)[0, 0])
+            above[0] = (first + i, float(loss[i]))
 
     local_step = LocalStepper(executor, algorithm, local_data, config.batch_size,
                               layout.num_params, dtype, rows=config.stream_rows, check=check,
@@ -339,23 +394,27 @@ def run(
                 todo = shard.local(todo_all)
                 for k in range(int(todo_all.max())):
                     lr = (todo > k).to(dtype) * lr_t
-                    bad[0] = None
+                    nonfinite[0] = above[0] = None
                     loss = local_step(state, rnd, env, phase, step, lr)
                     total = loss.detach().to(torch.float64).sum().reshape(1)
-                    if bad[0] is not None:
-                        total = torch.full_like(total, float("nan"))
+                    if nonfinite[0] is not None or above[0] is not None:
+                        total = torch.full_like(total, float("nan"))  # tells every rank
                     shard.all_reduce_(total, "the training loss")
                     if not bool(torch.isfinite(total).all()):
-                        found = _first_bad(shard, bad[0], bad_value[0], "the divergence check")
+                        # as in one process: the first client with a NaN/inf loss, else the
+                        # first above the limit (lowest ids: the rows are in client order)
+                        found = _first_bad(shard, nonfinite[0], "the divergence check")
                         if found is not None:
                             recorder.flush()
-                            raise ConvergenceError(
-                                f"training diverged at round {t}, local step {step}: the loss "
-                                f"of client {found[0]} is {found[1]} (lower the learning "
-                                "rate?); records up to the previous evaluation are saved"
-                            )
-                    train_loss_acc[0] += float(total) / n
+                            raise nonfinite_loss_error(t, step, *found)
+                        found = _first_bad(shard, above[0], "the divergence check")
+                        if found is not None:
+                            recorder.flush()
+                            raise guard.error(t, step, *found)
+                    mean_loss = float(total) / n
+                    train_loss_acc[0] += mean_loss
                     train_loss_acc[1] += 1
+                    guard.first_loss(mean_loss)  # the initial models' loss: set once per run
                     step += 1
 
             sent = algorithm.communicate(state, rnd, env)
@@ -386,15 +445,9 @@ def run(
                 pbar.update(1)
 
             if config.checkpoint_every and (t + 1) % config.checkpoint_every == 0:
-                save_sharded(str(config.checkpoint_path), shard, state, {
-                    "round": t + 1,
-                    "messages": messages,
-                    "wall": wall_offset + time.perf_counter() - t_start,
-                    "train_loss_sum": train_loss_acc[0],
-                    "train_loss_count": train_loss_acc[1],
-                    "config": plain_desc,
-                    "run_hash": plain_desc.get("run_hash"),
-                })
+                save_sharded(str(config.checkpoint_path), shard, state, checkpoint_meta(
+                    t + 1, messages, wall_offset + time.perf_counter() - t_start,
+                    train_loss_acc, guard.loss_ref, plain_desc))
     finally:
         if pbar is not None:
             pbar.close()

@@ -47,16 +47,26 @@ def record_realized(recorder: Recorder, realized: Topology, t: int) -> None:
     recorder.log("realized_reciprocity", recip / max(1, len(edges)), t)
 
 
+def nonfinite_loss_error(t: int, step: int, client: int, value: float) -> ConvergenceError:
+    """The error of a NaN or infinite training loss (one message for every loop)."""
+    return ConvergenceError(
+        f"training diverged at round {t}, local step {step}: the loss of client {client} is "
+        f"{value} (lower the learning rate?); records up to the previous evaluation are saved"
+    )
+
+
+def nonfinite_parameters_error(t: int, client: int) -> ConvergenceError:
+    """The error of NaN or infinite parameters at an evaluation (one message for every loop)."""
+    return ConvergenceError(
+        f"training diverged at round {t}: the parameters of client {client} are not finite")
+
+
 def check_finite(loss: Tensor, t: int, step: int, recorder: Recorder, first: int = 0) -> None:
     ok = torch.isfinite(loss)
     if not bool(ok.all()):
         i = first + int(torch.nonzero(~ok)[0, 0])
         recorder.flush()
-        raise ConvergenceError(
-            f"training diverged at round {t}, local step {step}: the loss of client {i} is "
-            f"{float(loss[i - first])} (lower the learning rate?); records up to the previous "
-            "evaluation are saved"
-        )
+        raise nonfinite_loss_error(t, step, i, float(loss[i - first]))
 
 
 def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int,
@@ -106,9 +116,7 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     if not bool(finite.all()):
         i = int(torch.nonzero(~finite)[0, 0])
         recorder.flush()
-        raise ConvergenceError(
-            f"training diverged at round {t}: the parameters of client {i} are not finite"
-        )
+        raise nonfinite_parameters_error(t, i)
     n = env.n
     adjust = None if algorithm.predict is None else algorithm.predict(x_eval, rnd, env)
     sample_bytes = 4 * int(np.prod(data.input_shape))

@@ -16,7 +16,7 @@ import sys
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -165,17 +165,12 @@ def run(
     bytes_per_message = (shared_cols.stop - shared_cols.start) * torch.finfo(dtype).bits // 8
     engine_desc = config_header(config, algorithm, topology, data, model)
 
-    start_round, messages, wall_offset, train_loss_acc = 0, 0, 0.0, [0.0, 0]
-    loss_ref: float | None = None  # the first round's mean loss, for the divergence check
-    evaluated: list[int] | None = None
+    start = Resumed()  # a fresh run: round 0, nothing counted yet
     if resume is not None:
         ck = load_checkpoint(resume, device)  # read and checksummed; nothing is written yet
-        evaluated = _check_checkpoint(ck, resume, engine_desc, state, config)
-        state.load_tensors(ck["state"])
-        start_round, messages = int(ck["round"]), int(ck["messages"])
-        wall_offset = float(ck["wall"])
-        train_loss_acc = [float(ck["train_loss_sum"]), int(ck["train_loss_count"])]
-        loss_ref = None if ck.get("loss_ref") is None else float(ck["loss_ref"])
+        start = resume_from(ck, resume, engine_desc, state, config)
+    start_round, messages, wall_offset = start.round, start.messages, start.wall
+    train_loss_acc, evaluated = start.train_loss, start.evaluated
     own = recorder is None
     if recorder is None:
         recorder = Recorder(config.records_path, run=config.run_id, resume=resume is not None,
@@ -193,24 +188,15 @@ def run(
     stochastic_seen: set[int] = set()
     pbar = _progress(config, start_round)
     t_step = [0, 0]  # round and step, for the divergence message
-    factor = config.divergence_factor
-    limit = [None if factor is None or loss_ref is None else factor * max(loss_ref, 1.0)]
+    guard = Divergence(config.divergence_factor, start.loss_ref)
 
     def check(loss: Tensor, first: int) -> None:
-        bad = ~torch.isfinite(loss)
-        if limit[0] is not None:
-            bad |= loss > limit[0]
+        bad = guard.bad(loss)
         if bool(bad.any()):  # one sync per block, as for NaN alone
             check_finite(loss, t_step[0], t_step[1], recorder, first)  # raises on NaN/inf
             i = int(torch.nonzero(bad)[0, 0])
             recorder.flush()
-            raise ConvergenceError(
-                f"training diverged at round {t_step[0]}, local step {t_step[1]}: the loss of "
-                f"client {first + i} is {float(loss[i]):.4g}, above divergence={factor:g} "
-                f"times the first round's loss {loss_ref:.4g} (lower the learning rate, or "
-                "raise or turn off the divergence setting); records up to the previous "
-                "evaluation are saved"
-            )
+            raise guard.error(t_step[0], t_step[1], first + i, float(loss[i]))
 
     local_step = LocalStepper(executor, algorithm, data, config.batch_size, layout.num_params,
                               dtype, rows=config.stream_rows, check=check, fuse=config.fuse)
@@ -235,10 +221,7 @@ def run(
                     mean_loss = float(loss.mean())
                     train_loss_acc[0] += mean_loss
                     train_loss_acc[1] += 1
-                    if loss_ref is None:  # the initial models' loss: set once per run
-                        loss_ref = mean_loss
-                        if factor is not None:
-                            limit[0] = factor * max(loss_ref, 1.0)
+                    guard.first_loss(mean_loss)  # the initial models' loss: set once per run
                     step += 1
 
             # ---------------------------------------------------- communication
@@ -276,15 +259,9 @@ def run(
             # ---------------------------------------------------- checkpoint
             if config.checkpoint_every and (t + 1) % config.checkpoint_every == 0:
                 save_checkpoint(str(config.checkpoint_path), {
-                    "round": t + 1,
                     "state": {k: v.detach().cpu() for k, v in state.tensors().items()},
-                    "messages": messages,
-                    "wall": wall_offset + time.perf_counter() - t_start,
-                    "train_loss_sum": train_loss_acc[0],
-                    "train_loss_count": train_loss_acc[1],
-                    "loss_ref": loss_ref,
-                    "config": engine_desc,
-                    "run_hash": engine_desc["run_hash"],
+                    **checkpoint_meta(t + 1, messages, wall_offset + time.perf_counter()
+                                      - t_start, train_loss_acc, guard.loss_ref, engine_desc),
                 })
     finally:
         if pbar is not None:
@@ -294,6 +271,125 @@ def run(
             recorder.close()
     return Result(records=recorder.records(), state=state, layout=layout, config=config,
                   algorithm=algorithm, services=env, last=rnd)
+
+
+@dataclass
+class Resumed:
+    """Where a run starts: round 0 with nothing counted, or a checkpoint's round and counters.
+
+    Attributes
+    ----------
+    round, messages : int
+    wall : float
+        Seconds the run had taken before.
+    train_loss : list
+        ``[sum, count]`` of the mean training losses since the last evaluation.
+    loss_ref : float or None
+        The first local step's mean loss (:class:`Divergence`), once known.
+    evaluated : list of int or None
+        The rounds the checkpoint's run evaluated (the records file must hold their rows).
+    """
+
+    round: int = 0
+    messages: int = 0
+    wall: float = 0.0
+    train_loss: list[Any] = field(default_factory=lambda: [0.0, 0])
+    loss_ref: float | None = None
+    evaluated: list[int] | None = None
+
+
+def resume_from(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any], state: State,
+                config: RunConfig) -> Resumed:
+    """Check a loaded checkpoint against this run (its run hash and result-affecting fields,
+    :data:`~topofl.engine.config.RESUME_FREE` aside, its round, counters and state tensors),
+    load its state tensors into ``state``, and return its round and counters.
+
+    Used by every round loop (one process, or one rank of a distributed run with ``ck``'s
+    state holding that rank's rows).
+
+    Raises
+    ------
+    CheckpointError
+        When the checkpoint does not belong to this run; the message names the differing
+        fields (``expected`` the checkpoint's value, ``found`` this run's).
+    """
+    evaluated = _check_checkpoint(ck, path, desc, state, config)
+    state.load_tensors(ck["state"])
+    ref = ck.get("loss_ref")
+    return Resumed(int(ck["round"]), int(ck["messages"]), float(ck["wall"]),
+                   [float(ck["train_loss_sum"]), int(ck["train_loss_count"])],
+                   None if ref is None else float(ref), evaluated)
+
+
+def checkpoint_meta(round_: int, messages: int, wall: float, train_loss: list[Any],
+                    loss_ref: float | None, desc: Mapping[str, Any]) -> dict[str, Any]:
+    """A round-loop checkpoint's entries besides ``state`` (what :func:`resume_from` reads)."""
+    return {
+        "round": round_,
+        "messages": messages,
+        "wall": wall,
+        "train_loss_sum": train_loss[0],
+        "train_loss_count": train_loss[1],
+        "loss_ref": loss_ref,
+        "config": dict(desc),
+        "run_hash": desc["run_hash"],
+    }
+
+
+class Divergence:
+    """The divergence guard of a run (:attr:`RunConfig.divergence`).
+
+    A local step's loss is bad when it is NaN or infinite, or, once the first local step's
+    mean loss ``L0`` is known, above ``factor * max(L0, 1)``.
+
+    Parameters
+    ----------
+    factor : float or None
+        ``config.divergence_factor`` (``None``: only NaN/inf are bad).
+    loss_ref : float or None
+        ``L0`` when it is known (a resumed run), else ``None`` until :meth:`first_loss`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.engine.loop import Divergence
+    >>> guard = Divergence(10.0)
+    >>> guard.bad(torch.tensor([1e9, float("nan")])).tolist()  # no L0 yet: NaN only
+    [False, True]
+    >>> guard.first_loss(2.0)
+    >>> guard.limit, guard.bad(torch.tensor([19.0, 21.0])).tolist()
+    (20.0, [False, True])
+    """
+
+    def __init__(self, factor: float | None, loss_ref: float | None = None) -> None:
+        self.factor = factor
+        self.loss_ref = loss_ref
+        self.limit: float | None = None
+        if factor is not None and loss_ref is not None:
+            self.limit = factor * max(loss_ref, 1.0)
+
+    def first_loss(self, mean_loss: float) -> None:
+        """Take ``L0`` from the run's first local step (later calls change nothing)."""
+        if self.loss_ref is None:
+            self.loss_ref = mean_loss
+            if self.factor is not None:
+                self.limit = self.factor * max(mean_loss, 1.0)
+
+    def bad(self, loss: Tensor) -> Tensor:
+        """``[m]`` bool: the losses that are not finite or above the limit."""
+        bad = ~torch.isfinite(loss)
+        if self.limit is not None:
+            bad |= loss > self.limit
+        return bad
+
+    def error(self, t: int, step: int, client: int, value: float) -> ConvergenceError:
+        """The error of client ``client``'s finite loss ``value`` above the limit."""
+        return ConvergenceError(
+            f"training diverged at round {t}, local step {step}: the loss of client {client} "
+            f"is {value:.4g}, above divergence={self.factor:g} times the first round's loss "
+            f"{self.loss_ref:.4g} (lower the learning rate, or raise or turn off the "
+            "divergence setting); records up to the previous evaluation are saved"
+        )
 
 
 _CHECKPOINT_KEYS: dict[str, tuple[type, ...]] = {

@@ -86,6 +86,9 @@ __all__ = [
     "clique_index",
     "compose_init",
     "require_split",
+    "client_ids",
+    "neighbourhood",
+    "neighbourhood_sum_",
 ]
 
 Communicate = Callable[[State, Round, Services], Sent]
@@ -396,6 +399,65 @@ def _local(env: Services, full: Tensor | None) -> Tensor | None:
     distributed: ``env.shard``)."""
     shard = getattr(env, "shard", None)
     return full if shard is None or full is None else shard.local(full)
+
+
+def client_ids(env: Services) -> np.ndarray:
+    """The clients whose rows the buffers of ``env`` hold, in row order: ``0..n-1`` in one
+    process, this rank's clients (``env.shard.clients``) in a distributed run.
+
+    Per-client randomness drawn from the stream of client ``client_ids(env)[r]`` for row ``r``
+    is the same however the clients are spread over ranks.
+
+    Examples
+    --------
+    >>> from topofl.engine.pieces import client_ids
+    >>> client_ids(tf.engine.toy_services(4)).tolist()
+    [0, 1, 2, 3]
+    """
+    shard = getattr(env, "shard", None)
+    if shard is not None:
+        ids: np.ndarray = shard.clients
+        return ids
+    return np.arange(int(env.n))
+
+
+_NEIGHBOURHOODS: weakref.WeakKeyDictionary[Topology, Topology] = weakref.WeakKeyDictionary()
+
+
+def neighbourhood(topology: Topology) -> Topology:
+    """The 0/1 pattern of ``W`` with the diagonal set, as a topology (cached per topology).
+
+    Row ``i`` of ``neighbourhood(t).W`` has a 1 at client ``i`` and at each of its
+    in-neighbours ``j`` (``W[i, j] > 0``): mixed with it (``env.mixer.mix_``), a buffer's rows
+    become the sums over each client's neighbourhood, exchanged across ranks in a distributed
+    run as gossip is.
+
+    Examples
+    --------
+    >>> from topofl.engine.pieces import neighbourhood
+    >>> neighbourhood(tf.topologies.ring(4)).W.toarray()
+    array([[1., 1., 0., 1.],
+           [1., 1., 1., 0.],
+           [0., 1., 1., 1.],
+           [1., 0., 1., 1.]])
+    """
+    out = _NEIGHBOURHOODS.get(topology)
+    if out is None:
+        import scipy.sparse as sp
+
+        A = sp.csr_array(sp.csr_array(topology.W != 0, dtype=np.float64)
+                         + sp.eye_array(topology.n, format="csr"))
+        A.data[:] = 1.0  # every stored entry is a neighbour (or the client itself)
+        out = Topology.from_matrix(A, name=f"{topology.name}_neighbourhood")
+        _NEIGHBOURHOODS[topology] = out
+    return out
+
+
+def neighbourhood_sum_(env: Services, topology: Topology, X: Tensor) -> None:
+    """In place: each row of ``X`` (this process's clients) becomes the sum of the rows of its
+    client and its in-neighbours in ``topology`` (:func:`neighbourhood`), through
+    ``env.mixer`` (rows on other ranks arrive through the mixer's exchange)."""
+    env.mixer.mix_(neighbourhood(topology), X)
 
 
 def _mask(n: int, t: int, participation: float, sample_seed: int, like: Tensor) -> Tensor | None:
