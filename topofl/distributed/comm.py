@@ -133,6 +133,106 @@ class Shard:
             out.copy_(local[int(np.searchsorted(self.clients, client))])
         return self.all_reduce_(out, f"sending client {client}'s row")
 
+    def fetch(self, ids: Any, *local: Tensor, what: str = "fetching peer rows"
+              ) -> tuple[Tensor, ...]:
+        """The rows of the clients ``ids`` (global ids, any order, repeats allowed) of each
+        rank-local ``[m, ...]`` tensor in ``local``: ``[len(ids), ...]`` each, on this rank.
+
+        A collective: every rank calls it, each with the ids it needs. This rank's own rows
+        are copied; the others come from their owners through ``all_to_all_single``, each
+        distinct row once per rank that asked for it (the requests travel first: one
+        ``all_to_all_single`` of counts, one of ids, then one per tensor). Use it when each
+        rank needs a few peers' rows (chosen peers, candidates within a budget);
+        :meth:`all_rows` is cheaper when every rank needs every row.
+
+        Parameters
+        ----------
+        ids : array of int
+            ``(q,)`` the clients whose rows this rank wants.
+        *local : Tensor
+            ``[m, ...]`` this rank's rows (client ``clients[r]`` in row ``r``); all on one
+            device.
+
+        Returns
+        -------
+        tuple of Tensor
+            ``[q, ...]`` per tensor of ``local``: row ``s`` is client ``ids[s]``'s row.
+        """
+        want = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if want.size and (want.min() < 0 or want.max() >= self.n):
+            raise ValueError(f"ids must be client ids in [0, {self.n - 1}], got "
+                             f"{int(want.min())}..{int(want.max())}")
+        for v in local:
+            if v.dim() == 0 or v.shape[0] != self.m:
+                raise ValueError(f"each local tensor must have this rank's m={self.m} rows, "
+                                 f"got shape {tuple(v.shape)}")
+        if not local:
+            return ()
+        dev = local[0].device
+        uniq = np.unique(want)
+        owner = self.placement.owner[uniq]
+        need = [uniq[(owner == r) & (r != self.rank)] for r in range(self.size)]
+        # who asks this rank for what: counts, then the ids
+        ask_n = torch.tensor([int(a.size) for a in need], dtype=torch.int64)
+        give_n = torch.empty_like(ask_n)
+        self.call(what, lambda: dist.all_to_all_single(give_n, ask_n))
+        ask = torch.as_tensor(np.concatenate(need), dtype=torch.int64)
+        gn = [int(c) for c in give_n.tolist()]
+        an = [int(c) for c in ask_n.tolist()]
+        give = torch.empty(sum(gn), dtype=torch.int64)
+        self.call(what, lambda: dist.all_to_all_single(give, ask, gn, an))
+        send_pos = torch.as_tensor(np.searchsorted(self.clients, give.numpy()),
+                                   dtype=torch.int64, device=dev)
+        # where each wanted row comes from: this rank's rows, or the received block
+        at = np.full(self.n, -1, dtype=np.int64)
+        at[ask.numpy()] = np.arange(ask.numel())
+        got_at = at[want]
+        mine = self.placement.owner[want] == self.rank
+        own_pos = np.searchsorted(self.clients, want)
+        out = []
+        for v in local:
+            shape = tuple(v.shape[1:])
+            src = v.reshape(self.m, -1)
+            send = src.index_select(0, send_pos).contiguous()
+            recv = torch.empty(sum(an), src.shape[1], dtype=src.dtype, device=dev)
+            self.call(what, lambda r=recv, s=send: dist.all_to_all_single(r, s, an, gn))
+            self.bytes_sent += send.numel() * send.element_size()
+            rows = torch.empty(want.size, src.shape[1], dtype=src.dtype, device=dev)
+            if mine.any():
+                sel = torch.as_tensor(np.flatnonzero(mine), device=dev)
+                rows[sel] = src.index_select(0, torch.as_tensor(own_pos[mine], device=dev))
+            if (~mine).any():
+                sel = torch.as_tensor(np.flatnonzero(~mine), device=dev)
+                rows[sel] = recv.index_select(0, torch.as_tensor(got_at[~mine], device=dev))
+            out.append(rows.reshape(want.size, *shape))
+        return tuple(out)
+
+    def all_rows(self, local: Tensor, what: str = "gathering every row") -> Tensor:
+        """``[n, ...]``: every client's row of the rank-local ``[m, ...]`` tensors, on every
+        rank, in client order (one ``all_gather`` of the blocks, padded to the largest).
+
+        For a dense need (a similarity over all pairs, candidates that are all clients) this
+        moves each row once to each other rank, half the traffic of :meth:`to_global`'s
+        ``all_reduce`` over zero-padded ``[n, ...]`` buffers and without the request round of
+        :meth:`fetch`.
+        """
+        if local.dim() == 0 or local.shape[0] != self.m:
+            raise ValueError(f"local must have this rank's m={self.m} rows, got shape "
+                             f"{tuple(local.shape)}")
+        counts = self.placement.counts()
+        top = max(counts)
+        flat = local.reshape(self.m, -1)
+        pad = torch.zeros(top, flat.shape[1], dtype=flat.dtype, device=flat.device)
+        pad[:self.m] = flat
+        parts = [torch.empty_like(pad) for _ in range(self.size)]
+        self.call(what, lambda: dist.all_gather(parts, pad))
+        self.bytes_sent += (self.size - 1) * pad.numel() * pad.element_size()
+        full = torch.empty(self.n, flat.shape[1], dtype=flat.dtype, device=flat.device)
+        for r in range(self.size):
+            idx = torch.as_tensor(self.placement.rows(r), device=flat.device)
+            full[idx] = parts[r][:counts[r]]
+        return full.reshape(self.n, *local.shape[1:])
+
     def local(self, full: Tensor) -> Tensor:
         """This rank's rows of a ``[n, ...]`` tensor."""
         return full.index_select(0, self.rows.to(full.device))
