@@ -11,6 +11,7 @@ few seconds, are the ones that died or hung.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 import weakref
@@ -195,7 +196,7 @@ class Shard:
             src = v.reshape(self.m, -1)
             send = src.index_select(0, send_pos).contiguous()
             recv = torch.empty(sum(an), src.shape[1], dtype=src.dtype, device=dev)
-            self.call(what, lambda r=recv, s=send: dist.all_to_all_single(r, s, an, gn))
+            self.call(what, functools.partial(dist.all_to_all_single, recv, send, an, gn))
             self.bytes_sent += send.numel() * send.element_size()
             rows = torch.empty(want.size, src.shape[1], dtype=src.dtype, device=dev)
             if mine.any():
