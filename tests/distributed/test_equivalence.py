@@ -66,7 +66,7 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
 
 
 REFUSED = {"pfeddst", "dpfl", "fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg",
-           "knn_per", "pfedgraph", "dis_pfl"}
+           "pfedgraph", "dis_pfl"}
 
 
 def _run(name: str) -> tuple[list[dict[str, Any]], int] | str:

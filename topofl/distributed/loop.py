@@ -48,7 +48,7 @@ __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_ro
 #: Registry algorithms whose pieces run on a rank's rows: rowwise local updates, gossip and
 #: push-sum through the mixer, averages through ``env.shard``.
 SUPPORTED = {"dsgd", "dfedavgm", "sgp", "osgp", "dfedpgp", "dfedavgm_p", "local", "fedavg",
-             "fedper", "fedrep", "fedbabu", "ditto"}
+             "fedper", "fedrep", "fedbabu", "ditto", "knn_per"}
 
 _REFUSED = {
     "pfeddst": "PFedDST scores its peers with their models on its own data and pulls the "
@@ -167,17 +167,20 @@ def _evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env
             f"training diverged at round {t}: the parameters of client {found[0]} are not finite"
         )
     m = shard.m
+    # the algorithm's own prediction (kNN-Per's datastores): from this rank's clients' data
+    adjust = None if algorithm.predict is None else algorithm.predict(x_eval, rnd, env)
     chunk = eval_chunk(m, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
     row: dict[str, Any] = {}
     test_chunk = min(chunk, max(1, int(np.max(data.sizes("test")))))
     batches = ((b.x, b.y, b.mask) for b in data.eval_batches("test", batch_size=test_chunk))
-    sums = score_chunks(executor, x_eval, batches, m, shared=False)
+    sums = score_chunks(executor, x_eval, batches, m, shared=False, adjust=adjust)
     parts = [torch.stack(sums, dim=1)]
     if config.eval_global:
         xg, yg = data.global_test
         g = int(xg.shape[0])
         gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, g, chunk))
-        parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True), dim=1))
+        parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True,
+                                              adjust=adjust), dim=1))
     full = shard.to_global(torch.cat(parts, dim=1), "evaluation")
     correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
     has = count > 0
