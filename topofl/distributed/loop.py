@@ -48,7 +48,7 @@ __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_ro
 #: Registry algorithms whose pieces run on a rank's rows: rowwise local updates, gossip and
 #: push-sum through the mixer, averages through ``env.shard``.
 SUPPORTED = {"dsgd", "dfedavgm", "sgp", "osgp", "dfedpgp", "dfedavgm_p", "local", "fedavg",
-             "fedper", "fedrep", "fedbabu", "ditto", "knn_per"}
+             "fedper", "fedrep", "fedbabu", "ditto", "knn_per", "pfedgraph"}
 
 _REFUSED = {
     "pfeddst": "PFedDST scores its peers with their models on its own data and pulls the "
@@ -200,6 +200,16 @@ def _evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env
     dev = ((shared - mean.unsqueeze(0)) ** 2).sum(dim=1).sum().reshape(1)
     row["consensus_distance"] = float(shard.all_reduce_(dev, "consensus distance")) / n
     return row
+
+
+def _realized_row(config: RunConfig, realized: Any, recorder: Recorder, t: int, rank: int
+                  ) -> None:
+    """The spectral summary of the round's realized graph (``realized.*``), as the
+    single-process loop records it at an evaluation; rank 0 only (every rank has the whole
+    realized graph: the data-driven algorithms build it from rows gathered from all ranks)."""
+    if rank == 0 and config.spectral and realized is not None:
+        real = spectral_row(realized, None, {}, measured=False)
+        recorder.log_many({k.replace("graph.", "realized."): v for k, v in real.items()}, t)
 
 
 def run(
@@ -382,6 +392,7 @@ def run(
                         not static_graph or t == first_eval):
                     recorder.log_many(spectral_row(rnd.topology, tv, spectral_cache,
                                                    data.label_distributions), t)
+                _realized_row(config, sent.realized, recorder, t, world.rank)
                 if pbar is not None:
                     pbar.set_postfix(acc=f"{row['test_acc_mean']:.3f}")
             recorder.flush()
