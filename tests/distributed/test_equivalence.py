@@ -51,7 +51,13 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "fedrep": ("fedrep", None, dict(weighting="data_size")),
         "fedbabu": ("fedbabu", None, dict(finetune_steps=2)),
         "ditto": ("ditto", None, dict(participation=0.5, personal_steps=2, momentum=0.5)),
-        "pfeddst": ("pfeddst", ring, {}),
+        "pfeddst": ("pfeddst", ring, dict(local_steps=2, head_steps=1)),
+        "pfeddst_options": ("pfeddst", ring, dict(peers=1, candidates="neighbors",
+                                                  peer_accuracy="val", local_epochs=0.05,
+                                                  c=[[float(i + j) for j in range(N)]
+                                                     for i in range(N)])),
+        "pfeddst_random": ("pfeddst", None, dict(peers=2, selection="random",
+                                                 local_steps=1, head_steps=1)),
         "dpfl": ("dpfl", None, {}),
         # issue 15's baselines: not declared distributed yet, so refused on several ranks
         "fedprox": ("fedprox", None, dict(local_steps=1)),
@@ -65,7 +71,7 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
     }
 
 
-REFUSED = {"pfeddst", "dpfl", "fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg",
+REFUSED = {"dpfl", "fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg",
            "dis_pfl"}
 
 

@@ -38,7 +38,7 @@ from topofl.engine.layout import ParamLayout, init_parameters
 from topofl.engine.local import LocalStepper, steps_per_client
 from topofl.engine.loop import Result, _check_stochastic, _progress, _warn_if_disconnected
 from topofl.engine.protocol import Algorithm, Round, Services, State
-from topofl.engine.services import DataServices
+from topofl.engine.services import AUX_STEP, DataServices, batch_losses
 from topofl.exceptions import ConvergenceError
 from topofl.graph import GraphLike, as_time_varying
 from topofl.records import Recorder
@@ -48,12 +48,9 @@ __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_ro
 #: Registry algorithms whose pieces run on a rank's rows: rowwise local updates, gossip and
 #: push-sum through the mixer, averages through ``env.shard``.
 SUPPORTED = {"dsgd", "dfedavgm", "sgp", "osgp", "dfedpgp", "dfedavgm_p", "local", "fedavg",
-             "fedper", "fedrep", "fedbabu", "ditto", "knn_per", "pfedgraph"}
+             "fedper", "fedrep", "fedbabu", "ditto", "knn_per", "pfedgraph", "pfeddst"}
 
 _REFUSED = {
-    "pfeddst": "PFedDST scores its peers with their models on its own data and pulls the "
-               "chosen peers' rows: a distributed version would fetch those rows through the "
-               "exchange, which is not built yet",
     "dpfl": "DPFL builds each client's collaboration graph from candidate averages over all "
             "clients' models (a dense [n, n] aggregation): a distributed version would fetch "
             "the candidates' rows through the exchange, which is not built yet",
@@ -77,8 +74,9 @@ class ShardServices(DataServices):
 
     ``n`` is the number of clients of the whole run; the buffers the hooks get, and
     ``train_sizes``, have this rank's ``m`` rows (client ``shard.clients[r]`` in row ``r``).
-    ``shard`` gives the averaging pieces their collectives. ``cross_losses`` (a client's
-    model on another client's data) is not available.
+    ``shard`` gives the averaging pieces their collectives and the data-driven algorithms
+    their peers' rows (``shard.fetch``, ``shard.all_rows``). ``cross_losses`` scores this
+    rank's models on their peers' batches, fetched from the ranks that hold those peers.
     """
 
     def __init__(self, layout: ParamLayout, mixer: ShardMixer, executor: Any, data: ShardData,
@@ -88,9 +86,22 @@ class ShardServices(DataServices):
         self.n = shard.n
 
     def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
-        """Not available in a distributed run (raises)."""
-        raise ValueError("cross_losses scores a client's model on other clients' data, which "
-                         "live on other ranks: not available in a distributed run")
+        """``[m, k]``: loss of this rank's row ``r`` of ``x`` on a training batch of client
+        ``peers[r, j]`` (a global id), the batch that client draws in a single-process run.
+
+        A collective: each rank draws its own clients' batches, sends those of its clients
+        that other ranks' rows name in ``peers`` (:meth:`Shard.fetch`; a batch is smaller
+        than a model, so the data travels, not the models) and scores its rows locally.
+        """
+        m, k = peers.shape
+        if m != self.shard.m:
+            raise ValueError(f"peers must have this rank's m={self.shard.m} rows, got "
+                             f"{tuple(peers.shape)}")
+        xb, yb = self.data.sample(t, AUX_STEP * (100 + stream), self.batch_size)
+        ids = np.unique(peers.detach().cpu().numpy())
+        fx, fy = self.shard.fetch(ids, xb, yb, what="fetching peers' batches")
+        pos = torch.searchsorted(torch.as_tensor(ids, device=peers.device), peers.contiguous())
+        return batch_losses(self.executor, x, fx, fy, pos)
 
 
 def init_rows(model: nn.Module, layout: ParamLayout, clients: np.ndarray, *, seed: int,
