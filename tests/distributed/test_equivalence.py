@@ -58,7 +58,12 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
                                                      for i in range(N)])),
         "pfeddst_random": ("pfeddst", None, dict(peers=2, selection="random",
                                                  local_steps=1, head_steps=1)),
-        "dpfl": ("dpfl", None, {}),
+        "dpfl": ("dpfl", None, dict(budget=2, tau_init=0.1, local_steps=2)),
+        "dpfl_options": ("dpfl", None, dict(budget=None, tau_init=0.0, local_epochs=0.05,
+                                            refresh_every=2, no_greedy=[4],
+                                            select="best_val", weighting="uniform")),
+        "dpfl_random": ("dpfl", None, dict(graph="random", budget=0.5, tau_init=0.0,
+                                           local_steps=1)),
         # issue 15's baselines: not declared distributed yet, so refused on several ranks
         "fedprox": ("fedprox", None, dict(local_steps=1)),
         "fedavg_ft": ("fedavg_ft", None, dict(local_steps=1)),
@@ -71,7 +76,7 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
     }
 
 
-REFUSED = {"dpfl", "fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg",
+REFUSED = {"fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg",
            "dis_pfl"}
 
 

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from topofl.engine.protocol import Services
 
-__all__ = ["client_ids", "all_rows", "fetch", "owned"]
+__all__ = ["client_ids", "all_rows", "fetch", "owned", "total"]
 
 
 def _shard(env: Services) -> Any:
@@ -60,3 +60,12 @@ def owned(env: Services, full: Tensor) -> Tensor:
         return full
     out: Tensor = shard.local(full)
     return out
+
+
+def total(env: Services, local: Tensor) -> float:
+    """The sum of ``local``'s entries over every process (exact for counts below 2**53)."""
+    shard = _shard(env)
+    v = local.detach().to(torch.float64).sum().reshape(1)
+    if shard is not None:
+        shard.all_reduce_(v, "a sum over the clients")
+    return float(v.item())

@@ -48,13 +48,9 @@ __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_ro
 #: Registry algorithms whose pieces run on a rank's rows: rowwise local updates, gossip and
 #: push-sum through the mixer, averages through ``env.shard``.
 SUPPORTED = {"dsgd", "dfedavgm", "sgp", "osgp", "dfedpgp", "dfedavgm_p", "local", "fedavg",
-             "fedper", "fedrep", "fedbabu", "ditto", "knn_per", "pfedgraph", "pfeddst"}
+             "fedper", "fedrep", "fedbabu", "ditto", "knn_per", "pfedgraph", "pfeddst", "dpfl"}
 
-_REFUSED = {
-    "dpfl": "DPFL builds each client's collaboration graph from candidate averages over all "
-            "clients' models (a dense [n, n] aggregation): a distributed version would fetch "
-            "the candidates' rows through the exchange, which is not built yet",
-}
+_REFUSED: dict[str, str] = {}
 
 
 def register_distributed(name: str) -> None:
