@@ -144,7 +144,7 @@ class Shard:
         distinct row once per rank that asked for it (the requests travel first: one
         ``all_to_all_single`` of counts, one of ids, then one per tensor). Use it when each
         rank needs a few peers' rows (chosen peers, candidates within a budget);
-        :meth:`all_rows` is cheaper when every rank needs every row.
+        :meth:`all_rows` saves the request round when every rank needs every row.
 
         Parameters
         ----------
@@ -210,28 +210,36 @@ class Shard:
 
     def all_rows(self, local: Tensor, what: str = "gathering every row") -> Tensor:
         """``[n, ...]``: every client's row of the rank-local ``[m, ...]`` tensors, on every
-        rank, in client order (one ``all_gather`` of the blocks, padded to the largest).
+        rank, in client order.
 
-        For a dense need (a similarity over all pairs, candidates that are all clients) this
-        moves each row once to each other rank, half the traffic of :meth:`to_global`'s
-        ``all_reduce`` over zero-padded ``[n, ...]`` buffers and without the request round of
-        :meth:`fetch`.
+        For a dense need (a similarity over all pairs, candidates that are all clients): one
+        ``all_to_all_single`` in which each rank sends its block to every other rank, the
+        counts known from the placement (no request round as in :meth:`fetch`, no padding
+        as in ``all_gather``). Each row crosses to each other rank once: half the bytes of
+        :meth:`to_global`'s ``all_reduce`` of zero-padded ``[n, ...]`` buffers.
+
+        Notes
+        -----
+        ``analysis/bench_exchange.md`` times the four ways on 2 and 3 gloo ranks of a shared
+        2-core machine: within noise of each other for rows of up to 10,000 floats; for
+        100,000 the ``all_reduce`` was fastest there (on one host the transfers are memory
+        copies, so its extra bytes cost less than the others' copies). Between machines the
+        bytes dominate, hence this choice.
         """
         if local.dim() == 0 or local.shape[0] != self.m:
             raise ValueError(f"local must have this rank's m={self.m} rows, got shape "
                              f"{tuple(local.shape)}")
         counts = self.placement.counts()
-        top = max(counts)
         flat = local.reshape(self.m, -1)
-        pad = torch.zeros(top, flat.shape[1], dtype=flat.dtype, device=flat.device)
-        pad[:self.m] = flat
-        parts = [torch.empty_like(pad) for _ in range(self.size)]
-        self.call(what, lambda: dist.all_gather(parts, pad))
-        self.bytes_sent += (self.size - 1) * pad.numel() * pad.element_size()
-        full = torch.empty(self.n, flat.shape[1], dtype=flat.dtype, device=flat.device)
-        for r in range(self.size):
-            idx = torch.as_tensor(self.placement.rows(r), device=flat.device)
-            full[idx] = parts[r][:counts[r]]
+        send = flat.repeat(self.size, 1)  # this rank's block, once for every rank
+        recv = torch.empty(self.n, flat.shape[1], dtype=flat.dtype, device=flat.device)
+        split = [self.m] * self.size
+        self.call(what, functools.partial(dist.all_to_all_single, recv, send, counts, split))
+        self.bytes_sent += (self.size - 1) * flat.numel() * flat.element_size()
+        order = torch.as_tensor(np.argsort(self.placement.owner, kind="stable"),
+                                device=flat.device)  # rank-major position -> client id
+        full = torch.empty_like(recv)
+        full[order] = recv
         return full.reshape(self.n, *local.shape[1:])
 
     def local(self, full: Tensor) -> Tensor:

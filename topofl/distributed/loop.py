@@ -46,7 +46,9 @@ from topofl.records import Recorder
 __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_rows"]
 
 #: Registry algorithms whose pieces run on a rank's rows: rowwise local updates, gossip and
-#: push-sum through the mixer, averages through ``env.shard``.
+#: push-sum through the mixer, averages through ``env.shard``; the data-driven ones (PFedDST,
+#: DPFL, pFedGraph) fetch the peer rows they need (``Shard.fetch``, ``Shard.all_rows``,
+#: ``ShardServices.cross_losses``).
 SUPPORTED = {"dsgd", "dfedavgm", "sgp", "osgp", "dfedpgp", "dfedavgm_p", "local", "fedavg",
              "fedper", "fedrep", "fedbabu", "ditto", "knn_per", "pfedgraph", "pfeddst", "dpfl"}
 
@@ -57,8 +59,10 @@ def register_distributed(name: str) -> None:
     """Declare that the algorithm ``name`` runs correctly on a rank's rows.
 
     An algorithm qualifies when its pieces touch other clients' rows only through
-    ``env.mixer`` or the engine's averaging pieces (``exact_average``, ``server_average``,
-    ``Sampled``, ``CliqueAveraged``), which are distribution-aware.
+    ``env.mixer``, the engine's averaging pieces (``exact_average``, ``server_average``,
+    ``Sampled``, ``CliqueAveraged``), which are distribution-aware, or the exchange of peer
+    rows (``env.shard.fetch`` / ``env.shard.all_rows``, ``env.cross_losses``; see
+    ``topofl/algorithms/_rows.py`` for helpers that also run in one process).
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str, got {name!r}")
@@ -240,8 +244,8 @@ def run(
     Raises
     ------
     ValueError
-        For an algorithm that does not run distributed (``pfeddst``, ``dpfl``), for more ranks
-        than clients, or for a checkpoint of another config.
+        For an algorithm that is not declared to run distributed (:data:`SUPPORTED`), for
+        more ranks than clients, or for a checkpoint of another config.
 
     Notes
     -----
