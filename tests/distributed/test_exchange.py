@@ -89,3 +89,51 @@ def test_bad_requests_are_refused_before_any_collective() -> None:
     msg = res[0][1]
     assert "ids must be client ids in [0, 10]" in msg
     assert msg.count("rows, got shape") == 2
+
+
+# ----------------------------------------------------------------------------- cross_losses
+def _services(shard: Shard | None) -> tuple[Any, torch.Tensor]:
+    """Services over all clients (``shard=None``) or one rank's, and the rows they hold of the
+    same ``[N, P]`` models."""
+    import topofl as tf
+    from topofl.distributed import ShardData, ShardMixer, ShardServices
+    from topofl.engine import BatchedExecutor, DataServices, Mixer, ParamLayout
+
+    data = tf.data.federate("digits", "dirichlet", N, alpha=1.0, seed=0)
+    model = tf.models.build_model("mlp", data.input_shape, data.num_classes, seed=0,
+                                  hidden=(4,)).double()
+    layout = ParamLayout.from_model(model)
+    x = torch.randn(N, layout.num_params, generator=torch.Generator().manual_seed(1),
+                    dtype=torch.float64) * 0.3
+    ex = BatchedExecutor(model, layout)
+    if shard is None:
+        return DataServices(layout, Mixer(torch.device("cpu"), torch.float64), ex, data, 5), x
+    env = ShardServices(layout, ShardMixer(shard, torch.float64), ex,
+                        ShardData(data, shard.clients), 5, shard)
+    return env, x[shard.rows]
+
+
+def _peers() -> torch.Tensor:
+    return torch.as_tensor(np.random.default_rng(3).integers(0, N, size=(N, 3)))
+
+
+def _cross(rank: int, k: int) -> list[Any]:
+    shard = Shard(World(rank, k, "gloo", torch.device("cpu"), 30.0), Placement(_owner(k), k,
+                                                                             "test"))
+    env, x = _services(shard)
+    return [shard.clients.tolist(),
+            env.cross_losses(x, _peers()[shard.rows], t=2, stream=1).numpy()]
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_cross_losses_on_a_rank_equal_the_single_process_rows(k: int) -> None:
+    env, x = _services(None)
+    whole = env.cross_losses(x, _peers(), t=2, stream=1).numpy()
+    res = launch(k, _cross, k, timeout=30.0, wait=120.0)
+    assert all(s == "ok" for s, _ in res.values()), res
+    seen = []
+    for r in range(k):
+        clients, got = res[r][1]
+        np.testing.assert_allclose(got, whole[clients], rtol=1e-12, atol=1e-12)
+        seen += clients
+    assert sorted(seen) == list(range(N))
