@@ -782,6 +782,12 @@ def dpfl(
     candidate average per client on its validation split) and as many ``[n, n] @ [n, P]``
     averages; pre-processing: $2 + 2(n-1)$ calls at most, $O(nP)$ each.
 
+    Distributed (``torchrun``, :mod:`topofl.distributed`): each rank runs BGGC and GGC for
+    its own clients on their validation data, with every client's model for pre-processing
+    (all are candidates) and afterwards only its clients' candidates' models (at most
+    $B_c$ each), fetched from their ranks; ``state.extra`` then holds the rank's rows
+    (``[m, n]`` masks), and the records equal the single-process run's.
+
     References
     ----------
     Kharrat, Canini, Horvath, "Decentralized Personalized Federated Learning", 2024:

@@ -396,6 +396,12 @@ def pfeddst(
     forward passes of all clients on one mini-batch (``n - 1`` in the first round), the
     aggregation one sparse product with the realized graph.
 
+    Distributed (``torchrun``, :mod:`topofl.distributed`): each rank scores its own clients
+    (the ``[m, n]`` rows of the loss and recency arrays) with every client's head (gathered),
+    evaluates them on their peers' batches fetched from the ranks holding those peers
+    (``env.cross_losses``), and pulls the bodies through the mixer over the gathered
+    selection graph; the records equal the single-process run's.
+
     Examples
     --------
     Four clients select one peer each per round; the realized graph has 4 of the 12 possible

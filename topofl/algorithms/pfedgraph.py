@@ -261,7 +261,10 @@ def pfedgraph(
 
     Cost per round at the server: one ``[m, P] @ [P, m]`` product for the similarities, one sort
     per row, and one ``[m, m] @ [m, P]`` product for the aggregates; ``state`` holds three
-    ``[n, P]`` buffers (models, initial models, pull directions).
+    ``[n, P]`` buffers (models, initial models, pull directions). Distributed
+    (:mod:`topofl.distributed`): every rank gathers the participants' updates and solves the
+    whole graph (the same on every rank), then averages its own clients from the models their
+    rows weigh (fetched); ``state.extra["graph"]`` holds the rank's ``[m, n]`` rows.
 
     References
     ----------
