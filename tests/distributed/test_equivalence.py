@@ -51,8 +51,21 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "fedrep": ("fedrep", None, dict(weighting="data_size")),
         "fedbabu": ("fedbabu", None, dict(finetune_steps=2)),
         "ditto": ("ditto", None, dict(participation=0.5, personal_steps=2, momentum=0.5)),
-        "pfeddst": ("pfeddst", ring, {}),
-        "dpfl": ("dpfl", None, {}),
+        "pfeddst": ("pfeddst", ring, dict(local_steps=2, head_steps=1)),
+        "pfeddst_options": ("pfeddst", ring, dict(peers=1, candidates="neighbors",
+                                                  peer_accuracy="val", local_epochs=0.05,
+                                                  c=[[float(i + j) for j in range(N)]
+                                                     for i in range(N)])),
+        "pfeddst_random": ("pfeddst", None, dict(peers=2, selection="random",
+                                                 local_steps=1, head_steps=1)),
+        "dpfl": ("dpfl", None, dict(budget=2, tau_init=0.1, local_steps=2)),
+        "dpfl_options": ("dpfl", None, dict(budget=None, tau_init=0.0, local_epochs=0.05,
+                                            refresh_every=2, no_greedy=[4],
+                                            select="best_val", weighting="uniform")),
+        "dpfl_random": ("dpfl", None, dict(graph="random", budget=0.5, tau_init=0.0,
+                                           local_steps=1)),
+        "knn_per": ("knn_per", None, dict(local_steps=1)),
+        "pfedgraph": ("pfedgraph", None, dict(local_steps=2, participation=0.5)),
         # issue 15's baselines, with sampling, data-size weights and fine-tuning
         "fedprox": ("fedprox", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
         "fedavg_ft": ("fedavg_ft", None, dict(local_epochs=0.05, weighting="data_size")),
@@ -60,8 +73,6 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "apfl": ("apfl", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
         "perfedavg": ("perfedavg", None, dict(local_steps=2, adapt_steps=2,
                                               weighting="data_size")),
-        "knn_per": ("knn_per", None, dict(local_steps=1)),
-        "pfedgraph": ("pfedgraph", None, dict(local_steps=1)),
         "dis_pfl": ("dis_pfl", push, dict(local_steps=2, density=0.5, anneal=0.5,
                                           anneal_rounds=2)),
         "dis_pfl_gradient": ("dis_pfl", ring, dict(local_steps=1, regrow="gradient",
@@ -69,7 +80,7 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
     }
 
 
-REFUSED = {"pfeddst", "dpfl", "knn_per", "pfedgraph"}
+REFUSED: set[str] = set()  # every registry algorithm runs distributed
 
 
 def _run(name: str) -> tuple[list[dict[str, Any]], int] | str:
@@ -96,6 +107,8 @@ def _table(rows: list[dict[str, Any]]) -> dict[tuple[Any, ...], Any]:
 def _close(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-10 * max(1.0, abs(a))
+    if isinstance(a, list) and isinstance(b, list):  # per-client values, realized weights
+        return len(a) == len(b) and all(_close(u, v) for u, v in zip(a, b))
     return bool(a == b)
 
 

@@ -52,6 +52,7 @@ from topofl.algorithms._common import (
     check_wd,
     check_work,
 )
+from topofl.algorithms._rows import all_rows, client_ids, fetch, total
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
@@ -424,50 +425,91 @@ def _greedy_batched(
 ) -> tuple[Tensor, Tensor]:
     """GGC (fresh averages) or BGGC (running sums) for every client; ``(C mask, decisions)``."""
     n = _check_batched(x, candidates, weights, seeds)
+    everyone = np.arange(n, dtype=np.int64)
+    return _greedy_rows(x, everyone, x, everyone, candidates, weights, losses, budget, seeds,
+                        running_sums)
+
+
+def _agg_rows(mask: Tensor, p: Tensor, me: Tensor) -> Tensor:
+    """Rows of :func:`aggregation_matrix` for some clients: ``mask``, ``me`` ``[m, n]`` (``me``
+    marks each row's own client), ``p`` ``[n]``."""
+    w = (mask.to(torch.bool) | me).to(p.dtype) * p.unsqueeze(0)
+    return w / w.sum(dim=1, keepdim=True)
+
+
+def _greedy_rows(
+    x: Tensor,
+    ids: np.ndarray,
+    src: Tensor,
+    src_ids: np.ndarray,
+    candidates: Tensor,
+    weights: Tensor,
+    losses: Callable[[Tensor], Tensor],
+    budget: int | None,
+    seeds: Sequence[Seed],
+    running_sums: bool,
+) -> tuple[Tensor, Tensor]:
+    """GGC or BGGC for the clients ``ids`` only (the rows ``x`` ``[m, P]``, e.g. a distributed
+    rank's): ``candidates`` are their ``[m, n]`` rows, ``weights`` every client's ``[n]``,
+    ``src`` ``[R, P]`` the models of the clients ``src_ids`` (increasing; every candidate and,
+    for GGC, every client of ``ids``), ``seeds`` one per row. ``(C rows [m, n], decisions
+    [m])``; with every client (``ids = src_ids = 0..n-1``) it is :func:`ggc_batched`'s and
+    :func:`bggc_batched`'s computation."""
+    m, n = int(x.shape[0]), int(weights.shape[0])
     dev, dt = x.device, x.dtype
     cand = candidates.to(device=dev, dtype=torch.bool)
-    eye = torch.eye(n, dtype=torch.bool, device=dev)
+    ids_t = torch.as_tensor(ids, dtype=torch.long, device=dev)
+    rows = torch.arange(m, device=dev)
+    me = torch.zeros(m, n, dtype=torch.bool, device=dev)
+    me[rows, ids_t] = True
     p = weights.to(device=dev, dtype=dt)
+    cols = torch.as_tensor(src_ids, dtype=torch.long, device=dev)
+    pos = torch.zeros(n, dtype=torch.long, device=dev)  # row of src holding client j
+    pos[cols] = torch.arange(cols.numel(), device=dev)
+
+    def average(mask: Tensor) -> Tensor:
+        return _agg_rows(mask, p, me).index_select(1, cols) @ src
+
     # every client's visiting order and coins, exactly as in ggc/bggc
     cand_cpu = cand.cpu()
-    lists = [torch.nonzero(cand_cpu[k]).flatten().tolist() for k in range(n)]
-    m = max((len(c) for c in lists), default=0)
-    order = torch.zeros(n, max(m, 1), dtype=torch.long)
-    coins = torch.ones(n, max(m, 1), dtype=torch.float64)
-    for k, c in enumerate(lists):
-        perm, u = _draws(as_generator(seeds[k]), len(c))
-        order[k, :len(c)] = torch.as_tensor([c[i] for i in perm.tolist()], dtype=torch.long)
-        coins[k, :len(c)] = torch.as_tensor(u, dtype=torch.float64)
+    lists = [torch.nonzero(cand_cpu[r]).flatten().tolist() for r in range(m)]
+    steps = max((len(c) for c in lists), default=0)
+    order = torch.zeros(m, max(steps, 1), dtype=torch.long)
+    coins = torch.ones(m, max(steps, 1), dtype=torch.float64)
+    for r, c in enumerate(lists):
+        perm, u = _draws(as_generator(seeds[r]), len(c))
+        order[r, :len(c)] = torch.as_tensor([c[i] for i in perm.tolist()], dtype=torch.long)
+        coins[r, :len(c)] = torch.as_tensor(u, dtype=torch.float64)
     order, coins = order.to(dev), coins.to(dev)
     lens = torch.as_tensor([len(c) for c in lists], device=dev)
     cap = n if budget is None else budget
-    rows = torch.arange(n, device=dev)
 
-    X, Y = eye.clone(), cand | eye
+    X, Y = me.clone(), cand | me
+    p_own = p.index_select(0, ids_t)
     if running_sums:  # Algorithm 3, lines 1-8
-        w_x = p.unsqueeze(1) * x
-        p_x = p.clone()
-        w_y, p_y = w_x.clone(), p.clone()
+        w_x = p_own.unsqueeze(1) * x
+        p_x = p_own.clone()
+        w_y, p_y = w_x.clone(), p_own.clone()
         for i in range(n):  # ascending ids: the order bggc accumulates in
             coef = cand[:, i].to(dt) * p[i]
             if bool(cand[:, i].any()):
-                w_y = w_y + coef.unsqueeze(1) * x[i].unsqueeze(0)
+                w_y = w_y + coef.unsqueeze(1) * src[pos[i]].unsqueeze(0)
                 p_y = p_y + coef
         r_x = -losses(w_x / p_x.unsqueeze(1)).double()
         r_y = -losses(w_y / p_y.unsqueeze(1)).double()
     else:
-        r_x = -losses(aggregation_matrix(X, p) @ x).double()
-        r_y = -losses(aggregation_matrix(Y, p) @ x).double()
+        r_x = -losses(average(X)).double()
+        r_y = -losses(average(Y)).double()
 
-    decisions = torch.zeros(n, dtype=torch.long, device=dev)
-    for s in range(m):
+    decisions = torch.zeros(m, dtype=torch.long, device=dev)
+    for s in range(steps):
         active = (lens > s) & (X.sum(dim=1) - 1 < cap)
         if not bool(active.any()):
             break
         js = order[:, s]  # every client's s-th candidate
         if running_sums:
-            pj = torch.where(active, p[js], torch.zeros_like(p))
-            pw = pj.unsqueeze(1) * x[js]
+            pj = torch.where(active, p[js], torch.zeros_like(p_own))
+            pw = pj.unsqueeze(1) * src.index_select(0, pos[js])
             cand_add = (w_x + pw) / (p_x + pj).unsqueeze(1)
             cand_rem = (w_y - pw) / (p_y - pj).unsqueeze(1)
         else:
@@ -475,8 +517,8 @@ def _greedy_batched(
             add_m, rem_m = X.clone(), Y.clone()
             add_m[ra, ja] = True
             rem_m[ra, ja] = False
-            cand_add = aggregation_matrix(add_m, p) @ x
-            cand_rem = aggregation_matrix(rem_m, p) @ x
+            cand_add = average(add_m)
+            cand_rem = average(rem_m)
         r_add = -losses(cand_add).double()
         r_rem = -losses(cand_rem).double()
         a = (r_add - r_x).clamp_min(0.0)
@@ -495,7 +537,7 @@ def _greedy_batched(
             w_y = torch.where(rem.unsqueeze(1), w_y - pw, w_y)
             p_y = torch.where(rem, p_y - pj, p_y)
         decisions += active.long()
-    return X & ~eye, decisions
+    return X & ~me, decisions
 
 
 def ggc_batched(
@@ -590,13 +632,14 @@ def bggc_batched(
 # --------------------------------------------------------------------------- the algorithm
 
 
-def _bggc_messages(candidates: Tensor, decisions: Tensor, budget: int | None) -> int:
-    """Models BGGC receives: all candidates once (w^Y), then the batches it scanned."""
+def _bggc_messages(candidates: Tensor, decisions: Tensor, budget: int | None) -> Tensor:
+    """``[m]``: models each client's BGGC receives: all candidates once (w^Y), then the
+    batches it scanned."""
     size = candidates.sum(dim=1).long()
     batch = size.clamp_min(1) if budget is None else torch.full_like(size, budget)
     scanned = torch.minimum(size, torch.div(decisions + batch - 1, batch,
                                             rounding_mode="floor") * batch)
-    return int(size.sum() + scanned.sum())
+    return size + scanned
 
 
 @register_algorithm("dpfl")
@@ -739,6 +782,12 @@ def dpfl(
     candidate average per client on its validation split) and as many ``[n, n] @ [n, P]``
     averages; pre-processing: $2 + 2(n-1)$ calls at most, $O(nP)$ each.
 
+    Distributed (``torchrun``, :mod:`topofl.distributed`): each rank runs BGGC and GGC for
+    its own clients on their validation data, with every client's model for pre-processing
+    (all are candidates) and afterwards only its clients' candidates' models (at most
+    $B_c$ each), fetched from their ranks; ``state.extra`` then holds the rank's rows
+    (``[m, n]`` masks), and the records equal the single-process run's.
+
     References
     ----------
     Kharrat, Canini, Horvath, "Decentralized Personalized Federated Learning", 2024:
@@ -774,6 +823,11 @@ def dpfl(
     passive = _check_no_greedy(no_greedy)
     select = check_choice(select, "select", ("last", "best_val"))
 
+    # In a distributed run (env.shard) state.x and every per-client array of state.extra hold
+    # this rank's rows (clients ``client_ids``) of the arrays of one process ([m, n] rows of
+    # the [n, n] masks); the candidates' models are fetched (every row for pre-processing),
+    # the weights, the graphs and the records gathered (topofl.algorithms._rows).
+
     def _passive_mask(n: int, env: Services, device: torch.device) -> Tensor:
         mask = torch.zeros(n, dtype=torch.bool)
         if passive == "flipped":
@@ -795,19 +849,36 @@ def dpfl(
     def _cap(n: int) -> int | None:
         return resolve_budget(budget_spec, n)
 
-    def _random_graph(n: int, t: int, device: torch.device) -> Tensor:
+    def _random_graph(n: int, t: int, ids: np.ndarray, device: torch.device) -> Tensor:
+        # the rows ``ids`` of round t's random graph
         cap = _cap(n)
         k = n - 1 if cap is None else min(int(cap), n - 1)
-        mask = torch.zeros(n, n, dtype=torch.bool)
-        for i in range(n):
+        mask = torch.zeros(len(ids), n, dtype=torch.bool)
+        for r, i in enumerate(ids.tolist()):
             others = np.array([j for j in range(n) if j != i], dtype=np.int64)
             pick = generator_at(graph_seed, _RANDOM_TAG, t, i).choice(others, size=k,
                                                                       replace=False)
-            mask[i, torch.as_tensor(pick)] = True
+            mask[r, torch.as_tensor(pick)] = True
         return mask.to(device)
 
+    def _me(ids: np.ndarray, n: int, device: torch.device) -> Tensor:
+        me = torch.zeros(len(ids), n, dtype=torch.bool, device=device)
+        me[torch.arange(len(ids), device=device), torch.as_tensor(ids, device=device)] = True
+        return me
+
+    def _average_(state: State, mask: Tensor, p_all: Tensor, ids: np.ndarray,
+                  env: Services) -> None:
+        # eq. (4) on this process's rows: x_k <- sum over C_k + {k} of p_j x_j / sum p_j, with
+        # the collaborators' models fetched (their owners send them)
+        x, n = state.x, env.n
+        need = np.union1d(torch.nonzero(mask.cpu().any(dim=0)).flatten().numpy(), ids)
+        (src,) = fetch(env, need, x)
+        A = _agg_rows(mask, p_all.to(x.dtype), _me(ids, n, x.device))
+        x.copy_(A.index_select(1, torch.as_tensor(need, device=x.device)) @ src)
+
     def init(x0: Tensor, env: Services) -> State:
-        n = x0.shape[0]
+        n, m = env.n, x0.shape[0]
+        ids = client_ids(env, m)
         if weighting == "size":
             if env.train_sizes is None:
                 raise ValueError(
@@ -816,46 +887,50 @@ def dpfl(
                     "driving the pieces by hand, or use weighting='uniform'"
                 )
             p = env.train_sizes.to(device=x0.device, dtype=x0.dtype).clone()
-            if tuple(p.shape) != (n,) or not bool((p > 0).all()):
-                raise ValueError(f"env.train_sizes must be [n] = [{n}] positive sizes, got {p}")
+            if tuple(p.shape) != (m,) or not bool((p > 0).all()):
+                raise ValueError(f"env.train_sizes must be [n] = [{m}] positive sizes, got {p}")
         else:
-            p = torch.ones(n, dtype=x0.dtype, device=x0.device)
+            p = torch.ones(m, dtype=x0.dtype, device=x0.device)
         state = State(x=x0, extra={
             "p": p,
-            "omega": torch.zeros(n, n, dtype=torch.bool, device=x0.device),
-            "collab": torch.zeros(n, n, dtype=torch.bool, device=x0.device),
+            "omega": torch.zeros(m, n, dtype=torch.bool, device=x0.device),
+            "collab": torch.zeros(m, n, dtype=torch.bool, device=x0.device),
             "ready": torch.zeros((), dtype=torch.bool, device=x0.device),
             "fresh": torch.zeros((), dtype=torch.bool, device=x0.device),
             "pending_messages": torch.zeros((), dtype=torch.long, device=x0.device),
-            "passive": _passive_mask(n, env, x0.device),
+            "passive": _passive_mask(n, env, x0.device)[torch.as_tensor(ids)],
         })
         if select == "best_val":
             state.extra["best_x"] = x0.clone()
-            state.extra["best_val"] = torch.full((n,), math.inf, dtype=torch.float64,
+            state.extra["best_val"] = torch.full((m,), math.inf, dtype=torch.float64,
                                                  device=x0.device)
-            state.extra["best_round"] = torch.full((n,), -1, dtype=torch.long,
+            state.extra["best_round"] = torch.full((m,), -1, dtype=torch.long,
                                                    device=x0.device)
         sgd.init_(state, env)
         return state
 
     def preprocess(state: State, rnd: Round, env: Services) -> None:
-        n = env.n
+        n, x = env.n, state.x
+        ids = client_ids(env, x.shape[0])
         if tau_init > 0:  # line 2
-            env.local_train(state.x, "all", lr, t=rnd.t, epochs=tau_init, stream=PRE_STREAM)
+            env.local_train(x, "all", lr, t=rnd.t, epochs=tau_init, stream=PRE_STREAM)
         active = ~state.extra["passive"]
-        everyone = ~torch.eye(n, dtype=torch.bool, device=state.x.device) & active.unsqueeze(1)
+        everyone = ~_me(ids, n, x.device) & active.unsqueeze(1)
         cap = _cap(n)
+        p_all = all_rows(env, state.extra["p"])
         if graph == "random":
-            omega = _random_graph(n, 0, state.x.device) & active.unsqueeze(1)
-            pending = int(omega.sum())
+            omega = _random_graph(n, 0, ids, x.device) & active.unsqueeze(1)
+            pending = int(total(env, omega))
         else:
-            seeds = [generator_at(graph_seed, _PRE_TAG, k) for k in range(n)]
-            omega, decisions = _greedy_batched(state.x, everyone, state.extra["p"],
-                                               lambda z: env.losses(z, "val"), cap, seeds,
-                                               running_sums=True)  # line 3
-            pending = _bggc_messages(everyone, decisions, cap)
+            seeds = [generator_at(graph_seed, _PRE_TAG, int(k)) for k in ids]
+            # every client is a candidate of every active one: a dense need, all rows
+            src = all_rows(env, x)
+            omega, decisions = _greedy_rows(x, ids, src, np.arange(n), everyone, p_all,
+                                            lambda z: env.losses(z, "val"), cap, seeds,
+                                            running_sums=True)  # line 3
+            pending = int(total(env, _bggc_messages(everyone, decisions, cap)))
         state.extra["omega"].copy_(omega)
-        state.x.copy_(aggregation_matrix(omega, state.extra["p"]) @ state.x)  # line 4
+        _average_(state, omega, p_all, ids, env)  # line 4
         state.extra["pending_messages"].fill_(pending)
         state.extra["ready"].fill_(True)
         state.extra["fresh"].fill_(True)
@@ -869,30 +944,38 @@ def dpfl(
         t = rnd.t
         if not bool(state.extra["ready"]):
             preprocess(state, rnd, env)
-        omega, collab, p = state.extra["omega"], state.extra["collab"], state.extra["p"]
-        n = env.n
+        omega, collab = state.extra["omega"], state.extra["collab"]
+        n, x = env.n, state.x
+        ids = client_ids(env, x.shape[0])
+        p_all = all_rows(env, state.extra["p"])
         cap = _cap(n)
         records: dict[str, Any] = {}
         if bool(state.extra["fresh"]):  # pre-processing ran in this round: its graph Omega
-            e, w = _edge_list(omega, aggregation_matrix(omega, p))
+            omega_all = all_rows(env, omega.to(torch.uint8)).bool()
+            e, w = _edge_list(omega_all, aggregation_matrix(omega_all, p_all))
+            passive_all = all_rows(env, state.extra["passive"].to(torch.uint8)).bool()
             records.update(dpfl_omega_edges=e, dpfl_omega_weights=w, dpfl_budget=cap,
-                           dpfl_no_greedy=torch.nonzero(state.extra["passive"].cpu())
-                           .flatten().tolist())
+                           dpfl_no_greedy=torch.nonzero(passive_all.cpu()).flatten().tolist())
             state.extra["fresh"].fill_(False)
         if t % refresh_every == 0 and graph == "random":
-            collab.copy_(_random_graph(n, t + 1, state.x.device)
+            collab.copy_(_random_graph(n, t + 1, ids, x.device)
                          & ~state.extra["passive"].unsqueeze(1))
-            msgs = int(collab.sum())
+            msgs = int(total(env, collab))
         elif t % refresh_every == 0:  # lines 9-10
-            seeds = [generator_at(graph_seed, _ROUND_TAG, t, k) for k in range(n)]
-            chosen, _ = _greedy_batched(state.x, omega, p, lambda z: env.losses(z, "val"), cap,
-                                        seeds, running_sums=False)
+            seeds = [generator_at(graph_seed, _ROUND_TAG, t, int(k)) for k in ids]
+            # the candidates' models (at most B_c per client) and this process's own
+            need = np.union1d(torch.nonzero(omega.cpu().any(dim=0)).flatten().numpy(), ids)
+            (src,) = fetch(env, need, x)
+            chosen, _ = _greedy_rows(x, ids, src, need, omega, p_all,
+                                     lambda z: env.losses(z, "val"), cap, seeds,
+                                     running_sums=False)
             collab.copy_(chosen)
-            msgs = int(omega.sum())
+            msgs = int(total(env, omega))
         else:
-            msgs = int(collab.sum())
-        W = aggregation_matrix(collab, p)
-        state.x.copy_(W @ state.x)  # line 11
+            msgs = int(total(env, collab))
+        collab_all = all_rows(env, collab.to(torch.uint8)).bool()
+        W = aggregation_matrix(collab_all, p_all.to(x.dtype))
+        _average_(state, collab, p_all, ids, env)  # line 11
         realized = Topology.from_matrix(
             W.detach().to(device="cpu", dtype=torch.float64).numpy(), name="dpfl",
             params={"round": t, "budget": cap},
@@ -900,13 +983,13 @@ def dpfl(
         msgs += int(state.extra["pending_messages"])
         state.extra["pending_messages"].zero_()
         if select == "best_val":
-            vl = env.losses(state.x, "val").to(torch.float64)
+            vl = env.losses(x, "val").to(torch.float64)
             better = vl < state.extra["best_val"]
             state.extra["best_val"].copy_(torch.where(better, vl, state.extra["best_val"]))
             state.extra["best_round"].masked_fill_(better, t)
-            state.extra["best_x"].copy_(torch.where(better.unsqueeze(1), state.x,
+            state.extra["best_x"].copy_(torch.where(better.unsqueeze(1), x,
                                                     state.extra["best_x"]))
-            records["dpfl_best_round"] = state.extra["best_round"].cpu().tolist()
+            records["dpfl_best_round"] = all_rows(env, state.extra["best_round"]).cpu().tolist()
         return Sent(msgs, realized, records or None)
 
     def evaluate(state: State, rnd: Round, env: Services) -> Tensor:

@@ -39,6 +39,7 @@ from torch import Tensor
 from topofl._rng import generator_at
 from topofl._validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
+from topofl.algorithms._rows import all_rows, client_ids, fetch
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
@@ -52,11 +53,13 @@ _DEFAULT_PEERS = 10  # Section III-A: "10 clients are also chosen at each commun
 # --------------------------------------------------------------------------- the score (eq. 6-9)
 
 
-def _header_distance(heads: Tensor, eps: float = 1e-12) -> Tensor:
-    """``[n, n]`` matrix of ``1 - cos(h_i, h_j)`` (a zero head has cosine 0 with everything)."""
+def _header_distance(heads: Tensor, rows: Tensor | None = None, eps: float = 1e-12) -> Tensor:
+    """``[m, n]`` matrix of ``1 - cos(h_i, h_j)`` for ``i`` in ``rows`` (all by default) and
+    every ``j`` (a zero head has cosine 0 with everything)."""
     norms = heads.norm(dim=1).clamp_min(eps)
     unit = heads / norms.unsqueeze(1)
-    dist: Tensor = 1.0 - unit @ unit.T
+    mine = unit if rows is None else unit.index_select(0, rows)
+    dist: Tensor = 1.0 - mine @ unit.T
     return dist
 
 
@@ -69,6 +72,7 @@ def pfeddst_scores(
     alpha: float,
     lam: float,
     c: float | Tensor,
+    rows: Tensor | None = None,
 ) -> Tensor:
     r"""PFedDST's communication score of every peer for every client (eq. 9).
 
@@ -94,12 +98,16 @@ def pfeddst_scores(
         Rate $\lambda > 0$ of the exponential CDF of the recency score.
     c : float or Tensor
         Communication-cost score: a constant, or an ``[n, n]`` matrix ``c[i, j]``.
+    rows : Tensor, optional
+        ``[m]`` int64: score only the clients ``rows`` (a distributed rank's own). ``losses``,
+        ``last`` and a matrix ``c`` then hold their ``[m, n]`` rows; ``heads`` stays every
+        client's ``[n, h]``.
 
     Returns
     -------
     Tensor
-        ``[n, n]`` scores in the dtype of ``losses``; the diagonal is ``-inf`` (a client never
-        selects itself).
+        ``[n, n]`` (``[m, n]``) scores in the dtype of ``losses``; entry ``[r, rows[r]]`` (the
+        diagonal) is ``-inf`` (a client never selects itself).
 
     Notes
     -----
@@ -120,11 +128,13 @@ def pfeddst_scores(
     >>> S.tolist()
     [[-inf, 2.0, 1.0], [1.5, -inf, 1.0], [2.0, 1.0, -inf]]
     """
-    n = losses.shape[0]
-    if losses.dim() != 2 or losses.shape != (n, n) or last.shape != (n, n):
+    n = heads.shape[0] if heads.dim() == 2 else -1
+    m = n if rows is None else int(rows.numel())
+    what = "[n, n]" if rows is None else "[m, n] (the rows' rows)"
+    if losses.dim() != 2 or tuple(losses.shape) != (m, n) or tuple(last.shape) != (m, n):
         raise ValueError(
-            f"losses and last must both have shape [n, n], got {tuple(losses.shape)} and "
-            f"{tuple(last.shape)}"
+            f"losses and last must both have shape {what} = [{m}, {n}], got "
+            f"{tuple(losses.shape)} and {tuple(last.shape)}"
         )
     if heads.dim() != 2 or heads.shape[0] != n:
         raise ValueError(f"heads must have shape [n={n}, h], got {tuple(heads.shape)}")
@@ -132,12 +142,15 @@ def pfeddst_scores(
     lam = check_real(lam, "lam", low=0, low_open=True)
     dtype = losses.dtype
     s_l = losses
-    s_d = _header_distance(heads.to(dtype))
+    s_d = _header_distance(heads.to(dtype), rows)
     age = (float(round) - last.to(dtype)).clamp_min(0)
     s_p = -torch.expm1(-lam * age)  # 1 - exp(-lam * age), accurate for small ages
     cost = c if isinstance(c, Tensor) else torch.tensor(float(c), dtype=dtype)
     S = s_p * (alpha * s_l - s_d + cost.to(device=losses.device, dtype=dtype))
-    S.fill_diagonal_(-math.inf)
+    if rows is None:
+        S.fill_diagonal_(-math.inf)
+    else:
+        S[torch.arange(m, device=S.device), rows.to(S.device)] = -math.inf
     return S
 
 
@@ -147,18 +160,18 @@ def pfeddst_select(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     Parameters
     ----------
     scores : Tensor
-        ``[n, n]`` scores; ``-inf`` marks a peer that may not be chosen (the client itself, a
-        client outside its candidates).
+        ``[n, n]`` scores (or some clients' ``[m, n]`` rows); ``-inf`` marks a peer that may
+        not be chosen (the client itself, a client outside its candidates).
     k : int
         Number of peers, ``0 <= k <= n - 1``.
 
     Returns
     -------
     peers : Tensor
-        ``[n, k]`` int64 indices, best first; ties go to the lower index.
+        ``[n, k]`` (``[m, k]``) int64 indices, best first; ties go to the lower index.
     valid : Tensor
-        ``[n, k]`` bool: false where fewer than ``k`` peers could be chosen (their ``peers``
-        entries are then meaningless).
+        ``[n, k]`` (``[m, k]``) bool: false where fewer than ``k`` peers could be chosen
+        (their ``peers`` entries are then meaningless).
 
     Examples
     --------
@@ -171,9 +184,10 @@ def pfeddst_select(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     >>> peers.tolist(), valid.tolist()
     ([[2, 1], [0, 1], [0, 1], [2, 0]], [[True, True], [True, False], [True, True], [True, True]])
     """
-    n = scores.shape[0]
-    if scores.dim() != 2 or scores.shape != (n, n):
-        raise ValueError(f"scores must have shape [n, n], got {tuple(scores.shape)}")
+    if scores.dim() != 2 or scores.shape[0] > scores.shape[1]:
+        raise ValueError(f"scores must have shape [n, n] (or [m, n] rows, m <= n), got "
+                         f"{tuple(scores.shape)}")
+    n = scores.shape[1]
     k = check_int(k, "k", low=0, high=max(0, n - 1))
     vals, order = torch.sort(scores, dim=1, descending=True, stable=True)
     return order[:, :k], torch.isfinite(vals[:, :k])
@@ -220,10 +234,12 @@ def _realized(selected: Tensor, params: dict[str, Any] | None = None) -> Topolog
     return Topology.from_matrix(W, name="pfeddst", params=params)
 
 
-def _others(n: int, device: torch.device) -> Tensor:
-    """``[n, n-1]``: row ``i`` lists every client but ``i``."""
+def _others(n: int, device: torch.device, rows: Tensor | None = None) -> Tensor:
+    """``[n, n-1]``: row ``i`` lists every client but ``i`` (only the clients ``rows``, when
+    given: ``[m, n-1]``)."""
     a = torch.arange(n - 1, device=device).unsqueeze(0)
-    return a + (a >= torch.arange(n, device=device).unsqueeze(1)).long()
+    ids = torch.arange(n, device=device) if rows is None else rows.to(device)
+    return a + (a >= ids.unsqueeze(1)).long()
 
 
 # --------------------------------------------------------------------------- the algorithm
@@ -380,6 +396,12 @@ def pfeddst(
     forward passes of all clients on one mini-batch (``n - 1`` in the first round), the
     aggregation one sparse product with the realized graph.
 
+    Distributed (``torchrun``, :mod:`topofl.distributed`): each rank scores its own clients
+    (the ``[m, n]`` rows of the loss and recency arrays) with every client's head (gathered),
+    evaluates them on their peers' batches fetched from the ranks holding those peers
+    (``env.cross_losses``), and pulls the bodies through the mixer over the gathered
+    selection graph; the records equal the single-process run's.
+
     Examples
     --------
     Four clients select one peer each per round; the realized graph has 4 of the 12 possible
@@ -417,7 +439,13 @@ def pfeddst(
     if peer_accuracy is not None:
         peer_accuracy = check_choice(peer_accuracy, "peer_accuracy", ("val", "test"))
 
-    def _quality(state: State, chosen: Tensor, valid: Tensor, env: Services) -> None:
+    # In a distributed run (env.shard) state.x and the per-client arrays hold this rank's
+    # rows (client ids ``client_ids``) of the [n, ...] arrays of one process; the heads, the
+    # selection graph and the records gather every row, the chosen peers' batches and models
+    # are fetched (topofl.algorithms._rows).
+
+    def _quality(state: State, chosen: Tensor, valid: Tensor, env: Services,
+                 ids: Tensor) -> None:
         # what round_start measures for the records, on the models as selected
         ex, x = state.extra, state.x
         ex["peers"].copy_(torch.where(valid, chosen, torch.full_like(chosen, -1)))
@@ -425,35 +453,37 @@ def pfeddst(
         if counts is not None:
             has = torch.as_tensor(np.asarray(counts) > 0, dtype=torch.float64,
                                   device=x.device)  # [n, L]
-            share = (has @ has.T) > 0  # [n, n]: a class in common
+            share = (has.index_select(0, ids) @ has.T) > 0  # [m, n]: a class in common
             ex["shared"].copy_(share.gather(1, chosen) & valid)
         if peer_accuracy is not None:
             for m in range(chosen.shape[1]):
-                acc = env.accuracies(x.index_select(0, chosen[:, m]), peer_accuracy)
+                (peer,) = fetch(env, chosen[:, m].cpu().numpy(), x)
+                acc = env.accuracies(peer, peer_accuracy)
                 ex["peer_acc"][:, m] = torch.where(valid[:, m], acc, math.nan)
             ex["own_acc"].copy_(env.accuracies(x, peer_accuracy))
 
     def _records(state: State, env: Services) -> dict[str, Any]:
         ex = state.extra
-        valid = ex["peers"] >= 0
-        out: dict[str, Any] = {"pfeddst_peers": ex["peers"].cpu().tolist()}
+        peers_all = all_rows(env, ex["peers"]).cpu()
+        valid = peers_all >= 0
+        out: dict[str, Any] = {"pfeddst_peers": peers_all.tolist()}
         if getattr(getattr(env, "data", None), "label_distributions", None) is not None:
-            shared = ex["shared"].cpu()
-            v = valid.cpu()
-            per = shared.sum(1).double() / v.sum(1).clamp_min(1).double()
-            out["pfeddst_shared_class"] = float(shared.sum()) / max(1, int(v.sum()))
+            shared = all_rows(env, ex["shared"].long()).cpu().bool()
+            per = shared.sum(1).double() / valid.sum(1).clamp_min(1).double()
+            out["pfeddst_shared_class"] = float(shared.sum()) / max(1, int(valid.sum()))
             out["pfeddst_shared_class_clients"] = [
-                float(a) if int(b) else math.nan for a, b in zip(per, v.sum(1))]
+                float(a) if int(b) else math.nan for a, b in zip(per, valid.sum(1))]
         if peer_accuracy is not None:
-            pa = ex["peer_acc"].cpu()
+            pa = all_rows(env, ex["peer_acc"]).cpu()
+            own = all_rows(env, ex["own_acc"]).cpu()
             out["pfeddst_peer_acc"] = pa.tolist()
-            out["pfeddst_peer_acc_mean"] = float(pa[valid.cpu()].mean())
-            out["pfeddst_own_acc"] = ex["own_acc"].cpu().tolist()
-            out["pfeddst_own_acc_mean"] = float(ex["own_acc"].mean())
+            out["pfeddst_peer_acc_mean"] = float(pa[valid].mean())
+            out["pfeddst_own_acc"] = own.tolist()
+            out["pfeddst_own_acc_mean"] = float(own.mean())
         return out
 
     def init(x0: Tensor, env: Services) -> State:
-        n = x0.shape[0]
+        n, m = env.n, x0.shape[0]
         if not env.layout.has_split:
             raise ValueError(
                 "pfeddst shares a body and personalizes a head, but the model's parameters do "
@@ -466,72 +496,79 @@ def pfeddst(
                              f"[{len(cost)}, {len(cost)}]")
         kw: dict[str, Any] = {"dtype": x0.dtype, "device": x0.device}
         state = State(x=x0, extra={
-            "losses": torch.zeros(n, n, **kw),    # loss array l (line 2, line 9)
-            "last": torch.zeros(n, n, **kw),      # peer recency array (line 19)
-            "selected": torch.zeros(n, n, **kw),  # M_i of this round: A[i, j] = 1
+            "losses": torch.zeros(m, n, **kw),    # loss array l (line 2, line 9)
+            "last": torch.zeros(m, n, **kw),      # peer recency array (line 19)
+            "selected": torch.zeros(m, n, **kw),  # M_i of this round: A[i, j] = 1
             "losses_ready": torch.zeros((), **kw),
         })
         k = _resolve_peers(peers, n)
-        state.extra["peers"] = torch.full((n, k), -1, dtype=torch.long, device=x0.device)
-        state.extra["shared"] = torch.zeros(n, k, dtype=torch.bool, device=x0.device)
+        state.extra["peers"] = torch.full((m, k), -1, dtype=torch.long, device=x0.device)
+        state.extra["shared"] = torch.zeros(m, k, dtype=torch.bool, device=x0.device)
         if peer_accuracy is not None:
-            state.extra["peer_acc"] = torch.full((n, k), math.nan, dtype=torch.float64,
+            state.extra["peer_acc"] = torch.full((m, k), math.nan, dtype=torch.float64,
                                                  device=x0.device)
-            state.extra["own_acc"] = torch.full((n,), math.nan, dtype=torch.float64,
+            state.extra["own_acc"] = torch.full((m,), math.nan, dtype=torch.float64,
                                                 device=x0.device)
         sgd.init_(state, env)
         return state
 
-    def _candidates(n: int, rnd: Round, device: torch.device) -> Tensor:
-        eye = torch.eye(n, dtype=torch.bool, device=device)
+    def _candidates(n: int, rnd: Round, ids: Tensor) -> Tensor:
+        device = ids.device
+        m = int(ids.numel())
+        me = torch.zeros(m, n, dtype=torch.bool, device=device)
+        me[torch.arange(m, device=device), ids] = True
         if candidates == "all":
-            return ~eye
+            return ~me
         topo = rnd.topology
         if topo is None:
             raise ValueError("pfeddst(candidates='neighbors') needs a topology; pass one to run")
         if topo.n != n:
             raise ValueError(f"the topology has n={topo.n} nodes but there are {n} clients")
         W = torch.as_tensor(topo.to_dense() != 0, device=device)  # W[i, j] != 0 iff j -> i
-        return W & ~eye
+        return W.index_select(0, ids) & ~me
 
-    def _pulled(state: State, rnd: Round) -> Topology:
-        # the round's graph, j -> i when i pulled j's body, from the selection kept in the state
-        k = _resolve_peers(peers, state.x.shape[0])
-        return _realized(state.extra["selected"], {"round": rnd.t, "peers": k,
-                                                   "selection": selection})
+    def _pulled(state: State, rnd: Round, env: Services) -> tuple[Topology, int]:
+        # the round's graph, j -> i when i pulled j's body, from the selection kept in the
+        # state (every client's row of it: a collective in a distributed run), and its arcs
+        k = _resolve_peers(peers, env.n)
+        full = all_rows(env, state.extra["selected"])
+        return (_realized(full, {"round": rnd.t, "peers": k, "selection": selection}),
+                int(full.sum().item()))
 
     def round_start(state: State, rnd: Round, env: Services) -> None:
         x, t = state.x, rnd.t
-        n, dev = x.shape[0], x.device
+        n, dev = env.n, x.device
+        ids = torch.as_tensor(client_ids(env, x.shape[0]), device=dev)
         k = _resolve_peers(peers, n)
         body, head = env.layout.cols("body"), env.layout.cols("head")
         ex = state.extra
         restart(state, rnd, env)
-        allowed = _candidates(n, rnd, dev)
+        allowed = _candidates(n, rnd, ids)
 
         # -- lines 6-7: scores and selection
         if by_score:
             if not bool(ex["losses_ready"]):  # line 2: initial loss array, every pair
-                others = _others(n, dev)
+                others = _others(n, dev, ids)
                 ex["losses"].scatter_(1, others, env.cross_losses(x, others, t=t, stream=1))
                 ex["losses_ready"].fill_(1)
-            c_t = (torch.tensor(cost, dtype=x.dtype, device=dev) if isinstance(cost, list)
-                   else cost)
-            S = pfeddst_scores(ex["losses"], x[:, head], ex["last"], t + 1, alpha=alpha,
-                               lam=lam, c=c_t)
+            c_t = (torch.tensor(cost, dtype=x.dtype, device=dev).index_select(0, ids)
+                   if isinstance(cost, list) else cost)
+            heads = all_rows(env, x[:, head].contiguous())
+            S = pfeddst_scores(ex["losses"], heads, ex["last"], t + 1, alpha=alpha,
+                               lam=lam, c=c_t, rows=ids)
         else:
             keys = generator_at(selection_seed, t).random((n, n))
-            S = torch.as_tensor(keys, dtype=x.dtype, device=dev)
+            S = torch.as_tensor(keys, dtype=x.dtype, device=dev).index_select(0, ids)
         S = S.masked_fill(~allowed, -math.inf)
         chosen, valid = pfeddst_select(S, k)
         A = ex["selected"]
         A.zero_()
         A.scatter_(1, chosen, valid.to(A.dtype))
         ex["last"].masked_fill_(A > 0, float(t + 1))  # line 19 (used from the next round on)
-        _quality(state, chosen, valid, env)
+        _quality(state, chosen, valid, env, ids)
 
         # -- line 8: e_i <- mean of e_i and the selected peers' bodies; the heads stay
-        env.mixer.mix_(_pulled(state, rnd), x, body)
+        env.mixer.mix_(_pulled(state, rnd, env)[0], x, body)
 
         # -- line 9: refresh the loss array for the selected peers, with the aggregated model
         if by_score and k > 0:
@@ -542,8 +579,8 @@ def pfeddst(
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         # The bodies were pulled at the start of the round (Algorithm 1, line 8, before local
         # training); here the round's collaboration graph is handed to the engine.
-        return Sent(int(state.extra["selected"].sum().item()), _pulled(state, rnd),
-                    _records(state, env))
+        realized, arcs = _pulled(state, rnd, env)
+        return Sent(arcs, realized, _records(state, env))
 
     sgd = SGD(momentum, weight_decay)
     restart = restart_momentum()

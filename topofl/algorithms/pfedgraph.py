@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -33,6 +34,7 @@ from topofl.algorithms._common import (
     check_wd,
     check_work,
 )
+from topofl.algorithms._rows import all_rows, client_ids, fetch
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, Sampled, compose_init, participants, restart_momentum
 from topofl.engine.protocol import Algorithm, Kernel, Part, Phase, Round, Sent, Services, State
@@ -259,7 +261,10 @@ def pfedgraph(
 
     Cost per round at the server: one ``[m, P] @ [P, m]`` product for the similarities, one sort
     per row, and one ``[m, m] @ [m, P]`` product for the aggregates; ``state`` holds three
-    ``[n, P]`` buffers (models, initial models, pull directions).
+    ``[n, P]`` buffers (models, initial models, pull directions). Distributed
+    (:mod:`topofl.distributed`): every rank gathers the participants' updates and solves the
+    whole graph (the same on every rank), then averages its own clients from the models their
+    rows weigh (fetched); ``state.extra["graph"]`` holds the rank's ``[m, n]`` rows.
 
     References
     ----------
@@ -303,21 +308,26 @@ def pfedgraph(
                 "or a model with a head"
             )
         state = compose_init(local)(x0, env)
-        n = x0.shape[0]
+        n = env.n
         state.extra["initial"] = x0.clone()
         state.extra["cluster"] = torch.zeros_like(x0)
-        state.extra["graph"] = torch.full((n, n), 1.0 / n, dtype=x0.dtype, device=x0.device)
+        # this process's rows of the [n, n] graph (all of them in one process)
+        state.extra["graph"] = torch.full((x0.shape[0], n), 1.0 / n, dtype=x0.dtype,
+                                          device=x0.device)
         return state
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        # Every process computes the whole graph over the participants from every client's
+        # update (a dense need: all_rows in a distributed run), then the aggregates of its own
+        # rows from the rows their graph rows weigh (fetch: only the non-zero columns).
         n = env.n
         sel = participants(n, rnd.t, participation, sample_seed)
         x = state.x
-        idx = torch.arange(n, device=x.device) if sel is None else torch.as_tensor(
-            sel, dtype=torch.long, device=x.device)
-        X = x.index_select(0, idx)
+        dev = x.device
+        idx = np.arange(n, dtype=np.int64) if sel is None else np.asarray(sel, dtype=np.int64)
+        idx_t = torch.as_tensor(idx, device=dev)
         cols = env.layout.cols(sim_part)
-        delta = (X - state.extra["initial"].index_select(0, idx))[:, cols]
+        delta = all_rows(env, (x - state.extra["initial"])[:, cols]).index_select(0, idx_t)
         d = cosine_dissimilarity(delta, similarity_clip)
         if weighting == "data_size":
             sizes = env.train_sizes
@@ -327,20 +337,31 @@ def pfedgraph(
                     "(env.train_sizes, set by the engine); run through topofl.run or use "
                     "weighting='uniform'"
                 )
-            p = torch.as_tensor(sizes, device=x.device).to(x.dtype).index_select(0, idx)
+            p = all_rows(env, torch.as_tensor(sizes, device=dev).to(x.dtype)).index_select(
+                0, idx_t)
         else:
-            p = torch.ones(idx.numel(), dtype=x.dtype, device=x.device)
-        a = collaboration_weights(d, p / p.sum(), alpha)
-        norms = X.norm(dim=1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
-        state.extra["cluster"].index_copy_(0, idx, a @ (X / norms))
-        x.index_copy_(0, idx, a @ X)
+            p = torch.ones(idx.size, dtype=x.dtype, device=dev)
+        a = collaboration_weights(d, p / p.sum(), alpha)  # [s, s], the same on every process
+        # this process's participants: their rows here and their rows of a
+        where = np.full(n, -1, dtype=np.int64)
+        where[idx] = np.arange(idx.size)
+        at = where[client_ids(env, x.shape[0])]
+        rows = torch.as_tensor(np.flatnonzero(at >= 0), device=dev)
+        a_mine = a.index_select(0, torch.as_tensor(at[at >= 0], device=dev))
+        nz = np.flatnonzero((a_mine != 0).any(dim=0).cpu().numpy())
+        (Xn,) = fetch(env, idx[nz], x)
+        w = a_mine[:, torch.as_tensor(nz, device=dev)]
+        norms = Xn.norm(dim=1, keepdim=True).clamp_min(torch.finfo(x.dtype).tiny)
+        state.extra["cluster"].index_copy_(0, rows, w @ (Xn / norms))
+        x.index_copy_(0, rows, w @ Xn)
         graph = state.extra["graph"]
-        graph[idx.unsqueeze(1), idx.unsqueeze(0)] = a
+        graph[rows.unsqueeze(1), idx_t.unsqueeze(0)] = a_mine
         W = torch.zeros(n, n, dtype=torch.float64)
-        W[idx.cpu().unsqueeze(1), idx.cpu().unsqueeze(0)] = a.detach().cpu().double()
+        W[torch.as_tensor(idx).unsqueeze(1), torch.as_tensor(idx).unsqueeze(0)] = (
+            a.detach().cpu().double())
         realized = Topology.from_matrix(W.numpy(), name="pfedgraph",
                                         params={"round": rnd.t, "alpha": alpha})
-        return Sent(2 * int(idx.numel()), realized)
+        return Sent(2 * int(idx.size), realized)
 
     return Algorithm(
         name="pfedgraph",

@@ -7,9 +7,12 @@ sees the distributed environment (:func:`is_distributed`) and runs
 clients a :class:`Placement` gives it (a graph partition that cuts few edges), their rows of
 the ``[n, P]`` state and only their data (:class:`ShardData`); gossip exchanges only the rows
 other ranks need (:class:`ShardMixer`, one ``all_to_all_single`` per step), averages go
-through ``all_reduce`` (:class:`Shard`). The records equal those of the single-process run;
-rank 0 writes them. Checkpoints are sharded with ``torch.distributed.checkpoint``
-(:mod:`topofl.distributed.checkpoint`) and resume on any number of ranks.
+through ``all_reduce`` (:class:`Shard`), and the data-driven algorithms fetch the rows of
+the peers they score or average with (:meth:`Shard.fetch`: ``all_to_all_single`` with counts
+from who needs what; :meth:`Shard.all_rows` where every row is needed). The records equal
+those of the single-process run; rank 0 writes them. Checkpoints are sharded with
+``torch.distributed.checkpoint`` (:mod:`topofl.distributed.checkpoint`) and resume on any
+number of ranks.
 """
 
 from topofl.distributed import checkpoint

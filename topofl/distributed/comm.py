@@ -11,6 +11,7 @@ few seconds, are the ones that died or hung.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 import weakref
@@ -132,6 +133,114 @@ class Shard:
         if int(self.placement.owner[client]) == self.rank:
             out.copy_(local[int(np.searchsorted(self.clients, client))])
         return self.all_reduce_(out, f"sending client {client}'s row")
+
+    def fetch(self, ids: Any, *local: Tensor, what: str = "fetching peer rows"
+              ) -> tuple[Tensor, ...]:
+        """The rows of the clients ``ids`` (global ids, any order, repeats allowed) of each
+        rank-local ``[m, ...]`` tensor in ``local``: ``[len(ids), ...]`` each, on this rank.
+
+        A collective: every rank calls it, each with the ids it needs. This rank's own rows
+        are copied; the others come from their owners through ``all_to_all_single``, each
+        distinct row once per rank that asked for it (the requests travel first: one
+        ``all_to_all_single`` of counts, one of ids, then one per tensor). Use it when each
+        rank needs a few peers' rows (chosen peers, candidates within a budget);
+        :meth:`all_rows` saves the request round when every rank needs every row.
+
+        Parameters
+        ----------
+        ids : array of int
+            ``(q,)`` the clients whose rows this rank wants.
+        *local : Tensor
+            ``[m, ...]`` this rank's rows (client ``clients[r]`` in row ``r``); all on one
+            device.
+
+        Returns
+        -------
+        tuple of Tensor
+            ``[q, ...]`` per tensor of ``local``: row ``s`` is client ``ids[s]``'s row.
+        """
+        want = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if want.size and (want.min() < 0 or want.max() >= self.n):
+            raise ValueError(f"ids must be client ids in [0, {self.n - 1}], got "
+                             f"{int(want.min())}..{int(want.max())}")
+        for v in local:
+            if v.dim() == 0 or v.shape[0] != self.m:
+                raise ValueError(f"each local tensor must have this rank's m={self.m} rows, "
+                                 f"got shape {tuple(v.shape)}")
+        if not local:
+            return ()
+        dev = local[0].device
+        uniq = np.unique(want)
+        owner = self.placement.owner[uniq]
+        need = [uniq[(owner == r) & (r != self.rank)] for r in range(self.size)]
+        # who asks this rank for what: counts, then the ids
+        ask_n = torch.tensor([int(a.size) for a in need], dtype=torch.int64)
+        give_n = torch.empty_like(ask_n)
+        self.call(what, lambda: dist.all_to_all_single(give_n, ask_n))
+        ask = torch.as_tensor(np.concatenate(need), dtype=torch.int64)
+        gn = [int(c) for c in give_n.tolist()]
+        an = [int(c) for c in ask_n.tolist()]
+        give = torch.empty(sum(gn), dtype=torch.int64)
+        self.call(what, lambda: dist.all_to_all_single(give, ask, gn, an))
+        send_pos = torch.as_tensor(np.searchsorted(self.clients, give.numpy()),
+                                   dtype=torch.int64, device=dev)
+        # where each wanted row comes from: this rank's rows, or the received block
+        at = np.full(self.n, -1, dtype=np.int64)
+        at[ask.numpy()] = np.arange(ask.numel())
+        got_at = at[want]
+        mine = self.placement.owner[want] == self.rank
+        own_pos = np.searchsorted(self.clients, want)
+        out = []
+        for v in local:
+            shape = tuple(v.shape[1:])
+            src = v.reshape(self.m, -1)
+            send = src.index_select(0, send_pos).contiguous()
+            recv = torch.empty(sum(an), src.shape[1], dtype=src.dtype, device=dev)
+            self.call(what, functools.partial(dist.all_to_all_single, recv, send, an, gn))
+            self.bytes_sent += send.numel() * send.element_size()
+            rows = torch.empty(want.size, src.shape[1], dtype=src.dtype, device=dev)
+            if mine.any():
+                sel = torch.as_tensor(np.flatnonzero(mine), device=dev)
+                rows[sel] = src.index_select(0, torch.as_tensor(own_pos[mine], device=dev))
+            if (~mine).any():
+                sel = torch.as_tensor(np.flatnonzero(~mine), device=dev)
+                rows[sel] = recv.index_select(0, torch.as_tensor(got_at[~mine], device=dev))
+            out.append(rows.reshape(want.size, *shape))
+        return tuple(out)
+
+    def all_rows(self, local: Tensor, what: str = "gathering every row") -> Tensor:
+        """``[n, ...]``: every client's row of the rank-local ``[m, ...]`` tensors, on every
+        rank, in client order.
+
+        For a dense need (a similarity over all pairs, candidates that are all clients): one
+        ``all_to_all_single`` in which each rank sends its block to every other rank, the
+        counts known from the placement (no request round as in :meth:`fetch`, no padding
+        as in ``all_gather``). Each row crosses to each other rank once: half the bytes of
+        :meth:`to_global`'s ``all_reduce`` of zero-padded ``[n, ...]`` buffers.
+
+        Notes
+        -----
+        ``analysis/bench_exchange.md`` times the four ways on 2 and 3 gloo ranks of a shared
+        2-core machine: within noise of each other for rows of up to 10,000 floats; for
+        100,000 the ``all_reduce`` was fastest there (on one host the transfers are memory
+        copies, so its extra bytes cost less than the others' copies). Between machines the
+        bytes dominate, hence this choice.
+        """
+        if local.dim() == 0 or local.shape[0] != self.m:
+            raise ValueError(f"local must have this rank's m={self.m} rows, got shape "
+                             f"{tuple(local.shape)}")
+        counts = self.placement.counts()
+        flat = local.reshape(self.m, -1)
+        send = flat.repeat(self.size, 1)  # this rank's block, once for every rank
+        recv = torch.empty(self.n, flat.shape[1], dtype=flat.dtype, device=flat.device)
+        split = [self.m] * self.size
+        self.call(what, functools.partial(dist.all_to_all_single, recv, send, counts, split))
+        self.bytes_sent += (self.size - 1) * flat.numel() * flat.element_size()
+        order = torch.as_tensor(np.argsort(self.placement.owner, kind="stable"),
+                                device=flat.device)  # rank-major position -> client id
+        full = torch.empty_like(recv)
+        full[order] = recv
+        return full.reshape(self.n, *local.shape[1:])
 
     def local(self, full: Tensor) -> Tensor:
         """This rank's rows of a ``[n, ...]`` tensor."""

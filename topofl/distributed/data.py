@@ -117,6 +117,16 @@ class ShardData:
         return self.partitions["train"].label_distributions
 
     @property
+    def flipped(self) -> npt.NDArray[np.bool_]:
+        """``(n,)`` bool: the label-flipping clients among *all* clients (metadata, as
+        :attr:`FederatedData.flipped`)."""
+        out = np.zeros(self.parent_clients, dtype=bool)
+        info = self.params.get("label_flip")
+        if info:
+            out[np.asarray(info["clients"], dtype=np.int64)] = True
+        return out
+
+    @property
     def global_test(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The dataset's whole test set."""
         a, b = self._global

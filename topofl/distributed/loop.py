@@ -55,7 +55,7 @@ from topofl.engine.loop import (
     resume_from,
 )
 from topofl.engine.protocol import Algorithm, Round, Services, State
-from topofl.engine.services import DataServices
+from topofl.engine.services import AUX_STEP, DataServices, batch_losses
 from topofl.graph import GraphLike, as_time_varying
 from topofl.records import Recorder
 
@@ -64,29 +64,26 @@ __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_ro
 T = TypeVar("T")
 
 #: Registry algorithms whose pieces run on a rank's rows: rowwise local updates, gossip and
-#: push-sum through the mixer, averages through ``env.shard``.
+#: push-sum through the mixer, averages through ``env.shard``; the data-driven ones (PFedDST,
+#: DPFL, pFedGraph) fetch the peer rows they need (``Shard.fetch``, ``Shard.all_rows``,
+#: ``ShardServices.cross_losses``).
 SUPPORTED = {"dsgd", "dfedavgm", "sgp", "osgp", "dfedpgp", "dfedavgm_p", "local", "fedavg",
-             "fedper", "fedrep", "fedbabu", "ditto"}
+             "fedper", "fedrep", "fedbabu", "ditto", "knn_per", "pfedgraph", "pfeddst", "dpfl"}
 # issue 15's FedAvg family, APFL and Per-FedAvg (rowwise, sampled, server averages) and Dis-PFL
 # (masks from per-client streams, masked averages through the mixer)
 SUPPORTED |= {"fedprox", "fedavg_ft", "fedprox_ft", "apfl", "perfedavg", "dis_pfl"}
 
-_REFUSED = {
-    "pfeddst": "PFedDST scores its peers with their models on its own data and pulls the "
-               "chosen peers' rows: a distributed version would fetch those rows through the "
-               "exchange, which is not built yet",
-    "dpfl": "DPFL builds each client's collaboration graph from candidate averages over all "
-            "clients' models (a dense [n, n] aggregation): a distributed version would fetch "
-            "the candidates' rows through the exchange, which is not built yet",
-}
+_REFUSED: dict[str, str] = {}
 
 
 def register_distributed(name: str) -> None:
     """Declare that the algorithm ``name`` runs correctly on a rank's rows.
 
     An algorithm qualifies when its pieces touch other clients' rows only through
-    ``env.mixer`` or the engine's averaging pieces (``exact_average``, ``server_average``,
-    ``Sampled``, ``CliqueAveraged``), which are distribution-aware.
+    ``env.mixer``, the engine's averaging pieces (``exact_average``, ``server_average``,
+    ``Sampled``, ``CliqueAveraged``), which are distribution-aware, or the exchange of peer
+    rows (``env.shard.fetch`` / ``env.shard.all_rows``, ``env.cross_losses``; see
+    ``topofl/algorithms/_rows.py`` for helpers that also run in one process).
     """
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str, got {name!r}")
@@ -98,8 +95,9 @@ class ShardServices(DataServices):
 
     ``n`` is the number of clients of the whole run; the buffers the hooks get, and
     ``train_sizes``, have this rank's ``m`` rows (client ``shard.clients[r]`` in row ``r``).
-    ``shard`` gives the averaging pieces their collectives. ``cross_losses`` (a client's
-    model on another client's data) is not available.
+    ``shard`` gives the averaging pieces their collectives and the data-driven algorithms
+    their peers' rows (``shard.fetch``, ``shard.all_rows``). ``cross_losses`` scores this
+    rank's models on their peers' batches, fetched from the ranks that hold those peers.
     """
 
     def __init__(self, layout: ParamLayout, mixer: ShardMixer, executor: Any, data: ShardData,
@@ -109,9 +107,22 @@ class ShardServices(DataServices):
         self.n = shard.n
 
     def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
-        """Not available in a distributed run (raises)."""
-        raise ValueError("cross_losses scores a client's model on other clients' data, which "
-                         "live on other ranks: not available in a distributed run")
+        """``[m, k]``: loss of this rank's row ``r`` of ``x`` on a training batch of client
+        ``peers[r, j]`` (a global id), the batch that client draws in a single-process run.
+
+        A collective: each rank draws its own clients' batches, sends those of its clients
+        that other ranks' rows name in ``peers`` (:meth:`Shard.fetch`; a batch is smaller
+        than a model, so the data travels, not the models) and scores its rows locally.
+        """
+        m, k = peers.shape
+        if m != self.shard.m:
+            raise ValueError(f"peers must have this rank's m={self.shard.m} rows, got "
+                             f"{tuple(peers.shape)}")
+        xb, yb = self.data.sample(t, AUX_STEP * (100 + stream), self.batch_size)
+        ids = np.unique(peers.detach().cpu().numpy())
+        fx, fy = self.shard.fetch(ids, xb, yb, what="fetching peers' batches")
+        pos = torch.searchsorted(torch.as_tensor(ids, device=peers.device), peers.contiguous())
+        return batch_losses(self.executor, x, fx, fy, pos)
 
 
 def init_rows(model: nn.Module, layout: ParamLayout, clients: np.ndarray, *, seed: int,
@@ -208,17 +219,20 @@ def _evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env
         recorder.flush()
         raise nonfinite_parameters_error(t, found[0])
     m = shard.m
+    # the algorithm's own prediction (kNN-Per's datastores): from this rank's clients' data
+    adjust = None if algorithm.predict is None else algorithm.predict(x_eval, rnd, env)
     chunk = eval_chunk(m, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
     row: dict[str, Any] = {}
     test_chunk = min(chunk, max(1, int(np.max(data.sizes("test")))))
     batches = ((b.x, b.y, b.mask) for b in data.eval_batches("test", batch_size=test_chunk))
-    sums = score_chunks(executor, x_eval, batches, m, shared=False)
+    sums = score_chunks(executor, x_eval, batches, m, shared=False, adjust=adjust)
     parts = [torch.stack(sums, dim=1)]
     if config.eval_global:
         xg, yg = data.global_test
         g = int(xg.shape[0])
         gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, g, chunk))
-        parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True), dim=1))
+        parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True,
+                                              adjust=adjust), dim=1))
     full = shard.to_global(torch.cat(parts, dim=1), "evaluation")
     correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
     has = count > 0
@@ -238,6 +252,16 @@ def _evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env
     dev = ((shared - mean.unsqueeze(0)) ** 2).sum(dim=1).sum().reshape(1)
     row["consensus_distance"] = float(shard.all_reduce_(dev, "consensus distance")) / n
     return row
+
+
+def _realized_row(config: RunConfig, realized: Any, recorder: Recorder, t: int, rank: int
+                  ) -> None:
+    """The spectral summary of the round's realized graph (``realized.*``), as the
+    single-process loop records it at an evaluation; rank 0 only (every rank has the whole
+    realized graph: the data-driven algorithms build it from rows gathered from all ranks)."""
+    if rank == 0 and config.spectral and realized is not None:
+        real = spectral_row(realized, None, {}, measured=False)
+        recorder.log_many({k.replace("graph.", "realized."): v for k, v in real.items()}, t)
 
 
 def run(
@@ -261,8 +285,8 @@ def run(
     Raises
     ------
     ValueError
-        For an algorithm that does not run distributed (``pfeddst``, ``dpfl``), for more ranks
-        than clients, or for a checkpoint of another config.
+        For an algorithm that is not declared to run distributed (:data:`SUPPORTED`), for
+        more ranks than clients, or for a checkpoint of another config.
     CheckpointError
         A checkpoint or records file of another run, checked as in one process
         (:func:`topofl.engine.loop.resume_from`): the message names the differing fields, and
@@ -438,6 +462,7 @@ def run(
                         not static_graph or t == first_eval):
                     recorder.log_many(spectral_row(rnd.topology, tv, spectral_cache,
                                                    data.label_distributions), t)
+                _realized_row(config, sent.realized, recorder, t, world.rank)
                 if pbar is not None:
                     pbar.set_postfix(acc=f"{row['test_acc_mean']:.3f}")
             recorder.flush()

@@ -19,9 +19,26 @@ from topofl.engine.layout import ParamLayout
 from topofl.engine.local import steps_per_client
 from topofl.engine.protocol import Part
 
-__all__ = ["DataServices", "AUX_STEP"]
+__all__ = ["DataServices", "AUX_STEP", "batch_losses"]
 
 AUX_STEP = 1 << 20  # auxiliary draws use steps >= 2**20 of a round: disjoint from the phases'
+
+
+def batch_losses(executor: Any, x: Tensor, xb: Tensor, yb: Tensor, idx: Tensor) -> Tensor:
+    """``[n, k]``: mean cross-entropy of row ``i`` of ``x`` on the batch ``xb[idx[i, j]]``,
+    ``yb[idx[i, j]]`` (``xb``: ``[q, b, ...]`` batches, ``yb``: ``[q, b]`` labels)."""
+    n, k = idx.shape
+    xb = xb.to(x.dtype)
+    out = torch.empty(n, k, dtype=x.dtype, device=x.device)
+    for j in range(k):
+        sel = idx[:, j]
+        logits = executor.logits(x, xb.index_select(0, sel))
+        yy = yb.index_select(0, sel)
+        ls = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), yy.reshape(-1), reduction="none"
+        ).reshape(yy.shape)
+        out[:, j] = ls.mean(dim=1)
+    return out
 
 
 class DataServices:
@@ -112,19 +129,8 @@ class DataServices:
     def cross_losses(self, x: Tensor, peers: Tensor, *, t: int, stream: int = 0) -> Tensor:
         """``[n, k]``: loss of client ``i``'s model (row ``i`` of ``x``) on a training batch of
         client ``peers[i, j]`` (round ``t``'s auxiliary ``stream``)."""
-        n, k = peers.shape
         xb, yb = self.data.sample(t, AUX_STEP * (100 + stream), self.batch_size)
-        xb = xb.to(x.dtype)
-        out = torch.empty(n, k, dtype=x.dtype, device=x.device)
-        for j in range(k):
-            idx = peers[:, j]
-            logits = self.executor.logits(x, xb.index_select(0, idx))
-            yy = yb.index_select(0, idx)
-            ls = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, logits.shape[-1]), yy.reshape(-1), reduction="none"
-            ).reshape(yy.shape)
-            out[:, j] = ls.mean(dim=1)
-        return out
+        return batch_losses(self.executor, x, xb, yb, peers)
 
     def _body_executor(self) -> tuple[Any, Any]:
         """``(body, executor over the body's parameters or None)`` for :meth:`features`.
