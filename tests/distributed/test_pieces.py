@@ -181,9 +181,15 @@ def test_detection_reads_torchrun_environment(monkeypatch: pytest.MonkeyPatch) -
         join("cpu")
 
 
-def test_refused_algorithms_say_why_before_any_set_up(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_undeclared_algorithms_are_refused_before_any_set_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every registry algorithm runs distributed; a user's algorithm that is not declared with
+    register_distributed is refused with the reason, before a process group is needed."""
+    from topofl.distributed import SUPPORTED
+
+    assert set(tf.algorithms.ALGORITHMS) <= SUPPORTED
     monkeypatch.setenv("WORLD_SIZE", "2")  # the engine hands the run to the distributed loop
-    for name in ("pfeddst", "dpfl"):
-        with pytest.raises(ValueError, match=f"{name} does not run distributed"):
-            tf.run(name, tf.topologies.ring(4) if name == "pfeddst" else None, "digits",
-                   "mlp", 1, n_clients=4, model_params={"hidden": [4]}, progress=False)
+    mine = tf.algorithms.get_algorithm("dsgd")._replace(name="my_dsgd")
+    with pytest.raises(ValueError, match="my_dsgd does not run distributed.*register_distributed"):
+        tf.run(mine, tf.topologies.ring(4), "digits", "mlp", 1, n_clients=4,
+               model_params={"hidden": [4]}, progress=False)
