@@ -34,22 +34,18 @@ def main(argv: list[str] | None = None) -> int:
 
     import topofl as tf
 
+    found = figures.panels(args, PANELS, label)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    settings, numbers, t, notes, datasets = {}, {}, {}, [], []
-    for ax, (title, name) in zip(axes, PANELS.items()):
-        cfg = figures.load_config(name, args.scale)
-        notes += [n for n in cfg["_notes"] if n not in notes]
-        datasets.append(str(cfg["data"]))
-        rec = figures.sweep(cfg, args)
-        runs = {label(rec.configs[r]): rec.for_run(r) for r in rec.runs}
-        epochs = {label(rec.configs[r]): figures.epochs_per_round(rec.configs[r])
-                  for r in rec.runs}
-        tf.plotting.convergence(runs, "global_acc", ax=ax, title=title, band="lines",
-                                epochs=epochs, ylabel="test accuracy (global test set)",
+    settings, numbers, t = {}, {}, {}
+    for ax, (title, panel) in zip(axes, found.items()):
+        tf.plotting.convergence(panel.runs, "global_acc", ax=ax, title=title, band="lines",
+                                epochs=panel.epochs, ylabel="test accuracy (global test set)",
                                 legend="best")
-        settings[title] = figures.setting(rec)
-        numbers[title] = figures.curve_table(runs, "global_acc", epochs)
+        settings[title] = panel.setting
+        numbers[title] = figures.curve_table(panel.runs, "global_acc", panel.epochs)
         t[title] = numbers[title].set_index("curve")
+    notes = list(dict.fromkeys(n for q in found.values() for n in q.notes))
+    datasets = [str(next(iter(q.configs.values()))["data"]) for q in found.values()]
     n = dict(next(iter(settings.values())))["n_clients"]
     fig.suptitle(f"D-SGD, {n} nodes, 2 shards/node, no Clique Averaging or momentum: "
                  "D-Cliques vs exponential graph")

@@ -38,17 +38,13 @@ def main(argv: list[str] | None = None) -> int:
 
     import topofl as tf
 
-    runs, epochs, settings, graphs, notes = {}, {}, {}, [], []
-    for name in ("dcliques_14_dcliques", "dcliques_14_complete"):
-        cfg = figures.load_config(name, args.scale)
-        notes += [n for n in cfg["_notes"] if n not in notes]
-        rec = figures.sweep(cfg, args)
-        settings[name.rsplit("_", 1)[1]] = figures.setting(rec)
-        for r in rec.runs:
-            c = rec.configs[r]
-            runs[label(c)] = rec.for_run(r)
-            epochs[label(c)] = figures.epochs_per_round(c)
-            graphs.append((label(c), c))
+    found = figures.panels(args, {"dcliques": "dcliques_14_dcliques",
+                                  "complete": "dcliques_14_complete"}, label)
+    settings = {key: q.setting for key, q in found.items()}
+    notes = list(dict.fromkeys(n for q in found.values() for n in q.notes))
+    runs = {k: v for q in found.values() for k, v in q.runs.items()}
+    epochs = {k: v for q in found.values() for k, v in q.epochs.items()}
+    graphs = [(k, c) for q in found.values() for k, c in q.configs.items()]
     fig, ax = plt.subplots(figsize=(8.6, 4.2))
     tf.plotting.convergence(runs, "global_acc", ax=ax, band="lines", epochs=epochs,
                             ylabel="test accuracy (global test set)", legend="outside",
