@@ -8,6 +8,16 @@ node. The Markdown also gives the edges and the messages per node and round of e
 (the paper's 14.5 edges for small-world and 18.9 edges / 37.8 messages for fully-connected
 inter-clique links).
 
+Needs a GPU: no default-scale result is committed. Measured on 2026-11-22 on this repository's
+2-core CPU shared with other jobs (load ~15), for the small-world run of the default scale:
+setting the run up (the 50,000-image stand-in, the cliques) took 58 s, one round (a local step
+of the 1000 GN-LeNets and the gossip) 72 s of wall time (15 s of CPU time), and one
+evaluation of the 1000 models on the 1000 global test images had not finished after 27 min
+of wall time (8 min of CPU time). The default scale's five runs of 10 rounds would thus take
+over three hours, and any shorter run would show the first fraction of an epoch only
+(25 rounds are one epoch). Run it on a GPU machine, with ``device = "cuda"`` added to the
+two configs (``dcliques_14_dcliques``, ``dcliques_14_complete``).
+
     python paper_figures/fig_dcliques_14.py [--quick | --full]
 """
 
