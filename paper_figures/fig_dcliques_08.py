@@ -37,19 +37,18 @@ def main(argv: list[str] | None = None) -> int:
 
     import topofl as tf
 
+    # one panel of figures.panels per config, so that the Markdown gives each config's setting
+    found = figures.panels(args, {f"{title}: {name}": name
+                                  for title, names in PANELS.items() for name in names}, label)
+    settings = {key: p.setting for key, p in found.items()}
+    notes = list(dict.fromkeys(n for p in found.values() for n in p.notes))
+    datasets = [str(c["data"]) for p in found.values() for c in p.configs.values()]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    settings, numbers, finals, notes, datasets = {}, {}, {}, [], []
+    numbers, finals = {}, {}
     for ax, (title, names) in zip(axes, PANELS.items()):
-        runs, epochs = {}, {}
-        for name in names:
-            cfg = figures.load_config(name, args.scale)
-            notes += [n for n in cfg["_notes"] if n not in notes]
-            datasets.append(str(cfg["data"]))
-            rec = figures.sweep(cfg, args)
-            for r in rec.runs:
-                runs[label(rec.configs[r])] = rec.for_run(r)
-                epochs[label(rec.configs[r])] = figures.epochs_per_round(rec.configs[r])
-            settings[f"{title}: {name}"] = figures.setting(rec)
+        pieces = [found[f"{title}: {name}"] for name in names]
+        runs = {k: v for q in pieces for k, v in q.runs.items()}
+        epochs = {k: v for q in pieces for k, v in q.epochs.items()}
         tf.plotting.convergence(runs, "global_acc", ax=ax, title=title, band="lines",
                                 epochs=epochs, ylabel="test accuracy (global test set)",
                                 legend="best")

@@ -33,21 +33,17 @@ def main(argv: list[str] | None = None) -> int:
 
     import topofl as tf
 
+    found = figures.panels(args, PANELS, label)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    settings, numbers, t, notes = {}, {}, {}, []
-    for ax, (title, name) in zip(axes, PANELS.items()):
-        cfg = figures.load_config(name, args.scale)
-        notes += [n for n in cfg["_notes"] if n not in notes]
-        rec = figures.sweep(cfg, args)
-        runs = {label(rec.configs[r]): rec.for_run(r) for r in rec.runs}
-        epochs = {label(rec.configs[r]): figures.epochs_per_round(rec.configs[r])
-                  for r in rec.runs}
-        tf.plotting.convergence(runs, "global_acc", ax=ax, title=title, band="lines",
-                                epochs=epochs, ylabel="test accuracy (global test set)",
+    settings, numbers, t = {}, {}, {}
+    for ax, (title, panel) in zip(axes, found.items()):
+        tf.plotting.convergence(panel.runs, "global_acc", ax=ax, title=title, band="lines",
+                                epochs=panel.epochs, ylabel="test accuracy (global test set)",
                                 legend="best")
-        settings[title] = figures.setting(rec)
-        numbers[title] = figures.curve_table(runs, "global_acc", epochs)
+        settings[title] = panel.setting
+        numbers[title] = figures.curve_table(panel.runs, "global_acc", panel.epochs)
         t[title] = numbers[title].set_index("curve")
+    notes = list(dict.fromkeys(n for q in found.values() for n in q.notes))
     n = dict(next(iter(settings.values())))["n_clients"]
     fig.suptitle(f"CIFAR-10 (GN-LeNet), D-Cliques (fully-connected), {n} nodes")
     fig.tight_layout()
@@ -81,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         claim=("on CIFAR-10, without Clique Averaging momentum is detrimental; with Clique "
                "Averaging momentum is beneficial again, and Clique Averaging with momentum has "
                "the fastest convergence and the lowest variance of the four"),
-        measured=measured, holds=holds, notes=notes, dataset=str(cfg["data"]),
+        measured=measured, holds=holds, notes=notes,
+        dataset=str(next(iter(found[pb].configs.values()))["data"]),
     )
     print(png)
     return 0

@@ -34,22 +34,18 @@ def main(argv: list[str] | None = None) -> int:
 
     import topofl as tf
 
+    found = figures.panels(args, PANELS, label)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    settings, numbers, t, notes, datasets = {}, {}, {}, [], []
-    for ax, (title, name) in zip(axes, PANELS.items()):
-        cfg = figures.load_config(name, args.scale)
-        notes += [n for n in cfg["_notes"] if n not in notes]
-        datasets.append(str(cfg["data"]))
-        rec = figures.sweep(cfg, args)
-        runs = {label(rec.configs[r]): rec.for_run(r) for r in rec.runs}
-        epochs = {label(rec.configs[r]): figures.epochs_per_round(rec.configs[r])
-                  for r in rec.runs}
-        tf.plotting.convergence(runs, "global_acc", ax=ax, title=title, band="lines",
-                                epochs=epochs, ylabel="test accuracy (global test set)",
+    settings, numbers, t = {}, {}, {}
+    for ax, (title, panel) in zip(axes, found.items()):
+        tf.plotting.convergence(panel.runs, "global_acc", ax=ax, title=title, band="lines",
+                                epochs=panel.epochs, ylabel="test accuracy (global test set)",
                                 legend="best")
-        settings[title] = figures.setting(rec)
-        numbers[title] = figures.curve_table(runs, "global_acc", epochs)
+        settings[title] = panel.setting
+        numbers[title] = figures.curve_table(panel.runs, "global_acc", panel.epochs)
         t[title] = numbers[title].set_index("curve")
+    notes = list(dict.fromkeys(n for q in found.values() for n in q.notes))
+    datasets = [str(next(iter(q.configs.values()))["data"]) for q in found.values()]
     n = dict(next(iter(settings.values())))["n_clients"]
     fig.suptitle(f"D-SGD, {n} nodes, 2 shards/node, no Clique Averaging or momentum: "
                  "D-Cliques vs exponential graph")
@@ -71,12 +67,25 @@ def main(argv: list[str] | None = None) -> int:
     holds = True if all(checks.values()) else (None if any(checks.values()) else False)
     measured = "; ".join(parts) + ". " + "; ".join(
         f"{k}: {'yes' if v else 'no'}" for k, v in checks.items())
+    pm = list(PANELS)[0]
+    mnist_gap = max(abs(float(t[pm].loc[DCL, "mean over rounds"])
+                        - float(t[pm].loc[EXP, "mean over rounds"])),
+                    abs(spread(pm, DCL) - spread(pm, EXP)))
+    if mnist_gap < 0.01:
+        notes.append(f"On the MNIST panel D-Cliques and the exponential graph differ by "
+                     f"{100 * mnist_gap:.1f} points at most (mean accuracy over the run, final "
+                     "spread): within the noise of a 355-image test set and one seed per curve, "
+                     "so neither check says much either way there.")
     if not all(checks.values()):
-        notes.append("Likely reasons where it does not hold: on the stand-in digits each node "
-                     "holds ~14 training images, so a round is one step and one epoch; the "
-                     "GN-LeNet runs make 10 steps of the paper's 2500 at lr 0.002 (the first "
-                     "steps of training only); a 355-image test set makes "
-                     "differences under ~1 point noise; one seed per curve.")
+        lo, hi = (f"{100 * v:.1f}%" for v in (t[pm]["final global_acc"].min(),
+                                              t[pm]["final global_acc"].max()))
+        notes.append("Likely reasons where it does not hold: the stand-in digits are small "
+                     "(~14 training images per node; the MNIST panel's batch 4 keeps the "
+                     "paper's number of updates per epoch, and logistic regression on the 8x8 "
+                     f"digits ends at {lo if lo == hi else f'{lo} to {hi}'} on every graph "
+                     "of that panel); the GN-LeNet runs (batch 20 > ~14 local "
+                     "images: one step per epoch) make 10 steps of the paper's 2500 at lr "
+                     "0.002, the first steps of training only; one seed per curve.")
     png = figures.write(
         args, fig, title="D-Cliques Fig. 12: D-Cliques vs the exponential graph",
         setting=settings, numbers=numbers,

@@ -8,6 +8,16 @@ node. The Markdown also gives the edges and the messages per node and round of e
 (the paper's 14.5 edges for small-world and 18.9 edges / 37.8 messages for fully-connected
 inter-clique links).
 
+Needs a GPU: no default-scale result is committed. Measured on 2026-11-22 on this repository's
+2-core CPU shared with other jobs (load ~15), for the small-world run of the default scale:
+setting the run up (the 50,000-image stand-in, the cliques) took 58 s, one round (a local step
+of the 1000 GN-LeNets and the gossip) 72 s of wall time (15 s of CPU time), and one
+evaluation of the 1000 models on the 1000 global test images had not finished after 27 min
+of wall time (8 min of CPU time). The default scale's five runs of 10 rounds would thus take
+over three hours, and any shorter run would show the first fraction of an epoch only
+(25 rounds are one epoch). Run it on a GPU machine, with ``device = "cuda"`` added to the
+two configs (``dcliques_14_dcliques``, ``dcliques_14_complete``).
+
     python paper_figures/fig_dcliques_14.py [--quick | --full]
 """
 
@@ -38,17 +48,13 @@ def main(argv: list[str] | None = None) -> int:
 
     import topofl as tf
 
-    runs, epochs, settings, graphs, notes = {}, {}, {}, [], []
-    for name in ("dcliques_14_dcliques", "dcliques_14_complete"):
-        cfg = figures.load_config(name, args.scale)
-        notes += [n for n in cfg["_notes"] if n not in notes]
-        rec = figures.sweep(cfg, args)
-        settings[name.rsplit("_", 1)[1]] = figures.setting(rec)
-        for r in rec.runs:
-            c = rec.configs[r]
-            runs[label(c)] = rec.for_run(r)
-            epochs[label(c)] = figures.epochs_per_round(c)
-            graphs.append((label(c), c))
+    found = figures.panels(args, {"dcliques": "dcliques_14_dcliques",
+                                  "complete": "dcliques_14_complete"}, label)
+    settings = {key: q.setting for key, q in found.items()}
+    notes = list(dict.fromkeys(n for q in found.values() for n in q.notes))
+    runs = {k: v for q in found.values() for k, v in q.runs.items()}
+    epochs = {k: v for q in found.values() for k, v in q.epochs.items()}
+    graphs = [(k, c) for q in found.values() for k, c in q.configs.items()]
     fig, ax = plt.subplots(figsize=(8.6, 4.2))
     tf.plotting.convergence(runs, "global_acc", ax=ax, band="lines", epochs=epochs,
                             ylabel="test accuracy (global test set)", legend="outside",

@@ -1,6 +1,7 @@
-"""D-Cliques Figs. 8-12 (100 nodes): each script run at ``--quick`` in-process, its content
-checked: the curves drawn in the figure's axes, the numbers of the Markdown equal to the
-records, the JSON verdict (opt in: ``pytest -m figures``)."""
+"""D-Cliques Figs. 8-12 (100 nodes): the MNIST configs keep the paper's setting and, on the
+offline digits, its number of updates per epoch (default suite); each script run at ``--quick``
+in-process, its content checked: the curves drawn in the figure's axes, the numbers of the
+Markdown equal to the records, the JSON verdict (opt in: ``pytest -m figures``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 import topofl as tf
+from topofl import figures
+from topofl.config import read_config
 
 FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
 
@@ -37,6 +40,50 @@ EXPECTED = {
                      "CIFAR-10 (GN-LeNet)": [DCL, "exponential (14 edges/node)"]},
                     ["dcliques_12_mnist", "dcliques_12_cifar10"]),
 }
+
+MNIST_CONFIGS = ["dcliques_08_mnist", "dcliques_08_mnist_complete", "dcliques_09_mnist",
+                 "dcliques_11_mnist", "dcliques_12_mnist"]
+
+
+@pytest.mark.parametrize("name", MNIST_CONFIGS)
+def test_mnist_base_keys_are_the_papers_setting(name: str) -> None:
+    raw = read_config(FIGS / "configs" / f"{name}.toml")
+    assert (raw["data"], raw["model"], raw["n_clients"]) == ("mnist", "logistic", 100)
+    assert (raw["lr"], raw["batch_size"]) == (0.1, 128)
+    assert raw["partition"] == "shards" and raw["partition_params"] == {"shards_per_client": 2}
+    # 100 epochs of the 60,000 MNIST training images the loader reads (600 per node)
+    assert 100 <= raw["rounds"] * 128 / 600 < 101
+    assert "full" not in raw.get("scale", {})  # the full scale is the base setting
+
+
+@pytest.mark.parametrize("name", MNIST_CONFIGS)
+def test_mnist_stand_in_follows_the_rule_of_figs_1_and_15(name: str) -> None:
+    raw = read_config(FIGS / "configs" / f"{name}.toml")
+    for other in ("dcliques_01_skew", "dcliques_15_ca", "dcliques_15_no_ca"):
+        assert raw["stand_in"] == read_config(FIGS / "configs" / f"{other}.toml")["stand_in"]
+    per_node = tf.data.load("digits").x_train.shape[0] / 100
+    paper = 500 / 128  # updates per epoch on MNIST: 50,000 images over 100 nodes, batch 128
+    batch = raw["stand_in"]["batch_size"]
+    # the batch whose updates per epoch on the digits come closest to the paper's
+    assert batch == min(range(1, 129), key=lambda b: abs(per_node / b - paper)) == 4
+    assert 95 <= raw["stand_in"]["rounds"] * batch / per_node <= 105  # ~100 epochs
+
+
+@pytest.mark.skipif(figures._available("mnist"), reason="the MNIST files are present")
+@pytest.mark.parametrize("name", MNIST_CONFIGS)
+def test_mnist_default_scale_shrinks_only_rounds(name: str) -> None:
+    cfg = figures.load_config(name, "default")
+    full = figures.load_config(name, "full")
+    assert (cfg["data"], cfg["batch_size"], cfg["n_clients"]) == ("digits", 4, 100)
+    assert any("batch_size = 4" in n for n in cfg["_notes"])
+    assert {k: v for k, v in cfg.items() if k not in ("rounds", "eval_every")} == {
+        k: v for k, v in full.items() if k not in ("rounds", "eval_every")}
+    run = tf.sweep.plan(figures._clean(cfg))[0]
+    resolved = tf.config.validate(run.config)
+    epochs = cfg["rounds"] * figures.epochs_per_round(resolved)
+    per_node = tf.data.load("digits").x_train.shape[0] / 100
+    assert epochs == pytest.approx(cfg["rounds"] * 4 / per_node)
+    assert 80 <= epochs < 100  # most of the paper's 100 epochs, a few CPU minutes
 
 
 def _run_quick(name: str, out: Path) -> object:
