@@ -990,9 +990,10 @@ def accuracy_variance(
     colours = np.where(hot, "tab:red", "tab:grey")
     sizes = np.where(hot, 90.0, 36.0)
     ax.scatter(xy[:, 0], xy[:, 1], c=list(colours), s=sizes, zorder=3)
-    for k, (x, y), h in zip(labels, xy, hot):
-        ax.annotate(k, (x, y), textcoords="offset points", xytext=(4, 3), fontsize=7,
-                    color="tab:red" if h else "black")
+    for i, (k, (x, y), h) in enumerate(zip(labels, xy, hot)):
+        # alternate above / below so that labels of nearby points overlap less
+        ax.annotate(k, (x, y), textcoords="offset points", xytext=(4, 3 if i % 2 else -9),
+                    fontsize=7, color="tab:red" if h else "black")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
