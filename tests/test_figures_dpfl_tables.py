@@ -61,6 +61,12 @@ def test_client_accuracy_stats_without_per_client_values() -> None:
         tf.plotting.client_accuracy_stats(tf.records.Records(rows=rows))
 
 
+def test_client_accuracy_stats_refuses_a_client_without_accuracy() -> None:
+    rec = tf.records.Records(rows=_rows([0.5, float("nan"), 1.0]))
+    with pytest.raises(ValueError, match=r"client\(s\) \[1\]"):
+        tf.plotting.client_accuracy_stats(rec)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=30))
 def test_client_accuracy_stats_matches_a_slow_reference(accs: list[float]) -> None:

@@ -893,7 +893,8 @@ def client_accuracy_stats(records: Records, *, run: str | None = None, metric: s
     Raises
     ------
     ValueError
-        When the records hold no per-client value of ``metric``.
+        When the records hold no per-client value of ``metric``, or a NaN (a client without
+        test samples).
 
     Examples
     --------
@@ -912,6 +913,10 @@ def client_accuracy_stats(records: Records, *, run: str | None = None, metric: s
                              "with record_clients=True)")
         round = max(seen)
     acc = 100.0 * records.per_client(metric, int(round), run=rid)
+    if np.isnan(acc).any():
+        raise ValueError(
+            f"client(s) {np.flatnonzero(np.isnan(acc)).tolist()} have no {metric!r} at round "
+            f"{round} (NaN: no test sample?); build the data so that every client has one")
     return float(acc.mean()), float(acc.var())
 
 
