@@ -866,3 +866,142 @@ def adjacency_heatmap(
     if im is not None:
         fig.colorbar(im, ax=axes, fraction=0.03, pad=0.02, label="weight W[i, j]")
     return fig
+
+
+# ------------------------------------------------------------------ accuracy vs variance (DPFL)
+
+
+def client_accuracy_stats(records: Records, *, run: str | None = None, metric: str = "test_acc",
+                          round: int | None = None) -> tuple[float, float]:
+    r"""Mean and variance over clients of a per-client accuracy, in % and %²: the two axes of
+    DPFL's "variance between local models" plots (Figs. 1, 5-7).
+
+    With $a_k$ the accuracy of client $k$ (in %) at ``round``, returns
+    $\bar a = \frac1n \sum_k a_k$ and $\frac1n \sum_k (a_k - \bar a)^2$ (the population variance).
+
+    Parameters
+    ----------
+    records : Records
+        Records holding the per-client metric (a run with ``record_clients=True``).
+    run : str, optional
+        The run (needed when the records hold several).
+    metric : str, default "test_acc"
+        The per-client metric, a fraction in ``[0, 1]``.
+    round : int, optional
+        The round (default: the last round at which the metric was recorded per client).
+
+    Raises
+    ------
+    ValueError
+        When the records hold no per-client value of ``metric``, or a NaN (a client without
+        test samples).
+
+    Examples
+    --------
+    >>> rows = [{"run": "r", "round": 4, "client": k, "metric": "test_acc", "value": v}
+    ...         for k, v in enumerate([0.5, 0.7, 0.9])]
+    >>> mean, var = tf.plotting.client_accuracy_stats(tf.records.Records(rows=rows))
+    >>> round(mean, 6), round(var, 6)  # ((20^2 + 0 + 20^2) / 3)
+    (70.0, 266.666667)
+    """
+    rid = records._run(run)
+    if round is None:
+        seen = [r["round"] for r in records.rows
+                if r["metric"] == metric and r["client"] is not None and r["run"] == rid]
+        if not seen:
+            raise ValueError(f"these records hold no per-client {metric!r} (run the algorithm "
+                             "with record_clients=True)")
+        round = max(seen)
+    acc = 100.0 * records.per_client(metric, int(round), run=rid)
+    if np.isnan(acc).any():
+        raise ValueError(
+            f"client(s) {np.flatnonzero(np.isnan(acc)).tolist()} have no {metric!r} at round "
+            f"{round} (NaN: no test sample?); build the data so that every client has one")
+    return float(acc.mean()), float(acc.var())
+
+
+def seed_summary(stats: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """Mean +- std over seeds of :func:`client_accuracy_stats` pairs ``(accuracy, variance)``.
+
+    Returns a dict with ``"acc"`` (mean accuracy over seeds), ``"acc_std"`` (their sample
+    standard deviation, ``ddof=1``; 0 for one seed), ``"variance"`` (the mean variance between
+    clients) and ``"runs"`` (the number of seeds).
+
+    Examples
+    --------
+    >>> s = tf.plotting.seed_summary([(80.0, 100.0), (82.0, 90.0)])
+    >>> s["acc"], round(s["acc_std"], 4), s["variance"], s["runs"]
+    (81.0, 1.4142, 95.0, 2)
+    """
+    if len(stats) == 0:
+        raise ValueError("seed_summary needs at least one (accuracy, variance) pair")
+    arr = np.asarray(stats, dtype=float)
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise ValueError(f"stats must be (accuracy, variance) pairs, got shape {arr.shape}")
+    acc_std = float(arr[:, 0].std(ddof=1)) if len(arr) > 1 else 0.0
+    return {"acc": float(arr[:, 0].mean()), "acc_std": acc_std,
+            "variance": float(arr[:, 1].mean()), "runs": len(arr)}
+
+
+def accuracy_variance(
+    points: Mapping[str, tuple[float, float]],
+    *,
+    ax: Any = None,
+    highlight: str | None = "DPFL",
+    title: str | None = None,
+    xlabel: str = "average test accuracy (%)",
+    ylabel: str = "variance between clients (%²)",
+) -> Any:
+    """Accuracy against the variance between local models, one labelled point per method
+    (DPFL Figs. 1, 5-7: better is the bottom right).
+
+    Parameters
+    ----------
+    points : mapping of label to (accuracy, variance)
+        E.g. :func:`client_accuracy_stats` (or the seed means of :func:`seed_summary`).
+    ax : matplotlib Axes, optional
+    highlight : str, optional
+        Labels starting with this prefix are drawn as larger red dots, the others as grey dots.
+    title, xlabel, ylabel : str
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``ax.collections[0]`` holds every point, in the order of ``points``; each is annotated
+        with its label (``ax.texts``).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> fig = tf.plotting.accuracy_variance({"Local": (78.0, 110.0), "DPFL (5)": (82.0, 90.0)})
+    >>> ax = fig.axes[0]
+    >>> ax.collections[0].get_offsets().tolist(), [t.get_text() for t in ax.texts]
+    ([[78.0, 110.0], [82.0, 90.0]], ['Local', 'DPFL (5)'])
+    """
+    import matplotlib.pyplot as plt
+
+    if not points:
+        raise ValueError("points must hold at least one (accuracy, variance) pair")
+    labels = list(points)
+    xy = np.asarray([points[k] for k in labels], dtype=float)
+    if xy.shape != (len(labels), 2):
+        raise ValueError(f"every point must be an (accuracy, variance) pair, got {points!r}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.6, 4.2))
+    else:
+        fig = ax.figure
+    hot = np.array([bool(highlight) and k.startswith(str(highlight)) for k in labels])
+    colours = np.where(hot, "tab:red", "tab:grey")
+    sizes = np.where(hot, 90.0, 36.0)
+    ax.scatter(xy[:, 0], xy[:, 1], c=list(colours), s=sizes, zorder=3)
+    for i, (k, (x, y), h) in enumerate(zip(labels, xy, hot)):
+        # alternate above / below so that labels of nearby points overlap less
+        ax.annotate(k, (x, y), textcoords="offset points", xytext=(4, 3 if i % 2 else -9),
+                    fontsize=7, color="tab:red" if h else "black")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    return fig

@@ -1,0 +1,240 @@
+"""DPFL Tables 1-3 and the accuracy-vs-variance figures (Figs. 1, 5-7).
+
+Default suite: the library pieces they use (client accuracy mean and variance, the seed summary,
+the scatter plot) against hand-computed values and a slow reference. Opt in
+(``pytest -m figures``): every script at ``--quick`` into a temporary folder, its Markdown
+numbers recomputed from the runs' records and its verdict checked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import topofl as tf
+
+FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
+
+
+def _rows(accs: list[float], run: str = "r", rnd: int = 3) -> list[dict]:
+    return [{"run": run, "round": rnd, "client": k, "metric": "test_acc", "value": a}
+            for k, a in enumerate(accs)]
+
+
+# ------------------------------------------------------------------ library pieces (fast)
+
+
+def test_client_accuracy_stats_hand_computed() -> None:
+    # clients at 50%, 75%, 100%: mean 75, variance ((25^2) + 0 + 25^2) / 3 = 416.67
+    rec = tf.records.Records(rows=_rows([0.5, 0.75, 1.0]))
+    mean, var = tf.plotting.client_accuracy_stats(rec)
+    assert mean == pytest.approx(75.0)
+    assert var == pytest.approx(1250.0 / 3)
+
+
+def test_client_accuracy_stats_uses_the_last_round_by_default_and_a_given_round() -> None:
+    rows = _rows([0.1, 0.3], rnd=0) + _rows([0.8, 1.0], rnd=5)
+    rows.append({"run": "r", "round": 9, "client": None, "metric": "test_acc_mean",
+                 "value": 0.2})  # a later non-per-client row does not count
+    rec = tf.records.Records(rows=rows)
+    assert tf.plotting.client_accuracy_stats(rec) == pytest.approx((90.0, 100.0))
+    assert tf.plotting.client_accuracy_stats(rec, round=0) == pytest.approx((20.0, 100.0))
+
+
+def test_client_accuracy_stats_picks_the_run() -> None:
+    rec = tf.records.Records(rows=_rows([0.5, 0.5], run="a") + _rows([0.0, 1.0], run="b"))
+    assert tf.plotting.client_accuracy_stats(rec, run="a") == pytest.approx((50.0, 0.0))
+    assert tf.plotting.client_accuracy_stats(rec, run="b") == pytest.approx((50.0, 2500.0))
+
+
+def test_client_accuracy_stats_without_per_client_values() -> None:
+    rows = [{"run": "r", "round": 0, "client": None, "metric": "test_acc_mean", "value": 0.5}]
+    with pytest.raises(ValueError, match="record_clients=True"):
+        tf.plotting.client_accuracy_stats(tf.records.Records(rows=rows))
+
+
+def test_client_accuracy_stats_refuses_a_client_without_accuracy() -> None:
+    rec = tf.records.Records(rows=_rows([0.5, float("nan"), 1.0]))
+    with pytest.raises(ValueError, match=r"client\(s\) \[1\]"):
+        tf.plotting.client_accuracy_stats(rec)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=30))
+def test_client_accuracy_stats_matches_a_slow_reference(accs: list[float]) -> None:
+    rec = tf.records.Records(rows=_rows(accs))
+    mean, var = tf.plotting.client_accuracy_stats(rec)
+    pct = [100.0 * a for a in accs]
+    assert mean == pytest.approx(statistics.fmean(pct), abs=1e-9)
+    assert var == pytest.approx(statistics.pvariance(pct), abs=1e-7)
+    assert 0.0 <= var <= 2500.0 + 1e-9  # the largest variance of values in [0, 100]
+
+
+def test_seed_summary_hand_computed_and_errors() -> None:
+    s = tf.plotting.seed_summary([(80.0, 100.0), (82.0, 90.0), (84.0, 110.0)])
+    assert s["acc"] == pytest.approx(82.0) and s["variance"] == pytest.approx(100.0)
+    assert s["acc_std"] == pytest.approx(2.0) and s["runs"] == 3  # sample std, ddof = 1
+    assert tf.plotting.seed_summary([(70.0, 5.0)])["acc_std"] == 0.0
+    with pytest.raises(ValueError, match="at least one"):
+        tf.plotting.seed_summary([])
+    with pytest.raises(ValueError, match="pairs"):
+        tf.plotting.seed_summary([(1.0, 2.0, 3.0)])  # type: ignore[list-item]
+
+
+def test_accuracy_variance_draws_every_point_and_highlights_dpfl() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_rgba
+
+    from tests._figures import assert_readable
+
+    points = {"Local Only": (80.0, 100.0), "DPFL (inf)": (84.0, 80.0), "FedAvg": (50.0, 300.0)}
+    fig = tf.plotting.accuracy_variance(points, title="t")
+    ax = fig.axes[0]
+    assert ax.collections[0].get_offsets().tolist() == [list(p) for p in points.values()]
+    assert [t.get_text() for t in ax.texts] == list(points)
+    colours = [tuple(c) for c in ax.collections[0].get_facecolors()]
+    assert colours == [to_rgba("tab:grey"), to_rgba("tab:red"), to_rgba("tab:grey")]
+    assert ax.get_title() == "t"
+    assert_readable(fig)
+    with pytest.raises(ValueError, match="at least one"):
+        tf.plotting.accuracy_variance({})
+
+
+# ------------------------------------------------------------------ the scripts (opt in)
+
+
+def _run(name: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    mod = runpy.run_path(str(FIGS / f"fig_{name}.py"), run_name="topofl_figure_test")
+    assert mod["main"](["--quick", "--out", str(out)]) == 0
+
+
+def _verdict(out: Path, name: str, md: str, dataset: str = "digits") -> dict:
+    verdict = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
+    assert verdict["scale"] == "quick" and verdict["holds"] in (True, False, None)
+    assert verdict["claim"] and verdict["measured"] and verdict["dataset"] == dataset
+    holds = {True: "yes", False: "no", None: "partly"}[verdict["holds"]]
+    assert f"**Holds:** {holds}" in md and verdict["measured"] in md
+    return verdict
+
+
+def _md_rows(md: str, first: str) -> dict[str, list[str]]:
+    """The rows of the Markdown table whose header starts with ``first``, by first cell."""
+    lines = md.splitlines()
+    start = next(i for i, ln in enumerate(lines)  # a header: the separator line follows
+                 if ln.startswith(f"| {first} |") and lines[i + 1].startswith("|---"))
+    rows = {}
+    for ln in lines[start + 2:]:
+        if not ln.startswith("|"):
+            break
+        cells = [c.strip() for c in ln.strip("|").split("|")]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def _stats(out: Path, name: str, config: str) -> tuple[tf.records.Records, dict[str, tuple]]:
+    rec = tf.records.load_many(out / "runs" / name / config)
+    return rec, {r: tf.plotting.client_accuracy_stats(rec, run=r) for r in rec.runs}
+
+
+@pytest.mark.figures
+def test_dpfl_table1_quick_numbers(tmp_path: Path) -> None:
+    _run("dpfl_table1", tmp_path)
+    assert not (tmp_path / "dpfl_table1.png").exists()  # a table: Markdown and verdict only
+    md = (tmp_path / "dpfl_table1.md").read_text(encoding="utf-8")
+    _verdict(tmp_path, "dpfl_table1", md)
+    rows = _md_rows(md, "method")
+    assert len(rows) == 11 + 2  # the 11 baselines and DPFL's 2 quick budgets
+    for split, col in (("dir", 0), ("patho", 1)):
+        rec, stats = _stats(tmp_path, "dpfl_table1", f"dpfl_table1_{split}_local")
+        (acc, var), = stats.values()
+        assert rows["Local Only"][col] == f"{acc:.2f} ± 0.00"
+        assert rows["Local Only"][2 + col] == f"{var:.1f}"
+        assert acc == pytest.approx(100 * rec.final("test_acc_mean"))
+        rec, stats = _stats(tmp_path, "dpfl_table1", f"dpfl_table1_{split}_dpfl")
+        for run, (acc, var) in stats.items():
+            b = rec.configs[run]["budget"]
+            row = {1.0: "DPFL (B_c = inf)", 0.2: "DPFL (B_c = 0.2N)"}[b]
+            assert rows[row][col] == f"{acc:.2f} ± 0.00" and rows[row][2 + col] == f"{var:.1f}"
+            assert rec.configs[run]["select"] == "best_val"
+    assert rows["DPFL (B_c = inf)"][4:] == ["84.39", "83.04"]  # the paper's numbers
+
+
+@pytest.mark.figures
+def test_dpfl_table2_quick_numbers(tmp_path: Path) -> None:
+    _run("dpfl_table2", tmp_path)
+    md = (tmp_path / "dpfl_table2.md").read_text(encoding="utf-8")
+    _verdict(tmp_path, "dpfl_table2", md)
+    rows = _md_rows(md, "tau_init")
+    rec, stats = _stats(tmp_path, "dpfl_table2", "dpfl_table2")
+    assert len(stats) == 4
+    for run, (acc, _) in stats.items():
+        c = rec.configs[run]
+        col = {1.0: 0, 0.2: 1}[c["budget"]]
+        assert rows[str(int(c["tau_init"]))][col] == f"{acc:.2f} ± 0.00"
+    for tau in ("1", "10"):
+        cells = [float(v.split(" ± ")[0]) for v in rows[tau][:2]]
+        assert float(rows[tau][2]) == pytest.approx(np.mean(cells), abs=0.006)
+
+
+@pytest.mark.figures
+def test_dpfl_table3_quick_numbers(tmp_path: Path) -> None:
+    _run("dpfl_table3", tmp_path)
+    md = (tmp_path / "dpfl_table3.md").read_text(encoding="utf-8")
+    _verdict(tmp_path, "dpfl_table3", md)
+    rows = _md_rows(md, "P")
+    rec, stats = _stats(tmp_path, "dpfl_table3", "dpfl_table3")
+    assert len(stats) == 4
+    for run, (acc, _) in stats.items():
+        c = rec.configs[run]
+        assert c["seed"] == 42
+        assert rows[str(c["refresh_every"])][{1.0: 0, 0.2: 1}[c["budget"]]] == f"{acc:.2f}"
+    assert rows["20"][3:] == ["82.34", "82.59"]  # the paper's P = 20 row
+
+
+@pytest.mark.figures
+@pytest.mark.parametrize("name, panels", [
+    ("dpfl_fig7", ["(a) CIFAR-10 Patho(3) (paper Fig. 1)", "(b) CIFAR-10 Dir(0.1) (paper Fig. 7)"]),
+    ("dpfl_fig5", ["FEMNIST, natural split (paper Fig. 5)"]),
+    ("dpfl_fig6", ["(a) CINIC-10 Dir(0.1) (paper Fig. 6a)",
+                   "(b) CINIC-10 Patho(3) (paper Fig. 6b)"]),
+])
+def test_dpfl_accuracy_variance_quick(name: str, panels: list[str], tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    _run(name, tmp_path)
+    fig = plt.figure(plt.get_fignums()[-1])
+    axes = [ax for ax in fig.axes if ax.collections]
+    assert [ax.get_title() for ax in axes] == panels
+    png = tmp_path / f"{name}.png"
+    assert png.exists() and png.stat().st_size < 150_000
+    md = png.with_suffix(".md").read_text(encoding="utf-8")
+    synthetic = "synthetic:n_samples=6000,dim=64,num_classes=10,seed=0"
+    _verdict(tmp_path, name, md, synthetic if name == "dpfl_fig6" else "digits")
+    for ax in axes:
+        labels = [t.get_text() for t in ax.texts]
+        assert len(labels) == 11 + 2 and "DPFL (inf)" in labels and "Local Only" in labels
+        xy = dict(zip(labels, map(tuple, ax.collections[0].get_offsets().tolist())))
+        # the point of Local Only equals the statistics of its run's records
+        prefix = "dpfl_table1" if name == "dpfl_fig7" else name
+        split = re.search(r"(Patho|Dir)", ax.get_title())
+        config = f"{prefix}_{split.group(1).lower()}_local" if split else f"{prefix}_local"
+        runs = tmp_path / "runs" / ("dpfl_table1" if name == "dpfl_fig7" else name) / config
+        rec = tf.records.load_many(runs)
+        (acc, var), = (tf.plotting.client_accuracy_stats(rec, run=r) for r in rec.runs)
+        assert xy["Local Only"] == pytest.approx((acc, var))
