@@ -42,9 +42,13 @@ def _run(script: str, out: Path) -> subprocess.CompletedProcess[str]:
 def test_figure_script_quick(script: str, tmp_path: Path) -> None:
     out = _run(script, tmp_path)
     assert out.returncode == 0, out.stderr
-    png = Path(out.stdout.strip().splitlines()[-1])
-    assert png.exists() and png.stat().st_size > 5000
-    verdict = json.loads(png.with_suffix(".json").read_text(encoding="utf-8"))
+    last = Path(out.stdout.strip().splitlines()[-1])
+    if last.suffix == ".png":  # a figure
+        assert last.exists() and last.stat().st_size > 5000
+    else:  # a table: Markdown with its numbers, no picture
+        assert last.suffix == ".md" and not last.with_suffix(".png").exists()
+        assert "## Numbers" in last.read_text(encoding="utf-8")
+    verdict = json.loads(last.with_suffix(".json").read_text(encoding="utf-8"))
     assert verdict["scale"] == "quick" and verdict["holds"] in (True, False, None)
     assert verdict["claim"] and verdict["measured"]
 
