@@ -253,3 +253,25 @@ def _hold_lock(path: str, holding: Any, release: Any) -> None:
         assert mine
         holding.set()
         release.wait(60)
+
+
+def test_an_infinite_setting_reaches_the_run_and_its_finished_run_is_reused(
+        tmp_path: Path) -> None:
+    """``budget = inf`` (TOML) reaches DPFL as math.inf; the header stores it as "inf", and a
+    second invocation of the sweep reuses the finished run instead of calling it another
+    config; a replay from the header gets inf back."""
+    import math
+
+    cfg = {"algorithm": "dpfl", "data": "digits", "n_clients": 6, "rounds": 2,
+           "budget": math.inf, "partition_params": {"val": 0.2}, "local_steps": 1,
+           "batch_size": 8, "model": "logistic", "record_clients": False,
+           "sweep": {"seed": [0]}}
+    first = tf.sweep.run_sweep(cfg, tmp_path, progress=False, echo=lambda _: None)
+    assert [o.status for o in first] == ["complete"]
+    path = tmp_path / f"{first[0].name}.jsonl"
+    header = tf.config.read_header(path)
+    assert header["config"]["budget"] == "inf"
+    again = tf.sweep.run_sweep(cfg, tmp_path, progress=False, echo=lambda _: None)
+    assert [o.status for o in again] == ["skipped"]
+    assert tf.config._replayable_config(path)["budget"] == math.inf
+    assert tf.config.validate({"algorithm": "dpfl", "budget": math.inf})["budget"] == math.inf

@@ -322,9 +322,32 @@ def _fill(given: Mapping[str, Any], params: Mapping[str, inspect.Parameter], wha
 
 
 def _plain(value: Any) -> Any:
+    """``value`` as plain Python (what a JSON header holds), keeping non-finite floats as
+    floats: a run gets ``budget = inf`` as ``math.inf``; only the header writes it ``"inf"``
+    (:func:`_restore_nonfinite` reads it back)."""
+    import numpy as np
+
     from topofl.records import _jsonable
 
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value)
     return _jsonable(value)
+
+
+def _restore_nonfinite(value: Any) -> Any:
+    """A header's config with its ``"inf"``/``"-inf"`` strings (non-finite floats, as the
+    records file stores them) back as floats."""
+    if isinstance(value, Mapping):
+        return {k: _restore_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore_nonfinite(v) for v in value]
+    if value in ("inf", "-inf"):
+        return float(value)
+    return value
 
 
 def run_keys(algorithm: str = "dsgd") -> dict[str, str]:
@@ -658,7 +681,7 @@ def _replayable_config(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"{path}: cannot be replayed: {', '.join(objects)} was passed to topofl.run as an "
             "object, not a name"
         )
-    return dict(cfg)
+    return _restore_nonfinite(dict(cfg))
 
 
 def replay(path: str | os.PathLike[str], *, records_path: str | None = None,

@@ -227,6 +227,9 @@ _GUARDS = frozenset({"stream_rows", "divergence"})
 
 
 def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
+    from topofl.records import _jsonable
+
+    stored, wanted = _jsonable(stored), _jsonable(wanted)  # inf as the header stores it
     keys = (set(stored) | set(wanted)) - _WHERE - _GUARDS
     for k in sorted(keys):
         if stored.get(k) != wanted.get(k):
