@@ -147,9 +147,9 @@ def test_selection_heatmap_codes_and_order() -> None:
     fig = tf.plotting.selection_heatmap(Records(rows=rows), [3], n=3)
     c = SELECTION_CODES
     omega, r3 = (np.asarray(ax.images[0].get_array()) for ax in fig.axes[:2])
-    S, X, C, O = c["self"], c["chosen"], c["candidate"], c["none"]
-    assert omega.tolist() == [[S, X, X], [X, S, O], [O, O, S]]
-    assert r3.tolist() == [[S, C, X], [X, S, O], [O, O, S]]
+    S, X, C, N = c["self"], c["chosen"], c["candidate"], c["none"]
+    assert omega.tolist() == [[S, X, X], [X, S, N], [N, N, S]]
+    assert r3.tolist() == [[S, C, X], [X, S, N], [N, N, S]]
     assert fig.axes[1].get_title() == "round 3 (2 chosen)"
     # reordering permutes rows and columns alike
     fig2 = tf.plotting.selection_heatmap(Records(rows=rows), [3], n=3, order=[2, 0, 1])
