@@ -28,7 +28,8 @@ def _close_figures() -> Any:
     plt.close("all")
 
 
-def _rows(graphs: dict[int, list[list[int]]], metric: str = "realized_edges") -> list[dict]:
+def _rows(graphs: dict[int, list[list[int]]],
+          metric: str = "realized_edges") -> list[dict[str, Any]]:
     return [{"run": "r", "round": t, "client": None, "metric": metric, "value": e}
             for t, e in graphs.items()]
 
@@ -132,7 +133,7 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match=r"\[0, 2\]"):
         malicious_share(rec, malicious=[5], n=3)
     with pytest.raises(TypeError, match="client ids"):
-        malicious_share(rec, malicious=[0.5])
+        malicious_share(rec, malicious=[0.5])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="Records"):
         malicious_share({"rows": []}, malicious=[1])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="mask"):

@@ -883,6 +883,7 @@ def selection_heatmap(
     run: str | None = None,
     axes: Any = None,
     titles: Sequence[str] | None = None,
+    legend: bool = True,
 ) -> Any:
     r"""DPFL's collaboration-graph panels: the candidate graph $\Omega$, then the collaborators
     chosen in each of ``rounds`` against it (DPFL Fig. 2, Appendix Figs. 8-11 and 15).
@@ -909,6 +910,8 @@ def selection_heatmap(
         ``1 + len(rounds)`` axes.
     titles : sequence of str, optional
         One title per panel (default ``"Omega (...)"``, ``"round t (...)"`` with edge counts).
+    legend : bool, default True
+        Explain the two colours beside the last panel.
 
     Returns
     -------
@@ -931,6 +934,7 @@ def selection_heatmap(
     import matplotlib.pyplot as plt
     from matplotlib.colors import BoundaryNorm, ListedColormap
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     rid = records._run(run)
     recorded = sorted(dict(records._points(rid, "realized_edges", None)))
@@ -972,7 +976,11 @@ def selection_heatmap(
                    else f"round {rounds[p - 1]} ({edges} chosen)")
         ax.set_title(titles[p] if titles is not None else default, fontsize=9)
         ax.tick_params(labelsize=7)
-    axes[-1].legend(handles=[Patch(color=SELECTION_COLORS[2], label="chosen (Omega in panel 1)"),
-                             Patch(color=SELECTION_COLORS[1], label="in Omega, not chosen")],
-                    frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if legend:
+        handles = [Patch(color=SELECTION_COLORS[2], label="chosen (Omega in panel 1)"),
+                   Patch(color=SELECTION_COLORS[1], label="in Omega, not chosen")]
+        axes[-1].legend(handles=handles, frameon=False, fontsize=7, loc="upper left",
+                        bbox_to_anchor=(1.02, 1.0))
     return fig
