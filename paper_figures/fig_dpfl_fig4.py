@@ -7,10 +7,11 @@ only train locally and send their model to whoever asks (Fig. 4a, Appendix Fig. 
 ``dpfl_fig4_greedy``: they run GGC like the benign ones (Fig. 4b, Appendix Figs. 13-14).
 
 Top row: for each case, the candidate graph Omega of the pre-processing step and the
-collaborators of the last round, drawn with benign clients blue and malicious ones red (an arrow
-from a malicious client is red). Bottom: Fig. 14 for both cases, the share of malicious clients
-among the collaborators benign clients pick, every round (``topofl.records.malicious_share``;
-the square at round -1 is Omega), beside the share a uniformly random choice would give.
+collaborators of the last round against it, as adjacency matrices (receiver rows, sender
+columns) with the benign clients first and the malicious ones after the red line. Bottom:
+Fig. 14 for both cases, the share of malicious clients among the collaborators benign clients
+pick, every round (``topofl.records.malicious_share``; the square at round -1 is Omega), beside
+the share a uniformly random choice would give.
 
     python paper_figures/fig_dpfl_fig4.py [--quick | --full]
 """
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from matplotlib.patches import Patch
 
     import topofl as tf
-    from topofl.plotting import BENIGN_COLOR, MALICIOUS_COLOR
+    from topofl.plotting import MALICIOUS_COLOR, SELECTION_COLORS
 
     runs, notes = {}, []
     for title, name in PANELS.items():
@@ -46,24 +47,28 @@ def main(argv: list[str] | None = None) -> int:
         rec = figures.sweep(cfg, args)
         runs[title] = rec.for_run(rec.runs[0])
 
-    fig = plt.figure(figsize=(13, 7.6))
+    fig = plt.figure(figsize=(12, 7.6))
     grid = fig.add_gridspec(2, 4, height_ratios=[1.2, 1.0])
     per_round, summary = {}, []
     share_ax = fig.add_subplot(grid[1, :])
     random_share = None
     for col, (title, rec) in enumerate(runs.items()):
         last = int(rec.series("realized_density")[0][-1])
-        for k, (graph, rnd, what) in enumerate((("omega", None, "Omega (pre-processing)"),
-                                                ("realized", last, f"round {last}"))):
-            ax = fig.add_subplot(grid[0, 2 * col + k])
-            tf.plotting.collaboration_graph(rec, rnd, ax=ax, color_by="malicious", graph=graph)
-            ax.set_title(f"{SHORT[title]}: {what}\n{ax.get_title().split('(')[-1][:-1]}",
-                         fontsize=9)
+        n = int(rec.config["n_clients"])
+        flipped = set(rec.engine["data"]["label_flip"]["clients"])
+        order = [k for k in range(n) if k not in flipped] + sorted(flipped)
+        axs = [fig.add_subplot(grid[0, 2 * col + k]) for k in range(2)]
+        tf.plotting.selection_heatmap(rec, [last], order=order, n=n, axes=axs, legend=False)
+        for ax in axs:
+            ax.set_title(f"{SHORT[title]}\n{ax.get_title()}", fontsize=9)
+            edge = n - len(flipped) - 0.5  # benign clients first, then the malicious ones
+            ax.axhline(edge, color=MALICIOUS_COLOR, lw=0.8)
+            ax.axvline(edge, color=MALICIOUS_COLOR, lw=0.8)
+            ax.set_xlabel("sender (benign | malicious)", fontsize=8)
+            ax.set_ylabel("receiver", fontsize=8)
         omega = tf.records.malicious_share(rec, graph="omega")
         df = tf.records.malicious_share(rec)
-        n = int(rec.config["n_clients"])
-        bad = len(rec.engine["data"]["label_flip"]["clients"])
-        random_share = bad / (n - 1)
+        random_share = len(flipped) / (n - 1)
         line, = share_ax.plot(df["round"], df["share"], marker=".", label=title)
         share_ax.plot([-1], omega["share"], marker="s", color=line.get_color(), ls="none")
         table = pd.concat([omega.assign(round="Omega"), df], ignore_index=True)
@@ -87,9 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     share_ax.set_ylabel("malicious share of benign\nclients' collaborators")
     share_ax.set_ylim(bottom=0)
     share_ax.legend(fontsize=8, frameon=False, loc="upper right")
-    fig.legend(handles=[Patch(color=BENIGN_COLOR, label="benign"),
-                        Patch(color=MALICIOUS_COLOR, label="malicious (flipped labels)")],
-               loc="upper center", ncol=2, frameon=False, fontsize=9)
+    fig.legend(handles=[Patch(color=SELECTION_COLORS[2], label="chosen (first panel: Omega)"),
+                        Patch(color=SELECTION_COLORS[1], label="in Omega, not chosen")],
+               loc="upper center", ncol=2, frameon=False, fontsize=9,
+               title="clients ordered benign first, malicious (flipped labels) after the red "
+                     "line", title_fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
 
     s = pd.DataFrame(summary).set_index("case")
@@ -114,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
                      "reason (not measured)")
     if not b_low:
         notes.append("(b): the mean malicious share is above the paper's 10%")
+    notes.append("the benign clients' Omega is the same in both cases (same seeds: their "
+                 "pre-processing does not depend on what the malicious clients do), so the two "
+                 "squares at round -1 coincide")
     notes.append("share = malicious collaborators / all collaborators of benign clients in "
                  "that round (edges into benign clients); client_share = its mean over benign "
                  "clients with collaborators; picking = fraction of benign clients with at least "
