@@ -3,11 +3,11 @@
 One sweep (config ``dpfl_fig2``: CIFAR-10, 100 clients, budgets B_c = N (no budget), 0.2N,
 0.1N, 0.05N) gives the paper's collaboration-graph figures. One row per budget: the candidate
 graph Omega built by the pre-processing step (BGGC; the four of them are Appendix Fig. 15), then
-the collaborators GGC chooses in later rounds against Omega (red: chosen in that round; light
-blue: in Omega but not chosen; dark diagonal: the client itself), as adjacency matrices with
-rows and columns ordered by the clients' dominant label (Fig. 2 shows B = 10 and 5, Appendix
-Figs. 8-11 the four budgets), and last the graph of the last round drawn with nodes coloured by
-dominant label.
+the collaborators GGC chooses in the first and the last round against Omega (red: chosen in
+that round; light blue: in Omega but not chosen; dark diagonal: the client itself), as
+adjacency matrices with
+rows and columns ordered by the clients' dominant label (a strip beside each panel colours the
+clients by dominant label; Fig. 2 shows B = 10 and 5, Appendix Figs. 8-11 the four budgets).
 
     python paper_figures/fig_dpfl_fig2.py [--quick | --full]
 """
@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     import matplotlib.pyplot as plt
     import numpy as np
     import pandas as pd
+    from matplotlib.ticker import MaxNLocator
 
     import topofl as tf
     from topofl.algorithms.dpfl import resolve_budget
@@ -52,18 +53,23 @@ def main(argv: list[str] | None = None) -> int:
     n = int(first["n_clients"])
 
     last = int(next(iter(runs.values())).series("realized_density")[0][-1])
-    shown = [r for r in (0, last // 2) if r < last] + [last]
-    shown = list(dict.fromkeys(shown))
-    cols = 1 + len(shown) + 1
-    fig, axes = plt.subplots(len(runs), cols, figsize=(2.6 * cols, 2.7 * len(runs)),
+    shown = [0, last] if last > 0 else [0]  # the first GGC round and the last one
+    cols = 1 + len(shown)
+    fig, axes = plt.subplots(len(runs), cols, figsize=(2.2 * cols, 2.05 * len(runs)),
                              squeeze=False)
+    cmap = plt.get_cmap("tab10")
     rows = []
     for row, (name, rec) in zip(axes, runs.items()):
-        tf.plotting.selection_heatmap(rec, shown, order=order.tolist(), n=n, axes=row[:-1],
+        tf.plotting.selection_heatmap(rec, shown, order=order.tolist(), n=n, axes=row,
                                       legend=False)
-        row[0].set_ylabel(name, fontsize=11)
-        tf.plotting.collaboration_graph(rec, last, ax=row[-1], labels=dom)
-        row[-1].set_title(f"round {last}, by dominant label", fontsize=9)
+        row[0].set_ylabel(name, fontsize=11, labelpad=14)
+        for ax in row:  # the clients (nodes) coloured by dominant label, beside the rows
+            strip = ax.inset_axes((-0.06, 0.0, 0.04, 1.0))
+            strip.imshow(dom[order][:, None], cmap=cmap, vmin=0, vmax=9, aspect="auto",
+                         interpolation="nearest")
+            strip.set_axis_off()
+            ax.tick_params(axis="y", pad=9)
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
         omega = tf.plotting.adjacency_matrix(rec, graph="omega", n=n) > 0
         chosen = tf.plotting.adjacency_matrix(rec, last, n=n) > 0
         off = ~np.eye(n, dtype=bool)
@@ -87,17 +93,20 @@ def main(argv: list[str] | None = None) -> int:
             "final test acc (mean)": rec.final("test_acc_mean"),
         })
         assert abs(recip["last"] - float(recorded_recip[-1])) < 1e-9
-    fig.suptitle("DPFL collaboration graphs, clients ordered by dominant label (receiver "
-                 "rows, sender columns). Red: chosen in that round (first column: Omega); "
-                 "light blue: in Omega, not chosen", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.suptitle("DPFL collaboration graphs (receiver rows, sender columns), clients\n"
+                 "ordered by dominant label (strip: one colour per label). Red: chosen in\n"
+                 "that round (first column: Omega); light blue: in Omega, not chosen",
+                 fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
 
     table = pd.DataFrame(rows)
     t = table.set_index("budget")
     denser = bool((t["Omega per client"] > t[f"round {last} per client"]).all())
     sym = t["mean symmetry over rounds"].to_numpy()  # rows in the sweep's order: B falls
     sym_falls = bool((np.diff(sym) <= 0).all())
-    holds = True if denser and sym_falls else None if denser or sym_falls else False
+    sym_level = bool(((sym >= 0.7) & (sym <= 0.95)).all())  # the paper's 80-88%, loosely
+    holds = (True if denser and sym_falls and sym_level
+             else None if denser or sym_falls else False)
     per = ", ".join(f"{b}: {t.loc[b, 'Omega per client']:.1f} -> "
                     f"{t.loc[b, f'round {last} per client']:.1f}" for b in t.index)
     measured = (f"collaborators per client, Omega -> round {last}: {per}; mean symmetry over "
@@ -121,6 +130,14 @@ def main(argv: list[str] | None = None) -> int:
         "same greedy decisions as B_c = inf; a TOML config cannot hold inf or null)",
         "the figures' split is not named in the paper; Dir(0.1) as in its Section 4.4 (Fig. 3)",
     ]
+    if not sym_level:
+        notes.append(f"the symmetry ({sym.min():.2f} to {sym.max():.2f}) is not near the "
+                     "paper's 80-88%, hence 'partly': Omega is denser than the later rounds "
+                     "and the symmetry falls with the budget, as in the paper, but the graph is "
+                     "far less symmetric")
+    if last + 1 < 60:
+        notes.append("the paper's 'from round 60 on the graph barely changes' is not tested: "
+                     f"the run stops after {last + 1} rounds")
     if not denser:
         notes.append("Omega is not denser than the last round for every budget")
     if not sym_falls:
