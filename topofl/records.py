@@ -1070,6 +1070,11 @@ def malicious_share(
             bad_ids = [int(c) for c in arr.ravel()]
     edges = [np.asarray(v, dtype=np.int64).reshape(-1, 2) for _, v in points]
     seen = max([int(e.max()) for e in edges if e.size] + bad_ids + [-1]) + 1
+    if n is not None:
+        from topofl._validation import check_int, check_memory
+
+        n = check_int(n, "n (number of clients)", low=1)
+        check_memory(16.0 * n, f"malicious_share(n={n})")
     if n is None:
         cfg = records.configs.get(rid, {}) if rid is not None else {}
         eng = records.engines.get(rid, {}) if rid is not None else {}
