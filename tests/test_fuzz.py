@@ -277,6 +277,10 @@ def _records_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str,
         ("records.Records.series", rec.series, {"metric": "m", "client": None, "run": None}),
         ("records.Records.final", rec.final, {"metric": "m"}),
         ("records.Records.best", rec.best, {"metric": "m"}),
+        ("records.malicious_share", R.malicious_share,
+         {"records": R.Records(rows=[{"run": "r", "round": 0, "client": None,
+                                      "metric": "realized_edges", "value": [[1, 0], [2, 1]]}]),
+          "malicious": [2], "n": 3, "graph": "realized", "run": None}),
     ]
 
 

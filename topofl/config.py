@@ -681,7 +681,8 @@ def _replayable_config(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"{path}: cannot be replayed: {', '.join(objects)} was passed to topofl.run as an "
             "object, not a name"
         )
-    return _restore_nonfinite(dict(cfg))
+    out: dict[str, Any] = _restore_nonfinite(dict(cfg))
+    return out
 
 
 def replay(path: str | os.PathLike[str], *, records_path: str | None = None,

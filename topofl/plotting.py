@@ -871,6 +871,9 @@ def adjacency_heatmap(
 # ------------------------------------------------------------------ accuracy vs variance (DPFL)
 
 
+__all__ += ["client_accuracy_stats", "seed_summary", "accuracy_variance"]
+
+
 def client_accuracy_stats(records: Records, *, run: str | None = None, metric: str = "test_acc",
                           round: int | None = None) -> tuple[float, float]:
     r"""Mean and variance over clients of a per-client accuracy, in % and %²: the two axes of
@@ -1004,4 +1007,124 @@ def accuracy_variance(
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3)
+    return fig
+
+
+__all__ += ["selection_heatmap", "SELECTION_CODES", "SELECTION_COLORS"]
+
+#: cell codes of :func:`selection_heatmap`: not a candidate, a candidate not chosen in the
+#: round, chosen in the round, the client itself (DPFL Figs. 2, 8-11: blue/yellow and red/pink)
+SELECTION_CODES = {"none": 0, "candidate": 1, "chosen": 2, "self": 3}
+SELECTION_COLORS = ("white", "#9ecae1", "#d62728", "0.15")
+
+
+def selection_heatmap(
+    records: Records,
+    rounds: Sequence[int] | None = None,
+    *,
+    order: Sequence[int] | None = None,
+    n: int | None = None,
+    run: str | None = None,
+    axes: Any = None,
+    titles: Sequence[str] | None = None,
+    legend: bool = True,
+) -> Any:
+    r"""DPFL's collaboration-graph panels: the candidate graph $\Omega$, then the collaborators
+    chosen in each of ``rounds`` against it (DPFL Fig. 2, Appendix Figs. 8-11 and 15).
+
+    The first panel shows $\Omega$ (``dpfl_omega_edges``): cell ``(k, j)`` is coloured when
+    ``j`` is a candidate of client ``k``. Each further panel shows one round's
+    ``realized_edges``: red where client ``k`` used client ``j`` in that round (``chosen``),
+    light blue where ``j`` is in $\Omega_k$ but was not chosen (``candidate``), so that the two
+    together are $\Omega$, as in the paper. The diagonal (every client "collaborates" with
+    itself) is dark in every panel.
+
+    Parameters
+    ----------
+    records : Records
+        Records of one DPFL run (or pass ``run``), with ``dpfl_omega_edges`` and
+        ``realized_edges``.
+    rounds : sequence of int, optional
+        Rounds to show after $\Omega$ (default: the last recorded round).
+    order : sequence of int, optional
+        A permutation of the clients for rows and columns (e.g. sorted by dominant label).
+    n, run
+        Number of clients (default: from the records) and the run.
+    axes : sequence of matplotlib Axes, optional
+        ``1 + len(rounds)`` axes.
+    titles : sequence of str, optional
+        One title per panel (default ``"Omega (...)"``, ``"round t (...)"`` with edge counts).
+    legend : bool, default True
+        Explain the two colours beside the last panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Panel ``p`` holds one image whose array is the ``(n, n)`` matrix of codes
+        :data:`SELECTION_CODES` (reordered by ``order``).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> rows = [{"run": "r", "round": 0, "client": None, "metric": "dpfl_omega_edges",
+    ...          "value": [[1, 0], [2, 0], [0, 2]]},
+    ...         {"run": "r", "round": 0, "client": None, "metric": "realized_edges",
+    ...          "value": [[1, 0]]}]
+    >>> fig = tf.plotting.selection_heatmap(tf.records.Records(rows=rows), n=3)
+    >>> [ax.images[0].get_array().tolist() for ax in fig.axes[:2]]
+    [[[3, 2, 2], [0, 3, 0], [2, 0, 3]], [[3, 2, 1], [0, 3, 0], [1, 0, 3]]]
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
+
+    rid = records._run(run)
+    recorded = sorted(dict(records._points(rid, "realized_edges", None)))
+    if rounds is None:
+        if not recorded:
+            raise ValueError("these records hold no 'realized_edges'")
+        rounds = [recorded[-1]]
+    rounds = [int(r) for r in rounds]
+    omega = adjacency_matrix(records, None, graph="omega", n=n, run=run) > 0
+    size = omega.shape[0]
+    eye = np.eye(size, dtype=bool)
+    mats = [np.where(eye, 3, np.where(omega, 2, 0))]
+    for r in rounds:
+        chosen = adjacency_matrix(records, r, graph="realized", n=size, run=run) > 0
+        mats.append(np.where(eye, 3, np.where(chosen, 2, np.where(omega, 1, 0))))
+    if order is not None:
+        perm = np.asarray(order, dtype=np.int64)
+        if sorted(perm.tolist()) != list(range(size)):
+            raise ValueError(f"order must be a permutation of range({size})")
+        mats = [m[np.ix_(perm, perm)] for m in mats]
+    if titles is not None and len(titles) != len(mats):
+        raise ValueError(f"titles must hold one title per panel ({len(mats)}), got {len(titles)}")
+    if axes is None:
+        fig, axs = plt.subplots(1, len(mats), figsize=(3.0 * len(mats) + 1.2, 3.3),
+                                squeeze=False)
+        axes = list(axs[0])
+    else:
+        axes = list(np.ravel(axes))
+        if len(axes) != len(mats):
+            raise ValueError(f"axes must hold one Axes per panel (Omega + {len(rounds)} "
+                             f"rounds = {len(mats)}), got {len(axes)}")
+        fig = axes[0].figure
+    cmap = ListedColormap(list(SELECTION_COLORS))
+    norm = BoundaryNorm([-0.5, 0.5, 1.5, 2.5, 3.5], cmap.N)
+    for p, (ax, m) in enumerate(zip(axes, mats)):
+        ax.imshow(m, cmap=cmap, norm=norm, interpolation="nearest")
+        edges = int((m == 2).sum())
+        default = (f"Omega ({edges} edges)" if p == 0
+                   else f"round {rounds[p - 1]} ({edges} chosen)")
+        ax.set_title(titles[p] if titles is not None else default, fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if legend:
+        handles = [Patch(color=SELECTION_COLORS[2], label="chosen (Omega in panel 1)"),
+                   Patch(color=SELECTION_COLORS[1], label="in Omega, not chosen")]
+        axes[-1].legend(handles=handles, frameon=False, fontsize=7, loc="upper left",
+                        bbox_to_anchor=(1.02, 1.0))
     return fig

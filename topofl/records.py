@@ -40,7 +40,8 @@ from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["Recorder", "Records", "load", "load_many", "rounds_to", "area_under_curve"]
+__all__ = ["Recorder", "Records", "load", "load_many", "rounds_to", "area_under_curve",
+           "malicious_share"]
 
 ROW_KEYS = ("run", "round", "client", "metric", "value")
 
@@ -962,3 +963,148 @@ def load_many(
             for row in r.rows
         )
     return out
+
+
+# ------------------------------------------------------------------ malicious collaborators
+
+
+def _flipped_clients(records: Records, rid: str | None) -> list[int]:
+    """The label-flipping clients of a run, from its header (``engine.data.label_flip``)."""
+    eng = records.engines.get(rid, {}) if rid is not None else {}
+    info = (eng.get("data") or {}).get("label_flip") if isinstance(eng, Mapping) else None
+    if not info or "clients" not in info:
+        raise ValueError(
+            "these records name no label-flipping clients (a run on data built with "
+            "flip_labels=... records them in its header): pass malicious=[client ids]"
+        )
+    return [int(c) for c in info["clients"]]
+
+
+def malicious_share(
+    records: Records,
+    *,
+    malicious: Iterable[int] | np.ndarray | None = None,
+    n: int | None = None,
+    graph: str = "realized",
+    run: str | None = None,
+) -> Any:
+    r"""How often benign clients pick malicious collaborators, round by round (DPFL Fig. 14).
+
+    Reads a recorded collaboration graph: ``realized_edges`` (the collaborators $C_k$ of every
+    round, an edge ``[j, k]`` meaning that client ``k`` used client ``j``'s model) or, with
+    ``graph="omega"``, DPFL's candidate graph $\Omega$ (``dpfl_omega_edges``, recorded in the
+    round its pre-processing ran). Only edges *into* benign clients count: for a benign
+    client $k$ with collaborators $C_k$, the malicious share is
+    $|C_k \cap M| / |C_k|$ with $M$ the malicious clients.
+
+    Parameters
+    ----------
+    records : Records
+        Records of one run (or pass ``run``).
+    malicious : iterable of int or bool mask, optional
+        The malicious clients; by default the label-flipping clients the run's header records
+        (data built with ``flip_labels=...``).
+    n : int, optional
+        Number of clients (default: the run's ``n_clients``, else the data's partition, else
+        one more than the largest id seen); only needed to count the benign clients.
+    graph : {"realized", "omega"}, default "realized"
+    run : str, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per recorded round, with columns ``round``; ``edges`` (collaborators picked
+        by benign clients, all of them counted); ``from_malicious`` (of those, how many are
+        malicious); ``share`` (``from_malicious / edges``, NaN when benign clients picked no
+        one); ``client_share`` (the mean over benign clients with at least one collaborator
+        of $|C_k \cap M| / |C_k|$, NaN if there are none); ``picking`` (the fraction of all
+        benign clients that picked at least one malicious client).
+
+    Raises
+    ------
+    ValueError
+        Records without the graph, without recorded label-flipping clients and no
+        ``malicious``, a client id out of range, or an unknown ``graph``.
+
+    Examples
+    --------
+    Clients 2 and 3 are malicious. In round 0, benign client 0 uses clients 1 and 2, benign
+    client 1 uses client 3 (client 2's pick of client 0 does not count); in round 1 only client
+    0 picks anyone, the benign client 1.
+
+    >>> rows = [{"run": "r", "round": 0, "client": None, "metric": "realized_edges",
+    ...          "value": [[2, 0], [1, 0], [3, 1], [0, 2]]},
+    ...         {"run": "r", "round": 1, "client": None, "metric": "realized_edges",
+    ...          "value": [[1, 0], [3, 2]]}]
+    >>> df = tf.records.malicious_share(tf.records.Records(rows=rows), malicious=[2, 3], n=4)
+    >>> df.round(4).values.tolist()
+    [[0.0, 3.0, 2.0, 0.6667, 0.75, 1.0], [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]]
+    """
+    import pandas as pd
+
+    names = {"realized": "realized_edges", "omega": "dpfl_omega_edges"}
+    if graph not in names:
+        raise ValueError(f"graph must be one of {sorted(names)}, got {graph!r}")
+    if not isinstance(records, Records):
+        raise TypeError(f"records must be a topofl.records.Records, got {type(records).__name__}")
+    rid = records._run(run)
+    points = sorted(records._points(rid, names[graph], None), key=lambda p: p[0])
+    if not points:
+        raise ValueError(
+            f"these records hold no {names[graph]!r}: only algorithms that choose their own "
+            "graph (DPFL, PFedDST) record one")
+    if malicious is None:
+        bad_ids = _flipped_clients(records, rid)
+    else:
+        arr = np.asarray(malicious)
+        if arr.dtype == bool:
+            bad_ids = np.flatnonzero(arr).tolist()
+            if n is None:
+                n = int(arr.size)
+            elif arr.size != n:
+                raise ValueError(f"malicious as a mask must have n={n} entries, got {arr.size}")
+        elif arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"malicious must hold client ids (ints) or be a bool mask, got "
+                            f"dtype {arr.dtype}")
+        else:
+            bad_ids = [int(c) for c in arr.ravel()]
+    edges = [np.asarray(v, dtype=np.int64).reshape(-1, 2) for _, v in points]
+    seen = max([int(e.max()) for e in edges if e.size] + bad_ids + [-1]) + 1
+    if n is not None:
+        from topofl._validation import check_int, check_memory
+
+        n = check_int(n, "n (number of clients)", low=1)
+        check_memory(16.0 * n, f"malicious_share(n={n})")
+    if n is None:
+        cfg = records.configs.get(rid, {}) if rid is not None else {}
+        eng = records.engines.get(rid, {}) if rid is not None else {}
+        part = (eng.get("data") or {}).get("partition") or {}
+        if isinstance(cfg.get("n_clients"), int):
+            n = int(cfg["n_clients"])
+        elif isinstance(part.get("num_clients"), int):
+            n = int(part["num_clients"])
+        else:
+            n = seen
+    if seen > n or min(bad_ids + [0]) < 0 or any(int(e.min()) < 0 for e in edges if e.size):
+        raise ValueError(f"client ids must lie in [0, {n - 1}] (n = {n} clients)")
+    bad = np.zeros(n, dtype=bool)
+    bad[bad_ids] = True
+    benign = int((~bad).sum())
+    rows = []
+    for (t, _), e in zip(points, edges):
+        into = e[~bad[e[:, 1]]] if e.size else e
+        deg = np.bincount(into[:, 1], minlength=n) if into.size else np.zeros(n, np.int64)
+        mal = (np.bincount(into[:, 1], weights=bad[into[:, 0]], minlength=n)
+               if into.size else np.zeros(n))
+        picked = deg > 0
+        rows.append({
+            "round": int(t),
+            "edges": int(deg.sum()),
+            "from_malicious": int(mal.sum()),
+            "share": float(mal.sum() / deg.sum()) if deg.sum() else math.nan,
+            "client_share": float(np.mean(mal[picked] / deg[picked])) if picked.any()
+            else math.nan,
+            "picking": float((mal > 0).sum() / benign) if benign else math.nan,
+        })
+    return pd.DataFrame(rows, columns=["round", "edges", "from_malicious", "share",
+                                       "client_share", "picking"])

@@ -1,0 +1,133 @@
+"""DPFL's collaboration-graph figures (fig_dpfl_fig2: Figs. 2, 8-11, 15; fig_dpfl_fig4: Figs. 4,
+12-14): the committed default-scale results are checked by default; each script's --quick run
+(opt in: ``pytest -m figures``) is checked against its records: the numbers of the Markdown, the
+panels drawn and the JSON verdict."""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import topofl as tf
+from topofl.algorithms.dpfl import resolve_budget
+from topofl.plotting import SELECTION_CODES
+
+FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
+RESULTS = FIGS / "results"
+
+
+def _md_table(md: str, first_header: str) -> list[list[str]]:
+    """The rows of the Markdown table whose header starts with ``first_header``."""
+    lines = md.splitlines()
+    start = next(k for k, ln in enumerate(lines) if ln.startswith(f"| {first_header} |"))
+    rows = []
+    for ln in lines[start + 2:]:
+        if not ln.startswith("|"):
+            break
+        rows.append([c.strip() for c in ln.strip("|").split("|")])
+    return rows
+
+
+@pytest.mark.parametrize("name", ["dpfl_fig2", "dpfl_fig4"])
+def test_committed_results(name: str) -> None:
+    png, md, js = (RESULTS / f"{name}{ext}" for ext in (".png", ".md", ".json"))
+    assert png.stat().st_size < 150_000
+    verdict = json.loads(js.read_text(encoding="utf-8"))
+    assert verdict["name"] == name and verdict["scale"] == "default"
+    assert verdict["holds"] in (True, False, None)
+    text = md.read_text(encoding="utf-8")
+    holds = {True: "yes", False: "no", None: "partly"}[verdict["holds"]]
+    assert f"**Holds:** {holds}" in text
+    assert verdict["measured"] in text and verdict["claim"] in text
+    assert "n_clients | 100" in text  # the paper's 100 clients
+
+
+def _run_quick(name: str, out: Path) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    mod = runpy.run_path(str(FIGS / f"fig_{name}.py"), run_name="topofl_figure_test")
+    assert mod["main"](["--quick", "--out", str(out)]) == 0
+    nums = plt.get_fignums()
+    assert len(nums) == 1, nums
+    return plt.figure(nums[0])
+
+
+@pytest.mark.figures
+def test_fig4_quick_content(tmp_path: Path) -> None:
+    fig = _run_quick("dpfl_fig4", tmp_path)
+    md = (tmp_path / "dpfl_fig4.md").read_text(encoding="utf-8")
+    verdict = json.loads((tmp_path / "dpfl_fig4.json").read_text(encoding="utf-8"))
+    assert verdict["scale"] == "quick" and verdict["measured"] in md
+    summary = {r[0]: r for r in _md_table(md, "case")}
+    share_ax = next(ax for ax in fig.axes if ax.get_xlabel() == "round")
+    curves = {ln.get_label(): ln for ln in share_ax.lines}
+    for case, cfg in (("(a) malicious clients do not run GGC", "dpfl_fig4_no_greedy"),
+                      ("(b) malicious clients run GGC", "dpfl_fig4_greedy")):
+        rec = tf.records.load_many(tmp_path / "runs" / "dpfl_fig4" / cfg)
+        rec = rec.for_run(rec.runs[0])
+        flipped = rec.engine["data"]["label_flip"]["clients"]
+        assert len(flipped) == 4  # 40% of the 10 quick clients
+        passive = rec.config.get("no_greedy")
+        assert passive == ("flipped" if "do not" in case else None)
+        omega = tf.records.malicious_share(rec, graph="omega")
+        df = tf.records.malicious_share(rec)
+        row = summary[case]
+        assert float(row[1]) == pytest.approx(float(omega["share"].iloc[0]), abs=5e-5)
+        assert float(row[3]) == pytest.approx(float(df["share"].iloc[-1]), abs=5e-5)
+        assert float(row[4]) == pytest.approx(float(df["share"].mean()), abs=5e-5)
+        # the curve drawn is the per-round share of the records
+        assert np.allclose(curves[case].get_ydata(), df["share"].to_numpy(), equal_nan=True)
+        # a malicious client that does not run GGC never receives an edge
+        if passive == "flipped":
+            for _, edges in rec._points(rec.runs[0], "realized_edges", None):
+                assert all(k not in flipped for _, k in edges)
+    # 4 heat maps, benign clients first: in case (a) the malicious rows (receivers) are empty
+    heat = [ax for ax in fig.axes if ax.images and ax.images[0].get_array().shape == (10, 10)]
+    assert len(heat) == 4
+    for ax in heat[:2]:
+        codes = np.asarray(ax.images[0].get_array())
+        assert codes.shape == (10, 10)
+        assert not (codes[6:] == SELECTION_CODES["chosen"]).any()
+    assert verdict["holds"] in (True, False, None)
+
+
+@pytest.mark.figures
+def test_fig2_quick_content(tmp_path: Path) -> None:
+    fig = _run_quick("dpfl_fig2", tmp_path)
+    md = (tmp_path / "dpfl_fig2.md").read_text(encoding="utf-8")
+    rec = tf.records.load_many(tmp_path / "runs" / "dpfl_fig2" / "dpfl_fig2")
+    assert len(rec.runs) == 4
+    table = {r[0]: r for r in _md_table(md, "budget | B_c (resolved)")}
+    assert list(table) == ["no budget", "B = 4", "B = 2", "B = 1"]
+    heat = [ax for ax in fig.axes if ax.images and ax.images[0].get_array().shape == (20, 20)]
+    assert len(heat) == 4 * 3  # Omega + rounds 0 and 2 for each budget
+    for run in rec.runs:  # files load in name order; rows and panels are in sweep order
+        r = rec.for_run(run)
+        n = int(r.config["n_clients"])
+        omega = tf.plotting.adjacency_matrix(r, graph="omega", n=n) > 0
+        budget = resolve_budget(r.config["budget"], n)
+        assert budget is not None and int(omega.sum(1).max()) <= min(budget, n - 1)
+        name = "no budget" if budget >= n - 1 else f"B = {budget}"
+        k = list(table).index(name)
+        assert float(table[name][2]) == pytest.approx(omega.sum(1).mean(), abs=5e-5)
+        # the Omega panel shows Omega (reordered): as many 'chosen' cells as Omega edges
+        codes = np.asarray(heat[3 * k].images[0].get_array())
+        assert int((codes == SELECTION_CODES["chosen"]).sum()) == int(omega.sum())
+        assert int((codes == SELECTION_CODES["self"]).sum()) == n
+        # the last-round panel: chosen = the recorded collaborators, all inside Omega
+        last = tf.plotting.adjacency_matrix(r, 2, n=n) > 0
+        codes = np.asarray(heat[3 * k + 2].images[0].get_array())
+        assert int((codes == SELECTION_CODES["chosen"]).sum()) == int(last.sum())
+        assert not (last & ~omega).any()
+        assert int((codes == SELECTION_CODES["candidate"]).sum()) == int((omega & ~last).sum())
+    assert re.search(r"\*\*Holds:\*\* (yes|no|partly)", md)
