@@ -15,7 +15,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
 from topofl.engine.protocol import Algorithm, Round, Services, State
 from topofl.engine.services import DataServices
 from topofl.exceptions import CheckpointError, ConvergenceError
-from topofl.graph import GraphLike, Topology, as_time_varying
+from topofl.graph import GraphLike, TimeVarying, Topology, as_time_varying
 from topofl.records import Recorder, Records
 
 __all__ = ["RunConfig", "Result", "run", "init_parameters", "LocalStepper", "stream_rows"]
@@ -169,8 +169,7 @@ def run(
     if resume is not None:
         ck = load_checkpoint(resume, device)  # read and checksummed; nothing is written yet
         start = resume_from(ck, resume, engine_desc, state, config)
-    start_round, messages, wall_offset = start.round, start.messages, start.wall
-    train_loss_acc, evaluated = start.train_loss, start.evaluated
+    start_round, evaluated = start.round, start.evaluated
     own = recorder is None
     if recorder is None:
         recorder = Recorder(config.records_path, run=config.run_id, resume=resume is not None,
@@ -182,11 +181,6 @@ def run(
         recorder.log_config(header["config"], provenance=header.get("provenance"),
                             engine=engine_desc)
 
-    static_graph = tv is not None and tv.period == 1
-    first_eval = min(config.eval_every, config.rounds) - 1  # a static graph's rows go here
-    spectral_cache: dict[int, dict[str, Any]] = {}
-    stochastic_seen: set[int] = set()
-    pbar = _progress(config, start_round)
     t_step = [0, 0]  # round and step, for the divergence message
     guard = Divergence(config.divergence_factor, start.loss_ref)
 
@@ -198,12 +192,116 @@ def run(
             recorder.flush()
             raise guard.error(t_step[0], t_step[1], first + i, float(loss[i]))
 
+    def save(meta: dict[str, Any]) -> None:
+        save_checkpoint(str(config.checkpoint_path), {
+            "state": {k: v.detach().cpu() for k, v in state.tensors().items()}, **meta})
+
     local_step = LocalStepper(executor, algorithm, data, config.batch_size, layout.num_params,
                               dtype, rows=config.stream_rows, check=check, fuse=config.fuse)
-    rnd = Round(max(0, start_round - 1), None if tv is None else tv.at(max(0, start_round - 1)))
+    rnd = run_rounds(RoundLoop(
+        config, algorithm, state, env, tv, data, sizes, recorder, own, local_step, guard,
+        engine_desc, bytes_per_message, where=t_step,
+        mean_loss=lambda loss, t, step: float(loss.mean()),
+        evaluate=lambda rnd: evaluate(executor, algorithm, state, rnd, env, data, config,
+                                      recorder),
+        save=save), start, t_start)
+    return Result(records=recorder.records(), state=state, layout=layout, config=config,
+                  algorithm=algorithm, services=env, last=rnd)
+
+
+def _same(rows: Tensor) -> Tensor:
+    return rows
+
+
+def _nothing(t: int) -> None:
+    return None
+
+
+@dataclass
+class RoundLoop:
+    """What :func:`run_rounds` runs: what a round loop's set-up built, and the pieces in
+    which the single-process loop and a rank of a distributed run differ.
+
+    Attributes
+    ----------
+    config, algorithm, state, env
+        The run's config, algorithm, state and the services its hooks get.
+    tv : TimeVarying or None
+        The run's graphs.
+    data : FederatedData
+        The run's data (its label distributions go to the spectral rows).
+    sizes : Tensor
+        ``[n]``: every client's number of training samples.
+    recorder : Recorder
+    own : bool
+        Whether the loop closes ``recorder`` at its end.
+    local_step : LocalStepper
+    guard : Divergence
+    desc : mapping
+        The engine's description written into checkpoints.
+    bytes_per_message : int
+    where : list of int
+        ``[round, step]`` of the local step under way (set by :func:`run_rounds`).
+    mean_loss : callable
+        ``(loss, t, step) -> float``: the mean over all clients of a local step's ``loss``
+        (this process's rows); raises the run's :class:`ConvergenceError` on a bad loss.
+    evaluate : callable
+        ``(round) -> dict``: the evaluation row.
+    save : callable
+        ``(meta) -> None``: write a checkpoint with :func:`checkpoint_meta`'s entries.
+    rows : callable
+        ``[n] -> [m]``: this process's rows of a per-client tensor (all of them by default).
+    begin : callable
+        ``(t) -> None``: called at the start of round ``t``.
+    writes : bool
+        Whether this process writes the graph's rows, the algorithm's records and the
+        progress bar (one process, or rank 0); the evaluation rows are logged everywhere.
+    """
+
+    config: RunConfig
+    algorithm: Algorithm
+    state: State
+    env: Services
+    tv: TimeVarying | None
+    data: Any
+    sizes: Tensor
+    recorder: Recorder
+    own: bool
+    local_step: LocalStepper
+    guard: Divergence
+    desc: Mapping[str, Any]
+    bytes_per_message: int
+    where: list[int]
+    mean_loss: Callable[[Tensor, int, int], float]
+    evaluate: Callable[[Round], dict[str, Any]]
+    save: Callable[[dict[str, Any]], None]
+    rows: Callable[[Tensor], Tensor] = _same
+    begin: Callable[[int], None] = _nothing
+    writes: bool = True
+
+
+def run_rounds(loop: RoundLoop, start: Resumed, t_start: float) -> Round:
+    """The rounds ``start.round .. config.rounds - 1`` of a run, in order; returns the last.
+
+    Each round: the round's graph, the algorithm's round start, its local phases,
+    communication, every ``eval_every`` rounds (and at the last) an evaluation and its
+    records, and every ``checkpoint_every`` rounds a checkpoint. The records are flushed
+    every round, and closed at the end when the loop owns them.
+    """
+    config, algorithm, state, env, tv = loop.config, loop.algorithm, loop.state, loop.env, loop.tv
+    recorder, guard, dtype = loop.recorder, loop.guard, DTYPES[config.dtype]
+    messages, wall_offset, train_loss_acc = start.messages, start.wall, start.train_loss
+    static_graph = tv is not None and tv.period == 1
+    first_eval = min(config.eval_every, config.rounds) - 1  # a static graph's rows go here
+    spectral_cache: dict[int, dict[str, Any]] = {}
+    stochastic_seen: set[int] = set()
+    pbar = _progress(config, start.round) if loop.writes else None
+    before = max(0, start.round - 1)
+    rnd = Round(before, None if tv is None else tv.at(before))
     try:
-        for t in range(start_round, config.rounds):
+        for t in range(start.round, config.rounds):
             # ---------------------------------------------------- the round's graph
+            loop.begin(t)
             rnd = Round(t, None if tv is None else tv.at(t))
             if rnd.topology is not None and algorithm.uses_topology:
                 _check_stochastic(algorithm, rnd.topology, stochastic_seen)
@@ -213,12 +311,14 @@ def run(
             step = 0
             for phase in algorithm.phases:
                 lr_t = phase.lr * algorithm.decay**t
-                todo = steps_per_client(phase.steps, phase.epochs, sizes, config.batch_size)
-                for k in range(int(todo.max())):
-                    t_step[:] = [t, step]
+                todo_all = steps_per_client(phase.steps, phase.epochs, loop.sizes,
+                                            config.batch_size)
+                todo = loop.rows(todo_all)
+                for k in range(int(todo_all.max())):
+                    loop.where[:] = [t, step]
                     lr = (todo > k).to(dtype) * lr_t  # 0 once a client did its own steps
-                    loss = local_step(state, rnd, env, phase, step, lr)
-                    mean_loss = float(loss.mean())
+                    loss = loop.local_step(state, rnd, env, phase, step, lr)
+                    mean_loss = loop.mean_loss(loss, t, step)
                     train_loss_acc[0] += mean_loss
                     train_loss_acc[1] += 1
                     guard.first_loss(mean_loss)  # the initial models' loss: set once per run
@@ -227,26 +327,26 @@ def run(
             # ---------------------------------------------------- communication
             sent = algorithm.communicate(state, rnd, env)
             messages += sent.messages
-            if sent.realized is not None:
+            if sent.realized is not None and loop.writes:
                 record_realized(recorder, sent.realized, t)
-            if sent.records:
+            if sent.records and loop.writes:
                 recorder.log_many(sent.records, t)
 
             # ---------------------------------------------------- evaluation + records
             last = t == config.rounds - 1
             if (t + 1) % config.eval_every == 0 or last:
-                row = evaluate(executor, algorithm, state, rnd, env, data, config, recorder)
+                row = loop.evaluate(rnd)
                 row["train_loss"] = train_loss_acc[0] / max(1, train_loss_acc[1])
                 train_loss_acc = [0.0, 0]
                 row["messages"] = messages
-                row["bytes"] = messages * bytes_per_message
+                row["bytes"] = messages * loop.bytes_per_message
                 row["wall_time"] = wall_offset + time.perf_counter() - t_start
                 recorder.log_many(row, t)
-                if config.spectral and rnd.topology is not None and (
+                if loop.writes and config.spectral and rnd.topology is not None and (
                         not static_graph or t == first_eval):
                     recorder.log_many(spectral_row(rnd.topology, tv, spectral_cache,
-                                                   data.label_distributions), t)
-                if config.spectral and sent.realized is not None:
+                                                   loop.data.label_distributions), t)
+                if loop.writes and config.spectral and sent.realized is not None:
                     real = spectral_row(sent.realized, None, {}, measured=False)
                     recorder.log_many(
                         {k.replace("graph.", "realized."): v for k, v in real.items()}, t)
@@ -258,19 +358,15 @@ def run(
 
             # ---------------------------------------------------- checkpoint
             if config.checkpoint_every and (t + 1) % config.checkpoint_every == 0:
-                save_checkpoint(str(config.checkpoint_path), {
-                    "state": {k: v.detach().cpu() for k, v in state.tensors().items()},
-                    **checkpoint_meta(t + 1, messages, wall_offset + time.perf_counter()
-                                      - t_start, train_loss_acc, guard.loss_ref, engine_desc),
-                })
+                loop.save(checkpoint_meta(t + 1, messages, wall_offset + time.perf_counter()
+                                          - t_start, train_loss_acc, guard.loss_ref, loop.desc))
     finally:
         if pbar is not None:
             pbar.close()
         recorder.flush()
-        if own:
+        if loop.own:
             recorder.close()
-    return Result(records=recorder.records(), state=state, layout=layout, config=config,
-                  algorithm=algorithm, services=env, last=rnd)
+    return rnd
 
 
 @dataclass
