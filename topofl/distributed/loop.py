@@ -6,7 +6,8 @@ their data (:class:`~topofl.distributed.ShardData`), and gives the algorithm ser
 mixer exchanges rows across ranks (:class:`~topofl.distributed.ShardMixer`) and whose
 ``shard`` the pieces that average over all clients use (``all_reduce``). Evaluation scores
 each rank's clients and sums the per-client numbers over the ranks, so every rank computes the
-same rows; rank 0 alone writes the records file.
+same rows; rank 0 alone writes the records file. The rounds themselves are the engine's
+(:func:`topofl.engine.loop.run_loop`), given this rank's pieces.
 """
 
 from __future__ import annotations
@@ -47,13 +48,15 @@ from topofl.engine.loop import (
     Result,
     Resumed,
     RoundLoop,
-    _warn_if_disconnected,
+    graphs,
+    log_header,
+    model_layout,
     resume_from,
-    run_rounds,
+    run_loop,
 )
 from topofl.engine.protocol import Algorithm, Round, Services, State
 from topofl.engine.services import AUX_STEP, DataServices, batch_losses
-from topofl.graph import GraphLike, as_time_varying
+from topofl.graph import GraphLike
 from topofl.records import Recorder
 
 __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_rows"]
@@ -302,15 +305,7 @@ def run(
     world = join(config.device)
     device, dtype = world.device, DTYPES[config.dtype]
     n = int(data.num_clients)
-    tv = None
-    if topology is not None:
-        tv = as_time_varying(topology)
-        if tv.n != n:
-            raise ValueError(f"the topology has n={tv.n} nodes but the data has {n} clients")
-    elif algorithm.uses_topology:
-        raise ValueError(f"{algorithm.name} communicates over a graph: pass a topology")
-    if world.rank == 0 and tv is not None and tv.period == 1 and algorithm.uses_topology:
-        _warn_if_disconnected(tv.at(0))
+    tv = graphs(topology, algorithm, n, warn=world.rank == 0)  # one warning for the run
 
     # ---------------------------------------------------------------- placement and set-up
     boot = Shard(world, Placement(np.zeros(n, dtype=np.int64), world.size, "boot"))
@@ -319,13 +314,7 @@ def run(
     shard = Shard(world, placement)
     local_data = ShardData(data, shard.clients).to(device)
     model = model.to(device=device, dtype=dtype)
-    layout = ParamLayout.from_model(model)
-    if algorithm.shared == "body" and not layout.has_split:
-        raise ValueError(
-            f"{algorithm.name} personalizes a head and shares a body, but the model's "
-            f"parameters do not split into a non-empty body and head ({layout.num_body} body "
-            f"of {layout.num_params}); use a model with a body and a head"
-        )
+    layout = model_layout(model, algorithm)
     executor = make_executor(config.executor, model, layout, device, config.chunk_size)
     env = ShardServices(layout, ShardMixer(shard, dtype), executor, local_data,
                         config.batch_size, shard)
@@ -333,8 +322,6 @@ def run(
                    same=config.init == "same", device=device, dtype=dtype)
     state = algorithm.init(x0, env)
     all_sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)
-    shared_cols = layout.cols(algorithm.shared)
-    bytes_per_message = (shared_cols.stop - shared_cols.start) * torch.finfo(dtype).bits // 8
     engine_desc = config_header(config, algorithm, topology, data, model)
     engine_desc["distributed"] = {"world_size": world.size, "backend": world.backend,
                                   "placement": placement.to_dict()}
@@ -354,11 +341,7 @@ def run(
             config.records_path if world.rank == 0 else None, run=config.run_id,
             resume=resume is not None, resume_round=start.round,
             run_hash=plain_desc["run_hash"], expect_rounds=start.evaluated))
-    if header is None:
-        recorder.log_config(engine_desc)
-    else:
-        recorder.log_config(header["config"], provenance=header.get("provenance"),
-                            engine=engine_desc)
+    log_header(recorder, header, engine_desc)
 
     guard = Divergence(config.divergence_factor, start.loss_ref)
     # this step's first bad row on this rank (and its loss): not finite, above the limit
@@ -403,9 +386,9 @@ def run(
     local_step = LocalStepper(executor, algorithm, local_data, config.batch_size,
                               layout.num_params, dtype, rows=config.stream_rows, check=check,
                               fuse=config.fuse)
-    rnd = run_rounds(RoundLoop(
+    rnd = run_loop(RoundLoop(
         config, algorithm, state, env, tv, data, all_sizes, recorder, own, local_step, guard,
-        plain_desc, bytes_per_message, where=[0, 0], mean_loss=mean_loss,
+        plain_desc, where=[0, 0], mean_loss=mean_loss,
         evaluate=lambda rnd: _evaluate(executor, algorithm, state, rnd, env, local_data,
                                        config, recorder, shard),
         save=lambda meta: save_sharded(str(config.checkpoint_path), shard, state, meta),

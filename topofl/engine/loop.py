@@ -1,10 +1,13 @@
 """The round loop: sampling, local steps, communication, evaluation and recording, in order.
 
-:func:`run` reads top to bottom: set-up (model layout, executor, services, state), then for each
-round: the round's topology, the algorithm's round start, its local phases (every client's
-mini-batch drawn at once, or block of clients by block: :class:`~topofl.engine.LocalStepper`),
-communication, and every ``eval_every`` rounds an evaluation whose rows go to the records file,
-flushed every round. Checkpoints are written atomically and a resumed run produces the same
+:func:`run` reads top to bottom: set-up (model layout, executor, services, state), then
+:func:`run_loop`, the rounds, each in order: the round's topology, the algorithm's round start,
+its local phases (every client's mini-batch drawn at once, or block of clients by block:
+:class:`~topofl.engine.LocalStepper`), communication, and every ``eval_every`` rounds an
+evaluation whose rows go to the records file, flushed every round. A rank of a distributed run
+(:mod:`topofl.distributed.loop`) runs the same :func:`run_loop`; a :class:`RoundLoop` holds what
+the two differ in (the loss reduction, the evaluation, the checkpoint writer, who writes the
+graph's rows). Checkpoints are written atomically and a resumed run produces the same
 records as an uninterrupted one, because the data batches and the time-varying graphs depend
 only on ``(seed, round, step)`` and everything the algorithm carries is in its ``State``.
 """
@@ -135,34 +138,18 @@ def run(
     device = torch.device(config.device)
     dtype = DTYPES[config.dtype]
     n = int(data.num_clients)
-    tv = None
-    if topology is not None:
-        tv = as_time_varying(topology)
-        if tv.n != n:
-            raise ValueError(f"the topology has n={tv.n} nodes but the data has {n} clients")
-    elif algorithm.uses_topology:
-        raise ValueError(f"{algorithm.name} communicates over a graph: pass a topology")
-    if tv is not None and tv.period == 1 and algorithm.uses_topology:
-        _warn_if_disconnected(tv.at(0))
+    tv = graphs(topology, algorithm, n)
     data = data.to(device)
 
     # ---------------------------------------------------------------- set-up
     model = model.to(device=device, dtype=dtype)
-    layout = ParamLayout.from_model(model)
-    if algorithm.shared == "body" and not layout.has_split:
-        raise ValueError(
-            f"{algorithm.name} personalizes a head and shares a body, but the model's "
-            f"parameters do not split into a non-empty body and head ({layout.num_body} body "
-            f"of {layout.num_params}); use a model with a body and a head"
-        )
+    layout = model_layout(model, algorithm)
     executor = make_executor(config.executor, model, layout, device, config.chunk_size)
     env = DataServices(layout, Mixer(device, dtype), executor, data, config.batch_size)
     x0 = init_parameters(model, layout, n, seed=config.seed, same=config.init == "same",
                          device=device, dtype=dtype)
     state = algorithm.init(x0, env)
     sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)
-    shared_cols = layout.cols(algorithm.shared)
-    bytes_per_message = (shared_cols.stop - shared_cols.start) * torch.finfo(dtype).bits // 8
     engine_desc = config_header(config, algorithm, topology, data, model)
 
     start = Resumed()  # a fresh run: round 0, nothing counted yet
@@ -175,11 +162,7 @@ def run(
         recorder = Recorder(config.records_path, run=config.run_id, resume=resume is not None,
                             resume_round=start_round, run_hash=engine_desc["run_hash"],
                             expect_rounds=evaluated)
-    if header is None:
-        recorder.log_config(engine_desc)
-    else:
-        recorder.log_config(header["config"], provenance=header.get("provenance"),
-                            engine=engine_desc)
+    log_header(recorder, header, engine_desc)
 
     t_step = [0, 0]  # round and step, for the divergence message
     guard = Divergence(config.divergence_factor, start.loss_ref)
@@ -198,15 +181,54 @@ def run(
 
     local_step = LocalStepper(executor, algorithm, data, config.batch_size, layout.num_params,
                               dtype, rows=config.stream_rows, check=check, fuse=config.fuse)
-    rnd = run_rounds(RoundLoop(
+    rnd = run_loop(RoundLoop(
         config, algorithm, state, env, tv, data, sizes, recorder, own, local_step, guard,
-        engine_desc, bytes_per_message, where=t_step,
+        engine_desc, where=t_step,
         mean_loss=lambda loss, t, step: float(loss.mean()),
         evaluate=lambda rnd: evaluate(executor, algorithm, state, rnd, env, data, config,
                                       recorder),
         save=save), start, t_start)
     return Result(records=recorder.records(), state=state, layout=layout, config=config,
                   algorithm=algorithm, services=env, last=rnd)
+
+
+def graphs(topology: GraphLike | None, algorithm: Algorithm, n: int, *, warn: bool = True
+           ) -> TimeVarying | None:
+    """The run's graphs, checked against its ``n`` clients and its algorithm (every loop's
+    set-up); with ``warn``, warns when a static graph is not strongly connected."""
+    if topology is None:
+        if algorithm.uses_topology:
+            raise ValueError(f"{algorithm.name} communicates over a graph: pass a topology")
+        return None
+    tv = as_time_varying(topology)
+    if tv.n != n:
+        raise ValueError(f"the topology has n={tv.n} nodes but the data has {n} clients")
+    if warn and tv.period == 1 and algorithm.uses_topology:
+        _warn_if_disconnected(tv.at(0), stacklevel=4)
+    return tv
+
+
+def model_layout(model: nn.Module, algorithm: Algorithm) -> ParamLayout:
+    """The model's parameter layout, checked to split into a body and a head when the
+    algorithm shares only the body (every loop's set-up)."""
+    layout = ParamLayout.from_model(model)
+    if algorithm.shared == "body" and not layout.has_split:
+        raise ValueError(
+            f"{algorithm.name} personalizes a head and shares a body, but the model's "
+            f"parameters do not split into a non-empty body and head ({layout.num_body} body "
+            f"of {layout.num_params}); use a model with a body and a head"
+        )
+    return layout
+
+
+def log_header(recorder: Recorder, header: Mapping[str, Any] | None,
+               desc: Mapping[str, Any]) -> None:
+    """Write the records header: ``header``'s config and provenance with the engine's
+    description ``desc`` beside them, or ``desc`` alone."""
+    if header is None:
+        recorder.log_config(desc)
+    else:
+        recorder.log_config(header["config"], provenance=header.get("provenance"), engine=desc)
 
 
 def _same(rows: Tensor) -> Tensor:
@@ -219,7 +241,7 @@ def _nothing(t: int) -> None:
 
 @dataclass
 class RoundLoop:
-    """What :func:`run_rounds` runs: what a round loop's set-up built, and the pieces in
+    """What :func:`run_loop` runs: what a round loop's set-up built, and the pieces in
     which the single-process loop and a rank of a distributed run differ.
 
     Attributes
@@ -239,9 +261,8 @@ class RoundLoop:
     guard : Divergence
     desc : mapping
         The engine's description written into checkpoints.
-    bytes_per_message : int
     where : list of int
-        ``[round, step]`` of the local step under way (set by :func:`run_rounds`).
+        ``[round, step]`` of the local step under way (set by :func:`run_loop`).
     mean_loss : callable
         ``(loss, t, step) -> float``: the mean over all clients of a local step's ``loss``
         (this process's rows); raises the run's :class:`ConvergenceError` on a bad loss.
@@ -270,7 +291,6 @@ class RoundLoop:
     local_step: LocalStepper
     guard: Divergence
     desc: Mapping[str, Any]
-    bytes_per_message: int
     where: list[int]
     mean_loss: Callable[[Tensor, int, int], float]
     evaluate: Callable[[Round], dict[str, Any]]
@@ -280,7 +300,7 @@ class RoundLoop:
     writes: bool = True
 
 
-def run_rounds(loop: RoundLoop, start: Resumed, t_start: float) -> Round:
+def run_loop(loop: RoundLoop, start: Resumed, t_start: float) -> Round:
     """The rounds ``start.round .. config.rounds - 1`` of a run, in order; returns the last.
 
     Each round: the round's graph, the algorithm's round start, its local phases,
@@ -296,6 +316,8 @@ def run_rounds(loop: RoundLoop, start: Resumed, t_start: float) -> Round:
     spectral_cache: dict[int, dict[str, Any]] = {}
     stochastic_seen: set[int] = set()
     pbar = _progress(config, start.round) if loop.writes else None
+    cols = env.layout.cols(algorithm.shared)
+    bytes_per_message = (cols.stop - cols.start) * torch.finfo(dtype).bits // 8
     before = max(0, start.round - 1)
     rnd = Round(before, None if tv is None else tv.at(before))
     try:
@@ -339,7 +361,7 @@ def run_rounds(loop: RoundLoop, start: Resumed, t_start: float) -> Round:
                 row["train_loss"] = train_loss_acc[0] / max(1, train_loss_acc[1])
                 train_loss_acc = [0.0, 0]
                 row["messages"] = messages
-                row["bytes"] = messages * loop.bytes_per_message
+                row["bytes"] = messages * bytes_per_message
                 row["wall_time"] = wall_offset + time.perf_counter() - t_start
                 recorder.log_many(row, t)
                 if loop.writes and config.spectral and rnd.topology is not None and (
@@ -561,14 +583,14 @@ def _check_checkpoint(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any],
     return sorted(evaluated)
 
 
-def _warn_if_disconnected(topo: Topology) -> None:
+def _warn_if_disconnected(topo: Topology, stacklevel: int = 3) -> None:
     """Warn when a static graph splits the clients into groups that never exchange a model."""
     k, _ = connected_components(topo.W, directed=True, connection="strong")
     if k > 1:
         warnings.warn(
             f"the topology {topo.name!r} has {k} strongly connected components: clients in "
             "different components never exchange models and cannot reach consensus",
-            UserWarning, stacklevel=3,
+            UserWarning, stacklevel=stacklevel,
         )
 
 
