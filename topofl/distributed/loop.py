@@ -6,7 +6,8 @@ their data (:class:`~topofl.distributed.ShardData`), and gives the algorithm ser
 mixer exchanges rows across ranks (:class:`~topofl.distributed.ShardMixer`) and whose
 ``shard`` the pieces that average over all clients use (``all_reduce``). Evaluation scores
 each rank's clients and sums the per-client numbers over the ranks, so every rank computes the
-same rows; rank 0 alone writes the records file.
+same rows; rank 0 alone writes the records file. The rounds themselves are the engine's
+(:func:`topofl.engine.loop.run_loop`), given this rank's pieces.
 """
 
 from __future__ import annotations
@@ -37,26 +38,25 @@ from topofl.engine.evaluation import (
     eval_chunk,
     nonfinite_loss_error,
     nonfinite_parameters_error,
-    record_realized,
     score_chunks,
-    spectral_row,
 )
 from topofl.engine.executors import make_executor
 from topofl.engine.layout import ParamLayout, init_parameters
-from topofl.engine.local import LocalStepper, steps_per_client
+from topofl.engine.local import LocalStepper
 from topofl.engine.loop import (
     Divergence,
     Result,
     Resumed,
-    _check_stochastic,
-    _progress,
-    _warn_if_disconnected,
-    checkpoint_meta,
+    RoundLoop,
+    graphs,
+    log_header,
+    model_layout,
     resume_from,
+    run_loop,
 )
 from topofl.engine.protocol import Algorithm, Round, Services, State
 from topofl.engine.services import AUX_STEP, DataServices, batch_losses
-from topofl.graph import GraphLike, as_time_varying
+from topofl.graph import GraphLike
 from topofl.records import Recorder
 
 __all__ = ["run", "ShardServices", "SUPPORTED", "register_distributed", "init_rows"]
@@ -254,16 +254,6 @@ def _evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env
     return row
 
 
-def _realized_row(config: RunConfig, realized: Any, recorder: Recorder, t: int, rank: int
-                  ) -> None:
-    """The spectral summary of the round's realized graph (``realized.*``), as the
-    single-process loop records it at an evaluation; rank 0 only (every rank has the whole
-    realized graph: the data-driven algorithms build it from rows gathered from all ranks)."""
-    if rank == 0 and config.spectral and realized is not None:
-        real = spectral_row(realized, None, {}, measured=False)
-        recorder.log_many({k.replace("graph.", "realized."): v for k, v in real.items()}, t)
-
-
 def run(
     config: RunConfig,
     topology: GraphLike | None,
@@ -315,15 +305,7 @@ def run(
     world = join(config.device)
     device, dtype = world.device, DTYPES[config.dtype]
     n = int(data.num_clients)
-    tv = None
-    if topology is not None:
-        tv = as_time_varying(topology)
-        if tv.n != n:
-            raise ValueError(f"the topology has n={tv.n} nodes but the data has {n} clients")
-    elif algorithm.uses_topology:
-        raise ValueError(f"{algorithm.name} communicates over a graph: pass a topology")
-    if world.rank == 0 and tv is not None and tv.period == 1 and algorithm.uses_topology:
-        _warn_if_disconnected(tv.at(0))
+    tv = graphs(topology, algorithm, n, warn=world.rank == 0)  # one warning for the run
 
     # ---------------------------------------------------------------- placement and set-up
     boot = Shard(world, Placement(np.zeros(n, dtype=np.int64), world.size, "boot"))
@@ -332,13 +314,7 @@ def run(
     shard = Shard(world, placement)
     local_data = ShardData(data, shard.clients).to(device)
     model = model.to(device=device, dtype=dtype)
-    layout = ParamLayout.from_model(model)
-    if algorithm.shared == "body" and not layout.has_split:
-        raise ValueError(
-            f"{algorithm.name} personalizes a head and shares a body, but the model's "
-            f"parameters do not split into a non-empty body and head ({layout.num_body} body "
-            f"of {layout.num_params}); use a model with a body and a head"
-        )
+    layout = model_layout(model, algorithm)
     executor = make_executor(config.executor, model, layout, device, config.chunk_size)
     env = ShardServices(layout, ShardMixer(shard, dtype), executor, local_data,
                         config.batch_size, shard)
@@ -346,8 +322,6 @@ def run(
                    same=config.init == "same", device=device, dtype=dtype)
     state = algorithm.init(x0, env)
     all_sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)
-    shared_cols = layout.cols(algorithm.shared)
-    bytes_per_message = (shared_cols.stop - shared_cols.start) * torch.finfo(dtype).bits // 8
     engine_desc = config_header(config, algorithm, topology, data, model)
     engine_desc["distributed"] = {"world_size": world.size, "backend": world.backend,
                                   "placement": placement.to_dict()}
@@ -361,25 +335,14 @@ def run(
         ck = _load(resume, shard, device)
         start = _agreed(shard, "checking the checkpoint",
                         lambda: resume_from(ck, resume, plain_desc, state, config))
-    start_round, messages, wall_offset = start.round, start.messages, start.wall
-    train_loss_acc = start.train_loss
     own = recorder is None
     if recorder is None:  # rank 0 checks a resumed records file; the others learn the verdict
         recorder = _agreed(shard, "opening the records file", lambda: Recorder(
             config.records_path if world.rank == 0 else None, run=config.run_id,
-            resume=resume is not None, resume_round=start_round,
+            resume=resume is not None, resume_round=start.round,
             run_hash=plain_desc["run_hash"], expect_rounds=start.evaluated))
-    if header is None:
-        recorder.log_config(engine_desc)
-    else:
-        recorder.log_config(header["config"], provenance=header.get("provenance"),
-                            engine=engine_desc)
+    log_header(recorder, header, engine_desc)
 
-    static_graph = tv is not None and tv.period == 1
-    first_eval = min(config.eval_every, config.rounds) - 1
-    spectral_cache: dict[int, dict[str, Any]] = {}
-    stochastic_seen: set[int] = set()
-    pbar = _progress(config, start_round) if world.rank == 0 else None
     guard = Divergence(config.divergence_factor, start.loss_ref)
     # this step's first bad row on this rank (and its loss): not finite, above the limit
     nonfinite: list[tuple[int, float] | None] = [None]
@@ -397,88 +360,39 @@ def run(
             i = int(torch.nonzero(bad & ok)[0, 0])
             above[0] = (first + i, float(loss[i]))
 
+    def mean_loss(loss: Tensor, t: int, step: int) -> float:
+        """The mean loss over all ranks' clients; every rank raises one process's error."""
+        total = loss.detach().to(torch.float64).sum().reshape(1)
+        if nonfinite[0] is not None or above[0] is not None:
+            total = torch.full_like(total, float("nan"))  # tells every rank
+        shard.all_reduce_(total, "the training loss")
+        if not bool(torch.isfinite(total).all()):
+            # as in one process: the first client with a NaN/inf loss, else the first above
+            # the limit (lowest ids: the rows are in client order)
+            found = _first_bad(shard, nonfinite[0], "the divergence check")
+            if found is not None:
+                recorder.flush()
+                raise nonfinite_loss_error(t, step, *found)
+            found = _first_bad(shard, above[0], "the divergence check")
+            if found is not None:
+                recorder.flush()
+                raise guard.error(t, step, *found)
+        nonfinite[0] = above[0] = None  # the next step's
+        return float(total) / n
+
+    def begin(t: int) -> None:
+        shard.round = t
+
     local_step = LocalStepper(executor, algorithm, local_data, config.batch_size,
                               layout.num_params, dtype, rows=config.stream_rows, check=check,
                               fuse=config.fuse)
-    rnd = Round(max(0, start_round - 1),
-                None if tv is None else tv.at(max(0, start_round - 1)))
-    try:
-        for t in range(start_round, config.rounds):
-            shard.round = t
-            rnd = Round(t, None if tv is None else tv.at(t))
-            if rnd.topology is not None and algorithm.uses_topology:
-                _check_stochastic(algorithm, rnd.topology, stochastic_seen)
-            algorithm.round_start(state, rnd, env)
-
-            step = 0
-            for phase in algorithm.phases:
-                lr_t = phase.lr * algorithm.decay**t
-                todo_all = steps_per_client(phase.steps, phase.epochs, all_sizes,
-                                            config.batch_size)
-                todo = shard.local(todo_all)
-                for k in range(int(todo_all.max())):
-                    lr = (todo > k).to(dtype) * lr_t
-                    nonfinite[0] = above[0] = None
-                    loss = local_step(state, rnd, env, phase, step, lr)
-                    total = loss.detach().to(torch.float64).sum().reshape(1)
-                    if nonfinite[0] is not None or above[0] is not None:
-                        total = torch.full_like(total, float("nan"))  # tells every rank
-                    shard.all_reduce_(total, "the training loss")
-                    if not bool(torch.isfinite(total).all()):
-                        # as in one process: the first client with a NaN/inf loss, else the
-                        # first above the limit (lowest ids: the rows are in client order)
-                        found = _first_bad(shard, nonfinite[0], "the divergence check")
-                        if found is not None:
-                            recorder.flush()
-                            raise nonfinite_loss_error(t, step, *found)
-                        found = _first_bad(shard, above[0], "the divergence check")
-                        if found is not None:
-                            recorder.flush()
-                            raise guard.error(t, step, *found)
-                    mean_loss = float(total) / n
-                    train_loss_acc[0] += mean_loss
-                    train_loss_acc[1] += 1
-                    guard.first_loss(mean_loss)  # the initial models' loss: set once per run
-                    step += 1
-
-            sent = algorithm.communicate(state, rnd, env)
-            messages += sent.messages
-            if sent.realized is not None and world.rank == 0:
-                record_realized(recorder, sent.realized, t)
-            if sent.records and world.rank == 0:
-                recorder.log_many(sent.records, t)
-
-            last = t == config.rounds - 1
-            if (t + 1) % config.eval_every == 0 or last:
-                row = _evaluate(executor, algorithm, state, rnd, env, local_data, config,
-                                recorder, shard)
-                row["train_loss"] = train_loss_acc[0] / max(1, train_loss_acc[1])
-                train_loss_acc = [0.0, 0]
-                row["messages"] = messages
-                row["bytes"] = messages * bytes_per_message
-                row["wall_time"] = wall_offset + time.perf_counter() - t_start
-                recorder.log_many(row, t)
-                if world.rank == 0 and config.spectral and rnd.topology is not None and (
-                        not static_graph or t == first_eval):
-                    recorder.log_many(spectral_row(rnd.topology, tv, spectral_cache,
-                                                   data.label_distributions), t)
-                _realized_row(config, sent.realized, recorder, t, world.rank)
-                if pbar is not None:
-                    pbar.set_postfix(acc=f"{row['test_acc_mean']:.3f}")
-            recorder.flush()
-            if pbar is not None:
-                pbar.update(1)
-
-            if config.checkpoint_every and (t + 1) % config.checkpoint_every == 0:
-                save_sharded(str(config.checkpoint_path), shard, state, checkpoint_meta(
-                    t + 1, messages, wall_offset + time.perf_counter() - t_start,
-                    train_loss_acc, guard.loss_ref, plain_desc))
-    finally:
-        if pbar is not None:
-            pbar.close()
-        recorder.flush()
-        if own:
-            recorder.close()
+    rnd = run_loop(RoundLoop(
+        config, algorithm, state, env, tv, data, all_sizes, recorder, own, local_step, guard,
+        plain_desc, where=[0, 0], mean_loss=mean_loss,
+        evaluate=lambda rnd: _evaluate(executor, algorithm, state, rnd, env, local_data,
+                                       config, recorder, shard),
+        save=lambda meta: save_sharded(str(config.checkpoint_path), shard, state, meta),
+        rows=shard.local, begin=begin, writes=world.rank == 0), start, t_start)
     return Result(records=recorder.records(), state=state, layout=layout, config=config,
                   algorithm=algorithm, services=env, last=rnd)
 

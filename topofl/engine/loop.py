@@ -1,10 +1,13 @@
 """The round loop: sampling, local steps, communication, evaluation and recording, in order.
 
-:func:`run` reads top to bottom: set-up (model layout, executor, services, state), then for each
-round: the round's topology, the algorithm's round start, its local phases (every client's
-mini-batch drawn at once, or block of clients by block: :class:`~topofl.engine.LocalStepper`),
-communication, and every ``eval_every`` rounds an evaluation whose rows go to the records file,
-flushed every round. Checkpoints are written atomically and a resumed run produces the same
+:func:`run` reads top to bottom: set-up (model layout, executor, services, state), then
+:func:`run_loop`, the rounds, each in order: the round's topology, the algorithm's round start,
+its local phases (every client's mini-batch drawn at once, or block of clients by block:
+:class:`~topofl.engine.LocalStepper`), communication, and every ``eval_every`` rounds an
+evaluation whose rows go to the records file, flushed every round. A rank of a distributed run
+(:mod:`topofl.distributed.loop`) runs the same :func:`run_loop`; a :class:`RoundLoop` holds what
+the two differ in (the loss reduction, the evaluation, the checkpoint writer, who writes the
+graph's rows). Checkpoints are written atomically and a resumed run produces the same
 records as an uninterrupted one, because the data batches and the time-varying graphs depend
 only on ``(seed, round, step)`` and everything the algorithm carries is in its ``State``.
 """
@@ -15,7 +18,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +37,7 @@ from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
 from topofl.engine.protocol import Algorithm, Round, Services, State
 from topofl.engine.services import DataServices
 from topofl.exceptions import CheckpointError, ConvergenceError
-from topofl.graph import GraphLike, Topology, as_time_varying
+from topofl.graph import GraphLike, TimeVarying, Topology, as_time_varying
 from topofl.records import Recorder, Records
 
 __all__ = ["RunConfig", "Result", "run", "init_parameters", "LocalStepper", "stream_rows"]
@@ -135,58 +138,32 @@ def run(
     device = torch.device(config.device)
     dtype = DTYPES[config.dtype]
     n = int(data.num_clients)
-    tv = None
-    if topology is not None:
-        tv = as_time_varying(topology)
-        if tv.n != n:
-            raise ValueError(f"the topology has n={tv.n} nodes but the data has {n} clients")
-    elif algorithm.uses_topology:
-        raise ValueError(f"{algorithm.name} communicates over a graph: pass a topology")
-    if tv is not None and tv.period == 1 and algorithm.uses_topology:
-        _warn_if_disconnected(tv.at(0))
+    tv = graphs(topology, algorithm, n)
     data = data.to(device)
 
     # ---------------------------------------------------------------- set-up
     model = model.to(device=device, dtype=dtype)
-    layout = ParamLayout.from_model(model)
-    if algorithm.shared == "body" and not layout.has_split:
-        raise ValueError(
-            f"{algorithm.name} personalizes a head and shares a body, but the model's "
-            f"parameters do not split into a non-empty body and head ({layout.num_body} body "
-            f"of {layout.num_params}); use a model with a body and a head"
-        )
+    layout = model_layout(model, algorithm)
     executor = make_executor(config.executor, model, layout, device, config.chunk_size)
     env = DataServices(layout, Mixer(device, dtype), executor, data, config.batch_size)
     x0 = init_parameters(model, layout, n, seed=config.seed, same=config.init == "same",
                          device=device, dtype=dtype)
     state = algorithm.init(x0, env)
     sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)
-    shared_cols = layout.cols(algorithm.shared)
-    bytes_per_message = (shared_cols.stop - shared_cols.start) * torch.finfo(dtype).bits // 8
     engine_desc = config_header(config, algorithm, topology, data, model)
 
     start = Resumed()  # a fresh run: round 0, nothing counted yet
     if resume is not None:
         ck = load_checkpoint(resume, device)  # read and checksummed; nothing is written yet
         start = resume_from(ck, resume, engine_desc, state, config)
-    start_round, messages, wall_offset = start.round, start.messages, start.wall
-    train_loss_acc, evaluated = start.train_loss, start.evaluated
+    start_round, evaluated = start.round, start.evaluated
     own = recorder is None
     if recorder is None:
         recorder = Recorder(config.records_path, run=config.run_id, resume=resume is not None,
                             resume_round=start_round, run_hash=engine_desc["run_hash"],
                             expect_rounds=evaluated)
-    if header is None:
-        recorder.log_config(engine_desc)
-    else:
-        recorder.log_config(header["config"], provenance=header.get("provenance"),
-                            engine=engine_desc)
+    log_header(recorder, header, engine_desc)
 
-    static_graph = tv is not None and tv.period == 1
-    first_eval = min(config.eval_every, config.rounds) - 1  # a static graph's rows go here
-    spectral_cache: dict[int, dict[str, Any]] = {}
-    stochastic_seen: set[int] = set()
-    pbar = _progress(config, start_round)
     t_step = [0, 0]  # round and step, for the divergence message
     guard = Divergence(config.divergence_factor, start.loss_ref)
 
@@ -198,12 +175,155 @@ def run(
             recorder.flush()
             raise guard.error(t_step[0], t_step[1], first + i, float(loss[i]))
 
+    def save(meta: dict[str, Any]) -> None:
+        save_checkpoint(str(config.checkpoint_path), {
+            "state": {k: v.detach().cpu() for k, v in state.tensors().items()}, **meta})
+
     local_step = LocalStepper(executor, algorithm, data, config.batch_size, layout.num_params,
                               dtype, rows=config.stream_rows, check=check, fuse=config.fuse)
-    rnd = Round(max(0, start_round - 1), None if tv is None else tv.at(max(0, start_round - 1)))
+    rnd = run_loop(RoundLoop(
+        config, algorithm, state, env, tv, data, sizes, recorder, own, local_step, guard,
+        engine_desc, where=t_step,
+        mean_loss=lambda loss, t, step: float(loss.mean()),
+        evaluate=lambda rnd: evaluate(executor, algorithm, state, rnd, env, data, config,
+                                      recorder),
+        save=save), start, t_start)
+    return Result(records=recorder.records(), state=state, layout=layout, config=config,
+                  algorithm=algorithm, services=env, last=rnd)
+
+
+def graphs(topology: GraphLike | None, algorithm: Algorithm, n: int, *, warn: bool = True
+           ) -> TimeVarying | None:
+    """The run's graphs, checked against its ``n`` clients and its algorithm (every loop's
+    set-up); with ``warn``, warns when a static graph is not strongly connected."""
+    if topology is None:
+        if algorithm.uses_topology:
+            raise ValueError(f"{algorithm.name} communicates over a graph: pass a topology")
+        return None
+    tv = as_time_varying(topology)
+    if tv.n != n:
+        raise ValueError(f"the topology has n={tv.n} nodes but the data has {n} clients")
+    if warn and tv.period == 1 and algorithm.uses_topology:
+        _warn_if_disconnected(tv.at(0), stacklevel=4)
+    return tv
+
+
+def model_layout(model: nn.Module, algorithm: Algorithm) -> ParamLayout:
+    """The model's parameter layout, checked to split into a body and a head when the
+    algorithm shares only the body (every loop's set-up)."""
+    layout = ParamLayout.from_model(model)
+    if algorithm.shared == "body" and not layout.has_split:
+        raise ValueError(
+            f"{algorithm.name} personalizes a head and shares a body, but the model's "
+            f"parameters do not split into a non-empty body and head ({layout.num_body} body "
+            f"of {layout.num_params}); use a model with a body and a head"
+        )
+    return layout
+
+
+def log_header(recorder: Recorder, header: Mapping[str, Any] | None,
+               desc: Mapping[str, Any]) -> None:
+    """Write the records header: ``header``'s config and provenance with the engine's
+    description ``desc`` beside them, or ``desc`` alone."""
+    if header is None:
+        recorder.log_config(desc)
+    else:
+        recorder.log_config(header["config"], provenance=header.get("provenance"), engine=desc)
+
+
+def _same(rows: Tensor) -> Tensor:
+    return rows
+
+
+def _nothing(t: int) -> None:
+    return None
+
+
+@dataclass
+class RoundLoop:
+    """What :func:`run_loop` runs: what a round loop's set-up built, and the pieces in
+    which the single-process loop and a rank of a distributed run differ.
+
+    Attributes
+    ----------
+    config, algorithm, state, env
+        The run's config, algorithm, state and the services its hooks get.
+    tv : TimeVarying or None
+        The run's graphs.
+    data : FederatedData
+        The run's data (its label distributions go to the spectral rows).
+    sizes : Tensor
+        ``[n]``: every client's number of training samples.
+    recorder : Recorder
+    own : bool
+        Whether the loop closes ``recorder`` at its end.
+    local_step : LocalStepper
+    guard : Divergence
+    desc : mapping
+        The engine's description written into checkpoints.
+    where : list of int
+        ``[round, step]`` of the local step under way (set by :func:`run_loop`).
+    mean_loss : callable
+        ``(loss, t, step) -> float``: the mean over all clients of a local step's ``loss``
+        (this process's rows); raises the run's :class:`ConvergenceError` on a bad loss.
+    evaluate : callable
+        ``(round) -> dict``: the evaluation row.
+    save : callable
+        ``(meta) -> None``: write a checkpoint with :func:`checkpoint_meta`'s entries.
+    rows : callable
+        ``[n] -> [m]``: this process's rows of a per-client tensor (all of them by default).
+    begin : callable
+        ``(t) -> None``: called at the start of round ``t``.
+    writes : bool
+        Whether this process writes the graph's rows, the algorithm's records and the
+        progress bar (one process, or rank 0); the evaluation rows are logged everywhere.
+    """
+
+    config: RunConfig
+    algorithm: Algorithm
+    state: State
+    env: Services
+    tv: TimeVarying | None
+    data: Any
+    sizes: Tensor
+    recorder: Recorder
+    own: bool
+    local_step: LocalStepper
+    guard: Divergence
+    desc: Mapping[str, Any]
+    where: list[int]
+    mean_loss: Callable[[Tensor, int, int], float]
+    evaluate: Callable[[Round], dict[str, Any]]
+    save: Callable[[dict[str, Any]], None]
+    rows: Callable[[Tensor], Tensor] = _same
+    begin: Callable[[int], None] = _nothing
+    writes: bool = True
+
+
+def run_loop(loop: RoundLoop, start: Resumed, t_start: float) -> Round:
+    """The rounds ``start.round .. config.rounds - 1`` of a run, in order; returns the last.
+
+    Each round: the round's graph, the algorithm's round start, its local phases,
+    communication, every ``eval_every`` rounds (and at the last) an evaluation and its
+    records, and every ``checkpoint_every`` rounds a checkpoint. The records are flushed
+    every round, and closed at the end when the loop owns them.
+    """
+    config, algorithm, state, env, tv = loop.config, loop.algorithm, loop.state, loop.env, loop.tv
+    recorder, guard, dtype = loop.recorder, loop.guard, DTYPES[config.dtype]
+    messages, wall_offset, train_loss_acc = start.messages, start.wall, start.train_loss
+    static_graph = tv is not None and tv.period == 1
+    first_eval = min(config.eval_every, config.rounds) - 1  # a static graph's rows go here
+    spectral_cache: dict[int, dict[str, Any]] = {}
+    stochastic_seen: set[int] = set()
+    pbar = _progress(config, start.round) if loop.writes else None
+    cols = env.layout.cols(algorithm.shared)
+    bytes_per_message = (cols.stop - cols.start) * torch.finfo(dtype).bits // 8
+    before = max(0, start.round - 1)
+    rnd = Round(before, None if tv is None else tv.at(before))
     try:
-        for t in range(start_round, config.rounds):
+        for t in range(start.round, config.rounds):
             # ---------------------------------------------------- the round's graph
+            loop.begin(t)
             rnd = Round(t, None if tv is None else tv.at(t))
             if rnd.topology is not None and algorithm.uses_topology:
                 _check_stochastic(algorithm, rnd.topology, stochastic_seen)
@@ -213,12 +333,14 @@ def run(
             step = 0
             for phase in algorithm.phases:
                 lr_t = phase.lr * algorithm.decay**t
-                todo = steps_per_client(phase.steps, phase.epochs, sizes, config.batch_size)
-                for k in range(int(todo.max())):
-                    t_step[:] = [t, step]
+                todo_all = steps_per_client(phase.steps, phase.epochs, loop.sizes,
+                                            config.batch_size)
+                todo = loop.rows(todo_all)
+                for k in range(int(todo_all.max())):
+                    loop.where[:] = [t, step]
                     lr = (todo > k).to(dtype) * lr_t  # 0 once a client did its own steps
-                    loss = local_step(state, rnd, env, phase, step, lr)
-                    mean_loss = float(loss.mean())
+                    loss = loop.local_step(state, rnd, env, phase, step, lr)
+                    mean_loss = loop.mean_loss(loss, t, step)
                     train_loss_acc[0] += mean_loss
                     train_loss_acc[1] += 1
                     guard.first_loss(mean_loss)  # the initial models' loss: set once per run
@@ -227,26 +349,26 @@ def run(
             # ---------------------------------------------------- communication
             sent = algorithm.communicate(state, rnd, env)
             messages += sent.messages
-            if sent.realized is not None:
+            if sent.realized is not None and loop.writes:
                 record_realized(recorder, sent.realized, t)
-            if sent.records:
+            if sent.records and loop.writes:
                 recorder.log_many(sent.records, t)
 
             # ---------------------------------------------------- evaluation + records
             last = t == config.rounds - 1
             if (t + 1) % config.eval_every == 0 or last:
-                row = evaluate(executor, algorithm, state, rnd, env, data, config, recorder)
+                row = loop.evaluate(rnd)
                 row["train_loss"] = train_loss_acc[0] / max(1, train_loss_acc[1])
                 train_loss_acc = [0.0, 0]
                 row["messages"] = messages
                 row["bytes"] = messages * bytes_per_message
                 row["wall_time"] = wall_offset + time.perf_counter() - t_start
                 recorder.log_many(row, t)
-                if config.spectral and rnd.topology is not None and (
+                if loop.writes and config.spectral and rnd.topology is not None and (
                         not static_graph or t == first_eval):
                     recorder.log_many(spectral_row(rnd.topology, tv, spectral_cache,
-                                                   data.label_distributions), t)
-                if config.spectral and sent.realized is not None:
+                                                   loop.data.label_distributions), t)
+                if loop.writes and config.spectral and sent.realized is not None:
                     real = spectral_row(sent.realized, None, {}, measured=False)
                     recorder.log_many(
                         {k.replace("graph.", "realized."): v for k, v in real.items()}, t)
@@ -258,19 +380,15 @@ def run(
 
             # ---------------------------------------------------- checkpoint
             if config.checkpoint_every and (t + 1) % config.checkpoint_every == 0:
-                save_checkpoint(str(config.checkpoint_path), {
-                    "state": {k: v.detach().cpu() for k, v in state.tensors().items()},
-                    **checkpoint_meta(t + 1, messages, wall_offset + time.perf_counter()
-                                      - t_start, train_loss_acc, guard.loss_ref, engine_desc),
-                })
+                loop.save(checkpoint_meta(t + 1, messages, wall_offset + time.perf_counter()
+                                          - t_start, train_loss_acc, guard.loss_ref, loop.desc))
     finally:
         if pbar is not None:
             pbar.close()
         recorder.flush()
-        if own:
+        if loop.own:
             recorder.close()
-    return Result(records=recorder.records(), state=state, layout=layout, config=config,
-                  algorithm=algorithm, services=env, last=rnd)
+    return rnd
 
 
 @dataclass
@@ -465,14 +583,14 @@ def _check_checkpoint(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any],
     return sorted(evaluated)
 
 
-def _warn_if_disconnected(topo: Topology) -> None:
+def _warn_if_disconnected(topo: Topology, stacklevel: int = 3) -> None:
     """Warn when a static graph splits the clients into groups that never exchange a model."""
     k, _ = connected_components(topo.W, directed=True, connection="strong")
     if k > 1:
         warnings.warn(
             f"the topology {topo.name!r} has {k} strongly connected components: clients in "
             "different components never exchange models and cannot reach consensus",
-            UserWarning, stacklevel=3,
+            UserWarning, stacklevel=stacklevel,
         )
 
 
