@@ -76,6 +76,22 @@ def test_load_config_swaps_an_absent_dataset_and_notes_it(tmp_path: Path) -> Non
         figures.load_config(p)
 
 
+def test_full_scale_runs_on_the_gpu_torch_sees(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    p = tmp_path / "c.toml"
+    p.write_text('data = "digits"\n', encoding="utf-8")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert figures.load_config(p, "full")["device"] == "cuda"
+    assert "device" not in figures.load_config(p, "default")
+    p.write_text('data = "digits"\ndevice = "cpu"\n', encoding="utf-8")
+    assert figures.load_config(p, "full")["device"] == "cpu"  # a config's own choice stays
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    p.write_text('data = "digits"\n', encoding="utf-8")
+    assert "device" not in figures.load_config(p, "full")
+
+
 def test_epochs_per_round_by_hand() -> None:
     cfg = tf.config.validate({**BASE, "topology": "ring", "batch_size": 12})
     m = tf.data.load("digits").x_train.shape[0] / 6

@@ -206,7 +206,9 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
     The overrides apply in this order: the config's base keys (best written as the paper's
     setting), then its ``[stand_in]`` table when a real dataset was swapped for its offline
     stand-in (e.g. a smaller batch for the smaller local datasets; a ``data`` key there names
-    the stand-in instead of :func:`stand_in`'s), then ``[scale.<scale>]``.
+    the stand-in instead of :func:`stand_in`'s), then ``[scale.<scale>]``. At the full scale a
+    config that names no ``device`` runs on ``"cuda"`` when torch sees a GPU (the paper's
+    setting is meant for one), and on the CPU otherwise.
 
     Returns
     -------
@@ -233,6 +235,12 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
         notes.append("settings adapted to the stand-in data ([stand_in] table of the config): "
                      + ", ".join(f"{k} = {_fmt(v)}" for k, v in adapted.items()))
     cfg = apply_scale({**raw, "scale": scales}, scale)
+    if scale == "full" and "device" not in cfg and "device" not in cfg.get("sweep", {}):
+        import torch
+
+        if torch.cuda.is_available():
+            cfg["device"] = "cuda"
+            notes.append("full scale on the GPU torch sees (device = \"cuda\")")
     cfg.update(figure=dict(figure_meta), _name=p.stem, _notes=notes)
     return cfg
 
