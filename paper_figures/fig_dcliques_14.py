@@ -15,8 +15,8 @@ of the 1000 GN-LeNets and the gossip) 72 s of wall time (15 s of CPU time), and 
 evaluation of the 1000 models on the 1000 global test images had not finished after 27 min
 of wall time (8 min of CPU time). The default scale's five runs of 10 rounds would thus take
 over three hours, and any shorter run would show the first fraction of an epoch only
-(25 rounds are one epoch). Run it on a GPU machine, with ``device = "cuda"`` added to the
-two configs (``dcliques_14_dcliques``, ``dcliques_14_complete``).
+(25 rounds are one epoch). Run it with ``--full`` on a GPU machine: the full scale runs on
+the GPU torch sees (``topofl.figures.load_config``).
 
     python paper_figures/fig_dcliques_14.py [--quick | --full]
 """
