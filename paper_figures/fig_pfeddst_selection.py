@@ -73,6 +73,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"{shared[RANDOM]:.2f} / {shared[HEADER]:.2f} / {shared[full]:.2f}, their "
                 f"accuracy on the client's validation data {peer[RANDOM]:.3f} / "
                 f"{peer[HEADER]:.3f} / {peer[full]:.3f}")
+    if shared[full] <= shared[RANDOM] + 0.02 < shared[HEADER]:
+        notes.append(f"The full score picks peers sharing a class no more often than random "
+                     f"choice ({shared[full]:.2f} vs {shared[RANDOM]:.2f}), while the header "
+                     f"distance alone doubles it ({shared[HEADER]:.2f}): likely the loss term "
+                     "alpha * s_l, large on a peer whose classes the client's head never "
+                     "predicts, outweighs the header distance at alpha = 0.1 on 100 classes "
+                     "(the default alpha was chosen on digits; see pfeddst's Notes).")
     notes.append("One seed per row (seed 0): a gain counts only above one point, the "
                  "spread between seeds that analysis/personalized_digits.md measured on digits "
                  "(std 0.008-0.011); 'holds' is yes when both scores gain more than a point "
