@@ -38,10 +38,11 @@ def main(argv: list[str] | None = None) -> int:
 
     panel = figures.panels(args, {"CIFAR-10": CONFIGS}, label)["CIFAR-10"]
     data = str(panel.configs["PFedDST"]["data"])
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    tf.plotting.convergence(panel.runs, "test_acc", ax=ax, band=False, legend="best",
+    fig, ax = plt.subplots(figsize=(7.4, 4.2))
+    tf.plotting.convergence(panel.runs, "test_acc", ax=ax, band=False, legend=None,
                             ylabel="test accuracy (each client on its own test split)",
-                            title=f"Test accuracy on CIFAR-10 (ran on {data})")
+                            title=f"Test accuracy on CIFAR-10 (ran on {data.split(':')[0]})")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9)
     fig.tight_layout()
     table = figures.curve_table(panel.runs, "test_acc")
     final = dict(zip(table["curve"], table["final test_acc"]))
