@@ -1,0 +1,179 @@
+"""PFedDST's figures and table (issue 15): the configs are the paper's setting (default suite),
+the records Fig. 2 plots obey their invariants (default suite), and every script run at
+``--quick`` with its content checked against the records (opt in: ``pytest -m figures``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import runpy
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import topofl as tf
+from topofl import figures
+
+FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
+METHODS = ("fedavg", "fedper", "fedbabu", "dfedavgm", "dis_pfl", "dfedpgp", "pfeddst")
+CLASSES = {"cifar10": 2, "cifar100": 5}  # Section III-A
+
+
+def _raw(name: str) -> dict[str, Any]:
+    return tf.config.read_config(FIGS / "configs" / f"{name}.toml")
+
+
+@pytest.mark.parametrize("dataset", sorted(CLASSES))
+@pytest.mark.parametrize("method", METHODS)
+def test_base_keys_are_the_papers_setting(dataset: str, method: str) -> None:
+    raw = _raw(f"pfeddst_{dataset}_{method}")
+    assert raw["algorithm"] == method and raw["data"] == dataset
+    # Section III-A / III-B, shared by every method
+    assert (raw["n_clients"], raw["rounds"], raw["batch_size"]) == (100, 500, 128)
+    assert (raw["lr"], raw["momentum"], raw["weight_decay"]) == (0.1, 0.9, 0.005)
+    assert raw["model"] == "resnet18_gn" and raw["partition"] == "pathological"
+    assert raw["partition_params"] == {"classes_per_client": CLASSES[dataset]}
+    epochs = raw.get("local_epochs", raw.get("local_epochs_u"))
+    assert epochs == 5
+    if method in ("fedavg", "fedper", "fedbabu"):
+        assert raw["participation"] == 0.1 and "topology" not in raw
+    elif method == "pfeddst":
+        assert raw["peers"] == 10 and raw["head_epochs"] == 1
+    else:
+        assert raw["topology"].endswith("k=10")
+    # the default scale swaps the absent dataset for the offline stand-in and says so
+    cfg = figures.load_config(f"pfeddst_{dataset}_{method}", "default")
+    if dataset == "cifar100":
+        assert cfg["data"].startswith("synthetic:") and "num_classes=100" in cfg["data"]
+    assert cfg["model"] == "mlp" and any("stand-in" in n for n in cfg["_notes"])
+
+
+def test_fig2_configs_differ_only_in_the_selection() -> None:
+    a, b = _raw("pfeddst_fig2"), _raw("pfeddst_fig2_full_score")
+    assert a.pop("sweep") == {"selection": ["random", "score"]}
+    assert (a.pop("alpha"), b.pop("alpha"), b.pop("selection")) == (0.0, 0.1, "score")
+    assert a == b
+    assert a["peer_accuracy"] == "val" and a["peers"] == 10
+
+
+def test_scripts_are_listed_with_their_titles() -> None:
+    names = figures.available()
+    for name in ("fig2", "fig3", "fig4", "table1", "selection"):
+        assert names[f"pfeddst_{name}"].startswith("PFedDST")
+
+
+def test_fig2_records_at_round_one_compare_identical_models() -> None:
+    # init="same": in the first round every selected peer's model IS the client's own model,
+    # so each peer's validation accuracy equals the client's own, and the means are the
+    # plain means of the recorded lists (what fig_pfeddst_fig2.py plots and tabulates)
+    data = tf.data.federate("digits", "pathological", 6, classes_per_client=2, seed=0, val=0.3)
+    model = tf.models.build_model("mlp", data.input_shape, data.num_classes, seed=0,
+                                  hidden=(8,))
+    res = tf.run("pfeddst", data=data, model=model, rounds=2, peers=2, local_steps=2,
+                 head_steps=1, batch_size=8, spectral=False, peer_accuracy="val",
+                 record_clients=False, eval_global=False)
+    rec = res.records
+    mod = runpy.run_path(str(FIGS / "fig_pfeddst_fig2.py"), run_name="not_main")
+    run = rec.runs[0]
+    peer = mod["by_round"](rec, run, "pfeddst_peer_acc")
+    own = mod["by_round"](rec, run, "pfeddst_own_acc")
+    assert sorted(peer) == [0, 1] and len(peer[0]) == 6 and len(peer[0][0]) == 2
+    for i in range(6):
+        assert peer[0][i] == [own[0][i]] * 2
+    for t in (0, 1):
+        flat = [a for row in peer[t] for a in row]
+        assert rec.series("pfeddst_peer_acc_mean")[1][t] == pytest.approx(np.mean(flat))
+        assert mod["mean"](flat) == pytest.approx(np.mean(flat))
+        assert rec.series("pfeddst_own_acc_mean")[1][t] == pytest.approx(np.mean(own[t]))
+    assert math.isnan(mod["mean"]([math.nan, None]))
+    assert mod["mean"]([0.5, math.nan, 1.0]) == 0.75
+
+
+# ------------------------------------------------------------------ --quick, content checked
+
+
+def _quick(name: str, out: Path) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    mod = runpy.run_path(str(FIGS / f"fig_{name}.py"), run_name="topofl_figure_test")
+    assert mod["main"](["--quick", "--out", str(out)]) == 0
+    nums = plt.get_fignums()
+    return plt.figure(nums[0]) if nums else None
+
+
+def _verdict(name: str, out: Path) -> tuple[str, dict[str, Any]]:
+    md = (out / f"{name}.md").read_text(encoding="utf-8")
+    verdict = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
+    assert verdict["name"] == name and verdict["scale"] == "quick"
+    assert verdict["claim"] and verdict["measured"] in md
+    word = {True: "yes", False: "no", None: "partly"}[verdict["holds"]]
+    assert f"**Holds:** {word}" in md
+    return md, verdict
+
+
+@pytest.mark.figures
+@pytest.mark.parametrize("name,dataset", [("pfeddst_fig3", "cifar10"),
+                                          ("pfeddst_fig4", "cifar100")])
+def test_accuracy_curves_quick(name: str, dataset: str, tmp_path: Path) -> None:
+    fig = _quick(name, tmp_path)
+    md, _ = _verdict(name, tmp_path)
+    ax = fig.axes[0]
+    drawn = {ln.get_label(): ln for ln in ax.lines if not ln.get_label().startswith("_")}
+    assert sorted(drawn) == sorted(["FedAvg", "FedPer", "FedBABU", "DFedAvgM", "Dis-PFL",
+                                    "DFedPGP", "PFedDST"])
+    for method in METHODS:
+        rec = tf.records.load_many(tmp_path / "runs" / name / f"pfeddst_{dataset}_{method}")
+        final = rec.final("test_acc_mean")
+        label = {"fedavg": "FedAvg", "fedper": "FedPer", "fedbabu": "FedBABU",
+                 "dfedavgm": "DFedAvgM", "dis_pfl": "Dis-PFL", "dfedpgp": "DFedPGP",
+                 "pfeddst": "PFedDST"}[method]
+        assert float(drawn[label].get_ydata()[-1]) == pytest.approx(final)
+        assert f"{final:.4f}" in md
+
+
+@pytest.mark.figures
+def test_fig2_selection_and_table1_quick(tmp_path: Path) -> None:
+    fig = _quick("pfeddst_fig2", tmp_path)
+    md, verdict = _verdict("pfeddst_fig2", tmp_path)
+    assert [ax.get_title() for ax in fig.axes] == ["(a) Random selection",
+                                                   "(b) Score-based selection (header distance)"]
+    rec = tf.records.load_many(tmp_path / "runs" / "pfeddst_fig2" / "pfeddst_fig2")
+    for run in rec.runs:
+        _, own = rec.series("pfeddst_own_acc_mean", run=run)
+        assert f"{own[-1]:.4f}" in md
+    # the selection table reuses Fig. 2's runs (no rerun) and adds the full-score run
+    _quick("pfeddst_selection", tmp_path)
+    md, verdict = _verdict("pfeddst_selection", tmp_path)
+    for run in rec.runs:
+        assert f"{rec.final('test_acc_mean', run=run):.4f}" in md
+    full = tf.records.load_many(tmp_path / "runs" / "pfeddst_fig2" / "pfeddst_fig2_full_score")
+    assert f"{full.final('test_acc_mean'):.4f}" in md
+    assert not (tmp_path / "runs" / "pfeddst_selection").exists() or not any(
+        (tmp_path / "runs" / "pfeddst_selection").rglob("*.jsonl"))
+    # Table I: rounds to 90% / 75% recomputed from the Fig. 3 / 4 runs
+    _quick("pfeddst_table1", tmp_path)
+    md, verdict = _verdict("pfeddst_table1", tmp_path)
+    assert not (tmp_path / "pfeddst_table1.png").exists()
+    labels = {"fedavg": "FedAvg", "fedper": "FedPer", "fedbabu": "FedBABU",
+              "dfedavgm": "DFedAvgM", "dis_pfl": "Dis-PFL", "dfedpgp": "DFedPGP",
+              "pfeddst": "PFedDST"}
+    rows = {ln.split(" | ")[0][2:]: ln.strip("| ").split(" | ") for ln in md.splitlines()
+            if ln.startswith("| ") and ln.split(" | ")[0][2:] in labels.values()}
+    assert sorted(rows) == sorted(labels.values())
+    for col, (fig_name, dataset, target) in enumerate((("pfeddst_fig3", "cifar10", 0.90),
+                                                       ("pfeddst_fig4", "cifar100", 0.75))):
+        for method, label in labels.items():
+            r = tf.records.load_many(tmp_path / "runs" / fig_name / f"pfeddst_{dataset}_{method}")
+            reach = r.rounds_to(target)
+            cells = rows[label]
+            assert cells[1 + 3 * col] == ("-" if reach is None else str(reach))
+            assert cells[3 + 3 * col] == f"{r.best('test_acc_mean'):.4f}"
+    # the paper's Table I beside ours
+    assert rows["PFedDST"][2] == "184" and rows["PFedDST"][5] == "133"
+    assert rows["FedAvg"][2] == "-" and rows["DFedPGP"][5] == "178"
