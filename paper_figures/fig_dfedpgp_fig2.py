@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             ax.set_ylabel("test accuracy (%)")
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7, loc="lower right")
+    if cfg["_notes"]:  # a stand-in ran: say so on the picture too
+        fig.suptitle(f"offline stand-in: {cfg['data']}, {cfg['model']}", fontsize=9)
     fig.tight_layout()
     # the paper reads Fig. 2 as: DFedPGP converges fastest and ends highest (Section 5.2)
     lead = {s: numbers[s].set_index("curve") for s in numbers}

@@ -55,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.scale != "full":
         notes.append(f"{cfg['rounds']} rounds instead of 500 and "
                      f"{len(cfg['sweep']['seed'])} seed(s) instead of 3, "
-                     f"row(s) {', '.join(rows)} only (the CPU budget of the default scale).")
+                     f"row(s) {', '.join(rows)} only"
+                     + (f" and the methods {', '.join(methods)} only" if len(methods) < 9
+                        else "")
+                     + " (the CPU budget of the default scale; `--full` runs all).")
     path = figures.write(
         args, None, title="DFedPGP Table 3: computation heterogeneity",
         setting=figures._setting_of([r.configs[r.runs[0]] for r in recs.values()]),

@@ -183,6 +183,7 @@ def _cell_records(out: Path, method: str, split: str, share: str = "dfedpgp_tabl
     return tf.records.load_many(folder)
 
 
+@pytest.mark.figures
 def test_table4_quick_numbers_are_the_records(tmp_path: Path) -> None:
     _run_quick("dfedpgp_table4", tmp_path)
     md, verdict = _verdict("dfedpgp_table4", tmp_path)
