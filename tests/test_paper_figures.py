@@ -21,8 +21,10 @@ CONFIGS = sorted(p.stem for p in (FIGS / "configs").glob("*.toml"))
 @pytest.mark.parametrize("name", CONFIGS)
 def test_every_config_plans_at_every_scale(name: str, scale: str) -> None:
     cfg = figures.load_config(name, scale)
-    runs = sweep.plan({k: v for k, v in cfg.items() if k not in ("figure", "_name", "_notes")})
-    assert runs, f"{name} plans no run at scale {scale}"
+    cells = figures.grid(cfg).values() if "grid" in cfg else [cfg]  # a table's cells
+    for c in cells:
+        runs = sweep.plan({k: v for k, v in c.items() if k not in ("figure", "_name", "_notes")})
+        assert runs, f"{name} plans no run at scale {scale}"
 
 
 def test_every_script_is_listed_with_a_title() -> None:

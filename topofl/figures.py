@@ -68,6 +68,10 @@ __all__ = [
     "available",
     "index",
     "main",
+    "grid",
+    "grid_sweep",
+    "over_seeds",
+    "mean_curve",
 ]
 
 SCALES = ("quick", "default", "full")
@@ -697,3 +701,185 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
         return 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
+
+
+# ------------------------------------------------------------------------------ grids of cells
+
+
+def _slug(label: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9.=+-]+", "_", label).strip("_") or "cell"
+
+
+def grid(cfg: Mapping[str, Any], *, keep: Mapping[str, Sequence[str]] | None = None
+         ) -> dict[tuple[str, ...], dict[str, Any]]:
+    """The run configs of a table's cells: one per combination of ``[grid.<axis>.<label>]``.
+
+    A paper's table compares methods (each with its own hyper-parameters, so one ``[sweep]``
+    over ``algorithm`` cannot hold them) under several settings (a Dirichlet and a pathological
+    split ...). Its config keeps the keys every cell shares as base keys, and one table per
+    value of each axis::
+
+        [grid.method.DFedPGP]
+        algorithm = "dfedpgp"
+        local_epochs_u = 5
+
+        [grid.split."Dir-0.3"]
+        partition = "dirichlet"
+        partition_params = { alpha = 0.3 }
+
+    A cell's config is the base updated by its entry of every axis, in the order the axes are
+    written (a later axis wins a shared key). An entry may name its own ``data`` with a
+    ``stand_in`` table (``data`` of the stand-in and the settings that change with it), used
+    when that dataset's files are absent, as the config's ``[stand_in]`` is for the base.
+    ``grid_keep = { axis = [labels] }`` (a base key, e.g. under ``[scale.default]``) or
+    ``keep`` keeps only some labels of an axis, in the order given.
+
+    Parameters
+    ----------
+    cfg : mapping
+        A config from :func:`load_config`.
+    keep : mapping of axis to labels, optional
+        Overrides ``grid_keep`` for the axes it names.
+
+    Returns
+    -------
+    dict
+        ``(label of each axis) -> config`` (with the ``[sweep]`` table, ``_name`` set to
+        ``<stem>/<cell>`` and ``_notes`` extended by what the cell swapped), ready for
+        :func:`sweep`.
+
+    Raises
+    ------
+    FigureError
+        A config without a grid, an axis that is not a table of tables, or an unknown label
+        in ``keep``.
+
+    Examples
+    --------
+    >>> cfg = {"rounds": 5, "_name": "t", "_notes": [],
+    ...        "grid": {"method": {"A": {"lr": 0.1}, "B": {"lr": 0.2}},
+    ...                 "split": {"iid": {"partition": "iid"}}}}
+    >>> cells = tf.figures.grid(cfg, keep={"method": ["B"]})
+    >>> list(cells), cells[("B", "iid")]["lr"], cells[("B", "iid")]["_name"]
+    ([('B', 'iid')], 0.2, 't/B/iid')
+    """
+    import itertools
+
+    axes = cfg.get("grid")
+    if not isinstance(axes, Mapping) or not axes:
+        raise FigureError("this config has no [grid.<axis>.<label>] tables")
+    wanted = dict(cfg.get("grid_keep") or {})
+    wanted.update(keep or {})
+    unknown_axes = set(wanted) - set(axes)
+    if unknown_axes:
+        raise FigureError(f"grid_keep names unknown axes {sorted(unknown_axes)}; axes: "
+                          f"{list(axes)}")
+    labels: list[list[str]] = []
+    for axis, entries in axes.items():
+        if not isinstance(entries, Mapping) or not all(isinstance(e, Mapping)
+                                                       for e in entries.values()):
+            raise FigureError(f"[grid.{axis}] must hold one table per label, got {entries!r}")
+        names = list(entries)
+        if axis in wanted:
+            missing = [x for x in wanted[axis] if x not in entries]
+            if missing:
+                raise FigureError(f"grid axis {axis!r} has no label(s) {missing}; labels: "
+                                  f"{names}")
+            names = list(wanted[axis])
+        labels.append(names)
+    base = {k: v for k, v in cfg.items() if k not in ("grid", "grid_keep")}
+    out: dict[tuple[str, ...], dict[str, Any]] = {}
+    for combo in itertools.product(*labels):
+        run = dict(base)
+        run["_notes"] = list(base.get("_notes", []))
+        stand = {}
+        data_set = False
+        for axis, label in zip(axes, combo):
+            entry = dict(axes[axis][label])
+            stand.update(entry.pop("stand_in", {}))
+            data_set = data_set or "data" in entry
+            run.update(entry)
+        if data_set:
+            notes = _swap_datasets(run, stand.get("data"))
+            adapted = {k: v for k, v in stand.items() if k != "data"}
+            if notes and adapted:
+                run.update(adapted)
+                notes.append("settings adapted to the stand-in data: "
+                             + ", ".join(f"{k} = {_fmt(v)}" for k, v in adapted.items()))
+            run["_notes"] += [n for n in notes if n not in run["_notes"]]
+        run["_name"] = "/".join([str(base.get("_name", "grid"))]
+                                + [_slug(x) for x in combo])
+        out[tuple(combo)] = run
+    return out
+
+
+def grid_sweep(cfg: Mapping[str, Any], args: FigureArgs, *,
+               keep: Mapping[str, Sequence[str]] | None = None, share: str | None = None
+               ) -> dict[tuple[str, ...], Any]:
+    """Run (or reuse) the sweep of every cell of :func:`grid`; their records, per cell.
+
+    ``share`` names another figure whose cached runs these are (two results of a paper read
+    the same runs, e.g. a table of final accuracies and a figure of the curves): the runs are
+    then kept under that figure's cache folder, so neither script runs them twice.
+    """
+    if share is not None:
+        args = FigureArgs(args.name, args.scale, args.out, Path(args.runs).parent / share,
+                          args.rerun, args.jobs, args.started, args.sweep_seconds,
+                          args.run_seconds)
+    out = {}
+    for cell, run in grid(cfg, keep=keep).items():
+        out[cell] = sweep(run, args)
+    return out
+
+
+def over_seeds(records: Any, metric: str = "test_acc_mean", *, how: str = "final"
+               ) -> tuple[float, float, list[float]]:
+    """Mean, standard deviation (``ddof=0``) and the values of ``metric`` over the runs of
+    ``records`` (the seeds of one cell): its last value (``how="final"``) or its largest
+    (``"best"``).
+
+    Examples
+    --------
+    >>> r = tf.records.Records(rows=[
+    ...     {"run": s, "round": t, "client": None, "metric": "acc", "value": v}
+    ...     for s, vals in [("a", [0.2, 0.6]), ("b", [0.5, 0.4])] for t, v in enumerate(vals)])
+    >>> tf.figures.over_seeds(r, "acc")
+    (0.5, 0.09999999999999998, [0.6, 0.4])
+    >>> tf.figures.over_seeds(r, "acc", how="best")[0]
+    0.55
+    """
+    import numpy as np
+
+    if how not in ("final", "best"):
+        raise ValueError(f"how must be 'final' or 'best', got {how!r}")
+    vals = [float(records.final(metric, run=r) if how == "final"
+                  else records.best(metric, run=r)) for r in records.runs]
+    if not vals:
+        raise ValueError("records hold no run")
+    return float(np.mean(vals)), float(np.std(vals)), vals
+
+
+def mean_curve(records: Any, metric: str = "test_acc_mean") -> tuple[Any, Any]:
+    """``(rounds completed, mean of metric over the runs)``: the curve of one cell, its seeds
+    averaged (rounds evaluated in every run only).
+
+    Examples
+    --------
+    >>> r = tf.records.Records(rows=[
+    ...     {"run": s, "round": t, "client": None, "metric": "acc", "value": v}
+    ...     for s, vals in [("a", [0.2, 0.6]), ("b", [0.4, 0.4])] for t, v in enumerate(vals)])
+    >>> x, y = tf.figures.mean_curve(r, "acc")
+    >>> x.tolist(), [round(v, 6) for v in y.tolist()]
+    ([1, 2], [0.3, 0.5])
+    """
+    import numpy as np
+
+    curves = [dict(zip(*(a.tolist() for a in records.series(metric, run=r))))
+              for r in records.runs]
+    if not curves:
+        raise ValueError("records hold no run")
+    common = sorted(set.intersection(*(set(c) for c in curves)))
+    mean = np.array([np.mean([c[t] for c in curves]) for t in common], dtype=float)
+    return np.array(common, dtype=int) + 1, mean

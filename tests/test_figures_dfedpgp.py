@@ -1,0 +1,250 @@
+"""DFedPGP's tables and figures (issue 15): the grid helpers of ``topofl.figures``, the
+presets (every cell of every config valid at every scale, with the paper's values), and the
+scripts at ``--quick`` with their numbers checked against the records (Table 4 by default,
+the others opt in: ``pytest -m figures``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import topofl as tf
+from topofl import figures
+from topofl import sweep as sw
+
+FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
+CONFIGS = ["dfedpgp_table1", "dfedpgp_table3", "dfedpgp_fig3a", "dfedpgp_fig3b"]
+
+
+def _records(rows: dict[str, list[float]]) -> tf.records.Records:
+    return tf.records.Records(rows=[
+        {"run": run, "round": t, "client": None, "metric": "acc", "value": v}
+        for run, vals in rows.items() for t, v in enumerate(vals)])
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _toy() -> dict:
+    return {"rounds": 5, "lr": 0.5, "_name": "t", "_notes": ["base"], "sweep": {"seed": [0]},
+            "grid": {"method": {"A": {"lr": 0.1, "momentum": 0.9}, "B": {"lr": 0.2}},
+                     "split": {"x": {"partition": "iid"},
+                               "y": {"partition": "iid", "lr": 0.3}}}}
+
+
+def test_grid_cells_are_the_product_with_later_axes_winning() -> None:
+    cells = figures.grid(_toy())
+    assert list(cells) == [("A", "x"), ("A", "y"), ("B", "x"), ("B", "y")]
+    assert cells[("A", "x")]["lr"] == 0.1 and cells[("A", "x")]["momentum"] == 0.9
+    assert cells[("A", "y")]["lr"] == 0.3          # the split axis comes later: it wins
+    assert "momentum" not in cells[("B", "x")]      # an entry does not leak into other cells
+    assert cells[("B", "x")]["rounds"] == 5 and cells[("B", "x")]["sweep"] == {"seed": [0]}
+    assert cells[("B", "y")]["_name"] == "t/B/y"
+    assert all("grid" not in c and c["_notes"] == ["base"] for c in cells.values())
+
+
+def test_grid_keep_orders_and_filters() -> None:
+    cfg = {**_toy(), "grid_keep": {"split": ["y"]}}
+    assert list(figures.grid(cfg)) == [("A", "y"), ("B", "y")]
+    assert list(figures.grid(cfg, keep={"method": ["B", "A"]})) == [("B", "y"), ("A", "y")]
+    assert list(figures.grid(cfg, keep={"split": ["x"]})) == [("A", "x"), ("B", "x")]
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"grid": {}}, "no \\[grid"),
+    ({"grid": {"method": {"A": 3}}}, "one table per label"),
+    ({"grid": {"method": {"A": {}}}, "grid_keep": {"split": ["x"]}}, "unknown axes"),
+    ({"grid": {"method": {"A": {}}}, "grid_keep": {"method": ["Z"]}}, "no label"),
+])
+def test_grid_refuses_bad_tables(bad: dict, match: str) -> None:
+    with pytest.raises(figures.FigureError, match=match):
+        figures.grid({"rounds": 1, **bad})
+
+
+def test_grid_entry_stand_in_applies_only_when_its_data_is_absent(monkeypatch) -> None:
+    cfg = {"rounds": 1, "_name": "t", "_notes": [], "batch_size": 128,
+           "grid": {"split": {"c100": {"data": "cifar100", "stand_in": {
+               "data": "synthetic:num_classes=100,seed=0", "batch_size": 8}}}}}
+    monkeypatch.setattr(figures, "_available", lambda name: False)
+    cell = figures.grid(cfg)[("c100",)]
+    assert cell["data"] == "synthetic:num_classes=100,seed=0" and cell["batch_size"] == 8
+    assert "stand_in" not in cell and any("cifar100" in n for n in cell["_notes"])
+    monkeypatch.setattr(figures, "_available", lambda name: True)
+    cell = figures.grid(cfg)[("c100",)]
+    assert cell["data"] == "cifar100" and cell["batch_size"] == 128 and cell["_notes"] == []
+
+
+def test_over_seeds_against_numpy() -> None:
+    rec = _records({"a": [0.1, 0.7, 0.5], "b": [0.2, 0.3, 0.9], "c": [0.0, 0.0, 0.4]})
+    mean, std, vals = figures.over_seeds(rec, "acc")
+    assert vals == [0.5, 0.9, 0.4]
+    assert mean == pytest.approx(0.6) and std == pytest.approx(np.std([0.5, 0.9, 0.4]))
+    assert figures.over_seeds(rec, "acc", how="best")[2] == [0.7, 0.9, 0.4]
+    with pytest.raises(ValueError, match="final"):
+        figures.over_seeds(rec, "acc", how="last")
+
+
+def test_mean_curve_keeps_rounds_every_run_evaluated() -> None:
+    rec = _records({"a": [0.2, 0.4, 0.6], "b": [0.4, 0.8]})
+    x, y = figures.mean_curve(rec, "acc")
+    assert x.tolist() == [1, 2]                     # rounds completed, counted from 1
+    assert y.tolist() == pytest.approx([0.3, 0.6])
+
+
+# ------------------------------------------------------------------------------ presets
+
+
+def _cells(name: str, scale: str) -> dict:
+    cfg = figures.load_config(name, scale)
+    return figures.grid(cfg) if "grid" in cfg else {(): cfg}
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("scale", ["quick", "default", "full"])
+def test_every_cell_is_a_valid_sweep(name: str, scale: str) -> None:
+    for cell, cfg in _cells(name, scale).items():
+        runs = sw.plan(figures._clean(cfg))
+        assert runs, cell
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_presets_hold_the_papers_setting(name: str) -> None:
+    # the full scale is the paper's Section 5.1 (on the stand-in data where CIFAR is absent)
+    for cell, cfg in _cells(name, "full").items():
+        assert (cfg["lr"], cfg["decay"], cfg["weight_decay"], cfg["momentum"]) == (
+            0.1, 0.99, 0.005, 0.9), cell
+        assert cfg["rounds"] == 500, cell
+        algo = cfg["algorithm"]
+        if algo in ("dfedpgp", "dfedavgm_p"):
+            assert cfg["local_epochs_v"] == 1
+        if "participation" in cfg:
+            assert cfg["participation"] == 0.1
+        if name == "dfedpgp_table1":
+            assert cfg["n_clients"] == 100 and cfg["sweep"]["seed"] == [0, 1, 2]
+            work = cfg.get("local_epochs", cfg.get("local_epochs_u", cfg.get("body_epochs")))
+            assert work == 5, cell
+            if algo in ("dfedavgm", "dfedavgm_p", "osgp", "dfedpgp", "dis_pfl"):
+                assert cfg["topology"].endswith("k=10"), cell
+                assert cfg["topology"].startswith(
+                    "random_directed_push" if algo in ("osgp", "dfedpgp")
+                    else "random_undirected"), cell
+            if algo == "osgp":
+                assert cfg["restart_momentum"] is True
+        if name == "dfedpgp_table3":
+            hetero = list(tf.algorithms.heterogeneous_epochs(100, (1, 2, 3, 4, 5)))
+            work = cfg.get("local_epochs", cfg.get("local_epochs_u", cfg.get("body_epochs")))
+            assert list(work) == hetero, cell
+    if name == "dfedpgp_table1":
+        cells = _cells(name, "full")
+        assert {m for m, _ in cells} >= {"Local", "FedAvg", "FedPer", "FedRep", "FedBABU",
+                                         "Ditto", "DFedAvgM", "OSGP", "Dis-PFL", "DFedPGP"}
+        assert len({s for _, s in cells}) == 8
+    if name == "dfedpgp_fig3a":
+        cfg = figures.load_config(name, "full")
+        assert [t.split("k=")[1] for t in cfg["sweep"]["topology"]] == ["2", "5", "10", "20",
+                                                                        "40"]
+    if name == "dfedpgp_fig3b":
+        cells = _cells(name, "full")
+        assert [c["n_clients"] for c in cells.values()] == [5, 10, 20, 50, 100, 200]
+
+
+# ------------------------------------------------------------------------------ scripts
+
+
+def _run_quick(name: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    mod = runpy.run_path(str(FIGS / f"fig_{name}.py"), run_name="topofl_figure_test")
+    assert mod["main"](["--quick", "--out", str(out)]) == 0
+
+
+def _verdict(name: str, out: Path) -> tuple[str, dict]:
+    md = (out / f"{name}.md").read_text(encoding="utf-8")
+    verdict = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
+    assert verdict["name"] == name and verdict["scale"] == "quick"
+    assert verdict["holds"] in (True, False, None) and verdict["claim"] in md
+    assert verdict["measured"] in md
+    assert f"**Holds:** {({True: 'yes', False: 'no', None: 'partly'})[verdict['holds']]}" in md
+    return md, verdict
+
+
+def _cell_records(out: Path, method: str, split: str, share: str = "dfedpgp_table1"
+                  ) -> tf.records.Records:
+    folder = out / "runs" / share / "dfedpgp_table1" / method / split.replace(" ", "_")
+    return tf.records.load_many(folder)
+
+
+@pytest.mark.figures
+def test_table4_quick_numbers_are_the_records(tmp_path: Path) -> None:
+    _run_quick("dfedpgp_table4", tmp_path)
+    md, verdict = _verdict("dfedpgp_table4", tmp_path)
+    assert not (tmp_path / "dfedpgp_table4.png").exists()  # a table: Markdown only
+    finals = {}
+    for m in ("DFedAvgM", "DFedAvgM-P", "OSGP", "DFedPGP"):
+        rec = _cell_records(tmp_path, m, "CIFAR-10 Pat-2")
+        cfg = rec.configs[rec.runs[0]]
+        assert cfg["rounds"] == 2 and cfg["n_clients"] == 100
+        assert cfg.get("restart_momentum", True) is True
+        finals[m] = rec.final("test_acc_mean", run=rec.runs[0])
+        assert re.search(rf"\| {re.escape(m)} \|[^\n]*\| {100 * finals[m]:.2f} ± 0\.00 \|", md)
+    # the verdict counts the paper's five orderings on the one column run
+    ok = sum([finals["DFedAvgM-P"] > finals["DFedAvgM"], finals["DFedPGP"] > finals["OSGP"],
+              finals["OSGP"] > finals["DFedAvgM"], finals["DFedPGP"] > finals["DFedAvgM-P"],
+              max(finals, key=finals.__getitem__) == "DFedPGP"])
+    assert verdict["measured"].startswith(f"{ok}/5 ")
+    assert verdict["holds"] == (True if ok == 5 else False if ok == 0 else None)
+
+
+@pytest.mark.figures
+def test_table1_fig2_table2_share_runs(tmp_path: Path) -> None:
+    _run_quick("dfedpgp_table1", tmp_path)
+    md, verdict = _verdict("dfedpgp_table1", tmp_path)
+    for m in ("Local", "FedAvg", "DFedPGP"):
+        rec = _cell_records(tmp_path, m, "CIFAR-10 Pat-2")
+        mean, _, _ = figures.over_seeds(rec)
+        assert f"| {m} | {100 * mean:.2f} ± 0.00 |" in md
+    stamp = {p: p.stat().st_mtime for p in (tmp_path / "runs").rglob("*.jsonl")}
+    _run_quick("dfedpgp_fig2", tmp_path)
+    _run_quick("dfedpgp_table2", tmp_path)
+    # the same runs, not run again
+    assert {p: p.stat().st_mtime for p in (tmp_path / "runs").rglob("*.jsonl")} == stamp
+    assert (tmp_path / "dfedpgp_fig2.png").stat().st_size < 150_000
+    md2, _ = _verdict("dfedpgp_table2", tmp_path)
+    rec = _cell_records(tmp_path, "DFedPGP", "CIFAR-10 Pat-2")
+    reach = rec.rounds_to(0.9, "test_acc_mean", run=rec.runs[0])
+    assert f"| DFedPGP | {'-' if reach is None else reach} |" in md2
+
+
+@pytest.mark.figures
+@pytest.mark.parametrize("name", ["dfedpgp_fig3a", "dfedpgp_fig3b"])
+def test_fig3_quick_curves(name: str, tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    _run_quick(name, tmp_path)
+    md, _ = _verdict(name, tmp_path)
+    ax = plt.figure(plt.get_fignums()[0]).axes[0]
+    labels = [ln.get_label() for ln in ax.lines]
+    assert labels == (["k = 2", "k = 40"] if name.endswith("3a") else ["n = 100", "n = 200"])
+    for ln in ax.lines:
+        assert f"| {ln.get_label()} | 2 |" in md
+        assert f"{float(ln.get_ydata()[-1]):.4f}" in md
+
+
+@pytest.mark.figures
+def test_table3_quick(tmp_path: Path) -> None:
+    _run_quick("dfedpgp_table3", tmp_path)
+    md, verdict = _verdict("dfedpgp_table3", tmp_path)
+    folder = tmp_path / "runs" / "dfedpgp_table3" / "dfedpgp_table3" / "DFedPGP" / "Dir"
+    rec = tf.records.load_many(folder)
+    assert list(rec.configs[rec.runs[0]]["local_epochs_u"]) == list(
+        tf.algorithms.heterogeneous_epochs(100, (1, 2, 3, 4, 5)))
+    assert f"{100 * rec.final('test_acc_mean', run=rec.runs[0]):.2f} ± 0.00" in md
