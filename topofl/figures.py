@@ -686,6 +686,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
         if name not in names:
             raise FigureError(f"no figure {argv[0]!r}; `{prog} list` shows "
                               f"{', '.join(names) or 'none'}")
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): the CLI ends quietly
     except (FigureError, OSError, ValueError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
