@@ -18,3 +18,48 @@ def _add_topofl(doctest_namespace: dict[str, Any]) -> None:
 
     doctest_namespace["tf"] = topofl
     doctest_namespace["np"] = np
+
+
+# ------------------------------------------------------------------ hypothesis profiles
+# The default suite runs every property test at a few examples (a quick check a user waits
+# for); ``--hypothesis-profile=ci`` (what .ci/run passes) runs each at the number of examples
+# its own @settings asks for. Explicit @settings(max_examples=N) would override a profile, so
+# the default profile caps them at collection instead.
+from hypothesis import settings as _hyp_settings  # noqa: E402
+
+#: Examples per property test in the default suite.
+FAST_EXAMPLES = 8
+# derandomized: the same examples every run, so the default suite's time and outcome are
+# stable; the ci profile draws new ones each run
+_hyp_settings.register_profile("fast", max_examples=FAST_EXAMPLES, deadline=None,
+                               derandomize=True)
+_hyp_settings.register_profile("ci", deadline=None)
+_hyp_settings.load_profile("fast")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if (config.getoption("hypothesis_profile", None) or "fast") != "fast":
+        return
+    for item in items:
+        fn = getattr(item, "obj", None)
+        inner = getattr(getattr(fn, "hypothesis", None), "inner_test", None)
+        own = getattr(fn, "_hypothesis_internal_use_settings", None)
+        if inner is None or own is None or own.max_examples <= FAST_EXAMPLES:
+            continue
+        fn._hypothesis_internal_use_settings = _hyp_settings(own, max_examples=FAST_EXAMPLES)
+
+
+# ------------------------------------------------------------------ torch threads
+#: Environment variable: torch's intra-op threads for the test session (default 1). The tests
+#: train tiny models, where a second thread buys little on a quiet machine and, on a loaded
+#: one, spinning threads made single tests 5-10x slower (pfeddst's contract test: 4.2 s with
+#: one thread, 37.6 s with two, at load 8 on 2 cores).
+TEST_THREADS_ENV = "TOPOFL_TEST_THREADS"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import os
+
+    import torch
+
+    torch.set_num_threads(int(os.environ.get(TEST_THREADS_ENV, "1")))

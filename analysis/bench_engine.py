@@ -31,7 +31,9 @@ peak resident memory of 1000 GN-LeNet clients (in a child process).
 Run ``python analysis/bench_engine.py`` (a few minutes on a 2-core CPU; writes
 ``analysis/bench_engine.md``; ``--device cuda`` runs both engines on the GPU, timed with
 ``torch.cuda.synchronize`` at every boundary, and writes ``analysis/bench_engine_cuda.md``)
-or ``--quick`` (n = 100 only, about a minute, writes nothing unless ``--out`` is given). The
+or ``--quick`` (n = 100 only, about a minute, writes nothing unless ``--out`` is given).
+``--cost`` measures only what the bytes ledger and the virtual clock add to a round of
+``topofl.run`` (:func:`cost_overhead`; writes ``analysis/bench_engine_cost.md``). The
 machine may be shared: before each repetition the script waits (at most ``--max-wait``
 seconds) for the other processes to go idle, reports medians, and says how many repetitions
 started on a busy machine.
@@ -553,6 +555,123 @@ def end_to_end_round(model: nn.Module, data: FederatedData, topo: tf.Topology, q
     return statistics.median(per)
 
 
+# ----------------------------------------------------------------------------- accounting
+#: The network of the accounting benchmark: what the clock has to compute every round.
+COST_NETWORK: dict[str, Any] = {
+    "latency": {"dist": "uniform", "low": 0.01, "high": 0.1}, "uplink": 1.25e6,
+    "downlink": 1.25e6, "speed": {"dist": "lognormal", "median": 1e9, "sigma": 0.5}}
+COST_SETTINGS = {"off": dict(ledger=False), "ledger": {},
+                 "ledger + clock": dict(network=COST_NETWORK)}
+
+
+def cost_overhead(model_name: str, n: int, topo_name: str, quiet: Quiet, rounds: int,
+                  repeats: int) -> dict[str, Any]:
+    """Seconds per ``topofl.run`` round of D-SGD with the ledger and the clock off, the ledger
+    on, and both on: (T(1 + rounds) - T(1)) / rounds per setting, the settings interleaved
+    within each repetition (median over ``repeats``); and the accounting's own time per round
+    (``topofl.engine.loop._account``, timed inside the same runs)."""
+    import topofl.engine.loop as loop_mod
+
+    data = synthetic_data(n, SHAPES[model_name])
+    model = tf.models.build_model("logistic", SHAPES[model_name], 10, seed=0)
+    topo = (tf.topologies.random_regular(n, DEGREE, seed=0) if topo_name == "regular"
+            else tf.topologies.complete(n))
+    kw: dict[str, Any] = dict(topology=topo, data=data, model=model, seed=0,
+                              batch_size=BATCH, lr=LR, eval_global=False,
+                              record_clients=False, spectral=False, progress=False,
+                              eval_every=10**6, device=str(DEVICE))
+    inner = loop_mod._account
+    spent: list[float] = []
+
+    def account(*a: Any, **k: Any) -> Any:
+        t0 = time.perf_counter()
+        out = inner(*a, **k)
+        spent.append(time.perf_counter() - t0)
+        return out
+
+    per: dict[str, list[float]] = {k: [] for k in COST_SETTINGS}
+    own: dict[str, list[float]] = {k: [] for k in COST_SETTINGS}
+    loop_mod._account = account  # type: ignore[assignment]
+    try:
+        for setting in COST_SETTINGS.values():  # warm every path once
+            tf.run("dsgd", rounds=1, **kw, **setting)
+        for _ in range(repeats):
+            for name, setting in COST_SETTINGS.items():
+                quiet.wait()
+                t0 = time.perf_counter()
+                tf.run("dsgd", rounds=1, **kw, **setting)
+                t1 = time.perf_counter()
+                spent.clear()
+                quiet.wait()
+                t2 = time.perf_counter()
+                tf.run("dsgd", rounds=1 + rounds, **kw, **setting)
+                t3 = time.perf_counter()
+                per[name].append(max(0.0, ((t3 - t2) - (t1 - t0)) / rounds))
+                own[name].append(sum(spent) / (1 + rounds))
+    finally:
+        loop_mod._account = inner  # type: ignore[assignment]
+    return {"model": model_name, "n": n, "topology": topo_name, "arcs": topo.messages_per_round,
+            "rounds": rounds, "repeats": repeats,
+            "per": {k: statistics.median(v) for k, v in per.items()},
+            "spread": {k: (min(v), max(v)) for k, v in per.items()},
+            "own": {k: statistics.median(v) for k, v in own.items()}}
+
+
+def cost_report(results: list[dict[str, Any]], info: dict[str, str], quiet: Quiet,
+                load: tuple[float, float], seconds: float) -> str:
+    """Markdown of :func:`cost_overhead`'s measurements."""
+    lines = [
+        "# Engine benchmark: the cost of the bytes ledger and the virtual clock",
+        "",
+        f"`python analysis/bench_engine.py --cost`, {info['date']}. Machine: {info['cpu']}; "
+        f"Python {info['python']}, torch {info['torch']}, numpy {info['numpy']}, topofl "
+        f"{info['topofl']}; `torch.set_num_threads({info['threads']})`, CPU, float32.",
+        f"Machine load (1-minute load average, from `/proc/loadavg`) at the start and the end: "
+        f"**{load[0]:.1f}** and **{load[1]:.1f}** on {os.cpu_count()} CPUs, shared with other "
+        f"processes; {quiet.busy} of {quiet.total} timed runs started while the machine was "
+        f"busy (waited up to {quiet.max_wait:g} s for it to go idle). Whole run: "
+        f"{seconds / 60:.1f} min.",
+        "",
+        "One D-SGD round of `topofl.run` (auto executor, batch 16, one local step, one gossip "
+        "step, no evaluation) with the accounting *off* (`ledger=False`: the message total "
+        "only), the *ledger* on (the default: every message and byte per node and kind, "
+        "`round_messages`/`round_bytes` rows), and *ledger + clock* (a `network` with "
+        "per-link latencies drawn from a distribution, shared uplinks and downlinks, per-node "
+        "speeds: the clock computes every message's arrival and every node's clock). "
+        "*round ms*: (T(1 + k rounds) - T(1 round)) / k, the three settings interleaved in each "
+        "repetition, median (min..max) over the repetitions. *accounting ms*: the time spent in "
+        "the loop's accounting call (`topofl.engine.loop._account`: ledger, clock, the round's "
+        "rows) per round, timed inside the same runs: the overhead without the noise of the "
+        "rest of the round. *overhead*: accounting ms / round ms of the *off* setting.",
+        "",
+        "| model | n | graph (arcs) | setting | round ms | accounting ms | overhead |",
+        "|---|---:|---|---|---:|---:|---:|",
+    ]
+    for r in results:
+        base = r["per"]["off"]
+        first = True
+        for name in COST_SETTINGS:
+            lo, hi = r["spread"][name]
+            head = (f"| {r['model']} | {r['n']} | {r['topology']} ({r['arcs']:,}) "
+                    if first else "| | | ")
+            first = False
+            lines.append(
+                f"{head}| {name} | {r['per'][name] * 1e3:.2f} ({lo * 1e3:.2f}..{hi * 1e3:.2f})"
+                f" | {r['own'][name] * 1e3:.3f} | {r['own'][name] / base:.1%} |")
+    lines += ["", "Rounds per timed run k and repetitions: "
+              + "; ".join(f"{r['model']} n = {r['n']} {r['topology']}: k = {r['rounds']}, "
+                          f"{r['repeats']}" for r in results) + ".", ""]
+    return "\n".join(lines)
+
+
+def _loadavg() -> float:
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except OSError:
+        return float("nan")
+
+
 # ----------------------------------------------------------------------------- memory
 def memory_child(executor: str, n: int) -> None:
     """Runs in a child process: prints RSS figures (MiB) of n GN-LeNet clients training."""
@@ -952,6 +1071,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="where both engines run: cpu (default) or cuda; a GPU run writes "
                          "analysis/bench_engine_cuda.md and skips the CPU-memory runs")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--cost", action="store_true",
+                    help="only the cost of the bytes ledger and the virtual clock (writes "
+                         "analysis/bench_engine_cost.md unless --out is given)")
     args = ap.parse_args(argv)
     global DEVICE
     DEVICE = torch.device(args.device)
@@ -965,6 +1087,23 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     t_start = time.perf_counter()
     quiet = Quiet(args.max_wait)
+    if args.cost:
+        load0 = _loadavg()
+        cases = [("logistic", 100, "regular", 20, 7), ("logistic", 1000, "regular", 6, 5),
+                 ("logistic", 300, "complete", 6, 5)]
+        if args.quick:
+            cases = [("logistic", 100, "regular", 10, 3)]
+        results = []
+        for m, n, g, k, reps in cases:
+            print(f"accounting: {m}, n = {n}, {g}", file=sys.stderr, flush=True)
+            results.append(cost_overhead(m, n, g, quiet, k, max(1, round(reps * args.reps))))
+        text = cost_report(results, machine_info(), quiet, (load0, _loadavg()),
+                           time.perf_counter() - t_start)
+        print(text)
+        out = args.out or str(Path(__file__).with_name("bench_engine_cost.md"))
+        Path(out).write_text(text)
+        print(f"wrote {out}", file=sys.stderr)
+        return 0
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     clients = [int(c) for c in (args.clients or ("100" if args.quick else "100,1000")).split(",")]
     # (repetitions, rounds per engine and repetition)

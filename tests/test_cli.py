@@ -163,6 +163,8 @@ def test_bad_configs_are_one_line_and_exit_2(name: str, text: str, message: str,
     assert not (tmp_path / "r.jsonl").exists()
 
 
+# a fresh Python imports torch: slow; test_python_dash_m keeps a real process in the default suite
+@pytest.mark.slow
 def test_bad_config_in_a_real_process_has_no_traceback(tmp_path: Any) -> None:
     for name, text, message in [*BAD[:3], ("missing.toml", None, "no such config file")]:
         cfg = tmp_path / name
@@ -343,6 +345,8 @@ def test_delegated_commands_report_os_errors_in_one_line(
     assert "PermissionError: [Errno 13] Permission denied: 'out/x.md'" in err
 
 
+# a fresh Python imports torch: slow; test_python_dash_m keeps a real process in the default suite
+@pytest.mark.slow
 def test_runtime_error_in_a_real_process_has_no_traceback(tmp_path: Any) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(SMALL)

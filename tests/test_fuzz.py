@@ -16,6 +16,7 @@ treatment (one line on stderr and a non-zero status, or argparse's usage error).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import signal
@@ -280,6 +281,9 @@ def _records_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str,
     R = tf.records
     path = _records_file(tmp)
     rec = R.load(path)
+    costs = R.Records(rows=[{"run": "r", "round": 0, "client": None, "metric": m, "value": v}
+                            for m, v in (("m", 1.0), ("bytes", 8), ("messages", 2),
+                                         ("sim_time", 0.5))])
     return [
         ("records.load_many", R.load_many, {"paths": [path], "rename": False}),
         ("records.rounds_to", R.rounds_to,
@@ -293,6 +297,15 @@ def _records_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str,
         ("records.Records.series", rec.series, {"metric": "m", "client": None, "run": None}),
         ("records.Records.final", rec.final, {"metric": "m"}),
         ("records.Records.best", rec.best, {"metric": "m"}),
+        ("records.Records.status", rec.status, {"run": None}),
+        ("records.cost_to", R.cost_to,
+         {"records": costs, "target": 0.5, "cost": "bytes", "metric": "m", "run": None}),
+        ("records.bytes_to", R.bytes_to,
+         {"records": costs, "target": 0.5, "metric": "m", "run": None}),
+        ("records.messages_to", R.messages_to,
+         {"records": costs, "target": 0.5, "metric": "m", "run": None}),
+        ("records.time_to", R.time_to,
+         {"records": costs, "target": 0.5, "metric": "m", "run": None}),
         ("records.malicious_share", R.malicious_share,
          {"records": R.Records(rows=[{"run": "r", "round": 0, "client": None,
                                       "metric": "realized_edges", "value": [[1, 0], [2, 1]]}]),
@@ -311,8 +324,34 @@ RUN_KW: dict[str, Any] = {
 
 
 def _run_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
+    # "run.settings": without hyper-parameters, so that a bad algorithm (123, None, object())
+    # reaches the check of its type instead of the refusal of hyper-parameters for a built one
+    settings = {k: v for k, v in RUN_KW.items() if k not in ("lr", "momentum")}
     return [("run", tf.run, {**RUN_KW, "records_path": str(tmp / "run_fuzz.jsonl"),
-                             "overwrite": True})]
+                             "overwrite": True}),
+            ("run.settings", tf.run, {**settings, "records_path": str(tmp / "run_s.jsonl"),
+                                      "checkpoint_path": None, "overwrite": True})]
+
+
+@functools.lru_cache(maxsize=1)
+def _engine_data() -> Any:
+    return tf.data.federate("digits", "iid", 4, seed=0)
+
+
+def _engine_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
+    from topofl.engine import RunConfig
+
+    data = _engine_data()  # built once: every test of this module builds all the targets
+    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
+    return [
+        ("engine.RunConfig", RunConfig,
+         {"rounds": 1, "batch_size": 4, "eval_every": 1, "seed": 0, "device": "cpu",
+          "checkpoint_every": 0, "records_path": None, "run_id": "r", "divergence": 1e3}),
+        ("engine.run", tf.engine.run,
+         {"config": RunConfig(rounds=1, batch_size=4, record_clients=False, spectral=False),
+          "topology": tf.topologies.ring(4), "algorithm": tf.algorithms.get_algorithm("dsgd"),
+          "data": data, "model": model}),
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -329,7 +368,8 @@ def tmpdir_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _all_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
     return (_spectral_targets() + _registry_targets() + _topology_targets() + _data_targets(tmp)
             + _loader_targets(tmp) + _other_targets(tmp) + _records_targets(tmp)
-            + _algorithm_targets() + _model_targets() + _run_targets(tmp))
+            + _algorithm_targets() + _model_targets() + _run_targets(tmp)
+            + _engine_targets(tmp))
 
 
 TARGET_IDS = [t[0] for t in _all_targets(Path(tempfile.mkdtemp(prefix="topofl-fuzz-")))]
@@ -341,7 +381,7 @@ READS_FILES = {"records.load", "records.load_many", "data.load.root",
                    "data.digits_resized", "data.mnist1d", "data.label_flip_plan",
                    "data.flip_labels"))}
 #: Targets that write: a path that cannot be written is an OSError.
-WRITES_FILES = {"records.Recorder", "run"}
+WRITES_FILES = {"records.Recorder", "run", "run.settings", "engine.run"}
 #: The bad values tried on each parameter of topofl.run by the default suite (each call that
 #: passes validation trains a round).
 BAD_SHORT: list[Any] = [None, "abc", -1, 1.5, math.nan, [], _Opaque()]
@@ -352,6 +392,10 @@ BAD_SHORT: list[Any] = [None, "abc", -1, 1.5, math.nan, [], _Opaque()]
 DOCUMENTED_KEYERROR: dict[str, Callable[..., Any]] = {
     "topologies.build": tf.topologies.build,
     "records.rounds_to": tf.records.Records.series,
+    "records.cost_to": tf.records.cost_to,
+    "records.bytes_to": tf.records.cost_to,
+    "records.messages_to": tf.records.cost_to,
+    "records.time_to": tf.records.cost_to,
     "records.Records.series": tf.records.Records.series,
     "records.Records.final": tf.records.Records.series,
     "records.Records.best": tf.records.Records.series,
@@ -375,7 +419,7 @@ def _params(fn: Callable[..., Any], kw: dict[str, Any]) -> list[str]:
 
 # Values that are valid but ask for unbounded work (a run of 10**12 rounds trains for ever):
 # not what this test is about.
-_HUGE_OK = {("run", "rounds"), ("run", "eval_every")}
+_HUGE_OK: set[tuple[str, str]] = set()  # rounds=10**12 is now refused with the estimate
 
 
 @pytest.mark.parametrize("target", TARGET_IDS)
@@ -424,7 +468,8 @@ def _sweep(target: str, fn: Callable[..., Any], kw: dict[str, Any],
             if _known(target, key, bad):
                 continue
             problem = _check(fn, (), {**kw, key: bad}, _allowed(target))
-            if problem is None and target.startswith(("algorithms.", "models.")) and (
+            if problem is None and target.startswith(("algorithms.", "models.", "run",
+                                                       "engine.RunConfig")) and (
                     not target.startswith("models.build_model")):
                 problem = _names_the_parameter(fn, kw, key, bad)
             if problem is not None:
@@ -440,29 +485,49 @@ def _names_the_parameter(fn: Callable[..., Any], kw: dict[str, Any], key: str,
     except (ValueError, TypeError) as exc:
         msg = str(exc)
         name = "hidden" if key == "hidden" else key  # "hidden width" for one bad width
-        if name not in msg and not (key == "input_shape" and "input" in msg):
+        if name not in msg and not (key == "input_shape" and "input" in msg) and not any(
+                alias in msg for alias in _ALIASES.get(key, ())):
             return f"{type(exc).__name__} does not name {key!r}: {msg}"[:300]
+    except OSError:  # a path that cannot be written: named by the OS error
+        pass
     return None
 
 
-@pytest.mark.parametrize("target", [t for t in TARGET_IDS if t != "run"])
+#: What an error may call a parameter instead of its name (a run's data is "dataset", ...).
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "data": ("dataset", "FederatedData"),
+    "topology": ("graph", "spec"),
+    "partition": ("partition scheme",),
+    "n_clients": ("clients",),
+    "model_params": ("model",),
+    "partition_params": ("partition",),
+}
+
+
+#: Targets that train when a call passes validation: the default suite tries BAD_SHORT.
+TRAINS = ("run", "run.settings", "engine.run")
+
+
+@pytest.mark.parametrize("target", [t for t in TARGET_IDS if t not in TRAINS])
 def test_one_bad_argument(target: str, tmpdir_module: Path) -> None:
     _, fn, kw = next(t for t in _all_targets(tmpdir_module) if t[0] == target)
     failures = _sweep(target, fn, kw, BAD)
     assert not failures, f"{target}:\n" + "\n".join(failures)
 
 
-def test_one_bad_argument_of_run(tmpdir_module: Path) -> None:
-    _, fn, kw = next(t for t in _all_targets(tmpdir_module) if t[0] == "run")
-    failures = _sweep("run", fn, kw, BAD_SHORT)
-    assert not failures, "run:\n" + "\n".join(failures)
+@pytest.mark.parametrize("target", TRAINS)
+def test_one_bad_argument_of_run(target: str, tmpdir_module: Path) -> None:
+    _, fn, kw = next(t for t in _all_targets(tmpdir_module) if t[0] == target)
+    failures = _sweep(target, fn, kw, BAD_SHORT)
+    assert not failures, f"{target}:\n" + "\n".join(failures)
 
 
 @pytest.mark.slow
-def test_every_bad_argument_of_run(tmpdir_module: Path) -> None:
-    _, fn, kw = next(t for t in _all_targets(tmpdir_module) if t[0] == "run")
-    failures = _sweep("run", fn, kw, BAD)
-    assert not failures, "run:\n" + "\n".join(failures)
+@pytest.mark.parametrize("target", TRAINS)
+def test_every_bad_argument_of_run(target: str, tmpdir_module: Path) -> None:
+    _, fn, kw = next(t for t in _all_targets(tmpdir_module) if t[0] == target)
+    failures = _sweep(target, fn, kw, BAD)
+    assert not failures, f"{target}:\n" + "\n".join(failures)
 
 
 #: Public names that are not functions to fuzz: classes of results and specs, constants,
@@ -475,7 +540,7 @@ NOT_FUZZED = {
     "topofl.data": {"Dataset", "ChecksumError", "Resource", "DATASETS", "SOURCES",
                     "default_root", "Partition", "PartitionSplit", "PARTITIONS",
                     "FederatedData", "EvalBatch", "Segments", "SPLITS", "LabelFlip"},
-    "topofl.records": set(),
+    "topofl.records": {"RunStatus"},
     "topofl.models": {"SplitModel", "BasicBlock", "MODELS", "INIT_STREAM"},
 }
 
@@ -704,3 +769,145 @@ def test_cli_bad_arguments(template: list[str], tmp_path: Path,
         if problem is not None:
             failures.append(f"{argv}: {problem}")
     assert not failures, "\n".join(failures)
+
+
+# ------------------------------------------------------------------ configs (issue 23)
+#: A valid config: every key is replaced by every bad value, one at a time.
+CONFIG: dict[str, Any] = {
+    "algorithm": "dsgd", "topology": "ring", "data": "digits", "n_clients": 4,
+    "partition": "iid", "partition_params": {}, "model": "logistic", "model_params": {},
+    "rounds": 2, "seed": 0, "lr": 0.1, "momentum": 0.0, "batch_size": 4, "eval_every": 1,
+    "device": "cpu", "dtype": "float32", "checkpoint_every": 0, "records_path": "r.jsonl",
+    "divergence": 1000.0, "eval_global": True,
+}
+CONFIG_BAD: list[Any] = [*BAD, 2**63 - 1, 2**64, "meta", "rnig", "torus:rows=5", "dgsd",
+                         {"a": 1}, [1, 2], -0.0, 1e308]
+
+
+def test_config_bad_values() -> None:
+    from topofl.config import ConfigError
+
+    failures = []
+    for key in CONFIG:
+        for bad in CONFIG_BAD:
+            try:
+                with _time_limit(TIME_LIMIT_S):
+                    tf.config.validate({**CONFIG, key: bad})
+            except _Hang as exc:
+                failures.append(f"{key}={_rid(bad)}: hang: {exc}")
+            except ConfigError as exc:
+                if not str(exc).strip():
+                    failures.append(f"{key}={_rid(bad)}: empty message")
+            except Exception as exc:  # noqa: BLE001 - the point of the test
+                failures.append(f"{key}={_rid(bad)}: {type(exc).__name__}: {exc}"[:300])
+    assert not failures, "\n".join(failures)
+
+
+# ------------------------------------------------------------------ records (issue 23)
+def _good_records(tmp: Path) -> Path:
+    p = tmp / "good.jsonl"
+    with tf.records.Recorder(p, run="dsgd-ring") as rec:
+        rec.log_config({"rounds": 3, "run_id": "dsgd-ring"})
+        for t in range(3):
+            rec.log("test_acc_mean", 0.1 * (t + 1), t)
+            rec.log_clients("test_acc", [0.1, 0.2], t)
+            rec.log("realized_edges", [[0, 1], [1, 0]], t)
+    return p
+
+
+_MUTATIONS = st.sampled_from(["insert", "delete", "replace", "truncate", "value"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(kind=_MUTATIONS, where=st.floats(0, 1, exclude_max=True),
+       byte=st.binary(min_size=1, max_size=3),
+       value=st.sampled_from(['"x"', "{}", "[]", '"inf"', "null", "1e999", "true", '"0.5"']))
+def test_corrupted_records_never_load_silently_wrong(tmp_path_factory: pytest.TempPathFactory,
+                                                     kind: str, where: float, byte: bytes,
+                                                     value: str) -> None:
+    """A corrupted file is refused naming the file and line, or loads the rows of its one
+    run with numbers for values; a cut file says it is incomplete (items 3, 4, 10)."""
+    tmp = tmp_path_factory.mktemp("rec")
+    p = _good_records(tmp)
+    raw = p.read_bytes()
+    k = int(where * len(raw))
+    if kind == "insert":
+        raw = raw[:k] + byte + raw[k:]
+    elif kind == "delete":
+        raw = raw[:k] + raw[k + len(byte):]
+    elif kind == "replace":
+        raw = raw[:k] + byte + raw[k + len(byte):]
+    elif kind == "truncate":
+        raw = raw[:k]
+    else:  # a row's value replaced
+        lines = raw.split(b"\n")
+        i = 1 + int(where * (len(lines) - 2))
+        lines[i] = lines[i].rsplit(b'"value": ', 1)[0] + b'"value": ' + value.encode() + b"}"
+        raw = b"\n".join(lines)
+    p.write_bytes(raw)
+    try:
+        r = tf.records.load(p)
+    except ValueError as exc:
+        assert str(exc).startswith(str(p)), exc
+        return
+    assert set(r.runs) <= {"dsgd-ring"}, r.runs  # never a phantom run
+    kinds: dict[str, set[bool]] = {}
+    for row in r.rows:  # numbers (or one metric's lists of numbers), never text or objects
+        v = row["value"]
+        if v is not None:
+            kinds.setdefault(row["metric"], set()).add(isinstance(v, list))
+        assert v is None or isinstance(v, (int, float, list)) or v in ("inf", "-inf", "nan"), row
+    assert all(len(k) == 1 for k in kinds.values()), kinds
+    # (a character inserted in a metric's name is a new metric: not detectable in general)
+    if kind == "truncate" and r.runs:
+        status = r.status()
+        assert status.complete is not True or raw == _good_records(tmp).read_bytes()[:k]
+        if status.complete and not raw.endswith(b"\n"):
+            pytest.fail(f"a file cut at byte {k} of {len(raw)} reads as finished")
+
+
+# ------------------------------------------------------------------ the command line, again
+CLI_BAD_23 = ["9223372036854775807", "18446744073709551616", "meta", "rnig", "torus:rows=5",
+              "1e9"]
+CLI_TEMPLATES_23 = [
+    ["run", "CFG", "--set", "rounds=X"],
+    ["run", "CFG", "--set", "device=X"],
+    ["run", "CFG", "--set", "records_path=X"],
+    ["run", "CFG", "--topology", "X"],
+    ["run", "CFG", "--algorithm", "X"],
+    ["spectral", "X"],
+    ["spectral", "random_directed:n=6,k=2", "--horizon", "X"],
+    ["study", "X", "--out", "OUT", "--strict"],
+]
+
+
+@pytest.mark.parametrize("template", CLI_TEMPLATES_23, ids=lambda t: " ".join(t))
+def test_cli_valid_but_unbounded_or_misspelled(template: list[str], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    failures = []
+    for bad in CLI_BAD_23:
+        argv = _cli_argv(template, bad, tmp_path)
+        argv = [a.replace("X", bad) if a.startswith(("rounds=", "records_path=")) else a
+                for a in argv]
+        problem = _cli(argv, capsys)
+        if problem is not None:
+            failures.append(f"{argv}: {problem}")
+    assert not failures, "\n".join(failures)
+
+
+def test_cli_study_of_broken_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from topofl.cli import main
+
+    d = tmp_path / "runs"
+    d.mkdir()
+    good = _good_records(d)
+    (d / "empty.jsonl").write_bytes(b"")
+    (d / "binary.jsonl").write_bytes(bytes(range(256)))
+    (d / "cut.jsonl").write_bytes(good.read_bytes()[:-30].replace(b"dsgd-ring", b"cut-run"))
+    assert main(["study", str(d), "--out", str(tmp_path / "o"), "--no-figures"]) == 0
+    err = capsys.readouterr().err
+    assert "empty.jsonl is unreadable" in err and "binary.jsonl is unreadable" in err
+    assert "run cut-run is not finished" in err
+    assert main(["study", str(d), "--out", str(tmp_path / "o"), "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ": error: --strict: " in err

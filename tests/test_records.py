@@ -132,9 +132,9 @@ def test_load_new_and_old_headers(tmp_path: Path) -> None:
 
 
 def test_load_rejects_bad_lines_and_tolerates_a_truncated_tail(tmp_path: Path) -> None:
-    p = _write(tmp_path / "r.jsonl", NEW_HEADER, _rows("x", "acc", [(0, 0.5), (1, 0.6)]))
-    p.write_text(p.read_text() + '{"run": "x", "rou', encoding="utf-8")
-    assert len(load(p)) == 2
+    p = _write(tmp_path / "r.jsonl", NEW_HEADER, _rows("ring-s1", "acc", [(0, 0.5), (1, 0.6)]))
+    p.write_text(p.read_text() + '{"run": "ring-s1", "rou', encoding="utf-8")
+    assert len(load(p)) == 2 and load(p).cut == {"ring-s1": 23}
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"run": "x"}\n{"run": "x", "round": 0, "client": null, "metric": "a", '
                    '"value": 1}\n', encoding="utf-8")
@@ -157,14 +157,16 @@ def test_load_many_keeps_every_header_and_refuses_duplicates(tmp_path: Path) -> 
     # a folder: every *.jsonl in name order
     assert load_many(tmp_path).runs == ["ring-s1", "old"]
     (tmp_path / "sub").mkdir()
-    c = _write(tmp_path / "sub" / "c.jsonl", OLD_HEADER, _rows("ring-s1", "acc", [(0, 0.9)]))
+    c_header = {"config": {**OLD_HEADER["config"], "run": {"run_id": "ring-s1", "seed": 7}}}
+    c = _write(tmp_path / "sub" / "c.jsonl", c_header, _rows("ring-s1", "acc", [(0, 0.9)]))
     with pytest.raises(ValueError, match=r"run id 'ring-s1' is in both .*a.jsonl and .*c.jsonl"):
         load_many([a, c])
     both = load_many([a, c], rename=True)
     renamed = f"ring-s1@{c}"
     assert both.runs == ["ring-s1", renamed]
     assert both.final("acc", run=renamed) == 0.9 and both.final("acc", run="ring-s1") == 0.5
-    assert both.configs[renamed]["run"]["run_id"] == "old"
+    assert both.configs[renamed]["run"]["seed"] == 7  # c's own header
+    assert both.sources == {"ring-s1": str(a), renamed: str(c)}
     (tmp_path / "nothing").mkdir()
     with pytest.raises(ValueError, match="no \\*.jsonl"):
         load_many(tmp_path / "nothing")

@@ -95,7 +95,9 @@ def test_runs_and_conditions_from_recorder_files(sweep: Path) -> None:
     assert cond.loc["topology=complete", "rounds_to_target_std"] == 0
     # n and edges_per_node are equal everywhere: in the run table, not correlated
     assert "n" in res.runs.columns and res.topology_metrics == ["spectral_gap"]
-    assert res.convergence_metrics == list(S.CONVERGENCE_METRICS)
+    # no run recorded messages, bytes or sim_time: no cost-to-target column
+    assert res.convergence_metrics == ["rounds_to_target", "final", "best", "auc",
+                                       "final_consensus_distance"]
 
 
 def test_only_seed_and_per_run_keys_are_ignored(tmp_path: Path) -> None:
@@ -340,7 +342,7 @@ def test_study_writes_tables_figures_and_markdown(sweep: Path, tmp_path: Path) -
     res = S.study(sweep, out, target=0.75, n_boot=100, seed=0)
     names = sorted(p.name for p in res.files)
     assert names == sorted(["runs.csv", "conditions.csv", "correlations.csv", "curves.png",
-                            *(f"scatter_{c}.png" for c in S.CONVERGENCE_METRICS), "study.md"])
+                            *(f"scatter_{c}.png" for c in res.convergence_metrics), "study.md"])
     for p in res.files:
         assert p.exists() and p.stat().st_size > 200, p
     back = pd.read_csv(out / "runs.csv")
@@ -367,7 +369,7 @@ def test_study_writes_tables_figures_and_markdown(sweep: Path, tmp_path: Path) -
 def test_study_default_target_and_skipped_runs(sweep: Path) -> None:
     with Recorder(sweep / "empty.jsonl", run="empty") as rec:
         rec.log_config(_config("star", 0))
-        rec.log("train_loss", 1.0, 0)
+        rec.log("train_loss", 1.0, 29)  # finished, without the metric
     res = S.study(sweep, n_boot=10)
     bests = [0.6, 0.7, 0.8, 0.7, 0.9, 0.9]
     assert res.target == pytest.approx(0.9 * float(np.median(bests)))
@@ -500,3 +502,70 @@ def test_figures_have_readable_labels_units_and_every_condition_in_the_legend(
     assert panel.get_xlabel() == "spectral gap 1 − max|λ_k| (unitless)"
     assert "(rounds)" in panel.get_ylabel()
     assert panel.get_title() == "ρ = -0.87, n = 3, p = 0.67"  # ring and torus tie at never
+
+
+# ------------------------------------------------------------------ issue 23, item 3
+def _cut(path: Path, keep: float) -> None:
+    raw = path.read_bytes()
+    path.write_bytes(raw[: int(len(raw) * keep)])
+
+
+def test_a_truncated_run_is_not_read_as_finished(sweep: Path) -> None:
+    # before: a run cut to half its bytes was "finished", its round-20 accuracy its final
+    _cut(sweep / "complete-1.jsonl", 0.5)
+    res = S.study(sweep, n_boot=10, target=0.5)
+    assert "complete-1" not in set(res.runs["run"]) and len(res.runs) == 5
+    assert "stopped while writing" in res.incomplete["complete-1"] or \
+        "rows end after round" in res.incomplete["complete-1"]
+    assert "Left out, not finished: `complete-1`" in res.markdown
+    kept = S.study(sweep, n_boot=10, target=0.5, include_incomplete=True)
+    assert "complete-1" in set(kept.runs["run"]) and "complete-1" in kept.incomplete
+    assert "Kept although not finished: `complete-1`" in kept.markdown
+    with pytest.raises(S.IncompleteRunsError, match=r"1 incomplete run\(s\): complete-1 \("):
+        S.study(sweep, n_boot=10, strict=True)
+
+
+def test_rows_cut_at_a_line_end_are_caught_by_the_planned_rounds(sweep: Path) -> None:
+    p = sweep / "ring-0.jsonl"
+    p.write_bytes(b"".join(ln for ln in p.read_bytes().splitlines(keepends=True)
+                           if b'"round": 29' not in ln))
+    res = S.study(sweep, n_boot=10, target=0.5)
+    assert res.incomplete == {"ring-0": "its rows end after round 20 of the 30 its header "
+                                        "plans"}
+
+
+@pytest.mark.parametrize("content", [b"", b'{"header": true, "run": "x", "con', b"\x00\xff"])
+def test_empty_and_half_written_files_are_named_not_dropped(sweep: Path,
+                                                            content: bytes) -> None:
+    # before: a 0-byte run, or one with half a header, vanished from the count
+    (sweep / "x.jsonl").write_bytes(content)
+    res = S.study(sweep, n_boot=10, target=0.5)
+    assert list(res.unreadable) == [str(sweep / "x.jsonl")] and len(res.runs) == 6
+    assert "Left out, unreadable" in res.markdown
+    with pytest.raises(S.IncompleteRunsError, match=r"1 unreadable file\(s\): .*x\.jsonl"):
+        S.study(sweep, n_boot=10, strict=True)
+
+
+def test_a_diverged_sweep_run_is_kept(sweep: Path) -> None:
+    p = sweep / "ring-1.jsonl"
+    p.write_bytes(b"".join(ln for ln in p.read_bytes().splitlines(keepends=True)
+                           if b'"round": 29' not in ln))
+    (sweep / "ring-1.done").write_text('{"status": "diverged", "summary": {}}\n')
+    res = S.study(sweep, n_boot=10, target=0.5)
+    assert res.diverged == ["ring-1"] and not res.incomplete
+    assert "ring-1" in set(res.runs["run"])
+
+
+def test_study_command_line_is_strict_when_asked(sweep: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    _cut(sweep / "torus-0.jsonl", 0.6)
+    (sweep / "zero.jsonl").write_bytes(b"")
+    out = tmp_path / "report"
+    assert S.main([str(sweep), "--out", str(out), "--no-figures", "--n-boot", "5"]) == 0
+    cap = capsys.readouterr()
+    assert "warning: run torus-0 is not finished (left out)" in cap.err
+    assert "zero.jsonl is unreadable (left out)" in cap.err
+    assert "5 runs" in cap.out and "1 incomplete and 1 unreadable left out" in cap.out
+    assert S.main([str(sweep), "--out", str(out), "--no-figures", "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "error: --strict: 1 incomplete run(s): torus-0" in err

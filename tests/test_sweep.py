@@ -183,6 +183,7 @@ def test_shards_and_dry_run_from_the_command_line(tmp_path: Path,
     assert rec.provenance["command"] == f"topofl sweep {path} --out {out} --shard 1/2"
 
 
+@pytest.mark.slow  # spawns two workers that import torch
 def test_jobs_run_in_worker_processes_with_the_same_results(tmp_path: Path) -> None:
     import numpy as np
 
@@ -275,3 +276,139 @@ def test_an_infinite_setting_reaches_the_run_and_its_finished_run_is_reused(
     assert [o.status for o in again] == ["skipped"]
     assert tf.config._replayable_config(path)["budget"] == math.inf
     assert tf.config.validate({"algorithm": "dpfl", "budget": math.inf})["budget"] == math.inf
+
+
+# ------------------------------------------------------------------ issue 23, item 5
+def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # before: Ctrl-C (or SIGTERM) ended a sweep without a word
+    out = tmp_path / "out"
+    real = tf.sweep._execute
+    calls: list[str] = []
+
+    def interrupted_at_the_third(cfg: Any, name: str, *a: Any) -> Any:
+        calls.append(name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(cfg, name, *a)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tf.sweep, "_execute", interrupted_at_the_third)
+        with pytest.raises(tf.sweep.SweepInterrupted) as info:
+            tf.sweep.run_sweep({**BASE, "rounds": 1, "sweep": SWEEP}, out, progress=False,
+                               echo=lambda line: None, command="topofl sweep s.toml --out o")
+    assert info.value.signum == 2 and isinstance(info.value, KeyboardInterrupt)
+    err = capsys.readouterr().err
+    assert (f"sweep interrupted (SIGINT): 2 of 4 runs finished ({NAMES[0]}, {NAMES[1]}); "
+            f"2 not finished ({NAMES[2]}, {NAMES[3]}).") in err
+    assert "To resume, run the same command again: topofl sweep s.toml --out o" in err
+    again = tf.sweep.run_sweep({**BASE, "rounds": 1, "sweep": SWEEP}, out, progress=False,
+                               echo=lambda line: None)
+    assert [o.status for o in again] == ["skipped", "skipped", "complete", "complete"]
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(d.name))
+    return kids
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _start_sweep(tmp_path: Path) -> tuple[Any, list[int]]:
+    """``topofl sweep --jobs 2`` of long runs in a subprocess, once its two workers train."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    cfg = _toml(tmp_path / "s.toml", {**BASE, "topology": "ring", "rounds": 10**6,
+                                      "eval_every": 10**5, "checkpoint_every": 10**5},
+                {"seed": [0, 1, 2]})
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "topofl", "sweep", str(cfg), "--out", str(tmp_path / "out"),
+         "--jobs", "2", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env, start_new_session=True)
+    t0 = time.monotonic()
+    kids: list[int] = []
+    while time.monotonic() - t0 < 120 and proc.poll() is None:
+        kids = _children(proc.pid)
+        if len(kids) >= 3 and len(list((tmp_path / "out").glob("*.jsonl"))) >= 2:
+            break  # two workers and the resource tracker; both runs started
+        time.sleep(0.2)
+    else:  # pragma: no cover
+        proc.kill()
+        pytest.fail(f"the sweep's workers did not start: {proc.stderr.read()!r}")
+    return proc, kids
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_sigkill_of_a_sweep_leaves_no_process_behind(tmp_path: Path) -> None:
+    # before: 2 pool workers and the resource tracker went on, holding the output pipe open
+    import os
+    import signal
+    import time
+
+    proc, kids = _start_sweep(tmp_path)
+    os.kill(proc.pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    proc.stdout.read()  # EOF: no process holds the pipe any more
+    assert time.monotonic() - t0 < 10 and proc.wait() == -signal.SIGKILL
+    time.sleep(0.5)
+    left = [k for k in kids if _running(k)]
+    for k in left:  # pragma: no cover - clean up what the failure left
+        os.kill(k, signal.SIGKILL)
+    assert not left
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_sigterm_of_a_sweep_ends_its_workers_and_says_how_to_resume(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    proc, kids = _start_sweep(tmp_path)
+    os.kill(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    text = err.decode()
+    assert "sweep interrupted (SIGTERM): 0 of 3 runs finished; 3 not finished" in text
+    assert "To resume, run the same command again: topofl sweep " in text
+    assert "Traceback" not in text
+    time.sleep(0.5)
+    assert not [k for k in kids if _running(k)]
+
+
+# ------------------------------------------------------------------ issue 23, item 7
+def test_a_sweep_too_large_to_plan_is_refused_at_once(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # before: a [sweep] of 1000 x 1000 values did not finish --dry-run in 30 s
+    import time
+
+    cfg = _toml(tmp_path / "big.toml", {"topology": "ring", "rounds": 5},
+                {"lr": [0.001 * (i + 1) for i in range(1000)], "seed": list(range(1000))})
+    t0 = time.perf_counter()
+    assert main(["sweep", str(cfg), "--out", str(tmp_path / "o"), "--dry-run"]) == 2
+    assert time.perf_counter() - t0 < 5
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a [sweep] of 1000 x 1000 = 1,000,000 runs" in err
+    assert "needs at least" in err and "(estimated)" in err and "TOPOFL_MAX_SECONDS" in err
+    # a large sweep that fits is planned
+    ok = {"topology": "ring", "rounds": 5, "sweep": {"seed": list(range(300)), "lr": [0.1, 0.2]}}
+    assert len(plan(ok)) == 600

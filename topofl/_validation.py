@@ -31,6 +31,13 @@ __all__ = [
     "graph_bytes",
     "check_graph_size",
     "check_device",
+    "check_path",
+    "max_seconds",
+    "check_time",
+    "check_rounds",
+    "unknown_name",
+    "did_you_mean",
+    "did_you_mean_each",
 ]
 
 StochasticKind = Literal["row", "column", "doubly", "any"]
@@ -149,7 +156,8 @@ def check_choice(value: Any, name: str, choices: Collection[str]) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {_type_name(value)} {value!r}")
     if value not in choices:
-        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}"
+                         f"{did_you_mean(value, choices)}")
     return value
 
 
@@ -188,6 +196,18 @@ def check_graph(G: Any, name: str = "G") -> int:
     return int(n)
 
 
+def _check_real(values: Any, name: str) -> None:
+    """Refuse complex values with a non-zero imaginary part (casting would drop it)."""
+    arr = np.asarray(values)
+    if np.iscomplexobj(arr):
+        imag = np.abs(arr.imag)
+        if imag.size and float(imag.max()) > 0:
+            k = np.unravel_index(int(np.argmax(imag)), imag.shape)
+            where = f" at {tuple(int(i) for i in k)}" if arr.ndim == 2 else ""
+            raise ValueError(f"{name} must be real, found the complex entry "
+                             f"{complex(arr[k])}{where} (its imaginary part would be dropped)")
+
+
 def check_matrix(W: Any, name: str = "W") -> sp.csr_array:
     """Return ``W`` as a canonical float64 ``csr_array`` with non-negative finite entries.
 
@@ -215,15 +235,23 @@ def check_matrix(W: Any, name: str = "W") -> sp.csr_array:
         import torch
 
         if isinstance(W, torch.Tensor):
-            W = W.to_dense().detach().cpu().double().numpy()
+            W = W.to_dense().detach().cpu()
+            W = W.numpy() if W.is_complex() else W.double().numpy()
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
     if sp.issparse(W):
-        M = sp.csr_array(W, dtype=np.float64)
+        _check_real(W.data if hasattr(W, "data") else W, name)
+        M = sp.csr_array(W.real if np.iscomplexobj(W.data) else W, dtype=np.float64)
     else:
         try:
-            arr = np.asarray(W, dtype=np.float64)
+            raw = np.asarray(W)
+            if raw.dtype.kind == "O":  # lists of Python numbers with a complex among them
+                raw = np.asarray(W, dtype=np.complex128)
+            _check_real(raw, name)
+            arr = np.asarray(raw.real if np.iscomplexobj(raw) else raw, dtype=np.float64)
         except (TypeError, ValueError) as exc:
+            if "must be real" in str(exc):
+                raise
             raise TypeError(
                 f"{name} must be a numeric (n, n) array or sparse matrix, got {_type_name(W)}"
             ) from exc
@@ -458,6 +486,29 @@ def check_graph_size(n: int, arcs: float, what: str) -> None:
     check_memory(graph_bytes(n, arcs), what)
 
 
+def check_path(value: Any, name: str, *, optional: bool = True) -> Any:
+    """Return ``value`` if it is a path (``str`` or ``os.PathLike``; ``None`` if optional).
+
+    Examples
+    --------
+    >>> from topofl._validation import check_path
+    >>> check_path("runs/a.jsonl", "records_path")
+    'runs/a.jsonl'
+    >>> check_path(123, "records_path")
+    Traceback (most recent call last):
+    ...
+    TypeError: records_path must be a path (str or os.PathLike) or None, got int 123
+    """
+    if value is None and optional:
+        return value
+    if isinstance(value, (str, os.PathLike)) and not isinstance(value, bytes):
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError(f"{name} must not contain a NUL character, got {value!r}")
+        return value
+    what = "a path (str or os.PathLike)" + (" or None" if optional else "")
+    raise TypeError(f"{name} must be {what}, got {_type_name(value)} {value!r}"[:300])
+
+
 def check_device(device: Any, name: str = "device") -> Any:
     """Return ``torch.device(device)`` if that device exists here, else raise.
 
@@ -466,7 +517,8 @@ def check_device(device: Any, name: str = "device") -> Any:
     TypeError
         If ``device`` is not a str, int or ``torch.device``.
     ValueError
-        If torch does not know the string, or the device is CUDA/MPS and not available.
+        If torch does not know the string, the device is CUDA/MPS and not available, or it is
+        not one topofl computes on (``"meta"``, ``"xla"`` ...).
 
     Examples
     --------
@@ -501,6 +553,169 @@ def check_device(device: Any, name: str = "device") -> Any:
             raise ValueError(f"{name}={device!r}: only {count} CUDA device(s) here")
     elif d.type == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"{name}={device!r} needs MPS, which is not available here")
-    elif d.type not in ("cpu", "cuda", "mps", "meta"):
-        raise ValueError(f"{name}={device!r}: topofl runs on 'cpu', 'cuda' or 'mps'")
+    elif d.type not in ("cpu", "cuda", "mps"):
+        what = " (the meta device holds shapes, not numbers)" if d.type == "meta" else ""
+        raise ValueError(f"{name}={device!r}: topofl runs on 'cpu', 'cuda' or 'mps'{what}")
     return d
+
+
+# ============================================================================ time
+#: Default limit on the work one call of an analysis function (``topofl.spectral``, a sweep's
+#: plan) may be estimated to need: beyond it the call is refused at once, with the estimate,
+#: rather than left running. The environment variable :data:`MAX_SECONDS_ENV` overrides it.
+MAX_SECONDS = 60.0
+MAX_SECONDS_ENV = "TOPOFL_MAX_SECONDS"
+
+
+def max_seconds() -> float:
+    """The limit of :func:`check_time`: ``$TOPOFL_MAX_SECONDS`` if set (``inf`` or a number
+    of seconds), else :data:`MAX_SECONDS`."""
+    raw = os.environ.get(MAX_SECONDS_ENV, "").strip()
+    if not raw:
+        return MAX_SECONDS
+    try:
+        v = float(raw)
+    except ValueError:
+        raise ValueError(f"{MAX_SECONDS_ENV} must be a number of seconds (or inf), got "
+                         f"{raw!r}") from None
+    if not v > 0:
+        raise ValueError(f"{MAX_SECONDS_ENV} must be > 0, got {raw!r}")
+    return v
+
+
+def _fmt_seconds(s: float) -> str:
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400.0), ("hours", 3600.0),
+                       ("min", 60.0)):
+        if s >= size:
+            v = f"{s / size:.3g}"
+            return f"{v} {unit[:-1] if v == '1' and unit.endswith('s') else unit}"
+    return f"{s:.3g} s"
+
+
+def check_time(seconds: float, what: str, *, limit: float | None = None,
+               activity: str = "computation") -> None:
+    """Raise ``ValueError`` at once if ``what`` needs at least ``seconds`` (an estimated lower
+    bound) and that exceeds ``limit`` (default :func:`max_seconds`).
+
+    Examples
+    --------
+    >>> from topofl._validation import check_time
+    >>> check_time(1.0, "a short thing")
+    >>> check_time(3e9, "a long thing")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: a long thing needs at least 95.1 years of computation (estimated), more than ...
+    """
+    cap = max_seconds() if limit is None else limit
+    if seconds > cap:
+        env = (f" (set the environment variable {MAX_SECONDS_ENV} to allow more)"
+               if limit is None else "")
+        raise ValueError(
+            f"{what} needs at least {_fmt_seconds(seconds)} of {activity} (estimated), more "
+            f"than the limit of {_fmt_seconds(cap)}{env}")
+
+
+#: Largest number of training rounds: round indices are int64 in checkpoints and tensors.
+INT64_MAX = 2**63 - 1
+#: A lower bound on the time of one training round: a round of the smallest run (D-SGD,
+#: 2 clients on a ring, logistic regression on digits, batch size 1, no evaluation, one torch
+#: thread) takes 0.83 ms of CPU time (best of 3; 600 rounds minus 100); this is 8x below.
+ROUND_SECONDS_MIN = 1e-4
+#: Training longer than this (by the lower bound above) is refused: not a run that ends.
+TRAINING_MAX_SECONDS = 365.25 * 86400
+#: Rows one evaluation records at least (test accuracy mean/min/max/std, test loss,
+#: consensus distance, train loss, messages, bytes, wall time), and the bytes one row holds in
+#: memory (every row is kept: ``Recorder.rows``): 192 measured with ``tracemalloc`` over the
+#: 20,000 rows of a 2,000-round run.
+ROWS_PER_EVALUATION_MIN = 10
+BYTES_PER_ROW = 192
+
+
+def check_rounds(rounds: Any, eval_every: Any = 1, name: str = "rounds") -> int:
+    """Return ``rounds`` (an int ``>= 0``) unless the run cannot end or its records cannot fit.
+
+    Refused: more than ``2**63 - 1`` rounds (int64 round counters); records of more
+    evaluations than memory holds (every row is kept in memory, at least
+    :data:`ROWS_PER_EVALUATION_MIN` rows of :data:`BYTES_PER_ROW` each); and training that
+    would take more than a year at :data:`ROUND_SECONDS_MIN` a round.
+
+    Examples
+    --------
+    >>> from topofl._validation import check_rounds
+    >>> check_rounds(100, 10)
+    100
+    >>> check_rounds(2**63 - 1, 2**62)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: rounds=9223372036854775807 needs at least 2.92e+07 years of training ...
+    """
+    r = check_int(rounds, name, low=0)
+    if r > INT64_MAX:
+        raise ValueError(f"{name} must be <= 2**63 - 1 = {INT64_MAX} (round counters are "
+                         f"int64), got {r}")
+    e = eval_every if isinstance(eval_every, int) and not isinstance(eval_every, bool) \
+        and eval_every >= 1 else 1
+    evaluations = -(-r // e)
+    check_memory(float(evaluations) * ROWS_PER_EVALUATION_MIN * BYTES_PER_ROW,
+                 f"{name}={r} with eval_every={e} (the records of {evaluations} evaluations, "
+                 "kept in memory)")
+    check_time(float(r) * ROUND_SECONDS_MIN, f"{name}={r}", limit=TRAINING_MAX_SECONDS,
+               activity=f"training (at >= {ROUND_SECONDS_MIN * 1e3:g} ms a round)")
+    return r
+
+
+# ============================================================================ names
+def did_you_mean(value: Any, known: Collection[str]) -> str:
+    """``" (did you mean 'ring'?)"`` for the known name closest to ``value``, or ``""``.
+
+    The one place every lookup by name (graph families, algorithms, models, datasets,
+    partitions, choices) finds its suggestion; :mod:`difflib` ranks the candidates.
+
+    Examples
+    --------
+    >>> from topofl._validation import did_you_mean
+    >>> did_you_mean("rnig", ["ring", "torus", "complete"])
+    " (did you mean 'ring'?)"
+    >>> did_you_mean("xyz", ["ring", "torus"])
+    ''
+    """
+    import difflib
+
+    if not isinstance(value, str) or not value:
+        return ""
+    names = [k for k in known if isinstance(k, str)]
+    low = {k.lower(): k for k in names}
+    if value.lower() in low and low[value.lower()] != value:
+        return f" (did you mean {low[value.lower()]!r}?)"
+    close = difflib.get_close_matches(value.lower(), list(low), n=1, cutoff=0.6)
+    return f" (did you mean {low[close[0]]!r}?)" if close else ""
+
+
+def did_you_mean_each(values: Collection[Any], known: Collection[str]) -> str:
+    """:func:`did_you_mean` for several unknown names at once (keys of a config ...).
+
+    Examples
+    --------
+    >>> from topofl._validation import did_you_mean_each
+    >>> did_you_mean_each(["lrr", "xyz", "momentm"], ["lr", "momentum", "seed"])
+    " (did you mean 'lr' for 'lrr', 'momentum' for 'momentm'?)"
+    """
+    pairs = []
+    for v in values:
+        hint = did_you_mean(v, known)
+        if hint:
+            pairs.append(hint[len(" (did you mean "):-len("?)")] + f" for {v!r}")
+    return f" (did you mean {', '.join(pairs)}?)" if pairs else ""
+
+
+def unknown_name(what: str, value: Any, known: Collection[str], *, sort: bool = True) -> str:
+    """The message of a failed lookup by name: what was asked, the likely name, the known ones.
+
+    Examples
+    --------
+    >>> from topofl._validation import unknown_name
+    >>> unknown_name("graph family", "rnig", ["torus", "ring"])
+    "unknown graph family 'rnig' (did you mean 'ring'?); known: ring, torus"
+    """
+    names = sorted(known) if sort else list(known)
+    return f"unknown {what} {value!r}{did_you_mean(value, names)}; known: {', '.join(names)}"

@@ -27,7 +27,14 @@ from torch import nn
 
 from topofl import data as data_mod
 from topofl import distributed, topologies
-from topofl._validation import check_device, check_memory
+from topofl._validation import (
+    check_bool,
+    check_device,
+    check_memory,
+    check_path,
+    did_you_mean_each,
+    unknown_name,
+)
 from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
 from topofl.engine.config import config_header
@@ -160,6 +167,8 @@ def run(
     named (see :func:`topofl.engine.run`).
     """
     resume = kwargs.pop("resume", None)
+    check_bool(overwrite, "overwrite")
+    check_path(resume, "resume")
     prepared = prepare(algorithm, topology, data, model, rounds, seed=seed, n_clients=n_clients,
                        partition=partition, partition_params=partition_params,
                        model_params=model_params, **kwargs)
@@ -197,18 +206,24 @@ def prepare(
     >>> p.algorithm.name, p.hparams, p.settings
     ('dsgd', {'lr': 0.5}, {'batch_size': 8})
     """
+    if not isinstance(algorithm, (str, Algorithm)):
+        raise TypeError(f"algorithm must be a name of topofl.algorithms.ALGORITHMS or an "
+                        f"Algorithm, got {type(algorithm).__name__} {algorithm!r}"[:300])
+    for key in ("records_path", "checkpoint_path"):
+        check_path(kwargs.get(key), key)
     if kwargs.get("device") is not None:
         check_device(kwargs["device"])
     cfg_keys = RunConfig.field_names() - {"rounds", "seed"}
     settings = {k: kwargs.pop(k) for k in list(kwargs) if k in cfg_keys}
     if isinstance(algorithm, str):
         if algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; known: {sorted(ALGORITHMS)}")
+            raise ValueError(unknown_name("algorithm", algorithm, ALGORITHMS))
         accepted = set(inspect.signature(ALGORITHMS[algorithm]).parameters)
         unknown = sorted(set(kwargs) - accepted)
         if unknown:
             raise TypeError(
-                f"unknown keyword(s) {unknown} for run(algorithm={algorithm!r}); accepted: "
+                f"unknown keyword(s) {unknown} for run(algorithm={algorithm!r})"
+                f"{did_you_mean_each(unknown, accepted | cfg_keys)}; accepted: "
                 f"run settings {sorted(cfg_keys)} and {algorithm} hyper-parameters "
                 f"{sorted(accepted)}"
             )
@@ -227,6 +242,8 @@ def prepare(
             f"topology must be a Topology, a TimeVarying, a spec string or None, got "
             f"{type(topology).__name__}"
         )
+    if model_params is not None and not isinstance(model_params, Mapping):
+        raise TypeError(f"model_params must be a mapping, got {type(model_params).__name__}")
     if not isinstance(model, (str, nn.Module)):
         raise TypeError(f"model must be a name or a torch.nn.Module, got {type(model).__name__}")
     call = {"algorithm": algorithm, "topology": topology, "data": data, "model": model,

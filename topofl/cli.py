@@ -487,8 +487,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``--overwrite``), 1 for a failure while running (any other ``OSError``, memory running out,
     a diverged run or another ``RuntimeError`` of topofl's). ``--traceback`` anywhere on the
     command line (or the environment variable ``TOPOFL_TRACEBACK=1``) shows the full traceback
-    instead. Ctrl-C ends quietly with status 130 (128 + SIGINT); output cut short by a closed
-    pipe (``topofl list | head``) ends quietly with 141.
+    instead. Ctrl-C ends with status 130 (128 + SIGINT), quietly except for a sweep, which
+    says which runs finished and how to resume (as it does for SIGTERM, status 143); output
+    cut short by a closed pipe (``topofl list | head``) ends quietly with 141.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     traceback = "--traceback" in argv or os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
@@ -509,10 +510,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process killed by a closed pipe
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         if traceback:
             raise
-        return 130  # 128 + SIGINT, as a shell reports a process stopped by Ctrl-C
+        # 128 + the signal, as a shell reports a process stopped by Ctrl-C (130) or by
+        # SIGTERM (143, an interrupted sweep: it has said what finished and how to resume)
+        return 128 + int(getattr(exc, "signum", 2))
     except Exception as exc:
         status = _exit_code(exc)
         if traceback or status is None:

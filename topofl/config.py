@@ -16,6 +16,15 @@ hyper-parameters: ``lr``, ``momentum`` ...) and the run settings of
     lr = 0.3
     batch_size = 8
 
+    [network]          # optional: a virtual clock (topofl.engine.clock.Network)
+    latency = 0.05     # seconds per message
+    uplink = 1.25e6    # bytes per second of each client's connection
+    speed = 1e9        # FLOP per second of each client
+
+    [availability]     # optional: clients offline per round (engine.availability)
+    model = "bernoulli"
+    offline = 0.1
+
     [sweep]            # only for `topofl sweep`: the runs are the Cartesian product
     topology = ["ring", "complete"]
     seed = [0, 1]
@@ -58,6 +67,7 @@ from typing import Any, NamedTuple
 
 from topofl import api, topologies
 from topofl._configfile import _kind, read_config, split_sweep
+from topofl._validation import did_you_mean_each, unknown_name
 from topofl.algorithms.base import get_algorithm
 from topofl.data.datasets import DATASETS
 from topofl.engine.config import RunConfig, header_hash_problem
@@ -190,7 +200,8 @@ def _fill(given: Mapping[str, Any], params: Mapping[str, inspect.Parameter], wha
     known = {**{k: p.annotation for k, p in params.items()}, **dict(extra or {})}
     unknown = sorted(set(given) - set(known))
     if unknown:
-        raise ConfigTypeError(f"unknown key(s) {unknown} in {what}; accepted: {sorted(known)}")
+        raise ConfigTypeError(f"unknown key(s) {unknown} in {what}"
+                              f"{did_you_mean_each(unknown, known)}; accepted: {sorted(known)}")
     pre = f"{what}." if prefix is None else prefix
     out: dict[str, Any] = {}
     for k, p in params.items():
@@ -308,7 +319,8 @@ def resolve(cfg: Mapping[str, Any]) -> Resolved:
         near = sorted(_NOT_CONFIG & set(unknown))
         hint = f" ({near} are not config keys: use the command-line flags)" if near else ""
         raise ConfigTypeError(
-            f"unknown key(s) {unknown}{hint}; accepted: {', '.join(sorted(runsig))}, the run "
+            f"unknown key(s) {unknown}{hint or did_you_mean_each(unknown, accepted)}; "
+            f"accepted: {', '.join(sorted(runsig))}, the run "
             f"settings {', '.join(sorted(settings))} and the {algorithm} hyper-parameters "
             f"{', '.join(sorted(hp))}"
         )
@@ -359,16 +371,19 @@ def _run_settings(cfg: Mapping[str, Any], rounds: Any, seed: Any) -> dict[str, A
             _check_value(k, value, ann)
         out[k] = value
     try:
-        RunConfig(rounds=rounds, seed=seed, **{**out, "run_id": out["run_id"] or "run"})
+        checked = RunConfig(rounds=rounds, seed=seed,
+                            **{**out, "run_id": out["run_id"] or "run"})
     except (ValueError, TypeError) as exc:
         raise ConfigError(str(exc)) from None
+    for k in ("network", "availability"):  # their tables with every key filled in
+        out[k] = getattr(checked, k)
     return out
 
 
 def _check_names(cfg: Mapping[str, Any]) -> None:
     if str(cfg["data"]).partition(":")[0] not in DATASETS:
-        raise ConfigError(f"unknown dataset {cfg['data']!r}; known: {', '.join(DATASETS)} "
-                          "(a spec such as 'synthetic:n_samples=5000,seed=0' passes options)")
+        raise ConfigError(unknown_name("dataset", cfg["data"], DATASETS, sort=False)
+                          + " (a spec such as 'synthetic:n_samples=5000,seed=0' passes options)")
     if cfg["topology"] is not None:
         try:  # the check every path that takes a graph spec makes
             topologies.check_spec(cfg["topology"])

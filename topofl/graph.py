@@ -132,7 +132,23 @@ class Topology:
     weights: str = "custom"
 
     def __post_init__(self) -> None:
-        # Canonicalise once here; the public constructors pass already-checked inputs.
+        # Canonicalise once here; the public constructors pass already-checked inputs, so
+        # only what a direct call could get wrong is checked (cheaply: every round of a
+        # time-varying graph builds one).
+        hint = ("build a Topology with Topology.from_matrix, from_networkx, from_adjacency "
+                "or a constructor of topofl.topologies")
+        if not isinstance(self.graph, nx.DiGraph):
+            raise TypeError(f"graph must be a networkx.DiGraph, got "
+                            f"{type(self.graph).__name__} {self.graph!r} ({hint})"[:300])
+        if not isinstance(self.W, sp.csr_array):
+            raise TypeError(f"W must be a scipy.sparse.csr_array, got {type(self.W).__name__} "
+                            f"({hint})")
+        n = self.graph.number_of_nodes()
+        if self.W.shape != (n, n):
+            raise ValueError(f"W must have shape (n, n) = ({n}, {n}) for a graph of {n} nodes, "
+                             f"got {self.W.shape} ({hint})")
+        if not isinstance(self.params, Mapping):
+            raise TypeError(f"params must be a mapping, got {type(self.params).__name__}")
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a str, got {type(self.name).__name__}")
@@ -321,8 +337,9 @@ class Topology:
             (``[E]``, finite, non-negative).
         weights : str, callable or None, default None
             ``None``: ``W[i, j]`` is the ``edge_weight`` of the edge ``j -> i`` (self-loops
-            give the diagonal), so ``Topology.from_pyg(t.to_pyg())`` has ``t``'s ``W``; without
-            ``edge_weight`` the ``"metropolis"`` scheme is used. A scheme name (see
+            give the diagonal: a node without one gets ``W[i, i] = 0``, with a warning), so
+            ``Topology.from_pyg(t.to_pyg())`` has ``t``'s ``W``; without ``edge_weight`` the
+            ``"metropolis"`` scheme is used (it sets the diagonal). A scheme name (see
             :meth:`from_adjacency`) ignores ``edge_weight`` and self-loops and weights the
             edges of ``edge_index``.
         num_nodes : int, optional
@@ -382,6 +399,16 @@ class Topology:
             # to_scipy_sparse_matrix gives A[j, i] = w for the edge j -> i; W is its transpose.
             A = to_scipy_sparse_matrix(ei, ew.detach().cpu().double(), num_nodes=n)
             M = check_matrix(sp.csr_array(A).T, name="W from edge_weight")
+            loops = int((ei[0] == ei[1]).sum())
+            if loops < n:
+                import warnings
+
+                warnings.warn(
+                    f"from_pyg: edge_weight gives W, and edge_index has self-loops at "
+                    f"{loops} of {n} nodes: W[i, i] = 0 at the other {n - loops} (those "
+                    "nodes keep nothing of their own value). Add self-loops with their "
+                    "weights (torch_geometric.utils.add_self_loops), or pass a weights scheme "
+                    "(weights='metropolis') to have them set", UserWarning, stacklevel=2)
             return cls(
                 graph=nx.freeze(_graph_from_W(M)),
                 W=_freeze_csr(M),

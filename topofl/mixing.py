@@ -274,7 +274,8 @@ def get_scheme(weights: str | Callable[[nx.Graph], object]) -> Callable[[nx.Grap
     >>> tf.mixing.get_scheme("Metropolis-Hastings")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: weights must be one of [...], got 'Metropolis-Hastings'; note: 'metropolis' is ...
+    ValueError: weights must be one of [...], got 'Metropolis-Hastings' (did you mean
+    'metropolis_hastings'?); note: 'metropolis' is ...
     """
     if callable(weights):
         return weights

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from topofl._validation import unknown_name
 from topofl._version import __version__
 from topofl.algorithms.base import ALGORITHMS
 from topofl.data.partition import PARTITIONS
@@ -52,8 +53,7 @@ _COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("topofl_co
 def hparam_signature(algorithm: str) -> dict[str, inspect.Parameter]:
     """The keyword arguments of a registry algorithm's factory (its hyper-parameters)."""
     if algorithm not in ALGORITHMS:
-        raise ConfigError(
-            f"unknown algorithm {algorithm!r}; known: {', '.join(sorted(ALGORITHMS))}")
+        raise ConfigError(unknown_name("algorithm", algorithm, ALGORITHMS))
     return dict(inspect.signature(ALGORITHMS[algorithm]).parameters)
 
 
@@ -65,7 +65,7 @@ def _extra_params(func: Any, skip: Sequence[str]) -> dict[str, inspect.Parameter
 def partition_signature(scheme: str) -> dict[str, inspect.Parameter]:
     """The options of a partition scheme (what ``partition_params`` may hold)."""
     if scheme not in PARTITIONS:
-        raise ConfigError(f"unknown partition {scheme!r}; known: {', '.join(PARTITIONS)}")
+        raise ConfigError(unknown_name("partition", scheme, PARTITIONS, sort=False))
     return _extra_params(PARTITIONS[scheme], ("labels", "groups", "n_clients", "seed",
                                               "num_classes"))
 
@@ -73,7 +73,7 @@ def partition_signature(scheme: str) -> dict[str, inspect.Parameter]:
 def model_signature(model: str) -> dict[str, inspect.Parameter]:
     """The options of a registry model (what ``model_params`` may hold)."""
     if model not in MODELS:
-        raise ConfigError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+        raise ConfigError(unknown_name("model", model, MODELS, sort=False))
     return _extra_params(MODELS[model], ("input_shape", "num_classes"))
 
 

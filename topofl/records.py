@@ -35,6 +35,7 @@ import json
 import math
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,8 +44,9 @@ import numpy as np
 from topofl._fs import fsync_dir as _fsync_dir
 from topofl.runhash import header_hash_problem
 
-__all__ = ["Recorder", "Records", "load", "load_many", "rounds_to", "area_under_curve",
-           "malicious_share"]
+__all__ = ["Recorder", "Records", "RunStatus", "load", "load_many", "rounds_to",
+           "area_under_curve", "malicious_share", "cost_to", "bytes_to", "messages_to",
+           "time_to", "COSTS"]
 
 ROW_KEYS = ("run", "round", "client", "metric", "value")
 
@@ -60,6 +62,8 @@ def _jsonable(value: Any) -> Any:
         return float(value)
     if isinstance(value, np.ndarray):
         return _jsonable(value.tolist())
+    if type(value).__module__.split(".")[0] == "torch" and hasattr(value, "tolist"):
+        return _jsonable(value.tolist())  # a tensor: its number(s)
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -95,10 +99,9 @@ class Recorder:
     ------
     CheckpointError
         With ``resume``: the file does not exist, its first line is not a complete header,
-        the header's run hash is not ``run_hash``, it holds rows of another run id, or it has
-        no row of one of ``expect_rounds``. Nothing is changed on disk then.
-    ValueError
-        With ``resume``, when the file is not a valid records file (see :func:`load`).
+        the header's run hash is not ``run_hash``, it holds rows of another run id, it has
+        no row of one of ``expect_rounds``, or it is not a valid records file (the message of
+        :func:`load`, naming the line). Nothing is changed on disk then.
 
     Examples
     --------
@@ -169,8 +172,9 @@ class Recorder:
                    engine: Mapping[str, Any] | None = None) -> None:
         """Write the header row (once, before any row).
 
-        ``{"header": true, "config": config, "provenance": ..., "engine": ...}``: ``config`` is
-        the run's resolved configuration, ``provenance`` where it comes from (versions, commit,
+        ``{"header": true, "run": RUN, "config": config, "provenance": ..., "engine": ...}``:
+        ``run`` is the run id every row carries (:func:`load` checks it), ``config`` is the
+        run's resolved configuration, ``provenance`` where it comes from (versions, commit,
         command line, start time) and ``engine`` the engine's own description (checked on
         resume); the last two are left out when ``None``.
 
@@ -187,7 +191,7 @@ class Recorder:
             self.config = new_config
             if new_engine is not None:
                 self.engine = new_engine
-            head: dict[str, Any] = {"header": True, "config": self.config}
+            head: dict[str, Any] = {"header": True, "run": self.run, "config": self.config}
             if self.provenance:
                 head["provenance"] = self.provenance
             if self.engine:
@@ -203,7 +207,7 @@ class Recorder:
         if self._fh is not None:
             if self.rows or self._fh.tell() > 0:
                 return  # the header is already there
-            head = {"header": True, "config": self.config}
+            head = {"header": True, "run": self.run, "config": self.config}
             if provenance is not None:
                 head["provenance"] = self.provenance
             if engine is not None:
@@ -212,13 +216,24 @@ class Recorder:
             self._fh.flush()
 
     def log(self, metric: str, value: Any, round: int, client: int | None = None) -> None:
-        """Record one value. Non-finite floats are stored as ``null``/``"inf"``."""
+        """Record one value. Non-finite floats are stored as ``null``/``"inf"``.
+
+        ``value`` is a number (numpy and torch scalars included), ``None``, or a (nested)
+        list of numbers such as an edge list; anything else is a ``TypeError`` (a records file
+        holds numbers, and :func:`load` refuses a row that does not).
+        """
+        stored = _jsonable(value)
+        problem = _value_problem(stored)
+        if problem is not None:
+            raise TypeError(
+                f"the value of {metric!r} must be a number (or None, inf, or a list of "
+                f"numbers), got {type(value).__name__} {value!r}"[:300])
         row = {
             "run": self.run,
             "round": int(round),
             "client": None if client is None else int(client),
             "metric": str(metric),
-            "value": _jsonable(value),
+            "value": stored,
         }
         self.rows.append(row)
         if self._fh is not None:
@@ -275,6 +290,44 @@ def _check_records_args(rows: Any, **maps: Any) -> None:
                                 f"is {type(v[bad[0]]).__name__}")
 
 
+@dataclass(frozen=True)
+class RunStatus:
+    """Whether a run of some records finished (:meth:`Records.status`).
+
+    Attributes
+    ----------
+    run : str or None
+    complete : bool or None
+        ``True``: its rows reach the planned last round; ``False``: they stop short, or its
+        file was cut mid-write; ``None``: the header plans no number of rounds (and the file
+        is not cut), so it cannot be told.
+    rounds : int
+        Rounds completed at its last row (``max(round) + 1``; 0 without rows).
+    planned : int or None
+        ``rounds`` of its header (``None`` when absent).
+    reason : str
+        Why it is not complete (``""`` otherwise).
+    """
+
+    run: str | None
+    complete: bool | None
+    rounds: int
+    planned: int | None
+    reason: str = ""
+
+
+def _planned_rounds(config: Mapping[str, Any], engine: Mapping[str, Any]) -> int | None:
+    """The rounds a header plans: ``config.rounds``, else the engine's (or an old-schema
+    config's) ``run.rounds``."""
+    for desc, key in ((config, None), (engine, "run"), (config, "run")):
+        d = desc.get(key) if key is not None else desc
+        if isinstance(d, Mapping):
+            v = d.get("rounds")
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return int(v)
+    return None
+
+
 class Records:
     """The rows of one or more runs, with per-run queries.
 
@@ -303,6 +356,14 @@ class Records:
     rows : list of dict
     configs, provenances, engines : dict
         Run id -> header parts, one entry per loaded run.
+    sources : dict
+        Run id -> the file it was read from (filled by :func:`load` and :func:`load_many`).
+    cut : dict
+        Run id -> bytes of a final line cut short by a crash mid-write, which :func:`load`
+        dropped (runs whose file ends cleanly are absent): such a run was interrupted.
+    unreadable : dict
+        File -> why it could not be read, for the files :func:`load_many` skipped with
+        ``on_error="skip"``.
     """
 
     def __init__(
@@ -336,6 +397,9 @@ class Records:
         self.provenances = per_run(provenances, provenance)
         self.engines = per_run(engines, engine)
         self._single = (dict(config or {}), dict(provenance or {}), dict(engine or {}))
+        self.cut: dict[str, int] = {}
+        self.sources: dict[str, str] = {}
+        self.unreadable: dict[str, str] = {}
         self._index: dict[tuple[str, str, int | None], list[tuple[int, Any]]] = {}
         self._indexed = -1
 
@@ -393,12 +457,15 @@ class Records:
     def for_run(self, run: str) -> Records:
         """The records of one run (rows and header), as a single-run :class:`Records`."""
         run = str(self._run(run))
-        return Records(
+        out = Records(
             rows=[r for r in self.rows if r["run"] == run],
             configs={run: self.configs[run]} if run in self.configs else {},
             provenances={run: self.provenances[run]} if run in self.provenances else {},
             engines={run: self.engines[run]} if run in self.engines else {},
         )
+        out.cut = {run: self.cut[run]} if run in self.cut else {}
+        out.sources = {run: self.sources[run]} if run in self.sources else {}
+        return out
 
     # ------------------------------------------------------------------ queries
     def _points(self, run: str | None, metric: str, client: int | None) -> list[tuple[int, Any]]:
@@ -409,6 +476,46 @@ class Records:
                     (r["round"], r["value"]))
             self._index, self._indexed = index, len(self.rows)
         return [] if run is None else self._index.get((run, metric, client), [])
+
+    def status(self, run: str | None = None) -> RunStatus:
+        """Whether a run finished: its rows reach the last round its header plans.
+
+        A run is *complete* when its last row is of round ``rounds - 1`` (the engine always
+        evaluates the last round) and its file did not end in a cut line; *incomplete* when
+        it stopped earlier (interrupted, killed, or diverged: the rows end at the last
+        evaluation before) or its file was cut mid-write. When the header does not say how
+        many rounds were planned (a file not written by ``topofl.run``), ``complete`` is
+        ``None`` unless the file was cut.
+
+        Examples
+        --------
+        >>> rows = [{"run": "a", "round": t, "client": None, "metric": "acc", "value": 0.5}
+        ...         for t in (4, 9)]
+        >>> r = tf.records.Records(rows=rows, config={"rounds": 20})
+        >>> s = r.status()
+        >>> s.complete, s.rounds, s.planned
+        (False, 10, 20)
+        >>> s.reason
+        'its rows end after round 10 of the 20 its header plans'
+        >>> tf.records.Records(rows=rows, config={"rounds": 10}).status().complete
+        True
+        """
+        rid = self._run(run)
+        rounds = 0 if rid is None else max(
+            (int(r["round"]) + 1 for r in self.rows if r["run"] == rid), default=0)
+        planned = _planned_rounds(self.configs.get(rid, {}) if rid is not None else {},
+                                  self.engines.get(rid, {}) if rid is not None else {})
+        reasons = []
+        if rid is not None and rid in self.cut:
+            reasons.append(f"its file ends in a line cut short ({self.cut[rid]} bytes, dropped): "
+                           "the run was stopped while writing")
+        if planned is not None and rounds < planned:
+            reasons.append(f"its rows end after round {rounds} of the {planned} its header "
+                           "plans" if rounds else f"it has no rows (of the {planned} rounds "
+                           "its header plans)")
+        complete: bool | None = not reasons if planned is not None or reasons else None
+        return RunStatus(run=rid, complete=complete, rounds=rounds, planned=planned,
+                         reason="; ".join(reasons))
 
     def series(
         self, metric: str, *, client: int | None = None, run: str | None = None
@@ -423,32 +530,37 @@ class Records:
         KeyError
             If the metric was never recorded for this run (the message lists the recorded ones).
         ValueError
-            If several runs are loaded and ``run`` is not given, or ``run`` is unknown.
+            If several runs are loaded and ``run`` is not given, or ``run`` is unknown; or a
+            value is not a number (text, an object, or a list such as ``realized_edges``:
+            the message names the run, metric and round).
         """
         name = self._run(run)
         pts = self._points(name, metric, client)
         if not pts:
+            hint = ("; a run records global_* only when its data has a global test set "
+                    "(a dataset's own test split)" if str(metric).startswith("global_") else "")
             raise KeyError(
                 f"metric {metric!r} (client={client}) not recorded"
-                + ("" if run is None else f" in run {run!r}") + f"; have {self.metrics}"
+                + ("" if run is None else f" in run {run!r}") + f"; have {self.metrics}{hint}"
             )
         pts = sorted(pts, key=lambda p: p[0])
         rounds = np.array([p[0] for p in pts], dtype=np.int64)
-        vals = np.array([_as_float(p[1]) for p in pts], dtype=np.float64)
+        vals = np.array([_number(v, metric, name, t, client) for t, v in pts],
+                        dtype=np.float64)
         return rounds, vals
 
     def per_client(self, metric: str, round: int, *, run: str | None = None) -> np.ndarray:
         """Values of a per-client metric of one run at one round, indexed by client."""
         name = self._run(run)
         pts = sorted(
-            (r["client"], r["value"])
-            for r in self.rows
-            if r["metric"] == metric and r["round"] == round and r["client"] is not None
-            and r["run"] == name
+            ((r["client"], r["value"])
+             for r in self.rows
+             if r["metric"] == metric and r["round"] == round and r["client"] is not None
+             and r["run"] == name), key=lambda p: p[0]
         )
         if not pts:
             raise KeyError(f"per-client metric {metric!r} not recorded at round {round}")
-        return np.array([_as_float(v) for _, v in pts])
+        return np.array([_number(v, metric, name, round, c) for c, v in pts])
 
     def rounds_to(
         self, target: float, metric: str = "test_acc_mean", *, run: str | None = None
@@ -456,14 +568,45 @@ class Records:
         """Rounds completed when ``metric`` first reaches ``target``; see :func:`rounds_to`."""
         return rounds_to(self, target, metric, run=run)
 
+    def bytes_to(
+        self, target: float, metric: str = "test_acc_mean", *, run: str | None = None
+    ) -> float | None:
+        """Bytes sent until ``metric`` first reached ``target``; see :func:`bytes_to`."""
+        return bytes_to(self, target, metric, run=run)
+
+    def messages_to(
+        self, target: float, metric: str = "test_acc_mean", *, run: str | None = None
+    ) -> float | None:
+        """Messages sent until ``metric`` first reached ``target``; see :func:`messages_to`."""
+        return messages_to(self, target, metric, run=run)
+
+    def time_to(
+        self, target: float, metric: str = "test_acc_mean", *, run: str | None = None
+    ) -> float | None:
+        """Simulated seconds until ``metric`` first reached ``target``; see :func:`time_to`."""
+        return time_to(self, target, metric, run=run)
+
     def best(self, metric: str = "test_acc_mean", *, run: str | None = None) -> float:
-        """Largest value of ``metric`` over the run (ignoring NaN)."""
-        _, v = self.series(metric, run=run)
-        return float(np.nanmax(v)) if np.any(~np.isnan(v)) else math.nan
+        """Largest value of ``metric`` over the run (ignoring NaN).
+
+        NaN only when every recorded value is NaN (``null``), and then with a
+        ``RuntimeWarning`` that says so.
+        """
+        rounds, v = self.series(metric, run=run)
+        if np.any(~np.isnan(v)):
+            return float(np.nanmax(v))
+        _warn_nan(metric, self._run(run), f"at all {v.size} of its recorded rounds")
+        return math.nan
 
     def final(self, metric: str = "test_acc_mean", *, run: str | None = None) -> float:
-        """Value of ``metric`` at the run's last recorded round."""
-        _, v = self.series(metric, run=run)
+        """Value of ``metric`` at the run's last recorded round.
+
+        NaN only when that value is NaN (``null``), and then with a ``RuntimeWarning`` that
+        says so.
+        """
+        rounds, v = self.series(metric, run=run)
+        if math.isnan(v[-1]):
+            _warn_nan(metric, self._run(run), f"at its last recorded round ({rounds[-1]})")
         return float(v[-1])
 
     def last(self, metric: str, *, run: str | None = None) -> float:
@@ -584,6 +727,31 @@ class Records:
         return f"Records(runs={self.runs}, rows={len(self.rows)}, metrics={len(self.metrics)})"
 
 
+def _number(value: Any, metric: str, run: str | None, round: int, client: int | None) -> float:
+    """A stored value as float (as :func:`_as_float`), or a ``ValueError`` naming the row when
+    it is not a number."""
+    if value is None:
+        return math.nan
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    if isinstance(value, str) and value in _NONFINITE_TEXT:
+        return _NONFINITE_TEXT[value]
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    who = "" if client is None else f", client {client}"
+    raise ValueError(
+        f"{metric!r} of run {run!r} at round {round}{who} is not a number: {shown} (a "
+        f"{_json_type(value)}){' -- read it with to_rows()' if isinstance(value, list) else ''}")
+
+
+def _warn_nan(metric: str, run: str | None, where: str) -> None:
+    import warnings
+
+    warnings.warn(
+        f"{metric!r} of run {run!r} is NaN (stored as null) {where}: it was not computable "
+        "then (e.g. an empty test set) or training produced NaN", RuntimeWarning, stacklevel=3)
+
+
 def _as_float(value: Any) -> float:
     """A stored value as float: ``None`` -> NaN, ``"inf"``/``"-inf"`` -> inf, other text NaN."""
     if value is None:
@@ -637,6 +805,98 @@ def rounds_to(
                         f"{type(records).__name__}")
     rounds, vals = records.series(metric, run=run)
     return _first_reach(rounds, vals, target)
+
+
+#: The cumulative cost metrics a run records (``bytes_to`` and friends read them).
+COSTS = {"bytes": "bytes", "messages": "messages", "time": "sim_time"}
+
+
+def cost_to(
+    records: Records, target: float, cost: str = "bytes", metric: str = "test_acc_mean", *,
+    run: str | None = None
+) -> float | None:
+    """What the run had spent when ``metric`` first reached ``target`` (``None`` if never).
+
+    The cost is read at the round :func:`rounds_to` finds (the first evaluation at which the
+    target holds): ``"bytes"`` and ``"messages"`` (the ledger's totals, recorded at every
+    evaluation) or ``"time"`` (``sim_time``, the virtual clock's, recorded every round when
+    the run has a ``network``); another name is read as a cumulative metric of its own.
+
+    Raises
+    ------
+    KeyError
+        When the cost metric was not recorded at that round (a run without ``network`` has
+        no ``sim_time``).
+
+    Examples
+    --------
+    >>> rows = [{"run": "a", "round": t, "client": None, "metric": m, "value": v}
+    ...         for t, acc in [(4, 0.1), (9, 0.6)]
+    ...         for m, v in [("acc", acc), ("bytes", 100 * (t + 1)), ("sim_time", 2.0 * t)]]
+    >>> r = tf.records.Records(rows=rows)
+    >>> tf.records.cost_to(r, 0.5, "bytes", "acc"), tf.records.cost_to(r, 0.5, "time", "acc")
+    (1000.0, 18.0)
+    >>> tf.records.cost_to(r, 0.9, "bytes", "acc") is None
+    True
+    """
+    if not isinstance(records, Records):
+        raise TypeError(f"records must be a Records (topofl.records.load), got "
+                        f"{type(records).__name__}")
+    k = rounds_to(records, target, metric, run=run)
+    if k is None:
+        return None
+    name = COSTS.get(cost, cost)
+    rounds, vals = records.series(name, run=run)
+    hit = np.flatnonzero(rounds == k - 1)
+    if hit.size == 0:
+        raise KeyError(f"{name!r} was not recorded at round {k - 1}, where {metric} first "
+                       f"reached {target}")
+    return float(vals[hit[-1]])
+
+
+def bytes_to(records: Records, target: float, metric: str = "test_acc_mean", *,
+             run: str | None = None) -> float | None:
+    """Bytes sent (every node, every kind) until ``metric`` first reached ``target``
+    (:func:`cost_to`).
+
+    Examples
+    --------
+    >>> rows = [{"run": "a", "round": 0, "client": None, "metric": m, "value": v}
+    ...         for m, v in [("acc", 0.7), ("bytes", 4096)]]
+    >>> tf.records.bytes_to(tf.records.Records(rows=rows), 0.5, "acc")
+    4096.0
+    """
+    return cost_to(records, target, "bytes", metric, run=run)
+
+
+def messages_to(records: Records, target: float, metric: str = "test_acc_mean", *,
+                run: str | None = None) -> float | None:
+    """Messages sent until ``metric`` first reached ``target`` (:func:`cost_to`).
+
+    Examples
+    --------
+    >>> rows = [{"run": "a", "round": 0, "client": None, "metric": m, "value": v}
+    ...         for m, v in [("acc", 0.7), ("messages", 40)]]
+    >>> tf.records.messages_to(tf.records.Records(rows=rows), 0.5, "acc")
+    40.0
+    """
+    return cost_to(records, target, "messages", metric, run=run)
+
+
+def time_to(records: Records, target: float, metric: str = "test_acc_mean", *,
+            run: str | None = None) -> float | None:
+    """Simulated seconds (``sim_time``, the virtual clock of a run with a ``network``) until
+    ``metric`` first reached ``target`` (:func:`cost_to`).
+
+    Examples
+    --------
+    >>> rows = [{"run": "a", "round": t, "client": None, "metric": m, "value": v}
+    ...         for t, acc in [(0, 0.2), (1, 0.7)]
+    ...         for m, v in [("acc", acc), ("sim_time", 1.5 * (t + 1))]]
+    >>> tf.records.time_to(tf.records.Records(rows=rows), 0.5, "acc")
+    3.0
+    """
+    return cost_to(records, target, "time", metric, run=run)
 
 
 def area_under_curve(rounds: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray
@@ -735,7 +995,11 @@ def _resumable(path: Path, run: str, run_hash: str | None,
             + f"), not the run of the checkpoint (run hash {run_hash}): its rows would mix "
             "with this run's; give this run its own records_path, or resume with the records "
             "file the checkpoint was written with")
-    old = load(path)
+    try:
+        old = load(path)
+    except ValueError as exc:  # corrupt: nothing may be appended to it
+        raise CheckpointError(f"{exc} (refused to resume into it: restore the file or start "
+                              "the run anew)") from None
     others = sorted({r["run"] for r in old.rows} - {run})
     if others:
         raise CheckpointError(
@@ -773,6 +1037,36 @@ def _parse_line(p: Path, k: int, raw: bytes) -> Any:
         raise _row_error(p, k, "is JSON nested too deeply to be a records row") from None
 
 
+#: The text values a row may hold besides numbers: how :class:`Recorder` stores infinities
+#: (NaN is stored as ``null``; ``"nan"`` is read too).
+_NONFINITE_TEXT = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _value_problem(value: Any, depth: int = 0) -> str | None:
+    """Why ``value`` (a decoded JSON value) is not a records value, or ``None`` if it is one:
+    a number, ``null``, ``"inf"``/``"-inf"``/``"nan"``, or a (nested) list of those."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return None
+    if isinstance(value, str):
+        return None if value in _NONFINITE_TEXT else "is text, not a number"
+    if isinstance(value, list):
+        if depth >= 4:
+            return "is a list nested more than 4 deep"
+        for v in value:
+            if v is None or isinstance(v, (bool, int, float)):
+                continue
+            inner = _value_problem(v, depth + 1)
+            if inner is not None:
+                return f"is a list with an entry that {inner}"
+        return None
+    return f"is a {_json_type(value)}, not a number"
+
+
+def _json_type(value: Any) -> str:
+    names: dict[type, str] = {dict: "JSON object", list: "list", str: "text"}
+    return names.get(type(value), type(value).__name__)
+
+
 def _check_row(p: Path, k: int, obj: dict[str, Any]) -> None:
     missing = [key for key in ROW_KEYS if key not in obj]
     if missing:
@@ -787,6 +1081,26 @@ def _check_row(p: Path, k: int, obj: dict[str, Any]) -> None:
     for key in ("run", "metric"):
         if not isinstance(obj[key], str):
             raise _row_error(p, k, f"{key!r} must be a str, found {obj[key]!r}")
+    problem = _value_problem(obj["value"])
+    if problem is not None:
+        shown = json.dumps(obj["value"])
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise _row_error(
+            p, k, f"'value' of {obj['metric']!r} must be a number (or null, \"inf\", \"-inf\", "
+            f"or a list of numbers), found {shown} (it {problem})")
+
+
+def _cut_line(raw: bytes) -> bool:
+    """Whether the final line ``raw`` (no newline after it) looks like a line of this format
+    cut short by a crash mid-write: text that starts a JSON object. Anything else (binary
+    bytes, other text) is not a records line at all."""
+    if not raw.lstrip().startswith(b"{"):
+        return False
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # only a character cut at the very end is a cut
+        return exc.reason == "unexpected end of data"
+    return True
 
 
 def load(path: str | os.PathLike[str]) -> Records:
@@ -800,12 +1114,20 @@ def load(path: str | os.PathLike[str]) -> Records:
 
     Every line must be a JSON object in UTF-8: the header ``{"header": true, "config": {...}}``
     (the first one is kept) or a row with the keys ``run`` (str), ``round`` (int ``>= 0``),
-    ``client`` (int ``>= 0`` or null), ``metric`` (str) and ``value`` (any JSON value).
+    ``client`` (int ``>= 0`` or null), ``metric`` (str) and ``value`` (a number, ``null``,
+    ``"inf"``, ``"-inf"`` or a list of numbers such as an edge list).
+
+    A file with a header holds one run: every row's ``run`` must be the run the header names
+    (its ``run``, else its config's ``run_id``), or, when it names none, that of the first
+    row. A row of another run id is corruption (one changed character would otherwise load as
+    a run of its own).
 
     A crash mid-write can only cut the *last* line short, and the writer ends every complete
-    line with a newline: so a final line with no newline that does not parse is a partial row
-    and is ignored. Anything else that does not parse -- an earlier line, or a final line that
-    ends with its newline -- is corruption and is refused.
+    line with a newline: so a final line with no newline that does not parse, but starts a
+    JSON object, is a partial row and is ignored (:attr:`Records.cut` says so). Anything else
+    that does not parse -- an earlier line, a final line that ends with its newline, or bytes
+    that are not the start of a JSON object -- is corruption and is refused, and so is a file
+    with no complete line at all (empty, or a header cut short: not a run's records).
 
     Raises
     ------
@@ -814,8 +1136,9 @@ def load(path: str | os.PathLike[str]) -> Records:
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If ``path`` is a directory, or a line is not UTF-8, not JSON, not an object, or not a
-        valid header or row; the message names the file and the line (1-based).
+        If ``path`` is a directory or holds no complete line, or a line is not UTF-8, not
+        JSON, not an object, or not a valid header or row; the message names the file and the
+        line (1-based).
 
     Examples
     --------
@@ -824,15 +1147,16 @@ def load(path: str | os.PathLike[str]) -> Records:
     >>> with open(path, "w") as fh:
     ...     _ = fh.write('{"run": "a", "round": 0, "client": null, "metric": "m", "value": 1}\\n')
     ...     _ = fh.write('{"run": "a", "round": 1, "cli')  # killed mid-write
-    >>> len(tf.records.load(path))
-    1
+    >>> r = tf.records.load(path)
+    >>> len(r), r.cut
+    (1, {'a': 29})
     >>> with open(path, "a") as fh:  # the cut row completed, then a bad one
     ...     _ = fh.write('ent": null, "metric": "m", "value": 2}\\n')
-    ...     _ = fh.write('{"run": "a", "round": "abc", "client": null, "metric": "m", "value": 3}')
+    ...     _ = fh.write('{"run": "a", "round": 3, "client": null, "metric": "m", "value": "x"}')
     >>> tf.records.load(path)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: ...run.jsonl: line 3: 'round' must be a non-negative int, found 'abc'
+    ValueError: ...run.jsonl: line 3: 'value' of 'm' must be a number (or null, ...), found "x" ...
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__} {path!r}")
@@ -840,19 +1164,32 @@ def load(path: str | os.PathLike[str]) -> Records:
     if p.is_dir():
         raise ValueError(f"{p} is a directory, expected a records file (.jsonl)")
     data = p.read_bytes()
+    if not data.strip():
+        raise ValueError(
+            f"{p}: the file is empty ({len(data)} bytes): not a run's records (a run killed "
+            "before it wrote its header leaves such a file)")
     lines = data.split(b"\n")
     # ``lines[-1]`` is what follows the last newline: empty for a complete file.
     partial = len(lines) - 1
     header: dict[str, Any] | None = None
     rows: list[dict[str, Any]] = []
+    cut = 0
+    owner: str | None = None  # the run id every row must carry (a file with a header)
+    named_by = ""
+    kinds: dict[str, tuple[bool, int]] = {}  # metric -> (holds lists, first line)
     for k, raw in enumerate(lines):
         if not raw.strip():
             continue
         try:
             obj = _parse_line(p, k + 1, raw)
         except ValueError:
-            if k == partial:
+            if k == partial and k > 0 and _cut_line(raw):
+                cut = len(raw)
                 break  # a row cut short by a crash mid-write
+            if k == partial and k == 0 and _cut_line(raw):
+                raise _row_error(
+                    p, 1, f"holds no complete line: {len(raw)} bytes cut short before the "
+                    "first line (the header) was complete; not a run's records") from None
             raise
         if not isinstance(obj, dict):
             raise _row_error(p, k + 1, f"must be a JSON object, found {type(obj).__name__}")
@@ -864,10 +1201,33 @@ def load(path: str | os.PathLike[str]) -> Records:
                         p, k + 1,
                         f"the header's {part!r} must be an object, found {type(v).__name__}",
                     )
+            if "run" in obj and not isinstance(obj["run"], str):
+                raise _row_error(p, k + 1,
+                                 f"the header's 'run' must be a str, found {obj['run']!r}")
             if header is None:
                 header = obj
+                owner = obj.get("run") or _header_run_id(obj.get("config") or {},
+                                                         obj.get("engine") or {})
+                named_by = f"the header, line {k + 1}"
             continue
         _check_row(p, k + 1, obj)
+        v = obj["value"]
+        if v is not None:  # a metric holds numbers, or lists (an edge list), never both
+            is_list = isinstance(v, list)
+            first = kinds.setdefault(obj["metric"], (is_list, k + 1))
+            if first[0] != is_list:
+                now, then = ("a list", "a number") if is_list else ("a number", "a list")
+                raise _row_error(
+                    p, k + 1, f"'value' of {obj['metric']!r} is {now}, but line {first[1]} "
+                    f"holds {then} for it: a metric holds numbers or lists, not both")
+        if header is not None:
+            if owner is None:
+                owner, named_by = obj["run"], f"its first row, line {k + 1}"
+            elif obj["run"] != owner:
+                raise _row_error(
+                    p, k + 1, f"the row's run id {obj['run']!r} is not the run of this file, "
+                    f"{owner!r} (named by {named_by}): a records file holds one run, so the "
+                    "row is corrupt")
         rows.append(obj)
     header = header or {}
     config = dict(header.get("config") or {})
@@ -875,17 +1235,22 @@ def load(path: str | os.PathLike[str]) -> Records:
     engine = dict(header.get("engine") or {})
     runs = list(dict.fromkeys(r["run"] for r in rows))
     if not runs and header:
-        runs = [_header_run_id(config, engine) or p.stem]
-    return Records(
+        runs = [header.get("run") or _header_run_id(config, engine) or p.stem]
+    out = Records(
         config=config, rows=rows, provenance=provenance, engine=engine,
         configs={run: config for run in runs},
         provenances={run: provenance for run in runs},
         engines={run: engine for run in runs},
     )
+    out.sources = {run: str(p) for run in runs}
+    if cut:
+        out.cut = {run: cut for run in runs}
+    return out
 
 
 def load_many(
-    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, rename: bool = False
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, rename: bool = False,
+    on_error: str = "raise",
 ) -> Records:
     """Load several records files (or every ``*.jsonl`` of a folder) into one :class:`Records`.
 
@@ -900,12 +1265,15 @@ def load_many(
         Two files holding the same run id are an error by default. With ``rename=True`` the
         later occurrences are renamed ``"<run>@<path>"`` (the path as given), in their rows
         and header entries.
+    on_error : {"raise", "skip"}, default "raise"
+        A file :func:`load` refuses (empty, cut before its header, corrupt) is an error; with
+        ``"skip"`` it is left out and named, with the reason, in :attr:`Records.unreadable`.
 
     Raises
     ------
     ValueError
-        If two files hold the same run id (and ``rename`` is false), or a folder holds no
-        ``*.jsonl`` file.
+        If two files hold the same run id (and ``rename`` is false), a folder holds no
+        ``*.jsonl`` file, or (``on_error="raise"``) a file is not a valid records file.
 
     Examples
     --------
@@ -932,10 +1300,19 @@ def load_many(
             files = [p]
     else:
         files = [Path(f) for f in paths]
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     out = Records()
     origin: dict[str, Path] = {}
     for f in files:
-        r = load(f)
+        if on_error == "skip":
+            try:
+                r = load(f)
+            except (ValueError, OSError) as exc:
+                out.unreadable[str(f)] = str(exc)
+                continue
+        else:
+            r = load(f)
         rename_map: dict[str, str] = {}
         for run in r.runs:
             if run in origin:
@@ -952,6 +1329,9 @@ def load_many(
             out.configs[new] = r.configs.get(run, {})
             out.provenances[new] = r.provenances.get(run, {})
             out.engines[new] = r.engines.get(run, {})
+            out.sources[new] = str(f)
+            if run in r.cut:
+                out.cut[new] = r.cut[run]
         out.rows.extend(
             {**row, "run": rename_map[row["run"]]} if row["run"] in rename_map else row
             for row in r.rows

@@ -144,8 +144,10 @@ def check_specs(specs: Sequence[str]) -> list[str]:
             errors.append(str(exc))
             continue
         if name not in REGISTRY:
+            from topofl._validation import did_you_mean
+
             errors.append(
-                f"unknown graph family {name!r} in spec {spec!r}; "
+                f"unknown graph family {name!r} in spec {spec!r}{did_you_mean(name, REGISTRY)}; "
                 f"known: {', '.join(sorted(REGISTRY))}"
             )
     return errors

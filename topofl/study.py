@@ -8,9 +8,11 @@ builds
   algebraic connectivity, edges per node, diameter, clique and neighbourhood skew, measured
   consensus rate, push-sum ``q`` and ``C`` ... whatever is present; the mean over the run's
   rows, i.e. over rounds for a time-varying graph) and the convergence metrics of one
-  accuracy-like ``metric``: rounds to a target (:func:`topofl.records.rounds_to`), final and
-  best value, area under the curve (:func:`topofl.records.area_under_curve`), and the final
-  consensus distance when recorded;
+  accuracy-like ``metric``: rounds to a target (:func:`topofl.records.rounds_to`), the
+  messages, bytes and simulated seconds spent to reach it when recorded
+  (:func:`topofl.records.cost_to`: the bytes ledger, the virtual clock of runs with a
+  ``network``), final and best value, area under the curve
+  (:func:`topofl.records.area_under_curve`), and the final consensus distance when recorded;
 * a **condition table**: runs whose configs differ only in ``seed`` (and in their run id,
   records and checkpoint paths) form a condition; mean and sample standard deviation over its
   seeds;
@@ -84,10 +86,11 @@ import pandas as pd
 from scipy import stats
 
 from topofl._markdown import table as md_table
-from topofl.records import Records, area_under_curve, load_many, rounds_to
+from topofl.records import Records, area_under_curve, cost_to, load_many, rounds_to
 
 __all__ = [
     "StudyResult",
+    "IncompleteRunsError",
     "study",
     "run_table",
     "condition_table",
@@ -96,12 +99,17 @@ __all__ = [
     "select_runs",
     "spearman",
     "CONVERGENCE_METRICS",
+    "COST_METRICS",
     "DEFAULT_TOPOLOGY_METRICS",
     "main",
 ]
 
 #: Convergence columns of the run table, in this order (those a run did not record are absent).
-CONVERGENCE_METRICS = ("rounds_to_target", "final", "best", "auc", "final_consensus_distance")
+CONVERGENCE_METRICS = ("rounds_to_target", "messages_to_target", "bytes_to_target",
+                       "time_to_target", "final", "best", "auc", "final_consensus_distance")
+
+#: What the runs spent to reach the target (``<cost>_to_target``): the recorded metric of each.
+COST_METRICS = {"messages": "messages", "bytes": "bytes", "time": "sim_time"}
 
 #: Topology metrics correlated by default, in this order, when recorded and not equal in every
 #: condition (``clique_skew*`` and ``neighborhood_skew*`` match every key with that prefix).
@@ -144,6 +152,15 @@ class StudyResult:
     topology_metrics, convergence_metrics : list of str
     skipped : list of str
         Runs left out because they never recorded ``metric``.
+    incomplete : dict
+        Run -> why it is not finished (:meth:`topofl.records.Records.status`: its rows stop
+        before the rounds its header plans, or its file was cut mid-write): left out, unless
+        ``include_incomplete``.
+    unreadable : dict
+        File -> why it could not be read (empty, cut before its header, corrupt): left out.
+    diverged : list of str
+        Runs that stopped early because training diverged (a sweep's ``<run>.done`` marker
+        says so): kept, their curve up to the divergence is their result.
     files : list of Path
         Files written to ``out_dir`` (empty without one).
     markdown : str
@@ -158,6 +175,9 @@ class StudyResult:
     topology_metrics: list[str]
     convergence_metrics: list[str]
     skipped: list[str] = field(default_factory=list)
+    incomplete: dict[str, str] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+    diverged: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     markdown: str = ""
 
@@ -305,6 +325,10 @@ def run_table(
         row["rounds"] = int(rounds[-1]) + 1
         row["reached"] = reach is not None
         row["rounds_to_target"] = math.inf if reach is None else float(reach)
+        for cost, name in COST_METRICS.items():
+            if _has(records, name, run):
+                spent = cost_to(records, target, cost, metric, run=run)
+                row[f"{cost}_to_target"] = math.inf if spent is None else spent
         row["final"] = float(vals[-1])
         row["best"] = float(np.nanmax(vals)) if np.any(~np.isnan(vals)) else math.nan
         row["auc"] = area_under_curve(rounds + 1, vals)
@@ -312,10 +336,8 @@ def run_table(
             row["final_consensus_distance"] = records.final("consensus_distance", run=run)
         out.append(row)
     table = pd.DataFrame(out)
-    if "final_consensus_distance" not in table.columns:
-        return table
-    return table[[c for c in table.columns if c != "final_consensus_distance"]
-                 + ["final_consensus_distance"]]
+    head = [c for c in table.columns if c not in CONVERGENCE_METRICS]
+    return table[head + [c for c in CONVERGENCE_METRICS if c in table.columns]]
 
 
 def _has(records: Records, metric: str, run: str) -> bool:
@@ -635,6 +657,8 @@ def study(
     figures: bool = True,
     command: str | None = None,
     where: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    include_incomplete: bool = False,
 ) -> StudyResult:
     """Run the topology-vs-convergence study on a folder (or list) of records.
 
@@ -672,6 +696,12 @@ def study(
         matches when it is equal or, as text, equal to the config's value as text: ``"1"``
         matches ``1``). One folder of records can then hold several studies, e.g. one per
         heterogeneity level.
+    strict : bool, default False
+        Refuse (``IncompleteRunsError``) when a run is incomplete or a file unreadable,
+        instead of leaving them out and naming them.
+    include_incomplete : bool, default False
+        Keep incomplete runs in the tables (still named in ``incomplete`` and ``study.md``):
+        their final value is then that of the round they stopped at.
 
     Returns
     -------
@@ -683,17 +713,45 @@ def study(
         If no run recorded ``metric`` (the message lists the recorded metrics), for an
         unknown topology metric, a bad ``band`` or ``n_boot``, a ``where`` key that no run's
         config has, or a ``where`` that no run matches.
+    IncompleteRunsError
+        With ``strict``, if a run is incomplete or a file unreadable (a ``ValueError``).
+
+    Notes
+    -----
+    A run is *incomplete* when :meth:`~topofl.records.Records.status` says so: its rows stop
+    before the rounds its header plans (interrupted, killed), or its file ends in a line cut
+    mid-write. Reading such a run as finished would take an early round for its final one.
+    A run that diverged stops early too; when a sweep's ``<run>.done`` marker beside its
+    records says ``"diverged"`` it is kept (that curve is its result).
     """
     if band not in ("minmax", "std"):
         raise ValueError(f"band must be 'minmax' or 'std', got {band!r}")
-    records = source if isinstance(source, Records) else load_many(source)
+    records = source if isinstance(source, Records) else load_many(source, on_error="skip")
+    unreadable = dict(records.unreadable)
     if where:
         records = select_runs(records, where)
+    incomplete: dict[str, str] = {}
+    diverged: list[str] = []
+    for run in records.runs:
+        status = records.status(run)
+        if status.complete is not False:
+            continue
+        if run not in records.cut and _marker(records.sources.get(run)) == "diverged":
+            diverged.append(run)
+        else:
+            incomplete[run] = status.reason
+    if strict and (incomplete or unreadable):
+        raise IncompleteRunsError(_problems(incomplete, unreadable))
+    if incomplete and not include_incomplete:
+        records = _subset(records, [r for r in records.runs if r not in incomplete])
     have = [run for run in records.runs if _has(records, metric, run)]
     skipped = [run for run in records.runs if run not in have]
     if not have:
+        left = "" if not (incomplete or unreadable) else (
+            f" (left out: {_problems(incomplete, unreadable)})")
         raise ValueError(
-            f"no run recorded the metric {metric!r}; recorded metrics: {records.metrics}"
+            f"no run recorded the metric {metric!r}; recorded metrics: "
+            f"{records.metrics}{left}"
         )
     if target is None:
         bests = [records.best(metric, run=run) for run in have]
@@ -706,7 +764,8 @@ def study(
     correlations = correlation_table(runs, topo, conv, n_boot=n_boot, seed=seed)
     result = StudyResult(runs=runs, conditions=conditions, correlations=correlations,
                          metric=metric, target=target, topology_metrics=topo,
-                         convergence_metrics=conv, skipped=skipped)
+                         convergence_metrics=conv, skipped=skipped, incomplete=incomplete,
+                         unreadable=unreadable, diverged=diverged)
     figs: dict[str, str] = {}
     files: list[Path] = []
     if out_dir is not None:
@@ -769,11 +828,46 @@ def select_runs(records: Records, where: Mapping[str, Any]) -> Records:
     if not keep:
         wanted = ", ".join(f"{k}={_as_text(v)}" for k, v in where.items())
         raise ValueError(f"where: no run has {wanted} (of {len(flat)} runs)")
-    kept = set(keep)
-    return Records(rows=[r for r in records.rows if r["run"] in kept],
-                   configs={r: c for r, c in records.configs.items() if r in kept},
-                   provenances={r: c for r, c in records.provenances.items() if r in kept},
-                   engines={r: c for r, c in records.engines.items() if r in kept})
+    return _subset(records, keep)
+
+
+class IncompleteRunsError(ValueError):
+    """:func:`study` with ``strict=True``: a run is incomplete or a records file unreadable."""
+
+
+def _problems(incomplete: Mapping[str, str], unreadable: Mapping[str, str]) -> str:
+    parts = []
+    if incomplete:
+        parts.append(f"{len(incomplete)} incomplete run(s): " + "; ".join(
+            f"{run} ({why})" for run, why in incomplete.items()))
+    if unreadable:
+        parts.append(f"{len(unreadable)} unreadable file(s): " + "; ".join(
+            f"{path} ({why})" for path, why in unreadable.items()))
+    return "; ".join(parts)
+
+
+def _marker(source: str | None) -> str | None:
+    """The status a sweep's ``<run>.done`` marker beside ``source`` records, if any."""
+    if source is None:
+        return None
+    try:
+        marker = json.loads(Path(source).with_suffix(".done").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    status = marker.get("status") if isinstance(marker, dict) else None
+    return status if isinstance(status, str) else None
+
+
+def _subset(records: Records, runs: Sequence[str]) -> Records:
+    """The records of ``runs`` only (rows and headers)."""
+    keep = set(runs)
+    out = Records(rows=[r for r in records.rows if r["run"] in keep],
+                  configs={r: c for r, c in records.configs.items() if r in keep},
+                  provenances={r: c for r, c in records.provenances.items() if r in keep},
+                  engines={r: c for r, c in records.engines.items() if r in keep})
+    out.sources = {r: s for r, s in records.sources.items() if r in keep}
+    out.cut = {r: s for r, s in records.cut.items() if r in keep}
+    return out
 
 
 #: Display names of graph families in figure legends.
@@ -922,6 +1016,9 @@ def _figures(records: Records, res: StudyResult, out: Path, band: str) -> dict[s
 
 _LABELS = {
     "rounds_to_target": "rounds to {metric} >= {target}",
+    "messages_to_target": "messages to {metric} >= {target}",
+    "bytes_to_target": "bytes to {metric} >= {target}",
+    "time_to_target": "simulated seconds to {metric} >= {target}",
     "final": "final {metric}",
     "best": "best {metric}",
     "auc": "area under the {metric} curve / rounds",
@@ -942,7 +1039,7 @@ def _num(v: Any, spec: str = ".4g") -> str:
 
 def _mean_std(row: Mapping[str, Any], col: str) -> str:
     m, s = row.get(f"{col}_mean", math.nan), row.get(f"{col}_std", math.nan)
-    if col == "rounds_to_target" and math.isinf(m):
+    if col.endswith("_to_target") and math.isinf(m):
         reached = row.get("reached_mean", 0.0)
         k = round(reached * row["n_seeds"])
         return f"never in {row['n_seeds'] - k}/{row['n_seeds']} seeds"
@@ -1011,6 +1108,19 @@ def _markdown(res: StudyResult, records: Records, figs: Mapping[str, str], *, n_
     if res.skipped:
         lines += ["", f"Left out (never recorded `{res.metric}`): "
                   + ", ".join(f"`{r}`" for r in res.skipped) + "."]
+    kept = set(res.runs["run"])
+    for title, items in (
+            ("Left out, not finished", {r: w for r, w in res.incomplete.items()
+                                        if r not in kept}),
+            ("Kept although not finished", {r: w for r, w in res.incomplete.items()
+                                            if r in kept}),
+            ("Left out, unreadable", res.unreadable)):
+        if items:
+            lines += ["", f"{title}: " + "; ".join(f"`{k}` ({v})" for k, v in items.items())
+                      + "."]
+    if res.diverged:
+        lines += ["", "Diverged (kept: their curve stops at the divergence): "
+                  + ", ".join(f"`{r}`" for r in res.diverged) + "."]
     conv_header = [_LABELS.get(c, c).format(metric=res.metric, target=_num(res.target, ".3g"))
                    for c in res.convergence_metrics]
     rows = [[str(r["condition"]), str(r["n_seeds"])]
@@ -1048,6 +1158,9 @@ def _markdown(res: StudyResult, records: Records, figs: Mapping[str, str], *, n_
         "- rounds to target: rounds completed when the metric first reached the target, "
         "counted from 1, at the evaluated rounds (`topofl.records.rounds_to`); never = ∞ "
         "(ranks last).",
+        "- messages, bytes, simulated seconds to target: what the run had sent (every node, "
+        "every kind of message: the bytes ledger) or its virtual clock (`sim_time`, runs "
+        "with a `network` only) at that round (`topofl.records.cost_to`); never = ∞.",
         "- final, best: the metric at the last evaluation, and its largest value.",
         "- area under the curve: trapezoidal area of the metric against rounds completed, "
         "divided by the rounds between the first and the last evaluation (the curve's mean "
@@ -1071,7 +1184,9 @@ def _markdown(res: StudyResult, records: Records, figs: Mapping[str, str], *, n_
 def main(argv: Sequence[str] | None = None, *, prog: str = "topofl study") -> int:
     """``topofl study DIR --out REPORT_DIR``: run :func:`study` and print where it wrote.
 
-    Returns the exit status (2 with a one-line error for bad input).
+    Returns the exit status: 2 with a one-line error for bad input, 1 with ``--strict`` when
+    a run is incomplete or a file unreadable (without it they are left out and each is named
+    in a warning line on stderr).
     """
     parser = argparse.ArgumentParser(
         prog=prog, description="The topology-vs-convergence study of a folder of records.")
@@ -1092,6 +1207,11 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl study") -> in
                         help="keep only runs whose config has KEY=VALUE (repeatable; keys as "
                              "in the run table's condition labels, e.g. "
                              "partition_params.classes_per_client=1)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit with status 1 if a run is incomplete or a file unreadable "
+                        "(default: leave them out and name them on stderr)")
+    parser.add_argument("--include-incomplete", action="store_true",
+                        help="keep incomplete runs in the tables (still named)")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     src: Any = args.source[0] if len(args.source) == 1 else args.source
@@ -1110,11 +1230,22 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl study") -> in
             else [m.strip() for m in args.topology_metrics.split(",") if m.strip()],
             n_boot=args.n_boot, seed=args.seed, band=args.band, figures=not args.no_figures,
             command=" ".join([prog, *(shlex.quote(a) for a in argv)]), where=where,
+            strict=args.strict, include_incomplete=args.include_incomplete,
         )
+    except IncompleteRunsError as exc:
+        print(f"{prog}: error: --strict: {exc}", file=sys.stderr)
+        return 1
     except (ValueError, TypeError, KeyError, FileNotFoundError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
+    what = "kept" if args.include_incomplete else "left out"
+    for run, why in res.incomplete.items():
+        print(f"{prog}: warning: run {run} is not finished ({what}): {why}", file=sys.stderr)
+    for path, why in res.unreadable.items():
+        print(f"{prog}: warning: {path} is unreadable (left out): {why}", file=sys.stderr)
+    left = [f"{len(d)} {w}" for d, w in ((res.incomplete, "incomplete"),
+                                          (res.unreadable, "unreadable")) if d]
     print(f"{len(res.runs)} runs, {len(res.conditions)} conditions, target "
           f"{res.metric} >= {res.target:.4g}; wrote {len(res.files)} files to {args.out} "
-          f"(study.md)")
+          f"(study.md)" + (f"; {' and '.join(left)} {what} (named above)" if left else ""))
     return 0

@@ -57,7 +57,8 @@ from typing import Any
 
 from topofl.config import ConfigError, ConfigTypeError, read_config, split_sweep, validate
 
-__all__ = ["SweepRun", "Outcome", "plan", "select", "parse_shard", "run_name", "run_sweep"]
+__all__ = ["SweepRun", "Outcome", "SweepInterrupted", "plan", "select", "parse_shard",
+           "run_name", "run_sweep"]
 
 # settings that say where a run writes, not what it computes: a sweep sets them per run
 _WHERE = frozenset({"records_path", "checkpoint_path", "checkpoint_every", "progress", "run_id"})
@@ -153,8 +154,12 @@ def plan(cfg: Mapping[str, Any]) -> list[SweepRun]:
     ------
     ConfigError
         For a bad ``[sweep]`` table, key or value (the message names the key).
+    ValueError
+        For a ``[sweep]`` with so many runs that planning them alone would take longer than
+        ``TOPOFL_MAX_SECONDS`` (default 60 s; the message gives the estimate).
     """
     base, sweep = split_sweep(cfg)
+    _check_plan_size(sweep)
     for key in _WHERE & (set(sweep) | set(base)) - {"checkpoint_every", "progress"}:
         raise ConfigError(f"{key!r} is set by the sweep for each run; remove it from the config")
     keys = list(sweep)
@@ -178,6 +183,25 @@ def plan(cfg: Mapping[str, Any]) -> list[SweepRun]:
                 SweepRun(r.index, f"{r.name}~{_digest(r.values)}", r.values, r.config)
                 for r in runs]
     return runs
+
+
+#: A lower bound on the time :func:`plan` takes per run (it validates every run's config):
+#: 0.254 ms measured (process CPU time, best of 3, a 40 x 50 sweep); 2.5x below.
+_PLAN_SECONDS_PER_RUN = 1e-4
+
+
+def _check_plan_size(sweep: Mapping[str, Sequence[Any]]) -> None:
+    """Refuse, before anything is built, a ``[sweep]`` whose product is too large to plan."""
+    from topofl._validation import check_time
+
+    sizes = [len(v) for v in sweep.values()]
+    total = 1
+    for k in sizes:
+        total *= k
+    if total > 1:
+        check_time(total * _PLAN_SECONDS_PER_RUN,
+                   f"a [sweep] of {' x '.join(map(str, sizes))} = {total:,} runs (each "
+                   "validated when planned, and each a training run)")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -227,13 +251,16 @@ _GUARDS = frozenset({"stream_rows", "divergence"})
 
 
 def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
+    from topofl.engine.config import ADDED_SETTINGS
     from topofl.records import _jsonable
 
     stored, wanted = _jsonable(stored), _jsonable(wanted)  # inf as the header stores it
     keys = (set(stored) | set(wanted)) - _WHERE - _GUARDS
     for k in sorted(keys):
-        if stored.get(k) != wanted.get(k):
-            return f"{k}: {stored.get(k)!r} there, {wanted.get(k)!r} now"
+        # a setting added after the stored run was recorded: it ran at the default
+        there = stored.get(k, _jsonable(ADDED_SETTINGS.get(k)))
+        if there != wanted.get(k):
+            return f"{k}: {there!r} there, {wanted.get(k)!r} now"
     return None
 
 
@@ -353,10 +380,116 @@ def _execute_locked(cfg: dict[str, Any], name: str, mode: str, out: str,
     return outcome
 
 
-def _init_worker(threads: int) -> None:
+def _die_with_parent(parent: int) -> None:
+    """End this worker process when the sweep process ``parent`` ends, however it ends.
+
+    A SIGKILL of the sweep gives its workers no chance to be told: on Linux the kernel sends
+    them SIGKILL then (``prctl(PR_SET_PDEATHSIG)``); everywhere, a daemon thread checks once
+    a second that the parent is still there (a dead parent's children are re-parented, so
+    ``os.getppid()`` changes) and ends the process if not.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no prctl: the thread below
+            pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="topofl-sweep-parent-watch", daemon=True).start()
+
+
+def _init_worker(threads: int, parent: int | None = None) -> None:
+    import signal
+
     import torch
 
+    if parent is not None:
+        _die_with_parent(parent)
+    # Ctrl-C reaches the whole process group: the parent alone decides (it ends the workers
+    # and says what finished), so a worker does not turn it into a failed run
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(threads)
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by SIGINT (Ctrl-C) or SIGTERM; ``signum`` says which.
+
+    :func:`run_sweep` has ended its workers and printed what finished and how to resume
+    before it raises this (a ``KeyboardInterrupt``, so code that catches Ctrl-C catches it).
+    """
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(f"sweep interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`SweepInterrupted` in the main thread for this block (as Ctrl-C
+    raises ``KeyboardInterrupt``), so that a terminated sweep reports like an interrupted
+    one. Elsewhere than in the main thread, nothing changes."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise SweepInterrupted(signum)
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _end_workers(pool: Any) -> None:
+    """Cancel what has not started and end the worker processes now (their runs resume
+    from their last checkpoint: records and checkpoints are written atomically)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.kill()
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.join(5)
+
+
+def _interrupted_message(signum: int, outcomes: Sequence[Outcome], names: Sequence[str],
+                         out: Path, command: str | None) -> str:
+    import signal
+
+    done = {o.name for o in outcomes if o.status in ("complete", "diverged", "skipped")}
+    failed = [o.name for o in outcomes if o.status in ("failed", "busy")]
+    left = [n for n in names if n not in done and n not in failed]
+    lines = [f"sweep interrupted ({signal.Signals(signum).name}): {len(done)} of {len(names)} "
+             f"runs finished" + (f" ({', '.join(sorted(done))})" if done else "")
+             + (f", {len(failed)} failed or busy ({', '.join(failed)})" if failed else "")
+             + f"; {len(left)} not finished"
+             + (f" ({', '.join(left[:10])}{', ...' if len(left) > 10 else ''})" if left
+                else "") + "."]
+    again = (f"run the same command again: {command}" if command else
+             f"call run_sweep again with the same config and out={str(out)!r}")
+    lines.append(f"To resume, {again} (finished runs are skipped, interrupted ones continue "
+                 "from their last checkpoint).")
+    return "\n".join(lines)
 
 
 def run_sweep(
@@ -404,6 +537,16 @@ def run_sweep(
     ConfigError
         A bad config or sweep table, or an output file from another config (before any run
         starts).
+    SweepInterrupted
+        On SIGINT (Ctrl-C) or SIGTERM, after the workers are ended and a message on stderr
+        has said which runs finished and how to resume (the same call again: finished runs
+        are skipped, the others resume from their checkpoints).
+
+    Notes
+    -----
+    Worker processes (``jobs > 1``) end with the sweep process however it ends, SIGKILL
+    included (on Linux through ``PR_SET_PDEATHSIG``, everywhere through a thread that checks
+    for the parent once a second): none is left running, or holding its output open.
     """
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ConfigError(f"jobs must be an int >= 1, got {jobs!r}")
@@ -439,26 +582,43 @@ def run_sweep(
             say(line)
         bar.update(1)
 
+    pool: Any = None
     try:
-        for o in skipped:
-            report(o)
-        if jobs == 1 or len(todo) <= 1:
-            for run, rcfg, mode in todo:
-                bar.set_postfix_str(run.name)
-                report(_execute(rcfg, run.name, mode, str(out_dir), command))
-        else:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor, as_completed
+        with _sigterm_interrupts():
+            for o in skipped:
+                report(o)
+            if jobs == 1 or len(todo) <= 1:
+                for run, rcfg, mode in todo:
+                    bar.set_postfix_str(run.name)
+                    report(_execute(rcfg, run.name, mode, str(out_dir), command))
+            else:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor, as_completed
 
-            workers = min(jobs, len(todo))
-            threads = max(1, (os.cpu_count() or 1) // workers)
-            ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
-                                     initargs=(threads,)) as pool:
+                workers = min(jobs, len(todo))
+                threads = max(1, (os.cpu_count() or 1) // workers)
+                ctx = multiprocessing.get_context("spawn")
+                pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                                           initargs=(threads, os.getpid()))
                 futures = [pool.submit(_execute, rcfg, run.name, mode, str(out_dir), command)
                            for run, rcfg, mode in todo]
                 for fut in as_completed(futures):
                     report(fut.result())
+                pool.shutdown(wait=True)
+                pool = None
+    except KeyboardInterrupt as exc:
+        import signal
+
+        if pool is not None:
+            _end_workers(pool)
+            pool = None
+        bar.close()
+        signum = getattr(exc, "signum", int(signal.SIGINT))
+        print(_interrupted_message(signum, outcomes, [r.name for r in runs], out_dir, command),
+              file=sys.stderr, flush=True)
+        raise SweepInterrupted(signum) from None
     finally:
+        if pool is not None:  # an error: the workers end with the sweep
+            _end_workers(pool)
         bar.close()
     return outcomes

@@ -105,7 +105,7 @@ def test_no_greedy_clients_send_but_never_choose_nor_average() -> None:
     torch.testing.assert_close(state.x, torch.tensor([[0.5], [1.0], [2.0]], dtype=D))
     # GGC at round 0 over Omega_0 = {1} from x_0 = .5: alone .01, with 1 avg .75 -> .1225:
     # a = 0, b = .1125: C_0 = {} and nobody averages
-    msgs, realized, records = algo.communicate(state, Round(0), env)
+    msgs, realized, records = algo.communicate(state, Round(0), env)[:3]
     assert _rows(state.extra["collab"]) == [[], [], []]
     torch.testing.assert_close(state.x, torch.tensor([[0.5], [1.0], [2.0]], dtype=D))
     # messages: BGGC of client 0 receives its 2 candidates for w^Y, then scans one batch of 2;
@@ -116,7 +116,7 @@ def test_no_greedy_clients_send_but_never_choose_nor_average() -> None:
     assert records["dpfl_omega_weights"] == [0.5]
     assert records["dpfl_no_greedy"] == [1, 2] and records["dpfl_budget"] is None
     # the pre-processing graph is recorded once
-    _, _, again = algo.communicate(state, Round(1), env)
+    again = algo.communicate(state, Round(1), env).records
     assert again is None
 
 
@@ -192,7 +192,7 @@ def test_best_validation_model_is_scored() -> None:
     for t, xs in enumerate(plan):
         algo.round_start(state, Round(t), env)
         state.x.copy_(torch.tensor(xs, dtype=D).unsqueeze(1))
-        _, _, records = algo.communicate(state, Round(t), env)
+        records = algo.communicate(state, Round(t), env).records
         best_rounds.append(records["dpfl_best_round"])
         torch.testing.assert_close(state.x, torch.tensor(xs, dtype=D).unsqueeze(1))
     assert best_rounds == [[0, 0], [1, 0], [1, 2], [1, 2]]

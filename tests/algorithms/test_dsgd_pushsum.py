@@ -40,6 +40,7 @@ def test_dsgd_one_step_by_hand() -> None:
     np.testing.assert_allclose(state.x.numpy(), expected.numpy(), atol=1e-15)
 
 
+@pytest.mark.slow  # issue 23: heavy for the default suite (CI runs -m slow)
 def test_dsgd_reaches_optimum_of_heterogeneous_quadratics() -> None:
     # f_i(x) = |x - c_i|^2 / 2, heterogeneous optima c_i; optimum of the sum: mean(c).
     # W doubly stochastic keeps the mean, so mean(x) -> mean(c) at rate prod(1 - lr_t); the
@@ -114,6 +115,7 @@ def test_pushsum_on_time_varying_directed_graph() -> None:
     np.testing.assert_allclose(trace.evaluated().numpy().ravel(), float(c.mean()), atol=1e-10)
 
 
+@pytest.mark.slow  # issue 23: heavy for the default suite (CI runs -m slow)
 def test_osgp_preserves_mass_in_flight_and_converges() -> None:
     n = 4
     G = nx.DiGraph([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2)])
@@ -152,8 +154,12 @@ def test_clique_averaging_gives_each_member_the_clique_gradient() -> None:
         np.testing.assert_allclose(state.x[i].numpy(), (-mean_a).numpy())
     for i in (1, 3, 5):
         np.testing.assert_allclose(state.x[i].numpy(), (-mean_b).numpy())
-    # messages, counted as the paper does: a model and a gradient on each of the 30 arcs
-    assert algo.communicate(state, rnd, env).messages == 2 * topo.messages_per_round == 60
+    # messages: a model on each of the 30 arcs, a gradient (per local step) on the 12 arcs
+    # within the two triangles, what Clique Averaging reads (the paper counts 30)
+    sent = algo.communicate(state, rnd, env)
+    assert sent.messages == topo.messages_per_round + 12 == 42
+    (grads,) = [f for f in sent.flows if f.kind == "gradient"]
+    assert grads.per_step and grads.messages == 12
 
 
 def test_clique_averaging_needs_groups() -> None:

@@ -230,8 +230,11 @@ def test_head_never_leaves_its_client(data: Any) -> None:
                                rtol=1e-13, atol=1e-15)
     assert not torch.equal(state.x[:, body], before[:, body])
     snap = {k: v.clone() for k, v in state.tensors().items()}
-    msgs, realized, _ = algo.communicate(state, tf.engine.Round(1), ctx)
-    assert msgs == 10
+    sent = algo.communicate(state, tf.engine.Round(1), ctx)
+    msgs, realized = sent.messages, sent.realized
+    # per client: the heads of its 4 candidates, 2 bodies pulled, 2 probes out, 2 losses back
+    assert msgs == 5 * (4 + 2 + 2 + 2)
+    assert sum(f.messages for f in sent.flows if f.kind == "body") == 10
     assert all(torch.equal(v, state.tensors()[k]) for k, v in snap.items())
     assert realized is not None and realized.graph.number_of_edges() == 10
 
@@ -242,8 +245,13 @@ def test_records_realized_graph_and_messages(data: Any) -> None:
     _, density = res.records.series("realized_density")
     np.testing.assert_allclose(density, [3 / 4] * 3)
     assert [len(e) for e in _edges(res)] == [15, 15, 15]
-    assert int(res.records.final("messages")) == 3 * 5 * 3
-    assert int(res.records.final("bytes")) == 45 * res.layout.num_body * 4
+    assert int(res.records.final("messages.body")) == 3 * 5 * 3
+    assert int(res.records.final("bytes.body")) == 45 * res.layout.num_body * 4
+    # each round: 4 heads, 3 bodies, 3 probes, 3 losses per client; round 0 also a probe and
+    # a loss for each of the 4 others (the initial loss array)
+    assert int(res.records.final("messages")) == 3 * 5 * (4 + 3 + 3 + 3) + 5 * 8
+    num_head = res.layout.num_params - res.layout.num_body
+    assert int(res.records.final("bytes.head")) == 3 * 20 * num_head * 4
     # default peers: min(10, n - 1) = 4 -> every client pulls from all others
     res = tf.run("pfeddst", data=data, model=_model(data), rounds=1, local_steps=1,
                  head_steps=1, batch_size=4, spectral=False)

@@ -97,7 +97,7 @@ def test_peer_accuracy_is_each_selected_model_on_the_clients_data(data: Any) -> 
     np.testing.assert_allclose(state.extra["peer_acc"].numpy(), ref, rtol=0, atol=1e-12)
     own = [acc(before[i], i) for i in range(N)]
     np.testing.assert_allclose(state.extra["own_acc"].numpy(), own, rtol=0, atol=1e-12)
-    _, _, records = algo.communicate(state, Round(0), env)
+    records = algo.communicate(state, Round(0), env).records
     np.testing.assert_allclose(records["pfeddst_peer_acc"], ref, rtol=0, atol=1e-12)
     assert records["pfeddst_peer_acc_mean"] == pytest.approx(float(np.mean(ref)))
     assert records["pfeddst_own_acc_mean"] == pytest.approx(float(np.mean(own)))

@@ -98,7 +98,10 @@ def test_bad_arguments(kwargs: dict, error: type, match: str) -> None:
         tf.data.digits_resized(**kwargs)
 
 
-@pytest.mark.parametrize(("data", "model"), [("digits28", "gn_lenet"), ("digits32rgb", "cnn")])
+@pytest.mark.parametrize(("data", "model"), [
+    pytest.param("digits28", "gn_lenet", marks=pytest.mark.slow),  # issue 23: several s
+    ("digits32rgb", "cnn"),
+])
 def test_cnns_train_on_the_stand_in(data: str, model: str) -> None:
     # the 8x8 digits are refused by both models; the stand-ins run them end to end
     with pytest.raises(ValueError, match="at least"):

@@ -332,7 +332,7 @@ def test_rows_of_another_run_id_are_refused(data: Any, tmp_path: Path, crashed: 
     path = tmp_path / "r.jsonl"
     row = {"run": "intruder", "round": 0, "client": None, "metric": "m", "value": 1}
     path.write_bytes(path.read_bytes() + (json.dumps(row) + "\n").encode())
-    _refused(data, tmp_path, r"rows of the run id\(s\) \['intruder'\], expected only 'r'")
+    _refused(data, tmp_path, r"the row's run id 'intruder' is not the run of this file, 'r'")
 
 
 def test_deleted_records_file(data: Any, tmp_path: Path, crashed: Path) -> None:

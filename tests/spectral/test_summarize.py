@@ -78,6 +78,7 @@ def test_summary_neighborhood_skew_and_finite_time() -> None:
         summary(np.eye(3))
 
 
+@pytest.mark.slow  # issue 23: heavy for the default suite (CI runs -m slow)
 def test_summary_timing_moderate() -> None:
     t0 = time.perf_counter()
     summary(random_regular(2000, 10, seed=0))

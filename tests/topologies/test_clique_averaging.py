@@ -145,30 +145,39 @@ def data() -> Any:
 
 @pytest.mark.parametrize(("remove", "ca", "per_round"), [
     # 3 cliques of 4 (6 edges each) + 3 inter-clique edges = 21 edges, 42 arcs: 42 models, and
-    # with Clique Averaging 42 gradients more; one edge removed per clique: 18 edges, 36 arcs
-    (0, False, 42), (0, True, 84), (1, False, 36), (1, True, 72),
+    # with Clique Averaging a gradient on each of the 36 arcs within cliques; one edge removed
+    # per clique: 18 edges, 36 arcs, 30 of them within cliques
+    (0, False, 42), (0, True, 78), (1, False, 36), (1, True, 66),
 ])
-def test_engine_records_the_papers_message_count(
+def test_engine_records_the_gradients_clique_averaging_reads(
     data: Any, remove: int, ca: bool, per_round: int
 ) -> None:
     t = dcliques(data.label_distributions, 4, inter="fully_connected", remove_intra_edges=remove,
                  seed=0)
     assert t.num_edges == 21 - 3 * remove  # the hand count above
-    assert messages_per_node(t, clique_averaging=ca) * t.n == pytest.approx(per_round)
+    assert messages_per_node(t, clique_averaging=ca, gradients="clique") * t.n == \
+        pytest.approx(per_round)
     res = tf.run("dsgd", topology=t, data=data, rounds=3, lr=0.1, batch_size=8,
                  clique_averaging=ca, eval_every=3, seed=0)
     _, msgs = res.records.series("messages")
     assert msgs.tolist() == [3 * per_round]
+    # two local steps: the gradients go twice (one exchange per step), the models once
+    res = tf.run("dsgd", topology=t, data=data, rounds=1, lr=0.1, batch_size=8,
+                 clique_averaging=ca, local_steps=2, seed=0)
+    models = 42 - 6 * remove
+    assert res.records.final("messages") == models + 2 * (per_round - models)
 
 
-def test_paper_message_count_at_1000_nodes() -> None:
-    # Sec. IV-E: 37.8 messages per node and round with Clique Averaging (18.9 edges per node);
-    # the engine's per-round count is n times that
+def test_message_counts_at_1000_nodes() -> None:
+    # Sec. IV-E counts 37.8 messages per node and round with Clique Averaging (18.9 edges per
+    # node, a gradient on each); the gradients Fig. 7 reads go to clique neighbours only: 27.9
     t = dcliques(one_class_per_node(1000), 10, inter="fully_connected", steps=0, seed=0)
     algo, env = tf.algorithms.dsgd(clique_averaging=True), toy_services(1000, 1)
     state = algo.init(torch.zeros(1000, 1, dtype=D), env)
-    sent = algo.communicate(state, Round(0, t), env)
-    assert sent.messages / 1000 == pytest.approx(37.8) == messages_per_node(t)
+    sent = algo.communicate(state, Round(0, t), env)  # one local step
+    assert sent.messages / 1000 == pytest.approx(27.9) == messages_per_node(
+        t, gradients="clique")
+    assert messages_per_node(t) == pytest.approx(37.8)
 
 
 def test_connect_cliques_removal_is_seeded() -> None:

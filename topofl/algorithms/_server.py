@@ -29,8 +29,12 @@ Conventions shared by the four (see each factory for the paper passages):
   replacement (McMahan et al.'s ``m = max(C K, 1)``) from the stream ``(sample_seed, t)``, so a
   round's participants depend on ``(sample_seed, t)`` only and a resumed run samples the same.
   The others take no local step (their learning rate is 0) and send nothing.
-* Messages per round: ``2 m`` with ``m`` participants (upload and download of the communicated
-  part: the body, or Ditto's whole global model).
+* Messages per round: ``2 m`` with ``m`` participants (the communicated part: the body, or
+  Ditto's whole global model, sent down to each participant before its local work and up
+  after it: :func:`~topofl.engine.pieces.server_flows`).
+* Absent clients (rule ``"server"``): the participants of a round are those sampled *and*
+  online (:func:`~topofl.engine.pieces.round_active`); a sampled client that is offline drops
+  out of the average and trains nothing.
 * Local optimisers restart each round (momentum buffers are zeroed in ``round_start``), as a
   client that builds its SGD optimizer when it receives the server's model does.
 
@@ -100,6 +104,7 @@ def server_algorithm(name: str, hp: ServerParams, hparams: dict[str, Any],
         shared=shared,
         decay=hp.decay,
         uses_topology=False,
+        absent="server",
     )
 
 
@@ -232,6 +237,7 @@ def fedavg_algorithm(name: str, hp: FedAvgParams, *, hparams: dict[str, Any] | N
         requires=None,
         decay=hp.sgd.decay,
         uses_topology=False,
+        absent="server",
         **fields,
     )
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from topofl._validation import check_bool, check_int
+from topofl._validation import check_bool, check_int, unknown_name
 from topofl.engine.protocol import Algorithm
 
 __all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "get_algorithm", "heterogeneous_epochs"]
@@ -55,7 +55,7 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     TypeError: nesterov must be a bool (True or False), got str 'no'
     """
     if name not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {name!r}; known: {sorted(ALGORITHMS)}")
+        raise ValueError(unknown_name("algorithm", name, ALGORITHMS))
     factory = ALGORITHMS[name]
     for p in inspect.signature(factory).parameters.values():
         if isinstance(p.default, bool) and p.name in hparams:  # "no" is not False

@@ -33,6 +33,7 @@ from topofl._validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
 from topofl.algorithms._partial import DECAY, EPOCHS_U, LR, MOMENTUM, WEIGHT_DECAY
 from topofl.algorithms.base import register_algorithm
+from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import (
     SGD,
     compose_init,
@@ -322,9 +323,13 @@ def dis_pfl(
     $\lfloor d_l \cdot \mathrm{numel}_l \rfloor$ entries (at least 1); prune/regrow happens at
     the end of each round, before the exchange, so that the averaged model is restricted to
     the new mask (the released code does it at the start of the next round, the same order);
-    gradient clipping (norm 10 in the released code) is not applied. Messages: the arcs of
-    the round's graph, each a sparse model of about ``density * P`` non-zeros (``bytes`` in the
-    records counts dense models).
+    gradient clipping (norm 10 in the released code) is not applied.
+
+    Messages: one on every arc of the round's graph, the sender's kept entries (kind
+    ``"values"``: as many numbers as its mask holds, the mask it trained under) with its mask
+    attached (kind ``"mask"``: one bit per parameter). An offline client (``rnd.online``) keeps
+    its model and mask; the graph the round gets has lost its arcs (rule ``"renormalise"``),
+    so the others average over their present neighbours.
 
     Cost per round: one gossip product of the neighbourhood pattern (the 0/1 ``W`` with its
     diagonal) with the ``[n, 2P]`` numerators and counts (``env.mixer``, so a distributed run
@@ -454,6 +459,14 @@ def communicate(state: State, rnd: Round, env: Services, *, hp: DisPFLParams) ->
     x, mask = state.x, state.extra["mask"]
     if hp.evaluate == "trained":
         state.extra["trained"].copy_(x)
+    # what each client sends: its kept entries (the mask it trained under) and the mask
+    kept = env.clients.all_rows(mask.sum(dim=1).round().long()).cpu().numpy()
+    arcs = graph_arcs(topo)
+    flows = (Flow("values", arcs, kept[arcs.senders], dtype_bits(x.dtype)),
+             Flow("mask", arcs, int(x.shape[1]), 1, attached=True))
+    absent = None if rnd.online is None else \
+        ~env.clients.own(torch.as_tensor(rnd.online, device=x.device))
+    keep = None if absent is None else (x[absent].clone(), mask[absent].clone())
     avg = _masked_sums_(topo, x, mask, env)  # with the masks the models were trained under
     rate = _drop_rate(rnd.t, hp.anneal, hp.anneal_rounds)
     if rate > 0:
@@ -466,7 +479,9 @@ def communicate(state: State, rnd: Round, env: Services, *, hp: DisPFLParams) ->
             keys = (x - y).abs_()  # one SGD step of rate 1: the gradient at x
         prune_regrow_(mask, x, offsets, numels, rate, keys)
     x.copy_(avg.mul_(mask))
-    return Sent(topo.messages_per_round)
+    if keep is not None and absent is not None:  # an offline client keeps model and mask
+        x[absent], mask[absent] = keep
+    return Sent.of(*flows)
 
 
 def scored(state: State, rnd: Round, env: Services, *, hp: DisPFLParams) -> Tensor:

@@ -47,9 +47,13 @@ Choices where the paper is silent or ambiguous:
   it. BGGC is simulated exactly (running sums, batches of $B_c$).
 - *Local optimizer.* ``LocalOpt(w_k, tau_train)`` is a fresh SGD call per round: its
   momentum buffer restarts at zero every round (after the averaging).
-- *Messages.* Pre-processing: BGGC receives every other model once, then the batches it
-  scans (added to round 0). A GGC round: client $k$ receives its $|\Omega_k|$ candidates
-  (line 9); a round between refreshes: only its $|C_k|$ collaborators.
+- *Messages* (whole models, kind ``"model"``, as :class:`~topofl.engine.ledger.Flow`\ s).
+  Pre-processing: BGGC receives every other model once, then the batches it scans (counted
+  in round 0, before its local work). A GGC round: client $k$ receives its $|\Omega_k|$
+  candidates (line 9); a round between refreshes: only its $|C_k|$ collaborators.
+- *Absent clients* (rule ``"stale"``): an offline client's state does not change in the
+  round; the others may still pick it and read its last model; nothing is sent to it. A
+  client offline in the pre-processing round keeps an empty $\Omega_k$.
 - *Model selection.* The paper reports the test accuracy of each client's model with the
   best validation score over the rounds (Appendix F): ``select="best_val"``. By default
   ``evaluate`` returns the current models, as for every topofl algorithm, so that all
@@ -95,7 +99,7 @@ from topofl.algorithms._common import (
     check_work,
 )
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.clients import total
+from topofl.engine.ledger import Flow, arcs_of_mask, dtype_bits
 from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
@@ -674,14 +678,24 @@ def bggc_batched(
 # --------------------------------------------------------------------------- the algorithm
 
 
-def _bggc_messages(candidates: Tensor, decisions: Tensor, budget: int | None) -> Tensor:
-    """``[m]``: models each client's BGGC receives: all candidates once (w^Y), then the
-    batches it scanned."""
-    size = candidates.sum(dim=1).long()
-    batch = size.clamp_min(1) if budget is None else torch.full_like(size, budget)
-    scanned = torch.minimum(size, torch.div(decisions + batch - 1, batch,
-                                            rounding_mode="floor") * batch)
-    return size + scanned
+def _bggc_received(candidates: Tensor, decisions: Tensor, budget: int | None,
+                   seeds: Sequence[Seed]) -> Tensor:
+    """``[m, n]`` uint8: how many times each client's BGGC received each candidate's model: 1
+    for every candidate (the running sum $w^Y$), 2 for those of the batches it then scanned
+    (the first ones of its visiting order, which fresh ``seeds`` replay as ``_greedy_rows``
+    draws it)."""
+    cand = candidates.to(torch.bool).cpu()
+    out = cand.to(torch.uint8)
+    for r in range(cand.shape[0]):
+        c = torch.nonzero(cand[r]).flatten()
+        size, d = int(c.numel()), int(decisions[r])
+        if not size or not d:
+            continue
+        perm, _ = _draws(as_generator(seeds[r]), size)
+        batch = size if budget is None else int(budget)
+        scanned = min(size, -(-d // batch) * batch)
+        out[r, c[torch.as_tensor(perm[:scanned])]] += 1
+    return out.to(candidates.device)
 
 
 @register_algorithm("dpfl")
@@ -774,7 +788,9 @@ def dpfl(
         as realized graph the round's collaboration graph with the weights of eq. 4, so the
         engine records its edges ``j -> k`` for ``j`` in ``C_k``, density and reciprocity).
         ``state.extra`` holds ``"omega"`` and ``"collab"`` (``[n, n]`` bool masks), ``"p"``
-        (``[n]``), ``"ready"``, ``"fresh"``, ``"pending_messages"`` and, with
+        (``[n]``), ``"ready"``, ``"fresh"``, ``"pending_messages"`` (``[n, n]``: the
+        models each client's pre-processing received from each other, counted in its
+        round) and, with
         ``select="best_val"``, ``"best_x"`` (``[n, P]``), ``"best_val"`` and ``"best_round"``
         (``[n]``); all are checkpointed.
 
@@ -845,6 +861,7 @@ def dpfl(
         shared="all",
         decay=hp.decay,
         uses_topology=False,
+        absent="stale",
     )
 
 
@@ -925,7 +942,7 @@ def init_state(x0: Tensor, env: Services, *, hp: DPFLParams) -> State:
         "collab": torch.zeros(m, n, dtype=torch.bool, device=x0.device),
         "ready": torch.zeros((), dtype=torch.bool, device=x0.device),
         "fresh": torch.zeros((), dtype=torch.bool, device=x0.device),
-        "pending_messages": torch.zeros((), dtype=torch.long, device=x0.device),
+        "pending_messages": torch.zeros(m, n, dtype=torch.uint8, device=x0.device),
         "passive": passive_clients(n, env, hp.no_greedy, x0.device)[
             torch.as_tensor(env.clients.ids)],
     })
@@ -941,8 +958,8 @@ def init_state(x0: Tensor, env: Services, *, hp: DPFLParams) -> State:
 def preprocess(state: State, rnd: Round, env: Services, hp: DPFLParams) -> None:
     r"""Algorithm 1, lines 1-5: $\tau_{init}$ local epochs (line 2), BGGC over all other
     clients for the candidate sets $\Omega_k$ (line 3; or a random graph), and each model
-    averaged over $\Omega_k \cup \{k\}$ (line 4). The messages BGGC received are added to
-    the round's."""
+    averaged over $\Omega_k \cup \{k\}$ (line 4). The models BGGC received are kept for the
+    round's messages (``state.extra["pending_messages"]``)."""
     clients, x, n = env.clients, state.x, env.n
     ids = clients.ids
     if hp.tau_init > 0:  # line 2
@@ -953,7 +970,7 @@ def preprocess(state: State, rnd: Round, env: Services, hp: DPFLParams) -> None:
     p_all = clients.all_rows(state.extra["p"])
     if hp.graph == "random":
         omega = random_graph(n, 0, ids, cap, hp.graph_seed, x.device) & active.unsqueeze(1)
-        pending = int(total(clients, omega))
+        pending = omega.to(torch.uint8)
     else:  # line 3
         seeds = [generator_at(hp.graph_seed, _PRE_TAG, int(k)) for k in ids]
         # every client is a candidate of every active one: a dense need, all rows
@@ -961,28 +978,30 @@ def preprocess(state: State, rnd: Round, env: Services, hp: DPFLParams) -> None:
         omega, decisions = _greedy_rows(x, ids, src, np.arange(n), everyone, p_all,
                                         lambda z: env.losses(z, "val"), cap, seeds,
                                         running_sums=True)
-        pending = int(total(clients, _bggc_messages(everyone, decisions, cap)))
+        pending = _bggc_received(everyone, decisions, cap, [
+            generator_at(hp.graph_seed, _PRE_TAG, int(k)) for k in ids])
     state.extra["omega"].copy_(omega)
     aggregate_(x, omega, p_all, env)  # line 4
-    state.extra["pending_messages"].fill_(pending)
+    state.extra["pending_messages"].copy_(pending)
     state.extra["ready"].fill_(True)
     state.extra["fresh"].fill_(True)
 
 
 def select_collaborators(state: State, t: int, p_all: Tensor, env: Services,
-                         hp: DPFLParams) -> int:
+                         hp: DPFLParams) -> Tensor:
     r"""Algorithm 1, lines 9-10, into ``state.extra["collab"]``: every ``refresh_every``
     rounds each client receives its candidates' models and GGC picks $C_k \subseteq
     \Omega_k$ on its validation loss (or a fresh random graph); in between, the last $C_k$
-    stays. Returns the models received."""
+    stays. Returns the models the round receives: ``[n, n]`` bool, row ``k`` marks the
+    clients whose model client ``k`` receives (every client's row)."""
     clients, x, n = env.clients, state.x, env.n
     ids, omega, collab = clients.ids, state.extra["omega"], state.extra["collab"]
     if t % hp.refresh_every != 0:
-        return int(total(clients, collab))
+        return clients.all_rows(collab.to(torch.uint8)).bool()
     if hp.graph == "random":
         collab.copy_(random_graph(n, t + 1, ids, hp.cap(n), hp.graph_seed, x.device)
                      & ~state.extra["passive"].unsqueeze(1))
-        return int(total(clients, collab))
+        return clients.all_rows(collab.to(torch.uint8)).bool()
     seeds = [generator_at(hp.graph_seed, _ROUND_TAG, t, int(k)) for k in ids]
     # the candidates' models (at most B_c per client) and this process's own
     need = np.union1d(torch.nonzero(omega.cpu().any(dim=0)).flatten().numpy(), ids)
@@ -990,7 +1009,7 @@ def select_collaborators(state: State, t: int, p_all: Tensor, env: Services,
     chosen, _ = _greedy_rows(x, ids, src, need, omega, p_all, lambda z: env.losses(z, "val"),
                              hp.cap(n), seeds, running_sums=False)
     collab.copy_(chosen)
-    return int(total(clients, omega))
+    return clients.all_rows(omega.to(torch.uint8)).bool()  # every candidate's model
 
 
 def aggregate_(x: Tensor, mask: Tensor, p_all: Tensor, env: Services) -> None:
@@ -1014,10 +1033,18 @@ def communicate(state: State, rnd: Round, env: Services, *, hp: DPFLParams) -> S
     clients, x, n = env.clients, state.x, env.n
     p_all = clients.all_rows(state.extra["p"])
     records: dict[str, Any] = {}
+    flows: list[Flow] = []
+    size, bits = int(x.shape[1]), dtype_bits(x.dtype)
     if bool(state.extra["fresh"]):  # pre-processing ran in this round: its graph Omega
         records.update(omega_records(state, p_all, env, hp))
         state.extra["fresh"].fill_(False)
-    msgs = select_collaborators(state, rnd.t, p_all, env, hp)
+        # BGGC's models: every candidate's once (w^Y), then the batches scanned again
+        pend = clients.all_rows(state.extra["pending_messages"]).cpu()
+        flows += [Flow("model", arcs_of_mask(pend >= 1), size, bits, stage=-2),
+                  Flow("model", arcs_of_mask(pend >= 2), size, bits, stage=-1)]
+        state.extra["pending_messages"].zero_()
+    received = select_collaborators(state, rnd.t, p_all, env, hp)
+    flows.append(Flow("model", arcs_of_mask(received), size, bits))
     collab = state.extra["collab"]
     collab_all = clients.all_rows(collab.to(torch.uint8)).bool()
     W = aggregation_matrix(collab_all, p_all.to(x.dtype))
@@ -1026,11 +1053,9 @@ def communicate(state: State, rnd: Round, env: Services, *, hp: DPFLParams) -> S
         W.detach().to(device="cpu", dtype=torch.float64).numpy(), name="dpfl",
         params={"round": rnd.t, "budget": hp.cap(n)},
     )
-    msgs += int(state.extra["pending_messages"])
-    state.extra["pending_messages"].zero_()
     if hp.select == "best_val":
         records["dpfl_best_round"] = keep_best_(state, rnd.t, env)
-    return Sent(msgs, realized, records or None)
+    return Sent.of(*flows, realized=realized, records=records or None)
 
 
 def omega_records(state: State, p_all: Tensor, env: Services, hp: DPFLParams

@@ -13,11 +13,11 @@ from __future__ import annotations
 from topofl._validation import check_bool
 from topofl.algorithms._common import check_sgd
 from topofl.algorithms.base import register_algorithm
+from topofl.engine.ledger import Flow, clique_arcs
 from topofl.engine.pieces import (
     SGD,
     CliqueAveraged,
     clique_index,
-    clique_messages,
     compose_init,
     gossip,
     no_round_start,
@@ -32,9 +32,14 @@ def _require_groups(state: State, rnd: Round, env: Services) -> None:
 
 
 def _gossip_and_gradients(state: State, rnd: Round, env: Services) -> Sent:
-    # Clique Averaging also sends gradients: one per arc, as the paper counts them
+    # Clique Averaging also sends gradients, at every local step, to the clique neighbours
+    # (what Fig. 7, line 4 reads); the models then go on every arc
     sent = gossip()(state, rnd, env)
-    return Sent(sent.messages + clique_messages(rnd.topology))
+    assert rnd.topology is not None and sent.flows is not None  # gossip raised otherwise
+    (model,) = sent.flows
+    grads = Flow("gradient", clique_arcs(rnd.topology), model.size, model.bits, stage=0,
+                 per_step=True)
+    return Sent.of(grads, Flow(model.kind, model.arcs, model.size, model.bits, stage=1))
 
 
 @register_algorithm("dsgd")
@@ -57,8 +62,10 @@ def dsgd(
     the clique-averaged gradient (eq. 4-5): $v \leftarrow m v + g$, $\theta \leftarrow \theta -
     \gamma v$. With intra-clique edges removed, a node averages over itself and its remaining
     clique neighbours (:func:`~topofl.topologies.clique_averaging_matrix`). Clique Averaging
-    sends gradients separately from models, so it counts twice the arcs per round, as the paper
-    does (:func:`~topofl.engine.pieces.clique_messages`).
+    sends gradients separately from models: the ledger counts, at every local step, one
+    gradient on every arc between two members of a clique (the gradients Fig. 7 uses; the
+    paper's own count, one gradient per arc of the graph, is
+    :func:`~topofl.topologies.messages_per_node`), then the models on every arc.
 
     Parameters
     ----------

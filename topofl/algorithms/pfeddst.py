@@ -60,8 +60,14 @@ Choices where the paper is silent or ambiguous:
   round is therefore the trained one, as in the paper.
 - **Momentum** restarts each round (a fresh local optimizer; "local momentum"), and the
   random-selection variant skips the loss evaluations it does not use.
-- **Messages** count the bodies pulled ($\sum_i |\mathcal{M}_i|$); the heads and losses
-  exchanged to compute the scores are not counted.
+- **Messages**, all before the round's local training (:func:`round_flows`): the bodies
+  pulled ($\sum_i |\mathcal{M}_i|$, kind ``"body"``); with score selection also every
+  candidate's head (kind ``"head"``: ``n - 1`` per client, or its neighbours), for each
+  selected peer the client's aggregated model sent to the peer (kind ``"probe"``) and the
+  loss sent back (kind ``"loss"``), and in the first round every model to every other
+  client with a loss back (the initial loss array). Random selection sends only bodies.
+- **Absent clients** (rule ``"stale"``): an offline client's state does not change in the
+  round; the others may still select it and read its last body; nothing is sent to it.
 
 Cost per round: the scores are $O(n^2 h)$ ($h$ = head size), the loss refresh is ``peers``
 forward passes of all clients on one mini-batch (``n - 1`` in the first round), the
@@ -93,6 +99,7 @@ from topofl._rng import generator_at
 from topofl._validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
 from topofl.algorithms.base import register_algorithm
+from topofl.engine.ledger import Arcs, Flow, arcs_of_mask, dtype_bits, graph_arcs
 from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
@@ -415,7 +422,9 @@ def pfeddst(
     Examples
     --------
     Four clients select one peer each per round; the realized graph has 4 of the 12 possible
-    arcs, and each round sends 4 bodies:
+    arcs, and each round sends 4 bodies. The scores cost more: every head to each of the 3
+    others (12), a probe and a loss per selected peer (8), and in the first round a probe and
+    a loss for every pair (24): 48 + 24 messages in the two rounds.
 
     >>> data = tf.data.federate("digits", "pathological", 4, classes_per_client=3, seed=0)
     >>> model = tf.models.build_model("mlp", data.input_shape, data.num_classes, seed=0,
@@ -424,8 +433,8 @@ def pfeddst(
     ...              head_steps=1, batch_size=8, spectral=False)
     >>> res.records.series("realized_density")[1].tolist()
     [0.3333333333333333, 0.3333333333333333]
-    >>> int(res.records.final("messages"))
-    8
+    >>> int(res.records.final("messages.body")), int(res.records.final("messages"))
+    (8, 72)
     """
     lr = check_lr(lr)
     hp = PFedDSTParams(
@@ -461,6 +470,7 @@ def pfeddst(
         shared="body",
         decay=hp.decay,
         uses_topology=hp.candidates == "neighbors",
+        absent="stale",
     )
 
 
@@ -581,7 +591,7 @@ def select_peers(state: State, rnd: Round, env: Services, hp: PFedDSTParams
         if not bool(ex["losses_ready"]):  # line 2: initial loss array, every pair
             others = _others(n, dev, ids)
             ex["losses"].scatter_(1, others, env.cross_losses(x, others, t=t, stream=1))
-            ex["losses_ready"].fill_(1)
+            ex["losses_ready"].fill_(2)  # 2: filled in this round (round_flows counts it)
         c_t = (torch.tensor(hp.cost, dtype=x.dtype, device=dev).index_select(0, ids)
                if isinstance(hp.cost, list) else hp.cost)
         heads = env.clients.all_rows(x[:, env.layout.cols("head")].contiguous())
@@ -618,11 +628,42 @@ def pulled_graph(state: State, rnd: Round, env: Services, hp: PFedDSTParams
             int(full.sum().item()))
 
 
+def round_flows(state: State, rnd: Round, env: Services, hp: PFedDSTParams,
+                realized: Topology) -> list[Flow]:
+    """What the round sent, in the order of ``round_start``, all before the local training:
+    the initial loss array in the first round (each model to every other client, a loss
+    back), the heads the scores compare, the bodies pulled (``realized``: ``j -> i`` when
+    ``i`` pulled ``j``'s body), the refreshed losses of the selected peers (the aggregated
+    model to the peer, the loss back)."""
+    n, x, lay = env.n, state.x, env.layout
+    bits, size = dtype_bits(x.dtype), int(x.shape[1])
+    width = {k: int(lay.cols(k).stop - lay.cols(k).start) for k in ("body", "head")}
+    pulled = graph_arcs(realized)
+    by_score = hp.selection == "score"
+    flows: list[Flow] = []
+    if by_score and float(state.extra["losses_ready"]) == 2:
+        every = arcs_of_mask(~torch.eye(n, dtype=torch.bool))
+        flows += [Flow("probe", every, size, bits, stage=-6),
+                  Flow("loss", Arcs(n, every.receivers, every.senders), 1, bits, stage=-5)]
+        state.extra["losses_ready"].fill_(1)
+    if by_score:
+        allowed = candidates_of(n, rnd, torch.arange(n), hp.candidates)
+        flows.append(Flow("head", arcs_of_mask(allowed), width["head"], bits, stage=-4))
+    flows.append(Flow("body", pulled, width["body"], bits, stage=-3))
+    if by_score and hp.k(n) > 0:
+        flows += [Flow("probe", Arcs(n, pulled.receivers, pulled.senders), size, bits,
+                       stage=-2),
+                  Flow("loss", pulled, 1, bits, stage=-1)]
+    return flows
+
+
 def communicate(state: State, rnd: Round, env: Services, *, hp: PFedDSTParams) -> Sent:
     """The bodies were pulled at the start of the round (Algorithm 1, line 8, before local
-    training); here the round's collaboration graph and records go to the engine."""
-    realized, arcs = pulled_graph(state, rnd, env, hp)
-    return Sent(arcs, realized, round_records(state, env, hp))
+    training); here the round's collaboration graph, what was sent and the records go to the
+    engine."""
+    realized, _ = pulled_graph(state, rnd, env, hp)
+    return Sent.of(*round_flows(state, rnd, env, hp, realized), realized=realized,
+                   records=round_records(state, env, hp))
 
 
 def candidates_of(n: int, rnd: Round, ids: Tensor, candidates: str) -> Tensor:

@@ -36,13 +36,15 @@ from topofl.algorithms._common import (
     check_work,
 )
 from topofl.algorithms.base import register_algorithm
+from topofl.engine.ledger import Flow, dtype_bits
 from topofl.engine.pieces import (
     SGD,
     Sampled,
     compose_init,
     data_sizes,
-    participants,
     restart_momentum,
+    round_active,
+    server_flows,
 )
 from topofl.engine.protocol import Algorithm, Kernel, Part, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
@@ -262,8 +264,10 @@ def pfedgraph(
     $+\lambda\langle\theta, u_i\rangle/\|\theta\|$ to the loss; topofl follows the paper's
     objective, which maximises the similarity with the collaborators (the minus sign). The
     quadratic programme is solved in closed form (projection onto the simplex) instead of with
-    a generic solver; tests check it against ``scipy.optimize.minimize``. Messages: ``2 m`` per
-    round with ``m`` participants (upload, download of the personalized model).
+    a generic solver; tests check it against ``scipy.optimize.minimize``. Messages per round
+    with ``m`` participants (sampled and online; absent clients follow the ``"server"``
+    rule): ``m`` models up and ``m`` personalized models down, with ``lam > 0`` each with the
+    pull direction $u_i$ attached (kind ``"cluster"``).
 
     Cost per round at the server: one ``[m, P] @ [P, m]`` product for the similarities, one sort
     per row, and one ``[m, m] @ [m, P]`` product for the aggregates; ``state`` holds three
@@ -317,6 +321,7 @@ def pfedgraph(
         shared="all",
         decay=hp.decay,
         uses_topology=False,
+        absent="server",
     )
 
 
@@ -382,16 +387,17 @@ def init_state(x0: Tensor, env: Services, *, hp: PFedGraphParams) -> State:
     return state
 
 
-def infer_graph(state: State, t: int, env: Services, hp: PFedGraphParams
-                ) -> tuple[np.ndarray, Tensor]:
-    r"""The server's collaboration graph of round ``t``: the participants (sorted ids) and
+def infer_graph(state: State, t: int, env: Services, hp: PFedGraphParams,
+                online: np.ndarray | None = None) -> tuple[np.ndarray, Tensor]:
+    r"""The server's collaboration graph of round ``t``: the participants (sorted ids: the
+    sampled clients that are ``online``, :func:`~topofl.engine.pieces.round_active`) and
     their ``[s, s]`` rows $a$, from the cosine dissimilarity of the updates
     $\theta_i - \theta^0$ and the weights $p$ (:func:`collaboration_weights`); the same on
     every process."""
     n, x = env.n, state.x
     dev = x.device
-    sel = participants(n, t, hp.participation, hp.sample_seed)
-    idx = np.arange(n, dtype=np.int64) if sel is None else np.asarray(sel, dtype=np.int64)
+    sel = round_active(Round(t, None, online), n, hp.participation, hp.sample_seed)
+    idx = np.arange(n, dtype=np.int64) if sel is None else np.flatnonzero(sel)
     idx_t = torch.as_tensor(idx, device=dev)
     cols = env.layout.cols(hp.similarity)
     delta = env.clients.all_rows((x - state.extra["initial"])[:, cols]).index_select(0, idx_t)
@@ -428,16 +434,24 @@ def aggregate_(state: State, idx: np.ndarray, a: Tensor, env: Services) -> None:
 def communicate(state: State, rnd: Round, env: Services, *, hp: PFedGraphParams) -> Sent:
     """One round of the server: the graph (:func:`infer_graph`), the personalized aggregates
     (:func:`aggregate_`); the realized graph is the participants' rows of $a$, and each
-    participant uploads and downloads one model."""
+    participant downloads its personalized model (with its pull direction $u_i$ attached
+    when ``lam > 0``) before its local work and uploads its model after it."""
     n = env.n
-    idx, a = infer_graph(state, rnd.t, env, hp)
+    active = round_active(rnd, n, hp.participation, hp.sample_seed)
+    if active is not None and not active.any():  # nobody online among the sampled
+        return Sent.of(active=active)
+    idx, a = infer_graph(state, rnd.t, env, hp, rnd.online)
     aggregate_(state, idx, a, env)
     W = torch.zeros(n, n, dtype=torch.float64)
     W[torch.as_tensor(idx).unsqueeze(1), torch.as_tensor(idx).unsqueeze(0)] = (
         a.detach().cpu().double())
     realized = Topology.from_matrix(W.numpy(), name="pfedgraph",
                                     params={"round": rnd.t, "alpha": hp.alpha})
-    return Sent(2 * int(idx.size), realized)
+    size, bits = int(state.x.shape[1]), dtype_bits(state.x.dtype)
+    down, up = server_flows(n, active, size, bits)
+    flows = (down, up) if not hp.lam else (
+        down, Flow("cluster", down.arcs, size, bits, stage=-1, attached=True), up)
+    return Sent.of(*flows, realized=realized, active=active)
 
 
 _RESTART = restart_momentum()

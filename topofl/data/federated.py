@@ -731,7 +731,9 @@ def federate(
 
     ds = _as_dataset(dataset, test)
     if not isinstance(scheme, str) or scheme not in PARTITIONS:
-        raise ValueError(f"unknown partition scheme {scheme!r}; known: {', '.join(PARTITIONS)}")
+        from topofl._validation import unknown_name
+
+        raise ValueError(unknown_name("partition scheme", scheme, PARTITIONS, sort=False))
     fn = PARTITIONS[scheme]
     accepted = [
         p
@@ -740,7 +742,10 @@ def federate(
     ]
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        raise ValueError(f"unknown parameter(s) {unknown} for {scheme!r}; accepted: {accepted}")
+        from topofl._validation import did_you_mean_each
+
+        raise ValueError(f"unknown parameter(s) {unknown} for {scheme!r}"
+                         f"{did_you_mean_each(unknown, accepted)}; accepted: {accepted}")
     root = as_seed_sequence(seed)
     pseed: Seed = (
         int(seed)

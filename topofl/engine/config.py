@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from topofl._validation import check_bool, check_choice, check_int, check_real
+from topofl._validation import check_bool, check_choice, check_int, check_real, check_rounds
 from topofl._version import __version__
 from topofl.engine.checkpoint import check_output_paths
 from topofl.engine.protocol import Algorithm
@@ -18,13 +18,10 @@ from topofl.records import _jsonable as jsonable
 from topofl.runhash import RESUME_FREE, _identity, header_hash_problem, run_hash
 
 __all__ = ["RunConfig", "DTYPES", "config_header", "RESUME_FREE", "run_hash", "config_diff",
-           "header_hash_problem"]
+           "header_hash_problem", "ADDED_SETTINGS"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MOMENTUM_STATES = ("algorithm", "keep", "restart")
-#: RunConfig fields added after runs were recorded, with the default at which a run describes
-#: itself (records header, run hash) as the runs recorded before the field existed did.
-ADDED_AT_DEFAULT: dict[str, Any] = {"momentum_state": "algorithm"}
 
 
 @dataclass(frozen=True)
@@ -67,7 +64,8 @@ class RunConfig:
     init : {"same", "independent"}, default "same"
         Every client starts from the same model, or from its own random draw.
     eval_global : bool, default True
-        Also score every client on the global test set.
+        Also score every client on the global test set (``global_*`` rows; not recorded
+        when the data has no global test set, e.g. a torch dataset split with ``test=0.2``).
     record_clients : bool, default True
         Record per-client accuracies (one row per client and evaluation).
     spectral : bool, default True
@@ -83,6 +81,20 @@ class RunConfig:
     run_id : str, default "run"
     progress : bool or None
         tqdm progress bar; ``None`` shows it only on a terminal.
+    network : table or None
+        How fast clients compute and messages travel (:class:`~topofl.engine.clock.Network`:
+        ``latency``, ``bandwidth``, ``uplink``, ``downlink``, ``speed``, ``server_uplink``,
+        ``server_downlink``, ``seed``): with it the run keeps a virtual clock and records
+        ``sim_time`` (:mod:`topofl.engine.clock`). ``None``: no clock.
+    availability : table or None
+        Clients offline per round and stragglers
+        (:class:`~topofl.engine.availability.Availability`: ``model`` = ``"bernoulli"``
+        (``offline``), ``"markov"`` (``p_off``, ``p_on``) or ``"trace"`` (``path``), and
+        ``straggle``, ``slowdown``, ``seed``). ``None``: every client online in every round.
+    ledger : bool, default True
+        Count every message and byte per node and kind (:mod:`topofl.engine.ledger`) and
+        record them; ``False`` keeps only the total of messages (a run's speed without the
+        accounting).
     divergence : float or None, default 1000.0
         Stop with :class:`~topofl.exceptions.ConvergenceError` when a client's training loss
         explodes: at any local step, client ``i``'s mini-batch loss (before its update)
@@ -132,8 +144,27 @@ class RunConfig:
     run_id: str = "run"
     progress: bool | None = None
     divergence: float | None = 1e3
+    network: Mapping[str, Any] | None = None
+    availability: Mapping[str, Any] | None = None
+    ledger: bool = True
 
     def __post_init__(self) -> None:
+        from topofl.engine.availability import Availability
+        from topofl.engine.clock import Network
+
+        check_bool(self.ledger, "ledger")
+        for name, cls in (("network", Network), ("availability", Availability)):
+            table = getattr(self, name)
+            if table is None:
+                continue
+            if not isinstance(table, Mapping):
+                raise TypeError(f"{name} must be a table (a mapping) or None, got "
+                                f"{type(table).__name__}")
+            # canonical: every key of the table filled in (what the header records)
+            object.__setattr__(self, name, cls.from_config(table).to_config())
+        if self.network is not None and not self.ledger:
+            raise ValueError("network (the clock) times the messages the ledger counts: "
+                             "it needs ledger=True")
         if self.divergence is not None:
             d = check_real(self.divergence, "divergence", low=0)
             if d != 0 and not d > 1:
@@ -144,9 +175,9 @@ class RunConfig:
             check_bool(getattr(self, name), name)
         if self.progress is not None:
             check_bool(self.progress, "progress")
-        check_int(self.rounds, "rounds", low=0)
         check_int(self.batch_size, "batch_size", low=1)
         check_int(self.eval_every, "eval_every", low=1)
+        check_rounds(self.rounds, self.eval_every)  # int64, records in memory, a year
         check_int(self.seed, "seed", low=0)
         check_choice(self.dtype, "dtype", DTYPES)
         check_choice(self.executor, "executor", ("auto", "batched", "loop"))
@@ -171,6 +202,12 @@ class RunConfig:
     def divergence_factor(self) -> float | None:
         """``divergence`` as a factor, ``None`` when the check is off."""
         return None if not self.divergence else float(self.divergence)
+
+
+#: RunConfig fields added after runs were recorded, with their defaults: a run at the default
+#: describes itself (header, run hash) as runs recorded before them did.
+ADDED_SETTINGS: dict[str, Any] = {"network": None, "availability": None, "ledger": True,
+                                  "momentum_state": "algorithm"}
 
 
 def _flat(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
@@ -213,9 +250,9 @@ def config_header(config: RunConfig, algorithm: Algorithm, topology: GraphLike |
     :func:`run_hash` under ``"run_hash"``."""
     cfg = asdict(config)
     cfg.pop("progress", None)
-    for k, default in ADDED_AT_DEFAULT.items():
-        if cfg.get(k) == default:
-            del cfg[k]
+    for key, default in ADDED_SETTINGS.items():  # at their defaults: the hash of older runs
+        if cfg.get(key, default) == default:
+            cfg.pop(key, None)
     out: dict[str, Any] = jsonable({
         "run": cfg,
         "algorithm": {"name": algorithm.name, **dict(algorithm.hparams)},

@@ -122,7 +122,10 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     batches = ((b.x, b.y, b.mask) for b in data.eval_batches("test", batch_size=test_chunk))
     parts = [torch.stack(score_chunks(executor, x_eval, batches, m, shared=False,
                                       adjust=adjust), dim=1)]
-    if config.eval_global:
+    # without a global test set (a torch dataset split with test=0.2) global_* is not recorded:
+    # it cannot be computed (0/0), and a column of NaN says nothing (issue 23)
+    with_global = config.eval_global and int(data.global_test[0].shape[0]) > 0
+    if with_global:
         xg, yg = data.global_test
         g = int(xg.shape[0])
         gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, g, chunk))
@@ -139,7 +142,7 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     if config.record_clients:
         per_client = torch.where(has, correct / count.clamp_min(1), torch.nan).cpu().numpy()
         recorder.log_clients("test_acc", per_client.tolist(), t)
-    if config.eval_global:
+    if with_global:
         gc, gl, gn = full[:, 3], full[:, 4], full[:, 5]
         row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
         row["global_loss"] = float((gl / gn).mean())

@@ -22,7 +22,7 @@ import sys
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,13 +30,16 @@ import torch
 from scipy.sparse.csgraph import connected_components
 from torch import Tensor, nn
 
+from topofl.engine.availability import Availability, Frozen, local_rates, round_view
+from topofl.engine.clock import Clock, Network
 from topofl.engine.config import DTYPES, RunConfig, config_header
 from topofl.engine.evaluation import Divergence, evaluate, record_realized, spectral_row
 from topofl.engine.executors import make_executor
 from topofl.engine.layout import ParamLayout, init_parameters
+from topofl.engine.ledger import Ledger, at_steps
 from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
 from topofl.engine.placement import Checkpointer, OneProcess, Placement
-from topofl.engine.protocol import Algorithm, Round, Services, State
+from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 from topofl.engine.resume import Resumed, checkpoint_meta, resume_from
 from topofl.engine.services import DataServices
 from topofl.graph import GraphLike, TimeVarying, Topology, as_time_varying
@@ -141,6 +144,7 @@ def run(
         When a static topology is not strongly connected (the message names the number of
         components): its clients cannot reach consensus.
     """
+    _check_arguments(config, topology, algorithm, data, model, recorder, resume, header)
     t_start = time.perf_counter()
     n = int(data.num_clients)
     tv = graphs(topology, algorithm, n)
@@ -175,10 +179,56 @@ def run(
     log_header(recorder, header, {**desc, **site.header})
 
     sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)  # every client's
+    costs = Costs.build(config, n, model, tuple(data.input_shape), start)
     rnd = run_loop(Setup(config, algorithm, state, env, tv, executor, sizes, recorder,
-                         site.checkpointer, desc), start, t_start, close=own)
+                         site.checkpointer, desc, costs), start, t_start, close=own)
     return Result(records=recorder.records(), state=state, layout=layout, config=config,
                   algorithm=algorithm, services=env, last=rnd)
+
+
+@dataclass
+class Costs:
+    """What a run accounts beside learning: the bytes ledger, the virtual clock and who is
+    online (each ``None`` when off; see :mod:`topofl.engine.ledger`,
+    :mod:`topofl.engine.clock`, :mod:`topofl.engine.availability`).
+
+    Attributes
+    ----------
+    ledger : Ledger or None
+    clock : Clock or None
+    availability : Availability or None
+        ``None`` also when every client is always online.
+    flops_per_sample : float
+        FLOPs of one local SGD step on one sample (forward and backward), for the clock.
+    """
+
+    ledger: Ledger | None = None
+    clock: Clock | None = None
+    availability: Availability | None = None
+    flops_per_sample: float = 0.0
+
+    @classmethod
+    def build(cls, config: RunConfig, n: int, model: nn.Module, input_shape: tuple[int, ...],
+              start: Resumed | None = None) -> Costs:
+        """The accounting of a run with ``config``, continued from ``start``'s state."""
+        ledger = Ledger(n) if config.ledger else None
+        clock = None if config.network is None else Clock(Network.from_config(config.network),
+                                                          n)
+        avail = None
+        if config.availability is not None:
+            avail = Availability.from_config(config.availability)
+        fps = 0.0
+        if clock is not None:
+            from topofl.models import flops_per_sample
+
+            fps = float(flops_per_sample(model, input_shape, backward=True))
+        if start is not None and ledger is not None and start.ledger is not None:
+            ledger.load(start.ledger)
+        elif start is not None and ledger is not None and start.messages:
+            ledger.add_totals(start.messages, 0)  # a checkpoint written without the ledger
+        if start is not None and clock is not None and start.clock is not None:
+            clock.load(start.clock)
+        return cls(ledger, clock, avail, fps)
 
 
 @dataclass(frozen=True)
@@ -201,6 +251,8 @@ class Setup:
     desc : mapping
         The engine's description (:func:`~topofl.engine.config.config_header`), written into
         checkpoints.
+    costs : Costs
+        The ledger, the clock and the availability of the run.
     """
 
     config: RunConfig
@@ -213,18 +265,22 @@ class Setup:
     recorder: Recorder
     checkpointer: Checkpointer
     desc: Mapping[str, Any]
+    costs: Costs = field(default_factory=Costs)
 
 
 def run_loop(run: Setup, start: Resumed, t_start: float, *, close: bool = True) -> Round:
     """The rounds ``start.round .. config.rounds - 1`` of a run, in order; returns the last.
 
-    Each round: the round's graph, the algorithm's round start, its local phases,
-    communication, every ``eval_every`` rounds (and at the last) an evaluation and its
+    Each round: who is online and the round's graph, the algorithm's round start, its local
+    phases (offline clients take no step), communication (what was sent goes to the ledger
+    and the clock), every ``eval_every`` rounds (and at the last) an evaluation and its
     records, and every ``checkpoint_every`` rounds a checkpoint. The records are flushed
     every round, and closed at the end with ``close``.
     """
     config, algorithm, state, env, tv = run.config, run.algorithm, run.state, run.env, run.tv
     clients, recorder, dtype = env.clients, run.recorder, DTYPES[config.dtype]
+    costs, n = run.costs, env.n
+    avail = costs.availability
     guard = Divergence(config.divergence_factor, start.loss_ref)
     local_step = LocalStepper(run.executor, algorithm, env.data, config.batch_size,
                               env.layout.num_params, dtype, rows=config.stream_rows,
@@ -241,22 +297,33 @@ def run_loop(run: Setup, start: Resumed, t_start: float, *, close: bool = True) 
     rnd = Round(before, None if tv is None else tv.at(before))
     try:
         for t in range(start.round, config.rounds):
-            # ---------------------------------------------------- the round's graph
+            # ---------------------------------------------------- who is online, the graph
             clients.start_round(t)
-            rnd = Round(t, None if tv is None else tv.at(t))
-            if rnd.topology is not None and algorithm.uses_topology:
-                _check_stochastic(algorithm, rnd.topology, stochastic_seen)
+            online = None if avail is None else avail.online(t, n)
+            if online is not None and bool(online.all()):
+                online = None
+            base = None if tv is None else tv.at(t)
+            if base is not None and algorithm.uses_topology:
+                _check_stochastic(algorithm, base, stochastic_seen)
+            rnd = round_view(algorithm, t, base, online)  # the graph of the present clients
+            online_rows = None if online is None else clients.own(
+                torch.as_tensor(online, device=state.x.device))
+            frozen = (Frozen(state, ~online_rows) if online_rows is not None
+                      and algorithm.absent == "stale" else None)
             _round_start(algorithm, state, rnd, env, config.momentum_state)
 
             # ---------------------------------------------------- local phases
             step = 0
+            samples = torch.zeros_like(run.sizes)  # every client's, for the clock
             for phase in algorithm.phases:
                 lr_t = phase.lr * algorithm.decay**t
                 todo_all = steps_per_client(phase.steps, phase.epochs, run.sizes,
                                             config.batch_size)
+                samples += todo_all * config.batch_size
                 todo = clients.own(todo_all)
                 for k in range(int(todo_all.max())):
                     lr = (todo > k).to(dtype) * lr_t  # 0 once a client did its own steps
+                    lr = local_rates(lr, online_rows)  # 0 for offline clients
                     loss = local_step(state, rnd, env, phase, step, lr)
                     mean_loss = guard.settle(clients, loss, t, step, recorder)
                     train_loss_acc[0] += mean_loss
@@ -266,7 +333,10 @@ def run_loop(run: Setup, start: Resumed, t_start: float, *, close: bool = True) 
 
             # ---------------------------------------------------- communication
             sent = algorithm.communicate(state, rnd, env)
-            messages += sent.messages
+            if frozen is not None:  # "stale": the absent clients' state stands still
+                frozen.restore(state)
+            messages = _account(costs, algorithm, sent, online, step, samples, t, recorder,
+                                messages, bytes_per_message)
             if sent.realized is not None and clients.writes:
                 record_realized(recorder, sent.realized, t)
             if sent.records and clients.writes:
@@ -279,13 +349,20 @@ def run_loop(run: Setup, start: Resumed, t_start: float, *, close: bool = True) 
                                recorder)
                 row["train_loss"] = train_loss_acc[0] / max(1, train_loss_acc[1])
                 train_loss_acc = [0.0, 0]
-                row["messages"] = messages
-                row["bytes"] = messages * bytes_per_message
+                if costs.ledger is not None:
+                    row.update(costs.ledger.rows())
+                else:
+                    row["messages"] = messages
+                    row["bytes"] = messages * bytes_per_message
                 row["wall_time"] = wall_offset + time.perf_counter() - t_start
                 recorder.log_many(row, t)
-                if clients.writes and config.spectral and rnd.topology is not None and (
+                if costs.ledger is not None and config.record_clients:
+                    for name, values in costs.ledger.client_rows().items():
+                        if name.startswith("bytes"):
+                            recorder.log_clients(name, values, t)
+                if clients.writes and config.spectral and base is not None and (
                         not static_graph or t == first_eval):
-                    recorder.log_many(spectral_row(rnd.topology, tv, spectral_cache,
+                    recorder.log_many(spectral_row(base, tv, spectral_cache,
                                                    env.label_counts), t)
                 if clients.writes and config.spectral and sent.realized is not None:
                     real = spectral_row(sent.realized, None, {}, measured=False)
@@ -301,7 +378,9 @@ def run_loop(run: Setup, start: Resumed, t_start: float, *, close: bool = True) 
             if config.checkpoint_every and (t + 1) % config.checkpoint_every == 0:
                 run.checkpointer.save(str(config.checkpoint_path), state, checkpoint_meta(
                     t + 1, messages, wall_offset + time.perf_counter() - t_start,
-                    train_loss_acc, guard.loss_ref, run.desc))
+                    train_loss_acc, guard.loss_ref, run.desc,
+                    ledger=None if costs.ledger is None else costs.ledger.state(),
+                    clock=None if costs.clock is None else costs.clock.state()))
     finally:
         if pbar is not None:
             pbar.close()
@@ -309,6 +388,46 @@ def run_loop(run: Setup, start: Resumed, t_start: float, *, close: bool = True) 
         if close:
             recorder.close()
     return rnd
+
+
+def _account(costs: Costs, algorithm: Algorithm, sent: Sent, online: np.ndarray | None,
+             steps: int, samples: Tensor, t: int, recorder: Recorder, messages: int,
+             bytes_per_message: int) -> int:
+    """Count a round's messages in the ledger, advance the clock, record the round's rows;
+    returns the run's messages so far."""
+    flows = None if sent.flows is None else at_steps(sent.flows, steps)
+    if flows is not None and online is not None and algorithm.absent == "stale":
+        present = np.append(online, True)  # nothing is sent to an absent client
+        flows = tuple(f.into(present) for f in flows)
+    row: dict[str, Any] = {}
+    if costs.ledger is not None:
+        if flows is None:
+            m, b = sent.messages, sent.messages * bytes_per_message
+            costs.ledger.add_totals(m, b)
+        else:
+            m, b = costs.ledger.add(flows)
+        messages = costs.ledger.messages
+        row.update(round_messages=m, round_bytes=b)
+    else:
+        messages += sent.messages
+    if costs.availability is not None:
+        row["online_clients"] = int(samples.numel() if online is None else online.sum())
+    if costs.clock is not None:
+        if flows is None:
+            raise ValueError(
+                f"{algorithm.name} does not say what it sends (its communicate returns no "
+                "Sent.flows), so the clock cannot time its rounds: run it without network")
+        n = costs.clock.n
+        took = np.ones(n, dtype=bool) if online is None else online.copy()
+        if sent.active is not None:
+            took &= np.asarray(sent.active, dtype=bool)
+        work = samples.detach().cpu().numpy().astype(np.float64) * costs.flops_per_sample
+        if costs.availability is not None:
+            work = work * costs.availability.slowdowns(t, n)
+        row["sim_time"] = costs.clock.advance(t, np.where(took, work, 0.0), flows)
+    if row:
+        recorder.log_many(row, t)
+    return messages
 
 
 def graphs(topology: GraphLike | None, algorithm: Algorithm, n: int) -> TimeVarying | None:
@@ -397,3 +516,35 @@ def _progress(config: RunConfig, start: int) -> Any:
     from tqdm.auto import tqdm
 
     return tqdm(total=config.rounds, initial=start, desc=config.run_id, leave=False)
+
+
+def _check_arguments(config: Any, topology: Any, algorithm: Any, data: Any, model: Any,
+                     recorder: Any, resume: Any, header: Any) -> None:
+    """The types :func:`run` needs, checked at its boundary (a TypeError naming the argument,
+    not an AttributeError from inside)."""
+    from topofl._validation import check_path
+
+    for name, value, kind, what in (
+            ("config", config, RunConfig, "a topofl.engine.RunConfig"),
+            ("algorithm", algorithm, Algorithm, "a topofl.engine.Algorithm"),
+            ("model", model, nn.Module, "a torch.nn.Module"),
+            ("recorder", recorder, (Recorder, type(None)), "a topofl.records.Recorder or None")):
+        if not isinstance(value, kind):
+            raise TypeError(f"{name} must be {what}, got {type(value).__name__} "
+                            f"{value!r}"[:300])
+    # data: a FederatedData, or an object that behaves as one (a wrapper that delegates)
+    missing = [a for a in ("num_clients", "num_classes", "input_shape", "sizes", "to")
+               if not hasattr(data, a)]
+    if missing:
+        raise TypeError(f"data must be a topofl.data.FederatedData, got {type(data).__name__} "
+                        f"(it has no {', '.join(missing)})")
+    if topology is not None and not isinstance(topology, (Topology, TimeVarying)):
+        raise TypeError(f"topology must be a Topology, a TimeVarying or None, got "
+                        f"{type(topology).__name__} {topology!r}"[:300])
+    check_path(resume, "resume")
+    if header is not None and not (isinstance(header, Mapping)
+                                   and isinstance(header.get("config"), Mapping)
+                                   and isinstance(header.get("provenance") or {}, Mapping)):
+        raise TypeError("header must be None or a mapping with a 'config' mapping (and "
+                        f"optionally 'provenance'), got {type(header).__name__} "
+                        f"{header!r}"[:300])

@@ -43,6 +43,7 @@ import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,7 @@ from torch import Tensor
 from topofl._rng import generator_at
 from topofl.engine.clients import Clients, row
 from topofl.engine.layout import ParamLayout, Part
+from topofl.engine.ledger import Flow, dtype_bits, graph_arcs, server_arcs
 from topofl.engine.protocol import (
     Algorithm,
     Kernel,
@@ -73,7 +75,10 @@ __all__ = [
     "CliqueAveraged",
     "Sampled",
     "participants",
+    "round_active",
+    "server_flows",
     "active_topology",
+    "lazy_topology",
     "with_participation",
     "Proximal",
     "gossip",
@@ -318,10 +323,11 @@ def clique_messages(topology: Topology | None) -> int:
     Clique Averaging sends gradients "separately from the model parameters: the number of
     messages exchanged between nodes is therefore twice their number of edges" (Sec. III-D), so
     the paper counts one gradient per arc as well, which gives its 37.8 messages per node and
-    round for 18.9 edges per node at ``n = 1000`` (Sec. IV-E). The engine records models plus
-    these gradients, i.e. ``n * topofl.topologies.messages_per_node(topology)`` per round. (Fig. 7
-    itself only uses the gradients of clique neighbours: ``messages_per_node(...,
-    gradients="clique")`` counts those, 27.9 at ``n = 1000``.)
+    round for 18.9 edges per node at ``n = 1000`` (Sec. IV-E). Fig. 7 itself only uses the
+    gradients of clique neighbours, and that is what the engine's ledger counts (one per arc
+    within a clique and per local step: :func:`topofl.engine.ledger.clique_arcs`;
+    ``messages_per_node(..., gradients="clique")``, 27.9 at ``n = 1000``); this function
+    is the paper's count.
 
     Examples
     --------
@@ -410,6 +416,34 @@ def participants(n: int, t: int, participation: float, sample_seed: int) -> list
     return sorted(int(i) for i in rng.choice(n, size=m, replace=False))
 
 
+def round_active(rnd: Round, n: int, participation: float = 1.0, sample_seed: int = 0
+                 ) -> np.ndarray | None:
+    """``(n,)`` bool: the clients that take part in round ``rnd``, or ``None`` when all do.
+
+    One notion for partial participation and availability: a client takes part when it is
+    sampled (:func:`participants` of ``(n, t, participation, sample_seed)``) and online
+    (``rnd.online``). The sample is drawn among all clients, then the offline ones drop out,
+    so the sample sequence does not depend on who is online.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl.engine.pieces import round_active
+    >>> rnd = tf.engine.Round(0, None, np.array([True, False, True, True]))
+    >>> round_active(rnd, 4).tolist(), round_active(tf.engine.Round(0), 4)
+    ([True, False, True, True], None)
+    """
+    sel = participants(n, rnd.t, participation, sample_seed)
+    if sel is None and rnd.online is None:
+        return None
+    mask = np.ones(n, dtype=bool) if sel is None else np.zeros(n, dtype=bool)
+    if sel is not None:
+        mask[np.asarray(sel, dtype=np.int64)] = True
+    if rnd.online is not None:
+        mask &= np.asarray(rnd.online, dtype=bool)
+    return mask
+
+
 _NEIGHBOURHOODS: weakref.WeakKeyDictionary[Topology, Topology] = weakref.WeakKeyDictionary()
 
 
@@ -449,20 +483,21 @@ def neighbourhood_sum_(env: Services, topology: Topology, X: Tensor) -> None:
     env.mixer.mix_(neighbourhood(topology), X)
 
 
-def _mask(n: int, t: int, participation: float, sample_seed: int, like: Tensor) -> Tensor | None:
-    """``[n]`` 0/1 mask of round ``t``'s participants, or None when everyone takes part."""
-    sel = participants(n, t, participation, sample_seed)
+def _mask(n: int, rnd: Round, participation: float, sample_seed: int, like: Tensor
+          ) -> Tensor | None:
+    """``[n]`` 0/1 mask of round ``rnd``'s participants (:func:`round_active`), or None when
+    everyone takes part."""
+    sel = round_active(rnd, n, participation, sample_seed)
     if sel is None:
         return None
-    mask = torch.zeros(n, dtype=like.dtype, device=like.device)
-    mask[torch.as_tensor(sel, dtype=torch.long, device=like.device)] = 1.0
-    return mask
+    return torch.as_tensor(sel, device=like.device).to(like.dtype)
 
 
 @dataclass(frozen=True)
 class Sampled:
-    """A local update that only the round's sampled participants take (the others' learning
-    rate is 0), for server-based baselines with partial participation."""
+    """A local update that only the round's participants take (sampled and online:
+    :func:`round_active`; the others' learning rate is 0), for server-based baselines with
+    partial participation."""
 
     inner: LocalUpdate
     participation: float = 1.0
@@ -480,7 +515,7 @@ class Sampled:
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
         """The inner update with the non-participants' rates set to 0."""
-        mask = _mask(env.n, rnd.t, self.participation, self.sample_seed, state.x)
+        mask = _mask(env.n, rnd, self.participation, self.sample_seed, state.x)
         if mask is not None:
             mask = env.clients.own(mask)
         self.inner.update(state, grads, phase, lr if mask is None else lr * mask, rnd, env)
@@ -581,7 +616,6 @@ def active_topology(topology: Topology, active: Any, *, keep: str = "doubly") ->
     >>> t.is_doubly_stochastic, t.messages_per_round
     (True, 4)
     """
-    import numpy as np
     import scipy.sparse as sp
 
     if keep not in ("doubly", "row", "column"):
@@ -589,37 +623,86 @@ def active_topology(topology: Topology, active: Any, *, keep: str = "doubly") ->
     if active is None:
         return topology
     n = topology.n
-    on = np.zeros(n, dtype=bool)
-    idx = np.asarray(list(active), dtype=np.int64)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise ValueError(f"active clients must be in [0, {n - 1}], got {sorted(idx.tolist())}")
-    on[idx] = True
-    coo = topology.W.tocoo()
-    r, c, v = coo.row, coo.col, coo.data.astype(np.float64)
-    kept = (r == c) | (on[r] & on[c])
-    r, c, v = r[kept], c[kept], v[kept]
-    off = r != c
-    diag = np.zeros(n)
-    np.add.at(diag, r[~off], v[~off])
+    given = np.asarray(active)
+    if given.dtype == bool:
+        if given.shape != (n,):
+            raise ValueError(f"an active mask must have shape ({n},), got {given.shape}")
+        on = given
+    else:
+        idx = np.asarray(list(active), dtype=np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise ValueError(f"active clients must be in [0, {n - 1}], got "
+                             f"{sorted(idx.tolist())}")
+        on = np.zeros(n, dtype=bool)
+        on[idx] = True
+    W = topology.W
+    r = np.repeat(np.arange(n, dtype=np.int64), np.diff(W.indptr))
+    c = W.indices.astype(np.int64)
+    v = W.data.astype(np.float64)
+    self_ = r == c
+    diag: np.ndarray = np.bincount(r[self_], v[self_], minlength=n)
+    off = ~self_ & on[r] & on[c]
     r, c, v = r[off], c[off], v[off]
     if keep == "doubly":
-        rows = np.zeros(n)
-        np.add.at(rows, r, v)
-        diag = 1.0 - rows
+        diag = 1.0 - np.bincount(r, v, minlength=n)
     else:
         axis = c if keep == "column" else r
-        tot = diag.copy()
-        np.add.at(tot, axis, v)
+        tot = diag + np.bincount(axis, v, minlength=n)
         empty = tot <= 0
         tot[empty] = 1.0
         v = v / tot[axis]
         diag = np.where(empty, 1.0, diag / tot)
     ii = np.arange(n)
-    W = sp.csr_array((np.concatenate([v, diag]), (np.concatenate([r, ii]),
+    M = sp.csr_array((np.concatenate([v, diag]), (np.concatenate([r, ii]),
                                                    np.concatenate([c, ii]))), shape=(n, n))
-    return Topology.from_matrix(W, name=f"{topology.name}|active",
-                                params=dict(topology.params, active=int(on.sum())),
-                                groups=topology.groups)
+    return lazy_topology(M, name=f"{topology.name}|active",
+                         params=dict(topology.params, active=int(on.sum())),
+                         groups=topology.groups)
+
+
+class _LazyGraph(Topology):
+    """A :class:`~topofl.graph.Topology` whose networkx graph is built on first use: the
+    round loop builds one per round for the clients present (its ``W`` is all it reads)."""
+
+    @property
+    def graph(self) -> Any:
+        """The frozen digraph of ``W`` (built once, when first asked for)."""
+        g = self.__dict__.get("_graph_cache")
+        if g is None:
+            import networkx as nx
+
+            from topofl.graph import _graph_from_W
+
+            g = nx.freeze(_graph_from_W(self.W))
+            object.__setattr__(self, "_graph_cache", g)
+        return g
+
+
+def lazy_topology(W: Any, *, name: str, params: dict[str, Any] | None = None,
+                  groups: Any = None) -> Topology:
+    """``Topology.from_matrix(W, ...)`` whose networkx graph is built only when asked for
+    (``W``: a canonical ``csr_array``, non-negative).
+
+    Examples
+    --------
+    >>> from topofl.engine.pieces import lazy_topology
+    >>> t = lazy_topology(tf.topologies.ring(5).W, name="r")
+    >>> t.messages_per_round, t.is_doubly_stochastic, sorted(t.graph.edges())[:2]
+    (10, True, [(0, 1), (0, 4)])
+    """
+    from topofl._validation import check_matrix
+    from topofl.graph import _canonical_groups, _freeze_csr
+
+    M = check_matrix(W)
+    obj = object.__new__(_LazyGraph)
+    set_ = object.__setattr__
+    set_(obj, "W", _freeze_csr(M))
+    set_(obj, "name", name)
+    # canonical inputs: what Topology.__post_init__ would check (it reads the graph) holds
+    set_(obj, "params", MappingProxyType({} if params is None else dict(params)))
+    set_(obj, "groups", _canonical_groups(groups, M.shape[0]))
+    set_(obj, "weights", "custom")
+    return obj
 
 
 def with_participation(algorithm: Algorithm, participation: float, sample_seed: int = 0
@@ -654,8 +737,10 @@ def with_participation(algorithm: Algorithm, participation: float, sample_seed: 
     inner = algorithm.communicate
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
-        sel = participants(env.n, rnd.t, participation, sample_seed)
-        return inner(state, Round(rnd.t, active_topology(_graph(rnd), sel, keep=keep)), env)
+        sel = round_active(rnd, env.n, participation, sample_seed)
+        sent = inner(state, Round(rnd.t, active_topology(_graph(rnd), sel, keep=keep),
+                                  rnd.online), env)
+        return sent._replace(active=sel)
 
     return algorithm._replace(
         hparams=hparams,
@@ -673,13 +758,24 @@ def _graph(rnd: Round) -> Topology:
     return rnd.topology
 
 
+def _width(env: Services, part: Part) -> int:
+    cols = env.layout.cols(part)
+    return int(cols.stop - cols.start)
+
+
+def _kind(part: Part) -> str:
+    return "model" if part == "all" else part
+
+
 def gossip(part: Part = "all") -> Communicate:
-    """``X[:, cols(part)] <- W_t X[:, cols(part)]``; messages: the arcs of ``W_t``."""
+    """``X[:, cols(part)] <- W_t X[:, cols(part)]``; messages: the arcs of ``W_t``, each
+    carrying the ``part`` (kind ``"model"``, or ``"body"``)."""
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         topo = _graph(rnd)
         env.mixer.mix_(topo, state.x, None if part == "all" else env.layout.cols(part))
-        return Sent(topo.messages_per_round)
+        return Sent.of(Flow(_kind(part), graph_arcs(topo), _width(env, part),
+                            dtype_bits(state.x.dtype)))
 
     return communicate
 
@@ -693,6 +789,10 @@ class PushSum:
     With ``overlap`` (OSGP, one round of overlap): node ``j`` keeps ``W_jj x_j`` at once and
     what it sends (``W_ij x_j``, ``i != j``) arrives one round later; mass in flight is in
     ``state.extra["inflight_x"]``/``["inflight_w"]`` until received.
+
+    Messages: one on every arc of ``W_t``, the ``part`` (kind ``"model"`` or ``"body"``) with
+    its push-sum weight attached (kind ``"weight"``, one number); with ``overlap`` both have
+    ``lag=1``.
     """
 
     part: Part = "all"
@@ -735,22 +835,47 @@ class PushSum:
             weight.copy_(kept_w + fw)
             fw.copy_(sent_w)
         debias_(state, self.part, env.layout)
-        return Sent(topo.messages_per_round)
+        arcs, bits, lag = graph_arcs(topo), dtype_bits(state.x.dtype), int(self.overlap)
+        return Sent.of(Flow(_kind(self.part), arcs, _width(env, self.part), bits, lag=lag),
+                       Flow("weight", arcs, 1, bits, lag=lag, attached=True))
 
     def evaluate(self, state: State, rnd: Round, env: Services) -> Tensor:
         """The de-biased parameters ``z``."""
         return debias_(state, self.part, env.layout)
 
 
+def server_flows(n: int, active: np.ndarray | None, size: int, bits: int,
+                 kind: str = "model") -> tuple[Flow, Flow]:
+    """A server round's messages: the server's model to every participant before the local
+    work (stage -1, the download), their models to the server after it (stage 0, the upload);
+    ``active``: ``(n,)`` bool participants, ``None`` for all.
+
+    Examples
+    --------
+    >>> from topofl.engine.pieces import server_flows
+    >>> down, up = server_flows(3, None, 10, 32)
+    >>> down.sent_counts().tolist(), up.received_counts().tolist(), up.bytes
+    ([0, 0, 0, 3], [0, 0, 0, 3], 120)
+    """
+    return (Flow(kind, server_arcs(n, active, "down"), size, bits, stage=-1),
+            Flow(kind, server_arcs(n, active, "up"), size, bits, stage=0))
+
+
 def exact_average(part: Part = "all") -> Communicate:
     """FedAvg with full participation: every client gets the mean of ``part`` (``W = 11^T/n``
-    computed as a mean); messages ``2 n`` (upload and download)."""
+    computed as a mean); messages ``2 n`` (:func:`server_flows`: download and upload). With
+    clients offline (``rnd.online``), the mean of the online clients (:func:`server_average`).
+    """
+    partial = server_average(part)
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        if rnd.online is not None:
+            return partial(state, rnd, env)
         block = state.x if part == "all" else state.x[:, env.layout.cols(part)]
         mean = env.clients.mean(block, "exact average")
         block.copy_(mean.unsqueeze(0).expand_as(block))
-        return Sent(2 * env.n)
+        return Sent.of(*server_flows(env.n, None, _width(env, part),
+                                     dtype_bits(state.x.dtype), _kind(part)))
 
     return communicate
 
@@ -759,14 +884,15 @@ def server_average(part: Part, *, participation: float = 1.0, sample_seed: int =
                    weighting: str = "uniform") -> Communicate:
     """Replace ``part`` of every client by the (weighted) mean over the round's participants.
 
-    The mean is ``x_0 + mean(x_i - x_0)`` (averaging models that agree changes nothing);
+    The participants are :func:`round_active` (sampled and online). The mean is
+    ``x_0 + mean(x_i - x_0)`` (averaging models that agree changes nothing);
     ``weighting="data_size"`` weighs client ``i`` by ``env.train_sizes[i]``. Messages: ``2 m``
-    with ``m`` participants.
+    with ``m`` participants (:func:`server_flows`). No participant: nothing changes.
     """
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         block = state.x[:, env.layout.cols(part)]
-        full_mask = _mask(env.n, rnd.t, participation, sample_seed, state.x)
+        full_mask = _mask(env.n, rnd, participation, sample_seed, state.x)
         clients = env.clients
         mask = None if full_mask is None else clients.own(full_mask)
         ref = row(clients, block, 0)
@@ -780,9 +906,15 @@ def server_average(part: Part, *, participation: float = 1.0, sample_seed: int =
                 w = w * mask
             num, den = (w.unsqueeze(1) * (block - ref)).sum(dim=0), w.sum()
             both = clients.reduce_(torch.cat([num, den.view(1)]), "server average")
-            avg = both[:-1].div_(both[-1]).add_(ref)
-        block.copy_(avg.unsqueeze(0).expand_as(block))
-        return Sent(2 * (env.n if full_mask is None else int(full_mask.sum())))
+            if float(both[-1]) <= 0:  # nobody took part: the server's model stays
+                avg = None
+            else:
+                avg = both[:-1].div_(both[-1]).add_(ref)
+        if avg is not None:
+            block.copy_(avg.unsqueeze(0).expand_as(block))
+        active = None if full_mask is None else full_mask.cpu().numpy() > 0
+        return Sent.of(*server_flows(env.n, active, _width(env, part),
+                                     dtype_bits(state.x.dtype), _kind(part)), active=active)
 
     return communicate
 
@@ -801,7 +933,7 @@ def data_sizes(env: Services) -> Tensor:
 
 def no_communication(state: State, rnd: Round, env: Services) -> Sent:
     """Local training: nothing is sent."""
-    return Sent(0)
+    return Sent.of()
 
 
 # ----------------------------------------------------------------------------- round hooks

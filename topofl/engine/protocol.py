@@ -41,6 +41,7 @@ from torch import Tensor
 from topofl.engine.clients import Clients, LocalClients
 from topofl.engine.gossip import Mixer
 from topofl.engine.layout import ParamLayout, Part
+from topofl.engine.ledger import Flow
 from topofl.graph import Topology
 
 __all__ = [
@@ -174,11 +175,17 @@ class Round(NamedTuple):
     t : int
         The round index, from 0.
     topology : Topology or None
-        The round's graph (``None`` for algorithms that ignore the graph).
+        The round's graph (``None`` for algorithms that ignore the graph). With clients
+        offline, an algorithm whose ``absent`` rule is ``"renormalise"`` gets the graph of the
+        present clients (:func:`topofl.engine.availability.round_view`).
+    online : ndarray or None
+        ``(n,)`` bool: the clients online in this round (every client's entry, whichever
+        process holds it); ``None`` when every client is.
     """
 
     t: int
     topology: Topology | None = None
+    online: np.ndarray | None = None
 
 
 class Sent(NamedTuple):
@@ -187,7 +194,7 @@ class Sent(NamedTuple):
     Attributes
     ----------
     messages : int
-        Messages sent (each of the shared part's size).
+        Messages sent (with ``flows``: their number, :meth:`of` computes it).
     realized : Topology or None
         The graph the algorithm actually used, when it chooses its own (its collaboration
         graph); the engine records its edges, their weights, density, reciprocity and spectrum.
@@ -195,11 +202,35 @@ class Sent(NamedTuple):
         Metrics the algorithm measured in this round (``name -> JSON-able value``, e.g.
         DPFL's pre-processing graph, PFedDST's peer-selection quality); the engine logs each
         one at the round's index, after the realized graph.
+    flows : tuple of Flow or None
+        What was sent, from whom to whom, of what size and when
+        (:class:`~topofl.engine.ledger.Flow`): the engine's bytes ledger and clock read them.
+        ``None`` (an algorithm that does not say): the ledger counts ``messages`` models of
+        the shared part's size, with no senders, and the clock cannot time the round.
+    active : ndarray or None
+        ``(n,)`` bool: the clients that took part in the round (trained), when not every
+        online client did (a server's sample); the clock times the others' work as 0.
     """
 
     messages: int
     realized: Topology | None = None
     records: Mapping[str, Any] | None = None
+    flows: tuple[Flow, ...] | None = None
+    active: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, *flows: Flow, realized: Topology | None = None,
+           records: Mapping[str, Any] | None = None, active: np.ndarray | None = None) -> Sent:
+        """The ``Sent`` of these flows (``messages`` is their number of messages).
+
+        Examples
+        --------
+        >>> from topofl.engine.ledger import Flow, graph_arcs
+        >>> f = Flow("model", graph_arcs(tf.topologies.ring(3)), size=2, bits=32)
+        >>> tf.engine.Sent.of(f, f).messages
+        12
+        """
+        return cls(int(sum(f.messages for f in flows)), realized, records, tuple(flows), active)
 
 
 class Services(Protocol):
@@ -404,6 +435,13 @@ class Algorithm(NamedTuple):
         Learning-rate factor per round: ``lr_t = lr * decay**t``.
     uses_topology : bool
         False for algorithms that ignore the graph (local training, FedAvg).
+    absent : {"renormalise", "server", "stale"}
+        What the algorithm does with a client absent from a round
+        (:data:`topofl.engine.availability.ABSENT_RULES`): ``"renormalise"`` (the default:
+        the round's graph without it, weights renormalised as ``requires`` says),
+        ``"server"`` (a server averages over the present participants: the pieces read
+        ``rnd.online``) or ``"stale"`` (its state stands still; the others read its last
+        model).
     predict : ``(x_eval [n, P], rnd, env) -> adjust`` or None
         How the evaluated parameters predict, when not by their model's logits alone
         (kNN-Per mixes in a nearest-neighbour classifier): called once per evaluation, it
@@ -427,6 +465,7 @@ class Algorithm(NamedTuple):
     decay: float = 1.0
     uses_topology: bool = True
     predict: Callable[[Tensor, Round, Services], Adjust] | None = None
+    absent: str = "renormalise"
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``local.point``: where the phase's gradients are taken."""

@@ -28,7 +28,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from topofl.engine.protocol import Algorithm, Phase, Round, Services, State, toy_services
+from topofl.engine.availability import Availability, Frozen, local_rates, round_view
+from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State, toy_services
 from topofl.graph import GraphLike, Topology, as_time_varying
 
 __all__ = ["Trace", "run_rounds"]
@@ -52,6 +53,8 @@ class Trace(NamedTuple):
         Messages sent in each round.
     realized : list of Topology or None
         The graph each round's ``communicate`` realized.
+    sent : list of Sent
+        What each round's ``communicate`` returned (its flows: what was sent to whom).
     """
 
     algorithm: Algorithm
@@ -60,6 +63,7 @@ class Trace(NamedTuple):
     last: Round
     messages: list[int]
     realized: list[Topology | None]
+    sent: list[Sent] = []
 
     def evaluated(self) -> Tensor:
         """``[n, P]``: the algorithm's evaluated parameters after the last round."""
@@ -77,6 +81,7 @@ def run_rounds(
     env: Services | None = None,
     state: State | None = None,
     start: int = 0,
+    availability: Availability | None = None,
 ) -> Trace:
     """Run rounds ``start .. start + rounds - 1`` of ``algorithm`` with gradients from ``grad``.
 
@@ -99,6 +104,10 @@ def run_rounds(
         Continue from this state instead of ``algorithm.init(x0, env)``.
     start : int, default 0
         The first round's index.
+    availability : Availability, optional
+        Clients offline per round, handled as the engine does: offline clients take no
+        local step, the hooks see :func:`~topofl.engine.availability.round_view`'s round,
+        and under the ``"stale"`` rule their state is put back after the round.
 
     Returns
     -------
@@ -117,9 +126,13 @@ def run_rounds(
     tv = None if topology is None else as_time_varying(topology)
     messages: list[int] = []
     realized: list[Topology | None] = []
+    sents: list[Sent] = []
     rnd = Round(start, None if tv is None else tv.at(start))
     for t in range(start, start + rounds):
-        rnd = Round(t, None if tv is None else tv.at(t))
+        online = None if availability is None else availability.online(t, n)
+        rnd = round_view(algorithm, t, None if tv is None else tv.at(t), online)
+        on = None if rnd.online is None else torch.as_tensor(rnd.online, device=x0.device)
+        frozen = Frozen(state, ~on) if on is not None and algorithm.absent == "stale" else None
         algorithm.round_start(state, rnd, env)
         for phase in algorithm.phases:
             if phase.steps is None:
@@ -134,9 +147,13 @@ def run_rounds(
             for _ in range(phase.steps):
                 z = algorithm.local.point(state, phase, env)
                 g = grad(z, phase, rnd).clone()
-                lrs = torch.full((n,), rate, dtype=state.x.dtype, device=state.x.device)
+                lrs = local_rates(torch.full((n,), rate, dtype=state.x.dtype,
+                                             device=state.x.device), on)
                 algorithm.local.update(state, g, phase, lrs, rnd, env)
         sent = algorithm.communicate(state, rnd, env)
+        if frozen is not None:
+            frozen.restore(state)
         messages.append(int(sent.messages))
         realized.append(sent.realized)
-    return Trace(algorithm, state, env, rnd, messages, realized)
+        sents.append(sent)
+    return Trace(algorithm, state, env, rnd, messages, realized, sents)

@@ -32,6 +32,10 @@ class Resumed:
         The first local step's mean loss (:class:`Divergence`), once known.
     evaluated : list of int or None
         The rounds the checkpoint's run evaluated (the records file must hold their rows).
+    ledger, clock : dict or None
+        The bytes ledger's and the virtual clock's state at the checkpoint
+        (:meth:`topofl.engine.ledger.Ledger.state`, :meth:`topofl.engine.clock.Clock.state`),
+        when the run kept them.
     """
 
     round: int = 0
@@ -40,6 +44,8 @@ class Resumed:
     train_loss: list[Any] = field(default_factory=lambda: [0.0, 0])
     loss_ref: float | None = None
     evaluated: list[int] | None = None
+    ledger: dict[str, Any] | None = None
+    clock: dict[str, Any] | None = None
 
 
 def resume_from(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any], state: State,
@@ -61,13 +67,16 @@ def resume_from(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any], state
     ref = ck.get("loss_ref")
     return Resumed(int(ck["round"]), int(ck["messages"]), float(ck["wall"]),
                    [float(ck["train_loss_sum"]), int(ck["train_loss_count"])],
-                   None if ref is None else float(ref), evaluated)
+                   None if ref is None else float(ref), evaluated,
+                   ck.get("ledger"), ck.get("clock"))
 
 
 def checkpoint_meta(round_: int, messages: int, wall: float, train_loss: list[Any],
-                    loss_ref: float | None, desc: Mapping[str, Any]) -> dict[str, Any]:
+                    loss_ref: float | None, desc: Mapping[str, Any], *,
+                    ledger: Mapping[str, Any] | None = None,
+                    clock: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A round-loop checkpoint's entries besides ``state`` (what :func:`resume_from` reads)."""
-    return {
+    out = {
         "round": round_,
         "messages": messages,
         "wall": wall,
@@ -77,6 +86,11 @@ def checkpoint_meta(round_: int, messages: int, wall: float, train_loss: list[An
         "config": dict(desc),
         "run_hash": desc["run_hash"],
     }
+    if ledger is not None:
+        out["ledger"] = dict(ledger)
+    if clock is not None:
+        out["clock"] = dict(clock)
+    return out
 
 
 _CHECKPOINT_KEYS: dict[str, tuple[type, ...]] = {
@@ -134,6 +148,10 @@ def _check_checkpoint(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any],
     for key in ("messages", "train_loss_count"):
         if ck[key] < 0:
             raise CheckpointError(f"{where}: {key!r} must be >= 0, found {ck[key]}")
+    for key in ("ledger", "clock"):
+        if key in ck and not isinstance(ck[key], dict):
+            raise CheckpointError(f"{where}: {key!r} must be a dict, found "
+                                  f"{type(ck[key]).__name__}")
     mine, theirs = state.tensors(), ck["state"]
     if set(mine) != set(theirs):
         raise CheckpointError(f"{where} holds the state tensors {sorted(theirs)}, expected "

@@ -96,7 +96,8 @@ def build_model(
     >>> tf.models.build_model("lenet", (3, 32, 32), 10, seed=0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: model must be one of ['cnn', 'cnn1d', 'gn_lenet', ...], got 'lenet'
+    ValueError: model must be one of ['cnn', 'cnn1d', 'gn_lenet', ...], got 'lenet' (did you
+    mean 'gn_lenet'?)
     """
     check_choice(name, "model", MODELS)
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):

@@ -16,6 +16,7 @@ from topofl._validation import (
     check_matrix,
     check_memory,
     check_stochastic,
+    check_time,
 )
 from topofl.exceptions import ConvergenceError
 from topofl.graph import TimeVarying, Topology
@@ -76,12 +77,45 @@ def _is_symmetric(M: sp.csr_array) -> bool:
     return bool(D.nnz == 0 or np.max(np.abs(D.data)) <= _SYM_ATOL)
 
 
-def _check_horizon(horizon: Any, name: str = "horizon", n: int | None = None) -> int:
-    """``horizon`` as an int ``>= 1``; with ``n``, refused if the rounds cannot fit in memory."""
+def _check_horizon(horizon: Any, name: str = "horizon", n: int | None = None,
+                   tv: TimeVarying | None = None, cols: int = 0) -> int:
+    """``horizon`` as an int ``>= 1``; with ``n``, refused if the rounds cannot fit in memory;
+    with ``tv``, refused if visiting its rounds would take too long (:func:`_check_time`)."""
     h = check_int(horizon, name, low=1)
     if n is not None:
         _check_round_memory(h, n, name)
+    if tv is not None:
+        _check_time(tv, h, name, cols)
     return h
+
+
+#: Lower bounds on the time one round of a sequence costs, used to refuse (with the estimate)
+#: a call that would run for longer than ``topofl._validation.max_seconds()``: every round
+#: applies a sparse ``W(t)`` (scipy's fixed cost, plus one multiply-add per stored entry and
+#: column), and every round of an aperiodic sequence is built anew (``tv.at(t)``: a
+#: ``Topology``). Measured (process CPU time, best of 3, this project's 2-core machine):
+#: ``ring(5).W @ X`` with 8 columns 2.96 us, a round of ``disagreement(ring(5))`` 9.55 us;
+#: ``random_directed(n, 3).at(t)`` 248 us (n=6, 18 entries), 665 us (n=64, 256 entries),
+#: 6.5 ms (n=1000, 4000 entries), and ``b_connectivity`` 4-5x that a round. The constants
+#: below are 1.5-3x under those: a call they refuse takes longer than the estimate says.
+_SEQ_PRODUCT_SECONDS = 2e-6
+_SEQ_FLOP_SECONDS = 1e-10
+_SEQ_BUILD_SECONDS = 1e-4
+_SEQ_BUILD_ARC_SECONDS = 5e-7
+
+
+def _check_time(tv: TimeVarying, rounds: int, name: str, cols: int = 0) -> None:
+    """Refuse visiting ``rounds`` rounds of ``tv`` (applying each to ``cols`` vectors) when
+    the lower bound of the time it takes exceeds the limit."""
+    if rounds <= 1:
+        return
+    arcs = tv.at(0).W.nnz
+    per = _SEQ_PRODUCT_SECONDS + _SEQ_FLOP_SECONDS * arcs * max(cols, 1)
+    if tv.period is None:
+        per += _SEQ_BUILD_SECONDS + _SEQ_BUILD_ARC_SECONDS * arcs
+    kind = "aperiodic sequence" if tv.period is None else "sequence"
+    check_time(rounds * per, f"{name}={rounds} rounds of the {kind} {tv.name!r} "
+               f"(n={tv.n}, {arcs} stored entries a round)")
 
 
 #: A lower bound on the bytes one round of a sequence costs: its ``W(t)`` (a CSR array with an

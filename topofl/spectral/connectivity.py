@@ -69,7 +69,10 @@ def is_strongly_connected(graph: Any, *, horizon: int | None = None) -> bool:
                     "of rounds 0..horizon-1 is checked"
                 )
             horizon = graph.period
-        h = _check_horizon(horizon, n=graph.n)
+        h = check_int(horizon, "horizon", low=1)
+        if graph.period is not None:  # the union of a period holds every round's graph
+            h = min(h, graph.period)
+        h = _check_horizon(h, n=graph.n, tv=graph)
         return _n_strong_components(_union_pattern(_rounds(graph, h))) == 1
     if horizon is not None:
         raise TypeError("horizon is only meaningful for a TimeVarying")
@@ -249,7 +252,10 @@ def b_connectivity(tv: Any, horizon: int) -> int | None:
     -----
     "Every window of length ``B`` is connected" is monotone in ``B``, so ``B`` is found by
     binary search; each test slides a window count over the rounds,
-    $O(\mathrm{horizon} \cdot \log(\mathrm{horizon}) \cdot (n + \mathrm{nnz}))$.
+    $O(\mathrm{horizon} \cdot \log(\mathrm{horizon}) \cdot (n + \mathrm{nnz}))$. A periodic
+    sequence needs only two periods (any longer horizon gives the same answer); an aperiodic
+    one whose rounds would take longer to build than ``TOPOFL_MAX_SECONDS`` (default 60 s,
+    estimated) is refused with the estimate.
 
     Examples
     --------
@@ -264,7 +270,13 @@ def b_connectivity(tv: Any, horizon: int) -> int | None:
     7
     """
     g = as_time_varying(tv)
-    h = _check_horizon(horizon, n=g.n)
+    h = check_int(horizon, "horizon", low=1)
+    if g.period is not None:
+        # Every window repeats with the period: a horizon of two periods answers for any
+        # longer one (the union of a period is strongly connected or no window is; if it is,
+        # B <= period, and windows of length <= period start at every phase within 2 periods)
+        h = min(h, 2 * g.period)
+    h = _check_horizon(h, n=g.n, tv=g)
     pats = _patterns(g, h)
     if not _all_windows_connected(pats, h, g.period):
         return None
@@ -296,6 +308,9 @@ def is_b_connected(tv: Any, B: int, horizon: int) -> bool:
     (False, True)
     """
     g = as_time_varying(tv)
-    h = _check_horizon(horizon, n=g.n)
+    h = check_int(horizon, "horizon", low=1)
     B = check_int(B, "B", low=1, high=h)
+    if g.period is not None:  # windows starting at every phase of the period: all of them
+        h = min(h, B + g.period - 1)
+    h = _check_horizon(h, n=g.n, tv=g)
     return _all_windows_connected(_patterns(g, h), B, g.period)

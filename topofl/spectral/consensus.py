@@ -14,6 +14,7 @@ from topofl.graph import as_time_varying
 from topofl.spectral._common import (
     _FLOOR,
     _check_round_memory,
+    _check_time,
     _per_object,
     _rounds,
     _sample_columns,
@@ -34,18 +35,57 @@ def mixing_product(tv: Any, start: int, stop: int) -> np.ndarray:
     numpy.ndarray
         ``(n, n)`` float64: ``x_stop = P x_start``.
 
+    Notes
+    -----
+    For a periodic sequence (a ``Topology`` has period 1) the product of whole periods is a
+    power of the product of one period, computed by repeated squaring: $O(p + \log k)$ dense
+    products for $k$ periods of length $p$, so a million rounds of a ring cost a few dozen
+    products (to float64 rounding, the same matrix as one product per round). An aperiodic
+    sequence is applied round by round, and refused at once (with the estimate) when that
+    would take longer than ``TOPOFL_MAX_SECONDS`` (default 60 s).
+
     Examples
     --------
     >>> P = tf.spectral.mixing_product(tf.topologies.one_peer_exponential(4), 0, 2)
     >>> bool(np.allclose(P, 0.25))
     True
+    >>> P = tf.spectral.mixing_product(tf.topologies.ring(5), 0, 10**7)  # 24 products
+    >>> bool(np.allclose(P, 0.2))
+    True
     """
     g = as_time_varying(tv)
     start = check_int(start, "start", low=0)
     stop = check_int(stop, "stop", low=start)
-    _check_round_memory(stop - start, g.n, "stop - start")
-    P = np.eye(g.n)
-    for t in range(start, stop):
+    n = g.n
+    steps = stop - start
+    p = g.period
+    if p is None or steps <= 2 * p:
+        _check_round_memory(steps, n, "stop - start")
+        _check_time(g, steps, "stop - start", cols=n)
+        P = np.eye(n)
+        for t in range(start, stop):
+            P = np.asarray(g.at(t).W @ P)
+        return P
+    check_memory(8.0 * n * n * 4, f"the dense ({n}, {n}) products")
+    # P = R . Q^k . L: L the rounds up to a period boundary, Q one whole period from there,
+    # R the rest; W(t) depends on t mod p only.
+    head = (-start) % p
+    k, tail = divmod(steps - head, p)
+    L = np.eye(n)
+    for t in range(start, start + head):
+        L = np.asarray(g.at(t).W @ L)
+    Q = np.eye(n)
+    for t in range(start + head, start + head + p):
+        Q = np.asarray(g.at(t).W @ Q)
+    power = np.eye(n)
+    while k:  # Q^k by repeated squaring
+        if k & 1:
+            power = Q @ power
+        k >>= 1
+        if k:
+            Q = Q @ Q
+    P = power @ L
+    for t in range(stop - tail, stop):
         P = np.asarray(g.at(t).W @ P)
     return P
 
@@ -101,6 +141,7 @@ def finite_time_consensus(
     g = as_time_varying(tv)
     T = check_int(max_rounds, "max_rounds", low=1)
     _check_round_memory(T, g.n, "max_rounds")
+    _check_time(g, T, "max_rounds", cols=min(g.n, 64))
     start = check_int(start, "start", low=0)
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1e-6:
         raise ValueError(f"tol must be a number in [0, 1e-6), got {tol!r}")
@@ -176,6 +217,7 @@ def disagreement(
     _check_round_memory(T, g.n, "rounds")
     # x, its product with W and the error: three (n, num_vectors) float64 arrays.
     check_memory(24.0 * g.n * r, f"num_vectors={r} vectors of n={g.n} entries")
+    _check_time(g, T, "rounds", cols=r)
     seed = check_int(seed, "seed", low=0)
     n = g.n
     X = np.random.default_rng(seed).standard_normal((n, r))

@@ -16,6 +16,7 @@ from topofl.graph import as_time_varying
 from topofl.spectral._common import (
     _FLOOR,
     _check_horizon,
+    _check_time,
     _per_object,
     _rounds,
     _sample_columns,
@@ -243,6 +244,7 @@ def pushsum_constants(
     h = _check_horizon(horizon, n=g.n)
     starts = check_int(starts, "starts", low=1)
     max_columns = check_int(max_columns, "max_columns", low=1)
+    _check_time(g, h, "horizon", cols=min(g.n, max_columns) * starts)
     n = g.n
     if n < 2:
         raise ValueError(f"push-sum constants need n >= 2 nodes, got n={n}")

@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import arc_pattern, check_int, check_real, stochasticity
+from topofl._validation import (
+    arc_pattern,
+    check_int,
+    check_real,
+    did_you_mean_each,
+    stochasticity,
+)
 from topofl.graph import TimeVarying, Topology, as_time_varying
 from topofl.spectral._common import (
     DENSE_MAX,
@@ -84,8 +90,8 @@ def _check_metrics(metrics: Any) -> tuple[str, ...]:
     unknown = [m for m in names if m not in _SUMMARY_KEYS]
     if unknown:
         raise ValueError(
-            f"unknown metric{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-            f"valid: {', '.join(_SUMMARY_KEYS)}"
+            f"unknown metric{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}"
+            f"{did_you_mean_each(unknown, _SUMMARY_KEYS)}; valid: {', '.join(_SUMMARY_KEYS)}"
         )
     wanted = set(names)
     return tuple(k for k in _SUMMARY_KEYS if k in wanted)
@@ -318,7 +324,7 @@ def summary(
     if horizon is None:
         h = max(50, 2 * period) if period is not None else 50
     else:
-        h = _check_horizon(horizon, n=g.n)
+        h = _check_horizon(horizon, n=g.n, tv=g if period is None else None)
     spectral_rounds = check_int(spectral_rounds, "spectral_rounds", low=1)
     gamma = check_real(gamma, "gamma", low=0.0, high=1.0, high_open=True)
     r = min(h, period if period is not None else spectral_rounds)

@@ -105,6 +105,13 @@ class GraphFamily:
     def build(self, *, seed: Seed | None = None, **kwargs: Any) -> GraphLike:
         """Build from spec-style keyword arguments; ``seed`` is passed to random families only."""
         fn = self.from_spec if self.from_spec is not None else self.func
+        missing = _missing(fn, kwargs)
+        if missing:
+            known = ", ".join(p.name for p in self.params)
+            spec = ",".join([f"{k}={v}" for k, v in kwargs.items()]
+                            + [f"{m}=..." for m in missing])
+            raise ValueError(f"{self.name} needs the parameter(s) {', '.join(missing)} (a spec "
+                             f"such as {self.name}:{spec}); parameters of {self.name}: {known}")
         if self.random:
             if seed is None:
                 raise TypeError(f"{self.name} is random: pass seed=<int>")
@@ -121,6 +128,20 @@ class GraphFamily:
         return "\n".join(lines)
 
 
+def _missing(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> list[str]:
+    """The parameters of ``fn`` without a default that ``kwargs`` does not give (``seed``
+    apart, which :meth:`GraphFamily.build` passes)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # pragma: no cover - a builtin without a signature
+        return []
+    return [p.name for p in sig.parameters.values()
+            if p.default is p.empty and p.name not in kwargs and p.name != "seed"
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
 class Registry(Mapping[str, GraphFamily]):
     """Read-only mapping ``name -> GraphFamily`` that modules extend with :func:`register`."""
 
@@ -131,9 +152,9 @@ class Registry(Mapping[str, GraphFamily]):
         try:
             return self._items[key]
         except KeyError:
-            raise KeyError(
-                f"unknown graph family {key!r}; known: {', '.join(sorted(self._items))}"
-            ) from None
+            from topofl._validation import unknown_name
+
+            raise KeyError(unknown_name("graph family", key, self._items)) from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
@@ -155,7 +176,18 @@ REGISTRY = Registry()
 
 
 def register(family: GraphFamily) -> GraphFamily:
-    """Add a family to :data:`REGISTRY` (idempotent for the same function)."""
+    """Add a family to :data:`REGISTRY` (idempotent for the same function).
+
+    Raises
+    ------
+    TypeError
+        If ``family`` is not a :class:`GraphFamily`.
+    ValueError
+        If another function is registered under its name.
+    """
+    if not isinstance(family, GraphFamily):
+        raise TypeError(f"family must be a topofl.topologies.GraphFamily, got "
+                        f"{type(family).__name__} {family!r}"[:300])
     return REGISTRY._add(family)
 
 
@@ -220,14 +252,18 @@ def check_spec(spec: str) -> tuple[GraphFamily, dict[str, Any]]:
     """
     name, kwargs = parse_spec(spec)
     if name not in REGISTRY:
-        raise ValueError(f"graph spec {spec!r}: unknown graph family {name!r}; known: "
-                         f"{', '.join(sorted(REGISTRY))}")
+        from topofl._validation import unknown_name
+
+        raise ValueError(f"graph spec {spec!r}: " + unknown_name("graph family", name, REGISTRY))
     family = REGISTRY[name]
     known = _spec_keys(family)
     unknown = sorted(set(kwargs) - set(known))
     if unknown:
-        raise ValueError(f"graph spec {spec!r}: unknown parameter(s) {unknown}; parameters "
-                         f"of {name}: {', '.join(known)}")
+        from topofl._validation import did_you_mean_each
+
+        raise ValueError(f"graph spec {spec!r}: unknown parameter(s) {unknown}"
+                         f"{did_you_mean_each(unknown, known)}; parameters of {name}: "
+                         f"{', '.join(known)}")
     return family, _spec_ints(spec, family, kwargs)
 
 

@@ -31,11 +31,24 @@ def _cifar_records(
 
 
 def _names(path: Path, default: Sequence[str]) -> tuple[str, ...]:
-    if path.is_file():
-        names = [s.strip() for s in path.read_text().splitlines() if s.strip()]
-        if len(names) == len(default) or not default:
-            return tuple(names)
-    return tuple(default)
+    """The class names of a CIFAR ``*.txt`` meta file (one a line), or ``default`` when the
+    file is absent; a file that is not such a list is an error naming it."""
+    if not path.is_file():
+        return tuple(default)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path} is not a text file of class names (byte {raw[exc.start]:#04x} at offset "
+            f"{exc.start} is not UTF-8): restore it from the archive, or delete it to use the "
+            "standard names") from None
+    names = [s.strip() for s in text.splitlines() if s.strip()]
+    if default and len(names) != len(default):
+        raise ValueError(
+            f"{path} names {len(names)} classes, expected {len(default)} (one name a line): "
+            "restore it from the archive, or delete it to use the standard names")
+    return tuple(names)
 
 
 def cifar10(root: PathLike | None = None, *, download: bool = False) -> Dataset:
@@ -45,7 +58,7 @@ def cifar10(root: PathLike | None = None, *, download: bool = False) -> Dataset:
     ``cifar-10-binary.tar.gz`` first if only the archive is there. Parsed as bytes; the Python
     (pickle) version is never read.
     """
-    folder = _folder("cifar10", root)
+    folder = _folder("cifar10", root, download)
     sub = "cifar-10-batches-bin"
     train_files = [f"{sub}/data_batch_{i}.bin" for i in range(1, 6)]
     test_file = f"{sub}/test_batch.bin"
@@ -77,7 +90,7 @@ def cifar100(
     100 classes, ``"coarse"`` the 20 superclasses.
     """
     mode = check_choice(label_mode, "label_mode", ("fine", "coarse"))
-    folder = _folder("cifar100", root)
+    folder = _folder("cifar100", root, download)
     sub = "cifar-100-binary"
     files = [f"{sub}/train.bin", f"{sub}/test.bin"]
     _ensure_extracted("cifar100", folder, files, download)

@@ -9,7 +9,7 @@ import urllib.request
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from topofl.data.datasets.base import ChecksumError, PathLike
 
@@ -95,7 +95,13 @@ def default_root() -> Path:
     return Path("~/.cache/topofl").expanduser()
 
 
-def _folder(name: str, root: PathLike | None) -> Path:
+def _folder(name: str, root: PathLike | None, download: Any = False) -> Path:
+    """``root/name`` (``root`` defaults to :func:`default_root`), once ``root`` is a path and
+    ``download`` a bool (a truthy ``"no"`` must not start a download)."""
+    from topofl._validation import check_bool, check_path
+
+    check_path(root, "root")
+    check_bool(download, "download")
     base = default_root() if root is None else Path(root).expanduser()
     return base / name
 

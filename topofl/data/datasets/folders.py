@@ -46,7 +46,7 @@ def cinic10(
     """
     if not isinstance(include_valid, bool):
         raise TypeError(f"include_valid must be a bool, got {type(include_valid).__name__}")
-    folder = _folder("cinic10", root)
+    folder = _folder("cinic10", root, download)
     needed = [f"{s}/{c}" for s in ("train", "valid", "test") for c in _CIFAR10_CLASSES]
     _ensure_extracted("cinic10", folder, needed, download)
     parts: dict[str, tuple[npt.NDArray[np.uint8], I64]] = {}
@@ -77,7 +77,7 @@ def tiny_imagenet(root: PathLike | None = None, *, download: bool = False) -> Da
     ``val/val_annotations.txt``; the official ``test/`` folder has no labels). Greyscale JPEGs
     are converted to RGB. ``tiny-imagenet-200.zip`` is extracted first if only it is there.
     """
-    folder = _folder("tiny_imagenet", root)
+    folder = _folder("tiny_imagenet", root, download)
     base = "tiny-imagenet-200"
     _ensure_extracted(
         "tiny_imagenet",

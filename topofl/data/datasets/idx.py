@@ -65,7 +65,7 @@ def _read_idx_pair(name: str, folder: Path, download: bool) -> dict[str, npt.NDA
 def _idx_dataset(
     name: str, root: PathLike | None, download: bool, classes: Sequence[str]
 ) -> Dataset:
-    folder = _folder(name, root)
+    folder = _folder(name, root, download)
     a = _read_idx_pair(name, folder, download)
     parts = {}
     for split, prefix in (("train", "train"), ("test", "t10k")):

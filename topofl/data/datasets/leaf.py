@@ -28,7 +28,7 @@ def femnist(root: PathLike | None = None, *, download: bool = False) -> Dataset:
     names), for :func:`topofl.data.natural`. ``download=True`` is refused: LEAF publishes no
     pre-built files.
     """
-    folder = _folder("femnist", root)
+    folder = _folder("femnist", root, download)
     files = {s: sorted((folder / s).glob("*.json")) for s in ("train", "test")}
     if not files["train"] or not files["test"]:
         msg = " (download=True is not available for FEMNIST.)" if download else ""
@@ -38,11 +38,19 @@ def femnist(root: PathLike | None = None, *, download: bool = False) -> Dataset:
         for p in paths:
             try:
                 doc = json.loads(p.read_text(encoding="utf-8"))
+                if not isinstance(doc, dict) or not isinstance(doc.get("users"), list):
+                    raise TypeError(f"expected an object with a 'users' list, found "
+                                    f"{type(doc).__name__}")
                 for user in doc["users"]:
                     ud = doc["user_data"][user]
                     raw[split].append((str(user), ud["x"], ud["y"]))
-            except (KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            except (KeyError, TypeError, UnicodeDecodeError, json.JSONDecodeError,
+                    RecursionError) as exc:
                 raise ValueError(f"{p} is not a LEAF JSON file: {exc!r}") from exc
+        if not raw[split]:
+            raise ValueError(
+                f"femnist: the {split} files ({', '.join(p.name for p in paths)}) hold no user "
+                "(every 'users' list is empty): no samples to load")
     users = sorted({u for split in raw.values() for u, _, _ in split})
     uid = {u: i for i, u in enumerate(users)}
     arrays = {}

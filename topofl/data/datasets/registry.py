@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from topofl._spec import parse_spec
+from topofl._validation import did_you_mean_each, unknown_name
 from topofl.data.datasets.base import Dataset, PathLike
 from topofl.data.datasets.bundled import (
     digits,
@@ -103,9 +104,9 @@ def load(
     >>> tf.data.load("imagenet")
     Traceback (most recent call last):
     ...
-    ValueError: unknown dataset 'imagenet'; known: cifar10, cifar100, cinic10, digits, digits16,
-    digits28, digits32rgb, digits_resized, fashion_mnist, femnist, mnist, mnist1d, synthetic,
-    tiny_imagenet
+    ValueError: unknown dataset 'imagenet' (did you mean 'tiny_imagenet'?); known: cifar10,
+    cifar100, cinic10, digits, digits16, digits28, digits32rgb, digits_resized, fashion_mnist,
+    femnist, mnist, mnist1d, synthetic, tiny_imagenet
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
@@ -116,9 +117,12 @@ def load(
             raise ValueError(f"option(s) {clash} given both in the spec {name!r} and as "
                              "keywords; give each once")
         name, options = base, {**spec_options, **options}
+    from topofl._validation import check_path
+
+    check_path(root, "root")
     key = _canonical(name)
     if key is None:
-        raise ValueError(f"unknown dataset {name!r}; known: {', '.join(sorted(DATASETS))}")
+        raise ValueError(unknown_name("dataset", name, DATASETS))
     if not isinstance(download, bool):
         raise TypeError(f"download must be a bool, got {type(download).__name__}")
     fn = DATASETS[key]
@@ -126,7 +130,8 @@ def load(
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise ValueError(
-            f"unknown option(s) {unknown} for dataset {key!r}; accepted: {accepted or 'none'}"
+            f"unknown option(s) {unknown} for dataset {key!r}"
+            f"{did_you_mean_each(unknown, accepted)}; accepted: {accepted or 'none'}"
         )
     if key in _OFFLINE:
         return fn(**options)

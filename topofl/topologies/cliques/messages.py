@@ -35,12 +35,12 @@ def messages_per_node(
     gradients : {"paper", "clique"}, default "paper"
         How gradient messages are counted (only with ``clique_averaging``):
 
-        * ``"paper"``: one gradient per edge, as the paper counts: $2\deg(i)$ in all (what
-          the engine records).
+        * ``"paper"``: one gradient per edge, as the paper counts: $2\deg(i)$ in all.
         * ``"clique"``: only the gradients Fig. 7 uses, those sent to neighbours of the
           same clique: $\deg(i) + \deg_{\text{clique}}(i)$ (27.9 instead of 37.8 at
-          ``n = 1000``: 18.9 models plus 9 gradients). With intra-clique edges removed
-          (Sec. IV-F) a node only has the gradients of its remaining clique neighbours.
+          ``n = 1000``: 18.9 models plus 9 gradients; what the engine records). With
+          intra-clique edges removed (Sec. IV-F) a node only has the gradients of its
+          remaining clique neighbours.
 
     Returns
     -------
@@ -65,10 +65,11 @@ def messages_per_node(
     every clique (Sec. IV-F) lowers the mean degree by $2r/M$ and the paper's count by
     $4r/M$.
 
-    The engine records the paper's count: the ``messages`` of a run's records grow each round
-    by the arcs the models travel on plus, under Clique Averaging, one gradient per arc
-    (:func:`topofl.engine.pieces.clique_messages`), i.e. by ``n`` times this function's default
-    value. ``gradients="clique"`` is the smaller count of what Fig. 7 needs; no run records it.
+    The engine's bytes ledger (:mod:`topofl.engine.ledger`) counts what the algorithm sends:
+    the ``messages`` of a run's records grow each round by the arcs the models travel on plus,
+    under Clique Averaging, one gradient per arc within a clique and per local step, i.e. by
+    ``n`` times ``messages_per_node(..., gradients="clique")`` with one local step. The
+    paper's count (the default here) is the larger one.
 
     Examples
     --------
