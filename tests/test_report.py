@@ -66,6 +66,21 @@ def test_report_figures_are_readable(made: tuple[R.SpectralReport, list[Any], Pa
         assert_readable(fig)
 
 
+def test_undirected_graphs_only_no_push_sum_figure(tmp_path: Path) -> None:
+    import warnings
+
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "spectral_bounds.png").write_bytes(b"stale")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an empty figure's legend warns: none is drawn
+        res = R.report(["ring:n=8", "torus:rows=3,cols=3"], tmp_path, rounds=5, sizes=(8,))
+    names = sorted(p.relative_to(tmp_path).as_posix() for p in res.files)
+    assert "figures/spectral_bounds.png" not in names
+    assert not (tmp_path / "figures" / "spectral_bounds.png").exists()
+    assert "spectral_bounds.png" not in res.markdown
+    assert "No figure: every graph here is undirected" in res.markdown
+
+
 def test_consensus_rounds_definition() -> None:
     assert R.consensus_rounds({"finite_time_consensus": 3, "consensus_rate": 0.9}) == 3
     assert R.consensus_rounds({"finite_time_consensus": None, "consensus_rate": None}) is None

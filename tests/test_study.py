@@ -386,6 +386,42 @@ def test_study_errors(sweep: Path) -> None:
         S.study(sweep, band="iqr")
 
 
+def test_where_keeps_the_runs_of_one_setting(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # one folder, two heterogeneity levels: each study sees only its level's runs, and its
+    # conditions are the graphs (the level is no longer a varying key)
+    folder = tmp_path / "two"
+    folder.mkdir()
+    for c, shift in ((1, 0.0), (10, 0.05)):
+        for (topo, seed), vals in CURVES.items():
+            cfg = _config(topo, seed, partition="pathological",
+                          partition_params={"classes_per_client": c})
+            cfg["run_id"] = f"{topo}-{seed}-c{c}"
+            _write_run(folder, cfg["run_id"], cfg,
+                       list(zip((9, 19, 29), [v + shift for v in vals])),
+                       {"spectral_gap": GAPS[topo]})
+    both = S.study(folder, target=0.75, n_boot=10, figures=False)
+    assert len(both.conditions) == 6
+    one = S.study(folder, target=0.75, n_boot=10, figures=False,
+                  where={"partition_params.classes_per_client": "1"})
+    assert len(one.runs) == 6 and set(one.runs["run"].str.endswith("-c1")) == {True}
+    assert sorted(one.conditions["condition"]) == [
+        "topology=complete", "topology=ring", "topology=torus"]
+    ten = S.study(folder, target=0.75, n_boot=10, figures=False,
+                  where={"partition_params.classes_per_client": 10, "topology": "ring"})
+    assert sorted(ten.runs["run"]) == ["ring-0-c10", "ring-1-c10"]
+    with pytest.raises(ValueError, match=r"no run's config has the key\(s\) \['nope'\]"):
+        S.study(folder, where={"nope": 1})
+    with pytest.raises(ValueError, match="no run has partition_params.classes_per_client=3"):
+        S.study(folder, where={"partition_params.classes_per_client": 3})
+    out = tmp_path / "o"
+    assert S.main([str(folder), "--out", str(out), "--no-figures", "--n-boot", "10",
+                   "--where", "partition_params.classes_per_client=10"]) == 0
+    assert "6 runs, 3 conditions" in capsys.readouterr().out
+    assert S.main([str(folder), "--out", str(out), "--where", "topology"]) == 2
+    assert "--where expects KEY=VALUE" in capsys.readouterr().err
+
+
 def test_study_accepts_records_and_explicit_metrics(sweep: Path) -> None:
     rec = tf.records.load_many(sweep)
     res = S.study(rec, topology_metrics=["graph.spectral_gap", "edges_per_node"], n_boot=10,

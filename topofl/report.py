@@ -475,7 +475,11 @@ def report(
         (k, specs[k], spectral.pushsum_constants(graphs[k][1], horizon=min(rows[k]["horizon"], 60)))
         for k in sorted(eligible[:6])
     ]
-    plot_bounds(pushsum, figdir / "spectral_bounds.png")
+    bounds_png = figdir / "spectral_bounds.png"
+    if pushsum:
+        plot_bounds(pushsum, bounds_png)
+    else:  # every graph undirected: push-sum's constants do not apply, no figure to draw
+        bounds_png.unlink(missing_ok=True)  # nor a stale one from an earlier report
 
     # report
     labels = [f"`{spec}`" for spec in specs]
@@ -547,12 +551,17 @@ def report(
             loose,
         ) if loose else "(no graph here satisfies the premises of the bound)",
         "",
-        "![push-sum bounds vs measured](figures/spectral_bounds.png)",
-        "",
-        "*Solid: the largest difference between two columns of a product of m consecutive mixing "
-        "matrices (what push-sum needs to vanish). Dotted: the fitted envelope "
-        "`2 C_measured q_measured^(m−1)`. Dashed: the bound `2 C q^(m−1)`; it stays near its "
-        "start because `q` is within `1e-6` or less of 1.*",
+        *([
+            "![push-sum bounds vs measured](figures/spectral_bounds.png)",
+            "",
+            "*Solid: the largest difference between two columns of a product of m consecutive "
+            "mixing matrices (what push-sum needs to vanish). Dotted: the fitted envelope "
+            "`2 C_measured q_measured^(m−1)`. Dashed: the bound `2 C q^(m−1)`; it stays near "
+            "its start because `q` is within `1e-6` or less of 1.*",
+        ] if pushsum else [
+            "*No figure: every graph here is undirected with a symmetric `W`, for which "
+            "push-sum is plain gossip and its constants are not computed.*",
+        ]),
         "",
         "## Spectra",
         "",

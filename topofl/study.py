@@ -96,6 +96,7 @@ __all__ = [
     "condition_table",
     "correlation_table",
     "normalize_config",
+    "select_runs",
     "spearman",
     "CONVERGENCE_METRICS",
     "COST_METRICS",
@@ -655,6 +656,7 @@ def study(
     band: str = "minmax",
     figures: bool = True,
     command: str | None = None,
+    where: Mapping[str, Any] | None = None,
     strict: bool = False,
     include_incomplete: bool = False,
 ) -> StudyResult:
@@ -688,6 +690,12 @@ def study(
         Draw the PNGs (with ``out_dir``).
     command : str, optional
         The command line quoted at the top of ``study.md``.
+    where : mapping, optional
+        Keep only the runs whose config has these values (keys as in
+        :func:`normalize_config`: ``{"partition_params.classes_per_client": 1}``; a value
+        matches when it is equal or, as text, equal to the config's value as text: ``"1"``
+        matches ``1``). One folder of records can then hold several studies, e.g. one per
+        heterogeneity level.
     strict : bool, default False
         Refuse (``IncompleteRunsError``) when a run is incomplete or a file unreadable,
         instead of leaving them out and naming them.
@@ -703,7 +711,8 @@ def study(
     ------
     ValueError
         If no run recorded ``metric`` (the message lists the recorded metrics), for an
-        unknown topology metric, a bad ``band`` or ``n_boot``.
+        unknown topology metric, a bad ``band`` or ``n_boot``, a ``where`` key that no run's
+        config has, or a ``where`` that no run matches.
     IncompleteRunsError
         With ``strict``, if a run is incomplete or a file unreadable (a ``ValueError``).
 
@@ -719,6 +728,8 @@ def study(
         raise ValueError(f"band must be 'minmax' or 'std', got {band!r}")
     records = source if isinstance(source, Records) else load_many(source, on_error="skip")
     unreadable = dict(records.unreadable)
+    if where:
+        records = select_runs(records, where)
     incomplete: dict[str, str] = {}
     diverged: list[str] = []
     for run in records.runs:
@@ -773,6 +784,51 @@ def study(
         (Path(out_dir) / "study.md").write_text(markdown, encoding="utf-8")
         files.append(Path(out_dir) / "study.md")
     return StudyResult(**{**result.__dict__, "files": files, "markdown": markdown})
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def select_runs(records: Records, where: Mapping[str, Any]) -> Records:
+    """The runs of ``records`` whose (normalised, flattened) config has the values of ``where``.
+
+    A value matches the config's when they are equal or their texts are (a ``str`` is its own
+    text, anything else its JSON: ``"1"`` matches ``1``, ``"ring"`` matches ``"ring"``).
+
+    Raises
+    ------
+    ValueError
+        If a key of ``where`` is in no run's config (the message lists the keys), or no run
+        matches.
+
+    Examples
+    --------
+    >>> from topofl.study import select_runs
+    >>> rows = [{"run": r, "round": 0, "client": None, "metric": "acc", "value": 0.5}
+    ...         for r in ("a", "b")]
+    >>> recs = tf.records.Records(rows=rows, configs={
+    ...     "a": {"partition_params": {"classes_per_client": 1}},
+    ...     "b": {"partition_params": {"classes_per_client": 10}}})
+    >>> select_runs(recs, {"partition_params.classes_per_client": "1"}).runs
+    ['a']
+    """
+    if not isinstance(where, Mapping):
+        raise TypeError(f"where must be a mapping of config keys to values, got "
+                        f"{type(where).__name__}")
+    flat = {run: normalize_config(records.configs.get(run, {})) for run in records.runs}
+    known = {k for f in flat.values() for k in f}
+    unknown = [k for k in where if k not in known]
+    if unknown:
+        raise ValueError(f"where: no run's config has the key(s) {unknown}; config keys: "
+                         f"{sorted(known)}")
+    keep = [run for run, f in flat.items()
+            if all(k in f and (f[k] == v or _as_text(f[k]) == _as_text(v))
+                   for k, v in where.items())]
+    if not keep:
+        wanted = ", ".join(f"{k}={_as_text(v)}" for k, v in where.items())
+        raise ValueError(f"where: no run has {wanted} (of {len(flat)} runs)")
+    return _subset(records, keep)
 
 
 class IncompleteRunsError(ValueError):
@@ -1147,6 +1203,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl study") -> in
     parser.add_argument("--band", choices=("minmax", "std"), default="minmax",
                         help="band of the curves (minmax)")
     parser.add_argument("--no-figures", action="store_true", help="tables and Markdown only")
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help="keep only runs whose config has KEY=VALUE (repeatable; keys as "
+                             "in the run table's condition labels, e.g. "
+                             "partition_params.classes_per_client=1)")
     parser.add_argument("--strict", action="store_true",
                         help="exit with status 1 if a run is incomplete or a file unreadable "
                         "(default: leave them out and name them on stderr)")
@@ -1156,6 +1216,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl study") -> in
     args = parser.parse_args(argv)
     src: Any = args.source[0] if len(args.source) == 1 else args.source
     try:
+        where: dict[str, str] = {}
+        for item in args.where:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(f"--where expects KEY=VALUE, got {item!r}")
+            where[key.strip()] = value.strip()
         if len(args.source) == 1 and not Path(src).exists():
             raise FileNotFoundError(f"no such file or folder: {src}")
         res = study(
@@ -1163,7 +1229,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl study") -> in
             topology_metrics=None if args.topology_metrics is None
             else [m.strip() for m in args.topology_metrics.split(",") if m.strip()],
             n_boot=args.n_boot, seed=args.seed, band=args.band, figures=not args.no_figures,
-            command=" ".join([prog, *(shlex.quote(a) for a in argv)]),
+            command=" ".join([prog, *(shlex.quote(a) for a in argv)]), where=where,
             strict=args.strict, include_incomplete=args.include_incomplete,
         )
     except IncompleteRunsError as exc:

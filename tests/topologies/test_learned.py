@@ -150,6 +150,23 @@ def test_registry_spec_and_params() -> None:
             "heterogeneity", "max_degree"} <= set(t.params)
 
 
+def test_a_run_learns_it_from_its_clients_label_counts() -> None:
+    # build() with the run's label counts (what topofl.run passes) learns W from them, as
+    # dcliques is built from them; the spec's "node i holds class i mod classes" is not used.
+    rng = np.random.default_rng(3)
+    counts = np.zeros((30, 10))
+    counts[np.arange(30), rng.integers(0, 10, size=30)] = 50.0
+    t = tf.topologies.build("stl_fw:budget=3,lam=0.2", seed=0, n=30,
+                            label_distributions=counts)
+    want = stl_fw(counts, 3, lam=0.2)
+    np.testing.assert_array_equal(t.W.toarray(), want.W.toarray())
+    assert t.params["labels_sha1"] == want.params["labels_sha1"]
+    spec_only = tf.topologies.build("stl_fw:budget=3,lam=0.2", n=30)
+    assert t.params["labels_sha1"] != spec_only.params["labels_sha1"]
+    P = counts / counts.sum(axis=1, keepdims=True)
+    assert neighborhood_heterogeneity(t, P) < neighborhood_heterogeneity(spec_only, P)
+
+
 def test_bad_input() -> None:
     with pytest.raises(ValueError, match=r"budget must be in \[1, 3\]"):
         stl_fw(one_class_per_node(4, 2), 4)

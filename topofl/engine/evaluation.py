@@ -153,29 +153,53 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     return row
 
 
+def _label_proportions(labels: Any) -> np.ndarray | None:
+    """Row-normalised label counts, or ``None`` without them (or if a client holds none)."""
+    if labels is None:
+        return None
+    counts = np.asarray(labels, dtype=np.float64)
+    tot = counts.sum(axis=1, keepdims=True)
+    return counts / np.where(tot > 0, tot, 1.0) if np.all(tot > 0) else None
+
+
 def spectral_row(topo: Topology, tv: Any, cache: dict[int, dict[str, Any]],
                  labels: Any = None, *, measured: bool | None = None) -> dict[str, Any]:
-    """``topofl.spectral.summary`` of the round's graph, prefixed ``graph.``.
+    """``topofl.spectral.summary`` of the run's graph, prefixed ``graph.``.
 
-    Computed once for a static graph (with the measured consensus quantities); for the rounds of
-    a time-varying graph without measured quantities, which would cost a product of matrices
-    every evaluation. ``labels`` (the clients' label counts) adds the neighbourhood skew.
+    A static graph (``tv`` is ``None`` or of period 1) is summarised as the round's graph
+    ``topo``, with the measured consensus quantities. A time-varying graph is summarised as a
+    *schedule*, once per run (``cache`` keeps it): ``summary(tv)``, whose per-round metrics
+    are averaged over one period (or over ``spectral_rounds`` draws of a random schedule) and
+    whose sequence metrics -- the effective number of neighbours (exact, or the closed form
+    of a random schedule's expectation), the measured consensus rate, B-connectivity, the
+    push-sum constants -- are those of the sequence, not of one draw: a single round of
+    EL-Oracle or of a one-peer exponential graph has far fewer effective neighbours, and is
+    often not connected. Every evaluation of the run then records the same row, so a reader
+    that averages a run's rows (:func:`topofl.study.run_table`) reads the schedule's values.
+    ``labels`` (the clients' label counts) adds the neighbourhood skew and heterogeneity.
+    ``measured`` (default: True) says whether the simulated quantities are computed.
+
+    Examples
+    --------
+    >>> from topofl.engine.evaluation import spectral_row
+    >>> tv = tf.topologies.el_oracle(16, 3, seed=0)
+    >>> row = spectral_row(tv.at(5), tv, {})
+    >>> round(row["graph.effective_neighbors"], 6), row["graph.time_varying"]
+    (13.5, True)
+    >>> round(tf.spectral.expected_mixing(tv).effective_neighbors(0.95), 6)
+    13.5
     """
-    key = id(topo)
+    static = tv is None or tv.period == 1
+    key = id(topo) if static else id(tv)
     if key not in cache:
-        static = tv is None or tv.period == 1
-        props = None
-        if labels is not None:
-            counts = np.asarray(labels, dtype=np.float64)
-            tot = counts.sum(axis=1, keepdims=True)
-            props = counts / np.where(tot > 0, tot, 1.0) if np.all(tot > 0) else None
-        s = summary(topo, label_distributions=props,
-                    measured=static if measured is None else measured)
+        props = _label_proportions(labels)
+        graph = topo if static else tv
+        s = summary(graph, label_distributions=props,
+                    measured=True if measured is None else measured)
         s = {f"graph.{k}": v for k, v in s.items()
              if isinstance(v, (int, float, bool)) or v is None}
-        s["graph.edges_per_node"] = topo.edges_per_node
-        if not static and (tv.period is None or len(cache) > 64):
-            cache.clear()
+        if static:
+            s["graph.edges_per_node"] = topo.edges_per_node
         cache[key] = s
     return cache[key]
 

@@ -213,6 +213,12 @@ def _stl_fw_spec(n: int, budget: int, *, classes: int = 10, **kwargs: Any) -> To
     return stl_fw(_one_class_per_node(n, classes), budget, **kwargs)
 
 
+def _stl_fw_labels(label_distributions: Any, budget: int, *, lam: float = 0.1,
+                   seed: Any = None) -> Topology:
+    # A run's graph from its clients' label counts (STL-FW is deterministic: seed unused).
+    return stl_fw(label_distributions, budget, lam=lam)
+
+
 def _stl_fw_example(n: int, rng: np.random.Generator) -> dict[str, Any] | None:
     if n < 2:
         return None
@@ -235,4 +241,4 @@ register(GraphFamily(
     _stl_fw_example, random=False, stochastic="doubly", undirected=False, connected=False,
     description="STL-FW: a sparse doubly stochastic W learned by Frank-Wolfe to remove "
     "neighbourhood heterogeneity under a degree budget",
-    from_spec=_stl_fw_spec))
+    from_spec=_stl_fw_spec, from_labels=_stl_fw_labels))
