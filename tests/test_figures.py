@@ -369,6 +369,31 @@ def test_verdict_categories() -> None:
 # ------------------------------------------------------------------------------ provenance
 
 
+def test_code_text_ignores_documentation_not_code(tmp_path: Path) -> None:
+    """Docstrings, comments and blank lines do not change the fingerprinted code; code does."""
+    base = ('"""Module doc."""\nimport math\n\n\ndef f(x):\n    """Doc\n    on lines."""\n'
+            '    return math.sqrt(x)  # a comment\n\n\nclass C:\n    "doc"\n'
+            '    y = "# not a comment"\n'
+            "def g(): \"one-line doc\"\n")
+    edited = ('"""Another module doc,\nlonger."""\nimport math\n# new comment\n\ndef f(x):\n'
+              '    """Other doc."""\n    return math.sqrt(x)\n\nclass C:\n    "doc 2"\n'
+              '    y = "# not a comment"   \n' "def g(): \"one-line doc\"\n")
+    changed = base.replace("math.sqrt(x)", "math.sqrt(x) + 0")
+    string = base.replace('"# not a comment"', '"# other"')
+    texts = []
+    for i, src in enumerate((base, edited, changed, string)):
+        p = tmp_path / f"m{i}.py"
+        p.write_text(src, encoding="utf-8")
+        texts.append(figures._code_text(p))
+    assert texts[0] == texts[1]
+    assert texts[0] == ("import math\ndef f(x):\n    return math.sqrt(x)\nclass C:\n"
+                        '    y = "# not a comment"\ndef g(): "one-line doc"')
+    assert texts[2] != texts[0] and texts[3] != texts[0]
+    bad = tmp_path / "bad.py"
+    bad.write_text("def (:\n", encoding="utf-8")
+    assert figures._code_text(bad) == "def (:\n"
+
+
 def test_code_fingerprint_covers_the_result_code_only() -> None:
     files = {p.relative_to(Path(figures.__file__).parent).as_posix()
              for p in figures._result_code_files()}

@@ -77,13 +77,16 @@ Examples
 from __future__ import annotations
 
 import argparse
+import ast
 import functools
 import hashlib
+import io
 import json
 import math
 import os
 import sys
 import time
+import tokenize
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -505,10 +508,11 @@ def _result_code_files() -> list[Path]:
 def code_fingerprint() -> str:
     """``"<version>+<hash>"``: the library code that computes a run's numbers.
 
-    The hash (12 hex digits of SHA-256) covers the path and bytes of every ``*.py`` file of
+    The hash (12 hex digits of SHA-256) covers the path and code of every ``*.py`` file of
     ``topofl/`` except :data:`NOT_RESULT_CODE` (the CLI, plotting, reports, the figure and
-    sweep machinery, the distributed placement). A cached run or a committed result whose
-    fingerprint differs was computed by other code (cached in a process:
+    sweep machinery, the distributed placement). The code is the source without docstrings,
+    comments and blank lines: editing documentation does not make results stale. A cached run
+    or a committed result whose fingerprint differs was computed by other code (cached in a process:
     ``code_fingerprint.cache_clear()`` after editing the sources).
 
     Examples
@@ -520,8 +524,37 @@ def code_fingerprint() -> str:
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for p in _result_code_files():
-        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + _code_text(p).encode()
+                 + b"\0")
     return f"{__version__}+{h.hexdigest()[:12]}"
+
+
+def _code_text(path: Path) -> str:
+    """The source of ``path`` without what cannot change a number: docstrings, comments,
+    blank lines and trailing spaces (a file that does not parse is taken whole)."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    try:
+        tree = ast.parse(source)
+        comments = [tok.start for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if tok.type == tokenize.COMMENT]
+    except (SyntaxError, tokenize.TokenError):
+        return source
+    drop: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            doc = body[0]
+            if not isinstance(node, ast.Module) and doc.lineno <= node.lineno:
+                continue  # a docstring on its def's line: keep the line
+            drop.update(range(doc.lineno - 1, (doc.end_lineno or doc.lineno)))
+    for row, col in comments:  # tokenize rows are 1-based
+        lines[row - 1] = lines[row - 1][:col]
+    kept = (line.rstrip() for i, line in enumerate(lines) if i not in drop)
+    return "\n".join(line for line in kept if line)
 
 
 # ------------------------------------------------------------------------------ running
