@@ -349,10 +349,21 @@ def _execute(cfg: dict[str, Any], name: str, mode: str, out: str,
         return _execute_locked(cfg, name, mode, out, command)
 
 
+def _checkpoint_round(ckpt: Path) -> int | None:
+    """The round a checkpoint (a file or a sharded folder) resumes from, read through the
+    checksummed readers; ``None`` when it cannot be read (the run's own resume then falls back
+    to the ``.old`` copy or reports the damage)."""
+    from topofl.distributed.checkpoint import load_any
+    from topofl.exceptions import CheckpointError
+
+    try:
+        return int(load_any(ckpt)["round"])
+    except (CheckpointError, KeyError, TypeError, ValueError):
+        return None
+
+
 def _execute_locked(cfg: dict[str, Any], name: str, mode: str, out: str,
                     command: str | None) -> Outcome:
-    import torch
-
     from topofl.config import execute
     from topofl.exceptions import ConvergenceError
     from topofl.records import load
@@ -362,7 +373,7 @@ def _execute_locked(cfg: dict[str, Any], name: str, mode: str, out: str,
     resumed_from = None
     try:
         if mode == "resume":
-            resumed_from = int(torch.load(ckpt, map_location="cpu", weights_only=True)["round"])
+            resumed_from = _checkpoint_round(ckpt)
             res = execute(cfg, resume=ckpt, command=command)
         else:
             for stale in (ckpt, done):
