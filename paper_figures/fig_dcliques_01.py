@@ -2,79 +2,50 @@
 
 Logistic regression, 100 nodes, D-SGD; left: IID data, right: label skew (2 shards per node,
 most nodes see 2 classes). Bold lines: average test accuracy of the nodes on the global test
-set; thin lines: the minimum and maximum node.
+set (mean over the seeds, shaded: +- one std); thin lines: the minimum and maximum node.
 
-    python paper_figures/fig_dcliques_01.py [--quick | --full]
+    python paper_figures/fig_dcliques_01.py [--quick | --full] [--update-results]
 """
 
 from __future__ import annotations
 
-import sys
-
 from topofl import figures
 
 LABELS = {"ring": "ring", "torus:rows=10,cols=10": "grid", "complete": "fully connected"}
+PANELS = {"IID": "dcliques_01_iid", "label skew (2 shards/node)": "dcliques_01_skew"}
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = figures.parse_args(__doc__, "dcliques_01", argv)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    import topofl as tf
-
-    panels = {"IID": "dcliques_01_iid", "label skew (2 shards/node)": "dcliques_01_skew"}
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    settings, numbers, finals, notes = {}, {}, {}, []
-    for ax, (title, name) in zip(axes, panels.items()):
-        cfg = figures.load_config(name, args.scale)
-        notes += [n for n in cfg["_notes"] if n not in notes]
-        rec = figures.sweep(cfg, args)
-        runs = {LABELS[rec.configs[r]["topology"]]: rec.for_run(r) for r in rec.runs}
-        epochs = {LABELS[rec.configs[r]["topology"]]: figures.epochs_per_round(rec.configs[r])
-                  for r in rec.runs}
-        tf.plotting.convergence(runs, "global_acc", ax=ax, title=title, band="lines",
-                                epochs=epochs, ylabel="test accuracy (global test set)",
-                                legend="best")
-        settings[title] = figures.setting(rec)
-        numbers[title] = figures.curve_table(runs, "global_acc", epochs)
-        finals[title] = dict(zip(numbers[title]["curve"], numbers[title]["final global_acc"]))
-    axes[0].set_ylabel("test accuracy (global test set)")
-    fig.suptitle("D-SGD, logistic regression, 100 nodes")
-    fig.tight_layout()
-    iid, skew = finals["IID"], finals["label skew (2 shards/node)"]
-    iid_spread = max(iid.values()) - min(iid.values())
-    gaps = {g: skew["fully connected"] - skew[g] for g in ("ring", "grid")}
-    far = {g: gap > 3 * max(iid_spread, 0.005) for g, gap in gaps.items()}
-    holds = True if all(far.values()) else None if any(far.values()) else False
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
+    found = figures.panels(args, PANELS, lambda c: LABELS[c["topology"]])
+    fig, numbers = figures.curves(found, "global_acc", band="lines", sharey=True,
+                                  suptitle="D-SGD, logistic regression, 100 nodes")
+    iid, skew = (found[t].runs for t in PANELS)
+    finals = {g: figures.final(skew[g], "global_acc") for g in LABELS.values()}
+    iid_spread = figures.seedwise(lambda *v: max(v) - min(v),
+                                  *(figures.final(r, "global_acc") for r in iid.values()))
+    gaps = {g: finals["fully connected"] - finals[g] for g in ("ring", "grid")}
+    checks = [figures.above(f"label skew: {g} below fully connected by more than 3x the IID "
+                            "spread (at least 0.5 point)",
+                            figures.seedwise(lambda a, b: a - 3 * max(b, 0.005), gaps[g],
+                                             iid_spread))
+              for g in gaps]
     measured = (f"IID: the three graphs end within {100 * iid_spread:.1f} points; label skew: "
-                f"ring {skew['ring']:.3f}, grid {skew['grid']:.3f}, fully connected "
-                f"{skew['fully connected']:.3f} (ring {100 * gaps['ring']:.1f} and grid "
+                f"ring {finals['ring']:.3f}, grid {finals['grid']:.3f}, fully connected "
+                f"{finals['fully connected']:.3f} (ring {100 * gaps['ring']:.1f} and grid "
                 f"{100 * gaps['grid']:.1f} points below fully connected)")
-    notes.append("under IID data the ring still lags early at this scale: a node's 14 stand-in "
-                 "samples (MNIST: 500) are too few to train a good model without mixing, so the "
-                 "slow averaging of the ring shows even without label skew (a likely reason, "
-                 "not measured)")
-    if not far["grid"]:
-        notes.append("the grid (a 10x10 torus: 4 neighbours per node) ends close to the "
-                     "fully-connected graph here, unlike in the paper: its spread is still "
-                     "visible early on; with 14 stand-in samples per node the local models "
-                     "differ less than with MNIST's 500, so averaging over 5 nodes suffices "
-                     "sooner (a likely reason, not measured)")
-    png = figures.write(
-        args, fig, title="D-Cliques Fig. 1: topology matters under label skew only",
-        setting=settings, numbers=numbers,
-        claim=("the effect of topology is negligible on IID data and very significant under "
-               "label skew (ring and grid far below fully connected); on a fully-connected "
-               "network both cases converge similarly"),
-        measured=measured, holds=holds, notes=notes,
-        dataset=str(cfg["data"]),
-    )
-    print(png)
-    return 0
+    m = figures.samples_per_client(next(iter(found["IID"].configs.values())))
+    notes = [f"under IID data the ring still lags early at this scale: a node's {m:.0f} "
+             "training samples are too few to train a good model without mixing, so the "
+             "slow averaging of the ring shows even without label skew (a likely reason, "
+             "not measured)"]
+    if checks[1].outcome != "pass":
+        notes.append(f"the grid (a 10x10 torus: 4 neighbours per node) does not end far below "
+                     f"the fully-connected graph here, unlike in the paper; with {m:.0f} "
+                     "samples per node the local models differ less than with MNIST's 500, so "
+                     "averaging over 5 nodes may suffice sooner (a likely reason, not measured)")
+    return figures.Result(fig, measured, checks, numbers, panels=found, notes=notes)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

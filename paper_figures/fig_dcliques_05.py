@@ -6,12 +6,10 @@ spread equally among the nodes of each clique. Each node is coloured by its cliq
 with its class; grey edges lie within a clique, black edges between cliques. No training: the
 same graph at every scale (seed 0).
 
-    python paper_figures/fig_dcliques_05.py [--quick | --full]
+    python paper_figures/fig_dcliques_05.py [--quick | --full] [--update-results]
 """
 
 from __future__ import annotations
-
-import sys
 
 import numpy as np
 
@@ -20,11 +18,8 @@ from topofl import figures
 SETTING = {"n": 100, "classes": 10, "clique_size": 10, "inter": "fully_connected", "seed": 0}
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = figures.parse_args(__doc__, "dcliques_05", argv)
-    import matplotlib
-
-    matplotlib.use("Agg")
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
     import pandas as pd
 
     import topofl as tf
@@ -53,32 +48,31 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"clique": k, "nodes": len(m), "classes": len(set(cls[m].tolist())),
                      "inter-clique edges": int(inter[m].sum()),
                      "members with 0 / 1 / 2+ inter edges": " / ".join(map(str, by_count))})
-    table = pd.DataFrame(rows)
+    cliques = pd.DataFrame(rows)
     k = len(t.groups or ())
-    every_class = bool((table["classes"] == classes).all())
-    one_per_pair = t.num_edges - k * 45 == k * (k - 1) // 2
-    spread = bool(inter.max() <= 1)
-    measured = (f"{k} cliques of 10, each holding all {classes} classes: {every_class} (mean "
-                f"skew {t.params['skew']:.3g}); {t.num_edges - k * 45} inter-clique edges, one per "
-                f"pair of cliques: {one_per_pair}; every node has at most one of them: {spread}; "
+    n_inter = t.num_edges - k * 45
+    checks = [figures.fact("every clique holds every class",
+                           bool((cliques["classes"] == classes).all()),
+                           f"mean skew {t.params['skew']:.3g}"),
+              figures.fact("one inter-clique edge per pair of cliques",
+                           n_inter == k * (k - 1) // 2, f"{n_inter} edges, {k} cliques"),
+              figures.fact("every node has at most one inter-clique edge",
+                           bool(inter.max() <= 1), f"at most {int(inter.max())}")]
+    yes = [("yes" if c.outcome == "pass" else "no") for c in checks]
+    measured = (f"{k} cliques of 10, each holding all {classes} classes: {yes[0]} (mean skew "
+                f"{t.params['skew']:.3g}); {n_inter} inter-clique edges, one per pair of "
+                f"cliques: {yes[1]}; every node has at most one of them: {yes[2]}; "
                 f"{t.edges_per_node:.1f} edges per node")
-    png = figures.write(
-        args, fig, title="D-Cliques Fig. 5: D-Cliques on 100 nodes, fully-connected inter-clique",
+    graph = pd.DataFrame([{
+        "nodes": n, "edges": t.num_edges, "edges per node": t.edges_per_node,
+        "mean clique skew": t.params["skew"],
+        "messages per node and round (Clique Averaging)": tf.topologies.messages_per_node(t)}])
+    return figures.Result(
+        fig, measured, checks, {"cliques": cliques, "graph": graph},
         setting=[(key, str(v)) for key, v in SETTING.items()]
         + [("Greedy Swap steps", str(t.params["steps"])), ("weights", "Metropolis (eq. 2)")],
-        numbers={"cliques": table, "graph": pd.DataFrame([{
-            "nodes": n, "edges": t.num_edges, "edges per node": t.edges_per_node,
-            "mean clique skew": t.params["skew"],
-            "messages per node and round (Clique Averaging)": tf.topologies.messages_per_node(t),
-        }])},
-        claim=("each clique holds every class; a fully-connected inter-clique topology gives each "
-               "clique exactly one edge with each other clique, spread equally among its nodes"),
-        measured=measured, holds=every_class and one_per_pair and spread,
-        dataset="one class per node (labels only)",
-    )
-    print(png)
-    return 0
+        dataset="one class per node (labels only)", seeds=[])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -3,87 +3,26 @@
 D-SGD with Clique Averaging on Greedy Swap cliques of 10 nodes (2 shards per node, logistic
 regression, batch 13: the same number of updates per epoch as 100 nodes with batch 128),
 against a fully-connected network of 1000 nodes. Bold: average test accuracy of the nodes on
-the global test set; thin: the minimum and maximum node. The Markdown also gives the edges and
-the messages per node and round of each topology (the paper's 14.5 edges for small-world and
-18.9 edges / 37.8 messages for fully-connected inter-clique links).
+the global test set (mean over the seeds, shaded: +- one std); thin: the minimum and maximum
+node. The Markdown also gives the edges and the messages per node and round of each topology
+(the paper's 14.5 edges for small-world and 18.9 edges / 37.8 messages for fully-connected
+inter-clique links).
 
-    python paper_figures/fig_dcliques_13.py [--quick | --full]
+    python paper_figures/fig_dcliques_13.py [--quick | --full] [--update-results]
 """
 
 from __future__ import annotations
 
-import sys
+import _dcliques_inter  # beside this script
 
 from topofl import figures
 
-INTER = {"ring": "ring", "fractal": "fractal", "small_world": "small-world",
-         "fully_connected": "fully connected"}
 
-
-def label(config: dict) -> str:  # type: ignore[type-arg]
-    spec = str(config["topology"])
-    if spec == "complete":
-        return "fully-connected network"
-    inter = spec.split("inter=")[1].split(",")[0]
-    return f"D-Cliques, {INTER[inter]} inter-clique"
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = figures.parse_args(__doc__, "dcliques_13", argv)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    import topofl as tf
-
-    runs, epochs, settings, graphs, notes = {}, {}, {}, [], []
-    for name in ("dcliques_13_dcliques", "dcliques_13_complete"):
-        cfg = figures.load_config(name, args.scale)
-        notes += [n for n in cfg["_notes"] if n not in notes]
-        rec = figures.sweep(cfg, args)
-        settings[name.rsplit("_", 1)[1]] = figures.setting(rec)
-        for r in rec.runs:
-            c = rec.configs[r]
-            runs[label(c)] = rec.for_run(r)
-            epochs[label(c)] = figures.epochs_per_round(c)
-            graphs.append((label(c), c))
-    fig, ax = plt.subplots(figsize=(8.6, 4.2))
-    tf.plotting.convergence(runs, "global_acc", ax=ax, band="lines", epochs=epochs,
-                            ylabel="test accuracy (global test set)", legend="outside",
-                            title=f"D-SGD, logistic regression, {graphs[0][1]['n_clients']} nodes")
-    fig.tight_layout()
-    table = figures.curve_table(runs, "global_acc", epochs)
-    table["edges per node"] = [runs[k].last("graph.edges_per_node") for k in table["curve"]]
-    # the paper's count (Sec. III-D, tf.topologies.messages_per_node): a model per edge, and
-    # with Clique Averaging a gradient per edge too
-    ca = {label: 2 if c["clique_averaging"] else 1 for label, c in graphs}
-    table["messages per node and round"] = [e * ca[k] for k, e in
-                                            zip(table["curve"], table["edges per node"])]
-    final = dict(zip(table["curve"], table["final global_acc"]))
-    order = [f"D-Cliques, {INTER[k]} inter-clique" for k in INTER]
-    ranked = all(final[a] <= final[b] + 0.005 for a, b in zip(order, order[1:]))
-    full = final["fully-connected network"]
-    sw_gap = full - final[order[2]]
-    measured = ("final accuracy: " + ", ".join(f"{k.removeprefix('D-Cliques, ')} "
-                                               f"{final[k]:.3f}" for k in order)
-                + f", fully-connected network {full:.3f}")
-    holds = ranked and sw_gap < 0.02
-    if not ranked:
-        notes.append("the inter-clique ordering ring < fractal < small-world <= fully "
-                     "connected does not hold at this scale (see the table)")
-    png = figures.write(
-        args, fig, title="D-Cliques Fig. 13: sparser inter-clique topologies at 1000 nodes",
-        setting=settings, numbers={"curves and costs": table},
-        claim=("ring inter-clique converges but much slower than fractal; small-world almost "
-               "as fast as fully-connected inter-clique links with 22% fewer edges (14.5 vs "
-               "18.9 edges per node); fully-connected inter-clique links: 37.8 messages per "
-               "node and round instead of 999"),
-        measured=measured, holds=holds, notes=notes, dataset=str(graphs[0][1]["data"]),
-    )
-    print(png)
-    return 0
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
+    return _dcliques_inter.build(args, ["dcliques_13_dcliques", "dcliques_13_complete"],
+                                 "logistic regression")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -13,12 +13,11 @@ official training set minus a 10k validation set with the class ratios of the te
 from (its 0 steps). The default and --full scales run the paper's setting (100 experiments of
 1000 steps); --quick runs 3 experiments of 300 steps.
 
-    python paper_figures/fig_dcliques_17.py [--quick | --full]
+    python paper_figures/fig_dcliques_17.py [--quick | --full] [--update-results]
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
@@ -63,11 +62,21 @@ def summary(values: dict[str, np.ndarray]) -> Any:
         for k, v in values.items()])
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = figures.parse_args(__doc__, "dcliques_17", argv)
-    import matplotlib
+def setting(steps: int, runs: int) -> list[tuple[str, str]]:
+    """The setting of the constructions (shared with ``fig_dcliques_18.py``)."""
+    return [("nodes", str(SETTING["n"])),
+            ("partition", f"shards, {SETTING['shards_per_client']} per node (seed = "
+             "experiment)"),
+            ("class counts", "; ".join(f"{k}: {', '.join(map(str, v))}"
+                                       for k, v in CLASS_COUNTS.items())),
+            ("clique size", str(SETTING["clique_size"])),
+            ("Greedy Swap steps", str(steps)),
+            ("experiments", f"{runs} (seeds 0..{runs - 1})"),
+            ("data", "label histograms only (no training)")]
 
-    matplotlib.use("Agg")
+
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
     import matplotlib.pyplot as plt
     import pandas as pd
 
@@ -79,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     edges = np.linspace(0.0, float(pooled.max()) * 1.02, 26)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     numbers: dict[str, Any] = {}
-    verdicts, parts = [], []
+    checks, parts = [], []
     for ax, (name, values) in zip(axes, results.items()):
         tf.plotting.histogram(values, bins=edges, ax=ax, title=f"{name}, {runs} experiments",
                               xlabel="final mean clique skew", ylabel="experiments",
@@ -90,9 +99,11 @@ def main(argv: list[str] | None = None) -> int:
             {"bin": [f"[{a:.3f}, {b:.3f})" for a, b in zip(edges[:-1], edges[1:])],
              **{k: c.tolist() for k, c in counts.items()}})
         r, g = values["random cliques"], values["Greedy Swap"]
-        lower = bool(g.max() < r.min())
-        close = bool(np.median(g) < CLOSE_TO_ZERO)
-        verdicts.append(lower and close)
+        checks += [figures.fact(f"{name}: every Greedy Swap experiment below every random one",
+                                bool(g.max() < r.min()),
+                                f"Greedy Swap max {g.max():.3f}, random min {r.min():.3f}"),
+                   figures.below(f"{name}: Greedy Swap's median skew close to 0",
+                                 float(np.median(g)), CLOSE_TO_ZERO)]
         parts.append(f"{name}: Greedy Swap median {np.median(g):.3f} (max {g.max():.3f}, "
                      f"{100 * (g < CLOSE_TO_ZERO).mean():.0f}% below {CLOSE_TO_ZERO}) vs random "
                      f"median {np.median(r):.3f} (min {r.min():.3f})")
@@ -102,33 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2,
                frameon=False)
-    setting = [("nodes", str(SETTING["n"])),
-               ("partition", f"shards, {SETTING['shards_per_client']} per node (seed = "
-                "experiment)"),
-               ("class counts", "; ".join(f"{k}: {', '.join(map(str, v))}"
-                                          for k, v in CLASS_COUNTS.items())),
-               ("clique size", str(SETTING["clique_size"])),
-               ("Greedy Swap steps", str(steps)),
-               ("experiments", f"{runs} (seeds 0..{runs - 1})"),
-               ("data", "label histograms only (no training)")]
-    png = figures.write(
-        args, fig, title="D-Cliques Fig. 17: Greedy Swap gives cliques of much lower skew",
-        setting=setting, numbers=numbers,
-        claim=("over 100 experiments with 10 cliques of 10 nodes, Greedy Swap (1000 steps) "
-               "generates cliques of significantly lower skew than random cliques, close to 0 in "
-               "a majority of cases for both MNIST and CIFAR-10"),
-        measured="; ".join(parts),
-        holds=all(verdicts),
-        notes=[f"'Close to 0' is read as a mean clique skew below {CLOSE_TO_ZERO}, the skew of "
-               "one of the 20 shards of a clique sitting in the wrong class (2 x 250 / 5000); "
-               "'significantly lower' as every Greedy Swap experiment below every random one.",
-               "Only label histograms enter the construction: the paper's class counts are "
-               "used directly, so this is the paper's setting at every scale."],
-        dataset="MNIST and CIFAR-10 class counts",
-    )
-    print(png)
-    return 0
+    return figures.Result(fig, "; ".join(parts), checks, numbers, setting=setting(steps, runs),
+                          dataset="MNIST and CIFAR-10 class counts", seeds=[])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

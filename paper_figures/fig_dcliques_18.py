@@ -7,17 +7,16 @@ over them. The same constructions as Fig. 17 (``fig_dcliques_17.py``: the paper'
 experiment ``s`` partitions and swaps with seed ``s``). The default and --full scales run the
 paper's setting (100 experiments of 1000 steps); --quick runs 3 experiments of 300 steps.
 
-    python paper_figures/fig_dcliques_18.py [--quick | --full]
+    python paper_figures/fig_dcliques_18.py [--quick | --full] [--update-results]
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
 import numpy as np
-from fig_dcliques_17 import CLASS_COUNTS, CLOSE_TO_ZERO, EXPERIMENTS, SETTING, STEPS
+from fig_dcliques_17 import CLASS_COUNTS, CLOSE_TO_ZERO, EXPERIMENTS, SETTING, STEPS, setting
 
 from topofl import figures
 
@@ -47,11 +46,8 @@ def first_step(curve: np.ndarray, level: float) -> int | None:
     return int(hit[0]) if hit.size else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = figures.parse_args(__doc__, "dcliques_18", argv)
-    import matplotlib
-
-    matplotlib.use("Agg")
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
     import matplotlib.pyplot as plt
     import pandas as pd
 
@@ -86,8 +82,14 @@ def main(argv: list[str] | None = None) -> int:
                ["average over experiments", "minimum / maximum over experiments"],
                loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False)
     mn, cf = found["MNIST"], found["CIFAR-10"]
-    fast = all(f["below"] is not None and f["below"] < PAPER_STEPS for f in found.values())
-    harder = mn["final"] > cf["final"] and (mn["below"] or 10**9) > (cf["below"] or 10**9)
+    checks = [figures.fact(f"{name}: mean skew below {CLOSE_TO_ZERO} in less than {PAPER_STEPS} "
+                           "steps", f["below"] is not None and f["below"] < PAPER_STEPS,
+                           f"step {f['below']}") for name, f in found.items()]
+    checks += [figures.above("MNIST ends at a higher mean skew than CIFAR-10",
+                             mn["final"] - cf["final"]),
+               figures.fact(f"MNIST gets below {CLOSE_TO_ZERO} later than CIFAR-10",
+                            (mn["below"] or 10**9) > (cf["below"] or 10**9),
+                            f"step {mn['below']} vs {cf['below']}")]
     measured = "; ".join(
         f"{name}: mean skew {f['start']:.3f} -> {f['final']:.3f}, below {CLOSE_TO_ZERO} after "
         f"{f['below']} steps, 90% of the decrease after {f['ninety']} steps "
@@ -97,32 +99,10 @@ def main(argv: list[str] | None = None) -> int:
          f"first step below {CLOSE_TO_ZERO}": f["below"], "first step at 90% of the decrease":
          f["ninety"], "seconds per 1000 steps": round(f["seconds"], 3)}
         for name, f in found.items()])
-    setting = [("nodes", str(SETTING["n"])),
-               ("partition", f"shards, {SETTING['shards_per_client']} per node (seed = "
-                "experiment)"),
-               ("class counts", "; ".join(f"{k}: {', '.join(map(str, v))}"
-                                          for k, v in CLASS_COUNTS.items())),
-               ("clique size", str(SETTING["clique_size"])),
-               ("Greedy Swap steps", str(n_steps)),
-               ("experiments", f"{runs} (seeds 0..{runs - 1})"),
-               ("data", "label histograms only (no training)")]
-    png = figures.write(
-        args, fig, title="D-Cliques Fig. 18: Greedy Swap reaches low skew in a few hundred steps",
-        setting=setting, numbers={"summary": summary, **numbers},
-        claim=("a low skew is reached in less than 400 steps for both MNIST and CIFAR-10 "
-               "(1000 steps take less than 6 s in Python 3.7 on a MacBook Pro 2020); the global "
-               "class imbalance of MNIST makes low skew harder and slower to reach"),
-        measured=measured,
-        holds=fast and harder,
-        notes=[f"'Low skew' is read as a mean clique skew below {CLOSE_TO_ZERO}, as in Fig. 17 "
-               "(one of the 20 shards of a clique in the wrong class); 'harder and slower' as "
-               "MNIST ending higher and getting there later than CIFAR-10.",
-               "Times are this machine's (shared CPU), for topofl's vectorised Greedy Swap."],
-        dataset="MNIST and CIFAR-10 class counts",
-    )
-    print(png)
-    return 0
+    return figures.Result(fig, measured, checks, {"summary": summary, **numbers},
+                          setting=setting(n_steps, runs),
+                          dataset="MNIST and CIFAR-10 class counts", seeds=[])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

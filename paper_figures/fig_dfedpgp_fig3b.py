@@ -3,67 +3,52 @@
 DFedPGP on CIFAR-10 Dir-0.3 in the setting of Section 5.1 (``configs/dfedpgp_fig3b.toml``)
 with the data split over n = 5, 10, 20, 50, 100, 200 clients (the whole data set every time:
 more clients, less data each), each pushing to 10 random out-neighbours per round (all the
-others when n <= 10). One curve per n: the mean personalized test accuracy against rounds.
+others when n <= 10). One curve per n: the mean personalized test accuracy against rounds, the
+mean over the seeds (shaded: +- one std).
 
-    python paper_figures/fig_dfedpgp_fig3b.py [--quick | --full]
+    python paper_figures/fig_dfedpgp_fig3b.py [--quick | --full] [--update-results]
 """
 
 from __future__ import annotations
 
-import sys
+import _dfedpgp  # beside this script
 
 from topofl import figures
 
+TITLE = "DFedPGP, CIFAR-10 Dir-0.3: number of clients"
 
-def main(argv: list[str] | None = None) -> int:
-    import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    import topofl as tf
-
-    args = figures.parse_args(__doc__, "dfedpgp_fig3b", argv)
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
     cfg = figures.load_config("dfedpgp_fig3b", args.scale)
-    recs = figures.grid_sweep(cfg, args)
-    runs = {f"n = {n}": rec.for_run(rec.runs[0]) for (n,), rec in recs.items()}
-    fig, ax = plt.subplots(figsize=(5.6, 3.8))
-    tf.plotting.convergence(runs, "test_acc", ax=ax, band=False, legend="best",
-                            ylabel="personalized test accuracy",
-                            title="DFedPGP, CIFAR-10 Dir-0.3: number of clients")
-    fig.tight_layout()
-    table = figures.curve_table(runs, "test_acc")
-    t = table.set_index("curve")
-    small = [c for c in runs if int(c.split("= ")[1]) <= 10]
-    large = [c for c in runs if int(c.split("= ")[1]) >= 50]
-    if small and large:
-        lo, hi = t.loc[small, "final test_acc"], t.loc[large, "final test_acc"]
-        holds: bool | None = (True if lo.min() > hi.max() else
-                              None if float(np.mean(lo)) > float(np.mean(hi)) else False)
-    else:
-        holds = None
-    measured = ("final accuracy " + ", ".join(f"{c}: {t.loc[c, 'final test_acc']:.3f}"
-                                              for c in runs)
-                + "; mean over rounds " + ", ".join(f"{c}: {t.loc[c, 'mean over rounds']:.3f}"
-                                                   for c in runs))
     cells = figures.grid(cfg)
-    notes = list(dict.fromkeys(n for cell in recs for n in cells[cell]["_notes"]))
-    if args.scale != "full":
-        notes.append(f"{cfg['rounds']} rounds instead of 500 and one seed. On the digits "
-                     "stand-in 200 clients hold about 7 training images each.")
-    png = figures.write(
-        args, fig, title="DFedPGP Fig. 3b: number of clients",
-        setting=figures._setting_of([r.configs[r.runs[0]] for r in recs.values()]),
-        numbers=table,
-        claim=("with the same hyper-parameters, fewer clients {5, 10} (more local data each) "
-               "reach a higher personalized accuracy and converge faster than {50, 100, 200} "
-               "(read here as: every final accuracy of n <= 10 above every one of n >= 50; "
-               "partly: their means ordered so)"),
-        measured=measured, holds=holds, notes=notes, dataset=str(cfg["data"]))
-    print(png)
-    return 0
+    found = figures.panels(args, {TITLE: {f"n = {n}": c for (n,), c in cells.items()}})
+    fig, numbers = figures.curves(found, "test_acc", band=False, epochs=False,
+                                  ylabel="personalized test accuracy", figsize=(5.6, 3.8))
+    runs = found[TITLE].runs
+    final = {c: figures.final(r) for c, r in runs.items()}
+    small = [final[c] for c in runs if int(c.split("= ")[1]) <= 10]
+    large = [final[c] for c in runs if int(c.split("= ")[1]) >= 50]
+    checks = []
+    if small and large:
+        checks = [figures.above("every final accuracy of n <= 10 above every one of n >= 50",
+                                figures.seedwise(min, *small) - figures.seedwise(max, *large)),
+                  figures.above("the mean final accuracy of n <= 10 above that of n >= 50",
+                                figures.seedwise(lambda *v: sum(v) / len(v), *small)
+                                - figures.seedwise(lambda *v: sum(v) / len(v), *large))]
+    else:
+        checks = [figures.Check("n <= 10 above n >= 50", "inconclusive",
+                                "not both groups ran at this scale", "-")]
+    measured = "; ".join(
+        what + " " + ", ".join(f"{c}: {fn(r):.3f}" for c, r in runs.items())
+        for what, fn in (("final accuracy", figures.final),
+                         ("mean over rounds", figures.mean_over_rounds)))
+    notes = _dfedpgp.short_run_note(cfg, args.scale, server=False)
+    m = figures.samples_per_client(cells[list(cells)[-1]])
+    notes.append(f"With {list(cells)[-1][0]} clients a client holds about {m:.0f} training "
+                 f"samples of {cfg['data']}.")
+    return figures.Result(fig, measured, checks, numbers[TITLE], panels=found, notes=notes)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -8,12 +8,12 @@ server methods and 10 neighbours per round for the decentralized ones. Accuracy:
 model on its own test split (split like its training data), averaged over clients; mean ± std
 over seeds of the last round.
 
-    python paper_figures/fig_dfedpgp_table1.py [--quick | --full]
+    python paper_figures/fig_dfedpgp_table1.py [--quick | --full] [--update-results]
 """
 
 from __future__ import annotations
 
-import sys
+import _dfedpgp  # beside this script
 
 from topofl import figures
 
@@ -33,69 +33,42 @@ PAPER = {  # Table 1, in the order of COLUMNS (%)
 }
 
 
-def main(argv: list[str] | None = None) -> int:
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
     import pandas as pd
 
-    args = figures.parse_args(__doc__, "dfedpgp_table1", argv)
-    cfg = figures.load_config("dfedpgp_table1", args.scale)
-    recs = figures.grid_sweep(cfg, args)
-    methods = list(dict.fromkeys(m for m, _ in recs))
-    splits = list(dict.fromkeys(s for _, s in recs))
-    acc = {cell: figures.over_seeds(rec, "test_acc_mean") for cell, rec in recs.items()}
-    measured_t = pd.DataFrame(
-        [{"algorithm": m, **{s: f"{100 * acc[(m, s)][0]:.2f} ± {100 * acc[(m, s)][1]:.2f}"
-                             for s in splits}} for m in methods])
+    cfg, found = _dfedpgp.grid_panels(args)
+    acc = _dfedpgp.accuracy(found)
+    splits = list(found)
+    methods = list(dict.fromkeys(m for m, _ in acc))
+    measured_t = pd.DataFrame([{"algorithm": m, **{s: _dfedpgp.pct(acc[(m, s)]) for s in splits}}
+                               for m in methods])
     paper_t = pd.DataFrame(
         [{"algorithm": m, **{s: (f"{PAPER[m][COLUMNS.index(s)]:.2f}" if m in PAPER else "-")
                              for s in splits}} for m in methods])
-    best = {s: max(methods, key=lambda m, s=s: acc[(m, s)][0]) for s in splits}
-    rank = {s: 1 + sorted(methods, key=lambda m, s=s: -acc[(m, s)][0]).index("DFedPGP")
+    checks, rivals = zip(*(_dfedpgp.best(acc, s, "DFedPGP") for s in splits))
+    rank = {s: 1 + sorted(methods, key=lambda m, s=s: -acc[(m, s)].mean).index("DFedPGP")
             for s in splits}
-    wins = [s for s in splits if best[s] == "DFedPGP"]
-    holds = True if len(wins) == len(splits) else (False if not wins else None)
-    measured = (f"DFedPGP best in {len(wins)}/{len(splits)} columns; "
-                + "; ".join(f"{s}: DFedPGP {100 * acc[('DFedPGP', s)][0]:.1f} (rank {rank[s]} "
-                            f"of {len(methods)}), best {best[s]} {100 * acc[(best[s], s)][0]:.1f}"
-                            for s in splits))
-    cells = figures.grid(cfg)
-    notes = list(dict.fromkeys(n for cell in recs for n in cells[cell]["_notes"]))
-    if args.scale != "full":
-        notes.append(f"{cfg['rounds']} rounds instead of the paper's 500 and "
-                     f"{len(cfg['sweep']['seed'])} seed(s) instead of 3, and only the columns "
-                     f"{', '.join(splits)} (the CPU budget of the default scale; `--full` runs "
-                     "all eight). The server methods sample 10% of the clients per round, so "
-                     f"in {cfg['rounds']} rounds a client trains about "
-                     f"{cfg['rounds'] // 10} times: they are far from converged.")
-    easy = [s for s in splits if acc[("Local", s)][0] >= acc[("DFedPGP", s)][0]]
+    measured = "; ".join(f"{s}: DFedPGP {100 * acc[('DFedPGP', s)]:.1f} (rank {rank[s]} of "
+                         f"{len(methods)} by mean), best other {r} {100 * acc[(r, s)]:.1f}"
+                         for s, r in zip(splits, rivals))
+    notes = _dfedpgp.short_run_note(cfg, args.scale)
+    if args.scale != "full" and len(splits) < len(COLUMNS):
+        notes.append(f"Only the columns {', '.join(splits)} ran at this scale; `--full` runs "
+                     "all eight.")
+    easy = [s for s in splits if acc[("Local", s)].mean >= acc[("DFedPGP", s)].mean]
     if easy:
         notes.append("Local training alone (no communication) is at least as accurate as "
-                     "DFedPGP on " + ", ".join(f"{s} ({100 * acc[('Local', s)][0]:.1f})"
+                     "DFedPGP on " + ", ".join(f"{s} ({100 * acc[('Local', s)]:.1f})"
                                               for s in easy)
-                     + ": on the stand-in a client's few images of its few classes nearly "
-                     "suffice (on CIFAR-10 the paper's Local is 63.20 / 85.16), so there is "
-                     "little for collaboration to add and this ranking says little about the "
-                     "paper's.")
-    if wins != splits:
-        notes.append("Where DFedPGP is not the best here: " + "; ".join(
-            f"{s}: {best[s]} {100 * acc[(best[s], s)][0]:.1f} vs DFedPGP "
-            f"{100 * acc[('DFedPGP', s)][0]:.1f}" for s in splits if s not in wins)
-            + ". With one seed and a test split of ~3-4 images per client (355 test images "
-            "over 100 clients on the digits), a "
-            "point is within noise.")
-    notes.append("DFedAvgM-P is not a row of the paper's Table 1 (it is Table 4's partial-"
-                 "personalization cell); its paper column shows '-'.")
-    path = figures.write(
-        args, None, title="DFedPGP Table 1: personalized test accuracy, all methods",
-        setting=figures._setting_of([r.configs[r.runs[0]] for r in recs.values()]),
-        numbers={"measured (%, mean ± std over seeds)": measured_t, "paper (%)": paper_t},
-        claim=("DFedPGP has the best personalized accuracy in 7 of the 8 columns of Table 1 "
-               "and ties the 8th: CIFAR-10 Dir-0.3 85.61 (next FedRep 84.50), Pat-2 91.26 "
-               "(FedBABU 91.28), CIFAR-100 Dir-0.3 57.66 (OSGP 54.98), Pat-10 72.19 (OSGP "
-               "71.08)"),
-        measured=measured, holds=holds, notes=notes, dataset=str(cfg["data"]))
-    print(path)
-    return 0
+                     + ": a client's own data nearly suffices on this stand-in (on CIFAR-10 "
+                     "the paper's Local is 63.20 / 85.16), so there is little for "
+                     "collaboration to add and this ranking says little about the paper's.")
+    return figures.Result(None, measured, list(checks),
+                          {"measured (%, mean ± std over seeds)": measured_t,
+                           "paper (%)": paper_t}, panels=found, notes=notes,
+                          setting=figures.merged_setting(found))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

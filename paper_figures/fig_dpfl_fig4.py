@@ -8,17 +8,18 @@ only train locally and send their model to whoever asks (Fig. 4a, Appendix Fig. 
 
 Top row: for each case, the candidate graph Omega of the pre-processing step and the
 collaborators of the last round against it, as adjacency matrices (receiver rows, sender
-columns) with the benign clients first and the malicious ones after the red line. Bottom:
-Fig. 14 for both cases, the share of malicious clients among the collaborators benign clients
-pick, every round (``topofl.records.malicious_share``; the square at round -1 is Omega), beside
-the share a uniformly random choice would give.
+columns) with the benign clients first and the malicious ones after the red line (the first
+seed's). Bottom: Fig. 14 for both cases, the share of malicious clients among the collaborators
+benign clients pick, every round (``topofl.records.malicious_share``; mean over the seeds,
+shaded +- one std; the square at round -1 is Omega), beside the share a uniformly random choice
+would give.
 
-    python paper_figures/fig_dpfl_fig4.py [--quick | --full]
+    python paper_figures/fig_dpfl_fig4.py [--quick | --full] [--update-results]
 """
 
 from __future__ import annotations
 
-import sys
+from typing import Any
 
 from topofl import figures
 
@@ -28,63 +29,78 @@ SHORT = {"(a) malicious clients do not run GGC": "(a) no GGC",
          "(b) malicious clients run GGC": "(b) GGC"}
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = figures.parse_args(__doc__, "dpfl_fig4", argv)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
-    from matplotlib.patches import Patch
-
+def shares(rec: Any) -> dict[str, Any]:
+    """One run's malicious shares: Omega's, and per round (``topofl.records.malicious_share``)."""
     import topofl as tf
-    from topofl.plotting import MALICIOUS_COLOR, SELECTION_COLORS
 
-    runs, notes = {}, []
-    for title, name in PANELS.items():
-        cfg = figures.load_config(name, args.scale)
-        notes += [n for n in cfg["_notes"] if n not in notes]
-        rec = figures.sweep(cfg, args)
-        runs[title] = rec.for_run(rec.runs[0])
-
-    fig = plt.figure(figsize=(12, 7.6))
-    grid = fig.add_gridspec(2, 4, height_ratios=[1.2, 1.0])
-    per_round, summary = {}, []
-    share_ax = fig.add_subplot(grid[1, :])
-    random_share = None
-    for col, (title, rec) in enumerate(runs.items()):
-        last = int(rec.series("realized_density")[0][-1])
-        n = int(rec.config["n_clients"])
-        flipped = set(rec.engine["data"]["label_flip"]["clients"])
-        order = [k for k in range(n) if k not in flipped] + sorted(flipped)
-        axs = [fig.add_subplot(grid[0, 2 * col + k]) for k in range(2)]
-        tf.plotting.selection_heatmap(rec, [last], order=order, n=n, axes=axs, legend=False)
-        for ax in axs:
-            ax.set_title(f"{SHORT[title]}\n{ax.get_title()}", fontsize=9)
-            edge = n - len(flipped) - 0.5  # benign clients first, then the malicious ones
-            ax.axhline(edge, color=MALICIOUS_COLOR, lw=0.8)
-            ax.axvline(edge, color=MALICIOUS_COLOR, lw=0.8)
-            ax.set_xlabel("sender (benign | malicious)", fontsize=8)
-            ax.set_ylabel("receiver", fontsize=8)
-        omega = tf.records.malicious_share(rec, graph="omega")
-        df = tf.records.malicious_share(rec)
-        random_share = len(flipped) / (n - 1)
-        line, = share_ax.plot(df["round"], df["share"], marker=".", label=title)
-        share_ax.plot([-1], omega["share"], marker="s", color=line.get_color(), ls="none")
-        table = pd.concat([omega.assign(round="Omega"), df], ignore_index=True)
-        per_round[f"{title}: per round (Omega = the candidate graph)"] = table
-        zero = df.loc[df["from_malicious"] == 0, "round"]
-        summary.append({
-            "case": title,
-            "Omega share": float(omega["share"].iloc[0]),
+    omega = tf.records.malicious_share(rec, graph="omega")
+    df = tf.records.malicious_share(rec)
+    zero = df.loc[df["from_malicious"] == 0, "round"]
+    return {"omega": omega, "rounds": df, "Omega share": float(omega["share"].iloc[0]),
             "round 0 share": float(df["share"].iloc[0]),
             "last round share": float(df["share"].iloc[-1]),
             "mean share over rounds": float(df["share"].mean()),
             "benign picking a malicious one (last round)": float(df["picking"].iloc[-1]),
-            "first round with none": int(zero.iloc[0]) if len(zero) else "-",
-            "final test acc (mean)": rec.final("test_acc_mean"),
-        })
-    assert random_share is not None
+            "first round with none": float(zero.iloc[0]) if len(zero) else float("nan"),
+            "final test acc (mean)": rec.final("test_acc_mean")}
+
+
+def heatmaps(fig: Any, grid: Any, col: int, title: str, one: Any) -> None:
+    """The first seed's Omega and last-round collaborators of one case, benign clients first."""
+    import topofl as tf
+    from topofl.plotting import MALICIOUS_COLOR
+
+    last = int(one.series("realized_density")[0][-1])
+    n = int(one.config["n_clients"])
+    flipped = set(one.engine["data"]["label_flip"]["clients"])
+    order = [k for k in range(n) if k not in flipped] + sorted(flipped)
+    axs = [fig.add_subplot(grid[0, 2 * col + k]) for k in range(2)]
+    tf.plotting.selection_heatmap(one, [last], order=order, n=n, axes=axs, legend=False)
+    for ax in axs:
+        ax.set_title(f"{SHORT[title]}\n{ax.get_title()}", fontsize=9)
+        edge = n - len(flipped) - 0.5  # benign clients first, then the malicious ones
+        ax.axhline(edge, color=MALICIOUS_COLOR, lw=0.8)
+        ax.axvline(edge, color=MALICIOUS_COLOR, lw=0.8)
+        ax.set_xlabel("sender (benign | malicious)", fontsize=8)
+        ax.set_ylabel("receiver", fontsize=8)
+
+
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+    from matplotlib.patches import Patch
+
+    from topofl.plotting import SELECTION_COLORS
+
+    found = figures.panels(args, {"cases": {t: c for t, c in PANELS.items()}})
+    runs = found["cases"].runs
+    fig = plt.figure(figsize=(12, 7.6))
+    grid = fig.add_gridspec(2, 4, height_ratios=[1.2, 1.0])
+    share_ax = fig.add_subplot(grid[1, :])
+    per_round, stat = {}, {}
+    random_share = 0.0
+    for col, (title, rec) in enumerate(runs.items()):
+        one = rec.for_run(rec.runs[0])
+        heatmaps(fig, grid, col, title, one)
+        got = [shares(rec.for_run(r)) for r in rec.runs]
+        seeds = tuple(int(rec.configs[r]["seed"]) for r in rec.runs)
+        stat[title] = {k: figures.OverSeeds(tuple(g[k] for g in got), seeds)
+                       for k in got[0] if k not in ("omega", "rounds")}
+        n = int(one.config["n_clients"])
+        random_share = len(one.engine["data"]["label_flip"]["clients"]) / (n - 1)
+        curve = np.stack([g["rounds"]["share"].to_numpy() for g in got])
+        x = got[0]["rounds"]["round"].to_numpy()
+        line, = share_ax.plot(x, curve.mean(axis=0), marker=".", label=title)
+        if len(got) > 1:
+            sd = curve.std(axis=0, ddof=1)
+            share_ax.fill_between(x, curve.mean(axis=0) - sd, curve.mean(axis=0) + sd,
+                                  color=line.get_color(), alpha=0.2, lw=0)
+        share_ax.plot([-1], [stat[title]["Omega share"].mean], marker="s",
+                      color=line.get_color(), ls="none")
+        per_round[f"{title}: per round, first seed (Omega = the candidate graph)"] = pd.concat(
+            [got[0]["omega"].assign(round="Omega"), got[0]["rounds"]], ignore_index=True)
     share_ax.axhline(random_share, ls="--", color="0.5",
                      label=f"uniformly random choice ({random_share:.3f})")
     share_ax.axhline(0.10, ls=":", color="k", label="10% (the paper's bound, Fig. 14)")
@@ -98,52 +114,26 @@ def main(argv: list[str] | None = None) -> int:
                title="clients ordered benign first, malicious (flipped labels) after the red "
                      "line", title_fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
-
-    s = pd.DataFrame(summary).set_index("case")
-    a, b = list(PANELS)
-    a_falls = s.loc[a, "last round share"] < s.loc[a, "Omega share"]
-    a_none = s.loc[a, "last round share"] <= 0.02
-    b_low = s.loc[b, "mean share over rounds"] < 0.10
-    holds = True if (a_falls and a_none and b_low) else None if (a_falls or b_low) else False
+    a, b = (stat[t] for t in PANELS)
+    checks = [figures.below("(a) benign clients pick fewer malicious ones in the last round "
+                            "than in Omega", a["last round share"] - a["Omega share"]),
+              figures.within("(a) benign clients stop choosing malicious ones (last round "
+                             "share at most 0.02)", a["last round share"], 0.02),
+              figures.below("(b) less than 10% of the benign clients' collaborators are "
+                            "malicious (mean over the rounds)", b["mean share over rounds"],
+                            0.10)]
     measured = (f"malicious share of the benign clients' collaborators: (a) no GGC "
-                f"{s.loc[a, 'Omega share']:.3f} in Omega -> {s.loc[a, 'last round share']:.3f} "
-                f"in the last round; (b) GGC {s.loc[b, 'Omega share']:.3f} -> "
-                f"{s.loc[b, 'last round share']:.3f}, mean over rounds "
-                f"{s.loc[b, 'mean share over rounds']:.3f} (uniformly random: "
-                f"{random_share:.3f})")
-    rounds = int(next(iter(runs.values())).config["rounds"])
-    if args.scale != "full":
-        notes.append(f"{rounds} rounds instead of the paper's 98: the curves show the first "
-                     "rounds of the evolution the paper follows to round 98")
-    if not a_none:
-        notes.append("(a): benign clients still pick malicious ones in the last round run; the "
-                     "paper follows the graph for 98 rounds, so the shorter run is a likely "
-                     "reason (not measured)")
-    if not b_low:
-        notes.append("(b): the mean malicious share is above the paper's 10%")
-    notes.append("the benign clients' Omega is the same in both cases (same seeds: their "
-                 "pre-processing does not depend on what the malicious clients do), so the two "
-                 "squares at round -1 coincide")
-    notes.append("share = malicious collaborators / all collaborators of benign clients in "
-                 "that round (edges into benign clients); client_share = its mean over benign "
-                 "clients with collaborators; picking = fraction of benign clients with at least "
-                 "one malicious collaborator (topofl.records.malicious_share)")
-    png = figures.write(
-        args, fig, title="DPFL Fig. 4 and Figs. 12-14: collaboration under 40% label-flipping "
-                         "clients",
-        setting={t: figures.setting(r) for t, r in runs.items()},
-        numbers={"summary": s.reset_index(), **per_round},
-        claim=("with 40 of 100 clients flipping labels: (a) when they do not run GGC the initial "
-               "graph has numerous edges to them, but benign clients increasingly avoid them "
-               "until they stop choosing them altogether (Fig. 12); (b) when they run GGC the "
-               "clients become almost segregated into two groups and benign clients have on "
-               "average less than 10% connections with malicious ones (Figs. 13-14)"),
-        measured=measured, holds=holds, notes=notes,
-        dataset=str(next(iter(runs.values())).config["data"]),
-    )
-    print(png)
-    return 0
+                f"{a['Omega share']:.3f} in Omega -> {a['last round share']:.3f} in the last "
+                f"round; (b) GGC {b['Omega share']:.3f} -> {b['last round share']:.3f}, mean over "
+                f"rounds {b['mean share over rounds']:.3f} (uniformly random: {random_share:.3f})")
+    summary = pd.DataFrame([{"case": t, **s} for t, s in stat.items()])
+    rounds = int(next(iter(runs.values())).configs[next(iter(runs.values())).runs[0]]["rounds"])
+    notes = [] if args.scale == "full" else [
+        f"{rounds} rounds instead of the paper's 98: the curves show the first rounds of the "
+        "evolution the paper follows to round 98"]
+    return figures.Result(fig, measured, checks, {"summary": summary, **per_round},
+                          panels=found, notes=notes)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

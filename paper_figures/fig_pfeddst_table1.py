@@ -6,101 +6,71 @@ over clients of the personalized test accuracy reaches the paper's target
 (:meth:`topofl.records.Records.rounds_to`; "-" when it never does within the run), beside the
 paper's numbers.
 
-    python paper_figures/fig_pfeddst_table1.py [--quick | --full]
+    python paper_figures/fig_pfeddst_table1.py [--quick | --full] [--update-results]
 """
 
 from __future__ import annotations
 
-import dataclasses
-import sys
+import _pfeddst  # beside this script
 
 from topofl import figures
 
-NAMES = {"fedavg": "FedAvg", "fedper": "FedPer", "fedbabu": "FedBABU",
-         "dfedavgm": "DFedAvgM", "dis_pfl": "Dis-PFL", "dfedpgp": "DFedPGP",
-         "pfeddst": "PFedDST"}
-# column -> (figure whose runs it reads, config prefix, target accuracy, the paper's Table I)
+# column -> (target accuracy, the paper's Table I)
 COLUMNS = {
-    "CIFAR-10": ("pfeddst_fig3", "pfeddst_cifar10", 0.90,
-                 {"FedAvg": None, "FedPer": 350, "FedBABU": 321, "DFedAvgM": 462,
-                  "Dis-PFL": None, "DFedPGP": 238, "PFedDST": 184}),
-    "CIFAR-100": ("pfeddst_fig4", "pfeddst_cifar100", 0.75,
-                  {"FedAvg": None, "FedPer": 254, "FedBABU": 306, "DFedAvgM": 399,
-                   "Dis-PFL": None, "DFedPGP": 178, "PFedDST": 133}),
+    "CIFAR-10": (0.90, {"FedAvg": None, "FedPer": 350, "FedBABU": 321, "DFedAvgM": 462,
+                        "Dis-PFL": None, "DFedPGP": 238, "PFedDST": 184}),
+    "CIFAR-100": (0.75, {"FedAvg": None, "FedPer": 254, "FedBABU": 306, "DFedAvgM": 399,
+                         "Dis-PFL": None, "DFedPGP": 178, "PFedDST": 133}),
 }
 
 
-def label(config: dict) -> str:  # type: ignore[type-arg]
-    """The row of a run: its method's name as the paper writes it."""
-    return NAMES[str(config["algorithm"])]
+def cell(rec: figures.OverSeeds, last: int) -> str:
+    """Rounds to the target over the seeds ("-": no seed reached it within ``last`` rounds)."""
+    got = [v for v in rec.values if v <= last]
+    if not got:
+        return "-"
+    text = f"{sum(got) / len(got):.0f}"
+    return text if len(got) == rec.n else f"{text} ({len(got)}/{rec.n} seeds)"
 
 
-def cell(rounds: int | None) -> str:
-    return "-" if rounds is None else str(rounds)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = figures.parse_args(__doc__, "pfeddst_table1", argv)
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
     import pandas as pd
 
-    table = pd.DataFrame({"method": list(NAMES.values())})
-    setting, notes, verdicts, parts, datasets = {}, [], {}, [], []
-    for column, (fig, prefix, target, paper) in COLUMNS.items():
-        src = dataclasses.replace(args, runs=args.runs.parent / fig, sweep_seconds=0.0,
-                                  run_seconds=0.0)
-        panel = figures.panels(src, {column: [f"{prefix}_{m}" for m in NAMES]}, label)[column]
-        args.sweep_seconds += src.sweep_seconds
-        args.run_seconds += src.run_seconds
-        reach = {k: panel.runs[k].rounds_to(target, "test_acc_mean") for k in NAMES.values()}
-        last = {k: int(panel.runs[k].series("test_acc_mean")[0][-1]) + 1 for k in NAMES.values()}
+    names = list(_pfeddst.NAMES.values())
+    table = pd.DataFrame({"method": names})
+    found, checks, parts = {}, [], []
+    for column, (target, paper) in COLUMNS.items():
+        panel = _pfeddst.method_panels(args, column)[column]
+        found[column] = panel
+        reach = {k: figures.reach(panel.runs[k], target) for k in names}
+        last = max(int(r.series("test_acc_mean", run=run)[0][-1]) + 1
+                   for r in panel.runs.values() for run in r.runs)
         head = f"{column} (target {target:.0%})"
-        table[f"{head}: measured"] = [cell(reach[k]) for k in NAMES.values()]
-        table[f"{head}: paper"] = [cell(paper[k]) for k in NAMES.values()]
-        table[f"{column}: best accuracy"] = [panel.runs[k].best("test_acc_mean")
-                                             for k in NAMES.values()]
-        setting[column] = panel.setting
-        datasets.append(str(panel.configs["PFedDST"]["data"]))
-        notes += [n for n in panel.notes if n not in notes]
-        reached = {k: v for k, v in reach.items() if v is not None}
-        ours = reach["PFedDST"]
-        first = min(reached.values()) if reached else None
-        fastest = [k for k, v in reached.items() if v == first]
-        # strictly fewest: holds; tied for fewest, or no method reaches the target: partly
-        verdicts[column] = (None if not reached or (ours == first and len(fastest) > 1)
-                            else ours == first)
-        runs = max(last.values())
-        if ours is None:
-            parts.append(f"{column}: PFedDST does not reach {target:.0%} in {runs} rounds"
-                         + (f" ({', '.join(f'{k} {v}' for k, v in reached.items())} do)"
-                            if reached else " (no method does)"))
+        table[f"{head}: measured"] = [cell(reach[k], last) for k in names]
+        table[f"{head}: paper"] = [str(paper[k] or "-") for k in names]
+        table[f"{column}: best accuracy"] = [
+            figures.per_seed(panel.runs[k], lambda one: one.best("test_acc_mean"))
+            for k in names]
+        rival = min((k for k in names if k != "PFedDST"), key=lambda k: reach[k].mean)
+        anyone = any(v <= last for r in reach.values() for v in r.values)
+        if anyone:
+            checks.append(figures.above(f"{column}: PFedDST in fewer rounds than the fastest "
+                                        f"other method ({rival})",
+                                        reach[rival] - reach["PFedDST"], fmt=".1f"))
         else:
-            parts.append(f"{column}: PFedDST reaches {target:.0%} after {ours} rounds, "
-                         f"fastest {' and '.join(fastest)} ({first}); "
-                         + ", ".join(f"{k} {cell(reach[k])}" for k in NAMES.values()
-                                     if k != "PFedDST"))
-        if not reached:
-            notes.append(f"{column}: no method reaches the paper's {target:.0%} within the "
-                         f"{runs} rounds run here (best mean accuracy "
-                         f"{max(panel.runs[k].best('test_acc_mean') for k in NAMES.values()):.3f})"
-                         ", so this column cannot rank the methods.")
-    v = list(verdicts.values())
-    holds = True if all(x is True for x in v) else False if all(x is False for x in v) else None
-    notes.append("The paper's runs last 500 rounds of ResNet-18; the runs here are those of "
-                 "Figs. 3 and 4 at this scale (fewer rounds, an MLP on the offline stand-ins), "
-                 "so the measured round counts compare the methods with each other, not with "
-                 "the paper's counts.")
-    out = figures.write(
-        args, None, title="PFedDST Table I: rounds to the target accuracy",
-        setting=setting, numbers=table,
-        claim=("PFedDST needs the fewest communication rounds to the target accuracy: 184 on "
-               "CIFAR-10 (90%) and 133 on CIFAR-100 (75%), then DFedPGP (238, 178); FedAvg "
-               "and Dis-PFL never reach the targets"),
-        measured="; ".join(parts), holds=holds, notes=notes,
-        dataset=" / ".join(datasets),
-    )
-    print(out)
-    return 0
+            checks.append(figures.Check(f"{column}: PFedDST in the fewest rounds",
+                                        "inconclusive", "no method reaches the target",
+                                        "reached"))
+        if not anyone:
+            parts.append(f"{column}: no method reaches {target:.0%} in {last} rounds")
+            continue
+        parts.append(f"{column}: PFedDST {cell(reach['PFedDST'], last)}, fastest other "
+                     f"{rival} {cell(reach[rival], last)} (rounds to {target:.0%}, of {last}); "
+                     + ", ".join(f"{k} {cell(reach[k], last)}" for k in names
+                                 if k not in ("PFedDST", rival)))
+    return figures.Result(None, "; ".join(parts), checks, table, panels=found)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

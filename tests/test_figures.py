@@ -3,12 +3,12 @@ the Markdown/JSON verdict and the index."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 import topofl as tf
+from tests import _figures
 from topofl import figures
 
 BASE = {"algorithm": "dsgd", "data": "digits", "n_clients": 6,
@@ -135,28 +135,40 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     runs = {r: rec.for_run(r) for r in rec.runs}
     table = figures.curve_table(runs, "global_acc")
     final = rec.series("global_acc_mean", run="topology=complete")[1][-1]
-    assert table.set_index("curve").loc["topology=complete", "final global_acc"] == final
+    assert table.set_index("curve").loc["topology=complete", "final global_acc"].mean == final
     assert table["rounds"].tolist() == [3, 3]
     setting = dict(figures.setting(rec))
     assert setting["topology"] == "ring / complete" and setting["n_clients"] == "6"
     fig = tf.plotting.convergence(runs, "global_acc", band="lines")
+    checks = [figures.fact("a fact", True), figures.above("a gap", -0.5)]
     png = figures.write(args, fig, title="Toy", setting=figures.setting(rec), numbers=table,
-                        claim="complete beats ring", measured="see table", holds=None,
-                        notes=["a note"], dataset="digits")
+                        claim="complete beats ring", measured="see table", checks=checks,
+                        notes=["a note"], dataset="digits", seeds=[0],
+                        stand_in={"mnist": "digits"}, optimizer_state=["keep"])
     plt.close(fig)
     assert png == tmp_path / "out" / "toy.png" and png.stat().st_size > 5000
-    md = (tmp_path / "out" / "toy.md").read_text(encoding="utf-8")
-    assert "**Holds:** partly" in md and "- a note" in md and f"{final:.4f}" in md
-    verdict = json.loads((tmp_path / "out" / "toy.json").read_text(encoding="utf-8"))
-    assert verdict["holds"] is None and verdict["scale"] == "quick"
+    md, verdict = _figures.verdict("toy", tmp_path / "out")
+    assert "**Verdict:** partly" in md and "- a note" in md and f"{final:.4f}" in md
+    assert "| a gap | -0.500 | > 0.000 | fail |" in md
+    assert "digits (offline stand-in for mnist)" in md
+    assert verdict["verdict"] == "partly" and verdict["seeds"] == [0]
+    assert verdict["stand_in"] == {"mnist": "digits"} and verdict["optimizer_state"] == ["keep"]
+    assert "| optimizer state (momentum_state) | keep |" in md
     idx = figures.index(tmp_path / "out")
     assert "[toy](results/toy.md)" in idx and "complete beats ring" in idx
+    assert idx.startswith("1 result: 0 holds, 1 partly, 0 does not hold, 0 inconclusive")
+    assert "| partly | 1 | digits |" in idx and "| current |" in idx
     # a table result: no picture (the stale one is removed), the Markdown path is returned
     md_path = figures.write(args, None, title="Toy table", setting=figures.setting(rec),
-                            numbers=table, claim="c", measured="m", holds=True)
+                            numbers=table, claim="c", measured="m",
+                            checks=[figures.fact("f", True)])
     assert md_path == tmp_path / "out" / "toy.md" and not png.exists()
     text = md_path.read_text(encoding="utf-8")
-    assert "![toy]" not in text and "**Holds:** yes" in text and f"{final:.4f}" in text
+    assert "![toy]" not in text and "**Verdict:** holds" in text and f"{final:.4f}" in text
+    assert "no training" in text  # no seeds given
+    with pytest.raises(ValueError, match="at least one check"):
+        figures.write(args, None, title="t", setting=[], numbers={}, claim="c", measured="m",
+                      checks=[])
 
 
 def test_epoch_axis_scales_the_rounds() -> None:
@@ -214,3 +226,319 @@ def test_a_failed_run_stops_the_figure_with_its_message(tmp_path: Path,
     cfg = {**BASE, "sweep": {"topology": ["ring"]}, "_name": "toy"}
     with pytest.raises(figures.FigureError, match="topology=ring: CheckpointError: bad file"):
         figures.sweep(cfg, _args(tmp_path))
+
+
+# ------------------------------------------------------------------------------ seeds
+
+
+def test_seeds_default_count_list_and_quick(tmp_path: Path) -> None:
+    p = tmp_path / "c.toml"
+    p.write_text('data = "digits"\nseed = 5\n[sweep]\nlr = [0.1, 0.2]\n', encoding="utf-8")
+    d = figures.load_config(p, "default")
+    assert d["_seeds"] == [5, 6, 7] and d["sweep"] == {"lr": [0.1, 0.2], "seed": [5, 6, 7]}
+    assert "seed" not in d  # the seeds are the last (fastest) key of the sweep
+    q = figures.load_config(p, "quick")
+    assert q["_seeds"] == [5] and q["seed"] == 5 and "seed" not in q["sweep"]
+    p.write_text('data = "digits"\nseeds = [3, 1]\n[scale.full]\nseeds = 2\n',
+                 encoding="utf-8")
+    assert figures.load_config(p)["sweep"]["seed"] == [3, 1]
+    assert figures.load_config(p, "full")["_seeds"] == [0, 1]
+    assert figures.load_config(p, "quick")["_seeds"] == [0]  # --quick: its own table only
+    p.write_text('data = "digits"\ntopology = "ring"\n[scale.quick]\nseeds = 2\n',
+                 encoding="utf-8")
+    assert figures.load_config(p, "quick")["_seeds"] == [0, 1]
+    plans = tf.sweep.plan(figures._clean(figures.load_config(p, "default")))
+    assert [r.name for r in plans] == ["seed=0", "seed=1", "seed=2"]
+
+
+@pytest.mark.parametrize("bad", ["seeds = 0", "seeds = [1, 1]", "seeds = []", "seeds = 1.5",
+                                 'seeds = "3"', "[sweep]\nseed = [0, 1]"])
+def test_seeds_refuse_bad_settings(tmp_path: Path, bad: str) -> None:
+    p = tmp_path / "c.toml"
+    p.write_text(f'data = "digits"\n{bad}\n', encoding="utf-8")
+    with pytest.raises(figures.FigureError, match="seed"):
+        figures.load_config(p)
+
+
+def test_panels_group_the_seeds_of_a_curve(tmp_path: Path) -> None:
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "a.toml").write_text(
+        'algorithm = "dsgd"\ndata = "digits"\nn_clients = 6\nrounds = 2\nbatch_size = 8\n'
+        'record_clients = false\nspectral = false\n[sweep]\ntopology = ["ring", "complete"]\n'
+        '[scale.quick]\nseeds = 2\n', encoding="utf-8")
+    got = figures.panels(_args(tmp_path), {"p": str(folder / "a.toml")}, lambda c: c["topology"])
+    p = got["p"]
+    assert list(p.runs) == ["ring", "complete"] and p.seeds == [0, 1]
+    ring = p.runs["ring"]
+    assert [ring.configs[r]["seed"] for r in ring.runs] == [0, 1]
+    direct = [tf.run(**{**BASE, "rounds": 2, "topology": "ring", "seed": s}).records
+              for s in (0, 1)]
+    final = figures.final(ring, "global_acc")
+    assert final.seeds == (0, 1)
+    assert final.values == pytest.approx([d.final("global_acc_mean") for d in direct])
+    assert dict(p.setting)["seeds"] == "0, 1"
+    table = figures.curve_table(p.runs, "global_acc")
+    cell = table.set_index("curve").loc["ring", "final global_acc"]
+    assert cell == final and f"{cell:.4f}" in figures._df_markdown(table)
+    # a label function that merges runs differing in more than the seed is refused
+    with pytest.raises(figures.FigureError, match="more than their seed"):
+        figures.panels(_args(tmp_path), {"p": str(folder / "a.toml")}, lambda c: "same")
+
+
+# ------------------------------------------------------------------------------ verdicts
+
+
+def _s(*values: float) -> figures.OverSeeds:
+    return figures.OverSeeds(values, tuple(range(len(values))))
+
+
+def test_over_seeds_statistics_and_pairing() -> None:
+    import numpy as np
+
+    a, b = _s(0.2, 0.5, 0.9), _s(0.1, 0.1, 0.4)
+    assert a.mean == pytest.approx(np.mean(a.values))
+    assert a.std == pytest.approx(np.std(a.values, ddof=1))
+    d = a - b
+    assert d.values == pytest.approx((0.1, 0.4, 0.5)) and d.seeds == (0, 1, 2)
+    assert (2 * a).values == pytest.approx((0.4, 1.0, 1.8)) and (1 - a).values[0] == 0.8
+    assert _s(0.5).std == 0.0 and f"{_s(0.5):.2f}" == "0.50"
+    assert f"{a:.2f}" == f"{a.mean:.2f} ± {a.std:.2f}"
+    with pytest.raises(ValueError, match="seeds"):
+        a - figures.OverSeeds((1.0, 2.0, 3.0), (0, 1, 5))
+    with pytest.raises(ValueError, match="one value per seed"):
+        figures.OverSeeds((), ())
+    assert figures.seedwise(max, a, b).values == a.values
+
+
+@pytest.mark.parametrize("values, outcome", [
+    ((0.03, 0.04, 0.05), "pass"),        # mean 0.04, std 0.01: the band above 0
+    ((-0.05, -0.04, -0.03), "fail"),     # the band below 0
+    ((0.05, -0.03, 0.01), "inconclusive"),  # mean 0.01 < std 0.04: the spread covers it
+    ((0.0, 0.0, 0.0), "fail"),           # x = t exactly is not x > t
+    ((0.04,), "inconclusive"),           # one seed: no spread measured
+])
+def test_above_by_hand(values: tuple[float, ...], outcome: str) -> None:
+    assert figures.above("x", _s(*values)).outcome == outcome
+    flipped = {"pass": "fail", "fail": "pass"}.get(outcome, outcome)
+    if values != (0.0, 0.0, 0.0):  # below is the mirror image
+        assert figures.below("x", -_s(*values)).outcome == outcome
+        assert figures.below("x", _s(*values)).outcome == flipped
+
+
+def test_thresholds_and_exact_numbers() -> None:
+    assert figures.above("x", _s(0.02, 0.03, 0.04), 0.01).outcome == "pass"
+    assert figures.above("x", _s(0.02, 0.03, 0.04), 0.025).outcome == "inconclusive"
+    assert figures.above("x", 0.3, 0.2).outcome == "pass"   # exact: no spread
+    assert figures.below("x", 0.3, 0.2).outcome == "fail"
+    assert figures.above("x", float("nan")).outcome == "inconclusive"
+    with pytest.raises(TypeError, match="OverSeeds or a number"):
+        figures.above("x", "0.3")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("values, outcome", [
+    ((0.01, 0.0, -0.01), "pass"),    # |m| + s = 0.01 <= 0.02
+    ((0.05, 0.06, 0.04), "fail"),    # |m| - s = 0.04 > 0.02
+    ((0.0, 0.04, 0.02), "inconclusive"),  # m = 0.02, s = 0.02
+    ((0.01,), "inconclusive"),
+])
+def test_within_by_hand(values: tuple[float, ...], outcome: str) -> None:
+    assert figures.within("x", _s(*values), 0.02).outcome == outcome
+    assert figures.within("x", -_s(*values), 0.02).outcome == outcome
+    with pytest.raises(ValueError, match="tolerance"):
+        figures.within("x", 0.1, -1.0)
+
+
+def test_verdict_categories() -> None:
+    p, f = figures.fact("p", True), figures.fact("f", False)
+    i = figures.above("i", _s(0.1))
+    assert figures.verdict([p, p]) == "holds"
+    assert figures.verdict([f, f]) == "does not hold"
+    assert figures.verdict([f, i]) == "does not hold"
+    assert figures.verdict([p, f]) == "partly"
+    assert figures.verdict([p, i]) == "partly"
+    assert figures.verdict([i, i]) == "inconclusive at this scale"
+    assert figures.VERDICTS == ("holds", "partly", "does not hold",
+                                "inconclusive at this scale")
+    with pytest.raises(ValueError, match="at least one check"):
+        figures.verdict([])
+    with pytest.raises(ValueError, match="unknown check outcome"):
+        figures.verdict([figures.Check("x", "maybe", "", "")])
+
+
+# ------------------------------------------------------------------------------ provenance
+
+
+def test_code_text_ignores_documentation_not_code(tmp_path: Path) -> None:
+    """Docstrings, comments and blank lines do not change the fingerprinted code; code does."""
+    base = ('"""Module doc."""\nimport math\n\n\ndef f(x):\n    """Doc\n    on lines."""\n'
+            '    return math.sqrt(x)  # a comment\n\n\nclass C:\n    "doc"\n'
+            '    y = "# not a comment"\n'
+            "def g(): \"one-line doc\"\n")
+    edited = ('"""Another module doc,\nlonger."""\nimport math\n# new comment\n\ndef f(x):\n'
+              '    """Other doc."""\n    return math.sqrt(x)\n\nclass C:\n    "doc 2"\n'
+              '    y = "# not a comment"   \n' "def g(): \"one-line doc\"\n")
+    changed = base.replace("math.sqrt(x)", "math.sqrt(x) + 0")
+    string = base.replace('"# not a comment"', '"# other"')
+    texts = []
+    for i, src in enumerate((base, edited, changed, string)):
+        p = tmp_path / f"m{i}.py"
+        p.write_text(src, encoding="utf-8")
+        texts.append(figures._code_text(p))
+    assert texts[0] == texts[1]
+    assert texts[0] == ("import math\ndef f(x):\n    return math.sqrt(x)\nclass C:\n"
+                        '    y = "# not a comment"\ndef g(): "one-line doc"')
+    assert texts[2] != texts[0] and texts[3] != texts[0]
+    bad = tmp_path / "bad.py"
+    bad.write_text("def (:\n", encoding="utf-8")
+    assert figures._code_text(bad) == "def (:\n"
+
+
+def test_code_fingerprint_covers_the_result_code_only() -> None:
+    files = {p.relative_to(Path(figures.__file__).parent).as_posix()
+             for p in figures._result_code_files()}
+    assert {"engine/loop.py", "algorithms/dsgd.py", "config.py", "records.py"} <= files
+    assert not files & {"figures.py", "plotting.py", "cli.py", "sweep.py", "report.py"}
+    assert not any(f.startswith("distributed/") for f in files)
+    fp = figures.code_fingerprint()
+    assert fp == figures.code_fingerprint() and fp.startswith(tf.__version__ + "+")
+
+
+def test_a_run_of_other_code_is_run_again(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    args = _args(tmp_path)
+    cfg = {**BASE, "topology": "ring", "_name": "toy"}
+    figures.sweep(cfg, args)
+    folder = tmp_path / "runs" / "toy"
+    records, stamp = folder / "run.jsonl", folder / "run.code"
+    assert stamp.read_text().strip() == figures.code_fingerprint()
+    before = records.stat().st_mtime_ns
+    figures.sweep(cfg, args)
+    assert records.stat().st_mtime_ns == before  # same config, same code: reused
+    monkeypatch.setattr(figures, "code_fingerprint", lambda: "9.9.9+000000000000")
+    figures.sweep(cfg, args)
+    assert records.stat().st_mtime_ns != before  # other code: run again
+    assert stamp.read_text().strip() == "9.9.9+000000000000"
+    after = records.stat().st_mtime_ns
+    stamp.unlink()  # a run without a stamp (computed before stamps): run again
+    figures.sweep(cfg, args)
+    assert records.stat().st_mtime_ns != after
+
+
+def test_stale_results_are_listed_by_index_check(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    code = figures.code_fingerprint()
+    for name, v in (("new", {"verdict": "holds", "code": code}),
+                    ("other", {"verdict": "does not hold", "code": "0.0.1+abc"}),
+                    ("old", {"holds": None})):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"name": name, **v}))
+    stale = figures.stale(tmp_path)
+    assert set(stale) == {"other", "old"} and "0.0.1+abc" in stale["other"]
+    idx = figures.index(tmp_path)
+    assert idx.startswith("3 results: 1 holds, 1 partly, 1 does not hold, 0 inconclusive at "
+                          "this scale; 2 computed by other code")
+    root = tmp_path / "root"
+    (root / "results").mkdir(parents=True)
+    monkeypatch.setattr(figures, "_root", lambda: root)
+    assert figures.main(["index", "--check"]) == 0  # nothing committed: nothing stale
+    (root / "results" / "old.json").write_text(json.dumps({"name": "old", "holds": True}))
+    assert figures.main(["index", "--check"]) == 1
+    out = capsys.readouterr()
+    assert out.out.startswith("old: no code fingerprint") and "1 of 1" in out.err
+    assert figures.main(["index", "--bogus"]) == 2
+
+
+def test_index_rewrites_only_its_block_of_the_readme(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "x.json").write_text(json.dumps(
+        {"name": "x", "verdict": "holds", "code": figures.code_fingerprint(), "seeds": [0, 1]}))
+    readme = tmp_path / "README.md"
+    readme.write_text("# Head\n\nprose kept\n\n" + figures._INDEX_START + "\nstale text\n"
+                      + figures._INDEX_END + "\n\n## After\ntail kept\n")
+    monkeypatch.setattr(figures, "_root", lambda: tmp_path)
+    monkeypatch.setattr(figures, "available", lambda: {"x": "X", "y": "Y"})
+    assert figures.main(["index"]) == 0
+    text = readme.read_text()
+    assert text.startswith("# Head\n\nprose kept\n\n") and text.endswith("## After\ntail kept\n")
+    assert "stale text" not in text and "[x](results/x.md)" in text and "fig_y.py" in text
+    assert "1 result: 1 holds" in text
+
+
+# ------------------------------------------------------------------------------ outputs
+
+
+def test_outputs_go_to_the_out_folder_unless_asked(tmp_path: Path) -> None:
+    root = Path(figures.__file__).resolve().parents[1] / "paper_figures"
+    a = figures.parse_args("T", "toy", [])
+    assert a.out == root / "out" / "default" and not a.update_results
+    assert figures.parse_args("T", "toy", ["--full"]).out == root / "out" / "full"
+    a = figures.parse_args("T", "toy", ["--update-results"])
+    assert a.out == root / "results" and a.update_results
+    assert figures.parse_args("T", "toy", ["--full", "--update-results"]).out == \
+        root / "results" / "full"
+    assert figures.parse_args("T", "toy", ["--out", str(tmp_path)]).out == tmp_path
+    for bad in (["--quick", "--update-results"], ["--out", "x", "--update-results"],
+                ["--jobs", "0"]):
+        with pytest.raises(SystemExit):
+            figures.parse_args("T", "toy", bad)
+
+
+def test_script_writes_its_result_with_the_claim(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "claims.toml").write_text('[toy]\ntitle = "Toy"\nclaim = "A beats B"\n'
+                                      'notes = ["a standing note"]\n')
+    monkeypatch.setattr(figures, "_root", lambda: root)
+    ns: dict[str, object] = {"__file__": str(root / "fig_toy.py"), "__doc__": "Toy figure."}
+    exec("def build(args):\n    return figures.Result(None, 'measured', "
+         "[figures.above('gap', figures.OverSeeds((0.1, 0.2), (0, 1)))], {}, seeds=[0, 1])",
+         {"figures": figures, **ns}, ns)
+    main = figures.script(ns["build"])  # type: ignore[arg-type]
+    assert main(["--quick", "--out", str(tmp_path / "o")]) == 0
+    md = (tmp_path / "o" / "toy.md").read_text()
+    assert capsys.readouterr().out.strip() == str(tmp_path / "o" / "toy.md")
+    assert "**Paper:** A beats B" in md and "- a standing note" in md
+    assert "**Verdict:** holds" in md and "2 seeds (0, 1)" in md
+
+    def broken(args: figures.FigureArgs) -> figures.Result:
+        raise figures.FigureError("no runs")
+
+    assert figures.script(broken)(["--quick", "--out", str(tmp_path / "o")]) == 1
+    assert "error: no runs" in capsys.readouterr().err
+    with pytest.raises(figures.FigureError, match="no table"):
+        figures.claim_of("missing")
+
+
+def test_sweep_public_api_for_cached_files(tmp_path: Path) -> None:
+    cfg = {**BASE, "sweep": {"topology": ["ring"]}}
+    tf.sweep.run_sweep(cfg, tmp_path, progress=False, echo=lambda line: None)
+    run = tf.sweep.plan(cfg)[0]
+    files = tf.sweep.run_files(tmp_path, run.name)
+    assert all(p.exists() for p in files) and files.records.suffix == ".jsonl"
+    assert tf.sweep.conflict(run, tmp_path) is None  # the same config: reusable
+    other = tf.sweep.plan({**cfg, "lr": 0.3})[0]
+    assert "lr: 0.1 there, 0.3 now" in str(tf.sweep.conflict(other, tmp_path))
+    tf.sweep.discard(tmp_path, run.name)
+    assert not any(p.exists() for p in files)
+    assert tf.sweep.conflict(other, tmp_path) is None  # nothing left to conflict with
+
+
+def test_the_optimizer_state_policy_is_stated_and_mixed_policies_noted() -> None:
+    sgd = {"algorithm": "dsgd", "momentum": 0.9, "momentum_state": "algorithm"}
+    avgm = {"algorithm": "dfedavgm", "momentum": 0.9, "momentum_state": "algorithm"}
+    note, = figures._policy_notes([sgd, avgm], ["algorithm"])
+    assert "each method keeps or restarts its momentum" in note
+    assert figures._policy_notes([{**sgd, "momentum_state": "keep"},
+                                  {**avgm, "momentum_state": "keep"}], ["keep"]) == []
+    assert figures._policy_notes([sgd, {**sgd, "momentum": 0.0}], ["algorithm"]) == []
+    mixed, = figures._policy_notes([sgd, {**avgm, "momentum_state": "restart"}],
+                                   ["algorithm", "restart"])
+    assert "different optimizer-state policies" in mixed

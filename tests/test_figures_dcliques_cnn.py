@@ -5,14 +5,18 @@ curves and numbers of a ``--quick`` run against its records."""
 from __future__ import annotations
 
 import json
-import re
-import runpy
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import topofl as tf
+from tests._figures import (
+    quick_out_fixture,  # noqa: F401  (the quick_out fixture)
+    run_quick,
+    verdict,
+)
+from tests._figures import script as _script
 from topofl import figures
 from topofl._spec import parse_spec
 from topofl.config import read_config
@@ -22,8 +26,6 @@ RESULTS = FIGS / "results"
 INTERS = ("ring", "fractal", "small_world", "fully_connected")
 
 
-def _script(name: str) -> dict[str, Any]:
-    return runpy.run_path(str(FIGS / f"fig_{name}.py"), run_name="topofl_figure_test")
 
 
 # ------------------------------------------------------------------- the paper's setting
@@ -100,38 +102,50 @@ def test_default_scale_swaps_in_the_stand_ins_and_shrinks_only_rounds() -> None:
 # --------------------------------------------------------------------- Fig. 16 verdict
 
 
-def _finals(ca: tuple[float, float, float], no: tuple[float, float, float]) -> dict:  # type: ignore[type-arg]
-    mod = _script("dcliques_16")
-    keys = (mod["FULL"], mod["ONE"], mod["FIVE"])
-    return {"with Clique Averaging": dict(zip(keys, ca)),
-            "without Clique Averaging": dict(zip(keys, no))}
+def _stats(ca: list[tuple[float, float]], no: list[tuple[float, float]], spread_ca: list[float]
+           ) -> dict:  # type: ignore[type-arg]
+    """Fig. 16's statistics by hand: per curve (full, 1, 5 edges removed) the final accuracy
+    of each of two seeds; the spread between nodes with Clique Averaging."""
+    rm = _script("dcliques_16")["rm"]
+    seeds = (0, 1)
+    keys = (rm.FULL, rm.ONE, rm.FIVE)
+
+    def panel(finals: list[tuple[float, float]], spreads: list[float]) -> dict:  # type: ignore[type-arg]
+        return {k: {"final": figures.OverSeeds(f, seeds),
+                    "spread": figures.OverSeeds((sp, sp + 0.001), seeds)}
+                for k, f, sp in zip(keys, finals, spreads)}
+
+    return {"without Clique Averaging": panel(no, [0.2, 0.2, 0.2]),
+            "with Clique Averaging": panel(ca, spread_ca)}
 
 
 def test_fig16_verdict_rule_on_hand_made_numbers() -> None:
     verdict = _script("dcliques_16")["verdict"]
     # the paper's picture: 5 edges cost 4 points and double the spread; no-CA much slower
-    holds, measured, notes = verdict(_finals((0.60, 0.59, 0.56), (0.40, 0.40, 0.39)),
-                                     _finals((0.10, 0.11, 0.20), (0.2, 0.2, 0.2)))
-    assert holds is True and notes == []
-    assert "1.0 / 4.0 points" in measured and "10.0 -> 20.0" in measured
-    assert "40.0% against 60.0%" in measured
+    checks, measured = verdict(_stats([(0.60, 0.61), (0.59, 0.60), (0.56, 0.57)],
+                                      [(0.40, 0.41), (0.40, 0.41), (0.39, 0.40)],
+                                      [0.10, 0.11, 0.20]))
+    assert [c.outcome for c in checks] == ["pass"] * 3
+    assert figures.verdict(checks) == "holds"
+    assert "1.0 ± 0.0 / 4.0 ± 0.0 points" in measured and "40.5 ± 0.7% against" in measured
     # nothing of it: removal helps, spread shrinks, no-CA faster
-    holds, _, notes = verdict(_finals((0.50, 0.51, 0.52), (0.60, 0.6, 0.6)),
-                              _finals((0.20, 0.15, 0.10), (0.2, 0.2, 0.2)))
-    assert holds is False and len(notes) == 3
-    # one of three: partly
-    holds, _, notes = verdict(_finals((0.50, 0.50, 0.45), (0.60, 0.6, 0.6)),
-                              _finals((0.20, 0.15, 0.10), (0.2, 0.2, 0.2)))
-    assert holds is None and len(notes) == 2
+    checks, _ = verdict(_stats([(0.50, 0.51), (0.51, 0.52), (0.52, 0.53)],
+                               [(0.60, 0.61), (0.6, 0.6), (0.6, 0.6)], [0.20, 0.15, 0.10]))
+    assert figures.verdict(checks) == "does not hold"
+    # 5 edges cost 5 +- 5 points: the seeds' spread covers the claimed 1 point
+    checks, _ = verdict(_stats([(0.60, 0.60), (0.60, 0.60), (0.50, 0.60)],
+                               [(0.40, 0.41), (0.4, 0.4), (0.4, 0.4)], [0.10, 0.11, 0.20]))
+    assert [c.outcome for c in checks] == ["inconclusive", "pass", "pass"]
+    assert figures.verdict(checks) == "partly"
 
 
 def test_labels_of_the_runs() -> None:
-    l16 = _script("dcliques_16")["label"]
+    l16 = _script("dcliques_16")["rm"].label
     base = "dcliques:clique_size=10,inter=fully_connected"
     assert [l16({"topology": base + s}) for s in ("", ",remove_intra_edges=1",
                                                   ",remove_intra_edges=5")] == [
         "full cliques", "1 edge removed per clique", "5 edges removed per clique"]
-    l14 = _script("dcliques_14")["label"]
+    l14 = _script("dcliques_14")["_dcliques_inter"].label
     assert l14({"topology": "complete"}) == "fully-connected network"
     assert l14({"topology": "dcliques:clique_size=10,inter=small_world"}) == \
         "D-Cliques, small-world inter-clique"
@@ -147,11 +161,14 @@ def test_committed_results_are_complete(name: str) -> None:
                     f"(python paper_figures/fig_{name}.py writes them)")
     png, md, js = (RESULTS / f"{name}{ext}" for ext in (".png", ".md", ".json"))
     assert 5_000 < png.stat().st_size < 150_000
-    verdict = json.loads(js.read_text(encoding="utf-8"))
+    got = json.loads(js.read_text(encoding="utf-8"))
     text = md.read_text(encoding="utf-8")
-    assert verdict["scale"] == "default" and verdict["measured"] in text
-    holds = {True: "yes", False: "no", None: "partly"}[verdict["holds"]]
-    assert f"**Holds:** {holds}" in text
+    assert got["scale"] == "default" and got["measured"] in text
+    if "verdict" in got:
+        verdict(name, RESULTS, "default")
+    else:  # a result written before the four verdicts (until it is rerun)
+        holds = {True: "yes", False: "no", None: "partly"}[got["holds"]]
+        assert f"**Holds:** {holds}" in text
     for curve in ("full cliques", "1 edge removed per clique", "5 edges removed per clique"):
         assert text.count(f"| {curve} |") == 2  # one row per panel
 
@@ -160,14 +177,7 @@ def test_committed_results_are_complete(name: str) -> None:
 
 
 def _quick(name: str, out: Path) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    assert _script(name)["main"](["--quick", "--out", str(out)]) == 0
-    return plt.gcf()
+    return run_quick(name, out)
 
 
 def _final_in_markdown(md: str, rec: Any, run: str) -> float:
@@ -177,9 +187,9 @@ def _final_in_markdown(md: str, rec: Any, run: str) -> float:
 
 
 @pytest.mark.figures
-def test_fig16_quick_curves_and_numbers(tmp_path: Path) -> None:
-    fig = _quick("dcliques_16", tmp_path)
-    md = (tmp_path / "dcliques_16.md").read_text(encoding="utf-8")
+def test_fig16_quick_curves_and_numbers(quick_out: Path) -> None:
+    fig = _quick("dcliques_16", quick_out)
+    md = (quick_out / "dcliques_16.md").read_text(encoding="utf-8")
     curves = ["full cliques", "1 edge removed per clique", "5 edges removed per clique"]
     assert [ax.get_title() for ax in fig.axes] == ["without Clique Averaging",
                                                    "with Clique Averaging"]
@@ -187,18 +197,17 @@ def test_fig16_quick_curves_and_numbers(tmp_path: Path) -> None:
         assert [t.get_text() for t in ax.get_legend().get_texts()] == curves
         assert len(ax.lines) == 3 * len(curves)  # bold mean, thin min and max
     for panel in ("ca", "no_ca"):
-        rec = tf.records.load_many(tmp_path / "runs" / "dcliques_16" / f"dcliques_16_{panel}")
+        rec = tf.records.load_many(quick_out / "runs" / "dcliques_16" / f"dcliques_16_{panel}")
         assert len(rec.runs) == 3
         for run in rec.runs:
             _final_in_markdown(md, rec, run)
-    assert re.search(r"\*\*Holds:\*\* (yes|no|partly)", md)
-    assert json.loads((tmp_path / "dcliques_16.json").read_text())["scale"] == "quick"
+    verdict("dcliques_16", quick_out)
 
 
 @pytest.mark.figures
-def test_fig14_quick_curves_and_numbers(tmp_path: Path) -> None:
-    fig = _quick("dcliques_14", tmp_path)
-    md = (tmp_path / "dcliques_14.md").read_text(encoding="utf-8")
+def test_fig14_quick_curves_and_numbers(quick_out: Path) -> None:
+    fig = _quick("dcliques_14", quick_out)
+    md = (quick_out / "dcliques_14.md").read_text(encoding="utf-8")
     names = {"ring": "ring", "fractal": "fractal", "small_world": "small-world",
              "fully_connected": "fully connected"}
     curves = [f"D-Cliques, {names[k]} inter-clique" for k in INTERS]
@@ -206,7 +215,7 @@ def test_fig14_quick_curves_and_numbers(tmp_path: Path) -> None:
     legend = fig.axes[0].get_legend() or fig.legends[0]
     assert [t.get_text() for t in legend.get_texts()] == curves
     for kind, n in (("dcliques", 4), ("complete", 1)):
-        rec = tf.records.load_many(tmp_path / "runs" / "dcliques_14" / f"dcliques_14_{kind}")
+        rec = tf.records.load_many(quick_out / "runs" / "dcliques_14" / f"dcliques_14_{kind}")
         assert len(rec.runs) == n
         for run in rec.runs:
             _final_in_markdown(md, rec, run)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +11,11 @@ import numpy as np
 import pytest
 
 import topofl as tf
-from tests._figures import assert_readable
+from tests._figures import (
+    assert_readable,
+    quick_out_fixture,  # noqa: F401  (the quick_out fixture)
+    verdict,
+)
 
 matplotlib.use("Agg")
 
@@ -136,31 +138,27 @@ def _quick(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     png = Path(capsys.readouterr().out.strip().splitlines()[-1])
     assert png == tmp_path / f"{name}.png" and png.stat().st_size > 5000
     assert png.stat().st_size < 150_000
-    verdict = json.loads(png.with_suffix(".json").read_text(encoding="utf-8"))
-    assert verdict["name"] == name and verdict["scale"] == "quick"
-    assert verdict["holds"] in (True, False, None) and verdict["claim"] and verdict["measured"]
-    md = png.with_suffix(".md").read_text(encoding="utf-8")
-    assert verdict["measured"] in md and re.search(r"\*\*Holds:\*\* (yes|no|partly)", md)
-    return mod, plt.gcf(), md, verdict
+    md, got = verdict(name, tmp_path)
+    return mod, plt.gcf(), md, got
 
 
 def test_fig_05_drawing_and_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    _, fig, md, verdict = _quick("dcliques_05", tmp_path, monkeypatch, capsys)
+    _, fig, md, got = _quick("dcliques_05", tmp_path, monkeypatch, capsys)
     ax = fig.axes[0]
     nodes, intra, inter = ax.collections[:3]
     assert nodes.get_facecolors().shape[0] == 100
     assert len({tuple(np.round(c, 6)) for c in nodes.get_facecolors()}) == 10
     assert (len(intra.get_segments()), len(inter.get_segments())) == (450, 45)
     assert "| 100 | 495 | 9.9000 | 0.0000 | 19.8000 |" in md  # 2 x 9.9 messages per node
-    assert verdict["holds"] is True
+    assert got["verdict"] == "holds" and got["seeds"] == []
     assert_readable(fig)
 
 
 def test_fig_17_histograms_match_the_constructions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mod, fig, md, verdict = _quick("dcliques_17", tmp_path, monkeypatch, capsys)
+    mod, fig, md, got = _quick("dcliques_17", tmp_path, monkeypatch, capsys)
     runs, steps = mod.EXPERIMENTS["quick"], mod.STEPS["quick"]
     assert len(fig.axes) == 2
     for ax, (name, counts) in zip(fig.axes, mod.CLASS_COUNTS.items()):
@@ -168,8 +166,8 @@ def test_fig_17_histograms_match_the_constructions(
         heights = np.array([p.get_height() for p in ax.patches]).reshape(2, -1)
         assert heights.sum(axis=1).tolist() == [runs, runs]  # one count per experiment
         g, r = values["Greedy Swap"], values["random cliques"]
-        assert f"{name}: Greedy Swap median {np.median(g):.3f}" in verdict["measured"]
-        assert f"random median {np.median(r):.3f}" in verdict["measured"]
+        assert f"{name}: Greedy Swap median {np.median(g):.3f}" in got["measured"]
+        assert f"random median {np.median(r):.3f}" in got["measured"]
         assert f"| Greedy Swap | {runs} | {g.mean():.4f} |" in md
     assert sum(mod.CLASS_COUNTS["MNIST"]) == 50_000 == sum(mod.CLASS_COUNTS["CIFAR-10"])
     assert_readable(fig)
@@ -193,11 +191,11 @@ def test_fig_18_curves_match_the_traces(
 
 @pytest.mark.figures
 def test_fig_19_numbers_match_the_records(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    quick_out: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, fig, md, _ = _quick("dcliques_19", tmp_path, monkeypatch, capsys)
+    _, fig, md, _ = _quick("dcliques_19", quick_out, monkeypatch, capsys)
     for ax, panel in zip(fig.axes, ("mnist", "cifar10")):
-        rec = tf.records.load_many(tmp_path / "runs" / "dcliques_19" / f"dcliques_19_{panel}")
+        rec = tf.records.load_many(quick_out / "runs" / "dcliques_19" / f"dcliques_19_{panel}")
         assert len(rec.runs) == 2
         assert len(ax.lines) == 2 * 3  # per curve: bold mean, thin min and max
         for run in rec.runs:

@@ -8,9 +8,7 @@ numbers recomputed from the runs' records and its verdict checked.
 
 from __future__ import annotations
 
-import json
 import re
-import runpy
 import statistics
 from pathlib import Path
 
@@ -20,6 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
+from tests._figures import (
+    quick_out_fixture,  # noqa: F401  (the quick_out fixture)
+    run_quick,
+    verdict,
+)
 
 FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
 
@@ -110,27 +113,32 @@ def test_accuracy_variance_draws_every_point_and_highlights_dpfl() -> None:
         tf.plotting.accuracy_variance({})
 
 
+def test_accuracy_variance_error_bars_are_the_seed_spread() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    points = {"Local Only": (80.0, 100.0), "DPFL (inf)": (84.0, 80.0)}
+    errors = {"Local Only": (1.5, 10.0), "DPFL (inf)": (0.5, 4.0)}
+    ax = tf.plotting.accuracy_variance(points, errors=errors).axes[0]
+    assert ax.collections[0].get_offsets().tolist() == [list(p) for p in points.values()]
+    xbars, ybars = (c.get_segments() for c in ax.collections[1:3])
+    assert [s[:, 0].tolist() for s in xbars] == [[78.5, 81.5], [83.5, 84.5]]
+    assert [s[:, 1].tolist() for s in ybars] == [[90.0, 110.0], [76.0, 84.0]]
+    with pytest.raises(ValueError, match="errors"):
+        tf.plotting.accuracy_variance(points, errors={"Local Only": (1.0,)})  # type: ignore[dict-item]
+
+
 # ------------------------------------------------------------------ the scripts (opt in)
 
 
 def _run(name: str, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    mod = runpy.run_path(str(FIGS / f"fig_{name}.py"), run_name="topofl_figure_test")
-    assert mod["main"](["--quick", "--out", str(out)]) == 0
+    run_quick(name, out)
 
 
-def _verdict(out: Path, name: str, md: str, dataset: str = "digits") -> dict:
-    verdict = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
-    assert verdict["scale"] == "quick" and verdict["holds"] in (True, False, None)
-    assert verdict["claim"] and verdict["measured"] and verdict["dataset"] == dataset
-    holds = {True: "yes", False: "no", None: "partly"}[verdict["holds"]]
-    assert f"**Holds:** {holds}" in md and verdict["measured"] in md
-    return verdict
+def _verdict(out: Path, name: str, md: str, dataset: str = "digits") -> dict:  # type: ignore[type-arg]
+    _, got = verdict(name, out)
+    assert got["dataset"] == dataset
+    return got
 
 
 def _md_rows(md: str, first: str) -> dict[str, list[str]]:
@@ -153,52 +161,52 @@ def _stats(out: Path, name: str, config: str) -> tuple[tf.records.Records, dict[
 
 
 @pytest.mark.figures
-def test_dpfl_table1_quick_numbers(tmp_path: Path) -> None:
-    _run("dpfl_table1", tmp_path)
-    assert not (tmp_path / "dpfl_table1.png").exists()  # a table: Markdown and verdict only
-    md = (tmp_path / "dpfl_table1.md").read_text(encoding="utf-8")
-    _verdict(tmp_path, "dpfl_table1", md)
+def test_dpfl_table1_quick_numbers(quick_out: Path) -> None:
+    _run("dpfl_table1", quick_out)
+    assert not (quick_out / "dpfl_table1.png").exists()  # a table: Markdown and verdict only
+    md = (quick_out / "dpfl_table1.md").read_text(encoding="utf-8")
+    _verdict(quick_out, "dpfl_table1", md)
     rows = _md_rows(md, "method")
     assert len(rows) == 11 + 2  # the 11 baselines and DPFL's 2 quick budgets
     for split, col in (("dir", 0), ("patho", 1)):
-        rec, stats = _stats(tmp_path, "dpfl_table1", f"dpfl_table1_{split}_local")
+        rec, stats = _stats(quick_out, "dpfl_table1", f"dpfl_table1_{split}_local")
         (acc, var), = stats.values()
-        assert rows["Local Only"][col] == f"{acc:.2f} ± 0.00"
+        assert rows["Local Only"][col] == f"{acc:.2f}"
         assert rows["Local Only"][2 + col] == f"{var:.1f}"
         assert acc == pytest.approx(100 * rec.final("test_acc_mean"))
-        rec, stats = _stats(tmp_path, "dpfl_table1", f"dpfl_table1_{split}_dpfl")
+        rec, stats = _stats(quick_out, "dpfl_table1", f"dpfl_table1_{split}_dpfl")
         for run, (acc, var) in stats.items():
             b = rec.configs[run]["budget"]
-            row = {1.0: "DPFL (B_c = inf)", 0.2: "DPFL (B_c = 0.2N)"}[b]
-            assert rows[row][col] == f"{acc:.2f} ± 0.00" and rows[row][2 + col] == f"{var:.1f}"
+            row = {1.0: "DPFL (inf)", 0.2: "DPFL (0.2N)"}[b]
+            assert rows[row][col] == f"{acc:.2f}" and rows[row][2 + col] == f"{var:.1f}"
             assert rec.configs[run]["select"] == "best_val"
-    assert rows["DPFL (B_c = inf)"][4:] == ["84.39", "83.04"]  # the paper's numbers
+    assert rows["DPFL (inf)"][4:6] == ["84.39", "83.04"]  # the paper's numbers
 
 
 @pytest.mark.figures
-def test_dpfl_table2_quick_numbers(tmp_path: Path) -> None:
-    _run("dpfl_table2", tmp_path)
-    md = (tmp_path / "dpfl_table2.md").read_text(encoding="utf-8")
-    _verdict(tmp_path, "dpfl_table2", md)
+def test_dpfl_table2_quick_numbers(quick_out: Path) -> None:
+    _run("dpfl_table2", quick_out)
+    md = (quick_out / "dpfl_table2.md").read_text(encoding="utf-8")
+    _verdict(quick_out, "dpfl_table2", md)
     rows = _md_rows(md, "tau_init")
-    rec, stats = _stats(tmp_path, "dpfl_table2", "dpfl_table2")
+    rec, stats = _stats(quick_out, "dpfl_table2", "dpfl_table2")
     assert len(stats) == 4
     for run, (acc, _) in stats.items():
         c = rec.configs[run]
         col = {1.0: 0, 0.2: 1}[c["budget"]]
-        assert rows[str(int(c["tau_init"]))][col] == f"{acc:.2f} ± 0.00"
+        assert rows[str(int(c["tau_init"]))][col] == f"{acc:.2f}"
     for tau in ("1", "10"):
-        cells = [float(v.split(" ± ")[0]) for v in rows[tau][:2]]
+        cells = [float(v) for v in rows[tau][:2]]
         assert float(rows[tau][2]) == pytest.approx(np.mean(cells), abs=0.006)
 
 
 @pytest.mark.figures
-def test_dpfl_table3_quick_numbers(tmp_path: Path) -> None:
-    _run("dpfl_table3", tmp_path)
-    md = (tmp_path / "dpfl_table3.md").read_text(encoding="utf-8")
-    _verdict(tmp_path, "dpfl_table3", md)
+def test_dpfl_table3_quick_numbers(quick_out: Path) -> None:
+    _run("dpfl_table3", quick_out)
+    md = (quick_out / "dpfl_table3.md").read_text(encoding="utf-8")
+    _verdict(quick_out, "dpfl_table3", md)
     rows = _md_rows(md, "P")
-    rec, stats = _stats(tmp_path, "dpfl_table3", "dpfl_table3")
+    rec, stats = _stats(quick_out, "dpfl_table3", "dpfl_table3")
     assert len(stats) == 4
     for run, (acc, _) in stats.items():
         c = rec.configs[run]
@@ -214,18 +222,18 @@ def test_dpfl_table3_quick_numbers(tmp_path: Path) -> None:
     ("dpfl_fig6", ["(a) CINIC-10 Dir(0.1) (paper Fig. 6a)",
                    "(b) CINIC-10 Patho(3) (paper Fig. 6b)"]),
 ])
-def test_dpfl_accuracy_variance_quick(name: str, panels: list[str], tmp_path: Path) -> None:
+def test_dpfl_accuracy_variance_quick(name: str, panels: list[str], quick_out: Path) -> None:
     import matplotlib.pyplot as plt
 
-    _run(name, tmp_path)
+    _run(name, quick_out)
     fig = plt.figure(plt.get_fignums()[-1])
     axes = [ax for ax in fig.axes if ax.collections]
     assert [ax.get_title() for ax in axes] == panels
-    png = tmp_path / f"{name}.png"
+    png = quick_out / f"{name}.png"
     assert png.exists() and png.stat().st_size < 150_000
     md = png.with_suffix(".md").read_text(encoding="utf-8")
     synthetic = "synthetic:n_samples=6000,dim=64,num_classes=10,seed=0"
-    _verdict(tmp_path, name, md, synthetic if name == "dpfl_fig6" else "digits")
+    _verdict(quick_out, name, md, synthetic if name == "dpfl_fig6" else "digits")
     for ax in axes:
         labels = [t.get_text() for t in ax.texts]
         assert len(labels) == 11 + 2 and "DPFL (inf)" in labels and "Local Only" in labels
@@ -234,7 +242,7 @@ def test_dpfl_accuracy_variance_quick(name: str, panels: list[str], tmp_path: Pa
         prefix = "dpfl_table1" if name == "dpfl_fig7" else name
         split = re.search(r"(Patho|Dir)", ax.get_title())
         config = f"{prefix}_{split.group(1).lower()}_local" if split else f"{prefix}_local"
-        runs = tmp_path / "runs" / ("dpfl_table1" if name == "dpfl_fig7" else name) / config
+        runs = quick_out / "runs" / ("dpfl_table1" if name == "dpfl_fig7" else name) / config
         rec = tf.records.load_many(runs)
         (acc, var), = (tf.plotting.client_accuracy_stats(rec, run=r) for r in rec.runs)
         assert xy["Local Only"] == pytest.approx((acc, var))

@@ -4,9 +4,7 @@ the records Fig. 2 plots obey their invariants (default suite), and every script
 
 from __future__ import annotations
 
-import json
 import math
-import runpy
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,12 @@ import numpy as np
 import pytest
 
 import topofl as tf
+from tests._figures import (
+    quick_out_fixture,  # noqa: F401  (the quick_out fixture)
+    run_quick,
+    script,
+    verdict,
+)
 from topofl import figures
 
 FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
@@ -75,7 +79,7 @@ def test_fig2_records_at_round_one_compare_identical_models() -> None:
                  head_steps=1, batch_size=8, spectral=False, peer_accuracy="val",
                  record_clients=False, eval_global=False)
     rec = res.records
-    mod = runpy.run_path(str(FIGS / "fig_pfeddst_fig2.py"), run_name="not_main")
+    mod = script("pfeddst_fig2")
     run = rec.runs[0]
     peer = mod["by_round"](rec, run, "pfeddst_peer_acc")
     own = mod["by_round"](rec, run, "pfeddst_own_acc")
@@ -95,40 +99,25 @@ def test_fig2_records_at_round_one_compare_identical_models() -> None:
 
 
 def _quick(name: str, out: Path) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.close("all")
-    mod = runpy.run_path(str(FIGS / f"fig_{name}.py"), run_name="topofl_figure_test")
-    assert mod["main"](["--quick", "--out", str(out)]) == 0
-    nums = plt.get_fignums()
-    return plt.figure(nums[0]) if nums else None
+    return run_quick(name, out)
 
 
 def _verdict(name: str, out: Path) -> tuple[str, dict[str, Any]]:
-    md = (out / f"{name}.md").read_text(encoding="utf-8")
-    verdict = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
-    assert verdict["name"] == name and verdict["scale"] == "quick"
-    assert verdict["claim"] and verdict["measured"] in md
-    word = {True: "yes", False: "no", None: "partly"}[verdict["holds"]]
-    assert f"**Holds:** {word}" in md
-    return md, verdict
+    return verdict(name, out)
 
 
 @pytest.mark.figures
 @pytest.mark.parametrize("name,dataset", [("pfeddst_fig3", "cifar10"),
                                           ("pfeddst_fig4", "cifar100")])
-def test_accuracy_curves_quick(name: str, dataset: str, tmp_path: Path) -> None:
-    fig = _quick(name, tmp_path)
-    md, _ = _verdict(name, tmp_path)
+def test_accuracy_curves_quick(name: str, dataset: str, quick_out: Path) -> None:
+    fig = _quick(name, quick_out)
+    md, _ = _verdict(name, quick_out)
     ax = fig.axes[0]
     drawn = {ln.get_label(): ln for ln in ax.lines if not ln.get_label().startswith("_")}
     assert sorted(drawn) == sorted(["FedAvg", "FedPer", "FedBABU", "DFedAvgM", "Dis-PFL",
                                     "DFedPGP", "PFedDST"])
     for method in METHODS:
-        rec = tf.records.load_many(tmp_path / "runs" / name / f"pfeddst_{dataset}_{method}")
+        rec = tf.records.load_many(quick_out / "runs" / name / f"pfeddst_{dataset}_{method}")
         final = rec.final("test_acc_mean")
         label = {"fedavg": "FedAvg", "fedper": "FedPer", "fedbabu": "FedBABU",
                  "dfedavgm": "DFedAvgM", "dis_pfl": "Dis-PFL", "dfedpgp": "DFedPGP",
@@ -138,28 +127,28 @@ def test_accuracy_curves_quick(name: str, dataset: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.figures
-def test_fig2_selection_and_table1_quick(tmp_path: Path) -> None:
-    fig = _quick("pfeddst_fig2", tmp_path)
-    md, verdict = _verdict("pfeddst_fig2", tmp_path)
+def test_fig2_selection_and_table1_quick(quick_out: Path) -> None:
+    fig = _quick("pfeddst_fig2", quick_out)
+    md, verdict = _verdict("pfeddst_fig2", quick_out)
     assert [ax.get_title() for ax in fig.axes] == ["(a) Random selection",
                                                    "(b) Score-based selection (header distance)"]
-    rec = tf.records.load_many(tmp_path / "runs" / "pfeddst_fig2" / "pfeddst_fig2")
+    rec = tf.records.load_many(quick_out / "runs" / "pfeddst_fig2" / "pfeddst_fig2")
     for run in rec.runs:
         _, own = rec.series("pfeddst_own_acc_mean", run=run)
         assert f"{own[-1]:.4f}" in md
     # the selection table reuses Fig. 2's runs (no rerun) and adds the full-score run
-    _quick("pfeddst_selection", tmp_path)
-    md, verdict = _verdict("pfeddst_selection", tmp_path)
+    _quick("pfeddst_selection", quick_out)
+    md, verdict = _verdict("pfeddst_selection", quick_out)
     for run in rec.runs:
         assert f"{rec.final('test_acc_mean', run=run):.4f}" in md
-    full = tf.records.load_many(tmp_path / "runs" / "pfeddst_fig2" / "pfeddst_fig2_full_score")
+    full = tf.records.load_many(quick_out / "runs" / "pfeddst_fig2" / "pfeddst_fig2_full_score")
     assert f"{full.final('test_acc_mean'):.4f}" in md
-    assert not (tmp_path / "runs" / "pfeddst_selection").exists() or not any(
-        (tmp_path / "runs" / "pfeddst_selection").rglob("*.jsonl"))
+    assert not (quick_out / "runs" / "pfeddst_selection").exists() or not any(
+        (quick_out / "runs" / "pfeddst_selection").rglob("*.jsonl"))
     # Table I: rounds to 90% / 75% recomputed from the Fig. 3 / 4 runs
-    _quick("pfeddst_table1", tmp_path)
-    md, verdict = _verdict("pfeddst_table1", tmp_path)
-    assert not (tmp_path / "pfeddst_table1.png").exists()
+    _quick("pfeddst_table1", quick_out)
+    md, verdict = _verdict("pfeddst_table1", quick_out)
+    assert not (quick_out / "pfeddst_table1.png").exists()
     labels = {"fedavg": "FedAvg", "fedper": "FedPer", "fedbabu": "FedBABU",
               "dfedavgm": "DFedAvgM", "dis_pfl": "Dis-PFL", "dfedpgp": "DFedPGP",
               "pfeddst": "PFedDST"}
@@ -169,7 +158,7 @@ def test_fig2_selection_and_table1_quick(tmp_path: Path) -> None:
     for col, (fig_name, dataset, target) in enumerate((("pfeddst_fig3", "cifar10", 0.90),
                                                        ("pfeddst_fig4", "cifar100", 0.75))):
         for method, label in labels.items():
-            r = tf.records.load_many(tmp_path / "runs" / fig_name / f"pfeddst_{dataset}_{method}")
+            r = tf.records.load_many(quick_out / "runs" / fig_name / f"pfeddst_{dataset}_{method}")
             reach = r.rounds_to(target)
             cells = rows[label]
             assert cells[1 + 3 * col] == ("-" if reach is None else str(reach))

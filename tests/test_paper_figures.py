@@ -1,19 +1,22 @@
-"""Figure scripts: every config valid at every scale (default suite), and every script run
-end to end at ``--quick`` with its content checked (opt in: ``pytest -m figures``)."""
+"""Figure scripts: every config valid at every scale and every script listed with its claim
+(default suite), and every script run end to end at ``--quick`` with its content checked (opt
+in: ``pytest -m figures``)."""
 
 from __future__ import annotations
 
-import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests._figures import (
+    FIGS,
+    quick_out_fixture,  # noqa: F401  (the quick_out fixture)
+    verdict,
+)
 from topofl import figures, sweep
 
-FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
 CONFIGS = sorted(p.stem for p in (FIGS / "configs").glob("*.toml"))
 
 
@@ -23,49 +26,54 @@ def test_every_config_plans_at_every_scale(name: str, scale: str) -> None:
     cfg = figures.load_config(name, scale)
     cells = figures.grid(cfg).values() if "grid" in cfg else [cfg]  # a table's cells
     for c in cells:
-        runs = sweep.plan({k: v for k, v in c.items() if k not in ("figure", "_name", "_notes")})
+        runs = sweep.plan(figures._clean(c))
         assert runs, f"{name} plans no run at scale {scale}"
+        seeds = {r.config["seed"] for r in runs}
+        assert sorted(seeds) == sorted(c["_seeds"])  # every run of the config, every seed
+        assert len(c["_seeds"]) == (1 if scale == "quick" else 3), (name, scale)
 
 
-def test_every_script_is_listed_with_a_title() -> None:
+def test_every_script_is_listed_with_a_title_and_a_claim() -> None:
     names = figures.available()
     assert names and all(t for t in names.values()), names
+    for name in names:
+        meta = figures.claim_of(name)
+        assert meta["title"] and meta["claim"], name
 
 
 def _run(script: str, out: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(FIGS / script), "--quick", "--out", str(out)],
-        capture_output=True, text=True, cwd=FIGS, timeout=900,
+        capture_output=True, text=True, cwd=FIGS, timeout=1800,
     )
 
 
 @pytest.mark.figures
 @pytest.mark.parametrize("script", sorted(p.name for p in FIGS.glob("fig_*.py")))
-def test_figure_script_quick(script: str, tmp_path: Path) -> None:
-    out = _run(script, tmp_path)
+def test_figure_script_quick(script: str, quick_out: Path) -> None:
+    out = _run(script, quick_out)
     assert out.returncode == 0, out.stderr
     last = Path(out.stdout.strip().splitlines()[-1])
     if last.suffix == ".png":  # a figure
-        assert last.exists() and last.stat().st_size > 5000
+        assert last.exists() and 5000 < last.stat().st_size < 150_000
     else:  # a table: Markdown with its numbers, no picture
         assert last.suffix == ".md" and not last.with_suffix(".png").exists()
         assert "## Numbers" in last.read_text(encoding="utf-8")
-    verdict = json.loads(last.with_suffix(".json").read_text(encoding="utf-8"))
-    assert verdict["scale"] == "quick" and verdict["holds"] in (True, False, None)
-    assert verdict["claim"] and verdict["measured"]
+    md, v = verdict(last.stem, quick_out)
+    assert "## Checks" in md and "## Provenance" in md
+    assert v["seeds"] in ([], [0], [42])  # --quick: one seed (none without training)
 
 
 @pytest.mark.figures
-def test_dcliques_01_numbers_match_the_records(tmp_path: Path) -> None:
+def test_dcliques_01_numbers_match_the_records(quick_out: Path) -> None:
     import topofl as tf
 
-    out = _run("fig_dcliques_01.py", tmp_path)
+    out = _run("fig_dcliques_01.py", quick_out)
     assert out.returncode == 0, out.stderr
-    md = (tmp_path / "dcliques_01.md").read_text(encoding="utf-8")
+    md, _ = verdict("dcliques_01", quick_out)
     for panel in ("iid", "skew"):
-        rec = tf.records.load_many(tmp_path / "runs" / "dcliques_01" / f"dcliques_01_{panel}")
+        rec = tf.records.load_many(quick_out / "runs" / "dcliques_01" / f"dcliques_01_{panel}")
         assert len(rec.runs) == 3
         for run in rec.runs:
             final = rec.series("global_acc_mean", run=run)[1][-1]
             assert f"{final:.4f}" in md
-    assert re.search(r"\*\*Holds:\*\* (yes|no|partly)", md)

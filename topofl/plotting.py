@@ -71,13 +71,15 @@ def convergence(
     ylabel: str | None = None,
     legend: str | None = "auto",
     epochs: float | Mapping[str, float] | None = None,
+    seed_band: bool = True,
 ) -> Any:
     """Mean curve of ``{metric}_mean`` per run, with a shaded ``{metric}_min``..``_max`` band.
 
     Parameters
     ----------
     runs : mapping of label to Records
-        One line per run, in the mapping's order.
+        One line per entry, in the mapping's order. An entry whose Records hold several runs
+        (the seeds of one curve) is drawn as their mean, at the rounds every run evaluated.
     metric : str, default "test_acc"
         Prefix of the ``_mean``/``_min``/``_max`` metrics (``"global_acc"``, ...), or a full
         metric name without band.
@@ -91,10 +93,26 @@ def convergence(
     epochs : float or mapping of label to float, optional
         Local epochs per round (:func:`topofl.figures.epochs_per_round`): the x axis is then
         epochs (rounds completed times the factor) instead of rounds completed.
+    seed_band : bool, default True
+        For an entry of several runs: shade the mean +- one sample standard deviation over
+        the runs (``ddof=1``; the spread the verdicts of :mod:`topofl.figures` use). The
+        ``_min``/``_max`` band of such an entry (the seeds' mean of each) is then drawn as thin
+        lines whatever ``band`` says (True or ``"lines"``), so that the two bands stay apart.
 
     Returns
     -------
     matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> seeds = tf.records.Records(rows=[  # two runs (seeds) of one curve
+    ...     {"run": run, "round": 0, "client": None, "metric": "acc", "value": v}
+    ...     for run, v in (("seed0", 0.25), ("seed1", 0.75))])
+    >>> ax = tf.plotting.convergence({"ring": seeds}, "acc").axes[0]
+    >>> ax.lines[0].get_xydata().tolist(), len(ax.collections)  # the mean, and its band
+    ([[1.0, 0.5]], 1)
     """
     import matplotlib.pyplot as plt
 
@@ -107,16 +125,21 @@ def convergence(
         raise ValueError(f"band must be True, False or 'lines', got {band!r}")
     for label, rec in runs.items():
         name = f"{metric}_mean" if f"{metric}_mean" in rec.metrics else metric
-        rounds, mean = rec.series(name)
+        rounds, vals = _over_runs(rec, name)
+        mean = vals.mean(axis=0)
         factor = 1.0
         if epochs is not None:
             factor = float(epochs[label] if isinstance(epochs, Mapping) else epochs)
         x = (rounds + 1) * factor
         (line,) = ax.plot(x, mean, label=label, lw=1.8)
+        several = vals.shape[0] > 1
+        if several and seed_band:
+            sd = vals.std(axis=0, ddof=1)
+            ax.fill_between(x, mean - sd, mean + sd, color=line.get_color(), alpha=0.2, lw=0)
         if band and f"{metric}_min" in rec.metrics and f"{metric}_max" in rec.metrics:
-            _, lo = rec.series(f"{metric}_min")
-            _, hi = rec.series(f"{metric}_max")
-            if band == "lines":
+            lo = _over_runs(rec, f"{metric}_min", rounds)[1].mean(axis=0)
+            hi = _over_runs(rec, f"{metric}_max", rounds)[1].mean(axis=0)
+            if band == "lines" or (several and seed_band):
                 for v in (lo, hi):
                     ax.plot(x, v, color=line.get_color(), lw=0.5, alpha=0.8)
             else:
@@ -127,6 +150,19 @@ def convergence(
         ax.set_xlabel("epochs")
     return fig
 
+
+
+def _over_runs(rec: Records, metric: str, at: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``(rounds, values[run, round])`` of ``metric`` over the runs of ``rec`` at the rounds
+    every run recorded (or at ``at``)."""
+    series = [rec.series(metric, run=r) for r in rec.runs] if len(rec.runs) > 1 else [
+        rec.series(metric)]
+    common = series[0][0] if at is None else at
+    for rounds, _ in series[1:]:
+        common = np.intersect1d(common, rounds)
+    vals = np.stack([v[np.searchsorted(r, common)] for r, v in series])
+    return common, vals
 
 
 def _finish_curves(fig: Any, ax: Any, ylabel: str, title: str | None, entries: int,
@@ -953,6 +989,7 @@ def accuracy_variance(
     title: str | None = None,
     xlabel: str = "average test accuracy (%)",
     ylabel: str = "variance between clients (%²)",
+    errors: Mapping[str, tuple[float, float]] | None = None,
 ) -> Any:
     """Accuracy against the variance between local models, one labelled point per method
     (DPFL Figs. 1, 5-7: better is the bottom right).
@@ -965,6 +1002,9 @@ def accuracy_variance(
     highlight : str, optional
         Labels starting with this prefix are drawn as larger red dots, the others as grey dots.
     title, xlabel, ylabel : str
+    errors : mapping of label to (accuracy std, variance std), optional
+        The seeds' spread of each point, drawn as error bars (after the points, so that
+        ``ax.collections[0]`` stays the points).
 
     Returns
     -------
@@ -997,6 +1037,16 @@ def accuracy_variance(
     colours = np.where(hot, "tab:red", "tab:grey")
     sizes = np.where(hot, 90.0, 36.0)
     ax.scatter(xy[:, 0], xy[:, 1], c=list(colours), s=sizes, zorder=3)
+    if errors:
+        try:
+            err = np.asarray([errors.get(k, (0.0, 0.0)) for k in labels], dtype=float)
+        except (TypeError, ValueError):
+            err = np.empty(0)
+        if err.shape != xy.shape:
+            raise ValueError(f"errors must map labels to (accuracy std, variance std) pairs, "
+                             f"got {errors!r}")
+        ax.errorbar(xy[:, 0], xy[:, 1], xerr=err[:, 0], yerr=err[:, 1], fmt="none",
+                    ecolor="0.6", elinewidth=0.8, zorder=2)
     for i, (k, (x, y), h) in enumerate(zip(labels, xy, hot)):
         # alternate above / below so that labels of nearby points overlap less
         ax.annotate(k, (x, y), textcoords="offset points", xytext=(4, 3 if i % 2 else -9),

@@ -53,12 +53,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from topofl.config import ConfigError, ConfigTypeError, read_config, split_sweep, validate
 
-__all__ = ["SweepRun", "Outcome", "SweepInterrupted", "plan", "select", "parse_shard",
-           "run_name", "run_sweep"]
+__all__ = ["SweepRun", "Outcome", "SweepInterrupted", "RunFiles", "plan", "select",
+           "parse_shard", "run_name", "run_sweep", "run_files", "conflict", "discard"]
 
 # settings that say where a run writes, not what it computes: a sweep sets them per run
 _WHERE = frozenset({"records_path", "checkpoint_path", "checkpoint_every", "progress", "run_id"})
@@ -233,6 +233,65 @@ def select(runs: Sequence[SweepRun], shard: tuple[int, int] | None) -> list[Swee
 
 def _paths(out: Path, name: str) -> tuple[Path, Path, Path]:
     return out / f"{name}.jsonl", out / f"{name}.ckpt", out / f"{name}.done"
+
+
+class RunFiles(NamedTuple):
+    """The files of one sweep run in its output folder (see :func:`run_files`)."""
+
+    records: Path
+    checkpoint: Path
+    done: Path
+
+
+def run_files(out: str | os.PathLike[str], name: str) -> RunFiles:
+    """The records file, checkpoint and finished marker of the run ``name`` in ``out``.
+
+    Examples
+    --------
+    >>> f = tf.sweep.run_files("out", "topology=ring")
+    >>> f.records.name, f.checkpoint.name, f.done.name
+    ('topology=ring.jsonl', 'topology=ring.ckpt', 'topology=ring.done')
+    """
+    return RunFiles(*_paths(Path(out), name))
+
+
+def conflict(run: SweepRun, out: str | os.PathLike[str]) -> str | None:
+    """Why the files of ``run`` in ``out`` cannot be reused for it, or ``None``.
+
+    ``None`` when ``out`` holds nothing of the run, or a run (finished or interrupted) of the
+    same resolved config; otherwise the message of the first setting that differs. A caller
+    that wants the new config run anyway removes the old files first with :func:`discard`
+    (which :func:`run_sweep` never does on its own).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> run = tf.sweep.plan({"rounds": 2, "topology": "ring", "n_clients": 4})[0]
+    >>> tf.sweep.conflict(run, tempfile.mkdtemp()) is None
+    True
+    """
+    try:
+        _state(run, Path(out), False)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def discard(out: str | os.PathLike[str], name: str) -> None:
+    """Remove the records, checkpoint and finished marker of the run ``name`` from ``out``
+    (the next :func:`run_sweep` runs it from round 0).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "r.jsonl").write_text("{}")
+    >>> tf.sweep.discard(d, "r")
+    >>> sorted(p.name for p in d.iterdir())
+    []
+    """
+    for path in run_files(out, name):
+        path.unlink(missing_ok=True)
 
 
 def _run_config(run: SweepRun, out: Path) -> dict[str, Any]:

@@ -1,0 +1,44 @@
+"""D-Cliques with 0, 1 or 5 of the 45 edges of every clique removed, without and with Clique
+Averaging (D-Cliques Figs. 15 and 16: one figure, an MNIST and a CIFAR-10-with-momentum
+setting): the curves, the edges per node, and the numbers the two figures' claims read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topofl import figures
+
+PANELS = {"without Clique Averaging": "", "with Clique Averaging": ""}
+FULL, ONE, FIVE = "full cliques", "1 edge removed per clique", "5 edges removed per clique"
+
+
+def label(config: dict[str, Any]) -> str:
+    """The legend of a run: how many edges of each clique it removes."""
+    removed = str(config["topology"]).partition("remove_intra_edges=")[2].split(",")[0] or "0"
+    return {"0": FULL, "1": ONE}.get(removed, f"{removed} edges removed per clique")
+
+
+def build(args: figures.FigureArgs, prefix: str, suptitle: str, *, ymin: float | None = None
+          ) -> tuple[figures.Result, dict[str, Any]]:
+    """Run and draw ``<prefix>_no_ca`` and ``<prefix>_ca``; the result (checks to add) and,
+    per panel, each curve's final accuracy, final spread and mean accuracy over the run."""
+    configs = dict(zip(PANELS, (f"{prefix}_no_ca", f"{prefix}_ca")))
+    found = figures.panels(args, configs, label)
+    n = next(iter(found.values())).configs[FULL]["n_clients"]
+    fig, numbers = figures.curves(found, "global_acc", band="lines", sharey=True,
+                                  suptitle=suptitle.format(n=n))
+    fig.axes[1].set_ylabel("")
+    if ymin is not None:
+        fig.axes[0].set_ylim(bottom=ymin)
+    stats: dict[str, Any] = {}
+    for title, panel in found.items():
+        table = numbers[title]
+        edges = {k: figures.per_seed(r, lambda one: one.last("graph.edges_per_node"))
+                 for k, r in panel.runs.items()}
+        table["edges per node"] = [edges[k] for k in table["curve"]]
+        stats[title] = {k: {"final": figures.final(r, "global_acc"),
+                            "spread": figures.final_spread(r, "global_acc"),
+                            "area": figures.mean_over_rounds(r, "global_acc")}
+                        for k, r in panel.runs.items()}
+        stats[title]["epochs"] = max(float(e) for e in table["epochs"])
+    return figures.Result(fig, "", [], numbers, panels=found), stats

@@ -1,0 +1,61 @@
+"""Two curves of D-Cliques compared per panel (D-Cliques Figs. 9, 11 and 12): is the first
+faster (a higher mean accuracy over the run) and tighter (a smaller final gap between the
+best and the worst node) than the second? The scripts give the panels, the two labels and any
+further check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from topofl import figures
+
+DCL = "D-Cliques (fully-connected) w/o clique avg."
+
+
+def scale_note(found: Mapping[str, figures.Panel]) -> str:
+    """What this scale gives each node and curve, from the runs' own configs."""
+    parts = []
+    for title, panel in found.items():
+        cfg = next(iter(panel.configs.values()))
+        epochs = max(panel.epochs.values()) * int(cfg["rounds"])
+        parts.append(f"{title.split(' ')[0]}: {figures.samples_per_client(cfg):.0f} training "
+                     f"samples per node ({cfg['data']}), {epochs:.1f} epochs")
+    return ("At this scale " + "; ".join(parts) + " (the paper: 500 samples per node, 100 "
+            "epochs).")
+
+
+def build(args: figures.FigureArgs, panels: Mapping[str, Any],
+          label: Callable[[Mapping[str, Any]], str], first: str, second: str, *,
+          suptitle: str, names: tuple[str, str] | None = None,
+          extra: Callable[[dict[str, figures.Panel]], tuple[list[Any], str]] | None = None,
+          **curves: Any) -> figures.Result:
+    """Run the panels, draw them, and check ``first`` against ``second`` in each panel
+    (``names``: how the checks call them); ``extra(found)`` adds checks and a sentence to the
+    measured line."""
+    one, two = names or (first, second)
+    found = figures.panels(args, panels, label)
+    fig, numbers = figures.curves(found, "global_acc", band="lines", suptitle=suptitle,
+                                  **curves)
+    checks, parts = [], []
+    for title, panel in found.items():
+        short = title.split(" ")[0]
+        a, b = (panel.runs[c] for c in (first, second))
+        area = [figures.mean_over_rounds(r, "global_acc") for r in (a, b)]
+        spread = [figures.final_spread(r, "global_acc") for r in (a, b)]
+        fin = [figures.final(r, "global_acc") for r in (a, b)]
+        checks += [figures.above(f"{short}: {one} faster than {two} (mean accuracy over the "
+                                 "run)", area[0] - area[1]),
+                   figures.below(f"{short}: {one} lower final spread between nodes than {two}",
+                                 spread[0] - spread[1])]
+        parts.append(f"{short}: final mean {one} {fin[0]:.3f} vs {two} {fin[1]:.3f}, mean over "
+                     f"the run {area[0]:.3f} vs {area[1]:.3f}, final spread {spread[0]:.3f} vs "
+                     f"{spread[1]:.3f}")
+    if extra is not None:
+        more, text = extra(found)
+        checks += more
+        parts.append(text)
+    notes = []
+    if any(c.outcome != "pass" for c in checks):
+        notes.append(scale_note(found))
+    return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found, notes=notes)
