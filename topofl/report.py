@@ -45,6 +45,7 @@ import numpy as np
 
 from topofl import spectral
 from topofl._markdown import table
+from topofl._validation import did_you_mean
 from topofl._version import __version__
 from topofl.graph import GraphLike, Topology
 from topofl.topologies import REGISTRY, build, parse_spec
@@ -144,8 +145,6 @@ def check_specs(specs: Sequence[str]) -> list[str]:
             errors.append(str(exc))
             continue
         if name not in REGISTRY:
-            from topofl._validation import did_you_mean
-
             errors.append(
                 f"unknown graph family {name!r} in spec {spec!r}{did_you_mean(name, REGISTRY)}; "
                 f"known: {', '.join(sorted(REGISTRY))}"
