@@ -24,7 +24,7 @@ Examples
 >>> from topofl.report import report
 >>> res = report(["ring:n=8", "complete:n=8"], tempfile.mkdtemp(), rounds=10, sizes=(8,))
 >>> [r["spec"] for r in res.rows], sorted(p.name for p in res.files)[:2]
-(['ring:n=8', 'complete:n=8'], ['spectral_bounds.png', 'spectral_disagreement.png'])
+(['ring:n=8', 'complete:n=8'], ['spectral_disagreement.png', 'spectral_gap_vs_n.png'])
 """
 
 from __future__ import annotations
