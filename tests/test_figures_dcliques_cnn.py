@@ -95,7 +95,8 @@ def test_default_scale_swaps_in_the_stand_ins_and_shrinks_only_rounds() -> None:
     assert c16["data"].startswith("mnist1d:") and (c16["batch_size"], c16["n_clients"]) == (
         20, 100)
     # the paper tuned its lr for GN-LeNet; the stand-in's CNN has its own (analysis/standins.md)
-    assert (c16["model"], c16["lr"], c16["momentum"]) == ("cnn1d", 0.1, 0.9)
+    assert (c16["model"], c16["lr"], c16["momentum"]) == ("mlp", 0.1, 0.9)
+    assert c16["momentum_state"] == "keep"
     assert any("mnist1d" in n for n in c16["_notes"])
     c14 = figures.load_config("dcliques_14_dcliques", "default")
     assert c14["data"].startswith("mnist1d:") and c14["model"] == "mlp"
