@@ -63,7 +63,7 @@ def build(args: figures.FigureArgs, configs: list[str], *,
     epochs = max(float(e) for e in table["epochs"])
     notes = []
     if early is not None and epochs < early:
-        measured = f"after only {epochs:.2f} epochs (far from converged): {measured}"
+        measured = f"after only {epochs:.2f} epochs (the paper: 100): {measured}"
         notes.append(f"only {epochs:.2f} epochs ran (the paper: 100): the curves are the first "
                      "part of training; `--full` (a GPU) runs the paper's 100 epochs")
     return figures.Result(fig, measured, checks, numbers, panels=found, notes=notes)
