@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from _pfeddst import moved_last  # beside this script
+
 from topofl import figures
 
 TITLE = "PFedDST: peer selection by score weighting vs random"
@@ -28,18 +30,6 @@ def later(metric: str) -> Any:
     import numpy as np
 
     return lambda one: float(np.nanmean(one.series(metric)[1][1:]))
-
-
-def flat(records: Any, window: int) -> float:
-    """How much the seed-mean test accuracy curve of one weighting moved over its last
-    ``window`` rounds (points, the largest absolute change against its final value)."""
-    import numpy as np
-
-    curves = [records.for_run(r).series("test_acc_mean") for r in records.runs]
-    rounds = curves[0][0]
-    mean = np.mean([c[1] for c in curves], axis=0)
-    tail = mean[rounds >= rounds[-1] - window]
-    return float(100 * np.max(np.abs(tail - mean[-1])))
 
 
 def differences(fig: Any, runs: dict[str, Any]) -> None:
@@ -121,7 +111,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     rounds = int(next(iter(curves.values()))["rounds"].max()) if "rounds" in next(
         iter(curves.values())) else None
     window = 10
-    moved = {k: flat(r, window) for k, r in runs.items()}
+    moved = {k: moved_last(r, window) for k, r in runs.items()}
     notes = [f"Flatness: over the last {window} rounds the seed-mean curves moved by at most "
              f"{max(moved.values()):.1f} points (random {moved[RANDOM]:.1f}; largest "
              f"{max(moved, key=moved.__getitem__)})."
