@@ -84,7 +84,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
         notes.append("Local training alone (no communication) is at least as accurate as "
                      "DFedPGP on " + ", ".join(f"{s} ({100 * acc[('Local', s)]:.1f})"
                                               for s in easy)
-                     + f" (the paper's Local: "
+                     + " (the paper's Local: "
                      + ", ".join(f"{s} {PAPER['Local'][COLUMNS.index(s)]:.2f}" for s in easy)
                      + f"). After {cfg['rounds']} rounds the collaborative methods have not "
                      "caught up with a client training alone on its own data (where the stand-in "
