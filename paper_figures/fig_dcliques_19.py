@@ -41,7 +41,7 @@ def spread(rec: Any, metric: str = "global_acc") -> float:
 def main(args: figures.FigureArgs) -> figures.Result:
     found = figures.panels(args, PANELS, label)
     fig, numbers = figures.curves(
-        {f"{t} ({p.data})": p for t, p in found.items()}, "global_acc", band="lines",
+        {f"{t} ({p.data.split(':')[0]})": p for t, p in found.items()}, "global_acc", band="lines",
         legend=None, suptitle="D-Cliques (fully connected), 100 nodes, 2 shards/node, Clique "
                               "Averaging")
     handles, labels = fig.axes[0].get_legend_handles_labels()
