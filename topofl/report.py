@@ -24,7 +24,7 @@ Examples
 >>> from topofl.report import report
 >>> res = report(["ring:n=8", "complete:n=8"], tempfile.mkdtemp(), rounds=10, sizes=(8,))
 >>> [r["spec"] for r in res.rows], sorted(p.name for p in res.files)[:2]
-(['ring:n=8', 'complete:n=8'], ['spectral_bounds.png', 'spectral_disagreement.png'])
+(['ring:n=8', 'complete:n=8'], ['spectral_disagreement.png', 'spectral_gap_vs_n.png'])
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ import numpy as np
 
 from topofl import spectral
 from topofl._markdown import table
+from topofl._validation import did_you_mean
 from topofl._version import __version__
 from topofl.graph import GraphLike, Topology
 from topofl.topologies import REGISTRY, build, parse_spec
@@ -144,8 +145,6 @@ def check_specs(specs: Sequence[str]) -> list[str]:
             errors.append(str(exc))
             continue
         if name not in REGISTRY:
-            from topofl._validation import did_you_mean
-
             errors.append(
                 f"unknown graph family {name!r} in spec {spec!r}{did_you_mean(name, REGISTRY)}; "
                 f"known: {', '.join(sorted(REGISTRY))}"
@@ -369,58 +368,9 @@ class SpectralReport:
     markdown: str = ""
 
 
-def report(
-    specs: Sequence[str] | None = None,
-    out_dir: str | os.PathLike[str] = "spectral-report",
-    *,
-    seed: int = 0,
-    horizon: int | None = None,
-    rounds: int = 100,
-    sizes: Sequence[int] = SIZES,
-    command: str | None = None,
-    verbose: bool = False,
-) -> SpectralReport:
-    """Write the spectral comparison report of ``specs`` to ``out_dir``.
-
-    Parameters
-    ----------
-    specs : sequence of str, optional
-        Graph specs (``"ring:n=64"``); default :data:`DEFAULT_SPECS`.
-    out_dir : path, default "spectral-report"
-        Receives ``spectral_report.md``, ``spectral_report.json`` and ``figures/spectral_*.png``.
-    seed : int, default 0
-        Seed of the random graphs and of the random starts of the measured quantities.
-    horizon : int, optional
-        Rounds examined by the sequence metrics (see :func:`topofl.spectral.summary`).
-    rounds : int, default 100
-        Rounds of the disagreement figure.
-    sizes : sequence of int
-        Values of n of the gap-vs-n figure.
-    command : str, optional
-        The command line quoted in the report (default: the ``topofl report`` equivalent).
-    verbose : bool, default False
-        Print one line per graph as it is summarised.
-
-    Raises
-    ------
-    ValueError
-        For an unknown family or a malformed spec (every error of the list, one per line), or
-        parameters a family rejects.
-    """
-    specs = list(specs) if specs else [s for s in DEFAULT_SPECS if parse_spec(s)[0] in REGISTRY]
-    errors = check_specs(specs)
-    if errors:
-        raise ValueError("\n".join(errors))
-    sizes = sorted({int(n) for n in sizes})
-    if not sizes or sizes[0] < 1:
-        raise ValueError(f"sizes must be positive integers, got {sizes}")
-    out = Path(out_dir)
-    figdir = out / "figures"
-    if command is None:
-        command = "topofl report " + " ".join(
-            [*specs, f"--out {out}"] + ([f"--seed {seed}"] if seed else [])
-            + ([f"--horizon {horizon}"] if horizon else []))
-    t_start = time.perf_counter()
+def _summaries(specs: Sequence[str], *, seed: int, horizon: int | None,
+               verbose: bool) -> tuple[list[tuple[str, Any]], list[dict[str, Any]]]:
+    """Each spec's graph and its :func:`topofl.spectral.summary` row (with its seconds)."""
     graphs: list[tuple[str, Any]] = []
     rows: list[dict[str, Any]] = []
     for spec in specs:
@@ -437,16 +387,14 @@ def report(
             print(f"{spec}: gap={s['spectral_gap']}, rate={s['consensus_rate']} "
                   f"({s['seconds']} s)", flush=True)
 
-    # figures
-    import matplotlib
+    return graphs, rows
 
-    matplotlib.use("Agg")
-    figdir.mkdir(parents=True, exist_ok=True)
-    plot_spectra(graphs, figdir / "spectral_spectra.png")
-    curves = [(spec, spectral.disagreement(g, rounds, seed=seed)) for spec, g in graphs]
-    plot_disagreement(curves, figdir / "spectral_disagreement.png")
+
+def _gap_series(specs: Sequence[str], sizes: Sequence[int], *,
+                seed: int) -> dict[str, list[tuple[int, float, float]]]:
+    """Per family: (n, spectral gap, 1 - measured consensus rate) at each size of ``sizes``."""
     series: dict[str, list[tuple[int, float, float]]] = {}
-    for spec, _ in graphs:
+    for spec in specs:
         name = parse_spec(spec)[0]
         label = spec.split(":", 1)[1] if ":" in spec else spec
         key = f"{name} ({label})"
@@ -467,12 +415,27 @@ def report(
             rate = spectral.consensus_rate(g, max(200, 2 * period), seed=seed)
             pts.append((first.n, float(np.mean(gaps)), 1.0 - rate))
         series[key] = pts
+    return series
+
+
+def _draw(graphs: list[tuple[str, Any]], rows: Sequence[Mapping[str, Any]], figdir: Path,
+          *, rounds: int, sizes: Sequence[int], seed: int) -> bool:
+    """Draw the report's figures into ``figdir``; whether the push-sum figure was drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    figdir.mkdir(parents=True, exist_ok=True)
+    plot_spectra(graphs, figdir / "spectral_spectra.png")
+    curves = [(spec, spectral.disagreement(g, rounds, seed=seed)) for spec, g in graphs]
+    plot_disagreement(curves, figdir / "spectral_disagreement.png")
+    series = _gap_series([spec for spec, _ in graphs], sizes, seed=seed)
     plot_gap_vs_n(series, sizes, figdir / "spectral_gap_vs_n.png")
     # At most six curves on the bounds figure, time-varying graphs first (the bound's subject).
     eligible = [k for k, s in enumerate(rows) if s["pushsum_q"] is not None]
     eligible.sort(key=lambda k: not rows[k]["time_varying"])
     pushsum = [
-        (k, specs[k], spectral.pushsum_constants(graphs[k][1], horizon=min(rows[k]["horizon"], 60)))
+        (k, graphs[k][0],
+         spectral.pushsum_constants(graphs[k][1], horizon=min(rows[k]["horizon"], 60)))
         for k in sorted(eligible[:6])
     ]
     bounds_png = figdir / "spectral_bounds.png"
@@ -481,7 +444,12 @@ def report(
     else:  # every graph undirected: push-sum's constants do not apply, no figure to draw
         bounds_png.unlink(missing_ok=True)  # nor a stale one from an earlier report
 
-    # report
+    return bool(pushsum)
+
+
+def _markdown(rows: list[dict[str, Any]], specs: Sequence[str], *, command: str,
+              seed: int, sizes: Sequence[int], pushsum: bool, seconds: float) -> list[str]:
+    """The report's Markdown lines."""
     labels = [f"`{spec}`" for spec in specs]
     short = []
     for r in rows:
@@ -510,7 +478,7 @@ def report(
         "",
         f"Generated by `{command.strip()}` with topofl {__version__} (Python "
         f"{platform.python_version()}, seed {seed}) in "
-        f"{time.perf_counter() - t_start:.0f} s. Every number comes from `topofl.spectral`. "
+        f"{seconds:.0f} s. Every number comes from `topofl.spectral`. "
         "The script also writes the raw rows to `spectral_report.json` beside the report.",
         "",
         "## At a glance",
@@ -595,6 +563,65 @@ def report(
         "",
         GLOSSARY,
     ]
+    return md
+
+
+def report(
+    specs: Sequence[str] | None = None,
+    out_dir: str | os.PathLike[str] = "spectral-report",
+    *,
+    seed: int = 0,
+    horizon: int | None = None,
+    rounds: int = 100,
+    sizes: Sequence[int] = SIZES,
+    command: str | None = None,
+    verbose: bool = False,
+) -> SpectralReport:
+    """Write the spectral comparison report of ``specs`` to ``out_dir``.
+
+    Parameters
+    ----------
+    specs : sequence of str, optional
+        Graph specs (``"ring:n=64"``); default :data:`DEFAULT_SPECS`.
+    out_dir : path, default "spectral-report"
+        Receives ``spectral_report.md``, ``spectral_report.json`` and ``figures/spectral_*.png``.
+    seed : int, default 0
+        Seed of the random graphs and of the random starts of the measured quantities.
+    horizon : int, optional
+        Rounds examined by the sequence metrics (see :func:`topofl.spectral.summary`).
+    rounds : int, default 100
+        Rounds of the disagreement figure.
+    sizes : sequence of int
+        Values of n of the gap-vs-n figure.
+    command : str, optional
+        The command line quoted in the report (default: the ``topofl report`` equivalent).
+    verbose : bool, default False
+        Print one line per graph as it is summarised.
+
+    Raises
+    ------
+    ValueError
+        For an unknown family or a malformed spec (every error of the list, one per line), or
+        parameters a family rejects.
+    """
+    specs = list(specs) if specs else [s for s in DEFAULT_SPECS if parse_spec(s)[0] in REGISTRY]
+    errors = check_specs(specs)
+    if errors:
+        raise ValueError("\n".join(errors))
+    sizes = sorted({int(n) for n in sizes})
+    if not sizes or sizes[0] < 1:
+        raise ValueError(f"sizes must be positive integers, got {sizes}")
+    out = Path(out_dir)
+    figdir = out / "figures"
+    if command is None:
+        command = "topofl report " + " ".join(
+            [*specs, f"--out {out}"] + ([f"--seed {seed}"] if seed else [])
+            + ([f"--horizon {horizon}"] if horizon else []))
+    t_start = time.perf_counter()
+    graphs, rows = _summaries(specs, seed=seed, horizon=horizon, verbose=verbose)
+    pushsum = _draw(graphs, rows, figdir, rounds=rounds, sizes=sizes, seed=seed)
+    md = _markdown(rows, specs, command=command, seed=seed, sizes=sizes, pushsum=pushsum,
+                   seconds=time.perf_counter() - t_start)
     markdown = "\n".join(md)
     (out / "spectral_report.md").write_text(markdown, encoding="utf-8")
     (out / "spectral_report.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")

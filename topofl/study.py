@@ -86,6 +86,7 @@ import pandas as pd
 from scipy import stats
 
 from topofl._markdown import table as md_table
+from topofl._version import __version__
 from topofl.records import Records, area_under_curve, cost_to, load_many, rounds_to
 
 __all__ = [
@@ -1092,8 +1093,6 @@ def _correlation_markdown(res: StudyResult, *, n_boot: int, seed: int) -> list[s
 
 def _markdown(res: StudyResult, records: Records, figs: Mapping[str, str], *, n_boot: int,
               seed: int, band: str, command: str | None = None) -> str:
-    from topofl import __version__
-
     seeds = sorted({str(s) for s in res.runs["seed"]})
     lines = [
         "# Topology vs convergence",

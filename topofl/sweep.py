@@ -55,7 +55,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from topofl.config import ConfigError, ConfigTypeError, read_config, split_sweep, validate
+from topofl._validation import check_time
+from topofl.config import (
+    ConfigError,
+    ConfigTypeError,
+    execute,
+    read_config,
+    read_header,
+    split_sweep,
+    validate,
+)
+from topofl.distributed.checkpoint import load_any
+from topofl.engine.config import ADDED_SETTINGS
+from topofl.exceptions import CheckpointError, ConvergenceError
+from topofl.records import _jsonable, load
 
 __all__ = ["SweepRun", "Outcome", "SweepInterrupted", "RunFiles", "plan", "select",
            "parse_shard", "run_name", "run_sweep", "run_files", "conflict", "discard"]
@@ -192,7 +205,6 @@ _PLAN_SECONDS_PER_RUN = 1e-4
 
 def _check_plan_size(sweep: Mapping[str, Sequence[Any]]) -> None:
     """Refuse, before anything is built, a ``[sweep]`` whose product is too large to plan."""
-    from topofl._validation import check_time
 
     sizes = [len(v) for v in sweep.values()]
     total = 1
@@ -310,8 +322,6 @@ _GUARDS = frozenset({"stream_rows", "divergence"})
 
 
 def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
-    from topofl.engine.config import ADDED_SETTINGS
-    from topofl.records import _jsonable
 
     stored, wanted = _jsonable(stored), _jsonable(wanted)  # inf as the header stores it
     keys = (set(stored) | set(wanted)) - _WHERE - _GUARDS
@@ -325,7 +335,6 @@ def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None
 
 def _state(run: SweepRun, out: Path, overwrite: bool) -> tuple[str, dict[str, Any]]:
     """``("done" | "resume" | "fresh", marker)``; raises if the files hold another config."""
-    from topofl.config import read_header
 
     records, ckpt, done = _paths(out, run.name)
     if overwrite:
@@ -408,20 +417,26 @@ def _execute(cfg: dict[str, Any], name: str, mode: str, out: str,
         return _execute_locked(cfg, name, mode, out, command)
 
 
+def _checkpoint_round(ckpt: Path) -> int | None:
+    """The round a checkpoint (a file or a sharded folder) resumes from, read through the
+    checksummed readers; ``None`` when it cannot be read (the run's own resume then falls back
+    to the ``.old`` copy or reports the damage)."""
+
+    try:
+        return int(load_any(ckpt)["round"])
+    except (CheckpointError, KeyError, TypeError, ValueError):
+        return None
+
+
 def _execute_locked(cfg: dict[str, Any], name: str, mode: str, out: str,
                     command: str | None) -> Outcome:
-    import torch
-
-    from topofl.config import execute
-    from topofl.exceptions import ConvergenceError
-    from topofl.records import load
 
     records, ckpt, done = _paths(Path(out), name)
     t0 = time.perf_counter()
     resumed_from = None
     try:
         if mode == "resume":
-            resumed_from = int(torch.load(ckpt, map_location="cpu", weights_only=True)["round"])
+            resumed_from = _checkpoint_round(ckpt)
             res = execute(cfg, resume=ckpt, command=command)
         else:
             for stale in (ckpt, done):

@@ -379,3 +379,15 @@ def test_rows_and_shared_tensors_come_back_exactly(tmp_path: Path) -> None:
     one = sharded.load_full(folder, torch.device("cpu"))
     assert all(torch.equal(one["state"][k], v) for k, v in full.items())
     assert one["state"]["x"].dtype == torch.float64
+
+
+def test_the_sweep_reads_the_resume_round_of_a_sharded_folder(ck: Path, tmp_path: Path) -> None:
+    """``topofl sweep`` states the round a run resumes from for a sharded checkpoint too (it
+    read it with ``torch.load``, which fails on a folder), and ``None`` for a damaged one."""
+    from topofl.sweep import _checkpoint_round
+
+    assert _checkpoint_round(ck) == 2
+    shutil.rmtree(ck)
+    assert _checkpoint_round(ck) is None
+    (tmp_path / "junk.ckpt").write_bytes(b"not a checkpoint")
+    assert _checkpoint_round(tmp_path / "junk.ckpt") is None

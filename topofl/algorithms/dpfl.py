@@ -75,6 +75,16 @@ References
 .. [2] F. Fourati, V. Aggarwal, C. Quinn, M.-S. Alouini, "Randomized greedy learning for
    non-monotone stochastic submodular maximization under full-bandit feedback", AISTATS 2023
    (the randomized greedy rule GGC adapts).
+
+Records
+-------
+Besides the realized graph of every round (``realized_edges`` ``[j, k]`` for $j \in C_k$
+with ``realized_weights`` the weights of eq. 4), the round in which pre-processing ran
+records ``dpfl_omega_edges`` and ``dpfl_omega_weights`` (the candidate graph $\Omega$ and
+the weights of the averaging of line 4), ``dpfl_budget`` (the resolved $B_c$, ``None``
+without budget) and ``dpfl_no_greedy`` (the resolved client ids); with
+``select="best_val"`` every round records ``dpfl_best_round`` (per client, the round of
+the model ``evaluate`` scores).
 """
 
 from __future__ import annotations
@@ -725,7 +735,8 @@ def dpfl(
     (line 8), then, every ``refresh_every`` rounds, GGC over $\Omega_k$ on the client's
     validation loss picks $C_k \subseteq \Omega_k$ (line 10), and the model becomes the weighted
     average over $C_k \cup \{k\}$ (line 11, eq. 4). $\Omega$ never changes (Section 3.1: a
-    client skipped in one round may help later).
+    client skipped in one round may help later). Records and the readings of the paper: the
+    module's docstring.
 
     Parameters
     ----------
@@ -794,16 +805,6 @@ def dpfl(
         ``select="best_val"``, ``"best_x"`` (``[n, P]``), ``"best_val"`` and ``"best_round"``
         (``[n]``); all are checkpointed.
 
-    Records
-    -------
-    Besides the realized graph of every round (``realized_edges`` ``[j, k]`` for $j \in C_k$
-    with ``realized_weights`` the weights of eq. 4), the round in which pre-processing ran
-    records ``dpfl_omega_edges`` and ``dpfl_omega_weights`` (the candidate graph $\Omega$ and
-    the weights of the averaging of line 4), ``dpfl_budget`` (the resolved $B_c$, ``None``
-    without budget) and ``dpfl_no_greedy`` (the resolved client ids); with
-    ``select="best_val"`` every round records ``dpfl_best_round`` (per client, the round of
-    the model ``evaluate`` scores).
-
     Raises
     ------
     ValueError
@@ -811,11 +812,6 @@ def dpfl(
         ``local_steps``, ``refresh_every < 1``, a bad
         ``lr``/``momentum``/``weight_decay``/``weighting``; when run, data without a
         validation split.
-
-    Notes
-    -----
-    The choices made where the paper is silent or ambiguous are listed in the module's
-    docstring.
 
     References
     ----------

@@ -80,6 +80,17 @@ References
    scores, eqs. 6-9; Section II-C, Algorithm 1; Section III-A experimental settings).
 .. [2] Y. J. Cho, J. Wang, G. Joshi, "Client selection in federated learning: convergence analysis
    and power-of-choice selection strategies", arXiv:2010.01243 (why larger losses are preferred).
+
+Records
+-------
+Every round (when the data's label counts are known): ``pfeddst_peers`` (``[n][k]``, the
+selected peers, best first; ``-1`` where fewer could be chosen),
+``pfeddst_shared_class`` (over all valid selections, the fraction of selected peers that
+hold at least one training class of the client) and ``pfeddst_shared_class_clients``
+(that fraction per client). With ``peer_accuracy``: ``pfeddst_peer_acc`` (``[n][k]``,
+aligned with ``pfeddst_peers``, NaN where invalid), ``pfeddst_peer_acc_mean``,
+``pfeddst_own_acc`` (``[n]``) and ``pfeddst_own_acc_mean``; all measured on the models
+as they are when selected (before the aggregation of line 8).
 """
 
 from __future__ import annotations
@@ -328,8 +339,8 @@ def pfeddst(
 ) -> Algorithm:
     r"""PFedDST (Fan et al., Algorithm 1): score-based peer selection and partial freezing.
 
-    Each round ``t`` (counted from 1 in the paper, ``t + 1`` for the engine's round ``t``),
-    every client ``i``
+    Records and the readings of the paper: the module's docstring. Each round ``t`` (counted
+    from 1 in the paper, ``t + 1`` for the engine's round ``t``), every client ``i``
 
     1. scores its candidate peers, $S_{ij} = s_p(\alpha s_l - s_d + c)$ (see
        :func:`pfeddst_scores`), and selects the ``peers`` best ones, $\mathcal{M}_i$ (line 7);
@@ -396,28 +407,12 @@ def pfeddst(
     -------
     Algorithm
 
-    Records
-    -------
-    Every round (when the data's label counts are known): ``pfeddst_peers`` (``[n][k]``, the
-    selected peers, best first; ``-1`` where fewer could be chosen),
-    ``pfeddst_shared_class`` (over all valid selections, the fraction of selected peers that
-    hold at least one training class of the client) and ``pfeddst_shared_class_clients``
-    (that fraction per client). With ``peer_accuracy``: ``pfeddst_peer_acc`` (``[n][k]``,
-    aligned with ``pfeddst_peers``, NaN where invalid), ``pfeddst_peer_acc_mean``,
-    ``pfeddst_own_acc`` (``[n]``) and ``pfeddst_own_acc_mean``; all measured on the models
-    as they are when selected (before the aggregation of line 8).
-
     Raises
     ------
     ValueError
         For ``alpha < 0``, ``lam <= 0``, a non-positive learning rate, a bad choice string, and
         (when the run starts) ``peers > n - 1``, a ``c`` matrix of the wrong shape, or a model
         without a body/head split.
-
-    Notes
-    -----
-    The choices made where the paper is silent or ambiguous are listed in the module's
-    docstring.
 
     Examples
     --------
