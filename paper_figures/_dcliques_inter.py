@@ -23,14 +23,23 @@ def label(config: dict[str, Any]) -> str:
     return f"D-Cliques, {INTER[spec.split('inter=')[1].split(',')[0]]} inter-clique"
 
 
-def build(args: figures.FigureArgs, configs: list[str], model: str, *,
+MODELS = {"logistic": "logistic regression", "gn_lenet": "GN-LeNet", "cnn1d": "1-D CNN",
+          "mlp": "MLP"}
+
+
+def build(args: figures.FigureArgs, configs: list[str], *,
           early: float | None = None) -> figures.Result:
     """Run and draw the configs (a D-Cliques sweep and the fully-connected network), with the
     costs of each topology and the paper's checks; runs shorter than ``early`` epochs are
-    said to show the start of training only."""
+    said to show the start of training only. The title names the model that ran (the
+    stand-in's when the paper's dataset was swapped) and its momentum."""
     found = figures.panels(args, {"curves and costs": configs}, label)
     panel = found["curves and costs"]
-    n = next(iter(panel.configs.values()))["n_clients"]
+    first = next(iter(panel.configs.values()))
+    n = first["n_clients"]
+    model = MODELS.get(str(first["model"]), str(first["model"]))
+    if first.get("momentum"):
+        model += f", momentum {first['momentum']}"
     fig, numbers = figures.curves(found, "global_acc", band="lines", legend="outside",
                                   figsize=(8.6, 4.2), titles=False)
     fig.axes[0].set_title(f"D-SGD, {model}, {n} nodes", fontsize=9)
@@ -54,7 +63,7 @@ def build(args: figures.FigureArgs, configs: list[str], model: str, *,
     epochs = max(float(e) for e in table["epochs"])
     notes = []
     if early is not None and epochs < early:
-        measured = f"after only {epochs:.2f} epochs (far from converged): {measured}"
+        measured = f"after only {epochs:.2f} epochs (the paper: 100): {measured}"
         notes.append(f"only {epochs:.2f} epochs ran (the paper: 100): the curves are the first "
                      "part of training; `--full` (a GPU) runs the paper's 100 epochs")
     return figures.Result(fig, measured, checks, numbers, panels=found, notes=notes)

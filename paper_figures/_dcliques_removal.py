@@ -9,6 +9,8 @@ from typing import Any
 from topofl import figures
 
 PANELS = {"without Clique Averaging": "", "with Clique Averaging": ""}
+MODELS = {"logistic": "logistic regression", "gn_lenet": "GN-LeNet", "cnn1d": "1-D CNN",
+          "mlp": "MLP"}
 FULL, ONE, FIVE = "full cliques", "1 edge removed per clique", "5 edges removed per clique"
 
 
@@ -21,12 +23,16 @@ def label(config: dict[str, Any]) -> str:
 def build(args: figures.FigureArgs, prefix: str, suptitle: str, *, ymin: float | None = None
           ) -> tuple[figures.Result, dict[str, Any]]:
     """Run and draw ``<prefix>_no_ca`` and ``<prefix>_ca``; the result (checks to add) and,
-    per panel, each curve's final accuracy, final spread and mean accuracy over the run."""
+    per panel, each curve's final accuracy, final spread and mean accuracy over the run.
+    ``suptitle`` may name ``{n}`` (the nodes) and ``{model}`` (the model that ran: the
+    stand-in's when the paper's dataset was swapped)."""
     configs = dict(zip(PANELS, (f"{prefix}_no_ca", f"{prefix}_ca")))
     found = figures.panels(args, configs, label)
-    n = next(iter(found.values())).configs[FULL]["n_clients"]
+    first = next(iter(found.values())).configs[FULL]
+    n = first["n_clients"]
+    model = MODELS.get(str(first["model"]), str(first["model"]))
     fig, numbers = figures.curves(found, "global_acc", band="lines", sharey=True,
-                                  suptitle=suptitle.format(n=n))
+                                  suptitle=suptitle.format(n=n, model=model))
     fig.axes[1].set_ylabel("")
     if ymin is not None:
         fig.axes[0].set_ylim(bottom=ymin)

@@ -14,6 +14,12 @@ NAMES = {"fedavg": "FedAvg", "fedper": "FedPer", "fedbabu": "FedBABU",
          "pfeddst": "PFedDST"}
 DATASETS = {"CIFAR-10": "cifar10", "CIFAR-100": "cifar100"}
 FIGURE = {"CIFAR-10": "pfeddst_fig3", "CIFAR-100": "pfeddst_fig4"}  # whose cache holds the runs
+# what a stand-in's calibration (analysis/standins.md) says about the room it leaves
+CAVEATS = {"CIFAR-100": (
+    "The CIFAR-100 Pat-5 stand-in (the 100-class mixture + MLP) does NOT meet the calibration's "
+    "5-point criterion (analysis/standins.md): Local reaches 88.6 % against a label-masked "
+    "pooled ceiling of 90.0 % (3 seeds), so collaboration has at most ~1-5 points of room and "
+    "the methods' order here discriminates little.")}
 
 
 def method_panels(args: figures.FigureArgs, dataset: str) -> dict[str, figures.Panel]:
@@ -41,15 +47,35 @@ def curves(args: figures.FigureArgs, dataset: str, lead: str, margin: float
     final = {k: figures.final(r) for k, r in panel.runs.items()}
     order = sorted(final, key=lambda k: -final[k].mean)
     rival = next(k for k in order if k != lead)
+    gap = final[lead] - final[rival]
     check = figures.above(f"{lead} ends above the best other method ({rival}) by more than "
                           f"{100 * margin:.1f} points", final[lead] - final[rival], margin)
     measured = (f"final accuracy {lead} {final[lead]:.3f}, best other {rival} "
-                f"{final[rival]:.3f} ({100 * (final[lead] - final[rival]):+.1f} points); "
+                f"{final[rival]:.3f} ({100 * gap.mean:+.1f} ± {100 * gap.std:.1f} points, "
+                f"seed-paired); "
                 + ", ".join(f"{k} {final[k]:.3f}" for k in order if k not in (lead, rival)))
     rounds = int(next(iter(numbers.values()))["rounds"].max())
     notes = [f"The paper's 500 rounds of ResNet-18 on {dataset} become {rounds} rounds of "
              f"{panel.configs['PFedDST']['model']} on {data.split(':')[0]} at this scale."]
+    moved = {k: moved_last(r, 10) for k, r in panel.runs.items()}
+    notes.append("Flatness: how far each seed-mean curve moved over the last 10 rounds "
+                 "(points; flat read as <= 1): "
+                 + ", ".join(f"{k} {v:.1f}" for k, v in moved.items()) + ".")
+    if panel.stand_in and dataset in CAVEATS:
+        notes.append(CAVEATS[dataset])
     return figures.Result(fig, measured, [check], numbers[dataset], panels=found, notes=notes)
+
+
+def moved_last(records: Any, window: int) -> float:
+    """How far (points) the seed-mean test accuracy curve of one method moved over its last
+    ``window`` rounds: the largest absolute difference from its final value."""
+    import numpy as np
+
+    curves = [records.for_run(r).series("test_acc_mean") for r in records.runs]
+    rounds = curves[0][0]
+    mean = np.mean([c[1] for c in curves], axis=0)
+    tail = mean[rounds >= rounds[-1] - window]
+    return float(100 * np.max(np.abs(tail - mean[-1])))
 
 
 def by_round(rec: Any, run: str, metric: str) -> dict[int, Any]:

@@ -20,8 +20,7 @@ from topofl import figures
 
 @figures.script
 def main(args: figures.FigureArgs) -> figures.Result:
-    return _dcliques_inter.build(args, ["dcliques_13_dcliques", "dcliques_13_complete"],
-                                 "logistic regression")
+    return _dcliques_inter.build(args, ["dcliques_13_dcliques", "dcliques_13_complete"])
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     rows = [r for r in ([s for s in found if s.startswith(f"CIFAR-{c} ")] for c in (10, 100))
             if r]
     ncol = max(len(r) for r in rows)
-    fig, axes = plt.subplots(len(rows), ncol, figsize=(3.6 * ncol, 3.0 * len(rows)),
+    fig, axes = plt.subplots(len(rows), ncol, figsize=(2.5 * ncol, 2.1 * len(rows)),
                              squeeze=False)
     numbers = {}
     for i, row in enumerate(rows):
@@ -44,7 +44,9 @@ def main(args: figures.FigureArgs) -> figures.Result:
             numbers[row[j]] = p.table("test_acc")
     axes[0][0].legend(fontsize=7, loc="lower right")
     if cfg["_notes"]:  # a stand-in ran: say so on the picture too
-        fig.suptitle(f"offline stand-in: {cfg['data']}, {cfg['model']}", fontsize=9)
+        used = dict.fromkeys(found[s].data for s in found)
+        fig.suptitle("offline stand-ins: " + "; ".join(used) + f"; {cfg['model']}",
+                     fontsize=7)
     fig.tight_layout()
     # the paper reads Fig. 2 as: DFedPGP converges fastest and ends highest (Section 5.2)
     final, area = _dfedpgp.accuracy(found), _dfedpgp.accuracy(found, "area")

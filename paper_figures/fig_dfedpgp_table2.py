@@ -74,6 +74,10 @@ def main(args: figures.FigureArgs) -> figures.Result:
     measured = "; ".join(parts) + f" (rounds, of {cfg['rounds']})"
     notes = ["A seed that never reaches the target counts one round more than it ran in the "
              "checks (a lower bound of its count)."] + _dfedpgp.short_run_note(cfg, args.scale)
+    if int(cfg.get("eval_every", 1)) > 1:
+        notes.append(f"Evaluated every {cfg['eval_every']} rounds: a count is the first "
+                     "evaluated round at or above the target, so it is known to within "
+                     f"{cfg['eval_every']} rounds.")
     return figures.Result(None, measured, checks, {"measured (rounds)": measured_t,
                                                   "paper (rounds)": paper_t},
                           panels=found, notes=notes, setting=figures.merged_setting(found))

@@ -6,6 +6,13 @@ over clients of the personalized test accuracy reaches the paper's target
 (:meth:`topofl.records.Records.rounds_to`; "-" when it never does within the run), beside the
 paper's numbers.
 
+On an offline stand-in the paper's absolute targets mean nothing (another data set, another
+ceiling), so the target moves with the accuracy reached: the paper's target is the same fraction
+of its best final accuracy in that column (CIFAR-10: 90 % of PFedDST's 92.25 %; CIFAR-100: 75 %
+of DFedPGP's 79.41 %), and at this scale that fraction of the best seed-mean final accuracy
+measured in the column is the target. With the paper's data (``--full``) the targets are the
+paper's.
+
     python paper_figures/fig_pfeddst_table1.py [--quick | --full] [--update-results]
 """
 
@@ -16,6 +23,7 @@ import _pfeddst  # beside this script
 from topofl import figures
 
 # column -> (target accuracy, the paper's Table I)
+BEST = {"CIFAR-10": 0.9225, "CIFAR-100": 0.7941}  # the paper's best final accuracy per column
 COLUMNS = {
     "CIFAR-10": (0.90, {"FedAvg": None, "FedPer": 350, "FedBABU": 321, "DFedAvgM": 462,
                         "Dis-PFL": None, "DFedPGP": 238, "PFedDST": 184}),
@@ -39,14 +47,24 @@ def main(args: figures.FigureArgs) -> figures.Result:
 
     names = list(_pfeddst.NAMES.values())
     table = pd.DataFrame({"method": names})
-    found, checks, parts = {}, [], []
+    found, checks, parts, notes = {}, [], [], []
     for column, (target, paper) in COLUMNS.items():
         panel = _pfeddst.method_panels(args, column)[column]
         found[column] = panel
+        if panel.stand_in:  # the paper's target as a fraction of its best final accuracy
+            best = max(figures.final(r).mean for r in panel.runs.values())
+            share = target / BEST[column]
+            target = share * best
+            notes.append(f"{column} ran on a stand-in: target {target:.1%} = {share:.3f} (the "
+                         f"paper's {COLUMNS[column][0]:.0%} / {BEST[column]:.2%}) x the best "
+                         f"seed-mean final accuracy here ({best:.1%}).")
+            if column in _pfeddst.CAVEATS:
+                notes.append(_pfeddst.CAVEATS[column] + " Its target is reached within the "
+                             "first evaluations, so rounds to it barely separate the methods.")
         reach = {k: figures.reach(panel.runs[k], target) for k in names}
         last = max(int(r.series("test_acc_mean", run=run)[0][-1]) + 1
                    for r in panel.runs.values() for run in r.runs)
-        head = f"{column} (target {target:.0%})"
+        head = f"{column} (target {target:.1%})"
         table[f"{head}: measured"] = [cell(reach[k], last) for k in names]
         table[f"{head}: paper"] = [str(paper[k] or "-") for k in names]
         table[f"{column}: best accuracy"] = [
@@ -63,13 +81,13 @@ def main(args: figures.FigureArgs) -> figures.Result:
                                         "inconclusive", "no method reaches the target",
                                         "reached"))
         if not anyone:
-            parts.append(f"{column}: no method reaches {target:.0%} in {last} rounds")
+            parts.append(f"{column}: no method reaches {target:.1%} in {last} rounds")
             continue
         parts.append(f"{column}: PFedDST {cell(reach['PFedDST'], last)}, fastest other "
-                     f"{rival} {cell(reach[rival], last)} (rounds to {target:.0%}, of {last}); "
+                     f"{rival} {cell(reach[rival], last)} (rounds to {target:.1%}, of {last}); "
                      + ", ".join(f"{k} {cell(reach[k], last)}" for k in names
                                  if k not in ("PFedDST", rival)))
-    return figures.Result(None, "; ".join(parts), checks, table, panels=found)
+    return figures.Result(None, "; ".join(parts), checks, table, panels=found, notes=notes)
 
 
 if __name__ == "__main__":

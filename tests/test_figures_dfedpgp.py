@@ -123,6 +123,8 @@ def test_presets_hold_the_papers_setting(name: str) -> None:
         assert (cfg["lr"], cfg["decay"], cfg["weight_decay"], cfg["momentum"]) == (
             0.1, 0.99, 0.005, 0.9), cell
         assert cfg["rounds"] == 500, cell
+        # one optimizer-state policy for every method of the comparison (analysis/standins.md)
+        assert cfg["momentum_state"] == "restart", cell
         algo = cfg["algorithm"]
         if algo in ("dfedpgp", "dfedavgm_p"):
             assert cfg["local_epochs_v"] == 1

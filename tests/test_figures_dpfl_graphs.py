@@ -128,3 +128,39 @@ def test_fig2_quick_content(quick_out: Path) -> None:
         assert not (last & ~omega).any()
         assert int((codes == SELECTION_CODES["candidate"]).sum()) == int((omega & ~last).sum())
     verdict("dpfl_fig2", quick_out)
+
+
+def test_fig3_committed_result() -> None:
+    md = (RESULTS / "dpfl_fig3.md").read_text(encoding="utf-8")
+    got = json.loads((RESULTS / "dpfl_fig3.json").read_text(encoding="utf-8"))
+    assert got["scale"] == "default" and got["seeds"] == [0, 1, 2]
+    verdict("dpfl_fig3", RESULTS, "default")
+    assert got["optimizer_state"] == ["keep"]  # the DPFL comparisons' policy, both graphs
+    rows = _md_table(md, "c")
+    assert [r[0] for r in rows] == ["20", "10", "5"]  # Fig. 3's three budgets of N = 100
+
+
+@pytest.mark.figures
+def test_fig3_quick_content(quick_out: Path) -> None:
+    fig = _run_quick("dpfl_fig3", quick_out)
+    md = (quick_out / "dpfl_fig3.md").read_text(encoding="utf-8")
+    verdict("dpfl_fig3", quick_out)
+    rec = tf.records.load_many(quick_out / "runs" / "dpfl_fig3" / "dpfl_fig3")
+    assert len(rec.runs) == 2  # DPFL and the random graph, one budget, one seed
+    final = {}
+    for run in rec.runs:
+        r = rec.for_run(run)
+        n = int(r.config["n_clients"])
+        b = resolve_budget(r.config["budget"], n)
+        assert b == 2 and r.config["momentum_state"] == "keep"
+        final[r.config["graph"]] = 100 * r.series("test_acc_mean")[1][-1]
+        # every round's collaborators respect the budget, for both graphs
+        for _, edges in r._points(run, "realized_edges", None):
+            per = np.bincount([k for _, k in edges], minlength=n)
+            assert per.max() <= b
+    (row,) = _md_table(md, "c")
+    assert row[0] == "2"
+    assert float(row[1]) == pytest.approx(final["greedy"], abs=5e-3)
+    assert float(row[2]) == pytest.approx(final["random"], abs=5e-3)
+    assert float(row[3]) == pytest.approx(final["greedy"] - final["random"], abs=1e-2)
+    assert len([ax for ax in fig.axes if ax.lines]) == 1  # one panel per budget
