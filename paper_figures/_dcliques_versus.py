@@ -13,6 +13,32 @@ from topofl import figures
 DCL = "D-Cliques (fully-connected) w/o clique avg."
 
 
+def flatness(found: Mapping[str, figures.Panel], metric: str = "global_acc_mean") -> str:
+    """Whether each curve flattened, from the seed-mean curve of ``metric``: the points it
+    gained over the last quarter of its rounds (flat: under 1 point) and the first evaluated
+    round after which it stays within 1 point of its best (analysis/standins.md's rule)."""
+    flat, rising = [], []
+    for title, panel in found.items():
+        short = title.split(" (")[0] if len(found) > 1 else ""
+        for label, rec in panel.runs.items():
+            x, y = figures.mean_curve(rec, metric)
+            start = x[-1] - x[-1] // 4  # the last quarter of the rounds
+            before = y[x <= start]
+            gain = 100 * float(y[-1] - (before[-1] if before.size else y[0]))
+            near = y >= y.max() - 0.01
+            since = int(next(t for i, t in enumerate(x) if near[i:].all()))
+            (flat if round(gain, 1) < 1 else rising).append(
+                f"{f'{short}: ' if short else ''}{label} ({gain:+.1f} points over the last "
+                f"quarter, within 1 point of its best from round {since} of {int(x[-1])})")
+    parts = []
+    if rising:
+        parts.append("Not flat at the end (seed-mean curve still rising by 1 point or more over "
+                     "the last quarter of the rounds): " + "; ".join(rising) + ".")
+    if flat:
+        parts.append("Flat: " + "; ".join(flat) + ".")
+    return " ".join(parts)
+
+
 def scale_note(found: Mapping[str, figures.Panel]) -> str:
     """What this scale gives each node and curve, from the runs' own configs."""
     parts = []
@@ -37,13 +63,16 @@ def build(args: figures.FigureArgs, panels: Mapping[str, Any],
     found = figures.panels(args, panels, label)
     fig, numbers = figures.curves(found, "global_acc", band="lines", suptitle=suptitle,
                                   **curves)
-    checks, parts = [], []
+    checks, parts, tiny = [], [], []
     for title, panel in found.items():
         short = title.split(" ")[0]
         a, b = (panel.runs[c] for c in (first, second))
         area = [figures.mean_over_rounds(r, "global_acc") for r in (a, b)]
         spread = [figures.final_spread(r, "global_acc") for r in (a, b)]
         fin = [figures.final(r, "global_acc") for r in (a, b)]
+        tiny += [f"{short}: {what} {100 * d:.2f} points" for what, d in
+                 (("mean accuracy over the run", area[0] - area[1]),
+                  ("final spread", spread[0] - spread[1])) if abs(d.mean) < 0.001]
         checks += [figures.above(f"{short}: {one} faster than {two} (mean accuracy over the "
                                  "run)", area[0] - area[1]),
                    figures.below(f"{short}: {one} lower final spread between nodes than {two}",
@@ -55,7 +84,10 @@ def build(args: figures.FigureArgs, panels: Mapping[str, Any],
         more, text = extra(found)
         checks += more
         parts.append(text)
-    notes = []
+    notes = [flatness(found)]
+    if tiny:
+        notes.append(f"{one} against {two}, differences under 0.1 point (mean over the seeds), "
+                     "too small to matter whatever their check says: " + "; ".join(tiny))
     if any(c.outcome != "pass" for c in checks):
         notes.append(scale_note(found))
     return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found, notes=notes)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import _dcliques_versus  # beside this script
 import numpy as np
 
 from topofl import figures
@@ -40,7 +41,7 @@ def spread(rec: Any, metric: str = "global_acc") -> float:
 def main(args: figures.FigureArgs) -> figures.Result:
     found = figures.panels(args, PANELS, label)
     fig, numbers = figures.curves(
-        {f"{t} ({p.data})": p for t, p in found.items()}, "global_acc", band="lines",
+        {f"{t} ({p.data.split(':')[0]})": p for t, p in found.items()}, "global_acc", band="lines",
         legend=None, suptitle="D-Cliques (fully connected), 100 nodes, 2 shards/node, Clique "
                               "Averaging")
     handles, labels = fig.axes[0].get_legend_handles_labels()
@@ -61,7 +62,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
         parts.append(f"{title}: mean accuracy over the run {area[gs]:.3f} (Greedy Swap) vs "
                      f"{area[RANDOM]:.3f} (random), final {fin[gs]:.3f} vs {fin[RANDOM]:.3f}; "
                      f"node spread {width[gs]:.3f} vs {width[RANDOM]:.3f}")
-    return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found)
+    return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found,
+                          notes=[_dcliques_versus.flatness(found)])
 
 
 if __name__ == "__main__":

@@ -131,3 +131,28 @@ def test_dcliques_100_quick_content(name: str, quick_out: Path) -> None:
     assert ends == pytest.approx(sorted(finals))
     _, v = verdict(name, quick_out)
     assert v["seeds"] == [0] and v["verdict"] == "inconclusive at this scale"  # one seed
+
+
+def test_flatness_hand_computed() -> None:
+    """``_dcliques_versus.flatness`` on two toy curves (two seeds each, evaluated at rounds
+    1..8): one rising 2 points over the last quarter, one flat from round 3."""
+    import runpy
+
+    mod = runpy.run_path(str(FIGS / "_dcliques_versus.py"))
+
+    def rec(vals: list[list[float]]) -> object:
+        return tf.records.Records(rows=[
+            {"run": f"s{s}", "round": t, "client": None, "metric": "global_acc_mean", "value": v}
+            for s, vs in enumerate(vals) for t, v in enumerate(vs)])
+
+    rising = rec([[.1, .2, .3, .4, .5, .6, .7, .8], [.1, .2, .3, .4, .5, .6, .7, .8]])
+    flat = rec([[.1, .5, .80, .80, .80, .80, .80, .805], [.1, .5, .80, .80, .80, .80, .80, .795]])
+    panel = figures.Panel("P", {"up": rising, "flat": flat}, {}, {}, [], [])
+    text = mod["flatness"]({"P": panel})
+    # rising: rounds 1..8, last quarter from round 6 (8 - 8 // 4): 0.8 - 0.6 = 20 points;
+    # within 1 point of its best (0.8) only at round 8
+    assert "up (+20.0 points over the last quarter, within 1 point of its best from round 8 " \
+           "of 8)" in text.split("Flat:")[0]
+    # flat: the mean is 0.8 from round 3 on
+    assert "flat (+0.0 points over the last quarter, within 1 point of its best from round 3 " \
+           "of 8)" in text.split("Flat:")[1]
