@@ -374,5 +374,7 @@ def test_sigint_in_a_real_process_exits_130_quietly(tmp_path: Any) -> None:
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    # generous: under heavy load (CI beside other jobs) the interrupted process took over 60 s
+    # to unwind and exit once; a hang still fails
+    _, err = proc.communicate(timeout=240)
     assert proc.returncode == 130 and err == ""
