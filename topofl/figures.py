@@ -369,6 +369,11 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
         notes.append("settings adapted to the stand-in data ([stand_in] table of the config): "
                      + ", ".join(f"{k} = {_fmt(v)}" for k, v in adapted.items()))
     cfg = apply_scale({**raw, "scale": scales}, scale)
+    ran, swapped = cfg.get("data"), raw.get("data")
+    if isinstance(ran, str) and ran != swapped and swapped in cfg["_stand_in"].values():
+        # the scale's table runs other data in place of the stand-in: record what ran
+        cfg["_stand_in"] = {k: ran if v == swapped else v for k, v in cfg["_stand_in"].items()}
+        notes.append(f"the {scale} scale runs {ran!r} in place of the stand-in {swapped!r}")
     if "seed" in cfg.get("sweep", {}):
         raise FigureError(f"{p}: the seeds of a figure are its `seeds` setting (a count or a "
                           "list), not a `seed` list in [sweep]")
