@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from topofl._markdown import replace_block
 from topofl._markdown import table as md_table
 from topofl.records import Records, load_many
 from topofl.study import StudyResult, study
@@ -168,14 +169,6 @@ def figure(res: StudyResult, records: Records, path: Path) -> None:
     plt.close(fig)
 
 
-def write_block(md: Path, block: str, marker: str) -> None:
-    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-    text = md.read_text(encoding="utf-8")
-    head, rest = text.split(begin, 1)
-    tail = rest.split(end, 1)[1]
-    md.write_text(f"{head}{begin}\n{block}\n{end}{tail}", encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mixture", action="store_true",
@@ -210,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *([] if args.mixture else
           ["![design at an equal budget](figures/design_budget.png)", ""]),
     ])
-    write_block(ROOT / "design_budget.md", block, marker)
+    replace_block(ROOT / "design_budget.md", block, marker)
     pd.options.display.width = 200
     print(res.conditions[["condition", "final_mean", "final_std",
                           "neighborhood_heterogeneity_mean"]].to_string())

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from topofl._markdown import replace_block
 from topofl._markdown import table as md_table
 from topofl.study import StudyResult, study
 
@@ -376,18 +377,6 @@ def figure(studies: dict[tuple[str, str], StudyResult], path: Path) -> None:
     plt.close(fig)
 
 
-def write_block(md: Path, block: str, marker: str) -> None:
-    """Replace the text between ``<!-- marker:begin -->`` and ``<!-- marker:end -->``."""
-    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-    text = md.read_text(encoding="utf-8")
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        tail = rest.split(end, 1)[1]
-    else:
-        head, tail = text.rstrip("\n") + "\n\n", "\n"
-    md.write_text(f"{head}{begin}\n{block}\n{end}{tail}", encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", default=str(ROOT / "out"),
@@ -413,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 pooled[(regime, level)] = res
                 pdiffs[(regime, level)] = paired_differences(res, n_boot=args.n_boot)
                 print(f"{regime} {level}: {len(res.runs)} runs, {len(res.conditions)} graphs")
-        write_block(ROOT / "predictors.md", robustness_block(pooled, pdiffs), "lownoise")
+        replace_block(ROOT / "predictors.md", robustness_block(pooled, pdiffs), "lownoise")
         print("wrote the lownoise block of analysis/predictors.md")
         return 0
     halves = [h.strip() for h in args.halves.split(",") if h.strip()]
@@ -432,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner_up = {(level, conv): best_and_runner_up(studies[("heldout", level)], conv,
                                                        n_boot=args.n_boot)
                      for level in LEVELS for conv in CONVERGENCE}
-        write_block(ROOT / "predictors.md", results_block(studies, diffs, runner_up), "results")
+        replace_block(ROOT / "predictors.md", results_block(studies, diffs, runner_up), "results")
         print("wrote analysis/predictors.md (results block), analysis/figures/predictors_rho.png")
     return 0
 

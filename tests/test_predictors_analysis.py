@@ -3,27 +3,20 @@ bootstrap, and the equal budget of the design comparison."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import topofl as tf
+from tests._analysis import load
 from topofl.config import read_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "analysis" / "configs"
 
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "analysis" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_two_halves_differ_only_in_their_disjoint_graph_families() -> None:
