@@ -364,27 +364,13 @@ FLAT: dict[str, dict[str, Any]] = {
         n_clients=100, partition="shards", partition_params={"shards_per_client": 2},
         lr=0.1, batch_size=128, rounds=400, eval_every=20, eval_global=True,
         _metric="global_acc_mean"),
-    "dcliques_cifar10_100_lr0.01": dict(
+    **{f"dcliques_cifar10_100_lr{lr}": dict(  # the same run at three learning rates
         algorithm="dsgd", topology="dcliques:clique_size=10,inter=fully_connected,steps=1000",
         clique_averaging=True, momentum=0.9,
         data=_m1d(50_000, 10_000, corr_noise=0.35, iid_noise=0.05), model="cnn1d",
         n_clients=100, partition="shards", partition_params={"shards_per_client": 2},
-        lr=0.01, batch_size=20, rounds=250, eval_every=50, eval_global=True,
-        _metric="global_acc_mean"),
-    "dcliques_cifar10_100_lr0.05": dict(
-        algorithm="dsgd", topology="dcliques:clique_size=10,inter=fully_connected,steps=1000",
-        clique_averaging=True, momentum=0.9,
-        data=_m1d(50_000, 10_000, corr_noise=0.35, iid_noise=0.05), model="cnn1d",
-        n_clients=100, partition="shards", partition_params={"shards_per_client": 2},
-        lr=0.05, batch_size=20, rounds=250, eval_every=50, eval_global=True,
-        _metric="global_acc_mean"),
-    "dcliques_cifar10_100_lr0.1": dict(
-        algorithm="dsgd", topology="dcliques:clique_size=10,inter=fully_connected,steps=1000",
-        clique_averaging=True, momentum=0.9,
-        data=_m1d(50_000, 10_000, corr_noise=0.35, iid_noise=0.05), model="cnn1d",
-        n_clients=100, partition="shards", partition_params={"shards_per_client": 2},
-        lr=0.1, batch_size=20, rounds=250, eval_every=50, eval_global=True,
-        _metric="global_acc_mean"),
+        lr=lr, batch_size=20, rounds=250, eval_every=50, eval_global=True,
+        _metric="global_acc_mean") for lr in (0.01, 0.05, 0.1)},
     "dfedpgp_cifar10_dir0.3": dict(
         algorithm="dfedpgp", topology="random_directed_push:k=10",
         data=_m1d(20_000, 20_000), model="mlp", model_params=MLP, n_clients=100,
