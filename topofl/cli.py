@@ -311,6 +311,9 @@ def _run(args: argparse.Namespace, command: str) -> int:
         kwargs["records_path"] = args.out
     kwargs.setdefault("records_path", f"runs/{kwargs['algorithm']}.jsonl")
     res = config.execute(kwargs, overwrite=args.overwrite, resume=args.resume, command=command)
+    from topofl.distributed import leave
+
+    leave()  # under torchrun: every rank finished before any closes its connections
     print(f"records: {kwargs['records_path']}")
     _print_result(res.records)
     return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from topofl import data as data_mod
-from topofl import records, spectral, topologies
+from topofl import plotting, records, spectral, topologies
 from topofl.api import run
 
 __all__ = ["run_demo"]
@@ -81,9 +81,7 @@ def run_demo(
         import matplotlib
 
         matplotlib.use("Agg")
-        from topofl.plotting import convergence
-
-        fig = convergence(runs, "global_acc", title=(
+        fig = plotting.convergence(runs, "global_acc", title=(
             f"D-SGD, digits, {n_clients} clients x 2 shards (mean, min-max over clients)"),
             ylabel="accuracy on the global test set")
         fig.savefig(out / "convergence.png", dpi=120, bbox_inches="tight")

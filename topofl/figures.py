@@ -92,10 +92,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from topofl import algorithms, data, plotting
+from topofl import sweep as _sweep
 from topofl._configfile import read_config, split_sweep
 from topofl._markdown import table
 from topofl._version import __version__
+from topofl.config import _hparams
 from topofl.exceptions import ConfigError
+from topofl.records import Records, load_many
 
 __all__ = [
     "SCALES",
@@ -250,8 +254,6 @@ def stand_in(dataset: str, model: str) -> str:
 
 
 def _available(dataset: str) -> bool:
-    from topofl import data
-
     try:
         data.load(dataset)
     except (FileNotFoundError, OSError, ValueError):
@@ -601,24 +603,21 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
     >>> rec.runs, sorted(p.suffix for p in (d / "runs" / "toy").glob("seed=0.*"))
     (['seed=0', 'seed=1'], ['.ckpt', '.code', '.done', '.jsonl', '.lock'])
     """
-    from topofl import records
-    from topofl import sweep as sw
-
     run_cfg = _clean(cfg)
     name = str(cfg.get("_name") or args.name)
     out = Path(cache if cache is not None else args.runs) / name
     out.mkdir(parents=True, exist_ok=True)
-    planned = sw.plan(run_cfg)
+    planned = _sweep.plan(run_cfg)
     code = code_fingerprint()
     for run in planned:  # another setting or other code invalidates the cached run
         stamp = out / f"{run.name}.code"
         stored = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None
-        there = sw.run_files(out, run.name).records.exists()
-        if there and (stored != code or sw.conflict(run, out) is not None):
-            sw.discard(out, run.name)
+        there = _sweep.run_files(out, run.name).records.exists()
+        if there and (stored != code or _sweep.conflict(run, out) is not None):
+            _sweep.discard(out, run.name)
         stamp.write_text(code + "\n", encoding="utf-8")
     t0 = time.perf_counter()
-    outcomes = sw.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun, progress=False,
+    outcomes = _sweep.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun, progress=False,
                             command=f"python paper_figures/fig_{args.name}.py",
                             echo=lambda line: print(line, file=sys.stderr))
     failed = [o for o in outcomes if o.status in ("failed", "busy")]
@@ -626,7 +625,7 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
         raise FigureError(f"{len(failed)} run(s) of {name} failed or are running elsewhere, so "
                           "the figure is not drawn: "
                           + "; ".join(f"{o.name}: {o.message}" for o in failed))
-    rec = records.load_many([sw.run_files(out, r.name).records for r in planned])
+    rec = load_many([_sweep.run_files(out, r.name).records for r in planned])
     args.sweep_seconds += time.perf_counter() - t0
     for run_id in rec.runs:
         if "wall_time" in rec.metrics:
@@ -637,8 +636,6 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
 
 def _subset(records: Any, runs: Sequence[str]) -> Any:
     """The records of ``runs`` (rows and headers), in that order."""
-    from topofl.records import Records
-
     keep = set(runs)
     return Records(rows=[r for r in records.rows if r["run"] in keep],
                    configs={r: records.configs[r] for r in runs if r in records.configs},
@@ -871,8 +868,6 @@ def samples_per_client(config: Mapping[str, Any]) -> float:
     >>> round(tf.figures.samples_per_client({"data": "digits", "n_clients": 100}), 2)
     14.42
     """
-    from topofl import data
-
     return float(data.load(str(config["data"])).x_train.shape[0] / int(config["n_clients"]))
 
 
@@ -1164,8 +1159,6 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
             if all(g[0] is rec for g in group):
                 panel.runs[key] = _subset(rec, [r for _, r in group])
             else:  # one label over several configs' sweeps
-                from topofl.records import Records
-
                 parts = [_subset(g, [r]) for g, r in group]
                 panel.runs[key] = Records(
                     rows=[row for p in parts for row in p.rows],
@@ -1205,8 +1198,6 @@ def curves(found: Mapping[str, Panel], metric: str = "test_acc", *, band: bool |
     """
     import matplotlib.pyplot as plt
 
-    import topofl as tf
-
     n = len(found)
     size = figsize or ((5.0 * n, 3.8) if n > 1 else (6.4, 4.0))
     fig, axes = plt.subplots(1, n, figsize=size, sharey=sharey, squeeze=False)
@@ -1214,7 +1205,7 @@ def curves(found: Mapping[str, Panel], metric: str = "test_acc", *, band: bool |
                         else metric.replace("_", " "))
     numbers = {}
     for ax, (title, panel) in zip(axes[0], found.items()):
-        tf.plotting.convergence(panel.runs, metric, ax=ax, title=title if titles else None,
+        plotting.convergence(panel.runs, metric, ax=ax, title=title if titles else None,
                                 band=band, epochs=panel.epochs if epochs else None,
                                 ylabel=ylabel, legend=legend)
         numbers[title] = curve_table(panel.runs, metric, panel.epochs if epochs else None)
@@ -1239,9 +1230,6 @@ def epochs_per_round(config: Mapping[str, Any]) -> float:
     >>> round(tf.figures.epochs_per_round(cfg), 4)  # 36 samples of 1442 / 10
     0.2497
     """
-    from topofl import algorithms, data
-    from topofl.config import _hparams
-
     name = str(config["algorithm"])
     hp = {k: config[k] for k in _hparams(name) if k in config}
     algo = algorithms.get_algorithm(name, **hp)

@@ -874,22 +874,10 @@ def adjacency_heatmap(
         raise ValueError("rounds must name at least one round")
     mats = [adjacency_matrix(records, r, graph=graph, n=n, run=run) for r in rounds]
     size = mats[0].shape[0]
-    if order is not None:
-        perm = np.asarray(order, dtype=np.int64)
-        if sorted(perm.tolist()) != list(range(size)):
-            raise ValueError(f"order must be a permutation of range({size})")
-        mats = [m[np.ix_(perm, perm)] for m in mats]
+    mats = _reorder(mats, order, size)
     vmax = max(float(m.max()) for m in mats) or 1.0
-    if axes is None:
-        fig, axs = plt.subplots(1, len(rounds), figsize=(3.2 * len(rounds) + 0.8, 3.4),
-                                squeeze=False)
-        axes = list(axs[0])
-    else:
-        axes = list(np.ravel(axes))
-        if len(axes) != len(rounds):
-            raise ValueError(f"axes must hold one Axes per round ({len(rounds)}), "
-                             f"got {len(axes)}")
-        fig = axes[0].figure
+    fig, axes = _panels(axes, len(rounds), (3.2 * len(rounds) + 0.8, 3.4),
+                        f"one Axes per round ({len(rounds)})")
     cmap = plt.get_cmap("viridis").with_extremes(bad="white")
     im = None
     for ax, r, m in zip(axes, rounds, mats):
@@ -1124,7 +1112,6 @@ def selection_heatmap(
     >>> [ax.images[0].get_array().tolist() for ax in fig.axes[:2]]
     [[[3, 2, 2], [0, 3, 0], [2, 0, 3]], [[3, 2, 1], [0, 3, 0], [1, 0, 3]]]
     """
-    import matplotlib.pyplot as plt
     from matplotlib.colors import BoundaryNorm, ListedColormap
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
@@ -1143,23 +1130,11 @@ def selection_heatmap(
     for r in rounds:
         chosen = adjacency_matrix(records, r, graph="realized", n=size, run=run) > 0
         mats.append(np.where(eye, 3, np.where(chosen, 2, np.where(omega, 1, 0))))
-    if order is not None:
-        perm = np.asarray(order, dtype=np.int64)
-        if sorted(perm.tolist()) != list(range(size)):
-            raise ValueError(f"order must be a permutation of range({size})")
-        mats = [m[np.ix_(perm, perm)] for m in mats]
+    mats = _reorder(mats, order, size)
     if titles is not None and len(titles) != len(mats):
         raise ValueError(f"titles must hold one title per panel ({len(mats)}), got {len(titles)}")
-    if axes is None:
-        fig, axs = plt.subplots(1, len(mats), figsize=(3.0 * len(mats) + 1.2, 3.3),
-                                squeeze=False)
-        axes = list(axs[0])
-    else:
-        axes = list(np.ravel(axes))
-        if len(axes) != len(mats):
-            raise ValueError(f"axes must hold one Axes per panel (Omega + {len(rounds)} "
-                             f"rounds = {len(mats)}), got {len(axes)}")
-        fig = axes[0].figure
+    fig, axes = _panels(axes, len(mats), (3.0 * len(mats) + 1.2, 3.3),
+                        f"one Axes per panel (Omega + {len(rounds)} rounds = {len(mats)})")
     cmap = ListedColormap(list(SELECTION_COLORS))
     norm = BoundaryNorm([-0.5, 0.5, 1.5, 2.5, 3.5], cmap.N)
     for p, (ax, m) in enumerate(zip(axes, mats)):
@@ -1177,3 +1152,26 @@ def selection_heatmap(
         axes[-1].legend(handles=handles, frameon=False, fontsize=7, loc="upper left",
                         bbox_to_anchor=(1.02, 1.0))
     return fig
+
+
+def _reorder(mats: list[Any], order: Sequence[int] | None, size: int) -> list[Any]:
+    """``mats`` with rows and columns permuted by ``order`` (``None``: as they are)."""
+    if order is None:
+        return mats
+    perm = np.asarray(order, dtype=np.int64)
+    if sorted(perm.tolist()) != list(range(size)):
+        raise ValueError(f"order must be a permutation of range({size})")
+    return [m[np.ix_(perm, perm)] for m in mats]
+
+
+def _panels(axes: Any, k: int, figsize: tuple[float, float], what: str) -> tuple[Any, list[Any]]:
+    """A figure and ``k`` Axes in a row, or the caller's ``axes`` (``what`` names the count)."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        fig, axs = plt.subplots(1, k, figsize=figsize, squeeze=False)
+        return fig, list(axs[0])
+    found = list(np.ravel(axes))
+    if len(found) != k:
+        raise ValueError(f"axes must hold {what}, got {len(found)}")
+    return found[0].figure, found

@@ -85,6 +85,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from topofl import plotting
 from topofl._markdown import table as md_table
 from topofl._version import __version__
 from topofl.records import Records, area_under_curve, cost_to, load_many, rounds_to
@@ -976,8 +977,6 @@ def _figures(records: Records, res: StudyResult, out: Path, band: str) -> dict[s
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from topofl import plotting
 
     figs: dict[str, str] = {}
     readable = {c: textwrap.fill(readable_condition(str(c)), 40)

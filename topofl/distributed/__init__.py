@@ -21,13 +21,14 @@ from topofl.distributed.data import ShardData
 from topofl.distributed.mixer import ExchangePlan, ShardMixer, exchange_plan
 from topofl.distributed.placement import Placement, blocks, place
 from topofl.distributed.sharded import Sharded, ShardedCheckpointer
-from topofl.distributed.world import DistributedError, World, is_distributed, join
+from topofl.distributed.world import DistributedError, World, is_distributed, join, leave
 
 __all__ = [
     "DistributedError",
     "World",
     "is_distributed",
     "join",
+    "leave",
     "Placement",
     "blocks",
     "place",

@@ -18,7 +18,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-__all__ = ["World", "is_distributed", "join", "DistributedError", "DEFAULT_TIMEOUT"]
+__all__ = ["World", "is_distributed", "join", "leave", "DistributedError", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 300.0  # seconds a collective waits for the other ranks
 
@@ -124,11 +124,38 @@ def join(device: str) -> World:
         if dev.type == "cuda":
             torch.cuda.set_device(dev)
         dist.init_process_group(backend, timeout=timedelta(seconds=timeout))
+        global _OURS
+        _OURS = True
         atexit.register(_destroy)
     return World(rank=dist.get_rank(), size=dist.get_world_size(),
                  backend=str(dist.get_backend()), device=dev, timeout=timeout)
 
 
+_OURS = False  # whether :func:`join` initialised the default group (then it also ends it)
+
+
+def leave() -> None:
+    """End the process group :func:`join` initialised, after every rank got here.
+
+    Call it on every rank once a run has finished (``topofl run`` does). The barrier makes
+    sure no rank tears its connections down while a peer still uses them: gloo aborts the
+    process (SIGABRT, "terminate called without an active exception") when a peer's sockets
+    close under it at interpreter exit. A group the caller initialised is left alone, and
+    without a group this does nothing.
+
+    Examples
+    --------
+    >>> from topofl.distributed import leave
+    >>> leave()  # no process group: nothing to do
+    """
+    global _OURS
+    if _OURS and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+    _OURS = False
+
+
 def _destroy() -> None:  # pragma: no cover - runs at interpreter exit
-    if dist.is_initialized():
+    # no barrier here: a rank that failed exits through this, and its peers would wait for it
+    if _OURS and dist.is_initialized():
         dist.destroy_process_group()
