@@ -7,8 +7,9 @@ the result code computes on a fixed set of small inputs, compared value by value
 
 - ``runs/<case>/<dtype>``: the records (every row but the wall clock) of 2 rounds of every
   registry algorithm with the options that take its other paths (the cases of
-  :func:`algorithm_cases`), in float64 and float32, and of runs on the stand-ins' data and
-  models (MNIST-1D with ``cnn1d``, ``digits32rgb`` with ``cnn`` / ``gn_lenet``);
+  :func:`algorithm_cases`), in float64 and float32, of runs on the stand-ins' data and
+  models (MNIST-1D with ``cnn1d``, ``digits32rgb`` with ``cnn`` / ``gn_lenet``), and of runs
+  with a network and clients offline (the bytes ledger, the virtual clock, availability);
 - ``topologies/<family>``: the mixing matrices of every registered graph family (three rounds
   of a time-varying one), D-Cliques with each inter-clique topology;
 - ``spectral/<family>``: :func:`topofl.spectral.summary` of those graphs;
@@ -123,6 +124,10 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
 
 _MNIST1D = "mnist1d:n_samples=600,n_test=300,corr_noise=0.35,iid_noise=0.05,seed=0"
 _SYNTH = "synthetic:n_samples=600,dim=8,num_classes=6,seed=0,separation=2.0"
+_NETWORK = {"latency": {"dist": "uniform", "low": 0.01, "high": 0.05}, "uplink": 1e5,
+            "speed": {"dist": "lognormal", "median": 1e7, "sigma": 0.5}, "seed": 2}
+_AVAILABILITY = {"model": "markov", "p_off": 0.2, "p_on": 0.5, "straggle": 0.2,
+                 "slowdown": 3.0, "seed": 1}
 # runs on the stand-ins' data and models:
 # name -> (algorithm, topology spec, data, partition and its parameters, model, keywords)
 _STAND_IN_RUNS: dict[str, tuple[str, str | None, str, tuple[str, dict[str, Any]], str,
@@ -139,6 +144,14 @@ _STAND_IN_RUNS: dict[str, tuple[str, str | None, str, tuple[str, dict[str, Any]]
     "dsgd_logistic": ("dsgd", "exponential", _SYNTH,
                       ("dpfl_pathological", {"classes_per_client": 3, "alpha": 0.5}),
                       "logistic", dict(local_steps=2)),
+    # the cost paths: a virtual clock over a network, clients offline and straggling
+    "dsgd_cost": ("dsgd", "el_oracle:s=2", _SYNTH, ("dirichlet", {"alpha": 0.5}), "mlp",
+                  dict(network=_NETWORK, availability=_AVAILABILITY)),
+    "fedavg_cost": ("fedavg", None, _SYNTH, ("iid", {}), "mlp",
+                    dict(participation=0.5, network=_NETWORK,
+                         availability={"offline": 0.3, "seed": 1})),
+    "sgp_cost": ("sgp", "random_directed_push:k=2", _SYNTH, ("iid", {}), "mlp",
+                 dict(network=_NETWORK, availability=_AVAILABILITY)),
 }
 
 
