@@ -9,7 +9,7 @@ import pytest
 
 import topofl as tf
 from tests import _figures
-from topofl import figures
+from topofl import _fingerprint, figures
 
 BASE = {"algorithm": "dsgd", "data": "digits", "n_clients": 6,
         "model": "logistic", "rounds": 3, "eval_every": 1, "batch_size": 8,
@@ -384,21 +384,22 @@ def test_code_text_ignores_documentation_not_code(tmp_path: Path) -> None:
     for i, src in enumerate((base, edited, changed, string)):
         p = tmp_path / f"m{i}.py"
         p.write_text(src, encoding="utf-8")
-        texts.append(figures._code_text(p))
+        texts.append(_fingerprint._code_text(p))
     assert texts[0] == texts[1]
     assert texts[0] == ("import math\ndef f(x):\n    return math.sqrt(x)\nclass C:\n"
                         '    y = "# not a comment"\ndef g(): "one-line doc"')
     assert texts[2] != texts[0] and texts[3] != texts[0]
     bad = tmp_path / "bad.py"
     bad.write_text("def (:\n", encoding="utf-8")
-    assert figures._code_text(bad) == "def (:\n"
+    assert _fingerprint._code_text(bad) == "def (:\n"
 
 
 def test_code_fingerprint_covers_the_result_code_only() -> None:
     files = {p.relative_to(Path(figures.__file__).parent).as_posix()
-             for p in figures._result_code_files()}
+             for p in _fingerprint._result_code_files()}
     assert {"engine/loop.py", "algorithms/dsgd.py", "config.py", "records.py"} <= files
-    assert not files & {"figures.py", "plotting.py", "cli.py", "sweep.py", "report.py"}
+    assert not files & {"figures.py", "plotting.py", "cli.py", "sweep.py", "report.py",
+                         "snapshot.py", "_fingerprint.py"}
     assert not any(f.startswith("distributed/") for f in files)
     fp = figures.code_fingerprint()
     assert fp == figures.code_fingerprint() and fp.startswith(tf.__version__ + "+")

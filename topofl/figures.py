@@ -79,14 +79,11 @@ from __future__ import annotations
 import argparse
 import ast
 import functools
-import hashlib
-import io
 import json
 import math
 import os
 import sys
 import time
-import tokenize
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,8 +92,8 @@ from typing import Any
 from topofl import algorithms, data, plotting
 from topofl import sweep as _sweep
 from topofl._configfile import read_config, split_sweep
+from topofl._fingerprint import NOT_RESULT_CODE, code_fingerprint
 from topofl._markdown import table
-from topofl._version import __version__
 from topofl.config import _hparams
 from topofl.exceptions import ConfigError
 from topofl.records import Records, load_many
@@ -120,6 +117,7 @@ __all__ = [
     "load_config",
     "claim_of",
     "code_fingerprint",
+    "current_codes",
     "sweep",
     "panels",
     "curves",
@@ -155,12 +153,6 @@ SCALES = ("quick", "default", "full")
 DEFAULT_SEEDS = {"quick": 1, "default": 3, "full": 3}
 #: The four verdicts, in the order the index counts them.
 VERDICTS = ("holds", "partly", "does not hold", "inconclusive at this scale")
-#: Source files of ``topofl/`` left out of :func:`code_fingerprint`: they present, schedule or
-#: place runs but compute no number of a run (a folder ends with ``/``). ``distributed/`` is a
-#: placement whose records equal one process's; figure runs are one process.
-NOT_RESULT_CODE = ("__main__.py", "cli.py", "demo.py", "figures.py", "plotting.py",
-                   "report.py", "snapshot.py", "study.py", "sweep.py", "_markdown.py",
-                   "distributed/")
 _META = ("scale", "figure", "_notes", "_name", "_seeds", "_stand_in", "_label")
 
 
@@ -502,78 +494,21 @@ def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) ->
 # ------------------------------------------------------------------------------ provenance
 
 
-def _result_code_files() -> list[Path]:
-    """The source files :func:`code_fingerprint` hashes, sorted by their path in ``topofl/``."""
-    root = Path(__file__).resolve().parent
-    out = []
-    for p in sorted(root.rglob("*.py")):
-        rel = p.relative_to(root).as_posix()
-        if any(rel == x or (x.endswith("/") and rel.startswith(x)) for x in NOT_RESULT_CODE):
-            continue
-        out.append(p)
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """``"<version>+<hash>"``: the library code that computes a run's numbers.
-
-    The hash (12 hex digits of SHA-256) covers the path and code of every ``*.py`` file of
-    ``topofl/`` except :data:`NOT_RESULT_CODE` (the CLI, plotting, reports, the figure and
-    sweep machinery, the distributed placement). The code is the source without docstrings,
-    comments and blank lines: editing documentation does not make results stale. A cached run
-    or a committed result whose fingerprint differs was computed by other code (cached in a process:
-    ``code_fingerprint.cache_clear()`` after editing the sources).
+def current_codes() -> set[str]:
+    """The current :func:`code_fingerprint` and those certified to compute what it computes
+    (:mod:`topofl.snapshot`; the certificates beside the committed results): a committed
+    result or cached run of one of these is current.
 
     Examples
     --------
-    >>> fp = tf.figures.code_fingerprint()
-    >>> fp.startswith(tf.__version__ + "+"), len(fp.split("+")[1])
-    (True, 12)
+    >>> tf.figures.code_fingerprint() in tf.figures.current_codes()
+    True
     """
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for p in _result_code_files():
-        h.update(p.relative_to(root).as_posix().encode() + b"\0" + _code_text(p).encode()
-                 + b"\0")
-    return f"{__version__}+{h.hexdigest()[:12]}"
-
-
-def _same_code(code: str) -> set[str]:
-    """``code`` and the fingerprints certified to compute what it computes
-    (:mod:`topofl.snapshot`; the certificates beside the committed results)."""
+    code = code_fingerprint()
     try:
         return equivalent_codes(code, _root() / "results")
     except FigureError:  # not in a clone: no certificates
         return {code}
-
-
-def _code_text(path: Path) -> str:
-    """The source of ``path`` without what cannot change a number: docstrings, comments,
-    blank lines and trailing spaces (a file that does not parse is taken whole)."""
-    source = path.read_text(encoding="utf-8")
-    lines = source.splitlines()
-    try:
-        tree = ast.parse(source)
-        comments = [tok.start for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-                    if tok.type == tokenize.COMMENT]
-    except (SyntaxError, tokenize.TokenError):
-        return source
-    drop: set[int] = set()
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            doc = body[0]
-            if not isinstance(node, ast.Module) and doc.lineno <= node.lineno:
-                continue  # a docstring on its def's line: keep the line
-            drop.update(range(doc.lineno - 1, (doc.end_lineno or doc.lineno)))
-    for row, col in comments:  # tokenize rows are 1-based
-        lines[row - 1] = lines[row - 1][:col]
-    kept = (line.rstrip() for i, line in enumerate(lines) if i not in drop)
-    return "\n".join(line for line in kept if line)
 
 
 # ------------------------------------------------------------------------------ running
@@ -621,7 +556,7 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
     out.mkdir(parents=True, exist_ok=True)
     planned = _sweep.plan(run_cfg)
     code = code_fingerprint()
-    same = _same_code(code)
+    same = current_codes()
     for run in planned:  # another setting or other code invalidates the cached run
         stamp = out / f"{run.name}.code"
         stored = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None
@@ -1636,7 +1571,6 @@ def available() -> dict[str, str]:
     >>> tf.figures.available()["dcliques_01"].startswith("D-Cliques Fig. 1")
     True
     """
-    import ast
 
     out: dict[str, str] = {}
     for p in sorted(_root().glob("fig_*.py")):

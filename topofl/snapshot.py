@@ -43,6 +43,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from topofl import data, spectral, topologies
+from topofl._fingerprint import code_fingerprint
+from topofl.api import run
+from topofl.config import WALL_CLOCK_METRICS
+from topofl.graph import as_time_varying
+from topofl.models import build_model
+
 __all__ = ["algorithm_cases", "take", "compare", "certify", "equivalent_codes",
            "EQUIVALENCE_FILE"]
 
@@ -63,13 +70,11 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
     --------
     >>> import topofl as tf
     >>> from topofl.algorithms import ALGORITHMS
-    >>> data = tf.data.federate("digits", "dirichlet", 6, alpha=1.0, seed=0, val=0.1)
+    >>> data = data.federate("digits", "dirichlet", 6, alpha=1.0, seed=0, val=0.1)
     >>> cases = algorithm_cases(data)
     >>> {algo for algo, _, _ in cases.values()} == set(ALGORITHMS)
     True
     """
-    from topofl import topologies
-
     n = int(data.num_clients)
     ring = topologies.ring(n)
     push = topologies.random_directed(n, 2, seed=1, mode="push")
@@ -157,8 +162,6 @@ _STAND_IN_RUNS: dict[str, tuple[str, str | None, str, tuple[str, dict[str, Any]]
 
 def _rows(res: Any) -> dict[str, Any]:
     """A run's record values by ``round|client|metric`` (the wall clock left out)."""
-    from topofl.config import WALL_CLOCK_METRICS
-
     return {f"{r['round']}|{r['client']}|{r['metric']}": _plain(r["value"])
             for r in res.records.rows if r["metric"] not in WALL_CLOCK_METRICS}
 
@@ -180,27 +183,23 @@ def _plain(value: Any) -> Any:
 
 @functools.lru_cache(maxsize=1)
 def _case_data() -> Any:
-    from topofl import data
-
     return data.federate(_DATA[0], _DATA[1], _N, alpha=1.0, seed=0, val=0.1)
 
 
 def _runs() -> dict[str, Any]:
-    import topofl as tf
-
     out: dict[str, Any] = {}
     fed = _case_data()
     for name, (algo, topo, kw) in algorithm_cases(fed).items():
         for dtype in ("float64", "float32"):
-            res = tf.run(algo, topo, fed, "mlp", 2, seed=0, dtype=dtype, batch_size=8,
+            res = run(algo, topo, fed, "mlp", 2, seed=0, dtype=dtype, batch_size=8,
                          model_params={"hidden": [8]}, progress=False, **kw)
             out[f"runs/{name}/{dtype}"] = _rows(res)
     for name, (algo, spec, dataset, (scheme, params), model, kw) in _STAND_IN_RUNS.items():
-        fed = tf.data.federate(dataset, scheme, _N, seed=0, val=0.1, **params)
+        fed = data.federate(dataset, scheme, _N, seed=0, val=0.1, **params)
         topo = (None if spec is None else
-                tf.topologies.build(spec, seed=0, n=_N,
+                topologies.build(spec, seed=0, n=_N,
                                     label_distributions=fed.label_distributions))
-        res = tf.run(algo, topo, fed, model, 2, seed=0, batch_size=8, progress=False, **kw)
+        res = run(algo, topo, fed, model, 2, seed=0, batch_size=8, progress=False, **kw)
         out[f"runs/{name}/float32"] = _rows(res)
     return out
 
@@ -208,23 +207,20 @@ def _runs() -> dict[str, Any]:
 def _graphs() -> dict[str, Any]:
     """One small member of every registered family (D-Cliques with every inter-clique
     topology), by name."""
-    from topofl.topologies import REGISTRY, dcliques
-
     graphs: dict[str, Any] = {}
-    for name, family in REGISTRY.items():
+    for name, family in topologies.REGISTRY.items():
         kw = family.example(8, np.random.default_rng(0))
         if kw is None:
             continue
         graphs[name] = family.func(**kw, seed=0) if family.random else family.func(**kw)
     labels = np.random.default_rng(1).integers(0, 5, size=(12, 4)).astype(float)
     for inter in ("ring", "fractal", "small_world", "fully_connected"):
-        graphs[f"dcliques_{inter}"] = dcliques(labels, clique_size=4, inter=inter, seed=0)
+        graphs[f"dcliques_{inter}"] = topologies.dcliques(labels, clique_size=4, inter=inter,
+                                                          seed=0)
     return graphs
 
 
 def _topologies() -> dict[str, Any]:
-    from topofl.graph import as_time_varying
-
     out: dict[str, Any] = {}
     for name, g in _graphs().items():
         tv = as_time_varying(g)
@@ -240,15 +236,11 @@ def _dense(w: Any) -> list[list[float]]:
 
 
 def _spectral() -> dict[str, Any]:
-    from topofl import spectral
-
     return {f"spectral/{name}": _plain(spectral.summary(g, seed=0))
             for name, g in _graphs().items()}
 
 
 def _partitions() -> dict[str, Any]:
-    from topofl import data
-
     schemes: dict[str, tuple[str, str, dict[str, Any]]] = {
         "iid": (_SYNTH, "iid", {}),
         "shards": (_SYNTH, "shards", {}),
@@ -270,8 +262,6 @@ def _partitions() -> dict[str, Any]:
 
 
 def _datasets() -> dict[str, Any]:
-    from topofl import data
-
     out: dict[str, Any] = {}
     for spec in (_MNIST1D, "mnist1d:n_samples=400,n_test=200,seed=0", _SYNTH, "digits"):
         ds = data.load(spec)
@@ -283,8 +273,6 @@ def _datasets() -> dict[str, Any]:
 
 
 def _models() -> dict[str, Any]:
-    from topofl.models import build_model
-
     shapes = {"logistic": (8,), "mlp": (8,), "cnn1d": (1, 40), "cnn": (3, 32, 32),
               "gn_lenet": (3, 32, 32), "resnet18_gn": (3, 32, 32)}
     out: dict[str, Any] = {}
@@ -320,8 +308,6 @@ def take(parts: tuple[str, ...] | None = None, *, threads: int = 1) -> dict[str,
     >>> snap["code"].startswith("0."), snap["values"]["topologies/ring"][0][0][:2]
     (True, [0.3333333333333333, 0.3333333333333333])
     """
-    from topofl.figures import code_fingerprint
-
     chosen = tuple(PARTS) if parts is None else parts
     unknown = [p for p in chosen if p not in PARTS]
     if unknown:
