@@ -60,7 +60,14 @@ import numpy as np
 import numpy.typing as npt
 
 from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import check_choice, check_device, check_int, check_real
+from topofl._validation import (
+    check_choice,
+    check_device,
+    check_int,
+    check_real,
+    did_you_mean_each,
+    unknown_name,
+)
 from topofl.data.corrupt import LabelFlip, flip_labels, label_flip_plan
 from topofl.data.datasets import Dataset, load
 from topofl.data.partition import PARTITIONS, Partition, natural
@@ -731,8 +738,6 @@ def federate(
 
     ds = _as_dataset(dataset, test)
     if not isinstance(scheme, str) or scheme not in PARTITIONS:
-        from topofl._validation import unknown_name
-
         raise ValueError(unknown_name("partition scheme", scheme, PARTITIONS, sort=False))
     fn = PARTITIONS[scheme]
     accepted = [
@@ -742,8 +747,6 @@ def federate(
     ]
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        from topofl._validation import did_you_mean_each
-
         raise ValueError(f"unknown parameter(s) {unknown} for {scheme!r}"
                          f"{did_you_mean_each(unknown, accepted)}; accepted: {accepted}")
     root = as_seed_sequence(seed)

@@ -53,7 +53,9 @@ import torch
 from torch import Tensor
 
 from topofl._rng import generator_at
+from topofl._validation import check_int
 from topofl.engine.clock import Values
+from topofl.engine.pieces import active_topology
 from topofl.engine.protocol import Algorithm, Round, State
 from topofl.graph import Topology
 
@@ -154,8 +156,6 @@ class Availability:
     @classmethod
     def from_config(cls, table: Mapping[str, Any] | None) -> Availability:
         """An availability from its config table (unknown keys are an error)."""
-        from topofl._validation import check_int
-
         if table is None:
             return cls()
         if isinstance(table, Availability):
@@ -294,8 +294,6 @@ def round_view(algorithm: Algorithm, t: int, topology: Topology | None,
     online = np.asarray(online, dtype=bool)
     if topology is not None and algorithm.uses_topology and algorithm.absent == "renormalise":
         keep = algorithm.requires if algorithm.requires in ("row", "column") else "doubly"
-        from topofl.engine.pieces import active_topology
-
         topology = active_topology(topology, online, keep=keep)
     return Round(t, topology, online)
 

@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from topofl._rng import generator_at
+from topofl._validation import check_int
 from topofl.engine.ledger import Arcs, Flow
 
 __all__ = ["Values", "Network", "Clock", "pair_uniform"]
@@ -352,8 +353,6 @@ class Network:
                  downlink: Any = math.inf, speed: Any = math.inf,
                  server_uplink: Any = math.inf, server_downlink: Any = math.inf,
                  seed: Any = 0) -> None:
-        from topofl._validation import check_int
-
         set_ = object.__setattr__
         set_(self, "latency", Values.parse(latency, "latency", zero_ok=True))
         set_(self, "bandwidth", Values.parse(bandwidth, "bandwidth"))

@@ -51,6 +51,7 @@ import torch
 from torch import Tensor
 
 from topofl._rng import generator_at
+from topofl._validation import check_matrix
 from topofl.engine.clients import Clients, row
 from topofl.engine.layout import ParamLayout, Part
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs, server_arcs
@@ -64,7 +65,7 @@ from topofl.engine.protocol import (
     Services,
     State,
 )
-from topofl.graph import Topology
+from topofl.graph import Topology, _canonical_groups, _freeze_csr, _graph_from_W
 from topofl.topologies.cliques.averaging import clique_averaging_matrix
 
 __all__ = [
@@ -671,8 +672,6 @@ class _LazyGraph(Topology):
         if g is None:
             import networkx as nx
 
-            from topofl.graph import _graph_from_W
-
             g = nx.freeze(_graph_from_W(self.W))
             object.__setattr__(self, "_graph_cache", g)
         return g
@@ -690,9 +689,6 @@ def lazy_topology(W: Any, *, name: str, params: dict[str, Any] | None = None,
     >>> t.messages_per_round, t.is_doubly_stochastic, sorted(t.graph.edges())[:2]
     (10, True, [(0, 1), (0, 4)])
     """
-    from topofl._validation import check_matrix
-    from topofl.graph import _canonical_groups, _freeze_csr
-
     M = check_matrix(W)
     obj = object.__new__(_LazyGraph)
     set_ = object.__setattr__

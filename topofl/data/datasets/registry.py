@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from topofl._spec import parse_spec
-from topofl._validation import did_you_mean_each, unknown_name
+from topofl._validation import check_path, did_you_mean_each, unknown_name
 from topofl.data.datasets.base import Dataset, PathLike
 from topofl.data.datasets.bundled import (
     digits,
@@ -117,8 +117,6 @@ def load(
             raise ValueError(f"option(s) {clash} given both in the spec {name!r} and as "
                              "keywords; give each once")
         name, options = base, {**spec_options, **options}
-    from topofl._validation import check_path
-
     check_path(root, "root")
     key = _canonical(name)
     if key is None:
