@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -333,17 +333,8 @@ class FederatedData:
         device(type='cpu')
         """
         dev = _device_of(device)
-        return FederatedData(
-            x=self.x.to(dev),
-            y=self.y.to(dev),
-            num_classes=self.num_classes,
-            input_shape=self.input_shape,
-            partitions=self.partitions,
-            params=self.params,
-            _segments=self._segments,
-            _global=self._global,
-            _seed=self._seed,
-        )
+        # a fresh _dev: the cache of device tensors belongs to one device
+        return replace(self, x=self.x.to(dev), y=self.y.to(dev), _dev={})
 
     # ------------------------------------------------------------------ basic views
     @property
