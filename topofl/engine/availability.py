@@ -54,7 +54,7 @@ from torch import Tensor
 
 from topofl._rng import generator_at
 from topofl._validation import check_int
-from topofl.engine.clock import Values
+from topofl.engine.clock import ConfigTable, Values
 from topofl.engine.pieces import active_topology
 from topofl.engine.protocol import Algorithm, Round, State
 from topofl.graph import Topology
@@ -131,7 +131,7 @@ def _read_windows(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True, eq=False)
-class Availability:
+class Availability(ConfigTable):
     """Which clients are online in each round, and their slowdowns (see the module
     docstring).
 
@@ -153,15 +153,11 @@ class Availability:
     windows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     _chain: dict[str, Any] = field(default_factory=dict, repr=False)
 
+    _TABLE = "availability"
+
     @classmethod
-    def from_config(cls, table: Mapping[str, Any] | None) -> Availability:
-        """An availability from its config table (unknown keys are an error)."""
-        if table is None:
-            return cls()
-        if isinstance(table, Availability):
-            return table
-        if not isinstance(table, Mapping):
-            raise TypeError(f"availability must be a table, got {type(table).__name__}")
+    def _read(cls, table: Mapping[str, Any]) -> Availability:
+        """An availability from its ``[availability]`` table (unknown keys are an error)."""
         model = table.get("model", "bernoulli" if "offline" in table else "always")
         if model not in _KEYS:
             raise ValueError(f"availability.model must be one of {sorted(_KEYS)}, got {model!r}")
