@@ -346,8 +346,30 @@ def clique_messages(topology: Topology | None) -> int:
     return topology.messages_per_round
 
 
+class _Wrapper:
+    """A local update around another (:attr:`wrapped`), whose buffers and evaluation point it
+    keeps; never fused (its update does more than the inner kernel)."""
+
+    @property
+    def wrapped(self) -> LocalUpdate:
+        """The inner piece."""
+        raise NotImplementedError
+
+    def init_(self, state: State, env: Services) -> None:
+        """As the inner piece."""
+        self.wrapped.init_(state, env)
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """As the inner piece."""
+        return self.wrapped.point(state, phase, env)
+
+    def fused(self, executor: Any) -> Kernel | None:
+        """Never fused."""
+        return None
+
+
 @dataclass(frozen=True)
-class CliqueAveraged:
+class CliqueAveraged(_Wrapper):
     r"""Clique Averaging (D-Cliques, Fig. 7, eq. 4-5): each client steps with the mean gradient
     of the clique members it receives gradients from (itself included; weight decay of its own
     model added first); the momentum then acts on the averaged gradient. On complete cliques
@@ -359,13 +381,10 @@ class CliqueAveraged:
     sgd: SGD
     rowwise = False
 
-    def init_(self, state: State, env: Services) -> None:
-        """As the inner :class:`SGD`."""
-        self.sgd.init_(state, env)
-
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """As the inner :class:`SGD`."""
-        return self.sgd.point(state, phase, env)
+    @property
+    def wrapped(self) -> SGD:
+        """The inner :class:`SGD`."""
+        return self.sgd
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
@@ -387,10 +406,6 @@ class CliqueAveraged:
             momentum_buf=None if state.momentum is None else state.momentum[:, cols],
             momentum=self.sgd.momentum, nesterov=self.sgd.nesterov,
         )
-
-    def fused(self, executor: Any) -> Kernel | None:
-        """Never fused."""
-        return None
 
 
 _SAMPLE_STREAM = 0x5A3D  # tag of the client-sampling stream: (sample_seed, tag, t)
@@ -495,7 +510,7 @@ def _mask(n: int, rnd: Round, participation: float, sample_seed: int, like: Tens
 
 
 @dataclass(frozen=True)
-class Sampled:
+class Sampled(_Wrapper):
     """A local update that only the round's participants take (sampled and online:
     :func:`round_active`; the others' learning rate is 0), for server-based baselines with
     partial participation."""
@@ -505,13 +520,10 @@ class Sampled:
     sample_seed: int = 0
     rowwise = False  # the mask is over all clients
 
-    def init_(self, state: State, env: Services) -> None:
-        """As the inner piece."""
-        self.inner.init_(state, env)
-
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """As the inner piece."""
-        return self.inner.point(state, phase, env)
+    @property
+    def wrapped(self) -> LocalUpdate:
+        """The inner piece."""
+        return self.inner
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
@@ -521,13 +533,9 @@ class Sampled:
             mask = env.clients.own(mask)
         self.inner.update(state, grads, phase, lr if mask is None else lr * mask, rnd, env)
 
-    def fused(self, executor: Any) -> Kernel | None:
-        """Never fused."""
-        return None
-
 
 @dataclass(frozen=True)
-class Proximal:
+class Proximal(_Wrapper):
     r"""A local update with FedProx's proximal term: the gradient of
     $F_i(x) + \frac{\mu}{2}\|x - x^t\|^2$, i.e. ``g + mu * (x - anchor)``, fed to ``inner``.
 
@@ -552,9 +560,10 @@ class Proximal:
         """Anchor the round at the models the clients hold now."""
         state.extra["anchor"].copy_(state.x)
 
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """As the inner piece."""
-        return self.inner.point(state, phase, env)
+    @property
+    def wrapped(self) -> SGD:
+        """The inner :class:`SGD`."""
+        return self.inner
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
@@ -564,10 +573,6 @@ class Proximal:
         g.add_(state.x[:, cols], alpha=self.mu).sub_(state.extra["anchor"][:, cols],
                                                       alpha=self.mu)
         self.inner.update(state, grads, phase, lr, rnd, env)
-
-    def fused(self, executor: Any) -> Kernel | None:
-        """Never fused."""
-        return None
 
 
 def active_topology(topology: Topology, active: Any, *, keep: str = "doubly") -> Topology:
