@@ -100,6 +100,8 @@ from topofl._version import __version__
 from topofl.config import _hparams
 from topofl.exceptions import ConfigError
 from topofl.records import Records, load_many
+from topofl.snapshot import EQUIVALENCE_FILE, certify, equivalent_codes
+from topofl.snapshot import take as take_snapshot
 
 __all__ = [
     "SCALES",
@@ -157,7 +159,8 @@ VERDICTS = ("holds", "partly", "does not hold", "inconclusive at this scale")
 #: place runs but compute no number of a run (a folder ends with ``/``). ``distributed/`` is a
 #: placement whose records equal one process's; figure runs are one process.
 NOT_RESULT_CODE = ("__main__.py", "cli.py", "demo.py", "figures.py", "plotting.py",
-                   "report.py", "study.py", "sweep.py", "_markdown.py", "distributed/")
+                   "report.py", "snapshot.py", "study.py", "sweep.py", "_markdown.py",
+                   "distributed/")
 _META = ("scale", "figure", "_notes", "_name", "_seeds", "_stand_in", "_label")
 
 
@@ -536,6 +539,15 @@ def code_fingerprint() -> str:
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
+def _same_code(code: str) -> set[str]:
+    """``code`` and the fingerprints certified to compute what it computes
+    (:mod:`topofl.snapshot`; the certificates beside the committed results)."""
+    try:
+        return equivalent_codes(code, _root() / "results")
+    except FigureError:  # not in a clone: no certificates
+        return {code}
+
+
 def _code_text(path: Path) -> str:
     """The source of ``path`` without what cannot change a number: docstrings, comments,
     blank lines and trailing spaces (a file that does not parse is taken whole)."""
@@ -609,13 +621,15 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
     out.mkdir(parents=True, exist_ok=True)
     planned = _sweep.plan(run_cfg)
     code = code_fingerprint()
+    same = _same_code(code)
     for run in planned:  # another setting or other code invalidates the cached run
         stamp = out / f"{run.name}.code"
         stored = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None
         there = _sweep.run_files(out, run.name).records.exists()
-        if there and (stored != code or _sweep.conflict(run, out) is not None):
+        if there and (stored not in same or _sweep.conflict(run, out) is not None):
             _sweep.discard(out, run.name)
-        stamp.write_text(code + "\n", encoding="utf-8")
+        if not there or stored not in same:
+            stamp.write_text(code + "\n", encoding="utf-8")
     t0 = time.perf_counter()
     outcomes = _sweep.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun, progress=False,
                             command=f"python paper_figures/fig_{args.name}.py",
@@ -1632,7 +1646,8 @@ def available() -> dict[str, str]:
 
 
 def _results(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))]
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))
+            if p.name != EQUIVALENCE_FILE]
 
 
 def stale(results: str | os.PathLike[str] | None = None) -> dict[str, str]:
@@ -1649,11 +1664,12 @@ def stale(results: str | os.PathLike[str] | None = None) -> dict[str, str]:
     """
     folder = Path(results) if results is not None else _root() / "results"
     code = code_fingerprint()
+    same = equivalent_codes(code, folder)
     out = {}
     for v in _results(folder):
         if "code" not in v:
             out[v["name"]] = "no code fingerprint (computed before results recorded one)"
-        elif v["code"] != code:
+        elif v["code"] not in same:
             out[v["name"]] = f"computed by {v['code']}, the code is now {code}"
     return out
 
@@ -1676,6 +1692,7 @@ def index(results: str | os.PathLike[str] | None = None) -> str:
     folder = Path(results) if results is not None else _root() / "results"
     found = _results(folder)
     old = stale(folder)
+    code = code_fingerprint()
     counts = {k: 0 for k in VERDICTS}
     rows = []
     for v in found:
@@ -1687,7 +1704,8 @@ def index(results: str | os.PathLike[str] | None = None) -> str:
                      str(len(seeds)) if isinstance(seeds, list) else "-",
                      str(v.get("dataset") or "-"),
                      f"{v.get('seconds', 0):.0f} s",
-                     "stale" if v["name"] in old else "current"])
+                     "stale" if v["name"] in old else
+                     "current" if v.get("code") == code else "current (certified)"])
     if results is None:  # scripts without committed results are listed too, as such
         done = {v["name"] for v in found}
         for name, title in available().items():
@@ -1721,24 +1739,28 @@ def _write_index(readme: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> int:
-    """``topofl figure list | index [--check] | NAME [--quick|--full] [...]``.
+    """``topofl figure list | index [--check] | snapshot ... | NAME [--quick|--full] [...]``.
 
     Examples
     --------
     >>> tf.figures.main(["--help"])  # doctest: +ELLIPSIS
-    usage: topofl figure list | index [--check] | NAME ...
+    usage: topofl figure list | index [--check] | snapshot ... | NAME ...
     0
     """
     import runpy
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(f"usage: {prog} list | index [--check] | NAME [--quick | --full] [--out DIR | "
-              "--update-results] [--rerun] [--jobs N]\n\nRegenerate a paper figure (from a "
-              "clone of the repository) into paper_figures/out/<scale>/; --update-results "
-              "rewrites the committed paper_figures/results/. `index` rebuilds the index of "
-              "paper_figures/README.md; `index --check` lists the committed results computed "
-              "by other code (exit status 1 if any).")
+        print(f"usage: {prog} list | index [--check] | snapshot (--out FILE | --certify FILE) "
+              "| NAME [--quick | --full] [--out DIR | --update-results] [--rerun] [--jobs N]"
+              "\n\nRegenerate a paper figure (from a clone of the repository) into "
+              "paper_figures/out/<scale>/; --update-results rewrites the committed "
+              "paper_figures/results/. `index` rebuilds the index of paper_figures/README.md; "
+              "`index --check` lists the committed results computed by other code (exit "
+              "status 1 if any). `snapshot --out FILE` saves what the result code computes on "
+              "fixed small inputs (before a refactor); `snapshot --certify FILE` takes it "
+              "again and, when nothing moved, certifies the new code equivalent to the old "
+              "(topofl.snapshot).")
         return 0 if argv else 2
     try:
         if argv[0] == "list":
@@ -1760,6 +1782,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
             _write_index(readme)
             print(readme)
             return 0
+        if argv[0] == "snapshot":
+            return _snapshot(argv[1:], prog)
         names = available()
         name = argv[0].removeprefix("fig_").removesuffix(".py")
         if name not in names:
@@ -1782,6 +1806,29 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
         return 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
+
+
+def _snapshot(argv: list[str], prog: str) -> int:
+    """``snapshot --out FILE`` or ``snapshot --certify FILE``."""
+    if len(argv) != 2 or argv[0] not in ("--out", "--certify"):
+        raise FigureError(f"`{prog} snapshot --out FILE` (take) or `{prog} snapshot --certify "
+                          f"FILE` (compare and certify), got {argv}")
+    path = Path(argv[1])
+    if argv[0] == "--out":
+        snap = take_snapshot()
+        path.write_text(json.dumps(snap) + "\n", encoding="utf-8")
+        print(f"{path}: {len(snap['values'])} values of code {snap['code']}")
+        return 0
+    if not path.is_file():
+        raise FigureError(f"no snapshot {path}: take one with `{prog} snapshot --out FILE`")
+    cert = certify(path, _root() / "results")
+    if cert["from"] == cert["to"]:
+        print(f"the code is still {cert['to']}: nothing to certify ({cert['values']} values "
+              "equal)")
+    else:
+        print(f"certified: {cert['from']} -> {cert['to']} ({cert['values']} values equal), "
+              f"in {_root() / 'results' / EQUIVALENCE_FILE}")
+    return 0
 
 
 # ------------------------------------------------------------------------------ grids of cells

@@ -18,6 +18,7 @@ import torch
 import topofl as tf
 from tests.distributed._launch import launch
 from topofl.algorithms import ALGORITHMS
+from topofl.snapshot import algorithm_cases
 
 N = 6
 
@@ -30,57 +31,8 @@ def _data() -> Any:
 @functools.lru_cache(maxsize=1)
 def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
     """name -> (algorithm, topology, keywords): every registry algorithm, with the options
-    that take the sharded paths (momentum, epochs with unequal client counts, sampling,
-    data-size weights, independent initialisation, cliques split across ranks or not)."""
-    data = _data()
-    ring = tf.topologies.ring(N)
-    push = tf.topologies.random_directed(N, 2, seed=1, mode="push")
-    cliques = tf.topologies.dcliques(data.label_distributions, clique_size=3, seed=0)
-    removed = tf.topologies.dcliques(data.label_distributions, clique_size=3, seed=0,
-                                     remove_intra_edges=1)  # Clique Averaging's matrix A
-    return {
-        "dsgd": ("dsgd", ring, dict(momentum=0.5, local_steps=2)),
-        "dsgd_cliques": ("dsgd", cliques, dict(clique_averaging=True, momentum=0.5,
-                                               weight_decay=1e-3)),
-        "dsgd_cliques_removed": ("dsgd", removed, dict(clique_averaging=True)),
-        "dfedavgm": ("dfedavgm", ring, dict(local_epochs=0.05)),
-        "sgp": ("sgp", push, dict(momentum=0.5)),
-        "osgp": ("osgp", push, {}),
-        "dfedpgp": ("dfedpgp", push, dict(local_epochs_u=0.05, local_steps_v=1)),
-        "dfedavgm_p": ("dfedavgm_p", ring, dict(local_steps_u=2, local_steps_v=1)),
-        "local": ("local", None, {}),
-        "fedavg": ("fedavg", None, dict(local_steps=2)),
-        "fedper": ("fedper", None, dict(participation=0.5, init="independent")),
-        "fedrep": ("fedrep", None, dict(weighting="data_size")),
-        "fedbabu": ("fedbabu", None, dict(finetune_steps=2)),
-        "ditto": ("ditto", None, dict(participation=0.5, personal_steps=2, momentum=0.5)),
-        "pfeddst": ("pfeddst", ring, dict(local_steps=2, head_steps=1)),
-        "pfeddst_options": ("pfeddst", ring, dict(peers=1, candidates="neighbors",
-                                                  peer_accuracy="val", local_epochs=0.05,
-                                                  c=[[float(i + j) for j in range(N)]
-                                                     for i in range(N)])),
-        "pfeddst_random": ("pfeddst", None, dict(peers=2, selection="random",
-                                                 local_steps=1, head_steps=1)),
-        "dpfl": ("dpfl", None, dict(budget=2, tau_init=0.1, local_steps=2)),
-        "dpfl_options": ("dpfl", None, dict(budget=None, tau_init=0.0, local_epochs=0.05,
-                                            refresh_every=2, no_greedy=[4],
-                                            select="best_val", weighting="uniform")),
-        "dpfl_random": ("dpfl", None, dict(graph="random", budget=0.5, tau_init=0.0,
-                                           local_steps=1)),
-        "knn_per": ("knn_per", None, dict(local_steps=1)),
-        "pfedgraph": ("pfedgraph", None, dict(local_steps=2, participation=0.5)),
-        # issue 15's baselines, with sampling, data-size weights and fine-tuning
-        "fedprox": ("fedprox", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
-        "fedavg_ft": ("fedavg_ft", None, dict(local_epochs=0.05, weighting="data_size")),
-        "fedprox_ft": ("fedprox_ft", None, dict(local_steps=2, mu=0.5, finetune_steps=2)),
-        "apfl": ("apfl", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
-        "perfedavg": ("perfedavg", None, dict(local_steps=2, adapt_steps=2,
-                                              weighting="data_size")),
-        "dis_pfl": ("dis_pfl", push, dict(local_steps=2, density=0.5, anneal=0.5,
-                                          anneal_rounds=2)),
-        "dis_pfl_gradient": ("dis_pfl", ring, dict(local_steps=1, regrow="gradient",
-                                                   evaluate="aggregated", init="independent")),
-    }
+    that take the sharded paths (the cases of the behaviour snapshot)."""
+    return algorithm_cases(_data())
 
 
 REFUSED: set[str] = set()  # every registry algorithm runs distributed

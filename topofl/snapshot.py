@@ -1,0 +1,431 @@
+"""A behaviour snapshot of topofl's result code, and certificates that a refactor kept it.
+
+Every committed paper result records the code fingerprint that computed it
+(:func:`topofl.figures.code_fingerprint`); any change to result code makes every result
+stale, so a pure refactor would force every result to be recomputed. A **snapshot** is what
+the result code computes on a fixed set of small inputs, compared value by value:
+
+- ``runs/<case>/<dtype>``: the records (every row but the wall clock) of 2 rounds of every
+  registry algorithm with the options that take its other paths (the cases of
+  :func:`algorithm_cases`), in float64 and float32, of runs on the stand-ins' data and
+  models (MNIST-1D with ``cnn1d``, ``digits32rgb`` with ``cnn`` / ``gn_lenet``), and of runs
+  with a network and clients offline (the bytes ledger, the virtual clock, availability);
+- ``topologies/<family>``: the mixing matrices of every registered graph family (three rounds
+  of a time-varying one), D-Cliques with each inter-clique topology;
+- ``spectral/<family>``: :func:`topofl.spectral.summary` of those graphs;
+- ``partitions/<scheme>``: the clients' label counts under every partition scheme (with a
+  minimum size and flipped labels);
+- ``data/<spec>`` and ``models/<name>``: the stand-in datasets and every model's output at
+  its seeded initialisation.
+
+``topofl figure snapshot --out FILE`` takes one before a refactor; ``topofl figure snapshot
+--certify FILE`` after it takes another, and when the two are identical (every value to the
+last bit, on this machine and torch) appends a certificate ``{from, to}`` of the two
+fingerprints to ``paper_figures/results/equivalence.json``. A committed result computed by
+code ``from`` then counts as computed by code ``to`` (:func:`equivalent_codes`), and a cached
+run is kept. A certificate is evidence, not proof: it covers what the snapshot exercises,
+which is why the snapshot runs every algorithm's options and every graph family; a change that
+moves any of these values cannot be certified, and its results are recomputed.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["algorithm_cases", "take", "compare", "certify", "equivalent_codes",
+           "EQUIVALENCE_FILE"]
+
+EQUIVALENCE_FILE = "equivalence.json"  # beside the committed results
+_N = 6  # clients of the algorithm cases
+_DATA = ("digits", "dirichlet")
+
+
+def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
+    """``name -> (algorithm, topology, keywords)``: every registry algorithm on ``data``'s
+    clients, with the options that take its other paths (momentum, epochs with unequal client
+    counts, sampling, data-size weights, independent initialisation, Clique Averaging, ...).
+
+    Used by the snapshot and by the distributed equivalence tests (2 and 3 gloo ranks give the
+    records of one process on each case).
+
+    Examples
+    --------
+    >>> import topofl as tf
+    >>> from topofl.algorithms import ALGORITHMS
+    >>> data = tf.data.federate("digits", "dirichlet", 6, alpha=1.0, seed=0, val=0.1)
+    >>> cases = algorithm_cases(data)
+    >>> {algo for algo, _, _ in cases.values()} == set(ALGORITHMS)
+    True
+    """
+    from topofl import topologies
+
+    n = int(data.num_clients)
+    ring = topologies.ring(n)
+    push = topologies.random_directed(n, 2, seed=1, mode="push")
+    cliques = topologies.dcliques(data.label_distributions, clique_size=3, seed=0)
+    removed = topologies.dcliques(data.label_distributions, clique_size=3, seed=0,
+                                  remove_intra_edges=1)  # Clique Averaging's matrix A
+    return {
+        "dsgd": ("dsgd", ring, dict(momentum=0.5, local_steps=2)),
+        "dsgd_cliques": ("dsgd", cliques, dict(clique_averaging=True, momentum=0.5,
+                                               weight_decay=1e-3)),
+        "dsgd_cliques_removed": ("dsgd", removed, dict(clique_averaging=True)),
+        "dfedavgm": ("dfedavgm", ring, dict(local_epochs=0.05)),
+        "sgp": ("sgp", push, dict(momentum=0.5)),
+        "osgp": ("osgp", push, {}),
+        "dfedpgp": ("dfedpgp", push, dict(local_epochs_u=0.05, local_steps_v=1)),
+        "dfedavgm_p": ("dfedavgm_p", ring, dict(local_steps_u=2, local_steps_v=1)),
+        "local": ("local", None, {}),
+        "fedavg": ("fedavg", None, dict(local_steps=2)),
+        "fedper": ("fedper", None, dict(participation=0.5, init="independent")),
+        "fedrep": ("fedrep", None, dict(weighting="data_size")),
+        "fedbabu": ("fedbabu", None, dict(finetune_steps=2)),
+        "ditto": ("ditto", None, dict(participation=0.5, personal_steps=2, momentum=0.5)),
+        "pfeddst": ("pfeddst", ring, dict(local_steps=2, head_steps=1)),
+        "pfeddst_options": ("pfeddst", ring, dict(peers=1, candidates="neighbors",
+                                                  peer_accuracy="val", local_epochs=0.05,
+                                                  c=[[float(i + j) for j in range(n)]
+                                                     for i in range(n)])),
+        "pfeddst_random": ("pfeddst", None, dict(peers=2, selection="random",
+                                                 local_steps=1, head_steps=1)),
+        "dpfl": ("dpfl", None, dict(budget=2, tau_init=0.1, local_steps=2)),
+        "dpfl_options": ("dpfl", None, dict(budget=None, tau_init=0.0, local_epochs=0.05,
+                                            refresh_every=2, no_greedy=[4],
+                                            select="best_val", weighting="uniform")),
+        "dpfl_random": ("dpfl", None, dict(graph="random", budget=0.5, tau_init=0.0,
+                                           local_steps=1)),
+        "knn_per": ("knn_per", None, dict(local_steps=1)),
+        "pfedgraph": ("pfedgraph", None, dict(local_steps=2, participation=0.5)),
+        "fedprox": ("fedprox", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
+        "fedavg_ft": ("fedavg_ft", None, dict(local_epochs=0.05, weighting="data_size")),
+        "fedprox_ft": ("fedprox_ft", None, dict(local_steps=2, mu=0.5, finetune_steps=2)),
+        "apfl": ("apfl", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
+        "perfedavg": ("perfedavg", None, dict(local_steps=2, adapt_steps=2,
+                                              weighting="data_size")),
+        "dis_pfl": ("dis_pfl", push, dict(local_steps=2, density=0.5, anneal=0.5,
+                                          anneal_rounds=2)),
+        "dis_pfl_gradient": ("dis_pfl", ring, dict(local_steps=1, regrow="gradient",
+                                                   evaluate="aggregated", init="independent")),
+    }
+
+
+# ------------------------------------------------------------------------------ the snapshot
+
+_MNIST1D = "mnist1d:n_samples=600,n_test=300,corr_noise=0.35,iid_noise=0.05,seed=0"
+_SYNTH = "synthetic:n_samples=600,dim=8,num_classes=6,seed=0,separation=2.0"
+_NETWORK = {"latency": {"dist": "uniform", "low": 0.01, "high": 0.05}, "uplink": 1e5,
+            "speed": {"dist": "lognormal", "median": 1e7, "sigma": 0.5}, "seed": 2}
+_AVAILABILITY = {"model": "markov", "p_off": 0.2, "p_on": 0.5, "straggle": 0.2,
+                 "slowdown": 3.0, "seed": 1}
+# runs on the stand-ins' data and models:
+# name -> (algorithm, topology spec, data, partition and its parameters, model, keywords)
+_STAND_IN_RUNS: dict[str, tuple[str, str | None, str, tuple[str, dict[str, Any]], str,
+                                dict[str, Any]]] = {
+    "dsgd_cnn1d": ("dsgd", "ring", _MNIST1D, ("dirichlet", {"alpha": 0.5}), "cnn1d", {}),
+    "dpfl_cnn1d": ("dpfl", None, _MNIST1D, ("dirichlet", {"alpha": 0.1, "min_size": 20}),
+                   "cnn1d", dict(budget=2, tau_init=0.1, local_steps=2)),
+    "dsgd_cnn": ("dsgd", "dcliques:clique_size=3", "digits32rgb", ("shards", {}), "cnn",
+                 dict(clique_averaging=True, momentum=0.9)),
+    "fedavg_gn_lenet": ("fedavg", None, "digits32rgb", ("iid", {}), "gn_lenet", {}),
+    "dfedpgp_mlp": ("dfedpgp", "random_directed_push:k=2", _MNIST1D,
+                    ("pathological", {"classes_per_client": 2}), "mlp",
+                    dict(local_steps_u=2, local_steps_v=1)),
+    "dsgd_logistic": ("dsgd", "exponential", _SYNTH,
+                      ("dpfl_pathological", {"classes_per_client": 3, "alpha": 0.5}),
+                      "logistic", dict(local_steps=2)),
+    # the cost paths: a virtual clock over a network, clients offline and straggling
+    "dsgd_cost": ("dsgd", "el_oracle:s=2", _SYNTH, ("dirichlet", {"alpha": 0.5}), "mlp",
+                  dict(network=_NETWORK, availability=_AVAILABILITY)),
+    "fedavg_cost": ("fedavg", None, _SYNTH, ("iid", {}), "mlp",
+                    dict(participation=0.5, network=_NETWORK,
+                         availability={"offline": 0.3, "seed": 1})),
+    "sgp_cost": ("sgp", "random_directed_push:k=2", _SYNTH, ("iid", {}), "mlp",
+                 dict(network=_NETWORK, availability=_AVAILABILITY)),
+}
+
+
+def _rows(res: Any) -> dict[str, Any]:
+    """A run's record values by ``round|client|metric`` (the wall clock left out)."""
+    from topofl.config import WALL_CLOCK_METRICS
+
+    return {f"{r['round']}|{r['client']}|{r['metric']}": _plain(r["value"])
+            for r in res.records.rows if r["metric"] not in WALL_CLOCK_METRICS}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON (arrays and tensors as nested lists, numpy scalars as numbers)."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+@functools.lru_cache(maxsize=1)
+def _case_data() -> Any:
+    from topofl import data
+
+    return data.federate(_DATA[0], _DATA[1], _N, alpha=1.0, seed=0, val=0.1)
+
+
+def _runs() -> dict[str, Any]:
+    import topofl as tf
+
+    out: dict[str, Any] = {}
+    fed = _case_data()
+    for name, (algo, topo, kw) in algorithm_cases(fed).items():
+        for dtype in ("float64", "float32"):
+            res = tf.run(algo, topo, fed, "mlp", 2, seed=0, dtype=dtype, batch_size=8,
+                         model_params={"hidden": [8]}, progress=False, **kw)
+            out[f"runs/{name}/{dtype}"] = _rows(res)
+    for name, (algo, spec, dataset, (scheme, params), model, kw) in _STAND_IN_RUNS.items():
+        fed = tf.data.federate(dataset, scheme, _N, seed=0, val=0.1, **params)
+        topo = (None if spec is None else
+                tf.topologies.build(spec, seed=0, n=_N,
+                                    label_distributions=fed.label_distributions))
+        res = tf.run(algo, topo, fed, model, 2, seed=0, batch_size=8, progress=False, **kw)
+        out[f"runs/{name}/float32"] = _rows(res)
+    return out
+
+
+def _graphs() -> dict[str, Any]:
+    """One small member of every registered family (D-Cliques with every inter-clique
+    topology), by name."""
+    from topofl.topologies import REGISTRY, dcliques
+
+    graphs: dict[str, Any] = {}
+    for name, family in REGISTRY.items():
+        kw = family.example(8, np.random.default_rng(0))
+        if kw is None:
+            continue
+        graphs[name] = family.func(**kw, seed=0) if family.random else family.func(**kw)
+    labels = np.random.default_rng(1).integers(0, 5, size=(12, 4)).astype(float)
+    for inter in ("ring", "fractal", "small_world", "fully_connected"):
+        graphs[f"dcliques_{inter}"] = dcliques(labels, clique_size=4, inter=inter, seed=0)
+    return graphs
+
+
+def _topologies() -> dict[str, Any]:
+    from topofl.graph import as_time_varying
+
+    out: dict[str, Any] = {}
+    for name, g in _graphs().items():
+        tv = as_time_varying(g)
+        rounds = 1 if tv.period == 1 else 3
+        out[f"topologies/{name}"] = [_dense(tv.at(t).W) for t in range(rounds)]
+    return out
+
+
+def _dense(w: Any) -> list[list[float]]:
+    out: list[list[float]] = np.asarray(w.toarray() if hasattr(w, "toarray") else w,
+                                        dtype=np.float64).tolist()
+    return out
+
+
+def _spectral() -> dict[str, Any]:
+    from topofl import spectral
+
+    return {f"spectral/{name}": _plain(spectral.summary(g, seed=0))
+            for name, g in _graphs().items()}
+
+
+def _partitions() -> dict[str, Any]:
+    from topofl import data
+
+    schemes: dict[str, tuple[str, str, dict[str, Any]]] = {
+        "iid": (_SYNTH, "iid", {}),
+        "shards": (_SYNTH, "shards", {}),
+        "dirichlet": (_SYNTH, "dirichlet", {"alpha": 0.1, "min_size": 20}),
+        "pathological": (_SYNTH, "pathological", {"classes_per_client": 2}),
+        "dpfl_pathological": (_SYNTH, "dpfl_pathological",
+                              {"classes_per_client": 3, "alpha": 0.5}),
+        "dirichlet_flipped": (_SYNTH, "dirichlet", {"alpha": 0.5, "flip_labels": 0.4}),
+    }
+    out: dict[str, Any] = {}
+    for name, (dataset, scheme, params) in schemes.items():
+        fed = data.federate(dataset, scheme, 10, seed=0, val=0.2, **params)
+        out[f"partitions/{name}"] = {
+            "labels": _plain(fed.label_distributions),
+            "sizes": [_plain(fed.sizes(split)) for split in ("train", "val", "test")],
+            "flipped": _plain(fed.flipped),
+        }
+    return out
+
+
+def _datasets() -> dict[str, Any]:
+    from topofl import data
+
+    out: dict[str, Any] = {}
+    for spec in (_MNIST1D, "mnist1d:n_samples=400,n_test=200,seed=0", _SYNTH, "digits"):
+        ds = data.load(spec)
+        x = np.asarray(ds.x_train, dtype=np.float64)
+        out[f"data/{spec}"] = {"x_sum": float(x.sum()), "x_first": x[:2].ravel()[:64].tolist(),
+                               "y": np.asarray(ds.y_train).tolist()[:200],
+                               "x_test_sum": float(np.asarray(ds.x_test, np.float64).sum())}
+    return out
+
+
+def _models() -> dict[str, Any]:
+    from topofl.models import build_model
+
+    shapes = {"logistic": (8,), "mlp": (8,), "cnn1d": (1, 40), "cnn": (3, 32, 32),
+              "gn_lenet": (3, 32, 32), "resnet18_gn": (3, 32, 32)}
+    out: dict[str, Any] = {}
+    for name, shape in shapes.items():
+        model = build_model(name, shape, 10, seed=0)
+        x = torch.linspace(-1.0, 1.0, 2 * math.prod(shape)).reshape(2, *shape)
+        with torch.no_grad():
+            out[f"models/{name}"] = {
+                "out": _plain(model(x)),
+                "params": [float(p.double().sum()) for p in model.parameters()]}
+    return out
+
+
+PARTS: dict[str, Callable[[], dict[str, Any]]] = {
+    "runs": _runs, "topologies": _topologies, "spectral": _spectral,
+    "partitions": _partitions, "data": _datasets, "models": _models,
+}
+
+
+def take(parts: tuple[str, ...] | None = None, *, threads: int = 1) -> dict[str, Any]:
+    """The behaviour snapshot of the current code (see the module docstring).
+
+    Parameters
+    ----------
+    parts : tuple of str, optional
+        Which of :data:`PARTS` to take (default: all; the runs take ~1 min on a laptop core).
+    threads : int, default 1
+        torch's threads while it is taken (float32 sums round by thread count).
+
+    Examples
+    --------
+    >>> snap = take(("topologies",))
+    >>> snap["code"].startswith("0."), snap["values"]["topologies/ring"][0][0][:2]
+    (True, [0.3333333333333333, 0.3333333333333333])
+    """
+    from topofl.figures import code_fingerprint
+
+    chosen = tuple(PARTS) if parts is None else parts
+    unknown = [p for p in chosen if p not in PARTS]
+    if unknown:
+        raise ValueError(f"unknown snapshot part(s) {unknown}; parts: {', '.join(PARTS)}")
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        values: dict[str, Any] = {}
+        for p in chosen:
+            values.update(PARTS[p]())
+    finally:
+        torch.set_num_threads(old)
+    return {"code": code_fingerprint(), "torch": torch.__version__, "threads": threads,
+            "parts": list(chosen), "values": values}
+
+
+def _same(a: Any, b: Any, rtol: float) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b if rtol == 0.0 else abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(u, v, rtol) for u, v in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k], rtol) for k in a)
+    return bool(a == b)
+
+
+def compare(before: Mapping[str, Any], after: Mapping[str, Any], *, rtol: float = 0.0
+            ) -> list[str]:
+    """The keys whose values differ between two snapshots (exactly, or beyond ``rtol``).
+
+    Examples
+    --------
+    >>> a = {"values": {"x": [1.0, 2.0], "y": 3}}
+    >>> compare(a, {"values": {"x": [1.0, 2.0000001], "y": 3}})
+    ['x']
+    >>> compare(a, {"values": {"x": [1.0, 2.0000001], "y": 3}}, rtol=1e-6)
+    []
+    """
+    va, vb = before["values"], after["values"]
+    diff = sorted(set(va) ^ set(vb))
+    return diff + [k for k in sorted(set(va) & set(vb)) if not _same(va[k], vb[k], rtol)]
+
+
+def _digest(snapshot: Mapping[str, Any]) -> str:
+    text = json.dumps(snapshot["values"], sort_keys=True, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
+            ) -> dict[str, Any]:
+    """Take the snapshot of the current code and, when it equals ``before`` exactly, append
+    the certificate ``before's code -> current code`` to ``results/equivalence.json``.
+
+    Raises
+    ------
+    ValueError
+        When a value differs (the message names them: the change moved results and cannot
+        be certified), or ``before`` was taken with other parts, threads or torch.
+    """
+    old = json.loads(Path(before).read_text(encoding="utf-8"))
+    now = take(tuple(old["parts"]), threads=int(old["threads"]))
+    if old["torch"] != now["torch"]:
+        raise ValueError(f"{before} was taken with torch {old['torch']}, this is "
+                         f"{now['torch']}: take both with the same torch")
+    diff = compare(old, now)
+    if diff:
+        raise ValueError(f"{len(diff)} of {len(old['values'])} snapshot values moved, so the "
+                         f"change cannot be certified: {', '.join(diff[:8])}"
+                         + (" ..." if len(diff) > 8 else ""))
+    cert = {"from": old["code"], "to": now["code"], "values": len(now["values"]),
+            "digest": _digest(now), "torch": now["torch"], "threads": now["threads"],
+            "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    if cert["from"] == cert["to"]:
+        return cert  # nothing changed: nothing to certify
+    path = Path(results) / EQUIVALENCE_FILE
+    certs = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+    path.write_text(json.dumps([*certs, cert], indent=1) + "\n", encoding="utf-8")
+    return cert
+
+
+def equivalent_codes(code: str, results: str | os.PathLike[str]) -> set[str]:
+    """``code`` and every fingerprint a chain of certificates in ``results`` leads to it from.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / EQUIVALENCE_FILE).write_text(json.dumps(
+    ...     [{"from": "0.1+a", "to": "0.1+b"}, {"from": "0.1+b", "to": "0.1+c"}]))
+    >>> sorted(equivalent_codes("0.1+c", d))
+    ['0.1+a', '0.1+b', '0.1+c']
+    >>> sorted(equivalent_codes("0.1+b", d))
+    ['0.1+a', '0.1+b']
+    """
+    path = Path(results) / EQUIVALENCE_FILE
+    certs = json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+    found = {code}
+    grew = True
+    while grew:
+        grew = False
+        for c in certs:
+            if c["to"] in found and c["from"] not in found:
+                found.add(c["from"])
+                grew = True
+    return found
