@@ -42,6 +42,8 @@ from typing import IO, Any
 import numpy as np
 
 from topofl._fs import fsync_dir as _fsync_dir
+from topofl._validation import check_int, check_memory
+from topofl.exceptions import CheckpointError
 from topofl.runhash import header_hash_problem
 
 __all__ = ["Recorder", "Records", "RunStatus", "load", "load_many", "rounds_to",
@@ -955,8 +957,6 @@ def header_run_hash(header: Mapping[str, Any]) -> str | None:
 def _resumable(path: Path, run: str, run_hash: str | None,
                expect_rounds: Collection[int] | None) -> tuple[str, Records]:
     """The header line and the records of a file a resumed run may continue, or raise."""
-    from topofl.exceptions import CheckpointError
-
     what = f"records file {path}"
     if not path.exists():
         rows = "" if not expect_rounds else f" and its rows of rounds 0..{max(expect_rounds)}"
@@ -1445,8 +1445,6 @@ def malicious_share(
     edges = [np.asarray(v, dtype=np.int64).reshape(-1, 2) for _, v in points]
     seen = max([int(e.max()) for e in edges if e.size] + bad_ids + [-1]) + 1
     if n is not None:
-        from topofl._validation import check_int, check_memory
-
         n = check_int(n, "n (number of clients)", low=1)
         check_memory(16.0 * n, f"malicious_share(n={n})")
     if n is None:

@@ -31,6 +31,7 @@ from torch import Tensor
 from topofl._rng import generator_at
 from topofl._validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
+from topofl.algorithms._one_phase import whole_model_algorithm
 from topofl.algorithms._partial import DECAY, EPOCHS_U, LR, MOMENTUM, WEIGHT_DECAY
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
@@ -366,20 +367,9 @@ def dis_pfl(
         decay=check_decay(decay),
         work=check_work(local_steps, local_epochs, default_steps=None,
                         default_epochs=EPOCHS_U))
-    steps, epochs = hp.work
-    return Algorithm(
-        name="dis_pfl",
-        hparams=hp.as_dict(),
-        phases=(Phase("all", steps, epochs, hp.lr, name="local"),),
-        init=functools.partial(init_state, hp=hp),
-        local=hp.local,
-        communicate=functools.partial(communicate, hp=hp),
-        evaluate=functools.partial(scored, hp=hp),
-        round_start=_RESTART,
-        requires=None,
-        shared="all",
-        decay=hp.decay,
-    )
+    return whole_model_algorithm("dis_pfl", hp, init=init_state, local=hp.local,
+                                 communicate=communicate, round_start=_RESTART,
+                                 evaluate=functools.partial(scored, hp=hp))
 
 
 @dataclass(frozen=True)

@@ -93,10 +93,8 @@ def ditto(
         Local work on the global model: steps (default 1) or epochs.
     personal_steps, personal_epochs
         Local work on the personal model (default: the same as the global model's).
-    decay : float, default 1
-    participation : float in (0, 1], default 1
-    sample_seed : int, default 0
-    weighting : {"uniform", "data_size"}, default "uniform"
+    decay, participation, sample_seed, weighting
+        As in :func:`~topofl.algorithms.fedavg` (same defaults).
 
     Returns
     -------

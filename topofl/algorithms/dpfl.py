@@ -108,10 +108,11 @@ from topofl.algorithms._common import (
     check_wd,
     check_work,
 )
+from topofl.algorithms._one_phase import whole_model_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, arcs_of_mask, dtype_bits
 from topofl.engine.pieces import SGD, restart_momentum
-from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
+from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 from topofl.graph import Topology
 
 __all__ = ["dpfl", "ggc", "bggc", "ggc_batched", "bggc_batched", "aggregation_matrix",
@@ -843,22 +844,11 @@ def dpfl(
         graph=check_choice(graph, "graph", ("greedy", "random")),
         budget=_check_budget_spec(budget), no_greedy=_check_no_greedy(no_greedy),
         select=check_choice(select, "select", ("last", "best_val")))
-    steps, epochs = hp.work
-    return Algorithm(
-        name="dpfl",
-        hparams=hp.as_dict(),
-        phases=(Phase("all", steps, epochs, hp.lr, name="local"),),
-        init=functools.partial(init_state, hp=hp),
-        local=hp.sgd,
-        communicate=functools.partial(communicate, hp=hp),
-        evaluate=functools.partial(evaluate, hp=hp),
-        round_start=functools.partial(round_start, hp=hp),
-        requires=None,
-        shared="all",
-        decay=hp.decay,
-        uses_topology=False,
-        absent="stale",
-    )
+    return whole_model_algorithm("dpfl", hp, init=init_state, local=hp.sgd,
+                                 communicate=communicate,
+                                 evaluate=functools.partial(evaluate, hp=hp),
+                                 round_start=functools.partial(round_start, hp=hp),
+                                 uses_topology=False, absent="stale")
 
 
 @dataclass(frozen=True)

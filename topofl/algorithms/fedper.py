@@ -26,18 +26,9 @@ def fedper(
 
     Parameters
     ----------
-    lr : float, default 0.1
-        Learning rate (``lr * decay**t`` at round ``t``).
-    momentum : float, default 0
-        Heavy-ball momentum of the local SGD (restarted every round).
-    weight_decay : float, default 0
-    local_steps, local_epochs
-        Local work per round: steps (default 1) or epochs (one value, or one per client).
-    decay : float, default 1
-    participation : float in (0, 1], default 1
-        Fraction of clients sampled each round (DFedPGP's centralized baselines use 0.1).
-    sample_seed : int, default 0
-        Seed of the client sampling, indexed by round.
+    lr, momentum, weight_decay, local_steps, local_epochs, decay, participation, sample_seed
+        As in :func:`~topofl.algorithms.fedavg` (same defaults), except that the momentum
+        restarts every round. DFedPGP's centralized baselines use ``participation=0.1``.
     weighting : {"uniform", "data_size"}, default "uniform"
         Mean of the bodies, or FedAvg's mean weighted by training-set sizes.
 

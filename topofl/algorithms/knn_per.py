@@ -123,11 +123,8 @@ def knn_per(
         Local work per round: steps (default 1) or epochs.
     momentum : float, default 0
         Heavy-ball momentum of the local SGD (restarted every round).
-    weight_decay : float, default 0
-    decay : float, default 1
-    participation : float in (0, 1], default 1
-    sample_seed : int, default 0
-    weighting : {"uniform", "data_size"}, default "uniform"
+    weight_decay, decay, participation, sample_seed, weighting
+        As in :func:`~topofl.algorithms.fedavg` (same defaults).
 
     Returns
     -------

@@ -18,7 +18,6 @@ References
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -35,6 +34,7 @@ from topofl.algorithms._common import (
     check_wd,
     check_work,
 )
+from topofl.algorithms._one_phase import whole_model_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits
 from topofl.engine.pieces import (
@@ -308,21 +308,9 @@ def pfedgraph(
         momentum=check_momentum(momentum), weight_decay=check_wd(weight_decay),
         decay=check_decay(decay),
         work=check_work(local_steps, local_epochs, default_steps=200))
-    steps, epochs = hp.work
-    return Algorithm(
-        name="pfedgraph",
-        hparams=hp.as_dict(),
-        phases=(Phase("all", steps, epochs, hp.lr, name="local"),),
-        init=functools.partial(init_state, hp=hp),
-        local=hp.local,
-        communicate=functools.partial(communicate, hp=hp),
-        round_start=_RESTART,
-        requires=None,
-        shared="all",
-        decay=hp.decay,
-        uses_topology=False,
-        absent="server",
-    )
+    return whole_model_algorithm("pfedgraph", hp, init=init_state, local=hp.local,
+                                 communicate=communicate, round_start=_RESTART,
+                                 uses_topology=False, absent="server")
 
 
 @dataclass(frozen=True)

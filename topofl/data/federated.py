@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -60,7 +60,14 @@ import numpy as np
 import numpy.typing as npt
 
 from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import check_choice, check_device, check_int, check_real
+from topofl._validation import (
+    check_choice,
+    check_device,
+    check_int,
+    check_real,
+    did_you_mean_each,
+    unknown_name,
+)
 from topofl.data.corrupt import LabelFlip, flip_labels, label_flip_plan
 from topofl.data.datasets import Dataset, load
 from topofl.data.partition import PARTITIONS, Partition, natural
@@ -326,17 +333,8 @@ class FederatedData:
         device(type='cpu')
         """
         dev = _device_of(device)
-        return FederatedData(
-            x=self.x.to(dev),
-            y=self.y.to(dev),
-            num_classes=self.num_classes,
-            input_shape=self.input_shape,
-            partitions=self.partitions,
-            params=self.params,
-            _segments=self._segments,
-            _global=self._global,
-            _seed=self._seed,
-        )
+        # a fresh _dev: the cache of device tensors belongs to one device
+        return replace(self, x=self.x.to(dev), y=self.y.to(dev), _dev={})
 
     # ------------------------------------------------------------------ basic views
     @property
@@ -731,8 +729,6 @@ def federate(
 
     ds = _as_dataset(dataset, test)
     if not isinstance(scheme, str) or scheme not in PARTITIONS:
-        from topofl._validation import unknown_name
-
         raise ValueError(unknown_name("partition scheme", scheme, PARTITIONS, sort=False))
     fn = PARTITIONS[scheme]
     accepted = [
@@ -742,8 +738,6 @@ def federate(
     ]
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        from topofl._validation import did_you_mean_each
-
         raise ValueError(f"unknown parameter(s) {unknown} for {scheme!r}"
                          f"{did_you_mean_each(unknown, accepted)}; accepted: {accepted}")
     root = as_seed_sequence(seed)

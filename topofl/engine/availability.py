@@ -53,7 +53,9 @@ import torch
 from torch import Tensor
 
 from topofl._rng import generator_at
-from topofl.engine.clock import Values
+from topofl._validation import check_int
+from topofl.engine.clock import ConfigTable, Values
+from topofl.engine.pieces import active_topology
 from topofl.engine.protocol import Algorithm, Round, State
 from topofl.graph import Topology
 
@@ -129,7 +131,7 @@ def _read_windows(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True, eq=False)
-class Availability:
+class Availability(ConfigTable):
     """Which clients are online in each round, and their slowdowns (see the module
     docstring).
 
@@ -151,17 +153,11 @@ class Availability:
     windows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     _chain: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    @classmethod
-    def from_config(cls, table: Mapping[str, Any] | None) -> Availability:
-        """An availability from its config table (unknown keys are an error)."""
-        from topofl._validation import check_int
+    _TABLE = "availability"
 
-        if table is None:
-            return cls()
-        if isinstance(table, Availability):
-            return table
-        if not isinstance(table, Mapping):
-            raise TypeError(f"availability must be a table, got {type(table).__name__}")
+    @classmethod
+    def _read(cls, table: Mapping[str, Any]) -> Availability:
+        """An availability from its ``[availability]`` table (unknown keys are an error)."""
         model = table.get("model", "bernoulli" if "offline" in table else "always")
         if model not in _KEYS:
             raise ValueError(f"availability.model must be one of {sorted(_KEYS)}, got {model!r}")
@@ -294,8 +290,6 @@ def round_view(algorithm: Algorithm, t: int, topology: Topology | None,
     online = np.asarray(online, dtype=bool)
     if topology is not None and algorithm.uses_topology and algorithm.absent == "renormalise":
         keep = algorithm.requires if algorithm.requires in ("row", "column") else "doubly"
-        from topofl.engine.pieces import active_topology
-
         topology = active_topology(topology, online, keep=keep)
     return Round(t, topology, online)
 

@@ -59,11 +59,12 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
 from topofl._rng import generator_at
+from topofl._validation import check_int
 from topofl.engine.ledger import Arcs, Flow
 
 __all__ = ["Values", "Network", "Clock", "pair_uniform"]
@@ -301,12 +302,35 @@ class Values:
         return self.source
 
 
+class ConfigTable:
+    """A class read from a table of a run's config (``[network]``, ``[availability]``):
+    :meth:`from_config` takes ``None`` (the defaults), an instance (returned as it is) or the
+    table, which the class's ``_read`` checks and reads."""
+
+    _TABLE: ClassVar[str]
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any] | None) -> Self:
+        """An instance from its config table (unknown keys are an error)."""
+        if table is None:
+            return cls()
+        if isinstance(table, cls):
+            return table
+        if not isinstance(table, Mapping):
+            raise TypeError(f"{cls._TABLE} must be a table, got {type(table).__name__}")
+        return cls._read(table)
+
+    @classmethod
+    def _read(cls, table: Mapping[str, Any]) -> Self:
+        raise NotImplementedError
+
+
 _NETWORK_KEYS = ("latency", "bandwidth", "uplink", "downlink", "speed", "server_uplink",
                  "server_downlink", "seed")
 
 
 @dataclass(frozen=True, init=False, eq=False)
-class Network:
+class Network(ConfigTable):
     """How fast the nodes compute and the messages travel (the ``[network]`` table).
 
     Parameters
@@ -352,8 +376,6 @@ class Network:
                  downlink: Any = math.inf, speed: Any = math.inf,
                  server_uplink: Any = math.inf, server_downlink: Any = math.inf,
                  seed: Any = 0) -> None:
-        from topofl._validation import check_int
-
         set_ = object.__setattr__
         set_(self, "latency", Values.parse(latency, "latency", zero_ok=True))
         set_(self, "bandwidth", Values.parse(bandwidth, "bandwidth"))
@@ -367,15 +389,11 @@ class Network:
             set_(self, k, c)
         set_(self, "seed", check_int(seed, "network.seed", low=0))
 
+    _TABLE = "network"
+
     @classmethod
-    def from_config(cls, table: Mapping[str, Any] | None) -> Network:
-        """A network from its config table (unknown keys are an error)."""
-        if table is None:
-            return cls()
-        if isinstance(table, Network):
-            return table
-        if not isinstance(table, Mapping):
-            raise TypeError(f"network must be a table, got {type(table).__name__}")
+    def _read(cls, table: Mapping[str, Any]) -> Network:
+        """A network from its ``[network]`` table (unknown keys are an error)."""
         unknown = sorted(set(table) - set(_NETWORK_KEYS))
         if unknown:
             raise ValueError(f"unknown key(s) {unknown} in [network]; accepted: "

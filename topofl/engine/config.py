@@ -11,7 +11,9 @@ from torch import nn
 
 from topofl._validation import check_bool, check_choice, check_int, check_real, check_rounds
 from topofl._version import __version__
+from topofl.engine.availability import Availability
 from topofl.engine.checkpoint import check_output_paths
+from topofl.engine.clock import Network
 from topofl.engine.protocol import Algorithm
 from topofl.graph import GraphLike
 from topofl.records import _jsonable as jsonable
@@ -149,9 +151,6 @@ class RunConfig:
     ledger: bool = True
 
     def __post_init__(self) -> None:
-        from topofl.engine.availability import Availability
-        from topofl.engine.clock import Network
-
         check_bool(self.ledger, "ledger")
         for name, cls in (("network", Network), ("availability", Availability)):
             table = getattr(self, name)

@@ -70,6 +70,18 @@ class _InputCheck:
     """Runs :func:`check_model_input` once per sample shape, before the first forward pass."""
 
     model: nn.Module
+    layout: ParamLayout
+
+    def _grad_start(self, flat: Tensor, x: Tensor, part: Part, out: Tensor
+                    ) -> tuple[dict[str, Tensor], dict[str, Tensor], tuple[str, ...], Tensor]:
+        """What a ``grad`` starts from, the input checked: the views of ``flat`` and ``out``,
+        the names of ``part``'s parameters and an empty ``[n]`` vector for the losses."""
+        self._check_input(x.shape[2:], flat.dtype)
+        views = self.layout.views(flat)
+        out_views = self.layout.views(out)
+        train_names = self.layout.names_of(part)
+        losses = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)
+        return views, out_views, train_names, losses
 
     def _check_input(self, sample_shape: Sequence[int], dtype: torch.dtype) -> None:
         key = (tuple(sample_shape), dtype)
@@ -235,14 +247,10 @@ class BatchedExecutor(_InputCheck):
         return [slice(a, min(n, a + c)) for a in range(0, n, c)]
 
     def grad(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, out: Tensor) -> Tensor:
-        self._check_input(x.shape[2:], flat.dtype)
-        views = self.layout.views(flat)
-        out_views = self.layout.views(out)
-        train_names = self.layout.names_of(part)
+        views, out_views, train_names, losses = self._grad_start(flat, x, part, out)
         train = set(train_names)
         fwd = self._forward(False)
         n = flat.shape[0]
-        losses = torch.empty(n, dtype=flat.dtype, device=flat.device)
         for c in self._chunks(n):
             if self.linear is not None:
                 losses[c] = self._linear_grad(views, out_views, x[c], y[c], train, c)
@@ -444,13 +452,9 @@ class LoopExecutor(_InputCheck):
 
     # ------------------------------------------------------------------ executor API
     def grad(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, out: Tensor) -> Tensor:
-        self._check_input(x.shape[2:], flat.dtype)
-        views = self.layout.views(flat)
-        out_views = self.layout.views(out)
-        train_names = self.layout.names_of(part)
+        views, out_views, train_names, losses = self._grad_start(flat, x, part, out)
         train_set = set(train_names)
         n = flat.shape[0]
-        losses = torch.empty(n, dtype=flat.dtype, device=flat.device)
 
         def one(call: _Stateless, i: int) -> None:
             try:

@@ -30,6 +30,7 @@ import torch
 from scipy.sparse.csgraph import connected_components
 from torch import Tensor, nn
 
+from topofl._validation import check_path
 from topofl.engine.availability import Availability, Frozen, local_rates, round_view
 from topofl.engine.clock import Clock, Network
 from topofl.engine.config import DTYPES, RunConfig, config_header
@@ -43,6 +44,7 @@ from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 from topofl.engine.resume import Resumed, checkpoint_meta, resume_from
 from topofl.engine.services import DataServices
 from topofl.graph import GraphLike, TimeVarying, Topology, as_time_varying
+from topofl.models import flops_per_sample
 from topofl.records import Recorder, Records
 
 __all__ = ["RunConfig", "Result", "run", "init_parameters", "LocalStepper", "stream_rows"]
@@ -219,8 +221,6 @@ class Costs:
             avail = Availability.from_config(config.availability)
         fps = 0.0
         if clock is not None:
-            from topofl.models import flops_per_sample
-
             fps = float(flops_per_sample(model, input_shape, backward=True))
         if start is not None and ledger is not None and start.ledger is not None:
             ledger.load(start.ledger)
@@ -522,8 +522,6 @@ def _check_arguments(config: Any, topology: Any, algorithm: Any, data: Any, mode
                      recorder: Any, resume: Any, header: Any) -> None:
     """The types :func:`run` needs, checked at its boundary (a TypeError naming the argument,
     not an AttributeError from inside)."""
-    from topofl._validation import check_path
-
     for name, value, kind, what in (
             ("config", config, RunConfig, "a topofl.engine.RunConfig"),
             ("algorithm", algorithm, Algorithm, "a topofl.engine.Algorithm"),

@@ -51,6 +51,7 @@ import torch
 from torch import Tensor
 
 from topofl._rng import generator_at
+from topofl._validation import check_matrix
 from topofl.engine.clients import Clients, row
 from topofl.engine.layout import ParamLayout, Part
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs, server_arcs
@@ -64,7 +65,7 @@ from topofl.engine.protocol import (
     Services,
     State,
 )
-from topofl.graph import Topology
+from topofl.graph import Topology, _canonical_groups, _freeze_csr, _graph_from_W
 from topofl.topologies.cliques.averaging import clique_averaging_matrix
 
 __all__ = [
@@ -345,8 +346,30 @@ def clique_messages(topology: Topology | None) -> int:
     return topology.messages_per_round
 
 
+class _Wrapper:
+    """A local update around another (:attr:`wrapped`), whose buffers and evaluation point it
+    keeps; never fused (its update does more than the inner kernel)."""
+
+    @property
+    def wrapped(self) -> LocalUpdate:
+        """The inner piece."""
+        raise NotImplementedError
+
+    def init_(self, state: State, env: Services) -> None:
+        """As the inner piece."""
+        self.wrapped.init_(state, env)
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """As the inner piece."""
+        return self.wrapped.point(state, phase, env)
+
+    def fused(self, executor: Any) -> Kernel | None:
+        """Never fused."""
+        return None
+
+
 @dataclass(frozen=True)
-class CliqueAveraged:
+class CliqueAveraged(_Wrapper):
     r"""Clique Averaging (D-Cliques, Fig. 7, eq. 4-5): each client steps with the mean gradient
     of the clique members it receives gradients from (itself included; weight decay of its own
     model added first); the momentum then acts on the averaged gradient. On complete cliques
@@ -358,13 +381,10 @@ class CliqueAveraged:
     sgd: SGD
     rowwise = False
 
-    def init_(self, state: State, env: Services) -> None:
-        """As the inner :class:`SGD`."""
-        self.sgd.init_(state, env)
-
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """As the inner :class:`SGD`."""
-        return self.sgd.point(state, phase, env)
+    @property
+    def wrapped(self) -> SGD:
+        """The inner :class:`SGD`."""
+        return self.sgd
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
@@ -386,10 +406,6 @@ class CliqueAveraged:
             momentum_buf=None if state.momentum is None else state.momentum[:, cols],
             momentum=self.sgd.momentum, nesterov=self.sgd.nesterov,
         )
-
-    def fused(self, executor: Any) -> Kernel | None:
-        """Never fused."""
-        return None
 
 
 _SAMPLE_STREAM = 0x5A3D  # tag of the client-sampling stream: (sample_seed, tag, t)
@@ -494,7 +510,7 @@ def _mask(n: int, rnd: Round, participation: float, sample_seed: int, like: Tens
 
 
 @dataclass(frozen=True)
-class Sampled:
+class Sampled(_Wrapper):
     """A local update that only the round's participants take (sampled and online:
     :func:`round_active`; the others' learning rate is 0), for server-based baselines with
     partial participation."""
@@ -504,13 +520,10 @@ class Sampled:
     sample_seed: int = 0
     rowwise = False  # the mask is over all clients
 
-    def init_(self, state: State, env: Services) -> None:
-        """As the inner piece."""
-        self.inner.init_(state, env)
-
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """As the inner piece."""
-        return self.inner.point(state, phase, env)
+    @property
+    def wrapped(self) -> LocalUpdate:
+        """The inner piece."""
+        return self.inner
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
@@ -520,13 +533,9 @@ class Sampled:
             mask = env.clients.own(mask)
         self.inner.update(state, grads, phase, lr if mask is None else lr * mask, rnd, env)
 
-    def fused(self, executor: Any) -> Kernel | None:
-        """Never fused."""
-        return None
-
 
 @dataclass(frozen=True)
-class Proximal:
+class Proximal(_Wrapper):
     r"""A local update with FedProx's proximal term: the gradient of
     $F_i(x) + \frac{\mu}{2}\|x - x^t\|^2$, i.e. ``g + mu * (x - anchor)``, fed to ``inner``.
 
@@ -551,9 +560,10 @@ class Proximal:
         """Anchor the round at the models the clients hold now."""
         state.extra["anchor"].copy_(state.x)
 
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """As the inner piece."""
-        return self.inner.point(state, phase, env)
+    @property
+    def wrapped(self) -> SGD:
+        """The inner :class:`SGD`."""
+        return self.inner
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
@@ -563,10 +573,6 @@ class Proximal:
         g.add_(state.x[:, cols], alpha=self.mu).sub_(state.extra["anchor"][:, cols],
                                                       alpha=self.mu)
         self.inner.update(state, grads, phase, lr, rnd, env)
-
-    def fused(self, executor: Any) -> Kernel | None:
-        """Never fused."""
-        return None
 
 
 def active_topology(topology: Topology, active: Any, *, keep: str = "doubly") -> Topology:
@@ -671,8 +677,6 @@ class _LazyGraph(Topology):
         if g is None:
             import networkx as nx
 
-            from topofl.graph import _graph_from_W
-
             g = nx.freeze(_graph_from_W(self.W))
             object.__setattr__(self, "_graph_cache", g)
         return g
@@ -690,9 +694,6 @@ def lazy_topology(W: Any, *, name: str, params: dict[str, Any] | None = None,
     >>> t.messages_per_round, t.is_doubly_stochastic, sorted(t.graph.edges())[:2]
     (10, True, [(0, 1), (0, 4)])
     """
-    from topofl._validation import check_matrix
-    from topofl.graph import _canonical_groups, _freeze_csr
-
     M = check_matrix(W)
     obj = object.__new__(_LazyGraph)
     set_ = object.__setattr__

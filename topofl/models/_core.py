@@ -82,6 +82,14 @@ class SplitModel(nn.Module):
         return f"arch={self.arch!r}, input_shape={self.input_shape}, num_classes={self.num_classes}"
 
 
+def with_linear_head(body: nn.Module, features: int, num_classes: int, *, arch: str,
+                     input_shape: tuple[int, ...]) -> SplitModel:
+    """``body``, then a linear head from its ``features`` outputs to ``num_classes`` logits
+    (the head is built after the body, as the models' parameter draws expect)."""
+    return SplitModel(body, nn.Linear(features, num_classes), arch=arch,
+                      input_shape=input_shape, num_classes=num_classes)
+
+
 def _last_linear_names(model: nn.Module) -> list[str]:
     """Parameter names of the last ``nn.Linear`` in module order (for error hints)."""
     last: list[str] = []

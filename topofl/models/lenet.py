@@ -13,6 +13,7 @@ from topofl.models._core import (
     Stage,
     build_within_memory,
     check_spatial,
+    with_linear_head,
 )
 from topofl.models.inputs import check_shape
 
@@ -124,13 +125,7 @@ def gn_lenet(
                 flatten=nn.Flatten(),
             )
         )
-        return SplitModel(
-            body,
-            nn.Linear(64 * h * w, num_classes),
-            arch="gn_lenet",
-            input_shape=shape,
-            num_classes=num_classes,
-        )
+        return with_linear_head(body, 64 * h * w, num_classes, arch="gn_lenet", input_shape=shape)
 
     return build_within_memory("gn_lenet", make, input_shape=shape, num_classes=num_classes,
                                num_groups=num_groups)
@@ -216,13 +211,7 @@ def cnn(
                 relu4=nn.ReLU(),
             )
         )
-        return SplitModel(
-            body,
-            nn.Linear(f2, num_classes),
-            arch="cnn",
-            input_shape=shape,
-            num_classes=num_classes,
-        )
+        return with_linear_head(body, f2, num_classes, arch="cnn", input_shape=shape)
 
     return build_within_memory("cnn", make, input_shape=shape, num_classes=num_classes,
                                variant=variant)

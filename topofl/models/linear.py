@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from torch import nn
 
 from topofl._validation import check_int
-from topofl.models._core import SplitModel, build_within_memory, prod
+from topofl.models._core import SplitModel, build_within_memory, prod, with_linear_head
 from topofl.models.inputs import check_shape
 
 __all__ = ["logistic", "mlp"]
@@ -56,8 +56,8 @@ def logistic(input_shape: int | Sequence[int], num_classes: int) -> SplitModel:
     num_classes = check_int(num_classes, "num_classes", low=1)
     return build_within_memory(
         "logistic",
-        lambda: SplitModel(nn.Flatten(), nn.Linear(prod(shape), num_classes), arch="logistic",
-                           input_shape=shape, num_classes=num_classes),
+        lambda: with_linear_head(nn.Flatten(), prod(shape), num_classes, arch="logistic",
+                                 input_shape=shape),
         input_shape=shape, num_classes=num_classes,
     )
 
@@ -117,13 +117,8 @@ def mlp(
             layers[f"fc{k}"] = nn.Linear(d, w)
             layers[f"relu{k}"] = nn.ReLU()
             d = w
-        return SplitModel(
-            nn.Sequential(layers),
-            nn.Linear(d, num_classes),
-            arch="mlp",
-            input_shape=shape,
-            num_classes=num_classes,
-        )
+        return with_linear_head(nn.Sequential(layers), d, num_classes, arch="mlp",
+                                input_shape=shape)
 
     return build_within_memory("mlp", make, input_shape=shape, num_classes=num_classes,
                                hidden=tuple(widths))

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from topofl._validation import check_int
-from topofl.models._core import SplitModel, build_within_memory
+from topofl.models._core import SplitModel, build_within_memory, with_linear_head
 from topofl.models.inputs import check_shape
 
 __all__ = ["resnet18_gn"]
@@ -132,13 +132,8 @@ def resnet18_gn(
             in_planes = planes
         layers["pool"] = nn.AdaptiveAvgPool2d(1)
         layers["flatten"] = nn.Flatten()
-        return SplitModel(
-            nn.Sequential(layers),
-            nn.Linear(in_planes, num_classes),
-            arch="resnet18_gn",
-            input_shape=shape,
-            num_classes=num_classes,
-        )
+        return with_linear_head(nn.Sequential(layers), in_planes, num_classes,
+                                arch="resnet18_gn", input_shape=shape)
 
     return build_within_memory("resnet18_gn", make, input_shape=shape,
                                num_classes=num_classes, num_groups=num_groups, width=width)

@@ -53,10 +53,15 @@ def neighborhood_skew(topology: Any, label_distributions: Any) -> float:
     >>> tf.spectral.neighborhood_skew(tf.topologies.complete(6), p)
     0.0
     """
-    M = _as_stochastic(topology, "row", "neighborhood_skew", name="topology")
-    P = _distributions(label_distributions, M.shape[0])
+    M, P = _checked(topology, label_distributions, "neighborhood_skew")
     mixed = np.asarray(M @ P)
     return _snap(float(np.abs(mixed - P.mean(axis=0)).sum(axis=1).mean()))
+
+
+def _checked(topology: Any, label_distributions: Any, what: str) -> tuple[Any, np.ndarray]:
+    """The row-stochastic ``W`` of ``topology`` and the label distributions, checked."""
+    M = _as_stochastic(topology, "row", what, name="topology")
+    return M, _distributions(label_distributions, M.shape[0])
 
 
 def _distributions(label_distributions: Any, n: int) -> np.ndarray:
@@ -104,21 +109,20 @@ def neighborhood_heterogeneity(topology: Any, label_distributions: Any) -> float
 
     Parameters
     ----------
-    topology : Topology, array_like or sparse matrix
-        ``(n, n)`` row-stochastic mixing matrix (rows within 1e-6 of 1).
-    label_distributions : array_like
-        ``(n, c)``: row ``i`` is node ``i``'s distribution over ``c`` classes (non-negative,
-        summing to 1). Not modified.
+    topology, label_distributions
+        As in :func:`neighborhood_skew`: an ``(n, n)`` row-stochastic mixing matrix and the
+        ``(n, c)`` label distributions of the nodes (not modified).
 
     Returns
     -------
     float
+        In ``[0, 2]``.
 
     Raises
     ------
     ValueError
-        If ``W`` is not row-stochastic, the shape does not match ``n`` or a row of
-        ``label_distributions`` is not a distribution.
+        As :func:`neighborhood_skew`: ``W`` not row-stochastic, a shape that does not match
+        or a row of ``label_distributions`` that is not a distribution.
 
     References
     ----------
@@ -140,7 +144,6 @@ def neighborhood_heterogeneity(topology: Any, label_distributions: Any) -> float
     >>> tf.spectral.neighborhood_heterogeneity(tf.topologies.complete(6), p)
     0.0
     """
-    M = _as_stochastic(topology, "row", "neighborhood_heterogeneity", name="topology")
-    P = _distributions(label_distributions, M.shape[0])
+    M, P = _checked(topology, label_distributions, "neighborhood_heterogeneity")
     R = np.asarray(M @ P) - P.mean(axis=0)
     return _snap(float(np.sum(R * R) / M.shape[0]))

@@ -1,9 +1,80 @@
-"""Every scalar metric of :mod:`topofl.spectral` for one graph, as one dict."""
+r"""Every scalar metric of :mod:`topofl.spectral` for one graph, as one dict.
+
+The keys of :func:`summary`, in the order it returns them:
+
+====================================  =================================================
+key                                   meaning
+====================================  =================================================
+``name``, ``n``                       family name, number of nodes
+``time_varying``, ``period``          whether a sequence, its period (``1`` if static)
+``horizon``                           rounds used by the sequence metrics
+``directed``, ``stochastic``          any round directed; ``"doubly"``, ``"row"``,
+                                      ``"column"`` or ``"none"`` for all rounds
+``edges_per_node``,                   mean over rounds (:class:`~topofl.Topology`)
+``messages_per_round``
+``spectral_gap``,                     :func:`spectral_gap` kinds ``modulus``,
+``spectral_gap_lambda2``,             ``lambda2`` (``None`` unless symmetric) and
+``spectral_gap_norm``                 ``norm``; per-round mean for a sequence;
+                                      ``None`` if a round is neither row- nor
+                                      column-stochastic (``stochastic`` is then
+                                      ``"none"``): such a gap means nothing
+``algebraic_connectivity``            :func:`algebraic_connectivity`, per-round mean
+``spectrum_mean_sq``,                 :func:`~topofl.spectral.spectrum`'s
+``spectrum_relaxation``               ``mean_sq`` and ``relaxation`` (all
+                                      eigenvalues), per-round mean; ``None`` unless
+                                      every round is symmetric and doubly stochastic
+                                      (and ``n <= 1024``, see ``measured``)
+``diameter``                          :func:`diameter`, max over rounds (``None`` if a
+                                      round is not strongly connected)
+``strongly_connected``                :func:`is_strongly_connected` (the union over
+                                      the horizon for a sequence)
+``b_connectivity``                    :func:`b_connectivity` over the horizon
+``pushsum_*``                         :func:`pushsum_constants`: bounds ``a``,
+                                      ``diameter``, ``B``, ``q``, ``one_minus_q``,
+                                      ``C`` (``None`` if it overflows), ``log10_C``,
+                                      ``delta``; measured ``q_measured``,
+                                      ``C_measured``. Only for directed graphs (some
+                                      round's ``W`` not symmetric): on an undirected
+                                      graph push-sum reduces to plain gossip and its
+                                      constants are not data (all ``None``; also if
+                                      undefined)
+``consensus_rate``                    :func:`consensus_rate` over the horizon
+``finite_time_consensus``             :func:`finite_time_consensus` within the horizon
+``rounds_to_1e-6_bound``              $\lceil \ln 10^6 / -\ln(1 - \gamma) \rceil$ with
+                                      $\gamma$ = ``spectral_gap``: the rounds after
+                                      which $(1 - \gamma)^t \le 10^{-6}$, a guaranteed
+                                      bound on the disagreement of a static symmetric
+                                      ``W``, only indicative otherwise (``1`` if
+                                      $\gamma \ge 1$, ``None`` if $\gamma \le 0$)
+``rounds_to_1e-6_measured``           ``finite_time_consensus`` if reached, else
+                                      $\lceil \ln 10^{-6} / \ln r \rceil$ with $r$ =
+                                      ``consensus_rate`` (``None`` if $r$ is unknown
+                                      or ``>= 1``)
+``effective_neighbors``               :func:`~topofl.spectral.effective_neighbors` at
+                                      ``gamma`` (mode ``"mean"``): exact for a static
+                                      or periodic graph and for the random schedules
+                                      of :func:`~topofl.spectral.expected_mixing`;
+                                      a Monte-Carlo estimate over 2000 rounds of any
+                                      other random schedule (only with ``measured``
+                                      and if it is cheap enough); ``None`` if a round
+                                      is not row-stochastic (push-sum) or it was
+                                      not computed (``n``, see ``measured``)
+``effective_neighbors_method``        how it was computed: ``"eigenvalues"``,
+                                      ``"lyapunov"``, ``"periodic"``,
+                                      ``"closed_form"``, ``"monte_carlo"`` or ``None``
+``neighborhood_skew``                 :func:`neighborhood_skew` (per-round mean), or
+                                      ``None`` without ``label_distributions`` or if
+                                      a round is not row-stochastic
+``neighborhood_heterogeneity``        :func:`neighborhood_heterogeneity` (STL-FW's,
+                                      per-round mean), with the same conditions
+====================================  =================================================
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -195,74 +266,8 @@ def summary(
     Returns
     -------
     dict
-        The keys of ``metrics`` (all of the table below by default), in this order:
-
-        ====================================  =================================================
-        key                                   meaning
-        ====================================  =================================================
-        ``name``, ``n``                       family name, number of nodes
-        ``time_varying``, ``period``          whether a sequence, its period (``1`` if static)
-        ``horizon``                           rounds used by the sequence metrics
-        ``directed``, ``stochastic``          any round directed; ``"doubly"``, ``"row"``,
-                                              ``"column"`` or ``"none"`` for all rounds
-        ``edges_per_node``,                   mean over rounds (:class:`~topofl.Topology`)
-        ``messages_per_round``
-        ``spectral_gap``,                     :func:`spectral_gap` kinds ``modulus``,
-        ``spectral_gap_lambda2``,             ``lambda2`` (``None`` unless symmetric) and
-        ``spectral_gap_norm``                 ``norm``; per-round mean for a sequence;
-                                              ``None`` if a round is neither row- nor
-                                              column-stochastic (``stochastic`` is then
-                                              ``"none"``): such a gap means nothing
-        ``algebraic_connectivity``            :func:`algebraic_connectivity`, per-round mean
-        ``spectrum_mean_sq``,                 :func:`~topofl.spectral.spectrum`'s
-        ``spectrum_relaxation``               ``mean_sq`` and ``relaxation`` (all
-                                              eigenvalues), per-round mean; ``None`` unless
-                                              every round is symmetric and doubly stochastic
-                                              (and ``n <= 1024``, see ``measured``)
-        ``diameter``                          :func:`diameter`, max over rounds (``None`` if a
-                                              round is not strongly connected)
-        ``strongly_connected``                :func:`is_strongly_connected` (the union over
-                                              the horizon for a sequence)
-        ``b_connectivity``                    :func:`b_connectivity` over the horizon
-        ``pushsum_*``                         :func:`pushsum_constants`: bounds ``a``,
-                                              ``diameter``, ``B``, ``q``, ``one_minus_q``,
-                                              ``C`` (``None`` if it overflows), ``log10_C``,
-                                              ``delta``; measured ``q_measured``,
-                                              ``C_measured``. Only for directed graphs (some
-                                              round's ``W`` not symmetric): on an undirected
-                                              graph push-sum reduces to plain gossip and its
-                                              constants are not data (all ``None``; also if
-                                              undefined)
-        ``consensus_rate``                    :func:`consensus_rate` over the horizon
-        ``finite_time_consensus``             :func:`finite_time_consensus` within the horizon
-        ``rounds_to_1e-6_bound``              $\lceil \ln 10^6 / -\ln(1 - \gamma) \rceil$ with
-                                              $\gamma$ = ``spectral_gap``: the rounds after
-                                              which $(1 - \gamma)^t \le 10^{-6}$, a guaranteed
-                                              bound on the disagreement of a static symmetric
-                                              ``W``, only indicative otherwise (``1`` if
-                                              $\gamma \ge 1$, ``None`` if $\gamma \le 0$)
-        ``rounds_to_1e-6_measured``           ``finite_time_consensus`` if reached, else
-                                              $\lceil \ln 10^{-6} / \ln r \rceil$ with $r$ =
-                                              ``consensus_rate`` (``None`` if $r$ is unknown
-                                              or ``>= 1``)
-        ``effective_neighbors``               :func:`~topofl.spectral.effective_neighbors` at
-                                              ``gamma`` (mode ``"mean"``): exact for a static
-                                              or periodic graph and for the random schedules
-                                              of :func:`~topofl.spectral.expected_mixing`;
-                                              a Monte-Carlo estimate over 2000 rounds of any
-                                              other random schedule (only with ``measured``
-                                              and if it is cheap enough); ``None`` if a round
-                                              is not row-stochastic (push-sum) or it was
-                                              not computed (``n``, see ``measured``)
-        ``effective_neighbors_method``        how it was computed: ``"eigenvalues"``,
-                                              ``"lyapunov"``, ``"periodic"``,
-                                              ``"closed_form"``, ``"monte_carlo"`` or ``None``
-        ``neighborhood_skew``                 :func:`neighborhood_skew` (per-round mean), or
-                                              ``None`` without ``label_distributions`` or if
-                                              a round is not row-stochastic
-        ``neighborhood_heterogeneity``        :func:`neighborhood_heterogeneity` (STL-FW's,
-                                              per-round mean), with the same conditions
-        ====================================  =================================================
+        The keys of ``metrics`` (all of them by default), in the order and with the meaning
+        given by the table of :mod:`topofl.spectral.summarize`.
 
     Raises
     ------
@@ -311,11 +316,6 @@ def summary(
     """
     _check_method(method)
     keys = _check_metrics(metrics)
-    need = set(keys)
-
-    def want(*names: str) -> bool:
-        return not need.isdisjoint(names)
-
     is_tv = isinstance(graph, TimeVarying)
     if not is_tv and not isinstance(graph, Topology):
         raise TypeError(f"graph must be a Topology or a TimeVarying, got {type(graph).__name__}")
@@ -329,171 +329,233 @@ def summary(
     gamma = check_real(gamma, "gamma", low=0.0, high=1.0, high_open=True)
     r = min(h, period if period is not None else spectral_rounds)
     tops = [g.at(t) for t in range(r)]
-    Ws = [t.W for t in tops]
-
-    def per_round(fn: Callable[[sp.csr_array], float | None]) -> float | None:
-        return _mean_or_none([fn(M) for M in Ws])
-
-    def if_stochastic(
-        fn: Callable[[sp.csr_array], float | None], rows: bool = False
-    ) -> Callable[[sp.csr_array], float | None]:
-        # A gap (or a skew) of a matrix whose sums are not 1 means nothing: None, not a number.
-        ok = ("row", "doubly") if rows else ("row", "column", "doubly")
-        return lambda M: fn(M) if stochasticity(M, atol=STOCHASTIC_ATOL) in ok else None
-
     out: dict[str, Any] = dict.fromkeys(_SUMMARY_KEYS)
     out.update(
         name=g.name if is_tv else graph.name, n=g.n, time_varying=is_tv, period=period, horizon=h
     )
-    # Which groups of work the requested keys need (a key can need another: the push-sum
-    # bounds need B, the round counts need the gap or the measured rate).
-    need_gap = want("spectral_gap", "rounds_to_1e-6_bound")
-    need_rate = measured and want("consensus_rate", "rounds_to_1e-6_measured")
-    need_ftc = measured and want("finite_time_consensus", "rounds_to_1e-6_measured")
-    need_stoch = want("stochastic") or need_rate or need_ftc
-    # Push-sum's constants describe directed gossip; on an undirected graph with symmetric
-    # weights push-sum is plain gossip and they would be reported as if they were data.
-    need_pushsum = want(*_PUSHSUM_KEYS) and g.n >= 2 and not all(_is_symmetric(M) for M in Ws)
-    # The full spectrum and the exact effective number of neighbours are dense O(n^3): the
-    # summary computes them up to SUMMARY_DENSE_MAX nodes (DENSE_MAX for the cheap row).
-    dense_ok = g.n <= (SUMMARY_DENSE_MAX if measured else DENSE_MAX)
-    need_spectrum = want(*_SPECTRUM_KEYS) and dense_ok
-    need_neff = want(*_NEFF_KEYS) and (dense_ok or (
-        is_tv and g.period is None and _closed_form(g) is not None))
-    need_b = want("b_connectivity") or need_pushsum
-    need_diams = want("diameter") or (not is_tv and (need_b or want("strongly_connected")))
-    stages = [
-        name for name, needed in (
-            ("spectral_gap", need_gap),
-            ("spectral_gap_lambda2", want("spectral_gap_lambda2")),
-            ("spectral_gap_norm", want("spectral_gap_norm")),
-            ("algebraic_connectivity", want("algebraic_connectivity")),
-            ("spectrum", need_spectrum),
-            ("diameter", need_diams),
-            ("strongly_connected", is_tv and want("strongly_connected")),
-            ("b_connectivity", is_tv and need_b),
-            ("pushsum", need_pushsum),
-            ("consensus_rate", need_rate),
-            ("finite_time_consensus", need_ftc),
-            ("effective_neighbors", need_neff),
-            ("neighborhood_skew", label_distributions is not None and want("neighborhood_skew")),
-            ("neighborhood_heterogeneity",
-             label_distributions is not None and want("neighborhood_heterogeneity")),
-        ) if needed
-    ]
-    bar = _progress_bar(progress, len(stages), f"summary {out['name']}")
+    run = _Summary(g, is_tv, h, tops, [t.W for t in tops], set(keys), method, measured, seed,
+                   gamma, label_distributions, out)
+    need_stoch = run.plan()
+    run.bar = _progress_bar(progress, len(run.stages), f"summary {out['name']}")
+    run.round_rows(need_stoch)
+    run.gap_rows()
+    run.spectrum_rows()
+    run.connectivity_rows()
+    run.pushsum_rows()
+    run.sequence_rows()
+    if run.bar is not None:
+        run.bar.update(1 if run.stages else 0)
+        run.bar.close()
+    return {k: out[k] for k in keys}
 
-    def stage(name: str) -> bool:
+
+def _if_stochastic(
+    fn: Callable[[sp.csr_array], float | None], rows: bool = False
+) -> Callable[[sp.csr_array], float | None]:
+    """``fn``, or ``None`` for a round that is not (row-, or with ``rows=False`` column-)
+    stochastic: a gap (or a skew) of a matrix whose sums are not 1 means nothing."""
+    ok = ("row", "doubly") if rows else ("row", "column", "doubly")
+    return lambda M: fn(M) if stochasticity(M, atol=STOCHASTIC_ATOL) in ok else None
+
+
+@dataclass
+class _Summary:
+    """One :func:`summary` call: its graph and options, the keys asked for, the row it fills
+    (``out``), the stages of work they need and the progress bar over them."""
+
+    g: TimeVarying
+    is_tv: bool
+    h: int
+    tops: list[Topology]
+    Ws: list[sp.csr_array]
+    need: set[str]
+    method: Method
+    measured: bool
+    seed: int
+    gamma: float
+    label_distributions: Any
+    out: dict[str, Any]
+    stages: list[str] = field(default_factory=list)
+    bar: Any = None
+    eig_cache: dict[int, np.ndarray | None] = field(default_factory=dict)
+
+    def want(self, *names: str) -> bool:
+        """Whether any of ``names`` was asked for."""
+        return not self.need.isdisjoint(names)
+
+    def per_round(self, fn: Callable[[sp.csr_array], float | None]) -> float | None:
+        """The mean of ``fn`` over the rounds examined (``None`` if a round gives ``None``)."""
+        return _mean_or_none([fn(M) for M in self.Ws])
+
+    def stage(self, name: str) -> bool:
         """Whether to run stage ``name``; advances the progress bar past the previous one."""
-        if name not in stages:
+        if name not in self.stages:
             return False
-        if bar is not None:
-            if stages.index(name):
-                bar.update(1)
-            bar.set_postfix_str(name)
+        if self.bar is not None:
+            if self.stages.index(name):
+                self.bar.update(1)
+            self.bar.set_postfix_str(name)
         return True
 
-    if want("directed"):
-        out["directed"] = any(t.is_directed for t in tops)
-    if need_stoch:
-        kinds = {stochasticity(M) for M in Ws}
-        out["stochastic"] = kinds.pop() if len(kinds) == 1 else (
-            "row" if kinds <= {"row", "doubly"} else "column" if kinds <= {"column", "doubly"}
-            else "none"
-        )
-    if want("edges_per_node"):
-        out["edges_per_node"] = float(np.mean([t.edges_per_node for t in tops]))
-    if want("messages_per_round"):
-        out["messages_per_round"] = float(np.mean([t.messages_per_round for t in tops]))
-    if stage("spectral_gap"):
-        out["spectral_gap"] = per_round(
-            if_stochastic(lambda M: spectral_gap(M, "modulus", method=method))
-        )
-    if stage("spectral_gap_lambda2") and all(_is_symmetric(M) for M in Ws):
-        out["spectral_gap_lambda2"] = per_round(
-            if_stochastic(lambda M: spectral_gap(M, "lambda2", method=method))
-        )
-    if stage("spectral_gap_norm"):
-        out["spectral_gap_norm"] = per_round(
-            if_stochastic(lambda M: spectral_gap(M, "norm", method=method))
-        )
-    if stage("algebraic_connectivity"):
-        out["algebraic_connectivity"] = per_round(
-            lambda M: algebraic_connectivity(M, method=method) if g.n >= 2 else None
-        )
-    eig_cache: dict[int, np.ndarray | None] = {}
-
-    def sym_eigs(M: sp.csr_array) -> np.ndarray | None:
+    def sym_eigs(self, M: sp.csr_array) -> np.ndarray | None:
         """All eigenvalues of a symmetric doubly stochastic round (``None`` for other rounds)."""
-        if id(M) not in eig_cache:
+        if id(M) not in self.eig_cache:
             ok = (_is_symmetric(M)
                   and stochasticity(M, atol=STOCHASTIC_ATOL) == "doubly")
             A = M.toarray() if ok else None
-            eig_cache[id(M)] = None if A is None else np.linalg.eigvalsh((A + A.T) / 2.0)
-        return eig_cache[id(M)]
+            self.eig_cache[id(M)] = None if A is None else np.linalg.eigvalsh((A + A.T) / 2.0)
+        return self.eig_cache[id(M)]
 
-    if stage("spectrum"):
-        specs: list[Spectrum | None] = []
-        for M in Ws:
-            ev = sym_eigs(M)
-            specs.append(None if ev is None else _from_eigenvalues(ev))
-        out["spectrum_mean_sq"] = _mean_or_none(
-            [None if sp_ is None else sp_.mean_sq for sp_ in specs])
-        out["spectrum_relaxation"] = _mean_or_none(
-            [None if sp_ is None else sp_.relaxation for sp_ in specs])
-    diams: list[int | None] = []
-    if stage("diameter"):
-        diams = [_diameter_of_pattern(arc_pattern(M, diagonal=False)) for M in Ws]
-        out["diameter"] = None if any(d is None for d in diams) else int(
-            max(d for d in diams if d is not None)
-        )
-    # Sequence metrics over the horizon.
-    if not is_tv:
-        out["strongly_connected"] = diams[0] is not None if diams else None
-        out["b_connectivity"] = (1 if diams[0] is not None else None) if diams else None
-    if stage("strongly_connected"):
-        out["strongly_connected"] = is_strongly_connected(g, horizon=h)
-    if stage("b_connectivity"):
-        out["b_connectivity"] = b_connectivity(g, h)
-    if stage("pushsum") and out["b_connectivity"] is not None:
-        cheap = not (measured and want(*_PUSHSUM_MEASURED_KEYS))
-        c = _try(
-            lambda: pushsum_constants(
-                g, horizon=h, B=out["b_connectivity"],
-                **({"starts": 1, "max_columns": 1} if cheap else {}),
-            ),
-            ValueError,
-        )
-        if c is not None:
-            out.update(
-                pushsum_a=c.a, pushsum_diameter=c.diameter, pushsum_B=c.B, pushsum_q=c.q,
-                pushsum_one_minus_q=c.one_minus_q, pushsum_C=_finite(c.C),
-                pushsum_log10_C=c.log10_C, pushsum_delta=c.delta,
-                pushsum_q_measured=None if cheap else c.q_measured,
-                pushsum_C_measured=None if cheap else c.C_measured,
+    def plan(self) -> bool:
+        """Set :attr:`stages`, the groups of work the requested keys need (a key can need
+        another: the push-sum bounds need B, the round counts need the gap or the measured
+        rate); return whether the ``stochastic`` kind is needed."""
+        want, g, is_tv, measured = self.want, self.g, self.is_tv, self.measured
+        need_gap = want("spectral_gap", "rounds_to_1e-6_bound")
+        need_rate = measured and want("consensus_rate", "rounds_to_1e-6_measured")
+        need_ftc = measured and want("finite_time_consensus", "rounds_to_1e-6_measured")
+        need_stoch = want("stochastic") or need_rate or need_ftc
+        # Push-sum's constants describe directed gossip; on an undirected graph with symmetric
+        # weights push-sum is plain gossip and they would be reported as if they were data.
+        need_pushsum = (want(*_PUSHSUM_KEYS) and g.n >= 2
+                        and not all(_is_symmetric(M) for M in self.Ws))
+        # The full spectrum and the exact effective number of neighbours are dense O(n^3): the
+        # summary computes them up to SUMMARY_DENSE_MAX nodes (DENSE_MAX for the cheap row).
+        dense_ok = g.n <= (SUMMARY_DENSE_MAX if measured else DENSE_MAX)
+        need_spectrum = want(*_SPECTRUM_KEYS) and dense_ok
+        need_neff = want(*_NEFF_KEYS) and (dense_ok or (
+            is_tv and g.period is None and _closed_form(g) is not None))
+        need_b = want("b_connectivity") or need_pushsum
+        need_diams = want("diameter") or (not is_tv and (need_b or want("strongly_connected")))
+        skews = self.label_distributions is not None
+        self.stages = [
+            name for name, needed in (
+                ("spectral_gap", need_gap),
+                ("spectral_gap_lambda2", want("spectral_gap_lambda2")),
+                ("spectral_gap_norm", want("spectral_gap_norm")),
+                ("algebraic_connectivity", want("algebraic_connectivity")),
+                ("spectrum", need_spectrum),
+                ("diameter", need_diams),
+                ("strongly_connected", is_tv and want("strongly_connected")),
+                ("b_connectivity", is_tv and need_b),
+                ("pushsum", need_pushsum),
+                ("consensus_rate", need_rate),
+                ("finite_time_consensus", need_ftc),
+                ("effective_neighbors", need_neff),
+                ("neighborhood_skew", skews and want("neighborhood_skew")),
+                ("neighborhood_heterogeneity", skews and want("neighborhood_heterogeneity")),
+            ) if needed
+        ]
+        return need_stoch
+
+    def round_rows(self, need_stoch: bool) -> None:
+        """``directed``, ``stochastic``, ``edges_per_node`` and ``messages_per_round``."""
+        out, tops = self.out, self.tops
+        if self.want("directed"):
+            out["directed"] = any(t.is_directed for t in tops)
+        if need_stoch:
+            kinds = {stochasticity(M) for M in self.Ws}
+            out["stochastic"] = kinds.pop() if len(kinds) == 1 else (
+                "row" if kinds <= {"row", "doubly"} else "column" if kinds <= {"column", "doubly"}
+                else "none"
             )
-    if stage("consensus_rate") and out["stochastic"] != "none":
-        out["consensus_rate"] = consensus_rate(g, h, seed=seed)
-    if stage("finite_time_consensus") and out["stochastic"] != "none":
-        out["finite_time_consensus"] = finite_time_consensus(g, h)
-    if stage("effective_neighbors"):
-        out["effective_neighbors"], out["effective_neighbors_method"] = _effective_neighbors(
-            g, is_tv, Ws, gamma, measured, sym_eigs)
-    if stage("neighborhood_skew"):
-        out["neighborhood_skew"] = per_round(
-            if_stochastic(lambda M: neighborhood_skew(M, label_distributions), rows=True)
+        if self.want("edges_per_node"):
+            out["edges_per_node"] = float(np.mean([t.edges_per_node for t in tops]))
+        if self.want("messages_per_round"):
+            out["messages_per_round"] = float(np.mean([t.messages_per_round for t in tops]))
+
+    def gap_rows(self) -> None:
+        """The three spectral gaps and the algebraic connectivity (per-round means)."""
+        out, method = self.out, self.method
+        if self.stage("spectral_gap"):
+            out["spectral_gap"] = self.per_round(
+                _if_stochastic(lambda M: spectral_gap(M, "modulus", method=method))
+            )
+        if self.stage("spectral_gap_lambda2") and all(_is_symmetric(M) for M in self.Ws):
+            out["spectral_gap_lambda2"] = self.per_round(
+                _if_stochastic(lambda M: spectral_gap(M, "lambda2", method=method))
+            )
+        if self.stage("spectral_gap_norm"):
+            out["spectral_gap_norm"] = self.per_round(
+                _if_stochastic(lambda M: spectral_gap(M, "norm", method=method))
+            )
+        if self.stage("algebraic_connectivity"):
+            out["algebraic_connectivity"] = self.per_round(
+                lambda M: algebraic_connectivity(M, method=method) if self.g.n >= 2 else None
+            )
+
+    def spectrum_rows(self) -> None:
+        """``spectrum_mean_sq`` and ``spectrum_relaxation`` (per-round means)."""
+        if self.stage("spectrum"):
+            specs: list[Spectrum | None] = []
+            for M in self.Ws:
+                ev = self.sym_eigs(M)
+                specs.append(None if ev is None else _from_eigenvalues(ev))
+            self.out["spectrum_mean_sq"] = _mean_or_none(
+                [None if sp_ is None else sp_.mean_sq for sp_ in specs])
+            self.out["spectrum_relaxation"] = _mean_or_none(
+                [None if sp_ is None else sp_.relaxation for sp_ in specs])
+
+    def connectivity_rows(self) -> None:
+        """``diameter``, ``strongly_connected`` and ``b_connectivity``."""
+        out = self.out
+        diams: list[int | None] = []
+        if self.stage("diameter"):
+            diams = [_diameter_of_pattern(arc_pattern(M, diagonal=False)) for M in self.Ws]
+            out["diameter"] = None if any(d is None for d in diams) else int(
+                max(d for d in diams if d is not None)
+            )
+        # Sequence metrics over the horizon.
+        if not self.is_tv:
+            out["strongly_connected"] = diams[0] is not None if diams else None
+            out["b_connectivity"] = (1 if diams[0] is not None else None) if diams else None
+        if self.stage("strongly_connected"):
+            out["strongly_connected"] = is_strongly_connected(self.g, horizon=self.h)
+        if self.stage("b_connectivity"):
+            out["b_connectivity"] = b_connectivity(self.g, self.h)
+
+    def pushsum_rows(self) -> None:
+        """The ``pushsum_*`` keys (measured ones only if asked for, with ``measured``)."""
+        out = self.out
+        if self.stage("pushsum") and out["b_connectivity"] is not None:
+            cheap = not (self.measured and self.want(*_PUSHSUM_MEASURED_KEYS))
+            c = _try(
+                lambda: pushsum_constants(
+                    self.g, horizon=self.h, B=out["b_connectivity"],
+                    **({"starts": 1, "max_columns": 1} if cheap else {}),
+                ),
+                ValueError,
+            )
+            if c is not None:
+                out.update(
+                    pushsum_a=c.a, pushsum_diameter=c.diameter, pushsum_B=c.B, pushsum_q=c.q,
+                    pushsum_one_minus_q=c.one_minus_q, pushsum_C=_finite(c.C),
+                    pushsum_log10_C=c.log10_C, pushsum_delta=c.delta,
+                    pushsum_q_measured=None if cheap else c.q_measured,
+                    pushsum_C_measured=None if cheap else c.C_measured,
+                )
+
+    def sequence_rows(self) -> None:
+        """Consensus, effective neighbours, neighbourhood skews and the round counts."""
+        out, g, h, L = self.out, self.g, self.h, self.label_distributions
+        if self.stage("consensus_rate") and out["stochastic"] != "none":
+            out["consensus_rate"] = consensus_rate(g, h, seed=self.seed)
+        if self.stage("finite_time_consensus") and out["stochastic"] != "none":
+            out["finite_time_consensus"] = finite_time_consensus(g, h)
+        if self.stage("effective_neighbors"):
+            out["effective_neighbors"], out["effective_neighbors_method"] = _effective_neighbors(
+                g, self.is_tv, self.Ws, self.gamma, self.measured, self.sym_eigs)
+        if self.stage("neighborhood_skew"):
+            out["neighborhood_skew"] = self.per_round(
+                _if_stochastic(lambda M: neighborhood_skew(M, L), rows=True)
+            )
+        if self.stage("neighborhood_heterogeneity"):
+            out["neighborhood_heterogeneity"] = self.per_round(_if_stochastic(
+                lambda M: neighborhood_heterogeneity(M, L), rows=True))
+        out["rounds_to_1e-6_bound"] = _rounds_bound(out["spectral_gap"])
+        out["rounds_to_1e-6_measured"] = _rounds_measured(
+            out["consensus_rate"], out["finite_time_consensus"]
         )
-    if stage("neighborhood_heterogeneity"):
-        out["neighborhood_heterogeneity"] = per_round(if_stochastic(
-            lambda M: neighborhood_heterogeneity(M, label_distributions), rows=True))
-    out["rounds_to_1e-6_bound"] = _rounds_bound(out["spectral_gap"])
-    out["rounds_to_1e-6_measured"] = _rounds_measured(
-        out["consensus_rate"], out["finite_time_consensus"]
-    )
-    if bar is not None:
-        bar.update(1 if stages else 0)
-        bar.close()
-    return {k: out[k] for k in keys}
 
 
 def _effective_neighbors(

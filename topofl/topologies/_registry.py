@@ -17,7 +17,7 @@ import numpy as np
 from topofl._rng import Seed
 from topofl._spec import parse_spec as _parse_spec
 from topofl._spec import parse_value
-from topofl._validation import check_graph_size
+from topofl._validation import check_graph_size, did_you_mean_each, unknown_name
 from topofl.graph import GraphLike
 
 __all__ = ["Param", "GraphFamily", "Registry", "REGISTRY", "register", "parse_spec", "check_spec",
@@ -152,8 +152,6 @@ class Registry(Mapping[str, GraphFamily]):
         try:
             return self._items[key]
         except KeyError:
-            from topofl._validation import unknown_name
-
             raise KeyError(unknown_name("graph family", key, self._items)) from None
 
     def __iter__(self) -> Iterator[str]:
@@ -252,15 +250,11 @@ def check_spec(spec: str) -> tuple[GraphFamily, dict[str, Any]]:
     """
     name, kwargs = parse_spec(spec)
     if name not in REGISTRY:
-        from topofl._validation import unknown_name
-
         raise ValueError(f"graph spec {spec!r}: " + unknown_name("graph family", name, REGISTRY))
     family = REGISTRY[name]
     known = _spec_keys(family)
     unknown = sorted(set(kwargs) - set(known))
     if unknown:
-        from topofl._validation import did_you_mean_each
-
         raise ValueError(f"graph spec {spec!r}: unknown parameter(s) {unknown}"
                          f"{did_you_mean_each(unknown, known)}; parameters of {name}: "
                          f"{', '.join(known)}")

@@ -74,6 +74,14 @@ def _distinct_others(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
     return picks.astype(np.int64)
 
 
+def _round_topology(W: sp.csr_array, name: str, params: dict[str, Any], t: int,
+                    weights: str) -> Topology:
+    """Round ``t`` of a random schedule: ``W`` as a topology whose params add the round,
+    recording the scheme of :mod:`topofl.mixing` that reproduces ``W`` from its graph."""
+    top = Topology.from_matrix(W, name=name, params={**params, "round": t})
+    return replace(top, weights=weights)
+
+
 def random_directed(n: int, k: int, *, seed: Seed, mode: str = "pull") -> TimeVarying:
     r"""The time-varying directed graph of DFedPGP: ``k`` random neighbours per client and round.
 
@@ -152,8 +160,7 @@ def random_directed(n: int, k: int, *, seed: Seed, mode: str = "pull") -> TimeVa
             ),
             shape=(n, n),
         )
-        top = Topology.from_matrix(W, name="random_directed", params={**params, "round": t})
-        return replace(top, weights=weights)
+        return _round_topology(W, "random_directed", params, t, weights)
 
     return TimeVarying(n, at, name="random_directed", params=params)
 
@@ -209,8 +216,7 @@ def random_matching(n: int, *, seed: Seed) -> TimeVarying:
         cols = np.concatenate([b, a, a, b, idle])
         vals = np.concatenate([np.full(4 * m, 0.5), np.ones(idle.size)])
         W = sp.csr_array((vals, (rows, cols)), shape=(n, n))
-        top = Topology.from_matrix(W, name="random_matching", params={**params, "round": t})
-        return replace(top, weights="metropolis")
+        return _round_topology(W, "random_matching", params, t, "metropolis")
 
     return TimeVarying(n, at, name="random_matching", params=params)
 
@@ -282,8 +288,7 @@ def random_undirected(n: int, k: int, *, seed: Seed) -> TimeVarying:
         rows = np.concatenate([e[:, 0], e[:, 1], idx])
         cols = np.concatenate([e[:, 1], e[:, 0], idx])
         W = sp.csr_array((np.full(rows.size, 1.0 / (k + 1)), (rows, cols)), shape=(n, n))
-        top = Topology.from_matrix(W, name="random_undirected", params={**params, "round": t})
-        return replace(top, weights="metropolis")
+        return _round_topology(W, "random_undirected", params, t, "metropolis")
 
     return TimeVarying(n, at, name="random_undirected", params=params)
 

@@ -44,7 +44,7 @@ from topofl._rng import Seed, as_seed_sequence, generator_at
 from topofl._validation import check_graph_size, check_int
 from topofl.graph import TimeVarying, Topology
 from topofl.topologies._registry import GraphFamily, Param, register
-from topofl.topologies.directed import _distinct_others, random_undirected
+from topofl.topologies.directed import _distinct_others, _round_topology, random_undirected
 
 __all__ = ["el_local", "el_oracle"]
 
@@ -172,8 +172,7 @@ def el_local(n: int, s: int, *, seed: Seed) -> TimeVarying:
         cols = np.concatenate([senders, idx])
         vals = 1.0 / (k[rows] + 1.0)
         W = sp.csr_array((vals, (rows, cols)), shape=(n, n))
-        top = Topology.from_matrix(W, name="el_local", params={**params, "round": t})
-        return replace(top, weights="uniform")
+        return _round_topology(W, "el_local", params, t, "uniform")
 
     return TimeVarying(n, at, name="el_local", params=params)
 

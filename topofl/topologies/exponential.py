@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from topofl._validation import check_graph_size, check_int
 from topofl.graph import TimeVarying, Topology
+from topofl.mixing import _assemble
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = [
@@ -435,16 +436,7 @@ def _round_matrix(n: int, edges: Sequence[tuple[int, int, float]]) -> sp.csr_arr
     else:
         rows = cols = np.zeros(0, dtype=np.int64)
         vals = np.zeros(0)
-    diag = 1.0 - np.bincount(rows, weights=vals, minlength=n)
-    diag = np.where(np.abs(diag) < 1e-14, 0.0, diag)
-    idx = np.arange(n)
-    W = sp.coo_array(
-        (np.concatenate([vals, diag]), (np.concatenate([rows, idx]), np.concatenate([cols, idx]))),
-        shape=(n, n),
-    ).tocsr()
-    W.sum_duplicates()
-    W.eliminate_zeros()
-    return W
+    return _assemble(n, rows, cols, vals, 1.0 - np.bincount(rows, weights=vals, minlength=n))
 
 
 def base_graph(n: int, k: int = 1) -> TimeVarying:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -238,18 +238,10 @@ class Dataset:
         mean = self.x_train.mean(axis=axes, keepdims=True, dtype=np.float64)
         std = self.x_train.std(axis=axes, keepdims=True, dtype=np.float64)
         std = np.where(std > 0, std, 1.0)
-        return Dataset(
-            name=self.name,
+        return replace(
+            self,
             x_train=((self.x_train - mean) / std).astype(np.float32),
-            y_train=self.y_train,
             x_test=((self.x_test - mean) / std).astype(np.float32),
-            y_test=self.y_test,
-            num_classes=self.num_classes,
-            input_shape=self.input_shape,
-            classes=self.classes,
-            groups_train=self.groups_train,
-            groups_test=self.groups_test,
-            group_names=self.group_names,
             params={**self.params, "standardized": True},
         )
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from topofl._validation import check_bool, check_path
 from topofl.data.datasets.base import ChecksumError, PathLike
 
 
@@ -98,8 +99,6 @@ def default_root() -> Path:
 def _folder(name: str, root: PathLike | None, download: Any = False) -> Path:
     """``root/name`` (``root`` defaults to :func:`default_root`), once ``root`` is a path and
     ``download`` a bool (a truthy ``"no"`` must not start a download)."""
-    from topofl._validation import check_bool, check_path
-
     check_path(root, "root")
     check_bool(download, "download")
     base = default_root() if root is None else Path(root).expanduser()

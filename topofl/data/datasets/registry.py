@@ -8,16 +8,9 @@ from types import MappingProxyType
 from typing import Any
 
 from topofl._spec import parse_spec
-from topofl._validation import did_you_mean_each, unknown_name
+from topofl._validation import check_path, did_you_mean_each, unknown_name
+from topofl.data.datasets import bundled
 from topofl.data.datasets.base import Dataset, PathLike
-from topofl.data.datasets.bundled import (
-    digits,
-    digits16,
-    digits28,
-    digits32rgb,
-    digits_resized,
-    synthetic,
-)
 from topofl.data.datasets.cifar import cifar10, cifar100
 from topofl.data.datasets.folders import cinic10, tiny_imagenet
 from topofl.data.datasets.idx import fashion_mnist, mnist
@@ -27,12 +20,12 @@ from topofl.data.datasets.mnist1d import mnist1d
 #: Loader of every dataset name accepted by :func:`load`.
 DATASETS: Mapping[str, Callable[..., Dataset]] = MappingProxyType(
     {
-        "digits": digits,
-        "digits16": digits16,
-        "digits28": digits28,
-        "digits32rgb": digits32rgb,
-        "digits_resized": digits_resized,
-        "synthetic": synthetic,
+        "digits": bundled.digits,
+        "digits16": bundled.digits16,
+        "digits28": bundled.digits28,
+        "digits32rgb": bundled.digits32rgb,
+        "digits_resized": bundled.digits_resized,
+        "synthetic": bundled.synthetic,
         "mnist1d": mnist1d,
         "mnist": mnist,
         "fashion_mnist": fashion_mnist,
@@ -117,8 +110,6 @@ def load(
             raise ValueError(f"option(s) {clash} given both in the spec {name!r} and as "
                              "keywords; give each once")
         name, options = base, {**spec_options, **options}
-    from topofl._validation import check_path
-
     check_path(root, "root")
     key = _canonical(name)
     if key is None:

@@ -99,15 +99,9 @@ def dirichlet(
     counts = _apportion_float(Nc, q, rng)
     client_of = _deal(y, counts, rng)
     moved, topped = _top_up(y, client_of, n, ms, rng)
-    return Partition._from_client_of(
-        y,
-        client_of,
-        n,
-        L,
-        "dirichlet",
-        {"n_clients": n, "alpha": a, "min_size": ms, "seed": _json_seed(seed)},
-        {"moved": moved, "topped_up": topped},
-    )
+    params = {"n_clients": n, "alpha": a, "min_size": ms, "seed": _json_seed(seed)}
+    return Partition._from_client_of(y, client_of, n, L, "dirichlet", params,
+                                     {"moved": moved, "topped_up": topped})
 
 
 def _top_up(
@@ -148,9 +142,13 @@ def _top_up(
     return D, int(receivers.size)
 
 
-def _check_classes_per_client(
-    y: IntArray, L: int, n: int, classes_per_client: Any
-) -> tuple[int, IntArray, IntArray]:
+def _check_pathological(
+    labels: Any, num_classes: int | None, n_clients: Any, classes_per_client: Any
+) -> tuple[IntArray, int, int, int, IntArray, IntArray]:
+    """The checks of the pathological schemes: labels ``y``, classes ``L``, clients ``n``,
+    classes per client ``c``, the class sizes ``Nc`` and the classes ``present``."""
+    y, L = _check_labels(labels, num_classes)
+    n = _check_n_clients(n_clients)
     c = check_int(classes_per_client, "classes_per_client", low=1)
     Nc = np.bincount(y, minlength=L).astype(np.int64)
     present = np.flatnonzero(Nc > 0)
@@ -169,7 +167,7 @@ def _check_classes_per_client(
             f"n_clients * classes_per_client = {n} * {c} = {n * c} holdings need at least one "
             f"sample each, but there are only {y.size} samples; use fewer clients or classes"
         )
-    return c, Nc, present
+    return y, L, n, c, Nc, present
 
 
 def _check_holders(Nc: IntArray, classes: IntArray, holders: IntArray) -> None:
@@ -230,23 +228,16 @@ def pathological(
            [  0,   0,   0,   0,   0,   0, 145,   0,   0, 144],
            [  0,   0,   0,   0,   0,   0,   0, 144, 140,   0]])
     """
-    y, L = _check_labels(labels, num_classes)
-    n = _check_n_clients(n_clients)
-    c, Nc, present = _check_classes_per_client(y, L, n, classes_per_client)
+    y, L, n, c, Nc, present = _check_pathological(labels, num_classes, n_clients,
+                                                  classes_per_client)
     rng = as_generator(seed)
     holds = _assign_classes(n, present, c, rng)
     _check_holders(Nc, present, holds.sum(axis=1))
     counts = np.zeros((L, n), dtype=np.int64)
     counts[present] = _apportion_int(Nc[present], holds.astype(np.int64), rng)
     client_of = _deal(y, counts, rng)
-    return Partition._from_client_of(
-        y,
-        client_of,
-        n,
-        L,
-        "pathological",
-        {"n_clients": n, "classes_per_client": c, "seed": _json_seed(seed)},
-    )
+    params = {"n_clients": n, "classes_per_client": c, "seed": _json_seed(seed)}
+    return Partition._from_client_of(y, client_of, n, L, "pathological", params)
 
 
 def dpfl_pathological(
@@ -297,9 +288,8 @@ def dpfl_pathological(
            [143,   0,   0,   0, 145,   0,   0, 144,   0,   0],
            [  0,   0, 135,   0,   0, 129, 145,   0,   0,   0]])
     """
-    y, L = _check_labels(labels, num_classes)
-    n = _check_n_clients(n_clients)
-    c, Nc, present = _check_classes_per_client(y, L, n, classes_per_client)
+    y, L, n, c, Nc, present = _check_pathological(labels, num_classes, n_clients,
+                                                  classes_per_client)
     a = check_real(alpha, "alpha", low=0.0, low_open=True)
     rng = as_generator(seed)
     holds = _assign_classes(n, present, c, rng)
@@ -309,11 +299,5 @@ def dpfl_pathological(
     counts = np.zeros((L, n), dtype=np.int64)
     counts[present] = holds.astype(np.int64) + _apportion_float(Nc[present] - h, q, rng)
     client_of = _deal(y, counts, rng)
-    return Partition._from_client_of(
-        y,
-        client_of,
-        n,
-        L,
-        "dpfl_pathological",
-        {"n_clients": n, "classes_per_client": c, "alpha": a, "seed": _json_seed(seed)},
-    )
+    params = {"n_clients": n, "classes_per_client": c, "alpha": a, "seed": _json_seed(seed)}
+    return Partition._from_client_of(y, client_of, n, L, "dpfl_pathological", params)

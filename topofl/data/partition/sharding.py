@@ -120,12 +120,6 @@ def shards(
     client_of_shard[rng.permutation(S)] = np.repeat(np.arange(n), s)
     client_of = np.empty(y.size, dtype=np.int64)
     client_of[order] = client_of_shard[shard_of_pos]
-    return Partition._from_client_of(
-        y,
-        client_of,
-        n,
-        L,
-        "shards",
-        {"n_clients": n, "shards_per_client": s, "seed": _json_seed(seed)},
-        {"shard_size": [int(q), int(q + (r > 0))]},
-    )
+    params = {"n_clients": n, "shards_per_client": s, "seed": _json_seed(seed)}
+    return Partition._from_client_of(y, client_of, n, L, "shards", params,
+                                     {"shard_size": [int(q), int(q + (r > 0))]})
