@@ -157,6 +157,15 @@ def _device_of(device: Any) -> torch.device:
     return d
 
 
+def _flipped_mask(params: Mapping[str, Any], n: int) -> npt.NDArray[np.bool_]:
+    """``(n,)`` bool: the clients a federation's ``params["label_flip"]`` names."""
+    out = np.zeros(n, dtype=bool)
+    info = params.get("label_flip")
+    if info:
+        out[np.asarray(info["clients"], dtype=np.int64)] = True
+    return out
+
+
 # ---------------------------------------------------------------------------------- FederatedData
 @dataclass(frozen=True, eq=False, repr=False)
 class FederatedData:
@@ -391,11 +400,7 @@ class FederatedData:
         >>> int(data.flipped.sum()), data.params["label_flip"]["fraction"]
         (3, 0.3)
         """
-        out = np.zeros(self.num_clients, dtype=bool)
-        info = self.params.get("label_flip")
-        if info:
-            out[np.asarray(info["clients"], dtype=np.int64)] = True
-        return out
+        return _flipped_mask(self.params, self.num_clients)
 
     @property
     def label_distributions(self) -> IntArray:

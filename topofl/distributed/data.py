@@ -11,7 +11,13 @@ import torch
 
 from topofl._rng import generator_at
 from topofl._validation import check_choice, check_int
-from topofl.data.federated import SPLITS, EvalBatch, FederatedData, _hash_uniform_index
+from topofl.data.federated import (
+    SPLITS,
+    EvalBatch,
+    FederatedData,
+    _flipped_mask,
+    _hash_uniform_index,
+)
 
 __all__ = ["ShardData"]
 
@@ -120,11 +126,7 @@ class ShardData:
     def flipped(self) -> npt.NDArray[np.bool_]:
         """``(n,)`` bool: the label-flipping clients among *all* clients (metadata, as
         :attr:`FederatedData.flipped`)."""
-        out = np.zeros(self.parent_clients, dtype=bool)
-        info = self.params.get("label_flip")
-        if info:
-            out[np.asarray(info["clients"], dtype=np.int64)] = True
-        return out
+        return _flipped_mask(self.params, self.parent_clients)
 
     @property
     def global_test(self) -> tuple[torch.Tensor, torch.Tensor]:

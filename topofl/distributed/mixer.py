@@ -4,7 +4,6 @@ neighbours' owners need, with one ``all_to_all_single``, while it multiplies its
 from __future__ import annotations
 
 import warnings
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +14,7 @@ import torch.distributed as dist
 from torch import Tensor
 
 from topofl.distributed.comm import Shard
+from topofl.engine.gossip import TopologyCache
 from topofl.graph import Topology
 
 __all__ = ["ShardMixer", "ExchangePlan", "exchange_plan"]
@@ -104,7 +104,7 @@ def _csr(A: sp.csr_array, device: torch.device, dtype: torch.dtype) -> Tensor:
     )
 
 
-class ShardMixer:
+class ShardMixer(TopologyCache):
     """The engine's mixer (``env.mixer``) over the rows of one rank.
 
     ``mix_(topology, X, cols)`` with ``X`` this rank's ``[m, P]`` rows computes this rank's
@@ -119,44 +119,33 @@ class ShardMixer:
     """
 
     def __init__(self, shard: Shard, dtype: torch.dtype) -> None:
+        super().__init__()
         self.shard = shard
         self.device = shard.world.device
         self.dtype = dtype
-        self._cache: weakref.WeakKeyDictionary[Topology, dict[str, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
 
     def plan(self, topology: Topology) -> ExchangePlan:
         """The exchange plan of ``topology`` on this rank."""
         p: ExchangePlan = self._entry(topology)["plan"]
         return p
 
-    def _entry(self, topology: Topology) -> dict[str, Any]:
-        e = self._cache.get(topology)
-        if e is None:
-            if topology.n != self.shard.n:
-                raise ValueError(f"the topology has n={topology.n} nodes, the run "
-                                 f"{self.shard.n} clients")
-            plan = exchange_plan(topology.W, self.shard.placement.owner, self.shard.rank)
-            pos = np.searchsorted(self.shard.clients, np.concatenate(plan.send))
-            diag = topology.W.diagonal()[self.shard.clients]
-            e = {
-                "plan": plan,
-                "own": _torch_csr(plan.own, self.device, self.dtype),
-                "halo": _torch_csr(plan.halo, self.device, self.dtype),
-                "send_idx": torch.as_tensor(pos.astype(np.int64), device=self.device),
-                "send_counts": [int(s.size) for s in plan.send],
-                "recv_counts": [int(r.size) for r in plan.recv],
-                "diag": torch.as_tensor(np.ascontiguousarray(diag), dtype=self.dtype,
-                                        device=self.device),
-            }
-            self._cache[topology] = e
-        return e
-
-    def diagonal(self, topology: Topology) -> Tensor:
-        """``diag(W)`` on this rank's clients, ``[m]``."""
-        d: Tensor = self._entry(topology)["diag"]
-        return d
+    def _build(self, topology: Topology) -> dict[str, Any]:
+        if topology.n != self.shard.n:
+            raise ValueError(f"the topology has n={topology.n} nodes, the run "
+                             f"{self.shard.n} clients")
+        plan = exchange_plan(topology.W, self.shard.placement.owner, self.shard.rank)
+        pos = np.searchsorted(self.shard.clients, np.concatenate(plan.send))
+        diag = topology.W.diagonal()[self.shard.clients]  # diag(W) on this rank's clients
+        return {
+            "plan": plan,
+            "own": _torch_csr(plan.own, self.device, self.dtype),
+            "halo": _torch_csr(plan.halo, self.device, self.dtype),
+            "send_idx": torch.as_tensor(pos.astype(np.int64), device=self.device),
+            "send_counts": [int(s.size) for s in plan.send],
+            "recv_counts": [int(r.size) for r in plan.recv],
+            "diag": torch.as_tensor(np.ascontiguousarray(diag), dtype=self.dtype,
+                                    device=self.device),
+        }
 
     def matrix(self, topology: Topology) -> Tensor:
         """Not available: no rank holds the whole product."""

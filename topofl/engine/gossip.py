@@ -67,7 +67,32 @@ def _csr_int32(topology: Topology, device: torch.device, dtype: torch.dtype) -> 
         )
 
 
-class Mixer:
+class TopologyCache:
+    """The torch entries of each topology a mixer has seen (``diag`` among them), built once
+    by :meth:`_build` and weakly keyed: a topology nobody holds frees its entries."""
+
+    def __init__(self) -> None:
+        self._cache: weakref.WeakKeyDictionary[Topology, dict[str, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _build(self, topology: Topology) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _entry(self, topology: Topology) -> dict[str, Any]:
+        e = self._cache.get(topology)
+        if e is None:
+            e = self._build(topology)
+            self._cache[topology] = e
+        return e
+
+    def diagonal(self, topology: Topology) -> Tensor:
+        """``diag(W)`` as a tensor over the clients this mixer holds."""
+        d: Tensor = self._entry(topology)["diag"]
+        return d
+
+
+class Mixer(TopologyCache):
     """Applies mixing matrices to ``[n, P]`` buffers on one device and dtype.
 
     Parameters
@@ -104,14 +129,12 @@ class Mixer:
         dense_fill: float = 0.2,
         tile_bytes: int = 1 << 20,
     ) -> None:
+        super().__init__()
         self.device = torch.device(device)
         self.dtype = dtype
         self.dense_max = None if dense_max is None else int(dense_max)
         self.dense_fill = float(dense_fill)
         self.tile_bytes = int(tile_bytes)
-        self._cache: weakref.WeakKeyDictionary[Topology, dict[str, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
         self._buffers: dict[tuple[int, torch.dtype], Tensor] = {}
 
     def _is_dense(self, topology: Topology) -> bool:
@@ -120,31 +143,22 @@ class Mixer:
             return n <= self.dense_max
         return n <= 8 or topology.W.nnz >= self.dense_fill * n * n
 
-    def _entry(self, topology: Topology) -> dict[str, Any]:
-        e = self._cache.get(topology)
-        if e is None:
-            dense = self._is_dense(topology)
-            if dense:
-                W = torch.as_tensor(topology.to_dense(), dtype=self.dtype, device=self.device)
-            elif self.device.type == "cpu":
-                W = _csr_int32(topology, self.device, self.dtype)
-            else:
-                W = topology.to_torch(device=self.device, dtype=self.dtype)
-            diag = torch.as_tensor(topology.W.diagonal().copy(), dtype=self.dtype,
-                                   device=self.device)
-            e = {"W": W, "diag": diag, "dense": dense}
-            self._cache[topology] = e
-        return e
+    def _build(self, topology: Topology) -> dict[str, Any]:
+        dense = self._is_dense(topology)
+        if dense:
+            W = torch.as_tensor(topology.to_dense(), dtype=self.dtype, device=self.device)
+        elif self.device.type == "cpu":
+            W = _csr_int32(topology, self.device, self.dtype)
+        else:
+            W = topology.to_torch(device=self.device, dtype=self.dtype)
+        diag = torch.as_tensor(topology.W.diagonal().copy(), dtype=self.dtype,
+                               device=self.device)
+        return {"W": W, "diag": diag, "dense": dense}
 
     def matrix(self, topology: Topology) -> Tensor:
         """The torch ``W`` of ``topology`` (dense or CSR)."""
         W: Tensor = self._entry(topology)["W"]
         return W
-
-    def diagonal(self, topology: Topology) -> Tensor:
-        """``diag(W)`` as a ``[n]`` tensor."""
-        d: Tensor = self._entry(topology)["diag"]
-        return d
 
     def _tile(self, n: int, itemsize: int) -> int:
         return max(32, self.tile_bytes // max(1, n * itemsize))
