@@ -543,3 +543,25 @@ def test_the_optimizer_state_policy_is_stated_and_mixed_policies_noted() -> None
     mixed, = figures._policy_notes([sgd, {**avgm, "momentum_state": "restart"}],
                                    ["algorithm", "restart"])
     assert "different optimizer-state policies" in mixed
+
+
+def test_a_run_of_certified_code_is_kept_and_named(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    args = _args(tmp_path)
+    cfg = {**BASE, "topology": "ring", "_name": "toy"}
+    figures.sweep(cfg, args)
+    folder = tmp_path / "runs" / "toy"
+    records, stamp = folder / "run.jsonl", folder / "run.code"
+    old = "0.0.1+000000000000"
+    stamp.write_text(old + "\n")  # as if computed by an older, certified code
+    before = records.stat().st_mtime_ns
+    monkeypatch.setattr(figures, "current_codes", lambda: {figures.code_fingerprint(), old})
+    again = _args(tmp_path)
+    figures.sweep(cfg, again)
+    assert records.stat().st_mtime_ns == before and again.run_codes == {old}
+    assert stamp.read_text().strip() == old  # the stamp keeps who computed it
+    monkeypatch.setattr(figures, "current_codes", lambda: {figures.code_fingerprint()})
+    third = _args(tmp_path)
+    figures.sweep(cfg, third)  # the certificate is gone: run again
+    assert records.stat().st_mtime_ns != before
+    assert third.run_codes == {figures.code_fingerprint()}

@@ -437,6 +437,7 @@ class FigureArgs:
     sweep_seconds: float = 0.0  # spent in :func:`sweep` (running or reading runs)
     run_seconds: float = 0.0    # the training time the runs recorded (``wall_time``)
     update_results: bool = False
+    run_codes: set[str] = field(default_factory=set)  # the fingerprints that computed the runs
 
 
 def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) -> FigureArgs:
@@ -575,6 +576,8 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
                           "the figure is not drawn: "
                           + "; ".join(f"{o.name}: {o.message}" for o in failed))
     rec = load_many([_sweep.run_files(out, r.name).records for r in planned])
+    args.run_codes.update((out / f"{r.name}.code").read_text(encoding="utf-8").strip()
+                          for r in planned)
     args.sweep_seconds += time.perf_counter() - t0
     for run_id in rec.runs:
         if "wall_time" in rec.metrics:
@@ -1404,6 +1407,10 @@ def write(
         png.unlink()
     decided = verdict(checks)
     code = code_fingerprint()
+    by = sorted(args.run_codes - {code})  # runs of certified-equivalent code, reused
+    code_text = f"`{code}` (`topofl.figures.code_fingerprint`)" + (
+        "; runs reused from " + ", ".join(f"`{c}`" for c in by)
+        + ", certified equivalent (paper_figures/results/equivalence.json)" if by else "")
     stand = dict(stand_in or {})
     # time to regenerate from scratch: the runs' own training time (also when they were
     # reused from the cache) plus everything outside the sweeps (setup, plotting)
@@ -1441,8 +1448,7 @@ def write(
               table(["", ""], [["data", data_text], ["seeds", seed_text],
                                ["optimizer state (momentum_state)",
                                 " / ".join(optimizer_state) or "-"],
-                               ["scale", args.scale], ["code", f"`{code}` "
-                                "(`topofl.figures.code_fingerprint`)"]]), ""]
+                               ["scale", args.scale], ["code", code_text]]), ""]
     flag = "" if args.scale == "default" else f" --{args.scale}"
     lines += [f"Regenerate: `python paper_figures/fig_{args.name}.py{flag}` (writes "
               f"`paper_figures/out/{args.scale}/`; `--update-results` rewrites the committed "
@@ -1455,6 +1461,7 @@ def write(
                           "outcome": c.outcome} for c in checks],
               "seeds": list(seeds), "dataset": dataset, "stand_in": stand,
               "optimizer_state": list(optimizer_state), "code": code,
+              "run_codes": sorted(args.run_codes),
               "seconds": round(seconds, 1), "scale": args.scale}
     js.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return png if fig is not None else md
