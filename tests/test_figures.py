@@ -405,13 +405,20 @@ def test_code_fingerprint_covers_the_result_code_only() -> None:
     assert fp == figures.code_fingerprint() and fp.startswith(tf.__version__ + "+")
 
 
+TOY = {**BASE, "topology": "ring", "_name": "toy"}
+
+
+def _toy_run(tmp_path: Path) -> tuple[Path, Path]:
+    """Run the toy sweep once; its records file and code stamp."""
+    figures.sweep(TOY, _args(tmp_path))
+    folder = tmp_path / "runs" / "toy"
+    return folder / "run.jsonl", folder / "run.code"
+
+
 def test_a_run_of_other_code_is_run_again(tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    args = _args(tmp_path)
-    cfg = {**BASE, "topology": "ring", "_name": "toy"}
-    figures.sweep(cfg, args)
-    folder = tmp_path / "runs" / "toy"
-    records, stamp = folder / "run.jsonl", folder / "run.code"
+    args, cfg = _args(tmp_path), TOY
+    records, stamp = _toy_run(tmp_path)
     assert stamp.read_text().strip() == figures.code_fingerprint()
     before = records.stat().st_mtime_ns
     figures.sweep(cfg, args)
@@ -547,11 +554,8 @@ def test_the_optimizer_state_policy_is_stated_and_mixed_policies_noted() -> None
 
 def test_a_run_of_certified_code_is_kept_and_named(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    args = _args(tmp_path)
-    cfg = {**BASE, "topology": "ring", "_name": "toy"}
-    figures.sweep(cfg, args)
-    folder = tmp_path / "runs" / "toy"
-    records, stamp = folder / "run.jsonl", folder / "run.code"
+    cfg = TOY
+    records, stamp = _toy_run(tmp_path)
     old = "0.0.1+000000000000"
     stamp.write_text(old + "\n")  # as if computed by an older, certified code
     before = records.stat().st_mtime_ns
