@@ -59,7 +59,9 @@ def test_certificate_makes_older_results_current(tmp_path: Path, small: dict) ->
     _result(results, "new", small["code"])
     assert list(tf.figures.stale(results)) == ["old"]
     cert = snapshot.certify(tmp_path / "before.json", results)
-    assert (cert["from"], cert["to"]) == (before["code"], small["code"])
+    assert (cert["from"], cert["to"]) == (before["code"], small["code"]) == (
+        before["code"], cert["code"])
+    assert cert["seeds"] == list(snapshot.SEEDS)
     assert cert["values"] == len(small["values"])
     assert tf.figures.stale(results) == {}
     rows = tf.figures.index(results)

@@ -51,9 +51,12 @@ from topofl.graph import as_time_varying
 from topofl.models import build_model
 
 __all__ = ["algorithm_cases", "take", "compare", "certify", "equivalent_codes",
-           "EQUIVALENCE_FILE"]
+           "EQUIVALENCE_FILE", "SEEDS"]
 
 EQUIVALENCE_FILE = "equivalence.json"  # beside the committed results
+#: The seeds of the snapshot's inputs: 0 for every run, dataset, partition, model and graph,
+#: 1 for the label counts of the D-Cliques variants.
+SEEDS = (0, 1)
 _N = 6  # clients of the algorithm cases
 _DATA = ("digits", "dirichlet")
 
@@ -361,7 +364,8 @@ def _digest(snapshot: Mapping[str, Any]) -> str:
 def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
             ) -> dict[str, Any]:
     """Take the snapshot of the current code and, when it equals ``before`` exactly, append
-    the certificate ``before's code -> current code`` to ``results/equivalence.json``.
+    the certificate ``before's code -> current code`` to ``results/equivalence.json``
+    (``code``: the code version that took it, the ``to`` side; ``seeds``: :data:`SEEDS`).
 
     Raises
     ------
@@ -379,7 +383,8 @@ def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
         raise ValueError(f"{len(diff)} of {len(old['values'])} snapshot values moved, so the "
                          f"change cannot be certified: {', '.join(diff[:8])}"
                          + (" ..." if len(diff) > 8 else ""))
-    cert = {"from": old["code"], "to": now["code"], "values": len(now["values"]),
+    cert = {"from": old["code"], "to": now["code"], "code": now["code"], "seeds": list(SEEDS),
+            "values": len(now["values"]),
             "digest": _digest(now), "torch": now["torch"], "threads": now["threads"],
             "date": time.strftime("%Y-%m-%d", time.gmtime())}
     if cert["from"] == cert["to"]:
