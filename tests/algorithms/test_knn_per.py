@@ -50,6 +50,35 @@ def test_knn_vote_matches_sklearn(seed: int, k: int, T: float) -> None:
         np.testing.assert_allclose(got[i], ref, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("m", [65, 130, 1000])
+def test_sliced_queries_give_the_unsliced_numbers(monkeypatch: pytest.MonkeyPatch,
+                                                  dtype: torch.dtype, m: int) -> None:
+    # a cap of 64 rows forces 2, 3 and 16 slices; every number equal to the last bit, padding
+    # and a client with fewer stored samples than k included
+    import importlib
+
+    mod = importlib.import_module("topofl.algorithms.knn_per")
+
+    gen = torch.Generator().manual_seed(m)
+    n, M, d, C = 4, 300, 40, 10
+    query = torch.randn(n, m, d, generator=gen, dtype=dtype)
+    keys = torch.randn(n, M, d, generator=gen, dtype=dtype)
+    labels = torch.randint(0, C, (n, M), generator=gen)
+    valid = torch.ones(n, M, dtype=torch.bool)
+    valid[1, 120:] = False
+    valid[2, 3:] = False
+    kw = dict(k=10, num_classes=C, temperature=0.7)
+    whole = knn_probabilities(query, keys, labels, valid, **kw)
+    monkeypatch.setattr(mod, "DISTANCE_ELEMENTS", n * M * 64)
+    sliced = knn_probabilities(query, keys, labels, valid, **kw)
+    assert sliced.shape == (n, m, C)
+    assert torch.equal(sliced, whole)
+    # against the per-client, per-query reference (the slices change nothing but memory)
+    ref = knn_probabilities(query[:1, :1], keys[:1], labels[:1], valid[:1], **kw)
+    torch.testing.assert_close(sliced[:1, :1], ref)
+
+
 def test_fewer_samples_than_k_vote_with_all_and_none_is_uniform() -> None:
     keys = torch.tensor([[[0.0], [1.0], [5.0]], [[0.0], [0.0], [0.0]]], dtype=D)
     labels = torch.tensor([[0, 1, 1], [0, 0, 0]])

@@ -54,6 +54,14 @@ def knn_probabilities(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor
     Tensor
         ``[n, m, num_classes]``, rows summing to 1.
 
+    Notes
+    -----
+    The queries are scored in slices of rows so that the ``[n, rows, M]`` distance tensor stays
+    under :data:`DISTANCE_ELEMENTS` elements (an evaluation batch of 10 clients x 28,000 test
+    samples against 4,000 stored ones is 1.1e9 distances, 4.5 GB in float32). Every row's
+    numbers are those of the unsliced computation: a slice has at least 32 rows, so
+    ``torch.cdist`` takes the same matrix-product path for it.
+
     Examples
     --------
     One client, three stored points on a line (labels 0, 0, 1) and a query at 1.4 with
@@ -70,10 +78,30 @@ def knn_probabilities(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor
     [0.5498, 0.4502]
     """
     n, m = query.shape[0], query.shape[1]
-    probs = torch.zeros(n, m, num_classes, dtype=query.dtype, device=query.device)
     if keys.shape[1] == 0:
-        return probs.fill_(1.0 / num_classes)
-    dist = torch.cdist(query, keys.to(query.dtype))  # [n, m, M]
+        return torch.full((n, m, num_classes), 1.0 / num_classes, dtype=query.dtype,
+                          device=query.device)
+    keys = keys.to(query.dtype)
+    rows = max(_MIN_ROWS, DISTANCE_ELEMENTS // max(1, n * keys.shape[1]))
+    if m <= rows:
+        return _vote(query, keys, labels, valid, k, num_classes, temperature)
+    # slices of near-equal size, each of at least rows / 2 >= 32 queries
+    return torch.cat([_vote(q, keys, labels, valid, k, num_classes, temperature)
+                      for q in torch.tensor_split(query, -(-m // rows), dim=1)], dim=1)
+
+
+#: the most elements of one ``[n, rows, M]`` distance tensor of :func:`knn_probabilities`
+DISTANCE_ELEMENTS = 1 << 24
+_MIN_ROWS = 64
+
+
+def _vote(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor, k: int,
+          num_classes: int, temperature: float) -> Tensor:
+    """:func:`knn_probabilities` of one slice of queries (``keys`` non-empty, of
+    ``query``'s dtype)."""
+    n, m = query.shape[0], query.shape[1]
+    probs = torch.zeros(n, m, num_classes, dtype=query.dtype, device=query.device)
+    dist = torch.cdist(query, keys)  # [n, m, M]
     dist = dist.masked_fill(~valid.unsqueeze(1), math.inf)
     kk = min(k, keys.shape[1])
     near, idx = torch.topk(dist, kk, dim=2, largest=False)  # [n, m, kk]
