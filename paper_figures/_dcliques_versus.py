@@ -22,9 +22,7 @@ def flatness(found: Mapping[str, figures.Panel], metric: str = "global_acc_mean"
         short = title.split(" (")[0] if len(found) > 1 else ""
         for label, rec in panel.runs.items():
             x, y = figures.mean_curve(rec, metric)
-            start = x[-1] - x[-1] // 4  # the last quarter of the rounds
-            before = y[x <= start]
-            gain = 100 * float(y[-1] - (before[-1] if before.size else y[0]))
+            gain = figures.late_gain(rec, metric)[0]  # over the last quarter of the rounds
             near = y >= y.max() - 0.01
             since = int(next(t for i, t in enumerate(x) if near[i:].all()))
             (flat if round(gain, 1) < 1 else rising).append(

@@ -47,10 +47,8 @@ def work_notes(result: figures.Result) -> list[str]:
              + ", ".join(str(refreshes(PAPER_ROUNDS, p)) for p in periods) + ")."]
     gains, spans = {}, set()
     for label, rec in panel.runs.items():
-        x, y = figures.mean_curve(rec, "test_acc_mean")
-        i = max(int((x <= x[-1] - x[-1] // 4).sum()) - 1, 0)  # the last evaluation before it
-        gains[label] = 100 * float(y[-1] - y[i])
-        spans.add((int(x[i]), int(x[-1])))
+        gains[label], *span_ = figures.late_gain(rec, "test_acc_mean")
+        spans.add(tuple(span_))
     rising = sorted(label for label, g in gains.items() if round(g, 1) >= 1)
     span = ", ".join(f"rounds {a} to {b}" for a, b in sorted(spans))
     verdict = ("flat (under 1 point) in every cell" if not rising else

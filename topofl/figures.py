@@ -1938,3 +1938,24 @@ def mean_curve(records: Any, metric: str = "test_acc_mean") -> tuple[Any, Any]:
     common = sorted(set.intersection(*(set(c) for c in curves_)))
     mean = np.array([np.mean([c[t] for c in curves_]) for t in common], dtype=float)
     return np.array(common, dtype=int) + 1, mean
+
+
+
+def late_gain(records: Any, metric: str = "test_acc_mean") -> tuple[float, int, int]:
+    """How much the seed-mean curve of one cell still rose at the end: ``(points, a, b)``,
+    the gain in points (``100 x`` the metric) from round ``a`` (the last evaluation at or
+    before the start of the last quarter of the rounds) to the last round ``b`` (rounds
+    completed, as :func:`mean_curve`). A curve is read as flat when it gained under 1 point.
+
+    Examples
+    --------
+    >>> r = tf.records.Records(rows=[
+    ...     {"run": "a", "round": t, "client": None, "metric": "acc", "value": v}
+    ...     for t, v in enumerate([0.1, 0.5, 0.6, 0.62, 0.63, 0.65, 0.66, 0.7])])
+    >>> g, a, b = tf.figures.late_gain(r, "acc")
+    >>> round(g, 6), a, b
+    (5.0, 6, 8)
+    """
+    x, y = mean_curve(records, metric)
+    i = max(int((x <= x[-1] - x[-1] // 4).sum()) - 1, 0)
+    return 100 * float(y[-1] - y[i]), int(x[i]), int(x[-1])
