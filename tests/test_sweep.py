@@ -118,7 +118,8 @@ def test_killed_sweep_resumes_without_redoing_complete_runs(tmp_path: Path) -> N
     lines: list[str] = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tf.data, "federate", crash_seed_1)
-        first = tf.sweep.run_sweep(cfg, out, progress=False, echo=lines.append)
+        # one by one: a stacked pass reruns its members alone after a crash (test_stack.py)
+        first = tf.sweep.run_sweep(cfg, out, progress=False, echo=lines.append, stack=False)
     status = {o.name: o.status for o in first}
     assert status == dict(zip(NAMES, ["complete", "failed", "complete", "failed"]))
     assert "Crash: simulated crash in round 3" in lines[1]
@@ -219,23 +220,41 @@ def test_shards_and_dry_run_from_the_command_line(tmp_path: Path,
     assert rec.provenance["command"] == f"topofl sweep {path} --out {out} --shard 1/2"
 
 
+def test_every_run_uses_the_sweeps_thread_count_and_the_process_keeps_its_own(
+        tmp_path: Path) -> None:
+    import torch
+
+    cfg = {**BASE, "rounds": 1, "sweep": {"topology": ["ring"]}}
+    before = torch.get_num_threads()
+    tf.sweep.run_sweep(cfg, tmp_path / "a", progress=False, echo=lambda s: None)
+    tf.sweep.run_sweep(cfg, tmp_path / "b", progress=False, echo=lambda s: None, threads=None)
+    assert torch.get_num_threads() == before
+    one = tf.records.load(next((tmp_path / "a").glob("*.jsonl")))
+    own = tf.records.load(next((tmp_path / "b").glob("*.jsonl")))
+    assert one.provenance["torch_threads"] == 1 and own.provenance["torch_threads"] == before
+
+
 @pytest.mark.slow  # spawns two workers that import torch
 def test_jobs_run_in_worker_processes_with_the_same_results(tmp_path: Path) -> None:
-    import numpy as np
+    import torch
 
     cfg = {**BASE, "rounds": 2, "sweep": {"topology": ["ring", "complete"]}}
+    before = torch.get_num_threads()
     a = tf.sweep.run_sweep(cfg, tmp_path / "a", jobs=2, progress=False, echo=lambda s: None)
     b = tf.sweep.run_sweep(cfg, tmp_path / "b", jobs=1, progress=False, echo=lambda s: None)
+    assert torch.get_num_threads() == before  # the in-process runs restore the count
     assert {o.status for o in a + b} == {"complete"}
     for name in ("topology=ring", "topology=complete"):
-        ra = _strip(tf.records.load(tmp_path / "a" / f"{name}.jsonl").rows)
-        rb = _strip(tf.records.load(tmp_path / "b" / f"{name}.jsonl").rows)
+        la = tf.records.load(tmp_path / "a" / f"{name}.jsonl")
+        lb = tf.records.load(tmp_path / "b" / f"{name}.jsonl")
+        # one torch thread a run whatever --jobs is: the same numbers to the bit
+        assert la.provenance["torch_threads"] == lb.provenance["torch_threads"] == 1
+        ra, rb = _strip(la.rows), _strip(lb.rows)
         assert len(ra) == len(rb) > 30
-        assert [(r["round"], r["metric"]) for r in ra] == [(r["round"], r["metric"]) for r in rb]
-        # the workers use fewer torch threads: float32 sums may round differently
-        va = np.array([r["value"] for r in ra], dtype=float)
-        vb = np.array([r["value"] for r in rb], dtype=float)
-        np.testing.assert_allclose(va, vb, rtol=1e-6, atol=1e-9)
+        assert [(r["round"], r["metric"], r["value"]) for r in ra] == \
+            [(r["round"], r["metric"], r["value"]) for r in rb]
+    with pytest.raises(tf.config.ConfigError, match="threads must be an int >= 1"):
+        tf.sweep.run_sweep(cfg, tmp_path / "c", threads=0, progress=False)
 
 
 def test_guards_and_where_settings_do_not_make_a_run_differ() -> None:
@@ -352,7 +371,8 @@ def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path: Path,
         mp.setattr(tf.sweep, "_execute", interrupted_at_the_third)
         with pytest.raises(tf.sweep.SweepInterrupted) as info:
             tf.sweep.run_sweep({**BASE, "rounds": 1, "sweep": SWEEP}, out, progress=False,
-                               echo=lambda line: None, command="topofl sweep s.toml --out o")
+                               echo=lambda line: None, command="topofl sweep s.toml --out o",
+                               stack=False)  # one run at a time: the third is interrupted
     assert info.value.signum == 2 and isinstance(info.value, KeyboardInterrupt)
     err = capsys.readouterr().err
     assert (f"sweep interrupted (SIGINT): 2 of 4 runs finished ({NAMES[0]}, {NAMES[1]}); "

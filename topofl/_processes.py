@@ -110,9 +110,9 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
 
 
 @contextlib.contextmanager
-def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
-    """A pool of ``workers`` spawned processes, each with ``cpu_count // workers`` torch
-    threads, that die with this process (SIGKILL included: on Linux through
+def worker_pool(workers: int, threads: int | None = None) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` spawned processes, each with ``threads`` torch threads (default
+    ``cpu_count // workers``), that die with this process (SIGKILL included: on Linux through
     ``PR_SET_PDEATHSIG``, everywhere through a thread that checks for the parent once a
     second) and ignore Ctrl-C (this process decides). Leaving the block normally waits for
     the pool; leaving it by an exception (an interrupt, an error) ends the workers at once.
@@ -124,7 +124,8 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     ...     sorted(pool.map(abs, [-2, 1]))
     [1, 2]
     """
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    if threads is None:
+        threads = max(1, (os.cpu_count() or 1) // workers)
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_init_worker, initargs=(threads, os.getpid()))
     try:
@@ -133,6 +134,32 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
         _end_workers(pool)
         raise
     pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run the block with ``threads`` torch intra-op threads (``None``: as they are), then
+    restore the count: float32 sums round by the thread count, so a run's numbers depend on it.
+
+    Examples
+    --------
+    >>> from topofl._processes import torch_threads
+    >>> before = torch.get_num_threads()
+    >>> with torch_threads(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+    """
+    if threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import inspect
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from topofl.engine.extend import check_algorithm, stochasticity_problem
 from topofl.engine.loop import Result, RunConfig
 from topofl.engine.loop import run as engine_run
 from topofl.engine.placement import FileCheckpointer, OneProcess, Placement
+from topofl.engine.stack import Member, run_stacked
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
 from topofl.graph import GraphLike, TimeVarying, Topology
 from topofl.models import MODELS, build_model, check_model_input
@@ -57,7 +58,8 @@ from topofl.provenance import describe_run, model_signature, partition_signature
 from topofl.topologies import GraphFamily
 from topofl.topologies._registry import build_checked
 
-__all__ = ["run", "prepare", "launch", "Prepared", "placement", "stochasticity_problem",
+__all__ = ["run", "prepare", "launch", "launch_stacked", "build", "Prepared",
+           "placement", "stochasticity_problem",
            "run_defaults", "RUN_KEYS"]
 
 #: The keys of a run call besides the run settings (:class:`~topofl.engine.RunConfig`) and
@@ -460,6 +462,42 @@ def launch(prepared: Prepared, *, resume: Any = None, overwrite: bool = False) -
     graph (from the spec :func:`prepare` read) and model, pick the placement
     (:func:`placement`) and hand them to :func:`topofl.engine.run`, with the resolved call and
     its provenance for the records header."""
+    config, topology, algorithm, data, model, header = build(prepared, resume=resume,
+                                                             overwrite=overwrite)
+    return engine_run(config, topology, algorithm, data, model, resume=resume,
+                      header=header, placement=placement())
+
+
+def launch_stacked(prepared: Sequence[Prepared], *, overwrite: bool = False) -> list[Result]:
+    """Run several :class:`Prepared` calls as one stacked pass
+    (:func:`topofl.engine.stack.run_stacked`): each built as :func:`launch` builds it, each
+    with its own records file, checkpoints and header; their records are those of each call
+    run alone (:mod:`topofl.engine.stack`).
+
+    Raises
+    ------
+    ValueError
+        When the calls cannot stack (:func:`topofl.engine.stack.stack_problem` says why), or
+        when one runs distributed (a stack runs in one process).
+
+    Examples
+    --------
+    >>> calls = [tf.api.prepare("dsgd", "ring", rounds=2, n_clients=4, seed=s, lr=lr,
+    ...                         spectral=False) for s, lr in ((0, 0.1), (1, 0.2))]
+    >>> [r.records.final("test_acc_mean") > 0 for r in tf.api.launch_stacked(calls)]
+    [True, True]
+    """
+    if distributed.is_distributed():
+        raise ValueError("stacked runs run in one process, not under torchrun")
+    members = [Member(*build(p, resume=None, overwrite=overwrite)) for p in prepared]
+    return run_stacked(members, placement=placement())
+
+
+def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
+          ) -> tuple[RunConfig, Any, Algorithm, Any, nn.Module, dict[str, Any]]:
+    """What :func:`launch` hands to :func:`topofl.engine.run` for ``prepared``: ``(config,
+    topology, algorithm, data, model, header)``, with the checks of the run's outputs (an
+    existing records file or checkpoint is replaced only with ``overwrite`` or ``resume``)."""
     p, call = prepared, dict(prepared.call)
     if "device" in p.settings:  # the machine's, not the call's: checked where the run starts
         check_device(p.settings["device"])
@@ -508,8 +546,8 @@ def launch(prepared: Prepared, *, resume: Any = None, overwrite: bool = False) -
             overwrite=overwrite, resume=resume)
         if why is not None:
             raise OutputExistsError(why)
-    return engine_run(config, topology, p.algorithm, data, model, resume=resume,
-                      header={"config": resolved, "provenance": prov}, placement=placement())
+    return (config, topology, p.algorithm, data, model,
+            {"config": resolved, "provenance": prov})
 
 
 

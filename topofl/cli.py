@@ -15,7 +15,7 @@ Commands
     Continue an interrupted run of the same config from its checkpoint.
 ``run --replay RECORDS.jsonl [--out F]``
     Re-run a recorded run from its header and check that its rows are reproduced.
-``sweep CONFIG.toml --out DIR [--shard I/K] [--jobs N]``
+``sweep CONFIG.toml --out DIR [--shard I/K] [--jobs N] [--stack on|off]``
     Run the Cartesian product of the config's ``[sweep]`` table (:mod:`topofl.sweep`).
 ``quickstart``
     Build a few 64-node graphs and compare their spectral gaps (the README's first example).
@@ -354,7 +354,8 @@ def _sweep(args: argparse.Namespace, command: str) -> int:
         return 0
     outcomes = sweep.run_sweep(cfg, args.out, shard=shard, jobs=args.jobs,
                                overwrite=args.overwrite, progress=args.progress,
-                               command=command)
+                               command=command, threads=args.threads,
+                               stack=None if args.stack is None else args.stack == "on")
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
@@ -436,12 +437,18 @@ def _parser() -> argparse.ArgumentParser:
     p_sweep.add_argument("--out", required=True, help="output directory")
     p_sweep.add_argument("--shard", metavar="I/K", help="run only the I-th of K slices")
     p_sweep.add_argument("--jobs", type=int, default=1, help="runs at once (processes; 1)")
+    p_sweep.add_argument("--threads", type=int, default=1,
+                         help="torch threads of every run, whatever --jobs is (1): float32 "
+                         "numbers depend on it")
     p_sweep.add_argument("--overwrite", action="store_true",
                          help="run every run again from round 0")
     p_sweep.add_argument("--dry-run", action="store_true",
                          help="print the names of the runs (of this shard) and stop")
     p_sweep.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                          help="progress bar on stderr (default: on a terminal)")
+    p_sweep.add_argument("--stack", choices=("on", "off"), default=None,
+                         help="run the runs that share an algorithm and model shape as one "
+                         "batched pass (default: on, or the config's stack key)")
     p_plan = sub.add_parser("plan", help="predict a run's peak memory and time per round",
                             description="Predict, before running, the peak memory of a config "
                             "by part, its seconds per round (from a few real rounds) and the "

@@ -23,8 +23,10 @@ over the same folder at the same time leaves that run alone (status ``"busy"``) 
 writing the same files.
 ``shard=(i, k)`` runs the i-th of k disjoint slices (round-robin: runs ``i-1, i-1+k, ...``), so
 ``k`` machines given ``1/k .. k/k`` run every run exactly once; ``jobs=N`` runs N at once in
-worker processes, each with ``cpu_count // N`` torch threads. Every process imports torch
-once and runs its runs in-process.
+worker processes. Every run uses ``threads`` torch threads (default 1) whatever ``jobs`` is:
+float32 sums round by the thread count, so the same seed gives the same numbers with any
+``jobs`` (the count is in each run's provenance, ``torch_threads``). Every process imports
+torch once and runs its runs in-process.
 
 Examples
 --------
@@ -57,7 +59,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from topofl._fs import replace_text
-from topofl._processes import lock, sigterm_raises, worker_pool
+from topofl._processes import lock, sigterm_raises, torch_threads, worker_pool
 from topofl._validation import check_time
 from topofl.config import (
     ConfigError,
@@ -175,6 +177,7 @@ def plan(cfg: Mapping[str, Any]) -> list[SweepRun]:
         ``TOPOFL_MAX_SECONDS`` (default 60 s; the message gives the estimate).
     """
     base, sweep = split_sweep(cfg)
+    base.pop("stack", None)  # how the sweep runs (run_sweep reads it), not a run's setting
     _check_plan_size(sweep)
     for key in _WHERE & (set(sweep) | set(base)) - {"checkpoint_every", "progress"}:
         raise ConfigError(f"{key!r} is set by the sweep for each run; remove it from the config")
@@ -510,6 +513,8 @@ def run_sweep(
     progress: bool | None = None,
     command: str | None = None,
     echo: Callable[[str], None] | None = None,
+    threads: int | None = 1,
+    stack: bool | None = None,
 ) -> list[Outcome]:
     """Run the runs of a sweep (or of one shard of it) that are not finished yet.
 
@@ -534,6 +539,15 @@ def run_sweep(
         Recorded in each run's provenance.
     echo : callable, optional
         Called with one summary line per run (default: print to stdout).
+    threads : int or None, default 1
+        Torch threads of every run, whatever ``jobs`` is (``None``: this process's count in
+        process, ``cpu_count // jobs`` in workers). The numbers of a float32 run depend on it.
+    stack : bool, optional
+        Run the runs that can stack as one batched pass each
+        (:mod:`topofl.engine.stack`: their records are those of the runs one by one).
+        ``None`` (default): the config's ``stack`` key, true when it has none. Only fresh
+        runs stack (a run resumed from its checkpoint runs alone), and the sweep says why a
+        run does not stack.
 
     Returns
     -------
@@ -558,8 +572,14 @@ def run_sweep(
     """
     if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
         raise ConfigError(f"jobs must be an int >= 1, got {jobs!r}")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)
+                                or threads < 1):
+        raise ConfigError(f"threads must be an int >= 1 or None, got {threads!r}")
     if not isinstance(cfg, Mapping):
         cfg = read_config(cfg)
+    stacking = cfg.get("stack", True) if stack is None else stack
+    if not isinstance(stacking, bool):
+        raise ConfigTypeError(f"stack must be true or false, got {stacking!r}")
     runs = select(plan(cfg), shard)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -574,6 +594,7 @@ def run_sweep(
         else:
             todo.append((run, _run_config(run, out_dir), mode))
     say = echo if echo is not None else print
+    units = _stack_units(todo, say) if stacking else [[item] for item in todo]
     from tqdm.auto import tqdm
 
     show = sys.stderr.isatty() if progress is None else bool(progress)
@@ -594,16 +615,19 @@ def run_sweep(
         with sigterm_raises(SweepInterrupted):
             for o in skipped:
                 report(o)
-            if jobs == 1 or len(todo) <= 1:
-                for run, rcfg, mode in todo:
-                    bar.set_postfix_str(run.name)
-                    report(_execute(rcfg, run.name, mode, str(out_dir), command))
+            if jobs == 1 or len(units) <= 1:
+                with torch_threads(threads):
+                    for unit in units:
+                        bar.set_postfix_str(unit[0][0].name)
+                        for o in _execute_unit(unit, str(out_dir), command):
+                            report(o)
             else:
-                with worker_pool(min(jobs, len(todo))) as pool:  # ended at once on an error
-                    futures = [pool.submit(_execute, rcfg, run.name, mode, str(out_dir),
-                                           command) for run, rcfg, mode in todo]
+                with worker_pool(min(jobs, len(units)), threads) as pool:  # ended on an error
+                    futures = [pool.submit(_execute_unit, unit, str(out_dir), command)
+                               for unit in units]
                     for fut in as_completed(futures):
-                        report(fut.result())
+                        for o in fut.result():
+                            report(o)
     except KeyboardInterrupt as exc:
         bar.close()
         signum = getattr(exc, "signum", int(signal.SIGINT))
@@ -612,4 +636,135 @@ def run_sweep(
         raise SweepInterrupted(signum) from None
     finally:
         bar.close()
+    return outcomes
+
+
+# ------------------------------------------------------------------------------ stacking
+
+_Item = tuple[SweepRun, dict[str, Any], str]
+
+
+def _stack_group(rcfg: Mapping[str, Any]) -> tuple[Any, ...] | str:
+    """The group of runs a run may stack with, or why it runs alone."""
+    from topofl.config import resolve
+    from topofl.engine.stack import _run_problem, stack_key
+
+    prepared = resolve(rcfg).prepared
+    why = _run_problem(prepared.run, prepared.algorithm)
+    key = stack_key(prepared.run, prepared.algorithm)
+    if why is not None or key is None:
+        return why or "it cannot stack"
+    call = prepared.call
+    if not all(isinstance(call[k], str) for k in ("data", "model")):
+        return "its data or model is an object, not a name"
+    return (key, call["data"], call["model"], _text(call.get("model_params") or {}),
+            _text(call.get("partition_params") or {}))
+
+
+def _stack_units(todo: Sequence[_Item], say: Callable[[str], None]) -> list[list[_Item]]:
+    """The sweep's runs as units of work: stacks of runs that share a group (in the sweep's
+    order, at the first member's place) and runs alone; says why a run runs alone."""
+    units: list[list[_Item]] = []
+    groups: dict[Any, list[_Item]] = {}
+    alone: dict[str, list[str]] = {}
+    for item in todo:
+        run, rcfg, mode = item
+        group: tuple[Any, ...] | str = ("resumes from its checkpoint" if mode == "resume"
+                                        else _stack_group(rcfg))
+        if isinstance(group, str):
+            alone.setdefault(group, []).append(run.name)
+            units.append([item])
+        elif group in groups:
+            groups[group].append(item)
+        else:
+            groups[group] = [item]
+            units.append(groups[group])
+    for why, names in alone.items():
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        say(f"not stacked ({len(names)} run{'s' if len(names) > 1 else ''}: {shown}): {why}")
+    for unit in units:
+        if len(unit) > 1:
+            say(f"stacked: {len(unit)} runs as one pass ({unit[0][0].name}, ...)")
+    return units
+
+
+def _execute_unit(unit: Sequence[_Item], out: str, command: str | None) -> list[Outcome]:
+    """Run one unit of work: a run alone (:func:`_execute`), or a stack under the locks of its
+    runs (a run another process holds, or that finished meanwhile, leaves the stack)."""
+    if len(unit) == 1:
+        run, rcfg, mode = unit[0]
+        return [_execute(rcfg, run.name, mode, out, command)]
+    from contextlib import ExitStack
+
+    outcomes: list[Outcome] = []
+    with ExitStack() as held:
+        mine: list[tuple[dict[str, Any], str]] = []
+        for run, rcfg, _ in unit:
+            name = run.name
+            if not held.enter_context(lock(Path(out) / f"{name}.lock")):
+                outcomes.append(Outcome(name, "busy", message="another process is running it: "
+                                        "left alone; run the sweep again once it has finished"))
+                continue
+            done = _paths(Path(out), name)[2]
+            if done.exists():
+                try:
+                    marker = json.loads(done.read_text(encoding="utf-8"))
+                    outcomes.append(Outcome(name, "skipped", summary=marker.get("summary", {}),
+                                            message=f"({marker.get('status', 'complete')} "
+                                            "before)"))
+                    continue
+                except (OSError, json.JSONDecodeError):
+                    pass
+            mine.append((rcfg, name))
+        if len(mine) == 1:
+            outcomes.append(_execute_locked(mine[0][0], mine[0][1], "fresh", out, command))
+        elif mine:
+            outcomes.extend(_execute_stack_locked(mine, out, command))
+    return outcomes
+
+
+def _execute_stack_locked(mine: Sequence[tuple[dict[str, Any], str]], out: str,
+                          command: str | None) -> list[Outcome]:
+    """Run the runs ``mine`` (their locks held) as one stacked pass. A run that cannot be
+    built runs alone (and reports its error); when the others cannot stack, or the pass
+    stops (a run diverges), each of them runs alone instead, from round 0, which gives each
+    its own outcome."""
+    from topofl import api
+    from topofl.config import command_line, resolve
+    from topofl.engine.stack import Member, run_stacked, stack_problem
+
+    outcomes: list[Outcome] = []
+    built: list[tuple[dict[str, Any], str, Member]] = []
+    t0 = time.perf_counter()
+    for rcfg, name in mine:
+        _, ckpt, done = _paths(Path(out), name)
+        try:
+            with command_line(command):
+                member = Member(*api.build(resolve(rcfg).prepared, overwrite=True))
+        except Exception:  # noqa: BLE001 - it runs alone, and reports its error there
+            outcomes.append(_execute_locked(rcfg, name, "fresh", out, command))
+            continue
+        ckpt.unlink(missing_ok=True)
+        done.unlink(missing_ok=True)
+        built.append((rcfg, name, member))
+    why = stack_problem([m for _, _, m in built]) if len(built) > 1 else "one run left"
+    if why is None:
+        try:
+            results = run_stacked([m for _, _, m in built], placement=api.placement())
+        except Exception as exc:  # noqa: BLE001 - each run then runs alone: its own outcome
+            why = f"the stack stopped: {type(exc).__name__}: {exc}"
+    if why is not None:
+        for rcfg, name, _ in built:
+            o = _execute_locked(rcfg, name, "fresh", out, command)
+            if len(built) > 1:
+                o.message = f"{o.message} (ran alone: {why})".strip()
+            outcomes.append(o)
+        return outcomes
+    seconds = time.perf_counter() - t0
+    for (_, name, _), res in zip(built, results):
+        summary = _summary(res.records)
+        _write_json(_paths(Path(out), name)[2],
+                    {"status": "complete", "summary": summary, "message": ""})
+        outcomes.append(Outcome(name, "complete", seconds, None, summary,
+                                f"(stacked with {len(built) - 1} other runs)"))
     return outcomes

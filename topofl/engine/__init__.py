@@ -9,7 +9,7 @@ the protocol (:mod:`topofl.engine.protocol`) and the pieces (:mod:`topofl.engine
 defined here.
 """
 
-from topofl.engine import pieces
+from topofl.engine import pieces, stack
 from topofl.engine.clients import Clients, LocalClients
 from topofl.engine.config import RunConfig
 from topofl.engine.executors import BatchedExecutor, LoopExecutor, make_executor
@@ -49,6 +49,7 @@ __all__ = [
     "ToyServices",
     "toy_services",
     "pieces",
+    "stack",
     "ParamLayout",
     "Mixer",
     "BatchedExecutor",

@@ -32,7 +32,12 @@ from topofl.certificates import equivalent_codes
 from topofl.figures.config import FigureError, _clean, _root
 from topofl.records import load_many
 
-__all__ = ["FigureArgs", "parse_args", "current_codes", "sweep"]
+__all__ = ["THREADS", "FigureArgs", "parse_args", "current_codes", "sweep"]
+
+#: Torch threads of every figure run, whatever ``--jobs`` is: float32 sums round by the thread
+#: count, so a result's numbers are reproducible to the bit only at a fixed count (recorded in
+#: each run's provenance, ``torch_threads``, and in the result).
+THREADS = 1
 
 
 @dataclass
@@ -175,9 +180,10 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
         if not there or stored not in same:
             stamp.write_text(code + "\n", encoding="utf-8")
     t0 = time.perf_counter()
-    outcomes = _sweep.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun, progress=False,
-                            command=f"python paper_figures/fig_{args.name}.py",
-                            echo=lambda line: print(line, file=sys.stderr))
+    outcomes = _sweep.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun,
+                                progress=False, threads=THREADS, stack=False,
+                                command=f"python paper_figures/fig_{args.name}.py",
+                                echo=lambda line: print(line, file=sys.stderr))
     failed = [o for o in outcomes if o.status in ("failed", "busy")]
     if failed:
         raise FigureError(f"{len(failed)} run(s) of {name} failed or are running elsewhere, so "

@@ -1,0 +1,161 @@
+"""Stacked runs (topofl.engine.stack): each run's records equal the same run alone."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import topofl as tf
+from topofl.engine.stack import Member, block_topology, run_stacked, stack_problem
+
+
+def _rows(records: Any) -> list[dict[str, Any]]:
+    return [r for r in records.rows if r["metric"] != "wall_time"]
+
+
+def assert_same_records(a: Any, b: Any, rtol: float) -> None:
+    """Same rows (round, client, metric) in the same order; integers equal, floats within
+    ``rtol`` (relative, with an absolute floor of ``rtol``)."""
+    ra, rb = _rows(a), _rows(b)
+    assert len(ra) == len(rb)
+    for x, y in zip(ra, rb):
+        assert (x["round"], x["client"], x["metric"]) == (y["round"], y["client"], y["metric"])
+        u, v = x["value"], y["value"]
+        if isinstance(u, bool) or u is None or isinstance(u, str):
+            assert u == v, (x, y)
+        elif isinstance(u, int) and isinstance(v, int):
+            assert u == v, (x, y)  # every count identical
+        elif isinstance(u, float):
+            assert (math.isnan(u) and math.isnan(v)) or math.isclose(
+                u, v, rel_tol=rtol, abs_tol=rtol), (x, y)
+        else:
+            np.testing.assert_allclose(np.asarray(u, float), np.asarray(v, float),
+                                       rtol=rtol, atol=rtol)
+
+
+ALGORITHMS = {
+    "dsgd": lambda lr: tf.algorithms.dsgd(lr=lr),
+    "dsgd-momentum": lambda lr: tf.algorithms.dsgd(lr=lr, momentum=0.9, local_steps=2),
+    "dfedavgm": lambda lr: tf.algorithms.dfedavgm(lr=lr, local_steps=2),
+    "sgp": lambda lr: tf.algorithms.sgp(lr=lr),
+    "local": lambda lr: tf.algorithms.get_algorithm("local", lr=lr),
+}
+GRAPHS = {
+    "ring": lambda n, s: tf.topologies.ring(n),
+    "complete": lambda n, s: tf.topologies.complete(n),
+    "erdos_renyi": lambda n, s: tf.topologies.erdos_renyi(n, 0.5, seed=s),
+    "exponential": lambda n, s: tf.topologies.exponential(n),
+}
+
+
+def _member(algo: str, graph: str, seed: int, lr: float, dtype: str, n: int = 6,
+            model: str = "logistic", rounds: int = 3) -> Member:
+    data = tf.data.federate("digits", "dirichlet", n, seed=seed, alpha=0.5)
+    algorithm = ALGORITHMS[algo](lr)
+    topology = GRAPHS[graph](n, seed) if algorithm.uses_topology else None
+    config = tf.engine.RunConfig(rounds=rounds, seed=seed, dtype=dtype, batch_size=8,
+                                 eval_every=1 if seed % 2 else 2)
+    return Member(config, topology, algorithm, data,
+                  tf.models.build_model(model, data.input_shape, 10, seed=seed))
+
+
+def _check(members: list[Member], dtype: str) -> None:
+    stacked = run_stacked(members)
+    for m, res in zip(members, stacked):
+        alone = tf.engine.run(*m[:5])
+        assert_same_records(res.records, alone.records,
+                            1e-10 if dtype == "float64" else 1e-5)
+        assert torch.allclose(res.state.x, alone.state.x,
+                              rtol=1e-10 if dtype == "float64" else 1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("algo", sorted(ALGORITHMS))
+def test_every_stackable_algorithm_equals_its_runs_alone(algo: str, dtype: str) -> None:
+    members = [_member(algo, "ring", 0, 0.1, dtype), _member(algo, "complete", 1, 0.05, dtype),
+               _member(algo, "erdos_renyi", 2, 0.2, dtype, n=5)]
+    _check(members, dtype)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_graphs_seeds_and_rates_equal_their_runs_alone(case: int) -> None:
+    rng = np.random.default_rng(case)
+    graphs = sorted(GRAPHS)
+    members = [_member("dsgd", graphs[int(rng.integers(len(graphs)))], int(rng.integers(100)),
+                       float(rng.choice([0.02, 0.1, 0.3])), "float64",
+                       n=int(rng.integers(4, 9)), model="mlp", rounds=2)
+               for _ in range(int(rng.integers(2, 5)))]
+    _check(members, "float64")
+
+
+def test_stack_checkpoints_resume_as_the_run_alone(tmp_path: Any) -> None:
+    members = []
+    for s in (0, 1):
+        m = _member("dsgd-momentum", "ring", s, 0.1, "float64", rounds=4)
+        cfg = tf.engine.RunConfig(**{**m.config.__dict__, "checkpoint_every": 2,
+                                     "checkpoint_path": str(tmp_path / f"{s}.ckpt"),
+                                     "records_path": str(tmp_path / f"{s}.jsonl")})
+        members.append(m._replace(config=cfg))
+    run_stacked(members)
+    for s, m in enumerate(members):
+        alone_cfg = tf.engine.RunConfig(**{**m.config.__dict__, "checkpoint_every": 0,
+                                           "checkpoint_path": None, "records_path": None})
+        alone = tf.engine.run(alone_cfg, *m[1:5])
+        resumed = tf.engine.run(m.config, *m[1:5], resume=tmp_path / f"{s}.ckpt")
+        last = [r for r in _rows(alone.records) if r["round"] == 3 and r["metric"] != "bytes"]
+        again = [r for r in _rows(resumed.records) if r["round"] == 3]
+        got = {(r["metric"], r["client"]): r["value"] for r in again}
+        for r in last:
+            if isinstance(r["value"], float) and not r["metric"].startswith("graph."):
+                assert math.isclose(got[(r["metric"], r["client"])], r["value"],
+                                    rel_tol=1e-10, abs_tol=1e-10), r
+
+
+def test_block_topology_is_the_block_diagonal() -> None:
+    a, b = tf.topologies.ring(4), tf.topologies.complete(3)
+    t = block_topology([a, b])
+    dense = t.to_dense()
+    assert np.array_equal(dense[:4, :4], a.to_dense())
+    assert np.array_equal(dense[4:, 4:], b.to_dense())
+    assert not dense[:4, 4:].any() and not dense[4:, :4].any()
+
+
+def test_runs_that_cannot_stack_say_why() -> None:
+    m = _member("dsgd", "ring", 0, 0.1, "float32")
+    fedavg = m._replace(algorithm=tf.algorithms.fedavg(), topology=None)
+    assert "fedavg does not stack" in str(stack_problem([m, fedavg]))
+    other = m._replace(algorithm=tf.algorithms.dsgd(lr=0.1, momentum=0.5))
+    assert "differs from run 0" in str(stack_problem([m, other]))
+    with pytest.raises(ValueError, match="cannot stack"):
+        run_stacked([m, fedavg])
+
+
+def test_sweep_stacks_by_default_and_equals_stack_off(tmp_path: Any) -> None:
+    cfg = {"algorithm": "dsgd", "data": "digits", "n_clients": 5, "rounds": 3,
+           "batch_size": 8, "dtype": "float64",
+           "sweep": {"topology": ["ring", "complete"], "seed": [0, 1], "lr": [0.05, 0.2]}}
+    said: list[str] = []
+    on = tf.sweep.run_sweep(cfg, tmp_path / "on", progress=False, echo=said.append)
+    assert any(line.startswith("stacked: 8 runs") for line in said)
+    assert all(o.status == "complete" for o in on)
+    off = tf.sweep.run_sweep({**cfg, "stack": False}, tmp_path / "off", progress=False,
+                             echo=said.append)
+    assert all("stacked" not in o.message for o in off)
+    for r in tf.sweep.plan(cfg):
+        assert_same_records(tf.records.load(tmp_path / "on" / f"{r.name}.jsonl"),
+                            tf.records.load(tmp_path / "off" / f"{r.name}.jsonl"), 1e-10)
+    again = tf.sweep.run_sweep(cfg, tmp_path / "on", progress=False, echo=said.append)
+    assert {o.status for o in again} == {"skipped"}
+
+
+def test_sweep_runs_alone_what_cannot_stack(tmp_path: Any) -> None:
+    cfg = {"data": "digits", "n_clients": 4, "rounds": 2, "topology": "ring",
+           "sweep": {"algorithm": ["dsgd", "fedavg"], "seed": [0, 1]}}
+    said: list[str] = []
+    out = tf.sweep.run_sweep(cfg, tmp_path, progress=False, echo=said.append)
+    assert all(o.status == "complete" for o in out)
+    assert any("not stacked" in line and "fedavg does not stack" in line for line in said)

@@ -1,0 +1,515 @@
+"""Stacked runs: several runs of one algorithm and model shape as one batched pass.
+
+A sweep's runs (graphs x seeds x learning rates ...) that share the algorithm, the model's
+parameter layout and the run settings that shape the arithmetic run side by side: their clients
+are the rows of one ``[sum of clients, P]`` buffer, every local step draws every run's batches
+(each from its own data and seed) and takes one batched gradient and update with per-client
+learning rates (each run's own), and gossip is one product with the block-diagonal matrix of the
+runs' graphs of the round (each run its own ``W_t``). What belongs to a run stays its own: its
+records file, evaluation, divergence guard, bytes ledger, spectral rows and checkpoint, each
+computed by the code a run alone uses, on that run's rows. A run's records are those of the same
+run alone (the same batches, the same per-client arithmetic; block-diagonal gossip sums the same
+terms, so float64 agrees to about 1e-15 and float32 to its rounding), except ``wall_time``.
+
+Only the algorithms in :data:`STACKABLE` stack (their pieces act on each client's row alone or
+through the mixer); :func:`stack_problem` says why a set of runs cannot.
+
+Examples
+--------
+>>> import torch
+>>> data = [tf.data.federate("digits", "iid", 4, seed=s) for s in (0, 1)]
+>>> members = [tf.engine.stack.Member(
+...     tf.engine.RunConfig(rounds=2, seed=s, dtype="float64", spectral=False),
+...     tf.topologies.ring(4), tf.algorithms.dsgd(lr=lr), data[s],
+...     tf.models.build_model("logistic", (1, 8, 8), 10, seed=s))
+...     for s, lr in ((0, 0.1), (1, 0.05))]
+>>> stacked = tf.engine.stack.run_stacked(members)
+>>> alone = tf.engine.run(*members[1][:5])
+>>> a, b = stacked[1].records.series("test_acc_mean")[1], alone.records.series("test_acc_mean")[1]
+>>> bool((a == b).all()), tf.engine.stack.stack_problem(members) is None
+(True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import Tensor, nn
+
+from topofl.engine.config import DTYPES, RunConfig, config_header
+from topofl.engine.evaluation import Divergence, evaluate, spectral_row
+from topofl.engine.executors import make_executor
+from topofl.engine.gossip import Mixer
+from topofl.engine.layout import ParamLayout, init_parameters
+from topofl.engine.ledger import Arcs
+from topofl.engine.local import LocalStepper, steps_per_client
+from topofl.engine.loop import (
+    Costs,
+    Result,
+    _account,
+    _check_stochastic,
+    _round_start,
+    _warn_if_disconnected,
+    graphs,
+    log_header,
+    model_layout,
+)
+from topofl.engine.placement import OneProcess, Placement, Site
+from topofl.engine.protocol import (
+    Algorithm,
+    Round,
+    Sent,
+    State,
+    ToyServices,
+    record_replace,
+    record_tensors,
+)
+from topofl.engine.resume import checkpoint_meta
+from topofl.engine.services import DataServices
+from topofl.exceptions import ConvergenceError
+from topofl.graph import GraphLike, TimeVarying, Topology
+from topofl.records import Recorder
+
+__all__ = ["Member", "STACKABLE", "StackDiverged", "stack_problem", "stack_key",
+           "block_topology", "run_stacked"]
+
+
+def _dsgd(hparams: Mapping[str, Any]) -> str | None:
+    return None
+
+
+def _sgp(hparams: Mapping[str, Any]) -> str | None:
+    return None
+
+
+#: The algorithms that stack, each with a check of its hyper-parameters (``None``: they
+#: stack). Their pieces change each client's row from that row alone, or through the mixer
+#: (block-diagonal over the runs); they draw no data outside the local phases, evaluate
+#: ``state.x`` (or push-sum's de-biased ``x / w``) and say what they send (``Sent.flows``).
+STACKABLE: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
+    "dsgd": _dsgd,
+    "dfedavgm": _dsgd,
+    "local": _dsgd,
+    "sgp": _sgp,
+}
+
+#: Run settings every run of a stack shares (they shape the arithmetic or the loop).
+_SHARED_SETTINGS = ("rounds", "batch_size", "device", "dtype", "executor", "chunk_size",
+                    "momentum_state", "fuse")
+
+
+class Member(NamedTuple):
+    """One run of a stack: what :func:`topofl.engine.run` takes for it.
+
+    Attributes
+    ----------
+    config : RunConfig
+    topology : Topology or TimeVarying or None
+    algorithm : Algorithm
+    data : FederatedData
+    model : torch.nn.Module
+    header : mapping, optional
+        The records header's ``config`` and ``provenance`` (as :func:`topofl.engine.run`).
+    """
+
+    config: RunConfig
+    topology: GraphLike | None
+    algorithm: Algorithm
+    data: Any
+    model: nn.Module
+    header: Mapping[str, Any] | None = None
+
+
+class StackDiverged(ConvergenceError):
+    """A run of a stack diverged: the stacked pass stops there (run its runs alone to get
+    each run's own outcome). ``member`` is the index of the run that diverged."""
+
+    def __init__(self, member: int, error: ConvergenceError) -> None:
+        super().__init__(f"run {member} of the stack: {error}")
+        self.member = member
+
+
+def _without_lr(algorithm: Algorithm) -> tuple[Any, ...]:
+    hp = {k: v for k, v in algorithm.hparams.items() if k != "lr"}
+    phases = tuple(dataclasses.replace(p, lr=0.0) for p in algorithm.phases)
+    return (algorithm.name, repr(sorted(hp.items(), key=lambda kv: kv[0])), repr(phases),
+            algorithm.decay, algorithm.requires, algorithm.shared, algorithm.uses_topology,
+            algorithm.absent, algorithm.predict is None)
+
+
+def stack_key(config: RunConfig, algorithm: Algorithm) -> tuple[Any, ...] | None:
+    """What runs must share to stack (``None``: this run cannot stack); runs with equal keys,
+    the same model layout and equal local steps per phase stack.
+
+    Examples
+    --------
+    >>> cfg = tf.engine.RunConfig(rounds=3)
+    >>> k1 = tf.engine.stack.stack_key(cfg, tf.algorithms.dsgd(lr=0.1))
+    >>> k2 = tf.engine.stack.stack_key(cfg, tf.algorithms.dsgd(lr=0.5))
+    >>> k1 == k2, tf.engine.stack.stack_key(cfg, tf.algorithms.fedavg()) is None
+    (True, True)
+    """
+    if _run_problem(config, algorithm) is not None:
+        return None
+    return (_without_lr(algorithm), tuple(getattr(config, k) for k in _SHARED_SETTINGS))
+
+
+def _run_problem(config: RunConfig, algorithm: Algorithm) -> str | None:
+    """Why one run cannot stack with any other, or ``None``."""
+    check = STACKABLE.get(algorithm.name)
+    if check is None:
+        return (f"{algorithm.name} does not stack (stacked: {', '.join(sorted(STACKABLE))}); "
+                "it runs alone")
+    why = check(algorithm.hparams)
+    if why is not None:
+        return why
+    if algorithm.predict is not None:
+        return f"{algorithm.name} predicts with its own rule: it runs alone"
+    if config.network is not None:
+        return "a run with a network (virtual clock) runs alone"
+    if config.availability is not None:
+        return "a run with client availability runs alone"
+    return None
+
+
+def stack_problem(members: Sequence[Member]) -> str | None:
+    """Why these runs cannot run as one stacked pass, or ``None`` when they can.
+
+    Examples
+    --------
+    >>> data = tf.data.federate("digits", "iid", 4, seed=0)
+    >>> m = tf.models.build_model("logistic", (1, 8, 8), 10, seed=0)
+    >>> a = tf.engine.stack.Member(tf.engine.RunConfig(rounds=2), tf.topologies.ring(4),
+    ...                            tf.algorithms.dsgd(), data, m)
+    >>> print(tf.engine.stack.stack_problem([a, a._replace(config=tf.engine.RunConfig(
+    ...     rounds=3))]))  # doctest: +ELLIPSIS
+    run 1 differs from run 0 in its algorithm or in a shared setting (rounds, ...)
+    """
+    if not members:
+        return "no runs"
+    first = members[0]
+    for i, m in enumerate(members):
+        why = _run_problem(m.config, m.algorithm)
+        if why is not None:
+            return f"run {i}: {why}"
+        if stack_key(m.config, m.algorithm) != stack_key(first.config, first.algorithm):
+            return (f"run {i} differs from run 0 in its algorithm or in a shared setting "
+                    f"({', '.join(_SHARED_SETTINGS)}; only the learning rate may differ)")
+        if _layout_key(m.model) != _layout_key(first.model):
+            return f"run {i} has another model shape than run 0"
+        if tuple(m.data.input_shape) != tuple(first.data.input_shape):
+            return f"run {i} has another input shape than run 0"
+        if _steps(m) != _steps(first):
+            return f"run {i} takes another number of local steps per phase than run 0"
+    return None
+
+
+def _layout_key(model: nn.Module) -> tuple[Any, ...]:
+    return tuple((k, tuple(v.shape)) for k, v in model.named_parameters())
+
+
+def _steps(m: Member) -> tuple[int, ...]:
+    sizes = torch.as_tensor(np.array(m.data.sizes("train")))
+    return tuple(int(steps_per_client(p.steps, p.epochs, sizes, m.config.batch_size).max())
+                 for p in m.algorithm.phases)
+
+
+def block_topology(topologies: Sequence[Topology]) -> Topology:
+    """The block-diagonal union of ``topologies``: run ``r``'s node ``i`` is node
+    ``offset_r + i``, its mixing matrix ``diag(W_1, ..., W_K)`` (groups shifted likewise).
+
+    Examples
+    --------
+    >>> t = tf.engine.stack.block_topology([tf.topologies.ring(3), tf.topologies.complete(2)])
+    >>> t.n, t.W.nnz, t.is_doubly_stochastic
+    (5, 13, True)
+    """
+    W = sp.csr_array(sp.block_diag([t.W for t in topologies], format="csr"))
+    W.sort_indices()
+    offsets = np.cumsum([0] + [t.n for t in topologies])
+    groups: list[tuple[int, ...]] | None = []
+    for off, t in zip(offsets, topologies):
+        if t.groups is None or groups is None:
+            groups = None
+            continue
+        groups.extend(tuple(int(off) + i for i in g) for g in t.groups)
+    graph = nx.disjoint_union_all([t.graph for t in topologies])
+    return Topology(graph=graph, W=W, name="stack", params={"runs": len(topologies)},
+                    groups=None if groups is None else tuple(groups))
+
+
+class _StackData:
+    """The data of every run of a stack, as the local stepper reads it: run ``r``'s batches
+    are its own data's (its seed, its samples), in its rows of the stack."""
+
+    def __init__(self, data: Sequence[Any], rows: Sequence[slice]) -> None:
+        self.parts = list(zip(data, rows))
+        self.num_clients = int(rows[-1].stop)
+        self.device = data[0].device
+        self.input_shape = tuple(data[0].input_shape)
+
+    def sample(self, round: int, step: int, batch_size: int, *,
+               out: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        """Every run's clients' batches (``FederatedData.sample`` of each), into ``out``."""
+        xo, yo = out
+        for d, rows in self.parts:
+            d.sample(round, step, batch_size, out=(xo[rows], yo[rows]))
+        return xo, yo
+
+
+class _StackServices(ToyServices):
+    """The services of the stack's pieces: layout, the stack's mixer, every client."""
+
+    def _no_data(self, what: str) -> ValueError:
+        return ValueError(f"{what} is not available to a stacked run (an algorithm that draws "
+                          "data outside its local phases does not stack)")
+
+
+@dataclass
+class _Lane:
+    """One run of the stack: its rows and everything it keeps of its own."""
+
+    index: int
+    member: Member
+    rows: slice
+    tv: TimeVarying | None
+    site: Site
+    env: DataServices
+    desc: Mapping[str, Any]
+    recorder: Recorder
+    costs: Costs
+    guard: Divergence
+    sizes: Tensor
+    messages: int = 0
+    train_loss: list[Any] = field(default_factory=lambda: [0.0, 0])
+    spectral_cache: dict[int, dict[str, Any]] = field(default_factory=dict)
+    rnd: Round = Round(0)
+
+
+def _split_sent(sent: Sent, lane: _Lane, name: str) -> Sent:
+    """The part of a round's ``sent`` (over the whole stack) that is ``lane``'s."""
+    if sent.realized is not None or sent.records:
+        raise ValueError(f"{name} realized a graph or records of its own: it cannot stack")
+    if sent.flows is None:
+        if sent.messages:
+            raise ValueError(f"{name} does not say what it sends: its messages cannot be "
+                             "split over the runs of a stack")
+        return Sent(0)
+    a, b, n = lane.rows.start, lane.rows.stop, lane.rows.stop - lane.rows.start
+    flows = []
+    for f in sent.flows:
+        s, r = f.arcs.senders, f.arcs.receivers
+        mine = (s >= a) & (s < b)
+        if bool(((r >= a) & (r < b) != mine).any()):
+            raise ValueError(f"{name} sent across runs: it cannot stack")
+        size = f.size[mine] if isinstance(f.size, np.ndarray) else f.size
+        flows.append(dataclasses.replace(f, arcs=Arcs(n, s[mine] - a, r[mine] - a), size=size))
+    return Sent.of(*flows, active=None if sent.active is None else sent.active[lane.rows])
+
+
+def _own_rows(state: State, rows: slice) -> State:
+    """A copy of the state of the clients ``rows`` (a checkpoint holds those rows only)."""
+    part = state.rows(rows)
+    own = part.own
+    if own is not None:
+        own = record_replace(own, {k: v.clone() for k, v in record_tensors(own).items()})
+    return State(x=part.x.clone(),
+                 momentum=None if part.momentum is None else part.momentum.clone(),
+                 weight=None if part.weight is None else part.weight.clone(), own=own)
+
+
+def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
+                ) -> list[Result]:
+    """Run ``members`` as one stacked pass; each run's :class:`~topofl.engine.Result`.
+
+    Parameters
+    ----------
+    members : sequence of Member
+        The runs (:func:`stack_problem` must be ``None`` for them).
+    placement : Placement, optional
+        Gives each run its data on the device, its records' placement header and its
+        checkpointer (default :class:`~topofl.engine.placement.OneProcess`); every client of
+        the stack is in this process.
+
+    Returns
+    -------
+    list of Result
+        In the order of ``members``; each ``state`` holds that run's rows.
+
+    Raises
+    ------
+    ValueError
+        When the runs cannot stack (the message of :func:`stack_problem`).
+    StackDiverged
+        When a run diverges (its records up to the previous evaluation are saved; the other
+        runs' records stop at the same round).
+    """
+    why = stack_problem(members)
+    if why is not None:
+        raise ValueError(f"these runs cannot stack: {why}")
+    t_start = time.perf_counter()
+    first = members[0]
+    config, algorithm = first.config, first.algorithm
+    dtype, device = DTYPES[config.dtype], torch.device(config.device)
+    place = placement or OneProcess()
+
+    # ---------------------------------------------------------------- set-up, run by run
+    model0 = first.model.to(device=device, dtype=dtype)
+    layout: ParamLayout = model_layout(model0, algorithm)
+    executor = make_executor(config.executor, model0, layout, device, config.chunk_size)
+    lanes: list[_Lane] = []
+    x0s: list[Tensor] = []
+    start = 0
+    for i, m in enumerate(members):
+        n = int(m.data.num_clients)
+        tv = graphs(m.topology, m.algorithm, n)
+        site = place(m.config, tv if m.algorithm.uses_topology else None, m.data)
+        if tv is not None and tv.period == 1 and m.algorithm.uses_topology:
+            _warn_if_disconnected(tv.at(0), stacklevel=4)
+        model = m.model.to(device=device, dtype=dtype)
+        env = DataServices(layout, site.mixer, executor, site.data, m.config.batch_size,
+                           site.clients)
+        x0s.append(init_parameters(model, layout, n, rows=site.clients.ids, seed=m.config.seed,
+                                   same=m.config.init == "same", device=device, dtype=dtype))
+        desc = config_header(m.config, m.algorithm, m.topology, m.data, model)
+        recorder = Recorder(m.config.records_path, run=m.config.run_id, resume=False,
+                            resume_round=0, run_hash=desc["run_hash"], expect_rounds=None)
+        log_header(recorder, m.header, {**desc, **site.header})
+        sizes = torch.as_tensor(np.array(m.data.sizes("train")), device=device)
+        costs = Costs.build(m.config, n, model, tuple(m.data.input_shape))
+        lanes.append(_Lane(i, m, slice(start, start + n), tv, site, env, desc, recorder, costs,
+                           Divergence(m.config.divergence_factor), sizes))
+        start += n
+    total = start
+    mixer = Mixer(device, dtype)
+    env_all = _StackServices(
+        layout=layout, mixer=mixer, n=total,
+        train_sizes=torch.cat([ln.sizes for ln in lanes]),
+        label_counts=np.concatenate([np.asarray(ln.env.label_counts) for ln in lanes]),
+        flipped=np.concatenate([np.asarray(ln.env.flipped) for ln in lanes]))
+    state = algorithm.init(torch.cat(x0s), env_all)
+    data = _StackData([ln.site.data for ln in lanes], [ln.rows for ln in lanes])
+    sizes_all = torch.cat([ln.sizes for ln in lanes])
+
+    def check(loss: Tensor, first_row: int) -> None:
+        stop = first_row + loss.shape[0]
+        for ln in lanes:
+            a, b = max(first_row, ln.rows.start), min(stop, ln.rows.stop)
+            if a < b:
+                ln.guard.watch(loss[a - first_row:b - first_row], a - ln.rows.start)
+
+    local_step = LocalStepper(executor, algorithm, data, config.batch_size, layout.num_params,
+                              dtype, rows=total, check=check, fuse=config.fuse)
+    bytes_per_message = ((layout.cols(algorithm.shared).stop - layout.cols(algorithm.shared)
+                          .start) * torch.finfo(dtype).bits // 8)
+    static = all(ln.tv is None or ln.tv.period == 1 for ln in lanes)
+    stack_graph: Topology | None = None
+    seen: list[set[int]] = [set() for _ in lanes]
+    rnd = Round(0)
+    try:
+        for t in range(config.rounds):
+            # ---------------------------------------------------- the round's graphs
+            bases = [None if ln.tv is None else ln.tv.at(t) for ln in lanes]
+            for ln, base, s in zip(lanes, bases, seen):
+                if base is not None and ln.member.algorithm.uses_topology:
+                    _check_stochastic(ln.member.algorithm, base, s)
+                ln.rnd = Round(t, base)
+            if algorithm.uses_topology and (stack_graph is None or not static):
+                stack_graph = block_topology([b for b in bases if b is not None])
+            rnd = Round(t, stack_graph if algorithm.uses_topology else None)
+            _round_start(algorithm, state, rnd, env_all, config.momentum_state)
+
+            # ---------------------------------------------------- local phases
+            step = 0
+            samples = torch.zeros_like(sizes_all)
+            for p, phase in enumerate(algorithm.phases):
+                rates, todos = [], []
+                for ln in lanes:
+                    ph = ln.member.algorithm.phases[p]
+                    lr_t = ph.lr * ln.member.algorithm.decay**t
+                    todo = steps_per_client(ph.steps, ph.epochs, ln.sizes, config.batch_size)
+                    todos.append(todo)
+                    rates.append(torch.full((todo.numel(),), lr_t, dtype=dtype, device=device))
+                todo_all, lr_all = torch.cat(todos), torch.cat(rates)
+                samples += todo_all * config.batch_size
+                for k in range(int(todo_all.max())):
+                    lr = (todo_all > k).to(dtype) * lr_all
+                    loss = local_step(state, rnd, env_all, phase, step, lr)
+                    for ln in lanes:
+                        try:
+                            mean = ln.guard.settle(ln.site.clients, loss[ln.rows], t, step,
+                                                   ln.recorder)
+                        except ConvergenceError as exc:
+                            raise StackDiverged(ln.index, exc) from exc
+                        ln.train_loss[0] += mean
+                        ln.train_loss[1] += 1
+                        ln.guard.first_loss(mean)
+                    step += 1
+
+            # ---------------------------------------------------- communication
+            sent = algorithm.communicate(state, rnd, env_all)
+            for ln in lanes:
+                mine = _split_sent(sent, ln, algorithm.name)
+                ln.messages = _account(ln.costs, ln.member.algorithm, mine, None, step,
+                                       samples[ln.rows], t, ln.recorder, ln.messages,
+                                       bytes_per_message)
+
+            # ---------------------------------------------------- evaluation + records
+            last = t == config.rounds - 1
+            for ln, base in zip(lanes, bases):
+                _records(ln, state, base, t, last, bytes_per_message, t_start)
+                ln.recorder.flush()
+
+            # ---------------------------------------------------- checkpoints
+            for ln in lanes:
+                cfg = ln.member.config
+                if cfg.checkpoint_every and (t + 1) % cfg.checkpoint_every == 0:
+                    ln.site.checkpointer.save(str(cfg.checkpoint_path), _own_rows(
+                        state, ln.rows), checkpoint_meta(
+                        t + 1, ln.messages, time.perf_counter() - t_start, ln.train_loss,
+                        ln.guard.loss_ref, ln.desc,
+                        ledger=None if ln.costs.ledger is None else ln.costs.ledger.state()))
+    finally:
+        for ln in lanes:
+            ln.recorder.flush()
+            ln.recorder.close()
+    return [Result(records=ln.recorder.records(), state=state.rows(ln.rows), layout=layout,
+                   config=ln.member.config, algorithm=ln.member.algorithm, services=ln.env,
+                   last=ln.rnd) for ln in lanes]
+
+
+def _records(ln: _Lane, state: State, base: Topology | None, t: int, last: bool,
+             bytes_per_message: int, t_start: float) -> None:
+    """Run ``ln``'s evaluation of round ``t`` (when due) on its rows, as a run alone does."""
+    cfg, algo, costs = ln.member.config, ln.member.algorithm, ln.costs
+    if not ((t + 1) % cfg.eval_every == 0 or last):
+        return
+    row = evaluate(ln.env.executor, algo, state.rows(ln.rows), ln.rnd, ln.env, ln.env.data,
+                   cfg, ln.recorder)
+    row["train_loss"] = ln.train_loss[0] / max(1, ln.train_loss[1])
+    ln.train_loss = [0.0, 0]
+    if costs.ledger is not None:
+        row.update(costs.ledger.rows())
+    else:
+        row["messages"] = ln.messages
+        row["bytes"] = ln.messages * bytes_per_message
+    row["wall_time"] = time.perf_counter() - t_start
+    ln.recorder.log_many(row, t)
+    if costs.ledger is not None and cfg.record_clients:
+        for name, values in costs.ledger.client_rows().items():
+            if name.startswith("bytes"):
+                ln.recorder.log_clients(name, values, t)
+    static = ln.tv is not None and ln.tv.period == 1
+    first_eval = min(cfg.eval_every, cfg.rounds) - 1
+    if cfg.spectral and base is not None and (not static or t == first_eval):
+        ln.recorder.log_many(spectral_row(base, ln.tv, ln.spectral_cache,
+                                          ln.env.label_counts), t)
+
