@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import _dcliques_versus as vs  # beside this script
+
 from topofl import figures
 
 PANELS = {"without Clique Averaging": "", "with Clique Averaging": ""}
@@ -23,7 +25,9 @@ def label(config: dict[str, Any]) -> str:
 def build(args: figures.FigureArgs, prefix: str, suptitle: str, *, ymin: float | None = None
           ) -> tuple[figures.Result, dict[str, Any]]:
     """Run and draw ``<prefix>_no_ca`` and ``<prefix>_ca``; the result (checks to add) and,
-    per panel, each curve's final accuracy, final spread and mean accuracy over the run.
+    per panel, each curve's final accuracy, final spread and mean accuracy over the run, the
+    panel's epochs, and the ``converged=`` / ``horizon=`` of its final values (``"final at"``)
+    and of its speeds (``"speed at"``).
     ``suptitle`` may name ``{n}`` (the nodes) and ``{model}`` (the model that ran: the
     stand-in's when the paper's dataset was swapped)."""
     configs = dict(zip(PANELS, (f"{prefix}_no_ca", f"{prefix}_ca")))
@@ -47,4 +51,10 @@ def build(args: figures.FigureArgs, prefix: str, suptitle: str, *, ymin: float |
                             "area": figures.mean_over_rounds(r, "global_acc")}
                         for k, r in panel.runs.items()}
         stats[title]["epochs"] = max(float(e) for e in table["epochs"])
-    return figures.Result(fig, "", [], numbers, panels=found), stats
+        # converged= / horizon= of a final value, and horizon= of a speed, for this panel's
+        # three curves (the accuracy margin as the convergence tolerance)
+        acc = figures.margin(args.name, "accuracy")
+        stats[title]["final at"] = vs.reading(panel, list(panel.runs), acc)
+        stats[title]["speed at"] = vs.reading(panel, list(panel.runs), acc, speed=True)
+    notes = [vs.convergence_note(found, figures.margin(args.name, "accuracy"))]
+    return figures.Result(fig, "", [], numbers, panels=found, notes=notes), stats

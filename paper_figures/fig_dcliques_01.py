@@ -27,17 +27,23 @@ def main(args: figures.FigureArgs) -> figures.Result:
     iid_spread = figures.seedwise(lambda *v: max(v) - min(v),
                                   *(figures.final(r, "global_acc") for r in iid.values()))
     gaps = {g: finals["fully connected"] - finals[g] for g in ("ring", "grid")}
+    acc = figures.margin(args.name, "accuracy")
+    skew_at = _dcliques_versus.reading(found[list(PANELS)[1]], list(LABELS.values()), acc)
     checks = [figures.above(f"label skew: {g} below fully connected by more than 3x the IID "
                             "spread (at least 0.5 point)",
                             figures.seedwise(lambda a, b: a - 3 * max(b, 0.005), gaps[g],
-                                             iid_spread))
+                                             iid_spread), margin=acc, headline=True, **skew_at)
               for g in gaps]
+    checks.append(figures.within("IID: the three graphs end within 1 point of each other "
+                                 "(max - min of the final accuracies)", iid_spread, acc,
+                                 **_dcliques_versus.reading(found[list(PANELS)[0]],
+                                                            list(LABELS.values()), acc)))
     measured = (f"IID: the three graphs end within {100 * iid_spread:.1f} points; label skew: "
                 f"ring {finals['ring']:.3f}, grid {finals['grid']:.3f}, fully connected "
                 f"{finals['fully connected']:.3f} (ring {100 * gaps['ring']:.1f} and grid "
                 f"{100 * gaps['grid']:.1f} points below fully connected)")
     areas = {g: figures.mean_over_rounds(skew[g], "global_acc") for g in LABELS.values()}
-    notes = [_dcliques_versus.flatness(found)]
+    notes = [_dcliques_versus.convergence_note(found, acc)]
     for g in gaps:
         if checks[list(gaps).index(g)].outcome != "pass":
             lag = areas["fully connected"] - areas[g]

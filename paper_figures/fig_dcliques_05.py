@@ -53,11 +53,13 @@ def main(args: figures.FigureArgs) -> figures.Result:
     n_inter = t.num_edges - k * 45
     checks = [figures.fact("every clique holds every class",
                            bool((cliques["classes"] == classes).all()),
-                           f"mean skew {t.params['skew']:.3g}"),
+                           f"mean skew {t.params['skew']:.3g}", headline=True),
               figures.fact("one inter-clique edge per pair of cliques",
-                           n_inter == k * (k - 1) // 2, f"{n_inter} edges, {k} cliques"),
+                           n_inter == k * (k - 1) // 2, f"{n_inter} edges, {k} cliques",
+                           headline=True),
               figures.fact("every node has at most one inter-clique edge",
-                           bool(inter.max() <= 1), f"at most {int(inter.max())}")]
+                           bool(inter.max() <= 1), f"at most {int(inter.max())}",
+                           headline=True)]
     yes = [("yes" if c.outcome == "pass" else "no") for c in checks]
     measured = (f"{k} cliques of 10, each holding all {classes} classes: {yes[0]} (mean skew "
                 f"{t.params['skew']:.3g}); {n_inter} inter-clique edges, one per pair of "

@@ -34,22 +34,29 @@ def main(args: figures.FigureArgs) -> figures.Result:
     spread = {(p, c): figures.final_spread(found[p].runs[c], "global_acc") for p in PANELS
               for c in (MOM, NO_MOM)}
     others = [k for k in final if k != (pb, MOM)]
+    acc, spr = figures.margin(args.name, "accuracy"), figures.margin(args.name, "spread")
+    at = {p: _dcliques_versus.reading(found[p], (MOM, NO_MOM), acc) for p in PANELS}
+    every = _dcliques_versus.reading_of(  # all four curves
+        {f"{p}: {c}": found[p].runs[c] for p in PANELS for c in (MOM, NO_MOM)},
+        _dcliques_versus.epochs_of(found[pb]), acc)
     checks = [
         figures.below("momentum hurts without Clique Averaging",
-                      final[pa, MOM] - final[pa, NO_MOM]),
+                      final[pa, MOM] - final[pa, NO_MOM], margin=acc, **at[pa]),
         figures.above("momentum helps with Clique Averaging",
-                      final[pb, MOM] - final[pb, NO_MOM]),
+                      final[pb, MOM] - final[pb, NO_MOM], margin=acc, **at[pb]),
         figures.above("Clique Averaging + momentum ends above the best of the other three",
-                      final[pb, MOM] - figures.seedwise(max, *(final[k] for k in others))),
+                      final[pb, MOM] - figures.seedwise(max, *(final[k] for k in others)),
+                      margin=acc, headline=True, **every),
         figures.below("and has a lower final spread than the lowest of the other three",
-                      spread[pb, MOM] - figures.seedwise(min, *(spread[k] for k in others))),
+                      spread[pb, MOM] - figures.seedwise(min, *(spread[k] for k in others)),
+                      margin=spr, headline=True, **every),
     ]
     measured = (
         f"final mean / spread (max - min node): w/o CA: momentum {final[pa, MOM]:.3f} / "
         f"{spread[pa, MOM]:.3f}, none {final[pa, NO_MOM]:.3f} / {spread[pa, NO_MOM]:.3f}; "
         f"with CA: momentum {final[pb, MOM]:.3f} / {spread[pb, MOM]:.3f}, none "
         f"{final[pb, NO_MOM]:.3f} / {spread[pb, NO_MOM]:.3f}")
-    notes = [_dcliques_versus.flatness(found)]
+    notes = [_dcliques_versus.convergence_note(found, acc)]
     if any(c.outcome != "pass" for c in checks):
         notes.append(_dcliques_versus.scale_note(found))
     return figures.Result(fig, measured, checks, numbers, panels=found, notes=notes)

@@ -34,8 +34,11 @@ def momentum(found: dict[str, figures.Panel]) -> tuple[list[Any], str]:
     """Section IV-D: momentum on the random graph is detrimental (CIFAR-10)."""
     runs = found["CIFAR-10 (GN-LeNet)"].runs
     mom, nomom = (figures.final(runs[c], "global_acc") for c in (RND_MOM, RND))
+    acc = figures.margin("dcliques_11", "accuracy")
+    panel = found["CIFAR-10 (GN-LeNet)"]
     return ([figures.below("CIFAR-10: momentum hurts the random graph (final accuracy)",
-                           mom - nomom)],
+                           mom - nomom, margin=acc,
+                           **_dcliques_versus.reading(panel, (RND_MOM, RND), acc))],
             f"random graph with momentum {mom:.3f} vs {nomom:.3f} without")
 
 

@@ -101,9 +101,10 @@ def main(args: figures.FigureArgs) -> figures.Result:
         r, g = values["random cliques"], values["Greedy Swap"]
         checks += [figures.fact(f"{name}: every Greedy Swap experiment below every random one",
                                 bool(g.max() < r.min()),
-                                f"Greedy Swap max {g.max():.3f}, random min {r.min():.3f}"),
+                                f"Greedy Swap max {g.max():.3f}, random min {r.min():.3f}",
+                                headline=True),
                    figures.below(f"{name}: Greedy Swap's median skew close to 0",
-                                 float(np.median(g)), CLOSE_TO_ZERO)]
+                                 float(np.median(g)), CLOSE_TO_ZERO, headline=True)]
         parts.append(f"{name}: Greedy Swap median {np.median(g):.3f} (max {g.max():.3f}, "
                      f"{100 * (g < CLOSE_TO_ZERO).mean():.0f}% below {CLOSE_TO_ZERO}) vs random "
                      f"median {np.median(r):.3f} (min {r.min():.3f})")

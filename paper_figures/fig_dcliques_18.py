@@ -84,7 +84,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     mn, cf = found["MNIST"], found["CIFAR-10"]
     checks = [figures.fact(f"{name}: mean skew below {CLOSE_TO_ZERO} in less than {PAPER_STEPS} "
                            "steps", f["below"] is not None and f["below"] < PAPER_STEPS,
-                           f"step {f['below']}") for name, f in found.items()]
+                           f"step {f['below']}", headline=True) for name, f in found.items()]
     checks += [figures.above("MNIST ends at a higher mean skew than CIFAR-10",
                              mn["final"] - cf["final"]),
                figures.fact(f"MNIST gets below {CLOSE_TO_ZERO} later than CIFAR-10",

@@ -48,6 +48,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2,
                frameon=False)
     numbers = dict(zip(found, numbers.values()))
+    acc, spr = figures.margin(args.name, "accuracy"), figures.margin(args.name, "spread")
     checks, parts = [], []
     for title, panel in found.items():
         gs = next(k for k in panel.runs if k != RANDOM)
@@ -55,15 +56,17 @@ def main(args: figures.FigureArgs) -> figures.Result:
         width = {k: figures.per_seed(panel.runs[k], spread) for k in (gs, RANDOM)}
         fin = {k: figures.final(panel.runs[k], "global_acc") for k in (gs, RANDOM)}
         numbers[title]["mean spread (max - min)"] = [width[c] for c in numbers[title]["curve"]]
+        speed = _dcliques_versus.reading(panel, (gs, RANDOM), acc, speed=True)
         checks += [figures.above(f"{title}: Greedy Swap faster (mean accuracy over the run)",
-                                 area[gs] - area[RANDOM]),
+                                 area[gs] - area[RANDOM], margin=acc, headline=True, **speed),
                    figures.below(f"{title}: Greedy Swap lower spread between nodes (mean over "
-                                 "the run)", width[gs] - width[RANDOM])]
+                                 "the run)", width[gs] - width[RANDOM], margin=spr,
+                                 headline=True, **speed)]
         parts.append(f"{title}: mean accuracy over the run {area[gs]:.3f} (Greedy Swap) vs "
                      f"{area[RANDOM]:.3f} (random), final {fin[gs]:.3f} vs {fin[RANDOM]:.3f}; "
                      f"node spread {width[gs]:.3f} vs {width[RANDOM]:.3f}")
     return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found,
-                          notes=[_dcliques_versus.flatness(found)])
+                          notes=[_dcliques_versus.convergence_note(found, acc)])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from typing import Any
 
 from topofl import figures
 
+PAPER_ROUNDS = 98  # Appendix F.3.3: DPFL's 98 rounds after its 2 of pre-processing (panels: 80, 99)
+
 
 def label(config: Mapping[str, Any]) -> str:
     from topofl.algorithms.dpfl import resolve_budget
@@ -124,16 +126,28 @@ def main(args: figures.FigureArgs) -> figures.Result:
     table = pd.DataFrame([{"budget": b, **s} for b, s in stat.items()])
     budgets = list(stat)
     sym = [stat[b]["mean symmetry over rounds"] for b in budgets]
+    n = int(next(iter(panel.configs.values()))["n_clients"])
+    collab, symmetry = (figures.margin(args.name, k) for k in ("collaborators", "symmetry"))
+    # a learned graph read at a round: at the paper's round 98 when the runs reach it, else
+    # only where the graph's own curves (density, reciprocity) flattened
+    horizon = (f"the learned graph at the paper's last round ({PAPER_ROUNDS})"
+               if last + 1 >= PAPER_ROUNDS else None)
+    dense = figures.convergence(panel.runs, "realized_density", tolerance=collab / (n - 1))
+    recip = figures.convergence(panel.runs, "realized_reciprocity", tolerance=symmetry)
     checks = [
-        figures.above("Omega denser than the last round's collaborators (every budget)",
+        figures.above("Omega denser than the last round's collaborators (every budget; "
+                      "collaborators per client)",
                       figures.seedwise(min, *(stat[b]["Omega per client"]
                                               - stat[b][f"round {last} per client"]
-                                              for b in budgets)), fmt=".2f"),
+                                              for b in budgets)), margin=collab, headline=True,
+                      converged=dense, horizon=horizon, fmt=".2f"),
         figures.below("the mean symmetry over rounds falls as the budget lowers (largest step "
-                      "up below 0)", figures.seedwise(max, *(b - a for a, b in zip(sym, sym[1:])))),
+                      "up below 0)", figures.seedwise(max, *(b - a for a, b in zip(sym, sym[1:]))),
+                      margin=symmetry, converged=recip, horizon=horizon),
         figures.within("the mean symmetry over rounds within 0.70-0.95 (the paper's 80-88%, "
                        "loosely; largest distance to 0.825)",
-                       figures.seedwise(lambda *v: max(abs(x - 0.825) for x in v), *sym), 0.125),
+                       figures.seedwise(lambda *v: max(abs(x - 0.825) for x in v), *sym), 0.125,
+                       converged=recip, horizon=horizon),
     ]
     per_client = ", ".join(f"{b}: {stat[b]['Omega per client']:.1f} -> "
                            f"{stat[b][f'round {last} per client']:.1f}" for b in budgets)
@@ -143,13 +157,15 @@ def main(args: figures.FigureArgs) -> figures.Result:
                 f"{last}: " + ", ".join(f"{stat[b][f'same label, round {last}']:.2f}"
                                         for b in budgets)
                 + f" vs {stat[budgets[0]]['same label, random']:.2f} at random")
-    notes = []
-    if args.scale != "full":
-        notes.append(f"{last + 1} rounds instead of the paper's 98: the paper's panels run to "
-                     "round 80 and 99, ours show the first rounds")
-    if last + 1 < 60:
-        notes.append("the paper's 'from round 60 on the graph barely changes' is not tested: "
-                     f"the run stops after {last + 1} rounds")
+    notes = [f"Convergence of the graphs' curves (last quarter of the rounds): collaborators "
+             f"per client {dense.describe(scale=n - 1)}; symmetry "
+             f"{recip.describe(scale=1.0)}"]
+    if last + 1 < PAPER_ROUNDS:
+        notes.append(f"{last + 1} rounds instead of the paper's {PAPER_ROUNDS}: the paper's "
+                     "panels run to round 80 and 99, ours show the first rounds")
+    notes.append("the paper's 'from round 60 on the graph barely changes' is not a check here "
+                 "(the convergence reading above covers the density and symmetry only)"
+                 + (f": the run stops after {last + 1} rounds" if last + 1 < 60 else ""))
     return figures.Result(fig, measured, checks, table, panels=found, notes=notes)
 
 

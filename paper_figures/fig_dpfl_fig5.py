@@ -18,10 +18,13 @@ from topofl import figures
 # config prefix (one config per method: <prefix>_<method>) -> panel title
 PANELS = {"dpfl_fig5": "FEMNIST, natural split (paper Fig. 5)"}
 
+# the paper's rounds (DPFL: 48 after its 2 of pre-processing; Appendix F)
+PAPER_ROUNDS = 50
+
 
 @figures.script
 def main(args: figures.FigureArgs) -> figures.Result:
-    return _dpfl_variance.panels(args, PANELS)
+    return _dpfl_variance.panels(args, PANELS, total=PAPER_ROUNDS)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,13 @@ from topofl import figures
 PANELS = {"dpfl_fig6_dir": "(a) CINIC-10 Dir(0.1) (paper Fig. 6a)",
           "dpfl_fig6_patho": "(b) CINIC-10 Patho(3) (paper Fig. 6b)"}
 
+# the paper's rounds (DPFL: 48 after its 2 of pre-processing; Appendix F)
+PAPER_ROUNDS = 50
+
 
 @figures.script
 def main(args: figures.FigureArgs) -> figures.Result:
-    return _dpfl_variance.panels(args, PANELS)
+    return _dpfl_variance.panels(args, PANELS, total=PAPER_ROUNDS)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import topofl as tf
 from tests import _figures
@@ -141,7 +143,7 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     setting = dict(figures.setting(rec))
     assert setting["topology"] == "ring / complete" and setting["n_clients"] == "6"
     fig = tf.plotting.convergence(runs, "global_acc", band="lines")
-    checks = [figures.fact("a fact", True), figures.above("a gap", -0.5)]
+    checks = [figures.fact("a fact", True), figures.above("a gap", -0.5)]  # no headline: both
     png = figures.write(args, fig, title="Toy", setting=figures.setting(rec), numbers=table,
                         claim="complete beats ring", measured="see table", checks=checks,
                         notes=["a note"], dataset="digits", seeds=[0],
@@ -150,7 +152,7 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     assert png == tmp_path / "out" / "toy.png" and png.stat().st_size > 5000
     md, verdict = _figures.verdict("toy", tmp_path / "out")
     assert "**Verdict:** partly" in md and "- a note" in md and f"{final:.4f}" in md
-    assert "| a gap | -0.500 | > 0.000 | fail |" in md
+    assert "| a gap | -0.500 | > 0.000 | fail | exact (the other side) |" in md
     assert "digits (offline stand-in for mnist)" in md
     assert verdict["verdict"] == "partly" and verdict["seeds"] == [0]
     assert verdict["stand_in"] == {"mnist": "digits"} and verdict["optimizer_state"] == ["keep"]
@@ -313,47 +315,141 @@ def test_over_seeds_statistics_and_pairing() -> None:
     assert figures.seedwise(max, a, b).values == a.values
 
 
+H = "a test"  # a check's horizon reason, where the test is not about convergence
+
+
 @pytest.mark.parametrize("values, outcome", [
-    ((0.03, 0.04, 0.05), "pass"),        # mean 0.04, std 0.01: the band above 0
-    ((-0.05, -0.04, -0.03), "fail"),     # the band below 0
-    ((0.05, -0.03, 0.01), "inconclusive"),  # mean 0.01 < std 0.04: the spread covers it
-    ((0.0, 0.0, 0.0), "fail"),           # x = t exactly is not x > t
+    ((0.03, 0.04, 0.05), "pass"),        # m 0.04, s 0.01: t = 6.93, 2 dof, p = 0.010
+    ((-0.05, -0.04, -0.03), "fail"),     # the mirror image: the other side is significant
+    ((0.01, 0.03, 0.05), "inconclusive"),  # m 0.03, s 0.02: t = 2.60, p = 0.061 > 0.05
+    ((0.05, -0.03, 0.01), "inconclusive"),  # the spread covers it
+    ((0.0, 0.0, 0.0), "inconclusive"),   # x = t exactly: a tie, not a fail
+    ((0.02, 0.02, 0.02), "inconclusive"),  # no spread: the sign test, p = 1/8
+    ((0.02,) * 5, "pass"),               # no spread over 5 seeds: p = 1/32
     ((0.04,), "inconclusive"),           # one seed: no spread measured
 ])
 def test_above_by_hand(values: tuple[float, ...], outcome: str) -> None:
-    assert figures.above("x", _s(*values)).outcome == outcome
+    assert figures.above("x", _s(*values), horizon=H).outcome == outcome
     flipped = {"pass": "fail", "fail": "pass"}.get(outcome, outcome)
-    if values != (0.0, 0.0, 0.0):  # below is the mirror image
-        assert figures.below("x", -_s(*values)).outcome == outcome
-        assert figures.below("x", _s(*values)).outcome == flipped
+    assert figures.below("x", -_s(*values), horizon=H).outcome == outcome
+    assert figures.below("x", _s(*values), horizon=H).outcome == flipped
+
+
+def test_above_reports_the_paired_t_p_and_the_per_seed_values() -> None:
+    c = figures.above("x", _s(0.03, 0.04, 0.05), horizon=H)
+    assert c.reason.startswith("one-sided p = 0.010")
+    d = c.as_dict()
+    assert d["values"] == [0.03, 0.04, 0.05] and d["seeds"] == [0, 1, 2]
+    assert d["test"] == "paired t" and d["p_above"] == pytest.approx(0.0101, abs=1e-4)
+    assert d["horizon"] == H and d["margin"] == 0.0 and d["threshold"] == 0.0
+
+
+def test_margins_make_ties_decided_as_the_claim_reads() -> None:
+    v = _s(0.03, 0.04, 0.05)  # significantly above 0, but by less than 0.05
+    assert figures.above("x", v, margin=0.05, horizon=H).outcome == "inconclusive"
+    assert figures.above("x", v, margin=0.05, horizon=H).reason.startswith("tie")
+    assert figures.above("x", v, margin=0.05, tie="pass", horizon=H).outcome == "pass"
+    assert figures.above("x", v, margin=0.03, horizon=H).outcome == "pass"
+    assert figures.above("x", -v, margin=0.05, tie="pass", horizon=H).outcome == "pass"
+    assert figures.above("x", 0.3, 0.2, margin=0.2).outcome == "inconclusive"  # exact tie
+    with pytest.raises(ValueError, match="margin"):
+        figures.above("x", v, margin=-0.1, horizon=H)
+    with pytest.raises(ValueError, match="tie"):
+        figures.above("x", v, tie="maybe", horizon=H)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=8),
+       st.floats(-0.5, 0.5), st.sampled_from([0.0, 0.01, 0.1]))
+def test_above_matches_scipy_one_sample_t(values: list[float], t: float,
+                                          margin: float) -> None:
+    """The slow obvious reference: scipy's one-sample t test of the per-seed values against
+    the threshold, one-sided, at 5 %, after the margin's tie."""
+    import numpy as np
+    from scipy import stats
+
+    x = np.array(values)
+    c = figures.above("x", _s(*values), t, margin=margin, horizon=H)
+    d = np.round(x - t, 12)
+    m = float(np.mean(x - t))
+    if np.ptp(d) < 1e-9 * max(1.0, float(np.max(np.abs(d)))):
+        return  # (nearly) no spread: the sign test's case, tested by hand above
+    p_up = stats.ttest_1samp(x, t, alternative="greater").pvalue
+    p_down = stats.ttest_1samp(x, t, alternative="less").pvalue
+    if abs(m) < margin or abs(m) < 1e-12:
+        assert c.outcome == "inconclusive"
+    elif min(abs(p_up - 0.05), abs(p_down - 0.05)) < 1e-6:
+        return  # on the boundary, rounding decides
+    elif m > 0 and p_up < 0.05:
+        assert c.outcome == "pass"
+    elif m < 0 and p_down < 0.05:
+        assert c.outcome == "fail"
+    else:
+        assert c.outcome == "inconclusive"
 
 
 def test_thresholds_and_exact_numbers() -> None:
-    assert figures.above("x", _s(0.02, 0.03, 0.04), 0.01).outcome == "pass"
-    assert figures.above("x", _s(0.02, 0.03, 0.04), 0.025).outcome == "inconclusive"
+    assert figures.above("x", _s(0.02, 0.03, 0.04), 0.01, horizon=H).outcome == "pass"
+    assert figures.above("x", _s(0.02, 0.03, 0.04), 0.025, horizon=H).outcome == "inconclusive"
     assert figures.above("x", 0.3, 0.2).outcome == "pass"   # exact: no spread
     assert figures.below("x", 0.3, 0.2).outcome == "fail"
     assert figures.above("x", float("nan")).outcome == "inconclusive"
     with pytest.raises(TypeError, match="OverSeeds or a number"):
         figures.above("x", "0.3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="converged= .*or horizon="):
+        figures.above("x", _s(0.1, 0.2))  # over seeds: needs a convergence reading
 
 
 @pytest.mark.parametrize("values, outcome", [
-    ((0.01, 0.0, -0.01), "pass"),    # |m| + s = 0.01 <= 0.02
-    ((0.05, 0.06, 0.04), "fail"),    # |m| - s = 0.04 > 0.02
-    ((0.0, 0.04, 0.02), "inconclusive"),  # m = 0.02, s = 0.02
+    ((0.01, 0.0, -0.01), "pass"),    # m 0, s 0.01: one-sided 95 % bounds +-0.0169 inside 0.02
+    ((0.05, 0.06, 0.04), "fail"),    # bounds [0.033, 0.067] outside
+    ((0.0, 0.04, 0.02), "inconclusive"),  # m = 0.02, s = 0.02: the bounds cross 0.02
+    ((0.015, 0.0, -0.015), "inconclusive"),  # m 0, but the bounds +-0.025 cross 0.02
     ((0.01,), "inconclusive"),
 ])
 def test_within_by_hand(values: tuple[float, ...], outcome: str) -> None:
-    assert figures.within("x", _s(*values), 0.02).outcome == outcome
-    assert figures.within("x", -_s(*values), 0.02).outcome == outcome
+    assert figures.within("x", _s(*values), 0.02, horizon=H).outcome == outcome
+    assert figures.within("x", -_s(*values), 0.02, horizon=H).outcome == outcome
     with pytest.raises(ValueError, match="tolerance"):
         figures.within("x", 0.1, -1.0)
 
 
+def _cell(*curves: list[float]) -> object:
+    return tf.records.Records(rows=[
+        {"run": f"s{s}", "round": t, "client": None, "metric": "acc", "value": v}
+        for s, c in enumerate(curves) for t, v in enumerate(c)],
+        configs={f"s{s}": {"seed": s} for s in range(len(curves))})
+
+
+def test_convergence_reads_the_last_quarter_of_each_curve() -> None:
+    flat = _cell([0.1, 0.5, 0.6, 0.7, 0.70, 0.70, 0.70, 0.705],
+                 [0.2, 0.5, 0.6, 0.7, 0.70, 0.71, 0.70, 0.70])
+    rising = _cell([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8],
+                   [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    c = figures.convergence({"flat": flat}, "acc")
+    # 8 rounds: the last quarter runs from round 6 to 8 (value index 5 to 7)
+    assert c.span == (6, 8) and c.flat
+    assert c.gains[0][1].values == pytest.approx((0.005, -0.01))
+    both = figures.convergence({"flat": flat, "rising": rising}, "acc")
+    assert not both.flat and both.rising == ["rising"]
+    assert figures.convergence({"rising": rising}, "acc", tolerance=0.3).flat
+    d = _s(0.03, 0.04, 0.05)
+    late = figures.above("x", d, converged=both)
+    assert late.outcome == "inconclusive" and late.reason.startswith("not converged")
+    assert "would be pass" in late.reason
+    assert late.as_dict()["convergence"]["flat"] is False
+    assert figures.above("x", d, converged=c).outcome == "pass"
+    assert figures.above("x", d, converged=both, horizon="speed").outcome == "pass"
+    assert figures.within("x", d, 0.1, converged=both).outcome == "inconclusive"
+    with pytest.raises(ValueError, match="tolerance"):
+        figures.convergence({"flat": flat}, "acc", tolerance=0)
+    with pytest.raises(ValueError, match="at least one"):
+        figures.convergence({}, "acc")
+
+
 def test_verdict_categories() -> None:
     p, f = figures.fact("p", True), figures.fact("f", False)
-    i = figures.above("i", _s(0.1))
+    i = figures.above("i", _s(0.1), horizon=H)
     assert figures.verdict([p, p]) == "holds"
     assert figures.verdict([f, f]) == "does not hold"
     assert figures.verdict([f, i]) == "does not hold"
@@ -366,6 +462,33 @@ def test_verdict_categories() -> None:
         figures.verdict([])
     with pytest.raises(ValueError, match="unknown check outcome"):
         figures.verdict([figures.Check("x", "maybe", "", "")])
+
+
+def test_the_verdict_is_the_headlines() -> None:
+    p, f = figures.fact("p", True), figures.fact("f", False)
+    hp, hf = figures.fact("hp", True, headline=True), figures.fact("hf", False, headline=True)
+    hi = figures.above("hi", _s(0.1), horizon=H, headline=True)
+    assert figures.verdict([hp, f, f]) == "holds"
+    assert figures.verdict([hf, p, p]) == "does not hold"
+    assert figures.verdict([hi, p]) == "inconclusive at this scale"
+    assert figures.verdict([hp, hf, p]) == "partly"  # a conjunction of two parts
+    assert figures.headline_of([hp, f]) == [hp] and figures.headline_of([p, f]) == [p, f]
+    assert figures.secondary([hp, f, p]) == (1, 2) and figures.secondary([p, f]) == (0, 0)
+
+
+def test_margins_are_read_from_the_claims(tmp_path: Path) -> None:
+    claims = tmp_path / "claims.toml"
+    claims.write_text('[margins.accuracy]\nvalue = 0.01\nreason = "one point"\n'
+                      '[toy]\ntitle = "T"\nclaim = "c"\n'
+                      '[toy.margins.rounds]\nvalue = 5\nreason = "a tenth"\n')
+    assert figures.margin("toy", "accuracy", claims) == 0.01
+    assert figures.margin("toy", "rounds", claims) == 5.0
+    assert figures.claim_of("toy", claims)["margins"]["rounds"]["reason"] == "a tenth"
+    with pytest.raises(figures.FigureError, match="no margin of kind 'spread'"):
+        figures.margin("toy", "spread", claims)
+    claims.write_text('[toy]\ntitle = "T"\nclaim = "c"\nmargins = {rounds = 5}\n')
+    with pytest.raises(figures.FigureError, match="value = a number"):
+        figures.claim_of("toy", claims)
 
 
 # ------------------------------------------------------------------------------ provenance
@@ -449,7 +572,9 @@ def test_stale_results_are_listed_by_index_check(tmp_path: Path,
     assert set(stale) == {"other", "old"} and "0.0.1+abc" in stale["other"]
     idx = figures.index(tmp_path)
     assert idx.startswith("3 results: 1 holds, 1 partly, 1 does not hold, 0 inconclusive at "
-                          "this scale; 2 computed by other code")
+                          "this scale (3 of them still decided by the older rule, not rerun "
+                          "yet); 2 computed by other code")
+    assert "| does not hold (older rule: not rerun yet) |" in idx
     root = tmp_path / "root"
     (root / "results").mkdir(parents=True)
     _figures.patch_figures(monkeypatch, "_root", lambda: root)
@@ -467,17 +592,24 @@ def test_index_rewrites_only_its_block_of_the_readme(tmp_path: Path,
 
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "x.json").write_text(json.dumps(
-        {"name": "x", "verdict": "holds", "code": figures.code_fingerprint(), "seeds": [0, 1]}))
+        {"name": "x", "verdict": "holds", "code": figures.code_fingerprint(), "seeds": [0, 1],
+         "rule": figures.RULE, "rounds": {"run": [40], "paper": [500]},
+         "checks": [{"name": "A beats B", "headline": True, "outcome": "pass",
+                     "reason": "one-sided p = 0.010", "convergence": {"flat": True}}]}))
     readme = tmp_path / "README.md"
-    readme.write_text("# Head\n\nprose kept\n\n" + figures.results._INDEX_START
-                      + "\nstale text\n" + figures.results._INDEX_END + "\n\n## After\ntail kept\n")
+    r = figures.results
+    readme.write_text("# Head\n\nprose kept\n\n" + r._INDEX_START + "\nstale text\n"
+                      + r._INDEX_END + "\n\n## Middle\n\n" + r._CHANGES_START + "\nold\n"
+                      + r._CHANGES_END + "\n\n## After\ntail kept\n")
     _figures.patch_figures(monkeypatch, "_root", lambda: tmp_path)
     _figures.patch_figures(monkeypatch, "available", lambda: {"x": "X", "y": "Y"})
     assert figures.main(["index"]) == 0
     text = readme.read_text()
     assert text.startswith("# Head\n\nprose kept\n\n") and text.endswith("## After\ntail kept\n")
     assert "stale text" not in text and "[x](results/x.md)" in text and "fig_y.py" in text
-    assert "1 result: 1 holds" in text
+    assert "1 result: 1 holds" in text and "## Middle" in text and "\nold\n" not in text
+    # the table of verdicts before and after the rule (no git history here: "-" before)
+    assert "| x | - | holds | 40 of 500 | yes | A beats B: pass (one-sided p = 0.010) |" in text
 
 
 # ------------------------------------------------------------------------------ outputs
@@ -509,14 +641,15 @@ def test_script_writes_its_result_with_the_claim(tmp_path: Path,
     _figures.patch_figures(monkeypatch, "_root", lambda: root)
     ns: dict[str, object] = {"__file__": str(root / "fig_toy.py"), "__doc__": "Toy figure."}
     exec("def build(args):\n    return figures.Result(None, 'measured', "
-         "[figures.above('gap', figures.OverSeeds((0.1, 0.2), (0, 1)))], {}, seeds=[0, 1])",
+         "[figures.above('gap', figures.OverSeeds((0.1, 0.2, 0.15), (0, 1, 2)), horizon='h')],"
+         " {}, seeds=[0, 1, 2])",
          {"figures": figures, **ns}, ns)
     main = figures.script(ns["build"])  # type: ignore[arg-type]
     assert main(["--quick", "--out", str(tmp_path / "o")]) == 0
     md = (tmp_path / "o" / "toy.md").read_text()
     assert capsys.readouterr().out.strip() == str(tmp_path / "o" / "toy.md")
     assert "**Paper:** A beats B" in md and "- a standing note" in md
-    assert "**Verdict:** holds" in md and "2 seeds (0, 1)" in md
+    assert "**Verdict:** holds" in md and "3 seeds (0, 1, 2)" in md
 
     def broken(args: figures.FigureArgs) -> figures.Result:
         raise figures.FigureError("no runs")

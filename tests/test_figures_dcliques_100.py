@@ -133,9 +133,10 @@ def test_dcliques_100_quick_content(name: str, quick_out: Path) -> None:
     assert v["seeds"] == [0] and v["verdict"] == "inconclusive at this scale"  # one seed
 
 
-def test_flatness_hand_computed() -> None:
-    """``_dcliques_versus.flatness`` on two toy curves (two seeds each, evaluated at rounds
-    1..8): one rising 2 points over the last quarter, one flat from round 3."""
+def test_reading_hand_computed() -> None:
+    """``_dcliques_versus.reading`` on two toy curves (two seeds each, evaluated at rounds
+    1..8, 12.5 epochs a round: 100 epochs, the paper's): one rising 20 points over the last
+    quarter, one flat from round 3."""
     import runpy
 
     mod = runpy.run_path(str(FIGS / "_dcliques_versus.py"))
@@ -143,16 +144,29 @@ def test_flatness_hand_computed() -> None:
     def rec(vals: list[list[float]]) -> object:
         return tf.records.Records(rows=[
             {"run": f"s{s}", "round": t, "client": None, "metric": "global_acc_mean", "value": v}
-            for s, vs in enumerate(vals) for t, v in enumerate(vs)])
+            for s, vs in enumerate(vals) for t, v in enumerate(vs)],
+            configs={f"s{s}": {"seed": s} for s in range(len(vals))})
 
     rising = rec([[.1, .2, .3, .4, .5, .6, .7, .8], [.1, .2, .3, .4, .5, .6, .7, .8]])
     flat = rec([[.1, .5, .80, .80, .80, .80, .80, .805], [.1, .5, .80, .80, .80, .80, .80, .795]])
-    panel = figures.Panel("P", {"up": rising, "flat": flat}, {}, {}, [], [])
-    text = mod["flatness"]({"P": panel})
-    # rising: rounds 1..8, last quarter from round 6 (8 - 8 // 4): 0.8 - 0.6 = 20 points;
-    # within 1 point of its best (0.8) only at round 8
-    assert "up (+20.0 points over the last quarter, within 1 point of its best from round 8 " \
-           "of 8)" in text.split("Flat:")[0]
-    # flat: the mean is 0.8 from round 3 on
-    assert "flat (+0.0 points over the last quarter, within 1 point of its best from round 3 " \
-           "of 8)" in text.split("Flat:")[1]
+    cfg = {"rounds": 8}
+    panel = figures.Panel("P", {"up": rising, "flat": flat}, {"up": 12.5, "flat": 12.5},
+                          {"up": cfg, "flat": cfg}, [], [])
+    assert mod["epochs_of"](panel) == 100
+    # a final value of flat curves: their convergence reading, flat
+    got = mod["reading"](panel, ["flat"], 0.01)
+    assert got["converged"].flat and set(got) == {"converged"}
+    # a rising curve at the paper's 100 epochs: read at the paper's horizon, said so
+    got = mod["reading"](panel, ["up", "flat"], 0.01)
+    assert set(got) == {"horizon"} and "the paper's 100 epochs" in got["horizon"]
+    assert "up still moved" in got["horizon"]
+    # a speed is read at the run's horizon
+    assert mod["reading"](panel, ["up"], 0.01, speed=True) == {
+        "horizon": "speed, the mean accuracy over the paper's 100 epochs"}
+    # half the paper's epochs: a rising curve makes a final value inconclusive (converged=)
+    half = figures.Panel("P", panel.runs, {"up": 6.25, "flat": 6.25}, panel.configs, [], [])
+    got = mod["reading"](half, ["up", "flat"], 0.01)
+    assert not got["converged"].flat and got["converged"].rising == ["up"]
+    assert "first 50 of the paper's 100" in mod["reading"](half, ["up"], 0.01,
+                                                          speed=True)["horizon"]
+    assert "not converged" in mod["convergence_note"]({"P": half}, 0.01)

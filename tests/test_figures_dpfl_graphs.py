@@ -65,7 +65,11 @@ def _run_quick(name: str, out: Path) -> Any:
 def test_fig4_quick_content(quick_out: Path) -> None:
     fig = _run_quick("dpfl_fig4", quick_out)
     md = (quick_out / "dpfl_fig4.md").read_text(encoding="utf-8")
-    verdict("dpfl_fig4", quick_out)
+    _, got = verdict("dpfl_fig4", quick_out)
+    # the two experiments' central statements are the headline, "fewer than in Omega" is not
+    head = [c["name"][:3] for c in got["checks"] if c["headline"]]
+    assert head == ["(a)", "(b)"] and not got["checks"][2]["headline"]
+    assert all("convergence" in c for c in got["checks"])
     summary = {r[0]: r for r in _md_table(md, "case")}
     share_ax = next(ax for ax in fig.axes if ax.get_xlabel() == "round")
     curves = {ln.get_label(): ln for ln in share_ax.lines}
@@ -127,7 +131,8 @@ def test_fig2_quick_content(quick_out: Path) -> None:
         assert int((codes == SELECTION_CODES["chosen"]).sum()) == int(last.sum())
         assert not (last & ~omega).any()
         assert int((codes == SELECTION_CODES["candidate"]).sum()) == int((omega & ~last).sum())
-    verdict("dpfl_fig2", quick_out)
+    _, got = verdict("dpfl_fig2", quick_out)
+    assert [c["headline"] for c in got["checks"]] == [True, False, False]
 
 
 def test_fig3_committed_result() -> None:
@@ -144,7 +149,8 @@ def test_fig3_committed_result() -> None:
 def test_fig3_quick_content(quick_out: Path) -> None:
     fig = _run_quick("dpfl_fig3", quick_out)
     md = (quick_out / "dpfl_fig3.md").read_text(encoding="utf-8")
-    verdict("dpfl_fig3", quick_out)
+    _, got = verdict("dpfl_fig3", quick_out)
+    assert all(c["headline"] and "convergence" in c for c in got["checks"])
     rec = tf.records.load_many(quick_out / "runs" / "dpfl_fig3" / "dpfl_fig3")
     assert len(rec.runs) == 2  # DPFL and the random graph, one budget, one seed
     final = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import statistics
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -118,6 +119,74 @@ def test_accuracy_variance_error_bars_are_the_seed_spread() -> None:
         tf.plotting.accuracy_variance(points, errors={"Local Only": (1.0,)})  # type: ignore[dict-item]
 
 
+# ------------------------------------------------------------------ the DPFL checks (fast)
+
+
+def _dpfl_checks() -> Any:
+    import sys
+
+    if str(FIGS) not in sys.path:
+        sys.path.insert(0, str(FIGS))
+    import _dpfl_checks
+
+    return _dpfl_checks
+
+
+def _curve_records(curves: list[list[float]]) -> tf.records.Records:
+    return tf.records.Records(
+        rows=[{"run": f"s{s}", "round": t, "client": None, "metric": "test_acc_mean",
+               "value": v} for s, c in enumerate(curves) for t, v in enumerate(c)],
+        configs={f"s{s}": {"seed": s} for s in range(len(curves))})
+
+
+def test_dpfl_reading_is_inconclusive_on_rising_curves_before_the_papers_rounds() -> None:
+    dc = _dpfl_checks()
+    rising = _curve_records([[0.1 * t for t in range(8)]] * 3)  # +0.2 over the last quarter
+    gap = tf.figures.OverSeeds((2.0, 2.5, 3.0), (0, 1, 2))  # a clear win, in points
+    short = dc.reading("dpfl_table1", {"DPFL": rising}, [{"algorithm": "dpfl", "rounds": 58}],
+                       100)
+    assert short["horizon"] is None and not short["converged"].flat
+    check = tf.figures.above("DPFL above", gap, margin=1.0, **short)
+    assert check.outcome == "inconclusive" and "not converged" in check.reason
+    # the paper's own rounds reached (DPFL's 98 + 2 of pre-processing, the baselines' 100)
+    full = dc.reading("dpfl_table1", {"DPFL": rising},
+                      [{"algorithm": "dpfl", "rounds": 98}, {"algorithm": "local",
+                                                              "rounds": 100}], 100)
+    assert "100 rounds" in full["horizon"]
+    assert tf.figures.above("DPFL above", gap, margin=1.0, **full).outcome == "pass"
+    flat = _curve_records([[0.5, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8]] * 3)
+    done = dc.reading("dpfl_table1", {"DPFL": flat}, [{"algorithm": "dpfl", "rounds": 58}], 100)
+    assert done["converged"].flat and done["horizon"] is None
+    assert tf.figures.above("DPFL above", gap, margin=1.0, **done).outcome == "pass"
+
+
+def test_dpfl_comparisons_score_every_method_alike() -> None:
+    """A comparison across methods scores every method at its last round (topofl's baselines
+    have no best-validation selection); DPFL-only comparisons keep the paper's selection."""
+    from topofl.figures.config import load_config
+
+    for name in ("dpfl_table1_patho_dpfl", "dpfl_table1_dir_dpfl", "dpfl_fig5_dpfl",
+                 "dpfl_fig6_dir_dpfl", "dpfl_fig6_patho_dpfl"):
+        for scale in ("quick", "default", "full"):
+            assert load_config(name, scale)["select"] == "last", (name, scale)
+    for name in ("dpfl_table2", "dpfl_table3", "dpfl_fig3"):
+        assert load_config(name, "default")["select"] == "best_val", name
+
+
+def test_dpfl_default_scales_run_the_papers_rounds() -> None:
+    from topofl.figures.config import load_config
+
+    for name, rounds in (("dpfl_table1_patho_dpfl", 98), ("dpfl_table1_patho_local", 100),
+                         ("dpfl_table1_patho_knn_per", 100), ("dpfl_table2", 98),
+                         ("dpfl_table3", 98), ("dpfl_fig3", 98), ("dpfl_fig2", 98),
+                         ("dpfl_fig4_greedy", 98), ("dpfl_fig4_no_greedy", 98),
+                         ("dpfl_fig5_dpfl", 48), ("dpfl_fig5_local", 50)):
+        assert load_config(name, "default")["rounds"] == rounds, name
+    # Table 3: rounds before columns, one budget at the default scale, all four at --full
+    assert load_config("dpfl_table3", "default")["sweep"]["budget"] == [0.1]
+    assert load_config("dpfl_table3", "full")["sweep"]["budget"] == [1.0, 0.2, 0.1, 0.05]
+
+
 # ------------------------------------------------------------------ the scripts (opt in)
 
 
@@ -133,6 +202,9 @@ def _verdict(out: Path, name: str, md: str) -> dict:  # type: ignore[type-arg]
     # (one stand-in per paper dataset is recorded; Table 1's two splits have two)
     assert got["stand_in"] and set(got["stand_in"].values()) <= set(ran), got
     assert all(d.startswith("mnist1d:") and d in md for d in ran)
+    assert any(c["headline"] for c in got["checks"])  # every result names its headline
+    for c in got["checks"]:  # a check over seeds carries its convergence reading
+        assert "convergence" in c or "horizon" in c or c["measured"] == "not run", c
     return got
 
 
@@ -174,7 +246,9 @@ def test_dpfl_table1_quick_numbers(quick_out: Path) -> None:
             b = rec.configs[run]["budget"]
             row = {1.0: "DPFL (inf)", 0.2: "DPFL (0.2N)"}[b]
             assert rows[row][col] == f"{acc:.2f}" and rows[row][2 + col] == f"{var:.1f}"
-            assert rec.configs[run]["select"] == "best_val"
+            # one model selection for every method of the table (the baselines have no
+            # best-validation selection), so DPFL is scored at its last round too
+            assert rec.configs[run]["select"] == "last"
     assert rows["DPFL (inf)"][4:6] == ["84.39", "83.04"]  # the paper's numbers
 
 

@@ -121,6 +121,46 @@ def test_fig2_records_at_round_one_compare_identical_models() -> None:
     assert mod["mean"]([0.5, math.nan, 1.0]) == 0.75
 
 
+def test_table1_never_reaching_and_untestable_columns() -> None:
+    # Table I's secondary "never reaches" check: a fail only where every seed reaches the
+    # target within the run, a pass only where no seed does within the paper's 500 rounds
+    mod = script("pfeddst_table1")
+    S = figures.OverSeeds
+    seeds = (0, 1, 2)
+    assert mod["never"]("C", "FedAvg", S((10, 12, 14), seeds), 80).outcome == "fail"
+    assert mod["never"]("C", "FedAvg", S((81, 81, 81), seeds), 80).outcome == "inconclusive"
+    assert mod["never"]("C", "FedAvg", S((10, 81, 81), seeds), 80).outcome == "inconclusive"
+    assert mod["never"]("C", "FedAvg", S((501, 501, 501), seeds), 500).outcome == "pass"
+    assert mod["cell"](S((10, 12, 81), seeds), 80) == "11 (2/3 seeds)"
+    assert mod["cell"](S((81, 81, 81), seeds), 80) == "-"
+    # a seed that never reaches counts run + 1: PFedDST reaching where the rival never does
+    # passes (5 seeds: the sign test of a difference the same in every seed reaches 95 %),
+    # two methods that never reach tie
+    h = "rounds to a target"
+    five = tuple(range(5))
+    never = S((81.0,) * 5, five)
+    assert figures.above("x", never - S((40.0,) * 5, five), margin=2, horizon=h).outcome == "pass"
+    three = S((81.0,) * 3, seeds) - S((40.0,) * 3, seeds)  # 3 seeds: sign test p = 0.125
+    assert figures.above("x", three, margin=2, horizon=h).outcome == "inconclusive"
+    assert figures.above("x", never - never, margin=2, horizon=h).outcome == "inconclusive"
+    # a column on a stand-in that fails its calibration: inconclusive, the numbers' outcome kept
+    helper = mod["_pfeddst"]
+    c = figures.above("x", S((0.05, 0.06, 0.04), seeds), horizon=h)
+    u = helper.untestable(c, "untestable here")
+    assert c.outcome == "pass" and u.outcome == "inconclusive"
+    assert u.reason.startswith("untestable here; would be pass")
+
+
+def test_curves_margins_are_half_the_papers_leads() -> None:
+    # Figs. 3 and 4: the paper's leads are 1.0 and 0.7 point; the margins are half of them,
+    # Table I's in rounds; Fig. 2 and the selection study use the global accuracy margin
+    assert figures.margin("pfeddst_fig3", "accuracy") == pytest.approx(0.005)
+    assert figures.margin("pfeddst_fig4", "accuracy") == pytest.approx(0.0035)
+    assert figures.margin("pfeddst_table1", "rounds") > 0
+    assert figures.margin("pfeddst_fig2", "accuracy") == figures.margin("pfeddst_selection",
+                                                                        "accuracy")
+
+
 # ------------------------------------------------------------------ --quick, content checked
 
 

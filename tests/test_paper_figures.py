@@ -30,7 +30,9 @@ def test_every_config_plans_at_every_scale(name: str, scale: str) -> None:
         assert runs, f"{name} plans no run at scale {scale}"
         seeds = {r.config["seed"] for r in runs}
         assert sorted(seeds) == sorted(c["_seeds"])  # every run of the config, every seed
-        assert len(c["_seeds"]) == (1 if scale == "quick" else 3), (name, scale)
+        # 1 seed at --quick; at least 3 elsewhere (more where 3 cannot decide a central check)
+        assert (len(c["_seeds"]) == 1) if scale == "quick" else (len(c["_seeds"]) >= 3), \
+            (name, scale)
 
 
 def test_every_script_is_listed_with_a_title_and_a_claim() -> None:

@@ -35,28 +35,35 @@ Examples
 >>> out["rounds"], "scale" in out
 (3, False)
 >>> gain = tf.figures.OverSeeds((0.91, 0.93, 0.92), (0, 1, 2)) - 0.90
->>> f"{gain:.3f}", tf.figures.above("beats 0.90", gain).outcome
-('0.020 ± 0.010', 'pass')
+>>> check = tf.figures.above("beats 0.90", gain, horizon="a toy", headline=True)
+>>> f"{gain:.3f}", check.outcome, check.reason.split(";")[0]
+('0.020 ± 0.010', 'pass', 'one-sided p = 0.037')
 """
 
 from __future__ import annotations
 
 from topofl._fingerprint import NOT_RESULT_CODE, code_fingerprint
 from topofl.figures.checks import (
+    LEVEL,
+    RULE,
     VERDICTS,
     Check,
+    Convergence,
     OverSeeds,
     above,
     below,
+    convergence,
     fact,
     final,
     final_spread,
+    headline_of,
     late_gain,
     mean_curve,
     mean_over_rounds,
     per_seed,
     reach,
     samples_per_client,
+    secondary,
     seedwise,
     verdict,
     within,
@@ -70,6 +77,7 @@ from topofl.figures.config import (
     claim_of,
     grid,
     load_config,
+    margin,
     stand_in,
 )
 from topofl.figures.panel import (
@@ -81,8 +89,8 @@ from topofl.figures.panel import (
     panels,
     setting,
 )
-from topofl.figures.results import available, index, stale
-from topofl.figures.runs import FigureArgs, current_codes, parse_args, sweep
+from topofl.figures.results import OLD_RULE_COMMIT, available, index, stale, verdict_changes
+from topofl.figures.runs import THREADS, FigureArgs, current_codes, parse_args, sweep
 from topofl.figures.writing import Result, script, write
 
 __all__ = [
@@ -131,4 +139,14 @@ __all__ = [
     "grid",
     "mean_curve",
     "late_gain",
+    "LEVEL",
+    "RULE",
+    "THREADS",
+    "Convergence",
+    "convergence",
+    "headline_of",
+    "secondary",
+    "margin",
+    "OLD_RULE_COMMIT",
+    "verdict_changes",
 ]

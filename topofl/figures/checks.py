@@ -7,23 +7,32 @@ A figure script measures the claim's quantities seed by seed (:class:`OverSeeds`
 seed-mean curve of a cell (:func:`mean_curve`, :func:`late_gain`) reads whether its curve
 flattened.
 
-**Verdicts.** A claim is decided by checks. A check compares one quantity ``x`` with a
-threshold ``t``: :func:`above` (the claim is ``x > t``), :func:`below` (``x < t``) or
-:func:`within` (``|x| <= t``). For a quantity measured over seeds, let ``m`` be its mean and
-``s`` its sample standard deviation (``ddof = 1``) over the seeds; a difference between two
-curves is taken seed by seed (paired: the same seed draws the same split, graph and
-initialisation for both), so ``s`` is the spread of the difference itself. The check
+**Verdicts** (:data:`RULE`). A claim is decided by checks. A check compares one quantity ``x``
+with a threshold ``t``: :func:`above` (the claim is ``x > t``), :func:`below` (``x < t``) or
+:func:`within` (``|x| <= t``, a claim of "comparable"). A difference between two curves is
+taken seed by seed (paired: the same seed draws the same split, graph and initialisation for
+both). Over ``n >= 2`` seeds, with ``m`` the mean of ``x - t`` and ``δ`` the check's practical
+margin (stated once in ``paper_figures/claims.toml`` with its reason, :func:`margin`):
 
-* *passes* when the whole interval ``[m - s, m + s]`` lies on the claimed side of ``t``,
-* *fails* when it lies wholly on the other side (``x = t`` exactly is not ``x > t``),
-* is *inconclusive* when ``t`` falls inside it: the seeds' spread covers the difference. A
-  quantity from a single seed has no measured spread, so its checks are inconclusive.
+* ``|m| < δ`` is a *tie*, decided as the claim reads (``tie=``): a claim of "better" is
+  inconclusive on a tie, one of "at least as good" passes;
+* otherwise the check *passes* when the one-sided seed-paired test of the claimed side is
+  significant at 95 % (Student t with ``n - 1`` degrees of freedom; the exact sign test when
+  every seed differs by the same amount, which 3 seeds can never make significant), *fails*
+  when the test of the other side is, and is *inconclusive* otherwise;
+* :func:`within` passes when both one-sided 95 % bounds of the mean lie within the tolerance
+  (two one-sided tests), fails when the mean and its bound on that side lie outside;
+* a check on curves that had not flattened (:func:`convergence`: a compared curve still moved
+  by the margin or more over the last quarter of its rounds) is *inconclusive (not
+  converged)*, whatever the test says, unless the claim is read at this horizon (``horizon=``
+  says why: the paper's own rounds, a speed over the first rounds, rounds to a target);
+* one seed has no measured spread: inconclusive (every ``--quick`` result).
 
 Exact quantities (a graph's structure, statistics over a fixed set of constructions) are plain
-numbers or :func:`fact`\ s and pass or fail. The result's verdict (:func:`verdict`) is
-**holds** when every check passes, **does not hold** when none passes and at least one fails,
-**partly** when some pass and the others fail or are inconclusive, and **inconclusive at this
-scale** when none passes or fails.
+numbers or :func:`fact`\ s and pass or fail. Each result names its **headline** check (the
+paper's central statement); the verdict (:func:`verdict`) is the headline's: **holds**, **does
+not hold** or **inconclusive at this scale**, with "k of n secondary checks pass" beside it;
+**partly** only for a headline of several parts (a conjunction) of which some pass.
 """
 
 from __future__ import annotations
@@ -39,7 +48,8 @@ from topofl import data
 
 __all__ = ["VERDICTS", "OverSeeds", "Check", "per_seed", "seedwise", "final",
            "mean_over_rounds", "final_spread", "reach", "samples_per_client", "above", "below",
-           "within", "fact", "verdict", "mean_curve", "late_gain"]
+           "within", "fact", "verdict", "headline_of", "secondary", "mean_curve", "late_gain",
+           "Convergence", "convergence", "LEVEL", "RULE"]
 
 
 # ------------------------------------------------------------------------------ over seeds
@@ -307,7 +317,8 @@ def late_gain(records: Any, metric: str = "test_acc_mean") -> tuple[float, int, 
     """How much the seed-mean curve of one cell still rose at the end: ``(points, a, b)``,
     the gain in points (``100 x`` the metric) from round ``a`` (the last evaluation at or
     before the start of the last quarter of the rounds) to the last round ``b`` (rounds
-    completed, as :func:`mean_curve`). A curve is read as flat when it gained under 1 point.
+    completed, as :func:`mean_curve`): the slope of the least-squares line through those
+    evaluations times ``b - a``. A curve is read as flat when it gained under 1 point.
 
     Examples
     --------
@@ -319,8 +330,118 @@ def late_gain(records: Any, metric: str = "test_acc_mean") -> tuple[float, int, 
     (5.0, 6, 8)
     """
     x, y = mean_curve(records, metric)
+    gain, a, b = _late_gain_of(x, y)
+    return 100 * gain, a, b
+
+
+# ------------------------------------------------------------------------------ convergence
+
+
+def _late_gain_of(x: np.ndarray, y: np.ndarray) -> tuple[float, int, int]:
+    """``(gain, a, b)`` of one curve (rounds completed ``x``, values ``y``): see
+    :func:`late_gain`. The gain is the least-squares line through the evaluations from round
+    ``a`` to ``b``, over that span (not the difference of two single evaluations, which the
+    noise of one evaluation would decide)."""
     i = max(int((x <= x[-1] - x[-1] // 4).sum()) - 1, 0)
-    return 100 * float(y[-1] - y[i]), int(x[i]), int(x[-1])
+    xs, ys = x[i:].astype(float), y[i:].astype(float)
+    if xs.size < 2 or xs[-1] == xs[0]:
+        return 0.0, int(x[i]), int(x[-1])
+    slope = float(np.polyfit(xs - xs.mean(), ys, 1)[0])
+    return slope * float(xs[-1] - xs[0]), int(x[i]), int(x[-1])
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """Whether the compared curves of a check flattened (built by :func:`convergence`).
+
+    ``gains`` holds, per curve (its label), the gain of each seed's curve over the last quarter
+    of its rounds (in the metric's units), ``span`` the rounds ``(a, b)`` of that quarter and
+    ``tolerance`` the largest seed-mean gain (either sign) of a flat curve. :attr:`flat` is
+    true when every curve's mean gain is smaller than the tolerance.
+    """
+
+    gains: tuple[tuple[str, OverSeeds], ...]
+    span: tuple[int, int]
+    tolerance: float
+
+    @property
+    def flat(self) -> bool:
+        """Every compared curve moved by less than :attr:`tolerance` over the last quarter."""
+        return all(abs(g.mean) < self.tolerance for _, g in self.gains)
+
+    @property
+    def rising(self) -> list[str]:
+        """The labels of the curves that did not flatten."""
+        return [label for label, g in self.gains if not abs(g.mean) < self.tolerance]
+
+    def describe(self, scale: float = 100.0) -> str:
+        """One line: flat or not, and the largest late gain (``scale`` x the metric: points)."""
+        label, g = max(self.gains, key=lambda kv: abs(kv[1].mean))
+        a, b = self.span
+        moved = f"{label} {scale * g.mean:+.2f} ± {scale * g.std:.2f}"
+        if self.flat:
+            return (f"flat (rounds {a}-{b}: every curve moved by less than "
+                    f"{scale * self.tolerance:g}; largest {moved})")
+        return (f"not converged (rounds {a}-{b}: {', '.join(self.rising)} still moved by "
+                f"{scale * self.tolerance:g} or more; largest {moved})")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: the tolerance, the span, each curve's per-seed gains, flat or not."""
+        return {"flat": self.flat, "tolerance": self.tolerance, "span": list(self.span),
+                "gains": {label: {"values": list(g.values), "seeds": list(g.seeds)}
+                          for label, g in self.gains}}
+
+
+def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
+                tolerance: float = 0.01) -> Convergence:
+    """The convergence reading of the curves a check compares: each curve's gain over the last
+    quarter of its rounds, seed by seed, against ``tolerance`` (the check's margin, in the
+    metric's units; 0.01 = one accuracy point).
+
+    Parameters
+    ----------
+    cells : mapping of label to Records
+        The compared curves, each one run per seed.
+    metric : str
+        The curve's metric (``<metric>_mean`` when recorded).
+    tolerance : float
+        The largest seed-mean gain (either sign) over the last quarter of a flat curve.
+
+    Examples
+    --------
+    >>> def cell(curves):
+    ...     return tf.records.Records(rows=[
+    ...         {"run": f"s{s}", "round": t, "client": None, "metric": "acc", "value": v}
+    ...         for s, c in enumerate(curves) for t, v in enumerate(c)],
+    ...         configs={f"s{s}": {"seed": s} for s in range(len(curves))})
+    >>> still = cell([[0.1, 0.5, 0.6, 0.7], [0.1, 0.4, 0.6, 0.72]])
+    >>> done = cell([[0.1, 0.7, 0.71, 0.71], [0.2, 0.7, 0.70, 0.705]])
+    >>> c = tf.figures.convergence({"A": done}, "acc")
+    >>> c.flat, [round(v, 3) for v in c.gains[0][1].values]
+    (True, [0.0, 0.005])
+    >>> tf.figures.convergence({"A": done, "B": still}, "acc").rising
+    ['B']
+    """
+    if not cells:
+        raise ValueError("convergence needs at least one curve")
+    if not tolerance > 0:
+        raise ValueError(f"tolerance must be > 0, got {tolerance!r}")
+    gains: list[tuple[str, OverSeeds]] = []
+    span = (0, 0)
+    for label, rec in cells.items():
+        name = _metric(rec, metric)
+
+        def one(run: Any, name: str = name) -> float:
+            x, y = run.series(name)
+            if not len(x):
+                return math.nan
+            return _late_gain_of(np.asarray(x, dtype=int) + 1, np.asarray(y, dtype=float))[0]
+
+        gains.append((str(label), per_seed(rec, one)))
+        x, _ = rec.series(name, run=rec.runs[0])
+        if len(x):
+            span = _late_gain_of(np.asarray(x, dtype=int) + 1, np.zeros(len(x)))[1:]
+    return Convergence(tuple(gains), span, float(tolerance))
 
 
 # ------------------------------------------------------------------------------ verdicts
@@ -329,108 +450,261 @@ def late_gain(records: Any, metric: str = "test_acc_mean") -> tuple[float, int, 
 #: The four verdicts, in the order the index counts them.
 VERDICTS = ("holds", "partly", "does not hold", "inconclusive at this scale")
 
+#: The one-sided level of every check's paired test (:func:`above`, :func:`below`,
+#: :func:`within`).
+LEVEL = 0.95
+
+#: The rule's name, recorded in every result (results of the older rule have none).
+RULE = "paired one-sided t at 95 % with a practical margin, at convergence"
+
 
 @dataclass(frozen=True)
 class Check:
     """One part of a claim and its outcome: ``"pass"``, ``"fail"`` or ``"inconclusive"``
     (see the rule of :mod:`topofl.figures.checks`; built by :func:`above`, :func:`below`,
-    :func:`within`, :func:`fact`)."""
+    :func:`within`, :func:`fact`).
+
+    ``reason`` says why (the test's p, a tie within the margin, curves not converged);
+    ``headline`` marks the paper's central statement (the result's verdict is the headline
+    checks', :func:`verdict`); ``detail`` holds what a reader needs to recompute the outcome
+    (the per-seed values, the threshold, the margin, the test, the convergence reading).
+    """
 
     name: str
     outcome: str
     measured: str
     rule: str
+    reason: str = ""
+    headline: bool = False
+    detail: Mapping[str, Any] | None = None
 
     def row(self) -> list[str]:
         """The check's row of the Markdown table."""
-        return [self.name, self.measured, self.rule, self.outcome]
+        return [("**headline:** " if self.headline else "") + self.name, self.measured,
+                self.rule, self.outcome, self.reason]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form of the check (with its per-seed values)."""
+        out = {"name": self.name, "headline": self.headline, "measured": self.measured,
+               "rule": self.rule, "outcome": self.outcome, "reason": self.reason}
+        out.update(self.detail or {})
+        return out
 
 
-def _interval(value: OverSeeds | float) -> tuple[float, float, bool]:
-    """``(m - s, m + s, decidable)`` of a value (exact numbers: ``s = 0``)."""
+def _test(value: OverSeeds, threshold: float) -> dict[str, Any]:
+    """The seed-paired one-sided tests of ``value`` against ``threshold``: the mean difference,
+    its one-sided bounds at :data:`LEVEL` and the p of each side (:func:`~topofl.study.pairs.
+    paired_difference`: Student t with ``n - 1`` degrees of freedom; the sign test when every
+    seed differs by the same amount)."""
+    from topofl.study.pairs import paired_difference  # scipy: only when a check is built
+
+    r = paired_difference(np.array(value.values), np.full(value.n, float(threshold)),
+                          higher_is_better=True, level=1 - 2 * (1 - LEVEL))
+    return {"test": r["test"], "mean_diff": r["mean_diff"], "low": r["ci_low"],
+            "high": r["ci_high"], "p_above": r["p_a_better"], "p_below": r["p_b_better"]}
+
+
+def _number(value: OverSeeds | float) -> None:
     if isinstance(value, OverSeeds):
-        return value.mean - value.std, value.mean + value.std, value.n >= 2
+        return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"a check's value must be an OverSeeds or a number, got "
                         f"{type(value).__name__}")
-    return float(value), float(value), True
 
 
-def _side(name: str, value: OverSeeds | float, threshold: float, fmt: str,
-          claimed_above: bool) -> Check:
-    lo, hi, decidable = _interval(value)
-    if math.isnan(lo) or math.isnan(hi):
-        outcome = "inconclusive"
-    elif claimed_above:
-        outcome = ("pass" if lo > threshold else "fail" if hi <= threshold else "inconclusive")
+def _detail(value: OverSeeds | float, threshold: float, margin: float,
+            converged: Convergence | None, horizon: str | None,
+            test: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"threshold": threshold, "margin": margin}
+    if isinstance(value, OverSeeds):
+        out.update(values=list(value.values), seeds=list(value.seeds), mean=value.mean,
+                   std=value.std)
     else:
-        outcome = ("pass" if hi < threshold else "fail" if lo >= threshold else "inconclusive")
-    if not decidable and outcome != "inconclusive":
+        out["value"] = float(value)
+    if test is not None:
+        out.update({k: (None if isinstance(v, float) and math.isnan(v) else v)
+                    for k, v in test.items()})
+    if converged is not None:
+        out["convergence"] = converged.as_dict()
+    if horizon is not None:
+        out["horizon"] = horizon
+    return out
+
+
+def _needs_reading(value: OverSeeds | float, converged: Convergence | None,
+                   horizon: str | None, name: str) -> None:
+    if isinstance(value, OverSeeds) and converged is None and horizon is None:
+        raise ValueError(f"check {name!r} is measured over seeds: give converged= (a "
+                         "convergence reading of the curves it compares, figures.convergence) "
+                         "or horizon= (why the claim is read at this horizon)")
+
+
+def _unconverged(converged: Convergence | None, horizon: str | None) -> str | None:
+    if horizon is None and converged is not None and not converged.flat:
+        return converged.describe()
+    return None
+
+
+def _side(name: str, value: OverSeeds | float, threshold: float, fmt: str, claimed_above: bool,
+          margin: float, tie: str, converged: Convergence | None, horizon: str | None,
+          headline: bool) -> Check:
+    _number(value)
+    if not margin >= 0:
+        raise ValueError(f"margin must be >= 0, got {margin!r}")
+    if tie not in ("pass", "fail", "inconclusive"):
+        raise ValueError(f"tie must be 'pass', 'fail' or 'inconclusive', got {tie!r}")
+    _needs_reading(value, converged, horizon, name)
+    sign = 1.0 if claimed_above else -1.0
+    rule = f"{'>' if claimed_above else '<'} {threshold:{fmt}}" + (
+        f" by {margin:{fmt}} or more" if margin else "")
+    test: dict[str, Any] | None = None
+    if isinstance(value, OverSeeds):
+        test = _test(value, threshold)
+        m = test["mean_diff"] if value.n >= 2 else value.mean - threshold
+        p_claim, p_other = ((test["p_above"], test["p_below"]) if claimed_above
+                            else (test["p_below"], test["p_above"]))
+    else:
+        m, p_claim, p_other = float(value) - threshold, 0.0, 0.0
+    effect = sign * m  # > 0: on the claimed side
+    alpha = 1 - LEVEL
+    if math.isnan(m):
+        outcome, reason = "inconclusive", "not measured (NaN)"
+    elif isinstance(value, OverSeeds) and value.n < 2:
+        outcome, reason = "inconclusive", "one seed: no measured spread"
+    elif abs(m) < margin or m == 0:
+        outcome, reason = tie, f"tie: |difference| {abs(m):{fmt}} under the margin"
+    elif effect > 0 and p_claim < alpha:
+        outcome, reason = "pass", _p_text(p_claim, value)
+    elif effect < 0 and p_other < alpha:
+        outcome, reason = "fail", _p_text(p_other, value) + " (the other side)"
+    else:
         outcome = "inconclusive"
-    rule = f"{'>' if claimed_above else '<'} {threshold:{fmt}}"
-    return Check(name, outcome, format(value, fmt), rule)
+        reason = f"the seeds' spread covers it ({_p_text(min(p_claim, p_other), value)})"
+    late = _unconverged(converged, horizon)
+    if late is not None and outcome in ("pass", "fail"):
+        outcome, reason = "inconclusive", f"{late}; would be {outcome} ({reason})"
+    if horizon is not None:
+        reason += f"; at this horizon: {horizon}"
+    return Check(name, outcome, format(value, fmt), rule, reason, headline,
+                 _detail(value, threshold, margin, converged, horizon, test))
+
+
+def _p_text(p: float, value: OverSeeds | float) -> str:
+    if not isinstance(value, OverSeeds):
+        return "exact"
+    return f"one-sided p = {p:.3f}" if not math.isnan(p) else "no test"
 
 
 def above(name: str, value: OverSeeds | float, threshold: float = 0.0, *,
-          fmt: str = ".3f") -> Check:
-    """The check that ``value > threshold`` (e.g. a difference between two curves above 0).
+          margin: float = 0.0, tie: str = "inconclusive", converged: Convergence | None = None,
+          horizon: str | None = None, headline: bool = False, fmt: str = ".3f") -> Check:
+    """The check that ``value > threshold`` (e.g. a difference between two curves above 0) by a
+    practical ``margin``.
 
-    Passes when mean - std > threshold, fails when mean + std <= threshold, inconclusive in
-    between or for a single seed (the rule of :mod:`topofl.figures.checks`).
+    Over seeds: a tie when the mean difference ``m = mean - threshold`` is smaller than the
+    margin in size (outcome ``tie``: ``"inconclusive"`` for a claim of "better", ``"pass"``
+    for one of "at least as good"); otherwise a pass when the seed-paired one-sided test of
+    ``> threshold`` has ``p < 0.05`` (Student t, ``n - 1`` degrees of freedom; the sign test
+    when every seed differs by the same amount), a fail when the test of the other side has,
+    and inconclusive otherwise, with one seed, or when ``converged`` says the compared curves
+    had not flattened (unless ``horizon`` says why the claim is read at this horizon). A
+    value over seeds needs ``converged`` or ``horizon``. An exact number passes or fails
+    outright (ties as above).
 
     Examples
     --------
     >>> S = tf.figures.OverSeeds
-    >>> tf.figures.above("A beats B", S((0.02, 0.04, 0.03), (0, 1, 2))).outcome
+    >>> h = "a toy"
+    >>> tf.figures.above("A beats B", S((0.02, 0.04, 0.03), (0, 1, 2)), horizon=h).outcome
     'pass'
-    >>> tf.figures.above("A beats B", S((0.02, -0.03, 0.01), (0, 1, 2))).outcome
+    >>> c = tf.figures.above("A beats B", S((0.02, 0.04, 0.03), (0, 1, 2)), margin=0.05,
+    ...                      horizon=h)
+    >>> c.outcome, c.reason.split(":")[0]
+    ('inconclusive', 'tie')
+    >>> tf.figures.above("A beats B", S((0.02, -0.03, 0.01), (0, 1, 2)), horizon=h).outcome
     'inconclusive'
     >>> tf.figures.above("A beats B", -0.01).outcome  # an exact number
     'fail'
     """
-    return _side(name, value, float(threshold), fmt, True)
+    return _side(name, value, float(threshold), fmt, True, float(margin), tie, converged,
+                 horizon, headline)
 
 
 def below(name: str, value: OverSeeds | float, threshold: float = 0.0, *,
-          fmt: str = ".3f") -> Check:
-    """The check that ``value < threshold`` (see :func:`above`).
-
-    Examples
-    --------
-    >>> tf.figures.below("spread shrinks", tf.figures.OverSeeds((-0.2, -0.1), (0, 1))).outcome
-    'pass'
-    """
-    return _side(name, value, float(threshold), fmt, False)
-
-
-def within(name: str, value: OverSeeds | float, tolerance: float, *,
-           fmt: str = ".3f") -> Check:
-    """The check that ``|value| <= tolerance`` (e.g. two curves end within 2 points).
-
-    Passes when ``|mean| + std <= tolerance``, fails when ``|mean| - std > tolerance``,
-    inconclusive in between or for a single seed.
+          margin: float = 0.0, tie: str = "inconclusive", converged: Convergence | None = None,
+          horizon: str | None = None, headline: bool = False, fmt: str = ".3f") -> Check:
+    """The check that ``value < threshold`` by a practical ``margin`` (see :func:`above`).
 
     Examples
     --------
     >>> S = tf.figures.OverSeeds
-    >>> tf.figures.within("close", S((0.01, -0.005, 0.0), (0, 1, 2)), 0.02).outcome
+    >>> tf.figures.below("spread shrinks", S((-0.2, -0.1, -0.15), (0, 1, 2)),
+    ...                  horizon="a toy").outcome
     'pass'
-    >>> tf.figures.within("close", S((0.05, 0.06, 0.04), (0, 1, 2)), 0.02).outcome
+    """
+    return _side(name, value, float(threshold), fmt, False, float(margin), tie, converged,
+                 horizon, headline)
+
+
+def within(name: str, value: OverSeeds | float, tolerance: float, *,
+           converged: Convergence | None = None, horizon: str | None = None,
+           headline: bool = False, fmt: str = ".3f") -> Check:
+    """The check that ``|value| <= tolerance`` (e.g. two curves end within 2 points): a claim
+    of "comparable", whose tolerance is its margin.
+
+    Over seeds, two one-sided tests at 95 % (TOST): passes when the one-sided bounds of the
+    mean (Student t, ``n - 1`` degrees of freedom) both lie in ``[-tolerance, tolerance]``,
+    fails when the mean lies outside and its bound on that side does too, inconclusive
+    otherwise, with one seed, or on curves that had not flattened (see :func:`above`). An
+    exact number passes or fails outright.
+
+    Examples
+    --------
+    >>> S, h = tf.figures.OverSeeds, "a toy"
+    >>> tf.figures.within("close", S((0.01, -0.005, 0.0), (0, 1, 2)), 0.02, horizon=h).outcome
+    'pass'
+    >>> tf.figures.within("close", S((0.05, 0.06, 0.04), (0, 1, 2)), 0.02, horizon=h).outcome
     'fail'
     """
-    if tolerance < 0:
+    _number(value)
+    if not tolerance >= 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance}")
-    lo, hi, decidable = _interval(value)
-    worst, best = max(abs(lo), abs(hi)), (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi)))
-    if math.isnan(lo) or not decidable:
-        outcome = "inconclusive"
+    _needs_reading(value, converged, horizon, name)
+    test: dict[str, Any] | None = None
+    if isinstance(value, OverSeeds):
+        test = _test(value, 0.0)
+        m, lo, hi = value.mean, test["low"], test["high"]
     else:
-        outcome = ("pass" if worst <= tolerance else "fail" if best > tolerance
-                   else "inconclusive")
-    return Check(name, outcome, format(value, fmt), f"|x| <= {tolerance:{fmt}}")
+        m = lo = hi = float(value)
+    if math.isnan(m):
+        outcome, reason = "inconclusive", "not measured (NaN)"
+    elif isinstance(value, OverSeeds) and value.n < 2:
+        outcome, reason = "inconclusive", "one seed: no measured spread"
+    elif not isinstance(value, OverSeeds):
+        outcome, reason = ("pass" if abs(m) <= tolerance else "fail"), "exact"
+    elif test is not None and test["test"] == "sign (no spread)":
+        # every seed gave the same value: the sign test cannot reach 95 % with few seeds
+        p = 0.5 ** value.n
+        inside = abs(m) <= tolerance
+        outcome = ("pass" if inside else "fail") if p < 1 - LEVEL else "inconclusive"
+        reason = f"every seed equal, sign test p = {p:.3f}"
+    elif -tolerance <= lo and hi <= tolerance:
+        outcome, reason = "pass", f"95 % one-sided bounds [{lo:{fmt}}, {hi:{fmt}}] inside"
+    elif lo > tolerance or hi < -tolerance:
+        outcome, reason = "fail", f"95 % one-sided bounds [{lo:{fmt}}, {hi:{fmt}}] outside"
+    else:
+        outcome = "inconclusive"
+        reason = f"95 % one-sided bounds [{lo:{fmt}}, {hi:{fmt}}] cross the tolerance"
+    late = _unconverged(converged, horizon)
+    if late is not None and outcome in ("pass", "fail"):
+        outcome, reason = "inconclusive", f"{late}; would be {outcome} ({reason})"
+    if horizon is not None:
+        reason += f"; at this horizon: {horizon}"
+    return Check(name, outcome, format(value, fmt), f"|x| <= {tolerance:{fmt}}", reason,
+                 headline, _detail(value, 0.0, float(tolerance), converged, horizon, test))
 
 
-def fact(name: str, ok: bool, measured: str = "") -> Check:
+def fact(name: str, ok: bool, measured: str = "", *, headline: bool = False) -> Check:
     """An exact part of a claim (no seeds: a graph's structure, a count): passes or fails.
 
     Examples
@@ -438,35 +712,65 @@ def fact(name: str, ok: bool, measured: str = "") -> Check:
     >>> tf.figures.fact("every clique holds every class", True).outcome
     'pass'
     """
-    return Check(name, "pass" if ok else "fail", measured or ("yes" if ok else "no"), "exact")
+    return Check(name, "pass" if ok else "fail", measured or ("yes" if ok else "no"), "exact",
+                 "exact", headline)
+
+
+def headline_of(checks: Iterable[Check]) -> list[Check]:
+    """The headline checks (those marked ``headline``; every check when none is marked)."""
+    checks = list(checks)
+    marked = [c for c in checks if c.headline]
+    return marked or checks
 
 
 def verdict(checks: Iterable[Check]) -> str:
-    """The verdict of a claim from its checks, one of :data:`VERDICTS`.
+    """The verdict of a claim, one of :data:`VERDICTS`: its headline checks' (:func:`headline_of`;
+    the others are secondary and reported beside it).
 
-    ``"holds"``: every check passes; ``"does not hold"``: none passes and one or more fail;
-    ``"partly"``: some pass, the others fail or are inconclusive; ``"inconclusive at this
-    scale"``: none passes or fails (the seeds' spread covers every difference that decides).
+    ``"holds"``: every headline check passes; ``"does not hold"``: none passes and one or more
+    fail; ``"inconclusive at this scale"``: none passes or fails; ``"partly"`` only for a
+    headline of several parts (a conjunction, e.g. "best in every column") of which some pass
+    and the others fail or are inconclusive.
 
     Examples
     --------
     >>> pas, fail = tf.figures.fact("a", True), tf.figures.fact("b", False)
-    >>> und = tf.figures.above("c", tf.figures.OverSeeds((0.1,), (0,)))
+    >>> und = tf.figures.above("c", tf.figures.OverSeeds((0.1,), (0,)), horizon="a toy")
     >>> [tf.figures.verdict(c) for c in ([pas], [fail, und], [pas, und], [und])]
     ['holds', 'does not hold', 'partly', 'inconclusive at this scale']
+    >>> main = tf.figures.fact("central", True, headline=True)
+    >>> tf.figures.verdict([main, fail])  # a failed secondary check leaves it standing
+    'holds'
     """
-    outcomes = [c.outcome for c in checks]
-    if not outcomes:
+    checks = list(checks)
+    if not checks:
         raise ValueError("a verdict needs at least one check")
-    bad = set(outcomes) - {"pass", "fail", "inconclusive"}
+    bad = {c.outcome for c in checks} - {"pass", "fail", "inconclusive"}
     if bad:
         raise ValueError(f"unknown check outcome(s) {sorted(bad)}")
+    outcomes = [c.outcome for c in headline_of(checks)]
     passed, failed = outcomes.count("pass"), outcomes.count("fail")
     if passed == len(outcomes):
         return "holds"
     if passed:
         return "partly"
     return "does not hold" if failed else "inconclusive at this scale"
+
+
+def secondary(checks: Iterable[Check]) -> tuple[int, int]:
+    """``(passed, total)`` of the secondary checks (those not in the headline).
+
+    Examples
+    --------
+    >>> c = [tf.figures.fact("a", True, headline=True), tf.figures.fact("b", False),
+    ...      tf.figures.fact("c", True)]
+    >>> tf.figures.secondary(c)
+    (1, 2)
+    """
+    checks = list(checks)
+    head = {id(c) for c in headline_of(checks)}
+    rest = [c for c in checks if id(c) not in head]
+    return sum(c.outcome == "pass" for c in rest), len(rest)
 
 
 def _legacy_verdict(v: Mapping[str, Any]) -> str:

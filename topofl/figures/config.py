@@ -38,7 +38,7 @@ from topofl._configfile import read_config, split_sweep
 from topofl.exceptions import ConfigError
 
 __all__ = ["SCALES", "DEFAULT_SEEDS", "FigureError", "apply_scale", "stand_in", "load_config",
-           "claim_of", "grid"]
+           "claim_of", "margin", "grid"]
 
 SCALES = ("quick", "default", "full")
 #: Seeds per config when the config says nothing (``seeds = N`` or a list overrides it).
@@ -293,10 +293,15 @@ def claim_of(name: str, claims: str | os.PathLike[str] | None = None) -> dict[st
     Examples
     --------
     >>> sorted(tf.figures.claim_of("dcliques_09"))
-    ['claim', 'notes', 'title']
+    ['claim', 'margins', 'notes', 'title']
+
+    ``margins`` maps a kind of quantity (``accuracy``, ``spread`` ...) to ``{"value",
+    "reason"}``: the file's ``[margins]`` table, updated by the figure's own
+    ``[<name>.margins]`` (:func:`margin`).
     """
     path = Path(claims) if claims is not None else _root() / "claims.toml"
-    entry = read_config(path).get(name)
+    table_ = read_config(path)
+    entry = table_.get(name)
     if not isinstance(entry, Mapping):
         raise FigureError(f"{path} has no table [{name}] with the figure's title and claim")
     notes = entry.get("notes", [])
@@ -304,8 +309,50 @@ def claim_of(name: str, claims: str | os.PathLike[str] | None = None) -> dict[st
             or not isinstance(notes, list)):
         raise FigureError(f"{path}: [{name}] needs a title and a claim (strings) and "
                           f"optional notes (a list of strings), got {dict(entry)!r}")
+    margins: dict[str, dict[str, Any]] = {}
+    for where, block in (("[margins]", table_.get("margins", {})),
+                         (f"[{name}.margins]", entry.get("margins", {}))):
+        if not isinstance(block, Mapping):
+            raise FigureError(f"{path}: {where} must be a table of margins, got {block!r}")
+        for key, m in block.items():
+            ok = (isinstance(m, Mapping) and isinstance(m.get("reason"), str)
+                  and isinstance(m.get("value"), (int, float))
+                  and not isinstance(m.get("value"), bool) and m["value"] >= 0)
+            if not ok:
+                raise FigureError(f"{path}: {where} {key} must be {{value = a number >= 0, "
+                                  f"reason = \"...\"}}, got {m!r}")
+            margins[str(key)] = {"value": float(m["value"]), "reason": str(m["reason"]).strip()}
     return {"title": entry["title"], "claim": entry["claim"].strip(),
-            "notes": [str(n).strip() for n in notes]}
+            "notes": [str(n).strip() for n in notes], "margins": margins}
+
+
+#: The kinds of margin each figure's checks looked up (:func:`margin`): its result lists these.
+MARGINS_USED: dict[str, set[str]] = {}
+
+
+def margin(name: str, kind: str = "accuracy", claims: str | os.PathLike[str] | None = None
+           ) -> float:
+    """The practical margin of the checks of figure ``name`` on quantities of ``kind``, from
+    ``paper_figures/claims.toml`` (the figure's ``[<name>.margins]``, else ``[margins]``): a
+    difference smaller than it is a tie (:func:`~topofl.figures.above`). Each margin is stated
+    once there with its reason, and every result lists those that apply to it.
+
+    Raises
+    ------
+    FigureError
+        When neither table states a margin of ``kind``.
+
+    Examples
+    --------
+    >>> tf.figures.margin("dcliques_09", "accuracy")
+    0.01
+    """
+    found = claim_of(name, claims)["margins"]
+    MARGINS_USED.setdefault(name, set()).add(kind)
+    if kind not in found:
+        raise FigureError(f"no margin of kind {kind!r} for {name} in claims.toml (its "
+                          f"[{name}.margins] or [margins]); stated: {sorted(found)}")
+    return float(found[kind]["value"])
 
 
 def _clean(cfg: Mapping[str, Any]) -> dict[str, Any]:

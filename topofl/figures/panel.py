@@ -44,6 +44,8 @@ class Panel:
     setting, notes, seeds, stand_in
         What ran (:func:`setting`), the configs' notes, the seeds, and the stand-ins used
         (paper dataset -> offline dataset).
+    paper_rounds
+        The paper's rounds of the configs named by file (their ``--full`` scale).
     """
 
     title: str
@@ -54,6 +56,7 @@ class Panel:
     notes: list[str]
     seeds: list[int] = field(default_factory=list)
     stand_in: dict[str, str] = field(default_factory=dict)
+    paper_rounds: list[int] = field(default_factory=list)
 
     @property
     def data(self) -> str:
@@ -141,9 +144,14 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
         notes: list[str] = []
         seeds: list[int] = []
         stand: dict[str, str] = {}
+        paper: list[int] = []
         for cfg_or_name, fixed in _sources(source):
             cfg = (load_config(cfg_or_name, args.scale)
                    if isinstance(cfg_or_name, (str, os.PathLike)) else cfg_or_name)
+            if isinstance(cfg_or_name, (str, os.PathLike)):
+                full = load_config(cfg_or_name, "full").get("rounds")
+                if isinstance(full, int) and full not in paper:
+                    paper.append(full)
             notes += [n for n in cfg.get("_notes", []) if n not in notes]
             seeds += [s for s in cfg.get("_seeds", []) if s not in seeds]
             stand.update(cfg.get("_stand_in", {}))
@@ -159,7 +167,7 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
                     raise FigureError(f"two runs of panel {title!r} are both labelled {key!r} "
                                       "but differ in more than their seed")
                 group.append((rec, r))
-        panel = Panel(title, {}, {}, {}, [], notes, seeds, stand)
+        panel = Panel(title, {}, {}, {}, [], notes, seeds, stand, paper)
         for key, group in groups.items():
             rec, first = group[0]
             if all(g[0] is rec for g in group):
@@ -168,7 +176,8 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
                 parts = [g.subset([r]) for g, r in group]
                 panel.runs[key] = Records(
                     rows=[row for p in parts for row in p.rows],
-                    configs={k: v for p in parts for k, v in p.configs.items()})
+                    configs={k: v for p in parts for k, v in p.configs.items()},
+                    provenances={k: v for p in parts for k, v in p.provenances.items()})
             panel.configs[key] = dict(rec.configs[first])
             panel.epochs[key] = epochs_per_round(rec.configs[first])
         panel.setting = _setting_of([c for rec in panel.runs.values()

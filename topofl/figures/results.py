@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,12 @@ from topofl.certificates import EQUIVALENCE_FILE, equivalent_codes
 from topofl.figures.checks import VERDICTS, _legacy_verdict
 from topofl.figures.config import FigureError, _root
 
-__all__ = ["available", "stale", "index"]
+__all__ = ["OLD_RULE_COMMIT", "available", "stale", "index", "verdict_changes"]
+
+#: The last commit whose committed results were all decided by the older rule (a check passed
+#: when mean ± one std over the seeds cleared its threshold; every check counted): the
+#: "before" of :func:`verdict_changes`.
+OLD_RULE_COMMIT = "98a230c"
 
 
 def available() -> dict[str, str]:
@@ -127,7 +133,7 @@ def index(results: str | os.PathLike[str] | None = None) -> str:
     >>> import tempfile, json, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "x.json").write_text(json.dumps({"name": "x", "verdict": "partly",
-    ...                                           "seeds": [0, 1, 2]}))
+    ...                                           "seeds": [0, 1, 2], "rule": "..."}))
     >>> print(tf.figures.index(d).split(";")[0])
     1 result: 0 holds, 1 partly, 0 does not hold, 0 inconclusive at this scale
     """
@@ -137,12 +143,15 @@ def index(results: str | os.PathLike[str] | None = None) -> str:
     code = code_fingerprint()
     counts = {k: 0 for k in VERDICTS}
     rows = []
+    older = 0
     for v in found:
         decided = _legacy_verdict(v)
         counts[decided] += 1
+        older += "rule" not in v
         seeds = v.get("seeds")
         rows.append([f"[{v['name']}](results/{v['name']}.md)", v.get("title", ""),
-                     v.get("claim", ""), v.get("measured", ""), decided,
+                     v.get("claim", ""), v.get("measured", ""),
+                     decided if "rule" in v else f"{decided} (older rule: not rerun yet)",
                      str(len(seeds)) if isinstance(seeds, list) else "-",
                      str(v.get("dataset") or "-"),
                      f"{v.get('seconds', 0):.0f} s",
@@ -158,23 +167,96 @@ def index(results: str | os.PathLike[str] | None = None) -> str:
             "data", "time to regenerate", "code"]
     summary = (f"{len(found)} result{'' if len(found) == 1 else 's'}: "
                + ", ".join(f"{counts[k]} {k}" for k in VERDICTS)
+               + (f" ({older} of them still decided by the older rule, not rerun yet)"
+                  if older else "")
                + f"; {len(old)} computed by other code than the current "
                "(`topofl figure index --check`).")
     return summary + "\n\n" + table(head, rows)
+
+
+def _old_result(name: str, since: str) -> dict[str, Any] | None:
+    """The committed result ``name`` at commit ``since`` (``None`` when absent there)."""
+    try:
+        text = subprocess.run(
+            ["git", "show", f"{since}:paper_figures/results/{name}.json"], cwd=_root(),
+            capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    try:
+        out = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return out if isinstance(out, dict) else None
+
+
+def _convergence_text(v: dict[str, Any]) -> str:
+    """Whether the checks' compared curves flattened: from the checks of a result JSON."""
+    checks = [c for c in v.get("checks", []) if isinstance(c, dict)]
+    read = [c["convergence"]["flat"] for c in checks
+            if isinstance(c.get("convergence"), dict) and "flat" in c["convergence"]]
+    horizon = sum("horizon" in c for c in checks)
+    parts = []
+    if read:
+        parts.append("yes" if all(read) else f"no ({read.count(False)} of {len(read)} "
+                     "checks on curves still moving)")
+    if horizon:
+        parts.append(f"{horizon} check{'s' if horizon > 1 else ''} read at a horizon")
+    return "; ".join(parts) or "- (no training)"
+
+
+def verdict_changes(since: str = OLD_RULE_COMMIT, results: str | os.PathLike[str] | None = None
+                    ) -> str:
+    """The Markdown table of every result's verdict at commit ``since`` (the older rule) and
+    now: the rounds run against the paper's, whether the compared curves flattened, and the
+    headline's reason (why the verdict is what it is now).
+
+    Examples
+    --------
+    >>> print(tf.figures.verdict_changes().splitlines()[0])  # doctest: +ELLIPSIS
+    | figure | verdict at 98a230c (older rule) | verdict now | ...
+    """
+    folder = Path(results) if results is not None else _root() / "results"
+    rows = []
+    for v in _results(folder):
+        old = _old_result(v["name"], since)
+        before = _legacy_verdict(old) if old else "-"
+        if "rule" not in v:
+            rows.append([v["name"], before, "not rerun yet (older rule)", "-", "-", "-"])
+            continue
+        rounds = v.get("rounds") or {}
+        ran = " / ".join(map(str, rounds.get("run") or [])) or "-"
+        paper = " / ".join(map(str, rounds.get("paper") or [])) or "-"
+        heads = [c for c in v.get("checks", []) if isinstance(c, dict) and c.get("headline")]
+        why = "; ".join(f"{c.get('name')}: {c.get('outcome')} ({c.get('reason', '')})"
+                        for c in heads) or "-"
+        now = _legacy_verdict(v)
+        rows.append([v["name"], before, now if now != before else f"{now} (unchanged)",
+                     f"{ran} of {paper}", _convergence_text(v), why])
+    return table(["figure", f"verdict at {since} (older rule)", "verdict now",
+                  "rounds run (of the paper's)", "curves flattened", "headline: why"], rows)
 
 
 _INDEX_START = "<!-- index: generated by `topofl figure index`; edit above or below -->"
 _INDEX_END = "<!-- end of index -->"
 
 
+_CHANGES_START = ("<!-- verdicts before and after: generated by `topofl figure index`; edit "
+                  "above or below -->")
+_CHANGES_END = "<!-- end of verdicts before and after -->"
+
+
+def _replace_block(text: str, start: str, end: str, body: str) -> str:
+    block = f"{start}\n\n{body}\n\n{end}"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        return head + block + rest.split(end, 1)[1]
+    return text.rstrip("\n") + "\n\n" + block + "\n"
+
+
 def _write_index(readme: Path) -> None:
-    """Replace the index between the markers of ``readme`` (appended when absent)."""
+    """Replace the index (and the table of verdicts before and after the rule's change,
+    :func:`verdict_changes`) between their markers of ``readme`` (appended when absent)."""
     text = readme.read_text(encoding="utf-8") if readme.exists() else "# Paper figures\n"
-    block = f"{_INDEX_START}\n\n{index()}\n\n{_INDEX_END}"
-    if _INDEX_START in text and _INDEX_END in text:
-        head, rest = text.split(_INDEX_START, 1)
-        tail = rest.split(_INDEX_END, 1)[1]
-        text = head + block + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    text = _replace_block(text, _INDEX_START, _INDEX_END, index())
+    text = _replace_block(text, _CHANGES_START, _CHANGES_END, verdict_changes())
     readme.write_text(text, encoding="utf-8")

@@ -21,8 +21,8 @@ import matplotlib
 
 from topofl._fingerprint import code_fingerprint
 from topofl._markdown import Document
-from topofl.figures.checks import Check, OverSeeds, verdict
-from topofl.figures.config import FigureError, claim_of
+from topofl.figures.checks import LEVEL, RULE, Check, OverSeeds, headline_of, secondary, verdict
+from topofl.figures.config import MARGINS_USED, FigureError, claim_of
 from topofl.figures.panel import Panel
 from topofl.figures.runs import FigureArgs, parse_args
 
@@ -52,6 +52,9 @@ def write(
     seeds: Sequence[int] = (),
     stand_in: Mapping[str, str] | None = None,
     optimizer_state: Sequence[str] = (),
+    threads: Sequence[int] = (),
+    margins: Mapping[str, Mapping[str, Any]] | None = None,
+    rounds: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<name>.png``, ``<name>.md`` and the verdict ``<name>.json`` into ``args.out``.
 
@@ -81,6 +84,13 @@ def write(
     optimizer_state : sequence of str
         The runs' ``momentum_state`` values (the optimizer-state policy,
         :class:`topofl.engine.RunConfig`); empty: no training.
+    threads : sequence of int
+        The torch thread counts the runs recorded (``torch_threads``); empty: no training.
+    margins : mapping, optional
+        The practical margins that apply (kind -> ``{"value", "reason"}``, from
+        ``claims.toml``).
+    rounds : mapping, optional
+        ``{"run": [...], "paper": [...]}``: the rounds the runs trained and the paper's.
 
     Returns
     -------
@@ -94,12 +104,14 @@ def write(
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> args = tf.figures.FigureArgs("toy", "quick", d, d / "runs")
     >>> gain = tf.figures.OverSeeds((0.02, 0.03, 0.04), (0, 1, 2))
+    >>> check = tf.figures.above("A - B above 0", gain, horizon="a toy", headline=True)
     >>> md = tf.figures.write(args, None, title="Toy", setting=[("lr", "0.1")], numbers={},
     ...                       claim="A beats B", measured=f"gain {gain:.3f}",
-    ...                       checks=[tf.figures.above("A - B above 0", gain)], seeds=[0, 1, 2])
-    >>> md.name, json.loads((d / "toy.json").read_text())["verdict"]
-    ('toy.md', 'holds')
-    >>> "| A - B above 0 | 0.030 ± 0.010 | > 0.000 | pass |" in md.read_text()
+    ...                       checks=[check], seeds=[0, 1, 2])
+    >>> v = json.loads((d / "toy.json").read_text())
+    >>> md.name, v["verdict"], v["checks"][0]["values"], v["headline"]
+    ('toy.md', 'holds', [0.02, 0.03, 0.04], ['A - B above 0'])
+    >>> "| **headline:** A - B above 0 | 0.030 ± 0.010 | > 0.000 | pass |" in md.read_text()
     True
     """
     out = Path(args.out)
@@ -121,16 +133,31 @@ def write(
     seconds = time.perf_counter() - args.started - args.sweep_seconds + args.run_seconds
     seed_text = (f"{len(seeds)} seed{'s' if len(seeds) > 1 else ''} ({', '.join(map(str, seeds))})"
                  if seeds else "no training")
+    head = headline_of(checks)
+    passed, total = secondary(checks)
+    head_text = (f"the headline check ({head[0].name}) is {head[0].outcome}" if len(head) == 1
+                 else f"{sum(c.outcome == 'pass' for c in head)} of the {len(head)} parts of "
+                 "the headline pass (the paper's statement is their conjunction)")
+    side_text = (f"; {passed} of {total} secondary checks pass" if total else
+                 "; no secondary checks")
     doc = (Document().heading(title).paragraph(f"**Paper:** {claim}")
            .paragraph(f"**Measured** ({args.scale} scale, {seed_text}): {measured}")
-           .paragraph(f"**Verdict:** {decided}"))
+           .paragraph(f"**Verdict:** {decided} ({head_text}{side_text})"))
     if fig is not None:
         doc.image(f"{args.name}.png", args.name)
     doc.heading("Checks", 2).table(["check", "measured (mean ± std over seeds)", "claim",
-                                    "outcome"], [c.row() for c in checks])
-    doc.paragraph("A check passes when mean ± std over the seeds lies wholly on the claimed "
-                  "side, fails when it lies wholly on the other side and is inconclusive "
-                  "otherwise (or with one seed); the rule is in `paper_figures/README.md`.")
+                                    "outcome", "why"], [c.row() for c in checks])
+    doc.paragraph(f"The rule ({RULE}; `paper_figures/README.md`): a difference smaller than "
+                  "the check's practical margin is a tie (decided as the claim reads); "
+                  f"otherwise a check passes when the seed-paired one-sided test of the "
+                  f"claimed side is significant at {100 * LEVEL:.0f} % (Student t, n - 1 "
+                  "degrees of freedom), fails when the other side's is, and is inconclusive "
+                  "otherwise, with one seed, or when the curves it compares had not flattened "
+                  "(unless the claim is read at this horizon, as its row says). The verdict "
+                  "is the headline's; the per-seed values are in the JSON.")
+    if margins:
+        doc.table(["margin", "value", "reason"],
+                  [[k, f"{m['value']:g}", m["reason"]] for k, m in margins.items()])
     doc.heading("Setting", 2)
     panels_ = setting if isinstance(setting, Mapping) else {"": setting}
     for panel, pairs in panels_.items():
@@ -148,9 +175,17 @@ def write(
     data_text = dataset or "-"
     if stand:
         data_text += " (offline stand-in for " + ", ".join(stand) + ")"
+    thread_text = (" / ".join(map(str, sorted(set(threads)))) + " torch thread(s) per run "
+                   "(float32 numbers are reproducible to the bit at this count)"
+                   if threads else "-")
+    rounds_ = dict(rounds or {})
+    rounds_text = ("-" if not rounds_.get("run") else
+                   " / ".join(map(str, rounds_["run"])) + " (the paper: "
+                   + (" / ".join(map(str, rounds_.get("paper") or [])) or "-") + ")")
     doc.heading("Provenance", 2).table(
-        ["", ""], [["data", data_text], ["seeds", seed_text],
+        ["", ""], [["data", data_text], ["seeds", seed_text], ["rounds", rounds_text],
                    ["optimizer state (momentum_state)", " / ".join(optimizer_state) or "-"],
+                   ["threads", thread_text],
                    ["scale", args.scale], ["code", code_text]])
     flag = "" if args.scale == "default" else f" --{args.scale}"
     doc.paragraph(f"Regenerate: `python paper_figures/fig_{args.name}.py{flag}` (writes "
@@ -159,11 +194,13 @@ def write(
                   "made it, shared with other jobs: the runs' recorded wall time plus the rest.")
     md.write_text(doc.text(), encoding="utf-8")
     record = {"name": args.name, "title": title, "claim": claim, "measured": measured,
-              "verdict": decided,
-              "checks": [{"name": c.name, "measured": c.measured, "rule": c.rule,
-                          "outcome": c.outcome} for c in checks],
+              "verdict": decided, "rule": RULE, "headline": [c.name for c in head],
+              "secondary": {"passed": passed, "total": total},
+              "checks": [c.as_dict() for c in checks],
+              "margins": {k: dict(m) for k, m in (margins or {}).items()},
               "seeds": list(seeds), "dataset": dataset, "stand_in": stand,
-              "optimizer_state": list(optimizer_state), "code": code,
+              "optimizer_state": list(optimizer_state),
+              "threads": sorted(set(int(t) for t in threads)), "rounds": rounds_, "code": code,
               "run_codes": sorted(args.run_codes),
               "seconds": round(seconds, 1), "scale": args.scale}
     js.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -178,8 +215,10 @@ class Result:
     """What a figure script measured, for :func:`script` to write (see :func:`write`).
 
     ``panels`` (the script's :func:`~topofl.figures.panels`) supply the setting, the notes, the
-    seeds, the dataset and the stand-ins unless given; ``notes`` are added after the panels'
-    notes and the claim's own (``paper_figures/claims.toml``).
+    seeds, the dataset, the stand-ins, the rounds and the thread counts unless given (the
+    paper's rounds from their configs' base ``rounds``; ``paper_rounds`` overrides);
+    ``notes`` are added after the panels' notes and the claim's own
+    (``paper_figures/claims.toml``).
     """
 
     fig: Any
@@ -191,6 +230,7 @@ class Result:
     notes: Sequence[str] = ()
     dataset: str | None = None
     seeds: Sequence[int] | None = None
+    paper_rounds: Sequence[int] | None = None
 
 
 def _finish(args: FigureArgs, result: Result) -> Path:
@@ -210,10 +250,19 @@ def _finish(args: FigureArgs, result: Result) -> Path:
                for c in rec.configs.values()]
     policy = list(dict.fromkeys(str(c.get("momentum_state", "algorithm")) for c in configs))
     notes += _policy_notes(configs, policy)
+    threads = sorted({int(t) for p in found.values() for rec in p.runs.values()
+                      for prov in rec.provenances.values()
+                      if isinstance(t := prov.get("torch_threads"), int)})
+    ran = sorted({int(c["rounds"]) for c in configs if isinstance(c.get("rounds"), int)})
+    paper = sorted({int(r) for r in (result.paper_rounds if result.paper_rounds is not None
+                                     else [r for p in found.values() for r in p.paper_rounds])})
     return write(args, result.fig, title=meta["title"], setting=setting_,
                  numbers=result.numbers, claim=meta["claim"], measured=result.measured,
                  checks=result.checks, notes=notes, dataset=dataset, seeds=seeds,
-                 stand_in=stand, optimizer_state=policy)
+                 stand_in=stand, optimizer_state=policy, threads=threads,
+                 margins={k: m for k, m in meta["margins"].items()
+                          if k in MARGINS_USED.get(args.name, set())},
+                 rounds={"run": ran, "paper": paper})
 
 
 def _policy_notes(configs: Sequence[Mapping[str, Any]], policy: Sequence[str]) -> list[str]:
