@@ -227,11 +227,12 @@ def verdict_changes(since: str = OLD_RULE_COMMIT, results: str | os.PathLike[str
         ran = " / ".join(map(str, rounds.get("run") or [])) or "-"
         paper = " / ".join(map(str, rounds.get("paper") or [])) or "-"
         heads = [c for c in v.get("checks", []) if isinstance(c, dict) and c.get("headline")]
-        why = "; ".join(f"{c.get('name')}: {c.get('outcome')} ({c.get('reason', '')})"
-                        for c in heads) or "-"
+        why = "; ".join(f"{c.get('name')}: {c.get('outcome')} "
+                        f"({str(c.get('reason', '')).split('; ')[0]})" for c in heads) or "-"
         now = _legacy_verdict(v)
         rows.append([v["name"], before, now if now != before else f"{now} (unchanged)",
-                     f"{ran} of {paper}", _convergence_text(v), why])
+                     f"{ran} of {paper}" if rounds.get("run") else "-", _convergence_text(v),
+                     why])
     return table(["figure", f"verdict at {since} (older rule)", "verdict now",
                   "rounds run (of the paper's)", "curves flattened", "headline: why"], rows)
 
