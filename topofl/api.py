@@ -46,6 +46,7 @@ from topofl.data.datasets import DATASETS
 from topofl.data.federated import federate
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
 from topofl.engine.config import config_header
+from topofl.engine.drops import check_drop
 from topofl.engine.extend import check_algorithm, stochasticity_problem
 from topofl.engine.loop import Result, RunConfig
 from topofl.engine.loop import run as engine_run
@@ -321,6 +322,7 @@ def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, 
     else:
         algo = algorithm
     check_algorithm(algo)  # a piece of one's own missing a member: named now, not rounds later
+    check_drop(algo, run.network)  # [network] drop > 0 needs a rule for a lost message
     topology = _as_topology(topology)
     graph = _check_topology(topology)
     if not isinstance(data, data_mod.FederatedData):

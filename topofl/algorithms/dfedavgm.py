@@ -33,4 +33,5 @@ def dfedavgm(hp: SGDParams) -> Algorithm:
     >>> algo.phases[0].steps, algo.hparams["momentum"]
     (3, 0.9)
     """
-    return sgd_algorithm("dfedavgm", hp, gossip(), round_start=restart_momentum())
+    return sgd_algorithm("dfedavgm", hp, gossip(), round_start=restart_momentum(),
+                         lost="renormalise")

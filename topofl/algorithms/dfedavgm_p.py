@@ -93,5 +93,6 @@ def dfedavgm_p(hp: PartialParams) -> Algorithm:
         round_start=restart_momentum(),
         requires="doubly",
         shared="body",
+        lost="renormalise",
         decay=hp.decay,
     )

@@ -178,5 +178,6 @@ def dfedpgp(hp: PartialParams) -> Algorithm:
         round_start=restart_momentum(),
         requires="column",
         shared="body",
+        lost="mass",
         decay=hp.decay,
     )

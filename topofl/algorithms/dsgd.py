@@ -113,5 +113,6 @@ def dsgd(
         communicate=_gossip_and_gradients if ca else gossip(),
         round_start=_require_groups if ca else no_round_start,
         requires="doubly",
+        lost=None if ca else "renormalise",
         decay=hp.decay,
     )

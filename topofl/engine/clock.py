@@ -31,7 +31,9 @@ The rule (synchronous rounds, per-node clocks, no global barrier):
 The sharing term is the fluid bound of a fair-share link: exact when a node's messages of a
 stage start together and have equal sizes, a lower bound otherwise. Not modelled: compute
 beside the local SGD steps (evaluation, DPFL's and PFedDST's loss evaluations, the server's
-averaging), messages lost, a node's computation overlapping its communication.
+averaging), a node's computation overlapping its communication. Messages lost
+(``drop``, :mod:`topofl.engine.drops`) are not timed: the clock times the delivered ones only
+(a lost message takes no share of its sender's uplink and nobody waits for it).
 
 Examples
 --------
@@ -371,7 +373,7 @@ class ConfigTable:
 
 
 _NETWORK_KEYS = ("latency", "bandwidth", "uplink", "downlink", "speed", "server_uplink",
-                 "server_downlink", "seed")
+                 "server_downlink", "seed", "drop")
 
 
 @dataclass(frozen=True, init=False, eq=False)
@@ -393,7 +395,15 @@ class Network(ConfigTable):
     server_uplink, server_downlink : number, default inf
         The server's connection (server-based algorithms).
     seed : int, default 0
-        Seeds the draws of the distributions (the run's seed does not reach them).
+        Seeds the draws of the distributions and of the drops (the run's seed does not reach
+        them).
+    drop : float in [0, 1], default 0
+        Probability that a message is lost, each message independently (drawn from
+        ``(seed, round, sender, receiver)`` on a stream of its own:
+        :mod:`topofl.engine.drops`). A lost message counts as sent, not as received, and is
+        not timed; each algorithm's ``lost`` rule says what it does without it (an
+        algorithm without one refuses ``drop > 0``). ``to_config`` leaves ``drop = 0`` out:
+        a run at 0 is the run without the key (same header and run hash).
 
     Examples
     --------
@@ -406,6 +416,12 @@ class Network(ConfigTable):
     Traceback (most recent call last):
     ...
     ValueError: network.latency must be >= 0, got -1
+    >>> Network.from_config({"drop": 0.1}).to_config()["drop"], "drop" in Network().to_config()
+    (0.1, False)
+    >>> Network.from_config({"drop": 1.5})
+    Traceback (most recent call last):
+    ...
+    ValueError: network.drop must be in [0, 1] (the probability that a message is lost), got 1.5
     """
 
     latency: Values
@@ -416,11 +432,12 @@ class Network(ConfigTable):
     server_uplink: float
     server_downlink: float
     seed: int
+    drop: float
 
     def __init__(self, latency: Any = 0.0, bandwidth: Any = math.inf, uplink: Any = math.inf,
                  downlink: Any = math.inf, speed: Any = math.inf,
                  server_uplink: Any = math.inf, server_downlink: Any = math.inf,
-                 seed: Any = 0) -> None:
+                 seed: Any = 0, drop: Any = 0.0) -> None:
         set_ = object.__setattr__
         set_(self, "latency", Values.parse(latency, "latency", zero_ok=True))
         set_(self, "bandwidth", Values.parse(bandwidth, "bandwidth"))
@@ -433,6 +450,11 @@ class Network(ConfigTable):
                 raise ValueError(f"network.{k} must be a number (the one server's), got {v!r}")
             set_(self, k, c)
         set_(self, "seed", check_int(seed, "network.seed", low=0))
+        p = real_number(drop, "network.drop")
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"network.drop must be in [0, 1] (the probability that a message "
+                             f"is lost), got {drop!r}")
+        set_(self, "drop", p)
 
     _TABLE = "network"
 
@@ -446,13 +468,16 @@ class Network(ConfigTable):
         return cls(**dict(table))
 
     def to_config(self) -> dict[str, Any]:
-        """The table, every key filled in (floats; ``inf`` as a float)."""
+        """The table, every key filled in (floats; ``inf`` as a float), but ``drop`` only when
+        it is above 0 (a run without drops describes itself as runs before the key did)."""
         out: dict[str, Any] = {}
         for k in ("latency", "bandwidth", "uplink", "downlink", "speed"):
             v = getattr(self, k)
             out[k] = float(v.params[0]) if v.kind == "const" else v.to_config()
         out.update(server_uplink=float(self.server_uplink),
                    server_downlink=float(self.server_downlink), seed=self.seed)
+        if self.drop > 0:
+            out["drop"] = self.drop
         return out
 
 

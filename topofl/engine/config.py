@@ -94,8 +94,10 @@ class RunConfig:
     network : table or None
         How fast clients compute and messages travel (:class:`~topofl.engine.clock.Network`:
         ``latency``, ``bandwidth``, ``uplink``, ``downlink``, ``speed``, ``server_uplink``,
-        ``server_downlink``, ``seed``): with it the run keeps a virtual clock and records
-        ``sim_time`` (:mod:`topofl.engine.clock`). ``None``: no clock.
+        ``server_downlink``, ``seed``, ``drop``): with it the run keeps a virtual clock and
+        records ``sim_time`` (:mod:`topofl.engine.clock`); ``drop`` > 0 loses each message
+        with that probability (:mod:`topofl.engine.drops`: each algorithm's ``lost`` rule,
+        counted by the ledger). ``None``: no clock.
     availability : table or None
         Clients offline per round and stragglers
         (:class:`~topofl.engine.availability.Availability`: ``model`` = ``"bernoulli"``

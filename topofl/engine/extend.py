@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from topofl.engine.availability import ABSENT_RULES
+from topofl.engine.drops import LOST_RULES
 from topofl.engine.protocol import Algorithm, Phase
 from topofl.graph import TimeVarying
 
@@ -98,7 +99,8 @@ def check_algorithm(algorithm: Any) -> Algorithm:
         ``point`` or ``update``: the message names the algorithm, the field (or member) and
         the class found.
     ValueError
-        ``requires``, ``shared``, ``absent`` or ``decay`` out of their ranges, no phase.
+        ``requires``, ``shared``, ``absent``, ``lost`` or ``decay`` out of their ranges, no
+        phase.
 
     Examples
     --------
@@ -138,6 +140,9 @@ def check_algorithm(algorithm: Any) -> Algorithm:
     if a.absent not in ABSENT_RULES:
         raise ValueError(f"{who}: Algorithm.absent must be one of {sorted(ABSENT_RULES)}, got "
                          f"{a.absent!r}")
+    if a.lost is not None and a.lost not in LOST_RULES:
+        raise ValueError(f"{who}: Algorithm.lost must be one of {sorted(LOST_RULES)} or None, "
+                         f"got {a.lost!r}")
     if not isinstance(a.uses_topology, bool):
         raise TypeError(f"{who}: Algorithm.uses_topology must be a bool, got "
                         f"{_kind(a.uses_topology)}")

@@ -384,17 +384,46 @@ class Ledger:
     ----------
     n : int
         Number of clients; the totals have ``n + 1`` entries (the server last).
+    lossy : bool, default False
+        Messages may be lost (``[network] drop > 0``): :meth:`add_dropped` counts them, and
+        :meth:`rows` adds ``messages_dropped``, ``bytes_dropped``, ``messages_delivered``
+        and ``bytes_delivered``.
 
     Attributes
     ----------
     messages_sent, messages_received, bytes_sent, bytes_received : ndarray of int64, (n + 1,)
+        A lost message counts as sent, not as received.
     by_kind : dict of str to [messages, bytes]
+        Sent (delivered and lost).
     messages, bytes : int
-        Totals over every node and kind.
+        Totals over every node and kind, sent (delivered and lost).
+    messages_dropped, bytes_dropped : int
+        The lost messages and their bytes (0 unless ``lossy``).
+
+    Examples
+    --------
+    A 4-ring's round with the messages ``1 -> 0`` and ``3 -> 0`` lost: 8 sent, 6 delivered.
+
+    >>> from topofl.engine.ledger import Flow, Ledger, graph_arcs
+    >>> arcs = graph_arcs(tf.topologies.ring(4))
+    >>> lost = (arcs.receivers == 0)
+    >>> ledger = Ledger(4, lossy=True)
+    >>> ledger.add([Flow("model", arcs.keep(~lost), 10, 32)])
+    (6, 240)
+    >>> ledger.add_dropped([Flow("model", arcs.keep(lost), 10, 32)])
+    (2, 80)
+    >>> r = ledger.rows()
+    >>> r["messages"], r["messages_delivered"], r["messages_dropped"], r["bytes_dropped"]
+    (8, 6, 2, 80)
+    >>> ledger.messages_sent[:4].tolist(), ledger.messages_received[:4].tolist()
+    ([2, 2, 2, 2], [0, 2, 2, 2])
     """
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, *, lossy: bool = False) -> None:
         self.n = int(n)
+        self.lossy = bool(lossy)
+        self.messages_dropped = 0
+        self.bytes_dropped = 0
         z = np.zeros(self.n + 1, dtype=np.int64)
         self.messages_sent, self.messages_received = z.copy(), z.copy()
         self.bytes_sent, self.bytes_received = z.copy(), z.copy()
@@ -426,6 +455,32 @@ class Ledger:
         self.bytes += nbytes
         return msgs, nbytes
 
+    def add_dropped(self, flows: Iterable[Flow]) -> tuple[int, int]:
+        """Count a round's lost messages: sent by their senders (``messages_sent``,
+        ``bytes_sent``, the per-kind and overall totals), received by nobody, and in
+        ``messages_dropped``/``bytes_dropped``; returns the round's lost ``(messages,
+        bytes)``."""
+        msgs = nbytes = 0
+        for f in flows:
+            if f.n != self.n:
+                raise ValueError(f"a flow among {f.n} clients in a ledger of {self.n}")
+            if f.carried == 0:
+                continue
+            sent_b, _ = f.node_bytes()
+            self.messages_sent += f.sent_counts()
+            self.bytes_sent += sent_b
+            b = int(sent_b.sum())
+            k = self.by_kind.setdefault(f.kind, [0, 0])
+            k[0] += f.carried
+            k[1] += b
+            msgs += f.messages
+            nbytes += b
+        self.messages += msgs
+        self.bytes += nbytes
+        self.messages_dropped += msgs
+        self.bytes_dropped += nbytes
+        return msgs, nbytes
+
     def add_totals(self, messages: int, nbytes: int, kind: str = "model") -> None:
         """Count messages whose senders are not known (an algorithm that states no flows)."""
         k = self.by_kind.setdefault(kind, [0, 0])
@@ -437,9 +492,16 @@ class Ledger:
     def rows(self) -> dict[str, Any]:
         """The records of the totals: ``messages``, ``bytes``, ``messages.<kind>`` and
         ``bytes.<kind>`` (every kind seen; ``messages.<kind>`` counts the messages that
-        carried the kind, attached or not), and ``server_bytes_sent``/``_received`` when a
-        server sent or received."""
+        carried the kind, attached or not), ``server_bytes_sent``/``_received`` when a
+        server sent or received, and with ``lossy`` ``messages_dropped``, ``bytes_dropped``,
+        ``messages_delivered`` and ``bytes_delivered`` (``messages`` and ``bytes`` count
+        what was sent: delivered plus dropped)."""
         out: dict[str, Any] = {"messages": self.messages, "bytes": self.bytes}
+        if self.lossy:
+            out.update(messages_dropped=self.messages_dropped,
+                       bytes_dropped=self.bytes_dropped,
+                       messages_delivered=self.messages - self.messages_dropped,
+                       bytes_delivered=self.bytes - self.bytes_dropped)
         for k in sorted(self.by_kind):
             out[f"messages.{k}"] = self.by_kind[k][0]
             out[f"bytes.{k}"] = self.by_kind[k][1]
@@ -458,13 +520,17 @@ class Ledger:
                 "messages_received": self.messages_received[:n].tolist()}
 
     def state(self) -> dict[str, Any]:
-        """What a checkpoint keeps (plain lists and ints)."""
-        return {"messages_sent": self.messages_sent.tolist(),
-                "messages_received": self.messages_received.tolist(),
-                "bytes_sent": self.bytes_sent.tolist(),
-                "bytes_received": self.bytes_received.tolist(),
-                "by_kind": {k: list(v) for k, v in self.by_kind.items()},
-                "messages": self.messages, "bytes": self.bytes}
+        """What a checkpoint keeps (plain lists and ints; with ``lossy``, the dropped
+        totals too)."""
+        out: dict[str, Any] = {"messages_sent": self.messages_sent.tolist(),
+                               "messages_received": self.messages_received.tolist(),
+                               "bytes_sent": self.bytes_sent.tolist(),
+                               "bytes_received": self.bytes_received.tolist(),
+                               "by_kind": {k: list(v) for k, v in self.by_kind.items()},
+                               "messages": self.messages, "bytes": self.bytes}
+        if self.lossy:
+            out["dropped"] = [self.messages_dropped, self.bytes_dropped]
+        return out
 
     def load(self, state: Mapping[str, Any]) -> None:
         """Continue from :meth:`state`'s output (a checkpoint's)."""
@@ -476,6 +542,8 @@ class Ledger:
             setattr(self, k, v.copy())
         self.by_kind = {str(k): [int(a), int(b)] for k, (a, b) in dict(state["by_kind"]).items()}
         self.messages, self.bytes = int(state["messages"]), int(state["bytes"])
+        dropped = state.get("dropped", (0, 0))
+        self.messages_dropped, self.bytes_dropped = int(dropped[0]), int(dropped[1])
 
 
 def dtype_bits(dtype: Any) -> int:

@@ -34,6 +34,7 @@ from topofl._validation import check_path
 from topofl.engine.availability import Availability, Frozen, local_rates, round_view
 from topofl.engine.clock import Clock, Network
 from topofl.engine.config import DTYPES, RunConfig, config_header
+from topofl.engine.drops import Drops, check_drop
 from topofl.engine.evaluation import Divergence, evaluate, record_realized, spectral_row
 from topofl.engine.executors import make_executor
 from topofl.engine.extend import stochasticity_problem
@@ -151,6 +152,7 @@ def run(
     t_start = time.perf_counter()
     n = int(data.num_clients)
     tv = graphs(topology, algorithm, n)
+    check_drop(algorithm, config.network)
 
     # ---------------------------------------------------------------- where the clients live
     site = (placement or OneProcess())(config, tv if algorithm.uses_topology else None, data)
@@ -203,20 +205,31 @@ class Costs:
         ``None`` also when every client is always online.
     flops_per_sample : float
         FLOPs of one local SGD step on one sample (forward and backward), for the clock.
+    drop : float
+        The probability that a message is lost (``[network] drop``; 0: none is).
     """
 
     ledger: Ledger | None = None
     clock: Clock | None = None
     availability: Availability | None = None
     flops_per_sample: float = 0.0
+    drop: float = 0.0
+
+    def drops(self, t: int) -> Drops | None:
+        """Round ``t``'s lost messages (``None`` without drops)."""
+        if self.clock is None or not self.drop > 0:
+            return None
+        return Drops(self.drop, self.clock.network.seed, t)
 
     @classmethod
     def build(cls, config: RunConfig, n: int, model: nn.Module, input_shape: tuple[int, ...],
               start: Resumed | None = None) -> Costs:
         """The accounting of a run with ``config``, continued from ``start``'s state."""
-        ledger = Ledger(n) if config.ledger else None
-        clock = None if config.network is None else Clock(Network.from_config(config.network),
-                                                          n)
+        network = None if config.network is None else Network.from_config(config.network)
+        drop = 0.0 if network is None else network.drop
+        ledger = (None if not config.ledger else Ledger(n, lossy=True) if drop > 0
+                  else Ledger(n))
+        clock = None if network is None else Clock(network, n)
         avail = None
         if config.availability is not None:
             avail = Availability.from_config(config.availability)
@@ -230,7 +243,7 @@ class Costs:
             ledger.add_totals(start.messages, 0)  # a checkpoint written without the ledger
         if start is not None and clock is not None and start.clock is not None:
             clock.load(start.clock)
-        return cls(ledger, clock, avail, fps)
+        return cls(ledger, clock, avail, fps, drop)
 
 
 @dataclass(frozen=True)
@@ -334,7 +347,9 @@ def run_loop(run: Setup, start: Resumed, t_start: float, *, close: bool = True) 
                     step += 1
 
             # ---------------------------------------------------- communication
-            sent = algorithm.communicate(state, rnd, env)
+            drops = costs.drops(t)
+            sent = algorithm.communicate(state, rnd if drops is None or rnd.topology is None
+                                         else rnd._replace(drop=drops), env)
             if frozen is not None:  # "stale": the absent clients' state stands still
                 frozen.restore(state)
             messages = _account(costs, algorithm, sent, online, step, samples, t, recorder,
@@ -408,8 +423,13 @@ def _account(costs: Costs, algorithm: Algorithm, sent: Sent, online: np.ndarray 
             costs.ledger.add_totals(m, b)
         else:
             m, b = costs.ledger.add(flows)
+        if sent.dropped is not None or costs.ledger.lossy:
+            md, bd = costs.ledger.add_dropped(at_steps(sent.dropped or (), steps))
+            row.update(round_messages=m + md, round_bytes=b + bd,
+                       round_messages_dropped=md, round_bytes_dropped=bd)
+        else:
+            row.update(round_messages=m, round_bytes=b)
         messages = costs.ledger.messages
-        row.update(round_messages=m, round_bytes=b)
     else:
         messages += sent.messages
     if costs.availability is not None:

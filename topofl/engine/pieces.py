@@ -51,8 +51,9 @@ from torch import Tensor
 
 from topofl._rng import generator_at
 from topofl.engine.clients import Clients, row
+from topofl.engine.drops import Drops, lossy
 from topofl.engine.layout import ParamLayout, Part
-from topofl.engine.ledger import Flow, dtype_bits, graph_arcs, server_arcs
+from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs, server_arcs
 from topofl.engine.protocol import (
     Algorithm,
     Kernel,
@@ -742,8 +743,8 @@ def with_participation(algorithm: Algorithm, participation: float, sample_seed: 
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         sel = round_active(rnd, env.n, participation, sample_seed)
-        sent = inner(state, Round(rnd.t, active_topology(_graph(rnd), sel, keep=keep),
-                                  rnd.online), env)
+        sent = inner(state, rnd._replace(topology=active_topology(_graph(rnd), sel,
+                                                                  keep=keep)), env)
         return sent._replace(active=sel)
 
     return algorithm._replace(
@@ -773,15 +774,32 @@ def _kind(part: Part) -> str:
 
 def gossip(part: Part = "all") -> Communicate:
     """``X[:, cols(part)] <- W_t X[:, cols(part)]``; messages: the arcs of ``W_t``, each
-    carrying the ``part`` (kind ``"model"``, or ``"body"``)."""
+    carrying the ``part`` (kind ``"model"``, or ``"body"``).
+
+    With lost messages (``rnd.drop``) it mixes with the round's ``W_t`` renormalised over
+    what arrived (:func:`~topofl.engine.drops.lossy`, rule ``"renormalise"``) and returns
+    the delivered messages as its flows, the lost ones as ``Sent.dropped``.
+    """
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         topo = _graph(rnd)
+        if rnd.drop is not None:
+            return _lossy_gossip(part, topo, rnd.drop, state, env)
         env.mixer.mix_(topo, state.x, None if part == "all" else env.layout.cols(part))
         return Sent.of(Flow(_kind(part), graph_arcs(topo), _width(env, part),
                             dtype_bits(state.x.dtype)))
 
     return communicate
+
+
+def _lossy_gossip(part: Part, topo: Topology, drop: Drops, state: State,
+                  env: Services) -> Sent:
+    """:func:`gossip` with the round's lost messages: each receiver renormalises."""
+    lo = lossy(topo, drop, "renormalise")
+    env.mixer.mix_(lo.topology, state.x, None if part == "all" else env.layout.cols(part))
+    size, bits = _width(env, part), dtype_bits(state.x.dtype)
+    return Sent.of(Flow(_kind(part), lo.delivered, size, bits),
+                   dropped=(Flow(_kind(part), lo.dropped, size, bits),))
 
 
 @dataclass(frozen=True)
@@ -797,6 +815,11 @@ class PushSum:
     Messages: one on every arc of ``W_t``, the ``part`` (kind ``"model"`` or ``"body"``) with
     its push-sum weight attached (kind ``"weight"``, one number); with ``overlap`` both have
     ``lag=1``.
+
+    With lost messages (``rnd.drop``) the mass of a lost message, numerator and weight, is
+    lost with it: ``W_t``'s entries on the lost arcs become 0
+    (:func:`~topofl.engine.drops.lossy`, rule ``"mass"``); the flows are the delivered
+    messages and ``Sent.dropped`` the lost ones.
     """
 
     part: Part = "all"
@@ -819,6 +842,10 @@ class PushSum:
     def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
         """One push-sum round, then de-bias."""
         topo = _graph(rnd)
+        lost = None
+        if rnd.drop is not None:
+            lost = lossy(topo, rnd.drop, "mass")
+            topo = lost.topology
         weight = state.push_weights()
         if not self.overlap:
             cols = None if self.part == "all" else env.layout.cols(self.part)
@@ -842,9 +869,18 @@ class PushSum:
             weight.copy_(kept_w + fw)
             fw.copy_(sent_w)
         debias_(state, self.part, env.layout)
+        if lost is not None:
+            return Sent.of(*self._flows(lost.delivered, state, env),
+                           dropped=self._flows(lost.dropped, state, env))
         arcs, bits, lag = graph_arcs(topo), dtype_bits(state.x.dtype), int(self.overlap)
         return Sent.of(Flow(_kind(self.part), arcs, _width(env, self.part), bits, lag=lag),
                        Flow("weight", arcs, 1, bits, lag=lag, attached=True))
+
+    def _flows(self, arcs: Arcs, state: State, env: Services) -> tuple[Flow, Flow]:
+        """The messages on ``arcs``: the ``part`` with its weight attached."""
+        bits, lag = dtype_bits(state.x.dtype), int(self.overlap)
+        return (Flow(_kind(self.part), arcs, _width(env, self.part), bits, lag=lag),
+                Flow("weight", arcs, 1, bits, lag=lag, attached=True))
 
     def evaluate(self, state: State, rnd: Round, env: Services) -> Tensor:
         """The de-biased parameters ``z``."""

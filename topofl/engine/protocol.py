@@ -41,6 +41,7 @@ import torch
 from torch import Tensor
 
 from topofl.engine.clients import Clients, LocalClients
+from topofl.engine.drops import Drops
 from topofl.engine.gossip import Mixer
 from topofl.engine.layout import ParamLayout, Part
 from topofl.engine.ledger import Flow
@@ -334,11 +335,17 @@ class Round(NamedTuple):
     online : ndarray or None
         ``(n,)`` bool: the clients online in this round (every client's entry, whichever
         process holds it); ``None`` when every client is.
+    drop : Drops or None
+        The round's lost messages (``[network] drop > 0``; :mod:`topofl.engine.drops`),
+        given to ``communicate`` only: the pieces that communicate apply it to the graph
+        they mix with (:func:`~topofl.engine.drops.lossy`, by the algorithm's ``lost``
+        rule). ``None``: every message arrives.
     """
 
     t: int
     topology: Topology | None = None
     online: np.ndarray | None = None
+    drop: Drops | None = None
 
 
 class Sent(NamedTuple):
@@ -363,6 +370,10 @@ class Sent(NamedTuple):
     active : ndarray or None
         ``(n,)`` bool: the clients that took part in the round (trained), when not every
         online client did (a server's sample); the clock times the others' work as 0.
+    dropped : tuple of Flow or None
+        The messages sent and lost (``rnd.drop``): ``flows`` then holds the delivered ones
+        only. The ledger counts the lost ones as sent and dropped, the clock does not time
+        them.
     """
 
     messages: int
@@ -370,11 +381,14 @@ class Sent(NamedTuple):
     records: Mapping[str, Any] | None = None
     flows: tuple[Flow, ...] | None = None
     active: np.ndarray | None = None
+    dropped: tuple[Flow, ...] | None = None
 
     @classmethod
     def of(cls, *flows: Flow, realized: Topology | None = None,
-           records: Mapping[str, Any] | None = None, active: np.ndarray | None = None) -> Sent:
-        """The ``Sent`` of these flows (``messages`` is their number of messages).
+           records: Mapping[str, Any] | None = None, active: np.ndarray | None = None,
+           dropped: tuple[Flow, ...] | None = None) -> Sent:
+        """The ``Sent`` of these flows (``messages`` is their number of messages, delivered
+        ones: ``dropped`` holds those sent and lost).
 
         Examples
         --------
@@ -383,7 +397,11 @@ class Sent(NamedTuple):
         >>> tf.engine.Sent.of(f, f).messages
         12
         """
-        return cls(int(sum(f.messages for f in flows)), realized, records, tuple(flows), active)
+        if dropped is None:
+            return cls(int(sum(f.messages for f in flows)), realized, records, tuple(flows),
+                       active)
+        return cls(int(sum(f.messages for f in flows)), realized, records, tuple(flows),
+                   active, tuple(dropped))
 
 
 class Services(Protocol):
@@ -737,6 +755,13 @@ class Algorithm(NamedTuple):
         graph without it, weights renormalised as ``requires`` says), ``"server"`` (a server
         averages over the present participants: the pieces read ``rnd.online``) or
         ``"stale"`` (its state stands still; the others read its last model).
+    lost : {"renormalise", "mass"} or None, default None
+        What the algorithm does with a message lost in the network (``[network] drop``;
+        :data:`topofl.engine.drops.LOST_RULES`): ``"renormalise"`` (a receiver averages what
+        arrived, its own model included), ``"mass"`` (push-sum: the mass of a lost message
+        is lost with it), or ``None``: it refuses ``drop > 0``. Its ``communicate`` applies
+        the rule (``rnd.drop``), as :func:`~topofl.engine.pieces.gossip` and
+        :class:`~topofl.engine.pieces.PushSum` do.
     predict : ``(x_eval [n, P], rnd, env) -> adjust`` or None, default None
         How the evaluated parameters predict, when not by their model's logits alone
         (kNN-Per mixes in a nearest-neighbour classifier): called once per evaluation, it
@@ -772,6 +797,7 @@ class Algorithm(NamedTuple):
     uses_topology: bool = True
     predict: Callable[[Tensor, Round, Services], Adjust] | None = None
     absent: str = "renormalise"
+    lost: str | None = None
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``local.point``: where the phase's gradients are taken."""
