@@ -539,10 +539,17 @@ def _needs_reading(value: OverSeeds | float, converged: Convergence | None,
                          "or horizon= (why the claim is read at this horizon)")
 
 
-def _unconverged(converged: Convergence | None, horizon: str | None) -> str | None:
-    if horizon is None and converged is not None and not converged.flat:
-        return converged.describe()
-    return None
+def _finish(name: str, outcome: str, reason: str, value: OverSeeds | float, fmt: str,
+            rule: str, headline: bool, detail: dict[str, Any], converged: Convergence | None,
+            horizon: str | None) -> Check:
+    """The check, its pass or fail made inconclusive on curves that had not flattened (unless
+    read at a stated horizon, which its reason names)."""
+    if horizon is None and converged is not None and not converged.flat \
+            and outcome in ("pass", "fail"):
+        outcome, reason = "inconclusive", f"{converged.describe()}; would be {outcome} ({reason})"
+    if horizon is not None:
+        reason += f"; at this horizon: {horizon}"
+    return Check(name, outcome, format(value, fmt), rule, reason, headline, detail)
 
 
 def _side(name: str, value: OverSeeds | float, threshold: float, fmt: str, claimed_above: bool,
@@ -580,13 +587,9 @@ def _side(name: str, value: OverSeeds | float, threshold: float, fmt: str, claim
     else:
         outcome = "inconclusive"
         reason = f"the seeds' spread covers it ({_p_text(min(p_claim, p_other), value)})"
-    late = _unconverged(converged, horizon)
-    if late is not None and outcome in ("pass", "fail"):
-        outcome, reason = "inconclusive", f"{late}; would be {outcome} ({reason})"
-    if horizon is not None:
-        reason += f"; at this horizon: {horizon}"
-    return Check(name, outcome, format(value, fmt), rule, reason, headline,
-                 _detail(value, threshold, margin, converged, horizon, test))
+    return _finish(name, outcome, reason, value, fmt, rule, headline,
+                   _detail(value, threshold, margin, converged, horizon, test),
+                   converged, horizon)
 
 
 def _p_text(p: float, value: OverSeeds | float) -> str:
@@ -695,13 +698,9 @@ def within(name: str, value: OverSeeds | float, tolerance: float, *,
     else:
         outcome = "inconclusive"
         reason = f"95 % one-sided bounds [{lo:{fmt}}, {hi:{fmt}}] cross the tolerance"
-    late = _unconverged(converged, horizon)
-    if late is not None and outcome in ("pass", "fail"):
-        outcome, reason = "inconclusive", f"{late}; would be {outcome} ({reason})"
-    if horizon is not None:
-        reason += f"; at this horizon: {horizon}"
-    return Check(name, outcome, format(value, fmt), f"|x| <= {tolerance:{fmt}}", reason,
-                 headline, _detail(value, 0.0, float(tolerance), converged, horizon, test))
+    return _finish(name, outcome, reason, value, fmt, f"|x| <= {tolerance:{fmt}}", headline,
+                   _detail(value, 0.0, float(tolerance), converged, horizon, test),
+                   converged, horizon)
 
 
 def fact(name: str, ok: bool, measured: str = "", *, headline: bool = False) -> Check:
