@@ -74,6 +74,18 @@ def main() -> None:
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch "
         f"{torch.__version__}, topofl {tf.__version__}.",
         "",
+        "The stacked pass batches what the runs one by one repeat: one local step and one "
+        "evaluation pass for all six (the clients' test splits side by side, the shared "
+        "global test set once through all 96 clients' rows), the hashing of every run's "
+        "batches, and the file writes of a round (each run's records fsync, then its "
+        "checkpoint, and the sweep's done markers) side by side in background threads, "
+        "behind the next round's computation (one round in flight). Gossip stays each run's "
+        "own product (its rows with its own `W`). The first stacked pass (fb2b9be: every "
+        "per-run step in turn) measured 0.88, 0.98 and 1.10. One by one is bound by its "
+        "fsyncs (a records fsync per run and round, a checkpoint every 4 rounds), whose cost "
+        "varies with the shared disk from run to run; the mlp case is bound by the "
+        "arithmetic, the same in both.",
+        "",
         "| case | stacked (s) | one by one (s) | ratio |",
         "|---|---:|---:|---:|",
         *[f"| {n} | {a:.2f} | {b:.2f} | {a / b:.2f} |" for n, a, b in rows],

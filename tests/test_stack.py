@@ -159,3 +159,88 @@ def test_sweep_runs_alone_what_cannot_stack(tmp_path: Any) -> None:
     out = tf.sweep.run_sweep(cfg, tmp_path, progress=False, echo=said.append)
     assert all(o.status == "complete" for o in out)
     assert any("not stacked" in line and "fedavg does not stack" in line for line in said)
+
+
+def test_batched_evaluation_in_small_chunks_equals_the_runs_alone(monkeypatch: Any) -> None:
+    # tiny evaluation chunks: the lanes' test splits take several batches (a lane with fewer
+    # adds masked rows) and the global test sets several chunks; one run without the global
+    # test set, one with per-client rows, different evaluation rounds and client counts
+    monkeypatch.setattr(tf.engine.stack, "eval_chunk", lambda *a: 3)
+    members = [_member("dsgd", "ring", 0, 0.1, "float64", n=4),
+               _member("sgp", "complete", 1, 0.05, "float64", n=7),
+               _member("dsgd", "exponential", 0, 0.2, "float64", n=5)]
+    members[1] = members[1]._replace(algorithm=tf.algorithms.dsgd(lr=0.05))
+    members[0] = members[0]._replace(config=tf.engine.RunConfig(
+        **{**members[0].config.__dict__, "eval_global": False}))
+    members[2] = members[2]._replace(config=tf.engine.RunConfig(
+        **{**members[2].config.__dict__, "record_clients": True}))
+    _check(members, "float64")
+
+
+def test_lanes_share_a_global_test_set_only_when_it_is_equal() -> None:
+    from types import SimpleNamespace
+
+    from topofl.engine.stack import _share_global_sets
+
+    x, y = torch.arange(12.0).reshape(4, 3), torch.tensor([0, 1, 2, 1])
+    sets = [(x, y), (x.clone(), y.clone()), (x, y.flip(0)), (x + 1, y), (x, y), (x[:0], y[:0]),
+            (x.double(), y), (x[:3], y[:3])]
+    lanes = [SimpleNamespace(index=i, global_set=None,
+                             env=SimpleNamespace(data=SimpleNamespace(global_test=g)),
+                             member=SimpleNamespace(config=tf.engine.RunConfig(
+                                 1, eval_global=i != 4)))
+             for i, g in enumerate(sets)]
+    _share_global_sets(lanes)  # type: ignore[arg-type]
+    assert [ln.global_set for ln in lanes] == [0, 0, 2, 3, None, None, 6, 7]
+
+
+def test_stacked_gossip_is_the_runs_own_product() -> None:
+    # each run's rows are mixed with its own W (dense or sparse as alone): bit for bit
+    members = [_member("dsgd-momentum", g, s, 0.1, "float32", n=n, model="mlp")
+               for g, s, n in (("ring", 0, 6), ("complete", 1, 5), ("exponential", 2, 8))]
+    for m, res in zip(members, run_stacked(members)):
+        assert torch.equal(res.state.x, tf.engine.run(*m[:5]).state.x)
+
+
+def test_a_failing_checkpoint_write_stops_the_stack(tmp_path: Any) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "a user's file").write_text("x")
+    members = []
+    for s, path in ((0, tmp_path / "ok.ckpt"), (1, tmp_path / "taken")):
+        m = _member("dsgd", "ring", s, 0.1, "float64", rounds=4)
+        members.append(m._replace(config=tf.engine.RunConfig(**{
+            **m.config.__dict__, "checkpoint_every": 2, "checkpoint_path": str(path),
+            "records_path": str(tmp_path / f"{s}.jsonl")})))
+    with pytest.raises(IsADirectoryError):
+        run_stacked(members)
+    assert (tmp_path / "taken" / "a user's file").read_text() == "x"
+    assert tf.records.load(tmp_path / "1.jsonl").rows  # the records written so far are kept
+
+
+def test_a_diverging_run_stops_the_stack_with_its_records_saved(tmp_path: Any) -> None:
+    members = []
+    for s, lr in ((0, 0.1), (1, 1e30)):
+        m = _member("dsgd", "ring", s, lr, "float64", rounds=4)
+        members.append(m._replace(config=tf.engine.RunConfig(**{
+            **m.config.__dict__, "checkpoint_every": 1,
+            "checkpoint_path": str(tmp_path / f"{s}.ckpt"),
+            "records_path": str(tmp_path / f"{s}.jsonl")})))
+    with pytest.raises(tf.engine.stack.StackDiverged) as info:
+        run_stacked(members)
+    assert info.value.member == 1
+    for s in (0, 1):
+        assert tf.records.load(tmp_path / f"{s}.jsonl").configs  # header and rows on disk
+
+
+def test_stacked_sampler_draws_each_datas_own_rows() -> None:
+    from topofl.data.federated import StackedSampler
+
+    datas = [tf.data.federate("digits", part, n, seed=s, **kw)
+             for part, n, s, kw in (("dirichlet", 5, 0, {"alpha": 0.3}), ("iid", 3, 7, {}),
+                                    ("shards", 8, 2, {"shards_per_client": 2}))]
+    sampler = StackedSampler(datas)
+    for r, s, b in ((0, 0, 1), (3, 2, 16), (40, 7, 33)):
+        want = torch.cat([d.sample_indices(r, s, b) for d in datas])
+        assert torch.equal(sampler.indices(r, s, b), want)
+    with pytest.raises(ValueError, match="one or more"):
+        StackedSampler([])

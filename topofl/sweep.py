@@ -761,10 +761,16 @@ def _execute_stack_locked(mine: Sequence[tuple[dict[str, Any], str]], out: str,
             outcomes.append(o)
         return outcomes
     seconds = time.perf_counter() - t0
-    for (_, name, _), res in zip(built, results):
-        summary = _summary(res.records)
-        _write_json(_paths(Path(out), name)[2],
-                    {"status": "complete", "summary": summary, "message": ""})
+    summaries = [_summary(res.records) for res in results]
+    # the runs' done markers side by side (each written and synced as a run alone writes it)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(len(built), 8)) as pool:
+        list(pool.map(lambda item: _write_json(
+            _paths(Path(out), item[0][1])[2],
+            {"status": "complete", "summary": item[1], "message": ""}),
+            zip(built, summaries)))
+    for (_, name, _), summary in zip(built, summaries):
         outcomes.append(Outcome(name, "complete", seconds, None, summary,
                                 f"(stacked with {len(built) - 1} other runs)"))
     return outcomes

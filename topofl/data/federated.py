@@ -51,7 +51,7 @@ FederatedData(dataset='digits', partition='shards', n_clients=100, train=1442, v
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -75,7 +75,7 @@ from topofl.data.partition import PARTITIONS, Partition, natural
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["FederatedData", "EvalBatch", "Segments", "federate", "SPLITS"]
+__all__ = ["FederatedData", "EvalBatch", "Segments", "StackedSampler", "federate", "SPLITS"]
 
 #: The per-client splits of a :class:`FederatedData`.
 SPLITS = ("train", "val", "test")
@@ -102,9 +102,11 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
 
 
 def _hash_uniform_index(
-    k0: int, k1: int, client: torch.Tensor, slot: torch.Tensor, size: torch.Tensor
+    k0: int | torch.Tensor, k1: int | torch.Tensor, client: torch.Tensor, slot: torch.Tensor,
+    size: torch.Tensor
 ) -> torch.Tensor:
-    """``floor(H(k, client, slot) * size / 2^32)``, elementwise (broadcast of client × slot)."""
+    """``floor(H(k, client, slot) * size / 2^32)``, elementwise (broadcast of client × slot;
+    the key ``k0, k1`` an int each, or int64 columns: one key per row)."""
     a = _mix32((client ^ k0) & _MASK32)
     h = _mix32((a + slot * 0x9E3779B9) & _MASK32)
     h = _mix32(h ^ k1)
@@ -631,6 +633,54 @@ class FederatedData:
             torch.arange(self.num_clients, device=self.device), self._tensor(f"{name}.sizes")
         )
         return self.x[a:b], self.y[a:b], client
+
+
+class StackedSampler:
+    """The training batches' rows of several :class:`FederatedData` at once (the runs of a
+    stacked pass, :mod:`topofl.engine.stack`): :meth:`indices` is
+    ``torch.cat([d.sample_indices(r, s, b) for d in datas])``, the same integers, hashed in
+    one vectorised pass (each data's own key, clients and sizes; row ``i`` of data ``d``
+    indexes ``d.x``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.data.federated import StackedSampler
+    >>> datas = [tf.data.federate("digits", "dirichlet", n, seed=s, alpha=0.5)
+    ...          for n, s in ((4, 0), (3, 1))]
+    >>> idx = StackedSampler(datas).indices(2, 1, 5)
+    >>> bool(torch.equal(idx, torch.cat([d.sample_indices(2, 1, 5) for d in datas])))
+    True
+    """
+
+    def __init__(self, datas: Sequence[FederatedData]) -> None:
+        import torch
+
+        self.datas = list(datas)
+        if not self.datas or len({str(d.device) for d in self.datas}) != 1:
+            raise ValueError("a StackedSampler takes one or more datas on one device")
+        dev = self.datas[0].device
+        self._empty = any(bool(np.any(d._segments["train"].sizes == 0)) for d in self.datas)
+        self._size = torch.cat([d._tensor("train.sizes")[:, None] for d in self.datas])
+        self._offset = torch.cat([d._tensor("train.offsets")[:, None] for d in self.datas])
+        counts = [int(d.num_clients) for d in self.datas]
+        self._client = torch.cat([torch.arange(c, device=dev, dtype=torch.int64)
+                                  for c in counts])[:, None]
+        self._which = torch.repeat_interleave(
+            torch.arange(len(counts), device=dev), torch.tensor(counts, device=dev))
+
+    def indices(self, round: int, step: int, batch_size: int) -> torch.Tensor:
+        """``[sum of clients, b]`` int64: every data's :meth:`FederatedData.sample_indices`."""
+        import torch
+
+        if self._empty:  # the error of the data with a client without training rows
+            return torch.cat([d.sample_indices(round, step, batch_size) for d in self.datas])
+        b = check_int(batch_size, "batch_size", low=1)
+        keys = torch.tensor([d._key(round, step) for d in self.datas], dtype=torch.int64,
+                            device=self._size.device)[self._which]
+        slot = torch.arange(b, device=self._size.device, dtype=torch.int64)[None, :]
+        return self._offset + _hash_uniform_index(keys[:, :1], keys[:, 1:], self._client,
+                                                  slot, self._size)
 
 
 def _flip(y: npt.NDArray[Any], sizes: IntArray, plan: LabelFlip) -> npt.NDArray[Any]:

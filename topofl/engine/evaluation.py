@@ -17,8 +17,8 @@ from topofl.graph import Topology
 from topofl.records import Recorder
 from topofl.spectral import summary
 
-__all__ = ["evaluate", "score_chunks", "eval_chunk", "record_realized", "spectral_row",
-           "Divergence"]
+__all__ = ["evaluate", "check_finite", "evaluation_row", "score_chunks", "eval_chunk",
+           "record_realized", "spectral_row", "Divergence"]
 
 
 def _stats(prefix: str, v: np.ndarray) -> dict[str, float]:
@@ -109,12 +109,7 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     """
     t, clients = rnd.t, env.clients
     x_eval = algorithm.evaluate(state, rnd, env)
-    finite = torch.isfinite(x_eval).all(dim=1)
-    bad = None if bool(finite.all()) else (int(torch.nonzero(~finite)[0, 0]), math.nan)
-    found = first_bad(clients, bad, "the divergence check")
-    if found is not None:
-        recorder.flush()
-        raise nonfinite_parameters_error(t, found[0])
+    check_finite(clients, x_eval, t, recorder)
     m = clients.m
     adjust = None if algorithm.predict is None else algorithm.predict(x_eval, rnd, env)
     chunk = eval_chunk(m, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
@@ -132,6 +127,25 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
         parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True,
                                               adjust=adjust), dim=1))
     full = clients.all_rows(torch.cat(parts, dim=1), "evaluation")  # [n, 3 or 6] sums
+    return evaluation_row(clients, algorithm, env, x_eval, full, config, recorder, t)
+
+
+def check_finite(clients: Clients, x_eval: Tensor, t: int, recorder: Recorder) -> None:
+    """Raise the run's error (on every process) when a client's parameters are not finite."""
+    finite = torch.isfinite(x_eval).all(dim=1)
+    bad = None if bool(finite.all()) else (int(torch.nonzero(~finite)[0, 0]), math.nan)
+    found = first_bad(clients, bad, "the divergence check")
+    if found is not None:
+        recorder.flush()
+        raise nonfinite_parameters_error(t, found[0])
+
+
+def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval: Tensor,
+                   full: Tensor, config: RunConfig, recorder: Recorder, t: int
+                   ) -> dict[str, Any]:
+    """The evaluation row of round ``t`` from every client's sums ``full`` ``[n, 3 or 6]``
+    (correct, loss, count on its test split, then on the global test set when scored); the
+    per-client accuracies go to ``recorder`` when ``config.record_clients``."""
     correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
     has = count > 0
     acc = (correct[has] / count[has]).cpu().numpy()
@@ -142,7 +156,7 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     if config.record_clients:
         per_client = torch.where(has, correct / count.clamp_min(1), torch.nan).cpu().numpy()
         recorder.log_clients("test_acc", per_client.tolist(), t)
-    if with_global:
+    if full.shape[1] > 3:
         gc, gl, gn = full[:, 3], full[:, 4], full[:, 5]
         row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
         row["global_loss"] = float((gl / gn).mean())

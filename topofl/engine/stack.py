@@ -4,12 +4,17 @@ A sweep's runs (graphs x seeds x learning rates ...) that share the algorithm, t
 parameter layout and the run settings that shape the arithmetic run side by side: their clients
 are the rows of one ``[sum of clients, P]`` buffer, every local step draws every run's batches
 (each from its own data and seed) and takes one batched gradient and update with per-client
-learning rates (each run's own), and gossip is one product with the block-diagonal matrix of the
-runs' graphs of the round (each run its own ``W_t``). What belongs to a run stays its own: its
-records file, evaluation, divergence guard, bytes ledger, spectral rows and checkpoint, each
-computed by the code a run alone uses, on that run's rows. A run's records are those of the same
-run alone (the same batches, the same per-client arithmetic; block-diagonal gossip sums the same
-terms, so float64 agrees to about 1e-15 and float32 to its rounding), except ``wall_time``.
+learning rates (each run's own), and gossip applies the block-diagonal matrix of the runs'
+graphs of the round block by block (each run's rows with its own ``W_t``, the product the run
+alone computes). The evaluation is batched too: the runs' clients' test splits side by side in
+one pass, and a global test set once through the rows of every run that shares it. What
+belongs to a run stays its own: its records file, divergence guard, bytes ledger, spectral rows
+and checkpoint, each computed by the code a run alone uses, on that run's rows. The runs' file
+writes of a round (records to the disk, then checkpoints) go side by side in background
+threads while the next round computes, each as durable as the run alone makes it before that
+run's next checkpoint. A run's records are those of the same run alone (the same batches, the
+same per-client arithmetic; evaluation sums of float64 losses may group their terms otherwise,
+a few units in the last place), except ``wall_time``.
 
 Only the algorithms in :data:`STACKABLE` stack (their pieces act on each client's row alone or
 through the mixer); :func:`stack_problem` says why a set of runs cannot.
@@ -33,8 +38,11 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -44,8 +52,18 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor, nn
 
+from topofl.data.federated import FederatedData, StackedSampler
+from topofl.engine.clients import LocalClients
 from topofl.engine.config import DTYPES, RunConfig, config_header
-from topofl.engine.evaluation import Divergence, evaluate, spectral_row
+from topofl.engine.evaluation import (
+    Divergence,
+    check_finite,
+    eval_chunk,
+    evaluate,
+    evaluation_row,
+    score_chunks,
+    spectral_row,
+)
 from topofl.engine.executors import make_executor
 from topofl.engine.gossip import Mixer
 from topofl.engine.layout import ParamLayout, init_parameters
@@ -246,6 +264,50 @@ def block_topology(topologies: Sequence[Topology]) -> Topology:
                     groups=None if groups is None else tuple(groups))
 
 
+class _BlockMixer(Mixer):
+    """The stack's mixer: a round's block-diagonal graph (:meth:`blocks`) is applied block by
+    block, each run's rows with its own graph's ``W`` (dense or sparse as the run alone
+    picks it), so a run's gossip is the product the run alone computes (and a dense block
+    stays a dense product)."""
+
+    def __init__(self, device: torch.device, dtype: torch.dtype) -> None:
+        super().__init__(device, dtype)
+        self._blocks: weakref.WeakKeyDictionary[Topology, list[tuple[slice, Topology]]] = (
+            weakref.WeakKeyDictionary())
+
+    def blocks(self, topology: Topology, parts: Sequence[tuple[slice, Topology]]) -> None:
+        """Say that ``topology`` is the block-diagonal union of ``parts`` (rows, graph)."""
+        self._blocks[topology] = list(parts)
+
+    def _parts(self, topology: Topology, n: int) -> list[tuple[slice, Topology]] | None:
+        parts = self._blocks.get(topology)
+        if parts is not None and n != topology.n:
+            raise ValueError(f"X has {n} rows but the topology has n={topology.n}")
+        return parts
+
+    def mix_(self, topology: Topology, X: Tensor, cols: slice | None = None) -> None:
+        parts = self._parts(topology, X.shape[0])
+        if parts is None:
+            super().mix_(topology, X, cols)
+            return
+        for rows, t in parts:
+            super().mix_(t, X[rows], cols)
+
+    def mix_vector_(self, topology: Topology, w: Tensor) -> None:
+        parts = self._parts(topology, w.shape[0])
+        if parts is None:
+            super().mix_vector_(topology, w)
+            return
+        for rows, t in parts:
+            super().mix_vector_(t, w[rows])
+
+    def diagonal(self, topology: Topology) -> Tensor:
+        parts = self._parts(topology, topology.n)
+        if parts is None:
+            return super().diagonal(topology)
+        return torch.cat([super().diagonal(t) for _, t in parts])
+
+
 class _StackData:
     """The data of every run of a stack, as the local stepper reads it: run ``r``'s batches
     are its own data's (its seed, its samples), in its rows of the stack."""
@@ -255,13 +317,21 @@ class _StackData:
         self.num_clients = int(rows[-1].stop)
         self.device = data[0].device
         self.input_shape = tuple(data[0].input_shape)
+        # FederatedData's batches: their rows hashed for every run at once
+        self.sampler = (StackedSampler(data) if all(type(d) is FederatedData for d in data)
+                        and len({str(d.device) for d in data}) == 1 else None)
 
     def sample(self, round: int, step: int, batch_size: int, *,
                out: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
         """Every run's clients' batches (``FederatedData.sample`` of each), into ``out``."""
         xo, yo = out
+        if self.sampler is None:
+            for d, rows in self.parts:
+                d.sample(round, step, batch_size, out=(xo[rows], yo[rows]))
+            return xo, yo
+        idx = self.sampler.indices(round, step, batch_size)
         for d, rows in self.parts:
-            d.sample(round, step, batch_size, out=(xo[rows], yo[rows]))
+            d.take(idx[rows], out=(xo[rows], yo[rows]))
         return xo, yo
 
 
@@ -292,6 +362,8 @@ class _Lane:
     train_loss: list[Any] = field(default_factory=lambda: [0.0, 0])
     spectral_cache: dict[int, dict[str, Any]] = field(default_factory=dict)
     rnd: Round = Round(0)
+    #: the first lane whose global test set this lane's equals (``None``: none recorded)
+    global_set: int | None = None
 
 
 def _split_sent(sent: Sent, lane: _Lane, name: str) -> Sent:
@@ -351,6 +423,9 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
     StackDiverged
         When a run diverges (its records up to the previous evaluation are saved; the other
         runs' records stop at the same round).
+    OSError
+        When a run's records or checkpoint cannot be written (raised at the next round's
+        writes or at the end: the writes of a round end before the next round's begin).
     """
     why = stack_problem(members)
     if why is not None:
@@ -389,7 +464,10 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
                            Divergence(m.config.divergence_factor), sizes))
         start += n
     total = start
-    mixer = Mixer(device, dtype)
+    _share_global_sets(lanes)
+    # every lane's clients in this process: one batched evaluation of the lanes due
+    batched_eval = all(type(ln.site.clients) is LocalClients for ln in lanes)
+    mixer = _BlockMixer(device, dtype)
     env_all = _StackServices(
         layout=layout, mixer=mixer, n=total,
         train_sizes=torch.cat([ln.sizes for ln in lanes]),
@@ -414,6 +492,12 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
     stack_graph: Topology | None = None
     seen: list[set[int]] = [set() for _ in lanes]
     rnd = Round(0)
+    # the runs' file writes of a round (records fsyncs, then checkpoints) side by side and
+    # behind the next round's computation: a run's records reach the disk before its
+    # checkpoint of the round is written, and a round's writes end before the next round's
+    # begin (one round in flight; an error is raised there, or at the end)
+    io = ThreadPoolExecutor(max_workers=min(len(lanes), 8), thread_name_prefix="topofl-stack")
+    pending: list[Future[None]] = []
     try:
         for t in range(config.rounds):
             # ---------------------------------------------------- the round's graphs
@@ -424,6 +508,8 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
                 ln.rnd = Round(t, base)
             if algorithm.uses_topology and (stack_graph is None or not static):
                 stack_graph = block_topology([b for b in bases if b is not None])
+                mixer.blocks(stack_graph, [(ln.rows, b) for ln, b in zip(lanes, bases)
+                                           if b is not None])
             rnd = Round(t, stack_graph if algorithm.uses_topology else None)
             _round_start(algorithm, state, rnd, env_all, config.momentum_state)
 
@@ -464,36 +550,54 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
 
             # ---------------------------------------------------- evaluation + records
             last = t == config.rounds - 1
+            due = [ln for ln in lanes if _eval_due(ln.member.config, t, last)]
+            scored: dict[int, tuple[Tensor, Tensor]] = (
+                _score_lanes(due, state, executor) if batched_eval and due else {})
             for ln, base in zip(lanes, bases):
-                _records(ln, state, base, t, last, bytes_per_message, t_start)
-                ln.recorder.flush()
+                _records(ln, state, base, t, last, bytes_per_message, t_start,
+                         scored.get(ln.index))
+                ln.recorder.flush(sync=False)
 
-            # ---------------------------------------------------- checkpoints
+            # ---------------------------------------------------- records sync + checkpoints
+            _wait(pending)
+            pending = []
             for ln in lanes:
                 cfg = ln.member.config
+                save = None
                 if cfg.checkpoint_every and (t + 1) % cfg.checkpoint_every == 0:
-                    ln.site.checkpointer.save(str(cfg.checkpoint_path), _own_rows(
-                        state, ln.rows), checkpoint_meta(
+                    save = (str(cfg.checkpoint_path), _own_rows(state, ln.rows), checkpoint_meta(
                         t + 1, ln.messages, time.perf_counter() - t_start, ln.train_loss,
                         ln.guard.loss_ref, ln.desc,
                         ledger=None if ln.costs.ledger is None else ln.costs.ledger.state()))
-    finally:
-        for ln in lanes:
-            ln.recorder.flush()
-            ln.recorder.close()
+                pending.append(io.submit(_writes, ln, save))
+    except BaseException:
+        _finish(io, lanes, pending, quiet=True)  # the error raised is the pass's own
+        raise
+    _finish(io, lanes, pending, quiet=False)
     return [Result(records=ln.recorder.records(), state=state.rows(ln.rows), layout=layout,
                    config=ln.member.config, algorithm=ln.member.algorithm, services=ln.env,
                    last=ln.rnd) for ln in lanes]
 
 
+def _eval_due(cfg: RunConfig, t: int, last: bool) -> bool:
+    return (t + 1) % cfg.eval_every == 0 or last
+
+
 def _records(ln: _Lane, state: State, base: Topology | None, t: int, last: bool,
-             bytes_per_message: int, t_start: float) -> None:
-    """Run ``ln``'s evaluation of round ``t`` (when due) on its rows, as a run alone does."""
+             bytes_per_message: int, t_start: float,
+             scored: tuple[Tensor, Tensor] | None = None) -> None:
+    """Run ``ln``'s evaluation of round ``t`` (when due) on its rows, as a run alone does
+    (``scored``: its evaluated parameters and per-client sums from :func:`_score_lanes`)."""
     cfg, algo, costs = ln.member.config, ln.member.algorithm, ln.costs
-    if not ((t + 1) % cfg.eval_every == 0 or last):
+    if not _eval_due(cfg, t, last):
         return
-    row = evaluate(ln.env.executor, algo, state.rows(ln.rows), ln.rnd, ln.env, ln.env.data,
-                   cfg, ln.recorder)
+    if scored is None:
+        row = evaluate(ln.env.executor, algo, state.rows(ln.rows), ln.rnd, ln.env,
+                       ln.env.data, cfg, ln.recorder)
+    else:
+        x_eval, full = scored
+        check_finite(ln.site.clients, x_eval, t, ln.recorder)
+        row = evaluation_row(ln.site.clients, algo, ln.env, x_eval, full, cfg, ln.recorder, t)
     row["train_loss"] = ln.train_loss[0] / max(1, ln.train_loss[1])
     ln.train_loss = [0.0, 0]
     if costs.ledger is not None:
@@ -513,3 +617,118 @@ def _records(ln: _Lane, state: State, base: Topology | None, t: int, last: bool,
         ln.recorder.log_many(spectral_row(base, ln.tv, ln.spectral_cache,
                                           ln.env.label_counts), t)
 
+def _wait(jobs: Sequence[Future[None]]) -> None:
+    """Wait for every one of ``jobs``; then raise the first one's error (in their order)."""
+    errors = [f.exception() for f in jobs]
+    for e in errors:
+        if e is not None:
+            raise e
+
+
+def _finish(io: ThreadPoolExecutor, lanes: Sequence[_Lane], pending: Sequence[Future[None]],
+            *, quiet: bool) -> None:
+    """Every run's records to the disk (after the writes under way), then close them;
+    ``quiet``: an error of these writes is not raised (the pass stops on another)."""
+    try:
+        for ln in lanes:
+            ln.recorder.flush(sync=False)
+        _wait(pending)
+        _wait([io.submit(ln.recorder.sync) for ln in lanes])
+    except Exception:
+        if not quiet:
+            raise
+    finally:
+        io.shutdown(wait=True)
+        for ln in lanes:
+            ln.recorder.close()
+
+
+def _writes(ln: _Lane, save: tuple[str, State, dict[str, Any]] | None) -> None:
+    """A run's file writes of a round: its records to the disk, then its checkpoint."""
+    ln.recorder.sync()
+    if save is not None:
+        ln.site.checkpointer.save(*save)
+
+
+def _share_global_sets(lanes: Sequence[_Lane]) -> None:
+    """Give each lane that records the global test set the first lane with an equal one
+    (the same rows and labels): lanes that share it score it in one batched pass."""
+    firsts: list[_Lane] = []
+    for ln in lanes:
+        data, cfg = ln.env.data, ln.member.config
+        xg, yg = data.global_test
+        if not (cfg.eval_global and int(xg.shape[0]) > 0):
+            continue
+        for f in firsts:
+            fx, fy = f.env.data.global_test
+            if (fx.shape == xg.shape and fx.dtype == xg.dtype and fy.shape == yg.shape
+                    and fy.dtype == yg.dtype and bool(torch.equal(fx, xg))
+                    and bool(torch.equal(fy, yg))):
+                ln.global_set = f.index
+                break
+        else:
+            ln.global_set = ln.index
+            firsts.append(ln)
+
+
+def _stacked_test_batches(lanes: Sequence[_Lane], batch_size: int
+                          ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+    """The lanes' padded test batches (``FederatedData.eval_batches``) side by side: batch
+    ``k`` holds every lane's batch ``k`` (a lane with fewer batches adds masked-out rows)."""
+    its = [ln.env.data.eval_batches("test", batch_size=batch_size) for ln in lanes]
+    for batch in itertools.zip_longest(*its):
+        ref = next(b for b in batch if b is not None)
+        xs, ys, ms = [], [], []
+        for b, ln in zip(batch, lanes):
+            if b is None:
+                m = ln.rows.stop - ln.rows.start
+                xs.append(ref.x.new_zeros((m, *ref.x.shape[1:])))
+                ys.append(ref.y.new_zeros((m, *ref.y.shape[1:])))
+                ms.append(ref.mask.new_zeros((m, *ref.mask.shape[1:])))
+            else:
+                xs.append(b.x)
+                ys.append(b.y)
+                ms.append(b.mask)
+        yield torch.cat(xs), torch.cat(ys), torch.cat(ms)
+
+
+def _score_lanes(due: Sequence[_Lane], state: State, executor: Any
+                 ) -> dict[int, tuple[Tensor, Tensor]]:
+    """Every due lane's evaluated parameters and per-client sums ``[m, 3 or 6]`` (correct,
+    loss, count on its clients' test splits, then on its global test set), as
+    :func:`~topofl.engine.evaluation.evaluate` computes them for the run alone, from one
+    batched pass over the lanes' rows: the test splits side by side, each global test set
+    once through the rows of the lanes that share it. A client's sums are over the same
+    samples with the same per-sample arithmetic (counts equal; float64 sums of the losses
+    may group their terms otherwise, a few units in the last place)."""
+    xs = [ln.member.algorithm.evaluate(state.rows(ln.rows), ln.rnd, ln.env) for ln in due]
+    x_all = xs[0] if len(xs) == 1 else torch.cat(xs)
+    n = int(x_all.shape[0])
+    datas = [ln.env.data for ln in due]
+    classes = max(int(d.num_classes) for d in datas)
+    sample_bytes = 4 * int(np.prod(datas[0].input_shape))
+    test_chunk = min(eval_chunk(n, classes, sample_bytes),
+                     max(1, max(int(np.max(d.sizes("test"))) for d in datas)))
+    test = torch.stack(score_chunks(executor, x_all, _stacked_test_batches(due, test_chunk),
+                                    n, shared=False), dim=1)
+    starts = np.cumsum([0] + [ln.rows.stop - ln.rows.start for ln in due])
+    own = {ln.index: slice(int(a), int(b)) for ln, a, b in zip(due, starts, starts[1:])}
+    out = {ln.index: (x, test[own[ln.index]]) for ln, x in zip(due, xs)}
+    for g in sorted({ln.global_set for ln in due if ln.global_set is not None}):
+        group = [i for i, ln in enumerate(due) if ln.global_set == g]
+        xg_all = (x_all if len(group) == len(due)
+                  else torch.cat([xs[i] for i in group]) if len(group) > 1 else xs[group[0]])
+        m = int(xg_all.shape[0])
+        chunk = eval_chunk(m, classes, sample_bytes)
+        xg, yg = due[group[0]].env.data.global_test
+        gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, int(xg.shape[0]),
+                                                                       chunk))
+        sums = torch.stack(score_chunks(executor, xg_all, gb, m, shared=True), dim=1)
+        at = 0
+        for i in group:
+            ln = due[i]
+            k = ln.rows.stop - ln.rows.start
+            x, mine = out[ln.index]
+            out[ln.index] = (x, torch.cat([mine, sums[at:at + k]], dim=1))
+            at += k
+    return out

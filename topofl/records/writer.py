@@ -216,11 +216,20 @@ class Recorder:
         for i, v in enumerate(values):
             self.log(metric, v, round, i)
 
-    def flush(self) -> None:
-        """Flush to disk (called by the engine after every round)."""
+    def flush(self, *, sync: bool = True) -> None:
+        """Flush to disk (called by the engine after every round); ``sync=False`` hands the
+        rows to the operating system without waiting for the disk (:meth:`sync` then does)."""
         if self._fh is not None:
             self._fh.flush()
-            os.fsync(self._fh.fileno())
+            if sync:
+                os.fsync(self._fh.fileno())
+
+    def sync(self) -> None:
+        """Wait until the rows flushed so far are on the disk (``os.fsync``). Another thread
+        may call it while this one writes rows (a stacked pass's file writes do)."""
+        fh = self._fh
+        if fh is not None:
+            os.fsync(fh.fileno())
 
     def close(self) -> None:
         """Flush and close the file."""
