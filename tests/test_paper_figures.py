@@ -79,3 +79,66 @@ def test_dcliques_01_numbers_match_the_records(quick_out: Path) -> None:
         for run in rec.runs:
             final = rec.series("global_acc_mean", run=run)[1][-1]
             assert f"{final:.4f}" in md
+
+
+def test_every_result_on_the_current_rule_carries_what_recomputes_its_verdict() -> None:
+    """A result decided by the 95 % paired rule names its headline, has every check's per-seed
+    values (for checks over seeds), its margin, a convergence reading or a horizon, and the
+    thread count of its runs; the verdict follows from the checks' outcomes."""
+    import json
+
+    for path in sorted((FIGS / "results").glob("*.json")):
+        v = json.loads(path.read_text(encoding="utf-8"))
+        if "rule" not in v:  # decided by the older rule: listed as such by the index
+            continue
+        assert v["rule"] == figures.RULE and v["headline"], path.name
+        checks = v["checks"]
+        assert {c["name"] for c in checks if c["headline"]} == set(v["headline"]), path.name
+        for c in checks:
+            if "values" in c:  # over seeds
+                assert len(c["values"]) == len(c["seeds"]) >= 1, (path.name, c["name"])
+                assert "margin" in c and ("convergence" in c or "horizon" in c), \
+                    (path.name, c["name"])
+        if v["seeds"]:
+            assert v["threads"] == [figures.THREADS], path.name
+        rebuilt = [figures.Check(c["name"], c["outcome"], "", "", headline=c["headline"])
+                   for c in checks]
+        assert figures.verdict(rebuilt) == v["verdict"], path.name
+
+
+def test_a_reader_recomputes_each_check_from_its_per_seed_values() -> None:
+    """The rule applied to a committed check's per-seed values, threshold, margin, tie and
+    convergence reading gives its committed outcome (a result whose checks a script marked by
+    hand, e.g. untestable on an uncalibrated stand-in, says so in its reason)."""
+    import json
+
+    seen = 0
+    for path in sorted((FIGS / "results").glob("*.json")):
+        v = json.loads(path.read_text(encoding="utf-8"))
+        for c in v.get("checks", []) if "rule" in v else []:
+            if "values" not in c or "kind" not in c or "untestable" in c["reason"] \
+                    or "not run" in c["reason"]:
+                continue
+            x = figures.OverSeeds(tuple(c["values"]), tuple(c["seeds"]))
+            conv = c.get("convergence")
+            reading = ({"horizon": c["horizon"]} if "horizon" in c else
+                       {"converged": _Flat(bool(conv["flat"]))})
+            if c["kind"] == "within":
+                again = figures.within("x", x, c["margin"], **reading)
+            else:
+                side = figures.above if c["kind"] == "above" else figures.below
+                again = side("x", x, c["threshold"], margin=c["margin"], tie=c["tie"],
+                             **reading)
+            assert again.outcome == c["outcome"], (path.name, c["name"])
+            seen += 1
+    assert seen > 0
+
+
+class _Flat:
+    """A stand-in convergence reading: flat or not, as the committed check recorded it."""
+
+    def __init__(self, flat: bool) -> None:
+        self.flat = flat
+
+    def describe(self) -> str:
+        return "flat" if self.flat else "not converged"

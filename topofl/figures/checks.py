@@ -587,9 +587,10 @@ def _side(name: str, value: OverSeeds | float, threshold: float, fmt: str, claim
     else:
         outcome = "inconclusive"
         reason = f"the seeds' spread covers it ({_p_text(min(p_claim, p_other), value)})"
-    return _finish(name, outcome, reason, value, fmt, rule, headline,
-                   _detail(value, threshold, margin, converged, horizon, test),
-                   converged, horizon)
+    detail = _detail(value, threshold, margin, converged, horizon, test)
+    detail.update(kind="above" if claimed_above else "below", tie=tie)
+    return _finish(name, outcome, reason, value, fmt, rule, headline, detail, converged,
+                   horizon)
 
 
 def _p_text(p: float, value: OverSeeds | float) -> str:
@@ -698,9 +699,10 @@ def within(name: str, value: OverSeeds | float, tolerance: float, *,
     else:
         outcome = "inconclusive"
         reason = f"95 % one-sided bounds [{lo:{fmt}}, {hi:{fmt}}] cross the tolerance"
+    detail = _detail(value, 0.0, float(tolerance), converged, horizon, test)
+    detail["kind"] = "within"
     return _finish(name, outcome, reason, value, fmt, f"|x| <= {tolerance:{fmt}}", headline,
-                   _detail(value, 0.0, float(tolerance), converged, horizon, test),
-                   converged, horizon)
+                   detail, converged, horizon)
 
 
 def fact(name: str, ok: bool, measured: str = "", *, headline: bool = False) -> Check:
