@@ -43,9 +43,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import datetime
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -61,7 +59,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import topofl as tf
-from topofl.data import Dataset, FederatedData
+from topofl import bench
+from topofl.data import FederatedData
 from topofl.engine import LocalStepper, LoopExecutor, ParamLayout, Round, make_executor
 from topofl.engine.executors import BatchedExecutor
 
@@ -150,54 +149,16 @@ def copy_bandwidth(nbytes: int, quiet: Quiet, reps: int = 7) -> float:
 
 
 def machine_info() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    if DEVICE.type == "cuda":
-        cpu = (f"{torch.cuda.get_device_name(DEVICE)} (CUDA {torch.version.cuda}), host: "
-               f"{cpu}")
-    return {
-        "cpu": f"{cpu}, {os.cpu_count()} logical CPUs",
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-        "topofl": tf.__version__,
-        "threads": str(torch.get_num_threads()),
-        "date": datetime.date.today().isoformat(),
-    }
+    return bench.machine_info(DEVICE)
 
 
 # ----------------------------------------------------------------------------- data
 def synthetic_data(n: int, shape: tuple[int, ...], seed: int = 0) -> FederatedData:
-    """``SAMPLES_PER_CLIENT * n`` Gaussian-mixture samples of ``shape``, 10 classes, iid split.
-
-    Built in float32 by blocks (``tf.data.synthetic`` draws in float64, which for 50,000 images
-    would double the data's memory while it is built).
-    """
-    rng = np.random.default_rng(seed)
-    d = int(np.prod(shape))
-    mu = rng.standard_normal((10, d), dtype=np.float32)
-    mu *= 3.0 / np.linalg.norm(mu, axis=1, keepdims=True)
-
-    def draw(m: int) -> tuple[np.ndarray, np.ndarray]:
-        y = rng.permutation(np.arange(m) % 10).astype(np.int64)
-        x = np.empty((m, d), dtype=np.float32)
-        for a in range(0, m, 4096):
-            b = min(m, a + 4096)
-            x[a:b] = mu[y[a:b]] + rng.standard_normal((b - a, d), dtype=np.float32)
-        return x.reshape(m, *shape), y
-
-    x_tr, y_tr = draw(SAMPLES_PER_CLIENT * n)
-    x_te, y_te = draw(2000)
-    ds = Dataset(name="synthetic", x_train=x_tr, y_train=y_tr, x_test=x_te, y_test=y_te,
-                 num_classes=10, input_shape=tuple(shape))
-    return tf.data.federate(ds, "iid", n, seed=seed, device=DEVICE)
+    """``SAMPLES_PER_CLIENT * n`` Gaussian-mixture samples of ``shape``, 10 classes, iid split
+    (:func:`topofl.bench.synthetic_data`, on ``DEVICE``)."""
+    data: FederatedData = bench.synthetic_data(n, shape, samples_per_client=SAMPLES_PER_CLIENT,
+                                               seed=seed, device=DEVICE)
+    return data
 
 
 # ----------------------------------------------------------------------------- topofl

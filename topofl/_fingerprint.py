@@ -25,7 +25,7 @@ __all__ = ["NOT_RESULT_CODE", "code_fingerprint"]
 NOT_RESULT_CODE = ("__main__.py", "cli.py", "demo.py", "figures/", "_fingerprint.py",
                    "plotting/", "report.py", "snapshot.py", "study/", "sweep.py",
                    "_markdown.py", "certificates.py", "plan.py", "_heartbeat.py",
-                   "_processes.py", "distributed/")
+                   "_processes.py", "distributed/", "bench.py")
 
 
 def _result_code_files() -> list[Path]:

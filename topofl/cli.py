@@ -26,6 +26,10 @@ Commands
 ``plan CONFIG.toml [--json] [--set key=value ...]``
     Predict a run's peak memory (by part), seconds per round and the largest number of clients
     that fits here, before running it (:mod:`topofl.plan`); a plan that cannot fit exits 1.
+``bench [--model A,B] [--n N1,N2] [--batch B] [--device cpu|cuda] [--out F.md] [--json]``
+    Time the engine's local step against one shared-weight model on the same samples, and its
+    gossip against a copy of the parameter buffer; client-steps and samples per second, peak
+    memory and bytes per client, as Markdown (:mod:`topofl.bench`).
 ``study DIR --out REPORT_DIR``
     The topology-vs-convergence study of a folder of records (:mod:`topofl.study`).
 ``report [SPEC ...] [--out DIR]``
@@ -379,6 +383,50 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace, command: str) -> int:
+    import json
+
+    import torch
+
+    from topofl.bench import run_bench, to_markdown
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    result = run_bench(args.model, args.n, batch=args.batch, device=args.device,
+                       rounds=args.rounds, memory=not args.no_memory,
+                       input_shape=args.input_shape,
+                       log=lambda line: print(line, file=sys.stderr, flush=True))
+    text = to_markdown(result, command)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result))
+    elif not args.out:
+        print(text, end="")
+    return 0
+
+
+def _positive(text: str) -> int:
+    """An argparse type: one integer ``>= 1``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positives(text: str) -> list[int]:
+    """An argparse type: comma-separated integers, each ``>= 1``."""
+    values = [_positive(v.strip()) for v in text.split(",") if v.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    return values
+
+
 class _UsageError(Exception):
     """A command line argparse refuses: reported in one line by :func:`main` (status 2)."""
 
@@ -459,6 +507,34 @@ def _parser() -> argparse.ArgumentParser:
     p_plan.add_argument("--json", action="store_true", help="print one JSON object")
     p_plan.add_argument("--no-time", action="store_true",
                         help="do not time rounds (seconds_per_round is null)")
+    p_bench = sub.add_parser(
+        "bench", help="client-steps/s, samples/s, memory per client against a shared-weight "
+        "floor", description="Time the engine's local step (the executor it chooses) against "
+        "ONE shared-weight model doing forward, backward and update on the same n x batch "
+        "samples, and its gossip against a copy of the [n, P] buffer; report client-steps and "
+        "samples per second, peak memory and bytes per client as Markdown.")
+    p_bench.add_argument("--model", type=lambda s: [m.strip() for m in s.split(",") if
+                                                    m.strip()],
+                         default=["logistic", "mlp"], metavar="A,B",
+                         help="models of `topofl list models` (default logistic,mlp)")
+    p_bench.add_argument("--n", type=_positives, default=[100, 1000], metavar="N1,N2",
+                         help="numbers of clients, each >= 1 (default 100,1000)")
+    p_bench.add_argument("--batch", type=_positive, default=16,
+                         help="samples per client and step (16)")
+    p_bench.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                         help="where the clients live (cpu)")
+    p_bench.add_argument("--rounds", type=_positive, default=10,
+                         help="timed repetitions after one untimed (10)")
+    p_bench.add_argument("--threads", type=_positive, default=None,
+                         help="torch threads (default: torch's)")
+    p_bench.add_argument("--input-shape", type=_positives, default=None, metavar="D1,D2",
+                         help="one sample's shape for every model (default: the model's data "
+                         "set, e.g. 784 for logistic, 3,32,32 for gn_lenet)")
+    p_bench.add_argument("--no-memory", action="store_true",
+                         help="do not measure the peak memory (a child process per row)")
+    p_bench.add_argument("--out", help="write the Markdown to this file (default stdout)")
+    p_bench.add_argument("--json", action="store_true",
+                         help="print the result as one JSON object on stdout")
     sub.add_parser("quickstart", help="compare the spectral gaps of a few graphs")
     p_list = sub.add_parser("list", help="list graphs, algorithms, models, datasets, "
                             "partitions and run settings with their parameters")
@@ -495,6 +571,8 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
         return _sweep(args, command)
     if args.command == "plan":
         return _plan(args)
+    if args.command == "bench":
+        return _bench(args, command)
     if args.command == "quickstart":
         return _quickstart()
     if args.command == "list":
