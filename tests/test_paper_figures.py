@@ -142,3 +142,6 @@ class _Flat:
 
     def describe(self) -> str:
         return "flat" if self.flat else "not converged"
+
+    def as_dict(self) -> dict[str, bool]:
+        return {"flat": self.flat}

@@ -417,7 +417,8 @@ def _start_sweep(tmp_path: Path) -> tuple[Any, list[int]]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     proc = subprocess.Popen(
         [sys.executable, "-m", "topofl", "sweep", str(cfg), "--out", str(tmp_path / "out"),
-         "--jobs", "2", "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+         "--jobs", "2", "--no-progress", "--stack", "off"],  # two workers, one run each
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=env, start_new_session=True)
     t0 = time.monotonic()
     kids: list[int] = []
