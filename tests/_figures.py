@@ -81,8 +81,9 @@ def verdict(name: str, out: Path, scale: str = "quick") -> tuple[str, dict[str, 
     v = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
     assert v["name"] == name and v["scale"] == scale
     assert v["verdict"] in figures.VERDICTS and f"**Verdict:** {v['verdict']}" in md
-    assert v["verdict"] == figures.verdict(figures.Check(c["name"], c["outcome"], "", "")
-                                           for c in v["checks"])
+    assert v["verdict"] == figures.verdict(
+        figures.Check(c["name"], c["outcome"], "", "", headline=c.get("headline", False))
+        for c in v["checks"])
     assert v["claim"] and v["claim"] in md and v["measured"] and v["measured"] in md
     for c in v["checks"]:
         assert f"| {c['outcome']} |" in md

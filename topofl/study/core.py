@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -159,6 +160,9 @@ def study(
         bests = [records.best(metric, run=run) for run in have]
         target = 0.9 * float(np.nanmedian(bests))
     target = float(target)
+    if not math.isfinite(target):
+        raise ValueError(f"target must be a finite number (the value of {metric} whose first "
+                         f"round a run reaches is its rounds to target), got {target!r}")
     runs = run_table(records, metric=metric, target=target)
     topo = _topology_metrics(runs, topology_metrics)
     conv = [c for c in CONVERGENCE_METRICS if c in runs.columns]
