@@ -625,14 +625,6 @@ def cost_report(results: list[dict[str, Any]], info: dict[str, str], quiet: Quie
     return "\n".join(lines)
 
 
-def _loadavg() -> float:
-    try:
-        with open("/proc/loadavg") as f:
-            return float(f.read().split()[0])
-    except OSError:
-        return float("nan")
-
-
 # ----------------------------------------------------------------------------- memory
 def memory_child(executor: str, n: int) -> None:
     """Runs in a child process: prints RSS figures (MiB) of n GN-LeNet clients training."""
@@ -1049,7 +1041,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     quiet = Quiet(args.max_wait)
     if args.cost:
-        load0 = _loadavg()
+        load0 = bench.loadavg()
         cases = [("logistic", 100, "regular", 20, 7), ("logistic", 1000, "regular", 6, 5),
                  ("logistic", 300, "complete", 6, 5)]
         if args.quick:
@@ -1058,7 +1050,7 @@ def main(argv: list[str] | None = None) -> int:
         for m, n, g, k, reps in cases:
             print(f"accounting: {m}, n = {n}, {g}", file=sys.stderr, flush=True)
             results.append(cost_overhead(m, n, g, quiet, k, max(1, round(reps * args.reps))))
-        text = cost_report(results, machine_info(), quiet, (load0, _loadavg()),
+        text = cost_report(results, machine_info(), quiet, (load0, bench.loadavg()),
                            time.perf_counter() - t_start)
         print(text)
         out = args.out or str(Path(__file__).with_name("bench_engine_cost.md"))

@@ -74,7 +74,7 @@ from topofl.models import MODELS, build_model
 from topofl.plan import PEAK_METER, Shapes, _state_parts, counted_parts
 
 __all__ = ["MODEL_INPUTS", "SharedWeightFloor", "bytes_per_client", "gossip_topology",
-           "machine_info", "run_bench", "synthetic_data", "to_markdown", "ROW_KEYS"]
+           "loadavg", "machine_info", "run_bench", "synthetic_data", "to_markdown", "ROW_KEYS"]
 
 #: The input shape each built-in model is benchmarked on (its papers' data sets: MNIST for the
 #: linear models, CIFAR-10 for the 2-D CNNs, MNIST-1D for ``cnn1d``).
@@ -125,7 +125,18 @@ def machine_info(device: torch.device | str = "cpu") -> dict[str, str]:
     }
 
 
-def _loadavg() -> float:
+def loadavg() -> float:
+    """The 1-minute load average of the machine (``nan`` where ``/proc/loadavg`` is absent),
+    recorded beside timings taken on a shared machine.
+
+    Examples
+    --------
+    >>> from topofl.bench import loadavg
+    >>> import math
+    >>> v = loadavg()
+    >>> math.isnan(v) or v >= 0
+    True
+    """
     try:
         with open("/proc/loadavg") as f:
             return float(f.read().split()[0])
@@ -476,7 +487,7 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
     for m in models:
         if shape is None and m not in MODEL_INPUTS:
             raise ValueError(f"model {m!r} has no default input shape: pass input_shape")
-    load0, t0 = _loadavg(), time.perf_counter()
+    load0, t0 = loadavg(), time.perf_counter()
     rows = []
     for m in models:
         for n in ns:
@@ -505,7 +516,7 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
             "settings": {"device": str(dev), "batch": batch, "rounds": rounds,
                          "dtype": "float32", "samples_per_client": SAMPLES_PER_CLIENT,
                          "degree": DEGREE, "lr": LR, "algorithm": "dsgd"},
-            "load": [load0, _loadavg()], "seconds": time.perf_counter() - t0, "rows": rows}
+            "load": [load0, loadavg()], "seconds": time.perf_counter() - t0, "rows": rows}
 
 
 # ----------------------------------------------------------------------------- report
