@@ -3,6 +3,7 @@ the Markdown/JSON verdict and the index."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,24 @@ def test_sweep_reuses_runs_and_reruns_a_changed_setting(tmp_path: Path) -> None:
     direct = tf.run(**{**BASE, "topology": "ring", "lr": 0.3}).records
     assert changed.series("global_acc_mean", run="topology=ring")[1].tolist() == \
         pytest.approx(direct.series("global_acc_mean")[1].tolist())
+
+
+def test_sweep_stacks_and_counts_a_stacks_time_once(tmp_path: Path) -> None:
+    """The figure harness stacks the runs that can stack; the time to regenerate counts a
+    stack's wall time once (each of its k runs a k-th), not once per run."""
+    args = _args(tmp_path)
+    cfg = {**BASE, "sweep": {"topology": ["ring", "complete"], "seed": [0, 1]},
+           "_name": "toy"}
+    rec = figures.sweep(cfg, args)
+    folder = tmp_path / "runs" / "toy"
+    markers = [json.loads((folder / f"{r}.done").read_text()) for r in rec.runs]
+    assert [m["stacked"] for m in markers] == [4] * 4
+    walls = [float(rec.series("wall_time", run=r)[1][-1]) for r in rec.runs]
+    assert max(walls) - min(walls) < 0.05 * max(walls)  # one pass: each records its time
+    assert args.run_seconds == pytest.approx(sum(walls) / 4)
+    alone = tf.run(**{**BASE, "topology": "complete", "seed": 1}).records
+    acc = rec.series("global_acc_mean", run="topology=complete__seed=1")[1]
+    assert acc.tolist() == alone.series("global_acc_mean")[1].tolist()
 
 
 def test_write_markdown_json_and_index(tmp_path: Path) -> None:

@@ -489,3 +489,35 @@ def test_a_sweep_too_large_to_plan_is_refused_at_once(tmp_path: Path,
     # a large sweep that fits is planned
     ok = {"topology": "ring", "rounds": 5, "sweep": {"seed": list(range(300)), "lr": [0.1, 0.2]}}
     assert len(plan(ok)) == 600
+
+
+def test_stacks_are_cut_so_every_worker_has_a_share(tmp_path: Path) -> None:
+    """With two workers, six runs of one group run as two stacks of three, and their records
+    are those of the runs one by one."""
+    from tests.test_stack import assert_same_records
+
+    cfg = {"algorithm": "dsgd", "data": "digits", "n_clients": 4, "rounds": 2,
+           "batch_size": 8, "dtype": "float64",
+           "sweep": {"topology": ["ring", "complete"], "seed": [0, 1, 2]}}
+    said: list[str] = []
+    two = tf.sweep.run_sweep(cfg, tmp_path / "two", jobs=2, progress=False, echo=said.append)
+    assert [line.split(" (")[0] for line in said if line.startswith("stacked")] == \
+        ["stacked: 3 runs as one pass"] * 2
+    assert sorted(o.status for o in two) == ["complete"] * 6
+    off = tf.sweep.run_sweep(cfg, tmp_path / "off", stack=False, progress=False,
+                             echo=said.append)
+    assert all(o.status == "complete" for o in off)
+    for r in tf.sweep.plan(cfg):
+        assert_same_records(tf.records.load(tmp_path / "two" / f"{r.name}.jsonl"),
+                            tf.records.load(tmp_path / "off" / f"{r.name}.jsonl"), 1e-10)
+
+
+@pytest.mark.parametrize(("size", "cap"), [(1, 1), (5, 5), (6, 3), (7, 3), (10, 4), (3, 1)])
+def test_cut_keeps_the_order_and_balances_the_parts(size: int, cap: int) -> None:
+    from topofl.sweep import _cut
+
+    parts = _cut(list(range(size)), cap)  # type: ignore[arg-type]
+    assert [x for p in parts for x in p] == list(range(size))
+    assert max(map(len, parts)) <= cap
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1
+    assert len(parts) == -(-size // cap)

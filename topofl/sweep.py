@@ -594,7 +594,7 @@ def run_sweep(
         else:
             todo.append((run, _run_config(run, out_dir), mode))
     say = echo if echo is not None else print
-    units = _stack_units(todo, say) if stacking else [[item] for item in todo]
+    units = _stack_units(todo, say, jobs) if stacking else [[item] for item in todo]
     from tqdm.auto import tqdm
 
     show = sys.stderr.isatty() if progress is None else bool(progress)
@@ -661,9 +661,15 @@ def _stack_group(rcfg: Mapping[str, Any]) -> tuple[Any, ...] | str:
             _text(call.get("partition_params") or {}))
 
 
-def _stack_units(todo: Sequence[_Item], say: Callable[[str], None]) -> list[list[_Item]]:
+def _stack_units(todo: Sequence[_Item], say: Callable[[str], None],
+                 jobs: int = 1) -> list[list[_Item]]:
     """The sweep's runs as units of work: stacks of runs that share a group (in the sweep's
-    order, at the first member's place) and runs alone; says why a run runs alone."""
+    order, at the first member's place) and runs alone; says why a run runs alone.
+
+    With ``jobs`` workers, a stack holds at most ``ceil(runs / jobs)`` runs (a larger group
+    is cut into consecutive stacks of near-equal size), so that one stack does not keep one
+    worker busy while the others have nothing to run."""
+    cap = max(1, -(-len(todo) // jobs))
     units: list[list[_Item]] = []
     groups: dict[Any, list[_Item]] = {}
     alone: dict[str, list[str]] = {}
@@ -679,6 +685,7 @@ def _stack_units(todo: Sequence[_Item], say: Callable[[str], None]) -> list[list
         else:
             groups[group] = [item]
             units.append(groups[group])
+    units = [part for unit in units for part in _cut(unit, cap)]
     for why, names in alone.items():
         shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
         say(f"not stacked ({len(names)} run{'s' if len(names) > 1 else ''}: {shown}): {why}")
@@ -686,6 +693,16 @@ def _stack_units(todo: Sequence[_Item], say: Callable[[str], None]) -> list[list
         if len(unit) > 1:
             say(f"stacked: {len(unit)} runs as one pass ({unit[0][0].name}, ...)")
     return units
+
+
+def _cut(unit: list[_Item], cap: int) -> list[list[_Item]]:
+    """``unit`` as consecutive parts of near-equal size, none longer than ``cap``."""
+    parts = -(-len(unit) // cap)
+    size, extra = divmod(len(unit), parts)
+    bounds = [0]
+    for i in range(parts):
+        bounds.append(bounds[-1] + size + (1 if i < extra else 0))
+    return [unit[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 def _execute_unit(unit: Sequence[_Item], out: str, command: str | None) -> list[Outcome]:
@@ -768,7 +785,7 @@ def _execute_stack_locked(mine: Sequence[tuple[dict[str, Any], str]], out: str,
     with ThreadPoolExecutor(max_workers=min(len(built), 8)) as pool:
         list(pool.map(lambda item: _write_json(
             _paths(Path(out), item[0][1])[2],
-            {"status": "complete", "summary": item[1], "message": ""}),
+            {"status": "complete", "summary": item[1], "message": "", "stacked": len(built)}),
             zip(built, summaries)))
     for (_, name, _), summary in zip(built, summaries):
         outcomes.append(Outcome(name, "complete", seconds, None, summary,

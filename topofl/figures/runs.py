@@ -18,6 +18,7 @@ of other code is run again. Cached runs live in ``paper_figures/out/runs/<scale>
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -55,11 +56,12 @@ class FigureArgs:
     run_seconds: float = 0.0    # the training time the runs recorded (``wall_time``)
     update_results: bool = False
     run_codes: set[str] = field(default_factory=set)  # the fingerprints that computed the runs
+    stack: bool = True  # run the runs that can stack as stacked passes (``--stack off``: alone)
 
 
 def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) -> FigureArgs:
     """Parse a figure script's command line: ``[--quick | --full] [--out DIR |
-    --update-results] [--rerun] [--jobs N]``.
+    --update-results] [--rerun] [--jobs N] [--stack {on,off}]``.
 
     Every scale writes to ``paper_figures/out/<scale>/`` unless ``--out`` is given;
     ``--update-results`` writes the default scale to the committed ``paper_figures/results/``
@@ -88,6 +90,8 @@ def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) ->
                    "with --full) instead of paper_figures/out/<scale>")
     p.add_argument("--rerun", action="store_true", help="ignore cached runs")
     p.add_argument("--jobs", type=int, default=1, help="runs at once (processes; 1)")
+    p.add_argument("--stack", choices=("on", "off"), default="on",
+                   help="run the runs that can stack as stacked passes (on) or one by one")
     a = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     if a.jobs < 1:
         p.error(f"--jobs must be >= 1, got {a.jobs}")
@@ -106,7 +110,7 @@ def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) ->
     if a.out is not None and scale != "default":
         runs = Path(a.out) / "runs" / name  # a test's own folder keeps its own cache
     return FigureArgs(name, scale, out, runs, bool(a.rerun), int(a.jobs),
-                      update_results=bool(a.update_results))
+                      update_results=bool(a.update_results), stack=a.stack == "on")
 
 
 # ------------------------------------------------------------------------------ provenance
@@ -132,6 +136,16 @@ def current_codes() -> set[str]:
 # ------------------------------------------------------------------------------ running
 
 
+def _stacked(out: Path, name: str) -> int:
+    """How many runs ran in the stacked pass that ran ``name`` (1: it ran alone)."""
+    try:
+        marker = json.loads(_sweep.run_files(out, name).done.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 1
+    k = marker.get("stacked", 1) if isinstance(marker, dict) else 1
+    return k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else 1
+
+
 def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[str] | None
           = None) -> Any:
     """Run (or reuse) every run of ``cfg``'s sweep; their records, one run id per sweep run.
@@ -140,7 +154,10 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
     the config's stem). A finished run is reused while its stored config equals the wanted one
     and its ``<run>.code`` stamp equals :func:`code_fingerprint`; a run of another config or
     other code (or without a stamp) is run again from round 0; an interrupted one of the same
-    config and code resumes.
+    config and code resumes. Runs that can stack run as stacked passes
+    (:mod:`topofl.engine.stack`: their accuracies and counts are those of the runs one by
+    one, float32 losses to rounding), cut so that each of ``args.jobs`` workers has a share
+    (``--stack off``: one by one).
 
     Returns
     -------
@@ -181,7 +198,7 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
             stamp.write_text(code + "\n", encoding="utf-8")
     t0 = time.perf_counter()
     outcomes = _sweep.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun,
-                                progress=False, threads=THREADS, stack=False,
+                                progress=False, threads=THREADS, stack=args.stack,
                                 command=f"python paper_figures/fig_{args.name}.py",
                                 echo=lambda line: print(line, file=sys.stderr))
     failed = [o for o in outcomes if o.status in ("failed", "busy")]
@@ -196,7 +213,8 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
     for run_id in rec.runs:
         if "wall_time" in rec.metrics:
             _, wall = rec.series("wall_time", run=run_id)
-            args.run_seconds += float(wall[-1]) if wall.size else 0.0
+            # a stack of k runs took its wall time once: each of its runs counts its k-th
+            args.run_seconds += float(wall[-1]) / _stacked(out, run_id) if wall.size else 0.0
     return rec
 
 
