@@ -724,3 +724,13 @@ def test_a_run_of_certified_code_is_kept_and_named(tmp_path: Path,
     figures.sweep(cfg, third)  # the certificate is gone: run again
     assert records.stat().st_mtime_ns != before
     assert third.run_codes == {figures.code_fingerprint()}
+
+
+def test_parse_args_stack_and_runs_folder(tmp_path: Path) -> None:
+    a = figures.parse_args("Fig. 1", "dcliques_01", [])
+    assert a.stack and a.runs.parts[-3:] == ("runs", "default", "dcliques_01")
+    b = figures.parse_args("Fig. 1", "dcliques_01",
+                           ["--stack", "off", "--runs", str(tmp_path), "--out", str(tmp_path)])
+    assert not b.stack and b.runs == tmp_path and b.out == tmp_path
+    with pytest.raises(SystemExit):
+        figures.parse_args("Fig. 1", "dcliques_01", ["--stack", "maybe"])

@@ -61,13 +61,13 @@ class FigureArgs:
 
 def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) -> FigureArgs:
     """Parse a figure script's command line: ``[--quick | --full] [--out DIR |
-    --update-results] [--rerun] [--jobs N] [--stack {on,off}]``.
+    --update-results] [--rerun] [--jobs N] [--stack {on,off}] [--runs DIR]``.
 
     Every scale writes to ``paper_figures/out/<scale>/`` unless ``--out`` is given;
     ``--update-results`` writes the default scale to the committed ``paper_figures/results/``
     (``--full``: ``paper_figures/results/full/``). Cached runs live in
     ``paper_figures/out/runs/<scale>/<name>/`` (``DIR/runs/<name>/`` with ``--out`` at another
-    scale than the default, so that a test keeps its own).
+    scale than the default, so that a test keeps its own), or in ``--runs DIR``.
 
     Examples
     --------
@@ -90,6 +90,8 @@ def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) ->
                    "with --full) instead of paper_figures/out/<scale>")
     p.add_argument("--rerun", action="store_true", help="ignore cached runs")
     p.add_argument("--jobs", type=int, default=1, help="runs at once (processes; 1)")
+    p.add_argument("--runs", type=Path, default=None,
+                   help="the cached runs' folder (default: paper_figures/out/runs/<scale>/<name>)")
     p.add_argument("--stack", choices=("on", "off"), default="on",
                    help="run the runs that can stack as stacked passes (on) or one by one")
     a = p.parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -109,6 +111,8 @@ def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) ->
     runs = root / "out" / "runs" / scale / name
     if a.out is not None and scale != "default":
         runs = Path(a.out) / "runs" / name  # a test's own folder keeps its own cache
+    if a.runs is not None:
+        runs = Path(a.runs)
     return FigureArgs(name, scale, out, runs, bool(a.rerun), int(a.jobs),
                       update_results=bool(a.update_results), stack=a.stack == "on")
 
