@@ -289,6 +289,62 @@ def test_renormalised_matrices_stay_row_stochastic(p: float, seed: int, t: int,
         np.testing.assert_allclose(C.sum(axis=0), W.sum(axis=0) - lost, rtol=0, atol=1e-12)
 
 
+# ----------------------------------------------------------------------------- Epidemic Learning
+
+# The round-0 pattern of a 4-star (centre 0) at p = 0.4, network seed 0: 1 -> 0, 2 -> 0 and
+# 0 -> 1 are lost.
+STAR4 = Drops(0.4, seed=0, t=0)
+
+
+def test_el_averages_uniformly_what_arrived_by_hand() -> None:
+    env = tf.engine.toy_services(4)
+    s = State(x=torch.tensor([[0.0], [4.0], [8.0], [12.0]], dtype=torch.float64))
+    star = tf.topologies.star(4)  # Metropolis: a leaf gives 3/4 to itself, 1/4 to the centre
+    sent = tf.algorithms.el().communicate(s, Round(0, star, drop=STAR4), env)
+    # the centre got only 3's model: (0 + 12) / 2; leaf 1 got nothing: 4; leaves 2 and 3 got
+    # the centre's: (8 + 0) / 2 and (12 + 0) / 2 (uniform, not W's 3/4 and 1/4)
+    assert s.x.flatten().tolist() == [6.0, 4.0, 4.0, 6.0]
+    assert sent.flows is not None and sent.dropped is not None
+    assert [_pairs(f.arcs) for f in sent.flows] == [[(3, 0), (0, 2), (0, 3)]]
+    assert [_pairs(f.arcs) for f in sent.dropped] == [[(1, 0), (2, 0), (0, 1)]]
+    assert sent.messages == 3
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_el_lossy_average_equals_a_per_client_loop(seed: int) -> None:
+    topo = tf.topologies.erdos_renyi(15, 0.3, seed=seed)  # Metropolis weights, not uniform
+    env = tf.engine.toy_services(15, 3)
+    x0 = torch.as_tensor(np.random.default_rng(seed).normal(size=(15, 3)))
+    s = State(x=x0.clone())
+    drop = Drops(0.35, seed=seed, t=4)
+    tf.algorithms.el().communicate(s, Round(4, topo, drop=drop), env)
+    arcs = tf.engine.ledger.graph_arcs(topo)
+    lost = set(_pairs(arcs.keep(drop.lost(arcs))))
+    assert lost
+    A = topo.to_dense() > 0
+    for i in range(15):  # the obvious way: the plain mean of itself and what arrived
+        got = [i] + [j for j in range(15) if j != i and A[i, j] and (j, i) not in lost]
+        want = x0[got].mean(dim=0)
+        assert torch.allclose(s.x[i], want, rtol=0, atol=1e-14), i
+
+
+def test_el_drop_zero_is_the_run_without_drops_and_drop_one_no_mixing() -> None:
+    net = {"latency": 0.01, "speed": 1e9}
+    base = _run("el", net, topology="star", rounds=3)
+    zero = _run("el", {**net, "drop": 0.0}, topology="star", rounds=3)
+    assert _rows(base) == _rows(zero)
+    assert torch.equal(base.state.x, zero.state.x)
+    some = _run("el", {**net, "drop": 0.3}, topology="star", rounds=3)
+    assert 0 < some.records.final("messages_dropped") < some.records.final("messages")
+    assert not torch.equal(some.state.x, base.state.x)
+    data = _data()
+    lone = tf.run("local", None, data, "logistic", 3, seed=0, batch_size=8, spectral=False)
+    cut = _run("el", {"drop": 1.0}, topology="star", rounds=3)
+    assert torch.equal(lone.state.x, cut.state.x)  # every model evolved alone
+    assert cut.records.final("messages_delivered") == 0
+    assert cut.records.final("messages_dropped") == cut.records.final("messages") == 3 * 10
+
+
 # ----------------------------------------------------------------------------- refusals, values
 
 

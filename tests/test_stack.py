@@ -43,6 +43,16 @@ ALGORITHMS = {
     "dfedavgm": lambda lr: tf.algorithms.dfedavgm(lr=lr, local_steps=2),
     "sgp": lambda lr: tf.algorithms.sgp(lr=lr),
     "local": lambda lr: tf.algorithms.get_algorithm("local", lr=lr),
+    "osgp": lambda lr: tf.algorithms.osgp(lr=lr, momentum=0.5, restart_momentum=True),
+    "dfedavgm_p": lambda lr: tf.algorithms.dfedavgm_p(lr=lr, local_steps_u=2, local_steps_v=1),
+    "dsgt": lambda lr: tf.algorithms.dsgt(lr=lr),
+    "dsgt-adapt-first": lambda lr: tf.algorithms.dsgt(lr=lr, variant="dsgt", weight_decay=1e-3),
+    "extra": lambda lr: tf.algorithms.extra(lr=lr, weight_decay=1e-3),
+    "choco-topk": lambda lr: tf.algorithms.choco(lr=lr, ratio=0.3, gamma=0.5),
+    "choco-randk": lambda lr: tf.algorithms.choco(lr=lr, compressor="randk", ratio=0.3,
+                                                  compress_seed=3, momentum=0.5),
+    "choco-qsgd": lambda lr: tf.algorithms.choco(lr=lr, compressor="qsgd", levels=4),
+    "el": lambda lr: tf.algorithms.el(lr=lr, local_steps=2, momentum=0.5),
 }
 GRAPHS = {
     "ring": lambda n, s: tf.topologies.ring(n),
@@ -52,15 +62,20 @@ GRAPHS = {
 }
 
 
+#: The model of an algorithm that needs a body and a head (others: the logistic model).
+MODELS = {"dfedavgm_p": "mlp"}
+
+
 def _member(algo: str, graph: str, seed: int, lr: float, dtype: str, n: int = 6,
-            model: str = "logistic", rounds: int = 3) -> Member:
+            model: str | None = None, rounds: int = 3) -> Member:
     data = tf.data.federate("digits", "dirichlet", n, seed=seed, alpha=0.5)
     algorithm = ALGORITHMS[algo](lr)
     topology = GRAPHS[graph](n, seed) if algorithm.uses_topology else None
     config = tf.engine.RunConfig(rounds=rounds, seed=seed, dtype=dtype, batch_size=8,
                                  eval_every=1 if seed % 2 else 2)
     return Member(config, topology, algorithm, data,
-                  tf.models.build_model(model, data.input_shape, 10, seed=seed))
+                  tf.models.build_model(model or MODELS.get(algo, "logistic"),
+                                        data.input_shape, 10, seed=seed))
 
 
 def _check(members: list[Member], dtype: str) -> None:
@@ -194,12 +209,62 @@ def test_lanes_share_a_global_test_set_only_when_it_is_equal() -> None:
     assert [ln.global_set for ln in lanes] == [0, 0, 2, 3, None, None, 6, 7]
 
 
-def test_stacked_gossip_is_the_runs_own_product() -> None:
-    # each run's rows are mixed with its own W (dense or sparse as alone): bit for bit
-    members = [_member("dsgd-momentum", g, s, 0.1, "float32", n=n, model="mlp")
-               for g, s, n in (("ring", 0, 6), ("complete", 1, 5), ("exponential", 2, 8))]
+@pytest.mark.parametrize("algo", ["dsgd-momentum", "el", "choco-randk", "dsgt", "extra"])
+def test_stacked_gossip_is_the_runs_own_product(algo: str) -> None:
+    # each run's rows are mixed with its own W (dense or sparse as alone): bit for bit; EL's
+    # re-weighted graph (Erdos-Renyi's Metropolis weights are not uniform) block by block;
+    # EXTRA needs a symmetric W, which the (directed) exponential graph is not
+    third = "erdos_renyi" if algo == "extra" else "exponential"
+    members = [_member(algo, g, s, 0.1, "float32", n=n, model="mlp")
+               for g, s, n in (("ring", 0, 6), ("complete", 1, 5), (third, 2, 8),
+                               ("erdos_renyi", 3, 12))]
     for m, res in zip(members, run_stacked(members)):
         assert torch.equal(res.state.x, tf.engine.run(*m[:5]).state.x)
+
+
+def test_el_stacks_on_time_varying_graphs() -> None:
+    # EL-Local: a new graph every round, its weights EL's own; beside a re-weighted one
+    members = [_member("el", "ring", s, lr, "float64", n=n)._replace(
+        topology=tf.topologies.el_local(n, 2, seed=s)) for s, lr, n in ((0, 0.1, 6), (1, 0.2, 7))]
+    members.append(_member("el", "erdos_renyi", 2, 0.05, "float64", n=5))
+    _check(members, "float64")
+
+
+def test_a_derived_graph_is_cut_into_the_runs_blocks() -> None:
+    from topofl.algorithms.el import arrival_average
+    from topofl.engine.stack import _BlockMixer
+
+    graphs = [tf.topologies.erdos_renyi(9, 0.4, seed=0), tf.topologies.star(4)]
+    block = block_topology(graphs)
+    rows = [slice(0, 9), slice(9, 13)]
+    mixer = _BlockMixer(torch.device("cpu"), torch.float64)
+    mixer.blocks(block, list(zip(rows, graphs)))
+    x = torch.as_tensor(np.random.default_rng(0).normal(size=(13, 4)))
+    got = x.clone()
+    mixer.mix_(arrival_average(block), got)  # a graph the mixer was not told of
+    for r, g in zip(rows, graphs):
+        want = x[r].clone()
+        tf.engine.Mixer(torch.device("cpu"), torch.float64).mix_(arrival_average(g), want)
+        assert torch.equal(got[r], want)
+    across = tf.Topology.from_matrix(np.full((13, 13), 1 / 13), name="everyone")
+    with pytest.raises(ValueError, match="'everyone' mixes rows of different runs"):
+        mixer.mix_(across, x.clone())
+
+
+@pytest.mark.parametrize("algo", ["sgp", "osgp", "dfedavgm"])
+def test_partial_participation_runs_alone(algo: str) -> None:
+    # the active clients are drawn among all the rows of the pass: it would not be the runs'
+    m = _member(algo, "ring", 0, 0.1, "float64")
+    sampled = m._replace(algorithm=tf.algorithms.get_algorithm(algo, lr=0.1, participation=0.5))
+    assert "participation=0.5" in str(stack_problem([sampled, sampled]))
+    assert stack_problem([m, m]) is None
+
+
+def test_partial_algorithms_stack_with_their_own_phase_rates() -> None:
+    members = [_member("dfedavgm_p", "ring", s, 0.1, "float64") for s in (0, 1)]
+    members[1] = members[1]._replace(algorithm=tf.algorithms.dfedavgm_p(
+        lr_u=0.2, lr_v=0.05, local_steps_u=2, local_steps_v=1))
+    _check(members, "float64")
 
 
 def test_a_failing_checkpoint_write_stops_the_stack(tmp_path: Any) -> None:

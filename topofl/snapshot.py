@@ -8,8 +8,9 @@ the result code computes on a fixed set of small inputs, compared value by value
 - ``runs/<case>/<dtype>``: the records (every row but the wall clock) of 2 rounds of every
   registry algorithm with the options that take its other paths (the cases of
   :func:`algorithm_cases`), in float64 and float32, of runs on the stand-ins' data and
-  models (MNIST-1D with ``cnn1d``, ``digits32rgb`` with ``cnn`` / ``gn_lenet``), and of runs
-  with a network and clients offline (the bytes ledger, the virtual clock, availability);
+  models (MNIST-1D with ``cnn1d``, ``digits32rgb`` with ``cnn`` / ``gn_lenet``), of runs
+  with a network and clients offline (the bytes ledger, the virtual clock, availability), and
+  of runs that lose messages (``[network] drop``: D-SGD, SGP and EL's rules);
 - ``topologies/<family>``: the mixing matrices of every registered graph family (three rounds
   of a time-varying one), D-Cliques with each inter-clique topology;
 - ``spectral/<family>``: :func:`topofl.spectral.summary` of those graphs;
@@ -139,6 +140,7 @@ _MNIST1D = "mnist1d:n_samples=600,n_test=300,corr_noise=0.35,iid_noise=0.05,seed
 _SYNTH = "synthetic:n_samples=600,dim=8,num_classes=6,seed=0,separation=2.0"
 _NETWORK = {"latency": {"dist": "uniform", "low": 0.01, "high": 0.05}, "uplink": 1e5,
             "speed": {"dist": "lognormal", "median": 1e7, "sigma": 0.5}, "seed": 2}
+_LOSSY = {"drop": 0.3, "seed": 3}  # each message lost with probability 0.3
 _AVAILABILITY = {"model": "markov", "p_off": 0.2, "p_on": 0.5, "straggle": 0.2,
                  "slowdown": 3.0, "seed": 1}
 # runs on the stand-ins' data and models:
@@ -165,6 +167,14 @@ _STAND_IN_RUNS: dict[str, tuple[str, str | None, str, tuple[str, dict[str, Any]]
                          availability={"offline": 0.3, "seed": 1})),
     "sgp_cost": ("sgp", "random_directed_push:k=2", _SYNTH, ("iid", {}), "mlp",
                  dict(network=_NETWORK, availability=_AVAILABILITY)),
+    # dropped messages: gossip renormalises over what arrived, push-sum loses the mass, EL
+    # averages uniformly what arrived
+    "dsgd_drop": ("dsgd", "exponential", _SYNTH, ("dirichlet", {"alpha": 0.5}), "mlp",
+                  dict(network=_LOSSY, momentum=0.5)),
+    "sgp_drop": ("sgp", "random_directed_push:k=2", _SYNTH, ("iid", {}), "mlp",
+                 dict(network=_LOSSY)),
+    "el_drop": ("el", "el_local:s=2", _SYNTH, ("dirichlet", {"alpha": 0.5}), "mlp",
+                dict(network={**_NETWORK, "drop": 0.3})),
 }
 
 

@@ -28,7 +28,16 @@ from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.dsgt import graph_of
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import SGD, compose_init, hold
-from topofl.engine.protocol import Algorithm, Communicate, Phase, Round, Sent, Services, State
+from topofl.engine.protocol import (
+    Algorithm,
+    Communicate,
+    Phase,
+    Round,
+    Sent,
+    Services,
+    State,
+    run_ids,
+)
 
 __all__ = ["choco", "ChocoState", "COMPRESSORS", "INDEX_BITS", "kept", "qsgd_scale",
            "qsgd_bits", "compress"]
@@ -193,7 +202,7 @@ class _ChocoGossip(Communicate):
         public = state.own_as(ChocoState).public
         x = state.x
         q = compress(x - public, self.compressor, ratio=self.ratio, levels=self.levels,
-                     t=rnd.t, ids=env.clients.ids, seed=self.seed)
+                     t=rnd.t, ids=run_ids(env), seed=self.seed)
         if rnd.online is not None:  # an absent client sends nothing: its estimate stays
             on = torch.from_numpy(np.asarray(rnd.online, dtype=bool)[env.clients.ids])
             q.mul_(on.to(device=q.device, dtype=q.dtype).unsqueeze(1))
@@ -254,8 +263,9 @@ def choco(
         The local SGD of step 1, as :func:`~topofl.algorithms.dsgd`'s.
     compress_seed : int, default 0
         Seed of rand-k's and QSGD's draws: client ``i`` at round ``t`` draws from the stream
-        ``(compress_seed, t, i)``, a pure function of them (so a resumed or distributed run
-        draws the same; named apart from the run's ``seed``, as ``sample_seed`` is).
+        ``(compress_seed, t, i)``, a pure function of them (so a resumed, distributed or
+        stacked run draws the same; named apart from the run's ``seed``, as ``sample_seed``
+        is).
 
     Returns
     -------

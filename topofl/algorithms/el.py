@@ -18,6 +18,8 @@ from topofl._validation import arc_pattern
 from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_factory
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.dsgt import graph_of
+from topofl.engine.drops import lossy
+from topofl.engine.ledger import Flow, dtype_bits
 from topofl.engine.pieces import gossip
 from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 from topofl.graph import Topology
@@ -69,7 +71,17 @@ _GOSSIP = gossip()
 
 
 def _average_arrivals(state: State, rnd: Round, env: Services) -> Sent:
-    return _GOSSIP(state, Round(rnd.t, arrival_average(graph_of(rnd)), rnd.online), env)
+    uniform = arrival_average(graph_of(rnd))
+    if rnd.drop is None:
+        return _GOSSIP(state, Round(rnd.t, uniform, rnd.online), env)
+    # lost messages: each receiver averages uniformly itself and what arrived, 1/(k_i + 1)
+    # on each (the "renormalise" rule on EL's uniform weights, the weights then recomputed
+    # from the delivered arcs so that they are exactly 1/(k_i + 1))
+    lo = lossy(uniform, rnd.drop, "renormalise")
+    env.mixer.mix_(arrival_average(lo.topology), state.x)
+    size, bits = int(state.x.shape[1]), dtype_bits(state.x.dtype)
+    return Sent.of(Flow("model", lo.delivered, size, bits),
+                   dropped=(Flow("model", lo.dropped, size, bits),))
 
 
 @register_algorithm("el")
@@ -90,14 +102,20 @@ def el(hp: SGDParams) -> Algorithm:
     -------
     Algorithm
         :class:`~topofl.engine.pieces.SGD` composed with gossip on :func:`arrival_average`;
-        ``requires=None`` (any graph: only its arcs count). A client absent from a round
-        neither sends nor receives; the others average what did arrive.
+        ``requires=None`` (any graph: only its arcs count); ``lost="renormalise"``. A client
+        absent from a round neither sends nor receives; the others average what did arrive.
 
     Notes
     -----
     On ``el_oracle`` (every round ``s``-regular, ``W = 1/(s+1)`` on every arc) the weights are
     the graph's own and EL is D-SGD; on ``el_local`` each node's weight is ``1/(K_i+1)``, the
     row-stochastic ``W`` of the family. Messages: one model per arc, ``n s`` a round.
+
+    Lost messages (``[network] drop = p``, :mod:`topofl.engine.drops`): a node averages
+    uniformly what did arrive and its own model, $x_i \leftarrow \frac{1}{k_i + 1}(x_i +
+    \sum_{j \to i \text{ delivered}} x_j)$ with $k_i$ the messages it received: the
+    ``"renormalise"`` rule on EL's uniform weights (exactly ``1/(k_i + 1)`` each). At
+    ``drop = 1`` no model moves (no mixing); at ``drop = 0`` the run is the run without drops.
 
     Examples
     --------
@@ -114,4 +132,4 @@ def el(hp: SGDParams) -> Algorithm:
     >>> round(float(x.max() - x.min()), 3), round(float(x.mean()), 1)
     (0.0, 3.5)
     """
-    return sgd_algorithm("el", hp, _average_arrivals, requires=None)
+    return sgd_algorithm("el", hp, _average_arrivals, requires=None, lost="renormalise")

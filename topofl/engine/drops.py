@@ -20,7 +20,10 @@ graph through :func:`lossy`:
   delivered arcs, 0 on the lost ones. Rows that lost nothing are left exactly as they were.
   ``W'`` is row stochastic (not doubly: the average of the models moves when a message is
   lost), and a node that lost every message and gives itself no weight keeps its model
-  ($W'_{ii} = 1$). With ``drop = 1`` every ``W'`` is the identity: no mixing.
+  ($W'_{ii} = 1$). With ``drop = 1`` every ``W'`` is the identity: no mixing. Epidemic
+  Learning (``el``) applies it to its own uniform weights
+  (:func:`~topofl.algorithms.el.arrival_average`): a receiver averages uniformly itself and
+  the $k_i$ models that arrived, exactly $1/(k_i + 1)$ each.
 * ``"mass"`` (push-sum over a column-stochastic ``W``: ``sgp``, ``osgp``, ``dfedpgp``): the
   mass of a lost message is lost with it, numerator and push-sum weight alike
   ($W'_{ij} = 0$ on a lost arc, every other entry as it was; with OSGP's overlap the message
@@ -35,7 +38,7 @@ graph through :func:`lossy`:
 
 An algorithm whose ``lost`` is ``None`` (server-based ones, and the gossip variants whose
 messages are not all models on the graph's arcs: Clique Averaging's gradients, CHOCO,
-gradient tracking, EXTRA, EL ...) refuses ``drop > 0`` (:func:`check_drop`).
+gradient tracking, EXTRA ...) refuses ``drop > 0`` (:func:`check_drop`).
 
 Accounting: the ledger counts a lost message as sent (``messages``, ``bytes``, the sender's
 ``messages_sent``/``bytes_sent``) but not as received, and records ``messages_dropped``,
@@ -83,7 +86,7 @@ LOST_RULES = {
     "renormalise": (
         "a receiver averages what arrived, its own model included, in the proportions W gave "
         "them (each row of W renormalised over itself and its delivered arcs; D-SGD-style "
-        "gossip with a doubly stochastic W)"),
+        "gossip with a doubly stochastic W, and EL's uniform average of what arrived)"),
     "mass": (
         "push-sum: the mass of a lost message, numerator and weight, is lost with it (W's "
         "entry on a lost arc becomes 0; the de-biased ratio stays a weighted average)"),
@@ -260,6 +263,7 @@ def check_drop(algorithm: Any, network: Any) -> None:
             f"{algorithm.name} has no rule for a lost message, so it cannot run with "
             f"[network] drop = {p:g}; drop > 0 works with the gossip algorithms dsgd (without "
             "clique_averaging), dfedavgm and dfedavgm_p (a receiver renormalises over what "
-            "arrived) and the push-sum algorithms sgp, osgp and dfedpgp (a lost message's mass "
-            "is lost); an algorithm of one's own declares Algorithm.lost ('renormalise' or "
-            "'mass') and communicates through topofl.engine.pieces.gossip or PushSum")
+            "arrived), el (a receiver averages uniformly what arrived) and the push-sum "
+            "algorithms sgp, osgp and dfedpgp (a lost message's mass is lost); an algorithm "
+            "of one's own declares Algorithm.lost ('renormalise' or 'mass') and communicates "
+            "through topofl.engine.pieces.gossip or PushSum")

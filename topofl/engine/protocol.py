@@ -60,6 +60,7 @@ __all__ = [
     "Services",
     "ToyServices",
     "toy_services",
+    "run_ids",
     "LocalUpdate",
     "Communicate",
     "Algorithm",
@@ -466,6 +467,26 @@ class Services(Protocol):
         """Features of every client's own ``split`` samples under row ``i`` of ``x``:
         ``(features [n, M, d], labels [n, M], mask [n, M] bool)``, padded to the largest
         client (``mask`` marks the real samples)."""
+
+
+def run_ids(env: Services) -> np.ndarray:
+    """``(m,)`` int64: the id of each row's client in its run, what per-client random streams
+    are indexed by (CHOCO's rand-k and QSGD draws, say).
+
+    It is ``env.clients.ids`` (one process, or a rank's rows of a distributed run), except in
+    a stacked pass (:mod:`topofl.engine.stack`), whose rows are the clients of several runs:
+    there each row is named by its client's id in its own run (the services' ``run_ids``), so
+    a stacked run draws what the run alone draws.
+
+    Examples
+    --------
+    >>> from topofl.engine.protocol import run_ids
+    >>> run_ids(tf.engine.toy_services(3)).tolist()
+    [0, 1, 2]
+    """
+    ids = getattr(env, "run_ids", None)
+    out: np.ndarray = env.clients.ids if ids is None else ids
+    return out
 
 
 @dataclass

@@ -100,23 +100,38 @@ __all__ = ["Member", "STACKABLE", "StackDiverged", "stack_problem", "stack_key",
            "block_topology", "run_stacked"]
 
 
-def _dsgd(hparams: Mapping[str, Any]) -> str | None:
+def _stacks(hparams: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _sgp(hparams: Mapping[str, Any]) -> str | None:
+def _sampled(hparams: Mapping[str, Any]) -> str | None:
+    if float(hparams.get("participation", 1.0)) < 1.0:
+        return (f"participation={hparams['participation']:g} draws the round's active clients "
+                "among all the clients of the pass (a stack's rows, not the run's): it runs "
+                "alone")
     return None
 
 
 #: The algorithms that stack, each with a check of its hyper-parameters (``None``: they
-#: stack). Their pieces change each client's row from that row alone, or through the mixer
-#: (block-diagonal over the runs); they draw no data outside the local phases, evaluate
+#: stack; else why not). Their pieces change each client's row from that row alone, or
+#: through the mixer (block-diagonal over the runs; a graph they derive from the round's,
+#: such as EL's :func:`~topofl.algorithms.el.arrival_average`, is applied block by block
+#: too); they draw no data outside the local phases, draw their per-client random numbers by
+#: the client's id in its run (:func:`~topofl.engine.protocol.run_ids`), evaluate
 #: ``state.x`` (or push-sum's de-biased ``x / w``) and say what they send (``Sent.flows``).
+#: Partial participation (``dfedavgm``, ``sgp``, ``osgp``) draws its sample among all the
+#: clients of the pass, so a run with ``participation < 1`` runs alone.
 STACKABLE: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
-    "dsgd": _dsgd,
-    "dfedavgm": _dsgd,
-    "local": _dsgd,
-    "sgp": _sgp,
+    "dsgd": _stacks,
+    "dfedavgm": _sampled,
+    "dfedavgm_p": _stacks,
+    "local": _stacks,
+    "sgp": _sampled,
+    "osgp": _sampled,
+    "dsgt": _stacks,
+    "extra": _stacks,
+    "choco": _stacks,
+    "el": _stacks,
 }
 
 #: Run settings every run of a stack shares (they shape the arithmetic or the loop).
@@ -155,8 +170,14 @@ class StackDiverged(ConvergenceError):
         self.member = member
 
 
+#: The hyper-parameters that are learning rates: they reach the arithmetic only as the
+#: phases' rates (``Phase.lr``), which each run of a stack keeps (the partial algorithms'
+#: ``lr_u`` and ``lr_v``: the body's and the head's phase).
+_RATES = ("lr", "lr_u", "lr_v")
+
+
 def _without_lr(algorithm: Algorithm) -> tuple[Any, ...]:
-    hp = {k: v for k, v in algorithm.hparams.items() if k != "lr"}
+    hp = {k: v for k, v in algorithm.hparams.items() if k not in _RATES}
     phases = tuple(dataclasses.replace(p, lr=0.0) for p in algorithm.phases)
     return (algorithm.name, repr(sorted(hp.items(), key=lambda kv: kv[0])), repr(phases),
             algorithm.decay, algorithm.requires, algorithm.shared, algorithm.uses_topology,
@@ -268,22 +289,49 @@ class _BlockMixer(Mixer):
     """The stack's mixer: a round's block-diagonal graph (:meth:`blocks`) is applied block by
     block, each run's rows with its own graph's ``W`` (dense or sparse as the run alone
     picks it), so a run's gossip is the product the run alone computes (and a dense block
-    stays a dense product)."""
+    stays a dense product).
+
+    A graph an algorithm derives from the round's (EL's arrival average, say) is block
+    diagonal over the same runs: it is cut into the runs' blocks (:meth:`_split`), each the
+    matrix the run alone derives from its own graph (the derivation acts row by row).
+    """
 
     def __init__(self, device: torch.device, dtype: torch.dtype) -> None:
         super().__init__(device, dtype)
         self._blocks: weakref.WeakKeyDictionary[Topology, list[tuple[slice, Topology]]] = (
             weakref.WeakKeyDictionary())
+        self._rows: list[slice] | None = None  # the runs' rows, from the first blocks()
 
     def blocks(self, topology: Topology, parts: Sequence[tuple[slice, Topology]]) -> None:
         """Say that ``topology`` is the block-diagonal union of ``parts`` (rows, graph)."""
         self._blocks[topology] = list(parts)
+        self._rows = [rows for rows, _ in parts]
 
     def _parts(self, topology: Topology, n: int) -> list[tuple[slice, Topology]] | None:
         parts = self._blocks.get(topology)
+        if parts is None and self._rows is not None and topology.n == self._rows[-1].stop:
+            parts = self._blocks[topology] = self._split(topology)
         if parts is not None and n != topology.n:
             raise ValueError(f"X has {n} rows but the topology has n={topology.n}")
         return parts
+
+    def _split(self, topology: Topology) -> list[tuple[slice, Topology]]:
+        """``topology``, a graph over every row of the stack that :meth:`blocks` was not told
+        of, as the runs' diagonal blocks; a ``ValueError`` when it mixes rows of different
+        runs (its algorithm cannot stack)."""
+        assert self._rows is not None  # _parts checks it
+        W = topology.W
+        lane = np.repeat(np.arange(len(self._rows)), [r.stop - r.start for r in self._rows])
+        starts = np.array([r.start for r in self._rows], dtype=np.int64)
+        stops = np.array([r.stop for r in self._rows], dtype=np.int64)
+        own = lane[np.repeat(np.arange(topology.n), np.diff(W.indptr))]
+        cols = W.indices.astype(np.int64)
+        across = (W.data != 0) & ((cols < starts[own]) | (cols >= stops[own]))
+        if bool(across.any()):
+            raise ValueError(f"the graph {topology.name!r} mixes rows of different runs of the "
+                             "stack: its algorithm cannot stack")
+        return [(rows, Topology.from_matrix(W[rows, rows], name=topology.name,
+                                            params=topology.params)) for rows in self._rows]
 
     def mix_(self, topology: Topology, X: Tensor, cols: slice | None = None) -> None:
         parts = self._parts(topology, X.shape[0])
@@ -305,7 +353,7 @@ class _BlockMixer(Mixer):
         parts = self._parts(topology, topology.n)
         if parts is None:
             return super().diagonal(topology)
-        return torch.cat([super().diagonal(t) for _, t in parts])
+        return torch.cat([Mixer.diagonal(self, t) for _, t in parts])
 
 
 class _StackData:
@@ -335,8 +383,12 @@ class _StackData:
         return xo, yo
 
 
+@dataclass
 class _StackServices(ToyServices):
-    """The services of the stack's pieces: layout, the stack's mixer, every client."""
+    """The services of the stack's pieces: layout, the stack's mixer, every client, and
+    ``run_ids`` (:func:`~topofl.engine.protocol.run_ids`): each row's client id in its run."""
+
+    run_ids: np.ndarray | None = None
 
     def _no_data(self, what: str) -> ValueError:
         return ValueError(f"{what} is not available to a stacked run (an algorithm that draws "
@@ -472,7 +524,9 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
         layout=layout, mixer=mixer, n=total,
         train_sizes=torch.cat([ln.sizes for ln in lanes]),
         label_counts=np.concatenate([np.asarray(ln.env.label_counts) for ln in lanes]),
-        flipped=np.concatenate([np.asarray(ln.env.flipped) for ln in lanes]))
+        flipped=np.concatenate([np.asarray(ln.env.flipped) for ln in lanes]),
+        run_ids=np.concatenate([np.asarray(ln.site.clients.ids, dtype=np.int64)
+                                for ln in lanes]))
     state = algorithm.init(torch.cat(x0s), env_all)
     data = _StackData([ln.site.data for ln in lanes], [ln.rows for ln in lanes])
     sizes_all = torch.cat([ln.sizes for ln in lanes])
