@@ -521,3 +521,17 @@ def test_cut_keeps_the_order_and_balances_the_parts(size: int, cap: int) -> None
     assert max(map(len, parts)) <= cap
     assert max(map(len, parts)) - min(map(len, parts)) <= 1
     assert len(parts) == -(-size // cap)
+
+
+def test_overwrite_reruns_finished_runs_that_stack(tmp_path: Path) -> None:
+    """``overwrite=True`` runs every run again, stacked ones too (not "skipped")."""
+    cfg = {"algorithm": "dsgd", "data": "digits", "n_clients": 4, "rounds": 2,
+           "batch_size": 8, "topology": "ring", "sweep": {"seed": [0, 1]}}
+    first = tf.sweep.run_sweep(cfg, tmp_path, progress=False, echo=lambda s: None)
+    assert {o.status for o in first} == {"complete"}
+    stamps = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("*.jsonl")}
+    again = tf.sweep.run_sweep(cfg, tmp_path, overwrite=True, progress=False,
+                               echo=lambda s: None)
+    assert {o.status for o in again} == {"complete"}
+    assert all("stacked with 1 other" in o.message for o in again)
+    assert all(p.stat().st_mtime_ns != stamps[p.name] for p in tmp_path.glob("*.jsonl"))

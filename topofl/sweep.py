@@ -716,14 +716,14 @@ def _execute_unit(unit: Sequence[_Item], out: str, command: str | None) -> list[
     outcomes: list[Outcome] = []
     with ExitStack() as held:
         mine: list[tuple[dict[str, Any], str]] = []
-        for run, rcfg, _ in unit:
+        for run, rcfg, mode in unit:
             name = run.name
             if not held.enter_context(lock(Path(out) / f"{name}.lock")):
                 outcomes.append(Outcome(name, "busy", message="another process is running it: "
                                         "left alone; run the sweep again once it has finished"))
                 continue
             done = _paths(Path(out), name)[2]
-            if done.exists():
+            if mode != "overwrite" and done.exists():  # finished meanwhile by another process
                 try:
                     marker = json.loads(done.read_text(encoding="utf-8"))
                     outcomes.append(Outcome(name, "skipped", summary=marker.get("summary", {}),
