@@ -146,3 +146,34 @@ def test_cli_json_out_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_peak_memory_is_measured_in_a_child() -> None:
     (row,) = _tiny(memory=True)["rows"]
     assert isinstance(row["peak_bytes"], int) and row["peak_bytes"] > 2 * 7850 * 4
+
+
+def test_hidden_widths_bench_the_issue_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--hidden`` builds mlp with those widths (issue 32: 40 inputs, one hidden layer of 64,
+    batch 50): its parameter count, its label, the floor on the same model, the peak-memory
+    child on the same model; and its errors."""
+    args = ["bench", "--model", "mlp", "--input-shape", "40", "--hidden", "64", "--batch", "50",
+            "--n", "2", "--rounds", "1", "--no-memory", "--json"]
+    assert cli.main(args) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["num_params"] == (40 * 64 + 64) + (64 * 10 + 10) == 3274
+    assert row["model"] == "mlp 64" and row["input_shape"] == [40]
+    out = bench.run_bench(["mlp"], [2], batch=2, rounds=1, memory=True, input_shape=(5,),
+                          hidden=(3, 4))
+    (row,) = out["rows"]
+    assert row["num_params"] == (5 * 3 + 3) + (3 * 4 + 4) + (4 * 10 + 10) == 84
+    assert out["settings"]["hidden"] == [3, 4] and row["model"] == "mlp 3-4"
+    assert row["bytes_per_client"]["parameters"] == 84 * 4
+    assert isinstance(row["peak_bytes"], int) and row["peak_bytes"] > 0  # the child's mlp 3-4
+    assert "| mlp 3-4 | 2 | 5 | 84 |" in bench.to_markdown(out)
+    case = bench._Case("mlp", 2, 3, torch.device("cpu"), (5,), hidden=(3,))
+    assert case.floor is not None
+    assert sum(p.numel() for p in case.floor.model.parameters()) == 5 * 3 + 3 + 3 * 10 + 10
+    with pytest.raises(ValueError, match="hidden .* is a parameter of mlp only"):
+        bench.run_bench(["logistic"], [2], memory=False, hidden=(4,))
+    with pytest.raises(ValueError, match="hidden must be one or more integers >= 1"):
+        bench.run_bench(["mlp"], [2], memory=False, hidden=())
+    assert cli.main([*args[:-1], "--model", "logistic"]) == 2
+    assert "is a parameter of mlp only" in capsys.readouterr().err
+    assert cli.main([*args[:-1], "--hidden", "0"]) == 2
+    assert "argument --hidden: must be >= 1" in capsys.readouterr().err

@@ -285,12 +285,14 @@ class _Case:
     services with their mixer, the graph, and the floor."""
 
     def __init__(self, model_name: str, n: int, batch: int, device: torch.device,
-                 input_shape: tuple[int, ...] | None = None, floor: bool = True) -> None:
+                 input_shape: tuple[int, ...] | None = None, floor: bool = True,
+                 hidden: tuple[int, ...] | None = None) -> None:
         shape = input_shape or MODEL_INPUTS[model_name]
         self.model_name, self.n, self.batch, self.device = model_name, n, batch, device
         self.shape = tuple(shape)
         self.data = synthetic_data(n, shape, device=device)
-        model = build_model(model_name, shape, NUM_CLASSES, seed=0, device=device)
+        kw: dict[str, Any] = {} if hidden is None else {"hidden": tuple(hidden)}
+        model = build_model(model_name, shape, NUM_CLASSES, seed=0, device=device, **kw)
         self.layout = ParamLayout.from_model(model)
         self.algo = algorithms.dsgd(lr=LR)
         self.env = toy_services(n, layout=self.layout, dtype=torch.float32)
@@ -389,7 +391,7 @@ args = json.loads(sys.argv[1])
 torch.set_num_threads(args["threads"])  # before the mark: the imports are not the run's
 mark = start_peak()
 case = bench._Case(args["model"], args["n"], args["batch"], torch.device("cpu"),
-                   tuple(args["input_shape"]), floor=False)
+                   tuple(args["input_shape"]), floor=False, hidden=args["hidden"])
 case.local()
 case.gossip()
 print(json.dumps({"peak": peak_since(mark)}))
@@ -397,7 +399,7 @@ print(json.dumps({"peak": peak_since(mark)}))
 
 
 def _peak_bytes(model: str, n: int, batch: int, device: torch.device,
-                shape: tuple[int, ...]) -> int | None:
+                shape: tuple[int, ...], hidden: tuple[int, ...] | None = None) -> int | None:
     """Peak memory of building the case and running one local step and one gossip step: on
     the CPU in a child process (:data:`topofl.plan.PEAK_METER`), on CUDA in this one."""
     if device.type == "cuda":
@@ -405,7 +407,7 @@ def _peak_bytes(model: str, n: int, batch: int, device: torch.device,
         torch.cuda.empty_cache()
         base = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)
-        case = _Case(model, n, batch, device, shape, floor=False)
+        case = _Case(model, n, batch, device, shape, floor=False, hidden=hidden)
         case.local()
         case.gossip()
         peak = int(torch.cuda.max_memory_allocated(device)) - base
@@ -413,7 +415,8 @@ def _peak_bytes(model: str, n: int, batch: int, device: torch.device,
         torch.cuda.empty_cache()
         return peak
     args = {"model": model, "n": n, "batch": batch, "input_shape": list(shape),
-            "threads": torch.get_num_threads()}
+            "threads": torch.get_num_threads(),
+            "hidden": None if hidden is None else list(hidden)}
     root = str(Path(__file__).resolve().parent.parent)  # this topofl, whatever the cwd
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     proc = subprocess.run([sys.executable, "-c", PEAK_METER + _CHILD, json.dumps(args)],
@@ -427,10 +430,17 @@ def _peak_bytes(model: str, n: int, batch: int, device: torch.device,
 
 # ----------------------------------------------------------------------------- driver
 def _check(models: Sequence[str], ns: Sequence[int], batch: int, rounds: int,
-           device: torch.device) -> None:
+           device: torch.device, hidden: Sequence[int] | None = None) -> None:
     for m in models:
         if m not in MODELS:
             raise ValueError(f"unknown model {m!r}; known: {', '.join(sorted(MODELS))}")
+    if hidden is not None:
+        if any(m != "mlp" for m in models):
+            raise ValueError("hidden (the widths of the hidden layers) is a parameter of "
+                             f"mlp only, got models {', '.join(models)}")
+        if not len(hidden) or any(isinstance(h, bool) or not isinstance(h, int) or h < 1
+                                  for h in hidden):
+            raise ValueError(f"hidden must be one or more integers >= 1, got {list(hidden)!r}")
     for n in ns:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an integer >= 1, got {n!r}")
@@ -446,6 +456,7 @@ def _check(models: Sequence[str], ns: Sequence[int], batch: int, rounds: int,
 def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
               device: torch.device | str = "cpu", rounds: int = 10, memory: bool = True,
               input_shape: Sequence[int] | None = None,
+              hidden: Sequence[int] | None = None,
               log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Benchmark every (model, n): one row each (:data:`ROW_KEYS`), with the machine.
 
@@ -465,6 +476,10 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
         Measure the peak memory (on the CPU a child process per row: a few seconds each).
     input_shape : sequence of int, optional
         One sample's shape for every model (default: :data:`MODEL_INPUTS`).
+    hidden : sequence of int, optional
+        The widths of the hidden layers of ``mlp`` (the only model it may be given with;
+        default: the model's own, 200-200). Issue 32's workload is ``input_shape=(40,),
+        hidden=(64,), batch=50``.
     log : callable, optional
         Called with a line of progress per row.
 
@@ -477,12 +492,13 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
     Raises
     ------
     ValueError
-        For an unknown model, ``n < 1``, a device other than cpu and cuda, or cuda where
-        torch sees no GPU.
+        For an unknown model, ``n < 1``, a device other than cpu and cuda, cuda where
+        torch sees no GPU, or ``hidden`` with a model other than ``mlp``.
     """
     dev = torch.device(device)
     models, ns = list(models), list(ns)
-    _check(models, ns, batch, rounds, dev)
+    hid = None if hidden is None else tuple(hidden)
+    _check(models, ns, batch, rounds, dev, hid)
     shape = None if input_shape is None else tuple(int(s) for s in input_shape)
     for m in models:
         if shape is None and m not in MODEL_INPUTS:
@@ -491,10 +507,11 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
     rows = []
     for m in models:
         for n in ns:
-            case = _Case(m, n, batch, dev, shape)
+            case = _Case(m, n, batch, dev, shape, hidden=hid)
             t = _time_case(case, rounds)
             row: dict[str, Any] = {
-                "model": m, "n": n, "input_shape": list(case.shape),
+                "model": m if hid is None else f"{m} {'-'.join(map(str, hid))}",
+                "n": n, "input_shape": list(case.shape),
                 "num_params": case.layout.num_params, "executor": case.describe(),
                 "local_ms": 1e3 * t["local"], "floor_ms": 1e3 * t["floor"],
                 "local_over_floor": t["local_over_floor"],
@@ -506,7 +523,8 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
                 "peak_bytes": None, "bytes_per_client": case.bytes_per_client()}
             del case
             if memory:
-                row["peak_bytes"] = _peak_bytes(m, n, batch, dev, tuple(row["input_shape"]))
+                row["peak_bytes"] = _peak_bytes(m, n, batch, dev, tuple(row["input_shape"]),
+                                                hid)
             rows.append(row)
             if log is not None:
                 log(f"{m}, n = {n}: local {row['local_ms']:.3g} ms, floor "
@@ -514,6 +532,7 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
                     f"{row['gossip_ms']:.3g} ms ({row['gossip_over_copy']:.2f}x a copy)")
     return {"machine": machine_info(dev),
             "settings": {"device": str(dev), "batch": batch, "rounds": rounds,
+                         "hidden": None if hid is None else list(hid),
                          "dtype": "float32", "samples_per_client": SAMPLES_PER_CLIENT,
                          "degree": DEGREE, "lr": LR, "algorithm": "dsgd"},
             "load": [load0, loadavg()], "seconds": time.perf_counter() - t0, "rows": rows}

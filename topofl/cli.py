@@ -26,7 +26,7 @@ Commands
 ``plan CONFIG.toml [--json] [--set key=value ...]``
     Predict a run's peak memory (by part), seconds per round and the largest number of clients
     that fits here, before running it (:mod:`topofl.plan`); a plan that cannot fit exits 1.
-``bench [--model A,B] [--n N1,N2] [--batch B] [--device cpu|cuda] [--out F.md] [--json]``
+``bench [--model A,B] [--n N1,N2] [--batch B] [--hidden W1,W2] [--out F.md] [--json] ...``
     Time the engine's local step against one shared-weight model on the same samples, and its
     gossip against a copy of the parameter buffer; client-steps and samples per second, peak
     memory and bytes per client, as Markdown (:mod:`topofl.bench`).
@@ -394,7 +394,7 @@ def _bench(args: argparse.Namespace, command: str) -> int:
         torch.set_num_threads(args.threads)
     result = run_bench(args.model, args.n, batch=args.batch, device=args.device,
                        rounds=args.rounds, memory=not args.no_memory,
-                       input_shape=args.input_shape,
+                       input_shape=args.input_shape, hidden=args.hidden,
                        log=lambda line: print(line, file=sys.stderr, flush=True))
     text = to_markdown(result, command)
     if args.out:
@@ -530,6 +530,9 @@ def _parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--input-shape", type=_positives, default=None, metavar="D1,D2",
                          help="one sample's shape for every model (default: the model's data "
                          "set, e.g. 784 for logistic, 3,32,32 for gn_lenet)")
+    p_bench.add_argument("--hidden", type=_positives, default=None, metavar="W1,W2",
+                         help="widths of mlp's hidden layers (default 200,200); e.g. "
+                         "--model mlp --input-shape 40 --hidden 64 --batch 50")
     p_bench.add_argument("--no-memory", action="store_true",
                          help="do not measure the peak memory (a child process per row)")
     p_bench.add_argument("--out", help="write the Markdown to this file (default stdout)")

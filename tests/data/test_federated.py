@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from topofl.data import FederatedData, Partition, federate
-from topofl.data.federated import _reference_indices
+from topofl.data.federated import _hash_uniform_index, _reference_indices
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -127,6 +127,44 @@ def test_batched_equals_per_client_reference(demo: FederatedData) -> None:
     for i in range(demo.num_clients):
         ref = [int(seg.offsets[i]) + j for j in _reference_indices(key, i, int(seg.sizes[i]), 33)]
         assert idx[i].tolist() == ref
+
+
+@given(n=st.integers(1, 40), b=st.integers(1, 40), first=st.sampled_from([0, 7, 2**32 - 3]),
+       big=st.booleans(), keys=st.lists(st.integers(0, 2**32 - 1), min_size=2, max_size=2),
+       rows=st.integers(0, 2**31 - 1))
+@settings(max_examples=60, deadline=None)
+def test_numpy_hash_equals_the_torch_ops_and_the_reference(
+        n: int, b: int, first: int, big: bool, keys: list[int], rows: int) -> None:
+    """The CPU path hashes in NumPy's wrapping uint32 arithmetic, other devices in int64
+    torch operations: the same integers, equal to the pure-Python reference; keys as ints or
+    one per row (a stacked pass), client ids up to 2^32 - 1 and sizes up to 2^31."""
+    g = np.random.default_rng(rows)
+    size = torch.tensor(g.integers(1, 2**31 if big else 60, size=n))[:, None]
+    client = torch.arange(first, first + n, dtype=torch.int64)[:, None]
+    slot = torch.arange(b, dtype=torch.int64)[None, :]
+    k0, k1 = keys
+    fast = _hash_uniform_index(k0, k1, client, slot, size)
+    ops = _hash_uniform_index(k0, k1, client, slot, size, numpy=False)
+    assert fast.dtype == torch.int64 and torch.equal(fast, ops)
+    for i in range(0, n, max(1, n // 3)):
+        if first + i < 2**32:
+            assert fast[i].tolist() == _reference_indices(
+                (k0, k1), first + i, int(size[i]), b)
+    per_row = torch.tensor(g.integers(0, 2**32, size=(n, 2), dtype=np.uint64).astype(np.int64))
+    fast = _hash_uniform_index(per_row[:, :1], per_row[:, 1:], client, slot, size)
+    ops = _hash_uniform_index(per_row[:, :1], per_row[:, 1:], client, slot, size, numpy=False)
+    assert torch.equal(fast, ops)
+
+
+def test_sample_indices_on_cpu_equal_the_device_path(demo: FederatedData) -> None:
+    """``sample_indices`` hashes in NumPy on the CPU; the torch operations other devices run
+    (here on CPU tensors) give the same rows."""
+    key = demo._key(3, 4)
+    n = demo.num_clients
+    ops = demo._tensor("train.offsets")[:, None] + _hash_uniform_index(
+        key[0], key[1], torch.arange(n)[:, None], torch.arange(21)[None, :],
+        demo._tensor("train.sizes")[:, None], numpy=False)
+    assert torch.equal(demo.sample_indices(3, 4, 21), ops)
 
 
 def test_client_batch_independent_of_other_clients(digits: tf.data.Dataset) -> None:

@@ -6,6 +6,7 @@ per-client ``backward``), the streamed step against the unstreamed one, includin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -203,21 +204,82 @@ def test_the_fast_paths_come_from_the_local_piece() -> None:
     assert fused(A.local()) and fused(A.fedavg())
     assert not fused(A.fedper())  # sampled participants
     mlp = tf.models.build_model("mlp", (4,), 3, seed=0, hidden=(5,))
-    assert A.dsgd().local.fused(BatchedExecutor(mlp, ParamLayout.from_model(mlp))) is None
+    assert A.dsgd().local.fused(BatchedExecutor(mlp, ParamLayout.from_model(mlp))) is not None
+    assert A.dsgd().local.fused(tf.engine.LoopExecutor(mlp, ParamLayout.from_model(mlp))) is None
 
 
-def test_sgd_needs_the_closed_form() -> None:
-    model = tf.models.build_model("mlp", (4,), 3, seed=0, hidden=(5,))
+# name -> (model, sample shape): the batched executor's autograd path
+_AUTOGRAD_MODELS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
+    "mlp": (lambda: tf.models.build_model("mlp", (7,), 5, seed=0, hidden=(13, 6)), (7,)),
+    "cnn1d": (lambda: tf.models.build_model("cnn1d", (1, 12), 4, seed=0, channels=3), (1, 12)),
+    "no head": (lambda: nn.Sequential(nn.Flatten(), nn.Linear(6, 9), nn.Tanh(),
+                                      nn.Linear(9, 3, bias=False)), (2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(_AUTOGRAD_MODELS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("part", ["all", "body", "head"])
+def test_fused_autograd_sgd_is_gradient_then_update_bit_for_bit(
+        name: str, dtype: torch.dtype, part: Any) -> None:
+    """Models without a closed form fuse plain SGD too: each parameter's gradient is applied
+    to its view of the buffer with the update's own ``addcmul_``, which gives the very bits
+    of ``grad`` into a ``[n, P]`` buffer followed by ``sgd_step`` (clients in chunks or not,
+    some clients frozen with a zero rate, float32 and float64)."""
+    make, shape = _AUTOGRAD_MODELS[name]
+    model = make().to(dtype)
     layout = ParamLayout.from_model(model)
-    ex = BatchedExecutor(model, layout)
-    assert not ex.fuses_sgd
-    with pytest.raises(ValueError, match="closed-form path"):
-        ex.sgd_(torch.zeros(2, layout.num_params), torch.zeros(2, 1, 4),
-                torch.zeros(2, 1, dtype=torch.int64), "all", torch.ones(2))
-    step = LocalStepper(ex, tf.algorithms.dsgd(), tf.data.federate(
-        tf.data.synthetic(40, 4, 3, seed=0), "iid", 2, seed=0), 4, layout.num_params,
-        torch.float32)
-    assert not step.fused and step.grads is not None
+    if part != "all" and not layout.has_split:
+        pytest.skip("a model without a body/head split trains 'all' only")
+    n, b = 7, 5
+    g = torch.Generator().manual_seed(1)
+    flat = torch.randn(n, layout.num_params, dtype=dtype, generator=g) * 0.5
+    x = torch.randn(n, b, *shape, dtype=dtype, generator=g)
+    y = torch.randint(0, 3, (n, b), generator=g)
+    lr = torch.rand(n, dtype=dtype, generator=g)
+    lr[2] = 0.0
+    for chunk in (None, 3):
+        ex = BatchedExecutor(model, layout, chunk_size=chunk)
+        assert ex.linear is None and ex.fuses_sgd
+        ref, fused = flat.clone(), flat.clone()
+        grads = torch.zeros_like(flat)
+        loss_ref = ex.grad(ref, x, y, part, grads)
+        cols = layout.cols(part)
+        tf.engine.pieces.sgd_step(ref[:, cols], grads[:, cols], lr)
+        loss = ex.sgd_(fused, x, y, part, lr)
+        assert torch.equal(loss, loss_ref)
+        assert torch.equal(fused, ref)
+        assert torch.equal(fused[2], flat[2])  # a zero rate leaves the client where it was
+        other = torch.ones(layout.num_params, dtype=torch.bool)
+        other[cols] = False
+        assert torch.equal(fused[:, other], flat[:, other])  # the other part is not trained
+
+
+def test_fused_autograd_stepper_equals_the_unfused_one(data: Any) -> None:
+    """The local stepper of an MLP fuses plain SGD (no gradient buffer) and takes the same
+    steps as gradient then update, streamed in blocks or not."""
+    model = tf.models.build_model("mlp", data.input_shape, data.num_classes, seed=0,
+                                  hidden=(9,))
+    layout = ParamLayout.from_model(model)
+    algo = tf.algorithms.dsgd(lr=0.3)
+    n = data.num_clients
+    ctx = toy_services(n, layout=layout, dtype=torch.float32)
+    x0 = tf.engine.init_parameters(model, layout, n, seed=0, same=False,
+                                   device=torch.device("cpu"), dtype=torch.float32)
+    lr = torch.full((n,), 0.3)
+    lr[1] = 0.0
+    states = []
+    for fuse, rows in ((False, n), (True, n), (True, 3)):
+        ex = make_executor("auto", model, layout, torch.device("cpu"))
+        step = LocalStepper(ex, algo, data, 4, layout.num_params, torch.float32, rows=rows,
+                            fuse=fuse)
+        assert step.fused == fuse and (step.grads is None) == fuse
+        state = algo.init(x0.clone(), ctx)
+        for k in range(3):
+            step(state, Round(2), ctx, algo.phases[0], k, lr)
+        states.append(state.x)
+    assert torch.equal(states[1], states[0]) and torch.equal(states[2], states[0])
+    assert not torch.equal(states[0], x0)
 
 
 def test_stepper_streams_only_rowwise_algorithms(data: Any) -> None:
@@ -364,3 +426,68 @@ def test_run_on_cores_runs_every_worker_and_reraises_the_lowest() -> None:
         run_on_cores(3, fail)
     assert torch.get_num_threads() == threads  # restored after the threads ran
     assert cpu_workers(None, 1) == 1 and cpu_workers(4, 2) == 2 and cpu_workers(0, 5) == 1
+
+
+_STACKS: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...]]] = {
+    "mlp 7-13-6-5": (lambda: tf.models.build_model("mlp", (7,), 5, seed=0, hidden=(13, 6)),
+                     (7,)),
+    "mlp on images": (lambda: tf.models.build_model("mlp", (1, 4, 5), 3, seed=1, hidden=(17,)),
+                      (1, 4, 5)),
+    "sequential without bias": (lambda: nn.Sequential(
+        nn.Flatten(), nn.Linear(6, 40, bias=False), nn.ReLU(), nn.Linear(40, 4)), (2, 3)),
+    "no flatten": (lambda: nn.Sequential(nn.Linear(9, 16), nn.ReLU(), nn.ReLU(),
+                                         nn.Linear(16, 3)), (9,)),
+}
+
+
+@pytest.mark.parametrize("name", list(_STACKS))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_plain_mlp_without_vmap_is_the_vmap_path_bit_for_bit(name: str,
+                                                             dtype: torch.dtype) -> None:
+    """A plain stack of Flatten / Linear / ReLU takes its gradient without ``vmap``
+    (``_stack_forward``): the same operations, so the same losses and gradients to the last
+    bit as the ``vmap``-ed forward, for every part and in chunks of clients."""
+    make, shape = _STACKS[name]
+    model = make().to(dtype)
+    layout = ParamLayout.from_model(model)
+    ex = BatchedExecutor(model, layout, chunk_size=4)
+    assert ex.stack is not None and ex.linear is None
+    ref = BatchedExecutor(model, layout, chunk_size=4)
+    ref.stack = None  # the vmap path
+    n, b = 9, 11
+    g = torch.Generator().manual_seed(2)
+    flat = torch.randn(n, layout.num_params, dtype=dtype, generator=g)
+    x = torch.randn(n, b, *shape, dtype=dtype, generator=g)
+    y = torch.randint(0, 3, (n, b), generator=g)
+    for part in ("all", "body", "head") if layout.has_split else ("all",):
+        a, r = torch.zeros_like(flat), torch.zeros_like(flat)
+        assert torch.equal(ex.grad(flat, x, y, part, a), ref.grad(flat, x, y, part, r))
+        assert torch.equal(a, r)
+
+
+def test_only_plain_stacks_skip_vmap() -> None:
+    from topofl.engine.executors import _plain_stack
+
+    def stack(m: nn.Module) -> Any:
+        return _plain_stack(m, [k for k, _ in m.named_parameters()])
+
+    class MyLinear(nn.Linear):
+        pass
+
+    assert stack(nn.Sequential(nn.Flatten(), nn.Linear(3, 2))) is not None
+    assert stack(nn.Sequential(nn.Linear(3, 2), nn.Tanh())) is None  # another activation
+    assert stack(nn.Sequential(nn.Flatten(), MyLinear(3, 2))) is None  # a subclass
+    assert stack(nn.Sequential(nn.ReLU(inplace=True), nn.Linear(3, 2))) is None
+    assert stack(nn.Sequential(nn.Linear(3, 4), nn.Flatten(), nn.Linear(4, 2))) is None
+    assert stack(nn.Sequential(nn.Flatten(start_dim=2), nn.Linear(3, 2))) is None
+    assert stack(nn.Sequential(nn.ReLU())) is None  # no parameters
+    hooked = nn.Sequential(nn.Flatten(), nn.Linear(3, 2))
+    hooked[1].register_forward_hook(lambda *a: None)
+    assert stack(hooked) is None
+    cnn = tf.models.build_model("cnn1d", (1, 12), 4, seed=0)
+    assert BatchedExecutor(cnn, ParamLayout.from_model(cnn)).stack is None
+    lin = tf.models.build_model("logistic", (1, 12), 4, seed=0)
+    ex = BatchedExecutor(lin, ParamLayout.from_model(lin))
+    assert ex.stack is not None and ex.linear is not None  # the closed form comes first
+    m = tf.models.build_model("mlp", (5,), 3, seed=0, hidden=(4,))
+    assert _plain_stack(m, ["body.fc1.weight", "body.fc1.bias"]) is None  # names it lacks

@@ -101,12 +101,52 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
+def _mix32_np(x: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+    """``lowbias32`` on uint32 arrays, in place: NumPy's unsigned products wrap mod ``2^32``,
+    so each multiplication is one operation (the same integers as :func:`_mix32`)."""
+    x ^= x >> np.uint32(16)
+    x *= np.uint32(0x7FEB352D)
+    x ^= x >> np.uint32(15)
+    x *= np.uint32(0x846CA68B)
+    x ^= x >> np.uint32(16)
+    return x
+
+
+def _hash_np(k0: int | npt.NDArray[np.int64], k1: int | npt.NDArray[np.int64],
+             client: npt.NDArray[np.int64], slot: npt.NDArray[np.int64],
+             size: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """:func:`_hash_uniform_index` on NumPy int64 arrays (keys: ints or int64 columns), in
+    NumPy's wrapping uint32 arithmetic: each product mod ``2^32`` is one operation, so the
+    same integers take a handful of NumPy calls on ``[n, b]`` instead of about 70 small torch
+    operations (100 clients x 50 samples on one core: ~0.04 instead of ~0.19 ms)."""
+    u32 = np.uint32
+    a = _mix32_np((client & _MASK32).astype(u32) ^ (np.asarray(k0) & _MASK32).astype(u32))
+    h = _mix32_np(a + (slot & _MASK32).astype(u32) * u32(0x9E3779B9))
+    h ^= (np.asarray(k1) & _MASK32).astype(u32)
+    h = _mix32_np(h)
+    out: npt.NDArray[np.int64] = (
+        (h.astype(np.uint64) * size.astype(np.uint64)) >> np.uint64(32)).astype(np.int64)
+    return out
+
+
 def _hash_uniform_index(
     k0: int | torch.Tensor, k1: int | torch.Tensor, client: torch.Tensor, slot: torch.Tensor,
-    size: torch.Tensor
+    size: torch.Tensor, *, numpy: bool | None = None
 ) -> torch.Tensor:
     """``floor(H(k, client, slot) * size / 2^32)``, elementwise (broadcast of client × slot;
-    the key ``k0, k1`` an int each, or int64 columns: one key per row)."""
+    the key ``k0, k1`` an int each, or int64 columns: one key per row).
+
+    On the CPU (``numpy=None``) through :func:`_hash_np`; elsewhere, or with
+    ``numpy=False``, in int64 torch operations on the tensors' device. Both give the same
+    integers (exact arithmetic)."""
+    if numpy is None:
+        numpy = all(t.device.type == "cpu" for t in (client, slot, size))
+    if numpy:
+        import torch
+
+        return torch.from_numpy(_hash_np(
+            k0 if isinstance(k0, int) else k0.numpy(), k1 if isinstance(k1, int) else k1.numpy(),
+            client.numpy(), slot.numpy(), size.numpy()))
     a = _mix32((client ^ k0) & _MASK32)
     h = _mix32((a + slot * 0x9E3779B9) & _MASK32)
     h = _mix32(h ^ k1)
@@ -473,14 +513,21 @@ class FederatedData:
 
         b = check_int(batch_size, "batch_size", low=1)
         k0, k1 = self._key(round, step)
-        sizes = self._segments["train"].sizes
-        if np.any(sizes == 0):
+        seg = self._segments["train"]
+        sizes = seg.sizes
+        if not sizes.all():
             empty = np.flatnonzero(sizes == 0)
             raise ValueError(
                 f"cannot sample: {empty.size} client(s) have no training sample (e.g. client "
                 f"{int(empty[0])}); use a partition with min_size >= 1 or a smaller val/test"
             )
         dev = self.device
+        if dev.type == "cpu":  # the same integers in NumPy, without small torch operations
+            n = sizes.size
+            idx = _hash_np(k0, k1, np.arange(n, dtype=np.int64)[:, None],
+                           np.arange(b, dtype=np.int64)[None, :], sizes[:, None])
+            idx += seg.offsets[:, None]
+            return torch.from_numpy(idx)
         size = self._tensor("train.sizes")[:, None]
         offset = self._tensor("train.offsets")[:, None]
         client = torch.arange(self.num_clients, device=dev, dtype=torch.int64)[:, None]

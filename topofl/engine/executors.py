@@ -4,7 +4,10 @@ Two executors compute the same numbers:
 
 * :class:`BatchedExecutor` vectorises over clients with ``torch.func`` (``vmap`` of the forward
   over the stacked parameter views, then one ordinary backward pass), optionally in chunks of
-  clients (to bound memory for convolutional models).
+  clients (to bound memory for convolutional models). A plain MLP (``Flatten``, ``Linear``,
+  ``ReLU``) runs the same batched operations without ``vmap`` (:func:`_stack_forward`), and
+  softmax regression has a closed form; plain SGD can be applied as each gradient comes
+  (:meth:`BatchedExecutor.sgd_`).
 * :class:`LoopExecutor` is the obvious reference: one forward + autograd pass per client over
   views into the same buffer. It is the debugger's path: its errors name the client. On CPU it can
   spread the clients over a few Python threads that each run their clients' operations on one
@@ -149,6 +152,82 @@ def _softmax_regression(model: nn.Module, names: tuple[str, ...]) -> tuple[str, 
     return weight, bias
 
 
+#: One layer of a plain stack (:func:`_plain_stack`): ``("flatten", None, None)``,
+#: ``("linear", weight name, bias name or None)`` or ``("relu", None, None)``.
+_Layer = tuple[str, str | None, str | None]
+
+
+def _plain_stack(model: nn.Module, names: Sequence[str]) -> tuple[_Layer, ...] | None:
+    """The layers of ``model`` when it is a plain stack of ``nn.Flatten()``, ``nn.Linear`` and
+    ``nn.ReLU()`` (an MLP: topofl's ``mlp``, an ``nn.Sequential`` of them, a ``SplitModel``
+    of two such stacks), a ``Flatten`` only before the first ``Linear``; ``None`` otherwise.
+
+    Only the exact classes count (a subclass may override ``forward``), without hooks, and
+    the layers must hold every parameter of ``names`` once.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> from topofl.engine.executors import _plain_stack
+    >>> m = tf.models.build_model("mlp", (5,), 3, seed=0, hidden=(4,))
+    >>> _plain_stack(m, [k for k, _ in m.named_parameters()])  # doctest: +NORMALIZE_WHITESPACE
+    (('flatten', None, None), ('linear', 'body.fc1.weight', 'body.fc1.bias'),
+     ('relu', None, None), ('linear', 'head.weight', 'head.bias'))
+    >>> _plain_stack(nn.Sequential(nn.Linear(3, 2), nn.Tanh()), ["0.weight", "0.bias"]) is None
+    True
+    """
+    layers: list[_Layer] = []
+
+    def visit(m: nn.Module, prefix: str) -> bool:
+        if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks:
+            return False
+        kind = type(m)
+        if kind is SplitModel:
+            return (visit(m.get_submodule("body"), prefix + "body.")
+                    and visit(m.get_submodule("head"), prefix + "head."))
+        if kind is nn.Sequential:
+            return all(visit(c, f"{prefix}{k}.") for k, c in m.named_children())
+        if kind is nn.Flatten and m.start_dim == 1 and m.end_dim == -1:
+            layers.append(("flatten", None, None))
+            return not any(k == "linear" for k, _, _ in layers[:-1])
+        if kind is nn.Linear:
+            layers.append(("linear", prefix + "weight",
+                           None if m.bias is None else prefix + "bias"))
+            return True
+        if kind is nn.ReLU and not m.inplace:
+            layers.append(("relu", None, None))
+            return True
+        return False
+
+    if not visit(model, ""):
+        return None
+    held = [k for _, w, b in layers for k in (w, b) if k is not None]
+    if sorted(held) != sorted(names) or not any(k == "linear" for k, _, _ in layers):
+        return None
+    return tuple(layers)
+
+
+def _stack_forward(layers: tuple[_Layer, ...], params: dict[str, Tensor], x: Tensor) -> Tensor:
+    """``[m, b, C]`` logits of a plain stack (:func:`_plain_stack`) for every client's samples
+    ``x`` ``[m, b, ...]``, without ``vmap``: the very operations the ``vmap``-ed forward of
+    the stack runs (a ``Linear`` as :func:`_linear_weight_major`: ``bmm(W, x^T)``, transposed,
+    plus the bias), so the same numbers, bit for bit, with the same backward, and without
+    ``vmap``'s own work on every call (about 0.2 ms of a 5 ms local step of 100 MLP 40-64-10
+    clients x 50 samples on one core, ``analysis/bench_floor.md``)."""
+    m, b = x.shape[0], x.shape[1]
+    h = x
+    for kind, w, bias in layers:
+        if kind == "flatten":
+            h = h.reshape(m, b, -1)
+        elif kind == "relu":
+            h = torch.relu(h)
+        else:
+            h = torch.matmul(params[str(w)], h.transpose(-1, -2)).transpose(-1, -2)
+            if bias is not None:
+                h = h + params[bias].unsqueeze(1)
+    return h
+
+
 class _Stateless:
     """Calls ``model`` with given parameters by pointing a private copy's slots at them.
 
@@ -202,7 +281,9 @@ class BatchedExecutor(_InputCheck):
     The forward pass is ``vmap``-ed over the stacked parameter views (so linear layers become
     batched matrix products and convolutions grouped ones) and the gradient of the sum of the
     clients' mean losses is taken with one ordinary backward pass: clients do not interact, so
-    that is every client's own gradient.
+    that is every client's own gradient. A plain MLP (:func:`_plain_stack`: ``Flatten``,
+    ``Linear`` and ``ReLU`` layers only) runs the very operations of that ``vmap``-ed forward
+    directly on the batched views (:func:`_stack_forward`; the same numbers, bit for bit).
 
     Parameters
     ----------
@@ -228,6 +309,9 @@ class BatchedExecutor(_InputCheck):
         self.layout = layout
         self.chunk_size = chunk_size
         self.linear = _softmax_regression(model, layout.names) if closed_form else None
+        #: the layers of a plain MLP, run without ``vmap`` in the gradient (:func:`_plain_stack`)
+        self.stack = _plain_stack(model, layout.names)
+        self._flattens = self.stack is not None and any(k == "flatten" for k, _, _ in self.stack)
         self._scratch: dict[tuple[int, torch.dtype, torch.device], Tensor] = {}
         self._call = _Stateless(model, layout.names)
         if self._call.module is not None:
@@ -249,25 +333,35 @@ class BatchedExecutor(_InputCheck):
     def grad(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, out: Tensor) -> Tensor:
         views, out_views, train_names, losses = self._grad_start(flat, x, part, out)
         train = set(train_names)
-        fwd = self._forward(False)
         n = flat.shape[0]
         for c in self._chunks(n):
             if self.linear is not None:
                 losses[c] = self._linear_grad(views, out_views, x[c], y[c], train, c)
                 continue
-            with torch.enable_grad():
-                params = {k: v[c].detach().requires_grad_(k in train) for k, v in views.items()}
-                logits = fwd(params, x[c])  # [m, b, C]
-                m, b = logits.shape[0], logits.shape[1]
-                loss = F.cross_entropy(
-                    logits.reshape(m * b, -1), y[c].reshape(m * b), reduction="none"
-                ).view(m, b).mean(1)
-                wrt = [params[k] for k in train_names]
-                grads = torch.autograd.grad(loss.sum(), wrt) if wrt else ()
+            losses[c], grads = self._autograd(views, x[c], y[c], train_names, c)
             for k, g in zip(train_names, grads):
                 out_views[k][c].copy_(g)
-            losses[c] = loss.detach()
         return losses
+
+    def _autograd(self, views: dict[str, Tensor], x: Tensor, y: Tensor,
+                  train_names: tuple[str, ...], c: slice) -> tuple[Tensor, tuple[Tensor, ...]]:
+        """The clients ``c``'s mean cross-entropies ``[m]`` and their gradients with respect
+        to ``train_names`` (``[m, *shape]`` each): the ``vmap``-ed forward (a plain MLP's
+        without ``vmap``, :func:`_stack_forward`: the same operations), one backward."""
+        train = set(train_names)
+        with torch.enable_grad():
+            params = {k: v[c].detach().requires_grad_(k in train) for k, v in views.items()}
+            if self.stack is not None and (x.dim() == 3 or self._flattens):
+                logits = _stack_forward(self.stack, params, x)  # [m, b, C]
+            else:
+                logits = self._forward(False)(params, x)
+            m, b = logits.shape[0], logits.shape[1]
+            loss = F.cross_entropy(
+                logits.reshape(m * b, -1), y.reshape(m * b), reduction="none"
+            ).view(m, b).mean(1)
+            wrt = [params[k] for k in train_names]
+            grads = torch.autograd.grad(loss.sum(), wrt) if wrt else ()
+        return loss.detach(), grads
 
     def _linear_backward(self, views: dict[str, Tensor], x: Tensor, y: Tensor, c: slice,
                          scale: Tensor | float | None) -> tuple[Tensor, Tensor | None, Tensor]:
@@ -328,27 +422,39 @@ class BatchedExecutor(_InputCheck):
 
     @property
     def fuses_sgd(self) -> bool:
-        """Whether :meth:`sgd_` is available (the closed-form path)."""
-        return self.linear is not None
+        """Whether :meth:`sgd_` is available: always (closed form or autograd)."""
+        return True
 
     def sgd_(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, lr: Tensor) -> Tensor:
         """One plain SGD step in place, ``flat[i, cols] -= lr[i] * grad_i``, without a gradient
         buffer; returns the losses before the step ``[n]``.
 
-        Only for softmax regression in closed form (:attr:`fuses_sgd`): the gradient of each
-        chunk of clients is applied while it is in cache (a streamed D-SGD round of 1000
-        clients x 16 samples x 784 inputs on 2 cores: 23.5 ms instead of 25.4, see
-        ``analysis/bench_engine.md``). A non-finite loss leaves non-finite parameters (the
-        caller raises on the returned losses).
+        For softmax regression in closed form, the gradient of each chunk of clients is
+        applied while it is in cache (a streamed D-SGD round of 1000 clients x 16 samples x 784
+        inputs on 2 cores: 23.5 ms instead of 25.4, see ``analysis/bench_engine.md``); the
+        learning rate scales ``softmax - onehot`` before the weight product, so the numbers
+        equal :meth:`grad` then the update to rounding. For other models each parameter's
+        gradient from autograd is applied to its view of ``flat`` with the update's own
+        ``addcmul_`` (the same numbers, bit for bit, as :meth:`grad` followed by
+        :func:`~topofl.engine.pieces.sgd_step`), without copying it into a ``[n, P]``
+        buffer first (100 MLP 40-64-10 clients x 50 samples on one core: about 0.2 ms of a
+        5 ms step, ``analysis/bench_floor.md``). A non-finite loss leaves non-finite
+        parameters (the caller raises on the returned losses).
         """
         self._check_input(x.shape[2:], flat.dtype)
-        if self.linear is None:
-            raise ValueError("sgd_ needs the closed-form path (softmax regression); "
-                             "use grad and an update")
-        wname, bname = self.linear
         views = self.layout.views(flat)
-        train = set(self.layout.names_of(part))
         losses = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)
+        if self.linear is None:
+            train_names = self.layout.names_of(part)
+            for c in self._chunks(flat.shape[0]):
+                losses[c], grads = self._autograd(views, x[c], y[c], train_names, c)
+                rate = lr[c]
+                for k, g in zip(train_names, grads):
+                    # sgd_step's x.addcmul_(g, lr.unsqueeze(1), value=-1.0), per parameter
+                    views[k][c].addcmul_(g, rate.view(-1, *(1,) * (g.dim() - 1)), value=-1.0)
+            return losses
+        wname, bname = self.linear
+        train = set(self.layout.names_of(part))
         for c in self._chunks(flat.shape[0]):
             loss, p, xf = self._linear_backward(views, x[c], y[c], c,
                                                 lr[c].to(flat.dtype) if train else None)

@@ -79,7 +79,8 @@ class LocalStepper:
       follows at once, so the batches and gradients stay in cache and the buffers hold one
       block (:func:`stream_rows`);
     * when the piece offers a fused kernel for this executor (``local.fused(executor)``: plain
-      :class:`~topofl.engine.pieces.SGD` and softmax regression in closed form), that kernel,
+      :class:`~topofl.engine.pieces.SGD` on the batched executor, with softmax regression in
+      closed form or any other model through autograd), that kernel,
       the piece's own code, applies each block's gradient as it is computed, without a
       gradient buffer.
 
