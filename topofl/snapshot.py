@@ -117,6 +117,7 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "apfl": ("apfl", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
         "perfedavg": ("perfedavg", None, dict(local_steps=2, adapt_steps=2,
                                               weighting="data_size")),
+        "teleport": ("teleport", None, dict(k=4, graph="ring", local_steps=2, sample_seed=1)),
         "dis_pfl": ("dis_pfl", push, dict(local_steps=2, density=0.5, anneal=0.5,
                                           anneal_rounds=2)),
         "dis_pfl_gradient": ("dis_pfl", ring, dict(local_steps=1, regrow="gradient",

@@ -45,6 +45,7 @@ from topofl.algorithms.perfedavg import perfedavg
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
 from topofl.algorithms.pfedgraph import pfedgraph
 from topofl.algorithms.sgp import sgp
+from topofl.algorithms.teleport import teleport
 from topofl.engine.layout import Part
 from topofl.engine.pieces import clique_average_, sgd_step
 from topofl.engine.protocol import (
@@ -107,4 +108,5 @@ __all__ = [
     "dis_pfl",
     "pfedgraph",
     "knn_per",
+    "teleport",
 ]

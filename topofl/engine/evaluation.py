@@ -127,7 +127,22 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
         parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True,
                                               adjust=adjust), dim=1))
     full = clients.all_rows(torch.cat(parts, dim=1), "evaluation")  # [n, 3 or 6] sums
-    return evaluation_row(clients, algorithm, env, x_eval, full, config, recorder, t)
+    scored = None if algorithm.scored is None else scored_clients(algorithm, rnd, env)
+    return evaluation_row(clients, algorithm, env, x_eval, full, config, recorder, t,
+                          scored=scored)
+
+
+def scored_clients(algorithm: Algorithm, rnd: Round, env: Services) -> np.ndarray:
+    """``(n,)`` bool: the clients whose models ``algorithm`` has scored at round ``rnd.t``
+    (its ``scored`` hook, checked: every client's entry, at least one of them)."""
+    assert algorithm.scored is not None
+    mask = np.asarray(algorithm.scored(rnd, env))
+    if mask.shape != (env.n,) or mask.dtype != np.bool_ or not mask.any():
+        raise ValueError(f"{algorithm.name}: Algorithm.scored must return a (n,)=({env.n},) "
+                         f"bool array with at least one True, got {mask.dtype} of shape "
+                         f"{mask.shape} ({int(mask.sum()) if mask.dtype == np.bool_ else '?'} "
+                         "True)")
+    return mask
 
 
 def check_finite(clients: Clients, x_eval: Tensor, t: int, recorder: Recorder) -> None:
@@ -141,11 +156,18 @@ def check_finite(clients: Clients, x_eval: Tensor, t: int, recorder: Recorder) -
 
 
 def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval: Tensor,
-                   full: Tensor, config: RunConfig, recorder: Recorder, t: int
-                   ) -> dict[str, Any]:
+                   full: Tensor, config: RunConfig, recorder: Recorder, t: int, *,
+                   scored: np.ndarray | None = None) -> dict[str, Any]:
     """The evaluation row of round ``t`` from every client's sums ``full`` ``[n, 3 or 6]``
     (correct, loss, count on its test split, then on the global test set when scored); the
-    per-client accuracies go to ``recorder`` when ``config.record_clients``."""
+    per-client accuracies go to ``recorder`` when ``config.record_clients``.
+
+    ``scored`` (``(n,)`` bool, the algorithm's ``scored`` hook) restricts every statistic
+    over clients to those clients (the others hold no model: their per-client accuracy is
+    NaN); ``None``: every client.
+    """
+    if scored is not None:
+        return _scored_row(clients, algorithm, env, x_eval, full, config, recorder, t, scored)
     correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
     has = count > 0
     acc = (correct[has] / count[has]).cpu().numpy()
@@ -164,6 +186,37 @@ def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval
     mean = clients.mean(shared, "consensus distance")
     dist = ((shared - mean.unsqueeze(0)) ** 2).sum(dim=1)
     row["consensus_distance"] = float(clients.mean(dist, "consensus distance"))
+    return row
+
+
+def _scored_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval: Tensor,
+                full: Tensor, config: RunConfig, recorder: Recorder, t: int,
+                scored: np.ndarray) -> dict[str, Any]:
+    """:func:`evaluation_row` over the clients ``scored`` only."""
+    keep = torch.as_tensor(scored, device=full.device)
+    correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
+    has = (count > 0) & keep
+    acc = (correct[has] / count[has]).cpu().numpy()
+    row: dict[str, Any] = {}
+    if acc.size:
+        row.update(_stats("test_acc", acc))
+        row["test_loss"] = float((loss[has] / count[has]).mean())
+    if config.record_clients:
+        per_client = torch.where(has, correct / count.clamp_min(1), torch.nan).cpu().numpy()
+        recorder.log_clients("test_acc", per_client.tolist(), t)
+    if full.shape[1] > 3:
+        gc, gl, gn = full[keep, 3], full[keep, 4], full[keep, 5]
+        row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
+        row["global_loss"] = float((gl / gn).mean())
+    # the consensus distance of the scored models: sums over this process's scored rows,
+    # completed over the processes
+    shared = x_eval[:, env.layout.cols(algorithm.shared)]
+    mine = torch.as_tensor(scored[clients.ids], device=shared.device)
+    k = float(scored.sum())
+    total = clients.reduce_(shared[mine].sum(dim=0), "consensus distance")
+    mean = total / k
+    dist = ((shared[mine] - mean.unsqueeze(0)) ** 2).sum()
+    row["consensus_distance"] = float(clients.reduce_(dist, "consensus distance") / k)
     return row
 
 

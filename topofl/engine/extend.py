@@ -152,6 +152,9 @@ def check_algorithm(algorithm: Any) -> Algorithm:
     if a.predict is not None and not callable(a.predict):
         raise TypeError(f"{who}: Algorithm.predict must be None or callable "
                         f"(x_eval, rnd, env) -> adjust, got {_kind(a.predict)}")
+    if a.scored is not None and not callable(a.scored):
+        raise TypeError(f"{who}: Algorithm.scored must be None or callable "
+                        f"(rnd, env) -> (n,) bool, got {_kind(a.scored)}")
     return a
 
 

@@ -791,6 +791,13 @@ class Algorithm(NamedTuple):
         model's logits on them (``[n, m, C]``) to the scores evaluation uses instead: the
         argmax is the prediction and the cross-entropy of the scores the loss (so
         log-probabilities are right). ``None``: the logits.
+    scored : ``(rnd, env) -> ndarray (n,) bool`` or None, default None
+        Which clients hold a model the evaluation of round ``rnd.t`` scores, when not all
+        of them do (Teleportation: only the ``k`` rows that hold its ``k`` models, the
+        others hold none): called at every evaluation with every client's entry (whichever
+        process holds it), it restricts the records' statistics over clients (``test_acc_*``,
+        ``test_loss``, ``global_acc_*``, ``global_loss``, ``consensus_distance``) to those
+        clients, and the per-client ``test_acc`` of the others is NaN. ``None``: every client.
 
     Examples
     --------
@@ -819,6 +826,7 @@ class Algorithm(NamedTuple):
     predict: Callable[[Tensor, Round, Services], Adjust] | None = None
     absent: str = "renormalise"
     lost: str | None = None
+    scored: Callable[[Round, Services], np.ndarray] | None = None
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``local.point``: where the phase's gradients are taken."""

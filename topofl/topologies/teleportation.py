@@ -17,6 +17,12 @@ run: models stay on their nodes, the active ones mix on a graph among themselves
 keep their last model. The fresh random ring order plays the role of the paper's random
 assignment of models to the slots of a fixed graph.
 
+The paper's algorithm itself is the registered algorithm ``teleport``
+(:mod:`topofl.algorithms.teleport`): its ``k`` models live in the rows of the round's active
+nodes, and its communication is a row-stochastic map (this family's round matrix, then the
+fetch into the next round's active rows) that the engine's mixer applies; both draw the
+active nodes with :func:`teleportation_active`.
+
 References
 ----------
 .. [1] Y. Takezawa, S. U. Stich, "Scalable decentralized learning with teleportation",
@@ -37,7 +43,7 @@ from topofl._validation import check_choice, check_graph_size, check_int
 from topofl.graph import TimeVarying, Topology
 from topofl.topologies._registry import GraphFamily, Param, register
 
-__all__ = ["teleportation"]
+__all__ = ["teleportation", "teleportation_active"]
 
 _GRAPHS = ("ring", "complete")
 
@@ -70,6 +76,48 @@ def _round_matrix(n: int, active: np.ndarray, graph: str) -> sp.csr_array:
     W.sum_duplicates()
     W.sort_indices()
     return W
+
+
+def _draw(root: np.random.SeedSequence, n: int, k: int, t: int) -> np.ndarray:
+    """Round ``t``'s ordered active nodes: ``choice(n, k, replace=False)`` of the round's
+    stream (the one draw of the family and of the ``teleport`` algorithm)."""
+    out: np.ndarray = generator_at(root, t).choice(n, size=k, replace=False)
+    return out
+
+
+def teleportation_active(n: int, k: int, t: int, *, seed: Seed) -> np.ndarray:
+    """The ordered active nodes ``(a_0, ..., a_{k-1})`` of round ``t``: node ``a_s`` holds slot
+    ``s`` (the same draw as ``teleportation(n, k, seed=seed).at(t).params["active"]``).
+
+    Parameters
+    ----------
+    n, k : int
+        Nodes and active nodes per round, ``1 <= k <= n``.
+    t : int
+        Round, ``t >= 0``.
+    seed : int or numpy.random.Generator
+        Keyword-only.
+
+    Returns
+    -------
+    ndarray of int64, shape (k,)
+        Distinct node ids, in slot order.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``k`` is not in ``[1, n]`` or ``t < 0``.
+
+    Examples
+    --------
+    >>> a = tf.topologies.teleportation_active(10, 4, 3, seed=0)
+    >>> tuple(a.tolist()) == tf.topologies.teleportation(10, 4, seed=0).at(3).params["active"]
+    True
+    """
+    n = check_int(n, "n", low=1)
+    k = check_int(k, "k", low=1, high=n)
+    t = check_int(t, "t", low=0)
+    return _draw(as_seed_sequence(seed), n, k, t).astype(np.int64)
 
 
 def teleportation(n: int, k: int, *, seed: Seed, graph: str = "ring") -> TimeVarying:
@@ -150,7 +198,7 @@ def teleportation(n: int, k: int, *, seed: Seed, graph: str = "ring") -> TimeVar
     params: dict[str, Any] = {"n": n, "k": k, "graph": graph, "seed": seed_param}
 
     def at(t: int) -> Topology:
-        active = generator_at(root, t).choice(n, size=k, replace=False)
+        active = _draw(root, n, k, t)
         W = _round_matrix(n, active, graph)
         top = Topology.from_matrix(
             W, name="teleportation",

@@ -1,0 +1,212 @@
+"""Teleportation (``teleport``): k models teleported between random nodes, checked against a
+per-slot reference loop (k plain models: teleport, train, gossip), the family's draws, D-SGD
+on the complete graph at k = n, resume, and its bad inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import topofl as tf
+from tests.engine._crash import Crash, CrashingData
+from topofl.algorithms.teleport import teleport_map
+from topofl.engine import RunConfig
+from topofl.topologies import teleportation, teleportation_active
+
+N, B = 8, 8
+
+
+@pytest.fixture(scope="module")
+def data() -> Any:
+    return tf.data.federate("digits", "shards", N, shards_per_client=2, seed=0, val=0.1)
+
+
+def _model(data: Any) -> torch.nn.Module:
+    return tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
+
+
+def _rows(res: Any) -> list[dict[str, Any]]:
+    return [r for r in res.records.rows if r["metric"] != "wall_time"]
+
+
+def _slot_matrix(k: int, graph: str) -> np.ndarray:
+    """The gossip weights over the k slots, written out: Metropolis ring or complete."""
+    if graph == "complete" or k <= 3:
+        return np.full((k, k), 1.0 / k)
+    H = np.zeros((k, k))
+    for s in range(k):
+        for r in (s - 1, s, s + 1):
+            H[s, r % k] = 1.0 / 3.0
+    return H
+
+
+def _reference(data: Any, k: int, graph: str, seed: int, rounds: int, lr: float,
+               steps: int) -> tuple[list[torch.Tensor], list[float]]:
+    """The paper's Algorithm 1 with k plain models, one slot at a time: at round t slot s's
+    model goes to node a^t_s, takes ``steps`` SGD steps on that node's batches, then the
+    slots gossip. Returns the final k flat models and, per round, their mean accuracy on
+    the global test set."""
+    model = _model(data).double()
+    names = [n for n, _ in model.named_parameters()]
+    theta0 = {n: p.detach().clone() for n, p in model.named_parameters()}
+    slots = [dict(theta0) for _ in range(k)]
+    H = _slot_matrix(k, graph)
+    xg, yg = data.global_test
+    accs = []
+    for t in range(rounds):
+        active = teleportation_active(N, k, t, seed=seed)  # slot s is now at node active[s]
+        for s in range(k):
+            node = int(active[s])
+            for j in range(steps):
+                x, y = data.sample(t, j, B)
+                params = {n: v.clone().requires_grad_(True) for n, v in slots[s].items()}
+                logits = torch.func.functional_call(model, params, (x[node].double(),))
+                loss = F.cross_entropy(logits, y[node])
+                grads = torch.autograd.grad(loss, [params[n] for n in names])
+                slots[s] = {n: (params[n] - lr * g).detach() for n, g in zip(names, grads)}
+        slots = [{n: sum(float(H[s, r]) * slots[r][n] for r in range(k)) for n in names}
+                 for s in range(k)]
+        acc = []
+        for s in range(k):
+            with torch.no_grad():
+                pred = torch.func.functional_call(model, slots[s], (xg.double(),)).argmax(-1)
+            acc.append(float((pred == yg).double().mean()))
+        accs.append(float(np.mean(acc)))
+    layout = tf.engine.ParamLayout.from_model(model)
+    flat = [layout.flatten({n: v.unsqueeze(0) for n, v in m.items()})[0] for m in slots]
+    return flat, accs
+
+
+def test_active_sets_are_the_family_draws() -> None:
+    tv = teleportation(10, 4, seed=5)
+    for t in range(6):
+        assert tuple(teleportation_active(10, 4, t, seed=5).tolist()) == \
+            tv.at(t).params["active"]
+
+
+def test_teleport_map_by_hand() -> None:
+    # k = 4 on a ring over 6 nodes: slot s at (5, 0, 2, 3)[s] moves to (1, 5, 0, 4)[s]
+    M = teleport_map(6, np.array([5, 0, 2, 3]), np.array([1, 5, 0, 4]), "ring").toarray()
+    third = 1.0 / 3.0
+    expected = np.eye(6)
+    expected[[1, 5, 0, 4]] = 0.0
+    expected[1, [3, 5, 0]] = third  # slot 0 (node 5): itself and slots 3 (node 3), 1 (node 0)
+    expected[5, [5, 0, 2]] = third  # slot 1
+    expected[0, [0, 2, 3]] = third  # slot 2
+    expected[4, [2, 3, 5]] = third  # slot 3
+    np.testing.assert_allclose(M, expected, rtol=0, atol=1e-15)
+    assert np.allclose(M.sum(axis=1), 1.0)
+
+
+def test_toy_quadratic_equals_per_slot_loop() -> None:
+    # node i minimises (x - c_i)^2 / 2: gradient x - c_i; 2 local steps per round
+    n, k, T, lr = 7, 3, 12, 0.3
+    c = torch.linspace(-1.0, 2.0, n, dtype=torch.float64).unsqueeze(1)
+    algo = tf.algorithms.teleport(lr=lr, k=k, graph="ring", sample_seed=3, local_steps=2)
+    trace = tf.engine.run_rounds(algo, torch.zeros_like(c), None, lambda z, ph, rnd: z - c,
+                                 rounds=T)
+    slots = [0.0] * k
+    for t in range(T):
+        a = teleportation_active(n, k, t, seed=3)
+        for s in range(k):
+            for _ in range(2):
+                slots[s] -= lr * (slots[s] - float(c[a[s]]))
+        slots = [sum(slots) / k] * k  # a ring of 3 is complete
+    final = teleportation_active(n, k, T, seed=3)
+    assert trace.evaluated()[final].flatten().tolist() == pytest.approx(slots, abs=1e-14)
+
+
+@pytest.mark.parametrize(("k", "graph"), [(5, "ring"), (3, "complete")])
+def test_engine_equals_per_slot_reference(data: Any, k: int, graph: str) -> None:
+    T, lr = 4, 0.3
+    algo = tf.algorithms.teleport(lr=lr, k=k, graph=graph, sample_seed=1, local_steps=2)
+    res = tf.engine.run(RunConfig(rounds=T, batch_size=B, dtype="float64", spectral=False),
+                        None, algo, data, _model(data))
+    flat, accs = _reference(data, k, graph, 1, T, lr, 2)
+    rows = teleportation_active(N, k, T, seed=1)  # where the k models are after round T-1
+    for s in range(k):
+        torch.testing.assert_close(res.state.x[rows[s]], flat[s], rtol=0, atol=1e-12)
+    _, acc = res.records.series("global_acc_mean")
+    assert acc.tolist() == pytest.approx(accs, abs=1e-12)
+    # the per-client accuracies name the k hosts only; the others hold no model
+    last = res.records.per_client("test_acc", T - 1)
+    host = np.zeros(N, dtype=bool)
+    host[rows] = True
+    assert np.isnan(np.asarray(last)[~host]).all() and np.isfinite(np.asarray(last)[host]).all()
+    # the consensus distance of the k models
+    X = torch.stack(flat)
+    cd = float(((X - X.mean(0)) ** 2).sum(1).mean())
+    assert res.records.final("consensus_distance") == pytest.approx(cd, rel=1e-9, abs=1e-15)
+
+
+def test_messages_count_gossip_and_teleports(data: Any) -> None:
+    k, T = 4, 3
+    algo = tf.algorithms.teleport(lr=0.1, k=k, graph="ring", sample_seed=2)
+    res = tf.engine.run(RunConfig(rounds=T, batch_size=B, spectral=False), None, algo, data,
+                        _model(data))
+    moved = sum(int((teleportation_active(N, k, t, seed=2)
+                     != teleportation_active(N, k, t + 1, seed=2)).sum()) for t in range(T))
+    assert res.records.final("messages") == 2 * k * T + moved
+    assert res.records.final("bytes") == res.records.final("messages") * \
+        res.layout.num_params * 4
+
+
+def test_k_equals_n_complete_is_dsgd_on_the_complete_graph(data: Any) -> None:
+    cfg = RunConfig(rounds=3, batch_size=B, dtype="float64", spectral=False)
+    tele = tf.engine.run(cfg, None, tf.algorithms.teleport(lr=0.3, k=N, graph="complete",
+                                                           sample_seed=4), data, _model(data))
+    dsgd = tf.engine.run(cfg, tf.topologies.complete(N), tf.algorithms.dsgd(lr=0.3), data,
+                         _model(data))
+    torch.testing.assert_close(tele.state.x, dsgd.state.x, rtol=0, atol=1e-12)
+    for metric in ("global_acc_mean", "test_acc_mean", "test_loss", "train_loss"):
+        assert tele.records.series(metric)[1].tolist() == pytest.approx(
+            dsgd.records.series(metric)[1].tolist(), abs=1e-12)
+
+
+def test_resume_equals_uninterrupted(data: Any, tmp_path: Path) -> None:
+    algo = tf.algorithms.teleport(lr=0.3, k=3, graph="ring", sample_seed=7, local_steps=2)
+    full = tf.engine.run(RunConfig(rounds=7, batch_size=B, eval_every=2, seed=2), None, algo,
+                         data, _model(data))
+    cfg = RunConfig(rounds=7, batch_size=B, eval_every=2, seed=2, checkpoint_every=3,
+                    checkpoint_path=str(tmp_path / "ck.pt"),
+                    records_path=str(tmp_path / "r.jsonl"))
+    with pytest.raises(Crash):
+        tf.engine.run(cfg, None, algo, CrashingData(data, at=4), _model(data))
+    resumed = tf.engine.run(cfg, None, algo, data, _model(data), resume=tmp_path / "ck.pt")
+    strip = [r for r in full.records.rows if r["metric"] != "wall_time"]
+    assert _rows(resumed) == strip
+    assert torch.equal(resumed.state.x, full.state.x)
+
+
+def test_bad_inputs(data: Any) -> None:
+    with pytest.raises(ValueError, match="k must be"):
+        tf.algorithms.teleport(k=0)
+    with pytest.raises(ValueError, match="graph"):
+        tf.algorithms.teleport(graph="star")
+    with pytest.raises(ValueError, match=r"k must be in \[1, n\]=\[1, 8\].*got k=9"):
+        tf.run("teleport", None, data, "logistic", 1, k=9, progress=False)
+
+
+def test_the_scored_hook_is_checked(data: Any) -> None:
+    algo = tf.algorithms.dsgd(lr=0.1)
+    with pytest.raises(TypeError, match="Algorithm.scored must be None or callable"):
+        tf.engine.check_algorithm(algo._replace(scored=3))
+    wrong = algo._replace(scored=lambda rnd, env: np.ones(env.n - 1, dtype=bool))
+    with pytest.raises(ValueError, match=r"scored must return a \(n,\)=\(8,\) bool array"):
+        tf.engine.run(RunConfig(rounds=1, batch_size=B, spectral=False), tf.topologies.ring(N),
+                      wrong, data, _model(data))
+    # scoring every client is the default row, to the last bit
+    every = algo._replace(scored=lambda rnd, env: np.ones(env.n, dtype=bool))
+    cfg = RunConfig(rounds=2, batch_size=B, spectral=False, dtype="float64")
+    a = tf.engine.run(cfg, tf.topologies.ring(N), algo, data, _model(data))
+    b = tf.engine.run(cfg, tf.topologies.ring(N), every, data, _model(data))
+    ra = {(r["round"], r["metric"]): r["value"] for r in _rows(a)}
+    rb = {(r["round"], r["metric"]): r["value"] for r in _rows(b)}
+    assert ra.keys() == rb.keys()
+    for key, v in ra.items():
+        assert rb[key] == pytest.approx(v, rel=1e-12, abs=1e-15, nan_ok=True), key

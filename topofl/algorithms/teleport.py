@@ -1,0 +1,319 @@
+r"""Teleportation (Takezawa and Stich, ICLR 2025): ``k`` models teleport between random nodes.
+
+Only ``k`` models exist, one per *slot* ``s = 0..k-1``. Round ``t`` draws ``k`` distinct nodes
+$A_t = (a^t_0, \dots, a^t_{k-1})$ uniformly without replacement (the draw of
+:func:`topofl.topologies.teleportation`, pure in ``(sample_seed, t)``). Slot ``s``'s model,
+which was at node $a^{t-1}_s$, is *teleported* to node $a^t_s$, trained there with local SGD
+on that node's data, then the ``k`` models gossip on a fixed graph over the slots (a ring
+$s \sim s \pm 1$ with Metropolis weights, or the complete graph). The other ``n - k`` nodes
+hold no model and do nothing. This is Algorithm 1 of [1]_; the sacs-epfl
+``decentralized-learning-simulator`` (``dasklearn/simulation/teleportation``) runs the same
+order: a node of the sample receives its slot's model, trains, gossips with the slots' graph
+neighbours, and sends the aggregate to the node of the same slot in the next sample.
+
+On the engine's ``n`` rows
+--------------------------
+Slot ``s``'s model lives in row $a^t_s$ of ``state.x`` while it is trained there. The local
+steps move only the rows of $A_t$ (the learning rate of every other row is 0). The round's
+communication is one linear map of the rows, applied with the services' mixer:
+
+.. math:: (X)_{a^{t+1}_s} \leftarrow (G_t X)_{a^t_s} \quad (s = 0..k-1), \qquad
+          X_i \leftarrow X_i \quad (i \notin A_{t+1}),
+
+where $G_t$ is the round's gossip among the rows of $A_t$ (the mixing matrix of
+``teleportation(n, k, seed=sample_seed, graph=graph).at(t)``): slot ``s``'s gossiped model is
+fetched into row $a^{t+1}_s$, and every row that holds no model next round keeps what it
+had (what an idle row holds is never used nor scored). After round ``t`` the ``k`` models
+are the rows $A_{t+1}$, the models the next round trains, which is also what the simulator
+tests (a model after its gossip).
+
+What the records mean
+---------------------
+The evaluation scores the ``k`` models only (``Algorithm.scored``: the rows $A_{t+1}$):
+``global_acc_mean`` is the mean over the ``k`` models of their accuracy on the global test set
+(the paper's and the simulator's measure: each model's test accuracy, averaged),
+``test_acc_mean`` the mean over the ``k`` models of their accuracy on the local test split of
+the node that holds them, ``consensus_distance`` the mean squared distance of the ``k``
+models to their mean. ``train_loss`` is the engine's mean over all ``n`` rows of the local
+steps' losses, so it includes the idle rows' stale models: read the accuracies. The bytes
+ledger counts what is sent: the gossip messages among the active nodes (``2k`` on a ring of
+``k >= 3``, ``k(k-1)`` on the complete graph) and the teleports (one model from $a^t_s$ to
+$a^{t+1}_s$ for every slot whose node changes).
+
+References
+----------
+.. [1] Y. Takezawa, S. U. Stich, "Scalable decentralized learning with teleportation",
+   ICLR 2025 (arXiv:2501.15259), Algorithm 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from torch import Tensor
+
+from topofl._rng import as_seed_sequence
+from topofl._validation import check_choice, check_int
+from topofl.algorithms._common import check_sgd
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.ledger import Arcs, Flow, dtype_bits
+from topofl.engine.pieces import SGD
+from topofl.engine.protocol import (
+    Algorithm,
+    Communicate,
+    LocalUpdate,
+    Phase,
+    Round,
+    Sent,
+    Services,
+    State,
+    run_ids,
+)
+from topofl.graph import Topology
+from topofl.topologies.teleportation import _draw, _round_matrix
+
+__all__ = ["teleport", "teleport_map"]
+
+_GRAPHS = ("ring", "complete")
+
+
+def teleport_map(n: int, active: np.ndarray, following: np.ndarray,
+                 graph: str) -> sp.csr_array:
+    r"""The ``(n, n)`` row map $M$ of one Teleportation round: gossip, then fetch.
+
+    $G$ mixes the rows ``active`` (slot ``s`` is row ``active[s]``) on the slots' ``graph``,
+    as :func:`topofl.topologies.teleportation` does; row ``following[s]`` of $M$ is row
+    ``active[s]`` of $G$ (slot ``s``'s gossiped model moves to its next node), and every row
+    not in ``following`` is $e_i$ (it keeps itself).
+
+    Parameters
+    ----------
+    n : int
+        Number of rows (nodes).
+    active, following : ndarray of int, shape (k,)
+        This round's and the next round's active nodes, in slot order.
+    graph : {"ring", "complete"}
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        Row-stochastic, float64, canonical (sorted indices, no duplicates).
+
+    Examples
+    --------
+    Three slots on 5 nodes: slot ``s`` moves from ``(0, 1, 2)[s]`` to ``(4, 0, 3)[s]``, the
+    three models are averaged on the way (a ring of 3 is complete); rows 1 and 2 keep
+    themselves.
+
+    >>> import numpy as np
+    >>> from topofl.algorithms.teleport import teleport_map
+    >>> M = teleport_map(5, np.array([0, 1, 2]), np.array([4, 0, 3]), "ring").toarray()
+    >>> (M * 3).round(6).tolist()
+    [[1.0, 1.0, 1.0, 0.0, 0.0], [0.0, 3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 3.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0]]
+    """  # noqa: E501
+    active, following = np.asarray(active), np.asarray(following)
+    G = sp.csr_array(_round_matrix(n, active, graph)[active])  # slot s's gossip: row s
+    eye = sp.eye_array(n, format="csr")
+    keep = np.setdiff1d(np.arange(n), following)
+    rows = np.empty(n, dtype=np.int64)  # stacked [G[active]; eye[keep]] -> output order
+    rows[following] = np.arange(active.size)
+    rows[keep] = active.size + np.arange(keep.size)
+    M = sp.csr_array(sp.vstack([G, eye[keep]], format="csr")[rows])
+    M.sum_duplicates()
+    M.sort_indices()
+    return M
+
+
+def _gossip_arcs(n: int, active: np.ndarray, graph: str) -> Arcs:
+    """The gossip messages among the active nodes: ``a_r -> a_s`` for neighbouring slots."""
+    k = active.size
+    if graph == "complete" or k <= 3:
+        s, r = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+        off = s != r
+        pairs = (s[off], r[off])
+    else:
+        slots = np.arange(k)
+        pairs = (np.concatenate([slots, slots]),
+                 np.concatenate([(slots + 1) % k, (slots - 1) % k]))
+    return Arcs.from_pairs(n, active[pairs[0]], active[pairs[1]])
+
+
+@dataclass(frozen=True)
+class Slots:
+    """The active nodes of each round: ``draw(t)`` is $A_t$, pure in ``(seed, t)``."""
+
+    k: int
+    seed: int
+    _root: np.random.SeedSequence = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_root", as_seed_sequence(self.seed))
+
+    def draw(self, n: int, t: int) -> np.ndarray:
+        """``(k,)`` int64: the nodes of slots ``0..k-1`` at round ``t``."""
+        if self.k > n:
+            raise ValueError(f"teleport: k must be in [1, n]=[1, {n}] (the run's clients), "
+                             f"got k={self.k}")
+        return _draw(self._root, n, self.k, t).astype(np.int64)
+
+    def mask(self, n: int, t: int) -> np.ndarray:
+        """``(n,)`` bool: the nodes active at round ``t``."""
+        out = np.zeros(n, dtype=bool)
+        out[self.draw(n, t)] = True
+        return out
+
+
+@dataclass(frozen=True)
+class ActiveSGD(LocalUpdate):
+    """Local SGD on the round's active rows only (the learning rate of the others is 0)."""
+
+    sgd: SGD
+    slots: Slots
+
+    def init_(self, state: State, env: Services) -> None:
+        """Nothing: plain SGD keeps no buffer."""
+        return None
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """One SGD step of the rows of $A_t$."""
+        on = self.slots.mask(env.n, rnd.t)[run_ids(env)]
+        self.sgd.update(state, grads, phase, lr * torch.as_tensor(on, dtype=lr.dtype,
+                                                                  device=lr.device), rnd, env)
+
+
+@dataclass(frozen=True)
+class Teleport(Communicate):
+    """Gossip among the active rows, then teleport every slot to its next node."""
+
+    slots: Slots
+    graph: str
+
+    def init_(self, state: State, env: Services) -> None:
+        """Nothing: the draws are pure in ``(sample_seed, t)``, no state is kept."""
+        return None
+
+    def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
+        """``X <- F_t G_t X`` (:func:`teleport_map`); what was sent."""
+        n, t = env.n, rnd.t
+        active, following = self.slots.draw(n, t), self.slots.draw(n, t + 1)
+        M = Topology.from_matrix(teleport_map(n, active, following, self.graph),
+                                 name="teleport", params={"round": t})
+        env.mixer.mix_(M, state.x)
+        size, bits = env.layout.num_params, dtype_bits(state.x.dtype)
+        moved = active != following
+        flows = (Flow("model", _gossip_arcs(n, active, self.graph), size, bits, stage=0),
+                 Flow("model", Arcs.from_pairs(n, active[moved], following[moved]), size,
+                      bits, stage=1))
+        return Sent.of(*flows, active=self.slots.mask(n, t))
+
+
+def _init(x0: Tensor, env: Services, *, slots: Slots) -> State:
+    slots.draw(env.n, 0)  # k <= n
+    return State(x=x0.clone())
+
+
+@register_algorithm("teleport")
+def teleport(
+    lr: float = 0.1,
+    *,
+    k: int = 8,
+    graph: str = "ring",
+    sample_seed: int = 0,
+    weight_decay: float = 0.0,
+    local_steps: int | None = None,
+    local_epochs: float | None = None,
+    decay: float = 1.0,
+) -> Algorithm:
+    r"""Teleportation: ``k`` models teleport to ``k`` random nodes, train there and gossip.
+
+    See the module docstring for the algorithm, how it lives on the engine's rows and what
+    the records mean (the ``k`` models only). Every node starts from the same model, so the
+    ``k`` models start equal.
+
+    Parameters
+    ----------
+    lr : float, default 0.1
+        Learning rate (``lr * decay**t`` at round ``t``).
+    k : int, default 8
+        Number of models (active nodes per round), ``1 <= k <= n``; ``k > n`` raises when the
+        run starts.
+    graph : {"ring", "complete"}, default "ring"
+        The graph over the slots: a ring with Metropolis weights (``1/3``; ``1/2`` for a
+        pair), or the complete graph (exact average).
+    sample_seed : int, default 0
+        Keyword-only: round ``t``'s active nodes are
+        ``topofl.topologies.teleportation_active(n, k, t, seed=sample_seed)``, the nodes of
+        ``teleportation(n, k, seed=sample_seed).at(t)``. A hyper-parameter of the algorithm,
+        as the server baselines' ``sample_seed`` (the run's ``seed`` is the data's split,
+        batches and initialisation; it does not change the draws).
+    weight_decay : float, default 0
+    local_steps, local_epochs
+        Local work of an active node per round: a number of steps (default 1), or local
+        epochs of its data.
+    decay : float, default 1
+
+    Returns
+    -------
+    Algorithm
+        It uses no run topology (its graph is over the slots): run it with ``topology=None``.
+
+    Raises
+    ------
+    ValueError
+        ``k < 1``, an unknown ``graph``, a negative ``sample_seed``; ``k > n`` when the run
+        starts.
+
+    Notes
+    -----
+    With ``k = n`` and ``graph="complete"`` every round ends with every row at the average
+    of the trained models, and every node trains it on its own data: the records equal
+    D-SGD's on ``complete(n)`` (the tests check it). Momentum is not offered: a slot's
+    momentum would have to teleport with its model.
+
+    Examples
+    --------
+    Four models on 8 nodes, where node ``i`` minimises ``(x - i)^2 / 2``: the models approach
+    the global optimum, the mean of ``0..7`` = 3.5, and exactly 4 rows move each round.
+
+    >>> import torch
+    >>> c = torch.arange(8.0, dtype=torch.float64).unsqueeze(1)
+    >>> algo = tf.algorithms.teleport(k=4, graph="complete", sample_seed=0)
+    >>> trace = tf.engine.run_rounds(algo, torch.zeros_like(c), None,
+    ...     lambda z, phase, rnd: z - c, rounds=400, lr=lambda rnd, phase: 0.2 * 0.99**rnd.t)
+    >>> rows = tf.topologies.teleportation_active(8, 4, 400, seed=0)
+    >>> [round(v, 2) for v in trace.evaluated()[rows].flatten().tolist()]
+    [3.5, 3.5, 3.5, 3.5]
+    """
+    hp = check_sgd(lr, 0.0, weight_decay, decay, local_steps, local_epochs)
+    k = check_int(k, "k", low=1)
+    check_choice(graph, "graph", _GRAPHS)
+    sample_seed = check_int(sample_seed, "sample_seed", low=0)
+    slots = Slots(k, sample_seed)
+    sgd = SGD(0.0, hp.weight_decay)
+
+    def init(x0: Tensor, env: Services) -> State:
+        return _init(x0, env, slots=slots)
+
+    def scored(rnd: Round, env: Services) -> np.ndarray:
+        return slots.mask(env.n, rnd.t + 1)  # the k models, after the round's teleport
+
+    hparams: dict[str, Any] = dict(lr=hp.lr, weight_decay=hp.weight_decay, decay=hp.decay,
+                                   local_steps=hp.steps, local_epochs=hp.epochs, k=k,
+                                   graph=graph, sample_seed=sample_seed)
+    return Algorithm(
+        name="teleport",
+        hparams=hparams,
+        phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
+        init=init,
+        local=ActiveSGD(sgd, slots),
+        communicate=Teleport(slots, graph),
+        requires=None,
+        decay=hp.decay,
+        uses_topology=False,
+        scored=scored,
+    )
