@@ -168,20 +168,7 @@ def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval
     """
     if scored is not None:
         return _scored_row(clients, algorithm, env, x_eval, full, config, recorder, t, scored)
-    correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
-    has = count > 0
-    acc = (correct[has] / count[has]).cpu().numpy()
-    row: dict[str, Any] = {}
-    if acc.size:
-        row.update(_stats("test_acc", acc))
-        row["test_loss"] = float((loss[has] / count[has]).mean())
-    if config.record_clients:
-        per_client = torch.where(has, correct / count.clamp_min(1), torch.nan).cpu().numpy()
-        recorder.log_clients("test_acc", per_client.tolist(), t)
-    if full.shape[1] > 3:
-        gc, gl, gn = full[:, 3], full[:, 4], full[:, 5]
-        row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
-        row["global_loss"] = float((gl / gn).mean())
+    row = _accuracy_row(full, None, config, recorder, t)
     shared = x_eval[:, env.layout.cols(algorithm.shared)]
     mean = clients.mean(shared, "consensus distance")
     dist = ((shared - mean.unsqueeze(0)) ** 2).sum(dim=1)
@@ -189,13 +176,13 @@ def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval
     return row
 
 
-def _scored_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval: Tensor,
-                full: Tensor, config: RunConfig, recorder: Recorder, t: int,
-                scored: np.ndarray) -> dict[str, Any]:
-    """:func:`evaluation_row` over the clients ``scored`` only."""
-    keep = torch.as_tensor(scored, device=full.device)
+def _accuracy_row(full: Tensor, keep: Tensor | None, config: RunConfig, recorder: Recorder,
+                  t: int) -> dict[str, Any]:
+    """The accuracy and loss statistics of the clients ``keep`` (``None``: every client)
+    from their sums ``full`` ``[n, 3 or 6]``; the per-client accuracies (NaN for a client
+    not kept or without test samples) go to ``recorder`` when ``config.record_clients``."""
     correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
-    has = (count > 0) & keep
+    has = count > 0 if keep is None else (count > 0) & keep
     acc = (correct[has] / count[has]).cpu().numpy()
     row: dict[str, Any] = {}
     if acc.size:
@@ -205,9 +192,18 @@ def _scored_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval: T
         per_client = torch.where(has, correct / count.clamp_min(1), torch.nan).cpu().numpy()
         recorder.log_clients("test_acc", per_client.tolist(), t)
     if full.shape[1] > 3:
-        gc, gl, gn = full[keep, 3], full[keep, 4], full[keep, 5]
+        g = full if keep is None else full[keep]
+        gc, gl, gn = g[:, 3], g[:, 4], g[:, 5]
         row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
         row["global_loss"] = float((gl / gn).mean())
+    return row
+
+
+def _scored_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval: Tensor,
+                full: Tensor, config: RunConfig, recorder: Recorder, t: int,
+                scored: np.ndarray) -> dict[str, Any]:
+    """:func:`evaluation_row` over the clients ``scored`` only."""
+    row = _accuracy_row(full, torch.as_tensor(scored, device=full.device), config, recorder, t)
     # the consensus distance of the scored models: sums over this process's scored rows,
     # completed over the processes
     shared = x_eval[:, env.layout.cols(algorithm.shared)]
