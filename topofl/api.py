@@ -45,6 +45,7 @@ from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm
 from topofl.data.datasets import DATASETS
 from topofl.data.federated import federate
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
+from topofl.engine.availability import check_absent
 from topofl.engine.config import config_header
 from topofl.engine.drops import check_drop
 from topofl.engine.extend import check_algorithm, stochasticity_problem
@@ -323,6 +324,7 @@ def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, 
         algo = algorithm
     check_algorithm(algo)  # a piece of one's own missing a member: named now, not rounds later
     check_drop(algo, run.network)  # [network] drop > 0 needs a rule for a lost message
+    check_absent(algo, run.availability)  # offline clients need a rule for an absent one
     topology = _as_topology(topology)
     graph = _check_topology(topology)
     if not isinstance(data, data_mod.FederatedData):

@@ -174,6 +174,10 @@ NO_COMMON_OPTIMUM = {
     "fedavg_ft": "fine-tunes at evaluation",
     "fedprox_ft": "fine-tunes at evaluation",
     "perfedavg": "adapts at evaluation",
+    # Teleportation: k models trained on k random nodes a round (k < n): the sampled nodes'
+    # gradients keep moving them at a constant step, no fixed point (at k = n, complete
+    # graph, it is D-SGD: test_teleport.py)
+    "teleport": "k models on k random nodes a round: no fixed point at a constant step",
 }
 
 

@@ -235,6 +235,7 @@ _KW: dict[str, dict[str, Any]] = {
     "dpfl": dict(local_steps=1, budget=2, tau_init=0.0),
     "perfedavg": dict(local_steps=1, adapt_steps=1),
     "dsgt": {}, "extra": {},  # one gradient a round, always
+    "teleport": dict(k=2),
 }
 _TOPO = {"sgp": "push", "osgp": "push", "dfedpgp": "push"}
 
@@ -265,6 +266,10 @@ def test_every_registry_algorithm_states_a_known_rule() -> None:
 def test_an_absent_client_behaves_as_its_algorithms_rule(name: str, tmp_path: Path) -> None:
     windows = tmp_path / "w.csv"
     windows.write_text(f"{OFF},0,1\n")  # online in round 0 only
+    if ALGORITHMS[name]().absent == "refuse":  # refused before round 0, with the reason
+        with pytest.raises(ValueError, match="cannot run with an availability"):
+            _run(name, 1, windows)
+        return
     one, two = _run(name, 1, windows), _run(name, 2, windows)
     rule = two.algorithm.absent
     assert two.records.series("online_clients")[1].tolist() == [N, N - 1]

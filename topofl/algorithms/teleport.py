@@ -315,5 +315,6 @@ def teleport(
         requires=None,
         decay=hp.decay,
         uses_topology=False,
+        absent="refuse",  # it draws the round's active nodes itself
         scored=scored,
     )

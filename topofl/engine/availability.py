@@ -57,7 +57,8 @@ from topofl.engine.pieces import active_topology
 from topofl.engine.protocol import Algorithm, Round, State
 from topofl.graph import Topology
 
-__all__ = ["Availability", "ABSENT_RULES", "round_view", "local_rates", "Frozen"]
+__all__ = ["Availability", "ABSENT_RULES", "round_view", "local_rates", "Frozen",
+           "check_absent"]
 
 #: What an algorithm does with a client that is absent from a round (``Algorithm.absent``).
 ABSENT_RULES = {
@@ -76,6 +77,10 @@ ABSENT_RULES = {
         "use the last published model: an absent client's state does not change in the "
         "round (it neither trains nor updates), and the others read its last model (the "
         "one it held when it went offline) as if from a store; nothing is sent to it"),
+    "refuse": (
+        "none: the algorithm chooses which clients take part in a round itself (Teleportation "
+        "draws its active nodes), so a run whose availability puts a client offline is "
+        "refused at its start (:func:`check_absent`); stragglers alone are fine"),
 }
 
 _TAG_OFF = 0xA7A1
@@ -308,6 +313,30 @@ class Availability(ConfigTable):
             u = generator_at(self.seed, _TAG_SLOW, t).random(n)
             out[late] = self.slowdown._from_uniform(np.clip(u, 2.0**-54, 1 - 2.0**-54))[late]
         return out
+
+
+def check_absent(algorithm: Algorithm, availability: Mapping[str, Any] | None) -> None:
+    """A ``ValueError`` when ``algorithm`` refuses absent clients (``absent="refuse"``) and
+    ``availability`` (an ``[availability]`` table, or ``None``) can put a client offline.
+
+    Examples
+    --------
+    >>> from topofl.engine.availability import check_absent
+    >>> check_absent(tf.algorithms.teleport(k=2), {"model": "always", "straggle": 0.5})
+    >>> check_absent(tf.algorithms.teleport(k=2), {"model": "bernoulli", "offline": 0.1})
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: teleport chooses the clients of a round itself (absent='refuse'), so it ...
+    """
+    if availability is None or algorithm.absent != "refuse":
+        return
+    avail = Availability.from_config(availability)
+    if not avail.everyone:
+        raise ValueError(f"{algorithm.name} chooses the clients of a round itself "
+                         "(absent='refuse'), so it cannot run with an availability that puts "
+                         f"clients offline (model {avail.model!r}); run it without "
+                         "[availability], or with stragglers only")
 
 
 def bool_of(x: Any) -> np.ndarray:

@@ -31,7 +31,13 @@ from scipy.sparse.csgraph import connected_components
 from torch import Tensor, nn
 
 from topofl._validation import check_path
-from topofl.engine.availability import Availability, Frozen, local_rates, round_view
+from topofl.engine.availability import (
+    Availability,
+    Frozen,
+    check_absent,
+    local_rates,
+    round_view,
+)
 from topofl.engine.clock import Clock, Network
 from topofl.engine.config import DTYPES, RunConfig, config_header
 from topofl.engine.drops import Drops, check_drop
@@ -153,6 +159,7 @@ def run(
     n = int(data.num_clients)
     tv = graphs(topology, algorithm, n)
     check_drop(algorithm, config.network)
+    check_absent(algorithm, config.availability)
 
     # ---------------------------------------------------------------- where the clients live
     site = (placement or OneProcess())(config, tv if algorithm.uses_topology else None, data)
