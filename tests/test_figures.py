@@ -138,8 +138,7 @@ def test_sweep_stacks_and_counts_a_stacks_time_once(tmp_path: Path) -> None:
     markers = [json.loads((folder / f"{r}.done").read_text()) for r in rec.runs]
     assert [m["stacked"] for m in markers] == [4] * 4
     walls = [float(rec.series("wall_time", run=r)[1][-1]) for r in rec.runs]
-    assert max(walls) - min(walls) < 0.05 * max(walls)  # one pass: each records its time
-    assert args.run_seconds == pytest.approx(sum(walls) / 4)
+    assert args.run_seconds == pytest.approx(sum(walls) / 4)  # one pass: each a 4th
     alone = tf.run(**{**BASE, "topology": "complete", "seed": 1}).records
     acc = rec.series("global_acc_mean", run="topology=complete__seed=1")[1]
     assert acc.tolist() == alone.series("global_acc_mean")[1].tolist()

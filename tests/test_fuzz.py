@@ -226,6 +226,8 @@ def _topology_targets() -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
         ("topologies.messages_per_node", T.messages_per_node,
          {"topology": T.dcliques(P8, clique_size=4, seed=0), "clique_averaging": True}),
         ("topologies.base_graph_schedule", T.base_graph_schedule, {"n": 6, "k": 1}),
+        ("topologies.teleportation_active", T.teleportation_active,
+         {"n": 6, "k": 2, "t": 3, "seed": 0}),
         ("topologies.clique_averaging_matrix", T.clique_averaging_matrix,
          {"topology": T.dcliques(P8, clique_size=4, seed=0)}),
         ("topologies.stl_fw_objective", T.stl_fw_objective,

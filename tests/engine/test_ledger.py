@@ -169,6 +169,17 @@ def _dis_pfl(density: float) -> tuple[int, int]:
     return RING, RING * (kept * F + math.ceil(P / 8))
 
 
+def _teleport(k: int) -> list[tuple[int, int]]:
+    # each round: the k active nodes gossip (k <= 3: every pair, both ways), then every slot
+    # whose node changes sends its model to the next round's node of that slot
+    out = []
+    for t in range(2):
+        now, nxt = (tf.topologies.teleportation_active(N, k, u, seed=0) for u in (t, t + 1))
+        msgs = k * (k - 1) + int((now != nxt).sum())
+        out.append((msgs, msgs * P * F))
+    return out
+
+
 # name -> (keywords, topology, [(messages, bytes) of round 0, of round 1])
 Case = tuple[dict[str, Any], Callable[[], Any] | None, Callable[[Any], list[tuple[int, int]]]]
 CASES: dict[str, Case] = {
@@ -204,6 +215,8 @@ CASES: dict[str, Case] = {
     # CHOCO, top-k 10 %: k = 61 of the 610 parameters, as float32 values with int32 indices
     # attached, on every arc
     "choco": ({}, lambda: tf.topologies.ring(N), lambda r: [(RING, RING * 61 * (F + 4))] * 2),
+    # Teleportation, 2 models on 4 nodes: gossip between the pair, then the teleports
+    "teleport": (dict(k=2), None, lambda r: _teleport(2)),
 }
 EXTRA: dict[str, tuple[str, Case]] = {
     # Clique Averaging, 2 local steps: a gradient per step on the 4 arcs within cliques
