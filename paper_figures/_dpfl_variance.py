@@ -40,11 +40,38 @@ def label(config: Mapping[str, Any]) -> str:
     return NAMES[config["algorithm"]]
 
 
+def selection(rec: Any) -> str:
+    """``"best_val"`` for runs that scored their validation splits (``eval_val = true``: each
+    client's best-validation model, the paper's protocol for every method), else ``"last"``."""
+    return "best_val" if "val_loss" in rec.metrics else "last"
+
+
 def stats(rec: Any) -> tuple[figures.OverSeeds, figures.OverSeeds]:
     """The clients' mean test accuracy and its variance between clients (%, %²), per seed
-    (:func:`topofl.algorithms.client_accuracy_stats`)."""
-    return (figures.per_seed(rec, lambda one: client_accuracy_stats(one)[0]),
-            figures.per_seed(rec, lambda one: client_accuracy_stats(one)[1]))
+    (:func:`topofl.algorithms.client_accuracy_stats`), of the models :func:`selection`
+    picks."""
+    def one_seed(one: Any) -> tuple[float, float]:
+        return client_accuracy_stats(one, select=selection(one))
+
+    return (figures.per_seed(rec, lambda one: one_seed(one)[0]),
+            figures.per_seed(rec, lambda one: one_seed(one)[1]))
+
+
+def selection_note(found: Mapping[str, Any], what: str) -> str:
+    """The result's note on model selection, from what the runs of ``found`` recorded (one
+    protocol for every method either way)."""
+    kinds = {selection(r) for p in found.values() for r in p.runs.values()}
+    if kinds == {"best_val"}:
+        return ("Model selection: every method, DPFL included, is scored with each client's "
+                "best-validation model, the paper's protocol (F.3.1): the test accuracy at the "
+                "round of its lowest validation loss, validation scored every round "
+                "(eval_val = true, eval_every = 1; Records.selected).")
+    if kinds == {"last"}:
+        return ("Model selection: every method, DPFL included, is scored at its last round, "
+                f"so {what} uses one protocol for all rather than the paper's (each client's "
+                "best-validation model; the configs' eval_val = true runs it).")
+    raise ValueError(f"the runs of {what} mix model selections ({sorted(kinds)}): give every "
+                     "method's config the same eval_val")
 
 
 def panels(args: figures.FigureArgs, titles: dict[str, str], *, total: int,
@@ -103,14 +130,7 @@ def panels(args: figures.FigureArgs, titles: dict[str, str], *, total: int,
             f"; most accurate baseline {top} {got[top][0]:.1f}%, lowest variance {flat} "
             f"{got[flat][1]:.0f}")
     fig.tight_layout()
-    selection = {str(c.get("select", "last")) for p in found.values()
-                 for k, c in p.configs.items() if k.startswith("DPFL")}
-    notes = [dc.convergence_note(readings)]
-    if selection == {"last"}:
-        notes.append("Model selection: every method, DPFL included, is scored at its last "
-                     "round. The paper keeps each client's best-validation model for every "
-                     "method; topofl implements that for DPFL only (select = \"best_val\"), "
-                     "so the comparison uses one protocol for all rather than the paper's.")
+    notes = [dc.convergence_note(readings), selection_note(found, "the comparison")]
     return figures.Result(fig, "; ".join(measured), checks, numbers, panels=found, notes=notes,
                           setting={t: figures.merged_setting({t: p}, KEYS)
                                    for t, p in found.items()})

@@ -3,8 +3,9 @@
 Every method of the paper's Table 1 that topofl has (Local, FedAvg, FedAvg+FT, FedProx,
 FedProx+FT, APFL, PerFedAvg, Ditto, FedRep, kNN-Per, pFedGraph) and DPFL with
 B_c = inf, 0.2N, 0.1N, 0.05N, on the Dir(0.1) and Patho(3) splits over 100 clients, over the
-seeds: mean +- std over seeds of the clients' average test accuracy (each client's model on its
-own test split at the last round, DPFL's too: see the notes on model selection), and the
+seeds: mean +- std over seeds of the clients' average test accuracy (each client's
+best-validation model on its own test split, every method alike: see the notes on model
+selection), and the
 variance between the clients' accuracies (the y axis of Figs. 1 and 7, drawn by
 fig_dpfl_fig7.py from the same runs).
 
@@ -92,13 +93,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
              "45 runs at the paper's 100 rounds (see the script); it runs at --quick and "
              "--full. The verdict is the tested half's." for t in missing]
     notes.append(dc.convergence_note(readings))
-    selection = {str(c.get("select", "last")) for p in found.values()
-                 for k, c in p.configs.items() if k.startswith("DPFL")}
-    if selection == {"last"}:
-        notes.append("Model selection: every method, DPFL included, is scored at its last "
-                     "round. The paper keeps each client's best-validation model for every "
-                     "method; topofl implements that for DPFL only (select = \"best_val\"), "
-                     "so the table uses one protocol for all rather than the paper's.")
+    notes.append(dv.selection_note(found, "the table"))
     slow = {t: min(loss[t][r].mean for r in rows if r.startswith("DPFL")) for t in titles}
     local = {t: loss[t]["Local Only"].mean for t in titles}
     worst = {t: max(loss[t][r].mean for r in rows if not r.startswith("DPFL")) for t in titles}

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from topofl._validation import check_int, check_memory
+from topofl._validation import check_choice, check_int, check_memory
 from topofl.records import Records
 
 __all__ = ["malicious_share", "client_accuracy_stats"]
@@ -179,7 +179,8 @@ def malicious_share(
 
 
 def client_accuracy_stats(records: Records, *, run: str | None = None, metric: str = "test_acc",
-                          round: int | None = None) -> tuple[float, float]:
+                          round: int | None = None, select: str = "last"
+                          ) -> tuple[float, float]:
     r"""Mean and variance over clients of a per-client accuracy, in % and %²: the two axes of
     DPFL's "variance between local models" plots (Figs. 1, 5-7).
 
@@ -196,6 +197,11 @@ def client_accuracy_stats(records: Records, *, run: str | None = None, metric: s
         The per-client metric, a fraction in ``[0, 1]``.
     round : int, optional
         The round (default: the last round at which the metric was recorded per client).
+    select : {"last", "best_val"}, default "last"
+        ``"best_val"``: each client's ``metric`` at the evaluation where its validation loss
+        was lowest (:meth:`~topofl.records.Records.selected`; a run with
+        ``RunConfig(eval_val=True)``), the papers' best-validation model selection, instead
+        of its value at ``round``.
 
     Raises
     ------
@@ -212,17 +218,25 @@ def client_accuracy_stats(records: Records, *, run: str | None = None, metric: s
     >>> round(mean, 6), round(var, 6)  # ((20^2 + 0 + 20^2) / 3)
     (70.0, 266.666667)
     """
+    check_choice(select, "select", ("last", "best_val"))
     rid = records._run(run)
-    if round is None:
-        seen = [r["round"] for r in records.rows
-                if r["metric"] == metric and r["client"] is not None and r["run"] == rid]
-        if not seen:
-            raise ValueError(f"these records hold no per-client {metric!r} (run the algorithm "
-                             "with record_clients=True)")
-        round = max(seen)
-    acc = 100.0 * records.per_client(metric, int(round), run=rid)
+    if select == "best_val":
+        if round is not None:
+            raise ValueError("select='best_val' chooses each client's round: pass round=None")
+        acc = 100.0 * records.selected(metric, "val_loss", run=rid)
+        where = "at its best validation loss"
+    else:
+        if round is None:
+            seen = [r["round"] for r in records.rows
+                    if r["metric"] == metric and r["client"] is not None and r["run"] == rid]
+            if not seen:
+                raise ValueError(f"these records hold no per-client {metric!r} (run the "
+                                 "algorithm with record_clients=True)")
+            round = max(seen)
+        acc = 100.0 * records.per_client(metric, int(round), run=rid)
+        where = f"at round {round}"
     if np.isnan(acc).any():
         raise ValueError(
-            f"client(s) {np.flatnonzero(np.isnan(acc)).tolist()} have no {metric!r} at round "
-            f"{round} (NaN: no test sample?); build the data so that every client has one")
+            f"client(s) {np.flatnonzero(np.isnan(acc)).tolist()} have no {metric!r} {where} "
+            "(NaN: no test sample?); build the data so that every client has one")
     return float(acc.mean()), float(acc.var())

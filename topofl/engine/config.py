@@ -78,6 +78,15 @@ class RunConfig:
         when the data has no global test set, e.g. a torch dataset split with ``test=0.2``).
     record_clients : bool, default True
         Record per-client accuracies (one row per client and evaluation).
+    eval_val : bool, default False
+        Also score every client's evaluated model on its own validation split at every
+        evaluation: the rows ``val_acc_*`` and ``val_loss``, and per client ``val_loss`` and
+        ``val_acc``. With them :meth:`topofl.records.Records.selected` reads each client's
+        test accuracy at the evaluation where its validation loss was lowest: the
+        best-validation model selection of the personalized-FL papers, for every algorithm
+        alike (``eval_every=1`` selects among all rounds). Needs ``record_clients`` and data
+        with a validation split (a partition with ``val > 0``). At the default the records
+        header and the run hash are those of a run without this setting.
     spectral : bool, default True
         Record the round's ``topofl.spectral.summary`` (once for a static graph).
     checkpoint_every : int, default 0
@@ -149,6 +158,7 @@ class RunConfig:
     init: str = "same"
     eval_global: bool = True
     record_clients: bool = True
+    eval_val: bool = False
     spectral: bool = True
     checkpoint_every: int = 0
     checkpoint_path: str | None = None
@@ -180,8 +190,11 @@ class RunConfig:
                 raise ValueError(
                     f"divergence must be > 1 (a factor of the first round's loss), or 0 or None "
                     f"to turn the check off, got {self.divergence!r}")
-        for name in ("fuse", "eval_global", "record_clients", "spectral"):
+        for name in ("fuse", "eval_global", "record_clients", "eval_val", "spectral"):
             check_bool(getattr(self, name), name)
+        if self.eval_val and not self.record_clients:
+            raise ValueError("eval_val=True records each client's validation loss for the "
+                             "best-validation selection: it needs record_clients=True")
         if self.progress is not None:
             check_bool(self.progress, "progress")
         check_int(self.batch_size, "batch_size", low=1)
@@ -219,7 +232,7 @@ class RunConfig:
 #: RunConfig fields added after runs were recorded, with their defaults: a run at the default
 #: describes itself (header, run hash) as runs recorded before them did.
 ADDED_SETTINGS: dict[str, Any] = {"network": None, "availability": None, "ledger": True,
-                                  "momentum_state": "algorithm"}
+                                  "momentum_state": "algorithm", "eval_val": False}
 
 
 def _flat(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:

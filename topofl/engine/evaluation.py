@@ -18,7 +18,7 @@ from topofl.records import Recorder
 from topofl.spectral import summary
 
 __all__ = ["evaluate", "check_finite", "evaluation_row", "score_chunks", "eval_chunk",
-           "record_realized", "spectral_row", "Divergence"]
+           "split_sums", "check_eval_val", "record_realized", "spectral_row", "Divergence"]
 
 
 def _stats(prefix: str, v: np.ndarray) -> dict[str, float]:
@@ -113,10 +113,7 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     m = clients.m
     adjust = None if algorithm.predict is None else algorithm.predict(x_eval, rnd, env)
     chunk = eval_chunk(m, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
-    test_chunk = min(chunk, max(1, int(np.max(data.sizes("test")))))
-    batches = ((b.x, b.y, b.mask) for b in data.eval_batches("test", batch_size=test_chunk))
-    parts = [torch.stack(score_chunks(executor, x_eval, batches, m, shared=False,
-                                      adjust=adjust), dim=1)]
+    parts = [split_sums(executor, x_eval, data, "test", chunk, adjust)]
     # without a global test set (a torch dataset split with test=0.2) global_* is not recorded:
     # it cannot be computed (0/0), and a column of NaN says nothing (issue 23)
     with_global = config.eval_global and int(data.global_test[0].shape[0]) > 0
@@ -126,10 +123,35 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
         gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, g, chunk))
         parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True,
                                               adjust=adjust), dim=1))
-    full = clients.all_rows(torch.cat(parts, dim=1), "evaluation")  # [n, 3 or 6] sums
+    if config.eval_val:  # gathered with the rest: one collective
+        parts.append(split_sums(executor, x_eval, data, "val", chunk, adjust))
+    full = clients.all_rows(torch.cat(parts, dim=1), "evaluation")  # [n, 3, 6 (, +3)] sums
+    val = None
+    if config.eval_val:
+        full, val = full[:, :-3], full[:, -3:]
     scored = None if algorithm.scored is None else scored_clients(algorithm, rnd, env)
     return evaluation_row(clients, algorithm, env, x_eval, full, config, recorder, t,
-                          scored=scored)
+                          scored=scored, val=val)
+
+
+def split_sums(executor: Any, x_eval: Tensor, data: Any, split: str, chunk: int,
+               adjust: Adjust | None = None) -> Tensor:
+    """``[m, 3]`` sums (correct, loss, count) of every client's model ``x_eval`` on its own
+    ``split`` (``"test"`` or ``"val"``) of ``data``, ``chunk`` samples a client at most in
+    one forward pass."""
+    size = min(chunk, max(1, int(np.max(data.sizes(split)))))
+    batches = ((b.x, b.y, b.mask) for b in data.eval_batches(split, batch_size=size))
+    return torch.stack(score_chunks(executor, x_eval, batches, int(x_eval.shape[0]),
+                                    shared=False, adjust=adjust), dim=1)
+
+
+def check_eval_val(config: RunConfig, data: Any) -> None:
+    """``ValueError`` when ``config.eval_val`` asks for validation scores that ``data``
+    cannot give (no client holds a validation sample)."""
+    if config.eval_val and int(np.sum(data.sizes("val"))) == 0:
+        raise ValueError("eval_val=True scores every client on its validation split, but no "
+                         "client of the data has one: federate the data with a validation "
+                         "share (e.g. partition parameter val=0.2) or set eval_val=False")
 
 
 def scored_clients(algorithm: Algorithm, rnd: Round, env: Services) -> np.ndarray:
@@ -157,18 +179,25 @@ def check_finite(clients: Clients, x_eval: Tensor, t: int, recorder: Recorder) -
 
 def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval: Tensor,
                    full: Tensor, config: RunConfig, recorder: Recorder, t: int, *,
-                   scored: np.ndarray | None = None) -> dict[str, Any]:
+                   scored: np.ndarray | None = None, val: Tensor | None = None
+                   ) -> dict[str, Any]:
     """The evaluation row of round ``t`` from every client's sums ``full`` ``[n, 3 or 6]``
     (correct, loss, count on its test split, then on the global test set when scored); the
     per-client accuracies go to ``recorder`` when ``config.record_clients``.
 
     ``scored`` (``(n,)`` bool, the algorithm's ``scored`` hook) restricts every statistic
     over clients to those clients (the others hold no model: their per-client accuracy is
-    NaN); ``None``: every client.
+    NaN); ``None``: every client. ``val`` (``[n, 3]``, with ``config.eval_val``): the same
+    sums on every client's validation split, for the ``val_*`` rows.
     """
     if scored is not None:
-        return _scored_row(clients, algorithm, env, x_eval, full, config, recorder, t, scored)
+        row = _scored_row(clients, algorithm, env, x_eval, full, config, recorder, t, scored)
+        if val is not None:
+            row.update(_val_row(val, torch.as_tensor(scored, device=val.device), recorder, t))
+        return row
     row = _accuracy_row(full, None, config, recorder, t)
+    if val is not None:
+        row.update(_val_row(val, None, recorder, t))
     shared = x_eval[:, env.layout.cols(algorithm.shared)]
     mean = clients.mean(shared, "consensus distance")
     dist = ((shared - mean.unsqueeze(0)) ** 2).sum(dim=1)
@@ -196,6 +225,23 @@ def _accuracy_row(full: Tensor, keep: Tensor | None, config: RunConfig, recorder
         gc, gl, gn = g[:, 3], g[:, 4], g[:, 5]
         row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
         row["global_loss"] = float((gl / gn).mean())
+    return row
+
+
+def _val_row(val: Tensor, keep: Tensor | None, recorder: Recorder, t: int) -> dict[str, Any]:
+    """``val_acc_*`` and ``val_loss`` over the clients ``keep`` (``None``: every client) with
+    validation samples, from their sums ``val`` ``[n, 3]``; per client ``val_loss`` and
+    ``val_acc`` (NaN for a client not kept or without validation samples) to ``recorder``."""
+    correct, loss, count = val[:, 0], val[:, 1], val[:, 2]
+    has = count > 0 if keep is None else (count > 0) & keep
+    row: dict[str, Any] = {}
+    if bool(has.any()):
+        row.update(_stats("val_acc", (correct[has] / count[has]).cpu().numpy()))
+        row["val_loss"] = float((loss[has] / count[has]).mean())
+    per = count.clamp_min(1)
+    recorder.log_clients("val_loss", torch.where(has, loss / per, torch.nan).cpu().tolist(), t)
+    recorder.log_clients("val_acc", torch.where(has, correct / per, torch.nan).cpu().tolist(),
+                         t)
     return row
 
 

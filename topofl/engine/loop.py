@@ -41,7 +41,13 @@ from topofl.engine.availability import (
 from topofl.engine.clock import Clock, Network
 from topofl.engine.config import DTYPES, RunConfig, config_header
 from topofl.engine.drops import Drops, check_drop
-from topofl.engine.evaluation import Divergence, evaluate, record_realized, spectral_row
+from topofl.engine.evaluation import (
+    Divergence,
+    check_eval_val,
+    evaluate,
+    record_realized,
+    spectral_row,
+)
 from topofl.engine.executors import make_executor
 from topofl.engine.extend import stochasticity_problem
 from topofl.engine.layout import ParamLayout, init_parameters
@@ -160,6 +166,7 @@ def run(
     tv = graphs(topology, algorithm, n)
     check_drop(algorithm, config.network)
     check_absent(algorithm, config.availability)
+    check_eval_val(config, data)
 
     # ---------------------------------------------------------------- where the clients live
     site = (placement or OneProcess())(config, tv if algorithm.uses_topology else None, data)

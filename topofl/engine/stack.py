@@ -57,12 +57,14 @@ from topofl.engine.clients import LocalClients
 from topofl.engine.config import DTYPES, RunConfig, config_header
 from topofl.engine.evaluation import (
     Divergence,
+    check_eval_val,
     check_finite,
     eval_chunk,
     evaluate,
     evaluation_row,
     score_chunks,
     spectral_row,
+    split_sums,
 )
 from topofl.engine.executors import make_executor
 from topofl.engine.gossip import Mixer
@@ -482,6 +484,8 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
     why = stack_problem(members)
     if why is not None:
         raise ValueError(f"these runs cannot stack: {why}")
+    for m in members:
+        check_eval_val(m.config, m.data)
     t_start = time.perf_counter()
     first = members[0]
     config, algorithm = first.config, first.algorithm
@@ -651,7 +655,15 @@ def _records(ln: _Lane, state: State, base: Topology | None, t: int, last: bool,
     else:
         x_eval, full = scored
         check_finite(ln.site.clients, x_eval, t, ln.recorder)
-        row = evaluation_row(ln.site.clients, algo, ln.env, x_eval, full, cfg, ln.recorder, t)
+        val = None
+        if cfg.eval_val:  # the lane's validation splits, as the run alone scores them
+            data = ln.env.data
+            chunk = eval_chunk(int(x_eval.shape[0]), int(data.num_classes),
+                               4 * int(np.prod(data.input_shape)))
+            val = ln.site.clients.all_rows(
+                split_sums(ln.env.executor, x_eval, data, "val", chunk), "evaluation")
+        row = evaluation_row(ln.site.clients, algo, ln.env, x_eval, full, cfg, ln.recorder, t,
+                             val=val)
     row["train_loss"] = ln.train_loss[0] / max(1, ln.train_loss[1])
     ln.train_loss = [0.0, 0]
     if costs.ledger is not None:

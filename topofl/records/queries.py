@@ -339,6 +339,72 @@ class Records:
             raise KeyError(f"per-client metric {metric!r} not recorded at round {round}")
         return np.array([_number(v, metric, name, round, c) for c, v in pts])
 
+    def selected(self, metric: str = "test_acc", by: str = "val_loss", *, mode: str = "min",
+                 run: str | None = None) -> np.ndarray:
+        """Every client's per-client ``metric`` at the evaluation where its own ``by`` was
+        best: the best-validation model selection of the personalized-FL papers.
+
+        A run with ``RunConfig(eval_val=True)`` records each client's ``val_loss`` and
+        ``val_acc`` beside its ``test_acc`` at every evaluation; this reads, for client
+        ``i``, ``metric`` at the round where ``by`` is lowest (``mode="min"``) or highest
+        (``"max"``) over the rounds where both are recorded and ``by`` is a number, the
+        earliest such round on a tie (the model a client that keeps its best model so far
+        would hold). ``eval_every=1`` selects among every round.
+
+        Returns
+        -------
+        ndarray of float64, shape (n,)
+            Indexed by client (``n``: one more than the largest client recorded); NaN for a
+            client with no such round.
+
+        Raises
+        ------
+        KeyError
+            If ``metric`` or ``by`` was never recorded per client for this run (``by`` is
+            recorded by runs with ``eval_val=True``).
+        ValueError
+            If ``mode`` is not ``"min"`` or ``"max"``; as :meth:`series` for ``run``.
+
+        Examples
+        --------
+        >>> rows = [{"run": "r", "round": t, "client": c, "metric": m, "value": v}
+        ...         for t, c, m, v in [(0, 0, "val_loss", 0.9), (0, 0, "test_acc", 0.5),
+        ...                            (1, 0, "val_loss", 0.4), (1, 0, "test_acc", 0.7),
+        ...                            (2, 0, "val_loss", 0.6), (2, 0, "test_acc", 0.8),
+        ...                            (0, 1, "val_loss", 0.2), (0, 1, "test_acc", 0.6),
+        ...                            (1, 1, "val_loss", 0.2), (1, 1, "test_acc", 0.9)]]
+        >>> Records(rows=rows).selected().tolist()  # client 1: the earlier of two ties
+        [0.7, 0.6]
+        """
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        name = self._run(run)
+        self._points(name, metric, None)  # builds the index
+        found: dict[str, dict[int, dict[int, Any]]] = {metric: {}, by: {}}
+        for (r, m, c), pts in self._index.items():
+            if r == name and c is not None and m in found:
+                found[m][int(c)] = dict(pts)
+        for m in (metric, by):
+            if not found[m]:
+                raise KeyError(
+                    f"per-client metric {m!r} not recorded" + ("" if run is None else
+                                                               f" in run {run!r}")
+                    + ("; a run records val_loss and val_acc per client with "
+                       "RunConfig(eval_val=True)" if m.startswith("val_") else ""))
+        n = 1 + max(max(found[metric]), max(found[by]))
+        out = np.full(n, np.nan)
+        sign = 1.0 if mode == "min" else -1.0
+        for c, values in found[metric].items():
+            keys = found[by].get(c, {})
+            best: tuple[float, int] | None = None
+            for t in sorted(set(values) & set(keys)):
+                v = _number(keys[t], by, name, t, c)
+                if not math.isnan(v) and (best is None or sign * v < best[0]):
+                    best = (sign * v, t)
+            if best is not None:
+                out[c] = _number(values[best[1]], metric, name, best[1], c)
+        return out
+
     def rounds_to(
         self, target: float, metric: str = "test_acc_mean", *, run: str | None = None
     ) -> int | None:
