@@ -160,6 +160,10 @@ _STAND_IN_RUNS: dict[str, tuple[str, str | None, str, tuple[str, dict[str, Any]]
     "dsgd_logistic": ("dsgd", "exponential", _SYNTH,
                       ("dpfl_pathological", {"classes_per_client": 3, "alpha": 0.5}),
                       "logistic", dict(local_steps=2)),
+    # validation scores at every evaluation (the best-validation selection of every method),
+    # through a personalized algorithm's prediction rule
+    "knn_per_eval_val": ("knn_per", None, _SYNTH, ("pathological", {"classes_per_client": 2}),
+                         "mlp", dict(eval_val=True)),
     # the cost paths: a virtual clock over a network, clients offline and straggling
     "dsgd_cost": ("dsgd", "el_oracle:s=2", _SYNTH, ("dirichlet", {"alpha": 0.5}), "mlp",
                   dict(network=_NETWORK, availability=_AVAILABILITY)),
