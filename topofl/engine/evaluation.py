@@ -134,15 +134,19 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
                           scored=scored, val=val)
 
 
-def split_sums(executor: Any, x_eval: Tensor, data: Any, split: str, chunk: int,
+def split_sums(executor: Any, x_eval: Tensor, data: Any, split: str, chunk: int | None = None,
                adjust: Adjust | None = None) -> Tensor:
     """``[m, 3]`` sums (correct, loss, count) of every client's model ``x_eval`` on its own
-    ``split`` (``"test"`` or ``"val"``) of ``data``, ``chunk`` samples a client at most in
-    one forward pass."""
+    ``split`` (``"train"``, ``"val"`` or ``"test"``) of ``data``, ``chunk`` samples a client at
+    most in one forward pass (default :func:`eval_chunk`'s; never more than the largest
+    client holds: padding costs forward passes)."""
+    m = int(x_eval.shape[0])
+    if chunk is None:
+        chunk = eval_chunk(m, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
     size = min(chunk, max(1, int(np.max(data.sizes(split)))))
     batches = ((b.x, b.y, b.mask) for b in data.eval_batches(split, batch_size=size))
-    return torch.stack(score_chunks(executor, x_eval, batches, int(x_eval.shape[0]),
-                                    shared=False, adjust=adjust), dim=1)
+    return torch.stack(score_chunks(executor, x_eval, batches, m, shared=False,
+                                    adjust=adjust), dim=1)
 
 
 def check_eval_val(config: RunConfig, data: Any) -> None:

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from topofl.engine.clients import Clients, LocalClients
-from topofl.engine.evaluation import eval_chunk, score_chunks
+from topofl.engine.evaluation import eval_chunk, split_sums
 from topofl.engine.executors import BatchedExecutor, LoopExecutor
 from topofl.engine.layout import ParamLayout
 from topofl.engine.local import steps_per_client
@@ -111,12 +111,7 @@ class DataServices:
         return total / count.clamp_min(1)
 
     def _score(self, x: Tensor, split: str) -> tuple[Tensor, Tensor, Tensor]:
-        data, n = self.data, x.shape[0]
-        chunk = eval_chunk(n, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
-        # never pad beyond the largest client: padding costs forward passes
-        chunk = min(chunk, max(1, int(np.max(data.sizes(split)))))
-        batches = ((b.x, b.y, b.mask) for b in data.eval_batches(split, batch_size=chunk))
-        correct, loss, count = score_chunks(self.executor, x, batches, n, shared=False)
+        correct, loss, count = split_sums(self.executor, x, self.data, split).unbind(1)
         if bool((count == 0).any()):
             i = int(torch.nonzero(count == 0)[0, 0])
             raise ValueError(

@@ -657,11 +657,8 @@ def _records(ln: _Lane, state: State, base: Topology | None, t: int, last: bool,
         check_finite(ln.site.clients, x_eval, t, ln.recorder)
         val = None
         if cfg.eval_val:  # the lane's validation splits, as the run alone scores them
-            data = ln.env.data
-            chunk = eval_chunk(int(x_eval.shape[0]), int(data.num_classes),
-                               4 * int(np.prod(data.input_shape)))
             val = ln.site.clients.all_rows(
-                split_sums(ln.env.executor, x_eval, data, "val", chunk), "evaluation")
+                split_sums(ln.env.executor, x_eval, ln.env.data, "val"), "evaluation")
         row = evaluation_row(ln.site.clients, algo, ln.env, x_eval, full, cfg, ln.recorder, t,
                              val=val)
     row["train_loss"] = ln.train_loss[0] / max(1, ln.train_loss[1])
