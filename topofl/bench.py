@@ -59,6 +59,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from topofl import __version__, algorithms, topologies
+from topofl._cpu import cpu_kind, cpu_model
 from topofl._validation import _fmt_bytes
 from topofl.data import Dataset, federate
 from topofl.engine import (
@@ -94,28 +95,22 @@ ROW_KEYS = ("model", "n", "input_shape", "num_params", "executor", "local_ms", "
 
 # ----------------------------------------------------------------------------- machine
 def machine_info(device: torch.device | str = "cpu") -> dict[str, str]:
-    """The machine a benchmark ran on: CPU model and count (and GPU), versions, threads, date.
+    """The machine a benchmark ran on: CPU model, count and kind (the kernels torch runs; and
+    the GPU), versions, threads, date.
 
     Examples
     --------
     >>> sorted(machine_info())
-    ['cpu', 'date', 'numpy', 'python', 'threads', 'topofl', 'torch']
+    ['cpu', 'cpu_kind', 'date', 'numpy', 'python', 'threads', 'topofl', 'torch']
     """
     device = torch.device(device)
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_model()
     if device.type == "cuda":
         cpu = (f"{torch.cuda.get_device_name(device)} (CUDA {torch.version.cuda}), host: "
                f"{cpu}")
     return {
         "cpu": f"{cpu}, {os.cpu_count()} logical CPUs",
+        "cpu_kind": cpu_kind(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": np.__version__,

@@ -314,6 +314,13 @@ def _run(args: argparse.Namespace, command: str) -> int:
                   f"(wall-clock metrics {', '.join(sorted(config.WALL_CLOCK_METRICS))} "
                   "excluded)")
             return 0
+        recorded = config.read_header(args.replay).get("provenance", {}).get("cpu")
+        from topofl._cpu import cpu_kind
+
+        if recorded != cpu_kind():  # float32 sums round by the CPU's kernels too
+            diff += (f" (recorded on CPU kind {recorded or 'not recorded'}, this is "
+                     f"{cpu_kind()}: a replay is bitwise only on the same kind, float32 "
+                     "values differ in the last bits on another)")
         print(f"replay of {args.replay}: NOT reproduced: {diff}")
         return 1
     # the config file first, before torch is imported: its errors are reported at once

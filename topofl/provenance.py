@@ -10,8 +10,8 @@ provenance (:func:`provenance`: versions, git commit, command line, start time).
 Examples
 --------
 >>> from topofl.provenance import hparam_signature, provenance
->>> sorted(hparam_signature("dsgd"))[:3], sorted(provenance())[:2]
-(['clique_averaging', 'decay', 'local_epochs'], ['command', 'git_commit'])
+>>> sorted(hparam_signature("dsgd"))[:3], sorted(provenance())[:3]
+(['clique_averaging', 'decay', 'local_epochs'], ['command', 'cpu', 'cpu_model'])
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from topofl._cpu import cpu_kind, cpu_model
 from topofl._validation import unknown_name
 from topofl._version import __version__
 from topofl.algorithms.base import ALGORITHMS
@@ -197,10 +198,15 @@ def _git_commit() -> str | None:
 
 
 def provenance() -> dict[str, Any]:
-    """Where a run comes from: topofl and torch versions, git commit, command line, start time.
+    """Where a run comes from: topofl and torch versions, thread count, CPU kind, git commit,
+    command line, start time.
 
-    ``torch_threads`` is torch's intra-op thread count: float32 sums may round differently
-    with another count, so a bitwise replay needs the same one. ``command`` is the
+    ``torch_threads`` is torch's intra-op thread count and ``cpu`` the CPU kind
+    (:func:`topofl._cpu.cpu_kind`: architecture, vendor and the instruction set torch's kernels
+    dispatch to; ``cpu_model`` names the processor): float32 sums may round differently with
+    another count or on another kind, so a bitwise replay needs the same torch, count and
+    kind (on another kind: the same counts and verdicts, float32 values within rounding).
+    ``command`` is the
     ``topofl ...`` command line when the run was started by the command line (``None`` from
     Python; under ``torchrun`` the ``torchrun ... -m topofl ...`` line,
     :func:`launched_command`); ``started`` is the UTC start time in ISO 8601.
@@ -209,6 +215,8 @@ def provenance() -> dict[str, Any]:
         "topofl": str(__version__),
         "torch": str(torch.__version__),
         "torch_threads": torch.get_num_threads(),
+        "cpu": cpu_kind(),
+        "cpu_model": cpu_model(),
         "git_commit": _git_commit(),
         "command": launched_command(_COMMAND.get()),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -53,6 +53,7 @@ def write(
     stand_in: Mapping[str, str] | None = None,
     optimizer_state: Sequence[str] = (),
     threads: Sequence[int] = (),
+    cpus: Sequence[str] = (),
     margins: Mapping[str, Mapping[str, Any]] | None = None,
     rounds: Mapping[str, Any] | None = None,
 ) -> Path:
@@ -86,6 +87,9 @@ def write(
         :class:`topofl.engine.RunConfig`); empty: no training.
     threads : sequence of int
         The torch thread counts the runs recorded (``torch_threads``); empty: no training.
+    cpus : sequence of str
+        The CPU kinds the runs recorded (``cpu``, :func:`topofl._cpu.cpu_kind`); empty: no
+        training, or runs from before CPU kinds were recorded.
     margins : mapping, optional
         The practical margins that apply (kind -> ``{"value", "reason"}``, from
         ``claims.toml``).
@@ -176,8 +180,11 @@ def write(
     if stand:
         data_text += " (offline stand-in for " + ", ".join(stand) + ")"
     thread_text = (" / ".join(map(str, sorted(set(threads)))) + " torch thread(s) per run "
-                   "(float32 numbers are reproducible to the bit at this count)"
-                   if threads else "-")
+                   "(float32 numbers are reproducible to the bit at this count, torch and CPU "
+                   "kind)" if threads else "-")
+    cpu_text = (" / ".join(sorted(set(cpus))) + " (on another CPU kind: the same counts and "
+                "verdicts, float32 values that differ in the last bits)" if cpus else
+                "-" if not threads else "not recorded (runs from before CPU kinds were)")
     rounds_ = dict(rounds or {})
     rounds_text = ("-" if not rounds_.get("run") else
                    " / ".join(map(str, rounds_["run"])) + " (the paper: "
@@ -185,7 +192,7 @@ def write(
     doc.heading("Provenance", 2).table(
         ["", ""], [["data", data_text], ["seeds", seed_text], ["rounds", rounds_text],
                    ["optimizer state (momentum_state)", " / ".join(optimizer_state) or "-"],
-                   ["threads", thread_text],
+                   ["threads", thread_text], ["CPU kind", cpu_text],
                    ["scale", args.scale], ["code", code_text]])
     flag = "" if args.scale == "default" else f" --{args.scale}"
     doc.paragraph(f"Regenerate: `python paper_figures/fig_{args.name}.py{flag}` (writes "
@@ -200,7 +207,8 @@ def write(
               "margins": {k: dict(m) for k, m in (margins or {}).items()},
               "seeds": list(seeds), "dataset": dataset, "stand_in": stand,
               "optimizer_state": list(optimizer_state),
-              "threads": sorted(set(int(t) for t in threads)), "rounds": rounds_, "code": code,
+              "threads": sorted(set(int(t) for t in threads)), "cpu": sorted(set(cpus)),
+              "rounds": rounds_, "code": code,
               "run_codes": sorted(args.run_codes),
               "seconds": round(seconds, 1), "scale": args.scale}
     js.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -253,13 +261,15 @@ def _finish(args: FigureArgs, result: Result) -> Path:
     threads = sorted({int(t) for p in found.values() for rec in p.runs.values()
                       for prov in rec.provenances.values()
                       if isinstance(t := prov.get("torch_threads"), int)})
+    cpus = sorted({c for p in found.values() for rec in p.runs.values()
+                   for prov in rec.provenances.values() if isinstance(c := prov.get("cpu"), str)})
     ran = sorted({int(c["rounds"]) for c in configs if isinstance(c.get("rounds"), int)})
     paper = sorted({int(r) for r in (result.paper_rounds if result.paper_rounds is not None
                                      else [r for p in found.values() for r in p.paper_rounds])})
     return write(args, result.fig, title=meta["title"], setting=setting_,
                  numbers=result.numbers, claim=meta["claim"], measured=result.measured,
                  checks=result.checks, notes=notes, dataset=dataset, seeds=seeds,
-                 stand_in=stand, optimizer_state=policy, threads=threads,
+                 stand_in=stand, optimizer_state=policy, threads=threads, cpus=cpus,
                  margins={k: m for k, m in meta["margins"].items()
                           if k in MARGINS_USED.get(args.name, set())},
                  rounds={"run": ran, "paper": paper})
