@@ -1,8 +1,10 @@
 """Certificates: written only from a complete, unedited snapshot of committed code; read
-strictly; verified by re-running the certified commit (a hand edit cannot pass)."""
+strictly; verified by re-running the certified commit (a hand edit cannot pass), on a machine
+of the certificate's CPU kind bit for bit and on another within float rounding."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 from collections.abc import Mapping
@@ -17,6 +19,7 @@ from topofl import certificates, snapshot
 SMALL = ("topologies", "partitions")
 OLD = "0.1.0+000000000000"
 COMMIT = "c" * 40
+OTHER_CPU = "x86_64 OtherVendor AVX2"  # a CPU kind that is not this machine's
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +54,9 @@ def test_a_certificate_makes_older_results_current(tmp_path: Path, small: dict) 
     cert = certificates.certify(_before(tmp_path, small), results)
     assert (cert["from"], cert["to"], cert["from_commit"]) == (OLD, small["code"], COMMIT)
     assert cert["digest"] == small["digest"] and cert["values"] == len(small["values"])
-    assert cert["seeds"] == list(snapshot.SEEDS)
+    assert cert["seeds"] == list(snapshot.SEEDS) and cert["cpu"] == small["cpu"]
+    # the values are committed beside it, under their digest
+    assert certificates.values_of(results, cert) == small["values"]
     assert tf.figures.stale(results) == {}
     rows = tf.figures.index(results)
     assert "current (certified)" in rows and rows.startswith("2 results")  # the file is no result
@@ -74,6 +79,8 @@ def test_a_moved_value_cannot_be_certified(tmp_path: Path, small: dict) -> None:
     ({"digest": "0" * 16}, "do not match its digest 0000000000000000: the file was edited"),
     ({"commit": None}, "taken on code that was not committed"),
     ({"values": None}, r"not a snapshot .*\['values'\]"),
+    ({"cpu": None}, r"not a snapshot .*\['cpu'\]"),
+    ({"cpu": OTHER_CPU}, f"taken on CPU kind {OTHER_CPU}, this is .*: take both on one machine"),
 ])
 def test_a_partial_edited_or_uncommitted_snapshot_cannot_certify(
         tmp_path: Path, small: dict, change: dict, match: str) -> None:
@@ -99,7 +106,15 @@ def test_the_same_code_needs_no_certificate(tmp_path: Path, small: dict) -> None
 
 def _cert(small: Mapping[str, Any], **change: Any) -> dict[str, Any]:
     return {"from": OLD, "to": small["code"], "from_commit": COMMIT, "digest": small["digest"],
-            "values": len(small["values"]), "torch": small["torch"], "threads": 1, **change}
+            "values": len(small["values"]), "torch": small["torch"], "threads": 1,
+            "cpu": small["cpu"], **change}
+
+
+def _commit(results: Path, certs: list[dict[str, Any]], *values: Mapping[str, Any]) -> None:
+    """Write ``certs`` and commit ``values`` beside them (as :func:`certify` does)."""
+    for v in values:
+        certificates._store(results, v)
+    (results / certificates.EQUIVALENCE_FILE).write_text(json.dumps(certs))
 
 
 @pytest.mark.parametrize(("change", "match"), [
@@ -108,6 +123,7 @@ def _cert(small: Mapping[str, Any], **change: Any) -> dict[str, Any]:
     ({"from_commit": "HEAD"}, "'from_commit' must be a 40-hex-digit git commit"),
     ({"from": "old"}, "'from' must be a code version"),
     ({"threads": "1"}, "'threads' must be a int"),
+    ({"cpu": 3}, "'cpu' must be a str"),
 ])
 def test_a_malformed_certificate_is_refused_naming_the_file(
         tmp_path: Path, small: dict, change: dict, match: str) -> None:
@@ -115,7 +131,7 @@ def test_a_malformed_certificate_is_refused_naming_the_file(
     with pytest.raises(ValueError, match=f"equivalence.json: certificate 0 .*{match}"):
         certificates.equivalent_codes(small["code"], tmp_path)
     (tmp_path / certificates.EQUIVALENCE_FILE).write_text('[{"from": "a", "to": "b"}]')
-    with pytest.raises(ValueError, match=r"certificate 0 misses \['digest'"):
+    with pytest.raises(ValueError, match=r"certificate 0 misses \['cpu', 'digest'"):
         tf.figures.stale(tmp_path)
     (tmp_path / certificates.EQUIVALENCE_FILE).write_text("{")
     with pytest.raises(ValueError, match="equivalence.json: not a JSON list"):
@@ -134,7 +150,7 @@ def _fake_commit(result: Mapping[str, Any]) -> Any:
 
 
 def test_verify_reruns_the_certified_commit_once(tmp_path: Path, small: dict) -> None:
-    (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps([_cert(small)]))
+    _commit(tmp_path, [_cert(small)], small["values"])
     honest = _fake_commit({"code": OLD, "values": small["values"], "torch": small["torch"]})
     kw: dict[str, Any] = dict(current=small, cache=tmp_path / "seen.json")
     assert certificates.verify(tmp_path, of_commit=honest, **kw) == []
@@ -155,22 +171,107 @@ def _moved(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-@pytest.mark.parametrize("forgery", ["made-up digest", "other values", "other code"])
-def test_verify_refuses_a_forged_certificate(tmp_path: Path, small: dict, forgery: str) -> None:
+def _rounded(values: Mapping[str, Any], rel: float) -> dict[str, Any]:
+    """``values`` with every float moved by ``rel`` (relative): another CPU's last bits."""
+    def move(v: Any) -> Any:
+        if isinstance(v, float):
+            return v * (1 + rel)
+        if isinstance(v, list):
+            return [move(u) for u in v]
+        if isinstance(v, dict):
+            return {k: move(u) for k, u in v.items()}
+        return v
+    return {k: move(v) for k, v in values.items()}
+
+
+@pytest.mark.parametrize("cpu", ["same", "other"])
+@pytest.mark.parametrize("forgery", ["made-up digest", "other values", "other code",
+                                     "edited values", "values beyond rounding"])
+def test_verify_refuses_a_forged_certificate(tmp_path: Path, small: dict, forgery: str,
+                                             cpu: str) -> None:
+    # on the certificate's CPU kind and on another alike
     cert, says = _cert(small), {"code": OLD, "values": small["values"]}
-    if forgery == "made-up digest":  # a hand-written line
-        cert["digest"], match = "0123456789abcdef", "does not have the certificate's digest"
+    if cpu == "other":
+        cert["cpu"] = OTHER_CPU
+    committed = small["values"]
+    if forgery == "made-up digest":  # a hand-written line: no values have that digest
+        cert["digest"], match = "0123456789abcdef", "no committed values have the certificate's"
     elif forgery == "other values":  # a real commit whose code computes other numbers
-        says["values"] = _moved(small["values"])
+        says["values"] = committed = _moved(small["values"])
         cert["digest"] = snapshot.digest(says["values"])
         match = "the current code moves 1 of the"
-    else:  # a commit of other code
+    elif forgery == "other code":  # a commit of other code
         says["code"], match = "0.1.0+222222222222", "is code 0.1.0+222222222222, not"
-    (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps([cert]))
+    elif forgery == "edited values":  # the committed file changed, the digest kept
+        _commit(tmp_path, [], _moved(small["values"]))
+        moved = certificates._values_path(tmp_path, snapshot.digest(_moved(small["values"])))
+        moved.replace(certificates._values_path(tmp_path, small["digest"]))
+        match = "do not have the certificate's digest"
+    else:  # values and digest forged together, off by more than rounding
+        committed = _rounded(small["values"], 1e-2)
+        cert["digest"] = snapshot.digest(committed)
+        match = ("does not have the certificate's digest" if cpu == "same"
+                 else "beyond float rounding in")
+    if forgery != "edited values":
+        _commit(tmp_path, [cert], committed)
+    else:
+        (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps([cert]))
     problems = certificates.verify(tmp_path, current=small, of_commit=_fake_commit(says),
                                    cache=tmp_path / "seen.json")
     assert len(problems) == 1 and "certificate 0" in problems[0], problems
-    assert match in problems[0]
+    assert match in problems[0], problems
+
+
+def test_another_cpu_kind_verifies_within_float_rounding(tmp_path: Path, small: dict) -> None:
+    # the certificate was taken on another CPU kind: its values differ from this machine's in
+    # the last bits (here 1e-9 relative), which verifies; the commit's values here must still
+    # equal the current code's here to the last bit
+    theirs = _rounded(small["values"], 1e-9)
+    cert = _cert(small, cpu=OTHER_CPU, digest=snapshot.digest(theirs))
+    _commit(tmp_path, [cert], theirs)
+    honest = _fake_commit({"code": OLD, "values": small["values"]})
+    assert certificates.verify(tmp_path, current=small, of_commit=honest,
+                               cache=tmp_path / "seen.json") == []
+    # the same certificate on a machine of its own kind: bit for bit, which these are not
+    mine = {**small, "cpu": OTHER_CPU}
+    problems = certificates.verify(tmp_path, current=mine, of_commit=honest,
+                                   cache=tmp_path / "seen.json")
+    assert len(problems) == 1 and "does not have the certificate's digest" in problems[0]
+    # an integer (a label count) is never within rounding
+    counted = json.loads(json.dumps(theirs))
+    counted["partitions/dirichlet"]["labels"][0][0] += 1
+    cert2 = _cert(small, cpu=OTHER_CPU, digest=snapshot.digest(counted))
+    _commit(tmp_path, [cert2], counted)
+    problems = certificates.verify(tmp_path, current=small, of_commit=honest,
+                                   cache=tmp_path / "seen.json")
+    assert len(problems) == 1 and "beyond float rounding in 1 of" in problems[0], problems
+    assert "partitions/dirichlet" in problems[0]
+
+
+def test_rerecord_gives_a_legacy_certificate_this_machines_values(tmp_path: Path,
+                                                                  small: dict) -> None:
+    # written before CPU kinds were recorded: a digest of another machine's bits, no values
+    legacy = {k: v for k, v in _cert(small, digest="0123456789abcdef").items() if k != "cpu"}
+    moved = {**legacy, "from": "0.1.0+333333333333", "from_commit": "d" * 40}
+    (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps([legacy, moved]))
+    with pytest.raises(ValueError, match=r"misses \['cpu'\]"):
+        certificates.read(tmp_path)
+
+    def of_commit(commit: str, threads: int) -> Mapping[str, Any]:
+        if commit == COMMIT:
+            return {"code": OLD, "values": small["values"]}
+        return {"code": "0.1.0+333333333333", "values": _moved(small["values"])}
+
+    with pytest.raises(ValueError, match="certificate 1: 1 values moved here"):
+        certificates.rerecord(tmp_path, current=small, of_commit=of_commit)
+    certs = certificates.read(tmp_path, legacy=True)
+    assert certs[0]["cpu"] == small["cpu"] and certs[0]["digest"] == small["digest"]
+    assert certs[0]["first"] == {"digest": "0123456789abcdef", "cpu": "not recorded"}
+    assert "cpu" not in certs[1]  # left as it was
+    # the rerecorded one now verifies here, bit for bit
+    (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps(certs[:1]))
+    assert certificates.verify(tmp_path, current=small, of_commit=of_commit,
+                               cache=tmp_path / "seen.json") == []
 
 
 def test_newer_code_with_more_values_can_be_certified(tmp_path: Path, small: dict,
@@ -207,3 +308,18 @@ def test_the_committed_certificates_verify(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.undo()  # the whole snapshot
     results = Path(tf.figures.__file__).resolve().parents[2] / "paper_figures" / "results"
     assert certificates.verify(results, cache=tmp_path / "seen.json") == []
+
+
+@pytest.mark.parametrize("garbage", [b"", b"not gzip", gzip.compress(b"{not json"),
+                                     gzip.compress(b"[1, 2]"),
+                                     gzip.compress(b"x" * 64)[:-9] + b"\x00" * 9])
+def test_a_damaged_values_file_is_named(tmp_path: Path, small: dict, garbage: bytes) -> None:
+    _commit(tmp_path, [_cert(small)])
+    path = certificates._values_path(tmp_path, small["digest"])
+    path.parent.mkdir(parents=True)
+    path.write_bytes(garbage)
+    with pytest.raises(ValueError, match=f"{path.name}: (not gzipped JSON|its values do not)"):
+        certificates.values_of(tmp_path, _cert(small))
+    problems = certificates.verify(tmp_path, current=small, cache=tmp_path / "seen.json",
+                                   of_commit=_fake_commit({"code": OLD, "values": {}}))
+    assert len(problems) == 1 and "cannot be verified" in problems[0], problems

@@ -8,25 +8,37 @@ computed by code ``to`` (:func:`equivalent_codes`).
 
 A certificate is written only by :func:`certify`, from a complete behaviour snapshot
 (:func:`topofl.snapshot.take`: every part) of the committed code ``from``, taken again on the
-code ``to`` and equal to it on every value ``from`` computed (newer code may add values: a new
-algorithm's case). It names the git commit of ``from`` (``from_commit``) and the digest of
-``from``'s values (``digest``).
+code ``to`` on the same machine and equal to it on every value ``from`` computed (newer code
+may add values: a new algorithm's case). It names the git commit of ``from``
+(``from_commit``), the CPU kind it was taken on (``cpu``, :func:`topofl._cpu.cpu_kind`) and
+the digest of ``from``'s values there (``digest``); the values themselves are committed beside
+it (``certified/<digest>.json.gz``), since another CPU kind computes other last bits.
 
 :func:`verify` (``topofl figure index --check``) does not trust the file: for every
 certificate the committed results rely on, it re-runs the snapshot of its ``from_commit``
-from git in a fresh interpreter, checks that its code fingerprint is ``from`` and its digest
-the certificate's, and compares its values with the snapshot of the current code (every one
-equal). A hand-written or edited certificate therefore fails: it would need a commit whose
-code really computes the current values. Verified certificates are remembered (by their
-content and the current snapshot's digest) in ``paper_figures/out/``, so the re-runs happen
-once per machine and code.
+from git in a fresh interpreter on this machine and checks
+
+1. that its code fingerprint is ``from``;
+2. that the committed values are the certificate's (their digest) and those of that commit:
+   bit for bit on a machine of the certificate's CPU kind, within float rounding on another
+   (:func:`topofl.snapshot.cpu_rtol`: float64 runs to 1e-5, float32 to 1e-3 relative; integers,
+   counts and strings equal);
+3. that the current code computes every one of those values here exactly as the commit does
+   here (the same kernels on the same machine: to the last bit).
+
+A hand-written or edited certificate therefore fails on any machine: a made-up digest has no
+committed values, edited values do not match the digest or what the commit computes, and the
+certified change must really leave the values unmoved. Verified certificates are remembered
+(by their content, this CPU kind and the current snapshot's digest) in
+``paper_figures/out/``, so the re-runs happen once per machine and code.
 
 Examples
 --------
 >>> import json, tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> cert = {"from": "0.1+aaaaaaaaaaaa", "to": "0.1+bbbbbbbbbbbb", "from_commit": "c" * 40,
-...         "digest": "0123456789abcdef", "values": 135, "torch": "2.13.0+cpu", "threads": 1}
+...         "digest": "0123456789abcdef", "values": 135, "torch": "2.13.0+cpu", "threads": 1,
+...         "cpu": "x86_64 GenuineIntel AVX512"}
 >>> _ = (d / EQUIVALENCE_FILE).write_text(json.dumps([cert]))
 >>> sorted(equivalent_codes("0.1+bbbbbbbbbbbb", d))
 ['0.1+aaaaaaaaaaaa', '0.1+bbbbbbbbbbbb']
@@ -34,11 +46,12 @@ Examples
 >>> equivalent_codes("0.1+b", d)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ValueError: .../equivalence.json: certificate 0 misses ['digest', 'from_commit', ...
+ValueError: .../equivalence.json: certificate 0 misses ['cpu', 'digest', 'from_commit', ...
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -49,32 +62,38 @@ import sys
 import tarfile
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from topofl import snapshot
+from topofl._cpu import cpu_kind, cpu_model
 from topofl._fingerprint import code_fingerprint
 
-__all__ = ["EQUIVALENCE_FILE", "certify", "equivalent_codes", "read", "verify"]
+__all__ = ["EQUIVALENCE_FILE", "VALUES_DIR", "certify", "equivalent_codes", "read",
+           "rerecord", "values_of", "verify"]
 
 EQUIVALENCE_FILE = "equivalence.json"  # beside the committed results
-#: What a certificate holds (``date``, ``code`` and ``seeds`` are informative).
+#: The folder beside it that holds the certified values, ``<digest>.json.gz``.
+VALUES_DIR = "certified"
+#: What a certificate holds (``date``, ``code``, ``seeds``, ``cpu_model`` and ``first`` are
+#: informative).
 FIELDS = {"from": str, "to": str, "from_commit": str, "digest": str, "values": int,
-          "torch": str, "threads": int}
+          "torch": str, "threads": int, "cpu": str}
 _CODE = re.compile(r"^\S+\+[0-9a-f]{12}$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _DIGEST = re.compile(r"^[0-9a-f]{16}$")
 
 
-def _problem(cert: Any) -> str | None:
-    """Why ``cert`` is not a well-formed certificate, or ``None``."""
+def _problem(cert: Any, fields: Mapping[str, type] = FIELDS) -> str | None:
+    """Why ``cert`` is not a well-formed certificate (of ``fields``), or ``None``."""
     if not isinstance(cert, Mapping):
         return f"is a {type(cert).__name__}, not a table"
-    missing = sorted(set(FIELDS) - set(cert))
+    missing = sorted(set(fields) - set(cert))
     if missing:
         return f"misses {missing} (a certificate is written by `topofl figure snapshot --certify`)"
-    for key, kind in FIELDS.items():
+    for key, kind in fields.items():
         v = cert[key]
         if isinstance(v, bool) or not isinstance(v, kind):
             return f"{key!r} must be a {kind.__name__}, got {type(v).__name__} {v!r:.40}"
@@ -91,8 +110,10 @@ def _problem(cert: Any) -> str | None:
     return None
 
 
-def read(results: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The certificates of ``results/equivalence.json`` (none when the file is absent).
+def read(results: str | os.PathLike[str], *, legacy: bool = False) -> list[dict[str, Any]]:
+    """The certificates of ``results/equivalence.json`` (none when the file is absent);
+    ``legacy``: certificates written before the CPU kind was recorded are read too (what
+    :func:`rerecord` takes).
 
     Raises
     ------
@@ -112,8 +133,9 @@ def read(results: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not isinstance(certs, list):
         raise ValueError(f"{path}: must hold a JSON list of certificates, got "
                          f"{type(certs).__name__}")
+    fields = {k: v for k, v in FIELDS.items() if not legacy or k != "cpu"}
     for k, cert in enumerate(certs):
-        why = _problem(cert)
+        why = _problem(cert, fields)
         if why:
             raise ValueError(f"{path}: certificate {k} {why}")
     return certs
@@ -184,8 +206,8 @@ def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
         old = json.loads(Path(before).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{where}: not a snapshot file ({exc})") from None
-    need = {"code": str, "torch": str, "threads": int, "parts": list, "values": dict,
-            "digest": str}
+    need = {"code": str, "torch": str, "threads": int, "cpu": str, "parts": list,
+            "values": dict, "digest": str}
     bad = [k for k, t in need.items() if not isinstance(old, dict) or not isinstance(old.get(k), t)]
     if bad:
         raise ValueError(f"{where}: not a snapshot of `topofl figure snapshot --out` (missing "
@@ -202,6 +224,9 @@ def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
         raise ValueError(f"{where}: taken on code that was not committed (no commit): take "
                          "the 'before' snapshot on a clean checkout, so the certificate names "
                          "the commit that `topofl figure index --check` re-runs")
+    if old["cpu"] != cpu_kind():
+        raise ValueError(f"{where} was taken on CPU kind {old['cpu']}, this is {cpu_kind()}: "
+                         "take both on one machine (float sums round by the CPU's kernels)")
     now = snapshot.take(threads=old["threads"])
     if old["torch"] != now["torch"]:
         raise ValueError(f"{where} was taken with torch {old['torch']}, this is "
@@ -214,13 +239,60 @@ def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
     cert = {"from": old["code"], "to": now["code"], "from_commit": commit,
             "code": now["code"], "seeds": list(snapshot.SEEDS), "values": len(old["values"]),
             "digest": old["digest"], "torch": now["torch"], "threads": now["threads"],
+            "cpu": now["cpu"], "cpu_model": cpu_model(),
             "date": time.strftime("%Y-%m-%d", time.gmtime())}
     if cert["from"] == cert["to"]:
         return cert  # nothing changed: nothing to certify
     certs = read(results)
+    _store(results, old["values"])  # the values first: a certificate never names missing ones
     path = Path(results) / EQUIVALENCE_FILE
     path.write_text(json.dumps([*certs, cert], indent=1) + "\n", encoding="utf-8")
     return cert
+
+
+def _values_path(results: str | os.PathLike[str], digest: str) -> Path:
+    return Path(results) / VALUES_DIR / f"{digest}.json.gz"
+
+
+def _store(results: str | os.PathLike[str], values: Mapping[str, Any]) -> Path:
+    """Write a snapshot's values to ``results/certified/<digest>.json.gz`` (kept if there:
+    the digest names its content); the path."""
+    path = _values_path(results, snapshot.digest(values))
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(values, sort_keys=True, allow_nan=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+        os.replace(tmp, path)
+    return path
+
+
+def values_of(results: str | os.PathLike[str], cert: Mapping[str, Any]) -> dict[str, Any]:
+    """The snapshot values a certificate names (``results/certified/<digest>.json.gz``),
+    checked against its digest and count.
+
+    Raises
+    ------
+    ValueError
+        Naming the file: absent (no committed values have the certificate's digest), not
+        gzipped JSON, or holding other values than the digest says (edited).
+    """
+    path = _values_path(results, cert["digest"])
+    try:
+        values = json.loads(gzip.decompress(path.read_bytes()).decode())
+    except FileNotFoundError:
+        raise ValueError(f"no committed values have the certificate's digest {cert['digest']} "
+                         f"({path} is absent): written by hand or edited") from None
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError,
+            RecursionError) as exc:
+        raise ValueError(f"{path}: not gzipped JSON of snapshot values ({exc})") from None
+    if not isinstance(values, dict) or snapshot.digest(values) != cert["digest"]:
+        raise ValueError(f"{path}: its values do not have the certificate's digest "
+                         f"{cert['digest']}: edited")
+    if len(values) != cert["values"]:
+        raise ValueError(f"{path} holds {len(values)} values, the certificate says "
+                         f"{cert['values']}: edited")
+    return values
 
 
 #: Run in a fresh interpreter inside an exported tree: its code fingerprint and snapshot, into
@@ -288,16 +360,16 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
            of_commit: Callable[[str, int], Mapping[str, Any]] | None = None,
            cache: str | os.PathLike[str] | None = None) -> list[str]:
     """Check every certificate the results of code ``code`` rely on; the problems, one line
-    each (empty: every one verified).
+    each (empty: every one verified). See the module docstring for the three checks.
 
     Parameters
     ----------
     results : path
-        The folder of ``equivalence.json``.
+        The folder of ``equivalence.json`` (and of ``certified/``).
     code : str, optional
         The code the chains lead to (default: the current fingerprint).
     current : mapping, optional
-        The snapshot of that code (default: taken now, ~10 s).
+        The snapshot of that code on this machine (default: taken now, ~10 s).
     of_commit : callable, optional
         ``(commit, threads) -> {code, torch, values}``: default :func:`snapshot_of_commit`.
     cache : path, optional
@@ -311,6 +383,7 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
     if not used:
         return []
     now = current if current is not None else snapshot.take()
+    kind = now.get("cpu") or cpu_kind()
     of_commit = of_commit or snapshot_of_commit
     cache_file = Path(cache) if cache is not None else _cache_path()
     try:
@@ -321,8 +394,8 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
     for k in used:
         c = certs[k]
         name = f"{where}: certificate {k} ({c['from']} -> {c['to']})"
-        key = hashlib.sha256(json.dumps([*(c[f] for f in FIELDS), now["digest"]]).encode()
-                             ).hexdigest()
+        key = hashlib.sha256(json.dumps([*(c[f] for f in FIELDS), kind, now["digest"]]
+                                        ).encode()).hexdigest()
         if key in seen:
             continue
         if c["torch"] != now["torch"]:
@@ -330,17 +403,26 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
                             "verify with the torch that took it")
             continue
         try:
+            recorded = values_of(results, c)
             old = of_commit(c["from_commit"], c["threads"])
         except (ValueError, OSError, subprocess.SubprocessError) as exc:
             problems.append(f"{name}: cannot be verified: {exc}")
             continue
-        values = old.get("values")
+        values, commit = old.get("values"), c["from_commit"][:12]
         if old.get("code") != c["from"]:
-            problems.append(f"{name}: commit {c['from_commit'][:12]} is code {old.get('code')}, "
-                            f"not {c['from']}")
-        elif not isinstance(values, dict) or snapshot.digest(values) != c["digest"]:
-            problems.append(f"{name}: the snapshot of commit {c['from_commit'][:12]} does not "
-                            f"have the certificate's digest {c['digest']}: edited")
+            problems.append(f"{name}: commit {commit} is code {old.get('code')}, not {c['from']}")
+        elif not isinstance(values, dict):
+            problems.append(f"{name}: the snapshot of commit {commit} holds no values")
+        elif c["cpu"] == kind and snapshot.digest(values) != c["digest"]:
+            problems.append(f"{name}: the snapshot of commit {commit} does not have the "
+                            f"certificate's digest {c['digest']} on its CPU kind ({kind}): "
+                            "edited")
+        elif c["cpu"] != kind and (off := snapshot.compare({"values": recorded},
+                                                           {"values": values}, rounding=True)):
+            problems.append(f"{name}: the snapshot of commit {commit} on this CPU kind ({kind}) "
+                            f"differs from the certificate's values (taken on {c['cpu']}) "
+                            f"beyond float rounding in {len(off)} of {len(recorded)}: "
+                            f"{', '.join(off[:5])}{' ...' if len(off) > 5 else ''}: edited")
         else:
             moved = snapshot.compare({"values": values}, now, kept_only=True)
             if moved:
@@ -355,3 +437,54 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
     except OSError:
         pass  # a read-only checkout verifies again next time
     return problems
+
+
+def rerecord(results: str | os.PathLike[str], *,
+             current: Mapping[str, Any] | None = None,
+             of_commit: Callable[[str, int], Mapping[str, Any]] | None = None
+             ) -> list[dict[str, Any]]:
+    """Give the certificates written before values were committed (no
+    ``certified/<digest>.json.gz``) their values, taken on this machine; the certificates
+    rewritten.
+
+    Each one is first checked here as :func:`verify` would, less the digest (a digest of
+    another CPU's bits cannot be checked here): its commit's code is ``from``, and the current
+    code computes every value of that commit here to the last bit. Then its commit's values
+    are committed under their digest on this CPU kind, and the certificate names that digest
+    and ``cpu``; the digest it had is kept as ``first`` (informative). A certificate that does
+    not pass is left as it is, and the error names it.
+
+    Raises
+    ------
+    ValueError
+        One line per certificate that could not be checked, after the others are rewritten.
+    """
+    certs = read(results, legacy=True)
+    now = current if current is not None else snapshot.take()
+    of_commit = of_commit or snapshot_of_commit
+    done, problems = [], []
+    for k, c in enumerate(certs):
+        if "cpu" in c and _values_path(results, c["digest"]).exists():
+            continue
+        old = of_commit(c["from_commit"], c["threads"])
+        values = old.get("values")
+        if old.get("code") != c["from"] or not isinstance(values, dict):
+            problems.append(f"certificate {k}: commit {c['from_commit'][:12]} is code "
+                            f"{old.get('code')}, not {c['from']}")
+            continue
+        moved = snapshot.compare({"values": values}, now, kept_only=True)
+        if moved or len(values) != c["values"]:
+            problems.append(f"certificate {k}: {len(moved)} values moved here, "
+                            f"{len(values)} values for {c['values']}: {', '.join(moved[:5])}")
+            continue
+        _store(results, values)
+        first = {"digest": c["digest"], "cpu": c.get("cpu", "not recorded")}
+        c.update(digest=snapshot.digest(values), cpu=now.get("cpu") or cpu_kind(),
+                 cpu_model=cpu_model(), first=first)
+        done.append(c)
+    if done:
+        path = Path(results) / EQUIVALENCE_FILE
+        path.write_text(json.dumps(certs, indent=1) + "\n", encoding="utf-8")
+    if problems:
+        raise ValueError("; ".join(problems))
+    return done

@@ -21,9 +21,9 @@ the result code computes on a fixed set of small inputs, compared value by value
 
 ``topofl figure snapshot --out FILE`` takes one before a refactor (on committed code: the
 file names the commit); ``topofl figure snapshot --certify FILE`` after it takes another, and
-when the two are identical (every value to the last bit, on this machine and torch) writes a
-certificate (:mod:`topofl.certificates`): a committed result computed by the code before then
-counts as computed by the code after, and a cached run is kept. A certificate is evidence, not
+when the two are identical (every value to the last bit, on one machine and torch) writes a
+certificate (:mod:`topofl.certificates`): a committed result computed by the code before
+then counts as computed by the code after, and a cached run is kept. A certificate is evidence, not
 proof: it covers what the snapshot exercises, which is why the snapshot runs every algorithm's
 options and every graph family; a change that moves any of these values cannot be certified,
 and its results are recomputed.
@@ -42,13 +42,14 @@ import numpy as np
 import torch
 
 from topofl import data, spectral, topologies
+from topofl._cpu import cpu_kind
 from topofl._fingerprint import code_fingerprint
 from topofl.api import run
 from topofl.config import WALL_CLOCK_METRICS
 from topofl.graph import as_time_varying
 from topofl.models import build_model
 
-__all__ = ["algorithm_cases", "take", "compare", "digest", "PARTS", "SEEDS"]
+__all__ = ["algorithm_cases", "take", "compare", "digest", "cpu_rtol", "PARTS", "SEEDS"]
 
 #: The seeds of the snapshot's inputs: 0 for every run, dataset, partition, model and graph,
 #: 1 for the label counts of the D-Cliques variants.
@@ -344,7 +345,8 @@ def take(parts: tuple[str, ...] | None = None, *, threads: int = 1) -> dict[str,
     finally:
         torch.set_num_threads(old)
     return {"code": code_fingerprint(), "torch": torch.__version__, "threads": threads,
-            "parts": list(chosen), "digest": digest(values), "values": values}
+            "cpu": cpu_kind(), "parts": list(chosen), "digest": digest(values),
+            "values": values}
 
 
 def _same(a: Any, b: Any, rtol: float) -> bool:
@@ -359,9 +361,33 @@ def _same(a: Any, b: Any, rtol: float) -> bool:
     return bool(a == b)
 
 
+#: The relative rounding two CPU kinds' values of a snapshot may differ by (with the same
+#: absolute floor): float32 runs and models, and float64 (runs, graphs, spectra, data). The
+#: largest differences measured between the kernels of one machine's ATen capabilities
+#: (DEFAULT, AVX2, AVX512) and MKL's default and compatible paths, over every value of the
+#: snapshot, were 2.5e-5 (float32 losses) and 1.0e-6 (float64 losses of Dis-PFL, whose pruning
+#: amplifies the last bits); these bounds leave 40x and 10x room, and stay far below what an
+#: edited value or another algorithm's step moves.
+ROUNDING = {"float32": 1e-3, "float64": 1e-5}
+
+
+def cpu_rtol(key: str) -> float:
+    """The relative tolerance of snapshot value ``key`` across CPU kinds (:data:`ROUNDING`).
+
+    Examples
+    --------
+    >>> cpu_rtol("runs/dsgd/float32"), cpu_rtol("models/mlp"), cpu_rtol("spectral/ring")
+    (0.001, 0.001, 1e-05)
+    """
+    single = key.startswith("models/") or (key.startswith("runs/") and key.endswith("/float32"))
+    return ROUNDING["float32" if single else "float64"]
+
+
 def compare(before: Mapping[str, Any], after: Mapping[str, Any], *, rtol: float = 0.0,
-            kept_only: bool = False) -> list[str]:
-    """The keys whose values differ between two snapshots (exactly, or beyond ``rtol``).
+            rounding: bool = False, kept_only: bool = False) -> list[str]:
+    """The keys whose values differ between two snapshots (exactly, beyond ``rtol``, or with
+    ``rounding`` beyond each key's :func:`cpu_rtol` across CPU kinds; integers, strings and
+    the structure always exactly).
 
     With ``kept_only``, only ``before``'s values count: a key that only ``after`` has (a case
     the snapshot of newer code adds, say a new algorithm's) is no difference, a key ``after``
@@ -376,10 +402,13 @@ def compare(before: Mapping[str, Any], after: Mapping[str, Any], *, rtol: float 
     []
     >>> compare(a, {"values": {"x": [1.0, 2.0], "y": 3, "z": 4}}, kept_only=True)
     []
+    >>> compare(a, {"values": {"x": [1.0, 2.0000001], "y": 4}}, rounding=True)
+    ['y']
     """
     va, vb = before["values"], after["values"]
     diff = sorted(set(va) - set(vb) if kept_only else set(va) ^ set(vb))
-    return diff + [k for k in sorted(set(va) & set(vb)) if not _same(va[k], vb[k], rtol)]
+    return diff + [k for k in sorted(set(va) & set(vb))
+                   if not _same(va[k], vb[k], cpu_rtol(k) if rounding else rtol)]
 
 
 def digest(values: Mapping[str, Any]) -> str:
