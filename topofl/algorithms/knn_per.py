@@ -59,8 +59,12 @@ def knn_probabilities(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor
     The queries are scored in slices of rows so that the ``[n, rows, M]`` distance tensor stays
     under :data:`DISTANCE_ELEMENTS` elements (an evaluation batch of 10 clients x 28,000 test
     samples against 4,000 stored ones is 1.1e9 distances, 4.5 GB in float32). Every row's
-    numbers are those of the unsliced computation: a slice has at least 32 rows, so
-    ``torch.cdist`` takes the same matrix-product path for it.
+    numbers are those of the unsliced computation to rounding: a slice has at least 32 rows,
+    so ``torch.cdist`` takes the same matrix-product path for it, but that product (MKL) is
+    blocked by its shape and the CPU, so the slices' distances may differ from the whole's in
+    the last bits: in float64 the probabilities agree to ~1e-12, in float32 within its
+    rounding (~1e-6), and the neighbours are the same except at near-ties (a query whose
+    k-th and (k+1)-th stored features are at near-equal distances may take either).
 
     Examples
     --------

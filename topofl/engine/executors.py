@@ -1,6 +1,9 @@
 """Local computation for all clients at once: gradients and forward passes.
 
-Two executors compute the same numbers:
+Two executors compute the same numbers, to rounding (they run other kernels on other shapes:
+batched products over the clients against one product per client, which MKL and ATen block by
+shape and CPU, so float64 agrees to ~1e-10 or better and float32 within its rounding, not bit
+for bit):
 
 * :class:`BatchedExecutor` vectorises over clients with ``torch.func`` (``vmap`` of the forward
   over the stacked parameter views, then one ordinary backward pass), optionally in chunks of
@@ -108,7 +111,8 @@ def _has_conv2d(model: nn.Module) -> bool:
 
 
 def _linear_weight_major(self: nn.Linear, x: Tensor) -> Tensor:
-    """``nn.Linear.forward`` computed as ``(W x^T)^T + b`` (same numbers, other layout).
+    """``nn.Linear.forward`` computed as ``(W x^T)^T + b`` (same numbers to rounding, other
+    layout).
 
     Under ``vmap`` the usual ``x W^T`` is a batched product whose weight gradient comes out as
     ``[n, in, out]`` and has to be transposed when it is copied into the flat buffer; ``W x^T``
@@ -211,7 +215,8 @@ def _stack_forward(layers: tuple[_Layer, ...], params: dict[str, Tensor], x: Ten
     """``[m, b, C]`` logits of a plain stack (:func:`_plain_stack`) for every client's samples
     ``x`` ``[m, b, ...]``, without ``vmap``: the very operations the ``vmap``-ed forward of
     the stack runs (a ``Linear`` as :func:`_linear_weight_major`: ``bmm(W, x^T)``, transposed,
-    plus the bias), so the same numbers, bit for bit, with the same backward, and without
+    plus the bias) on the same shapes and strides, so the same kernels and the same numbers,
+    bit for bit on any one CPU, with the same backward, and without
     ``vmap``'s own work on every call (about 0.2 ms of a 5 ms local step of 100 MLP 40-64-10
     clients x 50 samples on one core, ``analysis/bench_floor.md``)."""
     m, b = x.shape[0], x.shape[1]
@@ -283,7 +288,8 @@ class BatchedExecutor(_InputCheck):
     clients' mean losses is taken with one ordinary backward pass: clients do not interact, so
     that is every client's own gradient. A plain MLP (:func:`_plain_stack`: ``Flatten``,
     ``Linear`` and ``ReLU`` layers only) runs the very operations of that ``vmap``-ed forward
-    directly on the batched views (:func:`_stack_forward`; the same numbers, bit for bit).
+    directly on the batched views (:func:`_stack_forward`; the same kernels on the same
+    shapes, so the same numbers bit for bit on any one CPU).
 
     Parameters
     ----------
@@ -435,7 +441,8 @@ class BatchedExecutor(_InputCheck):
         learning rate scales ``softmax - onehot`` before the weight product, so the numbers
         equal :meth:`grad` then the update to rounding. For other models each parameter's
         gradient from autograd is applied to its view of ``flat`` with the update's own
-        ``addcmul_`` (the same numbers, bit for bit, as :meth:`grad` followed by
+        ``addcmul_`` (the same gradient kernels on the same shapes and the same elementwise
+        update, so the same numbers, bit for bit on any one CPU, as :meth:`grad` followed by
         :func:`~topofl.engine.pieces.sgd_step`), without copying it into a ``[n, P]``
         buffer first (100 MLP 40-64-10 clients x 50 samples on one core: about 0.2 ms of a
         5 ms step, ``analysis/bench_floor.md``). A non-finite loss leaves non-finite
@@ -479,7 +486,8 @@ class BatchedExecutor(_InputCheck):
 
 
 class LoopExecutor(_InputCheck):
-    """The per-client reference: one autograd pass per client, same buffers, same numbers.
+    """The per-client reference: one autograd pass per client, same buffers, the same
+    numbers as :class:`BatchedExecutor` to rounding (per-client products, not batched ones).
 
     Parameters
     ----------

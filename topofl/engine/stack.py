@@ -6,15 +6,20 @@ are the rows of one ``[sum of clients, P]`` buffer, every local step draws every
 (each from its own data and seed) and takes one batched gradient and update with per-client
 learning rates (each run's own), and gossip applies the block-diagonal matrix of the runs'
 graphs of the round block by block (each run's rows with its own ``W_t``, the product the run
-alone computes). The evaluation is batched too: the runs' clients' test splits side by side in
-one pass, and a global test set once through the rows of every run that shares it. What
-belongs to a run stays its own: its records file, divergence guard, bytes ledger, spectral rows
-and checkpoint, each computed by the code a run alone uses, on that run's rows. The runs' file
-writes of a round (records to the disk, then checkpoints) go side by side in background
-threads while the next round computes, each as durable as the run alone makes it before that
-run's next checkpoint. A run's records are those of the same run alone (the same batches, the
-same per-client arithmetic; evaluation sums of float64 losses may group their terms otherwise,
-a few units in the last place), except ``wall_time``.
+alone computes, to rounding). The evaluation is batched too: the runs' clients' test splits
+side by side in one pass, and a global test set once through the rows of every run that
+shares it. What belongs to a run stays its own: its records file, divergence guard, bytes
+ledger, spectral rows and checkpoint, each computed by the code a run alone uses, on that run's
+rows. The runs' file writes of a round (records to the disk, then checkpoints) go side by side
+in background threads while the next round computes, each as durable as the run alone makes it
+before that run's next checkpoint. A run's records and parameters are those of the same run
+alone (the same batches, the same per-client arithmetic), except ``wall_time``, to rounding:
+the stack's batched steps, block products and evaluation sums run other shapes than the run
+alone (and slices of a larger buffer), whose kernels MKL and ATen pick by the shape and the
+CPU, so in float64 they agree to ~1e-10 relative and in float32 within its rounding (a few
+units in the last place, compounded over the rounds); counts and discrete outcomes (the
+batches drawn, the bytes sent) are the same. Two code paths never promise the same bits
+across CPUs: the same run twice does.
 
 Only the algorithms in :data:`STACKABLE` stack (their pieces act on each client's row alone or
 through the mixer); :func:`stack_problem` says why a set of runs cannot.
@@ -31,7 +36,7 @@ Examples
 >>> stacked = tf.engine.stack.run_stacked(members)
 >>> alone = tf.engine.run(*members[1][:5])
 >>> a, b = stacked[1].records.series("test_acc_mean")[1], alone.records.series("test_acc_mean")[1]
->>> bool((a == b).all()), tf.engine.stack.stack_problem(members) is None
+>>> bool((abs(a - b) <= 1e-10).all()), tf.engine.stack.stack_problem(members) is None
 (True, True)
 """
 
@@ -291,7 +296,8 @@ class _BlockMixer(Mixer):
     """The stack's mixer: a round's block-diagonal graph (:meth:`blocks`) is applied block by
     block, each run's rows with its own graph's ``W`` (dense or sparse as the run alone
     picks it), so a run's gossip is the product the run alone computes (and a dense block
-    stays a dense product).
+    stays a dense product): the same kernel on the same shape, but on a slice of the stack's
+    buffer, so equal to rounding rather than promised bit for bit on every CPU.
 
     A graph an algorithm derives from the round's (EL's arrival average, say) is block
     diagonal over the same runs: it is cut into the runs' blocks (:meth:`_split`), each the
