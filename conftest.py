@@ -63,3 +63,29 @@ def pytest_configure(config: pytest.Config) -> None:
     import torch
 
     torch.set_num_threads(int(os.environ.get(TEST_THREADS_ENV, "1")))
+
+
+# ------------------------------------------------------------------ portability
+#: The test modules most exposed to the CPU's kernels: two computation paths of one quantity
+#: (stacked or alone, sliced or whole, tiles or whole, batched or per client, several ranks or
+#: one process) and the certificates that compare values across CPU kinds. Marked
+#: ``portability``: .ci/run runs them again with torch's kernels forced to lower instruction
+#: sets (``ATEN_CPU_CAPABILITY=default``, and ``avx2`` with MKL's compatible path), which
+#: stands for another CPU kind on the same machine.
+PORTABILITY_MODULES = (
+    "tests/test_stack.py",
+    "tests/test_certificates.py",
+    "tests/algorithms/test_knn_per.py",
+    "tests/algorithms/test_equivalences.py",
+    "tests/engine/test_gossip_executors.py",
+    "tests/engine/test_streaming.py",
+    "tests/models/test_vmap.py",
+    "tests/distributed/test_equivalence.py",
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_itemcollected(item: pytest.Item) -> None:
+    path = getattr(item, "path", None)
+    if path is not None and any(path.as_posix().endswith(m) for m in PORTABILITY_MODULES):
+        item.add_marker(pytest.mark.portability)
