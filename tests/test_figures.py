@@ -140,8 +140,15 @@ def test_sweep_stacks_and_counts_a_stacks_time_once(tmp_path: Path) -> None:
     walls = [float(rec.series("wall_time", run=r)[1][-1]) for r in rec.runs]
     assert args.run_seconds == pytest.approx(sum(walls) / 4)  # one pass: each a 4th
     alone = tf.run(**{**BASE, "topology": "complete", "seed": 1}).records
-    acc = rec.series("global_acc_mean", run="topology=complete__seed=1")[1]
-    assert acc.tolist() == alone.series("global_acc_mean")[1].tolist()
+    # float32, stacked vs alone: the stack's batched products run other shapes, whose kernels
+    # MKL and ATen pick by shape and CPU, so the two agree to rounding (~1e-7), not bit for
+    # bit. 1e-5 relative (~100 ulps) with a 1e-6 floor: one test sample of 355 moves the
+    # accuracy by >4e-4, another run's graph or seed moves the loss by >1e-2
+    for metric in ("global_acc_mean", "global_loss"):
+        got = rec.series(metric, run="topology=complete__seed=1")
+        want = alone.series(metric)
+        assert got[0].tolist() == want[0].tolist()  # the same rounds
+        assert got[1] == pytest.approx(want[1], rel=1e-5, abs=1e-6), metric
 
 
 def test_write_markdown_json_and_index(tmp_path: Path) -> None:
