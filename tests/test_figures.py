@@ -740,3 +740,28 @@ def test_parse_args_stack_and_runs_folder(tmp_path: Path) -> None:
     assert not b.stack and b.runs == tmp_path and b.out == tmp_path
     with pytest.raises(SystemExit):
         figures.parse_args("Fig. 1", "dcliques_01", ["--stack", "maybe"])
+
+
+def test_a_script_reads_the_configs_beside_itself(tmp_path: Path) -> None:
+    # a copy of the repository's paper_figures/: its script reads the copy's configs, not the
+    # clone the package was installed from; outside the script, the installed clone again
+    import runpy
+
+    from topofl.figures.config import _root
+
+    copy = tmp_path / "paper_figures"
+    (copy / "configs").mkdir(parents=True)
+    (copy / "fig_where.py").write_text(
+        '"""Where."""\n'
+        "from topofl import figures\n"
+        "from topofl.figures.config import _root\n"
+        "SEEN = []\n"
+        "def build(args):\n"
+        "    SEEN.append((_root(), args.out))\n"
+        "    raise figures.FigureError('stop here')\n"
+        "main = figures.script(build)\n")
+    mod = runpy.run_path(str(copy / "fig_where.py"))
+    assert mod["main"](["--quick"]) == 1  # the build stopped itself
+    root, out = mod["SEEN"][0]
+    assert root == copy.resolve() and Path(out).resolve().is_relative_to(copy.resolve())
+    assert _root() != copy.resolve()

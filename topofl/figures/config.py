@@ -24,6 +24,7 @@ else its offline stand-in (:func:`stand_in`).
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import os
 import re
@@ -50,8 +51,19 @@ class FigureError(ValueError):
     """A figure cannot be found or run (no clone, unknown name, bad scale or setting)."""
 
 
+#: The ``paper_figures/`` folder of the figure script running now (set by
+#: :func:`topofl.figures.script` while it runs): a script reads the configs, claims and
+#: results beside itself, not those of the clone the package was installed from.
+SCRIPT_ROOT: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "topofl_figures_root", default=None)
+
+
 def _root() -> Path:
-    """``paper_figures/`` of the clone this package runs from."""
+    """``paper_figures/`` of the figure script running now (:data:`SCRIPT_ROOT`), else of the
+    clone this package runs from."""
+    beside = SCRIPT_ROOT.get()
+    if beside is not None:
+        return beside
     here = Path(__file__).resolve().parents[2] / "paper_figures"
     if not here.is_dir():
         raise FigureError(

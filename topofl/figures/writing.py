@@ -22,7 +22,7 @@ import matplotlib
 from topofl._fingerprint import code_fingerprint
 from topofl._markdown import Document
 from topofl.figures.checks import LEVEL, RULE, Check, OverSeeds, headline_of, secondary, verdict
-from topofl.figures.config import MARGINS_USED, FigureError, claim_of
+from topofl.figures.config import MARGINS_USED, SCRIPT_ROOT, FigureError, claim_of
 from topofl.figures.panel import Panel
 from topofl.figures.runs import FigureArgs, parse_args
 
@@ -309,19 +309,27 @@ def script(build: Callable[[FigureArgs], Result]) -> Callable[[Sequence[str] | N
     True
     """
     module = getattr(build, "__globals__", {})
-    name = Path(str(module.get("__file__", "fig_figure.py"))).stem.removeprefix("fig_")
+    file = Path(str(module.get("__file__", "fig_figure.py")))
+    name = file.stem.removeprefix("fig_")
     doc = module.get("__doc__")
+    # a script beside its configs reads them (a copy of the repository reads its own)
+    beside = file.resolve().parent if (file.parent / "configs").is_dir() else None
 
     @functools.wraps(build)
     def main(argv: Sequence[str] | None = None) -> int:
-        args = parse_args(doc, name, argv)
-        matplotlib.use("Agg")
+        token = SCRIPT_ROOT.set(beside) if beside is not None else None
         try:
-            path = _finish(args, build(args))
-        except FigureError as exc:
-            print(f"fig_{name}.py: error: {exc}", file=sys.stderr)
-            return 1
-        print(path)
-        return 0
+            args = parse_args(doc, name, argv)
+            matplotlib.use("Agg")
+            try:
+                path = _finish(args, build(args))
+            except FigureError as exc:
+                print(f"fig_{name}.py: error: {exc}", file=sys.stderr)
+                return 1
+            print(path)
+            return 0
+        finally:
+            if token is not None:
+                SCRIPT_ROOT.reset(token)
 
     return main
