@@ -275,6 +275,7 @@ def _loader_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str, 
          {"n_samples": 30, "dim": 3, "num_classes": 3, "seed": 0, "n_test": 6}),
         ("data.digits_resized", D.digits_resized, {"size": 8, "channels": 1}),
         ("data.mnist1d", D.mnist1d, {"n_samples": 20, "n_test": 5, "seed": 0}),
+        ("data.mnist5k", D.mnist5k, {"test_fraction": 0.2, "seed": 0}),
         *files,
     ]
 
@@ -379,7 +380,7 @@ READS_FILES = {"records.load", "records.load_many", "data.load.root",
                *(t for t in TARGET_IDS if t.startswith("data.") and t not in (
                    "data.load", "data.iid", "data.shards", "data.dirichlet", "data.pathological",
                    "data.dpfl_pathological", "data.natural", "data.federate", "data.synthetic",
-                   "data.digits_resized", "data.mnist1d", "data.label_flip_plan",
+                   "data.digits_resized", "data.mnist1d", "data.mnist5k", "data.label_flip_plan",
                    "data.flip_labels"))}
 #: Targets that write: a path that cannot be written is an OSError.
 WRITES_FILES = {"records.Recorder", "run", "run.settings", "engine.run"}

