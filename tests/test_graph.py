@@ -163,6 +163,126 @@ def test_reweight_returns_new_topology() -> None:
     assert set(u.graph.edges()) == set(t.graph.edges())
 
 
+# ----------------------------------------------------------------------------- the lazy graph
+# Issue 43: training, spectra and records read W; Topology.graph is built from W when asked for.
+def _built(t: Topology) -> bool:
+    return t.__dict__["_graph"] is not None
+
+
+def _reference_graph(W: sp.csr_array) -> nx.DiGraph:
+    """The arcs j -> i for W[i, j] > 0, i != j, by the definition (a slow, obvious loop)."""
+    D = W.toarray()
+    n = D.shape[0]
+    G = nx.DiGraph()
+    G.add_nodes_from(range(n))
+    G.add_edges_from((j, i) for i in range(n) for j in range(n) if i != j and D[i, j] > 0)
+    return G
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 25), p=st.floats(0, 1), s=st.integers(0, 1000), directed=st.booleans())
+def test_lazy_graph_equals_the_networkx_graph(n: int, p: float, s: int, directed: bool) -> None:
+    G = nx.gnp_random_graph(n, p, seed=s, directed=directed)
+    eager = Topology.from_networkx(G, weights="push_sum" if directed else "metropolis")
+    lazy = Topology.from_matrix(eager.W)
+    assert _built(eager) and not _built(lazy)
+    for t in (eager, lazy):
+        g = t.graph
+        assert isinstance(g, nx.DiGraph) and nx.is_frozen(g)
+        assert list(g.nodes()) == list(range(n))
+        assert set(g.edges()) == set(_reference_graph(eager.W).edges())
+        assert nx.number_of_selfloops(g) == 0
+        assert g.graph == {} and all(not d for _, d in g.nodes(data=True))
+        assert all(not d for _, _, d in g.edges(data=True))
+    assert _built(lazy) and lazy.graph is lazy.graph  # built once, then kept
+
+
+def test_constructors_and_properties_do_not_build_the_graph() -> None:
+    made = [tf.topologies.ring(16), tf.topologies.torus(4, 4), tf.topologies.exponential(16),
+            tf.topologies.undirected_exponential(16), tf.topologies.random_regular(16, 4, seed=0),
+            tf.topologies.erdos_renyi(16, 0.5, seed=0), tf.topologies.star(6),
+            tf.topologies.ring(6, weights=tf.mixing.metropolis),  # networkx's graph, dropped
+            tf.topologies.one_peer_exponential(16).at(3), tf.topologies.base_graph(6).at(1),
+            tf.topologies.random_directed(16, 2, seed=0).at(5),
+            Topology.from_adjacency(nx.to_numpy_array(nx.cycle_graph(5)))]
+    for t in made:
+        repr(t), t.in_degree, t.out_degree, t.num_edges, t.is_undirected, t.is_symmetric
+        t.to_torch(), t.to_pyg(), t.to_networkx(), t.to_dense(), t.stochasticity
+        tf.spectral.spectral_gap(t), tf.spectral.algebraic_connectivity(t)
+        if tf.spectral.is_strongly_connected(t):
+            tf.spectral.diameter(t)
+        assert not _built(t), t.name
+        assert set(t.graph.edges()) == set(_reference_graph(t.W).edges())
+
+
+def test_training_does_not_build_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    ring = tf.topologies.ring(8)
+
+    def refuse(W: sp.csr_array) -> nx.DiGraph:
+        raise AssertionError("a run built a networkx graph")
+
+    monkeypatch.setattr(tf.graph, "_graph_from_W", refuse)
+    res = tf.run("dsgd", topology=ring, n_clients=8, rounds=2, batch_size=8, seed=0)
+    assert res.records.series("test_acc_mean")[1].size == 2
+    tf.run("dsgd", topology="ring", n_clients=8, rounds=2, batch_size=8, seed=0)
+    assert not _built(ring)
+    monkeypatch.undo()
+    assert ring.graph.number_of_edges() == 16  # and it can still be asked for
+
+
+def test_from_networkx_keeps_its_graph() -> None:
+    G = nx.DiGraph([(2, 0), (0, 1), (1, 2), (0, 2)])
+    t = Topology.from_networkx(G, weights="uniform")
+    assert _built(t)
+    assert list(t.graph.edges()) == [(0, 1), (0, 2), (1, 2), (2, 0)]  # G's arcs, G's order
+    g = t.graph
+    assert t.reweight("push_sum").graph is not g and t.graph is g
+
+
+def test_graph_can_be_given_or_left_to_w() -> None:
+    W = tf.topologies.ring(5).W
+    t = Topology(None, W, name="r")
+    assert not _built(t) and t.n == 5 and t.num_edges == 5
+    g = nx.freeze(_reference_graph(W))
+    assert Topology(g, W).graph is g
+    with pytest.raises(ValueError, match=r"W must be a square \(n, n\) matrix, got shape "
+                                         r"\(2, 3\)"):
+        Topology(None, sp.csr_array(np.ones((2, 3))))
+    with pytest.raises(TypeError, match=r"graph must be a networkx.DiGraph, got Graph"):
+        Topology(nx.cycle_graph(5), W)  # type: ignore[arg-type]
+
+
+def test_lazy_graph_is_immutable_and_survives_replace() -> None:
+    import dataclasses
+
+    t = tf.topologies.exponential(8)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.graph = nx.DiGraph()  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del t.graph
+    assert not _built(t)
+    u = t._replace(name="x")  # what the constructors use: the graph stays unbuilt
+    assert not _built(u) and u.name == "x" and u.W is t.W and u.weights == "uniform"
+    v = dataclasses.replace(t, name="y")  # builds it (reads every field) and shares it
+    assert _built(t) and v.graph is t.graph and v.name == "y"
+    assert [f.name for f in dataclasses.fields(Topology)] == [
+        "graph", "W", "name", "params", "groups", "weights"]
+    with pytest.raises(nx.NetworkXError):
+        t.graph.add_edge(0, 5)
+    assert not hasattr(Topology, "graph")  # no class-level default: the field is required
+    with pytest.raises(TypeError):
+        Topology(W=t.W)  # type: ignore[call-arg]
+
+
+def test_lazy_graph_built_once_across_threads() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    t = tf.topologies.ring(2000)
+    with ThreadPoolExecutor(4) as pool:
+        graphs = list(pool.map(lambda _: t.graph, range(8)))
+    assert all(g is graphs[0] for g in graphs)
+
+
 # ----------------------------------------------------------------------------- groups
 def test_groups_validated_and_indexed() -> None:
     t = Topology.from_networkx(nx.complete_graph(4), groups=[[2, 0], [1, 3]])

@@ -17,7 +17,7 @@ import numbers
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from threading import Lock
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias, Union
@@ -33,6 +33,7 @@ from topofl._validation import (
     check_graph_size,
     check_int,
     check_matrix,
+    check_memory,
     stochasticity,
 )
 
@@ -54,12 +55,84 @@ def _freeze_csr(W: sp.csr_array) -> sp.csr_array:
 def _graph_from_W(W: sp.csr_array) -> nx.DiGraph:
     n = W.shape[0]
     coo = W.tocoo()
-    off = coo.row != coo.col
+    off = (coo.row != coo.col) & (coo.data > 0)
     G = nx.DiGraph()
     G.add_nodes_from(range(n))
     # W[i, j] > 0  <=>  arc j -> i
     G.add_edges_from(zip(coo.col[off].tolist(), coo.row[off].tolist()))
     return G
+
+
+_GRAPH_LOCK = Lock()
+
+
+class _LazyGraph:
+    """The ``graph`` field of :class:`Topology`: the digraph given to the constructor, or, when
+    it was given ``None``, the one built from ``W`` on first access and then kept.
+
+    A data descriptor, so the field stays a dataclass field (``dataclasses.fields`` lists it,
+    the generated ``__init__`` takes it) while its value lives in the instance's
+    ``__dict__["_graph"]``. Training, spectra and records read ``W`` only: a topology of
+    ``10**6`` nodes then costs its CSR arrays, not a networkx graph of about 2 KB a node.
+    """
+
+    def __get__(self, obj: Topology | None, owner: type | None = None) -> nx.DiGraph:
+        if obj is None:
+            # no class-level value: dataclasses then sees a field without a default
+            raise AttributeError("graph is an attribute of a Topology, not of the class")
+        G: nx.DiGraph | None = obj.__dict__.get("_graph")
+        if G is None:
+            with _GRAPH_LOCK:  # built once even if two threads ask at the same time
+                G = obj.__dict__.get("_graph")
+                if G is None:
+                    G = nx.freeze(_graph_from_W(obj.W))
+                    obj.__dict__["_graph"] = G
+        return G
+
+    def __set__(self, obj: Topology, value: nx.DiGraph | None) -> None:
+        # Only the dataclass __init__ gets here (object.__setattr__); ``t.graph = ...`` is
+        # refused by the frozen dataclass's own __setattr__ first.
+        obj.__dict__["_graph"] = value
+
+
+#: Peak bytes per node and per arc of building a topology's ``W`` from its arcs without a
+#: networkx graph (:meth:`Topology._from_edges`, :meth:`Topology.from_matrix`): the arc
+#: arrays, the COO triplets, the CSR and its checked copy. Measured with ``tracemalloc`` (see
+#: ``tests/topologies/test_size.py``); an upper bound within a factor 4.
+W_BYTES_PER_NODE = 80
+W_BYTES_PER_ARC = 120
+
+
+def w_bytes(n: int, arcs: float) -> float:
+    """Estimated peak bytes of building a topology's ``W`` (``n`` nodes, ``arcs`` arcs) without
+    a networkx graph: the ``W`` counterpart of :func:`topofl._validation.graph_bytes`."""
+    return float(W_BYTES_PER_NODE) * n + float(W_BYTES_PER_ARC) * arcs
+
+
+def check_w_size(n: int, arcs: float, what: str) -> None:
+    """Refuse, before anything is allocated, a topology whose ``W`` (``n`` nodes, ``arcs`` arcs,
+    each direction counted) would not fit in memory; for constructors that build no graph.
+
+    Examples
+    --------
+    >>> tf.graph.check_w_size(10**10, 2 * 10**10, "ring(n=10000000000)")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ring(n=10000000000) needs about 2.91 TiB of memory (estimated), but only ...
+    """
+    check_memory(w_bytes(n, arcs), what)
+
+
+def _undirected_arcs(n: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both arcs of every distinct edge ``{u[e], v[e]}``, self-loops dropped: ``(src, dst)``,
+    int64, the edges sorted, all ``a -> b`` (``a < b``) first, then all ``b -> a``."""
+    a = np.minimum(u, v).astype(np.int64)
+    b = np.maximum(u, v).astype(np.int64)
+    keep = a != b
+    key = np.sort(a[keep] * n + b[keep])
+    key = key[np.concatenate([key[:1] == key[:1], key[1:] != key[:-1]])]  # np.unique, unhashed
+    a, b = np.divmod(key, n)
+    return np.concatenate([a, b]), np.concatenate([b, a])
 
 
 def _canonical_groups(
@@ -98,7 +171,12 @@ class Topology:
     ----------
     graph : networkx.DiGraph
         Frozen digraph on the nodes ``0..n-1`` with an arc ``j -> i`` iff ``W[i, j] > 0``
-        (``i != j``); no self-loops. An undirected graph is stored with both arcs.
+        (``i != j``); no self-loops. An undirected graph is stored with both arcs. Built from
+        ``W`` on first access and then kept, unless one was given (:meth:`from_networkx`
+        keeps its input's arcs in their order): training, spectra and records read ``W``
+        only, so a topology costs ``W``'s CSR arrays, ``O(n + arcs)`` numbers, until someone
+        asks for its networkx graph (about 2 KB a node). ``Topology(None, W, ...)`` leaves it
+        to be built from ``W``.
     W : scipy.sparse.csr_array
         ``(n, n)`` float64 mixing matrix, read-only, ``x_{t+1} = W x_t``.
     name : str
@@ -124,12 +202,26 @@ class Topology:
     (2.0, 8)
     """
 
-    graph: nx.DiGraph
+    if TYPE_CHECKING:
+        graph: nx.DiGraph
+    else:
+        graph: nx.DiGraph = _LazyGraph()  # required: the descriptor gives no default
     W: sp.csr_array
     name: str = "custom"
     params: Mapping[str, Any] = field(default_factory=dict)
     groups: tuple[tuple[int, ...], ...] | None = None
     weights: str = "custom"
+
+    if TYPE_CHECKING:  # the __init__ dataclass writes, with the None that _LazyGraph takes
+        def __init__(
+            self,
+            graph: nx.DiGraph | None,
+            W: sp.csr_array,
+            name: str = "custom",
+            params: Mapping[str, Any] = ...,
+            groups: tuple[tuple[int, ...], ...] | None = None,
+            weights: str = "custom",
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         # Canonicalise once here; the public constructors pass already-checked inputs, so
@@ -137,16 +229,21 @@ class Topology:
         # time-varying graph builds one).
         hint = ("build a Topology with Topology.from_matrix, from_networkx, from_adjacency "
                 "or a constructor of topofl.topologies")
-        if not isinstance(self.graph, nx.DiGraph):
-            raise TypeError(f"graph must be a networkx.DiGraph, got "
-                            f"{type(self.graph).__name__} {self.graph!r} ({hint})"[:300])
+        graph = self.__dict__["_graph"]  # not self.graph: that would build it
+        if graph is not None and not isinstance(graph, nx.DiGraph):
+            raise TypeError(f"graph must be a networkx.DiGraph, got {type(graph).__name__} "
+                            f"{graph!r} (or None: built from W when asked for; {hint})"[:300])
         if not isinstance(self.W, sp.csr_array):
             raise TypeError(f"W must be a scipy.sparse.csr_array, got {type(self.W).__name__} "
                             f"({hint})")
-        n = self.graph.number_of_nodes()
-        if self.W.shape != (n, n):
-            raise ValueError(f"W must have shape (n, n) = ({n}, {n}) for a graph of {n} nodes, "
-                             f"got {self.W.shape} ({hint})")
+        if graph is not None:
+            n = graph.number_of_nodes()
+            if self.W.shape != (n, n):
+                raise ValueError(f"W must have shape (n, n) = ({n}, {n}) for a graph of {n} "
+                                 f"nodes, got {self.W.shape} ({hint})")
+        elif self.W.ndim != 2 or self.W.shape[0] != self.W.shape[1]:
+            raise ValueError(f"W must be a square (n, n) matrix, got shape {self.W.shape} "
+                             f"({hint})")
         if not isinstance(self.params, Mapping):
             raise TypeError(f"params must be a mapping, got {type(self.params).__name__}")
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
@@ -165,6 +262,9 @@ class Topology:
         groups: Iterable[Iterable[int]] | None = None,
     ) -> Topology:
         """Build a topology from a networkx graph and a weight scheme.
+
+        The topology's :attr:`graph` is built here, with ``G``'s arcs in ``G``'s order, and
+        kept (the constructors of :mod:`topofl.topologies` keep only ``W``).
 
         Parameters
         ----------
@@ -198,6 +298,22 @@ class Topology:
         >>> t.is_doubly_stochastic, t.num_edges
         (True, 2)
         """
+        return cls._from_networkx(G, weights, keep_graph=True, name=name, params=params,
+                                  groups=groups)
+
+    @classmethod
+    def _from_networkx(
+        cls,
+        G: nx.Graph,
+        weights: str | Callable[[nx.Graph], Any],
+        *,
+        keep_graph: bool,
+        name: str = "custom",
+        params: Mapping[str, Any] | None = None,
+        groups: Iterable[Iterable[int]] | None = None,
+    ) -> Topology:
+        # from_networkx; keep_graph=False builds no digraph now (graph is built from W when
+        # asked for; W has exactly G's arcs, checked below), for callers whose G is their own.
         n = check_graph(G)
         if n == 0:
             raise ValueError("G must have at least one node, got an empty graph")
@@ -205,28 +321,52 @@ class Topology:
         W = check_matrix(scheme(G), name="W returned by the weight scheme")
         if W.shape[0] != n:
             raise ValueError(f"the weight scheme returned a {W.shape} matrix for a graph of n={n}")
-        graph = nx.DiGraph()
-        graph.add_nodes_from(range(n))
         n_, src, dst = mixing.arcs(G)
-        graph.add_edges_from(zip(src.tolist(), dst.tolist()))
         # Every arc of G must carry weight and W must not invent arcs.
         if not _same_arcs(n, src, dst, W):
             raise ValueError(
                 "the weight scheme returned a W whose off-diagonal sparsity differs from the "
                 "graph's arcs (W[i, j] > 0 must hold iff j -> i)"
             )
+        graph = None
+        if keep_graph:
+            graph = nx.DiGraph()
+            graph.add_nodes_from(range(n))
+            graph.add_edges_from(zip(src.tolist(), dst.tolist()))
+            graph = nx.freeze(graph)
         scheme_name = (
             weights if isinstance(weights, str) else getattr(weights, "__name__", "custom")
         )
         p = {} if params is None else dict(params)
         return cls(
-            graph=nx.freeze(graph),
+            graph=graph,
             W=_freeze_csr(W),
             name=name,
             params=p,
             groups=_canonical_groups(groups, n),
             weights=scheme_name,
         )
+
+    @classmethod
+    def _from_edges(
+        cls,
+        n: int,
+        u: np.ndarray,
+        v: np.ndarray,
+        weights: str,
+        *,
+        name: str,
+        params: Mapping[str, Any],
+    ) -> Topology:
+        # The undirected graph on 0..n-1 with the edges {u[e], v[e]} (repeats and self-loops
+        # dropped) and a scheme of mixing._has_arc_form, built from arrays: the same W, bit for
+        # bit, as from_networkx on a networkx graph with these edges (tests/topologies check
+        # it), and no graph until one is asked for. Inputs are trusted (constructors' own).
+        src, dst = _undirected_arcs(n, u, v)
+        W = check_matrix(mixing._from_arcs(weights, n, src, dst),
+                         name="W returned by the weight scheme")
+        return cls(graph=None, W=_freeze_csr(W), name=name, params=dict(params),
+                   weights=weights)
 
     @classmethod
     def from_matrix(
@@ -237,7 +377,7 @@ class Topology:
         params: Mapping[str, Any] | None = None,
         groups: Iterable[Iterable[int]] | None = None,
     ) -> Topology:
-        """Build a topology from a mixing matrix; the graph is read from its sparsity.
+        """Build a topology from a mixing matrix; the graph is its sparsity, built when asked for.
 
         Parameters
         ----------
@@ -259,7 +399,7 @@ class Topology:
                             f"{type(W).__name__}: build it with Topology.from_networkx")
         M = check_matrix(W)
         return cls(
-            graph=nx.freeze(_graph_from_W(M)),
+            graph=None,  # built from W when asked for
             W=_freeze_csr(M),
             name=name,
             params={} if params is None else dict(params),
@@ -318,7 +458,8 @@ class Topology:
         G: nx.Graph = nx.Graph() if symmetric else nx.DiGraph()
         G.add_nodes_from(range(n))
         G.add_edges_from(zip(coo.row.tolist(), coo.col.tolist()))
-        return cls.from_networkx(G, weights, name=name, params=params, groups=groups)
+        return cls._from_networkx(G, weights, keep_graph=False, name=name, params=params,
+                                  groups=groups)
 
     @classmethod
     def from_pyg(
@@ -416,7 +557,7 @@ class Topology:
                     "weights (torch_geometric.utils.add_self_loops), or pass a weights scheme "
                     "(weights='metropolis') to have them set", UserWarning, stacklevel=2)
             return cls(
-                graph=nx.freeze(_graph_from_W(M)),
+                graph=None,  # built from W when asked for
                 W=_freeze_csr(M),
                 name=name,
                 params={} if params is None else dict(params),
@@ -439,6 +580,15 @@ class Topology:
         return Topology.from_networkx(
             self.graph, weights, name=self.name, params=self.params, groups=self.groups
         )
+
+    def _replace(self, **changes: Any) -> Topology:
+        # dataclasses.replace(self, **changes) without building the graph: one not built yet
+        # is left for the copy to build from its W when asked for.
+        kw: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
+                              if f.name != "graph"}
+        kw["graph"] = self.__dict__["_graph"]
+        kw.update(changes)
+        return type(self)(**kw)
 
     # ------------------------------------------------------------------ conversions
     def to_networkx(self) -> nx.DiGraph:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from fractions import Fraction
+from typing import TypeGuard
 
 import networkx as nx
 import numpy as np
@@ -129,25 +130,90 @@ def _exact_complement(n: int, rows: np.ndarray, denoms: np.ndarray) -> np.ndarra
     return out
 
 
-def _symmetric(
-    G: nx.Graph, scheme: str, denominators: Callable[[np.ndarray, np.ndarray], np.ndarray]
+def _symmetric_W(
+    n: int, src: np.ndarray, dst: np.ndarray,
+    denominators: Callable[[np.ndarray, np.ndarray], np.ndarray],
 ) -> sp.csr_array:
-    """A symmetric scheme: ``W_ij = 1 / k_ij`` on every arc with ``k = denominators(deg[src],
-    deg[dst])`` (integers, one per arc), the diagonal the exact complement of each row."""
-    n, src, dst = _symmetric_arcs(G, scheme)
+    # W_ij = 1 / k_ij on every arc, k = denominators(deg[src], deg[dst]) (integers, one per
+    # arc), the diagonal the exact complement of each row. Every step is elementwise or
+    # order-free (bincount, unique, COO -> CSR without duplicates): the same arcs in any order
+    # give the same bits.
     deg = np.bincount(src, minlength=n)
     k = denominators(deg[src], deg[dst])
     return _assemble(n, dst, src, 1.0 / k, _exact_complement(n, dst, k))
 
 
-def _one_sided(G: nx.Graph, side: str) -> sp.csr_array:
-    """``1 / (1 + d)`` on every arc and on the diagonal, with ``d`` the in-degree of the
-    receiver (``side="in"``: rows sum to 1) or the out-degree of the sender (``"out"``:
-    columns do)."""
-    n, src, dst = arcs(G)
+def _one_sided_W(n: int, src: np.ndarray, dst: np.ndarray, side: str) -> sp.csr_array:
+    # 1 / (1 + d) on every arc and on the diagonal, d the in-degree of the receiver
+    # (side="in": rows sum to 1) or the out-degree of the sender ("out": columns do).
     node = dst if side == "in" else src
     deg = np.bincount(node, minlength=n)
     return _assemble(n, dst, src, 1.0 / (1.0 + deg[node]), 1.0 / (1.0 + deg))
+
+
+def _metropolis_k(d_src: np.ndarray, d_dst: np.ndarray) -> np.ndarray:
+    k: np.ndarray = 1 + np.maximum(d_src, d_dst)
+    return k
+
+
+def _max_degree_k(d_src: np.ndarray, d_dst: np.ndarray) -> np.ndarray:
+    # the largest degree of an arc's end is the graph's (isolated nodes have degree 0)
+    return np.full(d_src.shape, 1 + int(d_src.max(initial=0)))
+
+
+#: The denominators ``k_ij`` (``W_ij = 1 / k_ij``) of the symmetric schemes.
+_DENOMINATORS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "metropolis": _metropolis_k,
+    "metropolis_hastings": np.maximum,
+    "max_degree": _max_degree_k,
+}
+
+
+def _symmetric(G: nx.Graph, scheme: str) -> sp.csr_array:
+    """A symmetric scheme on the arcs of ``G`` (which must be undirected or symmetric)."""
+    n, src, dst = _symmetric_arcs(G, scheme)
+    return _symmetric_W(n, src, dst, _DENOMINATORS[scheme])
+
+
+def _one_sided(G: nx.Graph, side: str) -> sp.csr_array:
+    """A one-sided scheme (``side="in"``: ``uniform``, ``"out"``: ``push_sum``) on ``G``."""
+    n, src, dst = arcs(G)
+    return _one_sided_W(n, src, dst, side)
+
+
+def _from_arcs(weights: str, n: int, src: np.ndarray, dst: np.ndarray) -> sp.csr_array:
+    """The ``W`` of the scheme named ``weights`` on the arcs ``src -> dst``, without networkx.
+
+    The same matrix, bit for bit, as ``SCHEMES[weights](G)`` for a graph ``G`` on the nodes
+    ``0..n-1`` whose arcs are exactly these, in any order: constructors that know their arcs
+    use it to skip building a graph.
+
+    Parameters
+    ----------
+    weights : str
+        A name :func:`_has_arc_form` accepts.
+    n : int
+        Number of nodes.
+    src, dst : numpy.ndarray
+        ``(m,)`` int64 arrays: the arcs ``src[e] -> dst[e]``, no self-loops and no arc twice
+        (trusted, not checked). The symmetric schemes need every arc's reverse among them.
+
+    Returns
+    -------
+    scipy.sparse.csr_array
+        ``(n, n)`` float64, sorted indices, no explicit zeros.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> src, dst = np.array([0, 1, 1, 2]), np.array([1, 0, 2, 1])  # the path 0 - 1 - 2
+    >>> W = tf.mixing._from_arcs("metropolis", 3, src, dst)
+    >>> (W != tf.mixing.metropolis(nx.path_graph(3))).nnz
+    0
+    """
+    if weights in _DENOMINATORS:
+        return _symmetric_W(n, src, dst, _DENOMINATORS[weights])
+    return _one_sided_W(n, src, dst, {"uniform": "in", "push_sum": "out"}[weights])
 
 
 def metropolis(G: nx.Graph) -> sp.csr_array:
@@ -175,7 +241,7 @@ def metropolis(G: nx.Graph) -> sp.csr_array:
            [0.3333, 0.3333, 0.3333],
            [0.    , 0.3333, 0.6667]])
     """
-    return _symmetric(G, "metropolis", lambda d_src, d_dst: 1 + np.maximum(d_src, d_dst))
+    return _symmetric(G, "metropolis")
 
 
 def metropolis_hastings(G: nx.Graph) -> sp.csr_array:
@@ -198,7 +264,7 @@ def metropolis_hastings(G: nx.Graph) -> sp.csr_array:
            [0.5, 0. , 0.5],
            [0. , 0.5, 0.5]])
     """
-    return _symmetric(G, "metropolis_hastings", np.maximum)
+    return _symmetric(G, "metropolis_hastings")
 
 
 def max_degree(G: nx.Graph) -> sp.csr_array:
@@ -215,9 +281,7 @@ def max_degree(G: nx.Graph) -> sp.csr_array:
            [0.3333, 0.6667, 0.    ],
            [0.3333, 0.    , 0.6667]])
     """
-    # the largest degree of an arc's end is the graph's (isolated nodes have degree 0)
-    return _symmetric(G, "max_degree",
-                      lambda d_src, d_dst: np.full(d_src.shape, 1 + int(d_src.max(initial=0))))
+    return _symmetric(G, "max_degree")
 
 
 def uniform(G: nx.Graph) -> sp.csr_array:
@@ -267,6 +331,24 @@ SCHEMES: dict[str, Callable[[nx.Graph], sp.csr_array]] = {
     "uniform": uniform,
     "push_sum": push_sum,
 }
+
+_BUILTIN: dict[str, Callable[[nx.Graph], sp.csr_array]] = dict(SCHEMES)
+
+
+def _has_arc_form(weights: object) -> TypeGuard[str]:
+    """Whether :func:`_from_arcs` computes the scheme ``weights`` (else it needs a graph).
+
+    True for the name of a scheme of :data:`SCHEMES` still bound to topofl's own function;
+    False for a callable, an unknown name, or a name rebound to another function.
+
+    Examples
+    --------
+    >>> tf.mixing._has_arc_form("metropolis"), tf.mixing._has_arc_form(tf.mixing.metropolis)
+    (True, False)
+    """
+    return isinstance(weights, str) and weights in _BUILTIN and SCHEMES.get(weights) is (
+        _BUILTIN[weights])
+
 
 #: The stochasticity each named scheme guarantees.
 SCHEME_KIND: dict[str, str] = {

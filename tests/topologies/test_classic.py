@@ -171,3 +171,104 @@ def test_circulant_identical_to_edge_by_edge(n: int, data: st.DataObject, weight
     offsets = data.draw(st.lists(st.integers(1, n - 1), min_size=1, max_size=4))
     ref = tf.Topology.from_networkx(_edge_by_edge_circulant(n, offsets), weights)
     assert_bit_identical(circulant(n, offsets, weights=weights), ref)
+
+
+# ---------------------------------------------------------------------------- W without networkx
+# Issue 43: with a named scheme the classic constructors build W from numpy edge arrays. The
+# slow reference is the construction they used before: the networkx graph and from_networkx.
+_SCHEMES = sorted(tf.mixing.SCHEMES)
+
+
+def assert_same_topology(t: tf.Topology, ref: tf.Topology) -> None:
+    """Bit-identical W (values, sparsity, index dtypes), the same arcs, name, params, weights."""
+    assert t.__dict__["_graph"] is None  # the constructor built no graph
+    assert_bit_identical(t, ref)  # builds t.graph from W
+    assert t.W.shape == ref.W.shape and t.W.data.tobytes() == ref.W.data.tobytes()
+    assert (t.name, dict(t.params), t.weights, t.groups) == (
+        ref.name, dict(ref.params), ref.weights, ref.groups)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 200), weights=st.sampled_from(_SCHEMES))
+def test_ring_identical_to_networkx(n: int, weights: str) -> None:
+    ref = tf.Topology.from_networkx(nx.cycle_graph(n), weights, name="ring", params={"n": n})
+    assert_same_topology(ring(n, weights=weights), ref)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 60), weights=st.sampled_from(_SCHEMES))
+def test_star_and_complete_identical_to_networkx(n: int, weights: str) -> None:
+    ref = tf.Topology.from_networkx(nx.star_graph(n - 1), weights, name="star", params={"n": n})
+    assert_same_topology(star(n, weights=weights), ref)
+    ref = tf.Topology.from_networkx(nx.complete_graph(n), weights, name="complete",
+                                    params={"n": n})
+    assert_same_topology(complete(n, weights=weights), ref)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 12), cols=st.integers(1, 12), weights=st.sampled_from(_SCHEMES))
+def test_torus_and_grid_identical_to_networkx(rows: int, cols: int, weights: str) -> None:
+    from topofl.topologies.classic import _grid_graph
+
+    for periodic, make in ((True, torus), (False, grid)):
+        ref = tf.Topology.from_networkx(_grid_graph(rows, cols, periodic), weights,
+                                        name=make.__name__, params={"rows": rows, "cols": cols})
+        assert_same_topology(make(rows, cols, weights=weights), ref)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 80), data=st.data(), weights=st.sampled_from(_SCHEMES))
+def test_circulant_identical_to_networkx(n: int, data: st.DataObject, weights: str) -> None:
+    offsets = data.draw(st.lists(st.integers(1, n - 1), min_size=1, max_size=5))
+    offs = sorted(set(offsets))
+    ref = tf.Topology.from_networkx(nx.circulant_graph(n, offs), weights, name="circulant",
+                                    params={"n": n, "offsets": offs})
+    assert_same_topology(circulant(n, offsets, weights=weights), ref)
+
+
+@pytest.mark.parametrize("n", [10**4 + 1, 65_536])
+def test_large_ring_identical_to_networkx(n: int) -> None:
+    ref = tf.Topology.from_networkx(nx.cycle_graph(n), "metropolis", name="ring",
+                                    params={"n": n})
+    assert_same_topology(ring(n), ref)
+
+
+@pytest.mark.parametrize("make", [
+    lambda w: ring(7, weights=w), lambda w: torus(3, 4, weights=w), lambda w: grid(2, 5, weights=w),
+    lambda w: star(5, weights=w), lambda w: complete(4, weights=w),
+    lambda w: circulant(9, [2, 3], weights=w)])
+def test_weight_functions_still_get_the_networkx_graph(make) -> None:  # type: ignore[no-untyped-def]
+    seen: list[nx.Graph] = []
+
+    def scheme(G: nx.Graph) -> object:
+        seen.append(G)
+        return tf.mixing.metropolis(G)
+
+    t = make(scheme)
+    assert len(seen) == 1 and isinstance(seen[0], nx.Graph) and t.weights == "scheme"
+    assert t.__dict__["_graph"] is None  # the constructor's networkx graph is not kept
+    assert_bit_identical(t, make("metropolis"))
+
+
+def test_a_rebound_scheme_name_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A name whose SCHEMES entry was replaced is not topofl's rule any more: networkx path.
+    monkeypatch.setitem(tf.mixing.SCHEMES, "metropolis", tf.mixing.max_degree)
+    assert_bit_identical(star(5), star(5, weights="max_degree"))
+    with pytest.raises(ValueError, match=r"weights must be one of"):
+        ring(5, weights="nope")
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 30), p=st.floats(0, 1), s=st.integers(0, 1000),
+       weights=st.sampled_from(_SCHEMES))
+def test_scheme_from_arcs_in_any_order_is_the_scheme(n: int, p: float, s: int,
+                                                     weights: str) -> None:
+    # What the constructors rely on: the schemes' W depends on the set of arcs, not their order.
+    directed = weights in ("uniform", "push_sum") and s % 2 == 1
+    G = nx.gnp_random_graph(n, p, seed=s, directed=directed)
+    _, src, dst = tf.mixing.arcs(G)
+    perm = np.random.default_rng(s).permutation(src.size)
+    W = tf.mixing._from_arcs(weights, n, src[perm], dst[perm])
+    ref = tf.mixing.SCHEMES[weights](G)
+    for a, b in ((W.data, ref.data), (W.indices, ref.indices), (W.indptr, ref.indptr)):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -329,3 +330,37 @@ def test_undirected_exponential_in_registry_and_bad_n() -> None:
         undirected_exponential(1)
     with pytest.raises(TypeError):
         undirected_exponential(10.0)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------- W without networkx
+# Issue 43: undirected_exponential builds W from numpy edge arrays (before: nx.circulant_graph and
+# from_networkx, kept here as the slow reference); exponential keeps only W.
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 300))
+def test_undirected_exponential_identical_to_networkx(n: int) -> None:
+    from topofl.topologies.exponential import _exponential_offsets
+
+    G = nx.circulant_graph(n, [d for d in _exponential_offsets(n) if d <= n // 2])
+    ref = tf.Topology.from_networkx(G, "metropolis", name="undirected_exponential",
+                                    params={"n": n})
+    t = tf.topologies.undirected_exponential(n)
+    assert t.__dict__["_graph"] is None
+    for a, b in ((t.W.data, ref.W.data), (t.W.indices, ref.W.indices),
+                 (t.W.indptr, ref.W.indptr)):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert set(t.graph.edges()) == set(ref.graph.edges())
+    assert (t.name, dict(t.params), t.weights) == (ref.name, dict(ref.params), ref.weights)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 300))
+def test_exponential_graph_built_from_w_is_the_networkx_graph(n: int) -> None:
+    t = tf.topologies.exponential(n)
+    assert t.__dict__["_graph"] is None and t.weights == "uniform"
+    tau = (n - 1).bit_length()
+    G = nx.DiGraph()
+    G.add_nodes_from(range(n))
+    G.add_edges_from((i, (i + 2**k) % n) for i in range(n) for k in range(tau)
+                     if (i + 2**k) % n != i)
+    assert nx.is_frozen(t.graph) and list(t.graph.nodes()) == list(range(n))
+    assert set(t.graph.edges()) == set(G.edges())

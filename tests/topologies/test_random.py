@@ -101,3 +101,77 @@ def test_watts_strogatz() -> None:
         watts_strogatz(10, 10, 0.1, seed=0)
     with pytest.raises(ValueError, match="n must be >= 3"):
         watts_strogatz(2, 2, 0.1, seed=0)
+
+
+# ---------------------------------------------------------------------------- the same draws
+# Issue 43: the random constructors keep networkx's draws and only W (no digraph). The slow
+# reference is their construction before it: the same draws, then Topology.from_networkx.
+def _networkx_reference(family: str, n: int, *args: object, seed: int,
+                        connected: bool = True, weights: str = "metropolis") -> tf.Topology:
+    from topofl.topologies.random import _draw_connected
+
+    rng = np.random.default_rng(seed)
+    params: dict[str, object] = {"n": n}
+    if family == "random_regular":
+        (d,) = args
+        params |= {"d": d, "seed": seed}
+        if connected and d == 2:
+            order = rng.permutation(n).tolist()
+            G = nx.Graph()
+            G.add_nodes_from(range(n))
+            G.add_edges_from(zip(order, order[1:] + order[:1]))
+        else:
+            G = _draw_connected(lambda: nx.random_regular_graph(d, n, seed=rng),
+                                connected=connected, max_tries=100, what="", hint="")
+    elif family == "erdos_renyi":
+        (p,) = args
+        params |= {"p": p, "seed": seed}
+        G = _draw_connected(lambda: nx.gnp_random_graph(n, p, seed=rng), connected=connected,
+                            max_tries=100, what="", hint="")
+    else:
+        k, p = args
+        params |= {"k": k, "p": p, "seed": seed}
+        G = _draw_connected(lambda: nx.watts_strogatz_graph(n, k, p, seed=rng),
+                            connected=connected, max_tries=100, what="", hint="")
+    return tf.Topology.from_networkx(G, weights, name=family, params=params)
+
+
+def _assert_same(t: tf.Topology, ref: tf.Topology) -> None:
+    assert t.__dict__["_graph"] is None  # no digraph kept by the constructor
+    for a, b in ((t.W.data, ref.W.data), (t.W.indices, ref.W.indices),
+                 (t.W.indptr, ref.W.indptr)):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert set(t.graph.edges()) == set(ref.graph.edges())
+    assert list(t.graph.nodes()) == list(ref.graph.nodes())
+    assert (t.name, dict(t.params), t.weights) == (ref.name, dict(ref.params), ref.weights)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(3, 60), d=st.integers(2, 7), s=st.integers(0, 10_000),
+       weights=st.sampled_from(sorted(tf.mixing.SCHEMES)))
+def test_random_regular_identical_to_networkx(n: int, d: int, s: int, weights: str) -> None:
+    if d >= n or (n * d) % 2:
+        return
+    _assert_same(random_regular(n, d, seed=s, weights=weights),
+                 _networkx_reference("random_regular", n, d, seed=s, weights=weights))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 2024])
+@pytest.mark.parametrize(("n", "d", "connected"), [
+    (1000, 10, True), (500, 2, True), (501, 2, True), (40, 2, False), (12, 1, False),
+    (9, 0, False), (200, 3, True)])
+def test_random_regular_seeds_identical_to_networkx(seed: int, n: int, d: int,
+                                                    connected: bool) -> None:
+    _assert_same(random_regular(n, d, seed=seed, connected=connected),
+                 _networkx_reference("random_regular", n, d, seed=seed, connected=connected))
+
+
+@pytest.mark.parametrize("seed", [0, 3, 11])
+def test_erdos_renyi_and_watts_strogatz_identical_to_networkx(seed: int) -> None:
+    _assert_same(erdos_renyi(60, 0.15, seed=seed),
+                 _networkx_reference("erdos_renyi", 60, 0.15, seed=seed))
+    _assert_same(erdos_renyi(30, 0.05, seed=seed, connected=False, weights="push_sum"),
+                 _networkx_reference("erdos_renyi", 30, 0.05, seed=seed, connected=False,
+                                     weights="push_sum"))
+    _assert_same(watts_strogatz(50, 4, 0.2, seed=seed),
+                 _networkx_reference("watts_strogatz", 50, 4, 0.2, seed=seed))

@@ -1,7 +1,12 @@
-"""Graphs too large for memory are refused before networkx allocates them (issue 13)."""
+"""Graphs too large for memory are refused before networkx allocates them (issue 13).
+
+Constructors that build ``W`` from arrays (no networkx graph, issue 43) size themselves with
+``topofl.graph.w_bytes``; those that still draw a networkx graph with ``graph_bytes``.
+"""
 
 from __future__ import annotations
 
+import gc
 import time
 import tracemalloc
 
@@ -9,6 +14,7 @@ import pytest
 
 import topofl as tf
 from topofl import _validation as V
+from topofl.graph import w_bytes
 from topofl.topologies import _registry as R
 
 CASES = [
@@ -38,7 +44,7 @@ def test_huge_graphs_refused_at_once(fn, args, kw) -> None:  # type: ignore[no-u
                                   "exponential:n=1e10", "dcliques:n=1e10"])
 def test_huge_specs_refused_at_once(spec: str) -> None:
     t0 = time.perf_counter()
-    with pytest.raises(ValueError, match=r"needs about .* TiB of memory \(estimated\)"):
+    with pytest.raises(ValueError, match=r"needs about .* [GT]iB of memory \(estimated\)"):
         tf.topologies.build(spec)
     assert time.perf_counter() - t0 < 1.0
 
@@ -51,32 +57,58 @@ def test_spec_floats_for_int_parameters() -> None:
 
 
 def test_refusal_follows_the_available_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    # ring(1000): 1000 * 1500 + 2000 * 400 = 2.3e6 bytes estimated.
-    assert V.graph_bytes(1000, 2000) == 2.3e6
-    monkeypatch.setattr(V, "available_memory", lambda: 2_300_000)
+    # ring(1000), W without a graph: 1000 * 80 + 2000 * 120 = 3.2e5 bytes estimated.
+    assert w_bytes(1000, 2000) == 3.2e5
+    monkeypatch.setattr(V, "available_memory", lambda: 320_000)
     assert tf.topologies.ring(1000).n == 1000
-    monkeypatch.setattr(V, "available_memory", lambda: 2_299_999)
-    with pytest.raises(ValueError, match=r"ring\(n=1000\) needs about 2.19 MiB of memory "
-                                         r"\(estimated\), but only 2.19 MiB is available"):
+    monkeypatch.setattr(V, "available_memory", lambda: 319_999)
+    with pytest.raises(ValueError, match=r"ring\(n=1000\) needs about 312 KiB of memory "
+                                         r"\(estimated\), but only 312 KiB is available"):
         tf.topologies.ring(1000)
+    # a weight function takes a networkx graph: the graph's estimate, 2.3e6 bytes
+    assert V.graph_bytes(1000, 2000) == 2.3e6
+    with pytest.raises(ValueError, match=r"ring\(n=1000\) needs about 2.19 MiB of memory"):
+        tf.topologies.ring(1000, weights=tf.mixing.metropolis)
     monkeypatch.setattr(V, "available_memory", lambda: None)  # unknown: never refused
     assert tf.topologies.ring(1000).n == 1000
 
 
-@pytest.mark.parametrize(("fn", "args", "kw", "n", "arcs"), [
-    (tf.topologies.ring, (20000,), {}, 20000, 40000),
-    (tf.topologies.complete, (300,), {}, 300, 300 * 299),
-    (tf.topologies.random_regular, (5000, 8), {"seed": 0}, 5000, 40000),
-    (tf.topologies.torus, (100, 100), {}, 10000, 40000),
+def test_a_ring_of_ten_million_is_no_longer_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 43: ring(10**7) was refused for 21.4 GiB (a networkx graph of ~2 KB a node); its W
+    # is estimated at 3.2e9 bytes (measured at 10**6: 56 B a node kept, 232 B a node at peak).
+    monkeypatch.setattr(V, "available_memory", lambda: 4 * 2**30)
+    with pytest.raises(ValueError, match=r"ring\(n=10000000\) needs about 21.4 GiB"):
+        tf.topologies.ring(10**7, weights=tf.mixing.metropolis)  # a function: networkx's graph
+    built: list[int] = []
+    monkeypatch.setattr(tf.Topology, "_from_edges",
+                        classmethod(lambda cls, n, u, v, w, **kw: built.append(n)))
+    tf.topologies.ring(10**7)  # passes the check (W itself is not built here: 2.3 GB)
+    assert built == [10**7]
+    with pytest.raises(ValueError, match=r"ring\(n=100000000\) needs about 29.8 GiB"):
+        tf.topologies.ring(10**8)  # W's own estimate still refuses what cannot fit
+
+
+@pytest.mark.parametrize(("fn", "args", "kw", "n", "arcs", "estimate"), [
+    (tf.topologies.ring, (20000,), {}, 20000, 40000, w_bytes),
+    (tf.topologies.complete, (300,), {}, 300, 300 * 299, w_bytes),
+    (tf.topologies.torus, (100, 100), {}, 10000, 40000, w_bytes),
+    (tf.topologies.exponential, (20000,), {}, 20000, 20000 * 15, w_bytes),
+    (tf.topologies.undirected_exponential, (20000,), {}, 20000, 2 * 20000 * 15, w_bytes),
+    (tf.topologies.random_regular, (20000, 2), {"seed": 0}, 20000, 40000, w_bytes),
+    (tf.topologies.random_regular, (5000, 8), {"seed": 0}, 5000, 40000, V.graph_bytes),
+    (tf.topologies.ring, (5000,), {"weights": tf.mixing.metropolis}, 5000, 10000,
+     V.graph_bytes),
 ])
-def test_estimate_bounds_the_measured_peak(fn, args, kw, n, arcs) -> None:  # type: ignore[no-untyped-def]
+def test_estimate_bounds_the_measured_peak(fn, args, kw, n, arcs, estimate) -> None:  # type: ignore[no-untyped-def]
+    fn(*args, **kw)  # once first: imports and caches are not the constructor's memory
+    gc.collect()
     tracemalloc.start()
     try:
         fn(*args, **kw)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    est = V.graph_bytes(n, arcs)
+    est = estimate(n, arcs)
     # An upper bound, and not a wildly loose one.
     assert peak <= est <= 4 * peak
 
@@ -88,6 +120,6 @@ def test_available_memory_is_positive_here() -> None:
 
 def test_registry_lower_bound_uses_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[int, float, str]] = []
-    monkeypatch.setattr(R, "check_graph_size", lambda n, a, w: calls.append((n, a, w)))
+    monkeypatch.setattr(R, "check_w_size", lambda n, a, w: calls.append((n, a, w)))
     tf.topologies.build("ring:n=5")
     assert calls == [(5, 10, "ring on n=5 nodes")]

@@ -17,8 +17,8 @@ import numpy as np
 from topofl._rng import Seed
 from topofl._spec import parse_spec as _parse_spec
 from topofl._spec import parse_value
-from topofl._validation import check_graph_size, did_you_mean_each, unknown_name
-from topofl.graph import GraphLike
+from topofl._validation import did_you_mean_each, unknown_name
+from topofl.graph import GraphLike, check_w_size
 
 __all__ = ["Param", "GraphFamily", "Registry", "REGISTRY", "register", "parse_spec", "check_spec",
            "build"]
@@ -309,10 +309,10 @@ def build(spec: str, *, seed: Seed = 0, n: int | None = None,
     Topology(name='ring', n=6, edges=6, undirected, doubly stochastic, params={'n': 6})
     >>> tf.topologies.build("ring:n=6e0").n, tf.topologies.build("ring", n=5).n
     (6, 5)
-    >>> tf.topologies.build("ring:n=1e9")  # doctest: +ELLIPSIS
+    >>> tf.topologies.build("ring:n=1e10")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: graph spec 'ring:n=1e9': ring on n=1000000000 nodes needs about 2.09 TiB ...
+    ValueError: graph spec 'ring:n=1e10': ring on n=10000000000 nodes needs about 2.91 TiB ...
     """
     family, kwargs = check_spec(spec)
     return build_checked(spec, family, kwargs, seed=seed, n=n,
@@ -334,10 +334,10 @@ def build_checked(spec: str, family: GraphFamily, kwargs: Mapping[str, Any], *, 
             kwargs["n"] = int(n)
         size = kwargs.get("n")
         if isinstance(size, int) and not isinstance(size, bool) and size > 0:
-            # A lower bound for every family (n nodes, a ring's 2n arcs), checked before the
-            # family's own constructor runs its exact estimate.
+            # A lower bound for every family (the W of n nodes and a ring's 2n arcs), checked
+            # before the family's own constructor runs its exact estimate.
             try:
-                check_graph_size(size, 2 * size, f"{name} on n={size} nodes")
+                check_w_size(size, 2 * size, f"{name} on n={size} nodes")
             except ValueError as exc:
                 raise ValueError(f"graph spec {spec!r}: {exc}") from None
         return family.build(seed=seed, **kwargs)

@@ -1,8 +1,12 @@
 """Deterministic classic graphs: ring, torus, grid, complete, star, circulant.
 
-Each constructor is a small pure function ``(n, ...) -> Topology`` that validates its input, builds
-an undirected networkx graph on the nodes ``0..n-1``, attaches mixing weights (``metropolis`` by
-default, see :mod:`topofl.mixing`) and returns.
+Each constructor is a small pure function ``(n, ...) -> Topology`` that validates its input, lists
+the edges of an undirected graph on the nodes ``0..n-1``, attaches mixing weights
+(``metropolis`` by default, see :mod:`topofl.mixing`) and returns. With a named scheme the edges
+are numpy arrays and ``W`` is computed from them directly (no networkx graph: a ring of ``10**6``
+nodes costs its CSR arrays and takes well under a second); a weight function, which takes a
+graph, gets the networkx graph it always got (``nx.cycle_graph(n)`` for the ring, ...). Both
+give the same ``W``, bit for bit (``tests/topologies/test_classic.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import networkx as nx
 import numpy as np
 
 from topofl._validation import check_graph_size, check_int
-from topofl.graph import Topology
+from topofl.graph import Topology, check_w_size
+from topofl.mixing import _has_arc_form
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = ["ring", "torus", "grid", "complete", "star", "circulant"]
@@ -48,8 +53,55 @@ def ring(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis") -> 
     (8, 0.1953)
     """
     n = check_int(n, "n", low=1)
-    check_graph_size(n, 2 * n, f"ring(n={n})")
-    return Topology.from_networkx(nx.cycle_graph(n), weights, name="ring", params={"n": n})
+    return _edges_or_networkx(n, lambda: _circulant_edges(n, [1]), lambda: nx.cycle_graph(n),
+                              2 * n, weights, name="ring", params={"n": n}, what=f"ring(n={n})")
+
+
+def _edges_or_networkx(
+    n: int,
+    edges: Callable[[], tuple[np.ndarray, np.ndarray]],
+    graph: Callable[[], nx.Graph],
+    arcs: int,
+    weights: str | Callable[[nx.Graph], Any],
+    *,
+    name: str,
+    params: dict[str, Any],
+    what: str,
+) -> Topology:
+    # A named scheme: W from the edge arrays u, v = edges(), no graph. Any other weights (a
+    # function of a graph, or a name the scheme check will refuse) gets the networkx graph
+    # graph(), as it always did. arcs (each direction counted) sizes the memory check.
+    if _has_arc_form(weights):
+        check_w_size(n, arcs, what)
+        u, v = edges()
+        return Topology._from_edges(n, u, v, weights, name=name, params=params)
+    check_graph_size(n, arcs, what)
+    return Topology._from_networkx(graph(), weights, keep_graph=False, name=name, params=params)
+
+
+def _circulant_edges(n: int, offsets: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+    # {i, i + o mod n} for every node i and offset o (the edges {i, i - o} are the same ones);
+    # repeats (o and n - o) and self-loops are dropped by Topology._from_edges.
+    idx = np.arange(n, dtype=np.int64)
+    offs = list(offsets)
+    return np.tile(idx, len(offs)), np.concatenate([(idx + o) % n for o in offs])
+
+
+def _grid_edges(rows: int, cols: int, periodic: bool) -> tuple[np.ndarray, np.ndarray]:
+    # Node r * cols + c linked to its right and lower neighbours, with wrap-around if periodic
+    # (with 2 rows or columns the wrap-around edge repeats an edge, with 1 it is a self-loop:
+    # both dropped, as networkx adds no wrap-around below 3).
+    node = np.arange(rows * cols, dtype=np.int64)
+    r, c = np.divmod(node, cols)
+    if periodic:
+        right, down = node, node
+    else:
+        right, down = node[c < cols - 1], node[r < rows - 1]
+    rr, rc = np.divmod(right, cols)
+    dr, dc = np.divmod(down, cols)
+    u = np.concatenate([right, down])
+    v = np.concatenate([rr * cols + (rc + 1) % cols, ((dr + 1) % rows) * cols + dc])
+    return u, v
 
 
 def _grid_graph(rows: int, cols: int, periodic: bool) -> nx.Graph:
@@ -79,10 +131,10 @@ def torus(
     """
     rows = check_int(rows, "rows", low=1)
     cols = check_int(cols, "cols", low=1)
-    check_graph_size(rows * cols, 4 * rows * cols, f"torus(rows={rows}, cols={cols})")
-    return Topology.from_networkx(
-        _grid_graph(rows, cols, True), weights, name="torus", params={"rows": rows, "cols": cols}
-    )
+    return _edges_or_networkx(
+        rows * cols, lambda: _grid_edges(rows, cols, True), lambda: _grid_graph(rows, cols, True),
+        4 * rows * cols, weights, name="torus", params={"rows": rows, "cols": cols},
+        what=f"torus(rows={rows}, cols={cols})")
 
 
 def grid(
@@ -98,10 +150,10 @@ def grid(
     """
     rows = check_int(rows, "rows", low=1)
     cols = check_int(cols, "cols", low=1)
-    check_graph_size(rows * cols, 4 * rows * cols, f"grid(rows={rows}, cols={cols})")
-    return Topology.from_networkx(
-        _grid_graph(rows, cols, False), weights, name="grid", params={"rows": rows, "cols": cols}
-    )
+    return _edges_or_networkx(
+        rows * cols, lambda: _grid_edges(rows, cols, False),
+        lambda: _grid_graph(rows, cols, False), 4 * rows * cols, weights, name="grid",
+        params={"rows": rows, "cols": cols}, what=f"grid(rows={rows}, cols={cols})")
 
 
 def complete(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis") -> Topology:
@@ -116,8 +168,9 @@ def complete(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis")
            [0.25, 0.25, 0.25, 0.25]])
     """
     n = check_int(n, "n", low=1)
-    check_graph_size(n, n * (n - 1), f"complete(n={n})")
-    return Topology.from_networkx(nx.complete_graph(n), weights, name="complete", params={"n": n})
+    return _edges_or_networkx(
+        n, lambda: np.triu_indices(n, 1), lambda: nx.complete_graph(n), n * (n - 1), weights,
+        name="complete", params={"n": n}, what=f"complete(n={n})")
 
 
 def star(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis") -> Topology:
@@ -130,8 +183,10 @@ def star(n: int, *, weights: str | Callable[[nx.Graph], Any] = "metropolis") -> 
     [4, 1, 1, 1, 1]
     """
     n = check_int(n, "n", low=1)
-    check_graph_size(n, 2 * (n - 1), f"star(n={n})")
-    return Topology.from_networkx(nx.star_graph(n - 1), weights, name="star", params={"n": n})
+    return _edges_or_networkx(
+        n, lambda: (np.zeros(n - 1, dtype=np.int64), np.arange(1, n, dtype=np.int64)),
+        lambda: nx.star_graph(n - 1), 2 * (n - 1), weights, name="star", params={"n": n},
+        what=f"star(n={n})")
 
 
 def circulant(
@@ -163,9 +218,10 @@ def circulant(
     if not raw:
         raise ValueError("offsets must hold at least one offset in [1, n-1], got none")
     offs = sorted({check_int(o, "offset", low=1, high=n - 1) for o in raw})
-    check_graph_size(n, 2 * n * len(offs), f"circulant(n={n}, {len(offs)} offsets)")
-    G = nx.circulant_graph(n, offs)
-    return Topology.from_networkx(G, weights, name="circulant", params={"n": n, "offsets": offs})
+    return _edges_or_networkx(
+        n, lambda: _circulant_edges(n, offs), lambda: nx.circulant_graph(n, offs),
+        2 * n * len(offs), weights, name="circulant", params={"n": n, "offsets": offs},
+        what=f"circulant(n={n}, {len(offs)} offsets)")
 
 
 # ---------------------------------------------------------------------------- registry

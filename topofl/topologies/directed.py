@@ -26,7 +26,6 @@ References
 from __future__ import annotations
 
 import numbers
-from dataclasses import replace
 from typing import Any
 
 import networkx as nx
@@ -35,7 +34,7 @@ import scipy.sparse as sp
 
 from topofl._rng import Seed, as_seed_sequence, generator_at
 from topofl._validation import check_choice, check_graph_size, check_int
-from topofl.graph import TimeVarying, Topology
+from topofl.graph import TimeVarying, Topology, check_w_size
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = ["random_directed", "random_directed_push", "random_matching", "random_undirected"]
@@ -79,7 +78,7 @@ def _round_topology(W: sp.csr_array, name: str, params: dict[str, Any], t: int,
     """Round ``t`` of a random schedule: ``W`` as a topology whose params add the round,
     recording the scheme of :mod:`topofl.mixing` that reproduces ``W`` from its graph."""
     top = Topology.from_matrix(W, name=name, params={**params, "round": t})
-    return replace(top, weights=weights)
+    return top._replace(weights=weights)
 
 
 def random_directed(n: int, k: int, *, seed: Seed, mode: str = "pull") -> TimeVarying:
@@ -141,7 +140,7 @@ def random_directed(n: int, k: int, *, seed: Seed, mode: str = "pull") -> TimeVa
     n = check_int(n, "n", low=2)
     k = check_int(k, "k", low=1, high=n - 1)
     check_choice(mode, "mode", ("pull", "push"))
-    check_graph_size(n, n * k, f"random_directed(n={n}, k={k}) (one round)")
+    check_w_size(n, n * k, f"random_directed(n={n}, k={k}) (one round)")
     root = as_seed_sequence(seed)
     params: dict[str, Any] = {"n": n, "k": k, "mode": mode, "seed": _seed_param(seed)}
     weights = "uniform" if mode == "pull" else "push_sum"
@@ -203,7 +202,7 @@ def random_matching(n: int, *, seed: Seed) -> TimeVarying:
     2
     """
     n = check_int(n, "n", low=2)
-    check_graph_size(n, n, f"random_matching(n={n}) (one round)")
+    check_w_size(n, n, f"random_matching(n={n}) (one round)")
     root = as_seed_sequence(seed)
     params: dict[str, Any] = {"n": n, "seed": _seed_param(seed)}
 

@@ -34,15 +34,14 @@ References
 from __future__ import annotations
 
 import numbers
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import check_graph_size, check_int
-from topofl.graph import TimeVarying, Topology
+from topofl._validation import check_int
+from topofl.graph import TimeVarying, Topology, check_w_size
 from topofl.topologies._registry import GraphFamily, Param, register
 from topofl.topologies.directed import _distinct_others, _round_topology, random_undirected
 
@@ -113,7 +112,7 @@ def el_oracle(n: int, s: int, *, seed: Seed) -> TimeVarying:
     params: dict[str, Any] = {"n": n, "s": s, "seed": _seed_param(seed)}
 
     def at(t: int) -> Topology:
-        return replace(base.at(t), name="el_oracle", params={**params, "round": t})
+        return base.at(t)._replace(name="el_oracle", params={**params, "round": t})
 
     return TimeVarying(n, at, name="el_oracle", params=params)
 
@@ -164,7 +163,7 @@ def el_local(n: int, s: int, *, seed: Seed) -> TimeVarying:
     True
     """
     n, s = _check_ns(n, s)
-    check_graph_size(n, n * s, f"el_local(n={n}, s={s}) (one round)")
+    check_w_size(n, n * s, f"el_local(n={n}, s={s}) (one round)")
     root = as_seed_sequence(seed)
     params: dict[str, Any] = {"n": n, "s": s, "seed": _seed_param(seed)}
     idx = np.arange(n, dtype=np.int64)

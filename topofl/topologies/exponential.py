@@ -32,14 +32,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
 from topofl._validation import check_graph_size, check_int
-from topofl.graph import TimeVarying, Topology
+from topofl.graph import TimeVarying, Topology, check_w_size
 from topofl.mixing import _assemble
 from topofl.topologies._registry import GraphFamily, Param, register
+from topofl.topologies.classic import _circulant_edges
 
 __all__ = [
     "exponential",
@@ -119,7 +119,7 @@ def exponential(n: int) -> Topology:
     """
     n = check_int(n, "n", low=2)
     tau = _ceil_log2(n)
-    check_graph_size(n, n * tau, f"exponential(n={n})")
+    check_w_size(n, n * tau, f"exponential(n={n})")
     W = _circulant_matrix(n, [1 << k for k in range(tau)], 1.0 / (tau + 1))
     top = Topology.from_matrix(W, name="exponential", params={"n": n})
     return _with_weights(top, "uniform")
@@ -180,16 +180,15 @@ def undirected_exponential(n: int) -> Topology:
     0.5
     """
     n = check_int(n, "n", low=2)
-    check_graph_size(n, 2 * n * _ceil_log2(n), f"undirected_exponential(n={n})")
-    G = nx.circulant_graph(n, [d for d in _exponential_offsets(n) if d <= n // 2])
-    return Topology.from_networkx(G, "metropolis", name="undirected_exponential", params={"n": n})
+    check_w_size(n, 2 * n * _ceil_log2(n), f"undirected_exponential(n={n})")
+    u, v = _circulant_edges(n, [d for d in _exponential_offsets(n) if d <= n // 2])
+    return Topology._from_edges(n, u, v, "metropolis", name="undirected_exponential",
+                                params={"n": n})
 
 
 def _with_weights(top: Topology, weights: str) -> Topology:
     # Same graph and W; records which scheme of topofl.mixing reproduces W from the graph.
-    from dataclasses import replace
-
-    return replace(top, weights=weights)
+    return top._replace(weights=weights)
 
 
 def one_peer_exponential(n: int) -> TimeVarying:
@@ -334,7 +333,7 @@ def k_peer_exponential(n: int, k: int = 1) -> TimeVarying:
     """
     n = check_int(n, "n", low=2)
     k = check_int(k, "k", low=1, high=n - 1)
-    check_graph_size(n, n * k, f"k_peer_exponential(n={n}, k={k})")
+    check_w_size(n, n * k, f"k_peer_exponential(n={n}, k={k})")
     tau = _ceil_log(n, k + 1)
 
     def at(t: int) -> Topology:

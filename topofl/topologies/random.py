@@ -6,6 +6,10 @@ touched. By default the result is required to be connected: a disconnected draw 
 the same generator at most ``max_tries`` times (so the result is still a pure function of the
 seed) and then a :class:`~topofl.exceptions.NotConnectedError` says why. ``connected=False``
 accepts any draw.
+
+The draws stay networkx's: its algorithms consume the generator, so a graph drawn by topofl's own
+code would be another graph for the same seed. The result keeps only ``W``: the networkx graph
+is dropped once ``W`` is computed, and ``Topology.graph`` is built from ``W`` when asked for.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from topofl._rng import Seed, as_generator
 from topofl._validation import check_bool, check_graph_size, check_int, check_real
 from topofl.exceptions import NotConnectedError
 from topofl.graph import Topology
+from topofl.mixing import _has_arc_form
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = ["erdos_renyi", "random_regular", "watts_strogatz"]
@@ -100,8 +105,9 @@ def erdos_renyi(
         what=f"erdos_renyi(n={n}, p={p:g})",
         hint=f"p should exceed about ln(n)/n = {math.log(max(n, 2)) / n:.3g}",
     )
-    return Topology.from_networkx(
-        G, weights, name="erdos_renyi", params={"n": n, "p": p, "seed": _seed_param(seed)}
+    return Topology._from_networkx(
+        G, weights, keep_graph=False, name="erdos_renyi",
+        params={"n": n, "p": p, "seed": _seed_param(seed)},
     )
 
 
@@ -158,10 +164,13 @@ def random_regular(
             "(or connected=False)"
         )
     if connected and d == 2:
-        order = rng.permutation(n).tolist()
+        order = rng.permutation(n)
+        if _has_arc_form(weights):  # W from the cycle's edges, no graph
+            return Topology._from_edges(n, order, np.roll(order, -1), weights,
+                                        name="random_regular", params=params)
         G = nx.Graph()
         G.add_nodes_from(range(n))
-        G.add_edges_from(zip(order, order[1:] + order[:1]))
+        G.add_edges_from(zip(order.tolist(), np.roll(order, -1).tolist()))
     else:
         G = _draw_connected(
             lambda: nx.random_regular_graph(d, n, seed=rng),
@@ -170,7 +179,8 @@ def random_regular(
             what=f"random_regular(n={n}, d={d})",
             hint="use a larger d",
         )
-    return Topology.from_networkx(G, weights, name="random_regular", params=params)
+    return Topology._from_networkx(G, weights, keep_graph=False, name="random_regular",
+                                   params=params)
 
 
 def watts_strogatz(
@@ -220,8 +230,8 @@ def watts_strogatz(
         what=f"watts_strogatz(n={n}, k={k}, p={p:g})",
         hint="use a larger k or a smaller p",
     )
-    return Topology.from_networkx(
-        G, weights, name="watts_strogatz",
+    return Topology._from_networkx(
+        G, weights, keep_graph=False, name="watts_strogatz",
         params={"n": n, "k": k, "p": p, "seed": _seed_param(seed)},
     )
 

@@ -32,15 +32,14 @@ References
 from __future__ import annotations
 
 import numbers
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import check_choice, check_graph_size, check_int
-from topofl.graph import TimeVarying, Topology
+from topofl._validation import check_choice, check_int
+from topofl.graph import TimeVarying, Topology, check_w_size
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = ["teleportation", "teleportation_active"]
@@ -191,7 +190,7 @@ def teleportation(n: int, k: int, *, seed: Seed, graph: str = "ring") -> TimeVar
     n = check_int(n, "n", low=2)
     k = check_int(k, "k", low=1, high=n)
     check_choice(graph, "graph", _GRAPHS)
-    check_graph_size(n, n + (k * (k - 1) if graph == "complete" else 2 * k),
+    check_w_size(n, n + (k * (k - 1) if graph == "complete" else 2 * k),
                      f"teleportation(n={n}, k={k}, graph={graph!r}) (one round)")
     root = as_seed_sequence(seed)
     seed_param = int(seed) if isinstance(seed, numbers.Integral) else None
@@ -204,7 +203,7 @@ def teleportation(n: int, k: int, *, seed: Seed, graph: str = "ring") -> TimeVar
             W, name="teleportation",
             params={**params, "round": t, "active": tuple(int(a) for a in active)},
         )
-        return replace(top, weights="metropolis")
+        return top._replace(weights="metropolis")
 
     return TimeVarying(n, at, name="teleportation", params=params)
 
