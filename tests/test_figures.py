@@ -176,16 +176,18 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     plt.close(fig)
     assert png == tmp_path / "out" / "toy.png" and png.stat().st_size > 5000
     md, verdict = _figures.verdict("toy", tmp_path / "out")
-    assert "**Verdict:** partly" in md and "- a note" in md and f"{final:.4f}" in md
-    assert "| a gap | -0.500 | > 0.000 | fail | exact (the other side) |" in md
+    # a conjunction with a failed part does not hold, and says how many parts pass
+    assert "**Verdict:** does not hold (1 of the 2 parts of the headline pass" in md
+    assert "- a note" in md and f"{final:.4f}" in md
+    assert "| a gap | -0.500 | > 0.000 | fail | exact |" in md
     assert "digits (offline stand-in for mnist)" in md
-    assert verdict["verdict"] == "partly" and verdict["seeds"] == [0]
+    assert verdict["verdict"] == "does not hold" and verdict["seeds"] == [0]
     assert verdict["stand_in"] == {"mnist": "digits"} and verdict["optimizer_state"] == ["keep"]
     assert "| optimizer state (momentum_state) | keep |" in md
     idx = figures.index(tmp_path / "out")
     assert "[toy](results/toy.md)" in idx and "complete beats ring" in idx
-    assert idx.startswith("1 result: 0 holds, 1 partly, 0 does not hold, 0 inconclusive")
-    assert "| partly | 1 | digits |" in idx and "| current |" in idx
+    assert idx.startswith("1 result: 0 holds, 0 partly, 1 does not hold, 0 inconclusive")
+    assert "| does not hold | 1 | digits |" in idx and "| current |" in idx
     # a table result: no picture (the stale one is removed), the Markdown path is returned
     md_path = figures.write(args, None, title="Toy table", setting=figures.setting(rec),
                             numbers=table, claim="c", measured="m",
@@ -349,8 +351,8 @@ H = "a test"  # a check's horizon reason, where the test is not about convergenc
     ((0.01, 0.03, 0.05), "inconclusive"),  # m 0.03, s 0.02: t = 2.60, p = 0.061 > 0.05
     ((0.05, -0.03, 0.01), "inconclusive"),  # the spread covers it
     ((0.0, 0.0, 0.0), "inconclusive"),   # x = t exactly: a tie, not a fail
-    ((0.02, 0.02, 0.02), "inconclusive"),  # no spread: the sign test, p = 1/8
-    ((0.02,) * 5, "pass"),               # no spread over 5 seeds: p = 1/32
+    ((0.02, 0.02, 0.02), "pass"),        # no spread (and no resolution): decided exactly
+    ((0.02,) * 5, "pass"),
     ((0.04,), "inconclusive"),           # one seed: no spread measured
 ])
 def test_above_by_hand(values: tuple[float, ...], outcome: str) -> None:
@@ -360,23 +362,39 @@ def test_above_by_hand(values: tuple[float, ...], outcome: str) -> None:
     assert figures.below("x", _s(*values), horizon=H).outcome == flipped
 
 
-def test_above_reports_the_paired_t_p_and_the_per_seed_values() -> None:
+def test_above_reports_the_paired_t_bounds_and_the_per_seed_values() -> None:
     c = figures.above("x", _s(0.03, 0.04, 0.05), horizon=H)
-    assert c.reason.startswith("one-sided p = 0.010")
+    # m 0.04, s 0.01, 2 dof: t_0.95 = 2.919986, lower bound 0.04 - 2.919986 * 0.01 / sqrt 3
+    assert c.reason.startswith("95 % lower bound 0.023 above 0.000 (p = 0.010)")
     d = c.as_dict()
     assert d["values"] == [0.03, 0.04, 0.05] and d["seeds"] == [0, 1, 2]
-    assert d["test"] == "paired t" and d["p_above"] == pytest.approx(0.0101, abs=1e-4)
+    assert d["test"] == "paired t, sd >= resolution"
+    assert d["low"] == pytest.approx(0.04 - 2.919986 * 0.01 / 3 ** 0.5, abs=1e-7)
+    assert d["high"] == pytest.approx(0.04 + 2.919986 * 0.01 / 3 ** 0.5, abs=1e-7)
     assert d["horizon"] == H and d["margin"] == 0.0 and d["threshold"] == 0.0
 
 
-def test_margins_make_ties_decided_as_the_claim_reads() -> None:
-    v = _s(0.03, 0.04, 0.05)  # significantly above 0, but by less than 0.05
+def test_superiority_beyond_the_margin_non_inferiority_within_it() -> None:
+    v = _s(0.03, 0.04, 0.05)  # 95 % bounds [0.0231, 0.0569]
     assert figures.above("x", v, margin=0.05, horizon=H).outcome == "inconclusive"
-    assert figures.above("x", v, margin=0.05, horizon=H).reason.startswith("tie")
+    assert "a tie" in figures.above("x", v, margin=0.05, horizon=H).reason
+    assert figures.above("x", v, margin=0.02, horizon=H).outcome == "pass"
+    assert figures.above("x", v, margin=0.03, horizon=H).outcome == "inconclusive"
+    assert figures.above("x", v, margin=0.06, horizon=H).outcome == "inconclusive"  # a tie
+    assert figures.above("x", -v, margin=0.01, horizon=H).outcome == "fail"  # shown < 0
     assert figures.above("x", v, margin=0.05, tie="pass", horizon=H).outcome == "pass"
-    assert figures.above("x", v, margin=0.03, horizon=H).outcome == "pass"
-    assert figures.above("x", -v, margin=0.05, tie="pass", horizon=H).outcome == "pass"
+    assert figures.above("x", -v, margin=0.06, tie="pass", horizon=H).outcome == "pass"
+    assert figures.above("x", -v, margin=0.05, tie="pass", horizon=H).outcome == "inconclusive"
+    assert figures.above("x", -v, margin=0.02, tie="pass", horizon=H).outcome == "fail"
+    # the issue's corners: +1.05 +/- 0.05 is not "better by 1", -3.9/+2.1/-0.9 is not "at
+    # least as good within 1"
+    assert figures.above("x", _s(1.0, 1.05, 1.1), margin=1, horizon=H).outcome == "inconclusive"
+    assert figures.above("x", _s(-3.9, 2.1, -0.9), margin=1, tie="pass",
+                         horizon=H).outcome == "inconclusive"
     assert figures.above("x", 0.3, 0.2, margin=0.2).outcome == "inconclusive"  # exact tie
+    assert figures.above("x", 0.1, 0.2, margin=0.2).outcome == "fail"
+    assert figures.above("x", 0.0, 0.2, margin=0.2, tie="pass").outcome == "pass"  # on edge
+    assert figures.below("x", _s(-0.05, -0.04, -0.03), margin=0.02, horizon=H).outcome == "pass"
     with pytest.raises(ValueError, match="margin"):
         figures.above("x", v, margin=-0.1, horizon=H)
     with pytest.raises(ValueError, match="tie"):
@@ -385,32 +403,82 @@ def test_margins_make_ties_decided_as_the_claim_reads() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=2, max_size=8),
-       st.floats(-0.5, 0.5), st.sampled_from([0.0, 0.01, 0.1]))
-def test_above_matches_scipy_one_sample_t(values: list[float], t: float,
-                                          margin: float) -> None:
-    """The slow obvious reference: scipy's one-sample t test of the per-seed values against
-    the threshold, one-sided, at 5 %, after the margin's tie."""
+       st.floats(-0.5, 0.5), st.sampled_from([0.0, 0.01, 0.1]), st.booleans())
+def test_above_matches_scipy_one_sample_t(values: list[float], t: float, margin: float,
+                                          inferior: bool) -> None:
+    """The slow obvious reference: scipy's one-sample t tests, one-sided at 5 %, of the
+    per-seed values against the claim's edges (pass beyond threshold + margin and fail short
+    of the threshold for "better"; both at threshold - margin for "at least as good")."""
     import numpy as np
     from scipy import stats
 
     x = np.array(values)
-    c = figures.above("x", _s(*values), t, margin=margin, horizon=H)
-    d = np.round(x - t, 12)
-    m = float(np.mean(x - t))
-    if np.ptp(d) < 1e-9 * max(1.0, float(np.max(np.abs(d)))):
-        return  # (nearly) no spread: the sign test's case, tested by hand above
-    p_up = stats.ttest_1samp(x, t, alternative="greater").pvalue
-    p_down = stats.ttest_1samp(x, t, alternative="less").pvalue
-    if abs(m) < margin or abs(m) < 1e-12:
-        assert c.outcome == "inconclusive"
-    elif min(abs(p_up - 0.05), abs(p_down - 0.05)) < 1e-6:
+    c = figures.above("x", _s(*values), t, margin=margin, tie="pass" if inferior else
+                      "inconclusive", horizon=H)
+    edge = t - margin if inferior else t + margin
+    short = t - margin if inferior else t
+    if np.std(x) < 1e-9 * max(1.0, float(np.max(np.abs(x)))):
+        return  # (nearly) no spread: decided exactly, tested by hand above
+    p_up = stats.ttest_1samp(x, edge, alternative="greater").pvalue
+    p_down = stats.ttest_1samp(x, short, alternative="less").pvalue
+    if min(abs(p_up - 0.05), abs(p_down - 0.05)) < 1e-6:
         return  # on the boundary, rounding decides
-    elif m > 0 and p_up < 0.05:
-        assert c.outcome == "pass"
-    elif m < 0 and p_down < 0.05:
-        assert c.outcome == "fail"
-    else:
-        assert c.outcome == "inconclusive"
+    expected = "pass" if p_up < 0.05 else "fail" if p_down < 0.05 else "inconclusive"
+    assert c.outcome == expected
+
+
+def _shrunk(values: list[float], k: float) -> tuple[float, ...]:
+    m = sum(values) / len(values)
+    return tuple(m + k * (v - m) for v in values)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-2, 2, allow_nan=False), min_size=2, max_size=6),
+       st.floats(0, 1), st.floats(-0.5, 0.5), st.sampled_from([0.0, 0.01, 0.3]),
+       st.sampled_from(["inconclusive", "pass"]), st.sampled_from([0.0, 0.05, 1.0]))
+def test_less_spread_never_weakens_a_check(values: list[float], k: float, t: float,
+                                           margin: float, tie: str, res: float) -> None:
+    """The seeds drawn closer to their mean (same mean, spread times k <= 1): a pass stays a
+    pass and a fail a fail, for every kind of check and any resolution."""
+    wide = figures.OverSeeds(tuple(values), tuple(range(len(values))), res)
+    narrow = figures.OverSeeds(_shrunk(values, k), wide.seeds, res)
+    for build in (lambda v: figures.above("x", v, t, margin=margin, tie=tie, horizon=H),
+                  lambda v: figures.below("x", v, t, margin=margin, tie=tie, horizon=H),
+                  lambda v: figures.within("x", v - t, margin + 0.01, horizon=H)):
+        before, after = build(wide).outcome, build(narrow).outcome
+        if abs(narrow.mean - wide.mean) > 1e-12:
+            continue  # rounding moved the mean itself
+        if before in ("pass", "fail"):
+            assert after == before, (values, k, before, after)
+
+
+def test_zero_spread_is_decided_against_the_resolution() -> None:
+    S = figures.OverSeeds
+    rounds = S((-50.0, -50.0, -50.0), (0, 1, 2), resolution=2.0)  # on a grid of 2 rounds
+    assert figures.below("x", rounds, margin=5, horizon=H).outcome == "pass"
+    c = figures.below("x", S((-4.0, -4.0, -4.0), (0, 1, 2), resolution=2.0), margin=1,
+                      horizon=H)
+    # sd taken as 2: bounds -4 -+ 2.92 * 2 / sqrt 3 = [-7.37, -0.63] cover -1
+    assert c.outcome == "inconclusive" and c.as_dict()["sd"] == 2.0
+    # the weaker (-50, -50, -48) never beats the stronger (-50, -50, -50)
+    weak = S((-50.0, -50.0, -48.0), (0, 1, 2), resolution=2.0)
+    assert figures.below("x", weak, margin=5, horizon=H).outcome == "pass"
+    # arithmetic keeps the grid: a difference of two grids, a scaled one
+    a = S((10.0, 20.0), (0, 1), resolution=2.0)
+    assert (a - S((1.0, 2.0), (0, 1), resolution=5.0)).resolution == 5.0
+    assert (0.5 * a).resolution == 1.0 and (-a).resolution == 2.0 and (a / 4).resolution == 0.5
+    assert (a * a).resolution == 0.0 and figures.seedwise(max, a, 2 * a).resolution == 4.0
+    with pytest.raises(ValueError, match="resolution"):
+        S((1.0,), (0,), resolution=-1.0)
+
+
+def test_reach_takes_the_evaluation_grid_as_its_resolution() -> None:
+    r = tf.records.Records(rows=[{"run": s, "round": t, "client": None, "metric": "acc",
+                                  "value": v} for s in ("a", "b")
+                                 for t, v in zip((4, 9, 14, 19), (0.1, 0.5, 0.7, 0.9))],
+                           configs={"a": {"seed": 0}, "b": {"seed": 1}})
+    got = figures.reach(r, 0.6, "acc")
+    assert got.values == (15.0, 15.0) and got.resolution == 5.0
 
 
 def test_thresholds_and_exact_numbers() -> None:
@@ -478,7 +546,7 @@ def test_verdict_categories() -> None:
     assert figures.verdict([p, p]) == "holds"
     assert figures.verdict([f, f]) == "does not hold"
     assert figures.verdict([f, i]) == "does not hold"
-    assert figures.verdict([p, f]) == "partly"
+    assert figures.verdict([p, f]) == "does not hold"  # a conjunction with a failed part
     assert figures.verdict([p, i]) == "partly"
     assert figures.verdict([i, i]) == "inconclusive at this scale"
     assert figures.VERDICTS == ("holds", "partly", "does not hold",
@@ -496,7 +564,8 @@ def test_the_verdict_is_the_headlines() -> None:
     assert figures.verdict([hp, f, f]) == "holds"
     assert figures.verdict([hf, p, p]) == "does not hold"
     assert figures.verdict([hi, p]) == "inconclusive at this scale"
-    assert figures.verdict([hp, hf, p]) == "partly"  # a conjunction of two parts
+    assert figures.verdict([hp, hf, p]) == "does not hold"  # a conjunction, one part failed
+    assert figures.verdict([hp, hi, f]) == "partly"
     assert figures.headline_of([hp, f]) == [hp] and figures.headline_of([p, f]) == [p, f]
     assert figures.secondary([hp, f, p]) == (1, 2) and figures.secondary([p, f]) == (0, 0)
 
@@ -634,7 +703,7 @@ def test_index_rewrites_only_its_block_of_the_readme(tmp_path: Path,
     assert "stale text" not in text and "[x](results/x.md)" in text and "fig_y.py" in text
     assert "1 result: 1 holds" in text and "## Middle" in text and "\nold\n" not in text
     # the table of verdicts before and after the rule (no git history here: "-" before)
-    assert "| x | - | holds | 40 of 500 | yes | A beats B: pass (one-sided p = 0.010) |" in text
+    assert "| x | - | - | holds | 40 of 500 | yes | A beats B: pass (one-sided p = 0.010) |" in text
 
 
 # ------------------------------------------------------------------------------ outputs
@@ -765,3 +834,41 @@ def test_a_script_reads_the_configs_beside_itself(tmp_path: Path) -> None:
     root, out = mod["SEEN"][0]
     assert root == copy.resolve() and Path(out).resolve().is_relative_to(copy.resolve())
     assert _root() != copy.resolve()
+
+
+def test_redecide_rebuilds_a_results_checks_from_its_per_seed_values(tmp_path: Path) -> None:
+    """A committed result decided again from its JSON alone: an outcome edited by hand is put
+    back to what the rule gives, the verdict, Markdown verdict line and table follow, and a
+    second pass moves nothing."""
+    import json
+    import shutil
+
+    src = Path(__file__).resolve().parents[1] / "paper_figures" / "results"
+    for ext in (".json", ".md"):
+        shutil.copy(src / f"dcliques_10{ext}", tmp_path / f"dcliques_10{ext}")
+    js = tmp_path / "dcliques_10.json"
+    v = json.loads(js.read_text(encoding="utf-8"))
+    head = next(c for c in v["checks"] if c["headline"] and c["outcome"] == "inconclusive")
+    head["outcome"], v["verdict"] = "pass", "partly"
+    js.write_text(json.dumps(v), encoding="utf-8")
+    r = figures.redecide("dcliques_10", tmp_path, write=False)
+    assert (r.before, r.after) == ("partly", "does not hold")
+    assert r.moved == ((head["name"], "pass", "inconclusive"),)
+    assert json.loads(js.read_text(encoding="utf-8"))["verdict"] == "partly"  # not written
+    figures.redecide("dcliques_10", tmp_path)
+    again = json.loads(js.read_text(encoding="utf-8"))
+    assert again["verdict"] == "does not hold" and again["rule"] == figures.RULE
+    assert again == json.loads((src / "dcliques_10.json").read_text(encoding="utf-8"))
+    md = (tmp_path / "dcliques_10.md").read_text(encoding="utf-8")
+    assert md == (src / "dcliques_10.md").read_text(encoding="utf-8")
+    assert figures.redecide("dcliques_10", tmp_path).moved == ()
+    with pytest.raises(figures.FigureError, match="no committed result 'nope'"):
+        figures.redecide("nope", tmp_path)
+
+
+def test_redecide_cli_lists_each_result(capsys: pytest.CaptureFixture[str]) -> None:
+    assert figures.main(["redecide", "--dry-run", "dcliques_09", "dpfl_table1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["dcliques_09: inconclusive at this scale -> inconclusive at this scale",
+                   "dpfl_table1: does not hold -> does not hold"]
+    assert figures.main(["redecide", "--bogus"]) == 2

@@ -119,7 +119,8 @@ def test_a_reader_recomputes_each_check_from_its_per_seed_values() -> None:
             if "values" not in c or "kind" not in c or "untestable" in c["reason"] \
                     or "not run" in c["reason"]:
                 continue
-            x = figures.OverSeeds(tuple(c["values"]), tuple(c["seeds"]))
+            x = figures.OverSeeds(tuple(c["values"]), tuple(c["seeds"]),
+                                  c.get("resolution", 0.0))
             conv = c.get("convergence")
             reading = ({"horizon": c["horizon"]} if "horizon" in c else
                        {"converged": _Flat(bool(conv["flat"]))})

@@ -37,7 +37,7 @@ Examples
 >>> gain = tf.figures.OverSeeds((0.91, 0.93, 0.92), (0, 1, 2)) - 0.90
 >>> check = tf.figures.above("beats 0.90", gain, horizon="a toy", headline=True)
 >>> f"{gain:.3f}", check.outcome, check.reason.split(";")[0]
-('0.020 ± 0.010', 'pass', 'one-sided p = 0.037')
+('0.020 ± 0.010', 'pass', '95 % lower bound 0.003 above 0.000 (p = 0.037)')
 """
 
 from __future__ import annotations
@@ -89,7 +89,15 @@ from topofl.figures.panel import (
     panels,
     setting,
 )
-from topofl.figures.results import OLD_RULE_COMMIT, available, index, stale, verdict_changes
+from topofl.figures.redecide import Redecision, redecide
+from topofl.figures.results import (
+    OLD_RULE_COMMIT,
+    PREVIOUS_RULE_COMMIT,
+    available,
+    index,
+    stale,
+    verdict_changes,
+)
 from topofl.figures.runs import THREADS, FigureArgs, current_codes, parse_args, sweep
 from topofl.figures.writing import Result, script, write
 
@@ -148,5 +156,8 @@ __all__ = [
     "secondary",
     "margin",
     "OLD_RULE_COMMIT",
+    "PREVIOUS_RULE_COMMIT",
     "verdict_changes",
+    "redecide",
+    "Redecision",
 ]

@@ -11,35 +11,42 @@ flattened.
 with a threshold ``t``: :func:`above` (the claim is ``x > t``), :func:`below` (``x < t``) or
 :func:`within` (``|x| <= t``, a claim of "comparable"). A difference between two curves is
 taken seed by seed (paired: the same seed draws the same split, graph and initialisation for
-both). Over ``n >= 2`` seeds, with ``m`` the mean of ``x - t`` and ``δ`` the check's practical
-margin (stated once in ``paper_figures/claims.toml`` with its reason, :func:`margin`):
+both). Over ``n >= 2`` seeds, with ``δ`` the check's practical margin (stated once in
+``paper_figures/claims.toml`` with its reason, :func:`margin`) and the seed-paired one-sided
+95 % bounds of the mean of ``x`` (Student t with ``n - 1`` degrees of freedom, the seeds'
+standard deviation taken as at least the metric's *resolution*, e.g. the evaluation grid of
+rounds to a target, so that seeds agreeing exactly are decided against that grid):
 
-* ``|m| < δ`` is a *tie*, decided as the claim reads (``tie=``): a claim of "better" is
-  inconclusive on a tie, one of "at least as good" passes;
-* otherwise the check *passes* when the one-sided seed-paired test of the claimed side is
-  significant at 95 % (Student t with ``n - 1`` degrees of freedom; the exact sign test when
-  every seed differs by the same amount, which 3 seeds can never make significant), *fails*
-  when the test of the other side is, and is *inconclusive* otherwise;
-* :func:`within` passes when both one-sided 95 % bounds of the mean lie within the tolerance
-  (two one-sided tests), fails when the mean and its bound on that side lie outside;
+* a claim of "better" (superiority, ``tie="inconclusive"``) *passes* when the bound on the
+  claimed side lies beyond ``t + δ`` (``t - δ`` for :func:`below`) and *fails* when the bound
+  on the other side falls short of ``t`` (shown on the other side); between the two it is a
+  *tie* or the seeds' spread, *inconclusive*; a claim of "at least as good"
+  (non-inferiority, ``tie="pass"``) passes when the 95 % lower bound of ``x - t`` lies above
+  ``-δ`` and fails when the upper bound lies below it;
+* :func:`within` passes when both one-sided 95 % bounds lie within the tolerance (two
+  one-sided tests), fails when both lie outside on one side;
+* less spread never weakens a check: the bounds only narrow as the seeds agree;
 * a check on curves that had not flattened (:func:`convergence`: a compared curve still moved
   by the margin or more over the last quarter of its rounds) is *inconclusive (not
-  converged)*, whatever the test says, unless the claim is read at this horizon (``horizon=``
-  says why: the paper's own rounds, a speed over the first rounds, rounds to a target);
+  converged)*, whatever its bounds say, unless the claim is read at this horizon
+  (``horizon=`` says why: the paper's own rounds, a speed over the first rounds, rounds to a
+  target);
 * one seed has no measured spread: inconclusive (every ``--quick`` result).
 
 Exact quantities (a graph's structure, statistics over a fixed set of constructions) are plain
 numbers or :func:`fact`\ s and pass or fail. Each result names its **headline** check (the
-paper's central statement); the verdict (:func:`verdict`) is the headline's: **holds**, **does
-not hold** or **inconclusive at this scale**, with "k of n secondary checks pass" beside it;
-**partly** only for a headline of several parts (a conjunction) of which some pass.
+paper's central statement); the verdict (:func:`verdict`) is the headline's: **holds** (every
+part passes), **does not hold** (a part fails: a conjunction with one failed part is
+refuted, and the result says how many parts pass) or **inconclusive at this scale**, with "k
+of n secondary checks pass" beside it; **partly** for a headline of several parts of which
+some pass and the others are inconclusive.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,6 +71,12 @@ class OverSeeds:
     spread is what decides a comparison). Formatting with a spec gives ``"mean ± std"``
     (``ddof = 1``), or the mean alone for one seed.
 
+    ``resolution`` is the grid the metric is measured on (e.g. the evaluation interval of
+    rounds to a target, :func:`reach`; 0 for a continuous metric): a check takes the seeds'
+    spread as at least this much, so that seeds that agree exactly on a grid are decided
+    against the grid's step rather than as certain. Sums and differences keep the larger
+    resolution of their operands, scaling by a number scales it.
+
     Examples
     --------
     >>> a = tf.figures.OverSeeds((0.80, 0.84, 0.82), (0, 1, 2))
@@ -77,6 +90,7 @@ class OverSeeds:
 
     values: tuple[float, ...]
     seeds: tuple[int, ...]
+    resolution: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
         if not self.values or len(self.values) != len(self.seeds):
@@ -84,6 +98,11 @@ class OverSeeds:
                              f"{len(self.values)} values for seeds {self.seeds}")
         object.__setattr__(self, "values", tuple(float(v) for v in self.values))
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
+        r = self.resolution
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not r >= 0 \
+                or not math.isfinite(r):
+            raise ValueError(f"resolution must be a finite number >= 0, got {r!r}")
+        object.__setattr__(self, "resolution", float(r))
 
     @property
     def n(self) -> int:
@@ -103,15 +122,22 @@ class OverSeeds:
         m = self.mean
         return float(math.sqrt(math.fsum((v - m) ** 2 for v in self.values) / (self.n - 1)))
 
-    def _pair(self, other: Any, op: Callable[[float, float], float]) -> OverSeeds:
+    def _pair(self, other: Any, op: Callable[[float, float], float],
+              scale: Callable[[float], float] | None = None) -> OverSeeds:
+        """``op`` seed by seed; ``scale`` maps a number operand to the factor the resolution
+        takes (``None``: the resolution is kept; with two OverSeeds the larger is kept, or
+        0 for a product or quotient, whose grid is not one step)."""
         if isinstance(other, OverSeeds):
             if other.seeds != self.seeds:
                 raise ValueError(f"cannot pair values of seeds {self.seeds} with values of "
                                  f"seeds {other.seeds}")
+            res = 0.0 if scale is not None else max(self.resolution, other.resolution)
             return OverSeeds(tuple(op(a, b) for a, b in zip(self.values, other.values)),
-                             self.seeds)
+                             self.seeds, res)
         if isinstance(other, (int, float)) and not isinstance(other, bool):
-            return OverSeeds(tuple(op(a, float(other)) for a in self.values), self.seeds)
+            res = self.resolution * (1.0 if scale is None else abs(scale(float(other))))
+            return OverSeeds(tuple(op(a, float(other)) for a in self.values), self.seeds,
+                             res if math.isfinite(res) else 0.0)
         return NotImplemented  # type: ignore[no-any-return]  # Python tries the other operand
 
     def __add__(self, other: Any) -> OverSeeds:
@@ -127,19 +153,19 @@ class OverSeeds:
         return self._pair(other, lambda a, b: b - a)
 
     def __mul__(self, other: Any) -> OverSeeds:
-        return self._pair(other, lambda a, b: a * b)
+        return self._pair(other, lambda a, b: a * b, lambda k: k)
 
     def __rmul__(self, other: Any) -> OverSeeds:
-        return self._pair(other, lambda a, b: b * a)
+        return self._pair(other, lambda a, b: b * a, lambda k: k)
 
     def __truediv__(self, other: Any) -> OverSeeds:
-        return self._pair(other, lambda a, b: a / b)
+        return self._pair(other, lambda a, b: a / b, lambda k: 1 / k if k else math.inf)
 
     def __neg__(self) -> OverSeeds:
-        return OverSeeds(tuple(-v for v in self.values), self.seeds)
+        return OverSeeds(tuple(-v for v in self.values), self.seeds, self.resolution)
 
     def __abs__(self) -> OverSeeds:
-        return OverSeeds(tuple(abs(v) for v in self.values), self.seeds)
+        return OverSeeds(tuple(abs(v) for v in self.values), self.seeds, self.resolution)
 
     def __format__(self, spec: str) -> str:
         if not spec:
@@ -192,7 +218,8 @@ def seedwise(fn: Callable[..., float], *values: OverSeeds) -> OverSeeds:
         if v.seeds != seeds:
             raise ValueError(f"cannot pair values of seeds {seeds} with values of seeds "
                              f"{v.seeds}")
-    return OverSeeds(tuple(float(fn(*vs)) for vs in zip(*(v.values for v in values))), seeds)
+    return OverSeeds(tuple(float(fn(*vs)) for vs in zip(*(v.values for v in values))), seeds,
+                     max(v.resolution for v in values))
 
 
 def _metric(records: Any, metric: str) -> str:
@@ -256,7 +283,8 @@ def final_spread(records: Any, metric: str = "test_acc") -> OverSeeds:
 def reach(records: Any, target: float, metric: str = "test_acc_mean") -> OverSeeds:
     """Rounds until ``metric`` first reaches ``target`` (:meth:`Records.rounds_to`), per
     seed; a seed that never reaches it within its run counts one round more than it ran (a
-    lower bound of its true count, so a comparison it decides stays true).
+    lower bound of its true count, so a comparison it decides stays true). Its
+    ``resolution`` is the evaluation grid: the largest step between two evaluated rounds.
 
     Examples
     --------
@@ -265,12 +293,17 @@ def reach(records: Any, target: float, metric: str = "test_acc_mean") -> OverSee
     ...                              for t, v in enumerate([0.2, 0.6, 0.9])])
     >>> tf.figures.reach(r, 0.5, "acc").values, tf.figures.reach(r, 0.95, "acc").values
     ((2.0,), (4.0,))
+    >>> tf.figures.reach(r, 0.5, "acc").resolution
+    1.0
     """
     def one(rec: Any) -> float:
         got = rec.rounds_to(target, metric)
         return float(got if got is not None else int(rec.series(metric)[0][-1]) + 2)
 
-    return per_seed(records, one)
+    got = per_seed(records, one)
+    steps = [float(np.diff(np.asarray(records.series(metric, run=r)[0], dtype=float)).max())
+             for r in records.runs if len(records.series(metric, run=r)[0]) > 1]
+    return OverSeeds(got.values, got.seeds, max(steps, default=1.0))
 
 
 def samples_per_client(config: Mapping[str, Any]) -> float:
@@ -450,12 +483,12 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
 #: The four verdicts, in the order the index counts them.
 VERDICTS = ("holds", "partly", "does not hold", "inconclusive at this scale")
 
-#: The one-sided level of every check's paired test (:func:`above`, :func:`below`,
-#: :func:`within`).
+#: The one-sided level of every check's bounds (:func:`above`, :func:`below`, :func:`within`).
 LEVEL = 0.95
 
-#: The rule's name, recorded in every result (results of the older rule have none).
-RULE = "paired one-sided t at 95 % with a practical margin, at convergence"
+#: The rule's name, recorded in every result (results of the older rules have another or none).
+RULE = ("paired one-sided 95 % bounds against the claim's margin (superiority beyond it, "
+        "non-inferiority within it), spread at least the metric's resolution, at convergence")
 
 
 @dataclass(frozen=True)
@@ -492,16 +525,39 @@ class Check:
 
 
 def _test(value: OverSeeds, threshold: float) -> dict[str, Any]:
-    """The seed-paired one-sided tests of ``value`` against ``threshold``: the mean difference,
-    its one-sided bounds at :data:`LEVEL` and the p of each side (:func:`~topofl.study.pairs.
-    paired_difference`: Student t with ``n - 1`` degrees of freedom; the sign test when every
-    seed differs by the same amount)."""
-    from topofl.study.pairs import paired_difference  # scipy: only when a check is built
+    """The seed-paired one-sided 95 % bounds of the mean of ``value - threshold``.
 
-    r = paired_difference(np.array(value.values), np.full(value.n, float(threshold)),
-                          higher_is_better=True, level=1 - 2 * (1 - LEVEL))
-    return {"test": r["test"], "mean_diff": r["mean_diff"], "low": r["ci_low"],
-            "high": r["ci_high"], "p_above": r["p_a_better"], "p_below": r["p_b_better"]}
+    Student t with ``n - 1`` degrees of freedom on the per-seed differences, their standard
+    deviation taken as at least ``value.resolution`` (``sd``): less spread never widens the
+    bounds, and seeds that agree exactly are decided against the metric's grid (exactly, when
+    the metric has none). ``low``/``high`` are the one-sided bounds (each at :data:`LEVEL`),
+    ``se`` the standard error, ``q`` the t quantile."""
+    from scipy import stats  # only when a check is built
+
+    n = value.n
+    m = value.mean - float(threshold)
+    sd = max(value.std, value.resolution)
+    se = sd / math.sqrt(n)
+    q = float(stats.t.ppf(LEVEL, n - 1)) if n >= 2 else math.inf
+    finite = all(math.isfinite(v) for v in value.values)
+    if not finite or n < 2:
+        lo = hi = math.nan
+    else:
+        lo, hi = m - q * se, m + q * se
+    return {"test": "paired t, sd >= resolution", "mean_diff": m, "low": lo, "high": hi,
+            "sd": sd, "se": se, "q": q, "resolution": value.resolution}
+
+
+def _p_beyond(test: Mapping[str, Any], n: int, bound: float, upper: bool) -> float:
+    """The one-sided p of "the mean difference is above ``bound``" (``upper``: below it):
+    Student t with the test's standard error (exact when it is 0)."""
+    from scipy import stats
+
+    m, se = float(test["mean_diff"]), float(test["se"])
+    z = (m - bound) if not upper else (bound - m)
+    if se == 0:
+        return 0.0 if z > 0 else 1.0
+    return float(stats.t.sf(z / se, n - 1))
 
 
 def _number(value: OverSeeds | float) -> None:
@@ -562,58 +618,92 @@ def _side(name: str, value: OverSeeds | float, threshold: float, fmt: str, claim
         raise ValueError(f"tie must be 'pass', 'fail' or 'inconclusive', got {tie!r}")
     _needs_reading(value, converged, horizon, name)
     sign = 1.0 if claimed_above else -1.0
-    rule = f"{'>' if claimed_above else '<'} {threshold:{fmt}}" + (
-        f" by {margin:{fmt}} or more" if margin else "")
+    # the claim's edges, as effects on the claimed side: a claim of "better" (superiority)
+    # passes beyond +margin and fails short of 0 (shown on the other side; in between it is
+    # a tie); one of "at least as good" (non-inferiority) passes and fails at -margin
+    inferior = tie == "pass"
+    bound = -margin if inferior else margin
+    short = -margin if inferior else 0.0
+    op = ">" if claimed_above else "<"
+    edge, fail_edge = threshold + sign * bound, threshold + sign * short
+    rule = (f"{op} {threshold:{fmt}}" if not margin else
+            f"{op} {edge:{fmt}} (at least as good: within the margin {margin:{fmt}})"
+            if inferior else f"{op} {threshold:{fmt}} by more than {margin:{fmt}}")
     test: dict[str, Any] | None = None
     if isinstance(value, OverSeeds):
         test = _test(value, threshold)
-        m = test["mean_diff"] if value.n >= 2 else value.mean - threshold
-        p_claim, p_other = ((test["p_above"], test["p_below"]) if claimed_above
-                            else (test["p_below"], test["p_above"]))
+        m = test["mean_diff"]
+        # the claimed side's effect and its bounds
+        lo, hi = ((test["low"], test["high"]) if claimed_above
+                  else (-test["high"], -test["low"]))
     else:
-        m, p_claim, p_other = float(value) - threshold, 0.0, 0.0
-    effect = sign * m  # > 0: on the claimed side
-    alpha = 1 - LEVEL
+        m = float(value) - threshold
+        lo = hi = sign * m
+    effect = sign * m
+    tie_text = (f"; a tie: |difference| {abs(m):{fmt}} under the margin"
+                if abs(m) < margin else "")
     if math.isnan(m):
         outcome, reason = "inconclusive", "not measured (NaN)"
     elif isinstance(value, OverSeeds) and value.n < 2:
         outcome, reason = "inconclusive", "one seed: no measured spread"
-    elif abs(m) < margin or m == 0:
-        outcome, reason = tie, f"tie: |difference| {abs(m):{fmt}} under the margin"
-    elif effect > 0 and p_claim < alpha:
-        outcome, reason = "pass", _p_text(p_claim, value)
-    elif effect < 0 and p_other < alpha:
-        outcome, reason = "fail", _p_text(p_other, value) + " (the other side)"
+    elif isinstance(value, OverSeeds) and math.isnan(lo):
+        outcome, reason = "inconclusive", "a value is not finite: no bound"
+    elif not isinstance(value, OverSeeds):
+        if effect > bound or (inferior and effect == bound):
+            outcome, reason = "pass", "exact"
+        elif effect < short:
+            outcome, reason = "fail", "exact"
+        else:
+            outcome, reason = "inconclusive", "exact" + tie_text
+    elif lo > bound:
+        p = _p_beyond(test or {}, value.n, sign * bound, upper=not claimed_above)
+        outcome = "pass"
+        reason = f"{_bound_text(lo, hi, sign, threshold, fmt, 'low')} {edge:{fmt}} (p = {p:.3f})"
+    elif hi < short:
+        p = _p_beyond(test or {}, value.n, sign * short, upper=claimed_above)
+        outcome = "fail"
+        reason = (f"{_bound_text(lo, hi, sign, threshold, fmt, 'high')} {fail_edge:{fmt}} "
+                  f"(p = {p:.3f}, the other side)" + tie_text)
     else:
         outcome = "inconclusive"
-        reason = f"the seeds' spread covers it ({_p_text(min(p_claim, p_other), value)})"
+        where = (f"cover {edge:{fmt}}" if edge == fail_edge else
+                 f"neither clear {edge:{fmt}} nor fall short of {fail_edge:{fmt}}")
+        reason = (f"the 95 % bounds [{threshold + min(sign * lo, sign * hi):{fmt}}, "
+                  f"{threshold + max(sign * lo, sign * hi):{fmt}}] {where}" + tie_text)
     detail = _detail(value, threshold, margin, converged, horizon, test)
-    detail.update(kind="above" if claimed_above else "below", tie=tie)
+    detail.update(kind="above" if claimed_above else "below", tie=tie, edge=edge,
+                  fail_edge=fail_edge)
     return _finish(name, outcome, reason, value, fmt, rule, headline, detail, converged,
                    horizon)
 
 
-def _p_text(p: float, value: OverSeeds | float) -> str:
-    if not isinstance(value, OverSeeds):
-        return "exact"
-    return f"one-sided p = {p:.3f}" if not math.isnan(p) else "no test"
+def _bound_text(lo: float, hi: float, sign: float, threshold: float, fmt: str,
+                which: str) -> str:
+    """The bound of the value (not of the claimed side's effect) that decided a check, and
+    how it lies to the edge that follows: ``"95 % lower bound 0.023 above"``."""
+    b = threshold + sign * (lo if which == "low" else hi)
+    lower = (sign > 0) == (which == "low")
+    return f"95 % {'lower' if lower else 'upper'} bound {b:{fmt}} {'above' if lower else 'below'}"
 
 
 def above(name: str, value: OverSeeds | float, threshold: float = 0.0, *,
           margin: float = 0.0, tie: str = "inconclusive", converged: Convergence | None = None,
           horizon: str | None = None, headline: bool = False, fmt: str = ".3f") -> Check:
-    """The check that ``value > threshold`` (e.g. a difference between two curves above 0) by a
-    practical ``margin``.
+    """The check that ``value > threshold`` (e.g. a difference between two curves above 0),
+    read with a practical ``margin``.
 
-    Over seeds: a tie when the mean difference ``m = mean - threshold`` is smaller than the
-    margin in size (outcome ``tie``: ``"inconclusive"`` for a claim of "better", ``"pass"``
-    for one of "at least as good"); otherwise a pass when the seed-paired one-sided test of
-    ``> threshold`` has ``p < 0.05`` (Student t, ``n - 1`` degrees of freedom; the sign test
-    when every seed differs by the same amount), a fail when the test of the other side has,
-    and inconclusive otherwise, with one seed, or when ``converged`` says the compared curves
-    had not flattened (unless ``horizon`` says why the claim is read at this horizon). A
-    value over seeds needs ``converged`` or ``horizon``. An exact number passes or fails
-    outright (ties as above).
+    The claim form is ``tie``'s: ``"inconclusive"`` (or ``"fail"``), a claim of "better"
+    (superiority: the value exceeds ``threshold + margin``), or ``"pass"``, one of "at least
+    as good" (non-inferiority: the value is not below ``threshold - margin``). Over seeds,
+    with the seed-paired one-sided 95 % bounds of the mean (Student t, ``n - 1`` degrees of
+    freedom, the seeds' spread taken as at least the value's ``resolution``): a pass when the
+    lower bound lies beyond the claim's edge (``threshold + margin``, or ``- margin``); a fail
+    when the upper bound falls short of ``threshold`` for "better" (shown on the other side)
+    or of ``threshold - margin`` for "at least as good"; inconclusive otherwise (a difference
+    under the margin is then called a tie), with one seed, or when ``converged`` says the
+    compared curves had not flattened (unless ``horizon`` says why the claim is read at this
+    horizon). Less spread never weakens a check. A value over seeds needs ``converged`` or
+    ``horizon``. An exact number passes or fails outright against the same edges.
 
     Examples
     --------
@@ -621,10 +711,29 @@ def above(name: str, value: OverSeeds | float, threshold: float = 0.0, *,
     >>> h = "a toy"
     >>> tf.figures.above("A beats B", S((0.02, 0.04, 0.03), (0, 1, 2)), horizon=h).outcome
     'pass'
-    >>> c = tf.figures.above("A beats B", S((0.02, 0.04, 0.03), (0, 1, 2)), margin=0.05,
-    ...                      horizon=h)
-    >>> c.outcome, c.reason.split(":")[0]
-    ('inconclusive', 'tie')
+
+    Better by a 1-point margin: +3 +/- 1 points passes, +1.05 +/- 0.05 does not (its lower
+    bound is not beyond +1); "at least as good" passes a small loss only when its bound does:
+
+    >>> above = tf.figures.above
+    >>> above("A", S((0.02, 0.04, 0.03), (0, 1, 2)), margin=0.01, horizon=h).outcome
+    'pass'
+    >>> above("A", S((0.0100, 0.0105, 0.011), (0, 1, 2)), margin=0.01, horizon=h).outcome
+    'inconclusive'
+    >>> c = above("A", S((-0.039, 0.021, -0.009), (0, 1, 2)), margin=0.01, tie="pass",
+    ...           horizon=h)
+    >>> c.outcome, c.reason.split(" cover")[0]
+    ('inconclusive', 'the 95 % bounds [-0.060, 0.042]')
+    >>> above("A", S((-0.002, 0.001, 0.0), (0, 1, 2)), margin=0.01, tie="pass",
+    ...       horizon=h).outcome
+    'pass'
+
+    Seeds that agree exactly are decided (against the value's resolution, here none):
+
+    >>> above("A", S((-50.0, -50.0, -50.0), (0, 1, 2)), margin=1, horizon=h).outcome
+    'fail'
+    >>> above("A", S((0.5, 0.5, 0.5), (0, 1, 2)), margin=1, horizon=h).reason.split(";")[0]
+    'the 95 % bounds [0.500, 0.500] neither clear 1.000 nor fall short of 0.000'
     >>> tf.figures.above("A beats B", S((0.02, -0.03, 0.01), (0, 1, 2)), horizon=h).outcome
     'inconclusive'
     >>> tf.figures.above("A beats B", -0.01).outcome  # an exact number
@@ -657,10 +766,10 @@ def within(name: str, value: OverSeeds | float, tolerance: float, *,
     of "comparable", whose tolerance is its margin.
 
     Over seeds, two one-sided tests at 95 % (TOST): passes when the one-sided bounds of the
-    mean (Student t, ``n - 1`` degrees of freedom) both lie in ``[-tolerance, tolerance]``,
-    fails when the mean lies outside and its bound on that side does too, inconclusive
-    otherwise, with one seed, or on curves that had not flattened (see :func:`above`). An
-    exact number passes or fails outright.
+    mean (Student t, ``n - 1`` degrees of freedom, the seeds' spread taken as at least the
+    value's ``resolution``) both lie in ``[-tolerance, tolerance]``, fails when both lie on
+    one side outside it, inconclusive otherwise, with one seed, or on curves that had not
+    flattened (see :func:`above`). An exact number passes or fails outright.
 
     Examples
     --------
@@ -686,12 +795,8 @@ def within(name: str, value: OverSeeds | float, tolerance: float, *,
         outcome, reason = "inconclusive", "one seed: no measured spread"
     elif not isinstance(value, OverSeeds):
         outcome, reason = ("pass" if abs(m) <= tolerance else "fail"), "exact"
-    elif test is not None and test["test"] == "sign (no spread)":
-        # every seed gave the same value: the sign test cannot reach 95 % with few seeds
-        p = 0.5 ** value.n
-        inside = abs(m) <= tolerance
-        outcome = ("pass" if inside else "fail") if p < 1 - LEVEL else "inconclusive"
-        reason = f"every seed equal, sign test p = {p:.3f}"
+    elif math.isnan(lo):
+        outcome, reason = "inconclusive", "a value is not finite: no bound"
     elif -tolerance <= lo and hi <= tolerance:
         outcome, reason = "pass", f"95 % one-sided bounds [{lo:{fmt}}, {hi:{fmt}}] inside"
     elif lo > tolerance or hi < -tolerance:
@@ -728,17 +833,18 @@ def verdict(checks: Iterable[Check]) -> str:
     """The verdict of a claim, one of :data:`VERDICTS`: its headline checks' (:func:`headline_of`;
     the others are secondary and reported beside it).
 
-    ``"holds"``: every headline check passes; ``"does not hold"``: none passes and one or more
-    fail; ``"inconclusive at this scale"``: none passes or fails; ``"partly"`` only for a
-    headline of several parts (a conjunction, e.g. "best in every column") of which some pass
-    and the others fail or are inconclusive.
+    ``"holds"``: every headline check passes; ``"does not hold"``: one or more fail (for a
+    headline of several parts, a conjunction such as "best in every column", a failed part
+    refutes it whatever the others gave: the result says how many parts pass);
+    ``"partly"``: some parts pass and the others are inconclusive; ``"inconclusive at this
+    scale"``: none passes or fails.
 
     Examples
     --------
     >>> pas, fail = tf.figures.fact("a", True), tf.figures.fact("b", False)
     >>> und = tf.figures.above("c", tf.figures.OverSeeds((0.1,), (0,)), horizon="a toy")
-    >>> [tf.figures.verdict(c) for c in ([pas], [fail, und], [pas, und], [und])]
-    ['holds', 'does not hold', 'partly', 'inconclusive at this scale']
+    >>> [tf.figures.verdict(c) for c in ([pas], [fail, und], [pas, und], [und], [pas, fail])]
+    ['holds', 'does not hold', 'partly', 'inconclusive at this scale', 'does not hold']
     >>> main = tf.figures.fact("central", True, headline=True)
     >>> tf.figures.verdict([main, fail])  # a failed secondary check leaves it standing
     'holds'
@@ -751,11 +857,11 @@ def verdict(checks: Iterable[Check]) -> str:
         raise ValueError(f"unknown check outcome(s) {sorted(bad)}")
     outcomes = [c.outcome for c in headline_of(checks)]
     passed, failed = outcomes.count("pass"), outcomes.count("fail")
+    if failed:
+        return "does not hold"
     if passed == len(outcomes):
         return "holds"
-    if passed:
-        return "partly"
-    return "does not hold" if failed else "inconclusive at this scale"
+    return "partly" if passed else "inconclusive at this scale"
 
 
 def secondary(checks: Iterable[Check]) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from topofl._fingerprint import code_fingerprint
 from topofl.certificates import EQUIVALENCE_FILE, certify, clean_commit, verify
 from topofl.figures.config import FigureError, _root
+from topofl.figures.redecide import redecide
 from topofl.figures.results import _results, _write_index, available, stale
 from topofl.snapshot import take as take_snapshot
 
@@ -24,13 +25,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
     Examples
     --------
     >>> tf.figures.main(["--help"])  # doctest: +ELLIPSIS
-    usage: topofl figure list | index [--check] | snapshot ... | NAME ...
+    usage: topofl figure list | index [--check] | snapshot ... | redecide ... | NAME ...
     0
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(f"usage: {prog} list | index [--check] | snapshot (--out FILE | --certify FILE) "
-              "| NAME [--quick | --full] [--out DIR | --update-results] [--rerun] [--jobs N]"
+              "| redecide [--dry-run] [NAME ...] | NAME [--quick | --full] [--out DIR | "
+              "--update-results] [--rerun] [--jobs N]"
               "\n\nRegenerate a paper figure (from a clone of the repository) into "
               "paper_figures/out/<scale>/; --update-results rewrites the committed "
               "paper_figures/results/. `index` rebuilds the index of paper_figures/README.md; "
@@ -38,7 +40,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
               "status 1 if any). `snapshot --out FILE` saves what the result code computes on "
               "fixed small inputs (before a refactor); `snapshot --certify FILE` takes it "
               "again and, when nothing moved, certifies the new code equivalent to the old "
-              "(topofl.snapshot).")
+              "(topofl.snapshot). `redecide` decides committed results again under the "
+              "current rule from their own per-seed values (every result without NAMEs; "
+              "topofl.figures.redecide).")
         return 0 if argv else 2
     try:
         if argv[0] == "list":
@@ -66,6 +70,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
             return 0
         if argv[0] == "snapshot":
             return _snapshot(argv[1:], prog)
+        if argv[0] == "redecide":
+            return _redecide(argv[1:], prog)
         names = available()
         name = argv[0].removeprefix("fig_").removesuffix(".py")
         if name not in names:
@@ -88,6 +94,23 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
         return 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
+
+
+def _redecide(argv: list[str], prog: str) -> int:
+    """``redecide [--dry-run] [NAME ...]``: each result decided again, one line each."""
+    dry = "--dry-run" in argv
+    names = [a for a in argv if a != "--dry-run"]
+    bad = [a for a in names if a.startswith("-")]
+    if bad:
+        raise FigureError(f"unknown option(s) {bad}: `{prog} redecide [--dry-run] [NAME ...]`")
+    folder = _root() / "results"
+    names = names or sorted(p.stem for p in folder.glob("*.json")
+                            if p.stem != "equivalence" and p.with_suffix(".md").is_file())
+    for name in names:
+        r = redecide(name, folder, write=not dry)
+        moved = "; ".join(f"{n}: {a} -> {b}" for n, a, b in r.moved)
+        print(f"{name}: {r.before} -> {r.after}" + (f" ({moved})" if moved else ""))
+    return 0
 
 
 def _snapshot(argv: list[str], prog: str) -> int:

@@ -20,12 +20,18 @@ from topofl.certificates import EQUIVALENCE_FILE, equivalent_codes
 from topofl.figures.checks import VERDICTS, _legacy_verdict
 from topofl.figures.config import FigureError, _root
 
-__all__ = ["OLD_RULE_COMMIT", "available", "stale", "index", "verdict_changes"]
+__all__ = ["OLD_RULE_COMMIT", "PREVIOUS_RULE_COMMIT", "available", "stale", "index",
+           "verdict_changes"]
 
 #: The last commit whose committed results were all decided by the older rule (a check passed
 #: when mean ± one std over the seeds cleared its threshold; every check counted): the
 #: "before" of :func:`verdict_changes`.
 OLD_RULE_COMMIT = "98a230c"
+
+#: The last commit whose results were decided by the paired t rule with ties under the margin
+#: (before superiority was tested beyond the margin, non-inferiority within it, and a failed
+#: part of a headline refuted it): the middle column of :func:`verdict_changes`.
+PREVIOUS_RULE_COMMIT = "903c880"
 
 
 def available() -> dict[str, str]:
@@ -213,15 +219,18 @@ def verdict_changes(since: str = OLD_RULE_COMMIT, results: str | os.PathLike[str
     Examples
     --------
     >>> print(tf.figures.verdict_changes().splitlines()[0])  # doctest: +ELLIPSIS
-    | figure | verdict at 98a230c (older rule) | verdict now | ...
+    | figure | verdict at 98a230c (older rule) | at 903c880 (ties under the margin) | ...
     """
     folder = Path(results) if results is not None else _root() / "results"
     rows = []
     for v in _results(folder):
         old = _old_result(v["name"], since)
         before = _legacy_verdict(old) if old else "-"
+        prev_v = _old_result(v["name"], PREVIOUS_RULE_COMMIT)
+        prev = _legacy_verdict(prev_v) if prev_v else "-"
         if "rule" not in v:
-            rows.append([v["name"], before, "not rerun yet (older rule)", "-", "-", "-"])
+            rows.append([v["name"], before, prev, "not rerun yet (older rule)", "-", "-",
+                         "-"])
             continue
         rounds = v.get("rounds") or {}
         ran = " / ".join(map(str, rounds.get("run") or [])) or "-"
@@ -230,10 +239,11 @@ def verdict_changes(since: str = OLD_RULE_COMMIT, results: str | os.PathLike[str
         why = "; ".join(f"{c.get('name')}: {c.get('outcome')} "
                         f"({str(c.get('reason', '')).split('; ')[0]})" for c in heads) or "-"
         now = _legacy_verdict(v)
-        rows.append([v["name"], before, now if now != before else f"{now} (unchanged)",
+        rows.append([v["name"], before, prev, now if now != prev else f"{now} (unchanged)",
                      f"{ran} of {paper}" if rounds.get("run") else "-", _convergence_text(v),
                      why])
-    return table(["figure", f"verdict at {since} (older rule)", "verdict now",
+    return table(["figure", f"verdict at {since} (older rule)",
+                  f"at {PREVIOUS_RULE_COMMIT} (ties under the margin)", "verdict now",
                   "rounds run (of the paper's)", "curves flattened", "headline: why"], rows)
 
 

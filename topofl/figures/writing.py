@@ -21,7 +21,7 @@ import matplotlib
 
 from topofl._fingerprint import code_fingerprint
 from topofl._markdown import Document
-from topofl.figures.checks import LEVEL, RULE, Check, OverSeeds, headline_of, secondary, verdict
+from topofl.figures.checks import RULE, Check, OverSeeds, headline_of, secondary, verdict
 from topofl.figures.config import MARGINS_USED, SCRIPT_ROOT, FigureError, claim_of
 from topofl.figures.panel import Panel
 from topofl.figures.runs import FigureArgs, parse_args
@@ -30,6 +30,37 @@ __all__ = ["Result", "write", "script"]
 
 
 # ------------------------------------------------------------------------------ results
+
+
+def rule_paragraph() -> str:
+    """The paragraph under a result's table of checks that states the rule it was decided by
+    (:data:`~topofl.figures.RULE`)."""
+    return (f"The rule ({RULE}; `paper_figures/README.md`): each check compares the "
+            "seed-paired one-sided 95 % bounds of its mean (Student t, n - 1 degrees of "
+            "freedom, the seeds' spread taken as at least the metric's resolution) with the "
+            "claim's edge: beyond the threshold by the practical margin for a claim of "
+            "\"better\", not below it by more than the margin for one of \"at least as "
+            "good\"; it passes when the bound on the claimed side clears the edge, fails when "
+            "the bound on the other side falls short of the threshold (of the edge, for \"at "
+            "least as good\"), and is inconclusive otherwise, "
+            "with one seed, or when the curves it compares had not flattened (unless the claim "
+            "is read at this horizon, as its row says). The verdict is the headline's (a "
+            "headline of several parts with a failed part does not hold); the per-seed values "
+            "are in the JSON.")
+
+
+def verdict_line(checks: Sequence[Check]) -> str:
+    """The ``**Verdict:**`` paragraph of a result's Markdown: the verdict, how many parts of
+    the headline pass, how many secondary checks do."""
+    checks = list(checks)
+    head = headline_of(checks)
+    passed, total = secondary(checks)
+    head_text = (f"the headline check ({head[0].name}) is {head[0].outcome}" if len(head) == 1
+                 else f"{sum(c.outcome == 'pass' for c in head)} of the {len(head)} parts of "
+                 "the headline pass (the paper's statement is their conjunction)")
+    side_text = (f"; {passed} of {total} secondary checks pass" if total else
+                 "; no secondary checks")
+    return f"**Verdict:** {verdict(checks)} ({head_text}{side_text})"
 
 
 def _cell(v: Any) -> str:
@@ -139,26 +170,14 @@ def write(
                  if seeds else "no training")
     head = headline_of(checks)
     passed, total = secondary(checks)
-    head_text = (f"the headline check ({head[0].name}) is {head[0].outcome}" if len(head) == 1
-                 else f"{sum(c.outcome == 'pass' for c in head)} of the {len(head)} parts of "
-                 "the headline pass (the paper's statement is their conjunction)")
-    side_text = (f"; {passed} of {total} secondary checks pass" if total else
-                 "; no secondary checks")
     doc = (Document().heading(title).paragraph(f"**Paper:** {claim}")
            .paragraph(f"**Measured** ({args.scale} scale, {seed_text}): {measured}")
-           .paragraph(f"**Verdict:** {decided} ({head_text}{side_text})"))
+           .paragraph(verdict_line(checks)))
     if fig is not None:
         doc.image(f"{args.name}.png", args.name)
     doc.heading("Checks", 2).table(["check", "measured (mean ± std over seeds)", "claim",
                                     "outcome", "why"], [c.row() for c in checks])
-    doc.paragraph(f"The rule ({RULE}; `paper_figures/README.md`): a difference smaller than "
-                  "the check's practical margin is a tie (decided as the claim reads); "
-                  f"otherwise a check passes when the seed-paired one-sided test of the "
-                  f"claimed side is significant at {100 * LEVEL:.0f} % (Student t, n - 1 "
-                  "degrees of freedom), fails when the other side's is, and is inconclusive "
-                  "otherwise, with one seed, or when the curves it compares had not flattened "
-                  "(unless the claim is read at this horizon, as its row says). The verdict "
-                  "is the headline's; the per-seed values are in the JSON.")
+    doc.paragraph(rule_paragraph())
     if margins:
         doc.table(["margin", "value", "reason"],
                   [[k, f"{m['value']:g}", m["reason"]] for k, m in margins.items()])

@@ -1,0 +1,213 @@
+"""A committed result decided again, under the current rule, from its own per-seed values.
+
+Every result's JSON holds what decides each check (the per-seed values and seeds, threshold,
+margin, claim form, convergence reading or horizon: :meth:`~topofl.figures.Check.as_dict`), so
+a change of the rule (:data:`~topofl.figures.RULE`) does not need the runs again: ``topofl
+figure redecide [NAME ...]`` rebuilds each check with :func:`~topofl.figures.above`,
+:func:`~topofl.figures.below` or :func:`~topofl.figures.within` from those values, takes the
+verdict of the rebuilt checks, and rewrites the result's JSON and the parts of its Markdown
+that the rule decides (the verdict line, the table of checks, the rule's paragraph). Nothing a
+run measured changes; exact checks (facts), checks not run and checks without per-seed values
+are kept as they are. A check that a script marked untestable (its stand-in fails its
+calibration) stays inconclusive, its "would be" read again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from topofl.figures.checks import (
+    RULE,
+    Check,
+    Convergence,
+    OverSeeds,
+    above,
+    below,
+    secondary,
+    verdict,
+    within,
+)
+from topofl.figures.config import FigureError, _root, claim_of
+from topofl.figures.writing import rule_paragraph, verdict_line
+
+__all__ = ["Redecision", "redecide"]
+
+#: The reason a script gives a check it cannot decide on its stand-in (``_pfeddst.untestable``,
+#: ``_dfedpgp.uncalibrated``): the prefix kept when the check is read again.
+_MARKED = re.compile(r"^(untestable on this stand-in[^()]*\([^()]*\))")
+
+
+@dataclass(frozen=True)
+class Redecision:
+    """What :func:`redecide` did to one result: its verdict before and after, and each check
+    whose outcome moved (``(name, before, after)``)."""
+
+    name: str
+    before: str
+    after: str
+    moved: tuple[tuple[str, str, str], ...]
+
+
+def _reading(d: dict[str, Any], name: str) -> Convergence:
+    """The convergence reading of a check's JSON, rebuilt; it must say what it recorded."""
+    gains = tuple((str(k), OverSeeds(tuple(g["values"]), tuple(g["seeds"])))
+                  for k, g in d.get("gains", {}).items())
+    span = tuple(d.get("span", (0, 0)))
+    c = Convergence(gains, (int(span[0]), int(span[1])), float(d["tolerance"]))
+    if c.flat != bool(d["flat"]):
+        raise FigureError(f"check {name!r}: its convergence reading does not rebuild (flat "
+                          f"{d['flat']} recorded, {c.flat} from its gains)")
+    return c
+
+
+def _setting_step(md: str) -> float:
+    """The largest ``eval_every`` in a result's setting tables (the evaluation grid of its
+    rounds-to-target checks); 1 when none is listed."""
+    steps = [float(x) for row in re.findall(r"^\| eval_every \| ([^|]+) \|$", md, re.M)
+             for x in row.split(" / ") if x.strip().replace(".", "", 1).isdigit()]
+    return max(steps, default=1.0)
+
+
+def _rebuild(c: dict[str, Any], step: float) -> Check | None:
+    """The check of ``c`` (a result JSON's check) decided again, or ``None`` to keep it."""
+    if "values" not in c or c.get("kind") not in ("above", "below", "within"):
+        return None
+    if "not run" in str(c.get("reason", "")):
+        return None
+    res = c.get("resolution")
+    if res is None:  # decided before resolutions were recorded: rounds to a target on a grid
+        integral = all(float(v).is_integer() for v in c["values"])
+        res = step if integral and "rounds" in c["name"] else 0.0
+    x = OverSeeds(tuple(c["values"]), tuple(c["seeds"]), float(res))
+    reading: dict[str, Any] = {}
+    if "horizon" in c:
+        reading["horizon"] = c["horizon"]
+    if isinstance(c.get("convergence"), dict):
+        reading["converged"] = _reading(c["convergence"], c["name"])
+    if not reading:
+        raise FigureError(f"check {c['name']!r} has per-seed values but no convergence reading "
+                          "or horizon to decide them")
+    fmt = _fmt_of(c)
+    if c["kind"] == "within":
+        new = within(c["name"], x, float(c["margin"]), headline=bool(c["headline"]), fmt=fmt,
+                     **reading)
+    else:
+        side = above if c["kind"] == "above" else below
+        new = side(c["name"], x, float(c["threshold"]), margin=float(c["margin"]),
+                   tie=str(c.get("tie", "inconclusive")), headline=bool(c["headline"]),
+                   fmt=fmt, **reading)
+    marked = _MARKED.match(str(c.get("reason", "")))
+    if marked:
+        why = marked.group(1)
+        reason = (f"{why}; would be {new.outcome} ({new.reason})"
+                  if new.outcome in ("pass", "fail") else f"{why}; {new.reason}")
+        new = Check(new.name, "inconclusive", new.measured, new.rule, reason, new.headline,
+                    new.detail)
+    # keep what the script measured and showed (the same values: only the rule is new)
+    return Check(new.name, new.outcome, str(c.get("measured", new.measured)), new.rule,
+                 new.reason, new.headline, new.detail)
+
+
+def _fmt_of(c: dict[str, Any]) -> str:
+    """The number format the script used for the check (read back from its ``rule``)."""
+    m = re.search(r"[-\d]\.(\d+)", str(c.get("rule", "")))
+    return f".{len(m.group(1))}f" if m else ".3f"
+
+
+def _as_check(c: dict[str, Any]) -> Check:
+    keys = {"name", "headline", "measured", "rule", "outcome", "reason"}
+    return Check(str(c["name"]), str(c["outcome"]), str(c.get("measured", "")),
+                 str(c.get("rule", "")), str(c.get("reason", "")), bool(c.get("headline")),
+                 {k: v for k, v in c.items() if k not in keys} or None)
+
+
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+
+def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
+             write: bool = True) -> Redecision:
+    """Decide the committed result ``name`` again under the current rule (see the module).
+
+    Parameters
+    ----------
+    name : str
+        The result (``dcliques_09`` ...): ``<results>/<name>.json`` and ``.md``.
+    results : path, optional
+        The folder of results; default ``paper_figures/results`` of this clone.
+    write : bool, default True
+        Rewrite the JSON and Markdown (``False``: only say what would move).
+
+    Returns
+    -------
+    Redecision
+
+    Raises
+    ------
+    FigureError
+        When the result is missing, or a check over seeds has nothing to decide it by.
+    """
+    folder = Path(results) if results is not None else _root() / "results"
+    js, md_path = folder / f"{name}.json", folder / f"{name}.md"
+    if not js.is_file() or not md_path.is_file():
+        raise FigureError(f"no committed result {name!r} in {folder} (its .json and .md)")
+    v = json.loads(js.read_text(encoding="utf-8"))
+    md = md_path.read_text(encoding="utf-8")
+    step = _setting_step(md)
+    old = [_as_check(c) for c in v.get("checks", [])]
+    new = [(_rebuild(c, step) or o) for c, o in zip(v.get("checks", []), old)]
+    before, after = str(v.get("verdict")), verdict(new) if new else str(v.get("verdict"))
+    moved = tuple((o.name, o.outcome, n.outcome) for o, n in zip(old, new)
+                  if o.outcome != n.outcome)
+    if write and new:
+        v["verdict"], v["rule"] = after, RULE
+        passed, total = secondary(new)
+        v["secondary"] = {"passed": passed, "total": total}
+        v["checks"] = [_clean(c.as_dict()) for c in new]
+        margins = _margins(name, v.get("margins") or {})
+        if margins:
+            v["margins"] = margins
+        js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        md_path.write_text(_markdown(md, new, margins), encoding="utf-8")
+    return Redecision(name, before, after, moved)
+
+
+def _margins(name: str, used: dict[str, Any]) -> dict[str, Any]:
+    """The margins the result used, their values kept and their reasons as ``claims.toml``
+    states them now (``{}`` when the figure has no claim there)."""
+    try:
+        now = claim_of(name)["margins"]
+    except FigureError:
+        return {}
+    return {k: {"value": m["value"], "reason": now.get(k, m)["reason"]}
+            for k, m in used.items()}
+
+
+def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = None) -> str:
+    """``md`` with its verdict line, its table of checks, the rule's paragraph and the
+    margins' reasons rewritten."""
+    from topofl._markdown import table
+
+    md = re.sub(r"^\*\*Verdict:\*\* .*$", lambda _: verdict_line(checks), md, count=1,
+                flags=re.M)
+    start = md.index("## Checks\n")
+    rule_at = md.index("The rule (", start)
+    end = md.index("\n\n", rule_at)
+    body = table(["check", "measured (mean ± std over seeds)", "claim", "outcome", "why"],
+                 [c.row() for c in checks])
+    md = md[:start] + "## Checks\n\n" + body + "\n\n" + rule_paragraph() + md[end:]
+    head = "| margin | value | reason |\n"
+    if margins and head in md:
+        a = md.index(head)
+        b = md.find("\n\n", a)
+        b = len(md) if b < 0 else b
+        rows = table(["margin", "value", "reason"],
+                     [[k, f"{m['value']:g}", m["reason"]] for k, m in margins.items()])
+        md = md[:a] + rows + md[b:]
+    return md
