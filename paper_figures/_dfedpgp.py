@@ -125,6 +125,25 @@ def uncalibrated(check: figures.Check, split: str, panel: figures.Panel) -> figu
     return dataclasses.replace(check, outcome="inconclusive", reason=f"{why}{was}")
 
 
+def gate(acc: Mapping[tuple[str, str], figures.OverSeeds], split: str, *,
+         paper: Mapping[str, float | None] | None = None, among: Iterable[str] | None = None,
+         result: str = TABLE1) -> figures.Gate:
+    """The fidelity gate of a column (:func:`topofl.figures.fidelity_gate`): the paper's other
+    rows (every one but DFedPGP; ``paper`` their values, default Table 1's column ``split``;
+    ``among`` limits them to those a figure runs) ordered on the stand-in as in the paper."""
+    bars = figures.gate_bars(result)
+    if paper is None:
+        i = COLUMNS.index(split)
+        paper = {m: PAPER[m][i] for m in ROWS}
+    pool = set(among) if among is not None else None
+    controls = {m: v for m, v in paper.items()
+                if m != "DFedPGP" and (pool is None or m in pool)}
+    return figures.fidelity_gate(split, controls,  # the stand-in in % as the paper's table
+                                 {m: 100 * acc[(m, split)] for m in controls
+                                  if (m, split) in acc},
+                                 tau_min=bars["tau"], top_share=bars["top_share"])
+
+
 def not_run(name: str, why: str = "not run at this scale", *, headline: bool = False
             ) -> figures.Check:
     """The inconclusive check of a part of the paper's claim (a column, a row) that did not

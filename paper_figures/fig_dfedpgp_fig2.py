@@ -59,7 +59,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     speed = (f"the mean accuracy over the first {rounds} rounds (a convergence speed, read at "
              "this horizon)")
     final, area = _dfedpgp.accuracy(found), _dfedpgp.accuracy(found, "area")
-    checks, parts = [], []
+    checks, parts, gates = [], [], []
     for s in _dfedpgp.COLUMNS:
         if s not in found:
             checks.append(_dfedpgp.not_run(f"{s}: DFedPGP converges fastest",
@@ -70,8 +70,10 @@ def main(args: figures.FigureArgs) -> figures.Result:
                                        headline=s in NAMED)
         c_final, r_final = _dfedpgp.best(found, final, s, "DFedPGP", "final accuracy",
                                          among=methods, margin=margin)
-        checks += [_dfedpgp.uncalibrated(c_area, s, found[s]),
-                   _dfedpgp.uncalibrated(c_final, s, found[s])]
+        # Table 1's column, Fig. 2's rows
+        gates.append(_dfedpgp.gate(final, s, among=methods, result=args.name))
+        checks += [figures.gated(_dfedpgp.uncalibrated(c_area, s, found[s]), gates[-1]),
+                   figures.gated(_dfedpgp.uncalibrated(c_final, s, found[s]), gates[-1])]
         parts.append(f"{s}: DFedPGP mean over rounds {100 * area[('DFedPGP', s)]:.1f} (best "
                      f"other {r_area} {100 * area[(r_area, s)]:.1f}), final "
                      f"{100 * final[('DFedPGP', s)]:.1f} (best other {r_final} "
@@ -85,7 +87,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     notes += _dfedpgp.still_rising(found, margin)
     return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found, notes=notes,
                           setting=figures.merged_setting(found),
-                          paper_rounds=_dfedpgp.PAPER_ROUNDS)
+                          paper_rounds=_dfedpgp.PAPER_ROUNDS, gates=gates)
 
 
 if __name__ == "__main__":

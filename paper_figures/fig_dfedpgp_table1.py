@@ -13,7 +13,8 @@ The check of a column: DFedPGP above the best other row of the paper's Table 1 (
 one accuracy point of margin), read on converged curves; where the paper's own lead is under
 the margin (CIFAR-10 Dir-0.1, Pat-2, Pat-5; CIFAR-100 Pat-5) its claim is "at least as good"
 and a tie passes. A column whose stand-in fails its calibration, or that did not run at this
-scale, is inconclusive.
+scale, is inconclusive, and so is one whose stand-in fails its fidelity gate (Table 1's other
+rows ordered unlike the paper's: ``topofl.figures.gate``).
 
     python paper_figures/fig_dfedpgp_table1.py [--quick | --full] [--update-results]
 """
@@ -49,7 +50,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     paper_t = pd.DataFrame(
         [{"algorithm": m, **{s: f"{PAPER[m][COLUMNS.index(s)]:.2f}" for s in COLUMNS}}
          for m in PAPER])
-    checks, parts = [], []
+    checks, parts, gates = [], [], []
     for s in COLUMNS:
         lead, paper_rival = paper_lead(s)
         if s not in found:
@@ -58,7 +59,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
             continue
         c, rival = _dfedpgp.best(found, acc, s, "DFedPGP", among=_dfedpgp.ROWS, margin=margin,
                                  tie=_dfedpgp.paper_tie(lead, margin), headline=True)
-        checks.append(_dfedpgp.uncalibrated(c, s, found[s]))
+        gates.append(_dfedpgp.gate(acc, s))
+        checks.append(figures.gated(_dfedpgp.uncalibrated(c, s, found[s]), gates[-1]))
         rank = 1 + sorted(methods, key=lambda m, s=s: -acc[(m, s)].mean).index("DFedPGP")
         parts.append(f"{s}: DFedPGP {100 * acc[('DFedPGP', s)]:.1f} (rank {rank} of "
                      f"{len(methods)} by mean), best other {rival} {100 * acc[(rival, s)]:.1f} "
@@ -87,7 +89,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
                           {"measured (%, mean ± std over seeds)": measured_t,
                            "paper (%)": paper_t}, panels=found, notes=notes,
                           setting=figures.merged_setting(found),
-                          paper_rounds=_dfedpgp.PAPER_ROUNDS)
+                          paper_rounds=_dfedpgp.PAPER_ROUNDS, gates=gates)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
                                for s in rows])
     paper_t = pd.DataFrame([{"row": s, **{m: ("?" if v is None else f"{v:.2f}")
                                           for m, v in PAPER[s].items()}} for s in PAPER])
-    checks = []
+    checks, gates = [], []
     for s in PAPER:
         if s not in found:
             checks.append(_dfedpgp.not_run(f"{s}: DFedPGP above the best other",
@@ -58,7 +58,9 @@ def main(args: figures.FigureArgs) -> figures.Result:
             continue
         c, _ = _dfedpgp.best(found, acc, s, "DFedPGP", margin=margin,
                              tie=_dfedpgp.paper_tie(paper_lead(s), margin), headline=True)
-        checks.append(_dfedpgp.uncalibrated(c, SPLIT_OF[s], found[s]))
+        gates.append(_dfedpgp.gate(acc, s, paper=PAPER[s], result=args.name))
+        checks.append(figures.gated(_dfedpgp.uncalibrated(c, SPLIT_OF[s], found[s]),
+                                    gates[-1]))
     measured = "; ".join(f"{s}: " + ", ".join(f"{m} {100 * acc[(m, s)]:.1f}" for m in methods)
                          for s in rows)
     notes = _dfedpgp.short_run_note(cfg, args.scale)
@@ -74,7 +76,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     return figures.Result(None, measured, checks, {"measured (%, mean ± std over seeds)":
                                                    measured_t, "paper (%)": paper_t},
                           panels=found, notes=notes, setting=figures.merged_setting(found),
-                          paper_rounds=_dfedpgp.PAPER_ROUNDS)
+                          paper_rounds=_dfedpgp.PAPER_ROUNDS, gates=gates)
 
 
 if __name__ == "__main__":

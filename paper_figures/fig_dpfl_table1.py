@@ -59,11 +59,16 @@ def main(args: figures.FigureArgs) -> figures.Result:
            for k, t in zip(splits, titles)},
         **{f"{t} final train loss": [f"{loss[t][r].mean:.2f}" for r in rows] for t in titles},
     })
-    checks, parts, readings = [], [], {}
+    checks, parts, readings, gates = [], [], {}, []
     margin = 100 * figures.margin(args.name, "accuracy")  # points
-    for t in titles:
+    bars = figures.gate_bars(args.name)
+    for k, t in zip(splits, titles):
         panel = found[t]
         base = [r for r in rows if not r.startswith("DPFL")]
+        # the fidelity gate: the baselines (every row but DPFL's) ordered as in the paper
+        gates.append(figures.fidelity_gate(
+            t, {r: PAPER[r][list(SPLITS).index(k)] for r in base},
+            {r: cells[t][r] for r in base}, tau_min=bars["tau"], top_share=bars["top_share"]))
         budgets = [r for r in rows if r.startswith("DPFL")]
         top = max(base, key=lambda r: cells[t][r].mean)
         best = figures.seedwise(max, *(cells[t][r] for r in base))
@@ -72,9 +77,9 @@ def main(args: figures.FigureArgs) -> figures.Result:
             read = dc.reading(args.name, {b: panel.runs[b], top: panel.runs[top]},
                               panel.configs.values(), PAPER_ROUNDS)
             readings[f"{t}: {b} vs {top}"] = read["converged"]
-            checks.append(figures.above(f"{t}: {b} above every baseline (points)",
-                                        cells[t][b] - best, margin=margin, headline=True,
-                                        fmt=".2f", **read))
+            checks.append(figures.gated(figures.above(
+                f"{t}: {b} above every baseline (points)", cells[t][b] - best, margin=margin,
+                headline=True, fmt=".2f", **read), gates[-1]))
         parts.append(f"{t}: DPFL {min(cells[t][b].mean for b in budgets):.1f}-"
                      f"{max(cells[t][b].mean for b in budgets):.1f}% over the {len(budgets)} "
                      f"budgets vs best baseline {top} {cells[t][top]:.1f}%, Local "
@@ -106,7 +111,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
                      "columns).")
     return figures.Result(None, head + "; ".join(parts), checks, table, panels=found, notes=notes,
                           setting={t: figures.merged_setting({t: p}, dv.KEYS)
-                                   for t, p in found.items()})
+                                   for t, p in found.items()}, gates=gates)
 
 
 if __name__ == "__main__":

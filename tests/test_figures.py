@@ -872,3 +872,82 @@ def test_redecide_cli_lists_each_result(capsys: pytest.CaptureFixture[str]) -> N
     assert out == ["dcliques_09: inconclusive at this scale -> inconclusive at this scale",
                    "dpfl_table1: does not hold -> does not hold"]
     assert figures.main(["redecide", "--bogus"]) == 2
+
+
+# ------------------------------------------------------------------------------ fidelity gates
+
+
+def _tau_by_hand(x: list[float], y: list[float]) -> float:
+    """Kendall's tau-a of untied values: (concordant - discordant) / pairs, pair by pair."""
+    n, s = len(x), 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            s += 1 if (x[i] - x[j]) * (y[i] - y[j]) > 0 else -1
+    return s / (n * (n - 1) / 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.permutations(list(range(7))), st.sampled_from([0.2, 0.4, 0.6]),
+       st.sampled_from([0.2, 0.34, 1.0]))
+def test_the_gate_is_kendalls_tau_and_the_best_controls_rank(perm: list[int], tau_min: float,
+                                                             share: float) -> None:
+    import math
+
+    names = [f"m{i}" for i in range(7)]
+    paper = {m: 90.0 - i for i, m in enumerate(names)}  # m0 best in the paper
+    here = {m: float(p) for m, p in zip(names, perm)}
+    g = figures.fidelity_gate("col", paper, here, tau_min=tau_min, top_share=share)
+    tau = _tau_by_hand([paper[m] for m in names], [here[m] for m in names])
+    assert g.tau == pytest.approx(tau, abs=1e-12)
+    rank = 1 + sorted(names, key=lambda m: -here[m]).index("m0")
+    assert g.best_rank == rank and g.top == math.ceil(share * 7)
+    assert g.passed == (tau >= tau_min and rank <= g.top)
+    assert g.controls == tuple(names)  # the paper's order
+    # less is better: the same order read the other way round
+    flip = figures.fidelity_gate("col", {m: -v for m, v in paper.items()},
+                                 {m: -v for m, v in here.items()}, tau_min=tau_min,
+                                 top_share=share, higher_is_better=False)
+    assert flip.tau == pytest.approx(tau) and flip.best_rank == rank
+    assert figures.Gate.from_dict(g.as_dict()) == g
+
+
+def test_a_gate_needs_controls_with_the_papers_values() -> None:
+    paper = {"A": 85.0, "B": None, "C": 80.0, "D": 70.0, "E": 60.0}
+    here = {"A": 5.0, "B": 4.0, "C": 3.0, "D": 2.0}  # E did not run, B has no paper value
+    g = figures.fidelity_gate("col", paper, here, tau_min=0.4, top_share=0.34)
+    assert g.controls == ("A", "C", "D") and not g.passed  # 3 < MIN_CONTROLS, tau = 1
+    assert "fewer than 4" in g.describe()
+    with pytest.raises(ValueError, match="tau_min"):
+        figures.fidelity_gate("col", paper, here, tau_min=2.0, top_share=0.3)
+    with pytest.raises(ValueError, match="finite"):
+        figures.fidelity_gate("col", {"A": 1.0, "B": 2.0}, {"A": float("nan"), "B": 1.0},
+                              tau_min=0.4, top_share=0.3)
+    bars = figures.gate_bars("dfedpgp_table1")
+    assert bars["tau"] == 0.4 and bars["top_share"] == 0.34 and bars["reason"]
+
+
+def test_a_failed_gate_makes_a_results_checks_inconclusive_and_a_passed_one_restores_them(
+        tmp_path: Path) -> None:
+    """The committed DFedPGP Table 1 (its gate fails: tau = +0.17, the issue's number) and the
+    same result given a gate that passes: its headline check is the rule's again."""
+    import json
+    import shutil
+
+    src = Path(__file__).resolve().parents[1] / "paper_figures" / "results"
+    for ext in (".json", ".md"):
+        shutil.copy(src / f"dfedpgp_table1{ext}", tmp_path / f"dfedpgp_table1{ext}")
+    v = json.loads((tmp_path / "dfedpgp_table1.json").read_text(encoding="utf-8"))
+    (gate,) = v["gates"]
+    assert gate["tau"] == pytest.approx(0.1667, abs=1e-4) and not gate["passed"]
+    assert v["verdict"] == "inconclusive at this scale"
+    col = next(c for c in v["checks"] if c.get("gate") == gate["name"])
+    assert col["reason"].startswith("inconclusive at this scale (the stand-in does not "
+                                    "reproduce the paper's baselines: tau = +0.17")
+    assert "would be fail" in col["reason"]
+    assert figures.redecide("dfedpgp_table1", tmp_path).moved == ()  # idempotent
+    good = figures.Gate.from_dict({**gate, "tau_min": -1.0, "top": 9})
+    r = figures.apply_gates("dfedpgp_table1", [good], tmp_path)
+    assert (r.before, r.after) == ("inconclusive at this scale", "does not hold")
+    md = (tmp_path / "dfedpgp_table1.md").read_text(encoding="utf-8")
+    assert "## Fidelity gate" in md and "gate passes: tau = +0.17" in md
+    assert md.count("## Fidelity gate") == 1

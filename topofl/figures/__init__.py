@@ -80,6 +80,7 @@ from topofl.figures.config import (
     margin,
     stand_in,
 )
+from topofl.figures.gate import MIN_CONTROLS, Gate, fidelity_gate, gate_bars, gated
 from topofl.figures.panel import (
     Panel,
     curve_table,
@@ -89,7 +90,7 @@ from topofl.figures.panel import (
     panels,
     setting,
 )
-from topofl.figures.redecide import Redecision, redecide
+from topofl.figures.redecide import Redecision, apply_gates, redecide
 from topofl.figures.results import (
     OLD_RULE_COMMIT,
     PREVIOUS_RULE_COMMIT,
@@ -159,5 +160,11 @@ __all__ = [
     "PREVIOUS_RULE_COMMIT",
     "verdict_changes",
     "redecide",
+    "apply_gates",
+    "Gate",
+    "fidelity_gate",
+    "gate_bars",
+    "gated",
+    "MIN_CONTROLS",
     "Redecision",
 ]

@@ -34,9 +34,13 @@ from topofl.figures.checks import (
     within,
 )
 from topofl.figures.config import FigureError, _root, claim_of
-from topofl.figures.writing import rule_paragraph, verdict_line
+from topofl.figures.gate import Gate, gated
+from topofl.figures.writing import gate_paragraph, gate_table, rule_paragraph, verdict_line
 
-__all__ = ["Redecision", "redecide"]
+__all__ = ["Redecision", "redecide", "apply_gates"]
+
+#: How a check reads once a failed gate made it inconclusive (:func:`~topofl.figures.gated`).
+_GATED = "inconclusive at this scale (the stand-in does not reproduce"
 
 #: The reason a script gives a check it cannot decide on its stand-in (``_pfeddst.untestable``,
 #: ``_dfedpgp.uncalibrated``): the prefix kept when the check is read again.
@@ -162,6 +166,16 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
     step = _setting_step(md)
     old = [_as_check(c) for c in v.get("checks", [])]
     new = [(_rebuild(c, step) or o) for c, o in zip(v.get("checks", []), old)]
+    gates = [Gate.from_dict(g) for g in v.get("gates", [])]
+    by_name = {g.name: g for g in gates}
+    for i, (c, n) in enumerate(zip(v.get("checks", []), new)):
+        g = by_name.get(str(c.get("gate")))
+        if g is None:
+            continue
+        if not n.reason.startswith(_GATED):
+            n = gated(n, g)
+        new[i] = Check(n.name, n.outcome, n.measured, n.rule, n.reason, n.headline,
+                       {**(n.detail or {}), "gate": g.name})
     before, after = str(v.get("verdict")), verdict(new) if new else str(v.get("verdict"))
     moved = tuple((o.name, o.outcome, n.outcome) for o, n in zip(old, new)
                   if o.outcome != n.outcome)
@@ -174,7 +188,7 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         if margins:
             v["margins"] = margins
         js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        md_path.write_text(_markdown(md, new, margins), encoding="utf-8")
+        md_path.write_text(_markdown(md, new, margins, gates), encoding="utf-8")
     return Redecision(name, before, after, moved)
 
 
@@ -189,9 +203,10 @@ def _margins(name: str, used: dict[str, Any]) -> dict[str, Any]:
             for k, m in used.items()}
 
 
-def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = None) -> str:
-    """``md`` with its verdict line, its table of checks, the rule's paragraph and the
-    margins' reasons rewritten."""
+def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = None,
+              gates: list[Gate] | None = None) -> str:
+    """``md`` with its verdict line, its table of checks, the rule's paragraph, the margins'
+    reasons and the fidelity gates rewritten."""
     from topofl._markdown import table
 
     md = re.sub(r"^\*\*Verdict:\*\* .*$", lambda _: verdict_line(checks), md, count=1,
@@ -210,4 +225,37 @@ def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = Non
         rows = table(["margin", "value", "reason"],
                      [[k, f"{m['value']:g}", m["reason"]] for k, m in margins.items()])
         md = md[:a] + rows + md[b:]
+    if gates:
+        section = ("## Fidelity gate\n\n" + gate_paragraph(gates) + "\n\n"
+                   + table(*gate_table(gates)) + "\n\n")
+        if "## Fidelity gate\n" in md:
+            a = md.index("## Fidelity gate\n")
+            md = md[:a] + section + md[md.index("## Setting\n", a):]
+        else:
+            a = md.index("## Setting\n")
+            md = md[:a] + section + md[a:]
     return md
+
+
+def apply_gates(name: str, gates: list[Gate], results: str | os.PathLike[str] | None = None
+                ) -> Redecision:
+    """Record ``gates`` in the committed result ``name`` and decide it again: every check
+    whose name starts with a gate's name and a colon (``"CIFAR-10 Dir-0.3: ..."``, the checks
+    of that column) is covered by that gate (:func:`~topofl.figures.gated`).
+
+    What a script computes when it runs (its checks gated by the gates of its columns), for a
+    result committed before gates were: its controls' seed means are read from the result's
+    own tables by the caller (``analysis/standins_gates.py``).
+    """
+    folder = Path(results) if results is not None else _root() / "results"
+    js = folder / f"{name}.json"
+    if not js.is_file():
+        raise FigureError(f"no committed result {name!r} in {folder}")
+    v = json.loads(js.read_text(encoding="utf-8"))
+    v["gates"] = [g.as_dict() for g in gates]
+    for c in v.get("checks", []):
+        for g in gates:
+            if str(c.get("name", "")).startswith(f"{g.name}: "):
+                c["gate"] = g.name
+    js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return redecide(name, folder)

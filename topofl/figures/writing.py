@@ -23,6 +23,7 @@ from topofl._fingerprint import code_fingerprint
 from topofl._markdown import Document
 from topofl.figures.checks import RULE, Check, OverSeeds, headline_of, secondary, verdict
 from topofl.figures.config import MARGINS_USED, SCRIPT_ROOT, FigureError, claim_of
+from topofl.figures.gate import Gate
 from topofl.figures.panel import Panel
 from topofl.figures.runs import FigureArgs, parse_args
 
@@ -47,6 +48,23 @@ def rule_paragraph() -> str:
             "is read at this horizon, as its row says). The verdict is the headline's (a "
             "headline of several parts with a failed part does not hold); the per-seed values "
             "are in the JSON.")
+
+
+def gate_paragraph(gates: Sequence[Gate]) -> str:
+    """The paragraph of a result's fidelity gates (:mod:`topofl.figures.gate`): each gate's
+    line, and what a failed gate does to the checks it covers."""
+    lines = "; ".join(g.describe() for g in gates)
+    return (f"The stand-in's order of the paper's controls (every row but the tested method) "
+            f"against the paper's table, decided before the tested method (bars declared in "
+            f"`claims.toml`, `[gates]`): {lines}. A headline check on a stand-in whose gate "
+            "fails is inconclusive at this scale, whatever its numbers.")
+
+
+def gate_table(gates: Sequence[Gate]) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the controls' values behind each gate (paper, stand-in)."""
+    rows = [[g.name, c, f"{p:g}", f"{s:.4g}"] for g in gates
+            for c, p, s in zip(g.controls, g.paper, g.standin)]
+    return ["gate", "control (the paper's order)", "paper", "stand-in (seed mean)"], rows
 
 
 def verdict_line(checks: Sequence[Check]) -> str:
@@ -87,6 +105,7 @@ def write(
     cpus: Sequence[str] = (),
     margins: Mapping[str, Mapping[str, Any]] | None = None,
     rounds: Mapping[str, Any] | None = None,
+    gates: Sequence[Gate] = (),
 ) -> Path:
     """Write ``<name>.png``, ``<name>.md`` and the verdict ``<name>.json`` into ``args.out``.
 
@@ -181,6 +200,9 @@ def write(
     if margins:
         doc.table(["margin", "value", "reason"],
                   [[k, f"{m['value']:g}", m["reason"]] for k, m in margins.items()])
+    if gates:
+        doc.heading("Fidelity gate", 2).paragraph(gate_paragraph(gates))
+        doc.table(*gate_table(gates))
     doc.heading("Setting", 2)
     panels_ = setting if isinstance(setting, Mapping) else {"": setting}
     for panel, pairs in panels_.items():
@@ -228,6 +250,7 @@ def write(
               "optimizer_state": list(optimizer_state),
               "threads": sorted(set(int(t) for t in threads)), "cpu": sorted(set(cpus)),
               "rounds": rounds_, "code": code,
+              **({"gates": [g.as_dict() for g in gates]} if gates else {}),
               "run_codes": sorted(args.run_codes),
               "seconds": round(seconds, 1), "scale": args.scale}
     js.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -258,6 +281,7 @@ class Result:
     dataset: str | None = None
     seeds: Sequence[int] | None = None
     paper_rounds: Sequence[int] | None = None
+    gates: Sequence[Gate] = ()
 
 
 def _finish(args: FigureArgs, result: Result) -> Path:
@@ -291,7 +315,7 @@ def _finish(args: FigureArgs, result: Result) -> Path:
                  stand_in=stand, optimizer_state=policy, threads=threads, cpus=cpus,
                  margins={k: m for k, m in meta["margins"].items()
                           if k in MARGINS_USED.get(args.name, set())},
-                 rounds={"run": ran, "paper": paper})
+                 rounds={"run": ran, "paper": paper}, gates=result.gates)
 
 
 def _policy_notes(configs: Sequence[Mapping[str, Any]], policy: Sequence[str]) -> list[str]:
