@@ -1,10 +1,13 @@
-"""The convergence reading and the horizon shared by the DPFL results' checks.
+"""The convergence reading shared by the DPFL results' checks.
 
 A comparison of final accuracies is decided only on curves that flattened
-(:func:`topofl.figures.convergence`, tolerance: the result's accuracy margin), unless the runs
-reached the paper's own rounds: the paper's tables report the accuracy after its ``T`` rounds
-(DPFL counts its pre-processing as 2 of them), so a check there is read at that horizon (the
-convergence reading is still recorded beside it)."""
+(:func:`topofl.figures.convergence`, tolerance: the result's accuracy margin). The paper's
+tables report the accuracy after its ``T`` rounds, but reaching the paper's rounds is not
+reaching its horizon: the stand-ins keep the paper's local epochs and batch on far fewer
+samples a client (e.g. ~200 MNIST-1D signals where CIFAR-10 gives 500 images), so a round does
+about 2.5 times fewer local steps than the paper's, and the paper's ``T`` rounds are not its
+local work. A check on curves still moving at the paper's rounds is therefore inconclusive (not
+converged), not decided at that horizon (issue 42, item 3)."""
 
 from __future__ import annotations
 
@@ -31,13 +34,12 @@ def paper_rounds_reached(configs: Iterable[Mapping[str, Any]], total: int) -> bo
 def reading(name: str, cells: Mapping[str, Any], configs: Iterable[Mapping[str, Any]],
             total: int, metric: str = "test_acc", kind: str = "accuracy") -> dict[str, Any]:
     """``converged=`` (the compared curves ``cells``, label -> Records over the seeds, read
-    with the margin ``kind`` of result ``name``, in accuracy units) and ``horizon=`` (only when
-    every run in ``configs`` reached the paper's ``total`` rounds), as keyword arguments of a
-    check."""
-    conv = figures.convergence(cells, metric, tolerance=figures.margin(name, kind))
-    horizon = (f"the paper's own {total} rounds (DPFL: {total - 2} after its 2 of "
-               "pre-processing)" if paper_rounds_reached(configs, total) else None)
-    return {"converged": conv, "horizon": horizon}
+    with the margin ``kind`` of result ``name``, in accuracy units), as the keyword argument of
+    a check: no horizon exempts it (see the module; ``configs`` and ``total`` say whether the
+    runs reached the paper's rounds, which the notes report)."""
+    del configs, total  # reaching the paper's rounds does not exempt a check (module doc)
+    return {"converged": figures.convergence(cells, metric,
+                                             tolerance=figures.margin(name, kind))}
 
 
 def convergence_note(readings: Mapping[str, figures.Convergence]) -> str:
@@ -50,6 +52,7 @@ def convergence_note(readings: Mapping[str, figures.Convergence]) -> str:
                 "the last quarter of its rounds (" + "; ".join(
                     f"{k}: {c.describe()}" for k, c in readings.items()) + ").")
     return ("Convergence: not every compared curve flattened, so those checks are "
-            "inconclusive unless read at the paper's rounds: " + "; ".join(
+            "inconclusive (not converged; the stand-in does fewer local steps a round than the "
+            "paper, so its rounds are not the paper's horizon): " + "; ".join(
                 f"{k}: {c.describe()}" for k, c in rising.items())
             + (f" (flat: {', '.join(flat)})" if flat else "") + ".")

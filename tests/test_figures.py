@@ -870,7 +870,7 @@ def test_redecide_cli_lists_each_result(capsys: pytest.CaptureFixture[str]) -> N
     assert figures.main(["redecide", "--dry-run", "dcliques_09", "dpfl_table1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == ["dcliques_09: inconclusive at this scale -> inconclusive at this scale",
-                   "dpfl_table1: does not hold -> does not hold"]
+                   "dpfl_table1: inconclusive at this scale -> inconclusive at this scale"]
     assert figures.main(["redecide", "--bogus"]) == 2
 
 
@@ -951,3 +951,28 @@ def test_a_failed_gate_makes_a_results_checks_inconclusive_and_a_passed_one_rest
     md = (tmp_path / "dfedpgp_table1.md").read_text(encoding="utf-8")
     assert "## Fidelity gate" in md and "gate passes: tau = +0.17" in md
     assert md.count("## Fidelity gate") == 1
+
+
+def test_a_dropped_horizon_leaves_the_convergence_reading_to_decide(tmp_path: Path) -> None:
+    """DPFL Table 1's checks read at the paper's rounds (the older script) decide on moving
+    curves; once that horizon no longer exempts them, they are inconclusive (not converged)."""
+    import json
+    import shutil
+
+    src = Path(__file__).resolve().parents[1] / "paper_figures" / "results"
+    for ext in (".json", ".md"):
+        shutil.copy(src / f"dpfl_table1{ext}", tmp_path / f"dpfl_table1{ext}")
+    js = tmp_path / "dpfl_table1.json"
+    v = json.loads(js.read_text(encoding="utf-8"))
+    heads = [c for c in v["checks"] if c["headline"] and "values" in c]
+    assert heads and all(not c["convergence"]["flat"] for c in heads)
+    for c in heads:
+        c["horizon"] = "the paper's own 100 rounds (DPFL: 98 after its 2 of pre-processing)"
+    js.write_text(json.dumps(v), encoding="utf-8")
+    r = figures.redecide("dpfl_table1", tmp_path)
+    assert r.after == "does not hold" and {b for _, _, b in r.moved} == {"fail"}
+    r = figures.redecide("dpfl_table1", tmp_path, drop_horizon="the paper's own ")
+    assert r.after == "inconclusive at this scale"
+    again = json.loads(js.read_text(encoding="utf-8"))["checks"]
+    assert all("horizon" not in c and c["reason"].startswith("not converged")
+               for c in again if c["headline"] and "values" in c)

@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(f"usage: {prog} list | index [--check] | snapshot (--out FILE | --certify FILE) "
-              "| redecide [--dry-run] [NAME ...] | NAME [--quick | --full] [--out DIR | "
+              "| redecide [--dry-run] [--drop-horizon TEXT] [NAME ...] | NAME [--quick | --full] [--out DIR | "
               "--update-results] [--rerun] [--jobs N]"
               "\n\nRegenerate a paper figure (from a clone of the repository) into "
               "paper_figures/out/<scale>/; --update-results rewrites the committed "
@@ -97,8 +97,16 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
 
 
 def _redecide(argv: list[str], prog: str) -> int:
-    """``redecide [--dry-run] [NAME ...]``: each result decided again, one line each."""
+    """``redecide [--dry-run] [--drop-horizon TEXT] [NAME ...]``: each result decided again,
+    one line each."""
     dry = "--dry-run" in argv
+    drop = None
+    if "--drop-horizon" in argv:
+        i = argv.index("--drop-horizon")
+        if i + 1 >= len(argv):
+            raise FigureError("--drop-horizon needs the start of a horizon's text")
+        drop = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
     names = [a for a in argv if a != "--dry-run"]
     bad = [a for a in names if a.startswith("-")]
     if bad:
@@ -107,7 +115,7 @@ def _redecide(argv: list[str], prog: str) -> int:
     names = names or sorted(p.stem for p in folder.glob("*.json")
                             if p.stem != "equivalence" and p.with_suffix(".md").is_file())
     for name in names:
-        r = redecide(name, folder, write=not dry)
+        r = redecide(name, folder, write=not dry, drop_horizon=drop)
         moved = "; ".join(f"{n}: {a} -> {b}" for n, a, b in r.moved)
         print(f"{name}: {r.before} -> {r.after}" + (f" ({moved})" if moved else ""))
     return 0

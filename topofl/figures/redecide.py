@@ -78,10 +78,15 @@ def _setting_step(md: str) -> float:
     return max(steps, default=1.0)
 
 
-def _rebuild(c: dict[str, Any], step: float) -> Check | None:
-    """The check of ``c`` (a result JSON's check) decided again, or ``None`` to keep it."""
+def _rebuild(c: dict[str, Any], step: float, drop_horizon: str | None = None) -> Check | None:
+    """The check of ``c`` (a result JSON's check) decided again, or ``None`` to keep it; a
+    horizon starting with ``drop_horizon`` no longer exempts it (its convergence reading
+    decides)."""
     if "values" not in c or c.get("kind") not in ("above", "below", "within"):
         return None
+    if drop_horizon and str(c.get("horizon", "")).startswith(drop_horizon) \
+            and isinstance(c.get("convergence"), dict):
+        c = {k: v for k, v in c.items() if k != "horizon"}
     if "not run" in str(c.get("reason", "")):
         return None
     res = c.get("resolution")
@@ -136,7 +141,7 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
-             write: bool = True) -> Redecision:
+             write: bool = True, drop_horizon: str | None = None) -> Redecision:
     """Decide the committed result ``name`` again under the current rule (see the module).
 
     Parameters
@@ -147,6 +152,11 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         The folder of results; default ``paper_figures/results`` of this clone.
     write : bool, default True
         Rewrite the JSON and Markdown (``False``: only say what would move).
+    drop_horizon : str, optional
+        A horizon (the start of its text) that no longer exempts a check from its convergence
+        reading, e.g. a script that stopped reading its claim at the paper's rounds because
+        its stand-in does less local work than the paper in those rounds; checks without a
+        recorded convergence reading keep theirs.
 
     Returns
     -------
@@ -165,7 +175,7 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
     md = md_path.read_text(encoding="utf-8")
     step = _setting_step(md)
     old = [_as_check(c) for c in v.get("checks", [])]
-    new = [(_rebuild(c, step) or o) for c, o in zip(v.get("checks", []), old)]
+    new = [(_rebuild(c, step, drop_horizon) or o) for c, o in zip(v.get("checks", []), old)]
     gates = [Gate.from_dict(g) for g in v.get("gates", [])]
     by_name = {g.name: g for g in gates}
     for i, (c, n) in enumerate(zip(v.get("checks", []), new)):
