@@ -31,8 +31,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(f"usage: {prog} list | index [--check] | snapshot (--out FILE | --certify FILE) "
-              "| redecide [--dry-run] [--drop-horizon TEXT] [NAME ...] | NAME [--quick | --full] [--out DIR | "
-              "--update-results] [--rerun] [--jobs N]"
+              "| redecide [--dry-run] [--drop-horizon TEXT] [NAME ...] | NAME [--quick | "
+              "--full] [--out DIR | --update-results] [--rerun] [--jobs N]"
               "\n\nRegenerate a paper figure (from a clone of the repository) into "
               "paper_figures/out/<scale>/; --update-results rewrites the committed "
               "paper_figures/results/. `index` rebuilds the index of paper_figures/README.md; "
