@@ -16,6 +16,14 @@ NAMES = {"fedavg": "FedAvg", "fedper": "FedPer", "fedbabu": "FedBABU",
 DATASETS = {"CIFAR-10": "cifar10", "CIFAR-100": "cifar100"}
 FIGURE = {"CIFAR-10": "pfeddst_fig3", "CIFAR-100": "pfeddst_fig4"}  # whose cache holds the runs
 PAPER_ROUNDS = 500  # Section III-A: "500 communication rounds"
+# Table I: column -> (target accuracy, the rounds each method needs to reach it; None: never)
+BEST = {"CIFAR-10": 0.9225, "CIFAR-100": 0.7941}  # the paper's best final accuracy per column
+COLUMNS = {
+    "CIFAR-10": (0.90, {"FedAvg": None, "FedPer": 350, "FedBABU": 321, "DFedAvgM": 462,
+                        "Dis-PFL": None, "DFedPGP": 238, "PFedDST": 184}),
+    "CIFAR-100": (0.75, {"FedAvg": None, "FedPer": 254, "FedBABU": 306, "DFedAvgM": 399,
+                         "Dis-PFL": None, "DFedPGP": 178, "PFedDST": 133}),
+}
 # what a stand-in's calibration (analysis/standins.md) says about the room it leaves
 CAVEATS = {"CIFAR-100": (
     "The CIFAR-100 Pat-5 stand-in (the 100-class mixture + MLP) does NOT meet the calibration's "
@@ -33,6 +41,40 @@ def untestable(check: figures.Check, why: str) -> figures.Check:
     reason = (f"{why}; would be {check.outcome} ({check.reason})"
               if check.outcome in ("pass", "fail") else f"{why}; {check.reason}")
     return dataclasses.replace(check, outcome="inconclusive", reason=reason)
+
+
+def target(panel: figures.Panel, column: str) -> float:
+    """Table I's target accuracy of ``column``; on a stand-in the same fraction of the best
+    seed-mean final accuracy reached here as the paper's target is of its best."""
+    paper = COLUMNS[column][0]
+    if not panel.stand_in:
+        return paper
+    best = max(figures.final(r).mean for r in panel.runs.values())
+    return paper / BEST[column] * best
+
+
+def last_round(panel: figures.Panel) -> int:
+    """The rounds the runs of ``panel`` completed (the largest)."""
+    return max(int(r.series("test_acc_mean", run=run)[0][-1]) + 1
+               for r in panel.runs.values() for run in r.runs)
+
+
+def rounds_gate(panel: figures.Panel, column: str, result: str) -> figures.Gate:
+    """The fidelity gate of ``column``'s stand-in: Table I's controls (every method but
+    PFedDST) ordered by their rounds to the target as in the paper (fewer is better; a method
+    that does not reach it in every seed counts as never, as the paper's "-")."""
+    reach_at = target(panel, column)
+    last = last_round(panel)
+    bars = figures.gate_bars(result)
+    paper = {k: (math.inf if v is None else float(v)) for k, v in COLUMNS[column][1].items()
+             if k != "PFedDST"}
+    here = {}
+    for k in paper:
+        got = figures.reach(panel.runs[k], reach_at)
+        # the mean of the seeds' rounds, rounded as Table I's cells (whole rounds)
+        here[k] = float(round(got.mean)) if all(v <= last for v in got.values) else math.inf
+    return figures.fidelity_gate(column, paper, here, tau_min=bars["tau"],
+                                 top_share=bars["top_share"], higher_is_better=False)
 
 
 def method_panels(args: figures.FigureArgs, dataset: str) -> dict[str, figures.Panel]:
@@ -73,6 +115,8 @@ def curves(args: figures.FigureArgs, dataset: str, lead: str) -> figures.Result:
     order = sorted(final, key=lambda k: -final[k].mean)
     rival = next(k for k in order if k != lead)
     why = UNTESTABLE.get(dataset) if panel.stand_in else None
+    # the stand-in's fidelity gate: Table I's controls in the paper's order (where testable)
+    gate = rounds_gate(panel, dataset, args.name) if why is None else None
     checks = []
     for k in [rival] + [k for k in order if k not in (lead, rival)]:
         conv = figures.convergence({lead: panel.runs[lead], k: panel.runs[k]}, "test_acc",
@@ -81,7 +125,8 @@ def curves(args: figures.FigureArgs, dataset: str, lead: str) -> figures.Result:
                 else f"{lead} ends above {k}")
         check = figures.above(text, final[lead] - final[k], margin=margin, converged=conv,
                               headline=k == rival)
-        checks.append(untestable(check, why) if why else check)
+        checks.append(untestable(check, why) if why else
+                      figures.gated(check, gate) if gate is not None else check)
     gap = final[lead] - final[rival]
     measured = (f"final accuracy {lead} {final[lead]:.3f}, best other {rival} "
                 f"{final[rival]:.3f} ({100 * gap.mean:+.1f} ± {100 * gap.std:.1f} points, "
@@ -96,7 +141,7 @@ def curves(args: figures.FigureArgs, dataset: str, lead: str) -> figures.Result:
     if panel.stand_in and dataset in CAVEATS:
         notes.append(CAVEATS[dataset])
     return figures.Result(fig, measured, checks, numbers[dataset], panels=found, notes=notes,
-                          paper_rounds=[PAPER_ROUNDS])
+                          paper_rounds=[PAPER_ROUNDS], gates=[gate] if gate else [])
 
 
 def by_round(rec: Any, run: str, metric: str) -> dict[int, Any]:

@@ -29,12 +29,7 @@ SPLITS = {"dir": "Dir(0.1)", "patho": "Patho(3)"}
 DEFAULT_SPLITS = ("patho",)
 # the paper's Table 1, CIFAR-10 columns (mean over three seeds, %), by the rows of dv.label
 PAPER_ROUNDS = 100  # Appendix F.3.3: T = 100 (DPFL: 98 after its 2 of pre-processing)
-PAPER = {"Local Only": (80.38, 78.32), "FedAvg": (47.22, 50.93), "FedAvg+FT": (82.84, 81.89),
-         "FedProx": (48.83, 51.14), "FedProx+FT": (78.86, 73.61), "APFL": (82.56, 80.96),
-         "PerFedAvg": (82.38, 81.17), "Ditto": (83.10, 81.19), "FedRep": (80.81, 78.61),
-         "kNN-Per": (82.45, 81.04), "pFedGraph": (80.48, 78.34),
-         "DPFL (inf)": (84.39, 83.04), "DPFL (0.2N)": (84.01, 82.83),
-         "DPFL (0.1N)": (83.86, 82.52), "DPFL (0.05N)": (82.91, 82.17)}
+PAPER = {m: v[:2] for m, v in dv.PAPER_TABLE1.items()}  # its CIFAR-10 columns (by SPLITS)
 
 
 @figures.script

@@ -141,7 +141,8 @@ def fidelity_gate(name: str, paper: Mapping[str, float | None],
         ``None`` for a cell the paper does not give (the control is then left out).
     standin : mapping of control to number or OverSeeds
         The stand-in's values (an OverSeeds counts by its mean); controls missing here are
-        left out.
+        left out. An infinite value is allowed (rounds to a target never reached); NaN is
+        not.
     tau_min, top_share : float
         The declared bars (:func:`gate_bars`).
     higher_is_better : bool, default True
@@ -183,9 +184,9 @@ def fidelity_gate(name: str, paper: Mapping[str, float | None],
             if p is not None and c in standin]
     rows.sort(key=lambda r: -sign * r[1])  # the paper's best first
     for c, p, s in rows:
-        if not (math.isfinite(p) and math.isfinite(s)):
-            raise ValueError(f"control {c!r}: values must be finite, got paper {p}, "
-                             f"stand-in {s}")
+        if math.isnan(p) or math.isnan(s):
+            raise ValueError(f"control {c!r}: values must be numbers (infinite for "
+                             f"'never'), got paper {p}, stand-in {s}")
     k = len(rows)
     if k >= 2:
         res = stats.kendalltau([r[1] for r in rows], [r[2] for r in rows])

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,11 +248,12 @@ def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = Non
     return md
 
 
-def apply_gates(name: str, gates: list[Gate], results: str | os.PathLike[str] | None = None
-                ) -> Redecision:
+def apply_gates(name: str, gates: list[Gate], results: str | os.PathLike[str] | None = None, *,
+                match: Callable[[dict[str, Any], Gate], bool] | None = None) -> Redecision:
     """Record ``gates`` in the committed result ``name`` and decide it again: every check
-    whose name starts with a gate's name and a colon (``"CIFAR-10 Dir-0.3: ..."``, the checks
-    of that column) is covered by that gate (:func:`~topofl.figures.gated`).
+    whose name starts with a gate's name and a colon or a space (``"CIFAR-10 Dir-0.3: ..."``,
+    the checks of that column), or that ``match(check, gate)`` accepts, is covered by that
+    gate (:func:`~topofl.figures.gated`).
 
     What a script computes when it runs (its checks gated by the gates of its columns), for a
     result committed before gates were: its controls' seed means are read from the result's
@@ -263,9 +265,12 @@ def apply_gates(name: str, gates: list[Gate], results: str | os.PathLike[str] | 
         raise FigureError(f"no committed result {name!r} in {folder}")
     v = json.loads(js.read_text(encoding="utf-8"))
     v["gates"] = [g.as_dict() for g in gates]
+    def by_name(c: dict[str, Any], g: Gate) -> bool:
+        return str(c.get("name", "")).startswith((f"{g.name}: ", f"{g.name} "))
+
     for c in v.get("checks", []):
         for g in gates:
-            if str(c.get("name", "")).startswith(f"{g.name}: "):
+            if (match or by_name)(c, g):
                 c["gate"] = g.name
     js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return redecide(name, folder)
