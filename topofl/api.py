@@ -535,6 +535,8 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
 
     check = not distributed.is_distributed()  # a rank holds a share: its placement decides
     data, model = call["data"], call["model"]
+    if check:  # a synthetic dataset's state that cannot fit: refused before it is drawn
+        plan.check_before_load(p)
     if not isinstance(data, data_mod.FederatedData):  # a name, a Dataset or a torch dataset
         pp = dict(call["partition_params"] or {})
         dataset = _as_dataset(data, pp.get("test", "distribute"))

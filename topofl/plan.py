@@ -1,29 +1,39 @@
-"""``topofl plan``: how much memory and time a run needs, before it runs.
+"""``topofl plan``: how much memory and time a run needs, before it runs; and the memory
+model ``topofl.run``, sweeps, stacks and ``topofl bench`` refuse a run by.
 
 A plan is built from a config, checked by the one front door (:func:`topofl.config.resolve`,
 i.e. :func:`topofl.api.prepare`), without training:
 
-* **counted parts** (bytes, from the resolved config): ``parameters`` (``n x P x dtype
-  bytes``, the flat ``[n, P]`` buffer :attr:`State.x <topofl.engine.State.x>`),
-  ``optimizer`` (the momentum buffers, where the algorithm keeps them), ``algorithm`` (the
-  algorithm's own record, :attr:`State.own <topofl.engine.State.own>`, and push-sum weights:
-  the state ``algorithm.init`` builds for 2 clients, scaled per client), ``gossip`` (the
-  mixer's scratch tile and the mixing matrix), ``gradients`` (the local step's gradient
-  rows and mini-batch buffers: one streamed block of clients,
+* **counted parts** (bytes, :func:`counted_parts` of the run's :func:`run_shapes`): the state
+  ``algorithm.init`` builds for the run's ``n`` clients, counted on the ``meta`` device
+  (``parameters``: the flat ``[n, P]`` buffer :attr:`State.x <topofl.engine.State.x>`;
+  ``optimizer``: the momentum buffers; ``algorithm``: the algorithm's own record and push-sum
+  weights), ``gossip`` (the topology's ``W``, the mixer's copy and scratch tile),
+  ``gradients`` (the local step's buffers and temporaries: one streamed block of clients,
   :func:`topofl.engine.stream_rows`), ``data`` (every client's samples in one tensor,
-  :class:`~topofl.data.FederatedData`, plus the dataset arrays it was built from) and
-  ``evaluation`` (one padded ``[n, largest local test set]`` batch and its logits);
-* **runtime** (bytes, measured): what the process needs besides them (code imported by the
-  run, autograd and kernel workspaces, the records): in a fresh subprocess, the peak resident
-  memory above the resident size after importing topofl and torch (:data:`PEAK_METER`) after
-  one round of the config at
-  ``n = 2`` and then at ``n = min(n, 64)`` clients, less the counted parts at those ``n``; a
-  constant plus a per-client slope (over the clients of one streamed block) fitted to the two;
+  :class:`~topofl.data.FederatedData`, their indices; the dataset's loading and splitting
+  when that is the larger peak), ``evaluation`` (its largest pass, or the consensus
+  distance's two ``[n, P]`` temporaries), ``spectral`` (the summary of a static graph) and
+  ``records`` (the per-client rows kept in memory);
+* **runtime** (bytes): what the process needs besides them (code imported by the run, the
+  allocator's arenas, small per-client objects). Measured by a probe: in a fresh subprocess,
+  the peak resident memory above the resident size after importing topofl and torch
+  (:data:`PEAK_METER`) after one round of the config at the fewest clients its algorithm
+  accepts (2, or Teleportation's ``k``) and then at ``n = min(n, 64)`` clients, less the
+  counted parts at those ``n``; a constant plus a per-client slope fitted to the two. Without
+  the probe (and in the checks of :func:`topofl.run`): :data:`RUNTIME_BYTES` and
+  :data:`CLIENT_BYTES` a client;
 * **seconds per round**: the same subprocess runs the config itself for 1 and for 3 rounds
   and reports (time of 3 - time of 1) / 2, so that set-up and the final evaluation cancel.
 
 ``peak_bytes`` is the sum of the parts; ``max_clients`` the largest ``n`` whose predicted peak
-fits in :func:`topofl._validation.available_memory`; a plan that does not fit is refused.
+fits in :func:`topofl._validation.memory_limit`; a plan that does not fit is refused.
+``analysis/memory_model.md`` compares the static estimate with measured peaks.
+
+The refusal (:func:`check_run`, :func:`check_stack`, :func:`check_before_load`,
+:func:`check_fits`) raises :class:`~topofl.exceptions.InsufficientMemoryError`, a
+``ValueError`` naming the estimate, the limit and where it comes from, and the largest ``n``
+that fits; the environment variable ``TOPOFL_MEMORY_LIMIT`` (bytes) replaces the limit.
 """
 
 from __future__ import annotations
@@ -42,9 +52,11 @@ import torch
 
 from topofl import config as config_mod
 from topofl import topologies
+from topofl._spec import parse_spec
 from topofl._validation import MEMORY_LIMIT_ENV, _fmt_bytes, check_device, memory_limit
 from topofl.api import _check_batch_memory
 from topofl.data import load
+from topofl.data.datasets.bundled import _shape as _synthetic_shape
 from topofl.data.federated import FederatedData, federate
 from topofl.engine import ParamLayout, stream_rows, toy_services
 from topofl.engine.config import DTYPES
@@ -59,8 +71,8 @@ from topofl.spectral.summarize import SUMMARY_DENSE_MAX as _SUMMARY_DENSE_MAX
 
 __all__ = ["Plan", "Shapes", "counted_parts", "make_plan", "max_clients", "run_shapes",
            "activation_bytes", "PlanError", "ProbeError", "PARTS", "PROBE_N", "RUNTIME_BYTES",
-           "CLIENT_BYTES", "ROW_BYTES", "estimate", "largest_n", "check_fits", "check_run", "check_stack",
-           "transients"]
+           "CLIENT_BYTES", "ROW_BYTES", "estimate", "largest_n", "check_fits", "check_run",
+           "check_stack", "check_before_load", "transients", "InsufficientMemoryError"]
 
 #: The parts of a plan's peak, in the order they are reported.
 PARTS = ("parameters", "optimizer", "algorithm", "gossip", "gradients", "data", "evaluation",
@@ -399,8 +411,8 @@ def _load_bytes(name: Any, dataset: Any) -> int:
     if dataset is None or not isinstance(name, str):
         return 0
     if name.partition(":")[0] == "synthetic":
-        values = (int(dataset.y_train.size) + int(dataset.y_test.size) + dataset.num_classes
-                  ) * int(np.prod(dataset.input_shape))
+        values = (int(dataset.y_train.size) + int(dataset.y_test.size)
+                  + int(dataset.num_classes)) * int(np.prod(dataset.input_shape))
         return 20 * values
     return 2 * _dataset_bytes(dataset)
 
@@ -505,8 +517,7 @@ def counted_parts(s: Shapes, n: int | None = None) -> dict[str, int]:
             scratch = n * P * d
         gossip = topo_w + torch_w + n * d + scratch
     buffers = rows * ((0 if s.fused else P * d) + s.batch_size * (s.sample_bytes + 8))
-    L = s.num_classes
-    data = s.data_bytes + 8 * s.samples + n * (24 * L + 48)
+    data = _data_held(s, n)
     local, evaluation, spectral = transients(s, n)
     out = {"parameters": n * st["parameters"], "optimizer": n * st["optimizer"],
            "algorithm": n * st["algorithm"], "gossip": gossip, "gradients": buffers + local,
@@ -519,6 +530,12 @@ def counted_parts(s: Shapes, n: int | None = None) -> dict[str, int]:
     if s.runtime:
         out["runtime"] = RUNTIME_BYTES + CLIENT_BYTES * n
     return out
+
+
+def _data_held(s: Shapes, n: int) -> int:
+    """The data a run holds: the federated samples, every client's int64 sample indices,
+    label counts (three splits) and offsets."""
+    return s.data_bytes + 8 * s.samples + n * (24 * s.num_classes + 48)
 
 
 def transients(s: Shapes, n: int | None = None) -> tuple[int, int, int]:
@@ -827,12 +844,15 @@ def _limits(device: str, parts: Mapping[str, int]) -> list[tuple[int, int, str, 
 
 
 def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = False,
-               peak: Callable[[int], float] | None = None) -> None:
+               peak: Callable[[int], float] | None = None, resident: int = 0,
+               before: str = "its data is split") -> None:
     """Raise :class:`~topofl.exceptions.InsufficientMemoryError` when ``parts`` (the estimate
     of ``what`` with ``s.n`` clients) exceed the memory the process may use
     (:func:`~topofl._validation.memory_limit`); ``lower``: the estimate is a lower bound (made
     before the data is split). ``peak(n)``, the estimate at ``n`` clients, gives the largest
-    ``n`` that fits (default :func:`counted_parts`'s sum).
+    ``n`` that fits (default :func:`counted_parts`'s sum). ``resident``: bytes of ``parts``
+    already allocated, left out when the limit is what the machine reports left (not when
+    :data:`~topofl._validation.MEMORY_LIMIT_ENV` sets it).
 
     Examples
     --------
@@ -852,6 +872,8 @@ def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = 
     >>> del os.environ["TOPOFL_MEMORY_LIMIT"]
     """
     for need, limit, source, where in _limits(s.device, parts):
+        if source != MEMORY_LIMIT_ENV and not where:
+            need -= resident
         if need <= limit:
             continue
         top = sorted(((v, k) for k, v in parts.items() if v), reverse=True)[:3]
@@ -860,33 +882,42 @@ def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = 
             biggest += ", ..."
         fits = None
         if not where:
-            fits = max_clients(s, limit) if peak is None else largest_n(peak, limit)
+            more = resident if source != MEMORY_LIMIT_ENV else 0
+            fits = (max_clients(s, limit + more) if peak is None
+                    else largest_n(peak, limit + more))
         tail = "" if fits is None else (
             "; not even one client fits" if fits == 0 else
             f"; the largest n that fits is {fits:,}")
         raise InsufficientMemoryError(
             f"{s.n:,} clients do not fit: {what} needs {'at least ' if lower else ''}about "
             f"{_fmt_bytes(need)}{where} ({need:,} bytes; {biggest}) by topofl's estimate "
-            f"(topofl.plan{', before its data is split' if lower else ''}), but {source} "
+            f"(topofl.plan{', before ' + before if lower else ''}), but {source} "
             f"leaves {_fmt_bytes(limit)} ({limit:,} bytes){tail} "
             f"({MEMORY_LIMIT_ENV}=BYTES sets the limit)",
             need=need, limit=limit, max_clients=fits)
 
 
 def check_run(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
-              data: FederatedData | None = None, topology: Any = None) -> Shapes:
+              data: FederatedData | None = None, topology: Any = None) -> Shapes | None:
     """Refuse a run (:func:`topofl.api.build` calls it twice: before it splits the data, from
     the ``dataset``, and once its ``data``, ``topology`` and ``model`` are built, before the
     engine allocates the clients) whose estimate exceeds the memory the process may use.
 
-    Once the data is built, the memory left already holds it: the estimate less its ``data``
-    part is what must fit. Returns the run's :class:`Shapes`; raises
-    :class:`~topofl.exceptions.InsufficientMemoryError`.
+    Before the split, the dataset is loaded already: the estimate counts the data the split
+    adds, not the loading. Once the data is built, the memory the machine reports left
+    already holds it, and the estimate less the data is what must fit (a limit set by
+    ``TOPOFL_MEMORY_LIMIT`` is the whole run's: the data stays in). Returns the run's
+    :class:`Shapes` (``None`` before the split of a ``natural`` partition, whose number of
+    clients the split decides); raises :class:`~topofl.exceptions.InsufficientMemoryError`.
     """
+    if data is None and prepared.call["n_clients"] is None:  # natural: n known once split
+        return None
     s, parts = estimate(prepared, model=model, dataset=dataset, data=data, topology=topology)
-    if data is not None:  # built and resident: what the memory left already accounts for
-        parts = {**parts, "data": 0}
-    check_fits("the run", s, parts, lower=data is None)
+    held = _data_held(s, s.n)
+    if data is None:  # the dataset is loaded: what splitting it adds is to come
+        parts = {**parts, "data": held}
+    check_fits("the run", s, parts, lower=data is None,
+               resident=held if data is not None else 0)
     return s
 
 
@@ -903,9 +934,11 @@ def check_stack(shapes_of: Sequence[Shapes]) -> None:
             total[k] = total.get(k, 0) + v
         total["parameters"] += s.n * s.per_client_state["parameters"]  # the stack's copy
     total["runtime"] -= (len(shapes_of) - 1) * RUNTIME_BYTES
+    held = sum(_data_held(s, s.n) for s in shapes_of)  # built: resident already
     n = sum(s.n for s in shapes_of)
-    whole = replace(shapes_of[0], n=n)
-    for need, limit, source, where in _limits(whole.device, total):
+    for need, limit, source, where in _limits(shapes_of[0].device, total):
+        if source != MEMORY_LIMIT_ENV and not where:
+            need -= held
         if need > limit:
             raise InsufficientMemoryError(
                 f"a stack of {len(shapes_of)} runs ({n:,} clients) does not fit: it needs "
@@ -913,3 +946,55 @@ def check_stack(shapes_of: Sequence[Shapes]) -> None:
                 f"(topofl.plan), but {source} leaves {_fmt_bytes(limit)} ({limit:,} bytes): "
                 f"run them one by one (a sweep's --stack off) or fewer at once "
                 f"({MEMORY_LIMIT_ENV}=BYTES sets the limit)", need=need, limit=limit)
+
+
+def _synthetic_shapes(name: str) -> tuple[tuple[int, ...], int] | None:
+    """``(input_shape, num_classes)`` of a ``"synthetic:..."`` spec, read from its options
+    without drawing it; ``None`` for any other dataset (or options it does not read)."""
+    base, _, rest = name.partition(":")
+    if base != "synthetic":
+        return None
+    try:
+        _, opts = parse_spec(name, "dataset") if rest else (base, {})
+        dims = _synthetic_shape(opts.get("shape"))
+        shape = dims if dims is not None else (int(opts.get("dim", 16)),)
+        return shape, int(opts.get("num_classes", 10))
+    except (TypeError, ValueError):  # the loader says what is wrong, when it runs
+        return None
+
+
+def check_before_load(prepared: Any) -> None:
+    """Refuse, before its dataset is even loaded, a run whose state alone (the
+    :func:`_state_bytes` of its ``n`` clients, and the two ``[n, P]`` temporaries of the
+    consensus distance) cannot fit: for a dataset whose shapes its name gives
+    (``"synthetic:dim=...,num_classes=..."``) and a model given by name.
+    """
+    call, run = prepared.call, prepared.run
+    if not (isinstance(call["data"], str) and isinstance(call["model"], str)
+            and call["n_clients"] is not None):
+        return
+    known = _synthetic_shapes(call["data"])
+    if known is None:
+        return
+    shape, classes = known
+    model = build_model(call["model"], shape, classes, seed=run.seed,
+                        **dict(call["model_params"] or {}))
+    layout = ParamLayout.from_model(model)
+    n = int(call["n_clients"])
+    dtype = DTYPES[run.dtype]
+    state = _state_bytes(prepared.algorithm, layout, dtype, n)
+    s = Shapes(n=n, num_params=layout.num_params, dtype_bytes=dtype.itemsize,
+               sample_bytes=4 * int(np.prod(shape)), num_classes=classes,
+               batch_size=int(run.batch_size), input_shape=shape,
+               per_client_state={k: -(-v // n) for k, v in state.items()}, dataset_bytes=0,
+               data_bytes=0, longest_test=0, w_row_nnz=0.0, streams=True,
+               device=str(torch.device(run.device)), runtime=True)
+    parts = {**{k: 0 for k in PARTS}, **state,
+             "evaluation": 2 * n * layout.num_params * dtype.itemsize,
+             "runtime": RUNTIME_BYTES}
+
+    def peak(k: int) -> float:
+        return float(sum(_state_bytes(prepared.algorithm, layout, dtype, k).values())
+                     + 2 * k * layout.num_params * dtype.itemsize + RUNTIME_BYTES)
+
+    check_fits("the run", s, parts, lower=True, peak=peak, before="its dataset is loaded")
