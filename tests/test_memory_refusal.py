@@ -337,3 +337,21 @@ def test_a_sweep_runs_one_by_one_a_stack_that_cannot_fit(tmp_path: Path,
     assert [o.status for o in got] == ["complete"] * 3
     assert all("ran alone: a stack of 3 runs (24 clients) does not fit" in o.message
                for o in got)
+
+
+def test_the_analysis_script_writes_its_table(tmp_path: Path) -> None:
+    from tests._analysis import load
+
+    mm = load("memory_model")
+    labels = [label for label, _ in mm.configs(quick=True)]
+    assert "teleport, mlp, 1,000" in labels and "dfedpgp, logistic, 100" not in labels
+    cfg = dict(mm.configs(quick=True))["dsgd, logistic, 100"]
+    row = {"label": "dsgd, logistic, 100", "config": cfg, "measured": 2e8, "seconds": 1.0,
+           "estimate": 2.2e8, "parts": {"runtime": 1e8, "data": 1e6}, "ratio": 1.1}
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([row]))
+    out = tmp_path / "m.md"
+    assert mm.main(["--rows", str(rows), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "Ratio estimate / measured: 1.10 to 1.10 over 1 runs." in text
+    assert "| dsgd, logistic, 100 | 650 | 220.0 | 200.0 | 1.10 | runtime 100.0, data 1.0 |" in text

@@ -97,13 +97,15 @@ class ProbeError(RuntimeError):
 
 #: Bytes the process grows by whatever the config (code imported and initialised by a run:
 #: torch's kernels, scipy, the records machinery; the allocator's arenas): the measured peak
-#: growth of a run of 2 logistic-regression clients on ``digits`` above the resident size after
-#: ``import torch, topofl``, less its counted parts (``analysis/memory_model.md``).
+#: growth above the resident size after ``import torch, topofl`` of runs of 100
+#: logistic-regression clients less their counted parts was 96 to 99 MB
+#: (``analysis/memory_model.md``); rounded up.
 RUNTIME_BYTES = 100 * 2**20
 
 #: Bytes per client the process holds besides the counted parts (Python objects and small
 #: arrays per client: the ledger's counters, the batch sizes, the evaluation's per-client
-#: lists ...), fitted on runs of 10,000 and 100,000 clients (``analysis/memory_model.md``).
+#: lists ...): a round figure between what the runs of 10,000 clients left unexplained and
+#: what those of 100,000 left over (``analysis/memory_model.md``).
 CLIENT_BYTES = 512
 
 #: Bytes of one records row held in memory (a ``dict`` of five entries and its value):
