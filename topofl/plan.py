@@ -42,6 +42,7 @@ import json
 import os
 import subprocess
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
@@ -274,6 +275,17 @@ def activation_bytes(model: torch.nn.Module, input_shape: tuple[int, ...]) -> in
     >>> activation_bytes(build_model("mlp", (64,), 10, seed=0), (64,))  # 4 x (200+200+200+200+10)
     3240
     """
+    seen = _ACTIVATIONS.setdefault(model, {})  # a run's two checks: one forward pass
+    if tuple(input_shape) not in seen:
+        seen[tuple(input_shape)] = _activation_bytes(model, tuple(input_shape))
+    return seen[tuple(input_shape)]
+
+
+_ACTIVATIONS: weakref.WeakKeyDictionary[torch.nn.Module, dict[tuple[int, ...], int]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _activation_bytes(model: torch.nn.Module, input_shape: tuple[int, ...]) -> int:
     total = 0
 
     def hook(module: torch.nn.Module, args: Any, out: Any) -> None:
