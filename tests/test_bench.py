@@ -23,8 +23,9 @@ def _tiny(memory: bool = False) -> dict[str, Any]:
 
 def test_bytes_per_client_of_logistic_regression_by_hand() -> None:
     """784 x 10 + 10 float32 parameters; D-SGD without momentum keeps no optimizer state; the
-    mixer's 1 MiB scratch tile and the CSR matrix W (value + column index per non-zero, one
-    row pointer per row) are shared by the n clients."""
+    mixer's 1 MiB scratch tile and the matrix W (the topology's scipy CSR and the mixer's
+    torch copy, value + column index per non-zero, one row pointer per row) are shared by the
+    n clients."""
     model = build_model("logistic", (784,), 10, seed=0)
     layout = ParamLayout.from_model(model)
     P = 784 * 10 + 10
@@ -35,24 +36,29 @@ def test_bytes_per_client_of_logistic_regression_by_hand() -> None:
     got = bench.bytes_per_client(P, n, state=state, row_nnz=nnz_row)
     tile = (1 << 20) // (n * 4)  # columns of the tile: 2621
     scratch = n * tile * 4
-    w = n * nnz_row * (4 + 8) + 8 * (n + 1)
+    # W: the Topology's scipy CSR (float64 + int64 a non-zero, int64 row pointers), the
+    # mixer's torch CSR (float32 + int32) and its float32 diagonal
+    topo_w = n * nnz_row * (8 + 8) + 8 * (n + 1)
+    torch_w = n * nnz_row * (4 + 4) + 4 * (n + 1)
+    w = topo_w + torch_w + 4 * n
     assert got == {"parameters": 31_400, "optimizer": 0, "algorithm": 0,
                    "gossip": math.ceil((scratch + w) / n),
                    "total": 31_400 + math.ceil((scratch + w) / n)}
-    assert got["gossip"] == 10_625
+    assert got["gossip"] == 10_765
     # momentum: one more [P] row per client
     mom = _state_parts(bench.algorithms.dsgd(lr=0.1, momentum=0.9), layout, torch.float32)
     assert bench.bytes_per_client(P, n, state=mom, row_nnz=nnz_row)["optimizer"] == P * 4
-    # the real mixer's buffers after one gossip step: the scratch tile as counted, W a little
-    # smaller (int32 indices where the count takes int64)
+    # the real mixer's buffers after one gossip step: the scratch tile and W as counted
     topo = bench.gossip_topology(n)
+    assert topo.W.data.nbytes + topo.W.indices.nbytes + topo.W.indptr.nbytes == topo_w
     mixer = Mixer(torch.device("cpu"), torch.float32)
     mixer.mix_(topo, torch.zeros(n, P))
     assert sum(b.numel() * b.element_size() for b in mixer._buffers.values()) == scratch
     W = mixer.matrix(topo)
     held = sum(t.numel() * t.element_size()
                for t in (W.values(), W.col_indices(), W.crow_indices()))
-    assert 0.6 * w <= held <= w
+    assert held == torch_w
+    assert mixer.diagonal(topo).numel() * 4 == 4 * n
     # on CUDA the product is a new [n, P] buffer instead of the tile
     cuda = bench.bytes_per_client(P, n, state=state, row_nnz=nnz_row, device="cuda")
     assert cuda["gossip"] == math.ceil((n * P * 4 + w) / n)

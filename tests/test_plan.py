@@ -10,7 +10,18 @@ from pathlib import Path
 import pytest
 
 from topofl import cli
-from topofl.plan import PARTS, Plan, PlanError, make_plan
+from topofl import config as config_mod
+from topofl.plan import (
+    CLIENT_BYTES,
+    PARTS,
+    ROW_BYTES,
+    RUNTIME_BYTES,
+    Plan,
+    PlanError,
+    make_plan,
+    shapes,
+    transients,
+)
 
 LOGISTIC = {"algorithm": "dsgd", "topology": "ring", "data": "digits", "n_clients": 100,
             "model": "logistic", "rounds": 20, "lr": 0.1, "batch_size": 16}
@@ -35,17 +46,38 @@ def test_parts_add_up_and_hand_computed_buffers() -> None:
     assert plan.parts["optimizer"] == plan.parts["algorithm"] == 0
     # momentum: one [n, P] buffer more
     assert _plan(momentum=0.9).parts["optimizer"] == 100 * 650 * 4
-    # gradients: one block of 100 clients: [100, 650] float32 + batches [100, 16, 1, 8, 8]
-    # float32 and [100, 16] int64 labels
-    assert plan.parts["gradients"] == 100 * (650 * 4 + 16 * (64 * 4 + 8))
-    # gossip: the whole [100, 650] buffer fits in the 1 MiB tile; W of a ring in CSR:
-    # 3 non-zeros a row (float32 value + int64 column) and 101 int64 row pointers
-    assert plan.parts["gossip"] == 100 * 650 * 4 + 300 * 12 + 8 * 101
+    # gradients: one block of 100 clients (fused SGD: no gradient buffer): the batches
+    # [100, 16, 1, 8, 8] float32 and [100, 16] int64 labels, the closed form's [100, 650]
+    # float32 gradient rows, 7/5 of the activations (10 float32 logits a sample) and every
+    # client's int64 sample indices
+    assert plan.parts["gradients"] == (100 * 16 * (64 * 4 + 8) + 100 * 650 * 4
+                                       + 100 * 16 * (7 * 40 // 5) + 100 * 16 * 8)
+    # gossip: W of a ring as the Topology's scipy CSR (float64 value + int64 column a non-zero,
+    # 101 int64 row pointers) and the mixer's torch CSR (float32 + int32), its diagonal, and
+    # the whole [100, 650] buffer as the scratch tile (it fits in 1 MiB)
+    assert plan.parts["gossip"] == (300 * 16 + 101 * 8) + (300 * 8 + 101 * 4) + 100 * 4 \
+        + 100 * 650 * 4
+    # records: test_acc, bytes_sent and bytes_received of every client at each of 20 rounds
+    assert plan.parts["records"] == 100 * 3 * 20 * ROW_BYTES
+    assert _plan(record_clients=False).parts["records"] == 0
+    # the static runtime part without a probe
+    assert plan.parts["runtime"] == RUNTIME_BYTES + 100 * CLIENT_BYTES
+
+
+def test_transients_follow_the_model() -> None:
+    # the MLP's evaluation: the consensus distance's two [n, P] float32 temporaries or a
+    # pass over the global test set, whichever is larger
+    mlp = _plan(model="mlp")
+    s = shapes(config_mod.resolve({**LOGISTIC, "model": "mlp"}))
+    local, evaluation, spectral = transients(s)
+    assert mlp.parts["evaluation"] == evaluation >= 2 * 100 * mlp.num_params * 4
+    assert spectral == mlp.parts["spectral"] == 2 * 100 * 100 * 8  # dense, two n x n
+    assert _plan(spectral=False).parts["spectral"] == 0
 
 
 def test_max_clients_is_the_largest_that_fits() -> None:
     iid = {**LOGISTIC, "partition": "iid"}  # the same data bytes at every n
-    have = 3 * _plan(partition="iid").peak_bytes
+    have = _plan(partition="iid").peak_bytes + 2_000_000
     plan = make_plan(iid, timed=False, probe=False, available=have)
     assert plan.max_clients is not None and 100 < plan.max_clients < 1442
     fits = make_plan({**iid, "n_clients": plan.max_clients}, timed=False, probe=False,

@@ -30,6 +30,9 @@ __all__ = [
     "stochasticity",
     "arc_pattern",
     "available_memory",
+    "memory_limit",
+    "memory_override",
+    "MEMORY_LIMIT_ENV",
     "check_memory",
     "graph_bytes",
     "check_graph_size",
@@ -509,27 +512,151 @@ def _meminfo_available() -> int | None:
         return None
 
 
-def _cgroup_available() -> int | None:
+#: Environment variable that sets the bytes a run may allocate, in place of what
+#: :func:`memory_limit` reads from the machine (an int, or a float such as ``2e9``): a lower
+#: value makes topofl refuse what would not fit in it, a higher one lets a run past a limit
+#: the machine reports but does not enforce.
+MEMORY_LIMIT_ENV = "TOPOFL_MEMORY_LIMIT"
+
+_NO_CGROUP_V1_LIMIT = 1 << 62  # cgroup v1 writes "no limit" as a number near 2**63
+
+
+def _read_int(path: str) -> int | None:
     try:
-        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
-            limit = fh.read().strip()
-        if limit == "max":
-            return None
-        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as fh:
-            used = int(fh.read().strip())
-        return max(0, int(limit) - used)
+        with open(path, encoding="ascii") as fh:
+            text = fh.read().strip()
+        return None if text == "max" else int(text)
     except (OSError, ValueError):
         return None
 
 
-def available_memory() -> int | None:
-    """Bytes of memory this process can still allocate, or ``None`` if unknown.
+def _cgroup_available() -> int | None:
+    """What the cgroup memory limit leaves: v2 ``memory.max - memory.current``, else v1
+    ``memory.limit_in_bytes - memory.usage_in_bytes``; ``None`` without a limit."""
+    for limit_file, used_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                  ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                   "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit = _read_int(limit_file)
+        if limit is None or limit >= _NO_CGROUP_V1_LIMIT:
+            continue
+        used = _read_int(used_file)
+        return max(0, limit - (used or 0))
+    return None
 
-    The smaller of the kernel's ``MemAvailable`` (``/proc/meminfo``; else the free physical
-    pages of ``os.sysconf``) and what the cgroup memory limit leaves, if there is one.
-    """
-    found = [v for v in (_meminfo_available(), _cgroup_available()) if v is not None]
+
+def _status_bytes(key: str) -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` (``VmSize``, ``VmData`` ...) in bytes."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _rlimit_available() -> tuple[int, str] | None:
+    """What ``RLIMIT_AS`` (less ``VmSize``) or ``RLIMIT_DATA`` (less ``VmData``) leaves, the
+    smaller, when either is set."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on POSIX
+        return None
+    found = []
+    for name, key in (("RLIMIT_AS", "VmSize"), ("RLIMIT_DATA", "VmData")):
+        soft = resource.getrlimit(getattr(resource, name))[0]
+        if soft == resource.RLIM_INFINITY or soft < 0:
+            continue
+        found.append((max(0, soft - (_status_bytes(key) or 0)), name))
     return min(found) if found else None
+
+
+def memory_override() -> int | None:
+    """The bytes :data:`MEMORY_LIMIT_ENV` sets, or ``None`` when it is unset or empty.
+
+    Raises
+    ------
+    ValueError
+        When it is set to something other than a number of bytes ``>= 0``.
+
+    Examples
+    --------
+    >>> import os
+    >>> from topofl._validation import memory_override
+    >>> os.environ["TOPOFL_MEMORY_LIMIT"] = "2e9"
+    >>> memory_override()
+    2000000000
+    >>> os.environ["TOPOFL_MEMORY_LIMIT"] = "lots"
+    >>> memory_override()
+    Traceback (most recent call last):
+    ...
+    ValueError: TOPOFL_MEMORY_LIMIT must be a number of bytes >= 0 (e.g. 8e9), got 'lots'
+    >>> del os.environ["TOPOFL_MEMORY_LIMIT"]
+    """
+    text = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{MEMORY_LIMIT_ENV} must be a number of bytes >= 0 (e.g. 8e9), "
+                         f"got {text!r}")
+    return int(value)
+
+
+def memory_limit(device: Any = "cpu") -> tuple[int | None, str]:
+    """``(bytes, source)``: what this process may still allocate on ``device``, and where the
+    figure comes from; ``(None, "unknown")`` when nothing says.
+
+    :data:`MEMORY_LIMIT_ENV` (``TOPOFL_MEMORY_LIMIT``), when set, is the answer. Otherwise, on
+    the CPU, the smallest of what the cgroup memory limit leaves (v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``), what ``RLIMIT_AS`` / ``RLIMIT_DATA`` leave when set, and the
+    kernel's ``MemAvailable`` (``/proc/meminfo``; else the free pages of ``os.sysconf``); on
+    a CUDA device, its free memory (``torch.cuda.mem_get_info``).
+
+    Examples
+    --------
+    >>> import os
+    >>> from topofl._validation import memory_limit
+    >>> os.environ["TOPOFL_MEMORY_LIMIT"] = "1000000"
+    >>> memory_limit()
+    (1000000, 'TOPOFL_MEMORY_LIMIT')
+    >>> del os.environ["TOPOFL_MEMORY_LIMIT"]
+    """
+    forced = memory_override()
+    if forced is not None:
+        return forced, MEMORY_LIMIT_ENV
+    dev = str(device)
+    if dev.startswith("cuda"):
+        import torch
+
+        if torch.cuda.is_available():
+            free, _total = torch.cuda.mem_get_info(torch.device(dev))
+            return int(free), f"free memory of {dev} (torch.cuda.mem_get_info)"
+        return None, "unknown"
+    found: list[tuple[int, str]] = []
+    meminfo = _meminfo_available()
+    if meminfo is not None:
+        found.append((meminfo, "MemAvailable"))
+    cgroup = _cgroup_available()
+    if cgroup is not None:
+        found.append((cgroup, "the cgroup memory limit"))
+    rlimit = _rlimit_available()
+    if rlimit is not None:
+        found.append(rlimit)
+    if not found:
+        return None, "unknown"
+    return min(found)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process can still allocate on the CPU, or ``None`` if unknown
+    (:func:`memory_limit`: :data:`MEMORY_LIMIT_ENV` when set, else the smallest of the cgroup
+    limit, the resource limits and ``MemAvailable``)."""
+    return memory_limit("cpu")[0]
 
 
 def _fmt_bytes(b: float) -> str:
@@ -541,7 +668,8 @@ def _fmt_bytes(b: float) -> str:
 
 
 def check_memory(nbytes: float, what: str) -> None:
-    """Raise ``ValueError`` early if ``what`` needs an estimated ``nbytes`` that do not fit.
+    """Raise :class:`~topofl.exceptions.InsufficientMemoryError` (a ``ValueError``) early if
+    ``what`` needs an estimated ``nbytes`` that do not fit in :func:`available_memory`.
 
     Nothing is raised when the available memory is unknown.
 
@@ -549,17 +677,19 @@ def check_memory(nbytes: float, what: str) -> None:
     --------
     >>> from topofl._validation import check_memory
     >>> check_memory(1e3, "a tiny thing")
-    >>> check_memory(1e17, "a huge thing")  # doctest: +ELLIPSIS
+    >>> check_memory(1e17, "a huge thing")  # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: a huge thing needs about 88.8 PiB of memory (estimated), but only ... is available
+    topofl.exceptions.InsufficientMemoryError: a huge thing needs about 88.8 PiB of memory
+    (estimated), but only ... is available
     """
+    from topofl.exceptions import InsufficientMemoryError
+
     avail = available_memory()
     if avail is not None and nbytes > avail:
-        raise ValueError(
+        raise InsufficientMemoryError(
             f"{what} needs about {_fmt_bytes(nbytes)} of memory (estimated), but only "
-            f"{_fmt_bytes(avail)} is available"
-        )
+            f"{_fmt_bytes(avail)} is available", need=int(nbytes), limit=int(avail))
 
 
 def graph_bytes(n: int, arcs: float) -> float:
@@ -580,7 +710,7 @@ def check_graph_size(n: int, arcs: float, what: str) -> None:
     >>> check_graph_size(10**9, 2 * 10**9, "ring(n=1000000000)")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: ring(n=1000000000) needs about 2.09 TiB of memory (estimated), but only ...
+    topofl.exceptions.InsufficientMemoryError: ring(n=1000000000) needs about 2.09 TiB ...
     """
     check_memory(graph_bytes(n, arcs), what)
 

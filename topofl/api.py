@@ -43,7 +43,7 @@ from topofl._validation import (
 )
 from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm
 from topofl.data.datasets import DATASETS
-from topofl.data.federated import federate
+from topofl.data.federated import _as_dataset, federate
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
 from topofl.engine.availability import check_absent
 from topofl.engine.config import config_header
@@ -205,6 +205,16 @@ def run(
     topofl.exceptions.CheckpointError
         A ``ValueError``: ``resume`` is missing, corrupted or another run's, or the records
         file at ``records_path`` does not belong with it. Nothing is written then.
+    topofl.exceptions.InsufficientMemoryError
+        A ``ValueError``: the run's estimated peak memory (:mod:`topofl.plan`'s model of what
+        it allocates: the ``[n, P]`` state and its copies, the local step's and the
+        evaluation's buffers, gossip, data, records) exceeds what this process may use
+        (:func:`topofl._validation.memory_limit`: the cgroup limit, ``RLIMIT_AS`` /
+        ``RLIMIT_DATA``, ``MemAvailable``; on a GPU its free memory). Refused within seconds,
+        before the data is split over the clients when the state alone cannot fit, else
+        before the clients' buffers are allocated; the message names the estimate, the limit
+        and the largest number of clients that fits. The environment variable
+        ``TOPOFL_MEMORY_LIMIT`` (bytes) replaces the limit.
 
     Notes
     -----
@@ -483,6 +493,10 @@ def launch_stacked(prepared: Sequence[Prepared], *, overwrite: bool = False) -> 
     ValueError
         When the calls cannot stack (:func:`topofl.engine.stack.stack_problem` says why), or
         when one runs distributed (a stack runs in one process).
+    topofl.exceptions.InsufficientMemoryError
+        A ``ValueError``: a call, or the stack of them, cannot fit in the memory this
+        process may use (:func:`topofl.plan.check_stack`), refused before the stack's
+        buffers are allocated.
 
     Examples
     --------
@@ -493,7 +507,13 @@ def launch_stacked(prepared: Sequence[Prepared], *, overwrite: bool = False) -> 
     """
     if distributed.is_distributed():
         raise ValueError("stacked runs run in one process, not under torchrun")
+    from topofl import plan
+
     members = [Member(*build(p, resume=None, overwrite=overwrite)) for p in prepared]
+    plan.check_stack([plan.run_shapes(p, model=m.model, data=m.data,
+                                      topology=m.topology if p.algorithm.uses_topology
+                                      else None)
+                      for p, m in zip(prepared, members)])  # before the stack's buffers
     return run_stacked(members, placement=placement())
 
 
@@ -511,10 +531,22 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
             f"{out_path} exists; pass overwrite=True (topofl run --overwrite) to replace it, or "
             "resume=CHECKPOINT to continue it"
         )
-    data = call["data"]
+    from topofl import plan  # the memory model (it imports this module)
+
+    check = not distributed.is_distributed()  # a rank holds a share: its placement decides
+    data, model = call["data"], call["model"]
+    if check:  # a synthetic dataset's state that cannot fit: refused before it is drawn
+        plan.check_before_load(p)
     if not isinstance(data, data_mod.FederatedData):  # a name, a Dataset or a torch dataset
-        data = data_mod.federate(data, call["partition"], call["n_clients"], seed=p.seed,
-                                 **dict(call["partition_params"] or {}))
+        pp = dict(call["partition_params"] or {})
+        dataset = _as_dataset(data, pp.get("test", "distribute"))
+        if isinstance(model, str):  # built from the dataset's shapes: those of its split
+            model = build_model(model, tuple(dataset.input_shape), int(dataset.num_classes),
+                                seed=p.seed, **dict(call["model_params"] or {}))
+        if check:  # what the run needs at least, before the data is split over the clients
+            plan.check_run(p, model=model, dataset=dataset)
+        data = data_mod.federate(dataset, call["partition"], call["n_clients"], seed=p.seed,
+                                 **pp)
         if not isinstance(call["data"], str):  # the user's own dataset: described, not named
             call["data"] = data
     topology = call["topology"]
@@ -525,13 +557,15 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
     why = stochasticity_problem(p.algorithm, topology)
     if why is not None:
         raise ConfigError(why)
-    model = call["model"]
     if isinstance(model, str):
         model = build_model(model, tuple(data.input_shape), int(data.num_classes), seed=p.seed,
                             **dict(call["model_params"] or {}))
-    else:  # the user's module: it must take the data's samples as they are
+    elif not isinstance(call["model"], str):  # the user's module: it must take the samples
         check_model_input(model, tuple(data.input_shape), int(data.num_classes))
     _check_batch_memory(p.run.batch_size, data)
+    if check:  # the run's estimate, before the engine allocates its clients
+        plan.check_run(p, model=model, data=data,
+                       topology=topology if p.algorithm.uses_topology else None)
     config = p.run
     if not p.settings.get("run_id"):
         config = dataclasses.replace(config, run_id=f"{p.algorithm.name}-"

@@ -60,7 +60,7 @@ from torch import Tensor, nn
 
 from topofl import __version__, algorithms, topologies
 from topofl._cpu import cpu_kind, cpu_model
-from topofl._validation import _fmt_bytes
+from topofl._validation import _fmt_bytes, graph_bytes
 from topofl.data import Dataset, federate
 from topofl.engine import (
     LocalStepper,
@@ -71,10 +71,19 @@ from topofl.engine import (
     make_executor,
     toy_services,
 )
+from topofl.engine.executors import _has_conv
 from topofl.models import MODELS, build_model
-from topofl.plan import PEAK_METER, Shapes, _state_parts, counted_parts
+from topofl.plan import (
+    PEAK_METER,
+    Shapes,
+    _state_bytes,
+    _state_parts,
+    activation_bytes,
+    check_fits,
+    counted_parts,
+)
 
-__all__ = ["MODEL_INPUTS", "SharedWeightFloor", "bytes_per_client", "gossip_topology",
+__all__ = ["MODEL_INPUTS", "SharedWeightFloor", "bytes_per_client", "case_parts", "gossip_topology",
            "loadavg", "machine_info", "run_bench", "synthetic_data", "to_markdown", "ROW_KEYS"]
 
 #: The input shape each built-in model is benchmarked on (its papers' data sets: MNIST for the
@@ -210,7 +219,7 @@ def bytes_per_client(num_params: int, n: int, *, state: dict[str, int], row_nnz:
     >>> b = bytes_per_client(7850, 100, state={"parameters": 7850 * 4, "optimizer": 0,
     ...                      "algorithm": 0}, row_nnz=11.0)
     >>> b["parameters"], b["optimizer"], b["gossip"]
-    (31400, 0, 10625)
+    (31400, 0, 10765)
     >>> b["total"] == b["parameters"] + b["gossip"]
     True
     """
@@ -227,6 +236,62 @@ def bytes_per_client(num_params: int, n: int, *, state: dict[str, int], row_nnz:
            "algorithm": parts["algorithm"] // n, "gossip": math.ceil(gossip / n)}
     out["total"] = sum(out.values())
     return out
+
+
+def case_parts(model_name: str, n: int, batch: int, *, shape: Sequence[int],
+               hidden: Sequence[int] | None = None, device: torch.device | str = "cpu"
+               ) -> tuple[Shapes, dict[str, int]]:
+    """The estimated peak memory of one row of :func:`run_bench`, by part, before anything is
+    built: the D-SGD state, the local step and gossip as :func:`topofl.plan.counted_parts`
+    counts them, the synthetic data and the dataset it is split from, building the random
+    regular graph (:func:`topofl._validation.graph_bytes`), the buffer the copy writes into
+    (``copy``) and the shared-weight floor (``floor``: its ``n x batch`` samples, their
+    activations and the model's gradients).
+
+    Examples
+    --------
+    >>> s, parts = case_parts("logistic", 100, 16, shape=(784,))
+    >>> parts["parameters"] == parts["copy"] == 100 * 7850 * 4
+    True
+    """
+    shape = tuple(int(v) for v in shape)
+    kw: dict[str, Any] = {} if hidden is None else {"hidden": tuple(hidden)}
+    model = build_model(model_name, shape, NUM_CLASSES, seed=0, **kw)
+    layout = ParamLayout.from_model(model)
+    dev = torch.device(device)
+    sample = 4 * int(np.prod(shape)) + 8
+    train, test = SAMPLES_PER_CLIENT * n, 2000
+    loop = dev.type == "cpu" and _has_conv(model)
+    state = _state_bytes(algorithms.dsgd(lr=LR), layout, torch.float32, n)
+    act = activation_bytes(model, shape)
+    s = Shapes(n=n, num_params=layout.num_params, dtype_bytes=4, sample_bytes=sample - 8,
+               num_classes=NUM_CLASSES, batch_size=batch, input_shape=shape,
+               per_client_state={k: -(-v // n) for k, v in state.items()},
+               dataset_bytes=(train + test) * sample, data_bytes=(train + 2 * test) * sample,
+               longest_test=0, w_row_nnz=float(min(n, DEGREE + 1)), activation_bytes=act,
+               fused=True, streams=not loop, loop_threads=torch.get_num_threads() if loop else 0,
+               samples=train + 2 * test, shared_params=0, device=str(dev), runtime=True)
+    parts = counted_parts(s)
+    parts["evaluation"] = parts["spectral"] = parts["records"] = 0  # the bench has none
+    parts["gossip"] += int(graph_bytes(n, n * min(n - 1, DEGREE)))  # building the graph
+    parts["copy"] = n * layout.num_params * 4
+    parts["floor"] = (n * batch * (sample + 7 * act // 5) + 2 * layout.num_params * 4)
+    return s, parts
+
+
+def _check_memory(models: Sequence[str], ns: Sequence[int], batch: int, device: torch.device,
+                  shape: tuple[int, ...] | None, hidden: tuple[int, ...] | None) -> None:
+    """Refuse, before anything is built, a row whose estimate (:func:`case_parts`) cannot fit
+    in the memory this process may use (:func:`topofl.plan.check_fits`)."""
+    for m in models:
+        for n in ns:
+            def peak(k: int, m: str = m) -> float:
+                return float(sum(case_parts(m, k, batch, shape=shape or MODEL_INPUTS[m],
+                                            hidden=hidden, device=device)[1].values()))
+
+            s, parts = case_parts(m, n, batch, shape=shape or MODEL_INPUTS[m], hidden=hidden,
+                                  device=device)
+            check_fits(f"topofl bench's {m} row (batch {batch:,})", s, parts, peak=peak)
 
 
 # ----------------------------------------------------------------------------- floor
@@ -489,6 +554,11 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
     ValueError
         For an unknown model, ``n < 1``, a device other than cpu and cuda, cuda where
         torch sees no GPU, or ``hidden`` with a model other than ``mlp``.
+    topofl.exceptions.InsufficientMemoryError
+        A ``ValueError``: a row whose estimated peak memory (:func:`case_parts`) exceeds
+        what this process may use (:func:`topofl._validation.memory_limit`), refused before
+        any row is built; the message names the estimate, the limit and the largest ``n``
+        that fits.
     """
     dev = torch.device(device)
     models, ns = list(models), list(ns)
@@ -498,6 +568,7 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
     for m in models:
         if shape is None and m not in MODEL_INPUTS:
             raise ValueError(f"model {m!r} has no default input shape: pass input_shape")
+    _check_memory(models, ns, batch, dev, shape, hid)  # before any row allocates
     load0, t0 = loadavg(), time.perf_counter()
     rows = []
     for m in models:

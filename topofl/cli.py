@@ -25,11 +25,15 @@ Commands
     Print the size, degree and spectral gap of graphs given as specs (``ring:n=64``).
 ``plan CONFIG.toml [--json] [--set key=value ...]``
     Predict a run's peak memory (by part), seconds per round and the largest number of clients
-    that fits here, before running it (:mod:`topofl.plan`); a plan that cannot fit exits 1.
-``bench [--model A,B] [--n N1,N2] [--batch B] [--hidden W1,W2] [--out F.md] [--json] ...``
+    that fits here, before running it (:mod:`topofl.plan`); a plan that cannot fit exits 1,
+    a config a run would refuse (a device not here, ``eval_val`` without validation splits, a
+    batch that cannot fit) exits 2.
+``bench [--model A,B] [--n N1,N2] [--batch B] [--hidden W1,W2] [--out F.md [--force]] ...``
     Time the engine's local step against one shared-weight model on the same samples, and its
     gossip against a copy of the parameter buffer; client-steps and samples per second, peak
-    memory and bytes per client, as Markdown (:mod:`topofl.bench`).
+    memory and bytes per client, as Markdown (:mod:`topofl.bench`). A row whose estimated
+    memory cannot fit, or an existing ``--out`` without ``--force``, is refused (status 2)
+    before anything runs.
 ``study DIR --out REPORT_DIR``
     The topology-vs-convergence study of a folder of records (:mod:`topofl.study`).
 ``report [SPEC ...] [--out DIR]``
@@ -397,6 +401,9 @@ def _bench(args: argparse.Namespace, command: str) -> int:
 
     from topofl.bench import run_bench, to_markdown
 
+    if args.out and os.path.exists(args.out) and not args.force:  # before hours of timing
+        raise OutputExistsError(f"{args.out} exists; pass --force to replace it (or another "
+                                "--out)")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     result = run_bench(args.model, args.n, batch=args.batch, device=args.device,
@@ -542,7 +549,9 @@ def _parser() -> argparse.ArgumentParser:
                          "--model mlp --input-shape 40 --hidden 64 --batch 50")
     p_bench.add_argument("--no-memory", action="store_true",
                          help="do not measure the peak memory (a child process per row)")
-    p_bench.add_argument("--out", help="write the Markdown to this file (default stdout)")
+    p_bench.add_argument("--out", help="write the Markdown to this file (default stdout); an "
+                         "existing file is refused unless --force")
+    p_bench.add_argument("--force", action="store_true", help="replace an existing --out")
     p_bench.add_argument("--json", action="store_true",
                          help="print the result as one JSON object on stdout")
     sub.add_parser("quickstart", help="compare the spectral gaps of a few graphs")

@@ -7,7 +7,7 @@ catches ``ValueError`` keeps working.
 from __future__ import annotations
 
 __all__ = ["NotConnectedError", "ConvergenceError", "CheckpointError", "ConfigError",
-           "ConfigTypeError", "OutputExistsError"]
+           "ConfigTypeError", "OutputExistsError", "InsufficientMemoryError"]
 
 
 class NotConnectedError(ValueError):
@@ -39,3 +39,27 @@ class ConfigTypeError(ConfigError, TypeError):
 
 class OutputExistsError(FileExistsError):
     """A run would replace an existing records file without ``overwrite``."""
+
+
+class InsufficientMemoryError(ValueError):
+    """A run (or a benchmark) that cannot fit in the memory this process may use, refused
+    before it allocates: the message names the estimate, the limit and where it comes from,
+    and the largest number of clients that fits.
+
+    A ``ValueError`` (a request that cannot be met here; ``topofl`` exits 2), not a
+    ``MemoryError``: nothing ran out, nothing was allocated. The estimate is
+    :func:`topofl.plan.counted_parts`'s; the limit :func:`topofl._validation.memory_limit`'s,
+    which the environment variable ``TOPOFL_MEMORY_LIMIT`` (bytes) replaces.
+
+    Attributes
+    ----------
+    need, limit : int
+        The estimated peak and the bytes available, in bytes.
+    max_clients : int or None
+        The largest number of clients whose estimate fits (``None``: not computed).
+    """
+
+    def __init__(self, message: str, *, need: int = 0, limit: int = 0,
+                 max_clients: int | None = None) -> None:
+        super().__init__(message)
+        self.need, self.limit, self.max_clients = need, limit, max_clients

@@ -740,6 +740,22 @@ def _execute_unit(unit: Sequence[_Item], out: str, command: str | None) -> list[
     return outcomes
 
 
+def _stack_memory_problem(prepared: Sequence[Any], members: Sequence[Any]) -> str | None:
+    """Why the runs cannot run stacked for memory (:func:`topofl.plan.check_stack`), else
+    ``None``: they then run one by one."""
+    from topofl import plan
+    from topofl.exceptions import InsufficientMemoryError
+
+    try:
+        plan.check_stack([plan.run_shapes(p, model=m.model, data=m.data,
+                                          topology=m.topology if p.algorithm.uses_topology
+                                          else None)
+                          for p, m in zip(prepared, members)])
+    except InsufficientMemoryError as exc:
+        return str(exc)
+    return None
+
+
 def _execute_stack_locked(mine: Sequence[tuple[dict[str, Any], str]], out: str,
                           command: str | None) -> list[Outcome]:
     """Run the runs ``mine`` (their locks held) as one stacked pass. A run that cannot be
@@ -752,19 +768,24 @@ def _execute_stack_locked(mine: Sequence[tuple[dict[str, Any], str]], out: str,
 
     outcomes: list[Outcome] = []
     built: list[tuple[dict[str, Any], str, Member]] = []
+    prepared: list[Any] = []
     t0 = time.perf_counter()
     for rcfg, name in mine:
         _, ckpt, done = _paths(Path(out), name)
         try:
             with command_line(command):
-                member = Member(*api.build(resolve(rcfg).prepared, overwrite=True))
+                p = resolve(rcfg).prepared
+                member = Member(*api.build(p, overwrite=True))
         except Exception:  # noqa: BLE001 - it runs alone, and reports its error there
             outcomes.append(_execute_locked(rcfg, name, "fresh", out, command))
             continue
         ckpt.unlink(missing_ok=True)
         done.unlink(missing_ok=True)
         built.append((rcfg, name, member))
+        prepared.append(p)
     why = stack_problem([m for _, _, m in built]) if len(built) > 1 else "one run left"
+    if why is None:  # each run fits alone (api.build checked it); together?
+        why = _stack_memory_problem(prepared, [m for _, _, m in built])
     if why is None:
         try:
             results = run_stacked([m for _, _, m in built], placement=api.placement())
