@@ -161,7 +161,8 @@ samples = fed.x.numel() * fed.x.element_size() + fed.y.numel() * fed.y.element_s
 recs = res.records
 glob = [r["value"] for r in recs.rows if r["metric"] == "global_samples"]
 est = [r["value"] for r in recs.rows if r["metric"] == "graph.estimated"]
-print(json.dumps({"parts": parts, "total": total, "peak": peak, "num_params": layout.num_params,
+print(json.dumps({"topofl": topofl.__file__, "parts": parts, "total": total, "peak": peak,
+                  "num_params": layout.num_params,
                   "need": need, "index_bytes": idx, "sample_bytes": samples,
                   "global_test": int(fed.global_test[0].shape[0]),
                   "global_samples": glob[-1] if glob else None,
@@ -183,7 +184,7 @@ def run_case(model: str, n: int, rounds: int, *, threads: int, timeout: float,
     try:
         proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(args)],
                               capture_output=True, text=True, timeout=timeout, env=env,
-                              check=False)
+                              check=False, cwd=str(root))  # "-c" imports from the cwd first
     except subprocess.TimeoutExpired:
         return {"model": model, "n": n, "rounds": rounds,
                 "error": f"not finished in {timeout:.0f} s"}

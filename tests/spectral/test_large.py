@@ -167,3 +167,14 @@ def test_the_engine_row_records_the_estimate_flag() -> None:
     assert big["graph.estimated"] is True
     assert spectral_row(ring(n), None, {})["graph.estimated"] is False
     assert "graph.estimated" not in spectral_row(ring(16), None, {})
+
+
+def test_finite_time_consensus_of_a_static_normal_w_needs_no_simulation() -> None:
+    # W^t = J only when every eigenvalue but the first is 0 (W = J): the simulated answer
+    for topo in (complete(SUMMARY_EXACT_MAX + 5), ring(SUMMARY_EXACT_MAX + 5),
+                 random_regular(SUMMARY_EXACT_MAX + 5, 4, seed=0)):
+        got = summary(topo, metrics=["finite_time_consensus"])["finite_time_consensus"]
+        want = tf.spectral.finite_time_consensus(topo, 50)
+        assert got == want
+    assert summary(complete(SUMMARY_EXACT_MAX + 5),
+                   metrics=["finite_time_consensus"])["finite_time_consensus"] == 1

@@ -604,7 +604,11 @@ class _Summary:
         if self.stage("consensus_rate") and out["stochastic"] != "none":
             out["consensus_rate"] = consensus_rate(g, h, seed=self.seed)
         if self.stage("finite_time_consensus") and out["stochastic"] != "none":
-            out["finite_time_consensus"] = finite_time_consensus(g, h)
+            static = self.spectra(self.Ws[0]) if self.bounded and not self.is_tv else None
+            if static is not None and (static.symmetric or static.circulant):
+                out["finite_time_consensus"] = _static_finite_time(self.Ws[0])
+            else:
+                out["finite_time_consensus"] = finite_time_consensus(g, h)
         if self.stage("effective_neighbors"):
             out["effective_neighbors"], out["effective_neighbors_method"] = _effective_neighbors(
                 g, self.is_tv, self.Ws, self.gamma, self.measured, self.sym_eigs)
@@ -619,6 +623,16 @@ class _Summary:
         out["rounds_to_1e-6_measured"] = _rounds_measured(
             out["consensus_rate"], out["finite_time_consensus"]
         )
+
+
+def _static_finite_time(M: sp.csr_array) -> int | None:
+    """:func:`finite_time_consensus` of a static normal ``W`` (symmetric or circulant): its
+    powers reach ``J`` only if every eigenvalue but the first is 0, i.e. ``W = J`` (then after
+    one round; tolerance 1e-12 as there), else never: no product to simulate."""
+    n = M.shape[0]
+    if M.nnz != n * n:
+        return None
+    return 1 if n * float(np.max(np.abs(M.data - 1.0 / n))) <= 1e-12 else None
 
 
 def _effective_neighbors(
