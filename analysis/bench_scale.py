@@ -274,8 +274,45 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                     f"{idx:,.0f} | {total:,.0f} | {r['peak'] / n / total:.2f}x | "
                     f"{r['sample_bytes'] / n:,.0f} |")
             lines.append("")
+    before = meta.get("before")
+    if before:
+        lines += _before_after(before, results)
     lines += meta.get("notes", [])
     return "\n".join(lines) + "\n"
+
+
+def _before_after(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+    """The evaluation and spectral parts of the same cases before and after (one round)."""
+    def key(r: dict[str, Any]) -> tuple[str, int, int]:
+        return r["model"], r["n"], r["rounds"]
+
+    now = {key(r): r for r in after if "error" not in r}
+    rows = [(b, now[key(b)]) for b in before if "error" not in b and key(b) in now]
+    if not rows:
+        return []
+    out = ["## Before and after: evaluation and spectral summary", "",
+           "The same cases run on the code before this change (`--before`: the checkout "
+           "named in its header) and after (the tables above):", "",
+           "| model | n | rounds | evaluation before | after | ratio | spectral before | "
+           "after | ratio | total before | after |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for b, a in rows:
+        e0, e1 = b["parts"].get("evaluation", 0.0), a["parts"].get("evaluation", 0.0)
+        s0, s1 = b["parts"].get("spectral", 0.0), a["parts"].get("spectral", 0.0)
+        out.append(f"| {b['model']} | {b['n']:,} | {b['rounds']} | {_s(e0)} | {_s(e1)} | "
+                   f"{e0 / e1:.1f}x | {_s(s0)} | {_s(s1)} | {s0 / s1:.1f}x | "
+                   f"{_s(b['total'])} | {_s(a['total'])} |")
+    ns = sorted({b["n"] for b, _ in rows})
+    if len(ns) >= 2:
+        for part in ("evaluation", "spectral"):
+            e0 = slope([b["n"] for b, _ in rows], [b["parts"].get(part, 0.0) for b, _ in rows])
+            e1 = slope([a["n"] for _, a in rows], [a["parts"].get(part, 0.0) for _, a in rows])
+            if e0 is not None and e1 is not None:
+                out.append("")
+                out.append(f"Exponent of *{part}* over these n: {e0:.2f} before, {e1:.2f} "
+                           "after.")
+    out.append("")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,12 +331,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the raw results here")
     ap.add_argument("--note", action="append", default=[],
                     help="a paragraph to add at the end of the report")
+    ap.add_argument("--before", help="raw results (--json) of the code before, to compare")
+    ap.add_argument("--from-json", help="write the report of these raw results, run nothing")
     a = ap.parse_args(argv)
+    before = json.loads(Path(a.before).read_text()) if a.before else None
+    if isinstance(before, dict):
+        before = before["results"]
     root = Path(a.topofl_root).resolve()
     from topofl.bench import loadavg, machine_info
     info = machine_info()
     load0, t0 = loadavg(), time.perf_counter()
-    results = []
+    results: list[dict[str, Any]] = []
+    if a.from_json:
+        saved = json.loads(Path(a.from_json).read_text())
+        results, a.models = saved["results"], []
+        info, load0, load1, seconds, cmd = (saved["machine"], saved["load"][0],
+                                            saved["load"][1], saved["seconds"], saved["command"])
     for model in a.models:
         top = a.max_n if model == "logistic" else a.mlp_max_n
         ns = a.ns or [10 ** k for k in range(3, 8) if 10 ** k <= top]
@@ -312,25 +359,32 @@ def main(argv: list[str] | None = None) -> int:
                                              f"{p} {r['parts'].get(p, 0):.2f}" for p in PARTS))
                 print(f"{model} n={n:,} rounds={rounds}: {msg}", flush=True)
                 if a.json:
-                    Path(a.json).write_text(json.dumps(results, indent=1))
+                    Path(a.json).write_text(json.dumps({"results": results}, indent=1))
     rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True, check=False).stdout.strip()
-    cmd = "python analysis/bench_scale.py " + " ".join(argv if argv is not None
-                                                        else sys.argv[1:])
+    if not a.from_json:
+        cmd = "python analysis/bench_scale.py " + " ".join(argv if argv is not None
+                                                            else sys.argv[1:])
+        load1, seconds = loadavg(), time.perf_counter() - t0
+        if a.json:
+            Path(a.json).write_text(json.dumps(
+                {"results": results, "machine": info, "load": [load0, load1],
+                 "seconds": seconds, "command": cmd}, indent=1))
     header = (
         f"`{cmd}` on {info['date']}, topofl from `{root.name}` (commit {rev or '?'}; "
         "uncommitted changes included). Machine: "
         f"{info['cpu']} (a 2-core VM shared with other jobs); Python {info['python']}, torch "
         f"{info['torch']}, {a.threads} thread(s) a run (torch, OpenMP and BLAS). 1-minute load "
-        f"average {load0:.1f} at the start, {loadavg():.1f} at the end; whole bench "
-        f"{time.perf_counter() - t0:,.0f} s. D-SGD (lr 0.1, batch 8) on a ring, "
+        f"average {load0:.1f} at the start, {load1:.1f} at the end; whole bench "
+        f"{seconds:,.0f} s. D-SGD (lr 0.1, batch 8) on a ring, "
         f"`synthetic:n_samples={SAMPLES_PER_CLIENT}n,dim={DIM},num_classes=10` split iid "
         "(global test set 2n samples), default settings (evaluation every round with the "
         "global test set and per-client rows, the spectral summary, the ledger); MLP hidden "
         f"layers {MLP_HIDDEN}. Seconds of one run each (exclusive: a part called inside "
         "another counts only in its own column); *exponent*: least-squares slope of log(s) "
         "against log(n) (1 = linear); a part of a few milliseconds is mostly noise.")
-    Path(a.out).write_text(markdown(results, {"header": header, "notes": a.note}))
+    Path(a.out).write_text(markdown(results, {"header": header, "notes": a.note,
+                                              "before": before}))
     print(f"wrote {a.out}")
     return 0
 
