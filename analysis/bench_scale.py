@@ -276,41 +276,54 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             lines.append("")
     before = meta.get("before")
     if before:
-        lines += _before_after(before, results)
-    lines += meta.get("notes", [])
-    return "\n".join(lines) + "\n"
+        lines += _before_after(before, results, meta.get("before_label") or "")
+    for note in meta.get("notes", []):
+        lines += [note, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _before_after(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
-    """The evaluation and spectral parts of the same cases before and after (one round)."""
+def _before_after(before: list[dict[str, Any]], after: list[dict[str, Any]],
+                  label: str) -> list[str]:
+    """The evaluation and spectral parts before (``label`` says of what) and after."""
     def key(r: dict[str, Any]) -> tuple[str, int, int]:
         return r["model"], r["n"], r["rounds"]
 
     now = {key(r): r for r in after if "error" not in r}
-    rows = [(b, now[key(b)]) for b in before if "error" not in b and key(b) in now]
-    if not rows:
+    done = [b for b in before if "error" not in b]
+    if not done:
         return []
     out = ["## Before and after: evaluation and spectral summary", "",
-           "The same cases run on the code before this change (`--before`: the checkout "
-           "named in its header) and after (the tables above):", "",
+           f"Before: {label}. After: the tables above (a dash where this bench did not run "
+           "the case).", "",
            "| model | n | rounds | evaluation before | after | ratio | spectral before | "
            "after | ratio | total before | after |",
            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for b, a in rows:
-        e0, e1 = b["parts"].get("evaluation", 0.0), a["parts"].get("evaluation", 0.0)
-        s0, s1 = b["parts"].get("spectral", 0.0), a["parts"].get("spectral", 0.0)
+    for b in done:
+        a = now.get(key(b))
+        e0, s0 = b["parts"].get("evaluation", 0.0), b["parts"].get("spectral", 0.0)
+        if a is None:
+            out.append(f"| {b['model']} | {b['n']:,} | {b['rounds']} | {_s(e0)} | - | - | "
+                       f"{_s(s0)} | - | - | {_s(b['total'])} | - |")
+            continue
+        e1, s1 = a["parts"].get("evaluation", 0.0), a["parts"].get("spectral", 0.0)
+        sr = s0 / s1
         out.append(f"| {b['model']} | {b['n']:,} | {b['rounds']} | {_s(e0)} | {_s(e1)} | "
-                   f"{e0 / e1:.1f}x | {_s(s0)} | {_s(s1)} | {s0 / s1:.1f}x | "
+                   f"{e0 / e1:,.1f}x | {_s(s0)} | {_s(s1)} | {sr:,.{0 if sr >= 10 else 1}f}x | "
                    f"{_s(b['total'])} | {_s(a['total'])} |")
-    ns = sorted({b["n"] for b, _ in rows})
-    if len(ns) >= 2:
+    groups = sorted({(b["model"], b["rounds"]) for b in done})
+    for model, rounds in groups:
+        bs = [b for b in done if (b["model"], b["rounds"]) == (model, rounds)]
+        as_ = [a for a in now.values() if (a["model"], a["rounds"]) == (model, rounds)]
         for part in ("evaluation", "spectral"):
-            e0 = slope([b["n"] for b, _ in rows], [b["parts"].get(part, 0.0) for b, _ in rows])
-            e1 = slope([a["n"] for _, a in rows], [a["parts"].get(part, 0.0) for _, a in rows])
-            if e0 is not None and e1 is not None:
-                out.append("")
-                out.append(f"Exponent of *{part}* over these n: {e0:.2f} before, {e1:.2f} "
-                           "after.")
+            e0 = slope([b["n"] for b in bs], [b["parts"].get(part, 0.0) for b in bs])
+            e1 = slope([a["n"] for a in as_], [a["parts"].get(part, 0.0) for a in as_])
+            nb = ", ".join(f"{b['n']:,}" for b in bs)
+            na = ", ".join(f"{a['n']:,}" for a in as_)
+            if e0 is not None:
+                after_text = (f"{e1:.2f} after (n = {na})." if e1 is not None
+                              else "not measured after.")
+                out += ["", f"Exponent of *{part}* ({model}, {rounds} round(s)): "
+                        f"{e0:.2f} before (n = {nb}), {after_text}"]
     out.append("")
     return out
 
@@ -332,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", action="append", default=[],
                     help="a paragraph to add at the end of the report")
     ap.add_argument("--before", help="raw results (--json) of the code before, to compare")
+    ap.add_argument("--before-label", default="", help="what --before ran (a sentence)")
     ap.add_argument("--from-json", help="write the report of these raw results, run nothing")
     a = ap.parse_args(argv)
     before = json.loads(Path(a.before).read_text()) if a.before else None
@@ -362,14 +376,16 @@ def main(argv: list[str] | None = None) -> int:
                     Path(a.json).write_text(json.dumps({"results": results}, indent=1))
     rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True, check=False).stdout.strip()
-    if not a.from_json:
+    if a.from_json:
+        rev = saved.get("commit", rev)
+    else:
         cmd = "python analysis/bench_scale.py " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
         load1, seconds = loadavg(), time.perf_counter() - t0
         if a.json:
             Path(a.json).write_text(json.dumps(
                 {"results": results, "machine": info, "load": [load0, load1],
-                 "seconds": seconds, "command": cmd}, indent=1))
+                 "seconds": seconds, "command": cmd, "commit": rev}, indent=1))
     header = (
         f"`{cmd}` on {info['date']}, topofl from `{root.name}` (commit {rev or '?'}; "
         "uncommitted changes included). Machine: "
@@ -384,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
         "another counts only in its own column); *exponent*: least-squares slope of log(s) "
         "against log(n) (1 = linear); a part of a few milliseconds is mostly noise.")
     Path(a.out).write_text(markdown(results, {"header": header, "notes": a.note,
-                                              "before": before}))
+                                              "before": before,
+                                              "before_label": a.before_label}))
     print(f"wrote {a.out}")
     return 0
 
