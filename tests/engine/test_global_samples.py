@@ -87,7 +87,7 @@ def test_the_setting_is_checked() -> None:
     for bad in (0, -3):
         with pytest.raises(ValueError, match="eval_global_samples"):
             tf.engine.RunConfig(rounds=1, eval_global_samples=bad)
-    with pytest.raises(ValueError, match="eval_global_samples"):
+    with pytest.raises(ValueError, match="must be 'auto', 'all' or an int >= 1, got 'some'"):
         tf.engine.RunConfig(rounds=1, eval_global_samples="some")
     for bad in (True, 2.5, None):
         with pytest.raises(TypeError, match="eval_global_samples must be 'auto', 'all' or an"):

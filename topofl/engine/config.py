@@ -265,7 +265,9 @@ ADDED_SETTINGS: dict[str, Any] = {"network": None, "availability": None, "ledger
 def _check_global_samples(value: Any) -> None:
     """``eval_global_samples``: ``"auto"``, ``"all"`` or an int ``>= 1``."""
     if isinstance(value, str):
-        check_choice(value, "eval_global_samples", ("auto", "all"))
+        if value not in ("auto", "all"):
+            raise ValueError(f"eval_global_samples must be 'auto', 'all' or an int >= 1, got "
+                             f"{value!r}")
     elif isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"eval_global_samples must be 'auto', 'all' or an int >= 1, got "
                         f"{type(value).__name__} {value!r}")
