@@ -28,10 +28,17 @@ from topofl.records import _jsonable as jsonable
 from topofl.runhash import RESUME_FREE, _identity, header_hash_problem, run_hash
 
 __all__ = ["RunConfig", "DTYPES", "config_header", "RESUME_FREE", "run_hash", "config_diff",
-           "header_hash_problem", "ADDED_SETTINGS"]
+           "header_hash_problem", "ADDED_SETTINGS", "EVAL_GLOBAL_BUDGET",
+           "EVAL_GLOBAL_MIN_SAMPLES", "global_samples"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MOMENTUM_STATES = ("algorithm", "keep", "restart")
+#: ``eval_global_samples="auto"`` scores every client on the whole global test set while
+#: clients x test samples is at most this many (client, sample) pairs: every config of
+#: ``paper_figures`` (at most 1,000 clients x 10,000 test samples = 10^7 pairs) and every test.
+EVAL_GLOBAL_BUDGET = 20_000_000
+#: The fewest global test samples ``"auto"`` scores a client on above the budget.
+EVAL_GLOBAL_MIN_SAMPLES = 1_000
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,23 @@ class RunConfig:
     eval_global : bool, default True
         Also score every client on the global test set (``global_*`` rows; not recorded
         when the data has no global test set, e.g. a torch dataset split with ``test=0.2``).
+    eval_global_samples : "auto", "all" or int, default "auto"
+        How many samples of the global test set the ``global_*`` rows score every client on:
+        ``"all"`` the whole set; an int ``k`` a fixed, seeded subsample of ``k`` samples (the
+        whole set when it holds at most ``k``): the same samples for every client, every
+        evaluation and every run on that test set (:func:`global_samples`,
+        :func:`topofl.engine.evaluation.global_subsample`); ``"auto"`` the whole set while
+        clients x test samples is at most :data:`EVAL_GLOBAL_BUDGET` (2 x 10^7 pairs),
+        above it ``max(EVAL_GLOBAL_MIN_SAMPLES, EVAL_GLOBAL_BUDGET // clients)`` samples
+        (1,000 from 20,000 clients on), so that the evaluation costs O(clients), not
+        O(clients x test set). A subsample's size is recorded: the ``global_samples`` row of
+        every evaluation and ``eval_global_samples`` in the records header. Each client's
+        ``global_acc`` is then an estimate of its accuracy on the whole set with standard
+        error ``sqrt(p (1 - p) / k * (g - k) / (g - 1))`` (``p`` the accuracy, ``g`` the test
+        set's size), at most ``0.5 / sqrt(k)``: 0.016 at ``k = 1000``; the mean over
+        clients has at most that error too (every client is scored on the same samples, so
+        their errors do not average out). At the default the records header and the run
+        hash are those of a run without this setting whenever the whole set is scored.
     record_clients : bool, default True
         Record per-client accuracies (one row per client and evaluation).
     eval_val : bool, default False
@@ -157,6 +181,7 @@ class RunConfig:
     fuse: bool = True
     init: str = "same"
     eval_global: bool = True
+    eval_global_samples: int | str = "auto"
     record_clients: bool = True
     eval_val: bool = False
     spectral: bool = True
@@ -192,6 +217,7 @@ class RunConfig:
                     f"to turn the check off, got {self.divergence!r}")
         for name in ("fuse", "eval_global", "record_clients", "eval_val", "spectral"):
             check_bool(getattr(self, name), name)
+        _check_global_samples(self.eval_global_samples)
         if self.eval_val and not self.record_clients:
             raise ValueError("eval_val=True records each client's validation loss for the "
                              "best-validation selection: it needs record_clients=True")
@@ -232,7 +258,52 @@ class RunConfig:
 #: RunConfig fields added after runs were recorded, with their defaults: a run at the default
 #: describes itself (header, run hash) as runs recorded before them did.
 ADDED_SETTINGS: dict[str, Any] = {"network": None, "availability": None, "ledger": True,
-                                  "momentum_state": "algorithm", "eval_val": False}
+                                  "momentum_state": "algorithm", "eval_val": False,
+                                  "eval_global_samples": "auto"}
+
+
+def _check_global_samples(value: Any) -> None:
+    """``eval_global_samples``: ``"auto"``, ``"all"`` or an int ``>= 1``."""
+    if isinstance(value, str):
+        if value not in ("auto", "all"):
+            raise ValueError(f"eval_global_samples must be 'auto', 'all' or an int >= 1, got "
+                             f"{value!r}")
+    elif isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"eval_global_samples must be 'auto', 'all' or an int >= 1, got "
+                        f"{type(value).__name__} {value!r}")
+    else:
+        check_int(value, "eval_global_samples", low=1)
+
+
+def global_samples(setting: int | str, n_clients: int, n_test: int, *,
+                   budget: int = EVAL_GLOBAL_BUDGET,
+                   minimum: int = EVAL_GLOBAL_MIN_SAMPLES) -> int:
+    """How many samples of a global test set of ``n_test`` samples every one of
+    ``n_clients`` clients is scored on under ``eval_global_samples=setting``
+    (:class:`RunConfig`); ``n_test`` is the whole set, fewer a subsample. ``"auto"`` scores
+    the whole set while ``n_clients * n_test <= budget``, else ``max(minimum, budget //
+    n_clients)`` samples (at most ``n_test``).
+
+    Examples
+    --------
+    >>> from topofl.engine.config import global_samples
+    >>> global_samples("auto", 1000, 10_000)  # 10^7 pairs: within the budget
+    10000
+    >>> global_samples("auto", 10_000, 20_000), global_samples("auto", 10**6, 2 * 10**6)
+    (2000, 1000)
+    >>> global_samples("all", 10**6, 2 * 10**6), global_samples(500, 4, 300)
+    (2000000, 300)
+    """
+    n_test = max(0, int(n_test))
+    if setting == "all":
+        return n_test
+    if setting == "auto":
+        if int(n_clients) * n_test <= budget:
+            return n_test
+        k = max(minimum, budget // max(1, int(n_clients)))
+    else:
+        k = int(setting)
+    return min(k, n_test)
 
 
 def _flat(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
@@ -272,6 +343,17 @@ def config_diff(expected: Mapping[str, Any], found: Mapping[str, Any]) -> list[s
     return out
 
 
+def _global_subsample_size(config: RunConfig, data: Any) -> int | None:
+    """The size of the global test subsample a run with ``config`` scores on ``data``, or
+    ``None`` when it scores the whole set (or none)."""
+    test = getattr(data, "global_test", None)
+    if not config.eval_global or test is None:
+        return None
+    g = int(test[0].shape[0])
+    k = global_samples(config.eval_global_samples, int(data.num_clients), g)
+    return k if 0 < k < g else None
+
+
 def config_header(config: RunConfig, algorithm: Algorithm, topology: GraphLike | None,
                   data: Any, model: nn.Module) -> dict[str, Any]:
     """The records header of a run: its settings, the algorithm with every hyper-parameter, the
@@ -282,6 +364,11 @@ def config_header(config: RunConfig, algorithm: Algorithm, topology: GraphLike |
     for key, default in ADDED_SETTINGS.items():  # at their defaults: the hash of older runs
         if cfg.get(key, default) == default:
             cfg.pop(key, None)
+    sampled = _global_subsample_size(config, data)
+    if sampled is not None:  # the size scored, whichever setting chose it
+        cfg["eval_global_samples"] = sampled
+    elif config.eval_global_samples != "auto":  # the whole set: as every setting scores it
+        cfg.pop("eval_global_samples", None)
     out: dict[str, Any] = jsonable({
         "run": cfg,
         "algorithm": {"name": algorithm.name, **dict(algorithm.hparams)},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -9,8 +10,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from topofl._rng import as_generator
 from topofl.engine.clients import Clients, first_bad
-from topofl.engine.config import RunConfig
+from topofl.engine.config import RunConfig, global_samples
 from topofl.engine.protocol import Adjust, Algorithm, Round, Services, State
 from topofl.exceptions import ConvergenceError
 from topofl.graph import Topology
@@ -18,7 +20,13 @@ from topofl.records import Recorder
 from topofl.spectral import summary
 
 __all__ = ["evaluate", "check_finite", "evaluation_row", "score_chunks", "eval_chunk",
-           "split_sums", "check_eval_val", "record_realized", "spectral_row", "Divergence"]
+           "split_sums", "check_eval_val", "record_realized", "spectral_row", "Divergence",
+           "global_subsample", "global_scored", "shared_sums", "GLOBAL_SUBSAMPLE_SEED"]
+
+#: The seed of the global test subsample (:func:`global_subsample`): one subsample per test
+#: set and size, whatever the run's seed, so that runs compared seed by seed or across seeds
+#: are scored on the same samples.
+GLOBAL_SUBSAMPLE_SEED = 0
 
 
 def _stats(prefix: str, v: np.ndarray) -> dict[str, float]:
@@ -96,6 +104,113 @@ def eval_chunk(n_clients: int, num_classes: int, sample_bytes: int) -> int:
     return max(1, (64 << 20) // max(1, per))
 
 
+@functools.lru_cache(maxsize=8)
+def _subsample(n_test: int, size: int, seed: int) -> np.ndarray:
+    idx = np.sort(as_generator(seed).choice(n_test, size=size, replace=False))
+    idx.setflags(write=False)
+    return idx
+
+
+def global_subsample(n_test: int, size: int, *, seed: int) -> np.ndarray:
+    """``size`` distinct indices of a global test set of ``n_test`` samples, drawn uniformly
+    without replacement with ``numpy.random.default_rng(seed)`` and sorted: the subsample
+    ``eval_global_samples`` scores every client on (read-only; the same array for the same
+    arguments).
+
+    Examples
+    --------
+    >>> from topofl.engine.evaluation import global_subsample
+    >>> idx = global_subsample(10, 4, seed=0)
+    >>> idx.tolist() == sorted(set(idx.tolist())), len(idx), int(idx.max()) < 10
+    (True, 4, True)
+    >>> bool((idx == global_subsample(10, 4, seed=0)).all())
+    True
+    """
+    n_test, size = int(n_test), int(size)
+    if not 0 <= size <= n_test:
+        raise ValueError(f"size must be in [0, n_test]=[0, {n_test}], got {size}")
+    return _subsample(n_test, size, int(seed))
+
+
+def global_scored(config: RunConfig, n_clients: int, data: Any) -> tuple[Tensor, Tensor] | None:
+    """The global test samples ``(x, y)`` every client is scored on when
+    ``config.eval_global_samples`` asks for a subsample of ``data.global_test``
+    (:func:`~topofl.engine.config.global_samples` for ``n_clients`` clients); ``None`` when
+    the whole set is scored."""
+    xg, yg = data.global_test
+    g = int(xg.shape[0])
+    k = global_samples(config.eval_global_samples, n_clients, g)
+    if k >= g:
+        return None
+    idx = torch.tensor(global_subsample(g, k, seed=GLOBAL_SUBSAMPLE_SEED), device=xg.device)
+    return xg[idx], yg[idx]
+
+
+#: Bytes a (client, sample) pair of :func:`shared_sums` holds at once per class (its float32
+#: logits and float64 scores) and beside them, for the size of its blocks.
+_PAIR_BYTES_PER_CLASS, _PAIR_BYTES = 8, 32
+_SHARED_COLS = 256
+
+
+def shared_sums(executor: Any, x_eval: Tensor, x: Tensor, y: Tensor,
+                adjust: Adjust | None = None) -> Tensor:
+    """``[m, 3]`` sums (correct, loss, count) of every client's model ``x_eval`` on the same
+    samples ``x`` ``[s, ...]`` with labels ``y`` ``[s]``, in blocks of clients and samples of
+    about 64 MB: the parameters of a block of clients are read once for up to 256 samples
+    (:func:`score_chunks` over all clients at once reads every client's parameters for each
+    chunk of samples, one sample a chunk at a million clients). With an ``adjust`` hook (which
+    sees every client's rows) it is :func:`score_chunks`' pass.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.engine.evaluation import shared_sums
+    >>> class Linear:  # the executor's forward pass: one weight matrix a client
+    ...     def logits(self, flat, x, shared_input):
+    ...         return torch.einsum("sd,ncd->nsc", x, flat.view(flat.shape[0], 2, 2))
+    >>> w = torch.tensor([[1.0, 0, 0, 1], [0, 1, 1, 0]])  # identity, swap
+    >>> x, y = torch.eye(2), torch.tensor([0, 1])
+    >>> shared_sums(Linear(), w, x, y)[:, 0].tolist()  # correct predictions of each client
+    [2.0, 0.0]
+    """
+    m, s = int(x_eval.shape[0]), int(x.shape[0])
+    classes = int(y.max()) + 1 if s else 1
+    if adjust is not None or m == 0:
+        chunk = max(1, (64 << 20) // max(1, m * (classes * 8 + int(x[0].numel()) * 4)))
+        gb = ((x[a:a + chunk], y[a:a + chunk], None) for a in range(0, s, chunk))
+        return torch.stack(score_chunks(executor, x_eval, gb, m, shared=True, adjust=adjust),
+                           dim=1)
+    cols = max(1, min(s, _SHARED_COLS))
+    per = cols * (_PAIR_BYTES_PER_CLASS * max(classes, 2) + _PAIR_BYTES)
+    rows = max(1, (64 << 20) // per)
+    out = torch.zeros((m, 3), dtype=torch.float64, device=x_eval.device)
+    for c in range(0, s, cols):
+        xc, yc = x[c:c + cols].to(x_eval.dtype), y[c:c + cols]
+        at = torch.arange(int(yc.shape[0]), device=yc.device)
+        for a in range(0, m, rows):
+            b = min(m, a + rows)
+            logits = executor.logits(x_eval[a:b], xc, shared_input=True)  # [rows, cols, C]
+            # the cross-entropy as logsumexp less the label's logit, the prediction the first
+            # largest logit (argmax): score_chunks' numbers, 4x faster than cross_entropy's
+            # kernel on [rows * cols, C] here
+            loss = torch.logsumexp(logits, dim=-1) - logits[:, at, yc]
+            out[a:b, 0] += (logits.argmax(dim=-1) == yc).sum(dim=1).double()
+            out[a:b, 1] += loss.double().sum(dim=1)
+    out[:, 2] = float(s)
+    return out
+
+
+def global_row(config: RunConfig, n_clients: int, data: Any) -> dict[str, Any]:
+    """``{"global_samples": k}`` when the ``global_*`` rows score a subsample of ``k``
+    samples of the global test set (``config.eval_global_samples``), else ``{}``."""
+    xg = data.global_test[0]
+    g = int(xg.shape[0])
+    if not config.eval_global or g == 0:
+        return {}
+    k = global_samples(config.eval_global_samples, n_clients, g)
+    return {"global_samples": k} if k < g else {}
+
+
 def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env: Services,
              data: Any, config: RunConfig, recorder: Recorder) -> dict[str, Any]:
     """Score ``algorithm.evaluate`` of every client: the evaluation row of round ``rnd.t``.
@@ -117,7 +232,10 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     # without a global test set (a torch dataset split with test=0.2) global_* is not recorded:
     # it cannot be computed (0/0), and a column of NaN says nothing (issue 23)
     with_global = config.eval_global and int(data.global_test[0].shape[0]) > 0
-    if with_global:
+    sub = global_scored(config, env.n, data) if with_global else None
+    if sub is not None:  # a fixed subsample, the same for every client (the row says so)
+        parts.append(shared_sums(executor, x_eval, sub[0], sub[1], adjust))
+    elif with_global:
         xg, yg = data.global_test
         g = int(xg.shape[0])
         gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, g, chunk))
@@ -130,8 +248,10 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     if config.eval_val:
         full, val = full[:, :-3], full[:, -3:]
     scored = None if algorithm.scored is None else scored_clients(algorithm, rnd, env)
-    return evaluation_row(clients, algorithm, env, x_eval, full, config, recorder, t,
-                          scored=scored, val=val)
+    row = evaluation_row(clients, algorithm, env, x_eval, full, config, recorder, t,
+                         scored=scored, val=val)
+    row.update(global_row(config, env.n, data))
+    return row
 
 
 def split_sums(executor: Any, x_eval: Tensor, data: Any, split: str, chunk: int | None = None,

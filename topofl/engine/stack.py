@@ -59,7 +59,7 @@ from torch import Tensor, nn
 
 from topofl.data.federated import FederatedData, StackedSampler
 from topofl.engine.clients import LocalClients
-from topofl.engine.config import DTYPES, RunConfig, config_header
+from topofl.engine.config import DTYPES, RunConfig, config_header, global_samples
 from topofl.engine.evaluation import (
     Divergence,
     check_eval_val,
@@ -67,7 +67,10 @@ from topofl.engine.evaluation import (
     eval_chunk,
     evaluate,
     evaluation_row,
+    global_row,
+    global_scored,
     score_chunks,
+    shared_sums,
     spectral_row,
     split_sums,
 )
@@ -667,6 +670,7 @@ def _records(ln: _Lane, state: State, base: Topology | None, t: int, last: bool,
                 split_sums(ln.env.executor, x_eval, ln.env.data, "val"), "evaluation")
         row = evaluation_row(ln.site.clients, algo, ln.env, x_eval, full, cfg, ln.recorder, t,
                              val=val)
+        row.update(global_row(cfg, ln.env.n, ln.env.data))
     row["train_loss"] = ln.train_loss[0] / max(1, ln.train_loss[1])
     ln.train_loss = [0.0, 0]
     if costs.ledger is not None:
@@ -761,6 +765,12 @@ def _stacked_test_batches(lanes: Sequence[_Lane], batch_size: int
         yield torch.cat(xs), torch.cat(ys), torch.cat(ms)
 
 
+def _global_size(ln: _Lane) -> int:
+    """How many samples of its global test set lane ``ln`` scores its clients on."""
+    return global_samples(ln.member.config.eval_global_samples, ln.env.n,
+                          int(ln.env.data.global_test[0].shape[0]))
+
+
 def _score_lanes(due: Sequence[_Lane], state: State, executor: Any
                  ) -> dict[int, tuple[Tensor, Tensor]]:
     """Every due lane's evaluated parameters and per-client sums ``[m, 3 or 6]`` (correct,
@@ -783,16 +793,24 @@ def _score_lanes(due: Sequence[_Lane], state: State, executor: Any
     starts = np.cumsum([0] + [ln.rows.stop - ln.rows.start for ln in due])
     own = {ln.index: slice(int(a), int(b)) for ln, a, b in zip(due, starts, starts[1:])}
     out = {ln.index: (x, test[own[ln.index]]) for ln, x in zip(due, xs)}
-    for g in sorted({ln.global_set for ln in due if ln.global_set is not None}):
-        group = [i for i, ln in enumerate(due) if ln.global_set == g]
+    # lanes that share a global test set and the samples of it they score: one pass
+    keys = {i: (ln.global_set, _global_size(ln)) for i, ln in enumerate(due)
+            if ln.global_set is not None}
+    for key in sorted(set(keys.values())):
+        group = [i for i, k in keys.items() if k == key]
         xg_all = (x_all if len(group) == len(due)
                   else torch.cat([xs[i] for i in group]) if len(group) > 1 else xs[group[0]])
         m = int(xg_all.shape[0])
-        chunk = eval_chunk(m, classes, sample_bytes)
-        xg, yg = due[group[0]].env.data.global_test
-        gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, int(xg.shape[0]),
-                                                                       chunk))
-        sums = torch.stack(score_chunks(executor, xg_all, gb, m, shared=True), dim=1)
+        first = due[group[0]]
+        sub = global_scored(first.member.config, first.env.n, first.env.data)
+        if sub is not None:  # the same fixed subsample as each run alone scores
+            sums = shared_sums(executor, xg_all, sub[0], sub[1])
+        else:
+            chunk = eval_chunk(m, classes, sample_bytes)
+            xg, yg = first.env.data.global_test
+            gb = ((xg[a:a + chunk], yg[a:a + chunk], None)
+                  for a in range(0, int(xg.shape[0]), chunk))
+            sums = torch.stack(score_chunks(executor, xg_all, gb, m, shared=True), dim=1)
         at = 0
         for i in group:
             ln = due[i]

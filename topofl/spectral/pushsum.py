@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -240,6 +240,15 @@ def pushsum_constants(
     >>> all(c.spread[m] <= 2 * c.bound(m) for m in range(len(c.spread)))
     True
     """
+    return _constants(tv, horizon=horizon, B=B, starts=starts, max_columns=max_columns)
+
+
+def _constants(tv: Any, *, horizon: int, B: int | None = None, starts: int = 4,
+               max_columns: int = 128,
+               diameter_of: Callable[[sp.csr_array], int | None] = _diameter_of_pattern
+               ) -> PushSumConstants:
+    """:func:`pushsum_constants`, the diameter of each window's union by ``diameter_of``
+    (:func:`~topofl.spectral.summary` passes a linear-cost one for large graphs)."""
     g = as_time_varying(tv)
     h = _check_horizon(horizon, n=g.n)
     starts = check_int(starts, "starts", low=1)
@@ -272,7 +281,7 @@ def pushsum_constants(
     a = min(_per_object(lambda M: float(M.data[M.data > 0].min()), Ws))
     Delta = 0
     for _, U in _window_unions(pats, B, g.period):
-        d = _diameter_of_pattern(U)
+        d = diameter_of(U)
         if d is None:  # cannot happen: every window was checked strongly connected above
             raise NotConnectedError(f"{g.name!r}: a window of {B} rounds is not connected")
         Delta = max(Delta, d)

@@ -67,7 +67,21 @@ key                                   meaning
                                       a round is not row-stochastic
 ``neighborhood_heterogeneity``        :func:`neighborhood_heterogeneity` (STL-FW's,
                                       per-round mean), with the same conditions
+``spectral_method``, ``estimated``    only above ``SUMMARY_EXACT_MAX`` (1024) nodes, when a
+                                      gap, the algebraic connectivity or the diameter
+                                      was computed: ``"closed_form"`` (every round's
+                                      ``W`` circulant: exact) or ``"lanczos"``, and
+                                      whether a value is an estimate (Lanczos
+                                      eigenvalues, a lower bound of the diameter, the
+                                      measured push-sum spread of one start round on
+                                      16 columns; see :mod:`topofl.spectral.large`)
 ====================================  =================================================
+
+Up to ``SUMMARY_EXACT_MAX`` nodes (or with ``method`` other than ``"auto"``) the eigenvalue
+quantities come from LAPACK or ARPACK and the diameter from breadth-first searches of every
+node, whose costs grow faster than the graph (ARPACK's iterations on a ring about as
+$n^2$); above it, from :mod:`topofl.spectral.large` at a cost linear in the graph: closed
+forms for a circulant ``W``, Lanczos with a tolerance and a cap on its steps otherwise.
 """
 
 from __future__ import annotations
@@ -91,6 +105,7 @@ from topofl.graph import TimeVarying, Topology, as_time_varying
 from topofl.spectral._common import (
     DENSE_MAX,
     STOCHASTIC_ATOL,
+    GapKind,
     Method,
     _check_horizon,
     _check_method,
@@ -99,12 +114,14 @@ from topofl.spectral._common import (
 from topofl.spectral.connectivity import _diameter_of_pattern, b_connectivity, is_strongly_connected
 from topofl.spectral.consensus import consensus_rate, finite_time_consensus
 from topofl.spectral.gaps import algebraic_connectivity, spectral_gap
+from topofl.spectral.large import LargeSpectra, bounded_diameter
 from topofl.spectral.neighbors import (
     DEFAULT_GAMMA,
     _closed_form,
     _default_burn_in,
     random_walk_variance,
 )
+from topofl.spectral.pushsum import _constants as _pushsum_constants
 from topofl.spectral.pushsum import pushsum_constants
 from topofl.spectral.skew import neighborhood_heterogeneity, neighborhood_skew
 from topofl.spectral.spectrum import Spectrum, _from_eigenvalues
@@ -135,6 +152,13 @@ _MC_ROUNDS = 2000
 #: the exact effective number of neighbours); call :func:`~topofl.spectral.spectrum` or
 #: :func:`~topofl.spectral.effective_neighbors` directly for larger graphs (up to 4096).
 SUMMARY_DENSE_MAX = 1024
+#: Largest ``n`` for which summary() computes the gaps, the algebraic connectivity and the
+#: diameter with LAPACK / ARPACK and all-pairs breadth-first search (as it always did); above,
+#: with the linear-cost methods of :mod:`topofl.spectral.large` (``method="auto"`` only).
+SUMMARY_EXACT_MAX = SUMMARY_DENSE_MAX
+# Above SUMMARY_EXACT_MAX the measured push-sum spread follows one start round on this many
+# columns (pushsum_constants' default: 4 starts, 128 columns; 32x the products).
+_BOUNDED_PUSHSUM_COLUMNS = 16
 
 
 def _check_metrics(metrics: Any) -> tuple[str, ...]:
@@ -346,7 +370,14 @@ def summary(
     if run.bar is not None:
         run.bar.update(1 if run.stages else 0)
         run.bar.close()
-    return {k: out[k] for k in keys}
+    result = {k: out[k] for k in keys}
+    if run.large or run.window_estimates:  # above SUMMARY_EXACT_MAX only: smaller graphs'
+        # rows keep their keys
+        spectra = list(run.large.values())
+        result["spectral_method"] = ("closed_form" if all(s.circulant for s in spectra)
+                                     else "lanczos")
+        result["estimated"] = bool(run.window_estimates) or any(s.estimated for s in spectra)
+    return result
 
 
 def _if_stochastic(
@@ -378,6 +409,35 @@ class _Summary:
     stages: list[str] = field(default_factory=list)
     bar: Any = None
     eig_cache: dict[int, np.ndarray | None] = field(default_factory=dict)
+    #: the bounded-cost quantities of each round's W (above SUMMARY_EXACT_MAX), by id
+    large: dict[int, LargeSpectra] = field(default_factory=dict)
+    #: windows of the push-sum constants whose diameter is an estimate (large graphs)
+    window_estimates: int = 0
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the gaps and the diameter take :mod:`topofl.spectral.large`'s methods."""
+        return self.g.n > SUMMARY_EXACT_MAX and self.method == "auto"
+
+    def spectra(self, M: sp.csr_array) -> LargeSpectra:
+        """The bounded-cost quantities of round matrix ``M`` (one object per matrix)."""
+        if id(M) not in self.large:
+            self.large[id(M)] = LargeSpectra(M)
+        return self.large[id(M)]
+
+    def window_diameter(self, P: sp.csr_array) -> int | None:
+        """The diameter of a window's union pattern ``P`` for the push-sum constants, by
+        :func:`~topofl.spectral.large.bounded_diameter` (an estimate is remembered)."""
+        d, estimated = bounded_diameter(P)
+        if estimated:
+            self.window_estimates += 1
+        return d
+
+    def gap_of(self, kind: GapKind) -> Callable[[sp.csr_array], float | None]:
+        """The spectral gap ``kind`` of one round's matrix, by the summary's method."""
+        if self.bounded:
+            return lambda M: self.spectra(M).gap(kind)
+        return lambda M: spectral_gap(M, kind, method=self.method)
 
     def want(self, *names: str) -> bool:
         """Whether any of ``names`` was asked for."""
@@ -468,21 +528,19 @@ class _Summary:
         """The three spectral gaps and the algebraic connectivity (per-round means)."""
         out, method = self.out, self.method
         if self.stage("spectral_gap"):
-            out["spectral_gap"] = self.per_round(
-                _if_stochastic(lambda M: spectral_gap(M, "modulus", method=method))
-            )
+            out["spectral_gap"] = self.per_round(_if_stochastic(self.gap_of("modulus")))
         if self.stage("spectral_gap_lambda2") and all(_is_symmetric(M) for M in self.Ws):
-            out["spectral_gap_lambda2"] = self.per_round(
-                _if_stochastic(lambda M: spectral_gap(M, "lambda2", method=method))
-            )
+            out["spectral_gap_lambda2"] = self.per_round(_if_stochastic(self.gap_of("lambda2")))
         if self.stage("spectral_gap_norm"):
-            out["spectral_gap_norm"] = self.per_round(
-                _if_stochastic(lambda M: spectral_gap(M, "norm", method=method))
-            )
+            out["spectral_gap_norm"] = self.per_round(_if_stochastic(self.gap_of("norm")))
         if self.stage("algebraic_connectivity"):
-            out["algebraic_connectivity"] = self.per_round(
-                lambda M: algebraic_connectivity(M, method=method) if self.g.n >= 2 else None
-            )
+            if self.bounded:
+                out["algebraic_connectivity"] = self.per_round(
+                    lambda M: self.spectra(M).algebraic_connectivity())
+            else:
+                out["algebraic_connectivity"] = self.per_round(
+                    lambda M: algebraic_connectivity(M, method=method) if self.g.n >= 2
+                    else None)
 
     def spectrum_rows(self) -> None:
         """``spectrum_mean_sq`` and ``spectrum_relaxation`` (per-round means)."""
@@ -501,7 +559,8 @@ class _Summary:
         out = self.out
         diams: list[int | None] = []
         if self.stage("diameter"):
-            diams = [_diameter_of_pattern(arc_pattern(M, diagonal=False)) for M in self.Ws]
+            diams = [self.spectra(M).diameter() if self.bounded
+                     else _diameter_of_pattern(arc_pattern(M, diagonal=False)) for M in self.Ws]
             out["diameter"] = None if any(d is None for d in diams) else int(
                 max(d for d in diams if d is not None)
             )
@@ -519,11 +578,15 @@ class _Summary:
         out = self.out
         if self.stage("pushsum") and out["b_connectivity"] is not None:
             cheap = not (self.measured and self.want(*_PUSHSUM_MEASURED_KEYS))
+            extra: dict[str, Any] = {"starts": 1, "max_columns": 1} if cheap else {}
+            if self.bounded:  # the windows' diameters at a linear cost
+                extra["diameter_of"] = self.window_diameter
+                if not cheap:  # the measured spread on fewer products: a lower estimate
+                    extra.update(starts=1, max_columns=_BOUNDED_PUSHSUM_COLUMNS)
+                    self.window_estimates += 1
+            constants = _pushsum_constants if self.bounded else pushsum_constants
             c = _try(
-                lambda: pushsum_constants(
-                    self.g, horizon=self.h, B=out["b_connectivity"],
-                    **({"starts": 1, "max_columns": 1} if cheap else {}),
-                ),
+                lambda: constants(self.g, horizon=self.h, B=out["b_connectivity"], **extra),
                 ValueError,
             )
             if c is not None:
@@ -541,7 +604,11 @@ class _Summary:
         if self.stage("consensus_rate") and out["stochastic"] != "none":
             out["consensus_rate"] = consensus_rate(g, h, seed=self.seed)
         if self.stage("finite_time_consensus") and out["stochastic"] != "none":
-            out["finite_time_consensus"] = finite_time_consensus(g, h)
+            static = self.spectra(self.Ws[0]) if self.bounded and not self.is_tv else None
+            if static is not None and (static.symmetric or static.circulant):
+                out["finite_time_consensus"] = _static_finite_time(self.Ws[0])
+            else:
+                out["finite_time_consensus"] = finite_time_consensus(g, h)
         if self.stage("effective_neighbors"):
             out["effective_neighbors"], out["effective_neighbors_method"] = _effective_neighbors(
                 g, self.is_tv, self.Ws, self.gamma, self.measured, self.sym_eigs)
@@ -556,6 +623,16 @@ class _Summary:
         out["rounds_to_1e-6_measured"] = _rounds_measured(
             out["consensus_rate"], out["finite_time_consensus"]
         )
+
+
+def _static_finite_time(M: sp.csr_array) -> int | None:
+    """:func:`finite_time_consensus` of a static normal ``W`` (symmetric or circulant): its
+    powers reach ``J`` only if every eigenvalue but the first is 0, i.e. ``W = J`` (then after
+    one round; tolerance 1e-12 as there), else never: no product to simulate."""
+    n = M.shape[0]
+    if M.nnz != n * n:
+        return None
+    return 1 if n * float(np.max(np.abs(M.data - 1.0 / n))) <= 1e-12 else None
 
 
 def _effective_neighbors(

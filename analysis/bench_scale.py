@@ -1,0 +1,410 @@
+"""How every part of a run grows with the number of clients (issue 43, item 1); writes the Markdown.
+
+For D-SGD on a ring with logistic regression (n = 10^3, 10^4, 10^5, and 10^6 with
+``--max-n 1000000``) and a small MLP (up to ``--mlp-max-n``), each at 1 round and at a short
+run (``--rounds``, default 3), one ``topofl.run`` per case **with default settings** (evaluation
+every round, global test set, per-client records, the spectral summary, the ledger), in a child
+process of its own. The child times each part of the run by wrapping, for that process only,
+the functions the run calls (no hook in the library):
+
+* *data*: ``topofl.data.federate`` (drawing the synthetic set and splitting it over clients);
+* *graph*: building the topology from its spec; *model*: building the model;
+* *set-up*: everything else before the first round (the call's checks, provenance, the
+  engine's set-up: parameters, executor, header, ledger);
+* *local*: the local steps (``LocalStepper``); *gossip*: the algorithm's ``communicate``;
+* *evaluation*: ``evaluate`` (the clients' test splits and the global test set);
+* *spectral*: the spectral summary of the graph (``spectral_row``);
+* *records*: every call of the recorder (header, rows, per-client rows, flushes);
+* *ledger*: counting the messages and bytes; *other*: the rest of the round loop.
+
+Times are exclusive (a part called from inside another counts only in its own column) and are
+wall-clock seconds of one run each: the machine is shared, so read the exponents rather than
+single seconds. The exponent of a part is the least-squares slope of log(seconds) against
+log(n) over the sizes measured (1 = linear). Peak memory is the resident-set high-water mark of
+the child above its size after importing torch and topofl (``topofl.plan.PEAK_METER``);
+*bytes a client* is that peak over n, beside the sum of what a client needs: parameters,
+optimizer and algorithm state, its share of the gossip buffers (``topofl.bench.bytes_per_client``)
+and its data indices (the partitions' and splits' index arrays over n); the data's samples
+(10 training samples a client and the test sets) are given apart.
+
+Data: ``synthetic:n_samples=10n,dim=64,num_classes=10`` split iid over n clients; the global
+test set has ``n_samples // 5 = 2n`` samples, so it grows with n as the stand-ins' do.
+
+Usage::
+
+    nice -n 5 python analysis/bench_scale.py                       # to 10^5, ~1 hour here
+    python analysis/bench_scale.py --max-n 10000 --mlp-max-n 1000 --out /tmp/x.md   # quick
+    # the evaluation and spectral parts of another checkout (before a change):
+    python analysis/bench_scale.py --topofl-root ../base --ns 1000 3000 10000 --models logistic \\
+        --rounds 1 --out /tmp/before.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTS = ("data", "graph", "model", "setup", "local", "gossip", "evaluation", "spectral",
+         "records", "ledger", "other")
+SAMPLES_PER_CLIENT = 10
+DIM = 64
+MLP_HIDDEN = [32]
+
+
+# ============================================================================ the child
+_CHILD = r"""
+import json, sys, time, os
+args = json.loads(sys.argv[1])
+import torch
+torch.set_num_threads(args["threads"])
+import numpy as np
+import topofl
+import topofl.api as api
+import topofl.data as data_mod
+import topofl.engine.loop as loop
+from topofl.plan import PEAK_METER
+exec(PEAK_METER)
+mark = start_peak()
+
+now = time.perf_counter
+parts = {}
+stack = []  # [name, start, time spent in children]
+
+def enter(name):
+    stack.append([name, now(), 0.0])
+
+def leave():
+    name, start, inner = stack.pop()
+    took = now() - start
+    parts[name] = parts.get(name, 0.0) + took - inner
+    if stack:
+        stack[-1][2] += took
+
+def timed(name, fn):
+    def wrapper(*a, **k):
+        enter(name)
+        try:
+            return fn(*a, **k)
+        finally:
+            leave()
+    return wrapper
+
+data_mod.federate = timed("data", data_mod.federate)
+api.build_checked = timed("graph", api.build_checked)
+api.build_model = timed("model", api.build_model)
+loop.evaluate = timed("evaluation", loop.evaluate)
+loop.spectral_row = timed("spectral", loop.spectral_row)
+loop._account = timed("ledger", loop._account)
+
+class Stepper(loop.LocalStepper):
+    def __call__(self, *a, **k):
+        enter("local")
+        try:
+            return super().__call__(*a, **k)
+        finally:
+            leave()
+loop.LocalStepper = Stepper
+
+class Rec(loop.Recorder):
+    pass
+for m in ("log_config", "log", "log_many", "log_clients", "flush", "close", "sync"):
+    if hasattr(loop.Recorder, m):
+        setattr(Rec, m, timed("records", getattr(loop.Recorder, m)))
+loop.Recorder = Rec
+
+run_loop = loop.run_loop
+
+def run_loop_timed(setup, *a, **k):
+    # the set-up ends here: its time since the call, less its timed parts (data, graph, model,
+    # the records header)
+    name, start, inner = stack.pop()
+    parts["setup"] = parts.get("setup", 0.0) + now() - start - inner
+    import dataclasses
+    algo = setup.algorithm._replace(communicate=timed("gossip", setup.algorithm.communicate))
+    return run_loop(dataclasses.replace(setup, algorithm=algo), *a, **k)
+
+loop.run_loop = run_loop_timed
+
+model = args["model"]
+n = args["n"]
+spec = (f"synthetic:n_samples={args['spc'] * n},dim={args['dim']},num_classes=10,seed=0")
+kw = {"model_params": {"hidden": args["hidden"]}} if model == "mlp" else {}
+t0 = now()
+enter("setup")
+res = topofl.run("dsgd", "ring", spec, model, args["rounds"], n_clients=n, partition="iid",
+                 lr=0.1, batch_size=8, seed=0, progress=False, **kw)
+total = now() - t0
+peak = peak_since(mark)
+parts["other"] = total - sum(parts.values())
+# what a client needs
+from topofl.bench import bytes_per_client
+from topofl.plan import _state_parts
+layout = res.layout
+state = _state_parts(res.algorithm, layout, torch.float32)
+fed = res.services.data
+topo_nnz = 3.0  # the ring: 2 neighbours and itself
+need = bytes_per_client(layout.num_params, n, state=state, row_nnz=topo_nnz)
+idx = 0
+for p in fed.partitions.values():
+    idx += p.index.nbytes + p.offsets.nbytes
+for s in fed._segments.values():
+    idx += np.asarray(s.offsets).nbytes + np.asarray(s.sizes).nbytes
+samples = fed.x.numel() * fed.x.element_size() + fed.y.numel() * fed.y.element_size()
+recs = res.records
+glob = [r["value"] for r in recs.rows if r["metric"] == "global_samples"]
+est = [r["value"] for r in recs.rows if r["metric"] == "graph.estimated"]
+print(json.dumps({"topofl": topofl.__file__, "parts": parts, "total": total, "peak": peak,
+                  "num_params": layout.num_params,
+                  "need": need, "index_bytes": idx, "sample_bytes": samples,
+                  "global_test": int(fed.global_test[0].shape[0]),
+                  "global_samples": glob[-1] if glob else None,
+                  "graph_estimated": est[-1] if est else None,
+                  "rows": len(recs.rows)}))
+"""
+
+
+def run_case(model: str, n: int, rounds: int, *, threads: int, timeout: float,
+             root: Path) -> dict[str, Any]:
+    """One case in a child process: its parts' seconds, peak and bytes (or why none)."""
+    args = {"model": model, "n": n, "rounds": rounds, "threads": threads,
+            "spc": SAMPLES_PER_CLIENT, "dim": DIM, "hidden": MLP_HIDDEN}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(args)],
+                              capture_output=True, text=True, timeout=timeout, env=env,
+                              check=False, cwd=str(root))  # "-c" imports from the cwd first
+    except subprocess.TimeoutExpired:
+        return {"model": model, "n": n, "rounds": rounds,
+                "error": f"not finished in {timeout:.0f} s"}
+    if proc.returncode:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"model": model, "n": n, "rounds": rounds,
+                "error": f"exit {proc.returncode} after {time.perf_counter() - t0:.0f} s: "
+                         f"{tail[:200]}"}
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out.update(model=model, n=n, rounds=rounds)
+    return out
+
+
+# ============================================================================ the fit
+def slope(ns: list[int], ts: list[float]) -> float | None:
+    """Least-squares slope of log(t) against log(n); ``None`` with fewer than 2 points."""
+    pts = [(math.log(n), math.log(t)) for n, t in zip(ns, ts) if t > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(p[0] for p in pts) / len(pts)
+    my = sum(p[1] for p in pts) / len(pts)
+    sxx = sum((p[0] - mx) ** 2 for p in pts)
+    return sum((p[0] - mx) * (p[1] - my) for p in pts) / sxx if sxx else None
+
+
+def _s(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
+
+
+def _bytes(b: float) -> str:
+    for unit, k in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= k:
+            return f"{b / k:.3g} {unit}"
+    return f"{b:.0f} B"
+
+
+def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    """The report: per (model, rounds) a table of the parts by n, the exponents, the bytes."""
+    lines = ["# How each part of a run grows with n (`analysis/bench_scale.py`)", "",
+             meta["header"], ""]
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in results:
+        groups.setdefault((r["model"], r["rounds"]), []).append(r)
+    for (model, rounds), rows in groups.items():
+        rows.sort(key=lambda r: r["n"])
+        ok = [r for r in rows if "error" not in r]
+        P = ok[0]["num_params"] if ok else "?"
+        lines += [f"## {model} (P = {P} parameters a client), {rounds} round"
+                  f"{'s' if rounds > 1 else ''}", ""]
+        head = ["n", *PARTS, "total", "peak", "global samples", "rows"]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "|".join("---:" for _ in head) + "|")
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r['n']:,} | {r['error']} |" + " |" * (len(head) - 2))
+                continue
+            gs = r.get("global_samples")
+            g = f"{int(gs):,} of {r['global_test']:,}" if gs else f"all {r['global_test']:,}"
+            lines.append("| " + " | ".join(
+                [f"{r['n']:,}", *[_s(r["parts"].get(p, 0.0)) for p in PARTS], _s(r["total"]),
+                 _bytes(r["peak"]), g, f"{r['rows']:,}"]) + " |")
+        if len(ok) >= 2:
+            ns = [r["n"] for r in ok]
+            ex = [slope(ns, [r["parts"].get(p, 0.0) for r in ok]) for p in PARTS]
+            tot = slope(ns, [r["total"] for r in ok])
+            pk = slope(ns, [r["peak"] for r in ok])
+            lines.append("| **exponent** | " + " | ".join(
+                f"**{e:.2f}**" if e is not None else "-" for e in ex)
+                + f" | **{tot:.2f}** | **{pk:.2f}** | | |" if tot is not None and pk is not None
+                else "")
+        lines.append("")
+        if ok:
+            lines += ["Bytes a client (peak over n) against what a client needs:", "",
+                      "| n | peak / n | parameters | optimizer + algorithm | gossip share "
+                      "| data indices | sum | peak / sum | data samples / n |",
+                      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for r in ok:
+                need, n = r["need"], r["n"]
+                idx = r["index_bytes"] / n
+                total = need["parameters"] + need["optimizer"] + need["algorithm"] \
+                    + need["gossip"] + idx
+                lines.append(
+                    f"| {n:,} | {r['peak'] / n:,.0f} | {need['parameters']:,} | "
+                    f"{need['optimizer'] + need['algorithm']:,} | {need['gossip']:,} | "
+                    f"{idx:,.0f} | {total:,.0f} | {r['peak'] / n / total:.2f}x | "
+                    f"{r['sample_bytes'] / n:,.0f} |")
+            lines.append("")
+    before = meta.get("before")
+    if before:
+        lines += _before_after(before, results, meta.get("before_label") or "")
+    for note in meta.get("notes", []):
+        lines += [note, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _before_after(before: list[dict[str, Any]], after: list[dict[str, Any]],
+                  label: str) -> list[str]:
+    """The evaluation and spectral parts before (``label`` says of what) and after."""
+    def key(r: dict[str, Any]) -> tuple[str, int, int]:
+        return r["model"], r["n"], r["rounds"]
+
+    now = {key(r): r for r in after if "error" not in r}
+    done = [b for b in before if "error" not in b]
+    if not done:
+        return []
+    out = ["## Before and after: evaluation and spectral summary", "",
+           f"Before: {label}. After: the tables above (a dash where this bench did not run "
+           "the case).", "",
+           "| model | n | rounds | evaluation before | after | ratio | spectral before | "
+           "after | ratio | total before | after |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for b in done:
+        a = now.get(key(b))
+        e0, s0 = b["parts"].get("evaluation", 0.0), b["parts"].get("spectral", 0.0)
+        if a is None:
+            out.append(f"| {b['model']} | {b['n']:,} | {b['rounds']} | {_s(e0)} | - | - | "
+                       f"{_s(s0)} | - | - | {_s(b['total'])} | - |")
+            continue
+        e1, s1 = a["parts"].get("evaluation", 0.0), a["parts"].get("spectral", 0.0)
+        sr = s0 / s1
+        out.append(f"| {b['model']} | {b['n']:,} | {b['rounds']} | {_s(e0)} | {_s(e1)} | "
+                   f"{e0 / e1:,.1f}x | {_s(s0)} | {_s(s1)} | {sr:,.{0 if sr >= 10 else 1}f}x | "
+                   f"{_s(b['total'])} | {_s(a['total'])} |")
+    groups = sorted({(b["model"], b["rounds"]) for b in done})
+    for model, rounds in groups:
+        bs = [b for b in done if (b["model"], b["rounds"]) == (model, rounds)]
+        as_ = [a for a in now.values() if (a["model"], a["rounds"]) == (model, rounds)]
+        for part in ("evaluation", "spectral"):
+            e0 = slope([b["n"] for b in bs], [b["parts"].get(part, 0.0) for b in bs])
+            e1 = slope([a["n"] for a in as_], [a["parts"].get(part, 0.0) for a in as_])
+            nb = ", ".join(f"{b['n']:,}" for b in bs)
+            na = ", ".join(f"{a['n']:,}" for a in as_)
+            if e0 is not None:
+                after_text = (f"{e1:.2f} after (n = {na})." if e1 is not None
+                              else "not measured after.")
+                out += ["", f"Exponent of *{part}* ({model}, {rounds} round(s)): "
+                        f"{e0:.2f} before (n = {nb}), {after_text}"]
+    out.append("")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--max-n", type=int, default=100_000,
+                    help="largest n of the logistic runs (powers of 10 from 10^3)")
+    ap.add_argument("--mlp-max-n", type=int, default=10_000, help="largest n of the MLP runs")
+    ap.add_argument("--ns", type=int, nargs="*", help="these n instead of the powers of 10")
+    ap.add_argument("--models", nargs="*", default=["logistic", "mlp"])
+    ap.add_argument("--rounds", type=int, nargs="*", default=[1, 3])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
+    ap.add_argument("--topofl-root", default=str(ROOT),
+                    help="the checkout whose topofl the cases import (default: this one)")
+    ap.add_argument("--out", default=str(ROOT / "analysis" / "bench_scale.md"))
+    ap.add_argument("--json", help="also write the raw results here")
+    ap.add_argument("--note", action="append", default=[],
+                    help="a paragraph to add at the end of the report")
+    ap.add_argument("--before", help="raw results (--json) of the code before, to compare")
+    ap.add_argument("--before-label", default="", help="what --before ran (a sentence)")
+    ap.add_argument("--from-json", help="write the report of these raw results, run nothing")
+    a = ap.parse_args(argv)
+    before = json.loads(Path(a.before).read_text()) if a.before else None
+    if isinstance(before, dict):
+        before = before["results"]
+    root = Path(a.topofl_root).resolve()
+    from topofl.bench import loadavg, machine_info
+    info = machine_info()
+    load0, t0 = loadavg(), time.perf_counter()
+    results: list[dict[str, Any]] = []
+    if a.from_json:
+        saved = json.loads(Path(a.from_json).read_text())
+        results, a.models = saved["results"], []
+        info, load0, load1, seconds, cmd = (saved["machine"], saved["load"][0],
+                                            saved["load"][1], saved["seconds"], saved["command"])
+    for model in a.models:
+        top = a.max_n if model == "logistic" else a.mlp_max_n
+        ns = a.ns or [10 ** k for k in range(3, 8) if 10 ** k <= top]
+        for rounds in a.rounds:
+            for n in ns:
+                r = run_case(model, n, rounds, threads=a.threads, timeout=a.timeout, root=root)
+                results.append(r)
+                msg = r.get("error") or (f"total {r['total']:.1f} s, peak "
+                                         f"{_bytes(r['peak'])}: " + ", ".join(
+                                             f"{p} {r['parts'].get(p, 0):.2f}" for p in PARTS))
+                print(f"{model} n={n:,} rounds={rounds}: {msg}", flush=True)
+                if a.json:
+                    Path(a.json).write_text(json.dumps({"results": results}, indent=1))
+    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True, check=False).stdout.strip()
+    if a.from_json:
+        rev = saved.get("commit", rev)
+    else:
+        cmd = "python analysis/bench_scale.py " + " ".join(argv if argv is not None
+                                                            else sys.argv[1:])
+        load1, seconds = loadavg(), time.perf_counter() - t0
+        if a.json:
+            Path(a.json).write_text(json.dumps(
+                {"results": results, "machine": info, "load": [load0, load1],
+                 "seconds": seconds, "command": cmd, "commit": rev}, indent=1))
+    header = (
+        f"`{cmd}` on {info['date']}, topofl from `{root.name}` (commit {rev or '?'}; "
+        "uncommitted changes included). Machine: "
+        f"{info['cpu']} (a 2-core VM shared with other jobs); Python {info['python']}, torch "
+        f"{info['torch']}, {a.threads} thread(s) a run (torch, OpenMP and BLAS). 1-minute load "
+        f"average {load0:.1f} at the start, {load1:.1f} at the end; whole bench "
+        f"{seconds:,.0f} s. D-SGD (lr 0.1, batch 8) on a ring, "
+        f"`synthetic:n_samples={SAMPLES_PER_CLIENT}n,dim={DIM},num_classes=10` split iid "
+        "(global test set 2n samples), default settings (evaluation every round with the "
+        "global test set and per-client rows, the spectral summary, the ledger); MLP hidden "
+        f"layers {MLP_HIDDEN}. Seconds of one run each (exclusive: a part called inside "
+        "another counts only in its own column); *exponent*: least-squares slope of log(s) "
+        "against log(n) (1 = linear); a part of a few milliseconds is mostly noise.")
+    Path(a.out).write_text(markdown(results, {"header": header, "notes": a.note,
+                                              "before": before,
+                                              "before_label": a.before_label}))
+    print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
