@@ -60,7 +60,7 @@ from topofl.data import load
 from topofl.data.datasets.bundled import _shape as _synthetic_shape
 from topofl.data.federated import FederatedData, federate
 from topofl.engine import ParamLayout, stream_rows, toy_services
-from topofl.engine.config import DTYPES
+from topofl.engine.config import DTYPES, global_samples
 from topofl.engine.evaluation import check_eval_val, eval_chunk
 from topofl.engine.executors import _has_conv
 from topofl.engine.gossip import Mixer
@@ -154,6 +154,9 @@ class Shapes:
     #: the per-client loop executor: one client's activations at a time per thread
     loop_threads: int = 0
     global_test: int = 0  # samples of the global test set every client is scored on
+    #: the run's ``eval_global_samples``: how many of them at ``n`` clients
+    #: (:func:`topofl.engine.config.global_samples`)
+    eval_global_samples: int | str = "auto"
     longest_val: int = 0  # the largest validation split (0: not scored)
     samples: int = 0  # samples of every split of every client (their int64 indices)
     evaluations: int = 0  # evaluations of the run (each keeps per-client rows in the records)
@@ -411,6 +414,7 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
         streams=rowwise and kind == "batched", stream_rows=run.stream_rows,
         loop_threads=(torch.get_num_threads() if kind == "loop" else 0),
         global_test=n_global if run.eval_global else 0,
+        eval_global_samples=run.eval_global_samples,
         longest_val=longest_val if run.eval_val else 0, samples=samples,
         evaluations=evaluations, client_rows=rows_per_eval, spectral=spectral,
         shared_params=_span(layout.cols(algorithm.shared)), w_row_bytes=w_row,
@@ -467,8 +471,9 @@ def _eval_bytes(s: Shapes, n: int) -> int:
     # 2,406 bytes for the 64-200-200-10 MLP whose leaves hold 3,240), logits and their
     # log-softmax, the int64 label, the float64 correct / loss / mask
     per = 3 * s.activation_bytes // 4 + 8 * s.num_classes + 48
+    scored = global_samples(s.eval_global_samples, n, s.global_test)  # a subsample at scale
     passes = [n * min(chunk, s.longest_test) * (per + s.sample_bytes),
-              n * min(chunk, s.global_test) * per,
+              n * min(chunk, scored) * per,
               n * min(chunk, s.longest_val) * (per + s.sample_bytes)]
     shared = s.num_params if s.shared_params < 0 else s.shared_params
     check = n * s.num_params  # isfinite(x_eval): one byte an entry, freed before the distance
