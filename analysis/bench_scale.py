@@ -146,7 +146,7 @@ peak = peak_since(mark)
 parts["other"] = total - sum(parts.values())
 # what a client needs
 from topofl.bench import bytes_per_client
-from topofl.plan import _state_parts
+from topofl.memory import _state_parts
 layout = res.layout
 state = _state_parts(res.algorithm, layout, torch.float32)
 fed = res.services.data

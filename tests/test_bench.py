@@ -13,8 +13,8 @@ import torch
 
 from topofl import bench, cli
 from topofl.engine import BatchedExecutor, Mixer, ParamLayout, init_parameters
+from topofl.memory import _state_parts
 from topofl.models import build_model
-from topofl.plan import _state_parts
 
 
 def _tiny(memory: bool = False) -> dict[str, Any]:

@@ -159,8 +159,10 @@ def test_a_tie_passes_where_the_papers_own_lead_is_under_the_margin() -> None:
                     "FedBABU": [[v + d + 0.002 for v in FLAT] for d in (0, .01, .02)]})
     found = {"col": _panel(runs)}
     acc = h.accuracy(found)
-    for tie in ("pass", "inconclusive"):
-        assert h.best(found, acc, "col", "DFedPGP", margin=0.01, tie=tie)[0].outcome == tie
+    # DFedPGP 0.2 point below FedBABU in every seed: "at least as good" (within the 1-point
+    # margin) passes; "better" is shown not to hold (every seed on the other side)
+    for tie, outcome in (("pass", "pass"), ("inconclusive", "fail")):
+        assert h.best(found, acc, "col", "DFedPGP", margin=0.01, tie=tie)[0].outcome == outcome
 
 
 def test_a_column_on_an_uncalibrated_stand_in_is_inconclusive() -> None:

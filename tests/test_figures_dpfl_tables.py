@@ -139,25 +139,21 @@ def _curve_records(curves: list[list[float]]) -> tf.records.Records:
         configs={f"s{s}": {"seed": s} for s in range(len(curves))})
 
 
-def test_dpfl_reading_is_inconclusive_on_rising_curves_before_the_papers_rounds() -> None:
+def test_dpfl_reading_is_inconclusive_on_rising_curves_even_at_the_papers_rounds() -> None:
+    """The DPFL stand-ins do ~2.5x fewer local steps a round than the paper, so reaching the
+    paper's rounds is not reaching its horizon: a check on rising curves is inconclusive (not
+    converged) before and at the paper's rounds alike."""
     dc = _dpfl_checks()
     rising = _curve_records([[0.1 * t for t in range(8)]] * 3)  # +0.2 over the last quarter
     gap = tf.figures.OverSeeds((2.0, 2.5, 3.0), (0, 1, 2))  # a clear win, in points
-    short = dc.reading("dpfl_table1", {"DPFL": rising}, [{"algorithm": "dpfl", "rounds": 58}],
-                       100)
-    assert short["horizon"] is None and not short["converged"].flat
-    check = tf.figures.above("DPFL above", gap, margin=1.0, **short)
-    assert check.outcome == "inconclusive" and "not converged" in check.reason
-    # the paper's own rounds reached (DPFL's 98 + 2 of pre-processing, the baselines' 100)
-    full = dc.reading("dpfl_table1", {"DPFL": rising},
-                      [{"algorithm": "dpfl", "rounds": 98}, {"algorithm": "local",
-                                                              "rounds": 100}], 100)
-    assert "100 rounds" in full["horizon"]
-    assert tf.figures.above("DPFL above", gap, margin=1.0, **full).outcome == "pass"
-    flat = _curve_records([[0.5, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8]] * 3)
-    done = dc.reading("dpfl_table1", {"DPFL": flat}, [{"algorithm": "dpfl", "rounds": 58}], 100)
-    assert done["converged"].flat and done["horizon"] is None
-    assert tf.figures.above("DPFL above", gap, margin=1.0, **done).outcome == "pass"
+    for configs in ([{"algorithm": "dpfl", "rounds": 58}],
+                    [{"algorithm": "dpfl", "rounds": 98}, {"algorithm": "local",
+                                                            "rounds": 100}]):
+        read = dc.reading("dpfl_table1", {"DPFL": rising}, configs, 100)
+        assert set(read) == {"converged"} and not read["converged"].flat
+        check = tf.figures.above("DPFL above", gap, margin=1.0, **read)
+        assert check.outcome == "inconclusive" and "not converged" in check.reason
+        assert "would be pass" in check.reason
 
 
 def test_dpfl_comparisons_score_every_method_alike() -> None:

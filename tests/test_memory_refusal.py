@@ -18,6 +18,7 @@ import topofl as tf
 from topofl import _validation as V
 from topofl import bench, cli
 from topofl import config as config_mod
+from topofl import memory as memory_mod
 from topofl import plan as plan_mod
 from topofl.exceptions import InsufficientMemoryError
 from topofl.plan import PEAK_METER, make_plan
@@ -220,11 +221,11 @@ def test_state_is_counted_on_the_meta_device_at_any_n() -> None:
 
     for name, x_copies in (("dsgd", 1), ("ditto", 2), ("dfedpgp", 3)):
         algo = tf.algorithms.get_algorithm(name)
-        got = plan_mod._state_bytes(algo, layout, torch.float32, 10**7)
+        got = memory_mod._state_bytes(algo, layout, torch.float32, 10**7)
         assert got["parameters"] == 10**7 * P * 4
         assert sum(got.values()) >= x_copies * 10**7 * P * 4
     # teleport needs n >= k: its state is counted at the run's n, not at 2 clients
-    got = plan_mod._state_bytes(tf.algorithms.get_algorithm("teleport"), layout,
+    got = memory_mod._state_bytes(tf.algorithms.get_algorithm("teleport"), layout,
                                 torch.float32, 20)
     assert got == {"parameters": 20 * P * 4, "optimizer": 0, "algorithm": 0}
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-import numpy as np
 from torch import nn
 from torch.utils.data import Dataset as TorchDataset
 
@@ -35,7 +34,6 @@ from topofl._validation import (
     check_bool,
     check_device,
     check_int,
-    check_memory,
     check_path,
     check_type,
     did_you_mean_each,
@@ -495,7 +493,7 @@ def launch_stacked(prepared: Sequence[Prepared], *, overwrite: bool = False) -> 
         when one runs distributed (a stack runs in one process).
     topofl.exceptions.InsufficientMemoryError
         A ``ValueError``: a call, or the stack of them, cannot fit in the memory this
-        process may use (:func:`topofl.plan.check_stack`), refused before the stack's
+        process may use (:func:`topofl.memory.check_stack`), refused before the stack's
         buffers are allocated.
 
     Examples
@@ -507,7 +505,7 @@ def launch_stacked(prepared: Sequence[Prepared], *, overwrite: bool = False) -> 
     """
     if distributed.is_distributed():
         raise ValueError("stacked runs run in one process, not under torchrun")
-    from topofl import plan
+    from topofl import memory as plan  # the memory model
 
     members = [Member(*build(p, resume=None, overwrite=overwrite)) for p in prepared]
     plan.check_stack([plan.run_shapes(p, model=m.model, data=m.data,
@@ -531,7 +529,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
             f"{out_path} exists; pass overwrite=True (topofl run --overwrite) to replace it, or "
             "resume=CHECKPOINT to continue it"
         )
-    from topofl import plan  # the memory model (it imports this module)
+    from topofl import memory as plan  # the memory model
 
     check = not distributed.is_distributed()  # a rank holds a share: its placement decides
     data, model = call["data"], call["model"]
@@ -562,7 +560,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
                             **dict(call["model_params"] or {}))
     elif not isinstance(call["model"], str):  # the user's module: it must take the samples
         check_model_input(model, tuple(data.input_shape), int(data.num_classes))
-    _check_batch_memory(p.run.batch_size, data)
+    plan._check_batch_memory(p.run.batch_size, data)
     if check:  # the run's estimate, before the engine allocates its clients
         plan.check_run(p, model=model, data=data,
                        topology=topology if p.algorithm.uses_topology else None)
@@ -605,11 +603,3 @@ def placement() -> Placement:
         return distributed.Sharded()
     return OneProcess(FileCheckpointer(read=load_any, write=save_any))
 
-
-def _check_batch_memory(batch_size: Any, data: Any) -> None:
-    """Refuse a ``batch_size`` whose float32 inputs alone, for one client, cannot fit (a lower
-    bound of what the run needs: the engine holds at least one client's batch)."""
-    if isinstance(batch_size, int) and not isinstance(batch_size, bool) and batch_size > 0:
-        per_sample = 4 * int(np.prod(data.input_shape))
-        check_memory(float(batch_size) * per_sample,
-                     f"batch_size={batch_size} (samples of shape {tuple(data.input_shape)})")

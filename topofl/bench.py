@@ -72,9 +72,7 @@ from topofl.engine import (
     toy_services,
 )
 from topofl.engine.executors import _has_conv
-from topofl.models import MODELS, build_model
-from topofl.plan import (
-    PEAK_METER,
+from topofl.memory import (
     Shapes,
     _state_bytes,
     _state_parts,
@@ -82,6 +80,8 @@ from topofl.plan import (
     check_fits,
     counted_parts,
 )
+from topofl.models import MODELS, build_model
+from topofl.plan import PEAK_METER
 
 __all__ = ["MODEL_INPUTS", "SharedWeightFloor", "bytes_per_client", "case_parts", "gossip_topology",
            "loadavg", "machine_info", "run_bench", "synthetic_data", "to_markdown", "ROW_KEYS"]
@@ -205,9 +205,9 @@ def bytes_per_client(num_params: int, n: int, *, state: dict[str, int], row_nnz:
     """The bytes one client holds, by part, and their ``total``.
 
     ``parameters``, ``optimizer`` and ``algorithm`` are the per-client state (``state``: bytes
-    per client by part, as :func:`topofl.plan._state_parts` counts ``algorithm.init``'s
+    per client by part, as :func:`topofl.memory._state_parts` counts ``algorithm.init``'s
     tensors); ``gossip`` is the mixer's buffers divided among the ``n`` clients, counted as
-    :func:`topofl.plan.counted_parts` counts them (its scratch tile, the mixing matrix with
+    :func:`topofl.memory.counted_parts` counts them (its scratch tile, the mixing matrix with
     ``row_nnz`` non-zeros per row); on CUDA the product ``W @ X`` is written into a new
     ``[n, P]`` buffer, counted instead of the tile.
 
@@ -242,7 +242,7 @@ def case_parts(model_name: str, n: int, batch: int, *, shape: Sequence[int],
                hidden: Sequence[int] | None = None, device: torch.device | str = "cpu"
                ) -> tuple[Shapes, dict[str, int]]:
     """The estimated peak memory of one row of :func:`run_bench`, by part, before anything is
-    built: the D-SGD state, the local step and gossip as :func:`topofl.plan.counted_parts`
+    built: the D-SGD state, the local step and gossip as :func:`topofl.memory.counted_parts`
     counts them, the synthetic data and the dataset it is split from, building the random
     regular graph (:func:`topofl._validation.graph_bytes`), the buffer the copy writes into
     (``copy``) and the shared-weight floor (``floor``: its ``n x batch`` samples, their
@@ -282,7 +282,7 @@ def case_parts(model_name: str, n: int, batch: int, *, shape: Sequence[int],
 def _check_memory(models: Sequence[str], ns: Sequence[int], batch: int, device: torch.device,
                   shape: tuple[int, ...] | None, hidden: tuple[int, ...] | None) -> None:
     """Refuse, before anything is built, a row whose estimate (:func:`case_parts`) cannot fit
-    in the memory this process may use (:func:`topofl.plan.check_fits`)."""
+    in the memory this process may use (:func:`topofl.memory.check_fits`)."""
     for m in models:
         for n in ns:
             def peak(k: int, m: str = m) -> float:

@@ -48,7 +48,7 @@ class InsufficientMemoryError(ValueError):
 
     A ``ValueError`` (a request that cannot be met here; ``topofl`` exits 2), not a
     ``MemoryError``: nothing ran out, nothing was allocated. The estimate is
-    :func:`topofl.plan.counted_parts`'s; the limit :func:`topofl._validation.memory_limit`'s,
+    :func:`topofl.memory.counted_parts`'s; the limit :func:`topofl._validation.memory_limit`'s,
     which the environment variable ``TOPOFL_MEMORY_LIMIT`` (bytes) replaces.
 
     Attributes

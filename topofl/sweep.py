@@ -741,9 +741,9 @@ def _execute_unit(unit: Sequence[_Item], out: str, command: str | None) -> list[
 
 
 def _stack_memory_problem(prepared: Sequence[Any], members: Sequence[Any]) -> str | None:
-    """Why the runs cannot run stacked for memory (:func:`topofl.plan.check_stack`), else
+    """Why the runs cannot run stacked for memory (:func:`topofl.memory.check_stack`), else
     ``None``: they then run one by one."""
-    from topofl import plan
+    from topofl import memory as plan  # the memory model
     from topofl.exceptions import InsufficientMemoryError
 
     try:
