@@ -14,7 +14,7 @@ from topofl.engine.clients import Clients, LocalClients
 from topofl.engine.config import RunConfig
 from topofl.engine.executors import BatchedExecutor, LoopExecutor, make_executor
 from topofl.engine.extend import check_algorithm, check_local_update, stochasticity_problem
-from topofl.engine.gossip import Mixer
+from topofl.engine.gossip import BandPlan, Mixer, band_plan
 from topofl.engine.layout import ParamLayout, Part, init_parameters
 from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
 from topofl.engine.loop import Result, run
@@ -52,6 +52,8 @@ __all__ = [
     "stack",
     "ParamLayout",
     "Mixer",
+    "BandPlan",
+    "band_plan",
     "BatchedExecutor",
     "LoopExecutor",
     "make_executor",
