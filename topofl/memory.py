@@ -604,7 +604,8 @@ def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = 
     Traceback (most recent call last):
     ...
     topofl.exceptions.InsufficientMemoryError: 100 clients do not fit: the run needs about 1.69
-    MiB (1,772,812 bytes; gradients 695,200, evaluation 520,000, gossip 268,812, ...) by
+    MiB (1,772,812 bytes; gradients 695,200 (batch_size=16), evaluation 520,000, gossip 268,812,
+    ...) by
     topofl's estimate (topofl.plan), but TOPOFL_MEMORY_LIMIT leaves 977 KiB (1,000,000 bytes);
     the largest n that fits is 56 (TOPOFL_MEMORY_LIMIT=BYTES sets the limit)
     >>> del os.environ["TOPOFL_MEMORY_LIMIT"]
@@ -615,7 +616,10 @@ def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = 
         if need <= limit:
             continue
         top = sorted(((v, k) for k, v in parts.items() if v), reverse=True)[:3]
-        biggest = ", ".join(f"{k} {v:,}" for v, k in top)
+        # the local step's part grows with the batch: name the setting that sets it
+        biggest = ", ".join(f"{k} {v:,}" + (f" (batch_size={s.batch_size:,})"
+                                             if k == "gradients" and i == 0 else "")
+                            for i, (v, k) in enumerate(top))
         if len(top) < sum(1 for v in parts.values() if v):
             biggest += ", ..."
         fits = None
