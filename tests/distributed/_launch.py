@@ -24,6 +24,10 @@ def _child(rank: int, k: int, store: str, fn: Callable[..., Any], args: tuple[An
         os.environ["TOPOFL_DIST_TIMEOUT"] = str(timeout)
         dist.init_process_group("gloo", store=dist.FileStore(store, k), rank=rank,
                                 world_size=k, timeout=timedelta(seconds=timeout))
+        # every rank finishes connecting before any may exit: a rank whose fn makes no
+        # collective (or fails early) would otherwise close its sockets while a slower peer
+        # is still inside gloo's connectFullMesh ("Connection closed by peer")
+        dist.barrier()
         q.put((rank, "ok", fn(rank, *args)))
     except BaseException:  # noqa: BLE001 - reported to the parent
         q.put((rank, "error", traceback.format_exc()))
