@@ -202,8 +202,7 @@ def test_lanes_share_a_global_test_set_only_when_it_is_equal() -> None:
             (x.double(), y), (x[:3], y[:3])]
     lanes = [SimpleNamespace(index=i, global_set=None,
                              env=SimpleNamespace(data=SimpleNamespace(global_test=g)),
-                             member=SimpleNamespace(config=tf.engine.RunConfig(
-                                 1, eval_global=i != 4)))
+                             config=tf.engine.RunConfig(1, eval_global=i != 4))
              for i, g in enumerate(sets)]
     _share_global_sets(lanes)  # type: ignore[arg-type]
     assert [ln.global_set for ln in lanes] == [0, 0, 2, 3, None, None, 6, 7]

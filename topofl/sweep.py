@@ -647,10 +647,10 @@ _Item = tuple[SweepRun, dict[str, Any], str]
 def _stack_group(rcfg: Mapping[str, Any]) -> tuple[Any, ...] | str:
     """The group of runs a run may stack with, or why it runs alone."""
     from topofl.config import resolve
-    from topofl.engine.stack import _run_problem, stack_key
+    from topofl.engine.stack import alone_reason, stack_key
 
     prepared = resolve(rcfg).prepared
-    why = _run_problem(prepared.run, prepared.algorithm)
+    why = alone_reason(prepared.run, prepared.algorithm)
     key = stack_key(prepared.run, prepared.algorithm)
     if why is not None or key is None:
         return why or "it cannot stack"

@@ -336,4 +336,5 @@ def choco(
         communicate=comm,
         requires="doubly",
         decay=hp.decay,
+        stacks=True,
     )

@@ -34,4 +34,4 @@ def dfedavgm(hp: SGDParams) -> Algorithm:
     (3, 0.9)
     """
     return sgd_algorithm("dfedavgm", hp, gossip(), round_start=restart_momentum(),
-                         lost="renormalise")
+                         lost="renormalise", stacks=True)

@@ -95,4 +95,5 @@ def dfedavgm_p(hp: PartialParams) -> Algorithm:
         shared="body",
         lost="renormalise",
         decay=hp.decay,
+        stacks=True,
     )

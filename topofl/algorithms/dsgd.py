@@ -115,4 +115,5 @@ def dsgd(
         requires="doubly",
         lost=None if ca else "renormalise",
         decay=hp.decay,
+        stacks=True,
     )

@@ -202,4 +202,5 @@ def dsgt(
         communicate=_communicate(adapt_first),
         requires="doubly",
         decay=decay,
+        stacks=True,
     )

@@ -132,4 +132,5 @@ def el(hp: SGDParams) -> Algorithm:
     >>> round(float(x.max() - x.min()), 3), round(float(x.mean()), 1)
     (0.0, 3.5)
     """
-    return sgd_algorithm("el", hp, _average_arrivals, requires=None, lost="renormalise")
+    return sgd_algorithm("el", hp, _average_arrivals, requires=None, lost="renormalise",
+                         stacks=True)

@@ -186,4 +186,5 @@ def extra(
         round_start=_require_symmetric,
         requires="doubly",
         decay=decay,
+        stacks=True,
     )

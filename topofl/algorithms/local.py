@@ -23,4 +23,5 @@ def local(hp: SGDParams) -> Algorithm:
     >>> tf.algorithms.local(lr=0.1).uses_topology
     False
     """
-    return sgd_algorithm("local", hp, no_communication, requires=None, uses_topology=False)
+    return sgd_algorithm("local", hp, no_communication, requires=None, uses_topology=False,
+                         stacks=True)

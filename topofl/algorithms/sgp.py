@@ -29,7 +29,7 @@ def push_sum_sgd(name: str, overlap: bool, hp: SGDParams) -> Algorithm:
     sgd = SGD(hp.momentum, hp.weight_decay, debias="all")
     push = PushSum("all", overlap=overlap)
     return sgd_algorithm(name, hp, push, local=sgd, init=(push,), evaluate=push.evaluate,
-                         requires="column", lost="mass")
+                         requires="column", lost="mass", stacks=True)
 
 
 @register_algorithm("sgp")

@@ -77,7 +77,7 @@ from topofl.engine.clock import _mix64
 from topofl.engine.ledger import Arcs, graph_arcs
 from topofl.graph import Topology
 
-__all__ = ["Drops", "Lossy", "LOST_RULES", "lossy", "message_uniform", "check_drop",
+__all__ = ["Drops", "LaneDrops", "Lossy", "LOST_RULES", "lossy", "message_uniform", "check_drop",
            "DROP_TAG"]
 
 #: What an algorithm does with a message that was lost (``Algorithm.lost``; ``None``: it
@@ -157,6 +157,49 @@ class Drops(NamedTuple):
         return out
 
 
+class LaneDrops(NamedTuple):
+    """The drops of one round over the rows of several runs side by side (a stack,
+    :mod:`topofl.engine.stack`): run ``r``'s messages are lost as the run alone loses them
+    (its own :class:`Drops`, on its clients' ids ``row - rows.start``).
+
+    Attributes
+    ----------
+    parts : tuple of (slice, Drops or None)
+        Each run's rows and its drops (``None``: it loses nothing).
+    t : int
+        The round.
+
+    Examples
+    --------
+    >>> from topofl.engine.drops import Drops, LaneDrops
+    >>> from topofl.engine.ledger import graph_arcs
+    >>> ring = tf.topologies.ring(3)
+    >>> alone = Drops(0.3, seed=17, t=0).lost(graph_arcs(ring))
+    >>> both = tf.engine.stack.block_topology([ring, ring])
+    >>> lost = LaneDrops(((slice(0, 3), None), (slice(3, 6), Drops(0.3, seed=17, t=0))), 0)
+    >>> got = lost.lost(graph_arcs(both))
+    >>> bool(not got[:6].any()), bool((got[6:] == alone).all())
+    (True, True)
+    """
+
+    parts: tuple[tuple[slice, Drops | None], ...]
+    t: int
+
+    def lost(self, arcs: Arcs) -> np.ndarray:
+        """``(E,)`` bool: which messages of ``arcs`` (over every row) are lost this round."""
+        out = np.zeros(len(arcs), dtype=bool)
+        s, r = arcs.senders, arcs.receivers
+        for rows, drops in self.parts:
+            mine = (s >= rows.start) & (s < rows.stop)
+            if drops is None or not bool(mine.any()):
+                continue
+            if bool(((r >= rows.start) & (r < rows.stop) != mine).any()):
+                raise ValueError("a message crosses the rows of two runs: they cannot stack")
+            out[mine] = drops.lost(Arcs(rows.stop - rows.start, s[mine] - rows.start,
+                                        r[mine] - rows.start))
+        return out
+
+
 class Lossy(NamedTuple):
     """A round's graph after its drops (:func:`lossy`).
 
@@ -173,7 +216,7 @@ class Lossy(NamedTuple):
     dropped: Arcs
 
 
-def lossy(topology: Topology, drops: Drops, rule: str) -> Lossy:
+def lossy(topology: Topology, drops: Drops | LaneDrops, rule: str) -> Lossy:
     """The mixing matrix of ``topology`` with the messages ``drops`` loses removed, by
     ``rule`` (``"renormalise"`` or ``"mass"``: :data:`LOST_RULES`; see the module docstring).
 

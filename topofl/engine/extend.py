@@ -143,6 +143,9 @@ def check_algorithm(algorithm: Any) -> Algorithm:
     if a.lost is not None and a.lost not in LOST_RULES:
         raise ValueError(f"{who}: Algorithm.lost must be one of {sorted(LOST_RULES)} or None, "
                          f"got {a.lost!r}")
+    if not (isinstance(a.stacks, bool) or (isinstance(a.stacks, str) and a.stacks.strip())):
+        raise TypeError(f"{who}: Algorithm.stacks must be True, False or a non-empty str "
+                        f"saying why its runs do not stack, got {_kind(a.stacks)}")
     if not isinstance(a.uses_topology, bool):
         raise TypeError(f"{who}: Algorithm.uses_topology must be a bool, got "
                         f"{_kind(a.uses_topology)}")

@@ -17,11 +17,13 @@ carries is in its ``State``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,28 +42,42 @@ from topofl.engine.availability import (
 )
 from topofl.engine.clock import Clock, Network
 from topofl.engine.config import DTYPES, RunConfig, config_header
-from topofl.engine.drops import Drops, check_drop
+from topofl.engine.drops import Drops, LaneDrops, check_drop
 from topofl.engine.evaluation import (
     Divergence,
     check_eval_val,
+    check_finite,
     evaluate,
+    evaluation_row,
+    global_row,
     record_realized,
     spectral_row,
+    split_sums,
 )
 from topofl.engine.executors import make_executor
 from topofl.engine.extend import stochasticity_problem
 from topofl.engine.layout import ParamLayout, init_parameters
-from topofl.engine.ledger import Ledger, at_steps
+from topofl.engine.ledger import Arcs, Flow, Ledger, at_steps
 from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
-from topofl.engine.placement import Checkpointer, OneProcess, Placement
-from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
+from topofl.engine.placement import OneProcess, Placement, Site
+from topofl.engine.protocol import (
+    Algorithm,
+    Round,
+    Sent,
+    Services,
+    State,
+    record_replace,
+    record_tensors,
+)
 from topofl.engine.resume import Resumed, checkpoint_meta, resume_from
 from topofl.engine.services import DataServices
+from topofl.exceptions import ConvergenceError
 from topofl.graph import GraphLike, TimeVarying, Topology, as_time_varying
 from topofl.models import flops_per_sample
 from topofl.records import Recorder, Records
 
-__all__ = ["RunConfig", "Result", "run", "init_parameters", "LocalStepper", "stream_rows"]
+__all__ = ["RunConfig", "Result", "run", "run_loop", "Loop", "Lane", "StackDiverged",
+           "init_parameters", "LocalStepper", "stream_rows"]
 
 
 @dataclass
@@ -162,47 +178,12 @@ def run(
     """
     _check_arguments(config, topology, algorithm, data, model, recorder, resume, header)
     t_start = time.perf_counter()
-    n = int(data.num_clients)
-    tv = graphs(topology, algorithm, n)
-    check_drop(algorithm, config.network)
-    check_absent(algorithm, config.availability)
-    check_eval_val(config, data)
-
-    # ---------------------------------------------------------------- where the clients live
-    site = (placement or OneProcess())(config, tv if algorithm.uses_topology else None, data)
-    clients, device, dtype = site.clients, site.device, DTYPES[config.dtype]
-    if clients.writes and tv is not None and tv.period == 1 and algorithm.uses_topology:
-        _warn_if_disconnected(tv.at(0))  # one warning for the run
-
-    # ---------------------------------------------------------------- set-up
-    model = model.to(device=device, dtype=dtype)
-    layout = model_layout(model, algorithm)
-    executor = make_executor(config.executor, model, layout, device, config.chunk_size)
-    env = DataServices(layout, site.mixer, executor, site.data, config.batch_size, clients)
-    x0 = init_parameters(model, layout, n, rows=clients.ids, seed=config.seed,
-                         same=config.init == "same", device=device, dtype=dtype)
-    state = algorithm.init(x0, env)
-    desc = config_header(config, algorithm, topology, data, model)
-
-    start = Resumed()  # a fresh run: round 0, nothing counted yet
-    if resume is not None:  # read and checksummed, then checked on every process
-        ck = site.checkpointer.load(resume, device)
-        start = clients.agree("checking the checkpoint",
-                              lambda: resume_from(ck, resume, desc, state, config))
-    own = recorder is None
-    if recorder is None:  # the writer checks a resumed records file; the others learn it
-        recorder = clients.agree("opening the records file", lambda: Recorder(
-            config.records_path if clients.writes else None, run=config.run_id,
-            resume=resume is not None, resume_round=start.round, run_hash=desc["run_hash"],
-            expect_rounds=start.evaluated))
-    log_header(recorder, header, {**desc, **site.header})
-
-    sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)  # every client's
-    costs = Costs.build(config, n, model, tuple(data.input_shape), start)
-    rnd = run_loop(Setup(config, algorithm, state, env, tv, executor, sizes, recorder,
-                         site.checkpointer, desc, costs), start, t_start, close=own)
-    return Result(records=recorder.records(), state=state, layout=layout, config=config,
-                  algorithm=algorithm, services=env, last=rnd)
+    lane = Lane.build(0, config, topology, algorithm, data, model, placement or OneProcess(),
+                      start=0, header=header, recorder=recorder, resume=resume)
+    loop = Loop([lane], config, algorithm, lane.state, lane.env, lane.env.data,
+                lane.env.executor, background=False)
+    [rnd] = run_loop(loop, t_start, close=recorder is None)
+    return lane.result(lane.state, rnd)
 
 
 @dataclass
@@ -260,167 +241,508 @@ class Costs:
         return cls(ledger, clock, avail, fps, drop)
 
 
-@dataclass(frozen=True)
-class Setup:
-    """What :func:`run`'s set-up built, for the round loop.
+@dataclass(eq=False)
+class Lane:
+    """One run in the round loop: its rows of the loop's buffers and everything it keeps of
+    its own (its graphs, data, records, divergence guard, ledger, clock, availability and
+    checkpoints). A run alone is one lane over every row; a stack
+    (:mod:`topofl.engine.stack`) is several lanes side by side.
 
     Attributes
     ----------
-    config, algorithm, state
-    env : DataServices
-        The hooks' services: the placed clients (``env.clients``), their data and the mixer.
+    index : int
+        The lane's place in the loop.
+    config, algorithm
+        The run's (a stack's lanes differ only in their learning rates and per-run settings).
+    rows : slice
+        The lane's rows of the loop's state.
     tv : TimeVarying or None
         The run's graphs.
-    executor : Executor
+    site : Site
+        Where the run's clients live (its placement's clients, data, mixer, checkpointer).
+    env : DataServices
+        The run's own services (its data, evaluation, checkpoint rows).
+    state : State
+        The state ``algorithm.init`` built for the run's rows (a stack concatenates them).
+    desc : mapping
+        The engine's description of the run, written into its checkpoints.
+    recorder : Recorder
+    costs : Costs
+    guard : Divergence
     sizes : Tensor
         ``[n]``: every client's number of training samples.
-    recorder : Recorder
-    checkpointer : Checkpointer
-        The placement's.
-    desc : mapping
-        The engine's description (:func:`~topofl.engine.config.config_header`), written into
-        checkpoints.
-    costs : Costs
-        The ledger, the clock and the availability of the run.
+    start : Resumed
+        Where the run starts (round 0, or a checkpoint's round and counters).
     """
 
+    index: int
+    config: RunConfig
+    algorithm: Algorithm
+    rows: slice
+    tv: TimeVarying | None
+    site: Site
+    env: DataServices
+    state: State
+    desc: Mapping[str, Any]
+    recorder: Recorder
+    costs: Costs
+    guard: Divergence
+    sizes: Tensor
+    start: Resumed = field(default_factory=Resumed)
+    messages: int = 0
+    train_loss: list[Any] = field(default_factory=lambda: [0.0, 0])
+    spectral_cache: dict[int, dict[str, Any]] = field(default_factory=dict)
+    stochastic_seen: set[int] = field(default_factory=set)
+    #: the round as the run's hooks see it, its graph before availability, who is online
+    rnd: Round = Round(0)
+    base: Topology | None = None
+    online: np.ndarray | None = None
+    sent: Sent = Sent(0)
+    #: the first lane whose global test set this lane's equals (``None``: none recorded)
+    global_set: int | None = None
+
+    @classmethod
+    def build(cls, index: int, config: RunConfig, topology: GraphLike | None,
+              algorithm: Algorithm, data: Any, model: nn.Module, placement: Placement, *,
+              start: int, executor: Any = None, header: Mapping[str, Any] | None = None,
+              recorder: Recorder | None = None, resume: str | os.PathLike[str] | None = None,
+              init: bool = True, warn_level: int = 4) -> Lane:
+        """Set one run up on rows ``start ..`` of the loop: its placement, model layout,
+        services (on ``executor``, default one made for the run), initial state (resumed
+        from ``resume``), records (header written) and accounting.
+
+        ``init=False`` leaves the state as the initial parameters (``State(x=x0)``: a stack
+        initialises every lane's rows at once); ``warn_level`` is the disconnected-graph
+        warning's ``stacklevel``."""
+        n = int(data.num_clients)
+        tv = graphs(topology, algorithm, n)
+        check_drop(algorithm, config.network)
+        check_absent(algorithm, config.availability)
+        check_eval_val(config, data)
+        site = placement(config, tv if algorithm.uses_topology else None, data)
+        clients, device, dtype = site.clients, site.device, DTYPES[config.dtype]
+        if clients.writes and tv is not None and tv.period == 1 and algorithm.uses_topology:
+            _warn_if_disconnected(tv.at(0), stacklevel=warn_level)  # one for the run
+        model = model.to(device=device, dtype=dtype)
+        layout = model_layout(model, algorithm)
+        if executor is None:
+            executor = make_executor(config.executor, model, layout, device, config.chunk_size)
+        env = DataServices(layout, site.mixer, executor, site.data, config.batch_size, clients)
+        x0 = init_parameters(model, layout, n, rows=clients.ids, seed=config.seed,
+                             same=config.init == "same", device=device, dtype=dtype)
+        state = algorithm.init(x0, env) if init else State(x=x0)
+        desc = config_header(config, algorithm, topology, data, model)
+        begin = Resumed()  # a fresh run: round 0, nothing counted yet
+        if resume is not None:  # read and checksummed, then checked on every process
+            ck = site.checkpointer.load(resume, device)
+            begin = clients.agree("checking the checkpoint",
+                                  lambda: resume_from(ck, resume, desc, state, config))
+        if recorder is None:  # the writer checks a resumed records file; the others learn it
+            recorder = clients.agree("opening the records file", lambda: Recorder(
+                config.records_path if clients.writes else None, run=config.run_id,
+                resume=resume is not None, resume_round=begin.round, run_hash=desc["run_hash"],
+                expect_rounds=begin.evaluated))
+        log_header(recorder, header, {**desc, **site.header})
+        sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)
+        costs = Costs.build(config, n, model, tuple(data.input_shape), begin)
+        m = len(clients.ids)
+        lane = cls(index, config, algorithm, slice(start, start + m), tv, site, env, state,
+                   desc, recorder, costs, Divergence(config.divergence_factor, begin.loss_ref),
+                   sizes, begin, messages=begin.messages, train_loss=list(begin.train_loss))
+        before = max(0, begin.round - 1)
+        lane.rnd = Round(before, None if tv is None else tv.at(before))
+        return lane
+
+    @property
+    def n(self) -> int:
+        """Every client of the run (whichever process holds it)."""
+        return int(self.env.n)
+
+    def result(self, state: State, rnd: Round) -> Result:
+        """The run's :class:`Result` with its rows ``state`` after the last round ``rnd``."""
+        return Result(records=self.recorder.records(), state=state, layout=self.env.layout,
+                      config=self.config, algorithm=self.algorithm, services=self.env, last=rnd)
+
+
+class StackDiverged(ConvergenceError):
+    """A run of a stack diverged: the stacked pass stops there (run its runs alone to get
+    each run's own outcome). ``member`` is the index of the run that diverged."""
+
+    def __init__(self, member: int, error: ConvergenceError) -> None:
+        super().__init__(f"run {member} of the stack: {error}")
+        self.member = member
+
+
+@dataclass(eq=False)
+class Loop:
+    """What :func:`run_loop` runs: the lanes and the buffers their rows share.
+
+    A run alone is one lane whose services, data and state are its own; a stack
+    (:func:`topofl.engine.stack.run_stacked`) sets the hooks that put several lanes side by
+    side (``combine``: the round graph of every lane's rows; ``score``: one batched
+    evaluation of the lanes due). The loop reads the lanes' rows and nothing else of where
+    they live.
+
+    Attributes
+    ----------
+    lanes : list of Lane
+    config : RunConfig
+        The settings the lanes share (rounds, batch size, dtype, executor ...: lane 0's).
+    algorithm : Algorithm
+        The pieces run over every row (lane 0's; the lanes' own learning rates are applied).
+    state : State
+        Every lane's rows.
+    env : Services
+        The pieces' services over every row.
+    data : Any
+        Where the local stepper draws every row's batches.
+    executor : Executor
+    background : bool
+        Whether a round's file writes (records to the disk, then checkpoints) run in
+        background threads while the next round computes (a stack in one process), or in
+        order before it (a run alone: its checkpoint may be a collective).
+    combine : callable, optional
+        ``(t, lanes) -> Round``: the round the pieces see over every row (default: the only
+        lane's own round).
+    score : callable, optional
+        ``(due lanes, state, executor) -> {index: (x_eval, sums)}``: a batched evaluation.
+    stream_rows : int or None
+        The local stepper's block of rows (default ``config.stream_rows``).
+    """
+
+    lanes: list[Lane]
     config: RunConfig
     algorithm: Algorithm
     state: State
-    env: DataServices
-    tv: TimeVarying | None
+    env: Any
+    data: Any
     executor: Any
-    sizes: Tensor
-    recorder: Recorder
-    checkpointer: Checkpointer
-    desc: Mapping[str, Any]
-    costs: Costs = field(default_factory=Costs)
+    background: bool = False
+    combine: Callable[[int, Sequence[Lane]], Round] | None = None
+    score: Callable[[Sequence[Lane], State, Any], dict[int, tuple[Tensor, Tensor]]] | None = (
+        None)
+    stream_rows: int | None = None
+
+    def watch(self, loss: Tensor, first_row: int) -> None:
+        """The local stepper's check of a block of rows' losses, by the lanes' guards."""
+        stop = first_row + loss.shape[0]
+        for ln in self.lanes:
+            a, b = max(first_row, ln.rows.start), min(stop, ln.rows.stop)
+            if a < b:
+                ln.guard.watch(loss[a - first_row:b - first_row], a - ln.rows.start)
+
+    def lane_state(self, ln: Lane) -> State:
+        """Lane ``ln``'s rows of the state (the state itself for a run alone)."""
+        return self.state if len(self.lanes) == 1 else self.state.rows(ln.rows)
 
 
-def run_loop(run: Setup, start: Resumed, t_start: float, *, close: bool = True) -> Round:
-    """The rounds ``start.round .. config.rounds - 1`` of a run, in order; returns the last.
+def run_loop(loop: Loop, t_start: float, *, close: bool = True) -> list[Round]:
+    """The rounds ``start.round .. config.rounds - 1`` of every lane, in order; returns each
+    lane's last round.
 
-    Each round: who is online and the round's graph, the algorithm's round start, its local
-    phases (offline clients take no step), communication (what was sent goes to the ledger
-    and the clock), every ``eval_every`` rounds (and at the last) an evaluation and its
-    records, and every ``checkpoint_every`` rounds a checkpoint. The records are flushed
-    every round, and closed at the end with ``close``.
+    Each round: who is online and the round's graph (:func:`_round`), the algorithm's round
+    start, its local phases (offline clients take no step; :func:`_local_phases`),
+    communication (what each lane sent goes to its ledger and clock; :func:`_communicate`),
+    every ``eval_every`` rounds of a lane (and at the last) its evaluation and records
+    (:func:`_evaluate`), then the round's file writes: records to the disk, and every
+    ``checkpoint_every`` rounds a checkpoint (:class:`_Writes`). Records are closed at the end
+    with ``close``.
     """
-    config, algorithm, state, env, tv = run.config, run.algorithm, run.state, run.env, run.tv
-    clients, recorder, dtype = env.clients, run.recorder, DTYPES[config.dtype]
-    costs, n = run.costs, env.n
-    avail = costs.availability
-    guard = Divergence(config.divergence_factor, start.loss_ref)
-    local_step = LocalStepper(run.executor, algorithm, env.data, config.batch_size,
-                              env.layout.num_params, dtype, rows=config.stream_rows,
-                              check=guard.watch, fuse=config.fuse)
-    messages, wall_offset, train_loss_acc = start.messages, start.wall, start.train_loss
-    static_graph = tv is not None and tv.period == 1
-    first_eval = min(config.eval_every, config.rounds) - 1  # a static graph's rows go here
-    spectral_cache: dict[int, dict[str, Any]] = {}
-    stochastic_seen: set[int] = set()
-    pbar = _progress(config, start.round) if clients.writes else None
-    cols = env.layout.cols(algorithm.shared)
+    config, algorithm, state, lanes = loop.config, loop.algorithm, loop.state, loop.lanes
+    dtype, one = DTYPES[config.dtype], len(lanes) == 1
+    first = lanes[0].start.round
+    if any(ln.start.round != first for ln in lanes):
+        raise ValueError("the lanes of a loop must start at the same round")
+    local_step = LocalStepper(loop.executor, algorithm, loop.data, config.batch_size,
+                              loop.env.layout.num_params, dtype,
+                              rows=loop.stream_rows or config.stream_rows,
+                              check=lanes[0].guard.watch if one else loop.watch,
+                              fuse=config.fuse)
+    cols = loop.env.layout.cols(algorithm.shared)
     bytes_per_message = (cols.stop - cols.start) * torch.finfo(dtype).bits // 8
-    before = max(0, start.round - 1)
-    rnd = Round(before, None if tv is None else tv.at(before))
+    pbar = _progress(config, first) if one and lanes[0].site.clients.writes else None
+    writes = _Writes(lanes, loop.background)
+    failed = True
     try:
-        for t in range(start.round, config.rounds):
-            # ---------------------------------------------------- who is online, the graph
-            clients.start_round(t)
-            online = None if avail is None else avail.online(t, n)
-            if online is not None and bool(online.all()):
-                online = None
-            base = None if tv is None else tv.at(t)
-            if base is not None and algorithm.uses_topology:
-                _check_stochastic(algorithm, base, stochastic_seen)
-            rnd = round_view(algorithm, t, base, online)  # the graph of the present clients
-            online_rows = None if online is None else clients.own(
-                torch.as_tensor(online, device=state.x.device))
+        for t in range(first, config.rounds):
+            rnd, online_rows = _round(loop, t)
             frozen = (Frozen(state, ~online_rows) if online_rows is not None
                       and algorithm.absent == "stale" else None)
-            _round_start(algorithm, state, rnd, env, config.momentum_state)
-
-            # ---------------------------------------------------- local phases
-            step = 0
-            samples = torch.zeros_like(run.sizes)  # every client's, for the clock
-            for phase in algorithm.phases:
-                lr_t = phase.lr * algorithm.decay**t
-                todo_all = steps_per_client(phase.steps, phase.epochs, run.sizes,
-                                            config.batch_size)
-                samples += todo_all * config.batch_size
-                todo = clients.own(todo_all)
-                for k in range(int(todo_all.max())):
-                    lr = (todo > k).to(dtype) * lr_t  # 0 once a client did its own steps
-                    lr = local_rates(lr, online_rows)  # 0 for offline clients
-                    loss = local_step(state, rnd, env, phase, step, lr)
-                    mean_loss = guard.settle(clients, loss, t, step, recorder)
-                    train_loss_acc[0] += mean_loss
-                    train_loss_acc[1] += 1
-                    guard.first_loss(mean_loss)  # the initial models' loss: set once per run
-                    step += 1
-
-            # ---------------------------------------------------- communication
-            drops = costs.drops(t)
-            sent = algorithm.communicate(state, rnd if drops is None or rnd.topology is None
-                                         else rnd._replace(drop=drops), env)
-            if frozen is not None:  # "stale": the absent clients' state stands still
-                frozen.restore(state)
-            messages = _account(costs, algorithm, sent, online, step, samples, t, recorder,
-                                messages, bytes_per_message)
-            if sent.realized is not None and clients.writes:
-                record_realized(recorder, sent.realized, t)
-            if sent.records and clients.writes:
-                recorder.log_many(sent.records, t)
-
-            # ---------------------------------------------------- evaluation + records
+            _round_start(algorithm, state, rnd, loop.env, config.momentum_state)
+            steps, samples = _local_phases(loop, local_step, rnd, online_rows, t)
+            _communicate(loop, rnd, frozen, t, steps, samples, bytes_per_message)
             last = t == config.rounds - 1
-            if (t + 1) % config.eval_every == 0 or last:
-                row = evaluate(run.executor, algorithm, state, rnd, env, env.data, config,
-                               recorder)
-                row["train_loss"] = train_loss_acc[0] / max(1, train_loss_acc[1])
-                train_loss_acc = [0.0, 0]
-                if costs.ledger is not None:
-                    row.update(costs.ledger.rows())
-                else:
-                    row["messages"] = messages
-                    row["bytes"] = messages * bytes_per_message
-                row["wall_time"] = wall_offset + time.perf_counter() - t_start
-                recorder.log_many(row, t)
-                if costs.ledger is not None and config.record_clients:
-                    for name, values in costs.ledger.client_rows().items():
-                        if name.startswith("bytes"):
-                            recorder.log_clients(name, values, t)
-                if clients.writes and config.spectral and base is not None and (
-                        not static_graph or t == first_eval):
-                    recorder.log_many(spectral_row(base, tv, spectral_cache,
-                                                   env.label_counts), t)
-                if clients.writes and config.spectral and sent.realized is not None:
-                    real = spectral_row(sent.realized, None, {}, measured=False)
-                    recorder.log_many(
-                        {k.replace("graph.", "realized."): v for k, v in real.items()}, t)
+            due = [ln for ln in lanes if _eval_due(ln.config, t, last)]
+            scored = loop.score(due, state, loop.executor) if loop.score and due else {}
+            for ln in due:
+                row = _evaluate(loop, ln, t, bytes_per_message, t_start, scored.get(ln.index))
                 if pbar is not None:
                     pbar.set_postfix(acc=f"{row['test_acc_mean']:.3f}")
-            recorder.flush()
+            writes.round_end(loop, t, t_start)
             if pbar is not None:
                 pbar.update(1)
-
-            # ---------------------------------------------------- checkpoint
-            if config.checkpoint_every and (t + 1) % config.checkpoint_every == 0:
-                run.checkpointer.save(str(config.checkpoint_path), state, checkpoint_meta(
-                    t + 1, messages, wall_offset + time.perf_counter() - t_start,
-                    train_loss_acc, guard.loss_ref, run.desc,
-                    ledger=None if costs.ledger is None else costs.ledger.state(),
-                    clock=None if costs.clock is None else costs.clock.state()))
+        failed = False
     finally:
         if pbar is not None:
             pbar.close()
-        recorder.flush()
-        if close:
-            recorder.close()
-    return rnd
+        writes.finish(quiet=failed, close=close)
+    return [ln.rnd for ln in lanes]
 
 
+def _round(loop: Loop, t: int) -> tuple[Round, Tensor | None]:
+    """Round ``t`` of every lane (who is online, its graph as its hooks see it), then the
+    round over every row and the rows online (``None``: every row is)."""
+    for ln in loop.lanes:
+        ln.site.clients.start_round(t)
+        avail = ln.costs.availability
+        online = None if avail is None else avail.online(t, ln.n)
+        ln.online = None if online is None or bool(online.all()) else online
+        ln.base = None if ln.tv is None else ln.tv.at(t)
+        if ln.base is not None and ln.algorithm.uses_topology:
+            _check_stochastic(ln.algorithm, ln.base, ln.stochastic_seen)
+        ln.rnd = round_view(ln.algorithm, t, ln.base, ln.online)  # the present clients' graph
+    if all(ln.online is None for ln in loop.lanes):
+        online_rows = None
+    else:
+        device = loop.state.x.device
+        online_rows = torch.cat([ln.site.clients.own(torch.as_tensor(
+            np.ones(ln.n, dtype=bool) if ln.online is None else ln.online, device=device))
+            for ln in loop.lanes])
+    rnd = loop.lanes[0].rnd if loop.combine is None else loop.combine(t, loop.lanes)
+    return rnd, online_rows
+
+
+def _local_phases(loop: Loop, local_step: LocalStepper, rnd: Round,
+                  online_rows: Tensor | None, t: int) -> tuple[int, list[Tensor]]:
+    """The algorithm's local phases of round ``t`` over every row, each lane at its own
+    learning rate (``lr * decay**t``) and number of steps per client (offline clients take
+    none); each lane's guard settles its rows' losses. Returns the steps taken and every
+    lane's samples per client (for the clock)."""
+    config, lanes, dtype = loop.config, loop.lanes, DTYPES[loop.config.dtype]
+    step = 0
+    samples = [torch.zeros_like(ln.sizes) for ln in lanes]  # every client's, for the clock
+    for p, phase in enumerate(loop.algorithm.phases):
+        rates, todos, most = [], [], 0
+        for ln, s in zip(lanes, samples):
+            ph = ln.algorithm.phases[p]
+            todo_all = steps_per_client(ph.steps, ph.epochs, ln.sizes, config.batch_size)
+            s += todo_all * config.batch_size
+            rates.append(ph.lr * ln.algorithm.decay**t)
+            todos.append(ln.site.clients.own(todo_all))
+            most = max(most, int(todo_all.max()))
+        for k in range(most):
+            parts = [(todo > k).to(dtype) * lr_t for todo, lr_t in zip(todos, rates)]
+            lr = parts[0] if len(parts) == 1 else torch.cat(parts)  # 0 once a client is done
+            lr = local_rates(lr, online_rows)  # 0 for offline clients
+            loss = local_step(loop.state, rnd, loop.env, phase, step, lr)
+            for ln in lanes:
+                try:
+                    mean = ln.guard.settle(ln.site.clients,
+                                           loss if len(lanes) == 1 else loss[ln.rows], t,
+                                           step, ln.recorder)
+                except ConvergenceError as exc:
+                    if len(lanes) == 1:
+                        raise
+                    raise StackDiverged(ln.index, exc) from exc
+                ln.train_loss[0] += mean
+                ln.train_loss[1] += 1
+                ln.guard.first_loss(mean)  # the initial models' loss: set once per run
+            step += 1
+    return step, samples
+
+
+def _communicate(loop: Loop, rnd: Round, frozen: Frozen | None, t: int, steps: int,
+                 samples: Sequence[Tensor], bytes_per_message: int) -> None:
+    """The algorithm's communication over every row (with each lane's lost messages), then
+    each lane's part of what was sent to its ledger, clock and records."""
+    lanes, algorithm = loop.lanes, loop.algorithm
+    drops = lanes[0].costs.drops(t) if len(lanes) == 1 else stack_drops(lanes, t)
+    sent = algorithm.communicate(loop.state, rnd if drops is None or rnd.topology is None
+                                 else rnd._replace(drop=drops), loop.env)
+    if frozen is not None:  # "stale": the absent clients' state stands still
+        frozen.restore(loop.state)
+    for ln, s in zip(lanes, samples):
+        ln.sent = sent if len(lanes) == 1 else split_sent(sent, ln, algorithm.name)
+        ln.messages = _account(ln.costs, ln.algorithm, ln.sent, ln.online, steps, s, t,
+                               ln.recorder, ln.messages, bytes_per_message)
+        if ln.sent.realized is not None and ln.site.clients.writes:
+            record_realized(ln.recorder, ln.sent.realized, t)
+        if ln.sent.records and ln.site.clients.writes:
+            ln.recorder.log_many(ln.sent.records, t)
+
+
+def _eval_due(cfg: RunConfig, t: int, last: bool) -> bool:
+    return (t + 1) % cfg.eval_every == 0 or last
+
+
+def _evaluate(loop: Loop, ln: Lane, t: int, bytes_per_message: int, t_start: float,
+              scored: tuple[Tensor, Tensor] | None) -> dict[str, Any]:
+    """Lane ``ln``'s evaluation of round ``t`` and its records, as the run alone makes them
+    (``scored``: its evaluated parameters and per-client sums from a batched evaluation)."""
+    cfg, costs, clients, recorder = ln.config, ln.costs, ln.site.clients, ln.recorder
+    if scored is None:
+        row = evaluate(loop.executor, ln.algorithm, loop.lane_state(ln), ln.rnd, ln.env,
+                       ln.env.data, cfg, recorder)
+    else:
+        x_eval, full = scored
+        check_finite(clients, x_eval, t, recorder)
+        val = None
+        if cfg.eval_val:  # the lane's validation splits, as the run alone scores them
+            val = clients.all_rows(split_sums(ln.env.executor, x_eval, ln.env.data, "val"),
+                                   "evaluation")
+        row = evaluation_row(clients, ln.algorithm, ln.env, x_eval, full, cfg, recorder, t,
+                             val=val)
+        row.update(global_row(cfg, ln.n, ln.env.data))
+    row["train_loss"] = ln.train_loss[0] / max(1, ln.train_loss[1])
+    ln.train_loss = [0.0, 0]
+    if costs.ledger is not None:
+        row.update(costs.ledger.rows())
+    else:
+        row["messages"] = ln.messages
+        row["bytes"] = ln.messages * bytes_per_message
+    row["wall_time"] = ln.start.wall + time.perf_counter() - t_start
+    recorder.log_many(row, t)
+    if costs.ledger is not None and cfg.record_clients:
+        for name, values in costs.ledger.client_rows().items():
+            if name.startswith("bytes"):
+                recorder.log_clients(name, values, t)
+    static = ln.tv is not None and ln.tv.period == 1
+    first_eval = min(cfg.eval_every, cfg.rounds) - 1  # a static graph's rows go here
+    if clients.writes and cfg.spectral and ln.base is not None and (
+            not static or t == first_eval):
+        recorder.log_many(spectral_row(ln.base, ln.tv, ln.spectral_cache,
+                                       ln.env.label_counts), t)
+    if clients.writes and cfg.spectral and ln.sent.realized is not None:
+        real = spectral_row(ln.sent.realized, None, {}, measured=False)
+        recorder.log_many({k.replace("graph.", "realized."): v for k, v in real.items()}, t)
+    return row
+
+
+class _Writes:
+    """A round's file writes of every lane: its records to the disk, then (every
+    ``checkpoint_every`` rounds) its checkpoint.
+
+    In order before the next round (``background=False``: a run alone, whose sharded
+    checkpoint may be a collective), or side by side in background threads while the next
+    round computes (a stack in one process): a lane's records reach the disk before its
+    checkpoint of the round is written, and a round's writes end before the next round's
+    begin (one round in flight; an error is raised there, or at the end)."""
+
+    def __init__(self, lanes: Sequence[Lane], background: bool) -> None:
+        self.lanes = list(lanes)
+        self.io = (ThreadPoolExecutor(max_workers=min(len(lanes), 8),
+                                      thread_name_prefix="topofl-writes")
+                   if background else None)
+        self.pending: list[Future[None]] = []
+
+    def round_end(self, loop: Loop, t: int, t_start: float) -> None:
+        """Round ``t``'s writes (started, or done without background threads)."""
+        for ln in self.lanes:
+            ln.recorder.flush(sync=self.io is None)
+        if self.io is not None:
+            _wait(self.pending)
+            self.pending = []
+        for ln in self.lanes:
+            cfg = ln.config
+            save = None
+            if cfg.checkpoint_every and (t + 1) % cfg.checkpoint_every == 0:
+                state = loop.state if self.io is None else _own_rows(loop.state, ln.rows)
+                save = (str(cfg.checkpoint_path), state, checkpoint_meta(
+                    t + 1, ln.messages, ln.start.wall + time.perf_counter() - t_start,
+                    ln.train_loss, ln.guard.loss_ref, ln.desc,
+                    ledger=None if ln.costs.ledger is None else ln.costs.ledger.state(),
+                    clock=None if ln.costs.clock is None else ln.costs.clock.state()))
+            if self.io is not None:
+                self.pending.append(self.io.submit(_lane_writes, ln, save))
+            elif save is not None:
+                ln.site.checkpointer.save(*save)
+
+    def finish(self, *, quiet: bool, close: bool) -> None:
+        """Every lane's records to the disk (after the writes under way), then closed with
+        ``close``; ``quiet``: an error of these writes is not raised (the loop stops on
+        another)."""
+        try:
+            if self.io is None:
+                for ln in self.lanes:
+                    ln.recorder.flush()
+            else:
+                for ln in self.lanes:
+                    ln.recorder.flush(sync=False)
+                _wait(self.pending)
+                _wait([self.io.submit(ln.recorder.sync) for ln in self.lanes])
+        except Exception:
+            if not quiet:
+                raise
+        finally:
+            if self.io is not None:
+                self.io.shutdown(wait=True)
+            if close:
+                for ln in self.lanes:
+                    ln.recorder.close()
+
+
+def _wait(jobs: Sequence[Future[None]]) -> None:
+    """Wait for every one of ``jobs``; then raise the first one's error (in their order)."""
+    errors = [f.exception() for f in jobs]
+    for e in errors:
+        if e is not None:
+            raise e
+
+
+def _lane_writes(ln: Lane, save: tuple[str, State, dict[str, Any]] | None) -> None:
+    """A lane's file writes of a round: its records to the disk, then its checkpoint."""
+    ln.recorder.sync()
+    if save is not None:
+        ln.site.checkpointer.save(*save)
+
+
+def _own_rows(state: State, rows: slice) -> State:
+    """A copy of the state of the clients ``rows`` (a lane's checkpoint holds those rows)."""
+    part = state.rows(rows)
+    own = part.own
+    if own is not None:
+        own = record_replace(own, {k: v.clone() for k, v in record_tensors(own).items()})
+    return State(x=part.x.clone(),
+                 momentum=None if part.momentum is None else part.momentum.clone(),
+                 weight=None if part.weight is None else part.weight.clone(), own=own)
+
+
+def split_sent(sent: Sent, lane: Lane, name: str) -> Sent:
+    """The part of a round's ``sent`` (over every row of a stack) that is ``lane``'s."""
+    if sent.realized is not None or sent.records:
+        raise ValueError(f"{name} realized a graph or records of its own: it cannot stack")
+    if sent.flows is None:
+        if sent.messages:
+            raise ValueError(f"{name} does not say what it sends: its messages cannot be "
+                             "split over the runs of a stack")
+        return Sent(0)
+    a, b, n = lane.rows.start, lane.rows.stop, lane.rows.stop - lane.rows.start
+    flows = [_lane_flow(f, a, b, n, name) for f in sent.flows]
+    dropped = (None if sent.dropped is None  # a lane that loses nothing records no drops
+               or not (lane.costs.drop > 0 and lane.costs.clock is not None)
+               else tuple(_lane_flow(f, a, b, n, name) for f in sent.dropped))
+    out = Sent.of(*flows, active=None if sent.active is None else sent.active[lane.rows])
+    return out if dropped is None else out._replace(dropped=dropped)
+
+
+def _lane_flow(f: Flow, a: int, b: int, n: int, name: str) -> Flow:
+    """The messages of ``f`` sent by rows ``a .. b - 1`` (a lane), in the lane's ids."""
+    s, r = f.arcs.senders, f.arcs.receivers
+    mine = (s >= a) & (s < b)
+    if bool(((r >= a) & (r < b) != mine).any()):
+        raise ValueError(f"{name} sent across runs: it cannot stack")
+    size = f.size[mine] if isinstance(f.size, np.ndarray) else f.size
+    return dataclasses.replace(f, arcs=Arcs(n, s[mine] - a, r[mine] - a), size=size)
+
+
+def stack_drops(lanes: Sequence[Lane], t: int) -> LaneDrops | None:
+    """Round ``t``'s lost messages over the rows of several lanes, each lane's drawn as the
+    run alone draws them (its network's seed, its clients' ids); ``None`` when no lane
+    loses messages."""
+    parts = [(ln.rows, ln.costs.drops(t)) for ln in lanes]
+    if all(d is None for _, d in parts):
+        return None
+    return LaneDrops(tuple(parts), t)
 def _account(costs: Costs, algorithm: Algorithm, sent: Sent, online: np.ndarray | None,
              steps: int, samples: Tensor, t: int, recorder: Recorder, messages: int,
              bytes_per_message: int) -> int:

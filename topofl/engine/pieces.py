@@ -51,7 +51,7 @@ from torch import Tensor
 
 from topofl._rng import generator_at
 from topofl.engine.clients import Clients, row
-from topofl.engine.drops import Drops, lossy
+from topofl.engine.drops import Drops, LaneDrops, lossy
 from topofl.engine.layout import ParamLayout, Part
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs, server_arcs
 from topofl.engine.protocol import (
@@ -747,10 +747,15 @@ def with_participation(algorithm: Algorithm, participation: float, sample_seed: 
                                                                   keep=keep)), env)
         return sent._replace(active=sel)
 
+    stacks = algorithm.stacks
+    if stacks is True:  # the sample is drawn among every row of a pass, not the run's
+        stacks = (f"participation={participation:g} draws the round's active clients among "
+                  "all the clients of the pass (a stack's rows, not the run's)")
     return algorithm._replace(
         hparams=hparams,
         local=Sampled(algorithm.local, participation, sample_seed),
         communicate=communicate,
+        stacks=stacks,
     )
 
 
@@ -792,7 +797,7 @@ def gossip(part: Part = "all") -> Communicate:
     return communicate
 
 
-def _lossy_gossip(part: Part, topo: Topology, drop: Drops, state: State,
+def _lossy_gossip(part: Part, topo: Topology, drop: Drops | LaneDrops, state: State,
                   env: Services) -> Sent:
     """:func:`gossip` with the round's lost messages: each receiver renormalises."""
     lo = lossy(topo, drop, "renormalise")

@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from topofl.engine.clients import Clients, LocalClients
-from topofl.engine.drops import Drops
+from topofl.engine.drops import Drops, LaneDrops
 from topofl.engine.gossip import Mixer
 from topofl.engine.layout import ParamLayout, Part
 from topofl.engine.ledger import Flow
@@ -336,7 +336,7 @@ class Round(NamedTuple):
     online : ndarray or None
         ``(n,)`` bool: the clients online in this round (every client's entry, whichever
         process holds it); ``None`` when every client is.
-    drop : Drops or None
+    drop : Drops, LaneDrops or None
         The round's lost messages (``[network] drop > 0``; :mod:`topofl.engine.drops`),
         given to ``communicate`` only: the pieces that communicate apply it to the graph
         they mix with (:func:`~topofl.engine.drops.lossy`, by the algorithm's ``lost``
@@ -346,7 +346,7 @@ class Round(NamedTuple):
     t: int
     topology: Topology | None = None
     online: np.ndarray | None = None
-    drop: Drops | None = None
+    drop: Drops | LaneDrops | None = None
 
 
 class Sent(NamedTuple):
@@ -798,6 +798,15 @@ class Algorithm(NamedTuple):
         process holds it), it restricts the records' statistics over clients (``test_acc_*``,
         ``test_loss``, ``global_acc_*``, ``global_loss``, ``consensus_distance``) to those
         clients, and the per-client ``test_acc`` of the others is NaN. ``None``: every client.
+    stacks : bool or str, default False
+        Whether several runs of the algorithm may run as one stacked pass
+        (:mod:`topofl.engine.stack`): ``True`` when its pieces change each client's row from
+        that row alone or through the mixer (block-diagonal over the runs), draw no data
+        outside the local phases, draw per-client random numbers by the client's id in its run
+        (:func:`run_ids`), evaluate ``state.x`` (or a row-wise function of the state) and say
+        what they send (``Sent.flows``). ``False``, or a string saying why not (a factory
+        whose hyper-parameters forbid it: a sample drawn among all the rows of the pass), runs
+        each run alone.
 
     Examples
     --------
@@ -827,6 +836,7 @@ class Algorithm(NamedTuple):
     absent: str = "renormalise"
     lost: str | None = None
     scored: Callable[[Round, Services], np.ndarray] | None = None
+    stacks: bool | str = False
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``local.point``: where the phase's gradients are taken."""

@@ -21,7 +21,11 @@ units in the last place, compounded over the rounds); counts and discrete outcom
 batches drawn, the bytes sent) are the same. Two code paths never promise the same bits
 across CPUs: the same run twice does.
 
-Only the algorithms in :data:`STACKABLE` stack (their pieces act on each client's row alone or
+A stack is a placement of the one round loop (:func:`topofl.engine.loop.run_loop`), as
+torch.distributed is: every run is a :class:`~topofl.engine.loop.Lane` whose rows sit side by
+side in the loop's buffers, with its own seeds, learning-rate schedule, availability, network
+clock, lost messages, records and checkpoints. An algorithm declares whether its runs stack
+(``Algorithm.stacks``: ``True`` when its pieces change each client's row from that row alone or
 through the mixer); :func:`stack_problem` says why a set of runs cannot.
 
 Examples
@@ -46,9 +50,8 @@ import dataclasses
 import itertools
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import networkx as nx
@@ -59,95 +62,21 @@ from torch import Tensor, nn
 
 from topofl.data.federated import FederatedData, StackedSampler
 from topofl.engine.clients import LocalClients
-from topofl.engine.config import DTYPES, RunConfig, config_header, global_samples
-from topofl.engine.evaluation import (
-    Divergence,
-    check_eval_val,
-    check_finite,
-    eval_chunk,
-    evaluate,
-    evaluation_row,
-    global_row,
-    global_scored,
-    score_chunks,
-    shared_sums,
-    spectral_row,
-    split_sums,
-)
-from topofl.engine.executors import make_executor
+from topofl.engine.config import DTYPES, RunConfig, global_samples
+from topofl.engine.evaluation import eval_chunk, global_scored, score_chunks, shared_sums
 from topofl.engine.gossip import Mixer
-from topofl.engine.layout import ParamLayout, init_parameters
-from topofl.engine.ledger import Arcs
-from topofl.engine.local import LocalStepper, steps_per_client
-from topofl.engine.loop import (
-    Costs,
-    Result,
-    _account,
-    _check_stochastic,
-    _round_start,
-    _warn_if_disconnected,
-    graphs,
-    log_header,
-    model_layout,
-)
-from topofl.engine.placement import OneProcess, Placement, Site
-from topofl.engine.protocol import (
-    Algorithm,
-    Round,
-    Sent,
-    State,
-    ToyServices,
-    record_replace,
-    record_tensors,
-)
-from topofl.engine.resume import checkpoint_meta
-from topofl.engine.services import DataServices
-from topofl.exceptions import ConvergenceError
-from topofl.graph import GraphLike, TimeVarying, Topology
-from topofl.records import Recorder
+from topofl.engine.local import steps_per_client
+from topofl.engine.loop import Lane, Loop, Result, StackDiverged, run_loop
+from topofl.engine.placement import OneProcess, Placement
+from topofl.engine.protocol import Algorithm, Round, State, ToyServices
+from topofl.graph import GraphLike, Topology
 
-__all__ = ["Member", "STACKABLE", "StackDiverged", "stack_problem", "stack_key",
+__all__ = ["Member", "StackDiverged", "stack_problem", "stack_key", "alone_reason",
            "block_topology", "run_stacked"]
-
-
-def _stacks(hparams: Mapping[str, Any]) -> str | None:
-    return None
-
-
-def _sampled(hparams: Mapping[str, Any]) -> str | None:
-    if float(hparams.get("participation", 1.0)) < 1.0:
-        return (f"participation={hparams['participation']:g} draws the round's active clients "
-                "among all the clients of the pass (a stack's rows, not the run's): it runs "
-                "alone")
-    return None
-
-
-#: The algorithms that stack, each with a check of its hyper-parameters (``None``: they
-#: stack; else why not). Their pieces change each client's row from that row alone, or
-#: through the mixer (block-diagonal over the runs; a graph they derive from the round's,
-#: such as EL's :func:`~topofl.algorithms.el.arrival_average`, is applied block by block
-#: too); they draw no data outside the local phases, draw their per-client random numbers by
-#: the client's id in its run (:func:`~topofl.engine.protocol.run_ids`), evaluate
-#: ``state.x`` (or push-sum's de-biased ``x / w``) and say what they send (``Sent.flows``).
-#: Partial participation (``dfedavgm``, ``sgp``, ``osgp``) draws its sample among all the
-#: clients of the pass, so a run with ``participation < 1`` runs alone.
-STACKABLE: dict[str, Callable[[Mapping[str, Any]], str | None]] = {
-    "dsgd": _stacks,
-    "dfedavgm": _sampled,
-    "dfedavgm_p": _stacks,
-    "local": _stacks,
-    "sgp": _sampled,
-    "osgp": _sampled,
-    "dsgt": _stacks,
-    "extra": _stacks,
-    "choco": _stacks,
-    "el": _stacks,
-}
 
 #: Run settings every run of a stack shares (they shape the arithmetic or the loop).
 _SHARED_SETTINGS = ("rounds", "batch_size", "device", "dtype", "executor", "chunk_size",
                     "momentum_state", "fuse")
-
 
 class Member(NamedTuple):
     """One run of a stack: what :func:`topofl.engine.run` takes for it.
@@ -171,18 +100,6 @@ class Member(NamedTuple):
     header: Mapping[str, Any] | None = None
 
 
-class StackDiverged(ConvergenceError):
-    """A run of a stack diverged: the stacked pass stops there (run its runs alone to get
-    each run's own outcome). ``member`` is the index of the run that diverged."""
-
-    def __init__(self, member: int, error: ConvergenceError) -> None:
-        super().__init__(f"run {member} of the stack: {error}")
-        self.member = member
-
-
-#: The hyper-parameters that are learning rates: they reach the arithmetic only as the
-#: phases' rates (``Phase.lr``), which each run of a stack keeps (the partial algorithms'
-#: ``lr_u`` and ``lr_v``: the body's and the head's phase).
 _RATES = ("lr", "lr_u", "lr_v")
 
 
@@ -206,26 +123,28 @@ def stack_key(config: RunConfig, algorithm: Algorithm) -> tuple[Any, ...] | None
     >>> k1 == k2, tf.engine.stack.stack_key(cfg, tf.algorithms.fedavg()) is None
     (True, True)
     """
-    if _run_problem(config, algorithm) is not None:
+    if alone_reason(config, algorithm) is not None:
         return None
     return (_without_lr(algorithm), tuple(getattr(config, k) for k in _SHARED_SETTINGS))
 
+def alone_reason(config: RunConfig, algorithm: Algorithm) -> str | None:
+    """Why a run cannot stack with any other (``None``: it can): its algorithm declares that
+    it does not (``Algorithm.stacks``), or it predicts with its own rule.
 
-def _run_problem(config: RunConfig, algorithm: Algorithm) -> str | None:
-    """Why one run cannot stack with any other, or ``None``."""
-    check = STACKABLE.get(algorithm.name)
-    if check is None:
-        return (f"{algorithm.name} does not stack (stacked: {', '.join(sorted(STACKABLE))}); "
-                "it runs alone")
-    why = check(algorithm.hparams)
-    if why is not None:
-        return why
+    Examples
+    --------
+    >>> cfg = tf.engine.RunConfig(rounds=3)
+    >>> tf.engine.stack.alone_reason(cfg, tf.algorithms.dsgd()) is None
+    True
+    >>> print(tf.engine.stack.alone_reason(cfg, tf.algorithms.fedavg()))
+    fedavg does not stack (Algorithm.stacks is False): it runs alone
+    """
+    if algorithm.stacks is not True:
+        why = (algorithm.stacks if isinstance(algorithm.stacks, str)
+               else f"{algorithm.name} does not stack (Algorithm.stacks is False)")
+        return f"{why}: it runs alone"
     if algorithm.predict is not None:
         return f"{algorithm.name} predicts with its own rule: it runs alone"
-    if config.network is not None:
-        return "a run with a network (virtual clock) runs alone"
-    if config.availability is not None:
-        return "a run with client availability runs alone"
     return None
 
 
@@ -246,7 +165,7 @@ def stack_problem(members: Sequence[Member]) -> str | None:
         return "no runs"
     first = members[0]
     for i, m in enumerate(members):
-        why = _run_problem(m.config, m.algorithm)
+        why = alone_reason(m.config, m.algorithm)
         if why is not None:
             return f"run {i}: {why}"
         if stack_key(m.config, m.algorithm) != stack_key(first.config, first.algorithm):
@@ -407,58 +326,30 @@ class _StackServices(ToyServices):
 
 
 @dataclass
-class _Lane:
-    """One run of the stack: its rows and everything it keeps of its own."""
+class _Combine:
+    """The round over every row of a stack: the block-diagonal union of the lanes' round
+    graphs (each as its run's hooks see it, with its offline clients), told to the mixer so
+    that it mixes each lane's rows with its own graph; rebuilt only when a lane's graph
+    changes."""
 
-    index: int
-    member: Member
-    rows: slice
-    tv: TimeVarying | None
-    site: Site
-    env: DataServices
-    desc: Mapping[str, Any]
-    recorder: Recorder
-    costs: Costs
-    guard: Divergence
-    sizes: Tensor
-    messages: int = 0
-    train_loss: list[Any] = field(default_factory=lambda: [0.0, 0])
-    spectral_cache: dict[int, dict[str, Any]] = field(default_factory=dict)
-    rnd: Round = Round(0)
-    #: the first lane whose global test set this lane's equals (``None``: none recorded)
-    global_set: int | None = None
+    def __init__(self, algorithm: Algorithm, mixer: _BlockMixer) -> None:
+        self.algorithm, self.mixer = algorithm, mixer
+        self.graph: Topology | None = None
+        self.tops: list[Topology | None] = []
 
-
-def _split_sent(sent: Sent, lane: _Lane, name: str) -> Sent:
-    """The part of a round's ``sent`` (over the whole stack) that is ``lane``'s."""
-    if sent.realized is not None or sent.records:
-        raise ValueError(f"{name} realized a graph or records of its own: it cannot stack")
-    if sent.flows is None:
-        if sent.messages:
-            raise ValueError(f"{name} does not say what it sends: its messages cannot be "
-                             "split over the runs of a stack")
-        return Sent(0)
-    a, b, n = lane.rows.start, lane.rows.stop, lane.rows.stop - lane.rows.start
-    flows = []
-    for f in sent.flows:
-        s, r = f.arcs.senders, f.arcs.receivers
-        mine = (s >= a) & (s < b)
-        if bool(((r >= a) & (r < b) != mine).any()):
-            raise ValueError(f"{name} sent across runs: it cannot stack")
-        size = f.size[mine] if isinstance(f.size, np.ndarray) else f.size
-        flows.append(dataclasses.replace(f, arcs=Arcs(n, s[mine] - a, r[mine] - a), size=size))
-    return Sent.of(*flows, active=None if sent.active is None else sent.active[lane.rows])
-
-
-def _own_rows(state: State, rows: slice) -> State:
-    """A copy of the state of the clients ``rows`` (a checkpoint holds those rows only)."""
-    part = state.rows(rows)
-    own = part.own
-    if own is not None:
-        own = record_replace(own, {k: v.clone() for k, v in record_tensors(own).items()})
-    return State(x=part.x.clone(),
-                 momentum=None if part.momentum is None else part.momentum.clone(),
-                 weight=None if part.weight is None else part.weight.clone(), own=own)
+    def __call__(self, t: int, lanes: Sequence[Lane]) -> Round:
+        online = (None if all(ln.rnd.online is None for ln in lanes) else np.concatenate(
+            [np.ones(ln.n, dtype=bool) if ln.rnd.online is None else ln.rnd.online
+             for ln in lanes]))
+        if not self.algorithm.uses_topology:
+            return Round(t, None, online)
+        tops = [ln.rnd.topology for ln in lanes]
+        if self.graph is None or any(a is not b for a, b in zip(tops, self.tops)):
+            self.graph = block_topology([g for g in tops if g is not None])
+            self.mixer.blocks(self.graph, [(ln.rows, g) for ln, g in zip(lanes, tops)
+                                           if g is not None])
+            self.tops = tops
+        return Round(t, self.graph, online)
 
 
 def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
@@ -493,8 +384,6 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
     why = stack_problem(members)
     if why is not None:
         raise ValueError(f"these runs cannot stack: {why}")
-    for m in members:
-        check_eval_val(m.config, m.data)
     t_start = time.perf_counter()
     first = members[0]
     config, algorithm = first.config, first.algorithm
@@ -502,37 +391,19 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
     place = placement or OneProcess()
 
     # ---------------------------------------------------------------- set-up, run by run
-    model0 = first.model.to(device=device, dtype=dtype)
-    layout: ParamLayout = model_layout(model0, algorithm)
-    executor = make_executor(config.executor, model0, layout, device, config.chunk_size)
-    lanes: list[_Lane] = []
-    x0s: list[Tensor] = []
-    start = 0
+    lanes: list[Lane] = []
+    start, executor = 0, None
     for i, m in enumerate(members):
-        n = int(m.data.num_clients)
-        tv = graphs(m.topology, m.algorithm, n)
-        site = place(m.config, tv if m.algorithm.uses_topology else None, m.data)
-        if tv is not None and tv.period == 1 and m.algorithm.uses_topology:
-            _warn_if_disconnected(tv.at(0), stacklevel=4)
-        model = m.model.to(device=device, dtype=dtype)
-        env = DataServices(layout, site.mixer, executor, site.data, m.config.batch_size,
-                           site.clients)
-        x0s.append(init_parameters(model, layout, n, rows=site.clients.ids, seed=m.config.seed,
-                                   same=m.config.init == "same", device=device, dtype=dtype))
-        desc = config_header(m.config, m.algorithm, m.topology, m.data, model)
-        recorder = Recorder(m.config.records_path, run=m.config.run_id, resume=False,
-                            resume_round=0, run_hash=desc["run_hash"], expect_rounds=None)
-        log_header(recorder, m.header, {**desc, **site.header})
-        sizes = torch.as_tensor(np.array(m.data.sizes("train")), device=device)
-        costs = Costs.build(m.config, n, model, tuple(m.data.input_shape))
-        lanes.append(_Lane(i, m, slice(start, start + n), tv, site, env, desc, recorder, costs,
-                           Divergence(m.config.divergence_factor), sizes))
-        start += n
+        ln = Lane.build(i, m.config, m.topology, m.algorithm, m.data, m.model, place,
+                        start=start, executor=executor, header=m.header, init=False,
+                        warn_level=5)
+        executor = ln.env.executor
+        lanes.append(ln)
+        start = ln.rows.stop
     total = start
     _share_global_sets(lanes)
-    # every lane's clients in this process: one batched evaluation of the lanes due
-    batched_eval = all(type(ln.site.clients) is LocalClients for ln in lanes)
     mixer = _BlockMixer(device, dtype)
+    layout = lanes[0].env.layout
     env_all = _StackServices(
         layout=layout, mixer=mixer, n=total,
         train_sizes=torch.cat([ln.sizes for ln in lanes]),
@@ -540,195 +411,25 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
         flipped=np.concatenate([np.asarray(ln.env.flipped) for ln in lanes]),
         run_ids=np.concatenate([np.asarray(ln.site.clients.ids, dtype=np.int64)
                                 for ln in lanes]))
-    state = algorithm.init(torch.cat(x0s), env_all)
+    state = algorithm.init(torch.cat([ln.state.x for ln in lanes]), env_all)
+    for ln in lanes:
+        ln.state = state.rows(ln.rows)
     data = _StackData([ln.site.data for ln in lanes], [ln.rows for ln in lanes])
-    sizes_all = torch.cat([ln.sizes for ln in lanes])
-
-    def check(loss: Tensor, first_row: int) -> None:
-        stop = first_row + loss.shape[0]
-        for ln in lanes:
-            a, b = max(first_row, ln.rows.start), min(stop, ln.rows.stop)
-            if a < b:
-                ln.guard.watch(loss[a - first_row:b - first_row], a - ln.rows.start)
-
-    local_step = LocalStepper(executor, algorithm, data, config.batch_size, layout.num_params,
-                              dtype, rows=total, check=check, fuse=config.fuse)
-    bytes_per_message = ((layout.cols(algorithm.shared).stop - layout.cols(algorithm.shared)
-                          .start) * torch.finfo(dtype).bits // 8)
-    static = all(ln.tv is None or ln.tv.period == 1 for ln in lanes)
-    stack_graph: Topology | None = None
-    seen: list[set[int]] = [set() for _ in lanes]
-    rnd = Round(0)
-    # the runs' file writes of a round (records fsyncs, then checkpoints) side by side and
-    # behind the next round's computation: a run's records reach the disk before its
-    # checkpoint of the round is written, and a round's writes end before the next round's
-    # begin (one round in flight; an error is raised there, or at the end)
-    io = ThreadPoolExecutor(max_workers=min(len(lanes), 8), thread_name_prefix="topofl-stack")
-    pending: list[Future[None]] = []
-    try:
-        for t in range(config.rounds):
-            # ---------------------------------------------------- the round's graphs
-            bases = [None if ln.tv is None else ln.tv.at(t) for ln in lanes]
-            for ln, base, s in zip(lanes, bases, seen):
-                if base is not None and ln.member.algorithm.uses_topology:
-                    _check_stochastic(ln.member.algorithm, base, s)
-                ln.rnd = Round(t, base)
-            if algorithm.uses_topology and (stack_graph is None or not static):
-                stack_graph = block_topology([b for b in bases if b is not None])
-                mixer.blocks(stack_graph, [(ln.rows, b) for ln, b in zip(lanes, bases)
-                                           if b is not None])
-            rnd = Round(t, stack_graph if algorithm.uses_topology else None)
-            _round_start(algorithm, state, rnd, env_all, config.momentum_state)
-
-            # ---------------------------------------------------- local phases
-            step = 0
-            samples = torch.zeros_like(sizes_all)
-            for p, phase in enumerate(algorithm.phases):
-                rates, todos = [], []
-                for ln in lanes:
-                    ph = ln.member.algorithm.phases[p]
-                    lr_t = ph.lr * ln.member.algorithm.decay**t
-                    todo = steps_per_client(ph.steps, ph.epochs, ln.sizes, config.batch_size)
-                    todos.append(todo)
-                    rates.append(torch.full((todo.numel(),), lr_t, dtype=dtype, device=device))
-                todo_all, lr_all = torch.cat(todos), torch.cat(rates)
-                samples += todo_all * config.batch_size
-                for k in range(int(todo_all.max())):
-                    lr = (todo_all > k).to(dtype) * lr_all
-                    loss = local_step(state, rnd, env_all, phase, step, lr)
-                    for ln in lanes:
-                        try:
-                            mean = ln.guard.settle(ln.site.clients, loss[ln.rows], t, step,
-                                                   ln.recorder)
-                        except ConvergenceError as exc:
-                            raise StackDiverged(ln.index, exc) from exc
-                        ln.train_loss[0] += mean
-                        ln.train_loss[1] += 1
-                        ln.guard.first_loss(mean)
-                    step += 1
-
-            # ---------------------------------------------------- communication
-            sent = algorithm.communicate(state, rnd, env_all)
-            for ln in lanes:
-                mine = _split_sent(sent, ln, algorithm.name)
-                ln.messages = _account(ln.costs, ln.member.algorithm, mine, None, step,
-                                       samples[ln.rows], t, ln.recorder, ln.messages,
-                                       bytes_per_message)
-
-            # ---------------------------------------------------- evaluation + records
-            last = t == config.rounds - 1
-            due = [ln for ln in lanes if _eval_due(ln.member.config, t, last)]
-            scored: dict[int, tuple[Tensor, Tensor]] = (
-                _score_lanes(due, state, executor) if batched_eval and due else {})
-            for ln, base in zip(lanes, bases):
-                _records(ln, state, base, t, last, bytes_per_message, t_start,
-                         scored.get(ln.index))
-                ln.recorder.flush(sync=False)
-
-            # ---------------------------------------------------- records sync + checkpoints
-            _wait(pending)
-            pending = []
-            for ln in lanes:
-                cfg = ln.member.config
-                save = None
-                if cfg.checkpoint_every and (t + 1) % cfg.checkpoint_every == 0:
-                    save = (str(cfg.checkpoint_path), _own_rows(state, ln.rows), checkpoint_meta(
-                        t + 1, ln.messages, time.perf_counter() - t_start, ln.train_loss,
-                        ln.guard.loss_ref, ln.desc,
-                        ledger=None if ln.costs.ledger is None else ln.costs.ledger.state()))
-                pending.append(io.submit(_writes, ln, save))
-    except BaseException:
-        _finish(io, lanes, pending, quiet=True)  # the error raised is the pass's own
-        raise
-    _finish(io, lanes, pending, quiet=False)
-    return [Result(records=ln.recorder.records(), state=state.rows(ln.rows), layout=layout,
-                   config=ln.member.config, algorithm=ln.member.algorithm, services=ln.env,
-                   last=ln.rnd) for ln in lanes]
+    # every lane's clients in this process: one batched evaluation of the lanes due
+    batched = all(type(ln.site.clients) is LocalClients for ln in lanes)
+    loop = Loop(lanes, config, algorithm, state, env_all, data, executor, background=True,
+                combine=_Combine(algorithm, mixer), score=_score_lanes if batched else None,
+                stream_rows=total)
+    last = run_loop(loop, t_start)
+    return [ln.result(state.rows(ln.rows), rnd) for ln, rnd in zip(lanes, last)]
 
 
-def _eval_due(cfg: RunConfig, t: int, last: bool) -> bool:
-    return (t + 1) % cfg.eval_every == 0 or last
-
-
-def _records(ln: _Lane, state: State, base: Topology | None, t: int, last: bool,
-             bytes_per_message: int, t_start: float,
-             scored: tuple[Tensor, Tensor] | None = None) -> None:
-    """Run ``ln``'s evaluation of round ``t`` (when due) on its rows, as a run alone does
-    (``scored``: its evaluated parameters and per-client sums from :func:`_score_lanes`)."""
-    cfg, algo, costs = ln.member.config, ln.member.algorithm, ln.costs
-    if not _eval_due(cfg, t, last):
-        return
-    if scored is None:
-        row = evaluate(ln.env.executor, algo, state.rows(ln.rows), ln.rnd, ln.env,
-                       ln.env.data, cfg, ln.recorder)
-    else:
-        x_eval, full = scored
-        check_finite(ln.site.clients, x_eval, t, ln.recorder)
-        val = None
-        if cfg.eval_val:  # the lane's validation splits, as the run alone scores them
-            val = ln.site.clients.all_rows(
-                split_sums(ln.env.executor, x_eval, ln.env.data, "val"), "evaluation")
-        row = evaluation_row(ln.site.clients, algo, ln.env, x_eval, full, cfg, ln.recorder, t,
-                             val=val)
-        row.update(global_row(cfg, ln.env.n, ln.env.data))
-    row["train_loss"] = ln.train_loss[0] / max(1, ln.train_loss[1])
-    ln.train_loss = [0.0, 0]
-    if costs.ledger is not None:
-        row.update(costs.ledger.rows())
-    else:
-        row["messages"] = ln.messages
-        row["bytes"] = ln.messages * bytes_per_message
-    row["wall_time"] = time.perf_counter() - t_start
-    ln.recorder.log_many(row, t)
-    if costs.ledger is not None and cfg.record_clients:
-        for name, values in costs.ledger.client_rows().items():
-            if name.startswith("bytes"):
-                ln.recorder.log_clients(name, values, t)
-    static = ln.tv is not None and ln.tv.period == 1
-    first_eval = min(cfg.eval_every, cfg.rounds) - 1
-    if cfg.spectral and base is not None and (not static or t == first_eval):
-        ln.recorder.log_many(spectral_row(base, ln.tv, ln.spectral_cache,
-                                          ln.env.label_counts), t)
-
-def _wait(jobs: Sequence[Future[None]]) -> None:
-    """Wait for every one of ``jobs``; then raise the first one's error (in their order)."""
-    errors = [f.exception() for f in jobs]
-    for e in errors:
-        if e is not None:
-            raise e
-
-
-def _finish(io: ThreadPoolExecutor, lanes: Sequence[_Lane], pending: Sequence[Future[None]],
-            *, quiet: bool) -> None:
-    """Every run's records to the disk (after the writes under way), then close them;
-    ``quiet``: an error of these writes is not raised (the pass stops on another)."""
-    try:
-        for ln in lanes:
-            ln.recorder.flush(sync=False)
-        _wait(pending)
-        _wait([io.submit(ln.recorder.sync) for ln in lanes])
-    except Exception:
-        if not quiet:
-            raise
-    finally:
-        io.shutdown(wait=True)
-        for ln in lanes:
-            ln.recorder.close()
-
-
-def _writes(ln: _Lane, save: tuple[str, State, dict[str, Any]] | None) -> None:
-    """A run's file writes of a round: its records to the disk, then its checkpoint."""
-    ln.recorder.sync()
-    if save is not None:
-        ln.site.checkpointer.save(*save)
-
-
-def _share_global_sets(lanes: Sequence[_Lane]) -> None:
+def _share_global_sets(lanes: Sequence[Lane]) -> None:
     """Give each lane that records the global test set the first lane with an equal one
     (the same rows and labels): lanes that share it score it in one batched pass."""
-    firsts: list[_Lane] = []
+    firsts: list[Lane] = []
     for ln in lanes:
-        data, cfg = ln.env.data, ln.member.config
+        data, cfg = ln.env.data, ln.config
         xg, yg = data.global_test
         if not (cfg.eval_global and int(xg.shape[0]) > 0):
             continue
@@ -744,7 +445,7 @@ def _share_global_sets(lanes: Sequence[_Lane]) -> None:
             firsts.append(ln)
 
 
-def _stacked_test_batches(lanes: Sequence[_Lane], batch_size: int
+def _stacked_test_batches(lanes: Sequence[Lane], batch_size: int
                           ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
     """The lanes' padded test batches (``FederatedData.eval_batches``) side by side: batch
     ``k`` holds every lane's batch ``k`` (a lane with fewer batches adds masked-out rows)."""
@@ -765,13 +466,13 @@ def _stacked_test_batches(lanes: Sequence[_Lane], batch_size: int
         yield torch.cat(xs), torch.cat(ys), torch.cat(ms)
 
 
-def _global_size(ln: _Lane) -> int:
+def _global_size(ln: Lane) -> int:
     """How many samples of its global test set lane ``ln`` scores its clients on."""
-    return global_samples(ln.member.config.eval_global_samples, ln.env.n,
+    return global_samples(ln.config.eval_global_samples, ln.env.n,
                           int(ln.env.data.global_test[0].shape[0]))
 
 
-def _score_lanes(due: Sequence[_Lane], state: State, executor: Any
+def _score_lanes(due: Sequence[Lane], state: State, executor: Any
                  ) -> dict[int, tuple[Tensor, Tensor]]:
     """Every due lane's evaluated parameters and per-client sums ``[m, 3 or 6]`` (correct,
     loss, count on its clients' test splits, then on its global test set), as
@@ -780,7 +481,7 @@ def _score_lanes(due: Sequence[_Lane], state: State, executor: Any
     once through the rows of the lanes that share it. A client's sums are over the same
     samples with the same per-sample arithmetic (counts equal; float64 sums of the losses
     may group their terms otherwise, a few units in the last place)."""
-    xs = [ln.member.algorithm.evaluate(state.rows(ln.rows), ln.rnd, ln.env) for ln in due]
+    xs = [ln.algorithm.evaluate(state.rows(ln.rows), ln.rnd, ln.env) for ln in due]
     x_all = xs[0] if len(xs) == 1 else torch.cat(xs)
     n = int(x_all.shape[0])
     datas = [ln.env.data for ln in due]
@@ -802,7 +503,7 @@ def _score_lanes(due: Sequence[_Lane], state: State, executor: Any
                   else torch.cat([xs[i] for i in group]) if len(group) > 1 else xs[group[0]])
         m = int(xg_all.shape[0])
         first = due[group[0]]
-        sub = global_scored(first.member.config, first.env.n, first.env.data)
+        sub = global_scored(first.config, first.env.n, first.env.data)
         if sub is not None:  # the same fixed subsample as each run alone scores
             sums = shared_sums(executor, xg_all, sub[0], sub[1])
         else:
