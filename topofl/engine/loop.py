@@ -1,18 +1,23 @@
 """The run: one set-up, then the round loop, reading top to bottom.
 
-:func:`run` sets a run up: the placement (where the clients live: every client in this
-process by default, a rank's share in a distributed run; :mod:`topofl.engine.placement`), the
-model layout, the executor, the services, the initial state, a checkpoint to resume from and
-the records. :func:`run_loop` then runs the rounds, each in order: the round's topology, the
-algorithm's round start, its local phases (every client's mini-batch drawn at once, or block
-of clients by block: :class:`~topofl.engine.LocalStepper`), communication, and every
-``eval_every`` rounds an evaluation whose rows go to the records file, flushed every round.
-Whatever differs between placements lives behind ``env.clients`` (the rows this process
-owns and the sums over every client), ``env.mixer`` and the placement's checkpointer; the
-loop itself never asks where the clients are. Checkpoints are written atomically and a
-resumed run produces the same records as an uninterrupted one, because the data batches and
-the time-varying graphs depend only on ``(seed, round, step)`` and everything the algorithm
-carries is in its ``State``.
+:func:`run` sets a run up as one :class:`Lane` (:meth:`Lane.build`): the placement (where the
+clients live: every client in this process by default, a rank's share in a distributed run;
+:mod:`topofl.engine.placement`), the model layout, the executor, the services, the initial
+state, a checkpoint to resume from, the records and the accounting (ledger, clock,
+availability). :func:`run_loop` then runs the rounds of a :class:`Loop` of lanes, each round
+in order: who is online and the round's graph, the algorithm's round start, its local phases
+(every client's mini-batch drawn at once, or block of clients by block:
+:class:`~topofl.engine.LocalStepper`), communication (with the round's lost messages), and
+every ``eval_every`` rounds an evaluation whose rows go to the records file, flushed every
+round, then the checkpoints. A run alone is one lane; a stack
+(:func:`topofl.engine.stack.run_stacked`) puts several runs' lanes side by side in the same
+loop, each with its own seeds, learning-rate schedule, availability, clock, records and
+checkpoints. Whatever differs between placements lives behind ``env.clients`` (the rows this
+process owns and the sums over every client), ``env.mixer`` and the placement's
+checkpointer; the loop itself never asks where the clients are. Checkpoints are written
+atomically and a resumed run produces the same records as an uninterrupted one, because the
+data batches and the time-varying graphs depend only on ``(seed, round, step)`` and
+everything the algorithm carries is in its ``State``.
 """
 
 from __future__ import annotations
