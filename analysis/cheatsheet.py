@@ -770,6 +770,34 @@ def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
             w.writerow({k: "" if v is None else v for k, v in r.items()})
 
 
+def _paths_problem(out: Path, report: Path) -> str | None:
+    """Why the records folder ``out`` or the page ``report`` cannot be written, or ``None``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "a.md"
+    >>> _ = f.write_text("mine")
+    >>> print(_paths_problem(f, f.parent / "page.md"))  # doctest: +ELLIPSIS
+    --out .../a.md is a file, not a folder: --out names the folder of the runs' records ...
+    """
+    for folder in (out, *out.parents):
+        if folder.exists() and not folder.is_dir():
+            return (f"--out {out} is a file{'' if folder == out else f' under the file {folder}'}"
+                    ", not a folder: --out names the folder of the runs' records (and, with "
+                    "--quick, of the page); --report names the page")
+        if folder.exists():
+            break
+    for where in (report, *report.parents):
+        if where.exists():
+            if where == report and report.is_dir():
+                return f"--report {report} is a folder: --report names the page (a .md file)"
+            if where != report and not where.is_dir():
+                return f"--report {report} lies under the file {where}: it cannot be written"
+            break
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run (or reuse) the runs, measure the graphs and write the page and its CSV files."""
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -790,6 +818,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out if args.out is not None else HERE / "out" / "cheatsheet" / name
     report = args.report if args.report is not None else (
         out / "cheatsheet.md" if args.quick else HERE / "cheatsheet.md")
+    why = _paths_problem(out, report)
+    if why is not None:  # one line, before any run
+        print(f"cheatsheet: error: {why}", file=sys.stderr)
+        return 2
     out.mkdir(parents=True, exist_ok=True)
 
     def say(line: str) -> None:

@@ -162,6 +162,31 @@ def test_the_docstring_examples_run() -> None:
     assert doctest.testmod(C, verbose=False).failed == 0
 
 
+@pytest.mark.parametrize(("args", "expect"), [
+    (["--out", "{file}"], "--out {file} is a file, not a folder: --out names the folder of the "
+                          "runs' records"),
+    (["--out", "{file}/runs"], "--out {file}/runs is a file under the file {file}, not a "
+                               "folder"),
+    (["--out", "{tmp}/runs", "--report", "{tmp}"], "--report {tmp} is a folder: --report "
+                                                   "names the page (a .md file)"),
+    (["--out", "{tmp}/runs", "--report", "{file}/page.md"], "--report {file}/page.md lies "
+                                                            "under the file {file}"),
+])
+def test_an_output_path_that_cannot_be_written_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+        expect: str) -> None:
+    """Before: ``--quick --out EXISTING_FILE`` ended in a FileExistsError traceback."""
+    C = load("cheatsheet")
+    file = tmp_path / "existing.md"
+    file.write_text("mine\n")
+    fill = {"file": str(file), "tmp": str(tmp_path)}
+    assert C.main(["--quick", *(a.format(**fill) for a in args)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [err[0]] and err[0].startswith("cheatsheet: error: " + expect.format(**fill))
+    assert file.read_text() == "mine\n" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "existing.md"]
+
+
 def _family(name: str, example: Any) -> GraphFamily:
     return GraphFamily(name, tf.topologies.ring, (Param("n", int, "nodes"),),
                        lambda n, rng: example(n))

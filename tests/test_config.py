@@ -246,16 +246,16 @@ def test_a_config_is_resolved_once_and_its_algorithm_built_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """execute checks the config (resolve) and runs that checked call: the algorithm the check
     built is the one that trains (once per run, not once to check and again to run)."""
-    from topofl.algorithms.base import ALGORITHMS
+    from topofl.algorithms.base import _REGISTRY
 
-    real, built = ALGORITHMS["dsgd"], []
+    real, built = _REGISTRY.table["dsgd"], []
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         built.append(kwargs)
         return real(*args, **kwargs)
 
     counting.__signature__ = inspect.signature(real)  # type: ignore[attr-defined]
-    monkeypatch.setitem(ALGORITHMS, "dsgd", counting)
+    monkeypatch.setitem(_REGISTRY.table, "dsgd", counting)  # the same factory, counted
     cfg = {"topology": "ring", "n_clients": 4, "rounds": 1, "lr": 0.3, "batch_size": 8,
            "model": "logistic", "partition": "iid"}
     resolved = tf.config.resolve(cfg)

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import topofl as tf
+from topofl.algorithms.base import _REGISTRY as _ALGORITHMS
 from topofl.data.datasets.registry import _REGISTRY as _DATASETS
 from topofl.models._registry import _REGISTRY as _MODELS
 
@@ -35,15 +36,14 @@ _SLOW = ("tf.run(", "pushsum_constants(")
 def _registries_as_they_were() -> Iterator[None]:
     """What a block registers (its own algorithm, graph family, model, dataset) is gone after
     it, so a block runs again and other tests see the built-in registries only."""
-    algorithms = dict(tf.algorithms.ALGORITHMS)
+    registries = (_ALGORITHMS, _MODELS, _DATASETS)
+    saved = [r.snapshot() for r in registries]
     families = dict(tf.topologies.REGISTRY._items)
-    models, datasets = dict(_MODELS.table), dict(_DATASETS.table)
     yield
-    for live, saved in ((tf.algorithms.ALGORITHMS, algorithms),
-                        (tf.topologies.REGISTRY._items, families), (_MODELS.table, models),
-                        (_DATASETS.table, datasets)):
-        live.clear()
-        live.update(saved)
+    for registry, (table, originals) in zip(registries, saved):
+        registry.restore(table, originals)
+    tf.topologies.REGISTRY._items.clear()
+    tf.topologies.REGISTRY._items.update(families)
 
 
 def _ids() -> list[Any]:

@@ -1,10 +1,14 @@
-"""The process machinery of a sweep (:mod:`topofl.sweep`): what keeps its processes apart.
+"""The process machinery of a sweep (:mod:`topofl.sweep`) and of the commands that start
+child processes: what keeps their processes apart, and none outliving its parent.
 
 A run executes under an advisory lock on a file (:func:`lock`), so that two sweeps over one
 folder never write the same files; ``jobs > 1`` runs go to a pool of worker processes
 (:func:`worker_pool`) that end with the sweep however it ends, and are ended at once when it
 is interrupted; inside :func:`sigterm_raises` a SIGTERM interrupts the main thread the way
-Ctrl-C does. Nothing here knows what a run is: the sweep passes in what to call.
+Ctrl-C does. A child interpreter a command starts (``topofl plan``'s probe, ``topofl
+bench``'s peak-memory rows) runs :func:`orphan_guard`'s lines first, so that it ends with the
+command (:func:`die_with_parent`). Nothing here knows what a run is: the sweep passes in what
+to call.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: runs hold no lock
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["lock", "sigterm_raises", "worker_pool"]
+__all__ = ["lock", "sigterm_raises", "worker_pool", "die_with_parent", "orphan_guard"]
 
 
 @contextlib.contextmanager
@@ -61,13 +65,15 @@ def lock(path: Path) -> Iterator[bool]:
         os.close(fd)  # closing releases the lock
 
 
-def _die_with_parent(parent: int) -> None:
-    """End this worker process when the sweep process ``parent`` ends, however it ends.
+def die_with_parent(parent: int) -> None:
+    """End this process when its parent process ``parent`` ends, however it ends.
 
-    A SIGKILL of the sweep gives its workers no chance to be told: on Linux the kernel sends
-    them SIGKILL then (``prctl(PR_SET_PDEATHSIG)``); everywhere, a daemon thread checks once
-    a second that the parent is still there (a dead parent's children are re-parented, so
-    ``os.getppid()`` changes) and ends the process if not.
+    A SIGKILL of the parent (or a SIGTERM, whose default action ends it at once) gives its
+    children no chance to be told: on Linux the kernel sends them SIGKILL then
+    (``prctl(PR_SET_PDEATHSIG)``, set here); everywhere, a daemon thread checks once a second
+    that the parent is still there (a dead parent's children are re-parented, so
+    ``os.getppid()`` changes) and ends the process if not. A parent already gone when this is
+    called ends the process at once.
     """
     if sys.platform.startswith("linux"):
         try:
@@ -87,9 +93,28 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="topofl-sweep-parent-watch", daemon=True).start()
 
 
+def orphan_guard() -> str:
+    """Python lines that make the interpreter running them end with this process: the first
+    lines of the program of a child interpreter (``python -c``) a command starts, so that
+    stopping the command (a timeout's SIGTERM, a SIGKILL, Ctrl-C) stops its child too
+    (:func:`die_with_parent`; the child imports ``topofl``).
+
+    Examples
+    --------
+    >>> import os, subprocess, sys
+    >>> from topofl._processes import orphan_guard
+    >>> out = subprocess.run([sys.executable, "-c", orphan_guard() + "print('ran')"],
+    ...                      capture_output=True, text=True, check=True)
+    >>> out.stdout
+    'ran\\n'
+    """
+    return (f"from topofl._processes import die_with_parent as _die_with_parent\n"
+            f"_die_with_parent({os.getpid()})\n")
+
+
 def _init_worker(threads: int, parent: int | None = None) -> None:
     if parent is not None:
-        _die_with_parent(parent)
+        die_with_parent(parent)
     # Ctrl-C reaches the whole process group: the parent alone decides (it ends the workers
     # and says what finished), so a worker does not turn it into a failed run
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -46,7 +46,7 @@ from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, s
 from topofl.engine.availability import check_absent
 from topofl.engine.config import config_header
 from topofl.engine.drops import check_drop
-from topofl.engine.extend import check_algorithm, stochasticity_problem
+from topofl.engine.extend import check_algorithm, checked_pieces, stochasticity_problem
 from topofl.engine.loop import Result, RunConfig
 from topofl.engine.loop import run as engine_run
 from topofl.engine.placement import FileCheckpointer, OneProcess, Placement
@@ -54,7 +54,13 @@ from topofl.engine.stack import Member, run_stacked
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
 from topofl.graph import GraphLike, TimeVarying, Topology
 from topofl.models import MODELS, build_model, check_model_input
-from topofl.provenance import describe_run, model_signature, partition_signature, provenance
+from topofl.provenance import (
+    describe_run,
+    model_signature,
+    partition_signature,
+    provenance,
+    replaced_entries,
+)
 from topofl.topologies import GraphFamily
 from topofl.topologies._registry import build_checked
 
@@ -330,7 +336,9 @@ def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, 
                 f"{algorithm}: {exc}") from None
     else:
         algo = algorithm
-    check_algorithm(algo)  # a piece of one's own missing a member: named now, not rounds later
+    # a piece of one's own missing a member: named now, not rounds later; what its init and
+    # communicate return: checked where they return (None, another dtype, a NaN size)
+    algo = checked_pieces(check_algorithm(algo))
     check_drop(algo, run.network)  # [network] drop > 0 needs a rule for a lost message
     check_absent(algo, run.availability)  # offline clients need a rule for an absent one
     topology = _as_topology(topology)
@@ -572,6 +580,12 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
         **call, hparams=p.hparams, rounds=p.rounds, seed=p.seed,
         settings=dataclasses.asdict(config))
     prov = provenance()
+    swapped = replaced_entries(prepared.call["algorithm"], prepared.call["model"],
+                               prepared.call["data"])
+    if swapped:  # a name whose registration was replaced: the header says which
+        prov["replaced"] = swapped
+        not_replayable = [*not_replayable, *(f"{kind} {name!r} (its registration was replaced)"
+                                             for kind, name in swapped.items())]
     prov["replayable"] = not not_replayable
     if not_replayable:
         prov["not_replayable"] = not_replayable

@@ -60,6 +60,7 @@ from torch import Tensor, nn
 
 from topofl import __version__, algorithms, topologies
 from topofl._cpu import cpu_kind, cpu_model
+from topofl._processes import orphan_guard
 from topofl._validation import _fmt_bytes, graph_bytes
 from topofl.data import Dataset, federate
 from topofl.engine import (
@@ -479,7 +480,8 @@ def _peak_bytes(model: str, n: int, batch: int, device: torch.device,
             "hidden": None if hidden is None else list(hidden)}
     root = str(Path(__file__).resolve().parent.parent)  # this topofl, whatever the cwd
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run([sys.executable, "-c", PEAK_METER + _CHILD, json.dumps(args)],
+    proc = subprocess.run([sys.executable, "-c", orphan_guard() + PEAK_METER + _CHILD,
+                           json.dumps(args)],  # a child that ends with this process
                           capture_output=True, text=True, check=False,
                           env={**os.environ, "PYTHONPATH": path})
     if proc.returncode:

@@ -50,6 +50,7 @@ import torch
 
 from topofl import config as config_mod
 from topofl import topologies
+from topofl._processes import orphan_guard
 from topofl._validation import _fmt_bytes, check_device, memory_limit
 from topofl.data import load
 from topofl.data.federated import federate
@@ -232,7 +233,9 @@ print(json.dumps(out))
 
 def _probe(cfg: Mapping[str, Any], ns: list[int], timed: bool) -> dict[str, Any]:
     """Run the config in a fresh interpreter: the peak memory growth after one round at each
-    ``n`` of ``ns`` (in order), and the time per round of the config itself.
+    ``n`` of ``ns`` (in order), and the time per round of the config itself. The child ends
+    with this process (:func:`topofl._processes.orphan_guard`): a plan stopped by a timeout
+    or a SIGKILL leaves no probe running.
 
     Raises
     ------
@@ -244,9 +247,9 @@ def _probe(cfg: Mapping[str, Any], ns: list[int], timed: bool) -> dict[str, Any]
     run_cfg = {**cfg, "records_path": None, "checkpoint_every": 0, "progress": False}
     run_cfg.pop("checkpoint_path", None)
     threads = str(torch.get_num_threads())
-    proc = subprocess.run(
-        [sys.executable, "-c", _PROBE, json.dumps(run_cfg), threads, json.dumps(ns),
-         "1" if timed else "0"],
+    proc = subprocess.run(  # a child that ends with this process, however it is stopped
+        [sys.executable, "-c", orphan_guard() + _PROBE, json.dumps(run_cfg), threads,
+         json.dumps(ns), "1" if timed else "0"],
         capture_output=True, text=True, env={**os.environ, "TOPOFL_TRACEBACK": "1"},
         check=False)
     if proc.returncode:

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from topofl._cpu import cpu_kind, cpu_model
+from topofl._extensible import replaced
 from topofl._validation import unknown_name
 from topofl._version import __version__
 from topofl.algorithms.base import ALGORITHMS
@@ -39,8 +40,8 @@ from topofl.exceptions import ConfigError
 from topofl.models import MODELS
 from topofl.records import _jsonable
 
-__all__ = ["describe_run", "provenance", "command_line", "launched_command", "plain",
-           "hparam_signature", "partition_signature", "model_signature", "NOT_RECORDED"]
+__all__ = ["describe_run", "replaced_entries", "provenance", "command_line", "launched_command",
+           "plain", "hparam_signature", "partition_signature", "model_signature", "NOT_RECORDED"]
 
 #: keywords of topofl.run that are not recorded: how to show a run, not what it computes
 NOT_RECORDED = frozenset({"progress"})
@@ -160,6 +161,30 @@ def describe_run(
     cfg.update({k: v for k, v in settings.items()
                 if k not in ("rounds", "seed") and k not in NOT_RECORDED})
     return plain(cfg), reasons
+
+
+def replaced_entries(algorithm: Any, model: Any, data: Any) -> dict[str, str]:
+    """The registry names a call gives (``algorithm``, ``model``, ``data``: names or
+    objects) whose entry a ``register_*(name, replace=True)`` replaced: what its records
+    header then says under ``provenance.replaced``.
+
+    Examples
+    --------
+    >>> from topofl.provenance import replaced_entries
+    >>> replaced_entries("dsgd", "logistic", "digits:seed=0")
+    {}
+    """
+    out: dict[str, str] = {}
+    if isinstance(algorithm, str) and algorithm in replaced("algorithm"):
+        out["algorithm"] = algorithm
+    if isinstance(model, str) and model in replaced("model"):
+        out["model"] = model
+    if isinstance(data, str):  # a dataset name is read up to case, "-" and "_", and a spec
+        key = data.split(":", 1)[0].lower().replace("-", "").replace("_", "")
+        for name in replaced("dataset"):
+            if name.lower().replace("-", "").replace("_", "") == key:
+                out["data"] = name
+    return out
 
 
 def _partition_defaults(scheme: str, given: Mapping[str, Any] | None) -> dict[str, Any]:

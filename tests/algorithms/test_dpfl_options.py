@@ -207,6 +207,36 @@ def test_best_validation_model_is_scored() -> None:
         tf.algorithms.dpfl(select="best_test")
 
 
+@dataclass
+class Fixed(ToyServices):
+    """Toy services whose validation losses are set by hand (:attr:`now`)."""
+
+    now: torch.Tensor = torch.zeros(0)
+
+    def losses(self, x: torch.Tensor, split: str = "val") -> torch.Tensor:
+        return self.now
+
+
+def test_a_non_finite_validation_loss_is_never_the_best_model() -> None:
+    """Before: a -inf validation loss (``vl < best_val``) was kept as the best model."""
+    base = toy_services(2, 1)
+    env = Fixed(layout=base.layout, mixer=base.mixer, n=base.n)
+    algo = tf.algorithms.dpfl(tau_init=0, weighting="uniform", no_greedy=[0, 1],
+                              select="best_val")
+    state = algo.init(torch.zeros(2, 1, dtype=D), env)
+    inf, nan = float("inf"), float("nan")
+    plan = [(0.5, 0.5), (-inf, nan), (0.2, inf), (0.3, 0.1)]
+    best_rounds = []
+    for t, losses in enumerate(plan):
+        env.now = torch.tensor(losses, dtype=D)
+        algo.round_start(state, Round(t), env)
+        state.x.fill_(float(t))
+        best_rounds.append(algo.communicate(state, Round(t), env).records["dpfl_best_round"])
+    assert best_rounds == [[0, 0], [0, 0], [2, 0], [2, 3]]
+    assert state.own.best_val.tolist() == [0.2, 0.1]
+    assert algo.evaluate(state, Round(3), env).flatten().tolist() == [2.0, 3.0]
+
+
 def test_best_val_through_a_run_scores_the_kept_models() -> None:
     data = tf.data.federate("digits", "dpfl_pathological", 4, classes_per_client=3, alpha=0.5,
                             seed=1, val=0.2)

@@ -124,18 +124,50 @@ def test_selection_is_the_first_best_round_of_each_client(n: int, rounds: int, s
     rng = np.random.default_rng(seed)
     by = rng.integers(0, 3, size=(rounds, n)).astype(float)  # small integers: many ties
     by[rng.random((rounds, n)) < 0.2] = np.nan
+    odd = rng.random((rounds, n)) < 0.2  # a diverged model's loss: never the best one
+    by[odd] = rng.choice([np.inf, -np.inf], size=int(odd.sum()))
     metric = rng.random((rounds, n))
+    stored = {np.inf: "inf", -np.inf: "-inf"}  # as the records file writes them
     rows = [{"run": "r", "round": t, "client": c, "metric": m, "value": v}
             for t in range(rounds) for c in range(n)
-            for m, v in (("val_loss", None if np.isnan(by[t, c]) else by[t, c]),
+            for m, v in (("val_loss", None if np.isnan(by[t, c]) else
+                          stored.get(float(by[t, c]), float(by[t, c]))),
                          ("test_acc", metric[t, c]))]
     got = Records(rows=rows).selected(mode=mode)
     for c in range(n):
-        col = by[:, c] if mode == "min" else -by[:, c]
+        col = np.where(np.isfinite(by[:, c]), by[:, c], np.nan)
+        col = col if mode == "min" else -col
         if np.isnan(col).all():
             assert math.isnan(got[c])
-        else:  # nanargmin: the first round of the smallest value
+        else:  # nanargmin over the finite values: the first round of the smallest one
             assert got[c] == metric[int(np.nanargmin(col)), c]
+
+
+@pytest.mark.parametrize("bad", ["-inf", float("-inf"), "inf", None, float("nan")])
+def test_a_non_finite_validation_loss_is_never_the_best_round(bad: Any) -> None:
+    """Before: a "-inf" validation loss was selected as the best round."""
+    rows = [{"run": "r", "round": t, "client": 0, "metric": m, "value": v}
+            for t, m, v in [(0, "val_loss", 0.5), (0, "test_acc", 0.1),
+                            (1, "val_loss", bad), (1, "test_acc", 0.2),
+                            (2, "val_loss", 0.3), (2, "test_acc", 0.9)]]
+    assert Records(rows=rows).selected().tolist() == [0.9]
+    assert Records(rows=rows).selected(mode="max").tolist() == [0.1]
+
+
+def test_a_metric_that_is_not_a_name_is_a_type_error() -> None:
+    """Before: ``Records.selected(1)`` raised ``AttributeError: 'int' object has no attribute
+    'startswith'``."""
+    rec = Records(rows=[{"run": "r", "round": 0, "client": 0, "metric": "val_loss",
+                         "value": 0.5}])
+    with pytest.raises(TypeError, match=r"^metric must be a str naming a recorded metric "
+                                        r"\(e.g. 'test_acc'\), got int 1$"):
+        rec.selected(1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^by must be a str .* got NoneType None$"):
+        rec.selected("test_acc", None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^metric must be a str .* got int 1$"):
+        rec.series(1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^metric must be a str .* got float 0.5$"):
+        rec.per_client(0.5, 0)  # type: ignore[arg-type]
 
 
 def test_client_accuracy_stats_of_the_selected_models() -> None:

@@ -10,28 +10,75 @@ belong to the engine, :mod:`topofl.engine.protocol` and :mod:`topofl.engine.piec
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from topofl._extensible import Extensible
 from topofl._validation import check_bool, check_int, unknown_name
 from topofl.engine.protocol import Algorithm
 
-__all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "get_algorithm", "heterogeneous_epochs"]
+__all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "unregister_algorithm",
+           "get_algorithm", "heterogeneous_epochs"]
+
+Factory = Callable[..., Algorithm]
+
+#: The registry: topofl's own algorithms (defined in ``topofl.algorithms``) are built in.
+_REGISTRY: Extensible[Factory] = Extensible("algorithm", {}, home="topofl.algorithms.")
+
+#: Name -> factory ``(**hparams) -> Algorithm``. Read-only: add one with
+#: :func:`register_algorithm`.
+ALGORITHMS: Mapping[str, Factory] = _REGISTRY.view
 
 
-ALGORITHMS: dict[str, Callable[..., Algorithm]] = {}
+def register_algorithm(name: str, *, replace: bool = False) -> Callable[[Factory], Factory]:
+    """Decorator adding an algorithm factory to :data:`ALGORITHMS`, so ``topofl.run(name)``
+    and a config's ``algorithm = "name"`` build it (with the run's hyper-parameters as its
+    keywords).
+
+    Parameters
+    ----------
+    name : str
+        Non-empty and identifier-like (letters, digits, ``_`` and ``-``).
+    replace : bool, default False
+        Replace the factory registered under ``name`` (a built-in one too), with a
+        ``UserWarning``: a run that names it then runs the new factory, and its records
+        header says so (``"replaced": true`` in its algorithm description, ``replaced`` in
+        its provenance). :func:`unregister_algorithm` restores the previous factory.
+
+    Raises
+    ------
+    TypeError
+        ``name`` is not a non-empty identifier-like str, or the factory is not callable.
+    ValueError
+        Another factory is registered under ``name`` and ``replace`` is false (the same
+        factory again is a no-op).
+
+    Examples
+    --------
+    >>> register_algorithm("dsgd")(lambda lr=0.1: None)
+    Traceback (most recent call last):
+    ...
+    ValueError: algorithm 'dsgd' is already registered (built in): pass replace=True to replace it
+    >>> register_algorithm("")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: an algorithm name must be a non-empty str of letters, digits, ... got str ''
+    """
+    return _REGISTRY.register(name, "factory", replace=replace)
 
 
-def register_algorithm(name: str) -> Callable[[Callable[..., Algorithm]], Callable[..., Algorithm]]:
-    """Decorator adding an algorithm factory to :data:`ALGORITHMS`."""
+def unregister_algorithm(name: str) -> None:
+    """Remove a factory :func:`register_algorithm` added; for a replaced name, put back the
+    factory it replaced (the built-in one).
 
-    def deco(fn: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
-        ALGORITHMS[name] = fn
-        return fn
-
-    return deco
+    Raises
+    ------
+    ValueError
+        ``name`` is a built-in algorithm that was not replaced, or not registered.
+    """
+    _REGISTRY.unregister(name)
 
 
 def get_algorithm(name: str, **hparams: Any) -> Algorithm:

@@ -568,7 +568,7 @@ def keep_best_(state: State, t: int, env: Services) -> list[int]:
     if best_val is None or best_round is None or best_x is None:
         raise ValueError("keep_best_ needs the state of dpfl(select='best_val')")
     vl = env.losses(x, "val").to(torch.float64)
-    better = vl < best_val
+    better = torch.isfinite(vl) & (vl < best_val)  # a NaN or -inf loss is never the best
     best_val.copy_(torch.where(better, vl, best_val))
     best_round.masked_fill_(better, t)
     best_x.copy_(torch.where(better.unsqueeze(1), x, best_x))

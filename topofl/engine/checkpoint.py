@@ -147,7 +147,8 @@ def save_checkpoint(path: str | os.PathLike[str], payload: dict[str, Any]) -> No
         temporary file this call creates beside ``path``
         (:func:`~topofl._fs.private_sibling`, removed again if the write fails), renamed
         over ``path``, and the folder is fsynced; a write killed midway leaves that
-        ``.<name>.topofl-tmp-...`` file, which is safe to delete. A folder at ``path`` is an
+        ``.<name>.topofl-tmp-<pid>-...`` file, which the next save to ``path`` removes once
+        its writer is gone (:func:`~topofl._fs.remove_orphans`). A folder at ``path`` is an
         ``IsADirectoryError`` (never replaced here;
         ``topofl.run``'s checkpointer replaces the folder of a sharded checkpoint,
         :func:`topofl.distributed.checkpoint.save_any`).

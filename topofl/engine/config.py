@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from topofl._extensible import replaced
 from topofl._validation import (
     check_bool,
     check_choice,
@@ -358,7 +359,12 @@ def config_header(config: RunConfig, algorithm: Algorithm, topology: GraphLike |
                   data: Any, model: nn.Module) -> dict[str, Any]:
     """The records header of a run: its settings, the algorithm with every hyper-parameter, the
     topology, the data, the model and the versions, as plain JSON values, and its
-    :func:`run_hash` under ``"run_hash"``."""
+    :func:`run_hash` under ``"run_hash"``.
+
+    An algorithm whose name a ``register_algorithm(name, replace=True)`` took over is
+    described with ``"replaced": true`` (and so gets a run hash of its own: a run of the
+    replacement is never taken for one of the algorithm it replaced).
+    """
     cfg = asdict(config)
     cfg.pop("progress", None)
     for key, default in ADDED_SETTINGS.items():  # at their defaults: the hash of older runs
@@ -369,9 +375,12 @@ def config_header(config: RunConfig, algorithm: Algorithm, topology: GraphLike |
         cfg["eval_global_samples"] = sampled
     elif config.eval_global_samples != "auto":  # the whole set: as every setting scores it
         cfg.pop("eval_global_samples", None)
+    algo: dict[str, Any] = {"name": algorithm.name, **dict(algorithm.hparams)}
+    if algorithm.name in replaced("algorithm"):  # a registration replaced it: not the same
+        algo["replaced"] = True
     out: dict[str, Any] = jsonable({
         "run": cfg,
-        "algorithm": {"name": algorithm.name, **dict(algorithm.hparams)},
+        "algorithm": algo,
         "topology": None if topology is None else {
             "name": topology.name, "n": topology.n, "params": topology.params},
         "data": getattr(data, "params", {"num_clients": data.num_clients}),

@@ -20,16 +20,22 @@ TypeError: dsgd's local update OnlyPoint has no method update(state, grads, phas
 
 from __future__ import annotations
 
+import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import numpy as np
+from torch import Tensor
 
 from topofl.engine.availability import ABSENT_RULES
 from topofl.engine.drops import LOST_RULES
-from topofl.engine.protocol import Algorithm, Phase
+from topofl.engine.ledger import Flow, FlowError
+from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import TimeVarying
 
-__all__ = ["check_algorithm", "check_local_update", "stochasticity_problem"]
+__all__ = ["check_algorithm", "check_local_update", "stochasticity_problem", "checked_pieces",
+           "check_state", "check_sent"]
 
 _STOCHASTIC = ("doubly", "column", "row", None)
 _SHARED = ("all", "body")
@@ -207,3 +213,191 @@ def stochasticity_problem(algorithm: Algorithm, topology: Any) -> str | None:
     return (f"{head}: build the graph with Metropolis weights "
             "(Topology.from_networkx(G) or Topology.from_adjacency(A), whose default they are; "
             "every undirected family of topofl.topologies has them)")
+
+
+# ------------------------------------------------------------------ what the pieces return
+
+
+def _piece(fn: Any) -> str:
+    """How a message names a piece: its function or class."""
+    return str(getattr(fn, "__qualname__", None) or type(fn).__qualname__)
+
+
+def check_state(state: Any, x0: Tensor, who: str = "the algorithm", piece: str = "init"
+                ) -> State:
+    """``state``, what an algorithm's ``init(x0, env)`` returned, checked against ``x0``.
+
+    It must be a :class:`~topofl.engine.State` whose ``x`` has ``x0``'s shape, dtype and
+    device; its ``momentum`` (and every other buffer shaped like ``x0``: the parameters'
+    companions, which are mixed and updated with them) ``x0``'s dtype; every tensor on
+    ``x0``'s device.
+
+    Raises
+    ------
+    TypeError
+        Not a ``State``, a tensor of another dtype or device: the message names the
+        algorithm, the piece, the buffer and the fix.
+    ValueError
+        ``x`` of another shape.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x0 = torch.zeros(3, 2)
+    >>> check_state(tf.engine.State(x=x0), x0).x is x0
+    True
+    >>> check_state(None, x0, "mine")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: mine's init returned NoneType None: it must return a topofl.engine.State ...
+    >>> check_state(tf.engine.State(x=x0.double()), x0, "mine")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: mine's init returned a state whose x is torch.float64, but the run is ...
+    """
+    head = f"{who}'s {piece}"
+    if not isinstance(state, State):
+        raise TypeError(f"{head} returned {_kind(state)}: it must return a topofl.engine.State "
+                        "holding the parameters, e.g. `return tf.engine.State(x=x0)` (with "
+                        "momentum=, weight= and own= for the buffers the algorithm keeps)")
+    if not isinstance(state.x, Tensor):
+        raise TypeError(f"{head} returned a State whose x is {_kind(state.x)}: x must be the "
+                        f"[n, P] tensor x0 it was given (or a copy, x0.clone())")
+    if tuple(state.x.shape) != tuple(x0.shape):
+        raise ValueError(f"{head} returned a state whose x has shape {tuple(state.x.shape)}, "
+                         f"expected x0's {tuple(x0.shape)} (one row of P parameters per "
+                         "client): keep x0, or a copy of it, as x")
+    for name, t in state.tensors().items():
+        if not isinstance(t, Tensor):  # pragma: no cover - tensors() holds tensors
+            continue
+        shaped = name in ("x", "momentum") or tuple(t.shape) == tuple(x0.shape)
+        if shaped and t.is_floating_point() and t.dtype != x0.dtype:
+            raise TypeError(
+                f"{head} returned a state whose {name} is {t.dtype}, but the run is "
+                f"{x0.dtype}: create the algorithm's buffers with x0's dtype and device "
+                f"(torch.zeros_like(x0), or x0.new_zeros(...)) and let the run's dtype "
+                "setting choose the precision")
+        if t.device != x0.device:
+            raise TypeError(
+                f"{head} returned a state whose {name} is on {t.device}, but the run is on "
+                f"{x0.device}: create the algorithm's buffers on x0's device "
+                f"(torch.zeros_like(x0), or x0.new_zeros(...))")
+    return state
+
+
+def check_sent(sent: Any, who: str = "the algorithm", piece: str = "communicate") -> Sent:
+    """``sent``, what an algorithm's ``communicate`` returned, checked.
+
+    It must be a :class:`~topofl.engine.Sent` whose ``messages`` is a finite count >= 0 and
+    whose ``flows`` and ``dropped`` are ``None`` or tuples of
+    :class:`~topofl.engine.ledger.Flow` (each checks its own sizes when built).
+
+    Raises
+    ------
+    TypeError
+        Not a ``Sent``, a field of the wrong type: the message names the algorithm, the
+        piece and the fix.
+    ValueError
+        A message count that is negative, NaN or infinite.
+
+    Examples
+    --------
+    >>> check_sent(tf.engine.Sent(4)).messages
+    4
+    >>> check_sent(None, "mine")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: mine's communicate returned NoneType None: it must return a topofl.engine.Sent ...
+    >>> check_sent(tf.engine.Sent(float("nan")), "mine")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: mine's communicate returned Sent(messages=nan): messages must be ...
+    """
+    head = f"{who}'s {piece}"
+    if not isinstance(sent, Sent):
+        raise TypeError(f"{head} returned {_kind(sent)}: it must return a topofl.engine.Sent "
+                        "saying what was sent, `return tf.engine.Sent.of(*flows)` (the bytes "
+                        "ledger and the clock read its flows) or `tf.engine.Sent(messages)` "
+                        "(a bare count of messages)")
+    m = sent.messages
+    if (isinstance(m, bool) or not isinstance(m, (numbers.Real, np.integer))
+            or not math.isfinite(float(m)) or float(m) < 0 or float(m) != int(m)):
+        exc = ValueError if isinstance(m, numbers.Real) and not isinstance(m, bool) \
+            else TypeError
+        raise exc(f"{head} returned Sent(messages={m!r}): messages must be a whole number "
+                  ">= 0 of messages (Sent.of(*flows) counts them from the flows)")
+    for field_name in ("flows", "dropped"):
+        flows = getattr(sent, field_name)
+        if flows is not None and not (isinstance(flows, tuple)
+                                      and all(isinstance(f, Flow) for f in flows)):
+            raise TypeError(f"{head} returned a Sent whose {field_name} is {_kind(flows)}: it "
+                            "must be None or a tuple of topofl.engine.ledger.Flow "
+                            "(Sent.of(*flows) builds it)")
+    if sent.records is not None and not isinstance(sent.records, Mapping):
+        raise TypeError(f"{head} returned a Sent whose records is {_kind(sent.records)}: it "
+                        "must be None or a mapping of metric name -> JSON-able value")
+    return sent
+
+
+class _CheckedInit:
+    """``Algorithm.init`` whose result is checked (:func:`check_state`)."""
+
+    def __init__(self, inner: Callable[[Tensor, Services], State], who: str) -> None:
+        self.inner, self.who = inner, who
+        self.__qualname__ = _piece(inner)
+        self.__doc__ = getattr(inner, "__doc__", None)
+
+    def __call__(self, x0: Tensor, env: Services) -> State:
+        return check_state(self.inner(x0, env), x0, self.who, f"init ({self.__qualname__})")
+
+
+class _CheckedCommunicate:
+    """``Algorithm.communicate`` whose result is checked (:func:`check_sent`)."""
+
+    def __init__(self, inner: Callable[[State, Round, Services], Sent], who: str) -> None:
+        self.inner, self.who = inner, who
+        self.__qualname__ = _piece(inner)
+        self.__doc__ = getattr(inner, "__doc__", None)
+
+    def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
+        piece = f"communicate ({self.__qualname__})"
+        try:
+            sent = self.inner(state, rnd, env)
+        except FlowError as exc:  # a Flow it built: named with the piece that built it
+            raise FlowError(f"{self.who}'s {piece}: {exc}") from None
+        return check_sent(sent, self.who, piece)
+
+    def __getattr__(self, name: str) -> Any:  # a piece's own members (init_ ...)
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def checked_pieces(algorithm: Algorithm) -> Algorithm:
+    """``algorithm`` whose ``init`` and ``communicate`` check what they return, at every call
+    (:func:`check_state`, :func:`check_sent`): a piece of one's own that returns ``None``, a
+    state of another dtype or a message count that is not a number is named with its fix
+    where it returns, not as an ``AttributeError`` rounds later. The numbers are those of
+    ``algorithm`` (the same calls, then a check of their results); ``topofl.run`` applies it
+    to every algorithm it runs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> algo = checked_pieces(tf.algorithms.dsgd()._replace(init=lambda x0, env: None))
+    >>> algo.init(torch.zeros(2, 1), tf.engine.toy_services(2))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: dsgd's init (<lambda>) returned NoneType None: it must return a ...
+    >>> checked_pieces(algo) is algo
+    True
+    """
+    if isinstance(algorithm.init, _CheckedInit) and isinstance(algorithm.communicate,
+                                                                _CheckedCommunicate):
+        return algorithm
+    init, comm = algorithm.init, algorithm.communicate
+    return algorithm._replace(
+        init=init if isinstance(init, _CheckedInit) else _CheckedInit(init, algorithm.name),
+        communicate=comm if isinstance(comm, _CheckedCommunicate)
+        else _CheckedCommunicate(comm, algorithm.name))
+

@@ -41,7 +41,7 @@ import numpy as np
 
 from topofl.graph import Topology
 
-__all__ = ["Arcs", "Flow", "Ledger", "graph_arcs", "arcs_of_mask", "server_arcs",
+__all__ = ["Arcs", "Flow", "FlowError", "Ledger", "graph_arcs", "arcs_of_mask", "server_arcs",
            "clique_arcs", "KINDS",
            "dtype_bits", "total_messages", "at_steps"]
 
@@ -61,6 +61,20 @@ KINDS = {
     "indices": "the 32-bit coordinate indices of a top-k/rand-k message (CHOCO-SGD)",
     "norm": "the norm of a QSGD-quantized vector (one number, CHOCO-SGD)",
 }
+
+
+class FlowError(ValueError):
+    """A :class:`Flow` given a size, ``bits``, ``repeat`` or ``lag`` that is not a finite
+    count (the engine names the ``communicate`` that built it)."""
+
+
+def _finite_count(value: Any) -> bool:
+    """Whether ``value`` is a real number, finite and >= 0 (a count a flow can hold)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, (bool, str)) and np.isfinite(v) and v >= 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,15 +206,26 @@ class Flow:
     attached: bool = False
 
     def __post_init__(self) -> None:
+        fix = ("(the numbers each message carries, e.g. env.layout.num_params; "
+               "topofl.engine.ledger.Flow)")
         if isinstance(self.size, np.ndarray):
             if self.size.shape != (len(self.arcs),):
-                raise ValueError(f"a flow's per-arc sizes must be ({len(self.arcs)},), got "
-                                 f"{self.size.shape}")
-        elif int(self.size) < 0:
-            raise ValueError(f"a flow's size must be >= 0 numbers, got {self.size}")
+                raise FlowError(f"a flow's per-arc sizes must be ({len(self.arcs)},), got "
+                                f"{self.size.shape}")
+            if not (np.issubdtype(self.size.dtype, np.number)
+                    and bool(np.isfinite(self.size).all()) and bool((self.size >= 0).all())):
+                raise FlowError(f"a {self.kind!r} flow's per-arc sizes must be finite numbers "
+                                f">= 0, got {self.size[:5]!r}... {fix}")
+        elif not _finite_count(self.size):
+            raise FlowError(f"a {self.kind!r} flow's size must be a finite number >= 0, got "
+                            f"{type(self.size).__name__} {self.size!r} {fix}"[:400])
+        for name in ("bits", "repeat", "lag"):
+            if not _finite_count(getattr(self, name)):
+                raise FlowError(f"a {self.kind!r} flow's {name} must be a finite number >= 0, "
+                                f"got {getattr(self, name)!r}")
         if int(self.bits) < 1 or int(self.repeat) < 0 or int(self.lag) < 0:
-            raise ValueError(f"bits must be >= 1, repeat and lag >= 0, got bits={self.bits}, "
-                             f"repeat={self.repeat}, lag={self.lag}")
+            raise FlowError(f"bits must be >= 1, repeat and lag >= 0, got bits={self.bits}, "
+                            f"repeat={self.repeat}, lag={self.lag}")
 
     @property
     def n(self) -> int:

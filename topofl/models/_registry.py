@@ -32,7 +32,7 @@ _REGISTRY: Extensible[FactoryFn] = Extensible("model", {
 MODELS: Mapping[str, FactoryFn] = _REGISTRY.view
 
 
-def register_model(name: str) -> Callable[[FactoryFn], FactoryFn]:
+def register_model(name: str, *, replace: bool = False) -> Callable[[FactoryFn], FactoryFn]:
     """Decorator adding a model constructor to :data:`MODELS`, so ``topofl.run(model=name)``
     and a config's ``model = "name"`` build it (with ``model_params`` as its keywords).
 
@@ -41,12 +41,18 @@ def register_model(name: str) -> Callable[[FactoryFn], FactoryFn]:
     only on torch's global RNG (:func:`build_model` seeds it). It must create no tensor of
     its own from data: :func:`build_model` first runs it on the meta device to size it.
 
+    With ``replace=True`` the constructor registered under ``name`` (a built-in one too) is
+    replaced, with a ``UserWarning``; a run that names it records ``replaced`` in its header
+    (its provenance), and :func:`unregister_model` restores the previous one.
+
     Raises
     ------
     TypeError
-        ``name`` is not a string or the constructor is not callable.
+        ``name`` is not a non-empty identifier-like str (letters, digits, ``_`` and ``-``),
+        or the constructor is not callable.
     ValueError
-        Another constructor is registered under ``name`` (the same one again is a no-op).
+        Another constructor is registered under ``name`` and ``replace`` is false (the same
+        one again is a no-op).
 
     Examples
     --------
@@ -63,16 +69,17 @@ def register_model(name: str) -> Callable[[FactoryFn], FactoryFn]:
     310
     >>> unregister_model("tiny_mlp")
     """
-    return _REGISTRY.register(name, "constructor")
+    return _REGISTRY.register(name, "constructor", replace=replace)
 
 
 def unregister_model(name: str) -> None:
-    """Remove a model :func:`register_model` added (the built-in ones stay).
+    """Remove a model :func:`register_model` added (the built-in ones stay); for a replaced
+    name, put back the constructor it replaced.
 
     Raises
     ------
     ValueError
-        ``name`` is a built-in model or not registered.
+        ``name`` is a built-in model that was not replaced, or not registered.
     """
     _REGISTRY.unregister(name)
 

@@ -70,6 +70,14 @@ class RunStatus:
     reason: str = ""
 
 
+def _check_metric(value: Any, what: str = "metric") -> str:
+    """``value`` if it can name a recorded metric, else a ``TypeError`` saying so."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str naming a recorded metric (e.g. 'test_acc'), "
+                        f"got {type(value).__name__} {value!r}"[:200])
+    return value
+
+
 def _planned_rounds(config: Mapping[str, Any], engine: Mapping[str, Any]) -> int | None:
     """The rounds a header plans: ``config.rounds``, else the engine's (or an old-schema
     config's) ``run.rounds``."""
@@ -304,6 +312,8 @@ class Records:
 
         Raises
         ------
+        TypeError
+            If ``metric`` is not a str.
         KeyError
             If the metric was never recorded for this run (the message lists the recorded ones).
         ValueError
@@ -311,6 +321,7 @@ class Records:
             value is not a number (text, an object, or a list such as ``realized_edges``:
             the message names the run, metric and round).
         """
+        _check_metric(metric)
         name = self._run(run)
         pts = self._points(name, metric, client)
         if not pts:
@@ -328,6 +339,7 @@ class Records:
 
     def per_client(self, metric: str, round: int, *, run: str | None = None) -> np.ndarray:
         """Values of a per-client metric of one run at one round, indexed by client."""
+        _check_metric(metric)
         name = self._run(run)
         pts = sorted(
             ((r["client"], r["value"])
@@ -347,9 +359,10 @@ class Records:
         A run with ``RunConfig(eval_val=True)`` records each client's ``val_loss`` and
         ``val_acc`` beside its ``test_acc`` at every evaluation; this reads, for client
         ``i``, ``metric`` at the round where ``by`` is lowest (``mode="min"``) or highest
-        (``"max"``) over the rounds where both are recorded and ``by`` is a number, the
-        earliest such round on a tie (the model a client that keeps its best model so far
-        would hold). ``eval_every=1`` selects among every round.
+        (``"max"``) over the rounds where both are recorded and ``by`` is a finite number
+        (a NaN or infinite loss, ``"-inf"`` included, is a diverged model, never the best),
+        the earliest such round on a tie (the model a client that keeps its best model so
+        far would hold). ``eval_every=1`` selects among every round.
 
         Returns
         -------
@@ -359,6 +372,8 @@ class Records:
 
         Raises
         ------
+        TypeError
+            If ``metric`` or ``by`` is not a str.
         KeyError
             If ``metric`` or ``by`` was never recorded per client for this run (``by`` is
             recorded by runs with ``eval_val=True``).
@@ -376,6 +391,8 @@ class Records:
         >>> Records(rows=rows).selected().tolist()  # client 1: the earlier of two ties
         [0.7, 0.6]
         """
+        _check_metric(metric)
+        _check_metric(by, "by")
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
         name = self._run(run)
@@ -398,8 +415,8 @@ class Records:
             keys = found[by].get(c, {})
             best: tuple[float, int] | None = None
             for t in sorted(set(values) & set(keys)):
-                v = _number(keys[t], by, name, t, c)
-                if not math.isnan(v) and (best is None or sign * v < best[0]):
+                v = _number(keys[t], by, name, t, c)  # NaN, inf, -inf: no model to select
+                if math.isfinite(v) and (best is None or sign * v < best[0]):
                     best = (sign * v, t)
             if best is not None:
                 out[c] = _number(values[best[1]], metric, name, best[1], c)

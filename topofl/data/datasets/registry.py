@@ -127,12 +127,13 @@ def load(
             f"unknown option(s) {unknown} for dataset {key!r}"
             f"{did_you_mean_each(unknown, accepted)}; accepted: {accepted or 'none'}"
         )
-    if key in _OFFLINE or key not in _REGISTRY.builtin:
+    if key in _OFFLINE or key not in _REGISTRY.builtin or key in _REGISTRY.originals:
         return fn(**options)
     return fn(root, download=download, **options)
 
 
-def register_dataset(name: str) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+def register_dataset(name: str, *, replace: bool = False
+                     ) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Decorator adding a dataset loader to :data:`DATASETS`, so ``topofl.run(data=name)``, a
     config's ``data = "name"`` and a spec ``"name:key=value"`` load it (its keyword arguments
     are the spec's options).
@@ -146,7 +147,10 @@ def register_dataset(name: str) -> Callable[[Callable[..., Dataset]], Callable[.
     TypeError, ValueError
         As :func:`topofl.models.register_model`: a bad name or loader (a ``:`` too: it
         separates a spec's options), or a name another loader holds, up to case, ``-`` and
-        ``_`` (the same loader again is a no-op).
+        ``_``, without ``replace=True`` (the same loader again is a no-op). With
+        ``replace=True`` the loader replaces that one (a built-in loader too) under its
+        name, with a ``UserWarning``; a run that loads it records ``replaced`` in its header,
+        and :func:`unregister_dataset` restores the previous loader.
 
     Examples
     --------
@@ -165,10 +169,11 @@ def register_dataset(name: str) -> Callable[[Callable[..., Dataset]], Callable[.
     """
     if isinstance(name, str) and ":" in name:
         raise TypeError(f"name must be a non-empty str without ':', got str {name!r}")
-    return _REGISTRY.register(name, "loader", same=_canonical)
+    return _REGISTRY.register(name, "loader", replace=replace, same=_canonical)
 
 
 def unregister_dataset(name: str) -> None:
-    """Remove a dataset :func:`register_dataset` added; a ``ValueError`` for a built-in
-    dataset or a name not registered."""
+    """Remove a dataset :func:`register_dataset` added (a replaced name gets back the loader
+    it replaced); a ``ValueError`` for a built-in dataset that was not replaced, or a name
+    not registered."""
     _REGISTRY.unregister(name)
