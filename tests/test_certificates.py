@@ -4,9 +4,14 @@ of the certificate's CPU kind bit for bit and on another within float rounding."
 
 from __future__ import annotations
 
+import functools
 import gzip
+import hashlib
 import json
+import os
+import re
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +20,7 @@ import pytest
 
 import topofl as tf
 from topofl import certificates, snapshot
+from topofl._fingerprint import tree_fingerprint
 
 SMALL = ("topologies", "partitions")
 OLD = "0.1.0+000000000000"
@@ -28,9 +34,11 @@ def small() -> dict[str, Any]:
 
 
 @pytest.fixture(autouse=True)
-def _two_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A snapshot of two parts stands for a complete one (the whole takes ~10 s)."""
+def _two_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A snapshot of two parts stands for a complete one (the whole takes ~10 s); the cache's
+    key is the test's own."""
     monkeypatch.setattr(snapshot, "PARTS", {p: snapshot.PARTS[p] for p in SMALL})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
 
 
 def _before(tmp_path: Path, small: Mapping[str, Any], **change: Any) -> Path:
@@ -149,10 +157,15 @@ def _fake_commit(result: Mapping[str, Any]) -> Any:
     return of_commit
 
 
+def _code_of(code: str = OLD) -> Any:
+    """A stand-in for :func:`certificates.commit_fingerprint`: every commit's files are ``code``."""
+    return lambda commit: code
+
+
 def test_verify_reruns_the_certified_commit_once(tmp_path: Path, small: dict) -> None:
     _commit(tmp_path, [_cert(small)], small["values"])
     honest = _fake_commit({"code": OLD, "values": small["values"], "torch": small["torch"]})
-    kw: dict[str, Any] = dict(current=small, cache=tmp_path / "seen.json")
+    kw: dict[str, Any] = dict(current=small, cache=tmp_path / "seen.json", code_of=_code_of())
     assert certificates.verify(tmp_path, of_commit=honest, **kw) == []
     assert certificates.verify(tmp_path, of_commit=honest, **kw) == []
     assert honest.calls == [COMMIT]  # remembered
@@ -160,7 +173,7 @@ def test_verify_reruns_the_certified_commit_once(tmp_path: Path, small: dict) ->
     grown = {**small, "values": {**small["values"], "runs/new": [1.0]}}
     grown["digest"] = snapshot.digest(grown["values"])
     assert certificates.verify(tmp_path, of_commit=honest, current=grown,
-                               cache=tmp_path / "seen.json") == []
+                               cache=tmp_path / "seen.json", code_of=_code_of()) == []
     # no certificate leads to another code: nothing to verify, nothing taken
     assert certificates.verify(tmp_path, "0.1.0+111111111111", of_commit=honest) == []
 
@@ -217,7 +230,7 @@ def test_verify_refuses_a_forged_certificate(tmp_path: Path, small: dict, forger
     else:
         (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps([cert]))
     problems = certificates.verify(tmp_path, current=small, of_commit=_fake_commit(says),
-                                   cache=tmp_path / "seen.json")
+                                   code_of=_code_of(says["code"]), cache=tmp_path / "seen.json")
     assert len(problems) == 1 and "certificate 0" in problems[0], problems
     assert match in problems[0], problems
 
@@ -231,11 +244,11 @@ def test_another_cpu_kind_verifies_within_float_rounding(tmp_path: Path, small: 
     _commit(tmp_path, [cert], theirs)
     honest = _fake_commit({"code": OLD, "values": small["values"]})
     assert certificates.verify(tmp_path, current=small, of_commit=honest,
-                               cache=tmp_path / "seen.json") == []
+                               code_of=_code_of(), cache=tmp_path / "seen.json") == []
     # the same certificate on a machine of its own kind: bit for bit, which these are not
     mine = {**small, "cpu": OTHER_CPU}
     problems = certificates.verify(tmp_path, current=mine, of_commit=honest,
-                                   cache=tmp_path / "seen.json")
+                                   code_of=_code_of(), cache=tmp_path / "seen.json")
     assert len(problems) == 1 and "does not have the certificate's digest" in problems[0]
     # an integer (a label count) is never within rounding
     counted = json.loads(json.dumps(theirs))
@@ -243,7 +256,7 @@ def test_another_cpu_kind_verifies_within_float_rounding(tmp_path: Path, small: 
     cert2 = _cert(small, cpu=OTHER_CPU, digest=snapshot.digest(counted))
     _commit(tmp_path, [cert2], counted)
     problems = certificates.verify(tmp_path, current=small, of_commit=honest,
-                                   cache=tmp_path / "seen.json")
+                                   code_of=_code_of(), cache=tmp_path / "seen.json")
     assert len(problems) == 1 and "beyond float rounding in 1 of" in problems[0], problems
     assert "partitions/dirichlet" in problems[0]
 
@@ -262,15 +275,18 @@ def test_rerecord_gives_a_legacy_certificate_this_machines_values(tmp_path: Path
             return {"code": OLD, "values": small["values"]}
         return {"code": "0.1.0+333333333333", "values": _moved(small["values"])}
 
+    def code_of(commit: str) -> str:
+        return OLD if commit == COMMIT else "0.1.0+333333333333"
+
     with pytest.raises(ValueError, match="certificate 1: 1 values moved here"):
-        certificates.rerecord(tmp_path, current=small, of_commit=of_commit)
+        certificates.rerecord(tmp_path, current=small, of_commit=of_commit, code_of=code_of)
     certs = certificates.read(tmp_path, legacy=True)
     assert certs[0]["cpu"] == small["cpu"] and certs[0]["digest"] == small["digest"]
     assert certs[0]["first"] == {"digest": "0123456789abcdef", "cpu": "not recorded"}
     assert "cpu" not in certs[1]  # left as it was
     # the rerecorded one now verifies here, bit for bit
     (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps(certs[:1]))
-    assert certificates.verify(tmp_path, current=small, of_commit=of_commit,
+    assert certificates.verify(tmp_path, current=small, of_commit=of_commit, code_of=code_of,
                                cache=tmp_path / "seen.json") == []
 
 
@@ -321,5 +337,229 @@ def test_a_damaged_values_file_is_named(tmp_path: Path, small: dict, garbage: by
     with pytest.raises(ValueError, match=f"{path.name}: (not gzipped JSON|its values do not)"):
         certificates.values_of(tmp_path, _cert(small))
     problems = certificates.verify(tmp_path, current=small, cache=tmp_path / "seen.json",
-                                   of_commit=_fake_commit({"code": OLD, "values": {}}))
+                                   of_commit=_fake_commit({"values": {}}), code_of=_code_of())
     assert len(problems) == 1 and "cannot be verified" in problems[0], problems
+
+
+# ------------------------------------------------------------------ the verifier's own inputs
+def test_tree_fingerprint_is_the_installed_packages_fingerprint() -> None:
+    # the same files, hashed by tree_fingerprint from bytes: the fingerprint code_fingerprint
+    # computes from the disk (what a commit's tree is held to)
+    root = Path(tf.__file__).resolve().parent
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.py")}
+    assert tree_fingerprint(files) == tf.figures.code_fingerprint()
+    # Windows line ends are read as the disk read does (universal newlines)
+    crlf = {k: v.replace(b"\n", b"\r\n") for k, v in files.items()}
+    assert tree_fingerprint(crlf) == tf.figures.code_fingerprint()
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"_version.py": None}, "the tree has no _version.py"),
+    ({"_fingerprint.py": b"NOT_RESULT_CODE = ()\nNOT_RESULT_CODE += ('a.py',)\n"},
+     "assigns NOT_RESULT_CODE 2 times"),
+    ({"_fingerprint.py": b"NOT_RESULT_CODE = tuple(['a.py'])\n"}, "is not a literal"),
+    ({"_fingerprint.py": b"NOT_RESULT_CODE = ('a.py', 3)\n"}, "must be a tuple of strings"),
+    ({"_version.py": b"__version__ = 1\n"}, "__version__ must be a string"),
+    ({"core.py": b"x = '\xff'\n"}, "core.py is not UTF-8"),
+])
+def test_a_tree_whose_fingerprint_cannot_be_read_is_named(change: dict, match: str) -> None:
+    tree = {"_version.py": b'__version__ = "1.0"\n', "core.py": b"x = 1\n",
+            "_fingerprint.py": b'NOT_RESULT_CODE = ("_fingerprint.py",)\n'}
+    tree = {k: v for k, v in {**tree, **change}.items() if v is not None}
+    with pytest.raises(ValueError, match=match):
+        tree_fingerprint(tree)
+
+
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                          *args], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def _self_report(tree: Path) -> str:
+    """What a checkout's own fingerprint code says about it (what the check used to ask)."""
+    code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in "
+            "repr(f).lower()]; from topofl._fingerprint import code_fingerprint; "
+            "print(code_fingerprint())")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> dict[str, Any]:
+    """A tiny repository: commit ``a`` (``x = 1``), then commit ``b``: other numbers
+    (``x = 2``) and a ``_fingerprint.py`` edited to report ``a``'s fingerprint."""
+    repo = tmp_path / "repo"
+    (repo / "topofl").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    real = Path(tf.__file__).resolve().parent
+    (repo / "topofl" / "__init__.py").write_text("")
+    for name in ("_version.py", "_fingerprint.py"):
+        (repo / "topofl" / name).write_bytes((real / name).read_bytes())
+    (repo / "topofl" / "core.py").write_text("x = 1\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "a")
+    a = _git(repo, "rev-parse", "HEAD")
+    fp_a = certificates.commit_fingerprint(a, repo)
+    assert _self_report(repo) == fp_a  # an honest commit reports what the check computes
+    (repo / "topofl" / "core.py").write_text("x = 2\n")
+    with (repo / "topofl" / "_fingerprint.py").open("a") as fh:
+        fh.write(f"\n\ndef code_fingerprint() -> str:\n    return {fp_a!r}\n")
+    _git(repo, "commit", "-q", "-am", "b")
+    return {"repo": repo, "a": a, "b": _git(repo, "rev-parse", "HEAD"), "fp_a": fp_a}
+
+
+def test_a_commit_that_describes_itself_fails(tmp_path: Path, small: dict,
+                                              history: dict[str, Any]) -> None:
+    repo, fp_a = history["repo"], history["fp_a"]
+    assert _self_report(repo) == fp_a  # commit b says it is a's code ...
+    fp_b = certificates.commit_fingerprint(history["b"], repo)
+    assert fp_b != fp_a and fp_b.startswith(tf.__version__ + "+")  # ... its files are not
+    # a certificate a -> now naming commit b, which computes the current values (it carries
+    # the current code): refused without running it
+    results = tmp_path / "results"
+    results.mkdir()
+    runs = _fake_commit({"values": small["values"]})
+    code_of = functools.partial(certificates.commit_fingerprint, repo=repo)
+    kw: dict[str, Any] = dict(current=small, of_commit=runs, code_of=code_of,
+                              cache=tmp_path / "seen.json")
+    _commit(results, [_cert(small, **{"from": fp_a, "from_commit": history["b"]})],
+            small["values"])
+    problems = certificates.verify(results, **kw)
+    assert len(problems) == 1 and f"is code {fp_b}, not {fp_a}" in problems[0], problems
+    assert runs.calls == []
+    # the same certificate naming commit a passes the code check
+    _commit(results, [_cert(small, **{"from": fp_a, "from_commit": history["a"]})])
+    assert certificates.verify(results, **kw) == [] and runs.calls == [history["a"]]
+
+
+@pytest.mark.parametrize(("name", "link"), [("core.cpython-311-x86_64-linux-gnu.so", False),
+                                            ("__pycache__/core.cpython-311.pyc", False),
+                                            ("algorithms.py", True)])
+def test_a_commit_with_code_no_fingerprint_covers_is_refused(history: dict[str, Any],
+                                                             name: str, link: bool) -> None:
+    repo = history["repo"]
+    path = repo / "topofl" / name
+    path.parent.mkdir(exist_ok=True)
+    if link:
+        path.symlink_to("core.py")
+    else:
+        path.write_bytes(b"\x7fELF")
+    _git(repo, "add", "-f", "-A")
+    _git(repo, "commit", "-q", "-m", "c")
+    why = "a link or a submodule" if link else "a file Python imports in place of source"
+    with pytest.raises(ValueError, match=f"carries 'topofl/{re.escape(name)}', {why}"):
+        certificates.commit_fingerprint(_git(repo, "rev-parse", "HEAD"), repo)
+
+
+def _lie(small: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A certificate that commits the current values for a commit computing others; the
+    commit's stand-in."""
+    return _cert(small), _fake_commit({"values": _moved(small["values"])})
+
+
+def test_a_forged_cache_entry_fails(tmp_path: Path, small: dict) -> None:
+    cert, runs = _lie(small)
+    _commit(tmp_path, [cert], small["values"])
+    cache = tmp_path / "seen.json"
+    kw: dict[str, Any] = dict(current=small, code_of=_code_of(), cache=cache)
+    lied = "does not have the certificate's digest"
+    fact = {"commit": COMMIT, "code": OLD, "torch": small["torch"], "cpu": small["cpu"],
+            "threads": 1, "digest": small["digest"]}
+    name = f"{COMMIT}/1/{small['cpu']}/{small['torch']}"
+    old_key = hashlib.sha256(json.dumps([*(cert[f] for f in certificates.FIELDS), small["cpu"],
+                                         small["digest"]]).encode()).hexdigest()
+    forged = {
+        "the key the check used to trust": [old_key],
+        "an entry without its HMAC": {"format": 2, "entries": {name: fact}},
+        "an HMAC under another key": {"format": 2, "entries": {name: {
+            **fact, "mac": certificates._Cache._mac(b"k" * 32, fact)}}},
+    }
+    for what, content in forged.items():
+        cache.write_text(json.dumps(content))
+        problems = certificates.verify(tmp_path, of_commit=runs, **kw)
+        assert len(problems) == 1 and lied in problems[0], (what, problems)
+    assert runs.calls == [COMMIT] * 3  # re-run each time
+    # an honest entry of another commit, moved to this one, is no entry of it
+    honest = _fake_commit({"values": small["values"]})
+    other = "d" * 40
+    _commit(tmp_path, [{**cert, "from_commit": other}])
+    assert certificates.verify(tmp_path, of_commit=honest, **kw) == []
+    entries = json.loads(cache.read_text())["entries"]
+    entry = entries[name.replace(COMMIT, other)]
+    assert entry["commit"] == other and len(entry["mac"]) == 64
+    cache.write_text(json.dumps({"format": 2, "entries": {
+        **entries, name: {**entry, "commit": COMMIT}}}))
+    _commit(tmp_path, [cert])
+    problems = certificates.verify(tmp_path, of_commit=runs, **kw)
+    assert len(problems) == 1 and lied in problems[0], problems
+    assert runs.calls == [COMMIT] * 4
+
+
+def test_a_remembered_rerun_is_revalidated(tmp_path: Path, small: dict) -> None:
+    _commit(tmp_path, [_cert(small)], small["values"])
+    runs = _fake_commit({"values": small["values"]})
+    cache = tmp_path / "seen.json"
+    kw: dict[str, Any] = dict(of_commit=runs, cache=cache)
+    assert certificates.verify(tmp_path, current=small, code_of=_code_of(), **kw) == []
+    assert certificates.verify(tmp_path, current=small, code_of=_code_of(), **kw) == []
+    assert runs.calls == [COMMIT]  # the second check re-ran nothing
+    key = certificates._key_path()
+    assert key.stat().st_mode & 0o077 == 0  # the key is the user's alone
+    # the commit's files now fingerprint to other code (the fingerprint code changed): the
+    # entry does not count, and nothing runs
+    problems = certificates.verify(tmp_path, current=small, code_of=_code_of("0.1.0+" + "e" * 12),
+                                   **kw)
+    assert len(problems) == 1 and "is code 0.1.0+eeeeeeeeeeee, not" in problems[0]
+    assert runs.calls == [COMMIT]
+    # the current code moved a value: the entry's digest is not the current values', so the
+    # commit runs again and the move is named
+    moved = {**small, "values": _moved(small["values"])}
+    problems = certificates.verify(tmp_path, current=moved, code_of=_code_of(), **kw)
+    assert len(problems) == 1 and "the current code moves 1 of the" in problems[0], problems
+    assert runs.calls == [COMMIT] * 2
+    # without the user's key no entry counts (and a new key makes the old entries void)
+    key.unlink()
+    assert certificates.verify(tmp_path, current=small, code_of=_code_of(), **kw) == []
+    assert runs.calls == [COMMIT] * 3
+    assert certificates.verify(tmp_path, current=small, code_of=_code_of(), **kw) == []
+    assert runs.calls == [COMMIT] * 3
+
+
+def test_an_interrupted_check_keeps_what_it_verified(tmp_path: Path, small: dict) -> None:
+    mid, first, second = "0.1.0+" + "1" * 12, "a" * 40, "b" * 40
+    certs = [_cert(small, **{"to": mid, "from_commit": first}),
+             _cert(small, **{"from": mid, "from_commit": second})]
+    _commit(tmp_path, certs, small["values"])
+    calls: list[str] = []
+
+    def interrupted(commit: str, threads: int) -> Mapping[str, Any]:
+        calls.append(commit)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return {"values": small["values"]}
+
+    def code_of(commit: str) -> str:
+        return OLD if commit == first else mid
+
+    kw: dict[str, Any] = dict(current=small, code_of=code_of, cache=tmp_path / "seen.json")
+    with pytest.raises(KeyboardInterrupt):
+        certificates.verify(tmp_path, of_commit=interrupted, **kw)
+    assert calls == [first, second]
+    assert [e["commit"] for e in json.loads((tmp_path / "seen.json").read_text())["entries"]
+            .values()] == [first]
+    assert not [p for p in tmp_path.iterdir() if "tmp" in p.name]  # no temporary file left
+    honest = _fake_commit({"values": small["values"]})
+    assert certificates.verify(tmp_path, of_commit=honest, **kw) == []
+    assert honest.calls == [second]  # resumed
+
+
+@pytest.mark.skipif(_shallow(), reason="needs the repository's history")
+def test_every_committed_certificate_names_its_commits_code() -> None:
+    # what the check computes from git, with the current fingerprint code, before any re-run
+    results = Path(tf.figures.__file__).resolve().parents[2] / "paper_figures" / "results"
+    certs = certificates.read(results)
+    codes = {c["from_commit"]: c["from"] for c in certs}
+    assert len(certs) >= 25 and {commit: certificates.commit_fingerprint(commit)
+                                 for commit in codes} == codes

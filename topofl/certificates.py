@@ -15,10 +15,13 @@ the digest of ``from``'s values there (``digest``); the values themselves are co
 it (``certified/<digest>.json.gz``), since another CPU kind computes other last bits.
 
 :func:`verify` (``topofl figure index --check``) does not trust the file: for every
-certificate the committed results rely on, it re-runs the snapshot of its ``from_commit``
-from git in a fresh interpreter on this machine and checks
+certificate the committed results rely on, it reads the ``topofl/`` of its ``from_commit``
+from git's objects, re-runs that tree's snapshot in a fresh interpreter on this machine and
+checks
 
-1. that its code fingerprint is ``from``;
+1. that its code fingerprint is ``from``, computed from those files by the *current*
+   fingerprint code (:func:`topofl._fingerprint.tree_fingerprint`), never by the commit's
+   own (an edited ``_fingerprint.py`` in it could report any fingerprint);
 2. that the committed values are the certificate's (their digest) and those of that commit:
    bit for bit on a machine of the certificate's CPU kind, within float rounding on another
    (:func:`topofl.snapshot.cpu_rtol`: float64 runs to 1e-5, float32 to 1e-3 relative; integers,
@@ -28,9 +31,21 @@ from git in a fresh interpreter on this machine and checks
 
 A hand-written or edited certificate therefore fails on any machine: a made-up digest has no
 committed values, edited values do not match the digest or what the commit computes, and the
-certified change must really leave the values unmoved. Verified certificates are remembered
-(by their content, this CPU kind and the current snapshot's digest) in
-``paper_figures/out/``, so the re-runs happen once per machine and code.
+certified change must really leave the values unmoved.
+
+The re-runs are what a check costs (16 s a commit; 6 min 16 s for the 21 commits of the
+committed certificates, on this session's shared 2-core VM); what it found is remembered in
+``paper_figures/out/.verified-certificates.json``, one entry a commit, written (atomically) as
+soon as its certificate verified, so an interrupted check keeps what it did. The entry is not
+trusted, it is re-validated: it holds the fact a re-run established -- commit ``C``, whose
+files the current fingerprint code makes code ``F``, computes here (torch, CPU kind, threads)
+values of digest ``D`` -- and counts only when ``F`` is what the commit's files give now, ``D``
+is the digest of the current snapshot's values on the certificate's keys (so the current code
+still computes them) and its HMAC under this user's key (``~/.cache/topofl/``, outside the
+checkout) is right. Every check above then runs again on those values; a stale, edited or
+hand-written entry is discarded and the commit re-run. What a check still trusts: the
+certified commit's own snapshot module and the rest of its non-result code, which it runs, and
+whoever can read the key (delete the cache file, or the key, to re-run every commit).
 
 Examples
 --------
@@ -53,23 +68,25 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
+import hmac
+import importlib.machinery
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from topofl import snapshot
 from topofl._cpu import cpu_kind, cpu_model
-from topofl._fingerprint import code_fingerprint
+from topofl._fingerprint import code_fingerprint, tree_fingerprint
+from topofl._fs import replace_text
 
 __all__ = ["EQUIVALENCE_FILE", "VALUES_DIR", "certify", "equivalent_codes", "read",
            "rerecord", "values_of", "verify"]
@@ -167,9 +184,10 @@ def _repo() -> Path:
     return Path(__file__).resolve().parents[1]
 
 
-def _git(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", "-C", str(_repo()), *args], capture_output=True, timeout=120,
-                          check=False)
+def _git(*args: str, repo: Path | None = None, stdin: bytes | None = None
+         ) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", str(repo or _repo()), *args], input=stdin,
+                          capture_output=True, timeout=120, check=False)
 
 
 def clean_commit() -> str | None:
@@ -295,17 +313,12 @@ def values_of(results: str | os.PathLike[str], cert: Mapping[str, Any]) -> dict[
     return values
 
 
-#: Run in a fresh interpreter inside an exported tree: its code fingerprint and snapshot, into
-#: the file argv[2] (older trees kept the fingerprint in ``topofl.figures``). An editable
-#: install's import hook would fill a module the old tree lacks from the installed checkout:
-#: it is removed, and every topofl module must come from the tree.
+#: Run in a fresh interpreter inside an exported tree: its snapshot, into the file argv[2].
+#: An editable install's import hook would fill a module the old tree lacks from the installed
+#: checkout: it is removed, and every topofl module must come from the tree.
 _PROBE = """
 import json, os, sys
 sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-try:
-    from topofl._fingerprint import code_fingerprint
-except ImportError:
-    from topofl.figures import code_fingerprint
 from topofl.snapshot import take
 snap = take(threads=int(sys.argv[1]))
 root = os.path.realpath(os.getcwd())
@@ -314,32 +327,92 @@ for name, mod in list(sys.modules.items()):
         if not os.path.realpath(mod.__file__).startswith(root + os.sep):
             raise SystemExit(f"{name} was imported from {mod.__file__}, not the exported tree")
 with open(sys.argv[2], "w", encoding="utf-8") as fh:
-    json.dump({"code": code_fingerprint(), "torch": snap["torch"], "values": snap["values"]}, fh)
+    json.dump({"torch": snap["torch"], "values": snap["values"]}, fh)
 """
 
+#: Files Python would import in place of (or beside) a module's source: a tree that carries
+#: one could run code no fingerprint covers.
+_NOT_SOURCE = tuple(importlib.machinery.EXTENSION_SUFFIXES) + tuple(
+    importlib.machinery.BYTECODE_SUFFIXES) + (".pyd", ".so")
 
-def snapshot_of_commit(commit: str, threads: int = 1) -> dict[str, Any]:
-    """``{code, torch, values}``: the snapshot of the ``topofl/`` of a git ``commit``, exported
-    from git and taken in a fresh interpreter (about 10 s on a laptop core).
+
+def _export(commit: str, repo: Path | None = None) -> dict[str, bytes]:
+    """The files of ``topofl/`` at ``commit``, read from git's objects: their path inside
+    ``topofl/`` -> their bytes (what is fingerprinted is what is run)."""
+    if not _COMMIT.match(commit):
+        raise ValueError(f"commit must be 40 hex digits, got {commit!r:.60}")
+    try:
+        listing = _git("ls-tree", "-r", "-z", "--full-tree", commit, "--", "topofl", repo=repo)
+        if listing.returncode:
+            raise ValueError(f"commit {commit[:12]} is not in this repository (a shallow "
+                             f"clone? `git fetch --unshallow`): "
+                             f"{listing.stderr.decode(errors='replace').strip()[:200]}")
+        blobs: dict[str, str] = {}
+        for item in listing.stdout.split(b"\0"):
+            if not item:
+                continue
+            meta, raw = item.split(b"\t", 1)
+            mode, _, sha = meta.decode().split()
+            path = raw.decode("utf-8", errors="replace")
+            parts = PurePosixPath(path).parts
+            why = ("a link or a submodule" if mode not in ("100644", "100755")
+                   else "a file Python imports in place of source"
+                   if path.endswith(_NOT_SOURCE) else "an odd path"
+                   if ".." in parts or "\ufffd" in path or parts[0] != "topofl" else "")
+            if why:
+                raise ValueError(f"commit {commit[:12]} carries {path!r:.120}, {why}: not a "
+                                 "tree this check runs")
+            blobs[path.removeprefix("topofl/")] = sha
+        if not blobs:
+            raise ValueError(f"commit {commit[:12]} has no topofl/")
+        out = _git("cat-file", "--batch", repo=repo,
+                   stdin="".join(f"{sha}\n" for sha in blobs.values()).encode())
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ValueError(f"cannot read commit {commit[:12]} with git: {exc}") from None
+    files, data, at = {}, out.stdout, 0
+    for path, sha in blobs.items():
+        nl = data.index(b"\n", at)
+        head = data[at:nl].split()
+        if out.returncode or len(head) != 3 or head[0].decode() != sha or head[1] != b"blob":
+            raise ValueError(f"cannot read {path} of commit {commit[:12]} with git")
+        size = int(head[2])
+        files[path] = data[nl + 1:nl + 1 + size]
+        at = nl + 1 + size + 1
+    return files
+
+
+def commit_fingerprint(commit: str, repo: str | os.PathLike[str] | None = None) -> str:
+    """The code fingerprint of the ``topofl/`` of a git ``commit`` (of this repository, or of
+    ``repo``), computed from its files by the current fingerprint code
+    (:func:`topofl._fingerprint.tree_fingerprint`); nothing of the commit runs (~0.1 s).
+
+    Raises
+    ------
+    ValueError
+        When the commit is not in the repository, carries a link, a submodule or a compiled
+        module in ``topofl/``, or its fingerprint cannot be computed.
+    """
+    return tree_fingerprint(_export(commit, Path(repo) if repo is not None else None))
+
+
+def snapshot_of_commit(commit: str, threads: int = 1,
+                       repo: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """``{torch, values}``: the snapshot of the ``topofl/`` of a git ``commit``, written from
+    git's objects into a temporary folder and taken there in a fresh interpreter (16 s on
+    this session's shared 2-core VM).
 
     Raises
     ------
     ValueError
         When the commit is not in this repository, or its snapshot cannot be taken.
     """
-    if not _COMMIT.match(commit):
-        raise ValueError(f"commit must be 40 hex digits, got {commit!r:.60}")
-    try:
-        tar = _git("archive", "--format=tar", commit, "topofl")
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ValueError(f"cannot read commit {commit[:12]} with git: {exc}") from None
-    if tar.returncode:
-        raise ValueError(f"commit {commit[:12]} is not in this repository (a shallow clone? "
-                         f"`git fetch --unshallow`): {tar.stderr.decode().strip()[:200]}")
+    files = _export(commit, Path(repo) if repo is not None else None)
     with tempfile.TemporaryDirectory(prefix="topofl-certificate-") as tmp:
         tree = Path(tmp) / "tree"
-        with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
-            archive.extractall(tree, filter="data")  # Python >= 3.10.12 / 3.11.4
+        for rel, data in files.items():
+            path = tree / "topofl" / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
         env = {**os.environ, "PYTHONPATH": str(tree)}
         found = Path(tmp) / "snapshot.json"
         out = subprocess.run([sys.executable, "-c", _PROBE, str(threads), str(found)], cwd=tree,
@@ -355,12 +428,94 @@ def _cache_path() -> Path:
     return _repo() / "paper_figures" / "out" / ".verified-certificates.json"
 
 
+def _key_path() -> Path:
+    """This user's key of the cache's HMACs (outside every checkout)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "topofl" / "certificate-cache.key"
+
+
+def _key(*, create: bool) -> bytes | None:
+    """The cache's key (made, private to this user, when ``create``); ``None``: none to use."""
+    path = _key_path()
+    try:
+        key = path.read_bytes()
+    except FileNotFoundError:
+        if not create:
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(secrets.token_bytes(32))
+        except FileExistsError:
+            pass  # made by another check meanwhile
+        except OSError:
+            return None
+        return _key(create=False)
+    except OSError:
+        return None
+    return key if len(key) >= 32 else None
+
+
+#: What a cache entry states (see the module docstring); with its ``mac``.
+_FACT = ("commit", "code", "torch", "cpu", "threads", "digest")
+
+
+class _Cache:
+    """The remembered re-runs: ``{"format": 2, "entries": {commit/threads/cpu/torch: fact}}``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _entries(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            return {}
+        ok = isinstance(data, dict) and data.get("format") == 2
+        return data["entries"] if ok and isinstance(data.get("entries"), dict) else {}
+
+    @staticmethod
+    def _name(fact: Mapping[str, Any]) -> str:
+        return f"{fact['commit']}/{fact['threads']}/{fact['cpu']}/{fact['torch']}"
+
+    @staticmethod
+    def _mac(key: bytes, fact: Mapping[str, Any]) -> str:
+        text = json.dumps(["topofl verified certificate 2", [fact[f] for f in _FACT]])
+        return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+    def holds(self, fact: Mapping[str, Any]) -> bool:
+        """Whether an entry states ``fact``, under this user's key."""
+        entry, key = self._entries().get(self._name(fact)), _key(create=False)
+        return (key is not None and isinstance(entry, dict)
+                and all(entry.get(f) == fact[f] for f in _FACT)
+                and isinstance(entry.get("mac"), str)
+                and hmac.compare_digest(entry["mac"], self._mac(key, fact)))
+
+    def add(self, fact: Mapping[str, Any]) -> None:
+        """Remember ``fact`` now (the file replaced atomically; a read-only checkout or home
+        only verifies again next time)."""
+        key = _key(create=True)
+        if key is None:
+            return
+        entries = self._entries()  # again: another check may have added some
+        entries[self._name(fact)] = {**{f: fact[f] for f in _FACT}, "mac": self._mac(key, fact)}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            replace_text(self.path, [json.dumps({"format": 2, "entries": entries}, indent=1,
+                                                sort_keys=True), "\n"])
+        except OSError:
+            pass
+
+
 def verify(results: str | os.PathLike[str], code: str | None = None, *,
            current: Mapping[str, Any] | None = None,
            of_commit: Callable[[str, int], Mapping[str, Any]] | None = None,
+           code_of: Callable[[str], str] | None = None,
            cache: str | os.PathLike[str] | None = None) -> list[str]:
     """Check every certificate the results of code ``code`` rely on; the problems, one line
-    each (empty: every one verified). See the module docstring for the three checks.
+    each (empty: every one verified). See the module docstring for the three checks and the
+    cache.
 
     Parameters
     ----------
@@ -371,9 +526,11 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
     current : mapping, optional
         The snapshot of that code on this machine (default: taken now, ~10 s).
     of_commit : callable, optional
-        ``(commit, threads) -> {code, torch, values}``: default :func:`snapshot_of_commit`.
+        ``(commit, threads) -> {values, ...}``: default :func:`snapshot_of_commit`.
+    code_of : callable, optional
+        ``commit -> fingerprint`` by the current code: default :func:`commit_fingerprint`.
     cache : path, optional
-        Where verified certificates are remembered (default: ``paper_figures/out/``).
+        Where re-runs are remembered (default: ``paper_figures/out/``).
     """
     certs = read(results)
     where = Path(results) / EQUIVALENCE_FILE
@@ -383,66 +540,68 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
     if not used:
         return []
     now = current if current is not None else snapshot.take()
-    kind = now.get("cpu") or cpu_kind()
-    of_commit = of_commit or snapshot_of_commit
-    cache_file = Path(cache) if cache is not None else _cache_path()
-    try:
-        seen = set(json.loads(cache_file.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
-        seen = set()
+    store = _Cache(Path(cache) if cache is not None else _cache_path())
     problems = []
     for k in used:
         c = certs[k]
-        name = f"{where}: certificate {k} ({c['from']} -> {c['to']})"
-        key = hashlib.sha256(json.dumps([*(c[f] for f in FIELDS), kind, now["digest"]]
-                                        ).encode()).hexdigest()
-        if key in seen:
-            continue
-        if c["torch"] != now["torch"]:
-            problems.append(f"{name}: taken with torch {c['torch']}, this is {now['torch']}: "
-                            "verify with the torch that took it")
-            continue
-        try:
-            recorded = values_of(results, c)
-            old = of_commit(c["from_commit"], c["threads"])
-        except (ValueError, OSError, subprocess.SubprocessError) as exc:
-            problems.append(f"{name}: cannot be verified: {exc}")
-            continue
-        values, commit = old.get("values"), c["from_commit"][:12]
-        if old.get("code") != c["from"]:
-            problems.append(f"{name}: commit {commit} is code {old.get('code')}, not {c['from']}")
-        elif not isinstance(values, dict):
-            problems.append(f"{name}: the snapshot of commit {commit} holds no values")
-        elif c["cpu"] == kind and snapshot.digest(values) != c["digest"]:
-            problems.append(f"{name}: the snapshot of commit {commit} does not have the "
-                            f"certificate's digest {c['digest']} on its CPU kind ({kind}): "
-                            "edited")
-        elif c["cpu"] != kind and (off := snapshot.compare({"values": recorded},
-                                                           {"values": values}, rounding=True)):
-            problems.append(f"{name}: the snapshot of commit {commit} on this CPU kind ({kind}) "
-                            f"differs from the certificate's values (taken on {c['cpu']}) "
-                            f"beyond float rounding in {len(off)} of {len(recorded)}: "
-                            f"{', '.join(off[:5])}{' ...' if len(off) > 5 else ''}: edited")
-        else:
-            moved = snapshot.compare({"values": values}, now, kept_only=True)
-            if moved:
-                problems.append(f"{name}: the current code moves {len(moved)} of the "
-                                f"{len(values)} values of {c['from']}: "
-                                f"{', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}")
-            else:
-                seen.add(key)
-    try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        cache_file.write_text(json.dumps(sorted(seen)) + "\n", encoding="utf-8")
-    except OSError:
-        pass  # a read-only checkout verifies again next time
+        why = _verify_one(results, c, now, store, of_commit or snapshot_of_commit,
+                          code_of or commit_fingerprint)
+        if why:
+            problems.append(f"{where}: certificate {k} ({c['from']} -> {c['to']}): {why}")
     return problems
+
+
+def _verify_one(results: str | os.PathLike[str], c: Mapping[str, Any],
+                now: Mapping[str, Any], store: _Cache,
+                of_commit: Callable[[str, int], Mapping[str, Any]],
+                code_of: Callable[[str], str]) -> str | None:
+    """Why the certificate ``c`` fails (the checks of the module docstring), or ``None``."""
+    kind, commit = now.get("cpu") or cpu_kind(), c["from_commit"][:12]
+    if c["torch"] != now["torch"]:
+        return (f"taken with torch {c['torch']}, this is {now['torch']}: verify with the torch "
+                "that took it")
+    try:
+        recorded = values_of(results, c)
+        code = code_of(c["from_commit"])
+    except (ValueError, OSError, subprocess.SubprocessError) as exc:
+        return f"cannot be verified: {exc}"
+    if code != c["from"]:
+        return (f"commit {commit} is code {code}, not {c['from']} (its files, fingerprinted "
+                "by the current code)")
+    fact = {"commit": c["from_commit"], "code": code, "torch": now["torch"], "cpu": kind,
+            "threads": c["threads"]}
+    here = {key: now["values"][key] for key in recorded if key in now["values"]}
+    if len(here) == len(recorded) and store.holds({**fact, "digest": snapshot.digest(here)}):
+        values: Any = here  # the commit computes the current code's values here (remembered)
+    else:
+        try:
+            values = of_commit(c["from_commit"], c["threads"]).get("values")
+        except (ValueError, OSError, subprocess.SubprocessError) as exc:
+            return f"cannot be verified: {exc}"
+    if not isinstance(values, dict):
+        return f"the snapshot of commit {commit} holds no values"
+    if c["cpu"] == kind and snapshot.digest(values) != c["digest"]:
+        return (f"the snapshot of commit {commit} does not have the certificate's digest "
+                f"{c['digest']} on its CPU kind ({kind}): edited")
+    if c["cpu"] != kind and (off := snapshot.compare({"values": recorded}, {"values": values},
+                                                     rounding=True)):
+        return (f"the snapshot of commit {commit} on this CPU kind ({kind}) differs from the "
+                f"certificate's values (taken on {c['cpu']}) beyond float rounding in "
+                f"{len(off)} of {len(recorded)}: {', '.join(off[:5])}"
+                f"{' ...' if len(off) > 5 else ''}: edited")
+    moved = snapshot.compare({"values": values}, now, kept_only=True)
+    if moved:
+        return (f"the current code moves {len(moved)} of the {len(values)} values of "
+                f"{c['from']}: {', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}")
+    if values is not here:
+        store.add({**fact, "digest": snapshot.digest(values)})
+    return None
 
 
 def rerecord(results: str | os.PathLike[str], *,
              current: Mapping[str, Any] | None = None,
-             of_commit: Callable[[str, int], Mapping[str, Any]] | None = None
-             ) -> list[dict[str, Any]]:
+             of_commit: Callable[[str, int], Mapping[str, Any]] | None = None,
+             code_of: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
     """Give the certificates written before values were committed (no
     ``certified/<digest>.json.gz``) their values, taken on this machine; the certificates
     rewritten.
@@ -462,15 +621,20 @@ def rerecord(results: str | os.PathLike[str], *,
     certs = read(results, legacy=True)
     now = current if current is not None else snapshot.take()
     of_commit = of_commit or snapshot_of_commit
+    code_of = code_of or commit_fingerprint
     done, problems = [], []
     for k, c in enumerate(certs):
         if "cpu" in c and _values_path(results, c["digest"]).exists():
             continue
-        old = of_commit(c["from_commit"], c["threads"])
-        values = old.get("values")
-        if old.get("code") != c["from"] or not isinstance(values, dict):
+        code = code_of(c["from_commit"])
+        if code != c["from"]:
             problems.append(f"certificate {k}: commit {c['from_commit'][:12]} is code "
-                            f"{old.get('code')}, not {c['from']}")
+                            f"{code}, not {c['from']}")
+            continue
+        values = of_commit(c["from_commit"], c["threads"]).get("values")
+        if not isinstance(values, dict):
+            problems.append(f"certificate {k}: the snapshot of commit "
+                            f"{c['from_commit'][:12]} holds no values")
             continue
         moved = snapshot.compare({"values": values}, now, kept_only=True)
         if moved or len(values) != c["values"]:
