@@ -135,3 +135,20 @@ def test_checked_pieces_give_the_same_numbers_and_keep_the_piece_s_members() -> 
     runs = [tf.engine.run_rounds(a, torch.zeros_like(c), ring, lambda z, ph, rnd: z - c,
                                  rounds=20).evaluated() for a in (algo, checked)]
     assert torch.equal(runs[0], runs[1])  # the same calls on the same numbers
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_the_engine_checks_a_user_s_pieces_alone_and_stacked(stacked: bool) -> None:
+    """``tf.engine.run`` and a stack check the pieces as ``topofl.run`` does (Lane.build)."""
+    from topofl.engine.stack import Member, run_stacked
+
+    algo = BASE._replace(name="mine", communicate=returns_none, stacks=True)
+    data = tf.data.federate("digits", "iid", 4, seed=0)
+    m = Member(tf.engine.RunConfig(rounds=2, spectral=False), tf.topologies.ring(4), algo, data,
+               tf.models.build_model("logistic", data.input_shape, 10, seed=0))
+    with pytest.raises(TypeError, match=r"^mine's communicate \(returns_none\) returned "
+                                        "NoneType None"):
+        if stacked:
+            run_stacked([m, m])
+        else:
+            tf.engine.run(*m[:5])

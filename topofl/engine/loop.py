@@ -60,7 +60,7 @@ from topofl.engine.evaluation import (
     split_sums,
 )
 from topofl.engine.executors import make_executor
-from topofl.engine.extend import stochasticity_problem
+from topofl.engine.extend import checked_pieces, stochasticity_problem
 from topofl.engine.layout import ParamLayout, init_parameters
 from topofl.engine.ledger import Arcs, Flow, Ledger, at_steps
 from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
@@ -185,7 +185,7 @@ def run(
     t_start = time.perf_counter()
     lane = Lane.build(0, config, topology, algorithm, data, model, placement or OneProcess(),
                       start=0, header=header, recorder=recorder, resume=resume)
-    loop = Loop([lane], config, algorithm, lane.state, lane.env, lane.env.data,
+    loop = Loop([lane], config, lane.algorithm, lane.state, lane.env, lane.env.data,
                 lane.env.executor, background=False)
     [rnd] = run_loop(loop, t_start, close=recorder is None)
     return lane.result(lane.state, rnd)
@@ -319,6 +319,7 @@ class Lane:
         ``init=False`` leaves the state as the initial parameters (``State(x=x0)``: a stack
         initialises every lane's rows at once); ``warn_level`` is the disconnected-graph
         warning's ``stacklevel``."""
+        algorithm = checked_pieces(algorithm)  # what a user's pieces return, checked
         n = int(data.num_clients)
         tv = graphs(topology, algorithm, n)
         check_drop(algorithm, config.network)

@@ -411,6 +411,7 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
         flipped=np.concatenate([np.asarray(ln.env.flipped) for ln in lanes]),
         run_ids=np.concatenate([np.asarray(ln.site.clients.ids, dtype=np.int64)
                                 for ln in lanes]))
+    algorithm = lanes[0].algorithm  # its pieces checked (Lane.build)
     state = algorithm.init(torch.cat([ln.state.x for ln in lanes]), env_all)
     for ln in lanes:
         ln.state = state.rows(ln.rows)
