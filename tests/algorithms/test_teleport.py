@@ -1,6 +1,7 @@
 """Teleportation (``teleport``): k models teleported between random nodes, checked against a
 per-slot reference loop (k plain models: teleport, train, gossip), the family's draws, D-SGD
-on the complete graph at k = n, resume, and its bad inputs."""
+on the complete graph at k = n, resume, and its bad inputs; with ``graph="random_regular"`` the
+same reference on the seeded slot graph, its message count, and a small run that learns."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ import topofl as tf
 from tests.engine._crash import Crash, CrashingData
 from topofl.algorithms.teleport import teleport_map
 from topofl.engine import RunConfig
-from topofl.topologies import teleportation, teleportation_active
+from topofl.topologies import (
+    teleportation,
+    teleportation_active,
+    teleportation_slot_degree,
+    teleportation_slot_graph,
+)
 
 N, B = 8, 8
 
@@ -34,8 +40,14 @@ def _rows(res: Any) -> list[dict[str, Any]]:
     return [r for r in res.records.rows if r["metric"] != "wall_time"]
 
 
-def _slot_matrix(k: int, graph: str) -> np.ndarray:
-    """The gossip weights over the k slots, written out: Metropolis ring or complete."""
+def _slot_matrix(k: int, graph: str, seed: int = 0) -> np.ndarray:
+    """The gossip weights over the k slots, written out: Metropolis ring, complete, or the
+    slot graph of ``seed`` with weights 1/(d + 1)."""
+    if graph == "random_regular" and k > 3:
+        H = np.eye(k)
+        u, v = teleportation_slot_graph(k, seed=seed)
+        H[u, v] = H[v, u] = 1.0
+        return H / (teleportation_slot_degree(k) + 1)
     if graph == "complete" or k <= 3:
         return np.full((k, k), 1.0 / k)
     H = np.zeros((k, k))
@@ -55,7 +67,7 @@ def _reference(data: Any, k: int, graph: str, seed: int, rounds: int, lr: float,
     names = [n for n, _ in model.named_parameters()]
     theta0 = {n: p.detach().clone() for n, p in model.named_parameters()}
     slots = [dict(theta0) for _ in range(k)]
-    H = _slot_matrix(k, graph)
+    H = _slot_matrix(k, graph, seed)
     xg, yg = data.global_test
     accs = []
     for t in range(rounds):
@@ -121,7 +133,7 @@ def test_toy_quadratic_equals_per_slot_loop() -> None:
     assert trace.evaluated()[final].flatten().tolist() == pytest.approx(slots, abs=1e-14)
 
 
-@pytest.mark.parametrize(("k", "graph"), [(5, "ring"), (3, "complete")])
+@pytest.mark.parametrize(("k", "graph"), [(5, "ring"), (3, "complete"), (6, "random_regular")])
 def test_engine_equals_per_slot_reference(data: Any, k: int, graph: str) -> None:
     T, lr = 4, 0.3
     algo = tf.algorithms.teleport(lr=lr, k=k, graph=graph, sample_seed=1, local_steps=2)
@@ -156,6 +168,27 @@ def test_messages_count_gossip_and_teleports(data: Any) -> None:
         res.layout.num_params * 4
 
 
+def test_random_regular_messages(data: Any) -> None:
+    k, T = 8, 3  # 3-regular slot graph: k * 3 gossip messages a round
+    algo = tf.algorithms.teleport(lr=0.1, k=k, graph="random_regular", sample_seed=2)
+    res = tf.engine.run(RunConfig(rounds=T, batch_size=B, spectral=False), None, algo, data,
+                        _model(data))
+    moved = sum(int((teleportation_active(N, k, t, seed=2)
+                     != teleportation_active(N, k, t + 1, seed=2)).sum()) for t in range(T))
+    assert res.records.final("messages") == k * teleportation_slot_degree(k) * T + moved
+
+
+def test_random_regular_run_learns() -> None:
+    # through the front door, as a hyper-parameter: 16 clients, 8 models on a 3-regular graph
+    fed = tf.data.federate("digits", "shards", 16, shards_per_client=2, seed=0, val=0.1)
+    res = tf.run("teleport", None, fed, "logistic", 25, k=8, graph="random_regular", lr=0.3,
+                 local_steps=2, seed=0, progress=False)
+    assert res.records.rows[0]["metric"] is not None
+    _, acc = res.records.series("global_acc_mean")
+    assert acc[-1] > 0.7 and acc[-1] > acc[0] + 0.4
+    assert res.algorithm.hparams["graph"] == "random_regular"
+
+
 def test_k_equals_n_complete_is_dsgd_on_the_complete_graph(data: Any) -> None:
     cfg = RunConfig(rounds=3, batch_size=B, dtype="float64", spectral=False)
     tele = tf.engine.run(cfg, None, tf.algorithms.teleport(lr=0.3, k=N, graph="complete",
@@ -188,6 +221,8 @@ def test_bad_inputs(data: Any) -> None:
         tf.algorithms.teleport(k=0)
     with pytest.raises(ValueError, match="graph"):
         tf.algorithms.teleport(graph="star")
+    with pytest.raises(ValueError, match=r"graph must be one of .*'random_regular'.*got 'regular'"):
+        tf.run("teleport", None, data, "logistic", 1, graph="regular", progress=False)
     with pytest.raises(ValueError, match=r"k must be in \[1, n\]=\[1, 8\].*got k=9"):
         tf.run("teleport", None, data, "logistic", 1, k=9, progress=False)
 

@@ -7,6 +7,11 @@ symmetric and doubly stochastic; a round is a pure function of ``(seed, t)``; ea
 with frequency ``k/n``; the closed-form second moments of ``expected_mixing`` agree with a
 Monte-Carlo average of ``W W^T`` over 1500 rounds, and its exact effective number of neighbours
 with the Monte-Carlo random walk of ``random_walk_variance`` (both within 5 standard errors).
+
+``graph="random_regular"``: the slot graph is connected and ``d``-regular with the stated ``d``
+(about log2 k) for every k up to 70 and many seeds, the same for the same seed, independent of
+the rounds' draws; each round's active block is the slot graph relabelled by the round's draw
+with weights ``1/(d + 1)``; the default graphs give the matrices they gave before it existed.
 """
 
 from __future__ import annotations
@@ -18,8 +23,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
+from topofl.algorithms.teleport import teleport_map
 from topofl.spectral import expected_mixing, random_walk_variance
-from topofl.topologies import teleportation
+from topofl.topologies import (
+    teleportation,
+    teleportation_active,
+    teleportation_slot_degree,
+    teleportation_slot_graph,
+)
 
 
 def check_round(g: tf.Topology, n: int, k: int, graph: str) -> None:
@@ -36,7 +47,13 @@ def check_round(g: tf.Topology, n: int, k: int, graph: str) -> None:
     np.testing.assert_array_equal(W, W.T)
     np.testing.assert_allclose(W.sum(axis=1), 1.0, rtol=0, atol=1e-15)
     block = W[np.ix_(active, active)]
-    if graph == "complete" or k <= 3:
+    if graph == "random_regular" and k > 3:
+        d = teleportation_slot_degree(k)
+        H = np.eye(k)
+        u, v = teleportation_slot_graph(k, seed=g.params["seed"])
+        H[u, v] = H[v, u] = 1.0
+        np.testing.assert_array_equal(block, H / (d + 1))  # slot s is node active[s]
+    elif graph == "complete" or k <= 3:
         np.testing.assert_allclose(block, np.full((k, k), 1.0 / k), rtol=0, atol=1e-16)
     else:
         # one cycle through the active nodes in the order drawn, weights 1/3
@@ -52,7 +69,7 @@ def check_round(g: tf.Topology, n: int, k: int, graph: str) -> None:
 @given(n=st.integers(2, 40), data=st.data())
 def test_rounds(n: int, data: st.DataObject) -> None:
     k = data.draw(st.integers(1, n))
-    graph = data.draw(st.sampled_from(["ring", "complete"]))
+    graph = data.draw(st.sampled_from(["ring", "complete", "random_regular"]))
     seed = data.draw(st.integers(0, 2**16))
     tv = teleportation(n, k, seed=seed, graph=graph)
     assert tv.period is None
@@ -149,3 +166,118 @@ def test_spec_and_summary() -> None:
 def test_bad_input(bad: dict) -> None:
     with pytest.raises((TypeError, ValueError)):
         teleportation(**bad, seed=0)
+
+
+# ----------------------------------------------------------------- the random regular slot graph
+def _degree_reference(k: int) -> int:
+    """The rule written out: complete up to 3 slots, else about log2 k, even sum of degrees."""
+    if k <= 3:
+        return k - 1
+    d = max(2, int(np.floor(np.log2(k) + 1e-12)))
+    return d + 1 if k * d % 2 else d
+
+
+def test_slot_degree() -> None:
+    for k in range(1, 600):
+        d = teleportation_slot_degree(k)
+        assert d == _degree_reference(k)
+        assert k * d % 2 == 0 and d <= k - 1
+        if k >= 4:
+            assert abs(d - np.log2(k)) <= 1.0 + 1e-12
+    for p in range(2, 11):  # powers of two: the simulator's log2 k
+        assert teleportation_slot_degree(2**p) == p
+    with pytest.raises(ValueError, match="k"):
+        teleportation_slot_degree(0)
+
+
+@pytest.mark.parametrize("k", [*range(1, 71), 96, 128, 255, 256, 300])
+def test_slot_graph_connected_and_regular_for_many_seeds(k: int) -> None:
+    d = teleportation_slot_degree(k)
+    seeds = range(40) if k <= 70 else range(5)
+    for seed in seeds:
+        u, v = teleportation_slot_graph(k, seed=seed)
+        assert u.size == k * d // 2 and np.all(u < v)  # simple, each edge once
+        assert len(set(zip(u.tolist(), v.tolist()))) == u.size
+        assert np.bincount(np.concatenate([u, v]), minlength=k).tolist() == [d] * k
+        G = nx.Graph()
+        G.add_nodes_from(range(k))
+        G.add_edges_from(zip(u.tolist(), v.tolist()))
+        assert nx.is_connected(G)
+
+
+def test_slot_graph_is_seeded() -> None:
+    a = teleportation_slot_graph(16, seed=3)
+    np.testing.assert_array_equal(a, teleportation_slot_graph(16, seed=3))
+    np.testing.assert_array_equal(a, teleportation_slot_graph(16, seed=np.random.SeedSequence(3)))
+    others = [teleportation_slot_graph(16, seed=s) for s in range(4, 12)]
+    assert any(o.shape != a.shape or not np.array_equal(o, a) for o in others)
+    # the schedule uses the graph of its seed, in every round
+    tv = teleportation(40, 16, seed=3, graph="random_regular")
+    for t in (0, 5):
+        g = tv.at(t)
+        act = np.array(g.params["active"])
+        W = g.W.toarray()
+        u, v = a
+        assert np.all(W[act[u], act[v]] == 1 / 5) and np.count_nonzero(W[np.ix_(act, act)]) \
+            == 16 + 2 * u.size
+    with pytest.raises(TypeError, match="seed"):
+        teleportation_slot_graph(8)  # type: ignore[call-arg]
+
+
+def test_slot_graph_does_not_move_the_rounds_draws() -> None:
+    # the active nodes of a round are the same whichever graph the slots use
+    for graph in ("ring", "complete"):
+        a = teleportation(30, 9, seed=7, graph=graph)
+        b = teleportation(30, 9, seed=7, graph="random_regular")
+        for t in range(5):
+            assert a.at(t).params["active"] == b.at(t).params["active"]
+            assert tuple(teleportation_active(30, 9, t, seed=7).tolist()) == \
+                b.at(t).params["active"]
+
+
+def test_default_graphs_unchanged() -> None:
+    # The digest of the ring's and the complete graph's matrices (and of the teleport map) on
+    # these cases, taken before "random_regular" was added: the default path is bit-identical.
+    import hashlib
+
+    h = hashlib.sha256()
+    for graph in ("ring", "complete"):
+        for n, k in ((12, 5), (9, 3), (20, 8), (6, 2), (7, 1), (30, 30)):
+            tv = teleportation(n, k, seed=3, graph=graph)
+            for t in range(4):
+                W = tv.at(t).W
+                for arr in (W.indptr, W.indices, W.data):
+                    h.update(arr.tobytes())
+            M = teleport_map(n, teleportation_active(n, k, 0, seed=3),
+                             teleportation_active(n, k, 1, seed=3), graph)
+            for arr in (M.indptr, M.indices, M.data):
+                h.update(arr.tobytes())
+    assert h.hexdigest()[:16] == "e44f5ea71904385c"
+
+
+@pytest.mark.parametrize(("n", "k"), [(12, 8), (20, 9), (10, 4)])
+def test_random_regular_expected_mixing_against_monte_carlo(n: int, k: int) -> None:
+    tv = teleportation(n, k, seed=5, graph="random_regular")
+    m = expected_mixing(tv)
+    w = 1 / (teleportation_slot_degree(k) + 1)
+    assert m.row_self == pytest.approx(k / n * w + 1 - k / n, abs=1e-15)
+    rounds = 1500
+    diag = np.empty(rounds)
+    off = np.empty(rounds)
+    for t in range(rounds):
+        W = tv.at(t).W.toarray()
+        G = W @ W.T
+        diag[t] = np.trace(G) / n
+        off[t] = (G.sum() - np.trace(G)) / (n * (n - 1))
+    for est, exact in ((diag, m.row_self), (off, m.row_cross)):
+        se = est.std() / np.sqrt(rounds)
+        assert abs(est.mean() - exact) <= 5 * se + 1e-12
+
+
+def test_random_regular_spec_and_bad_graph() -> None:
+    tv = tf.topologies.build("teleportation:n=20,k=8,graph=random_regular", seed=2)
+    assert tv.params["graph"] == "random_regular"
+    g = tv.at(0)
+    assert g.num_edges == 8 * 3 // 2 and g.is_doubly_stochastic and g.is_undirected
+    with pytest.raises(ValueError, match=r"graph must be one of .*random_regular.*got 'regular'"):
+        teleportation(20, 8, seed=0, graph="regular")

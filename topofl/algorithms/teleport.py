@@ -5,11 +5,19 @@ $A_t = (a^t_0, \dots, a^t_{k-1})$ uniformly without replacement (the draw of
 :func:`topofl.topologies.teleportation`, pure in ``(sample_seed, t)``). Slot ``s``'s model,
 which was at node $a^{t-1}_s$, is *teleported* to node $a^t_s$, trained there with local SGD
 on that node's data, then the ``k`` models gossip on a fixed graph over the slots (a ring
-$s \sim s \pm 1$ with Metropolis weights, or the complete graph). The other ``n - k`` nodes
-hold no model and do nothing. This is Algorithm 1 of [1]_; the sacs-epfl
+$s \sim s \pm 1$ with Metropolis weights, the complete graph, or a connected random
+``d``-regular graph, ``d`` about $\log_2 k$, drawn once from ``sample_seed``). The other
+``n - k`` nodes hold no model and do nothing. This is Algorithm 1 of [1]_; the sacs-epfl
 ``decentralized-learning-simulator`` (``dasklearn/simulation/teleportation``) runs the same
 order: a node of the sample receives its slot's model, trains, gossips with the slots' graph
 neighbours, and sends the aggregate to the node of the same slot in the next sample.
+
+Which graph the paper's slots gossip on is not known here: its full text is not reachable
+from this project. The simulator draws one ``random_regular_graph(log2 k, k)`` per run,
+unseeded (it accepts only ``k`` a power of 2), which can be disconnected;
+``graph="random_regular"`` is that graph seeded from ``sample_seed`` and connected
+(:func:`topofl.topologies.teleportation_slot_graph`). The default, ``"ring"``, is the graph
+the committed results use.
 
 On the engine's ``n`` rows
 --------------------------
@@ -37,8 +45,8 @@ the node that holds them, ``consensus_distance`` the mean squared distance of th
 models to their mean. ``train_loss`` is the engine's mean over all ``n`` rows of the local
 steps' losses, so it includes the idle rows' stale models: read the accuracies. The bytes
 ledger counts what is sent: the gossip messages among the active nodes (``2k`` on a ring of
-``k >= 3``, ``k(k-1)`` on the complete graph) and the teleports (one model from $a^t_s$ to
-$a^{t+1}_s$ for every slot whose node changes).
+``k >= 3``, ``k(k-1)`` on the complete graph, ``k d`` on the ``d``-regular slot graph) and
+the teleports (one model from $a^t_s$ to $a^{t+1}_s$ for every slot whose node changes).
 
 References
 ----------
@@ -74,15 +82,15 @@ from topofl.engine.protocol import (
     run_ids,
 )
 from topofl.graph import Topology
-from topofl.topologies.teleportation import _draw, _round_matrix
+from topofl.topologies.teleportation import _draw, _round_matrix, _slot_pairs
 
 __all__ = ["teleport", "teleport_map"]
 
-_GRAPHS = ("ring", "complete")
+_GRAPHS = ("ring", "complete", "random_regular")
 
 
 def teleport_map(n: int, active: np.ndarray, following: np.ndarray,
-                 graph: str) -> sp.csr_array:
+                 graph: str, pairs: np.ndarray | None = None) -> sp.csr_array:
     r"""The ``(n, n)`` row map $M$ of one Teleportation round: gossip, then fetch.
 
     $G$ mixes the rows ``active`` (slot ``s`` is row ``active[s]``) on the slots' ``graph``,
@@ -96,7 +104,10 @@ def teleport_map(n: int, active: np.ndarray, following: np.ndarray,
         Number of rows (nodes).
     active, following : ndarray of int, shape (k,)
         This round's and the next round's active nodes, in slot order.
-    graph : {"ring", "complete"}
+    graph : {"ring", "complete", "random_regular"}
+    pairs : ndarray of int, shape (2, m), optional
+        The slot graph's edges ``s < r`` (:func:`topofl.topologies.teleportation_slot_graph`),
+        needed for ``"random_regular"``.
 
     Returns
     -------
@@ -116,7 +127,7 @@ def teleport_map(n: int, active: np.ndarray, following: np.ndarray,
     [[1.0, 1.0, 1.0, 0.0, 0.0], [0.0, 3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 3.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0]]
     """  # noqa: E501
     active, following = np.asarray(active), np.asarray(following)
-    G = sp.csr_array(_round_matrix(n, active, graph)[active])  # slot s's gossip: row s
+    G = sp.csr_array(_round_matrix(n, active, graph, pairs)[active])  # slot s's gossip: row s
     eye = sp.eye_array(n, format="csr")
     keep = np.setdiff1d(np.arange(n), following)
     rows = np.empty(n, dtype=np.int64)  # stacked [G[active]; eye[keep]] -> output order
@@ -128,10 +139,18 @@ def teleport_map(n: int, active: np.ndarray, following: np.ndarray,
     return M
 
 
-def _gossip_arcs(n: int, active: np.ndarray, graph: str) -> Arcs:
-    """The gossip messages among the active nodes: ``a_r -> a_s`` for neighbouring slots."""
+def _gossip_arcs(n: int, active: np.ndarray, graph: str,
+                 edges: np.ndarray | None = None) -> Arcs:
+    """The gossip messages among the active nodes: ``a_r -> a_s`` for neighbouring slots
+    (``edges``: the random regular slot graph's, :func:`teleport_map`'s ``pairs``)."""
     k = active.size
-    if graph == "complete" or k <= 3:
+    if graph == "random_regular" and k > 3:
+        if edges is None:
+            raise ValueError("graph='random_regular' needs the slot graph's edges (pairs)")
+        u, v = edges
+        return Arcs.from_pairs(n, active[np.concatenate([u, v])],
+                               active[np.concatenate([v, u])])
+    if graph != "ring" or k <= 3:
         s, r = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
         off = s != r
         pairs = (s[off], r[off])
@@ -192,21 +211,30 @@ class Teleport(Communicate):
 
     slots: Slots
     graph: str
+    #: the slot graph's edges for ``"random_regular"`` (``(s, r)`` pairs, ``s < r``), else ()
+    edges: tuple[tuple[int, int], ...] = ()
 
     def init_(self, state: State, env: Services) -> None:
         """Nothing: the draws are pure in ``(sample_seed, t)``, no state is kept."""
         return None
 
+    def _pairs(self) -> np.ndarray | None:
+        if self.graph != "random_regular":
+            return None
+        return np.array(self.edges, dtype=np.int64).reshape(-1, 2).T
+
     def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
         """``X <- F_t G_t X`` (:func:`teleport_map`); what was sent."""
         n, t = env.n, rnd.t
         active, following = self.slots.draw(n, t), self.slots.draw(n, t + 1)
-        M = Topology.from_matrix(teleport_map(n, active, following, self.graph),
+        pairs = self._pairs()
+        M = Topology.from_matrix(teleport_map(n, active, following, self.graph, pairs),
                                  name="teleport", params={"round": t})
         env.mixer.mix_(M, state.x)
         size, bits = env.layout.num_params, dtype_bits(state.x.dtype)
         moved = active != following
-        flows = (Flow("model", _gossip_arcs(n, active, self.graph), size, bits, stage=0),
+        flows = (Flow("model", _gossip_arcs(n, active, self.graph, pairs), size, bits,
+                      stage=0),
                  Flow("model", Arcs.from_pairs(n, active[moved], following[moved]), size,
                       bits, stage=1))
         return Sent.of(*flows, active=self.slots.mask(n, t))
@@ -242,9 +270,15 @@ def teleport(
     k : int, default 8
         Number of models (active nodes per round), ``1 <= k <= n``; ``k > n`` raises when the
         run starts.
-    graph : {"ring", "complete"}, default "ring"
+    graph : {"ring", "complete", "random_regular"}, default "ring"
         The graph over the slots: a ring with Metropolis weights (``1/3``; ``1/2`` for a
-        pair), or the complete graph (exact average).
+        pair), the complete graph (exact average), or a connected random ``d``-regular graph
+        with weights ``1/(d + 1)``, ``d = topofl.topologies.teleportation_slot_degree(k)``
+        (about ``log2 k``), drawn once from ``sample_seed``
+        (:func:`topofl.topologies.teleportation_slot_graph`; the sacs-epfl simulator's
+        graph, seeded and connected). The paper's own choice is not known here (its full
+        text is not reachable from this project); the default stays the ring, which the
+        committed results use.
     sample_seed : int, default 0
         Keyword-only: round ``t``'s active nodes are
         ``topofl.topologies.teleportation_active(n, k, t, seed=sample_seed)``, the nodes of
@@ -295,6 +329,10 @@ def teleport(
     sample_seed = check_int(sample_seed, "sample_seed", low=0)
     slots = Slots(k, sample_seed)
     sgd = SGD(0.0, hp.weight_decay)
+    edges: tuple[tuple[int, int], ...] = ()
+    if graph == "random_regular":
+        s, r = _slot_pairs(as_seed_sequence(sample_seed), k)
+        edges = tuple(zip(s.tolist(), r.tolist()))
 
     def init(x0: Tensor, env: Services) -> State:
         return _init(x0, env, slots=slots)
@@ -311,7 +349,7 @@ def teleport(
         phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
         init=init,
         local=ActiveSGD(sgd, slots),
-        communicate=Teleport(slots, graph),
+        communicate=Teleport(slots, graph, edges),
         requires=None,
         decay=hp.decay,
         uses_topology=False,

@@ -226,8 +226,14 @@ def _matching_moments(n: int) -> MixingMoments:
 
 def _teleportation_moments(n: int, k: int, graph: str) -> MixingMoments:
     # k uniform active nodes mix (each active row: 1/w entries w), the others keep their model:
-    # c = (k/n) w + (1 - k/n); exchangeable and doubly stochastic.
-    w = 1.0 / k if graph == "complete" else 1.0 / min(k, 3)
+    # c = (k/n) w + (1 - k/n); exchangeable and doubly stochastic. The random regular slot
+    # graph is d-regular with weights 1/(d + 1), so given it the same holds.
+    if graph == "random_regular":
+        from topofl.topologies.teleportation import teleportation_slot_degree
+
+        w = 1.0 / (teleportation_slot_degree(k) + 1)
+    else:
+        w = 1.0 / k if graph == "complete" else 1.0 / min(k, 3)
     return _doubly(n, (k / n) * w + (1.0 - k / n), "teleportation")
 
 
