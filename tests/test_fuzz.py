@@ -121,6 +121,7 @@ def _spectral_targets() -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
         ("neighborhood_heterogeneity", S.neighborhood_heterogeneity,
          {"topology": RING, "label_distributions": P6}),
         ("spectrum", S.spectrum, {"W": RING}),
+        ("all_eigenvalues_metric", S.all_eigenvalues_metric, {"W": RING}),
         ("effective_neighbors", S.effective_neighbors,
          {"graph": RING, "gamma": 0.9, "mode": "mean", "rounds": 20, "burn_in": 5}),
         ("random_walk_variance", S.random_walk_variance,

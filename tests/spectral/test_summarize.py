@@ -253,3 +253,52 @@ def test_disconnected_graph_has_no_rounds_to_consensus() -> None:
     labels = np.eye(10)[np.arange(40) % 10]
     s = summary(tf.topologies.stl_fw(labels, 4), metrics=["rounds_to_1e-6_measured"])
     assert s == {"rounds_to_1e-6_measured": None}
+
+
+# ============================================================================ opt-in keys
+def test_all_eigenvalues_metric_is_opt_in() -> None:
+    # not in the default row (records and the behaviour snapshot hold its keys) ...
+    g = ring(10)
+    full = summary(g)
+    assert "all_eigenvalues_metric" not in full and list(full) == list(S._SUMMARY_KEYS)
+    # ... and asked for, it sits after the spectrum keys; the others are unchanged
+    both = summary(g, metrics=[*S._SUMMARY_KEYS, "all_eigenvalues_metric"])
+    assert list(both) == list(summarize_module._ALL_KEYS)
+    assert {k: v for k, v in both.items() if k != "all_eigenvalues_metric"} == full
+    keys = list(both)
+    assert keys.index("all_eigenvalues_metric") == keys.index("spectrum_relaxation") + 1
+    assert both["all_eigenvalues_metric"] == pytest.approx(
+        S.all_eigenvalues_metric(g), rel=1e-12)
+    assert both["all_eigenvalues_metric"] == pytest.approx(
+        (10 - 1) / 10 * (full["spectrum_relaxation"] - 1), rel=1e-12)
+
+
+def test_all_eigenvalues_metric_in_summary() -> None:
+    def one(g: object, **kw: object) -> object:
+        return summary(g, metrics="all_eigenvalues_metric", **kw)["all_eigenvalues_metric"]
+
+    assert one(complete(7)) == 0.0
+    # static, not circulant; and a periodic undirected schedule: the mean over its rounds
+    t = tf.topologies.torus(4, 5)
+    assert one(t) == pytest.approx(S.all_eigenvalues_metric(t), rel=1e-12)
+    tv = tf.topologies.el_oracle(12, 3, seed=0)  # random undirected rounds: mean of 10
+    rounds = [S.all_eigenvalues_metric(tv.at(r)) for r in range(10)]
+    assert one(tv) == pytest.approx(float(np.mean(rounds)), rel=1e-12)
+    # infinite or undefined: None (a round that is disconnected, a directed round)
+    assert one(tf.topologies.random_matching(12, seed=0)) is None
+    assert one(one_peer_exponential(8)) is None
+    assert one(tf.Topology.from_matrix(np.eye(3))) is None
+    # above SUMMARY_DENSE_MAX: the closed form of a circulant round, else None
+    big = ring(3000)
+    assert one(big) == pytest.approx(S.all_eigenvalues_metric(big), rel=1e-12)
+    assert one(random_regular(1100, 4, seed=0)) is None
+    assert summary(ring(8), metrics="all_eigenvalues_metric, n") == {
+        "n": 8, "all_eigenvalues_metric": pytest.approx(S.all_eigenvalues_metric(ring(8)))}
+
+
+def test_all_eigenvalues_metric_from_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from topofl.cli import main
+
+    assert main(["spectral", "ring:n=4", "--json", "--metrics", "all_eigenvalues_metric"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row == {"spec": "ring:n=4", "all_eigenvalues_metric": pytest.approx(3 / 32)}

@@ -15,7 +15,8 @@ static graphs                :func:`eigenvalues`, :func:`spectral_gap` (``modulu
                              :func:`diameter`, :func:`is_strongly_connected`,
                              :func:`neighborhood_skew`, :func:`neighborhood_heterogeneity`
                              (STL-FW), :func:`spectrum` (all eigenvalues of a symmetric ``W``
-                             and full-spectrum summaries)
+                             and full-spectrum summaries), :func:`all_eigenvalues_metric`
+                             (Takezawa, Koloskova and Stich's topology term)
 beyond the gap               :func:`effective_neighbors` and :func:`random_walk_variance`
                              (Vogels et al.: static, periodic and random schedules),
                              :func:`expected_mixing` (exact second moments of the random
@@ -78,7 +79,7 @@ from topofl.spectral.neighbors import (
 )
 from topofl.spectral.pushsum import PushSumConstants, pushsum_constants
 from topofl.spectral.skew import neighborhood_heterogeneity, neighborhood_skew
-from topofl.spectral.spectrum import Spectrum, spectrum
+from topofl.spectral.spectrum import Spectrum, all_eigenvalues_metric, spectrum
 from topofl.spectral.summarize import _SUMMARY_KEYS as _SUMMARY_KEYS
 from topofl.spectral.summarize import summary
 
@@ -103,6 +104,7 @@ __all__ = [
     "neighborhood_heterogeneity",
     "Spectrum",
     "spectrum",
+    "all_eigenvalues_metric",
     "DEFAULT_GAMMA",
     "FULL_SPECTRUM_MAX",
     "MixingMoments",

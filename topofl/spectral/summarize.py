@@ -24,6 +24,15 @@ key                                   meaning
                                       eigenvalues), per-round mean; ``None`` unless
                                       every round is symmetric and doubly stochastic
                                       (and ``n <= 1024``, see ``measured``)
+``all_eigenvalues_metric``            :func:`~topofl.spectral.all_eigenvalues_metric`
+                                      (Takezawa, Koloskova and Stich), per-round mean;
+                                      ``None`` where ``spectrum_relaxation`` is, and
+                                      if a round has a mode of modulus 1 (infinite);
+                                      above ``SUMMARY_DENSE_MAX`` nodes only if every
+                                      round is circulant (closed form). **Only when
+                                      asked for** (``metrics=``): it is not in the
+                                      default row, whose keys committed records and
+                                      the behaviour snapshot hold
 ``diameter``                          :func:`diameter`, max over rounds (``None`` if a
                                       round is not strongly connected)
 ``strongly_connected``                :func:`is_strongly_connected` (the union over
@@ -114,7 +123,7 @@ from topofl.spectral._common import (
 from topofl.spectral.connectivity import _diameter_of_pattern, b_connectivity, is_strongly_connected
 from topofl.spectral.consensus import consensus_rate, finite_time_consensus
 from topofl.spectral.gaps import algebraic_connectivity, spectral_gap
-from topofl.spectral.large import LargeSpectra, bounded_diameter
+from topofl.spectral.large import LargeSpectra, bounded_diameter, circulant_row
 from topofl.spectral.neighbors import (
     DEFAULT_GAMMA,
     _closed_form,
@@ -124,7 +133,12 @@ from topofl.spectral.neighbors import (
 from topofl.spectral.pushsum import _constants as _pushsum_constants
 from topofl.spectral.pushsum import pushsum_constants
 from topofl.spectral.skew import neighborhood_heterogeneity, neighborhood_skew
-from topofl.spectral.spectrum import Spectrum, _from_eigenvalues
+from topofl.spectral.spectrum import (
+    Spectrum,
+    _from_eigenvalues,
+    _metric_of_circulant,
+    _metric_of_eigenvalues,
+)
 
 _SUMMARY_KEYS = (
     "name", "n", "time_varying", "period", "horizon", "directed", "stochastic",
@@ -138,6 +152,12 @@ _SUMMARY_KEYS = (
     "effective_neighbors", "effective_neighbors_method",
     "neighborhood_skew", "neighborhood_heterogeneity",
 )
+#: Keys computed only when ``metrics`` names them: the default row (``metrics=None``) keeps
+#: the keys it had, which training records (``graph.*``) and the behaviour snapshot hold.
+_OPT_IN_KEYS = ("all_eigenvalues_metric",)
+#: Every valid key, in the order summary() returns them.
+_ALL_KEYS = (*_SUMMARY_KEYS[:_SUMMARY_KEYS.index("spectrum_relaxation") + 1], *_OPT_IN_KEYS,
+             *_SUMMARY_KEYS[_SUMMARY_KEYS.index("spectrum_relaxation") + 1:])
 _PUSHSUM_KEYS = tuple(k for k in _SUMMARY_KEYS if k.startswith("pushsum_"))
 _PUSHSUM_MEASURED_KEYS = ("pushsum_q_measured", "pushsum_C_measured")
 _SPECTRUM_KEYS = ("spectrum_mean_sq", "spectrum_relaxation")
@@ -162,7 +182,8 @@ _BOUNDED_PUSHSUM_COLUMNS = 16
 
 
 def _check_metrics(metrics: Any) -> tuple[str, ...]:
-    """The requested keys in the order of :data:`_SUMMARY_KEYS` (all of them for ``None``)."""
+    """The requested keys in the order of :data:`_ALL_KEYS` (:data:`_SUMMARY_KEYS` for
+    ``None``)."""
     if metrics is None:
         return _SUMMARY_KEYS
     if isinstance(metrics, str):
@@ -180,16 +201,16 @@ def _check_metrics(metrics: Any) -> tuple[str, ...]:
                 raise TypeError(f"metrics must hold str names, found {type(m).__name__} {m!r}")
     if not names:
         raise ValueError(
-            f"metrics must name at least one metric, got none; valid: {', '.join(_SUMMARY_KEYS)}"
+            f"metrics must name at least one metric, got none; valid: {', '.join(_ALL_KEYS)}"
         )
-    unknown = [m for m in names if m not in _SUMMARY_KEYS]
+    unknown = [m for m in names if m not in _ALL_KEYS]
     if unknown:
         raise ValueError(
             f"unknown metric{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}"
-            f"{did_you_mean_each(unknown, _SUMMARY_KEYS)}; valid: {', '.join(_SUMMARY_KEYS)}"
+            f"{did_you_mean_each(unknown, _ALL_KEYS)}; valid: {', '.join(_ALL_KEYS)}"
         )
     wanted = set(names)
-    return tuple(k for k in _SUMMARY_KEYS if k in wanted)
+    return tuple(k for k in _ALL_KEYS if k in wanted)
 
 
 def _rounds_bound(gap: float | None) -> int | None:
@@ -281,7 +302,8 @@ def summary(
     metrics : iterable of str or str, optional
         The keys to compute and return (a str is a comma-separated list), e.g.
         ``["spectral_gap", "b_connectivity"]``; only the work they need is done. ``None``
-        (default) computes every key. Each value is the one the full summary would give.
+        (default) computes every key of the default row. Each value is the one the full
+        summary would give. ``all_eigenvalues_metric`` is computed only when named here.
     progress : bool, default False
         Show a ``tqdm`` progress bar on stderr, one step per metric group (the sequence metrics
         of a large time-varying graph -- products of mixing matrices over the horizon -- can
@@ -353,7 +375,7 @@ def summary(
     gamma = check_real(gamma, "gamma", low=0.0, high=1.0, high_open=True)
     r = min(h, period if period is not None else spectral_rounds)
     tops = [g.at(t) for t in range(r)]
-    out: dict[str, Any] = dict.fromkeys(_SUMMARY_KEYS)
+    out: dict[str, Any] = dict.fromkeys(_ALL_KEYS)
     out.update(
         name=g.name if is_tv else graph.name, n=g.n, time_varying=is_tv, period=period, horizon=h
     )
@@ -495,6 +517,7 @@ class _Summary:
                 ("spectral_gap_norm", want("spectral_gap_norm")),
                 ("algebraic_connectivity", want("algebraic_connectivity")),
                 ("spectrum", need_spectrum),
+                ("all_eigenvalues_metric", want("all_eigenvalues_metric")),
                 ("diameter", need_diams),
                 ("strongly_connected", is_tv and want("strongly_connected")),
                 ("b_connectivity", is_tv and need_b),
@@ -553,6 +576,22 @@ class _Summary:
                 [None if sp_ is None else sp_.mean_sq for sp_ in specs])
             self.out["spectrum_relaxation"] = _mean_or_none(
                 [None if sp_ is None else sp_.relaxation for sp_ in specs])
+        if self.stage("all_eigenvalues_metric"):
+            self.out["all_eigenvalues_metric"] = self.per_round(self.all_eigenvalues_metric)
+
+    def all_eigenvalues_metric(self, M: sp.csr_array) -> float | None:
+        """One round's :func:`~topofl.spectral.all_eigenvalues_metric` (``None`` where it is
+        undefined or infinite): from the eigenvalues the spectrum keys use up to
+        ``SUMMARY_DENSE_MAX`` nodes (``DENSE_MAX`` without ``measured``), in closed form
+        above for a symmetric doubly stochastic circulant round, else ``None``."""
+        n = self.g.n
+        if n <= (SUMMARY_DENSE_MAX if self.measured else DENSE_MAX):
+            ev = self.sym_eigs(M)
+            return None if ev is None else _metric_of_eigenvalues(ev)
+        if not (_is_symmetric(M) and stochasticity(M, atol=STOCHASTIC_ATOL) == "doubly"):
+            return None
+        row = circulant_row(M)
+        return None if row is None else _metric_of_circulant(n, *row)
 
     def connectivity_rows(self) -> None:
         """``diameter``, ``strongly_connected`` and ``b_connectivity``."""
