@@ -26,6 +26,14 @@ are defined. It writes ``analysis/figures/predictors_rho.png`` and the block bet
 their committed ``analysis/predictors/heldout_<level>/runs.csv`` (:func:`study_from_runs`) with
 and without the graphs whose spectral gap is 0 (:func:`gap_zero`) and writes the ``gapzero``
 block of ``analysis/predictors.md``.
+
+``python analysis/predictors.py --alleig`` needs no records either: it adds Takezawa,
+Koloskova and Stich's all-eigenvalues metric (:func:`with_all_eigenvalues_metric`, exactly
+what ``topofl.spectral.summary(..., metrics="all_eigenvalues_metric")`` gives from the
+eigenvalues the runs recorded) to every committed run table, rebuilds the studies and writes
+the ``alleig`` block: the metric beside the spectral gap and the effective number of
+neighbours, per half, level and convergence metric, and under the registered and the
+low-noise regimes (homogeneous vs heterogeneous data).
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ CONV_NAMES = {"rounds_to_target": f"rounds to {METRIC} ≥ {TARGET:g}",
               "final": f"final {METRIC}"}
 REFERENCE = "spectral_gap"
 PRIMARY = ("spectral_gap", "effective_neighbors", "neighborhood_heterogeneity")
+ALL_EIG = "all_eigenvalues_metric"
 
 
 def run_study(records: Path, half: str, level: str, out: Path, n_boot: int) -> StudyResult:
@@ -200,8 +209,26 @@ def paired_differences(res: StudyResult, *, n_boot: int, seed: int = 0, level: f
     return pd.DataFrame(out)
 
 
+def with_all_eigenvalues_metric(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with the column ``all_eigenvalues_metric`` = ``(n - 1) / n *
+    (spectrum_relaxation - 1)``, NaN where the relaxation sum is.
+
+    Each round's metric is :func:`topofl.spectral.all_eigenvalues_metric` $= \\frac{n-1}{n}
+    (r_t - 1)$ with $r_t$ that round's relaxation sum, and the runs recorded the mean of
+    $r_t$ over the rounds the summary examines, so the mean of the metric over the same
+    rounds is this affine map of the recorded mean: the value ``summary(graph,
+    metrics="all_eigenvalues_metric")`` gives (the tests check it against the summary of the
+    graphs), where it is defined -- every round symmetric and doubly stochastic with no mode
+    of modulus 1 besides the consensus one."""
+    out = runs.copy()
+    n = out["n"].astype(np.float64)
+    out[ALL_EIG] = (n - 1.0) / n * (out["spectrum_relaxation"].astype(np.float64) - 1.0)
+    return out
+
+
 def study_from_runs(runs: pd.DataFrame | str | Path, *, exclude: Sequence[str] = (),
-                    n_boot: int = 1000, seed: int = 0) -> StudyResult:
+                    n_boot: int = 1000, seed: int = 0,
+                    extra: Sequence[str] = ()) -> StudyResult:
     """The tables of a study rebuilt from its run table (the ``runs.csv`` that
     ``topofl study`` writes), less the conditions in ``exclude``: no records needed.
 
@@ -211,7 +238,9 @@ def study_from_runs(runs: pd.DataFrame | str | Path, *, exclude: Sequence[str] =
     draws seeded by ``seed``). On every row of a committed ``runs.csv`` it gives that study's
     ``correlations.csv`` exactly, and :func:`paired_differences` of it its
     ``paired_vs_spectral_gap.csv``; with conditions left out the bootstrap draws are new ones
-    (the draws follow the conditions)."""
+    (the draws follow the conditions). ``extra``: columns of ``runs`` to correlate too,
+    placed after ``spectrum_relaxation`` (they leave every other metric's numbers as they
+    are: each metric's bootstrap draws depend only on the conditions)."""
     if not isinstance(runs, pd.DataFrame):
         runs = pd.read_csv(runs)
     unknown = sorted(set(exclude) - set(runs["condition"]))
@@ -219,6 +248,9 @@ def study_from_runs(runs: pd.DataFrame | str | Path, *, exclude: Sequence[str] =
         raise ValueError(f"conditions {unknown} are not in the run table")
     runs = runs[~runs["condition"].isin(list(exclude))].reset_index(drop=True)
     topo = _topology_metrics(runs, None)
+    if extra:
+        at = topo.index("spectrum_relaxation") + 1 if "spectrum_relaxation" in topo else len(topo)
+        topo = [*topo[:at], *(m for m in extra if m not in topo), *topo[at:]]
     conv = [c for c in CONVERGENCE_METRICS if c in runs.columns]
     return StudyResult(runs=runs, conditions=condition_table(runs, [*topo, *conv]),
                        correlations=correlation_table(runs, topo, conv, n_boot=n_boot,
@@ -314,20 +346,106 @@ def gap_zero_block(out: Path, n_boot: int) -> str:
     return "\n".join(lines)
 
 
+ALLEIG_METRICS = ("spectral_gap", "effective_neighbors", "spectrum_relaxation", ALL_EIG)
+NEIGHBOURS = "effective_neighbors"
+
+
+def _vs_cells(d: pd.DataFrame, m: str, conv: str, against: str, name: str) -> list[str]:
+    """Δ|ρ| of ``m`` against ``against`` with both intervals, and its verdict."""
+    hit = d[(d.topology_metric == m) & (d.convergence_metric == conv)]
+    if m == against or hit.empty or math.isnan(hit.iloc[0].diff_abs_rho):
+        return ["–", "–"]
+    r = hit.iloc[0]
+    return [f"{_fmt(r.diff_abs_rho, '+.2f')} {_interval(r.diff_low, r.diff_high)} "
+            f"{_interval(r.graphs_low, r.graphs_high)} (n = {int(r.n_conditions)})",
+            _verdict(r.diff_low, r.diff_high, r.graphs_low, r.graphs_high, name)]
+
+
+def alleig_block(out: Path, n_boot: int) -> str:
+    """The all-eigenvalues metric beside the spectral gap and the effective number of
+    neighbours, from the committed run tables of ``out`` (no training, no records)."""
+    lines = [
+        "Generated by `python analysis/predictors.py --alleig` from the committed run tables "
+        "(`analysis/predictors/<study>/runs.csv`; no training, no records): the column "
+        f"`{ALL_EIG}` = (n − 1)/n · (`spectrum_relaxation` − 1) added to every run "
+        "(`topofl.spectral.all_eigenvalues_metric`, the per-round mean the summary gives), the "
+        "studies rebuilt with it (every other row reproduces the tables above exactly) and "
+        f"paired as above ({n_boot} draws, seed 0). Cells: ρ [seeds 95 %] (n graphs); Δ|ρ| "
+        "[seeds 95 %] [graphs + seeds 95 %] (n graphs where both are defined); verdicts as "
+        "above. The metric is defined where every round is symmetric, doubly stochastic and "
+        "connected without an eigenvalue −1 (the graphs of `spectrum_relaxation`; not the "
+        "directed, the disconnected-per-round and the gap-0 graphs), so it is compared on "
+        "those graphs only.",
+        "",
+    ]
+    studies: dict[tuple[str, str], StudyResult] = {}
+    for half in HALVES:
+        for level in LEVELS:
+            runs = with_all_eigenvalues_metric(pd.read_csv(out / f"{half}_{level}" / "runs.csv"))
+            studies[(half, level)] = study_from_runs(runs, n_boot=n_boot, extra=(ALL_EIG,))
+    lines += ["### Per half (registered regime: lr 1.0, batch 2)", ""]
+    for level in LEVELS:
+        ho = studies[("heldout", level)]
+        d_gap = paired_differences(ho, n_boot=n_boot)
+        d_nb = paired_differences(ho, n_boot=n_boot, reference=NEIGHBOURS)
+        for conv in CONVERGENCE:
+            rows = []
+            for m in ALLEIG_METRICS:
+                rows.append([f"`{m}`", _rho_cell(studies[("explore", level)], m, conv),
+                             _rho_cell(ho, m, conv),
+                             *_vs_cells(d_gap, m, conv, REFERENCE, "the gap"),
+                             *_vs_cells(d_nb, m, conv, NEIGHBOURS, "`effective_neighbors`")])
+            lines += [f"#### {LEVEL_NAMES[level]}: {CONV_NAMES[conv]}", "",
+                      md_table(["metric", "exploration ρ", "held-out ρ",
+                                "held-out Δ|ρ| vs gap", "verdict vs gap",
+                                "held-out Δ|ρ| vs effective neighbours",
+                                "verdict vs effective neighbours"], rows), ""]
+    lines += [
+        "### Homogeneous vs heterogeneous data (both halves, 42 graphs)", "",
+        "The paper's comparison read on these runs: IID labels (homogeneous) against one "
+        "class per client (heterogeneous), in the registered regime and in the low-noise one "
+        "(lr 0.1, batch 128; post hoc, as above). Spread: the range of the graphs' mean final "
+        "accuracy (%) over all 42 graphs, then over the graphs where the metric is defined.",
+        "",
+    ]
+    rows = []
+    for regime, label in (("registered", "lr 1.0, batch 2"), ("lownoise", "lr 0.1, batch 128")):
+        for level in LEVELS:
+            runs = with_all_eigenvalues_metric(
+                pd.read_csv(out / f"{regime}_{level}" / "runs.csv"))
+            res = study_from_runs(runs, n_boot=n_boot, extra=(ALL_EIG,))
+            d_gap = paired_differences(res, n_boot=n_boot)
+            f = res.conditions["final_mean"]
+            defined = res.conditions[f"{ALL_EIG}_mean"].notna()
+            spread = (f"{100 * f.min():.1f}–{100 * f.max():.1f}; "
+                      f"{100 * f[defined].min():.1f}–{100 * f[defined].max():.1f}")
+            for conv in CONVERGENCE:
+                rows.append([LEVEL_NAMES[level], label, CONV_NAMES[conv],
+                             _rho_cell(res, REFERENCE, conv), _rho_cell(res, NEIGHBOURS, conv),
+                             _rho_cell(res, ALL_EIG, conv),
+                             *_vs_cells(d_gap, ALL_EIG, conv, REFERENCE, "the gap"),
+                             spread if conv == "final" else ""])
+    lines += [md_table(["level", "regime", "convergence", "spectral gap ρ",
+                        "effective neighbours ρ", f"`{ALL_EIG}` ρ", "Δ|ρ| metric vs gap",
+                        "verdict", "final accuracy spread (%)"], rows), ""]
+    return "\n".join(lines)
+
+
 def _fmt(v: float, spec: str = ".2f") -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
 
-def _verdict(lo: float, hi: float, glo: float = math.nan, ghi: float = math.nan) -> str:
-    """Against the gap: from the seed interval (these graphs) and, when given, the graph+seed
-    interval (other graphs like these)."""
+def _verdict(lo: float, hi: float, glo: float = math.nan, ghi: float = math.nan,
+             against: str = "the gap") -> str:
+    """Against the gap (or ``against``): from the seed interval (these graphs) and, when
+    given, the graph+seed interval (other graphs like these)."""
     if math.isnan(lo):
         return "–"
     if not math.isnan(glo) and (glo > 0 or ghi < 0):
-        return "better than the gap" if glo > 0 else "worse than the gap"
+        return f"better than {against}" if glo > 0 else f"worse than {against}"
     if lo > 0 or hi < 0:
         word = "better" if lo > 0 else "worse"
-        return (f"{word} than the gap" if math.isnan(glo)
+        return (f"{word} than {against}" if math.isnan(glo)
                 else f"{word} on these graphs; inconclusive across graphs")
     return "inconclusive"
 
@@ -515,12 +633,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lownoise", action="store_true",
                         help="the post-hoc robustness check: all graphs, registered vs "
                              "low-noise regime (predictors_lownoise.toml)")
+    parser.add_argument("--alleig", action="store_true",
+                        help="the all-eigenvalues metric beside the gap and the effective "
+                             "number of neighbours, from the committed run tables of <out> "
+                             "(no records needed)")
     parser.add_argument("--gap0", action="store_true",
                         help="the held-out comparison with and without the graphs whose "
                              "spectral gap is 0, from the committed "
                              "<out>/heldout_<level>/runs.csv (no records needed)")
     args = parser.parse_args(argv)
     records, out = Path(args.records), Path(args.out)
+    if args.alleig:
+        replace_block(ROOT / "predictors.md", alleig_block(out, args.n_boot), "alleig")
+        print("wrote the alleig block of analysis/predictors.md")
+        return 0
     if args.gap0:
         replace_block(ROOT / "predictors.md", gap_zero_block(out, args.n_boot), "gapzero")
         print("wrote the gapzero block of analysis/predictors.md")
