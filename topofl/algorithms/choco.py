@@ -25,9 +25,8 @@ from topofl._rng import generator_at
 from topofl._validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_sgd
 from topofl.algorithms.base import register_algorithm
-from topofl.algorithms.dsgt import graph_of
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
-from topofl.engine.pieces import SGD, compose_init, hold
+from topofl.engine.pieces import SGD, compose_init, graph_of, hold
 from topofl.engine.protocol import (
     Algorithm,
     Communicate,
