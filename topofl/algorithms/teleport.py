@@ -174,10 +174,6 @@ class ActiveSGD(LocalUpdate):
     sgd: SGD
     slots: Slots
 
-    def init_(self, state: State, env: Services) -> None:
-        """Nothing: plain SGD keeps no buffer."""
-        return None
-
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
         """One SGD step of the rows of $A_t$."""
@@ -192,10 +188,6 @@ class Teleport(Communicate):
 
     slots: Slots
     graph: str
-
-    def init_(self, state: State, env: Services) -> None:
-        """Nothing: the draws are pure in ``(sample_seed, t)``, no state is kept."""
-        return None
 
     def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
         """``X <- F_t G_t X`` (:func:`teleport_map`); what was sent."""

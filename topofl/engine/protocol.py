@@ -642,6 +642,7 @@ class LocalUpdate(Protocol):
     def init_(self, state: State, env: Services) -> None:
         """Add the buffers this piece needs (e.g. momentum) to a fresh state (default:
         nothing)."""
+        return None  # a body: not abstract, a subclass need not define it
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``[n, P]``: where the phase's gradients are taken (default ``state.x``)."""
@@ -713,6 +714,7 @@ class Communicate(Protocol):
 
     def init_(self, state: State, env: Services) -> None:
         """Add the buffers this piece needs to a fresh state (default: nothing)."""
+        return None  # a body: not abstract, a subclass need not define it
 
 
 def _noop(state: State, rnd: Round, env: Services) -> None:

@@ -62,6 +62,7 @@ from topofl.engine.pieces.communication import (
 from topofl.engine.pieces.local import SGD, Proximal, sgd_step
 from topofl.engine.pieces.participation import (
     Sampled,
+    online_rows,
     participants,
     round_active,
     with_participation,
@@ -93,6 +94,7 @@ __all__ = [
     # participation
     "participants",
     "round_active",
+    "online_rows",
     "with_participation",
     "active_topology",
     # communication

@@ -17,7 +17,7 @@ from topofl.engine.pieces.local import _Wrapper
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
 from topofl.topologies.derived import active_topology
 
-__all__ = ["participants", "round_active", "Sampled", "with_participation"]
+__all__ = ["participants", "round_active", "online_rows", "Sampled", "with_participation"]
 
 
 _SAMPLE_STREAM = 0x5A3D  # tag of the client-sampling stream: (sample_seed, tag, t)
@@ -71,6 +71,25 @@ def round_active(rnd: Round, n: int, participation: float = 1.0, sample_seed: in
         mask &= np.asarray(rnd.online, dtype=bool)
     return mask
 
+
+def online_rows(rnd: Round, env: Services, device: torch.device | str = "cpu"
+                ) -> Tensor | None:
+    """``[m]`` bool on ``device``: which of this process's clients (``env.clients``) are online
+    in round ``rnd`` (``rnd.online``), or ``None`` when every client is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl.engine.pieces import online_rows
+    >>> env = tf.engine.toy_services(3)
+    >>> online_rows(tf.engine.Round(0, None, np.array([True, False, True])), env).tolist()
+    [True, False, True]
+    >>> online_rows(tf.engine.Round(0), env) is None
+    True
+    """
+    if rnd.online is None:
+        return None
+    return env.clients.own(torch.as_tensor(np.asarray(rnd.online, dtype=bool), device=device))
 
 def _mask(n: int, rnd: Round, participation: float, sample_seed: int, like: Tensor
           ) -> Tensor | None:
