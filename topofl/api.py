@@ -41,7 +41,7 @@ from topofl._validation import (
 )
 from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm
 from topofl.data.datasets import DATASETS
-from topofl.data.federated import _as_dataset, federate
+from topofl.data.federated import as_dataset, federate
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
 from topofl.engine.availability import check_absent
 from topofl.engine.config import config_header
@@ -55,8 +55,7 @@ from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
 from topofl.graph import GraphLike, TimeVarying, Topology
 from topofl.models import MODELS, build_model, check_model_input
 from topofl.provenance import describe_run, model_signature, partition_signature, provenance
-from topofl.topologies import GraphFamily
-from topofl.topologies._registry import build_checked
+from topofl.topologies import GraphFamily, build_checked
 
 __all__ = ["run", "prepare", "launch", "launch_stacked", "build", "Prepared",
            "placement", "stochasticity_problem",
@@ -537,7 +536,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
         plan.check_before_load(p)
     if not isinstance(data, data_mod.FederatedData):  # a name, a Dataset or a torch dataset
         pp = dict(call["partition_params"] or {})
-        dataset = _as_dataset(data, pp.get("test", "distribute"))
+        dataset = as_dataset(data, pp.get("test", "distribute"))
         if isinstance(model, str):  # built from the dataset's shapes: those of its split
             model = build_model(model, tuple(dataset.input_shape), int(dataset.num_classes),
                                 seed=p.seed, **dict(call["model_params"] or {}))

@@ -60,7 +60,7 @@ from torch import Tensor, nn
 
 from topofl import __version__, algorithms, topologies
 from topofl._cpu import cpu_kind, cpu_model
-from topofl._validation import _fmt_bytes, graph_bytes
+from topofl._validation import fmt_bytes, graph_bytes
 from topofl.data import Dataset, federate
 from topofl.engine import (
     LocalStepper,
@@ -71,7 +71,7 @@ from topofl.engine import (
     make_executor,
     toy_services,
 )
-from topofl.engine.executors import _has_conv
+from topofl.engine.executors import has_conv
 from topofl.memory import (
     Shapes,
     _state_bytes,
@@ -261,7 +261,7 @@ def case_parts(model_name: str, n: int, batch: int, *, shape: Sequence[int],
     dev = torch.device(device)
     sample = 4 * int(np.prod(shape)) + 8
     train, test = SAMPLES_PER_CLIENT * n, 2000
-    loop = dev.type == "cpu" and _has_conv(model)
+    loop = dev.type == "cpu" and has_conv(model)
     state = _state_bytes(algorithms.dsgd(lr=LR), layout, torch.float32, n)
     act = activation_bytes(model, shape)
     s = Shapes(n=n, num_params=layout.num_params, dtype_bytes=4, sample_bytes=sample - 8,
@@ -644,7 +644,7 @@ def to_markdown(result: dict[str, Any], command: str = "topofl bench") -> str:
         "|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
-        peak = "n/a" if r["peak_bytes"] is None else _fmt_bytes(r["peak_bytes"])
+        peak = "n/a" if r["peak_bytes"] is None else fmt_bytes(r["peak_bytes"])
         lines.append(
             f"| {r['model']} | {r['n']:,} | {'x'.join(map(str, r['input_shape']))} | "
             f"{r['num_params']:,} | {r['executor']} | "

@@ -251,14 +251,14 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
         pairs.append((key.strip(), value))
     if not pairs:
         return {}
-    from topofl.topologies._registry import _parse_value
+    from topofl._spec import parse_value
 
     out: dict[str, Any] = {}
     for key, value in pairs:
         try:  # JSON first ({"hidden": [64]}, [1, 2], true), else a spec-style scalar
             out[key] = json.loads(value)
         except json.JSONDecodeError:
-            out[key] = _parse_value(value.strip())
+            out[key] = parse_value(value.strip())
     return out
 
 

@@ -50,7 +50,7 @@ import torch
 
 from topofl import config as config_mod
 from topofl import topologies
-from topofl._validation import _fmt_bytes, check_device, memory_limit
+from topofl._validation import check_device, fmt_bytes, memory_limit
 from topofl.data import load
 from topofl.data.federated import federate
 from topofl.engine import ParamLayout, toy_services
@@ -141,11 +141,11 @@ class Plan:
     def summary(self) -> str:
         """The plan as a few lines of text."""
         lines = [f"plan: {self.n_clients} clients x {self.num_params:,} parameters",
-                 f"peak memory: {_fmt_bytes(self.peak_bytes)} ({self.peak_bytes:,} bytes)"]
-        lines += [f"    {k}: {_fmt_bytes(v)}" for k, v in self.parts.items()]
+                 f"peak memory: {fmt_bytes(self.peak_bytes)} ({self.peak_bytes:,} bytes)"]
+        lines += [f"    {k}: {fmt_bytes(v)}" for k, v in self.parts.items()]
         if self.seconds_per_round is not None:
             lines.append(f"seconds per round: {self.seconds_per_round:.4g}")
-        avail = "unknown" if self.available_bytes is None else _fmt_bytes(self.available_bytes)
+        avail = "unknown" if self.available_bytes is None else fmt_bytes(self.available_bytes)
         lines.append(f"available memory: {avail}; largest n that fits: {self.max_clients}")
         return "\n".join(lines)
 

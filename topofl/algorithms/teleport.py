@@ -74,7 +74,7 @@ from topofl.engine.protocol import (
     run_ids,
 )
 from topofl.graph import Topology
-from topofl.topologies.teleportation import _draw, _round_matrix
+from topofl.topologies.teleportation import active_round_matrix, draw_active
 
 __all__ = ["teleport", "teleport_map"]
 
@@ -116,7 +116,7 @@ def teleport_map(n: int, active: np.ndarray, following: np.ndarray,
     [[1.0, 1.0, 1.0, 0.0, 0.0], [0.0, 3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 3.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0]]
     """  # noqa: E501
     active, following = np.asarray(active), np.asarray(following)
-    G = sp.csr_array(_round_matrix(n, active, graph)[active])  # slot s's gossip: row s
+    G = sp.csr_array(active_round_matrix(n, active, graph)[active])  # slot s's gossip: row s
     eye = sp.eye_array(n, format="csr")
     keep = np.setdiff1d(np.arange(n), following)
     rows = np.empty(n, dtype=np.int64)  # stacked [G[active]; eye[keep]] -> output order
@@ -158,7 +158,7 @@ class Slots:
         if self.k > n:
             raise ValueError(f"teleport: k must be in [1, n]=[1, {n}] (the run's clients), "
                              f"got k={self.k}")
-        return _draw(self._root, n, self.k, t).astype(np.int64)
+        return draw_active(self._root, n, self.k, t).astype(np.int64)
 
     def mask(self, n: int, t: int) -> np.ndarray:
         """``(n,)`` bool: the nodes active at round ``t``."""

@@ -54,7 +54,7 @@ def _active_weight(k: int, graph: str) -> float:
     return 1.0 / k if graph == "complete" else 1.0 / min(k, 3)
 
 
-def _round_matrix(n: int, active: np.ndarray, graph: str) -> sp.csr_array:
+def active_round_matrix(n: int, active: np.ndarray, graph: str) -> sp.csr_array:
     """``W`` of one round: the active nodes (``active`` in ring order) mix, the others keep."""
     k = active.size
     w = _active_weight(k, graph)
@@ -77,7 +77,7 @@ def _round_matrix(n: int, active: np.ndarray, graph: str) -> sp.csr_array:
     return W
 
 
-def _draw(root: np.random.SeedSequence, n: int, k: int, t: int) -> np.ndarray:
+def draw_active(root: np.random.SeedSequence, n: int, k: int, t: int) -> np.ndarray:
     """Round ``t``'s ordered active nodes: ``choice(n, k, replace=False)`` of the round's
     stream (the one draw of the family and of the ``teleport`` algorithm)."""
     out: np.ndarray = generator_at(root, t).choice(n, size=k, replace=False)
@@ -116,7 +116,7 @@ def teleportation_active(n: int, k: int, t: int, *, seed: Seed) -> np.ndarray:
     n = check_int(n, "n", low=1)
     k = check_int(k, "k", low=1, high=n)
     t = check_int(t, "t", low=0)
-    return _draw(as_seed_sequence(seed), n, k, t).astype(np.int64)
+    return draw_active(as_seed_sequence(seed), n, k, t).astype(np.int64)
 
 
 def teleportation(n: int, k: int, *, seed: Seed, graph: str = "ring") -> TimeVarying:
@@ -197,13 +197,13 @@ def teleportation(n: int, k: int, *, seed: Seed, graph: str = "ring") -> TimeVar
     params: dict[str, Any] = {"n": n, "k": k, "graph": graph, "seed": seed_param}
 
     def at(t: int) -> Topology:
-        active = _draw(root, n, k, t)
-        W = _round_matrix(n, active, graph)
+        active = draw_active(root, n, k, t)
+        W = active_round_matrix(n, active, graph)
         top = Topology.from_matrix(
             W, name="teleportation",
             params={**params, "round": t, "active": tuple(int(a) for a in active)},
         )
-        return top._replace(weights="metropolis")
+        return top.replace(weights="metropolis")
 
     return TimeVarying(n, at, name="teleportation", params=params)
 
