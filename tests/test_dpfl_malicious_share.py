@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from topofl.algorithms import malicious_share
-from topofl.plotting import SELECTION_CODES
+from topofl.plotting.heatmaps import SELECTION_CODES
 from topofl.records import Records
 
 matplotlib.use("Agg")

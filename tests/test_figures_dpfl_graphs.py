@@ -19,7 +19,7 @@ from tests._figures import (
     verdict,
 )
 from topofl.algorithms.dpfl import resolve_budget
-from topofl.plotting import SELECTION_CODES
+from topofl.plotting.heatmaps import SELECTION_CODES
 
 FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
 RESULTS = FIGS / "results"

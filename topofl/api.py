@@ -43,6 +43,7 @@ from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm
 from topofl.data.datasets import DATASETS
 from topofl.data.federated import as_dataset, federate
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
+from topofl.distributed.sharded import Sharded
 from topofl.engine.availability import check_absent
 from topofl.engine.config import config_header
 from topofl.engine.drops import check_drop
@@ -57,9 +58,9 @@ from topofl.models import MODELS, build_model, check_model_input
 from topofl.provenance import describe_run, model_signature, partition_signature, provenance
 from topofl.topologies import GraphFamily, build_checked
 
-__all__ = ["run", "prepare", "launch", "launch_stacked", "build", "Prepared",
-           "placement", "stochasticity_problem",
-           "run_defaults", "RUN_KEYS"]
+#: What a user calls; the steps under them (``build``, ``launch_stacked``, ``placement``,
+#: ``run_defaults``, ``RUN_KEYS``) are importable from this module by name.
+__all__ = ["run", "prepare", "launch", "Prepared"]
 
 #: The keys of a run call besides the run settings (:class:`~topofl.engine.RunConfig`) and
 #: the algorithm's hyper-parameters, in the order of a resolved config.
@@ -133,7 +134,7 @@ def run(
     ----------
     algorithm : str or Algorithm, default "dsgd"
         A name of :data:`topofl.algorithms.ALGORITHMS` (its hyper-parameters come from
-        ``kwargs``) or a built :class:`~topofl.algorithms.Algorithm`.
+        ``kwargs``) or a built :class:`~topofl.engine.Algorithm`.
     topology : Topology, TimeVarying, networkx graph, PyG Data, str or None
         A graph, or a spec such as ``"ring"``, ``"random_regular:d=4"``,
         ``"dcliques:clique_size=10,inter=small_world"``, built by
@@ -589,7 +590,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
 def placement() -> Placement:
     """Where this process's run puts its clients: split over the ranks when it is one of
     several (``torchrun``, or a process group the caller initialised:
-    :class:`topofl.distributed.Sharded`), else every client here, reading checkpoints of
+    :class:`topofl.distributed.sharded.Sharded`), else every client here, reading checkpoints of
     either kind (a file, or the folder a distributed run wrote) and writing a file over
     either.
 
@@ -599,6 +600,6 @@ def placement() -> Placement:
     'OneProcess'
     """
     if distributed.is_distributed():
-        return distributed.Sharded()
+        return Sharded()
     return OneProcess(FileCheckpointer(read=load_any, write=save_any))
 

@@ -6,14 +6,15 @@ float32, the parts of a D-SGD round as :func:`topofl.run` takes them, side by si
 process, the repetitions interleaved so that the ratios see the same machine:
 
 * **local step**: the executor the engine chooses (``executor="auto"``,
-  :func:`topofl.engine.make_executor`) through :class:`topofl.engine.LocalStepper`, streamed
-  and fused as the round loop does it: every client draws its mini-batch of ``batch``
-  samples, takes the gradient of its own weights and its SGD update;
+  :func:`topofl.engine.executors.make_executor`) through
+  :class:`topofl.engine.local.LocalStepper`, streamed and fused as the round loop does it:
+  every client draws its mini-batch of ``batch`` samples, takes the gradient of its own
+  weights and its SGD update;
 * **shared-weight floor** (:class:`SharedWeightFloor`): ONE ordinary ``nn.Module`` of the same
   model doing forward, backward and ``torch.optim.SGD.step`` on the same ``n x batch`` samples
   (drawn once, beforehand): the same arithmetic without per-client weights. ``local / floor``
   is what per-client weights cost in time;
-* **gossip**: one ``X <- W X`` on the flat ``[n, P]`` buffer (:class:`topofl.engine.Mixer`,
+* **gossip**: one ``X <- W X`` on the flat ``[n, P]`` buffer (:class:`topofl.engine.gossip.Mixer`,
   a random ``10``-regular graph with Metropolis weights, the complete graph for ``n <= 11``),
   against copying a buffer the size of ``X`` (read once, written once: its memory bound).
 
@@ -62,16 +63,11 @@ from topofl import __version__, algorithms, topologies
 from topofl._cpu import cpu_kind, cpu_model
 from topofl._validation import fmt_bytes, graph_bytes
 from topofl.data import Dataset, federate
-from topofl.engine import (
-    LocalStepper,
-    Mixer,
-    ParamLayout,
-    Round,
-    init_parameters,
-    make_executor,
-    toy_services,
-)
-from topofl.engine.executors import has_conv
+from topofl.engine import ParamLayout, Round, toy_services
+from topofl.engine.executors import has_conv, make_executor
+from topofl.engine.gossip import Mixer
+from topofl.engine.layout import init_parameters
+from topofl.engine.local import LocalStepper
 from topofl.memory import (
     Shapes,
     _state_bytes,

@@ -603,11 +603,11 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
 def _delegate(command: str, argv: Sequence[str]) -> int:
     """``topofl study`` / ``report`` / ``figure``: their modules parse their own arguments."""
     if command == "figure":
-        from topofl.figures import main as figure_main
+        from topofl.figures.cli import main as figure_main
 
         return figure_main(argv, prog="topofl figure")
     if command == "study":
-        from topofl.study import main as study_main
+        from topofl.study.cli import main as study_main
 
         return study_main(argv, prog="topofl study")
     from topofl.report import main as report_main

@@ -10,7 +10,7 @@ that the front door can call it:
   ``optimizer``: the momentum buffers; ``algorithm``: the algorithm's own record and push-sum
   weights), ``gossip`` (the topology's ``W``, the mixer's copy and scratch tile),
   ``gradients`` (the local step's buffers and temporaries: one streamed block of clients,
-  :func:`topofl.engine.stream_rows`), ``data`` (every client's samples in one tensor,
+  :func:`topofl.engine.local.stream_rows`), ``data`` (every client's samples in one tensor,
   :class:`~topofl.data.FederatedData`, their indices; the dataset's loading and splitting
   when that is the larger peak), ``evaluation`` (its largest pass, or the consensus
   distance's two ``[n, P]`` temporaries), ``spectral`` (the summary of a static graph) and
@@ -45,11 +45,12 @@ from topofl._validation import (
 )
 from topofl.data.datasets.bundled import synthetic_shape
 from topofl.data.federated import FederatedData
-from topofl.engine import ParamLayout, stream_rows, toy_services
+from topofl.engine import ParamLayout, toy_services
 from topofl.engine.config import DTYPES, global_samples
 from topofl.engine.evaluation import eval_chunk
 from topofl.engine.executors import has_conv
 from topofl.engine.gossip import Mixer
+from topofl.engine.local import stream_rows
 from topofl.exceptions import InsufficientMemoryError
 from topofl.graph import Topology
 from topofl.models import build_model
@@ -120,7 +121,7 @@ class Shapes:
     activation_bytes: int = 0
     #: the local step's update is fused into the gradient pass (no ``[rows, P]`` gradient buffer)
     fused: bool = True
-    #: the local step streams blocks of clients (:func:`~topofl.engine.stream_rows`); else all
+    #: the local step streams blocks of clients (:func:`~topofl.engine.local.stream_rows`); else all
     #: clients at once; ``stream_rows`` overrides the block
     streams: bool = True
     stream_rows: int | None = None
@@ -251,7 +252,7 @@ def _dataset_bytes(ds: Any) -> int:
 
 
 def _executor_kind(run: Any, model: torch.nn.Module) -> str:
-    """``"batched"`` or ``"loop"``: what :func:`topofl.engine.make_executor` builds."""
+    """``"batched"`` or ``"loop"``: what :func:`topofl.engine.executors.make_executor` builds."""
     if run.executor != "auto":
         return str(run.executor)
     return "loop" if torch.device(run.device).type == "cpu" and has_conv(model) else "batched"

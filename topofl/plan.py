@@ -10,7 +10,7 @@ i.e. :func:`topofl.api.prepare`), without training:
   ``optimizer``: the momentum buffers; ``algorithm``: the algorithm's own record and push-sum
   weights), ``gossip`` (the topology's ``W``, the mixer's copy and scratch tile),
   ``gradients`` (the local step's buffers and temporaries: one streamed block of clients,
-  :func:`topofl.engine.stream_rows`), ``data`` (every client's samples in one tensor,
+  :func:`topofl.engine.local.stream_rows`), ``data`` (every client's samples in one tensor,
   :class:`~topofl.data.FederatedData`, their indices; the dataset's loading and splitting
   when that is the larger peak), ``evaluation`` (its largest pass, or the consensus
   distance's two ``[n, P]`` temporaries), ``spectral`` (the summary of a static graph) and

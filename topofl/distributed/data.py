@@ -41,7 +41,7 @@ class ShardData:
 
     Examples
     --------
-    >>> from topofl.distributed import ShardData
+    >>> from topofl.distributed.data import ShardData
     >>> data = tf.data.federate("digits", "dirichlet", 6, alpha=0.5, seed=0, val=0.1)
     >>> part = ShardData(data, [1, 4])
     >>> x, y = part.sample(2, 0, 5)

@@ -53,7 +53,7 @@ class ClientError(RuntimeError):
 class Executor(Protocol):
     """What the engine needs from an executor.
 
-    Optional, looked up with ``getattr`` by :class:`~topofl.engine.LocalStepper`: ``streams``
+    Optional, looked up with ``getattr`` by :class:`~topofl.engine.local.LocalStepper`: ``streams``
     (bool: stream the local step over blocks of clients by default) and ``fuses_sgd`` (bool)
     with ``sgd_(flat, x, y, part, lr) -> losses`` (a plain SGD step in place, without a
     gradient buffer), both provided by :class:`BatchedExecutor`.

@@ -218,7 +218,7 @@ class State:
         Examples
         --------
         >>> import torch
-        >>> s = tf.algorithms.State(x=torch.zeros(4, 2), momentum=torch.zeros(4, 2))
+        >>> s = tf.engine.State(x=torch.zeros(4, 2), momentum=torch.zeros(4, 2))
         >>> s.rows(slice(1, 3)).x.add_(1.0).shape
         torch.Size([2, 2])
         >>> s.x[:, 0].tolist()
@@ -603,7 +603,7 @@ class LocalUpdate(Protocol):
         Optional, default ``False``. ``True`` when :meth:`update` changes each client's row
         from that row alone (no mixing of clients): the engine may then apply it block by
         block of clients, ``update(state.rows(c), grads[c], phase, lr[c], rnd, env)`` (see
-        :class:`topofl.engine.LocalStepper`; the numbers are the same). Read once per run.
+        :class:`topofl.engine.local.LocalStepper`; the numbers are the same). Read once per run.
     fused(executor) -> Kernel or None
         Optional, default ``None``: a method returning a kernel or ``None``, or the attribute
         ``fused = None``. A kernel ``kernel(executor, state, x, y, phase, lr) -> losses [n]``
