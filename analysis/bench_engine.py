@@ -6,7 +6,7 @@ repetitions interleaved, so that the ratios see the same machine:
 * **topofl**: one D-SGD round as the body of :func:`topofl.engine.run` executes it, timed by
   parts: ``FederatedData.sample`` (every client's mini-batch at once, into preallocated buffers),
   ``executor.grad`` (per executor), the algorithm's fused SGD update on the flat ``[n, P]``
-  buffer, and gossip ``X <- W X`` (:class:`topofl.engine.Mixer`).
+  buffer, and gossip ``X <- W X`` (:class:`topofl.engine.gossip.Mixer`).
 * **peer-style**, the way existing simulators are written (PFLlib, the D-Cliques simulator,
   DPFL's code): one ``nn.Module`` and one ``torch.optim.SGD`` per client, a Python loop of local
   steps (each client draws its batch from its own rows with its own ``torch.Generator``), then
@@ -61,8 +61,9 @@ from torch import Tensor, nn
 import topofl as tf
 from topofl import bench
 from topofl.data import FederatedData
-from topofl.engine import LocalStepper, LoopExecutor, ParamLayout, Round, make_executor
-from topofl.engine.executors import BatchedExecutor
+from topofl.engine import ParamLayout, Round
+from topofl.engine.executors import BatchedExecutor, LoopExecutor, make_executor
+from topofl.engine.local import LocalStepper
 
 BATCH = 16
 DEGREE = 10
@@ -180,7 +181,7 @@ class Parts:
 class TopoflRound:
     """One D-SGD round of topofl's engine, as the round loop runs it, timed by parts.
 
-    ``streamed=True``: the local step of :class:`topofl.engine.LocalStepper`, streamed over
+    ``streamed=True``: the local step of :class:`topofl.engine.local.LocalStepper`, streamed over
     blocks of clients (each block's batches drawn just before its gradient and its update right
     after; with ``fuse``, for softmax regression in closed form, gradient and update in one
     pass), timed as one part *local* (drawing included). ``None``: what
@@ -199,7 +200,7 @@ class TopoflRound:
         self.algo = tf.algorithms.dsgd(lr=LR)
         self.ctx = tf.engine.toy_services(n, layout=self.layout, dtype=torch.float32)
         if DEVICE.type != "cpu":  # the toy services' mixer works on the CPU
-            self.ctx.mixer = tf.engine.Mixer(DEVICE, torch.float32)
+            self.ctx.mixer = tf.engine.gossip.Mixer(DEVICE, torch.float32)
         self.state = self.algo.init(x0.clone(), self.ctx)
         self.lr = torch.full((n,), LR, device=DEVICE)
         self.phase = self.algo.phases[0]
@@ -207,7 +208,7 @@ class TopoflRound:
         self.parts = Parts(("sample", "grad", "update", "gossip"))
         self.by_parts = streamed is False
         rows = (None if streamed is None else n if not streamed else
-                tf.engine.stream_rows(n, BATCH, tuple(data.input_shape), DEVICE))
+                tf.engine.local.stream_rows(n, BATCH, tuple(data.input_shape), DEVICE))
         self.stepper = LocalStepper(executor, self.algo, data, BATCH, self.layout.num_params,
                                     torch.float32, rows=rows, check=self._check,
                                     fuse=fuse and not self.by_parts)
@@ -413,7 +414,7 @@ def run_case(model_name: str, n: int, reps: int, block: int, quiet: Quiet,
     topo = tf.topologies.random_regular(n, DEGREE, seed=0)
     model = tf.models.build_model(model_name, shape, 10, seed=0)
     layout = ParamLayout.from_model(model)
-    x0 = tf.engine.init_parameters(model, layout, n, seed=0, same=True,
+    x0 = tf.engine.layout.init_parameters(model, layout, n, seed=0, same=True,
                                    device=DEVICE, dtype=torch.float32)
     model = model.to(DEVICE)
     flops = tf.models.flops_per_sample(model, shape, backward=True) * n * BATCH
@@ -641,7 +642,7 @@ def memory_child(executor: str, n: int) -> None:
     data = synthetic_data(n, SHAPES["gn_lenet"])
     model = tf.models.build_model("gn_lenet", SHAPES["gn_lenet"], 10, seed=0)
     layout = ParamLayout.from_model(model)
-    x0 = tf.engine.init_parameters(model, layout, n, seed=0, same=True,
+    x0 = tf.engine.layout.init_parameters(model, layout, n, seed=0, same=True,
                                    device=torch.device("cpu"), dtype=torch.float32)
     topo = tf.topologies.random_regular(n, DEGREE, seed=0)
     kind, _, streamed = executor.partition(",")

@@ -34,7 +34,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from topofl.distributed import Placement, Shard, World, blocks
+from topofl.distributed import World
+from topofl.distributed.comm import Shard
+from topofl.distributed.placement import Placement, blocks
 
 N, REPS, WARM = 100, 7, 2
 SIZES = (1_000, 10_000, 100_000)

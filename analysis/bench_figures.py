@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--md", type=Path, default=Path(__file__).with_suffix(".md"))
     args = ap.parse_args(argv)
-    known = tf.figures.available()
+    known = tf.figures.results.available()
     unknown = [n for n in args.names if n not in known]
     if unknown:
         raise SystemExit(f"unknown results {unknown}; `topofl figure list` names them")

@@ -11,13 +11,13 @@ iid split) with MNIST-1D's input size, 40 features:
 
 For each, side by side in one process, repetitions interleaved:
 
-* *local*: the engine's local step as :class:`topofl.engine.LocalStepper` takes it in a round
+* *local*: the engine's local step as :class:`topofl.engine.local.LocalStepper` takes it in a round
   (drawing every client's batch included), the executor that ``executor="auto"`` picks, fused
   and streamed as the round loop does it;
 * *floor*: :class:`topofl.bench.SharedWeightFloor`, ONE ``nn.Module`` of the same model doing
   ``zero_grad``, forward, backward and ``torch.optim.SGD.step`` on the same ``100 x 50``
   samples (drawn once, beforehand): the same arithmetic without per-client weights;
-* *gossip*: ``X <- W X`` on the ``[100, P]`` buffer (:class:`topofl.engine.Mixer`, a random
+* *gossip*: ``X <- W X`` on the ``[100, P]`` buffer (:class:`topofl.engine.gossip.Mixer`, a random
   10-regular graph with Metropolis weights, :func:`topofl.bench.gossip_topology`), and *copy*:
   ``Y.copy_(X)`` for a buffer the size of ``X`` (its memory bound).
 
@@ -80,14 +80,10 @@ def _case(model_name: str, shape: tuple[int, ...], kw: dict[str, Any]) -> dict[s
 
     from topofl import algorithms
     from topofl.bench import SharedWeightFloor, gossip_topology, synthetic_data
-    from topofl.engine import (
-        LocalStepper,
-        ParamLayout,
-        Round,
-        init_parameters,
-        make_executor,
-        toy_services,
-    )
+    from topofl.engine import ParamLayout, Round, toy_services
+    from topofl.engine.executors import make_executor
+    from topofl.engine.layout import init_parameters
+    from topofl.engine.local import LocalStepper
     from topofl.models import build_model
 
     cpu = torch.device("cpu")
@@ -180,7 +176,9 @@ def profile(reps: int) -> dict[str, Any]:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    from topofl.engine import LocalStepper, Mixer, make_executor
+    from topofl.engine.executors import make_executor
+    from topofl.engine.gossip import Mixer
+    from topofl.engine.local import LocalStepper
 
     torch.set_num_threads(1)
     out: dict[str, Any] = {}

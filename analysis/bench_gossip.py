@@ -1,15 +1,15 @@
 """Benchmark: gossip's band kernel against a copy of the buffer and the CSR kernel (issue 43,
 item 5).
 
-One gossip step ``X <- W X`` (:meth:`topofl.engine.Mixer.mix_`, in place on a float32
+One gossip step ``X <- W X`` (:meth:`topofl.engine.gossip.Mixer.mix_`, in place on a float32
 ``[n, P]`` buffer) is timed back to back with ``Y.copy_(X)`` into a preallocated buffer of the
 same shape (read ``X`` once, write ``Y`` once: the memory floor of an in-place product), for
 
 * **csr**: the kernel every graph took before (``Mixer(..., band_min_n=None)``): column tiles
   of ``X`` copied into a buffer, MKL's CSR product written back into ``X``;
-* **band**: the band kernel (``Mixer(..., band_min_n=0)``) where :func:`topofl.engine.band_plan`
-  accepts the graph: every row the same offsets (a ring, a circulant, a one-peer round), each
-  term a shifted slice, in place block by block.
+* **band**: the band kernel (``Mixer(..., band_min_n=0)``) where
+  :func:`topofl.engine.gossip.band_plan` accepts the graph: every row the same offsets (a
+  ring, a circulant, a one-peer round), each term a shifted slice, in place block by block.
 
 Each repetition runs copy, csr, copy, band; a kernel's ratio is its time over the copy just
 before it, and the tables give medians over the repetitions (the machine may be shared: the
@@ -46,7 +46,7 @@ import torch
 
 import topofl as tf
 from topofl import bench
-from topofl.engine import Mixer
+from topofl.engine.gossip import Mixer
 
 GRAPHS = ("ring", "circulant [1,2,3]", "one-peer round 5")
 SIZES = [(1_000, 10), (1_000, 650), (1_000, 7_850), (10_000, 10), (10_000, 650),

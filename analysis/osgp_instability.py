@@ -44,7 +44,7 @@ VARIANTS: dict[str, tuple[str, int, dict[str, Any]]] = {
 }
 
 
-def _with_weight_records(algo: tf.algorithms.Algorithm) -> tf.algorithms.Algorithm:
+def _with_weight_records(algo: tf.engine.Algorithm) -> tf.engine.Algorithm:
     """The same algorithm, recording the push-sum weights after every communication."""
     inner = algo.communicate
 

@@ -52,14 +52,8 @@ from scipy import stats
 
 from topofl._markdown import replace_block
 from topofl._markdown import table as md_table
-from topofl.study import (
-    CONVERGENCE_METRICS,
-    StudyResult,
-    condition_table,
-    correlation_table,
-    study,
-)
-from topofl.study.tables import _topology_metrics
+from topofl.study import StudyResult, condition_table, correlation_table, study
+from topofl.study.tables import CONVERGENCE_METRICS, _topology_metrics
 
 ROOT = Path(__file__).resolve().parent
 HALVES = {"explore": "exploration", "heldout": "held-out"}

@@ -4,8 +4,9 @@ For each such result, the stand-in's seed means of the paper's *controls* (every
 method tested) are read from the result's own committed table (the same numbers its script
 computed), the paper's values from the script's transcription of the paper's table, and the
 gate (``topofl.figures.fidelity_gate``, bars declared in ``paper_figures/claims.toml``
-``[gates]``) is computed and recorded in the result (``topofl.figures.apply_gates``: the checks
-of a failing column read "inconclusive at this scale"). A figure script computes the same gate
+``[gates]``) is computed and recorded in the result
+(``topofl.figures.redecide.apply_gates``: the checks of a failing column read "inconclusive
+at this scale"). A figure script computes the same gate
 when it runs; this applies it to results computed before gates were.
 
     python analysis/standins_gates.py            # apply, then write analysis/standins_gates.md
@@ -179,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             print(g.describe())
         moved = "-"
         if not args.dry_run:
-            r = figures.apply_gates(name, gates, match=MATCH.get(name))
+            r = figures.redecide.apply_gates(name, gates, match=MATCH.get(name))
             moved = f"{r.before} -> {r.after}"
             print(f"{name}: {moved}")
         for g in gates:

@@ -80,14 +80,14 @@ def verdict(name: str, out: Path, scale: str = "quick") -> tuple[str, dict[str, 
     md = (out / f"{name}.md").read_text(encoding="utf-8")
     v = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
     assert v["name"] == name and v["scale"] == scale
-    assert v["verdict"] in figures.VERDICTS and f"**Verdict:** {v['verdict']}" in md
+    assert v["verdict"] in figures.checks.VERDICTS and f"**Verdict:** {v['verdict']}" in md
     assert v["verdict"] == figures.verdict(
         figures.Check(c["name"], c["outcome"], "", "", headline=c.get("headline", False))
         for c in v["checks"])
     assert v["claim"] and v["claim"] in md and v["measured"] and v["measured"] in md
     for c in v["checks"]:
         assert f"| {c['outcome']} |" in md
-    assert v["code"] in figures.current_codes() and v["code"] in md
+    assert v["code"] in figures.runs.current_codes() and v["code"] in md
     assert isinstance(v["seeds"], list) and isinstance(v["stand_in"], dict)
     assert isinstance(v["optimizer_state"], list) and "optimizer state (momentum_state)" in md
     assert bool(v["optimizer_state"]) == bool(v["seeds"])  # stated for every training result

@@ -12,7 +12,10 @@ import pytest
 import torch
 
 from topofl import bench, cli
-from topofl.engine import BatchedExecutor, Mixer, ParamLayout, init_parameters
+from topofl.engine import ParamLayout
+from topofl.engine.executors import BatchedExecutor
+from topofl.engine.gossip import Mixer
+from topofl.engine.layout import init_parameters
 from topofl.memory import _state_parts
 from topofl.models import build_model
 

@@ -379,8 +379,8 @@ def test_ctrl_c_exits_130_quietly(monkeypatch: pytest.MonkeyPatch,
 def test_delegated_commands_report_os_errors_in_one_line(
         command: str, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(f"topofl.{command}.main",
-                        _raise(PermissionError(13, "Permission denied", "out/x.md")))
+    target = {"study": "topofl.study.cli.main", "report": "topofl.report.main"}[command]
+    monkeypatch.setattr(target, _raise(PermissionError(13, "Permission denied", "out/x.md")))
     assert main([command, "x", "--out", "out"]) == 1
     err = _one_line_error(capsys, f"topofl {command}")
     assert "PermissionError: [Errno 13] Permission denied: 'out/x.md'" in err

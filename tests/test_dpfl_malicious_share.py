@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from topofl.algorithms import malicious_share
-from topofl.plotting import SELECTION_CODES
+from topofl.plotting.heatmaps import SELECTION_CODES
 from topofl.records import Records
 
 matplotlib.use("Agg")
@@ -116,7 +116,7 @@ def test_reads_flipped_clients_from_a_run() -> None:
     pd_ref = malicious_share(rec, malicious=flipped.tolist())
     assert df.equals(pd_ref) and len(df) == 2
     # the same numbers straight from the recorded edges
-    edges = dict(rec._points(rec.runs[0], "realized_edges", None))
+    edges = dict(rec.points("realized_edges", run=rec.runs[0]))
     for t, row in zip(df["round"], df.itertuples()):
         into = [(j, k) for j, k in edges[t] if k not in flipped]
         assert row.edges == len(into)

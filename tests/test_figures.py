@@ -28,32 +28,33 @@ def test_apply_scale_overrides_base_and_sweep_keys() -> None:
     cfg = {"rounds": 100, "lr": 0.1, "sweep": {"seed": [0, 1, 2], "topology": ["ring"]},
            "scale": {"quick": {"rounds": 2, "sweep": {"seed": [0]}},
                      "full": {"lr": 0.2, "sweep": {"lr": [0.1, 0.2]}}}}
-    q = figures.apply_scale(cfg, "quick")
+    q = figures.config.apply_scale(cfg, "quick")
     assert q == {"rounds": 2, "lr": 0.1, "sweep": {"seed": [0], "topology": ["ring"]}}
-    f = figures.apply_scale(cfg, "full")
+    f = figures.config.apply_scale(cfg, "full")
     assert "lr" not in f and f["sweep"]["lr"] == [0.1, 0.2]  # moved into the sweep
-    d = figures.apply_scale(cfg, "default")
+    d = figures.config.apply_scale(cfg, "default")
     assert d["rounds"] == 100 and d["sweep"]["seed"] == [0, 1, 2]
-    d = figures.apply_scale({**cfg, "scale": {"default": {"rounds": 7}}}, "default")
+    d = figures.config.apply_scale({**cfg, "scale": {"default": {"rounds": 7}}}, "default")
     assert d["rounds"] == 7
     # a sweep key overridden by a plain value leaves the sweep
-    g = figures.apply_scale({"sweep": {"seed": [0, 1]}, "scale": {"quick": {"seed": 3}}}, "quick")
+    g = figures.config.apply_scale({"sweep": {"seed": [0, 1]}, "scale": {"quick": {"seed": 3}}},
+                                   "quick")
     assert g == {"seed": 3}
 
 
 @pytest.mark.parametrize("bad", [{"tiny": {}}, {"quick": 3}, 5, {"default": []}])
 def test_apply_scale_refuses_bad_tables(bad: object) -> None:
-    with pytest.raises(figures.FigureError):
-        figures.apply_scale({"scale": bad}, "quick")
-    with pytest.raises(figures.FigureError, match="scale must be one of"):
-        figures.apply_scale({}, "huge")
+    with pytest.raises(figures.config.FigureError):
+        figures.config.apply_scale({"scale": bad}, "quick")
+    with pytest.raises(figures.config.FigureError, match="scale must be one of"):
+        figures.config.apply_scale({}, "huge")
 
 
 def test_stand_ins_follow_the_model() -> None:
-    assert figures.stand_in("mnist", "logistic") == "digits"
-    assert figures.stand_in("mnist", "gn_lenet") == "digits28"
-    assert figures.stand_in("cifar10", "gn_lenet") == "digits32rgb"
-    assert figures.stand_in("digits", "mlp") == "digits"
+    assert figures.config.stand_in("mnist", "logistic") == "digits"
+    assert figures.config.stand_in("mnist", "gn_lenet") == "digits28"
+    assert figures.config.stand_in("cifar10", "gn_lenet") == "digits32rgb"
+    assert figures.config.stand_in("digits", "mlp") == "digits"
 
 
 def test_load_config_swaps_an_absent_dataset_and_notes_it(tmp_path: Path) -> None:
@@ -99,27 +100,27 @@ def test_full_scale_runs_on_the_gpu_torch_sees(tmp_path: Path,
 def test_epochs_per_round_by_hand() -> None:
     cfg = tf.config.validate({**BASE, "topology": "ring", "batch_size": 12})
     m = tf.data.load("digits").x_train.shape[0] / 6
-    assert figures.epochs_per_round(cfg) == pytest.approx(12 / m)
+    assert figures.panel.epochs_per_round(cfg) == pytest.approx(12 / m)
     cfg = tf.config.validate({**BASE, "topology": "ring", "local_epochs": 2.5})
-    assert figures.epochs_per_round(cfg) == 2.5
+    assert figures.panel.epochs_per_round(cfg) == 2.5
     cfg = tf.config.validate({**BASE, "topology": "ring", "local_steps": 3,
                               "batch_size": 10**4})
-    assert figures.epochs_per_round(cfg) == 3.0  # a batch larger than the data is the data
+    assert figures.panel.epochs_per_round(cfg) == 3.0  # a batch larger than the data is the data
 
 
 def test_sweep_reuses_runs_and_reruns_a_changed_setting(tmp_path: Path) -> None:
     args = _args(tmp_path)
     cfg = {**BASE, "sweep": {"topology": ["ring", "complete"]}, "_name": "toy", "_notes": [],
            "figure": {}}
-    rec = figures.sweep(cfg, args)
+    rec = figures.runs.sweep(cfg, args)
     assert rec.runs == ["topology=ring", "topology=complete"]
     ring = tmp_path / "runs" / "toy" / "topology=ring.jsonl"
     stamp = ring.stat().st_mtime_ns
-    again = figures.sweep(cfg, args)
+    again = figures.runs.sweep(cfg, args)
     assert ring.stat().st_mtime_ns == stamp  # reused, not rerun
     assert again.series("global_acc_mean", run="topology=ring")[1].tolist() == \
         rec.series("global_acc_mean", run="topology=ring")[1].tolist()
-    changed = figures.sweep({**cfg, "lr": 0.3}, args)  # another setting: run again
+    changed = figures.runs.sweep({**cfg, "lr": 0.3}, args)  # another setting: run again
     assert ring.stat().st_mtime_ns != stamp
     assert changed.configs["topology=ring"]["lr"] == 0.3
     direct = tf.run(**{**BASE, "topology": "ring", "lr": 0.3}).records
@@ -133,7 +134,7 @@ def test_sweep_stacks_and_counts_a_stacks_time_once(tmp_path: Path) -> None:
     args = _args(tmp_path)
     cfg = {**BASE, "sweep": {"topology": ["ring", "complete"], "seed": [0, 1]},
            "_name": "toy"}
-    rec = figures.sweep(cfg, args)
+    rec = figures.runs.sweep(cfg, args)
     folder = tmp_path / "runs" / "toy"
     markers = [json.loads((folder / f"{r}.done").read_text()) for r in rec.runs]
     assert [m["stacked"] for m in markers] == [4] * 4
@@ -159,20 +160,20 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
 
     args = _args(tmp_path)
     cfg = {**BASE, "sweep": {"topology": ["ring", "complete"]}, "_name": "toy"}
-    rec = figures.sweep(cfg, args)
+    rec = figures.runs.sweep(cfg, args)
     runs = {r: rec.for_run(r) for r in rec.runs}
-    table = figures.curve_table(runs, "global_acc")
+    table = figures.panel.curve_table(runs, "global_acc")
     final = rec.series("global_acc_mean", run="topology=complete")[1][-1]
     assert table.set_index("curve").loc["topology=complete", "final global_acc"].mean == final
     assert table["rounds"].tolist() == [3, 3]
-    setting = dict(figures.setting(rec))
+    setting = dict(figures.panel.setting(rec))
     assert setting["topology"] == "ring / complete" and setting["n_clients"] == "6"
     fig = tf.plotting.convergence(runs, "global_acc", band="lines")
     checks = [figures.fact("a fact", True), figures.above("a gap", -0.5)]  # no headline: both
-    png = figures.write(args, fig, title="Toy", setting=figures.setting(rec), numbers=table,
-                        claim="complete beats ring", measured="see table", checks=checks,
-                        notes=["a note"], dataset="digits", seeds=[0],
-                        stand_in={"mnist": "digits"}, optimizer_state=["keep"])
+    png = figures.writing.write(args, fig, title="Toy", setting=figures.panel.setting(rec),
+                                numbers=table, claim="complete beats ring", measured="see table",
+                                checks=checks, notes=["a note"], dataset="digits", seeds=[0],
+                                stand_in={"mnist": "digits"}, optimizer_state=["keep"])
     plt.close(fig)
     assert png == tmp_path / "out" / "toy.png" and png.stat().st_size > 5000
     md, verdict = _figures.verdict("toy", tmp_path / "out")
@@ -184,21 +185,21 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     assert verdict["verdict"] == "does not hold" and verdict["seeds"] == [0]
     assert verdict["stand_in"] == {"mnist": "digits"} and verdict["optimizer_state"] == ["keep"]
     assert "| optimizer state (momentum_state) | keep |" in md
-    idx = figures.index(tmp_path / "out")
+    idx = figures.results.index(tmp_path / "out")
     assert "[toy](results/toy.md)" in idx and "complete beats ring" in idx
     assert idx.startswith("1 result: 0 holds, 0 partly, 1 does not hold, 0 inconclusive")
     assert "| does not hold | 1 | digits |" in idx and "| current |" in idx
     # a table result: no picture (the stale one is removed), the Markdown path is returned
-    md_path = figures.write(args, None, title="Toy table", setting=figures.setting(rec),
-                            numbers=table, claim="c", measured="m",
-                            checks=[figures.fact("f", True)])
+    md_path = figures.writing.write(args, None, title="Toy table",
+                                    setting=figures.panel.setting(rec), numbers=table,
+                                    claim="c", measured="m", checks=[figures.fact("f", True)])
     assert md_path == tmp_path / "out" / "toy.md" and not png.exists()
     text = md_path.read_text(encoding="utf-8")
     assert "![toy]" not in text and "**Verdict:** holds" in text and f"{final:.4f}" in text
     assert "no training" in text  # no seeds given
     with pytest.raises(ValueError, match="at least one check"):
-        figures.write(args, None, title="t", setting=[], numbers={}, claim="c", measured="m",
-                      checks=[])
+        figures.writing.write(args, None, title="t", setting=[], numbers={}, claim="c",
+                              measured="m", checks=[])
 
 
 def test_epoch_axis_scales_the_rounds() -> None:
@@ -216,7 +217,7 @@ def test_epoch_axis_scales_the_rounds() -> None:
 
 
 def test_cli_lists_and_refuses_unknown_figures(capsys: pytest.CaptureFixture[str]) -> None:
-    assert tf.figures.main(["list"]) == 0
+    assert tf.figures.cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "dcliques_01" in out and "D-Cliques Fig. 1" in out
     from topofl.cli import main
@@ -239,9 +240,9 @@ def test_panels_label_runs_and_refuse_duplicate_labels(tmp_path: Path) -> None:
     assert list(p.runs) == ["graph ring", "graph complete"]
     assert p.configs["graph ring"]["n_clients"] == 6
     ring = p.configs["graph ring"]
-    assert p.epochs["graph ring"] == pytest.approx(figures.epochs_per_round(ring))
+    assert p.epochs["graph ring"] == pytest.approx(figures.panel.epochs_per_round(ring))
     assert dict(p.setting)["topology"] == "ring / complete"
-    with pytest.raises(figures.FigureError, match="both labelled"):
+    with pytest.raises(figures.config.FigureError, match="both labelled"):
         figures.panels(args, {"left": str(folder / "a.toml")}, lambda c: "same")
 
 
@@ -254,8 +255,9 @@ def test_a_failed_run_stops_the_figure_with_its_message(tmp_path: Path,
 
     monkeypatch.setattr(sw, "run_sweep", failing)
     cfg = {**BASE, "sweep": {"topology": ["ring"]}, "_name": "toy"}
-    with pytest.raises(figures.FigureError, match="topology=ring: CheckpointError: bad file"):
-        figures.sweep(cfg, _args(tmp_path))
+    with pytest.raises(figures.config.FigureError,
+                       match="topology=ring: CheckpointError: bad file"):
+        figures.runs.sweep(cfg, _args(tmp_path))
 
 
 # ------------------------------------------------------------------------------ seeds
@@ -286,7 +288,7 @@ def test_seeds_default_count_list_and_quick(tmp_path: Path) -> None:
 def test_seeds_refuse_bad_settings(tmp_path: Path, bad: str) -> None:
     p = tmp_path / "c.toml"
     p.write_text(f'data = "digits"\n{bad}\n', encoding="utf-8")
-    with pytest.raises(figures.FigureError, match="seed"):
+    with pytest.raises(figures.config.FigureError, match="seed"):
         figures.load_config(p)
 
 
@@ -308,12 +310,12 @@ def test_panels_group_the_seeds_of_a_curve(tmp_path: Path) -> None:
     assert final.seeds == (0, 1)
     assert final.values == pytest.approx([d.final("global_acc_mean") for d in direct])
     assert dict(p.setting)["seeds"] == "0, 1"
-    table = figures.curve_table(p.runs, "global_acc")
+    table = figures.panel.curve_table(p.runs, "global_acc")
     cell = table.set_index("curve").loc["ring", "final global_acc"]
     text = Document().table(table, cell=figures.writing._cell).text()
     assert cell == final and f"{cell:.4f}" in text
     # a label function that merges runs differing in more than the seed is refused
-    with pytest.raises(figures.FigureError, match="more than their seed"):
+    with pytest.raises(figures.config.FigureError, match="more than their seed"):
         figures.panels(_args(tmp_path), {"p": str(folder / "a.toml")}, lambda c: "same")
 
 
@@ -549,7 +551,7 @@ def test_verdict_categories() -> None:
     assert figures.verdict([p, f]) == "does not hold"  # a conjunction with a failed part
     assert figures.verdict([p, i]) == "partly"
     assert figures.verdict([i, i]) == "inconclusive at this scale"
-    assert figures.VERDICTS == ("holds", "partly", "does not hold",
+    assert figures.checks.VERDICTS == ("holds", "partly", "does not hold",
                                 "inconclusive at this scale")
     with pytest.raises(ValueError, match="at least one check"):
         figures.verdict([])
@@ -566,8 +568,9 @@ def test_the_verdict_is_the_headlines() -> None:
     assert figures.verdict([hi, p]) == "inconclusive at this scale"
     assert figures.verdict([hp, hf, p]) == "does not hold"  # a conjunction, one part failed
     assert figures.verdict([hp, hi, f]) == "partly"
-    assert figures.headline_of([hp, f]) == [hp] and figures.headline_of([p, f]) == [p, f]
-    assert figures.secondary([hp, f, p]) == (1, 2) and figures.secondary([p, f]) == (0, 0)
+    headline_of, secondary = figures.checks.headline_of, figures.checks.secondary
+    assert headline_of([hp, f]) == [hp] and headline_of([p, f]) == [p, f]
+    assert secondary([hp, f, p]) == (1, 2) and secondary([p, f]) == (0, 0)
 
 
 def test_margins_are_read_from_the_claims(tmp_path: Path) -> None:
@@ -578,10 +581,10 @@ def test_margins_are_read_from_the_claims(tmp_path: Path) -> None:
     assert figures.margin("toy", "accuracy", claims) == 0.01
     assert figures.margin("toy", "rounds", claims) == 5.0
     assert figures.claim_of("toy", claims)["margins"]["rounds"]["reason"] == "a tenth"
-    with pytest.raises(figures.FigureError, match="no margin of kind 'spread'"):
+    with pytest.raises(figures.config.FigureError, match="no margin of kind 'spread'"):
         figures.margin("toy", "spread", claims)
     claims.write_text('[toy]\ntitle = "T"\nclaim = "c"\nmargins = {rounds = 5}\n')
-    with pytest.raises(figures.FigureError, match="value = a number"):
+    with pytest.raises(figures.config.FigureError, match="value = a number"):
         figures.claim_of("toy", claims)
 
 
@@ -629,7 +632,7 @@ TOY = {**BASE, "topology": "ring", "_name": "toy"}
 
 def _toy_run(tmp_path: Path) -> tuple[Path, Path]:
     """Run the toy sweep once; its records file and code stamp."""
-    figures.sweep(TOY, _args(tmp_path))
+    figures.runs.sweep(TOY, _args(tmp_path))
     folder = tmp_path / "runs" / "toy"
     return folder / "run.jsonl", folder / "run.code"
 
@@ -640,15 +643,15 @@ def test_a_run_of_other_code_is_run_again(tmp_path: Path,
     records, stamp = _toy_run(tmp_path)
     assert stamp.read_text().strip() == figures.code_fingerprint()
     before = records.stat().st_mtime_ns
-    figures.sweep(cfg, args)
+    figures.runs.sweep(cfg, args)
     assert records.stat().st_mtime_ns == before  # same config, same code: reused
     _figures.patch_figures(monkeypatch, "code_fingerprint", lambda: "9.9.9+000000000000")
-    figures.sweep(cfg, args)
+    figures.runs.sweep(cfg, args)
     assert records.stat().st_mtime_ns != before  # other code: run again
     assert stamp.read_text().strip() == "9.9.9+000000000000"
     after = records.stat().st_mtime_ns
     stamp.unlink()  # a run without a stamp (computed before stamps): run again
-    figures.sweep(cfg, args)
+    figures.runs.sweep(cfg, args)
     assert records.stat().st_mtime_ns != after
 
 
@@ -662,9 +665,9 @@ def test_stale_results_are_listed_by_index_check(tmp_path: Path,
                     ("other", {"verdict": "does not hold", "code": "0.0.1+abc"}),
                     ("old", {"holds": None})):
         (tmp_path / f"{name}.json").write_text(json.dumps({"name": name, **v}))
-    stale = figures.stale(tmp_path)
+    stale = figures.results.stale(tmp_path)
     assert set(stale) == {"other", "old"} and "0.0.1+abc" in stale["other"]
-    idx = figures.index(tmp_path)
+    idx = figures.results.index(tmp_path)
     assert idx.startswith("3 results: 1 holds, 1 partly, 1 does not hold, 0 inconclusive at "
                           "this scale (3 of them still decided by the older rule, not rerun "
                           "yet); 2 computed by other code")
@@ -672,12 +675,12 @@ def test_stale_results_are_listed_by_index_check(tmp_path: Path,
     root = tmp_path / "root"
     (root / "results").mkdir(parents=True)
     _figures.patch_figures(monkeypatch, "_root", lambda: root)
-    assert figures.main(["index", "--check"]) == 0  # nothing committed: nothing stale
+    assert figures.cli.main(["index", "--check"]) == 0  # nothing committed: nothing stale
     (root / "results" / "old.json").write_text(json.dumps({"name": "old", "holds": True}))
-    assert figures.main(["index", "--check"]) == 1
+    assert figures.cli.main(["index", "--check"]) == 1
     out = capsys.readouterr()
     assert out.out.startswith("old: no code fingerprint") and "1 of 1" in out.err
-    assert figures.main(["index", "--bogus"]) == 2
+    assert figures.cli.main(["index", "--bogus"]) == 2
 
 
 def test_index_rewrites_only_its_block_of_the_readme(tmp_path: Path,
@@ -687,7 +690,7 @@ def test_index_rewrites_only_its_block_of_the_readme(tmp_path: Path,
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "x.json").write_text(json.dumps(
         {"name": "x", "verdict": "holds", "code": figures.code_fingerprint(), "seeds": [0, 1],
-         "rule": figures.RULE, "rounds": {"run": [40], "paper": [500]},
+         "rule": figures.checks.RULE, "rounds": {"run": [40], "paper": [500]},
          "checks": [{"name": "A beats B", "headline": True, "outcome": "pass",
                      "reason": "one-sided p = 0.010", "convergence": {"flat": True}}]}))
     readme = tmp_path / "README.md"
@@ -697,7 +700,7 @@ def test_index_rewrites_only_its_block_of_the_readme(tmp_path: Path,
                       + r._CHANGES_END + "\n\n## After\ntail kept\n")
     _figures.patch_figures(monkeypatch, "_root", lambda: tmp_path)
     _figures.patch_figures(monkeypatch, "available", lambda: {"x": "X", "y": "Y"})
-    assert figures.main(["index"]) == 0
+    assert figures.cli.main(["index"]) == 0
     text = readme.read_text()
     assert text.startswith("# Head\n\nprose kept\n\n") and text.endswith("## After\ntail kept\n")
     assert "stale text" not in text and "[x](results/x.md)" in text and "fig_y.py" in text
@@ -711,18 +714,18 @@ def test_index_rewrites_only_its_block_of_the_readme(tmp_path: Path,
 
 def test_outputs_go_to_the_out_folder_unless_asked(tmp_path: Path) -> None:
     root = Path(figures.__file__).resolve().parents[2] / "paper_figures"
-    a = figures.parse_args("T", "toy", [])
+    a = figures.runs.parse_args("T", "toy", [])
     assert a.out == root / "out" / "default" and not a.update_results
-    assert figures.parse_args("T", "toy", ["--full"]).out == root / "out" / "full"
-    a = figures.parse_args("T", "toy", ["--update-results"])
+    assert figures.runs.parse_args("T", "toy", ["--full"]).out == root / "out" / "full"
+    a = figures.runs.parse_args("T", "toy", ["--update-results"])
     assert a.out == root / "results" and a.update_results
-    assert figures.parse_args("T", "toy", ["--full", "--update-results"]).out == \
+    assert figures.runs.parse_args("T", "toy", ["--full", "--update-results"]).out == \
         root / "results" / "full"
-    assert figures.parse_args("T", "toy", ["--out", str(tmp_path)]).out == tmp_path
+    assert figures.runs.parse_args("T", "toy", ["--out", str(tmp_path)]).out == tmp_path
     for bad in (["--quick", "--update-results"], ["--out", "x", "--update-results"],
                 ["--jobs", "0"]):
         with pytest.raises(SystemExit):
-            figures.parse_args("T", "toy", bad)
+            figures.runs.parse_args("T", "toy", bad)
 
 
 def test_script_writes_its_result_with_the_claim(tmp_path: Path,
@@ -746,11 +749,11 @@ def test_script_writes_its_result_with_the_claim(tmp_path: Path,
     assert "**Verdict:** holds" in md and "3 seeds (0, 1, 2)" in md
 
     def broken(args: figures.FigureArgs) -> figures.Result:
-        raise figures.FigureError("no runs")
+        raise figures.config.FigureError("no runs")
 
     assert figures.script(broken)(["--quick", "--out", str(tmp_path / "o")]) == 1
     assert "error: no runs" in capsys.readouterr().err
-    with pytest.raises(figures.FigureError, match="no table"):
+    with pytest.raises(figures.config.FigureError, match="no table"):
         figures.claim_of("missing")
 
 
@@ -791,24 +794,24 @@ def test_a_run_of_certified_code_is_kept_and_named(tmp_path: Path,
     _figures.patch_figures(monkeypatch, "current_codes",
                            lambda: {figures.code_fingerprint(), old})
     again = _args(tmp_path)
-    figures.sweep(cfg, again)
+    figures.runs.sweep(cfg, again)
     assert records.stat().st_mtime_ns == before and again.run_codes == {old}
     assert stamp.read_text().strip() == old  # the stamp keeps who computed it
     _figures.patch_figures(monkeypatch, "current_codes", lambda: {figures.code_fingerprint()})
     third = _args(tmp_path)
-    figures.sweep(cfg, third)  # the certificate is gone: run again
+    figures.runs.sweep(cfg, third)  # the certificate is gone: run again
     assert records.stat().st_mtime_ns != before
     assert third.run_codes == {figures.code_fingerprint()}
 
 
 def test_parse_args_stack_and_runs_folder(tmp_path: Path) -> None:
-    a = figures.parse_args("Fig. 1", "dcliques_01", [])
+    a = figures.runs.parse_args("Fig. 1", "dcliques_01", [])
     assert a.stack and a.runs.parts[-3:] == ("runs", "default", "dcliques_01")
-    b = figures.parse_args("Fig. 1", "dcliques_01",
+    b = figures.runs.parse_args("Fig. 1", "dcliques_01",
                            ["--stack", "off", "--runs", str(tmp_path), "--out", str(tmp_path)])
     assert not b.stack and b.runs == tmp_path and b.out == tmp_path
     with pytest.raises(SystemExit):
-        figures.parse_args("Fig. 1", "dcliques_01", ["--stack", "maybe"])
+        figures.runs.parse_args("Fig. 1", "dcliques_01", ["--stack", "maybe"])
 
 
 def test_a_script_reads_the_configs_beside_itself(tmp_path: Path) -> None:
@@ -827,7 +830,7 @@ def test_a_script_reads_the_configs_beside_itself(tmp_path: Path) -> None:
         "SEEN = []\n"
         "def build(args):\n"
         "    SEEN.append((_root(), args.out))\n"
-        "    raise figures.FigureError('stop here')\n"
+        "    raise figures.config.FigureError('stop here')\n"
         "main = figures.script(build)\n")
     mod = runpy.run_path(str(copy / "fig_where.py"))
     assert mod["main"](["--quick"]) == 1  # the build stopped itself
@@ -851,27 +854,27 @@ def test_redecide_rebuilds_a_results_checks_from_its_per_seed_values(tmp_path: P
     head = next(c for c in v["checks"] if c["headline"] and c["outcome"] == "inconclusive")
     head["outcome"], v["verdict"] = "pass", "partly"
     js.write_text(json.dumps(v), encoding="utf-8")
-    r = figures.redecide("dcliques_10", tmp_path, write=False)
+    r = figures.redecide.redecide("dcliques_10", tmp_path, write=False)
     assert (r.before, r.after) == ("partly", "does not hold")
     assert r.moved == ((head["name"], "pass", "inconclusive"),)
     assert json.loads(js.read_text(encoding="utf-8"))["verdict"] == "partly"  # not written
-    figures.redecide("dcliques_10", tmp_path)
+    figures.redecide.redecide("dcliques_10", tmp_path)
     again = json.loads(js.read_text(encoding="utf-8"))
-    assert again["verdict"] == "does not hold" and again["rule"] == figures.RULE
+    assert again["verdict"] == "does not hold" and again["rule"] == figures.checks.RULE
     assert again == json.loads((src / "dcliques_10.json").read_text(encoding="utf-8"))
     md = (tmp_path / "dcliques_10.md").read_text(encoding="utf-8")
     assert md == (src / "dcliques_10.md").read_text(encoding="utf-8")
-    assert figures.redecide("dcliques_10", tmp_path).moved == ()
-    with pytest.raises(figures.FigureError, match="no committed result 'nope'"):
-        figures.redecide("nope", tmp_path)
+    assert figures.redecide.redecide("dcliques_10", tmp_path).moved == ()
+    with pytest.raises(figures.config.FigureError, match="no committed result 'nope'"):
+        figures.redecide.redecide("nope", tmp_path)
 
 
 def test_redecide_cli_lists_each_result(capsys: pytest.CaptureFixture[str]) -> None:
-    assert figures.main(["redecide", "--dry-run", "dcliques_09", "dpfl_table1"]) == 0
+    assert figures.cli.main(["redecide", "--dry-run", "dcliques_09", "dpfl_table1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == ["dcliques_09: inconclusive at this scale -> inconclusive at this scale",
                    "dpfl_table1: inconclusive at this scale -> inconclusive at this scale"]
-    assert figures.main(["redecide", "--bogus"]) == 2
+    assert figures.cli.main(["redecide", "--bogus"]) == 2
 
 
 # ------------------------------------------------------------------------------ fidelity gates
@@ -944,9 +947,9 @@ def test_a_failed_gate_makes_a_results_checks_inconclusive_and_a_passed_one_rest
     assert col["reason"].startswith("inconclusive at this scale (the stand-in does not "
                                     "reproduce the paper's baselines: tau = +0.17")
     assert "would be fail" in col["reason"]
-    assert figures.redecide("dfedpgp_table1", tmp_path).moved == ()  # idempotent
+    assert figures.redecide.redecide("dfedpgp_table1", tmp_path).moved == ()  # idempotent
     good = figures.Gate.from_dict({**gate, "tau_min": -1.0, "top": 9})
-    r = figures.apply_gates("dfedpgp_table1", [good], tmp_path)
+    r = figures.redecide.apply_gates("dfedpgp_table1", [good], tmp_path)
     assert (r.before, r.after) == ("inconclusive at this scale", "does not hold")
     md = (tmp_path / "dfedpgp_table1.md").read_text(encoding="utf-8")
     assert "## Fidelity gate" in md and "gate passes: tau = +0.17" in md
@@ -969,9 +972,9 @@ def test_a_dropped_horizon_leaves_the_convergence_reading_to_decide(tmp_path: Pa
     for c in heads:
         c["horizon"] = "the paper's own 100 rounds (DPFL: 98 after its 2 of pre-processing)"
     js.write_text(json.dumps(v), encoding="utf-8")
-    r = figures.redecide("dpfl_table1", tmp_path)
+    r = figures.redecide.redecide("dpfl_table1", tmp_path)
     assert r.after == "does not hold" and {b for _, _, b in r.moved} == {"fail"}
-    r = figures.redecide("dpfl_table1", tmp_path, drop_horizon="the paper's own ")
+    r = figures.redecide.redecide("dpfl_table1", tmp_path, drop_horizon="the paper's own ")
     assert r.after == "inconclusive at this scale"
     again = json.loads(js.read_text(encoding="utf-8"))["checks"]
     assert all("horizon" not in c and c["reason"].startswith("not converged")

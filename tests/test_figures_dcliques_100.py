@@ -86,7 +86,7 @@ def test_mnist_default_scale_shrinks_only_rounds(name: str) -> None:
         k: v for k, v in full.items() if k not in ("rounds", "eval_every")}
     run = tf.sweep.plan(figures.config._clean(cfg))[0]
     resolved = tf.config.validate(run.config)
-    epochs = cfg["rounds"] * figures.epochs_per_round(resolved)
+    epochs = cfg["rounds"] * figures.panel.epochs_per_round(resolved)
     per_node = tf.data.load(stand_in).x_train.shape[0] / 100
     assert epochs == pytest.approx(cfg["rounds"] * batch / per_node)
     assert 75 <= epochs <= 100  # the paper's 100 epochs (or most of them), a few CPU minutes

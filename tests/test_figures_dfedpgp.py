@@ -66,7 +66,7 @@ def test_grid_keep_orders_and_filters() -> None:
     ({"grid": {"method": {"A": {}}}, "grid_keep": {"method": ["Z"]}}, "no label"),
 ])
 def test_grid_refuses_bad_tables(bad: dict, match: str) -> None:
-    with pytest.raises(figures.FigureError, match=match):
+    with pytest.raises(figures.config.FigureError, match=match):
         figures.grid({"rounds": 1, **bad})
 
 

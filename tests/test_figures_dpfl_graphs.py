@@ -19,7 +19,7 @@ from tests._figures import (
     verdict,
 )
 from topofl.algorithms.dpfl import resolve_budget
-from topofl.plotting import SELECTION_CODES
+from topofl.plotting.heatmaps import SELECTION_CODES
 
 FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
 RESULTS = FIGS / "results"
@@ -91,7 +91,7 @@ def test_fig4_quick_content(quick_out: Path) -> None:
         assert np.allclose(curves[case].get_ydata(), df["share"].to_numpy(), equal_nan=True)
         # a malicious client that does not run GGC never receives an edge
         if passive == "flipped":
-            for _, edges in rec._points(rec.runs[0], "realized_edges", None):
+            for _, edges in rec.points("realized_edges", run=rec.runs[0]):
                 assert all(k not in flipped for _, k in edges)
     # 4 heat maps, benign clients first: in case (a) the malicious rows (receivers) are empty
     heat = [ax for ax in fig.axes if ax.images and ax.images[0].get_array().shape == (10, 10)]
@@ -161,7 +161,7 @@ def test_fig3_quick_content(quick_out: Path) -> None:
         assert b == 2 and r.config["momentum_state"] == "keep"
         final[r.config["graph"]] = 100 * r.series("test_acc_mean")[1][-1]
         # every round's collaborators respect the budget, for both graphs
-        for _, edges in r._points(run, "realized_edges", None):
+        for _, edges in r.points("realized_edges", run=run):
             per = np.bincount([k for _, k in edges], minlength=n)
             assert per.max() <= b
     (row,) = _md_table(md, "c")

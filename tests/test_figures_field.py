@@ -34,7 +34,7 @@ def _close_figures() -> Any:
 
 
 def test_field_scripts_are_listed_with_their_claims() -> None:
-    names = figures.available()
+    names = figures.results.available()
     for name in FIELD:
         assert names[name].startswith("Field claim"), name
         meta = figures.claim_of(name)

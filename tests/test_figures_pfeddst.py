@@ -89,7 +89,7 @@ def test_selection_grid_switches_the_terms_of_the_score() -> None:
 
 
 def test_scripts_are_listed_with_their_titles() -> None:
-    names = figures.available()
+    names = figures.results.available()
     for name in ("fig2", "fig3", "fig4", "table1", "selection"):
         assert names[f"pfeddst_{name}"].startswith("PFedDST")
 

@@ -43,20 +43,20 @@ def _folder(tmp_path: Path, raw: bytes) -> Path:
 def test_a_malformed_result_is_named_by_stale_and_index(raw: bytes, message: str,
                                                         tmp_path: Path) -> None:
     folder = _folder(tmp_path, raw)
-    for fn in (tf.figures.stale, tf.figures.index):
+    for fn in (tf.figures.results.stale, tf.figures.results.index):
         with pytest.raises(FigureError, match=rf"^result \S*results/broken\.json{message}"
                            ) as exc:
             fn(folder)
         assert "\n" not in str(exc.value)
     (folder / "broken.json").unlink()  # the rest of the folder reads
-    assert tf.figures.stale(folder) == {"good": "no code fingerprint (computed before results "
-                                                "recorded one)"}
-    assert tf.figures.index(folder).startswith("1 result: 1 holds, 0 partly")
+    assert tf.figures.results.stale(folder) == {
+        "good": "no code fingerprint (computed before results recorded one)"}
+    assert tf.figures.results.index(folder).startswith("1 result: 1 holds, 0 partly")
 
 
 def _figure(argv: list[str], capsys: pytest.CaptureFixture[str]
             ) -> tuple[int, list[str], str]:
-    code = tf.figures.main(argv)
+    code = tf.figures.cli.main(argv)
     out, err = capsys.readouterr()
     return code, [ln for ln in err.splitlines() if ln.strip()], out
 

@@ -167,11 +167,11 @@ def _data_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str, An
         ("data.federate", D.federate,
          {"dataset": "digits", "scheme": "iid", "n_clients": 4, "seed": 0, "val": 0.0,
           "test": "distribute", "device": "cpu"}),
-        ("data.label_flip_plan", D.label_flip_plan,
+        ("data.label_flip_plan", tf.data.corrupt.label_flip_plan,
          {"n_clients": 4, "num_classes": 3, "fraction": 0.5, "seed": 0}),
         ("data.flip_labels", D.flip_labels,
          {"y": np.array([0, 1, 2, 0, 1, 2]), "sizes": np.array([3, 3]),
-          "plan": D.label_flip_plan(2, 3, 0.5, seed=0)}),
+          "plan": tf.data.corrupt.label_flip_plan(2, 3, 0.5, seed=0)}),
     ]
 
 

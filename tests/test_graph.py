@@ -261,7 +261,7 @@ def test_lazy_graph_is_immutable_and_survives_replace() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         del t.graph
     assert not _built(t)
-    u = t._replace(name="x")  # what the constructors use: the graph stays unbuilt
+    u = t.replace(name="x")  # what the constructors use: the graph stays unbuilt
     assert not _built(u) and u.name == "x" and u.W is t.W and u.weights == "uniform"
     v = dataclasses.replace(t, name="y")  # builds it (reads every field) and shares it
     assert _built(t) and v.graph is t.graph and v.name == "y"

@@ -81,10 +81,10 @@ def test_the_directed_graph_advice_can_be_followed() -> None:
 
 
 def test_push_sum_on_a_row_stochastic_graph_names_the_push_variant() -> None:
-    why = tf.api.stochasticity_problem(tf.algorithms.sgp(),
+    why = tf.engine.extend.stochasticity_problem(tf.algorithms.sgp(),
                                        tf.topologies.random_directed(10, 3, seed=0))
     assert why is not None and 'random_directed_push:k=3' in why
-    assert tf.api.stochasticity_problem(tf.algorithms.sgp(),
+    assert tf.engine.extend.stochasticity_problem(tf.algorithms.sgp(),
                                         tf.topologies.random_directed(10, 3, seed=0,
                                                                       mode="push")) is None
 

@@ -235,7 +235,7 @@ def test_complete_graph_identical_to_the_old_construction(n: int) -> None:
     _, src, dst = _old_arcs(G)
     deg = np.bincount(src, minlength=n)
     k = 1 + np.maximum(deg[src], deg[dst])
-    W_old = mixing._assemble(n, dst, src, 1.0 / k, _old_exact_complement(n, dst, k))
+    W_old = mixing.assemble(n, dst, src, 1.0 / k, _old_exact_complement(n, dst, k))
     t = tf.topologies.complete(n)
     for a, b in ((t.W.data, W_old.data), (t.W.indices, W_old.indices),
                  (t.W.indptr, W_old.indptr)):

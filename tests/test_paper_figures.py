@@ -20,7 +20,7 @@ from topofl import figures, sweep
 CONFIGS = sorted(p.stem for p in (FIGS / "configs").glob("*.toml"))
 
 
-@pytest.mark.parametrize("scale", figures.SCALES)
+@pytest.mark.parametrize("scale", figures.config.SCALES)
 @pytest.mark.parametrize("name", CONFIGS)
 def test_every_config_plans_at_every_scale(name: str, scale: str) -> None:
     cfg = figures.load_config(name, scale)
@@ -36,7 +36,7 @@ def test_every_config_plans_at_every_scale(name: str, scale: str) -> None:
 
 
 def test_every_script_is_listed_with_a_title_and_a_claim() -> None:
-    names = figures.available()
+    names = figures.results.available()
     assert names and all(t for t in names.values()), names
     for name in names:
         meta = figures.claim_of(name)
@@ -91,7 +91,7 @@ def test_every_result_on_the_current_rule_carries_what_recomputes_its_verdict() 
         v = json.loads(path.read_text(encoding="utf-8"))
         if "rule" not in v:  # decided by the older rule: listed as such by the index
             continue
-        assert v["rule"] == figures.RULE and v["headline"], path.name
+        assert v["rule"] == figures.checks.RULE and v["headline"], path.name
         checks = v["checks"]
         assert {c["name"] for c in checks if c["headline"]} == set(v["headline"]), path.name
         for c in checks:

@@ -45,9 +45,9 @@ def test_unknown_part_is_refused() -> None:
 
 
 def test_cli_snapshot_usage(capsys: pytest.CaptureFixture[str]) -> None:
-    assert tf.figures.main(["snapshot", "--take"]) == 2
+    assert tf.figures.cli.main(["snapshot", "--take"]) == 2
     assert "snapshot --out FILE" in capsys.readouterr().err
-    assert tf.figures.main(["snapshot", "--certify", "/nonexistent/snap.json"]) == 2
+    assert tf.figures.cli.main(["snapshot", "--certify", "/nonexistent/snap.json"]) == 2
     assert "no snapshot" in capsys.readouterr().err
 
 

@@ -252,7 +252,7 @@ def test_a_derived_graph_is_cut_into_the_runs_blocks() -> None:
     mixer.mix_(arrival_average(block), got)  # a graph the mixer was not told of
     for r, g in zip(rows, graphs):
         want = x[r].clone()
-        tf.engine.Mixer(torch.device("cpu"), torch.float64).mix_(arrival_average(g), want)
+        tf.engine.gossip.Mixer(torch.device("cpu"), torch.float64).mix_(arrival_average(g), want)
         # the same product on a slice of the stack's rows: to rounding (another run's block
         # or a wrong weight is off by >1e-2)
         torch.testing.assert_close(got[r], want, rtol=1e-12, atol=1e-12)

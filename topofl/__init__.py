@@ -14,10 +14,10 @@ Examples
 True
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
+# No ``from __future__ import annotations`` and only underscored helpers: ``dir(topofl)`` is
+# ``__all__`` (tests/test_face.py).
+import importlib as _importlib
+import typing as _typing
 
 from topofl._version import __version__
 
@@ -38,7 +38,7 @@ _ATTRIBUTES = {  # name -> module that defines it
     "ConfigError": "topofl.config",
 }
 
-if TYPE_CHECKING:  # what the lazy attributes are, for type checkers
+if _typing.TYPE_CHECKING:  # what the lazy attributes are, for type checkers
     from topofl import (
         algorithms,
         api,
@@ -95,15 +95,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     if name in _SUBMODULES:
-        return importlib.import_module(f"topofl.{name}")
+        return _importlib.import_module(f"topofl.{name}")
     if name in _ATTRIBUTES:
-        value = getattr(importlib.import_module(_ATTRIBUTES[name]), name)
+        value = getattr(_importlib.import_module(_ATTRIBUTES[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'topofl' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__) | _SUBMODULES)
+    """The public names: :data:`__all__` (the subpackages and what ``topofl`` itself offers),
+    never the helpers of this module nor the private modules it has loaded."""
+    return sorted(__all__)

@@ -659,7 +659,15 @@ def available_memory() -> int | None:
     return memory_limit("cpu")[0]
 
 
-def _fmt_bytes(b: float) -> str:
+def fmt_bytes(b: float) -> str:
+    """A byte count for people, in binary units to 3 significant digits.
+
+    Examples
+    --------
+    >>> from topofl._validation import fmt_bytes
+    >>> fmt_bytes(512), fmt_bytes(3 * 2**20)
+    ('512 B', '3 MiB')
+    """
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if b < 1024 or unit == "PiB":
             return f"{b:.3g} {unit}"
@@ -688,8 +696,8 @@ def check_memory(nbytes: float, what: str) -> None:
     avail = available_memory()
     if avail is not None and nbytes > avail:
         raise InsufficientMemoryError(
-            f"{what} needs about {_fmt_bytes(nbytes)} of memory (estimated), but only "
-            f"{_fmt_bytes(avail)} is available", need=int(nbytes), limit=int(avail))
+            f"{what} needs about {fmt_bytes(nbytes)} of memory (estimated), but only "
+            f"{fmt_bytes(avail)} is available", need=int(nbytes), limit=int(avail))
 
 
 def graph_bytes(n: int, arcs: float) -> float:

@@ -41,8 +41,9 @@ from topofl._validation import (
 )
 from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm
 from topofl.data.datasets import DATASETS
-from topofl.data.federated import _as_dataset, federate
+from topofl.data.federated import as_dataset, federate
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
+from topofl.distributed.sharded import Sharded
 from topofl.engine.availability import check_absent
 from topofl.engine.config import config_header
 from topofl.engine.drops import check_drop
@@ -61,12 +62,11 @@ from topofl.provenance import (
     provenance,
     replaced_entries,
 )
-from topofl.topologies import GraphFamily
-from topofl.topologies._registry import build_checked
+from topofl.topologies import GraphFamily, build_checked
 
-__all__ = ["run", "prepare", "launch", "launch_stacked", "build", "Prepared",
-           "placement", "stochasticity_problem",
-           "run_defaults", "RUN_KEYS"]
+#: What a user calls; the steps under them (``build``, ``launch_stacked``, ``placement``,
+#: ``run_defaults``, ``RUN_KEYS``) are importable from this module by name.
+__all__ = ["run", "prepare", "launch", "Prepared"]
 
 #: The keys of a run call besides the run settings (:class:`~topofl.engine.RunConfig`) and
 #: the algorithm's hyper-parameters, in the order of a resolved config.
@@ -140,7 +140,7 @@ def run(
     ----------
     algorithm : str or Algorithm, default "dsgd"
         A name of :data:`topofl.algorithms.ALGORITHMS` (its hyper-parameters come from
-        ``kwargs``) or a built :class:`~topofl.algorithms.Algorithm`.
+        ``kwargs``) or a built :class:`~topofl.engine.Algorithm`.
     topology : Topology, TimeVarying, networkx graph, PyG Data, str or None
         A graph, or a spec such as ``"ring"``, ``"random_regular:d=4"``,
         ``"dcliques:clique_size=10,inter=small_world"``, built by
@@ -545,7 +545,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
         plan.check_before_load(p)
     if not isinstance(data, data_mod.FederatedData):  # a name, a Dataset or a torch dataset
         pp = dict(call["partition_params"] or {})
-        dataset = _as_dataset(data, pp.get("test", "distribute"))
+        dataset = as_dataset(data, pp.get("test", "distribute"))
         if isinstance(model, str):  # built from the dataset's shapes: those of its split
             model = build_model(model, tuple(dataset.input_shape), int(dataset.num_classes),
                                 seed=p.seed, **dict(call["model_params"] or {}))
@@ -604,7 +604,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
 def placement() -> Placement:
     """Where this process's run puts its clients: split over the ranks when it is one of
     several (``torchrun``, or a process group the caller initialised:
-    :class:`topofl.distributed.Sharded`), else every client here, reading checkpoints of
+    :class:`topofl.distributed.sharded.Sharded`), else every client here, reading checkpoints of
     either kind (a file, or the folder a distributed run wrote) and writing a file over
     either.
 
@@ -614,6 +614,6 @@ def placement() -> Placement:
     'OneProcess'
     """
     if distributed.is_distributed():
-        return distributed.Sharded()
+        return Sharded()
     return OneProcess(FileCheckpointer(read=load_any, write=save_any))
 

@@ -6,14 +6,15 @@ float32, the parts of a D-SGD round as :func:`topofl.run` takes them, side by si
 process, the repetitions interleaved so that the ratios see the same machine:
 
 * **local step**: the executor the engine chooses (``executor="auto"``,
-  :func:`topofl.engine.make_executor`) through :class:`topofl.engine.LocalStepper`, streamed
-  and fused as the round loop does it: every client draws its mini-batch of ``batch``
-  samples, takes the gradient of its own weights and its SGD update;
+  :func:`topofl.engine.executors.make_executor`) through
+  :class:`topofl.engine.local.LocalStepper`, streamed and fused as the round loop does it:
+  every client draws its mini-batch of ``batch`` samples, takes the gradient of its own
+  weights and its SGD update;
 * **shared-weight floor** (:class:`SharedWeightFloor`): ONE ordinary ``nn.Module`` of the same
   model doing forward, backward and ``torch.optim.SGD.step`` on the same ``n x batch`` samples
   (drawn once, beforehand): the same arithmetic without per-client weights. ``local / floor``
   is what per-client weights cost in time;
-* **gossip**: one ``X <- W X`` on the flat ``[n, P]`` buffer (:class:`topofl.engine.Mixer`,
+* **gossip**: one ``X <- W X`` on the flat ``[n, P]`` buffer (:class:`topofl.engine.gossip.Mixer`,
   a random ``10``-regular graph with Metropolis weights, the complete graph for ``n <= 11``),
   against copying a buffer the size of ``X`` (read once, written once: its memory bound).
 
@@ -61,18 +62,13 @@ from torch import Tensor, nn
 from topofl import __version__, algorithms, topologies
 from topofl._cpu import cpu_kind, cpu_model
 from topofl._processes import orphan_guard
-from topofl._validation import _fmt_bytes, graph_bytes
+from topofl._validation import fmt_bytes, graph_bytes
 from topofl.data import Dataset, federate
-from topofl.engine import (
-    LocalStepper,
-    Mixer,
-    ParamLayout,
-    Round,
-    init_parameters,
-    make_executor,
-    toy_services,
-)
-from topofl.engine.executors import _has_conv
+from topofl.engine import ParamLayout, Round, toy_services
+from topofl.engine.executors import has_conv, make_executor
+from topofl.engine.gossip import Mixer
+from topofl.engine.layout import init_parameters
+from topofl.engine.local import LocalStepper
 from topofl.memory import (
     Shapes,
     _state_bytes,
@@ -262,7 +258,7 @@ def case_parts(model_name: str, n: int, batch: int, *, shape: Sequence[int],
     dev = torch.device(device)
     sample = 4 * int(np.prod(shape)) + 8
     train, test = SAMPLES_PER_CLIENT * n, 2000
-    loop = dev.type == "cpu" and _has_conv(model)
+    loop = dev.type == "cpu" and has_conv(model)
     state = _state_bytes(algorithms.dsgd(lr=LR), layout, torch.float32, n)
     act = activation_bytes(model, shape)
     s = Shapes(n=n, num_params=layout.num_params, dtype_bytes=4, sample_bytes=sample - 8,
@@ -646,7 +642,7 @@ def to_markdown(result: dict[str, Any], command: str = "topofl bench") -> str:
         "|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
-        peak = "n/a" if r["peak_bytes"] is None else _fmt_bytes(r["peak_bytes"])
+        peak = "n/a" if r["peak_bytes"] is None else fmt_bytes(r["peak_bytes"])
         lines.append(
             f"| {r['model']} | {r['n']:,} | {'x'.join(map(str, r['input_shape']))} | "
             f"{r['num_params']:,} | {r['executor']} | "

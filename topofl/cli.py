@@ -251,14 +251,14 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
         pairs.append((key.strip(), value))
     if not pairs:
         return {}
-    from topofl.topologies._registry import _parse_value
+    from topofl._spec import parse_value
 
     out: dict[str, Any] = {}
     for key, value in pairs:
         try:  # JSON first ({"hidden": [64]}, [1, 2], true), else a spec-style scalar
             out[key] = json.loads(value)
         except json.JSONDecodeError:
-            out[key] = _parse_value(value.strip())
+            out[key] = parse_value(value.strip())
     return out
 
 
@@ -603,11 +603,11 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
 def _delegate(command: str, argv: Sequence[str]) -> int:
     """``topofl study`` / ``report`` / ``figure``: their modules parse their own arguments."""
     if command == "figure":
-        from topofl.figures import main as figure_main
+        from topofl.figures.cli import main as figure_main
 
         return figure_main(argv, prog="topofl figure")
     if command == "study":
-        from topofl.study import main as study_main
+        from topofl.study.cli import main as study_main
 
         return study_main(argv, prog="topofl study")
     from topofl.report import main as report_main

@@ -260,11 +260,13 @@ class Topology:
         name: str = "custom",
         params: Mapping[str, Any] | None = None,
         groups: Iterable[Iterable[int]] | None = None,
+        keep_graph: bool = True,
     ) -> Topology:
         """Build a topology from a networkx graph and a weight scheme.
 
         The topology's :attr:`graph` is built here, with ``G``'s arcs in ``G``'s order, and
-        kept (the constructors of :mod:`topofl.topologies` keep only ``W``).
+        kept (the constructors of :mod:`topofl.topologies` keep only ``W``:
+        ``keep_graph=False``).
 
         Parameters
         ----------
@@ -280,6 +282,9 @@ class Topology:
             diagonal can be zero).
         name, params, groups
             Stored on the result; see the class attributes.
+        keep_graph : bool, default True
+            ``False``: no graph is built now; :attr:`graph` is built from ``W`` when asked for
+            (the same arcs: ``W`` has exactly ``G``'s, checked), in the order of ``W``.
 
         Returns
         -------
@@ -298,22 +303,6 @@ class Topology:
         >>> t.is_doubly_stochastic, t.num_edges
         (True, 2)
         """
-        return cls._from_networkx(G, weights, keep_graph=True, name=name, params=params,
-                                  groups=groups)
-
-    @classmethod
-    def _from_networkx(
-        cls,
-        G: nx.Graph,
-        weights: str | Callable[[nx.Graph], Any],
-        *,
-        keep_graph: bool,
-        name: str = "custom",
-        params: Mapping[str, Any] | None = None,
-        groups: Iterable[Iterable[int]] | None = None,
-    ) -> Topology:
-        # from_networkx; keep_graph=False builds no digraph now (graph is built from W when
-        # asked for; W has exactly G's arcs, checked below), for callers whose G is their own.
         n = check_graph(G)
         if n == 0:
             raise ValueError("G must have at least one node, got an empty graph")
@@ -359,11 +348,11 @@ class Topology:
         params: Mapping[str, Any],
     ) -> Topology:
         # The undirected graph on 0..n-1 with the edges {u[e], v[e]} (repeats and self-loops
-        # dropped) and a scheme of mixing._has_arc_form, built from arrays: the same W, bit for
+        # dropped) and a scheme of mixing.has_arc_form, built from arrays: the same W, bit for
         # bit, as from_networkx on a networkx graph with these edges (tests/topologies check
         # it), and no graph until one is asked for. Inputs are trusted (constructors' own).
         src, dst = _undirected_arcs(n, u, v)
-        W = check_matrix(mixing._from_arcs(weights, n, src, dst),
+        W = check_matrix(mixing.from_arcs(weights, n, src, dst),
                          name="W returned by the weight scheme")
         return cls(graph=None, W=_freeze_csr(W), name=name, params=dict(params),
                    weights=weights)
@@ -458,8 +447,8 @@ class Topology:
         G: nx.Graph = nx.Graph() if symmetric else nx.DiGraph()
         G.add_nodes_from(range(n))
         G.add_edges_from(zip(coo.row.tolist(), coo.col.tolist()))
-        return cls._from_networkx(G, weights, keep_graph=False, name=name, params=params,
-                                  groups=groups)
+        return cls.from_networkx(G, weights, keep_graph=False, name=name, params=params,
+                                 groups=groups)
 
     @classmethod
     def from_pyg(
@@ -548,8 +537,6 @@ class Topology:
             M = check_matrix(sp.csr_array(A).T, name="W from edge_weight")
             loops = int((ei[0] == ei[1]).sum())
             if loops < n:
-                import warnings
-
                 warnings.warn(
                     f"from_pyg: edge_weight gives W, and edge_index has self-loops at "
                     f"{loops} of {n} nodes: W[i, i] = 0 at the other {n - loops} (those "
@@ -581,9 +568,17 @@ class Topology:
             self.graph, weights, name=self.name, params=self.params, groups=self.groups
         )
 
-    def _replace(self, **changes: Any) -> Topology:
-        # dataclasses.replace(self, **changes) without building the graph: one not built yet
-        # is left for the copy to build from its W when asked for.
+    def replace(self, **changes: Any) -> Topology:
+        """A copy with the fields ``changes`` names replaced (``dataclasses.replace``), without
+        building the graph: one not built yet is left for the copy to build from its ``W``
+        when asked for.
+
+        Examples
+        --------
+        >>> t = tf.topologies.ring(4).replace(name="my_ring")
+        >>> t.name, t.n, t.is_doubly_stochastic
+        ('my_ring', 4, True)
+        """
         kw: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
                               if f.name != "graph"}
         kw["graph"] = self.__dict__["_graph"]

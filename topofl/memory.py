@@ -10,7 +10,7 @@ that the front door can call it:
   ``optimizer``: the momentum buffers; ``algorithm``: the algorithm's own record and push-sum
   weights), ``gossip`` (the topology's ``W``, the mixer's copy and scratch tile),
   ``gradients`` (the local step's buffers and temporaries: one streamed block of clients,
-  :func:`topofl.engine.stream_rows`), ``data`` (every client's samples in one tensor,
+  :func:`topofl.engine.local.stream_rows`), ``data`` (every client's samples in one tensor,
   :class:`~topofl.data.FederatedData`, their indices; the dataset's loading and splitting
   when that is the larger peak), ``evaluation`` (its largest pass, or the consensus
   distance's two ``[n, P]`` temporaries), ``spectral`` (the summary of a static graph) and
@@ -39,21 +39,22 @@ import torch
 from topofl._spec import parse_spec
 from topofl._validation import (
     MEMORY_LIMIT_ENV,
-    _fmt_bytes,
     check_memory,
+    fmt_bytes,
     memory_limit,
 )
-from topofl.data.datasets.bundled import _shape as _synthetic_shape
+from topofl.data.datasets.bundled import synthetic_shape
 from topofl.data.federated import FederatedData
-from topofl.engine import ParamLayout, stream_rows, toy_services
+from topofl.engine import ParamLayout, toy_services
 from topofl.engine.config import DTYPES, global_samples
 from topofl.engine.evaluation import eval_chunk
-from topofl.engine.executors import _has_conv
+from topofl.engine.executors import has_conv
 from topofl.engine.gossip import Mixer
+from topofl.engine.local import stream_rows
 from topofl.exceptions import InsufficientMemoryError
 from topofl.graph import Topology
 from topofl.models import build_model
-from topofl.spectral._common import _DENSE_FALLBACK_MAX
+from topofl.spectral import DENSE_FALLBACK_MAX
 from topofl.spectral.summarize import SUMMARY_DENSE_MAX as _SUMMARY_DENSE_MAX
 
 __all__ = ["Shapes", "counted_parts", "max_clients", "run_shapes", "activation_bytes", "PARTS",
@@ -120,7 +121,7 @@ class Shapes:
     activation_bytes: int = 0
     #: the local step's update is fused into the gradient pass (no ``[rows, P]`` gradient buffer)
     fused: bool = True
-    #: the local step streams blocks of clients (:func:`~topofl.engine.stream_rows`); else all
+    #: the local step streams blocks of clients (:func:`~topofl.engine.local.stream_rows`); else all
     #: clients at once; ``stream_rows`` overrides the block
     streams: bool = True
     stream_rows: int | None = None
@@ -251,10 +252,10 @@ def _dataset_bytes(ds: Any) -> int:
 
 
 def _executor_kind(run: Any, model: torch.nn.Module) -> str:
-    """``"batched"`` or ``"loop"``: what :func:`topofl.engine.make_executor` builds."""
+    """``"batched"`` or ``"loop"``: what :func:`topofl.engine.executors.make_executor` builds."""
     if run.executor != "auto":
         return str(run.executor)
-    return "loop" if torch.device(run.device).type == "cpu" and _has_conv(model) else "batched"
+    return "loop" if torch.device(run.device).type == "cpu" and has_conv(model) else "batched"
 
 
 def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
@@ -478,7 +479,7 @@ def transients(s: Shapes, n: int | None = None) -> tuple[int, int, int]:
     if s.spectral:
         if n <= _SUMMARY_DENSE_MAX:
             spectral = SPECTRAL_DENSE_COPIES * n * n * 8
-        elif n <= _DENSE_FALLBACK_MAX:  # ARPACK, or dense LAPACK where it does not converge
+        elif n <= DENSE_FALLBACK_MAX:  # ARPACK, or dense LAPACK where it does not converge
             spectral = n * n * 8
         else:
             spectral = SPECTRAL_NODE_BYTES * n
@@ -536,8 +537,8 @@ def largest_n(peak: Callable[[int], float], available: int | None) -> int | None
 
 def _refusal(n: int, need: float, have: int, what: str, fits: int | None = None) -> str:
     tail = "" if fits is None else f"; the largest n that fits is {fits:,}"
-    return (f"{n} clients do not fit: {what} needs {_fmt_bytes(need)} ({int(need):,} bytes), "
-            f"{_fmt_bytes(have)} ({have:,} bytes) available{tail}")
+    return (f"{n} clients do not fit: {what} needs {fmt_bytes(need)} ({int(need):,} bytes), "
+            f"{fmt_bytes(have)} ({have:,} bytes) available{tail}")
 
 
 # ----------------------------------------------------------------------------- refusal
@@ -632,9 +633,9 @@ def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = 
             f"; the largest n that fits is {fits:,}")
         raise InsufficientMemoryError(
             f"{s.n:,} clients do not fit: {what} needs {'at least ' if lower else ''}about "
-            f"{_fmt_bytes(need)}{where} ({need:,} bytes; {biggest}) by topofl's estimate "
+            f"{fmt_bytes(need)}{where} ({need:,} bytes; {biggest}) by topofl's estimate "
             f"(topofl.plan{', before ' + before if lower else ''}), but {source} "
-            f"leaves {_fmt_bytes(limit)} ({limit:,} bytes){tail} "
+            f"leaves {fmt_bytes(limit)} ({limit:,} bytes){tail} "
             f"({MEMORY_LIMIT_ENV}=BYTES sets the limit)",
             need=need, limit=limit, max_clients=fits)
 
@@ -684,8 +685,8 @@ def check_stack(shapes_of: Sequence[Shapes]) -> None:
         if need > limit:
             raise InsufficientMemoryError(
                 f"a stack of {len(shapes_of)} runs ({n:,} clients) does not fit: it needs "
-                f"about {_fmt_bytes(need)}{where} ({need:,} bytes) by topofl's estimate "
-                f"(topofl.plan), but {source} leaves {_fmt_bytes(limit)} ({limit:,} bytes): "
+                f"about {fmt_bytes(need)}{where} ({need:,} bytes) by topofl's estimate "
+                f"(topofl.plan), but {source} leaves {fmt_bytes(limit)} ({limit:,} bytes): "
                 f"run them one by one (a sweep's --stack off) or fewer at once "
                 f"({MEMORY_LIMIT_ENV}=BYTES sets the limit)", need=need, limit=limit)
 
@@ -698,7 +699,7 @@ def _synthetic_shapes(name: str) -> tuple[tuple[int, ...], int] | None:
         return None
     try:
         _, opts = parse_spec(name, "dataset") if rest else (base, {})
-        dims = _synthetic_shape(opts.get("shape"))
+        dims = synthetic_shape(opts.get("shape"))
         shape = dims if dims is not None else (int(opts.get("dim", 16)),)
         return shape, int(opts.get("num_classes", 10))
     except (TypeError, ValueError):  # the loader says what is wrong, when it runs

@@ -87,10 +87,12 @@ def _symmetric_arcs(G: nx.Graph, scheme: str) -> tuple[int, np.ndarray, np.ndarr
     return n, src, dst
 
 
-def _assemble(
+def assemble(
     n: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, diag: np.ndarray
 ) -> sp.csr_array:
-    # Remove rounding residue (|x| of a few ulps) so that the sparsity is exactly the graph's.
+    """``(n, n)`` CSR ``W`` with ``W[rows[e], cols[e]] = vals[e]`` and the diagonal ``diag``
+    (a diagonal entry under 1e-14 in magnitude, rounding residue, is dropped so that the
+    sparsity is exactly the graph's); duplicates summed, zeros removed, indices sorted."""
     diag = np.where(np.abs(diag) < 1e-14, 0.0, diag)
     idx = np.arange(n, dtype=np.int64)
     W = sp.coo_array(
@@ -140,7 +142,7 @@ def _symmetric_W(
     # give the same bits.
     deg = np.bincount(src, minlength=n)
     k = denominators(deg[src], deg[dst])
-    return _assemble(n, dst, src, 1.0 / k, _exact_complement(n, dst, k))
+    return assemble(n, dst, src, 1.0 / k, _exact_complement(n, dst, k))
 
 
 def _one_sided_W(n: int, src: np.ndarray, dst: np.ndarray, side: str) -> sp.csr_array:
@@ -148,7 +150,7 @@ def _one_sided_W(n: int, src: np.ndarray, dst: np.ndarray, side: str) -> sp.csr_
     # (side="in": rows sum to 1) or the out-degree of the sender ("out": columns do).
     node = dst if side == "in" else src
     deg = np.bincount(node, minlength=n)
-    return _assemble(n, dst, src, 1.0 / (1.0 + deg[node]), 1.0 / (1.0 + deg))
+    return assemble(n, dst, src, 1.0 / (1.0 + deg[node]), 1.0 / (1.0 + deg))
 
 
 def _metropolis_k(d_src: np.ndarray, d_dst: np.ndarray) -> np.ndarray:
@@ -181,7 +183,7 @@ def _one_sided(G: nx.Graph, side: str) -> sp.csr_array:
     return _one_sided_W(n, src, dst, side)
 
 
-def _from_arcs(weights: str, n: int, src: np.ndarray, dst: np.ndarray) -> sp.csr_array:
+def from_arcs(weights: str, n: int, src: np.ndarray, dst: np.ndarray) -> sp.csr_array:
     """The ``W`` of the scheme named ``weights`` on the arcs ``src -> dst``, without networkx.
 
     The same matrix, bit for bit, as ``SCHEMES[weights](G)`` for a graph ``G`` on the nodes
@@ -191,7 +193,7 @@ def _from_arcs(weights: str, n: int, src: np.ndarray, dst: np.ndarray) -> sp.csr
     Parameters
     ----------
     weights : str
-        A name :func:`_has_arc_form` accepts.
+        A name :func:`has_arc_form` accepts.
     n : int
         Number of nodes.
     src, dst : numpy.ndarray
@@ -207,7 +209,7 @@ def _from_arcs(weights: str, n: int, src: np.ndarray, dst: np.ndarray) -> sp.csr
     --------
     >>> import networkx as nx
     >>> src, dst = np.array([0, 1, 1, 2]), np.array([1, 0, 2, 1])  # the path 0 - 1 - 2
-    >>> W = tf.mixing._from_arcs("metropolis", 3, src, dst)
+    >>> W = tf.mixing.from_arcs("metropolis", 3, src, dst)
     >>> (W != tf.mixing.metropolis(nx.path_graph(3))).nnz
     0
     """
@@ -335,15 +337,15 @@ SCHEMES: dict[str, Callable[[nx.Graph], sp.csr_array]] = {
 _BUILTIN: dict[str, Callable[[nx.Graph], sp.csr_array]] = dict(SCHEMES)
 
 
-def _has_arc_form(weights: object) -> TypeGuard[str]:
-    """Whether :func:`_from_arcs` computes the scheme ``weights`` (else it needs a graph).
+def has_arc_form(weights: object) -> TypeGuard[str]:
+    """Whether :func:`from_arcs` computes the scheme ``weights`` (else it needs a graph).
 
     True for the name of a scheme of :data:`SCHEMES` still bound to topofl's own function;
     False for a callable, an unknown name, or a name rebound to another function.
 
     Examples
     --------
-    >>> tf.mixing._has_arc_form("metropolis"), tf.mixing._has_arc_form(tf.mixing.metropolis)
+    >>> tf.mixing.has_arc_form("metropolis"), tf.mixing.has_arc_form(tf.mixing.metropolis)
     (True, False)
     """
     return isinstance(weights, str) and weights in _BUILTIN and SCHEMES.get(weights) is (

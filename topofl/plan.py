@@ -10,7 +10,7 @@ i.e. :func:`topofl.api.prepare`), without training:
   ``optimizer``: the momentum buffers; ``algorithm``: the algorithm's own record and push-sum
   weights), ``gossip`` (the topology's ``W``, the mixer's copy and scratch tile),
   ``gradients`` (the local step's buffers and temporaries: one streamed block of clients,
-  :func:`topofl.engine.stream_rows`), ``data`` (every client's samples in one tensor,
+  :func:`topofl.engine.local.stream_rows`), ``data`` (every client's samples in one tensor,
   :class:`~topofl.data.FederatedData`, their indices; the dataset's loading and splitting
   when that is the larger peak), ``evaluation`` (its largest pass, or the consensus
   distance's two ``[n, P]`` temporaries), ``spectral`` (the summary of a static graph) and
@@ -51,7 +51,7 @@ import torch
 from topofl import config as config_mod
 from topofl import topologies
 from topofl._processes import orphan_guard
-from topofl._validation import _fmt_bytes, check_device, memory_limit
+from topofl._validation import check_device, fmt_bytes, memory_limit
 from topofl.data import load
 from topofl.data.federated import federate
 from topofl.engine import ParamLayout, toy_services
@@ -142,11 +142,11 @@ class Plan:
     def summary(self) -> str:
         """The plan as a few lines of text."""
         lines = [f"plan: {self.n_clients} clients x {self.num_params:,} parameters",
-                 f"peak memory: {_fmt_bytes(self.peak_bytes)} ({self.peak_bytes:,} bytes)"]
-        lines += [f"    {k}: {_fmt_bytes(v)}" for k, v in self.parts.items()]
+                 f"peak memory: {fmt_bytes(self.peak_bytes)} ({self.peak_bytes:,} bytes)"]
+        lines += [f"    {k}: {fmt_bytes(v)}" for k, v in self.parts.items()]
         if self.seconds_per_round is not None:
             lines.append(f"seconds per round: {self.seconds_per_round:.4g}")
-        avail = "unknown" if self.available_bytes is None else _fmt_bytes(self.available_bytes)
+        avail = "unknown" if self.available_bytes is None else fmt_bytes(self.available_bytes)
         lines.append(f"available memory: {avail}; largest n that fits: {self.max_clients}")
         return "\n".join(lines)
 

@@ -38,7 +38,7 @@ from topofl.algorithms.base import ALGORITHMS
 from topofl.data.partition import PARTITIONS
 from topofl.exceptions import ConfigError
 from topofl.models import MODELS
-from topofl.records import _jsonable
+from topofl.records.writer import jsonable
 
 __all__ = ["describe_run", "replaced_entries", "provenance", "command_line", "launched_command",
            "plain", "hparam_signature", "partition_signature", "model_signature", "NOT_RECORDED"]
@@ -90,7 +90,7 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     if isinstance(value, (float, np.floating)):
         return float(value)
-    return _jsonable(value)
+    return jsonable(value)
 
 
 # ------------------------------------------------------------------------------ the resolved call

@@ -22,7 +22,7 @@ RESUME_FREE = frozenset({"rounds", "records_path", "checkpoint_path", "checkpoin
                          "stream_rows", "progress", "divergence"})
 
 
-def _identity(desc: Mapping[str, Any]) -> dict[str, Any]:
+def identity(desc: Mapping[str, Any]) -> dict[str, Any]:
     """The part of an engine description (``config_header``) that changes the numbers."""
     out = {k: v for k, v in desc.items() if k != "run_hash"}
     run = out.get("run")
@@ -47,7 +47,7 @@ def run_hash(desc: Mapping[str, Any]) -> str:
     >>> a == run_hash({"run": {"seed": 1, "rounds": 10}, "algorithm": {"lr": 0.1}})
     False
     """
-    text = json.dumps(_identity(desc), sort_keys=True, separators=(",", ":"))
+    text = json.dumps(identity(desc), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -53,7 +53,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -64,16 +64,19 @@ from topofl._validation import check_time
 from topofl.config import (
     ConfigError,
     ConfigTypeError,
+    command_line,
     execute,
     read_config,
     read_header,
+    resolve,
     split_sweep,
     validate,
 )
 from topofl.distributed.checkpoint import load_any
 from topofl.engine.config import ADDED_SETTINGS
-from topofl.exceptions import CheckpointError, ConvergenceError
-from topofl.records import _jsonable, load
+from topofl.exceptions import CheckpointError, ConvergenceError, InsufficientMemoryError
+from topofl.records import load
+from topofl.records.writer import jsonable
 
 __all__ = ["SweepRun", "Outcome", "SweepInterrupted", "RunFiles", "plan", "select",
            "parse_shard", "run_name", "run_sweep", "run_files", "conflict", "discard"]
@@ -329,11 +332,11 @@ _GUARDS = frozenset({"stream_rows", "divergence"})
 
 def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
 
-    stored, wanted = _jsonable(stored), _jsonable(wanted)  # inf as the header stores it
+    stored, wanted = jsonable(stored), jsonable(wanted)  # inf as the header stores it
     keys = (set(stored) | set(wanted)) - _WHERE - _GUARDS
     for k in sorted(keys):
         # a setting added after the stored run was recorded: it ran at the default
-        there = stored.get(k, _jsonable(ADDED_SETTINGS.get(k)))
+        there = stored.get(k, jsonable(ADDED_SETTINGS.get(k)))
         if there != wanted.get(k):
             return f"{k}: {there!r} there, {wanted.get(k)!r} now"
     return None
@@ -646,7 +649,6 @@ _Item = tuple[SweepRun, dict[str, Any], str]
 
 def _stack_group(rcfg: Mapping[str, Any]) -> tuple[Any, ...] | str:
     """The group of runs a run may stack with, or why it runs alone."""
-    from topofl.config import resolve
     from topofl.engine.stack import alone_reason, stack_key
 
     prepared = resolve(rcfg).prepared
@@ -744,7 +746,6 @@ def _stack_memory_problem(prepared: Sequence[Any], members: Sequence[Any]) -> st
     """Why the runs cannot run stacked for memory (:func:`topofl.memory.check_stack`), else
     ``None``: they then run one by one."""
     from topofl import memory as plan  # the memory model
-    from topofl.exceptions import InsufficientMemoryError
 
     try:
         plan.check_stack([plan.run_shapes(p, model=m.model, data=m.data,
@@ -763,7 +764,6 @@ def _execute_stack_locked(mine: Sequence[tuple[dict[str, Any], str]], out: str,
     stops (a run diverges), each of them runs alone instead, from round 0, which gives each
     its own outcome."""
     from topofl import api
-    from topofl.config import command_line, resolve
     from topofl.engine.stack import Member, run_stacked, stack_problem
 
     outcomes: list[Outcome] = []
@@ -801,8 +801,6 @@ def _execute_stack_locked(mine: Sequence[tuple[dict[str, Any], str]], out: str,
     seconds = time.perf_counter() - t0
     summaries = [_summary(res.records) for res in results]
     # the runs' done markers side by side (each written and synced as a run alone writes it)
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=min(len(built), 8)) as pool:
         list(pool.map(lambda item: _write_json(
             _paths(Path(out), item[0][1])[2],

@@ -239,7 +239,7 @@ def test_fedbabu_head_is_the_fixed_initial_head_of_the_server(data: Any) -> None
     # one head for everyone (the server's initial one), never trained
     assert bool((h == h[0]).all())
     model = _model(data)
-    fresh = tf.engine.init_parameters(model, layout, N, seed=0, same=False,
+    fresh = tf.engine.layout.init_parameters(model, layout, N, seed=0, same=False,
                                            device=torch.device("cpu"), dtype=D)
     assert torch.equal(h[0], fresh[0, layout.cols("head")])
     assert not torch.equal(res.state.x[:, layout.cols("body")], fresh[:, layout.cols("body")])

@@ -26,7 +26,7 @@ def data() -> Any:
     return tf.data.federate("digits", "pathological", N, classes_per_client=3, seed=0, val=0.2)
 
 
-def _topology_for(algo: tf.algorithms.Algorithm) -> Any:
+def _topology_for(algo: tf.engine.Algorithm) -> Any:
     if not algo.uses_topology:
         return None
     if algo.requires == "column":

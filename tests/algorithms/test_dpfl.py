@@ -17,8 +17,9 @@ from tests.engine._crash import Crash, CrashingData
 from topofl._rng import generator_at
 from topofl.algorithms import bggc, ggc
 from topofl.algorithms.dpfl import PRE_STREAM
-from topofl.engine import DataServices, Round, RunConfig, toy_services
+from topofl.engine import Round, RunConfig, toy_services
 from topofl.engine.checkpoint import load_checkpoint, save_checkpoint
+from topofl.engine.services import DataServices
 from topofl.exceptions import CheckpointError
 
 D = torch.float64
@@ -82,9 +83,9 @@ def _model(data: Any) -> Any:
 def _services(data: Any) -> tuple[Any, Any, Any, torch.Tensor]:
     model = _model(data).double()
     layout = tf.engine.ParamLayout.from_model(model)
-    ctx = DataServices(layout, tf.engine.Mixer(torch.device("cpu"), D),
-                       tf.engine.BatchedExecutor(model, layout), data, batch_size=32)
-    x0 = tf.engine.init_parameters(model, layout, N, seed=0, same=True,
+    ctx = DataServices(layout, tf.engine.gossip.Mixer(torch.device("cpu"), D),
+                       tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=32)
+    x0 = tf.engine.layout.init_parameters(model, layout, N, seed=0, same=True,
                                    device=torch.device("cpu"), dtype=D)
     return model, layout, ctx, x0
 

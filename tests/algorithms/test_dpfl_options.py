@@ -20,8 +20,8 @@ import torch
 
 import topofl as tf
 from topofl._rng import generator_at
-from topofl.algorithms import aggregation_matrix
 from topofl.algorithms.dpfl import resolve_budget
+from topofl.algorithms.ggc import aggregation_matrix
 from topofl.engine import Round, toy_services
 from topofl.engine.protocol import ToyServices
 

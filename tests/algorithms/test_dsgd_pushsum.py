@@ -212,7 +212,7 @@ def test_fedavg_and_local() -> None:
 def test_weight_decay_and_nesterov_by_hand() -> None:
     x = torch.tensor([[2.0]], dtype=D)
     m = torch.zeros_like(x)
-    tf.algorithms.sgd_step(x, torch.tensor([[1.0]], dtype=D), _lr(1, 0.1), momentum_buf=m,
+    tf.engine.pieces.sgd_step(x, torch.tensor([[1.0]], dtype=D), _lr(1, 0.1), momentum_buf=m,
                            momentum=0.9, weight_decay=0.5, nesterov=True)
     # g = 1 + 0.5*2 = 2; m = 2; step = g + 0.9 m = 3.8; x = 2 - 0.38
     assert float(x) == pytest.approx(1.62, abs=1e-15) and float(m) == 2.0
@@ -243,7 +243,7 @@ def test_unknown_algorithm() -> None:
 def test_frozen_clients_keep_parameters_and_momentum() -> None:
     x = torch.tensor([[1.0], [1.0]], dtype=D)
     m = torch.tensor([[0.5], [0.5]], dtype=D)
-    tf.algorithms.sgd_step(x, torch.tensor([[1.0], [1.0]], dtype=D),
+    tf.engine.pieces.sgd_step(x, torch.tensor([[1.0], [1.0]], dtype=D),
                            torch.tensor([0.1, 0.0], dtype=D), momentum_buf=m, momentum=0.9)
     assert x.flatten().tolist() == [1.0 - 0.1 * 1.45, 1.0]
     assert m.flatten().tolist() == [1.45, 0.5]

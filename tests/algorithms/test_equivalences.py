@@ -104,7 +104,7 @@ def test_the_fused_path_is_taken_where_the_piece_offers_it(data: Any) -> None:
     algo = get_algorithm("dsgd")
     model = _model(data, algo)
     layout = tf.engine.ParamLayout.from_model(model)
-    ex = tf.engine.BatchedExecutor(model, layout)
+    ex = tf.engine.executors.BatchedExecutor(model, layout)
     assert algo.local.fused(ex) == algo.local.fused_step
 
 

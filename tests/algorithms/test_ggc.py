@@ -14,7 +14,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topofl.algorithms import aggregation_matrix, bggc, bggc_batched, ggc, ggc_batched
+from topofl.algorithms import bggc, ggc
+from topofl.algorithms.ggc import aggregation_matrix, bggc_batched, ggc_batched
 
 D = torch.float64
 fs = frozenset

@@ -198,7 +198,7 @@ def test_rounds_equal_per_client_reference(data: Any) -> None:
     cfg = RunConfig(rounds=2, batch_size=4, dtype="float64", init="independent", seed=1,
                     spectral=False, eval_global=False, record_clients=False)
     res = tf.engine.run(cfg, None, algo, data, model)
-    x0 = tf.engine.init_parameters(model, layout, 5, seed=1, same=False,
+    x0 = tf.engine.layout.init_parameters(model, layout, 5, seed=1, same=False,
                                    device=torch.device("cpu"), dtype=D)
     assert not torch.equal(x0[0, layout.cols("head")], x0[1, layout.cols("head")])
     x, L, last = _reference(data, model, layout, x0, 2, b=4, **hp)  # type: ignore[arg-type]

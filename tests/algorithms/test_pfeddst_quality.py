@@ -13,7 +13,8 @@ import pytest
 import torch
 
 import topofl as tf
-from topofl.engine import DataServices, Round
+from topofl.engine import Round
+from topofl.engine.services import DataServices
 
 D = torch.float64
 N = 6
@@ -76,9 +77,9 @@ def test_shared_class_rate_matches_the_selected_peers(data: Any, selection: str)
 def test_peer_accuracy_is_each_selected_model_on_the_clients_data(data: Any) -> None:
     model = _model(data).double()
     layout = tf.engine.ParamLayout.from_model(model)
-    env = DataServices(layout, tf.engine.Mixer(torch.device("cpu"), D),
-                       tf.engine.BatchedExecutor(model, layout), data, batch_size=16)
-    x0 = tf.engine.init_parameters(model, layout, N, seed=3, same=False,
+    env = DataServices(layout, tf.engine.gossip.Mixer(torch.device("cpu"), D),
+                       tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=16)
+    x0 = tf.engine.layout.init_parameters(model, layout, N, seed=3, same=False,
                                    device=torch.device("cpu"), dtype=D)
     algo = tf.algorithms.pfeddst(peers=3, selection="random", peer_accuracy="val",
                                  local_steps=1, head_steps=1)

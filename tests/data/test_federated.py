@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from topofl.data import FederatedData, Partition, federate
-from topofl.data.federated import _hash_uniform_index, _reference_indices
+from topofl.data.federated import _reference_indices, hash_uniform_index
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -143,16 +143,16 @@ def test_numpy_hash_equals_the_torch_ops_and_the_reference(
     client = torch.arange(first, first + n, dtype=torch.int64)[:, None]
     slot = torch.arange(b, dtype=torch.int64)[None, :]
     k0, k1 = keys
-    fast = _hash_uniform_index(k0, k1, client, slot, size)
-    ops = _hash_uniform_index(k0, k1, client, slot, size, numpy=False)
+    fast = hash_uniform_index(k0, k1, client, slot, size)
+    ops = hash_uniform_index(k0, k1, client, slot, size, numpy=False)
     assert fast.dtype == torch.int64 and torch.equal(fast, ops)
     for i in range(0, n, max(1, n // 3)):
         if first + i < 2**32:
             assert fast[i].tolist() == _reference_indices(
                 (k0, k1), first + i, int(size[i]), b)
     per_row = torch.tensor(g.integers(0, 2**32, size=(n, 2), dtype=np.uint64).astype(np.int64))
-    fast = _hash_uniform_index(per_row[:, :1], per_row[:, 1:], client, slot, size)
-    ops = _hash_uniform_index(per_row[:, :1], per_row[:, 1:], client, slot, size, numpy=False)
+    fast = hash_uniform_index(per_row[:, :1], per_row[:, 1:], client, slot, size)
+    ops = hash_uniform_index(per_row[:, :1], per_row[:, 1:], client, slot, size, numpy=False)
     assert torch.equal(fast, ops)
 
 
@@ -161,7 +161,7 @@ def test_sample_indices_on_cpu_equal_the_device_path(demo: FederatedData) -> Non
     (here on CPU tensors) give the same rows."""
     key = demo._key(3, 4)
     n = demo.num_clients
-    ops = demo._tensor("train.offsets")[:, None] + _hash_uniform_index(
+    ops = demo._tensor("train.offsets")[:, None] + hash_uniform_index(
         key[0], key[1], torch.arange(n)[:, None], torch.arange(21)[None, :],
         demo._tensor("train.sizes")[:, None], numpy=False)
     assert torch.equal(demo.sample_indices(3, 4, 21), ops)

@@ -345,7 +345,9 @@ def _full_state() -> dict[str, torch.Tensor]:
 def _shard(owner: list[int]) -> Any:
     import numpy as np
 
-    from topofl.distributed import Placement, Shard, join
+    from topofl.distributed import join
+    from topofl.distributed.comm import Shard
+    from topofl.distributed.placement import Placement
 
     return Shard(join("cpu"), Placement(np.array(owner, dtype=np.int64), 2, "blocks"))
 

@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from tests.distributed._launch import launch
-from topofl.distributed import Placement, Shard, World
+from topofl.distributed import World
+from topofl.distributed.comm import Shard
+from topofl.distributed.placement import Placement
 
 N = 11
 
@@ -96,8 +98,12 @@ def _services(shard: Shard | None) -> tuple[Any, torch.Tensor]:
     """Services over all clients (``shard=None``) or one rank's, and the rows they hold of the
     same ``[N, P]`` models."""
     import topofl as tf
-    from topofl.distributed import ShardData, ShardMixer
-    from topofl.engine import BatchedExecutor, DataServices, Mixer, ParamLayout
+    from topofl.distributed.data import ShardData
+    from topofl.distributed.mixer import ShardMixer
+    from topofl.engine import ParamLayout
+    from topofl.engine.executors import BatchedExecutor
+    from topofl.engine.gossip import Mixer
+    from topofl.engine.services import DataServices
 
     data = tf.data.federate("digits", "dirichlet", N, alpha=1.0, seed=0)
     model = tf.models.build_model("mlp", data.input_shape, data.num_classes, seed=0,

@@ -15,7 +15,7 @@ import torch
 import topofl as tf
 from tests.distributed._launch import launch
 from topofl.distributed import checkpoint as sharded
-from topofl.distributed import place
+from topofl.distributed.placement import place
 from topofl.engine.checkpoint import load_checkpoint
 from topofl.exceptions import CheckpointError, ConvergenceError
 

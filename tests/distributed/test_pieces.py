@@ -10,14 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
-from topofl.distributed import (
-    ShardData,
-    blocks,
-    exchange_plan,
-    is_distributed,
-    join,
-    place,
-)
+from topofl.distributed import is_distributed, join
+from topofl.distributed.data import ShardData
+from topofl.distributed.mixer import exchange_plan
+from topofl.distributed.placement import blocks, place
 
 
 # ----------------------------------------------------------------------------- placement
@@ -117,7 +113,7 @@ def test_exchange_plan_gives_the_product_and_sends_the_cut_rows(n: int, k: int, 
     X = rng.standard_normal((n, 3))
     np.testing.assert_allclose(_simulate(topo.W, owner, X), topo.W @ X, atol=1e-12)
     sent = sum(int(s.size) for r in range(k) for s in exchange_plan(topo.W, owner, r).send)
-    p = tf.distributed.Placement(owner, k, "test")
+    p = tf.distributed.placement.Placement(owner, k, "test")
     assert sent == p.cut_rows(topo) == exchange_plan(topo.W, owner, 0).total_rows
 
 
@@ -154,8 +150,8 @@ def test_some_rows_of_init_parameters_are_those_of_all(same: bool) -> None:
     model = tf.models.build_model("mlp", (1, 8, 8), 10, seed=0, hidden=[4])
     layout = tf.engine.ParamLayout.from_model(model)
     kw = dict(seed=3, same=same, device=torch.device("cpu"), dtype=torch.float64)
-    full = tf.engine.init_parameters(model, layout, 5, **kw)  # type: ignore[arg-type]
-    rows = tf.engine.init_parameters(model, layout, 5, rows=np.array([1, 4]),
+    full = tf.engine.layout.init_parameters(model, layout, 5, **kw)  # type: ignore[arg-type]
+    rows = tf.engine.layout.init_parameters(model, layout, 5, rows=np.array([1, 4]),
                                      **kw)  # type: ignore[arg-type]
     assert torch.equal(rows, full[[1, 4]])
 
@@ -186,9 +182,9 @@ def test_the_face_picks_the_placement(monkeypatch: pytest.MonkeyPatch) -> None:
     plain process, the sharded placement when torchrun announces several ranks; no list of
     algorithms decides it (the 2- and 3-rank equivalence test covers the whole registry)."""
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    assert isinstance(tf.api.placement(), tf.engine.OneProcess)
+    assert isinstance(tf.api.placement(), tf.engine.placement.OneProcess)
     monkeypatch.setenv("WORLD_SIZE", "2")
-    assert isinstance(tf.api.placement(), tf.distributed.Sharded)
+    assert isinstance(tf.api.placement(), tf.distributed.sharded.Sharded)
     for k in ("RANK", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(k, raising=False)
     with pytest.raises(ValueError, match="launch with torchrun"):  # joined at the set-up

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import topofl as tf
 from topofl.algorithms.ggc import _greedy_batched, greedy_rows
 from topofl.algorithms.pfeddst import _others, pfeddst_scores, pfeddst_select
-from topofl.distributed import ShardData
+from topofl.distributed.data import ShardData
 from topofl.engine.clients import LocalClients, first_bad, row, total
 
 

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from torch import nn
 
 import topofl as tf
-from topofl.engine import BatchedExecutor, LoopExecutor, Mixer, ParamLayout
+from topofl.engine import ParamLayout
+from topofl.engine.executors import BatchedExecutor, LoopExecutor
+from topofl.engine.gossip import Mixer
 
 
 @pytest.mark.parametrize("dense_max", [0, 10_000])

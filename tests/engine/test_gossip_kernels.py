@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
-from topofl.engine import BandPlan, Mixer, band_plan
+from topofl.engine.gossip import BandPlan, Mixer, band_plan
 
 CPU = torch.device("cpu")
 

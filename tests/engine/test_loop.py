@@ -124,7 +124,7 @@ def test_executors_give_the_same_run(data: Any) -> None:
 def test_local_epochs_give_each_client_its_own_step_count(data: Any) -> None:
     sizes = data.sizes("train")
     assert len(set(sizes.tolist())) > 1
-    from topofl.engine import steps_per_client
+    from topofl.engine.local import steps_per_client
 
     steps = steps_per_client(None, 1.0, torch.as_tensor(np.array(sizes)), 8)
     assert steps.tolist() == [int(np.ceil(s / 8)) for s in sizes]

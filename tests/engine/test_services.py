@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import topofl as tf
-from topofl.engine import DataServices, Sent
+from topofl.engine import Sent
+from topofl.engine.services import DataServices
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +20,8 @@ def setup() -> Any:
     model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
     model = model.double()
     layout = tf.engine.ParamLayout.from_model(model)
-    ex = tf.engine.LoopExecutor(model, layout)
-    ctx = DataServices(layout, tf.engine.Mixer(torch.device("cpu"), torch.float64), ex, data,
+    ex = tf.engine.executors.LoopExecutor(model, layout)
+    ctx = DataServices(layout, tf.engine.gossip.Mixer(torch.device("cpu"), torch.float64), ex, data,
                        batch_size=4)
     x = torch.randn(6, layout.num_params, dtype=torch.float64,
                     generator=torch.Generator().manual_seed(0)) * 0.1
@@ -70,8 +71,8 @@ def test_losses_need_the_split(setup: Any) -> None:
     data = tf.data.federate("digits", "shards", 6, seed=0)  # no validation split
     model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
     layout = tf.engine.ParamLayout.from_model(model)
-    ctx = DataServices(layout, tf.engine.Mixer(torch.device("cpu"), torch.float32),
-                       tf.engine.BatchedExecutor(model, layout), data, batch_size=32)
+    ctx = DataServices(layout, tf.engine.gossip.Mixer(torch.device("cpu"), torch.float32),
+                       tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=32)
     with pytest.raises(ValueError, match="no 'val' samples"):
         ctx.losses(torch.zeros(6, layout.num_params), "val")
 

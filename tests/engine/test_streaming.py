@@ -17,17 +17,9 @@ from hypothesis import strategies as st
 from torch import nn
 
 import topofl as tf
-from topofl.engine import (
-    BatchedExecutor,
-    LocalStepper,
-    ParamLayout,
-    Round,
-    RunConfig,
-    State,
-    make_executor,
-    toy_services,
-)
-from topofl.engine.executors import _softmax_regression
+from topofl.engine import ParamLayout, Round, RunConfig, State, toy_services
+from topofl.engine.executors import BatchedExecutor, _softmax_regression, make_executor
+from topofl.engine.local import LocalStepper
 from topofl.engine.pieces import PushSumState
 from topofl.exceptions import ConvergenceError
 
@@ -125,7 +117,7 @@ def _stepper_run(data: Any, algo: Any, model_name: str, executor: str, rows: int
     layout = ParamLayout.from_model(model)
     n = data.num_clients
     ctx = toy_services(n, layout=layout)
-    state = algo.init(tf.engine.init_parameters(
+    state = algo.init(tf.engine.layout.init_parameters(
         model, layout, n, seed=0, same=True, device=torch.device("cpu"), dtype=torch.float64),
         ctx)
     ex = make_executor(executor, model, layout, torch.device("cpu"))
@@ -205,7 +197,8 @@ def test_the_fast_paths_come_from_the_local_piece() -> None:
     assert not fused(A.fedper())  # sampled participants
     mlp = tf.models.build_model("mlp", (4,), 3, seed=0, hidden=(5,))
     assert A.dsgd().local.fused(BatchedExecutor(mlp, ParamLayout.from_model(mlp))) is not None
-    assert A.dsgd().local.fused(tf.engine.LoopExecutor(mlp, ParamLayout.from_model(mlp))) is None
+    loop = tf.engine.executors.LoopExecutor(mlp, ParamLayout.from_model(mlp))
+    assert A.dsgd().local.fused(loop) is None
 
 
 # name -> (model, sample shape): the batched executor's autograd path
@@ -265,7 +258,7 @@ def test_fused_autograd_stepper_equals_the_unfused_one(data: Any, dtype: torch.d
     algo = tf.algorithms.dsgd(lr=0.3)
     n = data.num_clients
     ctx = toy_services(n, layout=layout, dtype=dtype)
-    x0 = tf.engine.init_parameters(model, layout, n, seed=0, same=False,
+    x0 = tf.engine.layout.init_parameters(model, layout, n, seed=0, same=False,
                                    device=torch.device("cpu"), dtype=dtype)
     lr = torch.full((n,), 0.3, dtype=dtype)
     lr[1] = 0.0
@@ -315,22 +308,22 @@ def test_default_blocks_follow_the_executor() -> None:
     algo = tf.algorithms.dsgd()
     batched = LocalStepper(BatchedExecutor(model, layout), algo, big, 64, layout.num_params,
                            torch.float32)
-    assert batched.rows == tf.engine.stream_rows(300, 64, (784,), torch.device("cpu"))
+    assert batched.rows == tf.engine.local.stream_rows(300, 64, (784,), torch.device("cpu"))
     assert batched.rows < 300
-    loop = LocalStepper(tf.engine.LoopExecutor(model, layout), algo, big, 64,
+    loop = LocalStepper(tf.engine.executors.LoopExecutor(model, layout), algo, big, 64,
                         layout.num_params, torch.float32)
     assert loop.rows == 300
 
 
 def test_stream_rows_by_size() -> None:
     cpu = torch.device("cpu")
-    rows = tf.engine.stream_rows(1000, 16, (3, 32, 32), cpu)
+    rows = tf.engine.local.stream_rows(1000, 16, (3, 32, 32), cpu)
     assert 1 <= rows < 1000
     blocks = -(-1000 // rows)
     assert rows * 16 * 3 * 32 * 32 * 4 <= 1.2 * tf.engine.local._STREAM_BYTES
     assert blocks * rows - 1000 < blocks  # equal blocks, the last one short by < one per block
-    assert tf.engine.stream_rows(10, 16, (784,), cpu) == 10
-    assert tf.engine.stream_rows(1000, 16, (3, 32, 32), torch.device("meta")) == 1000
+    assert tf.engine.local.stream_rows(10, 16, (784,), cpu) == 10
+    assert tf.engine.local.stream_rows(1000, 16, (3, 32, 32), torch.device("meta")) == 1000
 
 
 @pytest.mark.parametrize("algorithm", ["dsgd", "dfedavgm", "fedavg"])

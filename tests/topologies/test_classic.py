@@ -268,7 +268,7 @@ def test_scheme_from_arcs_in_any_order_is_the_scheme(n: int, p: float, s: int,
     G = nx.gnp_random_graph(n, p, seed=s, directed=directed)
     _, src, dst = tf.mixing.arcs(G)
     perm = np.random.default_rng(s).permutation(src.size)
-    W = tf.mixing._from_arcs(weights, n, src[perm], dst[perm])
+    W = tf.mixing.from_arcs(weights, n, src[perm], dst[perm])
     ref = tf.mixing.SCHEMES[weights](G)
     for a, b in ((W.data, ref.data), (W.indices, ref.indices), (W.indptr, ref.indptr)):
         assert a.dtype == b.dtype and a.tobytes() == b.tobytes()

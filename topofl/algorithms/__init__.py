@@ -37,7 +37,7 @@ from topofl.algorithms.fedper import fedper
 from topofl.algorithms.fedprox import fedprox
 from topofl.algorithms.fedprox_ft import fedprox_ft
 from topofl.algorithms.fedrep import fedrep
-from topofl.algorithms.ggc import aggregation_matrix, bggc, bggc_batched, ggc, ggc_batched
+from topofl.algorithms.ggc import bggc, ggc
 from topofl.algorithms.knn_per import knn_per
 from topofl.algorithms.local import local
 from topofl.algorithms.osgp import osgp
@@ -46,32 +46,11 @@ from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
 from topofl.algorithms.pfedgraph import pfedgraph
 from topofl.algorithms.sgp import sgp
 from topofl.algorithms.teleport import teleport
-from topofl.engine.layout import Part
-from topofl.engine.pieces import clique_average_, sgd_step
-from topofl.engine.protocol import (
-    Algorithm,
-    Phase,
-    Round,
-    Sent,
-    Services,
-    State,
-    toy_services,
-)
 
 __all__ = [
     "ALGORITHMS",
-    "Algorithm",
-    "Part",
-    "Phase",
-    "Round",
-    "Sent",
-    "Services",
-    "State",
-    "clique_average_",
     "get_algorithm",
     "register_algorithm",
-    "sgd_step",
-    "toy_services",
     "heterogeneous_epochs",
     "dsgd",
     "dsgt",
@@ -100,9 +79,6 @@ __all__ = [
     "dpfl",
     "ggc",
     "bggc",
-    "ggc_batched",
-    "bggc_batched",
-    "aggregation_matrix",
     "malicious_share",
     "client_accuracy_stats",
     "dis_pfl",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -166,12 +166,14 @@ def sgd_factory(*, default_momentum: float = 0.0, default_steps: int = 1,
 
 
 def sgd_algorithm(name: str, hp: SGDParams, communicate: Any, *, local: Any = None,
-                  init: tuple[Any, ...] = (), **fields: Any) -> Algorithm:
+                  init: tuple[Any, ...] = (), extra_hparams: Mapping[str, Any] | None = None,
+                  **fields: Any) -> Algorithm:
     """One phase of local SGD on all the parameters (``local``, by default
     :class:`~topofl.engine.pieces.SGD` with ``hp``'s momentum and weight decay), then
-    ``communicate``; ``init`` lists further pieces that add state (e.g. push-sum)."""
+    ``communicate``; ``init`` lists further pieces that add state (e.g. push-sum);
+    ``extra_hparams``: the algorithm's own hyper-parameters, recorded after ``hp``'s."""
     local = SGD(hp.momentum, hp.weight_decay) if local is None else local
-    return Algorithm(name=name, hparams=hp.as_dict(),
+    return Algorithm(name=name, hparams=dict(hp.as_dict(), **(extra_hparams or {})),
                      phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
                      init=compose_init(local, *init), local=local, communicate=communicate,
                      decay=hp.decay, **fields)

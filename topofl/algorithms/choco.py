@@ -23,15 +23,13 @@ from torch import Tensor
 
 from topofl._rng import generator_at
 from topofl._validation import check_choice, check_int, check_real
-from topofl.algorithms._common import check_sgd
+from topofl.algorithms._common import check_sgd, sgd_algorithm
 from topofl.algorithms.base import register_algorithm
-from topofl.algorithms.dsgt import graph_of
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
-from topofl.engine.pieces import SGD, compose_init, hold
+from topofl.engine.pieces import graph_of, hold, online_rows
 from topofl.engine.protocol import (
     Algorithm,
     Communicate,
-    Phase,
     Round,
     Sent,
     Services,
@@ -197,20 +195,27 @@ class _ChocoGossip(Communicate):
         return (Flow("compressed", arcs, k, bits),
                 Flow("indices", arcs, k, INDEX_BITS, attached=True))
 
+    def message(self, state: State, rnd: Round, env: Services) -> Tensor:
+        r"""``[m, P]`` what each client sends, $q_i = Q(x_i - \hat x_i)$; 0 from a client
+        absent from the round (it sends nothing: its estimate stays)."""
+        q = compress(state.x - state.own_as(ChocoState).public, self.compressor,
+                     ratio=self.ratio, levels=self.levels, t=rnd.t, ids=run_ids(env),
+                     seed=self.seed)
+        on = online_rows(rnd, env)
+        if on is not None:
+            q.mul_(on.to(device=q.device, dtype=q.dtype).unsqueeze(1))
+        return q
+
     def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
         topo = graph_of(rnd)
         public = state.own_as(ChocoState).public
-        x = state.x
-        q = compress(x - public, self.compressor, ratio=self.ratio, levels=self.levels,
-                     t=rnd.t, ids=run_ids(env), seed=self.seed)
-        if rnd.online is not None:  # an absent client sends nothing: its estimate stays
-            on = torch.from_numpy(np.asarray(rnd.online, dtype=bool)[env.clients.ids])
-            q.mul_(on.to(device=q.device, dtype=q.dtype).unsqueeze(1))
-        public.add_(q)  # x^_j <- x^_j + q_j, at every holder of x^_j
+        public.add_(self.message(state, rnd, env))  # x^_j <- x^_j + q_j, at every holder of x^_j
         mixed = public.clone()
         env.mixer.mix_(topo, mixed)  # sum_j w_ij x^_j
-        x.add_(mixed.sub_(public), alpha=self.gamma)  # x_i += gamma sum_j w_ij (x^_j - x^_i)
-        return Sent.of(*self.flows(graph_arcs(topo), int(x.shape[1]), dtype_bits(x.dtype)))
+        # x_i += gamma sum_j w_ij (x^_j - x^_i)
+        state.x.add_(mixed.sub_(public), alpha=self.gamma)
+        size, bits = int(state.x.shape[1]), dtype_bits(state.x.dtype)
+        return Sent.of(*self.flows(graph_arcs(topo), size, bits))
 
 
 @register_algorithm("choco")
@@ -324,17 +329,7 @@ def choco(
     levels = check_int(levels, "levels", low=1)
     gamma = check_real(gamma, "gamma", low=0, high=1, low_open=True)
     seed = check_int(compress_seed, "compress_seed", low=0)
-    sgd = SGD(hp.momentum, hp.weight_decay)
     comm = _ChocoGossip(compressor, ratio, levels, gamma, seed)
-    return Algorithm(
-        name="choco",
-        hparams=dict(hp.as_dict(), compressor=compressor, ratio=ratio, levels=levels,
-                     gamma=gamma, compress_seed=seed),
-        phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
-        init=compose_init(sgd, comm),
-        local=sgd,
-        communicate=comm,
-        requires="doubly",
-        decay=hp.decay,
-        stacks=True,
-    )
+    return sgd_algorithm("choco", hp, comm, init=(comm,), requires="doubly",
+                         extra_hparams=dict(compressor=compressor, ratio=ratio, levels=levels,
+                                            gamma=gamma, compress_seed=seed), stacks=True)

@@ -31,7 +31,7 @@ from torch import Tensor
 from topofl._rng import generator_at
 from topofl._validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
-from topofl.algorithms._one_phase import whole_model_algorithm
+from topofl.algorithms._one_phase import WholeModelParams, whole_model_algorithm
 from topofl.algorithms._partial import DECAY, EPOCHS_U, LR, MOMENTUM, WEIGHT_DECAY
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
@@ -39,7 +39,7 @@ from topofl.engine.pieces import (
     SGD,
     compose_init,
     neighbourhood_sum_,
-    restart_momentum,
+    online_rows,
 )
 from topofl.engine.protocol import Algorithm, Kernel, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
@@ -385,16 +385,15 @@ def dis_pfl(
         work=check_work(local_steps, local_epochs, default_steps=None,
                         default_epochs=EPOCHS_U))
     return whole_model_algorithm("dis_pfl", hp, init=init_state, local=hp.local,
-                                 communicate=communicate, round_start=_RESTART,
+                                 communicate=communicate,
                                  evaluate=functools.partial(scored, hp=hp))
 
 
 @dataclass(frozen=True)
-class DisPFLParams:
+class DisPFLParams(WholeModelParams):
     """Dis-PFL's checked hyper-parameters (what :func:`dis_pfl` validated and its steps
-    read); ``work`` is the ``(local_steps, local_epochs)`` of the local training."""
+    read): its own, after the local training's (:class:`WholeModelParams`)."""
 
-    lr: float
     density: float
     distribution: str
     anneal: float
@@ -402,24 +401,11 @@ class DisPFLParams:
     regrow: str
     mask_seed: int
     evaluate: str
-    momentum: float
-    weight_decay: float
-    decay: float
-    work: tuple[int | None, Any]
 
     @property
     def local(self) -> _Masked:
         """Local SGD on the masked model."""
         return _Masked(SGD(self.momentum, self.weight_decay))
-
-    def as_dict(self) -> dict[str, Any]:
-        """The hyper-parameters as recorded in the run config."""
-        steps, epochs = self.work
-        return dict(lr=self.lr, density=self.density, distribution=self.distribution,
-                    anneal=self.anneal, anneal_rounds=self.anneal_rounds, regrow=self.regrow,
-                    mask_seed=self.mask_seed, evaluate=self.evaluate, momentum=self.momentum,
-                    weight_decay=self.weight_decay, decay=self.decay, local_steps=steps,
-                    local_epochs=epochs)
 
 
 # --------------------------------------------------------------------------- the round's steps
@@ -471,8 +457,8 @@ def communicate(state: State, rnd: Round, env: Services, *, hp: DisPFLParams) ->
     arcs = graph_arcs(topo)
     flows = (Flow("values", arcs, kept[arcs.senders], dtype_bits(x.dtype)),
              Flow("mask", arcs, int(x.shape[1]), 1, attached=True))
-    absent = None if rnd.online is None else \
-        ~env.clients.own(torch.as_tensor(rnd.online, device=x.device))
+    on = online_rows(rnd, env, x.device)
+    absent = None if on is None else ~on
     keep = None if absent is None else (x[absent].clone(), mask[absent].clone())
     avg = _masked_sums_(topo, x, mask, env)  # with the masks the models were trained under
     rate = _drop_rate(rnd.t, hp.anneal, hp.anneal_rounds)
@@ -495,6 +481,3 @@ def scored(state: State, rnd: Round, env: Services, *, hp: DisPFLParams) -> Tens
     """The models scored: as trained in the round, or as aggregated."""
     trained = state.own_as(DisPFLState).trained
     return trained if hp.evaluate == "trained" and trained is not None else state.x
-
-
-_RESTART = restart_momentum()

@@ -110,8 +110,8 @@ def malicious_share(
     if run is not None and not isinstance(run, str):
         raise TypeError(f"run must be a run id (str) or None, got {type(run).__name__} "
                         f"{run!r}"[:200])
-    rid = records._run(run)
-    points = sorted(records._points(rid, names[graph], None), key=lambda p: p[0])
+    rid = records.run_id(run)
+    points = sorted(records.points(names[graph], run=rid), key=lambda p: p[0])
     if not points:
         raise ValueError(
             f"these records hold no {names[graph]!r}: only algorithms that choose their own "
@@ -219,7 +219,7 @@ def client_accuracy_stats(records: Records, *, run: str | None = None, metric: s
     (70.0, 266.666667)
     """
     check_choice(select, "select", ("last", "best_val"))
-    rid = records._run(run)
+    rid = records.run_id(run)
     if select == "best_val":
         if round is not None:
             raise ValueError("select='best_val' chooses each client's round: pass round=None")

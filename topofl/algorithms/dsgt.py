@@ -27,9 +27,8 @@ from topofl._validation import check_choice
 from topofl.algorithms._common import check_decay, check_lr, check_wd
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
-from topofl.engine.pieces import compose_init, hold
+from topofl.engine.pieces import compose_init, graph_of, hold
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
-from topofl.graph import Topology
 
 __all__ = ["dsgt", "TrackingState", "VARIANTS"]
 
@@ -56,13 +55,6 @@ class TrackingState:
     y: Tensor
     grad: Tensor
     lr: Tensor
-
-
-def graph_of(rnd: Round) -> Topology:
-    """The round's graph; a ``ValueError`` for a round without one."""
-    if rnd.topology is None:
-        raise ValueError(f"round {rnd.t} has no topology to communicate over")
-    return rnd.topology
 
 
 def standing(lr: Tensor) -> Tensor | None:

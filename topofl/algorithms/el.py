@@ -17,10 +17,9 @@ import scipy.sparse as sp
 from topofl._validation import arc_pattern
 from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_factory
 from topofl.algorithms.base import register_algorithm
-from topofl.algorithms.dsgt import graph_of
 from topofl.engine.drops import lossy
 from topofl.engine.ledger import Flow, dtype_bits
-from topofl.engine.pieces import gossip
+from topofl.engine.pieces import gossip, graph_of
 from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 from topofl.graph import Topology
 

@@ -17,9 +17,9 @@ from torch import Tensor
 
 from topofl.algorithms._common import check_decay, check_lr, check_wd
 from topofl.algorithms.base import register_algorithm
-from topofl.algorithms.dsgt import graph_of, standing
+from topofl.algorithms.dsgt import standing
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
-from topofl.engine.pieces import compose_init, hold
+from topofl.engine.pieces import compose_init, graph_of, hold
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 

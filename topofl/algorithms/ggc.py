@@ -314,7 +314,8 @@ def aggregation_matrix(collaborators: Tensor, weights: Tensor) -> Tensor:
     --------
     >>> import torch
     >>> C = torch.tensor([[False, True, False], [False, False, False], [True, True, False]])
-    >>> tf.algorithms.aggregation_matrix(C, torch.tensor([1.0, 3.0, 4.0]))
+    >>> from topofl.algorithms.ggc import aggregation_matrix
+    >>> aggregation_matrix(C, torch.tensor([1.0, 3.0, 4.0]))
     tensor([[0.2500, 0.7500, 0.0000],
             [0.0000, 1.0000, 0.0000],
             [0.1250, 0.3750, 0.5000]])
@@ -513,7 +514,8 @@ def ggc_batched(
     >>> import torch
     >>> x = torch.tensor([[0.0], [1.0], [2.0]], dtype=torch.float64)
     >>> target = torch.tensor([0.4, 0.6, 2.0], dtype=torch.float64)
-    >>> C = tf.algorithms.ggc_batched(x, ~torch.eye(3, dtype=torch.bool),
+    >>> from topofl.algorithms.ggc import ggc_batched
+    >>> C = ggc_batched(x, ~torch.eye(3, dtype=torch.bool),
     ...     torch.ones(3, dtype=torch.float64), lambda z: (z[:, 0] - target) ** 2,
     ...     seeds=[0, 1, 2])
     >>> C.int().tolist()
@@ -548,8 +550,9 @@ def bggc_batched(
     >>> args = (torch.tensor([[0.0], [1.0], [2.0]], dtype=torch.float64),
     ...         ~torch.eye(3, dtype=torch.bool), torch.ones(3, dtype=torch.float64),
     ...         lambda z: (z[:, 0] - target) ** 2)
-    >>> O = tf.algorithms.bggc_batched(*args, seeds=[0, 1, 2])
-    >>> torch.equal(O, tf.algorithms.ggc_batched(*args, seeds=[0, 1, 2])), O.int().tolist()
+    >>> from topofl.algorithms.ggc import bggc_batched, ggc_batched
+    >>> O = bggc_batched(*args, seeds=[0, 1, 2])
+    >>> torch.equal(O, ggc_batched(*args, seeds=[0, 1, 2])), O.int().tolist()
     (True, [[0, 1, 0], [1, 0, 0], [0, 0, 0]])
     """
     cap = check_budget(budget)

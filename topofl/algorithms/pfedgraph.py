@@ -34,7 +34,7 @@ from topofl.algorithms._common import (
     check_wd,
     check_work,
 )
-from topofl.algorithms._one_phase import whole_model_algorithm
+from topofl.algorithms._one_phase import WholeModelParams, whole_model_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits
 from topofl.engine.pieces import (
@@ -42,7 +42,6 @@ from topofl.engine.pieces import (
     Sampled,
     compose_init,
     data_sizes,
-    restart_momentum,
     round_active,
     server_flows,
 )
@@ -330,16 +329,15 @@ def pfedgraph(
         decay=check_decay(decay),
         work=check_work(local_steps, local_epochs, default_steps=200))
     return whole_model_algorithm("pfedgraph", hp, init=init_state, local=hp.local,
-                                 communicate=communicate, round_start=_RESTART,
+                                 communicate=communicate,
                                  uses_topology=False, absent="server")
 
 
 @dataclass(frozen=True)
-class PFedGraphParams:
+class PFedGraphParams(WholeModelParams):
     """pFedGraph's checked hyper-parameters (what :func:`pfedgraph` validated and its steps
-    read); ``work`` is the ``(local_steps, local_epochs)`` of the local training."""
+    read): its own, after the local training's (:class:`WholeModelParams`)."""
 
-    lr: float
     alpha: float
     lam: float
     similarity: Part
@@ -347,10 +345,6 @@ class PFedGraphParams:
     weighting: str
     participation: float
     sample_seed: int
-    momentum: float
-    weight_decay: float
-    decay: float
-    work: tuple[int | None, Any]
 
     @property
     def local(self) -> _Pulled:
@@ -358,15 +352,6 @@ class PFedGraphParams:
         cluster models."""
         return _Pulled(Sampled(SGD(self.momentum, self.weight_decay), self.participation,
                                self.sample_seed), self.lam)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The hyper-parameters as recorded in the run config."""
-        steps, epochs = self.work
-        return dict(lr=self.lr, alpha=self.alpha, lam=self.lam, similarity=self.similarity,
-                    similarity_clip=self.similarity_clip, weighting=self.weighting,
-                    participation=self.participation, sample_seed=self.sample_seed,
-                    momentum=self.momentum, weight_decay=self.weight_decay, decay=self.decay,
-                    local_steps=steps, local_epochs=epochs)
 
 
 # --------------------------------------------------------------------------- the round's steps
@@ -461,6 +446,3 @@ def communicate(state: State, rnd: Round, env: Services, *, hp: PFedGraphParams)
     flows = (down, up) if not hp.lam else (
         down, Flow("cluster", down.arcs, size, bits, stage=-1, attached=True), up)
     return Sent.of(*flows, realized=realized, active=active)
-
-
-_RESTART = restart_momentum()

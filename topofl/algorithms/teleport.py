@@ -82,7 +82,7 @@ from topofl.engine.protocol import (
     run_ids,
 )
 from topofl.graph import Topology
-from topofl.topologies.teleportation import _draw, _round_matrix, _slot_pairs
+from topofl.topologies.teleportation import active_round_matrix, draw_active, slot_pairs
 
 __all__ = ["teleport", "teleport_map"]
 
@@ -127,7 +127,7 @@ def teleport_map(n: int, active: np.ndarray, following: np.ndarray,
     [[1.0, 1.0, 1.0, 0.0, 0.0], [0.0, 3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 3.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0]]
     """  # noqa: E501
     active, following = np.asarray(active), np.asarray(following)
-    G = sp.csr_array(_round_matrix(n, active, graph, pairs)[active])  # slot s's gossip: row s
+    G = sp.csr_array(active_round_matrix(n, active, graph, pairs)[active])  # slot s: row s
     eye = sp.eye_array(n, format="csr")
     keep = np.setdiff1d(np.arange(n), following)
     rows = np.empty(n, dtype=np.int64)  # stacked [G[active]; eye[keep]] -> output order
@@ -177,7 +177,7 @@ class Slots:
         if self.k > n:
             raise ValueError(f"teleport: k must be in [1, n]=[1, {n}] (the run's clients), "
                              f"got k={self.k}")
-        return _draw(self._root, n, self.k, t).astype(np.int64)
+        return draw_active(self._root, n, self.k, t).astype(np.int64)
 
     def mask(self, n: int, t: int) -> np.ndarray:
         """``(n,)`` bool: the nodes active at round ``t``."""
@@ -192,10 +192,6 @@ class ActiveSGD(LocalUpdate):
 
     sgd: SGD
     slots: Slots
-
-    def init_(self, state: State, env: Services) -> None:
-        """Nothing: plain SGD keeps no buffer."""
-        return None
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
@@ -213,10 +209,6 @@ class Teleport(Communicate):
     graph: str
     #: the slot graph's edges for ``"random_regular"`` (``(s, r)`` pairs, ``s < r``), else ()
     edges: tuple[tuple[int, int], ...] = ()
-
-    def init_(self, state: State, env: Services) -> None:
-        """Nothing: the draws are pure in ``(sample_seed, t)``, no state is kept."""
-        return None
 
     def _pairs(self) -> np.ndarray | None:
         if self.graph != "random_regular":
@@ -331,7 +323,7 @@ def teleport(
     sgd = SGD(0.0, hp.weight_decay)
     edges: tuple[tuple[int, int], ...] = ()
     if graph == "random_regular":
-        s, r = _slot_pairs(as_seed_sequence(sample_seed), k)
+        s, r = slot_pairs(as_seed_sequence(sample_seed), k)
         edges = tuple(zip(s.tolist(), r.tolist()))
 
     def init(x0: Tensor, env: Services) -> State:

@@ -23,20 +23,15 @@ Examples
 """
 
 from topofl.data import datasets, partition
-from topofl.data.corrupt import LabelFlip, flip_labels, label_flip_plan
+from topofl.data.corrupt import flip_labels
 from topofl.data.datasets import *  # noqa: F403  (its __all__, re-exported)
-from topofl.data.federated import SPLITS, EvalBatch, FederatedData, Segments, federate
+from topofl.data.federated import FederatedData, federate
 from topofl.data.partition import *  # noqa: F403  (its __all__, re-exported)
 
 __all__ = [
     *datasets.__all__,
     *partition.__all__,
     "FederatedData",
-    "EvalBatch",
-    "Segments",
-    "SPLITS",
     "federate",
-    "LabelFlip",
-    "label_flip_plan",
     "flip_labels",
 ]

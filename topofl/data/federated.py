@@ -115,7 +115,7 @@ def _mix32_np(x: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
 def _hash_np(k0: int | npt.NDArray[np.int64], k1: int | npt.NDArray[np.int64],
              client: npt.NDArray[np.int64], slot: npt.NDArray[np.int64],
              size: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """:func:`_hash_uniform_index` on NumPy int64 arrays (keys: ints or int64 columns), in
+    """:func:`hash_uniform_index` on NumPy int64 arrays (keys: ints or int64 columns), in
     NumPy's wrapping uint32 arithmetic: each product mod ``2^32`` is one operation, so the
     same integers take a handful of NumPy calls on ``[n, b]`` instead of about 70 small torch
     operations (100 clients x 50 samples on one core: ~0.04 instead of ~0.19 ms)."""
@@ -129,7 +129,7 @@ def _hash_np(k0: int | npt.NDArray[np.int64], k1: int | npt.NDArray[np.int64],
     return out
 
 
-def _hash_uniform_index(
+def hash_uniform_index(
     k0: int | torch.Tensor, k1: int | torch.Tensor, client: torch.Tensor, slot: torch.Tensor,
     size: torch.Tensor, *, numpy: bool | None = None
 ) -> torch.Tensor:
@@ -199,7 +199,7 @@ def _device_of(device: Any) -> torch.device:
     return d
 
 
-def _flipped_mask(params: Mapping[str, Any], n: int) -> npt.NDArray[np.bool_]:
+def flipped_mask(params: Mapping[str, Any], n: int) -> npt.NDArray[np.bool_]:
     """``(n,)`` bool: the clients a federation's ``params["label_flip"]`` names."""
     out = np.zeros(n, dtype=bool)
     info = params.get("label_flip")
@@ -442,7 +442,7 @@ class FederatedData:
         >>> int(data.flipped.sum()), data.params["label_flip"]["fraction"]
         (3, 0.3)
         """
-        return _flipped_mask(self.params, self.num_clients)
+        return flipped_mask(self.params, self.num_clients)
 
     @property
     def label_distributions(self) -> IntArray:
@@ -532,7 +532,7 @@ class FederatedData:
         offset = self._tensor("train.offsets")[:, None]
         client = torch.arange(self.num_clients, device=dev, dtype=torch.int64)[:, None]
         slot = torch.arange(b, device=dev, dtype=torch.int64)[None, :]
-        return offset + _hash_uniform_index(k0, k1, client, slot, size)
+        return offset + hash_uniform_index(k0, k1, client, slot, size)
 
     def sample(
         self,
@@ -726,7 +726,7 @@ class StackedSampler:
         keys = torch.tensor([d._key(round, step) for d in self.datas], dtype=torch.int64,
                             device=self._size.device)[self._which]
         slot = torch.arange(b, device=self._size.device, dtype=torch.int64)[None, :]
-        return self._offset + _hash_uniform_index(keys[:, :1], keys[:, 1:], self._client,
+        return self._offset + hash_uniform_index(keys[:, :1], keys[:, 1:], self._client,
                                                   slot, self._size)
 
 
@@ -750,7 +750,7 @@ def _json_seed(seed: Seed, root: np.random.SeedSequence) -> int | None:
 
 
 # ---------------------------------------------------------------------------------- federate
-def _as_dataset(dataset: Any, test: Any) -> Dataset:
+def as_dataset(dataset: Any, test: Any) -> Dataset:
     """``dataset`` as a :class:`Dataset`: a name is loaded, torch datasets are read."""
     if isinstance(dataset, str):
         return load(dataset)
@@ -829,7 +829,7 @@ def federate(
     """
     import inspect
 
-    ds = _as_dataset(dataset, test)
+    ds = as_dataset(dataset, test)
     if not isinstance(scheme, str) or scheme not in PARTITIONS:
         raise ValueError(unknown_name("partition scheme", scheme, PARTITIONS, sort=False))
     fn = PARTITIONS[scheme]

@@ -15,12 +15,8 @@ are sharded (one checksummed file per rank and a JSON manifest, read without unp
 :mod:`topofl.distributed.checkpoint`) and resume on any number of ranks.
 """
 
-from topofl.distributed import checkpoint
-from topofl.distributed.comm import Shard
-from topofl.distributed.data import ShardData
-from topofl.distributed.mixer import ExchangePlan, ShardMixer, exchange_plan
-from topofl.distributed.placement import Placement, blocks, place
-from topofl.distributed.sharded import Sharded, ShardedCheckpointer
+# loaded with the package, as before; their names are reached by module path
+from topofl.distributed import checkpoint, comm, data, mixer, placement, sharded  # noqa: F401
 from topofl.distributed.world import DistributedError, World, is_distributed, join, leave
 
 __all__ = [
@@ -29,15 +25,5 @@ __all__ = [
     "is_distributed",
     "join",
     "leave",
-    "Placement",
-    "blocks",
-    "place",
-    "ShardData",
-    "Shard",
-    "ShardMixer",
-    "ExchangePlan",
-    "exchange_plan",
-    "Sharded",
-    "ShardedCheckpointer",
     "checkpoint",
 ]

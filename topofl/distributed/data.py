@@ -15,8 +15,8 @@ from topofl.data.federated import (
     SPLITS,
     EvalBatch,
     FederatedData,
-    _flipped_mask,
-    _hash_uniform_index,
+    flipped_mask,
+    hash_uniform_index,
 )
 
 __all__ = ["ShardData"]
@@ -41,7 +41,7 @@ class ShardData:
 
     Examples
     --------
-    >>> from topofl.distributed import ShardData
+    >>> from topofl.distributed.data import ShardData
     >>> data = tf.data.federate("digits", "dirichlet", 6, alpha=0.5, seed=0, val=0.1)
     >>> part = ShardData(data, [1, 4])
     >>> x, y = part.sample(2, 0, 5)
@@ -126,7 +126,7 @@ class ShardData:
     def flipped(self) -> npt.NDArray[np.bool_]:
         """``(n,)`` bool: the label-flipping clients among *all* clients (metadata, as
         :attr:`FederatedData.flipped`)."""
-        return _flipped_mask(self.params, self.parent_clients)
+        return flipped_mask(self.params, self.parent_clients)
 
     @property
     def global_test(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -146,7 +146,7 @@ class ShardData:
         size = self._dev["train.sizes"][:, None]
         offset = self._dev["train.offsets"][:, None]
         slot = torch.arange(b, device=self.device, dtype=torch.int64)[None, :]
-        return offset + _hash_uniform_index(int(k[0]), int(k[1]), self._ids[:, None], slot, size)
+        return offset + hash_uniform_index(int(k[0]), int(k[1]), self._ids[:, None], slot, size)
 
     def sample(self, round: int, step: int, batch_size: int, *,
                out: tuple[torch.Tensor, torch.Tensor] | None = None

@@ -47,7 +47,7 @@ class Placement:
 
     Examples
     --------
-    >>> from topofl.distributed import place
+    >>> from topofl.distributed.placement import place
     >>> p = place(tf.topologies.ring(6), 2)
     >>> p.rule, p.owner.tolist(), p.rows(1).tolist(), p.cut_arcs(tf.topologies.ring(6))
     ('blocks', [0, 0, 0, 1, 1, 1], [3, 4, 5], 4)
@@ -97,7 +97,7 @@ def blocks(n: int, k: int) -> IntArray:
 
     Examples
     --------
-    >>> from topofl.distributed import blocks
+    >>> from topofl.distributed.placement import blocks
     >>> blocks(7, 3).tolist()
     [0, 0, 0, 1, 1, 2, 2]
     """
@@ -162,7 +162,7 @@ def place(topology: Any, size: int, *, n: int | None = None, seed: int = 0) -> P
     --------
     D-Cliques: whole cliques per rank, no clique split.
 
-    >>> from topofl.distributed import place
+    >>> from topofl.distributed.placement import place
     >>> topo = tf.topologies.dcliques(tf.data.federate("digits", "shards", 20, seed=0)
     ...                               .label_distributions, clique_size=5, seed=0)
     >>> p = place(topo, 2)

@@ -3,12 +3,12 @@
 :class:`Sharded` is what :func:`topofl.run` hands :func:`topofl.engine.run` when the process
 is one of several ranks (``torchrun``, or a process group the caller initialised). The run
 itself, its set-up, round loop, evaluation and records, is the engine's; this module only
-joins the world, places the clients (:func:`~topofl.distributed.place`, decided on rank 0
-and sent to every rank), and builds what the engine runs them with: the rank's
-:class:`~topofl.distributed.Shard` (the engine's ``Clients``), the rank's clients' data
-(:class:`~topofl.distributed.ShardData`), the mixer that exchanges the rows other ranks need
-(:class:`~topofl.distributed.ShardMixer`) and the sharded checkpointer. Every rank computes the
-same evaluation rows; rank 0 writes the records file.
+joins the world, places the clients (:func:`~topofl.distributed.placement.place`, decided on
+rank 0 and sent to every rank), and builds what the engine runs them with: the rank's
+:class:`~topofl.distributed.comm.Shard` (the engine's ``Clients``), the rank's clients' data
+(:class:`~topofl.distributed.data.ShardData`), the mixer that exchanges the rows other ranks
+need (:class:`~topofl.distributed.mixer.ShardMixer`) and the sharded checkpointer. Every rank
+computes the same evaluation rows; rank 0 writes the records file.
 """
 
 from __future__ import annotations

@@ -53,9 +53,9 @@ from torch import Tensor
 from topofl._rng import generator_at
 from topofl._validation import check_int
 from topofl.engine.clock import ConfigTable, Values, real_number, trace_text
-from topofl.engine.pieces import active_topology
 from topofl.engine.protocol import Algorithm, Round, State
 from topofl.graph import Topology
+from topofl.topologies.derived import active_topology
 
 __all__ = ["Availability", "ABSENT_RULES", "round_view", "local_rates", "Frozen",
            "check_absent"]
@@ -353,7 +353,7 @@ def round_view(algorithm: Algorithm, t: int, topology: Topology | None,
 
     Everyone online (``online`` ``None`` or all true): ``Round(t, topology)``. Otherwise the
     round carries ``online``, and under the ``"renormalise"`` rule an algorithm that uses the
-    graph sees the graph of the present clients (:func:`~topofl.engine.pieces.active_topology`
+    graph sees the graph of the present clients (:func:`~topofl.topologies.derived.active_topology`
     with ``keep`` = what the algorithm requires).
 
     Examples

@@ -25,8 +25,8 @@ from topofl.engine.checkpoint import check_output_paths
 from topofl.engine.clock import Network
 from topofl.engine.protocol import Algorithm
 from topofl.graph import GraphLike
-from topofl.records import _jsonable as jsonable
-from topofl.runhash import RESUME_FREE, _identity, header_hash_problem, run_hash
+from topofl.records.writer import jsonable
+from topofl.runhash import RESUME_FREE, header_hash_problem, identity, run_hash
 
 __all__ = ["RunConfig", "DTYPES", "config_header", "RESUME_FREE", "run_hash", "config_diff",
            "header_hash_problem", "ADDED_SETTINGS", "EVAL_GLOBAL_BUDGET",
@@ -329,7 +329,7 @@ def config_diff(expected: Mapping[str, Any], found: Mapping[str, Any]) -> list[s
     ...             {"run": {"seed": 0, "rounds": 9}, "algorithm": {"lr": 0.2}})
     ['algorithm.lr: expected 0.1, found 0.2']
     """
-    a, b = _flat(_identity(expected), "", {}), _flat(_identity(found), "", {})
+    a, b = _flat(identity(expected), "", {}), _flat(identity(found), "", {})
     missing = object()
     out = []
     for k in sorted(set(a) | set(b)):

@@ -73,7 +73,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from topofl.engine.clock import _mix64
+from topofl.engine.clock import Network, _mix64
 from topofl.engine.ledger import Arcs, graph_arcs
 from topofl.graph import Topology
 
@@ -298,8 +298,6 @@ def check_drop(algorithm: Any, network: Any) -> None:
     """
     if network is None:
         return
-    from topofl.engine.clock import Network
-
     p = Network.from_config(network).drop
     if p > 0 and getattr(algorithm, "lost", None) is None:
         raise ValueError(

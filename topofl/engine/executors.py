@@ -53,7 +53,7 @@ class ClientError(RuntimeError):
 class Executor(Protocol):
     """What the engine needs from an executor.
 
-    Optional, looked up with ``getattr`` by :class:`~topofl.engine.LocalStepper`: ``streams``
+    Optional, looked up with ``getattr`` by :class:`~topofl.engine.local.LocalStepper`: ``streams``
     (bool: stream the local step over blocks of clients by default) and ``fuses_sgd`` (bool)
     with ``sgd_(flat, x, y, part, lr) -> losses`` (a plain SGD step in place, without a
     gradient buffer), both provided by :class:`BatchedExecutor`.
@@ -102,7 +102,8 @@ def _loss(logits: Tensor, y: Tensor) -> Tensor:
     return F.cross_entropy(logits, y)
 
 
-def _has_conv(model: nn.Module) -> bool:
+def has_conv(model: nn.Module) -> bool:
+    """Whether ``model`` holds a convolution (the loop executor is then faster on CPU)."""
     return any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
 
 
@@ -652,7 +653,7 @@ def make_executor(
     if kind == "loop":
         return LoopExecutor(model, layout)
     if kind == "auto":
-        if device.type == "cpu" and _has_conv(model):
+        if device.type == "cpu" and has_conv(model):
             return LoopExecutor(model, layout, threads=None)
         return BatchedExecutor(model, layout, chunk_size)
     raise ValueError(f"executor must be one of ['auto', 'batched', 'loop'], got {kind!r}")

@@ -71,7 +71,7 @@ def check_local_update(local: Any, owner: str = "the algorithm") -> None:
     ...     rowwise = "yes"
     ...     def point(self, state, phase, env): return state.x
     ...     def update(self, state, grads, phase, lr, rnd, env): pass
-    >>> tf.engine.check_local_update(Half(), "mine")
+    >>> tf.engine.extend.check_local_update(Half(), "mine")
     Traceback (most recent call last):
     ...
     TypeError: mine's local update Half: rowwise must be a bool, got str 'yes'
@@ -175,12 +175,12 @@ def stochasticity_problem(algorithm: Algorithm, topology: Any) -> str | None:
     Examples
     --------
     >>> g = tf.topologies.random_directed(10, 3, seed=0)
-    >>> print(tf.engine.stochasticity_problem(tf.algorithms.dsgd(), g))
+    >>> print(tf.engine.extend.stochasticity_problem(tf.algorithms.dsgd(), g))
     ... # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
     dsgd needs a doubly-stochastic W, but random_directed's W is row-stochastic and its graph
     is directed (Metropolis weights need an undirected graph): on a directed graph use
     push-sum, e.g. algorithm "sgp" or "osgp" with topology "random_directed_push:k=3" ...
-    >>> tf.engine.stochasticity_problem(tf.algorithms.sgp(),
+    >>> tf.engine.extend.stochasticity_problem(tf.algorithms.sgp(),
     ...                              tf.topologies.random_directed(10, 3, seed=0, mode="push"))
     """
     if algorithm.requires is None or not algorithm.uses_topology or topology is None:

@@ -152,12 +152,12 @@ def band_plan(W: sp.csr_array, *, device: torch.device | str = "cpu",
 
     Examples
     --------
-    >>> plan = tf.engine.band_plan(tf.topologies.ring(40).W)
+    >>> plan = tf.engine.gossip.band_plan(tf.topologies.ring(40).W)
     >>> plan.deltas, plan.lead, plan.trail, [round(w, 4) for w in plan.weights]
     ((-1, 0, 1), 1, 1, [0.3333, 0.3333, 0.3333])
-    >>> tf.engine.band_plan(tf.topologies.torus(40, 10).W) is None  # the wrap within a row
+    >>> tf.engine.gossip.band_plan(tf.topologies.torus(40, 10).W) is None  # the wrap within a row
     True
-    >>> tf.engine.band_plan(tf.topologies.random_regular(64, 4, seed=0).W) is None
+    >>> tf.engine.gossip.band_plan(tf.topologies.random_regular(64, 4, seed=0).W) is None
     True
     """
     n = int(W.shape[0])
@@ -267,7 +267,7 @@ class Mixer(TopologyCache):
     Examples
     --------
     >>> import torch
-    >>> mixer = tf.engine.Mixer(torch.device("cpu"), torch.float64)
+    >>> mixer = tf.engine.gossip.Mixer(torch.device("cpu"), torch.float64)
     >>> X = torch.tensor([[3.0], [0.0], [0.0], [1.0]], dtype=torch.float64)
     >>> mixer.mix_(tf.topologies.complete(4), X)
     >>> X.flatten().tolist()
@@ -276,7 +276,7 @@ class Mixer(TopologyCache):
     A sparse ring takes the band kernel's shifted adds (the kernel is picked per topology):
 
     >>> ring = tf.topologies.ring(40)
-    >>> fast = tf.engine.Mixer(torch.device("cpu"), torch.float64, band_min_n=0)
+    >>> fast = tf.engine.gossip.Mixer(torch.device("cpu"), torch.float64, band_min_n=0)
     >>> X = torch.zeros(40, 2, dtype=torch.float64)
     >>> X[0] = 3.0
     >>> fast.mix_(ring, X)

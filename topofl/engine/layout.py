@@ -172,8 +172,8 @@ def init_parameters(
     >>> model = tf.models.build_model("mlp", (4,), 3, seed=0, hidden=(2,))
     >>> layout = tf.engine.ParamLayout.from_model(model)
     >>> kw = dict(seed=0, same=False, device=torch.device("cpu"), dtype=torch.float64)
-    >>> whole = tf.engine.init_parameters(model, layout, 5, **kw)
-    >>> part = tf.engine.init_parameters(model, layout, 5, rows=np.array([1, 4]), **kw)
+    >>> whole = tf.engine.layout.init_parameters(model, layout, 5, **kw)
+    >>> part = tf.engine.layout.init_parameters(model, layout, 5, rows=np.array([1, 4]), **kw)
     >>> bool(torch.equal(part, whole[[1, 4]]))
     True
     """

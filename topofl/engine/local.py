@@ -21,7 +21,7 @@ def steps_per_client(phase_steps: int | None, epochs: Any, sizes: Tensor, batch:
     Examples
     --------
     >>> import torch
-    >>> tf.engine.steps_per_client(None, 1.0, torch.tensor([10, 16, 17]), 8).tolist()
+    >>> tf.engine.local.steps_per_client(None, 1.0, torch.tensor([10, 16, 17]), 8).tolist()
     [2, 2, 3]
     """
     if epochs is None:
@@ -55,9 +55,9 @@ def stream_rows(n: int, batch_size: int, input_shape: tuple[int, ...],
     Examples
     --------
     >>> import torch
-    >>> tf.engine.stream_rows(1000, 16, (1, 28, 28), torch.device("cpu"))
+    >>> tf.engine.local.stream_rows(1000, 16, (1, 28, 28), torch.device("cpu"))
     167
-    >>> tf.engine.stream_rows(100, 16, (1, 8, 8), torch.device("cpu"))
+    >>> tf.engine.local.stream_rows(100, 16, (1, 8, 8), torch.device("cpu"))
     100
     """
     per = max(1, batch_size * 4 * int(np.prod(input_shape)))
@@ -117,13 +117,13 @@ class LocalStepper:
     >>> model = tf.models.build_model("logistic", data.input_shape, 10, seed=0)
     >>> layout = tf.engine.ParamLayout.from_model(model)
     >>> algo = tf.algorithms.dsgd(lr=0.1)
-    >>> ex = tf.engine.make_executor("auto", model, layout, torch.device("cpu"))
+    >>> ex = tf.engine.executors.make_executor("auto", model, layout, torch.device("cpu"))
     >>> env = tf.engine.toy_services(8, layout=layout, dtype=torch.float32)
     >>> x0 = torch.zeros(8, layout.num_params)
     >>> a, b = algo.init(x0.clone(), env), algo.init(x0.clone(), env)
     >>> lr = torch.full((8,), 0.1)
     >>> for rows, s in ((8, a), (3, b)):
-    ...     step = tf.engine.LocalStepper(ex, algo, data, 16, layout.num_params,
+    ...     step = tf.engine.local.LocalStepper(ex, algo, data, 16, layout.num_params,
     ...                                   torch.float32, rows=rows)
     ...     loss = step(s, tf.engine.Round(0), env, algo.phases[0], 0, lr)
     >>> bool(torch.allclose(a.x, b.x, rtol=1e-5, atol=1e-7)), round(float(loss.mean()), 4)

@@ -7,7 +7,7 @@ state, a checkpoint to resume from, the records and the accounting (ledger, cloc
 availability). :func:`run_loop` then runs the rounds of a :class:`Loop` of lanes, each round
 in order: who is online and the round's graph, the algorithm's round start, its local phases
 (every client's mini-batch drawn at once, or block of clients by block:
-:class:`~topofl.engine.LocalStepper`), communication (with the round's lost messages), and
+:class:`~topofl.engine.local.LocalStepper`), communication (with the round's lost messages), and
 every ``eval_every`` rounds an evaluation whose rows go to the records file, flushed every
 round, then the checkpoints. A run alone is one lane; a stack
 (:func:`topofl.engine.stack.run_stacked`) puts several runs' lanes side by side in the same

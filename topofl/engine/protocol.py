@@ -218,7 +218,7 @@ class State:
         Examples
         --------
         >>> import torch
-        >>> s = tf.algorithms.State(x=torch.zeros(4, 2), momentum=torch.zeros(4, 2))
+        >>> s = tf.engine.State(x=torch.zeros(4, 2), momentum=torch.zeros(4, 2))
         >>> s.rows(slice(1, 3)).x.add_(1.0).shape
         torch.Size([2, 2])
         >>> s.x[:, 0].tolist()
@@ -603,7 +603,7 @@ class LocalUpdate(Protocol):
         Optional, default ``False``. ``True`` when :meth:`update` changes each client's row
         from that row alone (no mixing of clients): the engine may then apply it block by
         block of clients, ``update(state.rows(c), grads[c], phase, lr[c], rnd, env)`` (see
-        :class:`topofl.engine.LocalStepper`; the numbers are the same). Read once per run.
+        :class:`topofl.engine.local.LocalStepper`; the numbers are the same). Read once per run.
     fused(executor) -> Kernel or None
         Optional, default ``None``: a method returning a kernel or ``None``, or the attribute
         ``fused = None``. A kernel ``kernel(executor, state, x, y, phase, lr) -> losses [n]``
@@ -642,6 +642,7 @@ class LocalUpdate(Protocol):
     def init_(self, state: State, env: Services) -> None:
         """Add the buffers this piece needs (e.g. momentum) to a fresh state (default:
         nothing)."""
+        return None  # a body: not abstract, a subclass need not define it
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``[n, P]``: where the phase's gradients are taken (default ``state.x``)."""
@@ -713,6 +714,7 @@ class Communicate(Protocol):
 
     def init_(self, state: State, env: Services) -> None:
         """Add the buffers this piece needs to a fresh state (default: nothing)."""
+        return None  # a body: not abstract, a subclass need not define it
 
 
 def _noop(state: State, rnd: Round, env: Services) -> None:

@@ -65,8 +65,9 @@ class DataServices:
     >>> data = tf.data.federate("digits", "iid", 4, seed=0, val=0.2)
     >>> model = tf.models.build_model("logistic", data.input_shape, 10, seed=0)
     >>> layout = tf.engine.ParamLayout.from_model(model)
-    >>> env = tf.engine.DataServices(layout, tf.engine.Mixer(torch.device("cpu"), torch.float32),
-    ...     tf.engine.BatchedExecutor(model, layout), data, batch_size=8)
+    >>> mixer = tf.engine.gossip.Mixer(torch.device("cpu"), torch.float32)
+    >>> env = tf.engine.services.DataServices(layout, mixer,
+    ...     tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=8)
     >>> x = torch.zeros(4, layout.num_params)
     >>> [round(v, 4) for v in env.losses(x, "val").tolist()]  # log(10) at zero parameters
     [2.3026, 2.3026, 2.3026, 2.3026]

@@ -54,9 +54,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import networkx as nx
 import numpy as np
-import scipy.sparse as sp
 import torch
 from torch import Tensor, nn
 
@@ -70,6 +68,7 @@ from topofl.engine.loop import Lane, Loop, Result, StackDiverged, run_loop
 from topofl.engine.placement import OneProcess, Placement
 from topofl.engine.protocol import Algorithm, Round, State, ToyServices
 from topofl.graph import GraphLike, Topology
+from topofl.topologies.derived import block_topology
 
 __all__ = ["Member", "StackDiverged", "stack_problem", "stack_key", "alone_reason",
            "block_topology", "run_stacked"]
@@ -188,30 +187,6 @@ def _steps(m: Member) -> tuple[int, ...]:
     sizes = torch.as_tensor(np.array(m.data.sizes("train")))
     return tuple(int(steps_per_client(p.steps, p.epochs, sizes, m.config.batch_size).max())
                  for p in m.algorithm.phases)
-
-
-def block_topology(topologies: Sequence[Topology]) -> Topology:
-    """The block-diagonal union of ``topologies``: run ``r``'s node ``i`` is node
-    ``offset_r + i``, its mixing matrix ``diag(W_1, ..., W_K)`` (groups shifted likewise).
-
-    Examples
-    --------
-    >>> t = tf.engine.stack.block_topology([tf.topologies.ring(3), tf.topologies.complete(2)])
-    >>> t.n, t.W.nnz, t.is_doubly_stochastic
-    (5, 13, True)
-    """
-    W = sp.csr_array(sp.block_diag([t.W for t in topologies], format="csr"))
-    W.sort_indices()
-    offsets = np.cumsum([0] + [t.n for t in topologies])
-    groups: list[tuple[int, ...]] | None = []
-    for off, t in zip(offsets, topologies):
-        if t.groups is None or groups is None:
-            groups = None
-            continue
-        groups.extend(tuple(int(off) + i for i in g) for g in t.groups)
-    graph = nx.disjoint_union_all([t.graph for t in topologies])
-    return Topology(graph=graph, W=W, name="stack", params={"runs": len(topologies)},
-                    groups=None if groups is None else tuple(groups))
 
 
 class _BlockMixer(Mixer):

@@ -31,7 +31,7 @@ Examples
 --------
 >>> cfg = {"algorithm": "dsgd", "data": "mnist", "model": "logistic", "rounds": 100,
 ...        "scale": {"quick": {"rounds": 3}}}
->>> out = tf.figures.apply_scale(cfg, "quick")
+>>> out = tf.figures.config.apply_scale(cfg, "quick")
 >>> out["rounds"], "scale" in out
 (3, False)
 >>> gain = tf.figures.OverSeeds((0.91, 0.93, 0.92), (0, 1, 2)) - 0.90
@@ -42,11 +42,9 @@ Examples
 
 from __future__ import annotations
 
-from topofl._fingerprint import NOT_RESULT_CODE, code_fingerprint
+from topofl._fingerprint import code_fingerprint
+from topofl.figures import redecide as redecide  # the module (topofl figure redecide)
 from topofl.figures.checks import (
-    LEVEL,
-    RULE,
-    VERDICTS,
     Check,
     Convergence,
     OverSeeds,
@@ -56,71 +54,30 @@ from topofl.figures.checks import (
     fact,
     final,
     final_spread,
-    headline_of,
-    late_gain,
     mean_curve,
     mean_over_rounds,
     per_seed,
     reach,
     samples_per_client,
-    secondary,
     seedwise,
     verdict,
     within,
 )
-from topofl.figures.cli import main
-from topofl.figures.config import (
-    DEFAULT_SEEDS,
-    SCALES,
-    FigureError,
-    apply_scale,
-    claim_of,
-    grid,
-    load_config,
-    margin,
-    stand_in,
-)
-from topofl.figures.gate import MIN_CONTROLS, Gate, fidelity_gate, gate_bars, gated
-from topofl.figures.panel import (
-    Panel,
-    curve_table,
-    curves,
-    epochs_per_round,
-    merged_setting,
-    panels,
-    setting,
-)
-from topofl.figures.redecide import Redecision, apply_gates, redecide
-from topofl.figures.results import (
-    OLD_RULE_COMMIT,
-    PREVIOUS_RULE_COMMIT,
-    available,
-    index,
-    stale,
-    verdict_changes,
-)
-from topofl.figures.runs import THREADS, FigureArgs, current_codes, parse_args, sweep
-from topofl.figures.writing import Result, script, write
+from topofl.figures.config import claim_of, grid, load_config, margin
+from topofl.figures.gate import Gate, fidelity_gate, gate_bars, gated
+from topofl.figures.panel import Panel, curves, merged_setting, panels
+from topofl.figures.runs import THREADS, FigureArgs
+from topofl.figures.writing import Result, script
 
 __all__ = [
-    "SCALES",
-    "DEFAULT_SEEDS",
-    "VERDICTS",
-    "NOT_RESULT_CODE",
     "FigureArgs",
-    "FigureError",
     "OverSeeds",
     "Check",
     "Panel",
     "Result",
-    "apply_scale",
-    "stand_in",
-    "parse_args",
     "load_config",
     "claim_of",
     "code_fingerprint",
-    "current_codes",
-    "sweep",
     "panels",
     "curves",
     "per_seed",
@@ -135,36 +92,16 @@ __all__ = [
     "within",
     "fact",
     "verdict",
-    "epochs_per_round",
-    "setting",
     "merged_setting",
-    "curve_table",
-    "write",
     "script",
-    "available",
-    "index",
-    "stale",
-    "main",
     "grid",
     "mean_curve",
-    "late_gain",
-    "LEVEL",
-    "RULE",
     "THREADS",
     "Convergence",
     "convergence",
-    "headline_of",
-    "secondary",
     "margin",
-    "OLD_RULE_COMMIT",
-    "PREVIOUS_RULE_COMMIT",
-    "verdict_changes",
-    "redecide",
-    "apply_gates",
     "Gate",
     "fidelity_gate",
     "gate_bars",
     "gated",
-    "MIN_CONTROLS",
-    "Redecision",
 ]

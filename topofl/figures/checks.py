@@ -358,7 +358,7 @@ def late_gain(records: Any, metric: str = "test_acc_mean") -> tuple[float, int, 
     >>> r = tf.records.Records(rows=[
     ...     {"run": "a", "round": t, "client": None, "metric": "acc", "value": v}
     ...     for t, v in enumerate([0.1, 0.5, 0.6, 0.62, 0.63, 0.65, 0.66, 0.7])])
-    >>> g, a, b = tf.figures.late_gain(r, "acc")
+    >>> g, a, b = tf.figures.checks.late_gain(r, "acc")
     >>> round(g, 6), a, b
     (5.0, 6, 8)
     """
@@ -871,7 +871,7 @@ def secondary(checks: Iterable[Check]) -> tuple[int, int]:
     --------
     >>> c = [tf.figures.fact("a", True, headline=True), tf.figures.fact("b", False),
     ...      tf.figures.fact("c", True)]
-    >>> tf.figures.secondary(c)
+    >>> tf.figures.checks.secondary(c)
     (1, 2)
     """
     checks = list(checks)

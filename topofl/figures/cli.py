@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
 
     Examples
     --------
-    >>> tf.figures.main(["--help"])  # doctest: +ELLIPSIS
+    >>> tf.figures.cli.main(["--help"])  # doctest: +ELLIPSIS
     usage: topofl figure list | index [--check] | snapshot ... | redecide ... | NAME ...
     0
     """

@@ -90,7 +90,7 @@ def apply_scale(cfg: Mapping[str, Any], scale: str) -> dict[str, Any]:
 
     Examples
     --------
-    >>> tf.figures.apply_scale({"rounds": 9, "sweep": {"lr": [0.1, 0.2]},
+    >>> tf.figures.config.apply_scale({"rounds": 9, "sweep": {"lr": [0.1, 0.2]},
     ...                         "scale": {"quick": {"lr": 0.1}}}, "quick")
     {'rounds': 9, 'lr': 0.1}
     """
@@ -141,7 +141,8 @@ def stand_in(dataset: str, model: str) -> str:
 
     Examples
     --------
-    >>> tf.figures.stand_in("cifar10", "gn_lenet"), tf.figures.stand_in("mnist", "logistic")
+    >>> from topofl.figures.config import stand_in
+    >>> stand_in("cifar10", "gn_lenet"), stand_in("mnist", "logistic")
     ('digits32rgb', 'digits')
     """
     pair = _STAND_INS.get(dataset)
@@ -239,7 +240,7 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
         The run config with its ``[sweep]`` table; the metadata keys ``"figure"`` (the file's
         ``[figure]`` table, ``{}`` if none), ``"_name"`` (the file's stem), ``"_notes"`` (what
         was swapped), ``"_seeds"`` and ``"_stand_in"`` (paper dataset -> stand-in used) are
-        removed again by :func:`~topofl.figures.sweep`.
+        removed again by :func:`~topofl.figures.runs.sweep`.
 
     Examples
     --------

@@ -240,7 +240,7 @@ def epochs_per_round(config: Mapping[str, Any]) -> float:
     --------
     >>> cfg = tf.config.validate({"algorithm": "dsgd", "topology": "ring", "data": "digits",
     ...                           "n_clients": 10, "batch_size": 36})
-    >>> round(tf.figures.epochs_per_round(cfg), 4)  # 36 samples of 1442 / 10
+    >>> round(tf.figures.panel.epochs_per_round(cfg), 4)  # 36 samples of 1442 / 10
     0.2497
     """
     name = str(config["algorithm"])
@@ -279,7 +279,7 @@ def setting(records: Any, keys: Sequence[str] | None = None) -> list[tuple[str, 
     --------
     >>> r = tf.records.Records(configs={"a": {"topology": "ring", "lr": 0.1, "seed": 0},
     ...                                 "b": {"topology": "ring", "lr": 0.1, "seed": 1}})
-    >>> tf.figures.setting(r)
+    >>> tf.figures.panel.setting(r)
     [('topology', 'ring'), ('lr', '0.1'), ('seeds', '0, 1')]
     """
     return _setting_of([records.configs[r] for r in records.runs], keys)
@@ -352,7 +352,7 @@ def curve_table(runs: Mapping[str, Any], metric: str = "test_acc",
     >>> r = tf.records.Records(rows=[{"run": "a", "round": t, "client": None,
     ...                               "metric": "acc", "value": v}
     ...                              for t, v in enumerate([0.2, 0.6, 0.5])])
-    >>> t = tf.figures.curve_table({"ring": r}, "acc")
+    >>> t = tf.figures.panel.curve_table({"ring": r}, "acc")
     >>> int(t.loc[0, "rounds"]), t.loc[0, "final acc"].mean, t.loc[0, "best mean"].mean
     (3, 0.5, 0.6)
     """

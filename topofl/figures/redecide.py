@@ -2,7 +2,7 @@
 
 Every result's JSON holds what decides each check (the per-seed values and seeds, threshold,
 margin, claim form, convergence reading or horizon: :meth:`~topofl.figures.Check.as_dict`), so
-a change of the rule (:data:`~topofl.figures.RULE`) does not need the runs again: ``topofl
+a change of the rule (:data:`~topofl.figures.checks.RULE`) does not need the runs again: ``topofl
 figure redecide [NAME ...]`` rebuilds each check with :func:`~topofl.figures.above`,
 :func:`~topofl.figures.below` or :func:`~topofl.figures.within` from those values, takes the
 verdict of the rebuilt checks, and rewrites the result's JSON and the parts of its Markdown

@@ -39,7 +39,7 @@ def available() -> dict[str, str]:
 
     Examples
     --------
-    >>> tf.figures.available()["dcliques_01"].startswith("D-Cliques Fig. 1")
+    >>> tf.figures.results.available()["dcliques_01"].startswith("D-Cliques Fig. 1")
     True
     """
     out: dict[str, str] = {}
@@ -113,7 +113,7 @@ def stale(results: str | os.PathLike[str] | None = None) -> dict[str, str]:
     >>> import tempfile, json, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "old.json").write_text(json.dumps({"name": "old", "holds": True}))
-    >>> tf.figures.stale(d)
+    >>> tf.figures.results.stale(d)
     {'old': 'no code fingerprint (computed before results recorded one)'}
     """
     folder = Path(results) if results is not None else _root() / "results"
@@ -140,7 +140,7 @@ def index(results: str | os.PathLike[str] | None = None) -> str:
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "x.json").write_text(json.dumps({"name": "x", "verdict": "partly",
     ...                                           "seeds": [0, 1, 2], "rule": "..."}))
-    >>> print(tf.figures.index(d).split(";")[0])
+    >>> print(tf.figures.results.index(d).split(";")[0])
     1 result: 0 holds, 1 partly, 0 does not hold, 0 inconclusive at this scale
     """
     folder = Path(results) if results is not None else _root() / "results"
@@ -218,7 +218,7 @@ def verdict_changes(since: str = OLD_RULE_COMMIT, results: str | os.PathLike[str
 
     Examples
     --------
-    >>> print(tf.figures.verdict_changes().splitlines()[0])  # doctest: +ELLIPSIS
+    >>> print(tf.figures.results.verdict_changes().splitlines()[0])  # doctest: +ELLIPSIS
     | figure | verdict at 98a230c (older rule) | at 903c880 (ties under the margin) | ...
     """
     folder = Path(results) if results is not None else _root() / "results"

@@ -71,10 +71,10 @@ def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) ->
 
     Examples
     --------
-    >>> a = tf.figures.parse_args("Fig. 1", "dcliques_01", ["--quick"])
+    >>> a = tf.figures.runs.parse_args("Fig. 1", "dcliques_01", ["--quick"])
     >>> a.scale, a.out.parts[-2:], a.update_results
     ('quick', ('out', 'quick'), False)
-    >>> tf.figures.parse_args("Fig. 1", "dcliques_01", ["--update-results"]).out.name
+    >>> tf.figures.runs.parse_args("Fig. 1", "dcliques_01", ["--update-results"]).out.name
     'results'
     """
     title = (doc or name).strip().splitlines()[0]
@@ -127,7 +127,7 @@ def current_codes() -> set[str]:
 
     Examples
     --------
-    >>> tf.figures.code_fingerprint() in tf.figures.current_codes()
+    >>> tf.figures.code_fingerprint() in tf.figures.runs.current_codes()
     True
     """
     code = code_fingerprint()
@@ -181,7 +181,7 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
     >>> args = tf.figures.FigureArgs("toy", "quick", d / "out", d / "runs")
     >>> cfg = {"algorithm": "dsgd", "topology": "ring", "data": "digits", "n_clients": 4,
     ...        "rounds": 2, "spectral": False, "sweep": {"seed": [0, 1]}, "_name": "toy"}
-    >>> rec = tf.figures.sweep(cfg, args)  # one line a run on stderr
+    >>> rec = tf.figures.runs.sweep(cfg, args)  # one line a run on stderr
     >>> rec.runs, sorted(p.suffix for p in (d / "runs" / "toy").glob("seed=0.*"))
     (['seed=0', 'seed=1'], ['.ckpt', '.code', '.done', '.jsonl', '.lock'])
     """

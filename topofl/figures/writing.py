@@ -35,7 +35,7 @@ __all__ = ["Result", "write", "script"]
 
 def rule_paragraph() -> str:
     """The paragraph under a result's table of checks that states the rule it was decided by
-    (:data:`~topofl.figures.RULE`)."""
+    (:data:`~topofl.figures.checks.RULE`)."""
     return (f"The rule ({RULE}; `paper_figures/README.md`): each check compares the "
             "seed-paired one-sided 95 % bounds of its mean (Student t, n - 1 degrees of "
             "freedom, the seeds' spread taken as at least the metric's resolution) with the "
@@ -115,9 +115,9 @@ def write(
         The figure; ``None`` for a table result (a paper's table): then only the Markdown and
         the verdict are written.
     setting : list of (key, value), or mapping of panel to such a list
-        What ran (see :func:`~topofl.figures.setting`).
+        What ran (see :func:`~topofl.figures.panel.setting`).
     numbers : DataFrame or mapping of title to DataFrame
-        The numbers behind each curve (see :func:`~topofl.figures.curve_table`).
+        The numbers behind each curve (see :func:`~topofl.figures.panel.curve_table`).
     claim : str
         The paper's claim, with its numbers.
     measured : str
@@ -159,7 +159,7 @@ def write(
     >>> args = tf.figures.FigureArgs("toy", "quick", d, d / "runs")
     >>> gain = tf.figures.OverSeeds((0.02, 0.03, 0.04), (0, 1, 2))
     >>> check = tf.figures.above("A - B above 0", gain, horizon="a toy", headline=True)
-    >>> md = tf.figures.write(args, None, title="Toy", setting=[("lr", "0.1")], numbers={},
+    >>> md = tf.figures.writing.write(args, None, title="Toy", setting=[("lr", "0.1")], numbers={},
     ...                       claim="A beats B", measured=f"gain {gain:.3f}",
     ...                       checks=[check], seeds=[0, 1, 2])
     >>> v = json.loads((d / "toy.json").read_text())

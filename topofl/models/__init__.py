@@ -36,28 +36,20 @@ Examples
 """
 
 from topofl.models._core import SplitModel, count_parameters, flops_per_sample, split_parameters
-from topofl.models._registry import (
-    INIT_STREAM,
-    MODELS,
-    build_model,
-    register_model,
-    unregister_model,
-)
+from topofl.models._registry import MODELS, build_model, register_model, unregister_model
 from topofl.models.conv1d import cnn1d
 from topofl.models.inputs import check_model_input
 from topofl.models.lenet import cnn, gn_lenet
 from topofl.models.linear import logistic, mlp
-from topofl.models.resnet import BasicBlock, resnet18_gn
+from topofl.models.resnet import resnet18_gn
 
 __all__ = [
     "SplitModel",
-    "BasicBlock",
     "split_parameters",
     "count_parameters",
     "flops_per_sample",
     "check_model_input",
     "MODELS",
-    "INIT_STREAM",
     "build_model",
     "register_model",
     "unregister_model",

@@ -41,19 +41,13 @@ from topofl.plotting.charts import accuracy_variance, histogram, metric_scatter
 from topofl.plotting.curves import convergence, seed_curves, spectrum
 from topofl.plotting.graphs import (
     BENIGN_COLOR,
-    GRAPH_METRICS,
     MALICIOUS_COLOR,
     adjacency_matrix,
     clique_colours,
     collaboration_graph,
     dcliques_drawing,
 )
-from topofl.plotting.heatmaps import (
-    SELECTION_CODES,
-    SELECTION_COLORS,
-    adjacency_heatmap,
-    selection_heatmap,
-)
+from topofl.plotting.heatmaps import SELECTION_COLORS, adjacency_heatmap, selection_heatmap
 from topofl.plotting.style import Style, condition_styles, metric_label, style
 
 __all__ = [
@@ -69,9 +63,7 @@ __all__ = [
     "adjacency_matrix",
     "adjacency_heatmap",
     "selection_heatmap",
-    "SELECTION_CODES",
     "SELECTION_COLORS",
-    "GRAPH_METRICS",
     "BENIGN_COLOR",
     "MALICIOUS_COLOR",
     "Style",

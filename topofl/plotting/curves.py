@@ -46,7 +46,7 @@ def convergence(
         the function makes the figure; ``"best"`` inside when drawing into a given ``ax``;
         ``"below"``: a row of its own under the axes, which keep the figure's width.
     epochs : float or mapping of label to float, optional
-        Local epochs per round (:func:`topofl.figures.epochs_per_round`): the x axis is then
+        Local epochs per round (:func:`topofl.figures.panel.epochs_per_round`): the x axis is then
         epochs (rounds completed times the factor) instead of rounds completed.
     seed_band : bool, default True
         For an entry of several runs: shade the mean +- one sample standard deviation over

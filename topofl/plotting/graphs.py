@@ -164,8 +164,8 @@ def _recorded_graph(records: Records, round: int | None, graph: str,
     """``(round, [[sender, receiver], ...], weights)`` of a recorded graph (weights 1.0 when
     the records have none)."""
     e_name, w_name = _graph_metrics(graph)
-    rid = records._run(run)
-    edges = dict(records._points(rid, e_name, None))
+    rid = records.run_id(run)
+    edges = dict(records.points(e_name, run=rid))
     if not edges:
         raise ValueError(
             f"these records hold no {e_name!r}: only algorithms that choose their own graph "
@@ -177,7 +177,7 @@ def _recorded_graph(records: Records, round: int | None, graph: str,
     if round not in edges:
         raise ValueError(f"no {e_name!r} at round {round}; recorded rounds: {sorted(edges)}")
     es = [[int(j), int(i)] for j, i in edges[round]]
-    weights = dict(records._points(rid, w_name, None)).get(round)
+    weights = dict(records.points(w_name, run=rid)).get(round)
     ws = [1.0] * len(es) if weights is None else [float(w) for w in weights]
     if len(ws) != len(es):
         raise ValueError(f"{w_name!r} at round {round} has {len(ws)} values for {len(es)} edges")
@@ -188,7 +188,7 @@ def _num_clients(records: Records, run: str | None, edges: list[list[int]],
                  *given: Any) -> int:
     """The run's number of clients (config, else the data's partition), else the length of
     the first of ``given`` (labels), else one more than the largest recorded id."""
-    rid = records._run(run)
+    rid = records.run_id(run)
     cfg = records.configs.get(rid, {}) if rid is not None else {}
     eng = records.engines.get(rid, {}) if rid is not None else {}
     if isinstance(cfg.get("n_clients"), int):
@@ -214,7 +214,7 @@ def _malicious_mask(records: Records, run: str | None, n: int,
         mask = np.zeros(n, dtype=bool)
         mask[arr.astype(np.int64)] = True
         return mask
-    rid = records._run(run)
+    rid = records.run_id(run)
     eng = records.engines.get(rid, {}) if rid is not None else {}
     info = (eng.get("data") or {}).get("label_flip")
     if not info:

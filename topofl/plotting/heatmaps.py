@@ -67,8 +67,7 @@ def adjacency_heatmap(
     import matplotlib.pyplot as plt
 
     e_name, _ = _graph_metrics(graph)
-    rid = records._run(run)
-    recorded = sorted(dict(records._points(rid, e_name, None)))
+    recorded = sorted(dict(records.points(e_name, run=run)))
     if not recorded:
         raise ValueError(f"these records hold no {e_name!r}")
     if rounds is None:
@@ -155,8 +154,7 @@ def selection_heatmap(
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
-    rid = records._run(run)
-    recorded = sorted(dict(records._points(rid, "realized_edges", None)))
+    recorded = sorted(dict(records.points("realized_edges", run=run)))
     if rounds is None:
         if not recorded:
             raise ValueError("these records hold no 'realized_edges'")

@@ -262,6 +262,36 @@ class Records:
             self._index, self._indexed = index, len(self.rows)
         return [] if run is None else self._index.get((run, metric, client), [])
 
+    def run_id(self, run: str | None = None) -> str | None:
+        """The run a query is about: ``run`` when it is loaded, else the only run loaded
+        (``None`` when none is); a ``ValueError`` for an unknown ``run``, or for ``run=None``
+        with several runs loaded.
+
+        Examples
+        --------
+        >>> rec = tf.records.Records(rows=[{"run": "a", "round": 0, "client": None,
+        ...                                 "metric": "m", "value": 1.0}])
+        >>> rec.run_id(), rec.run_id("a")
+        ('a', 'a')
+        """
+        return self._run(run)
+
+    def points(self, metric: str, *, client: int | None = None, run: str | None = None
+               ) -> list[tuple[int, Any]]:
+        """The recorded ``(round, value)`` pairs of one metric of one run, in the rows' order,
+        each value as recorded (a list such as ``realized_edges`` too, which :meth:`series`
+        refuses); ``[]`` when the metric was never recorded for this run.
+
+        Examples
+        --------
+        >>> rec = tf.records.Records(rows=[{"run": "a", "round": t, "client": None,
+        ...                                 "metric": "edges", "value": [[0, 1]] * t}
+        ...                                for t in (1, 2)])
+        >>> rec.points("edges"), rec.points("absent")
+        ([(1, [[0, 1]]), (2, [[0, 1], [0, 1]])], [])
+        """
+        return self._points(self._run(run), metric, client)
+
     def status(self, run: str | None = None) -> RunStatus:
         """Whether a run finished: its rows reach the last round its header plans.
 

@@ -26,19 +26,22 @@ from topofl.runhash import header_hash_problem
 __all__ = ["Recorder", "header_run_hash"]
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` as a header stores it: mappings, lists and tuples element by element, NumPy
+    and torch numbers and arrays as Python numbers and lists, infinities as ``"inf"`` and
+    ``"-inf"``, NaN as ``None``, anything else not JSON as its ``repr``."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (np.floating,)):
         return float(value)
     if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     if type(value).__module__.split(".")[0] == "torch" and hasattr(value, "tolist"):
-        return _jsonable(value.tolist())  # a tensor: its number(s)
+        return jsonable(value.tolist())  # a tensor: its number(s)
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -150,8 +153,8 @@ class Recorder:
         the run hash checked: more ``rounds``, a moved run folder ...) the header takes the
         new ``config`` and ``engine`` and keeps the stored provenance.
         """
-        new_config = _jsonable(dict(config))
-        new_engine = None if engine is None else _jsonable(dict(engine))
+        new_config = jsonable(dict(config))
+        new_engine = None if engine is None else jsonable(dict(engine))
         if self._header_line is not None:  # resumed
             if new_config == self.config and (new_engine is None or new_engine == self.engine):
                 return
@@ -168,7 +171,7 @@ class Recorder:
             return
         self.config = new_config
         if provenance is not None:
-            self.provenance = _jsonable(dict(provenance))
+            self.provenance = jsonable(dict(provenance))
         if new_engine is not None:
             self.engine = new_engine
         if self._fh is not None:
@@ -189,7 +192,7 @@ class Recorder:
         list of numbers such as an edge list; anything else is a ``TypeError`` (a records file
         holds numbers, and :func:`load` refuses a row that does not).
         """
-        stored = _jsonable(value)
+        stored = jsonable(value)
         problem = _value_problem(stored)
         if problem is not None:
             raise TypeError(

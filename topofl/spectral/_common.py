@@ -28,7 +28,7 @@ Method = Literal["auto", "dense", "sparse"]
 #: above); non-symmetric matrices switch to ARPACK above ``DENSE_MAX // 2``.
 DENSE_MAX = 256
 #: If ARPACK does not converge, dense LAPACK is used up to this ``n`` (else ConvergenceError).
-_DENSE_FALLBACK_MAX = 4096
+DENSE_FALLBACK_MAX = 4096
 _SYM_ATOL = 1e-12
 # Relative disagreement / column spread below which a product counts as converged.
 _FLOOR = 1e-12
@@ -191,7 +191,7 @@ def _eigs(op: Any, n: int, k: int) -> np.ndarray:
 
 
 def _fallback(n: int, what: str, exc: Exception) -> None:
-    if n > _DENSE_FALLBACK_MAX:
+    if n > DENSE_FALLBACK_MAX:
         raise ConvergenceError(
             f"ARPACK did not converge while computing {what} of an n={n} matrix ({exc}); "
             "its spectrum is probably tightly clustered; pass method='dense' to use LAPACK "

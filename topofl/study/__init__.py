@@ -80,21 +80,12 @@ With two seeds there is no bootstrap interval (it needs three per condition):
 
 from __future__ import annotations
 
-from topofl.study.cli import main
-from topofl.study.core import resolve_labels, study
-from topofl.study.pairs import PAIR_METRICS, paired_difference, pairwise_table
-from topofl.study.rendering import readable_condition
+from topofl.study import cli  # noqa: F401  (loaded with the package: topofl.study.cli.main)
+from topofl.study.core import study
+from topofl.study.pairs import paired_difference, pairwise_table
 from topofl.study.result import IncompleteRunsError, StudyResult
 from topofl.study.statistics import correlation_table, spearman
-from topofl.study.tables import (
-    CONVERGENCE_METRICS,
-    COST_METRICS,
-    DEFAULT_TOPOLOGY_METRICS,
-    condition_table,
-    normalize_config,
-    run_table,
-    select_runs,
-)
+from topofl.study.tables import condition_table, run_table
 
 __all__ = [
     "StudyResult",
@@ -103,16 +94,7 @@ __all__ = [
     "run_table",
     "condition_table",
     "correlation_table",
-    "normalize_config",
-    "select_runs",
     "spearman",
     "pairwise_table",
     "paired_difference",
-    "resolve_labels",
-    "PAIR_METRICS",
-    "readable_condition",
-    "CONVERGENCE_METRICS",
-    "COST_METRICS",
-    "DEFAULT_TOPOLOGY_METRICS",
-    "main",
 ]

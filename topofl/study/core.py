@@ -93,7 +93,7 @@ def study(
         Names of conditions for ``study.md`` and the figures, e.g. ``{"ring": "Ring",
         "topology=torus:rows=4,cols=4": "Torus 4x4"}``. A key names one condition: its
         label as in the run table, its name as the figures show it
-        (:func:`~topofl.study.readable_condition`) or, for a condition of one config key,
+        (:func:`~topofl.study.rendering.readable_condition`) or, for a condition of one config key,
         that key's value. The CSV files keep the conditions' labels.
     formats : sequence of {"png", "pdf", "svg"}, default ("png",)
         Each figure is written in each of these formats (``study.md`` shows the first).

@@ -57,7 +57,7 @@ def readable_condition(label: str) -> str:
 
     Examples
     --------
-    >>> from topofl.study import readable_condition
+    >>> from topofl.study.rendering import readable_condition
     >>> readable_condition("topology=dcliques:clique_size=10,inter=small_world")
     'D-Cliques (clique size 10, small world)'
     >>> readable_condition("partition=dirichlet, topology=el_local:s=3")

@@ -72,7 +72,7 @@ def normalize_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from topofl.study import normalize_config
+    >>> from topofl.study.tables import normalize_config
     >>> normalize_config({"topology": "ring", "seed": 1, "partition_params": {"alpha": 0.5}})
     {'topology': 'ring', 'seed': 1, 'partition_params.alpha': 0.5}
     >>> normalize_config({"run": {"seed": 2, "rounds": 10},
@@ -287,7 +287,7 @@ def select_runs(records: Records, where: Mapping[str, Any]) -> Records:
 
     Examples
     --------
-    >>> from topofl.study import select_runs
+    >>> from topofl.study.tables import select_runs
     >>> rows = [{"run": r, "round": 0, "client": None, "metric": "acc", "value": 0.5}
     ...         for r in ("a", "b")]
     >>> recs = tf.records.Records(rows=rows, configs={

@@ -49,6 +49,7 @@ from topofl.topologies._registry import (
     parse_spec,
     register,
 )
+from topofl.topologies._registry import build_checked as build_checked  # (topofl.run)
 from topofl.topologies.classic import *  # noqa: F403
 from topofl.topologies.cliques import *  # noqa: F403
 from topofl.topologies.directed import *  # noqa: F403

@@ -131,8 +131,6 @@ class GraphFamily:
 def _missing(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> list[str]:
     """The parameters of ``fn`` without a default that ``kwargs`` does not give (``seed``
     apart, which :meth:`GraphFamily.build` passes)."""
-    import inspect
-
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # pragma: no cover - a builtin without a signature

@@ -19,7 +19,7 @@ import numpy as np
 
 from topofl._validation import check_graph_size, check_int
 from topofl.graph import Topology, check_w_size
-from topofl.mixing import _has_arc_form
+from topofl.mixing import has_arc_form
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = ["ring", "torus", "grid", "complete", "star", "circulant"]
@@ -71,12 +71,12 @@ def _edges_or_networkx(
     # A named scheme: W from the edge arrays u, v = edges(), no graph. Any other weights (a
     # function of a graph, or a name the scheme check will refuse) gets the networkx graph
     # graph(), as it always did. arcs (each direction counted) sizes the memory check.
-    if _has_arc_form(weights):
+    if has_arc_form(weights):
         check_w_size(n, arcs, what)
         u, v = edges()
         return Topology._from_edges(n, u, v, weights, name=name, params=params)
     check_graph_size(n, arcs, what)
-    return Topology._from_networkx(graph(), weights, keep_graph=False, name=name, params=params)
+    return Topology.from_networkx(graph(), weights, keep_graph=False, name=name, params=params)
 
 
 def _circulant_edges(n: int, offsets: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -78,7 +78,7 @@ def _round_topology(W: sp.csr_array, name: str, params: dict[str, Any], t: int,
     """Round ``t`` of a random schedule: ``W`` as a topology whose params add the round,
     recording the scheme of :mod:`topofl.mixing` that reproduces ``W`` from its graph."""
     top = Topology.from_matrix(W, name=name, params={**params, "round": t})
-    return top._replace(weights=weights)
+    return top.replace(weights=weights)
 
 
 def random_directed(n: int, k: int, *, seed: Seed, mode: str = "pull") -> TimeVarying:

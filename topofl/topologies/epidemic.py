@@ -112,7 +112,7 @@ def el_oracle(n: int, s: int, *, seed: Seed) -> TimeVarying:
     params: dict[str, Any] = {"n": n, "s": s, "seed": _seed_param(seed)}
 
     def at(t: int) -> Topology:
-        return base.at(t)._replace(name="el_oracle", params={**params, "round": t})
+        return base.at(t).replace(name="el_oracle", params={**params, "round": t})
 
     return TimeVarying(n, at, name="el_oracle", params=params)
 

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 
 from topofl._validation import check_graph_size, check_int
 from topofl.graph import TimeVarying, Topology, check_w_size
-from topofl.mixing import _assemble
+from topofl.mixing import assemble
 from topofl.topologies._registry import GraphFamily, Param, register
 from topofl.topologies.classic import _circulant_edges
 
@@ -188,7 +188,7 @@ def undirected_exponential(n: int) -> Topology:
 
 def _with_weights(top: Topology, weights: str) -> Topology:
     # Same graph and W; records which scheme of topofl.mixing reproduces W from the graph.
-    return top._replace(weights=weights)
+    return top.replace(weights=weights)
 
 
 def one_peer_exponential(n: int) -> TimeVarying:
@@ -544,7 +544,7 @@ def _round_matrix(n: int, edges: Sequence[tuple[int, int, float]]) -> sp.csr_arr
     else:
         rows = cols = np.zeros(0, dtype=np.int64)
         vals = np.zeros(0)
-    return _assemble(n, rows, cols, vals, 1.0 - np.bincount(rows, weights=vals, minlength=n))
+    return assemble(n, rows, cols, vals, 1.0 - np.bincount(rows, weights=vals, minlength=n))
 
 
 def base_graph(n: int, k: int = 1) -> TimeVarying:

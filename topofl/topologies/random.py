@@ -25,7 +25,7 @@ from topofl._rng import Seed, as_generator
 from topofl._validation import check_bool, check_graph_size, check_int, check_real
 from topofl.exceptions import NotConnectedError
 from topofl.graph import Topology
-from topofl.mixing import _has_arc_form
+from topofl.mixing import has_arc_form
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = ["erdos_renyi", "random_regular", "watts_strogatz"]
@@ -105,7 +105,7 @@ def erdos_renyi(
         what=f"erdos_renyi(n={n}, p={p:g})",
         hint=f"p should exceed about ln(n)/n = {math.log(max(n, 2)) / n:.3g}",
     )
-    return Topology._from_networkx(
+    return Topology.from_networkx(
         G, weights, keep_graph=False, name="erdos_renyi",
         params={"n": n, "p": p, "seed": _seed_param(seed)},
     )
@@ -165,7 +165,7 @@ def random_regular(
         )
     if connected and d == 2:
         order = rng.permutation(n)
-        if _has_arc_form(weights):  # W from the cycle's edges, no graph
+        if has_arc_form(weights):  # W from the cycle's edges, no graph
             return Topology._from_edges(n, order, np.roll(order, -1), weights,
                                         name="random_regular", params=params)
         G = nx.Graph()
@@ -179,8 +179,8 @@ def random_regular(
             what=f"random_regular(n={n}, d={d})",
             hint="use a larger d",
         )
-    return Topology._from_networkx(G, weights, keep_graph=False, name="random_regular",
-                                   params=params)
+    return Topology.from_networkx(G, weights, keep_graph=False, name="random_regular",
+                                  params=params)
 
 
 def watts_strogatz(
@@ -230,7 +230,7 @@ def watts_strogatz(
         what=f"watts_strogatz(n={n}, k={k}, p={p:g})",
         hint="use a larger k or a smaller p",
     )
-    return Topology._from_networkx(
+    return Topology.from_networkx(
         G, weights, keep_graph=False, name="watts_strogatz",
         params={"n": n, "k": k, "p": p, "seed": _seed_param(seed)},
     )

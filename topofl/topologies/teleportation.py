@@ -85,7 +85,7 @@ def teleportation_slot_degree(k: int) -> int:
     return d + 1 if (k * d) % 2 else d
 
 
-def _slot_pairs(root: np.random.SeedSequence, k: int) -> np.ndarray:
+def slot_pairs(root: np.random.SeedSequence, k: int) -> np.ndarray:
     """``(2, m)`` int64: the edges ``s < r`` of the random regular slot graph drawn from
     ``root`` (:func:`teleportation_slot_graph`)."""
     d = teleportation_slot_degree(k)
@@ -140,7 +140,7 @@ def teleportation_slot_graph(k: int, *, seed: Seed) -> np.ndarray:
     True
     """
     k = check_int(k, "k", low=1)
-    return _slot_pairs(as_seed_sequence(seed), k)
+    return slot_pairs(as_seed_sequence(seed), k)
 
 
 def _active_weight(k: int, graph: str) -> float:
@@ -152,11 +152,11 @@ def _active_weight(k: int, graph: str) -> float:
     return 1.0 / k if graph == "complete" else 1.0 / min(k, 3)
 
 
-def _round_matrix(n: int, active: np.ndarray, graph: str,
+def active_round_matrix(n: int, active: np.ndarray, graph: str,
                   pairs: np.ndarray | None = None) -> sp.csr_array:
     """``W`` of one round: the active nodes (``active`` in slot order) mix, the others keep.
 
-    ``pairs``: the slot graph's edges (:func:`_slot_pairs`), needed for ``"random_regular"``.
+    ``pairs``: the slot graph's edges (:func:`slot_pairs`), needed for ``"random_regular"``.
     """
     k = active.size
     w = _active_weight(k, graph)
@@ -187,7 +187,7 @@ def _round_matrix(n: int, active: np.ndarray, graph: str,
     return W
 
 
-def _draw(root: np.random.SeedSequence, n: int, k: int, t: int) -> np.ndarray:
+def draw_active(root: np.random.SeedSequence, n: int, k: int, t: int) -> np.ndarray:
     """Round ``t``'s ordered active nodes: ``choice(n, k, replace=False)`` of the round's
     stream (the one draw of the family and of the ``teleport`` algorithm)."""
     out: np.ndarray = generator_at(root, t).choice(n, size=k, replace=False)
@@ -226,7 +226,7 @@ def teleportation_active(n: int, k: int, t: int, *, seed: Seed) -> np.ndarray:
     n = check_int(n, "n", low=1)
     k = check_int(k, "k", low=1, high=n)
     t = check_int(t, "t", low=0)
-    return _draw(as_seed_sequence(seed), n, k, t).astype(np.int64)
+    return draw_active(as_seed_sequence(seed), n, k, t).astype(np.int64)
 
 
 def teleportation(n: int, k: int, *, seed: Seed, graph: str = "ring") -> TimeVarying:
@@ -315,18 +315,18 @@ def teleportation(n: int, k: int, *, seed: Seed, graph: str = "ring") -> TimeVar
                          k * teleportation_slot_degree(k) if graph == "random_regular" else 2 * k),
                  f"teleportation(n={n}, k={k}, graph={graph!r}) (one round)")
     root = as_seed_sequence(seed)
-    pairs = _slot_pairs(root, k) if graph == "random_regular" else None
+    pairs = slot_pairs(root, k) if graph == "random_regular" else None
     seed_param = int(seed) if isinstance(seed, numbers.Integral) else None
     params: dict[str, Any] = {"n": n, "k": k, "graph": graph, "seed": seed_param}
 
     def at(t: int) -> Topology:
-        active = _draw(root, n, k, t)
-        W = _round_matrix(n, active, graph, pairs)
+        active = draw_active(root, n, k, t)
+        W = active_round_matrix(n, active, graph, pairs)
         top = Topology.from_matrix(
             W, name="teleportation",
             params={**params, "round": t, "active": tuple(int(a) for a in active)},
         )
-        return top._replace(weights="metropolis")
+        return top.replace(weights="metropolis")
 
     return TimeVarying(n, at, name="teleportation", params=params)
 

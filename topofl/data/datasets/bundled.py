@@ -232,7 +232,7 @@ def synthetic(
     ((20, 3, 4, 4), (3, 4, 4))
     """
     n = check_int(n_samples, "n_samples", low=1)
-    dims = _shape(shape)
+    dims = synthetic_shape(shape)
     if dims is not None:
         d = int(np.prod(dims))
         if dim != 16 and dim != d:
@@ -278,7 +278,7 @@ def synthetic(
     )
 
 
-def _shape(shape: str | Sequence[int] | None) -> tuple[int, ...] | None:
+def synthetic_shape(shape: str | Sequence[int] | None) -> tuple[int, ...] | None:
     """``shape`` of :func:`synthetic` as a tuple of positive ints (``"3x32x32"`` accepted)."""
     if shape is None:
         return None

@@ -1,0 +1,167 @@
+"""Communication between clients over the round's graph: :func:`gossip` (``X <- W_t X``),
+:class:`PushSum` (numerators and weights, optionally one round of overlap),
+:func:`neighbourhood_sum_`, :func:`no_communication`, and :func:`graph_of` (the round's
+graph, or the error of a round without one)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from topofl.engine.drops import Drops, LaneDrops, lossy
+from topofl.engine.layout import Part
+from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
+from topofl.engine.pieces.state import PushSumState, debias_, hold
+from topofl.engine.protocol import Round, Sent, Services, State
+from topofl.graph import Topology
+from topofl.topologies.derived import neighbourhood
+
+__all__ = ["graph_of", "gossip", "PushSum", "neighbourhood_sum_", "no_communication"]
+
+Communicate = Callable[[State, Round, Services], Sent]
+
+
+def graph_of(rnd: Round) -> Topology:
+    """The round's graph (``rnd.topology``); a ``ValueError`` for a round without one."""
+    if rnd.topology is None:
+        raise ValueError(f"round {rnd.t} has no topology to communicate over")
+    return rnd.topology
+
+
+def _width(env: Services, part: Part) -> int:
+    cols = env.layout.cols(part)
+    return int(cols.stop - cols.start)
+
+
+def _kind(part: Part) -> str:
+    return "model" if part == "all" else part
+
+
+def gossip(part: Part = "all") -> Communicate:
+    """``X[:, cols(part)] <- W_t X[:, cols(part)]``; messages: the arcs of ``W_t``, each
+    carrying the ``part`` (kind ``"model"``, or ``"body"``).
+
+    With lost messages (``rnd.drop``) it mixes with the round's ``W_t`` renormalised over
+    what arrived (:func:`~topofl.engine.drops.lossy`, rule ``"renormalise"``) and returns
+    the delivered messages as its flows, the lost ones as ``Sent.dropped``.
+    """
+
+    def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        topo = graph_of(rnd)
+        if rnd.drop is not None:
+            return _lossy_gossip(part, topo, rnd.drop, state, env)
+        env.mixer.mix_(topo, state.x, None if part == "all" else env.layout.cols(part))
+        return Sent.of(Flow(_kind(part), graph_arcs(topo), _width(env, part),
+                            dtype_bits(state.x.dtype)))
+
+    return communicate
+
+
+def _lossy_gossip(part: Part, topo: Topology, drop: Drops | LaneDrops, state: State,
+                  env: Services) -> Sent:
+    """:func:`gossip` with the round's lost messages: each receiver renormalises."""
+    lo = lossy(topo, drop, "renormalise")
+    env.mixer.mix_(lo.topology, state.x, None if part == "all" else env.layout.cols(part))
+    size, bits = _width(env, part), dtype_bits(state.x.dtype)
+    return Sent.of(Flow(_kind(part), lo.delivered, size, bits),
+                   dropped=(Flow(_kind(part), lo.dropped, size, bits),))
+
+
+@dataclass(frozen=True)
+class PushSum:
+    r"""Push-sum over column-stochastic ``W_t``: the numerators ``x`` (on ``part``) and the
+    weights ``w`` are both mixed, ``x <- W x``, ``w <- W w``; the evaluated point is the
+    de-biased ``z = x / w`` (Kempe et al.; SGP, Assran et al.).
+
+    With ``overlap`` (OSGP, one round of overlap): node ``j`` keeps ``W_jj x_j`` at once and
+    what it sends (``W_ij x_j``, ``i != j``) arrives one round later; mass in flight is in
+    :attr:`PushSumState.inflight_x` and ``inflight_w`` until received.
+
+    Messages: one on every arc of ``W_t``, the ``part`` (kind ``"model"`` or ``"body"``) with
+    its push-sum weight attached (kind ``"weight"``, one number); with ``overlap`` both have
+    ``lag=1``.
+
+    With lost messages (``rnd.drop``) the mass of a lost message, numerator and weight, is
+    lost with it: ``W_t``'s entries on the lost arcs become 0
+    (:func:`~topofl.engine.drops.lossy`, rule ``"mass"``); the flows are the delivered
+    messages and ``Sent.dropped`` the lost ones.
+    """
+
+    part: Part = "all"
+    overlap: bool = False
+
+    def init_(self, state: State, env: Services) -> None:
+        """Weights 1, the de-biased buffer ``z`` and the in-flight buffers."""
+        x0 = state.x
+        n = x0.shape[0]
+        if self.overlap and self.part != "all":
+            raise ValueError("overlapped push-sum communicates all the parameters (part='all')")
+        state.weight = torch.ones(n, dtype=x0.dtype, device=x0.device)
+        hold(state, PushSumState(
+            z=torch.empty_like(x0),
+            inflight_x=torch.zeros_like(x0) if self.overlap else None,
+            inflight_w=(torch.zeros(n, dtype=x0.dtype, device=x0.device) if self.overlap
+                        else None)))
+        debias_(state, self.part, env.layout)
+
+    def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
+        """One push-sum round, then de-bias."""
+        topo = graph_of(rnd)
+        lost = None
+        if rnd.drop is not None:
+            lost = lossy(topo, rnd.drop, "mass")
+            topo = lost.topology
+        weight = state.push_weights()
+        if not self.overlap:
+            cols = None if self.part == "all" else env.layout.cols(self.part)
+            env.mixer.mix_(topo, state.x, cols)
+            env.mixer.mix_vector_(topo, weight)
+        else:
+            d = env.mixer.diagonal(topo)
+            own = state.own_as(PushSumState)
+            fx, fw = own.inflight_x, own.inflight_w
+            assert fx is not None and fw is not None  # init_ made them (overlap)
+            kept_x = state.x * d.unsqueeze(1)
+            env.mixer.mix_(topo, state.x)          # x <- W x  (= kept + sent)
+            state.x.sub_(kept_x)                   # x <- sent now
+            state.x, fx_new = fx, state.x          # swap: receive last round's messages
+            state.x.add_(kept_x)
+            own.inflight_x = fx_new
+            kept_w = weight * d
+            sent_w = weight.clone()
+            env.mixer.mix_vector_(topo, sent_w)
+            sent_w.sub_(kept_w)
+            weight.copy_(kept_w + fw)
+            fw.copy_(sent_w)
+        debias_(state, self.part, env.layout)
+        if lost is not None:
+            return Sent.of(*self._flows(lost.delivered, state, env),
+                           dropped=self._flows(lost.dropped, state, env))
+        arcs, bits, lag = graph_arcs(topo), dtype_bits(state.x.dtype), int(self.overlap)
+        return Sent.of(Flow(_kind(self.part), arcs, _width(env, self.part), bits, lag=lag),
+                       Flow("weight", arcs, 1, bits, lag=lag, attached=True))
+
+    def _flows(self, arcs: Arcs, state: State, env: Services) -> tuple[Flow, Flow]:
+        """The messages on ``arcs``: the ``part`` with its weight attached."""
+        bits, lag = dtype_bits(state.x.dtype), int(self.overlap)
+        return (Flow(_kind(self.part), arcs, _width(env, self.part), bits, lag=lag),
+                Flow("weight", arcs, 1, bits, lag=lag, attached=True))
+
+    def evaluate(self, state: State, rnd: Round, env: Services) -> Tensor:
+        """The de-biased parameters ``z``."""
+        return debias_(state, self.part, env.layout)
+
+
+def neighbourhood_sum_(env: Services, topology: Topology, X: Tensor) -> None:
+    """In place: each row of ``X`` (this process's clients) becomes the sum of the rows of its
+    client and its in-neighbours in ``topology`` (:func:`neighbourhood`), through
+    ``env.mixer`` (rows on other ranks arrive through the mixer's exchange)."""
+    env.mixer.mix_(neighbourhood(topology), X)
+
+
+def no_communication(state: State, rnd: Round, env: Services) -> Sent:
+    """Local training: nothing is sent."""
+    return Sent.of()
