@@ -223,8 +223,12 @@ class Costs:
     byzantine_nodes: np.ndarray | None = None
 
     def attack(self, t: int) -> Attack | None:
-        """Round ``t``'s Byzantine attack (``None`` without ``[byzantine]``)."""
-        if self.byzantine is None or self.byzantine_nodes is None:
+        """Round ``t``'s Byzantine attack (``None`` without ``[byzantine]`` or without a
+        Byzantine node, or under ``label_flip``, whose messages are the models: then the
+        gossip is the plain one, to the bit)."""
+        if (self.byzantine is None or self.byzantine_nodes is None
+                or not bool(self.byzantine_nodes.any())
+                or self.byzantine.attack == "label_flip"):
             return None
         return Attack.of(self.byzantine, self.byzantine_nodes, t)
 
