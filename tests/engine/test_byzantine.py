@@ -336,3 +336,13 @@ def test_robust_rule_without_attack_runs_and_refuses_stacking():
     res = _run(aggregator="trimmed_mean", trim=1)
     assert "stack" in str(res.algorithm.stacks)
     assert 0 <= res.records.final("test_acc_mean") <= 1
+
+
+def test_a_config_table_is_checked_by_the_same_code():
+    cfg = tf.config.validate({"topology": "ring", "n_clients": 10, "rounds": 3,
+                              "aggregator": "clipped", "tau": 1.0,
+                              "byzantine": {"attack": "dissensus", "nodes": [2]}})
+    assert cfg["byzantine"] == {"attack": "dissensus", "nodes": [2], "seed": 0, "eps": 1.5}
+    with pytest.raises(ValueError, match=r"share must be in \[0, 1\)"):
+        tf.config.validate({"topology": "ring", "rounds": 3,
+                            "byzantine": {"attack": "ipm", "share": 1}})
