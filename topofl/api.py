@@ -45,6 +45,7 @@ from topofl.data.federated import as_dataset, federate
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
 from topofl.distributed.sharded import Sharded
 from topofl.engine.availability import check_absent
+from topofl.engine.byzantine import check_byzantine
 from topofl.engine.config import config_header
 from topofl.engine.drops import check_drop
 from topofl.engine.extend import check_algorithm, checked_pieces, stochasticity_problem
@@ -341,6 +342,7 @@ def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, 
     algo = checked_pieces(check_algorithm(algo))
     check_drop(algo, run.network)  # [network] drop > 0 needs a rule for a lost message
     check_absent(algo, run.availability)  # offline clients need a rule for an absent one
+    check_byzantine(algo, run.byzantine, run.network)  # attacks need gossip's messages
     topology = _as_topology(topology)
     graph = _check_topology(topology)
     if not isinstance(data, data_mod.FederatedData):

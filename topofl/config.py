@@ -25,6 +25,10 @@ hyper-parameters: ``lr``, ``momentum`` ...) and the run settings of
     model = "bernoulli"
     offline = 0.1
 
+    [byzantine]        # optional: Byzantine nodes and their attack (engine.byzantine)
+    attack = "alie"    # sign_flip, gaussian, alie, ipm, dissensus or label_flip
+    share = 0.1        # or nodes = [0, 5]; choose = "random" | "degree" | "betweenness"
+
     [sweep]            # only for `topofl sweep`: the runs are the Cartesian product
     topology = ["ring", "complete"]
     seed = [0, 1]

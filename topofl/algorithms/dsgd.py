@@ -21,7 +21,9 @@ from topofl.engine.pieces import (
     compose_init,
     gossip,
     no_round_start,
+    robust_gossip,
 )
+from topofl.engine.pieces.robust import check_aggregator
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 
 __all__ = ["dsgd"]
@@ -53,6 +55,9 @@ def dsgd(
     local_steps: int | None = None,
     local_epochs: float | None = None,
     decay: float = 1.0,
+    aggregator: str = "mean",
+    tau: float | None = None,
+    trim: int = 0,
 ) -> Algorithm:
     r"""Decentralized SGD: local SGD step(s), then one gossip step ``X <- W_t X``.
 
@@ -80,6 +85,19 @@ def dsgd(
         Local work per round: a number of steps (default 1: D-SGD proper), or local epochs
         (``ceil(epochs * m_i / batch_size)`` steps for client ``i``).
     decay : float, default 1
+    aggregator : {"mean", "clipped", "trimmed_mean", "median"}, default "mean"
+        How a node aggregates its neighbourhood's models
+        (:mod:`topofl.engine.pieces.robust`): ``"mean"`` is gossip ``X <- W_t X``;
+        ``"clipped"`` ClippedGossip's self-centred clipping at radius ``tau``;
+        ``"trimmed_mean"`` the coordinate-wise mean without the ``trim`` largest and smallest
+        values; ``"median"`` the coordinate-wise median. Under ``[byzantine]`` the Byzantine
+        senders' messages are the attack's vectors. A robust rule runs alone (no stack), in
+        one process, without lost messages or Clique Averaging. At ``"mean"`` the records
+        header and the run hash are those of a run without these settings.
+    tau : float, optional
+        ``aggregator="clipped"``'s clipping radius (``>= 0``; ``inf``: plain gossip).
+    trim : int, default 0
+        ``aggregator="trimmed_mean"``'s values dropped at each end, per coordinate.
 
     Returns
     -------
@@ -103,17 +121,27 @@ def dsgd(
     hp = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs)
     nesterov = check_bool(nesterov, "nesterov")
     ca = check_bool(clique_averaging, "clique_averaging")
+    check_aggregator(aggregator, tau, trim)
+    robust = aggregator != "mean"
+    if robust and ca:
+        raise ValueError(f"aggregator={aggregator!r} does not combine with clique_averaging")
     sgd = SGD(hp.momentum, hp.weight_decay, nesterov)
+    hparams = dict(hp.as_dict(), nesterov=nesterov, clique_averaging=ca)
+    if robust:  # at "mean": the header (and run hash) of runs recorded before the rules
+        hparams.update(aggregator=aggregator, tau=tau, trim=trim)
+    communicate = (robust_gossip(aggregator, tau=tau, trim=trim) if robust
+                   else _gossip_and_gradients if ca else gossip())
     return Algorithm(
         name="dsgd",
-        hparams=dict(hp.as_dict(), nesterov=nesterov, clique_averaging=ca),
+        hparams=hparams,
         phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
         init=compose_init(sgd),
         local=CliqueAveraged(sgd) if ca else sgd,
-        communicate=_gossip_and_gradients if ca else gossip(),
+        communicate=communicate,
         round_start=_require_groups if ca else no_round_start,
         requires="doubly",
-        lost=None if ca else "renormalise",
+        lost=None if ca or robust else "renormalise",
         decay=hp.decay,
-        stacks=True,
+        stacks="dsgd with a robust aggregator does not stack" if robust else True,
+        byzantine=not ca,
     )

@@ -21,6 +21,7 @@ from topofl._validation import (
 )
 from topofl._version import __version__
 from topofl.engine.availability import Availability
+from topofl.engine.byzantine import Byzantine
 from topofl.engine.checkpoint import check_output_paths
 from topofl.engine.clock import Network
 from topofl.engine.protocol import Algorithm
@@ -137,6 +138,17 @@ class RunConfig:
         (:class:`~topofl.engine.availability.Availability`: ``model`` = ``"bernoulli"``
         (``offline``), ``"markov"`` (``p_off``, ``p_on``) or ``"trace"`` (``path``), and
         ``straggle``, ``slowdown``, ``seed``). ``None``: every client online in every round.
+    byzantine : table or None
+        Byzantine nodes and their attack (:class:`~topofl.engine.byzantine.Byzantine`:
+        ``attack`` = ``"sign_flip"``, ``"gaussian"`` (``scale``), ``"alie"`` (``z``),
+        ``"ipm"`` (``eps``), ``"dissensus"`` (``eps``) or ``"label_flip"``; the nodes as a
+        ``share`` in ``[0, 1)`` chosen by ``choose`` = ``"random"`` (``seed``),
+        ``"degree"`` or ``"betweenness"``, or by id in ``nodes``): on every message of the
+        gossip a Byzantine sender sends the attack's vector; the records add the honest
+        nodes' statistics (``honest_*`` rows). Needs an algorithm that declares
+        ``Algorithm.byzantine`` (``dsgd``, with any ``aggregator``), every client in one
+        process, no lost messages; such a run does not stack. ``None`` (the default: the
+        header and run hash of a run without it): every node is honest.
     ledger : bool, default True
         Count every message and byte per node and kind (:mod:`topofl.engine.ledger`) and
         record them; ``False`` keeps only the total of messages (a run's speed without the
@@ -195,10 +207,12 @@ class RunConfig:
     network: Mapping[str, Any] | None = None
     availability: Mapping[str, Any] | None = None
     ledger: bool = True
+    byzantine: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         check_bool(self.ledger, "ledger")
-        for name, cls in (("network", Network), ("availability", Availability)):
+        for name, cls in (("network", Network), ("availability", Availability),
+                          ("byzantine", Byzantine)):
             table = getattr(self, name)
             if table is None:
                 continue
@@ -260,7 +274,7 @@ class RunConfig:
 #: describes itself (header, run hash) as runs recorded before them did.
 ADDED_SETTINGS: dict[str, Any] = {"network": None, "availability": None, "ledger": True,
                                   "momentum_state": "algorithm", "eval_val": False,
-                                  "eval_global_samples": "auto"}
+                                  "eval_global_samples": "auto", "byzantine": None}
 
 
 def _check_global_samples(value: Any) -> None:

@@ -318,22 +318,48 @@ def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval
         row = _scored_row(clients, algorithm, env, x_eval, full, config, recorder, t, scored)
         if val is not None:
             row.update(_val_row(val, torch.as_tensor(scored, device=val.device), recorder, t))
-        return row
-    row = _accuracy_row(full, None, config, recorder, t)
-    if val is not None:
-        row.update(_val_row(val, None, recorder, t))
-    shared = x_eval[:, env.layout.cols(algorithm.shared)]
-    mean = clients.mean(shared, "consensus distance")
-    dist = ((shared - mean.unsqueeze(0)) ** 2).sum(dim=1)
-    row["consensus_distance"] = float(clients.mean(dist, "consensus distance"))
+    else:
+        row = _accuracy_row(full, None, config, recorder, t)
+        if val is not None:
+            row.update(_val_row(val, None, recorder, t))
+        shared = x_eval[:, env.layout.cols(algorithm.shared)]
+        mean = clients.mean(shared, "consensus distance")
+        dist = ((shared - mean.unsqueeze(0)) ** 2).sum(dim=1)
+        row["consensus_distance"] = float(clients.mean(dist, "consensus distance"))
+    byzantine = getattr(env, "byzantine", None)
+    if byzantine is not None:
+        row.update(honest_row(np.asarray(byzantine, dtype=bool), algorithm, env, x_eval, full,
+                              scored))
     return row
 
 
-def _accuracy_row(full: Tensor, keep: Tensor | None, config: RunConfig, recorder: Recorder,
-                  t: int) -> dict[str, Any]:
+def honest_row(byzantine: np.ndarray, algorithm: Algorithm, env: Services, x_eval: Tensor,
+               full: Tensor, scored: np.ndarray | None = None) -> dict[str, Any]:
+    """The honest nodes' statistics of a ``[byzantine]`` run (every client in one process):
+    ``honest_test_acc_*``, ``honest_test_loss``, ``honest_global_acc_*``,
+    ``honest_global_loss`` (as the rows without the prefix, over the clients not in
+    ``byzantine``, ``(n,)`` bool, and ``scored``), ``honest_consensus_distance`` (the
+    honest models' mean squared distance to their mean) and ``byzantine_clients`` (how many
+    nodes are Byzantine)."""
+    keep = ~byzantine if scored is None else ~byzantine & np.asarray(scored, dtype=bool)
+    mask = torch.as_tensor(keep, device=full.device)
+    stats = _accuracy_row(full, mask, None, None, 0)
+    row: dict[str, Any] = {f"honest_{k}": v for k, v in stats.items()}
+    shared = x_eval[:, env.layout.cols(algorithm.shared)][torch.as_tensor(keep,
+                                                                          device=x_eval.device)]
+    if shared.shape[0]:
+        dist = ((shared - shared.mean(dim=0, keepdim=True)) ** 2).sum(dim=1)
+        row["honest_consensus_distance"] = float(dist.mean())
+    row["byzantine_clients"] = int(byzantine.sum())
+    return row
+
+
+def _accuracy_row(full: Tensor, keep: Tensor | None, config: RunConfig | None,
+                  recorder: Recorder | None, t: int) -> dict[str, Any]:
     """The accuracy and loss statistics of the clients ``keep`` (``None``: every client)
     from their sums ``full`` ``[n, 3 or 6]``; the per-client accuracies (NaN for a client
-    not kept or without test samples) go to ``recorder`` when ``config.record_clients``."""
+    not kept or without test samples) go to ``recorder`` when ``config.record_clients``
+    (``config`` ``None``: nowhere)."""
     correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
     has = count > 0 if keep is None else (count > 0) & keep
     acc = (correct[has] / count[has]).cpu().numpy()
@@ -341,7 +367,7 @@ def _accuracy_row(full: Tensor, keep: Tensor | None, config: RunConfig, recorder
     if acc.size:
         row.update(_stats("test_acc", acc))
         row["test_loss"] = float((loss[has] / count[has]).mean())
-    if config.record_clients:
+    if config is not None and recorder is not None and config.record_clients:
         per_client = torch.where(has, correct / count.clamp_min(1), torch.nan).cpu().numpy()
         recorder.log_clients("test_acc", per_client.tolist(), t)
     if full.shape[1] > 3:

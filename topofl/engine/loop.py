@@ -45,6 +45,7 @@ from topofl.engine.availability import (
     local_rates,
     round_view,
 )
+from topofl.engine.byzantine import Attack, Byzantine, check_byzantine
 from topofl.engine.clock import Clock, Network
 from topofl.engine.config import DTYPES, RunConfig, config_header
 from topofl.engine.drops import Drops, LaneDrops, check_drop
@@ -207,6 +208,10 @@ class Costs:
         FLOPs of one local SGD step on one sample (forward and backward), for the clock.
     drop : float
         The probability that a message is lost (``[network] drop``; 0: none is).
+    byzantine : Byzantine or None
+        The ``[byzantine]`` setting (``None``: every node is honest).
+    byzantine_nodes : ndarray or None
+        ``(n,)`` bool: the Byzantine nodes.
     """
 
     ledger: Ledger | None = None
@@ -214,6 +219,18 @@ class Costs:
     availability: Availability | None = None
     flops_per_sample: float = 0.0
     drop: float = 0.0
+    byzantine: Byzantine | None = None
+    byzantine_nodes: np.ndarray | None = None
+
+    def attack(self, t: int) -> Attack | None:
+        """Round ``t``'s Byzantine attack (``None`` without ``[byzantine]`` or without a
+        Byzantine node, or under ``label_flip``, whose messages are the models: then the
+        gossip is the plain one, to the bit)."""
+        if (self.byzantine is None or self.byzantine_nodes is None
+                or not bool(self.byzantine_nodes.any())
+                or self.byzantine.attack == "label_flip"):
+            return None
+        return Attack.of(self.byzantine, self.byzantine_nodes, t)
 
     def drops(self, t: int) -> Drops | None:
         """Round ``t``'s lost messages (``None`` without drops)."""
@@ -324,6 +341,7 @@ class Lane:
         tv = graphs(topology, algorithm, n)
         check_drop(algorithm, config.network)
         check_absent(algorithm, config.availability)
+        check_byzantine(algorithm, config.byzantine, config.network)
         check_eval_val(config, data)
         site = placement(config, tv if algorithm.uses_topology else None, data)
         clients, device, dtype = site.clients, site.device, DTYPES[config.dtype]
@@ -351,6 +369,15 @@ class Lane:
         log_header(recorder, header, {**desc, **site.header})
         sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)
         costs = Costs.build(config, n, model, tuple(data.input_shape), begin)
+        if config.byzantine is not None:
+            if len(clients.ids) != n:
+                raise ValueError("[byzantine] needs every client in one process: a sharded "
+                                 "(distributed) placement is not supported")
+            costs.byzantine = Byzantine.from_config(config.byzantine)
+            ids = costs.byzantine.nodes_of(None if tv is None else tv.at(0), n, env.flipped)
+            costs.byzantine_nodes = np.zeros(n, dtype=bool)
+            costs.byzantine_nodes[ids] = True
+            env.byzantine = costs.byzantine_nodes
         m = len(clients.ids)
         lane = cls(index, config, algorithm, slice(start, start + m), tv, site, env, state,
                    desc, recorder, costs, Divergence(config.divergence_factor, begin.loss_ref),
@@ -563,8 +590,12 @@ def _communicate(loop: Loop, rnd: Round, frozen: Frozen | None, t: int, steps: i
     each lane's part of what was sent to its ledger, clock and records."""
     lanes, algorithm = loop.lanes, loop.algorithm
     drops = lanes[0].costs.drops(t) if len(lanes) == 1 else stack_drops(lanes, t)
-    sent = algorithm.communicate(loop.state, rnd if drops is None or rnd.topology is None
-                                 else rnd._replace(drop=drops), loop.env)
+    if drops is not None and rnd.topology is not None:
+        rnd = rnd._replace(drop=drops)
+    attack = lanes[0].costs.attack(t) if len(lanes) == 1 else None  # [byzantine]: alone
+    if attack is not None and rnd.topology is not None:
+        rnd = rnd._replace(byzantine=attack)
+    sent = algorithm.communicate(loop.state, rnd, loop.env)
     if frozen is not None:  # "stale": the absent clients' state stands still
         frozen.restore(loop.state)
     for ln, s in zip(lanes, samples):

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from topofl.engine.byzantine import Attack
 from topofl.engine.clients import Clients, LocalClients
 from topofl.engine.drops import Drops, LaneDrops
 from topofl.engine.gossip import Mixer
@@ -341,12 +342,18 @@ class Round(NamedTuple):
         given to ``communicate`` only: the pieces that communicate apply it to the graph
         they mix with (:func:`~topofl.engine.drops.lossy`, by the algorithm's ``lost``
         rule). ``None``: every message arrives.
+    byzantine : Attack or None
+        The round's Byzantine attack (``[byzantine]``; :mod:`topofl.engine.byzantine`),
+        given to ``communicate`` only: :func:`~topofl.engine.pieces.gossip` and
+        :func:`~topofl.engine.pieces.robust_gossip` replace the Byzantine senders' messages
+        by the attack's vectors. ``None``: every node is honest.
     """
 
     t: int
     topology: Topology | None = None
     online: np.ndarray | None = None
     drop: Drops | LaneDrops | None = None
+    byzantine: Attack | None = None
 
 
 class Sent(NamedTuple):
@@ -809,6 +816,11 @@ class Algorithm(NamedTuple):
         what they send (``Sent.flows``). ``False``, or a string saying why not (a factory
         whose hyper-parameters forbid it: a sample drawn among all the rows of the pass), runs
         each run alone.
+    byzantine : bool, default False
+        Whether its ``communicate`` sends models on the graph's arcs through
+        :func:`~topofl.engine.pieces.gossip` or :func:`~topofl.engine.pieces.robust_gossip`,
+        which apply a ``[byzantine]`` attack (``rnd.byzantine``); ``False``: it refuses
+        ``[byzantine]``.
 
     Examples
     --------
@@ -839,6 +851,7 @@ class Algorithm(NamedTuple):
     lost: str | None = None
     scored: Callable[[Round, Services], np.ndarray] | None = None
     stacks: bool | str = False
+    byzantine: bool = False
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``local.point``: where the phase's gradients are taken."""

@@ -84,6 +84,8 @@ class DataServices:
                                                           device=data.device)
         self.label_counts: np.ndarray | None = np.asarray(data.label_distributions)
         self.flipped: np.ndarray | None = np.asarray(data.flipped, dtype=bool)
+        #: ``(n,)`` bool: the Byzantine nodes of a ``[byzantine]`` run (``None``: none)
+        self.byzantine: np.ndarray | None = None
         self._g: Tensor | None = None
         self._body: Any = None  # (body module, its executor or None), built on first use
 

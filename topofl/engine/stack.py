@@ -138,6 +138,8 @@ def alone_reason(config: RunConfig, algorithm: Algorithm) -> str | None:
     >>> print(tf.engine.stack.alone_reason(cfg, tf.algorithms.fedavg()))
     fedavg does not stack (Algorithm.stacks is False): it runs alone
     """
+    if config.byzantine is not None:
+        return "a run with [byzantine] runs alone"
     if algorithm.stacks is not True:
         why = (algorithm.stacks if isinstance(algorithm.stacks, str)
                else f"{algorithm.name} does not stack (Algorithm.stacks is False)")

@@ -22,6 +22,8 @@ Communication pieces (``communicate(state, rnd, env) -> Sent``): :func:`gossip` 
 on the shared columns), :class:`PushSum` (numerators and weights, optionally one round of
 overlap, with its de-biased ``evaluate``), :func:`exact_average` (FedAvg's mean),
 :func:`server_average` (sampled, optionally data-size weighted mean of a part),
+:func:`robust_gossip` (each node's clipped, trimmed-mean or median aggregate of its
+neighbourhood, :mod:`~topofl.engine.pieces.robust`; every client in one process),
 :func:`no_communication`. Round hooks: :func:`restart_momentum`.
 
 The buffers hold the rows of the clients this process owns (``env.clients``; every client in
@@ -67,6 +69,7 @@ from topofl.engine.pieces.participation import (
     round_active,
     with_participation,
 )
+from topofl.engine.pieces.robust import AGGREGATORS, robust_gossip
 from topofl.engine.pieces.server import data_sizes, exact_average, server_average, server_flows
 from topofl.engine.pieces.state import (
     ProximalState,
@@ -104,6 +107,8 @@ __all__ = [
     "neighbourhood",
     "neighbourhood_sum_",
     "no_communication",
+    "robust_gossip",
+    "AGGREGATORS",
     "exact_average",
     "server_average",
     "server_flows",

@@ -14,6 +14,7 @@ from torch import Tensor
 from topofl.engine.drops import Drops, LaneDrops, lossy
 from topofl.engine.layout import Part
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
+from topofl.engine.pieces.robust import robust_gossip
 from topofl.engine.pieces.state import PushSumState, debias_, hold
 from topofl.engine.protocol import Round, Sent, Services, State
 from topofl.graph import Topology
@@ -47,9 +48,15 @@ def gossip(part: Part = "all") -> Communicate:
     With lost messages (``rnd.drop``) it mixes with the round's ``W_t`` renormalised over
     what arrived (:func:`~topofl.engine.drops.lossy`, rule ``"renormalise"``) and returns
     the delivered messages as its flows, the lost ones as ``Sent.dropped``.
+
+    Under a Byzantine attack (``rnd.byzantine``) the Byzantine senders' messages are the
+    attack's vectors: ``robust_gossip("mean")`` (:mod:`topofl.engine.pieces.robust`).
     """
+    attacked = robust_gossip("mean", part=part)
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        if rnd.byzantine is not None:
+            return attacked(state, rnd, env)
         topo = graph_of(rnd)
         if rnd.drop is not None:
             return _lossy_gossip(part, topo, rnd.drop, state, env)

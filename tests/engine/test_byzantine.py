@@ -1,0 +1,348 @@
+"""Byzantine attacks and robust gossip: the batched rules against slow per-node references,
+their identities, a robustness property, bad inputs, and runs with ``[byzantine]``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import topofl as tf
+from topofl.engine.byzantine import Attack, Byzantine, alie_z, check_byzantine
+from topofl.engine.config import RunConfig, config_header
+from topofl.engine.pieces.robust import aggregate, neighbourhoods, robust_gossip
+
+RULES = [("mean", {}), ("clipped", {"tau": 0.7}), ("trimmed_mean", {"trim": 1}),
+         ("median", {})]
+ATTACKS = ["sign_flip", "gaussian", "alie", "ipm", "dissensus", "label_flip"]
+
+
+# ------------------------------------------------------------------ slow, obvious references
+def ref_messages(x, W, byz, attack):
+    """{(i, j): the message j sends i} for every arc j -> i, one node at a time."""
+    n = x.shape[0]
+    noise = attack.noise(x.shape[1], x.device, x.dtype) if attack.attack == "gaussian" else None
+    out = {}
+    for i in range(n):
+        nbrs = [j for j in range(n) if j != i and W[i, j] != 0]
+        honest = [x[i]] + [x[j] for j in nbrs if not byz[j]]
+        S = torch.stack(honest)
+        mean = S.mean(dim=0)
+        std = S.std(dim=0) if len(honest) > 1 else torch.zeros_like(mean)
+        for j in nbrs:
+            if not byz[j] or attack.attack == "label_flip":
+                out[i, j] = x[j]
+            elif attack.attack == "sign_flip":
+                out[i, j] = -x[j]
+            elif attack.attack == "gaussian":
+                out[i, j] = noise[j]
+            elif attack.attack == "alie":
+                out[i, j] = mean - attack.z * std
+            elif attack.attack == "ipm":
+                out[i, j] = -attack.eps * mean
+            else:
+                pull = sum((W[i, k] * (x[k] - x[i]) for k in nbrs if not byz[k]),
+                           torch.zeros_like(x[i]))
+                wb = sum(W[i, k] for k in nbrs if byz[k])
+                out[i, j] = x[i] - attack.eps * pull / wb
+    return out
+
+
+def ref_aggregate(x, W, msgs, rule, tau=math.inf, trim=0):
+    n = x.shape[0]
+    out = torch.empty_like(x)
+    for i in range(n):
+        nbrs = [j for j in range(n) if j != i and W[i, j] != 0]
+        if rule == "mean":
+            out[i] = W[i, i] * x[i] + sum(W[i, j] * msgs[i, j] for j in nbrs)
+        elif rule == "clipped":
+            acc = x[i].clone()
+            for j in nbrs:
+                d = msgs[i, j] - x[i]
+                norm = float(torch.linalg.vector_norm(d))
+                acc = acc + W[i, j] * d * (min(1.0, tau / norm) if norm > 0 else 1.0)
+            out[i] = acc
+        else:
+            vals = torch.stack([x[i]] + [msgs[i, j] for j in nbrs])
+            for p in range(x.shape[1]):
+                col = sorted(vals[:, p].tolist())
+                if rule == "trimmed_mean":
+                    kept = col[trim:len(col) - trim]
+                    out[i, p] = sum(kept) / len(kept)
+                else:
+                    m = len(col)
+                    out[i, p] = (col[(m - 1) // 2] + col[m // 2]) / 2
+    return out
+
+
+def _case(topo, f, P=3, seed=0):
+    n = topo.n
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, P, generator=g, dtype=torch.float64)
+    byz = np.zeros(n, dtype=bool)
+    byz[np.random.default_rng(seed).choice(n, f, replace=False)] = True
+    return x, torch.as_tensor(topo.to_dense()), byz
+
+
+def _attack(name, byz, t=3):
+    spec = {"attack": name}
+    if name != "label_flip":
+        spec["nodes"] = np.flatnonzero(byz).tolist()
+    if name == "alie":
+        spec["z"] = 1.3
+    if name == "gaussian":
+        spec["scale"] = 2.0
+    return Attack.of(Byzantine.from_config(spec), byz, t)
+
+
+GRAPHS = [tf.topologies.complete(7), tf.topologies.ring(8),
+          tf.topologies.erdos_renyi(9, 0.5, seed=1), tf.topologies.star(6)]
+
+
+@pytest.mark.parametrize("topo", GRAPHS, ids=lambda t: t.name)
+@pytest.mark.parametrize("name", ATTACKS)
+@pytest.mark.parametrize("rule,kw", RULES, ids=[r for r, _ in RULES])
+def test_batched_equals_reference(topo, name, rule, kw):
+    x, W, byz = _case(topo, 2)
+    attack = _attack(name, byz)
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    trim = kw.get("trim", 0)
+    if rule == "trimmed_mean" and 2 * trim + 1 > int(nb.valid.sum(dim=1).min()):
+        with pytest.raises(ValueError, match="trimmed_mean with trim=1 needs"):
+            aggregate(x, nb, rule, trim=trim, attack=attack)
+        return
+    got = aggregate(x, nb, rule, tau=kw.get("tau", math.inf), trim=trim, attack=attack)
+    want = ref_aggregate(x, W, ref_messages(x, W, byz, attack), rule,
+                         tau=kw.get("tau", math.inf), trim=trim)
+    assert torch.allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_blocks_of_receivers_give_the_same_numbers(monkeypatch):
+    topo = tf.topologies.erdos_renyi(12, 0.4, seed=3)
+    x, _, byz = _case(topo, 3, P=5)
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    whole = aggregate(x, nb, "median", attack=_attack("alie", byz))
+    monkeypatch.setattr("topofl.engine.pieces.robust.BLOCK_ELEMENTS", 7)
+    assert torch.equal(aggregate(x, nb, "median", attack=_attack("alie", byz)), whole)
+
+
+def test_clipped_with_infinite_radius_is_gossip():
+    topo = tf.topologies.erdos_renyi(10, 0.4, seed=0)
+    x, W, _ = _case(topo, 0, P=4)
+    got = aggregate(x, neighbourhoods(topo, x.device, x.dtype), "clipped", tau=math.inf)
+    assert torch.allclose(got, W @ x, rtol=0, atol=1e-12)
+    assert torch.allclose(aggregate(x, neighbourhoods(topo, x.device, x.dtype), "mean"),
+                          W @ x, rtol=0, atol=1e-12)
+
+
+def test_trimmed_mean_without_trim_is_the_neighbourhood_mean():
+    topo = tf.topologies.ring(6)
+    x, W, _ = _case(topo, 0)
+    A = (W != 0).to(x.dtype)  # the node and its neighbours, unweighted
+    want = (A @ x) / A.sum(dim=1, keepdim=True)
+    got = aggregate(x, neighbourhoods(topo, x.device, x.dtype), "trimmed_mean", trim=0)
+    assert torch.allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_median_of_odd_neighbourhoods():
+    topo = tf.topologies.ring(7)  # every neighbourhood holds 3 models
+    x, W, _ = _case(topo, 0, P=4)
+    got = aggregate(x, neighbourhoods(topo, x.device, x.dtype), "median")
+    for i in range(7):
+        rows = torch.stack([x[(i - 1) % 7], x[i], x[(i + 1) % 7]])
+        assert torch.equal(got[i], rows.median(dim=0).values)
+
+
+def test_dissensus_scales_the_honest_pull_under_gossip():
+    topo = tf.topologies.erdos_renyi(9, 0.6, seed=2)
+    x, W, byz = _case(topo, 2)
+    attack = _attack("dissensus", byz)
+    got = aggregate(x, neighbourhoods(topo, x.device, x.dtype), "mean", attack=attack)
+    for i in np.flatnonzero(~byz):
+        nbrs = [j for j in range(9) if j != i and W[i, j] != 0]
+        if not any(byz[j] for j in nbrs):
+            continue
+        pull = sum(W[i, k] * (x[k] - x[i]) for k in nbrs if not byz[k])
+        assert torch.allclose(got[i], x[i] + (1 - attack.eps) * pull, rtol=0, atol=1e-12)
+
+
+def test_gaussian_noise_is_indexed_by_seed_and_round():
+    byz = np.array([False, True, False, True])
+    a, b = _attack("gaussian", byz, t=3), _attack("gaussian", byz, t=4)
+    n1 = a.noise(5, torch.device("cpu"), torch.float64)
+    assert torch.equal(n1, a.noise(5, torch.device("cpu"), torch.float64))
+    assert not torch.equal(n1, b.noise(5, torch.device("cpu"), torch.float64))
+    assert bool((n1[[0, 2]] == 0).all()) and bool((n1[[1, 3]] != 0).all())
+
+
+def test_sign_flip_pulls_gossip_but_not_median_or_trimmed_mean():
+    topo = tf.topologies.complete(10)
+    g = torch.Generator().manual_seed(0)
+    x = 5.0 + 0.1 * torch.randn(10, 4, generator=g, dtype=torch.float64)
+    byz = np.zeros(10, dtype=bool)
+    byz[3] = True
+    honest = torch.as_tensor(~byz)
+    target = x[honest].mean(dim=0)
+    attack = _attack("sign_flip", byz)
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    dist = {}
+    for rule, kw in (("mean", {}), ("median", {}), ("trimmed_mean", {"trim": 1})):
+        y = aggregate(x, nb, rule, attack=attack, **kw)[honest]
+        dist[rule] = float((y - target).abs().max())
+    assert dist["mean"] > 0.9  # one of ten sends -x: about 2 * 5 / 10 away
+    assert dist["median"] < 0.2 and dist["trimmed_mean"] < 0.2
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(5, 12), p=st.floats(0.3, 1.0), seed=st.integers(0, 10_000),
+       name=st.sampled_from(["sign_flip", "gaussian", "alie", "ipm", "dissensus"]))
+def test_trimmed_mean_stays_within_the_honest_values(n, p, seed, name):
+    """BRIDGE's screening: with at most ``trim`` Byzantine neighbours, each honest node's
+    aggregate lies, per coordinate, within its honest neighbourhood's values."""
+    topo = tf.topologies.erdos_renyi(n, p, seed=seed)
+    x, W, _ = _case(topo, 0, seed=seed)
+    byz = np.zeros(n, dtype=bool)
+    byz[np.random.default_rng(seed).choice(n, 1)] = True
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    if int(nb.valid.sum(dim=1).min()) < 3:
+        return
+    got = aggregate(x, nb, "trimmed_mean", trim=1, attack=_attack(name, byz))
+    med = aggregate(x, nb, "median", attack=_attack(name, byz))
+    for i in np.flatnonzero(~byz):
+        rows = [i] + [j for j in range(n) if j != i and W[i, j] != 0 and not byz[j]]
+        lo, hi = x[rows].min(dim=0).values, x[rows].max(dim=0).values
+        for y in (got[i], med[i]):
+            assert bool((y >= lo - 1e-12).all() and (y <= hi + 1e-12).all())
+
+
+# ------------------------------------------------------------------------------- bad inputs
+@pytest.mark.parametrize("table,match", [
+    ({"attack": "ipm", "share": 1.0}, r"share must be in \[0, 1\)"),
+    ({"attack": "ipm", "share": -0.1}, "share"),
+    ({"attack": "bogus", "share": 0.1}, "attack must be one of"),
+    ({"share": 0.1}, "needs an attack"),
+    ({"attack": "ipm"}, "exactly one of share"),
+    ({"attack": "ipm", "share": 0.1, "nodes": [1]}, "exactly one of share"),
+    ({"attack": "ipm", "nodes": [1, 1]}, "distinct"),
+    ({"attack": "sign_flip", "share": 0.1, "scale": 2.0}, "scale is a parameter of"),
+    ({"attack": "gaussian", "share": 0.1, "scale": 0.0}, "scale must be > 0"),
+    ({"attack": "ipm", "share": 0.1, "choose": "nearest"}, "choose"),
+    ({"attack": "label_flip", "share": 0.1}, "takes its nodes from the data"),
+    ({"attack": "ipm", "share": 0.1, "colour": 1}, "no key 'colour'"),
+])
+def test_bad_tables(table, match):
+    with pytest.raises((ValueError, TypeError), match=match) as info:
+        Byzantine.from_config(table)
+    assert "\n" not in str(info.value)
+
+
+def test_node_out_of_range_and_no_honest_node():
+    spec = Byzantine.from_config({"attack": "ipm", "nodes": [2, 10]})
+    with pytest.raises(ValueError, match=r"node 10 does not exist: the run has n=10"):
+        spec.nodes_of(tf.topologies.ring(10), 10)
+    spec = Byzantine.from_config({"attack": "ipm", "share": 0.99})
+    with pytest.raises(ValueError, match="at least one must stay honest"):
+        spec.nodes_of(tf.topologies.ring(10), 10)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"aggregator": "clipped", "tau": -1.0}, "tau must be >= 0"),
+    ({"aggregator": "clipped"}, "needs tau"),
+    ({"aggregator": "median", "tau": 1.0}, "tau is the clipping radius"),
+    ({"aggregator": "mode"}, "aggregator must be one of"),
+    ({"aggregator": "trimmed_mean", "trim": -1}, "trim must be >= 0"),
+    ({"aggregator": "median", "clique_averaging": True}, "does not combine"),
+])
+def test_bad_aggregators(kw, match):
+    with pytest.raises(ValueError, match=match):
+        tf.algorithms.dsgd(**kw)
+
+
+def test_trim_too_large_for_the_smallest_neighbourhood():
+    env = tf.engine.toy_services(6)
+    state = tf.engine.State(x=torch.zeros(6, 2, dtype=torch.float64))
+    comm = robust_gossip("trimmed_mean", trim=2)
+    with pytest.raises(ValueError, match="at least 5 models; the smallest holds 3"):
+        comm(state, tf.engine.Round(0, tf.topologies.ring(6)), env)
+
+
+def test_choice_by_position():
+    star = tf.topologies.star(8)
+    assert Byzantine.from_config({"attack": "ipm", "share": 0.1, "choose": "betweenness"}
+                                 ).nodes_of(star, 8).tolist() == [0]
+    r = Byzantine.from_config({"attack": "ipm", "share": 0.3, "seed": 4}).nodes_of(None, 10)
+    assert r.tolist() == Byzantine.from_config({"attack": "ipm", "share": 0.3, "seed": 4}
+                                               ).nodes_of(None, 10).tolist()
+    assert len(r) == 3
+    assert round(alie_z(10, 1), 6) == round(float(
+        __import__("scipy").stats.norm.ppf(4 / 9)), 6)
+
+
+def test_algorithms_without_gossip_refuse():
+    with pytest.raises(ValueError, match="sgp does not send its models through gossip"):
+        check_byzantine(tf.algorithms.sgp(), {"attack": "ipm", "share": 0.1})
+    with pytest.raises(ValueError, match="lost messages"):
+        check_byzantine(tf.algorithms.dsgd(), {"attack": "ipm", "share": 0.1},
+                        {"drop": 0.1})
+
+
+# ------------------------------------------------------------------------- runs and headers
+def test_headers_without_byzantine_are_unchanged():
+    data = tf.data.federate("digits", n_clients=4, seed=0) if hasattr(
+        tf.data, "federate") else None
+    model = torch.nn.Linear(3, 2)
+    topo = tf.topologies.ring(4)
+    plain = config_header(RunConfig(rounds=3), tf.algorithms.dsgd(), topo, data, model)
+    same = config_header(RunConfig(rounds=3, byzantine=None),
+                         tf.algorithms.dsgd(aggregator="mean"), topo, data, model)
+    assert plain == same
+    assert "byzantine" not in plain["run"] and "aggregator" not in plain["algorithm"]
+    other = config_header(RunConfig(rounds=3, byzantine={"attack": "ipm", "share": 0.25}),
+                          tf.algorithms.dsgd(), topo, data, model)
+    assert other["run_hash"] != plain["run_hash"]
+    assert other["run"]["byzantine"] == {"attack": "ipm", "share": 0.25, "choose": "random",
+                                         "seed": 0, "eps": 0.1}
+
+
+def _run(**kw):
+    return tf.run(algorithm="dsgd", topology="complete", data="digits", n_clients=10,
+                  rounds=4, lr=0.5, batch_size=8, progress=False, **kw)
+
+
+def test_a_run_records_the_honest_nodes_apart():
+    res = _run(byzantine={"attack": "sign_flip", "nodes": [3]})
+    rec = res.records
+    assert rec.final("byzantine_clients") == 1
+    per = rec.per_client("test_acc", 3)
+    honest = np.delete(per, 3)
+    assert rec.final("honest_test_acc_mean") == pytest.approx(float(np.mean(honest)),
+                                                               abs=1e-12)
+    assert "honest_consensus_distance" in rec.metrics
+    assert tf.engine.stack.alone_reason(res.config, res.algorithm) is not None
+
+
+def test_an_attack_with_no_byzantine_node_changes_nothing():
+    a = _run()
+    b = _run(byzantine={"attack": "ipm", "share": 0.0})
+    assert np.array_equal(a.state.x.numpy(), b.state.x.numpy())
+    assert b.records.final("byzantine_clients") == 0
+
+
+def test_robust_rule_without_attack_runs_and_refuses_stacking():
+    res = _run(aggregator="trimmed_mean", trim=1)
+    assert "stack" in str(res.algorithm.stacks)
+    assert 0 <= res.records.final("test_acc_mean") <= 1
+
+
+def test_a_config_table_is_checked_by_the_same_code():
+    cfg = tf.config.validate({"topology": "ring", "n_clients": 10, "rounds": 3,
+                              "aggregator": "clipped", "tau": 1.0,
+                              "byzantine": {"attack": "dissensus", "nodes": [2]}})
+    assert cfg["byzantine"] == {"attack": "dissensus", "nodes": [2], "seed": 0, "eps": 1.5}
+    with pytest.raises(ValueError, match=r"share must be in \[0, 1\)"):
+        tf.config.validate({"topology": "ring", "rounds": 3,
+                            "byzantine": {"attack": "ipm", "share": 1}})
