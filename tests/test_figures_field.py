@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
 import topofl as tf
 from tests._figures import (
@@ -45,51 +44,56 @@ def test_field_scripts_are_listed_with_their_claims() -> None:
 # ------------------------------------------------------------------ exact averaging (math)
 
 
-@pytest.mark.parametrize(("n", "k", "tau", "exact"), [
-    (2, 1, 1, True), (3, 1, 2, False), (4, 1, 2, True), (6, 1, 3, False), (16, 1, 4, True),
-    (9, 2, 2, True), (10, 2, 3, False), (27, 2, 3, True), (8, 3, 2, True), (12, 3, 2, False),
-    (12, 5, 2, True), (8, 5, 2, False), (36, 5, 2, True), (200, 1, 8, False),
+@pytest.mark.parametrize(("n", "k", "tau"), [
+    (2, 2, 1), (3, 2, 1), (15, 2, 3), (17, 2, 8), (30, 2, 4), (60, 2, 5), (69, 2, 12),
+    (15, 3, 3), (17, 3, 8), (30, 3, 4), (60, 3, 4), (30, 4, 3), (31, 4, 8), (60, 4, 3),
+    (16, 2, 4), (16, 3, 2), (9, 2, 2), (49, 5, 4),
 ])
-def test_tau_and_the_family_statement_by_hand(n: int, k: int, tau: int, exact: bool) -> None:
+def test_the_table1_formula_by_hand(n: int, k: int, tau: int) -> None:
+    # kappa + sum ceil(nu_i / (2 floor(k/2))) at its smallest: 16 = 2^4 with k = 2 is four
+    # MAFs (or two SNFs of 4, nu = 3: the same 4); 49 = 7 x 7 with k = 5: 2 x ceil(6/4)
     mod = script("field_exact_averaging")
-    assert mod["tau_of"](n, k) == tau
-    assert mod["family_says_exact"](n, k) is exact
-    # the statement agrees with the product of one period of the library's matrices
-    tv = tf.topologies.k_peer_exponential(n, k)
-    prod = np.eye(n)
-    for t in range(tau):
-        prod = tv.at(t).W.toarray() @ prod
-    assert np.allclose(prod, np.full((n, n), 1 / n), atol=1e-12) is exact
+    assert mod["formula_tau"](n, k) == tau
+    assert tf.topologies.null_cascade(n, k).period == tau
 
 
-def test_rounds_to_tolerance_on_hand_made_sequences() -> None:
+def test_largest_prime_and_the_reading_of_large() -> None:
     mod = script("field_exact_averaging")
-    rounds_to = mod["rounds_to"]
-    opts = {"tol": 1e-12, "vectors": 4, "seed": 0, "max_rounds": 50}
-    J = sp.csr_array(np.full((5, 5), 0.2))
-    assert rounds_to([J], 5, **opts) == 1  # the complete graph averages in one round
-    assert rounds_to([sp.csr_array(np.eye(5))], 5, **opts) is None  # the identity never does
-    # W = (1 - a) I + a J contracts every disagreement by exactly (1 - a) a round: the first
-    # t with (1 - a)^t <= 1e-12 is the count, whatever the start vectors
-    a = 0.5
-    W = sp.csr_array((1 - a) * np.eye(6) + a * np.full((6, 6), 1 / 6))
-    want = int(np.ceil(np.log(1e-12) / np.log(1 - a)))
-    assert rounds_to([W], 6, **{**opts, "max_rounds": 100}) == want
-    # a periodic sequence: two rounds of the 4-node hypercube average exactly after 2
-    pair = [tf.topologies.base_graph(4, k=1).at(t).W for t in range(2)]
-    assert rounds_to(pair, 4, **opts) == 2
+    assert [mod["largest_prime"](n) for n in (2, 12, 15, 17, 30, 69, 128, 187)] == [
+        2, 3, 5, 17, 5, 23, 2, 17]
+    large = mod["large"]
+    # the paper's own: 5 is not large at k = 2, 3; 17 is (k = 2, 3); 23 (k = 2); 31 (k = 4)
+    assert not large(5, 2) and not large(5, 3) and large(17, 2) and large(17, 3)
+    assert large(23, 2) and large(31, 4) and not large(9, 2) and large(11, 2)
+
+
+def test_theorem2_gap_by_hand() -> None:
+    mod = script("field_exact_averaging")
+    gap = mod["theorem2_gap"]
+    assert gap(9, 2, 2) == pytest.approx(1.0, abs=1e-14)  # a power of k + 1
+    # n = 4, k = 2, tau = 1: eigenvalues (1 + w + w^2)/3 with w = i^l: |.| = 1/3, 1/3, 1/3
+    assert gap(4, 2, 1) == pytest.approx(2 / 3, abs=1e-14)
+    tv = tf.topologies.k_peer_exponential(20, 3)
+    P = tf.spectral.mixing_product(tv, 0, tv.period)
+    assert gap(20, 3, tv.period) == pytest.approx(tf.spectral.spectral_gap(P, kind="norm"),
+                                                  abs=1e-12)
 
 
 def test_measure_reads_every_graph_at_small_n() -> None:
     mod = script("field_exact_averaging")
     rows = {(r["k"], r["n"]): r for r in mod["measure"](9)}
-    assert (1, 8) in rows and (5, 9) in rows and (5, 5) not in rows  # k <= n - 1 only
-    r = rows[(1, 8)]
-    assert r["family_exact"] and r["kp_exact"] == 3 and r["kp"] == 3 and r["base_exact"] == 3
-    r = rows[(2, 6)]  # 6 does not divide 3^2: never exact, yet Base-3 is (2 x 3)
-    assert not r["family_exact"] and r["kp_exact"] is None and r["base_exact"] == 2
-    assert r["kp"] is not None and r["kp"] > r["base"]
-    assert rows[(1, 2)]["static"] == 1  # two nodes: the exponential graph is complete
+    assert (2, 2) in rows and (5, 9) in rows and (1, 8) not in rows  # k >= 2 only
+    r = rows[(2, 2)]  # null-cascade on 2 nodes: the complete graph; no k-peer with k > n - 1
+    assert r["nc_tau"] == r["nc_exact"] == 1 and r["base_tau"] is None and r["kp_exact"] is None
+    r = rows[(2, 9)]  # a power of 3: every graph exact in 2 rounds
+    assert r["nc_exact"] == r["base_exact"] == r["kp_exact"] == 2
+    assert r["nc_gap"] == pytest.approx(1.0) and r["kp_gap"] == pytest.approx(1.0)
+    r = rows[(2, 5)]  # 5 > k + 1: two nulling filters; Base-3 needs 3; k-peer never exact
+    assert (r["nc_tau"], r["nc_exact"], r["base_exact"], r["kp_exact"]) == (2, 2, 3, None)
+    assert r["kp_gap"] == pytest.approx(r["kp_theorem2"], abs=1e-12) and r["kp_gap"] < 1
+    assert r["nc_commute"] and r["nc_uniform"] and r["prime"] == 5
+    r = rows[(3, 8)]  # 8 divides 4^2: the ceiling variant is exact, the paper's is not
+    assert r["kp_exact"] is None and r["kpx_exact"] == 2
 
 
 # ------------------------------------------------------------------ CHOCO: bytes readings

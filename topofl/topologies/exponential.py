@@ -8,9 +8,14 @@ r"""Exponential graphs and finite-time-consensus sequences.
 * :func:`one_peer_exponential` -- its one-peer time-varying version: at round ``t`` node ``i``
   sends only to ``i + 2^(t mod tau)``; the product of ``tau`` rounds is exactly
   $\mathbf{1}\mathbf{1}^\top/n$ when ``n`` is a power of two.
-* :func:`k_peer_exponential` -- its ``k``-peer version (Niwa, Takezawa et al., 2025): at round
-  ``t`` node ``i`` sends to ``i + j (k+1)^(t mod tau)``, ``j = 1..k``; commuting circulants whose
-  product over a period is $\mathbf{1}\mathbf{1}^\top/n$ iff ``n`` divides ``(k+1)^tau``.
+* :func:`k_peer_exponential` -- its ``k``-peer version (Niwa, Zhang, Takezawa, Kleijn, 2025):
+  at round ``t`` node ``i`` sends to ``i + j (k+1)^(t mod tau)``, ``j = 1..k``; commuting
+  circulants whose product over a period is $\mathbf{1}\mathbf{1}^\top/n$ iff ``n`` divides
+  ``(k+1)^tau``: with the paper's ``tau = floor(log_{k+1} n)`` iff ``n`` is a power of ``k + 1``.
+* :func:`null_cascade` -- the same paper's null-cascade graph: commuting circulant filters
+  (moving averages and steerable nulling filters) whose product over a period is
+  $\mathbf{1}\mathbf{1}^\top/n$ for *every* ``n`` (``k >= 2``); :func:`null_cascade_schedule`
+  lists its filters and the frequencies each one nulls.
 * :func:`base_graph` -- the Base-(k+1) graph of Takezawa et al. (2023): a periodic sequence of
   undirected graphs of maximum degree ``k`` whose product over one period is exactly
   $\mathbf{1}\mathbf{1}^\top/n$, for *every* ``n`` and ``k``.
@@ -25,17 +30,21 @@ References
 .. [2] Y. Takezawa, R. Sato, H. Bao, K. Niwa, M. Yamada, "Beyond exponential graph:
    communication-efficient topologies for decentralized learning via finite-time convergence",
    NeurIPS 2023.
+.. [3] K. Niwa, G. Zhang, Y. Takezawa, W. B. Kleijn, "Revisiting 1-peer exponential graph for
+   enhancing decentralized learning efficiency", NeurIPS 2025.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import check_graph_size, check_int
+from topofl._validation import check_choice, check_graph_size, check_int, check_time
 from topofl.graph import TimeVarying, Topology, check_w_size
 from topofl.mixing import assemble
 from topofl.topologies._registry import GraphFamily, Param, register
@@ -48,6 +57,9 @@ __all__ = [
     "k_peer_exponential",
     "base_graph",
     "base_graph_schedule",
+    "null_cascade",
+    "null_cascade_schedule",
+    "CascadeFilter",
 ]
 
 
@@ -250,6 +262,20 @@ def _ceil_log(n: int, b: int) -> int:
     return tau
 
 
+def _floor_log(n: int, b: int) -> int:
+    """Largest ``tau >= 0`` with ``b**tau <= n`` (exact integer arithmetic; ``n >= 1``)."""
+    tau, p = 0, b
+    while p <= n:
+        p *= b
+        tau += 1
+    return tau
+
+
+#: The periods of :func:`k_peer_exponential`: the paper's ``floor(log_{k+1} n)`` and the
+#: ``ceil(log_{k+1} n)`` of the one-peer exponential graph.
+K_PEER_PERIODS = ("paper", "exact")
+
+
 def _k_peer_round(n: int, k: int, r: int) -> sp.csr_array:
     # W = (1/(k+1)) sum_{j=0..k} P^{j s}, s = (k+1)^r: node i receives from i - j s (mod n);
     # shifts that coincide mod n add their weights (every entry a multiple of 1/(k+1)).
@@ -264,23 +290,37 @@ def _k_peer_round(n: int, k: int, r: int) -> sp.csr_array:
     return W
 
 
-def k_peer_exponential(n: int, k: int = 1) -> TimeVarying:
-    r"""k-peer exponential graph: at round ``t`` node ``i`` sends to ``i + j (k+1)^r``, ``j <= k``.
+def k_peer_exponential(n: int, k: int = 1, *, period: str = "paper") -> TimeVarying:
+    r"""k-peer exponential graph: at round ``t`` node ``i`` hears ``i - j (k+1)^r``, ``j <= k``.
 
-    With ``r = t mod tau`` and ``tau = ceil(log_{k+1} n)`` (the smallest ``tau`` with
-    $(k+1)^\tau \ge n$), round ``t`` is the circulant
+    The graph of Niwa, Zhang, Takezawa and Kleijn [1]_ (Definition 5): with
+    ``r = t mod tau``, round ``t`` is the circulant moving-average filter of length ``k + 1``
+    expanded by $(k+1)^r$,
 
     .. math:: W(t) = \frac{1}{k+1} \sum_{j=0}^{k} P^{\,j (k+1)^{r}},
               \qquad P_{i, i-1 \bmod n} = 1,
 
     i.e. ``W[i, (i - j (k+1)^r) mod n] = 1/(k+1)`` for ``j = 0..k`` (weights of shifts that
-    coincide modulo ``n`` add up). Every node sends and receives ``k`` messages per round (fewer
-    when shifts coincide, in the last round of a period when $(k+1)^\tau > n$). ``k = 1`` is
-    :func:`one_peer_exponential` (the same matrices). This is the ``k``-peer generalisation of
-    the 1-peer exponential graph named in Niwa, Takezawa et al. [1]_; the definition above is
-    the one stated here (written without the paper's text or code at hand: the authors'
-    repository ``garden1984/NullCascadeGraph`` could not be read), so check it against [1]_
-    before quoting numbers as the paper's.
+    coincide modulo ``n`` add up). The period ``tau`` is chosen by ``period``:
+
+    * ``"paper"`` (default): $\tau = \lfloor \log_{k+1} n \rfloor$, the paper's Definition 5
+      and Theorem 2 (its footnote 1 chooses the floor on purpose; its Appendix A.2 writes the
+      ceiling, and its tables use the floor at (n, k) = (15, 2), (17, 2), (30, 2), (17, 3),
+      (30, 4), (31, 4) but the ceiling at (15, 3), (30, 3), (69, 2)). All ``k`` shifts of a round
+      are distinct and nonzero, so every node sends and receives exactly ``k`` messages. The
+      product over a period is exactly $\mathbf 1 \mathbf 1^\top / n$ **iff ``n`` is a power
+      of ``k + 1``** (then after ``tau`` rounds); elsewhere the average is only approached
+      geometrically, with the expected spectral gap of Theorem 2 (Notes).
+    * ``"exact"``: $\tau = \lceil \log_{k+1} n \rceil$, the smallest ``tau`` with
+      $(k+1)^\tau \ge n$ (the one-peer exponential graph's choice, Ying et al. [2]_; ``k = 1``
+      is then :func:`one_peer_exponential`, the same matrices). The product over a period is
+      exactly $\mathbf 1 \mathbf 1^\top / n$ **iff ``n`` divides** $(k+1)^\tau$: every power of
+      ``k + 1`` and more (``(n, k) = (8, 3)``, ``(12, 5)``); in the last round of a period some
+      shifts may coincide (fewer than ``k`` messages).
+
+    The two agree (the same ``tau`` and matrices) exactly when ``n`` is a power of ``k + 1``; for
+    other ``n`` the ``"exact"`` sequence is the paper's with one more round. At ``k = 1`` the
+    default ``"paper"`` differs from :func:`one_peer_exponential` unless ``n`` is a power of 2.
 
     Parameters
     ----------
@@ -288,17 +328,25 @@ def k_peer_exponential(n: int, k: int = 1) -> TimeVarying:
         Number of nodes, ``n >= 2``.
     k : int, default 1
         Peers per node and round, ``1 <= k <= n - 1``.
+    period : {"paper", "exact"}, default "paper"
+        $\lfloor \log_{k+1} n \rfloor$ (the paper's definition) or
+        $\lceil \log_{k+1} n \rceil$ rounds per period.
 
     Returns
     -------
     TimeVarying
-        Period ``tau``; every ``W(t)`` is a doubly stochastic circulant (directed for
-        ``n > 2``) and all of them commute.
+        Period ``tau``, ``params`` ``{"n", "k", "period"}``; every ``W(t)`` is a doubly
+        stochastic circulant (directed for ``n > 2``) and all of them commute.
 
     Raises
     ------
     TypeError, ValueError
-        If ``n < 2`` or ``k`` is not in ``[1, n - 1]``.
+        If ``n < 2``, ``k`` is not in ``[1, n - 1]`` or ``period`` is not one of the two.
+
+    See Also
+    --------
+    null_cascade : the same paper's graph that averages exactly for every ``n`` (``k >= 2``).
+    base_graph : Base-(k+1), exact for every ``n`` and ``k`` (not circulant, not commuting).
 
     Notes
     -----
@@ -308,16 +356,23 @@ def k_peer_exponential(n: int, k: int = 1) -> TimeVarying:
     .. math:: W(\tau-1) \cdots W(0) = (k+1)^{-\tau} \sum_{m=0}^{(k+1)^\tau - 1} P^m,
 
     in which node ``i`` holds each residue ``m mod n`` with weight (number of
-    $m < (k+1)^\tau$ in that residue class) $/ (k+1)^\tau$. This is exactly
-    $\mathbf 1 \mathbf 1^\top / n$ iff ``n`` divides $(k+1)^\tau$ (e.g. ``n`` a power of
-    ``k + 1``; ``n = 12``, ``k = 5``), and then after ``tau`` rounds from any start; otherwise
-    the same Fourier modes stay un-annihilated in every period and the average is only reached
-    geometrically (:func:`~topofl.spectral.finite_time_consensus` returns ``None``).
+    $m < (k+1)^\tau$ in that residue class) $/ (k+1)^\tau$: exactly $1/n$ everywhere iff ``n``
+    divides $(k+1)^\tau$, and then after ``tau`` rounds from any start. Otherwise the same
+    Fourier modes stay un-annihilated in every period and
+    :func:`~topofl.spectral.finite_time_consensus` returns ``None``. The moduli of the
+    product's eigenvalues are $|\sin(\pi i (k+1)^\tau / n) / ((k+1)^\tau
+    \sin(\pi i / n))|$, $i = 1..n-1$, so the expected spectral gap over one period (Assumption 4
+    and Theorem 2 of [1]_, read as $1 - \|W(\tau-1)\cdots W(0) - J\|_2$) is
+
+    .. math:: p = 1 - \max_{1 \le i \le n-1} \left| \frac{\sin(\pi i (k+1)^\tau / n)}
+              {(k+1)^\tau \sin(\pi i / n)} \right|.
+
+    Building a round costs $O(n k)$.
 
     References
     ----------
-    .. [1] K. Niwa, Y. Takezawa et al., "Revisiting 1-peer exponential graph for enhancing
-       decentralized learning efficiency", NeurIPS 2025.
+    .. [1] K. Niwa, G. Zhang, Y. Takezawa, W. B. Kleijn, "Revisiting 1-peer exponential graph
+       for enhancing decentralized learning efficiency", NeurIPS 2025 (Definition 5, Theorem 2).
     .. [2] B. Ying et al., "Exponential graph is provably efficient for decentralized deep
        training", NeurIPS 2021 (the 1-peer case).
 
@@ -328,22 +383,32 @@ def k_peer_exponential(n: int, k: int = 1) -> TimeVarying:
     (2, [0, 3, 6])
     >>> tf.spectral.finite_time_consensus(tv, 10)
     2
-    >>> tf.spectral.finite_time_consensus(tf.topologies.k_peer_exponential(10, k=2), 20) is None
-    True
+
+    Away from the powers of ``k + 1`` the paper's graph is one round shorter and never exact;
+    the ceiling variant is exact where ``n`` divides $(k+1)^\tau$:
+
+    >>> paper = tf.topologies.k_peer_exponential(8, k=3)
+    >>> exact = tf.topologies.k_peer_exponential(8, k=3, period="exact")
+    >>> paper.period, exact.period
+    (1, 2)
+    >>> tf.spectral.finite_time_consensus(paper, 10), tf.spectral.finite_time_consensus(exact, 10)
+    (None, 2)
     """
     n = check_int(n, "n", low=2)
     k = check_int(k, "k", low=1, high=n - 1)
+    period = check_choice(period, "period", K_PEER_PERIODS)
     check_w_size(n, n * k, f"k_peer_exponential(n={n}, k={k})")
-    tau = _ceil_log(n, k + 1)
+    tau = _floor_log(n, k + 1) if period == "paper" else _ceil_log(n, k + 1)
+    params = {"n": n, "k": k, "period": period}
 
     def at(t: int) -> Topology:
         top = Topology.from_matrix(_k_peer_round(n, k, t), name="k_peer_exponential",
-                                   params={"n": n, "k": k, "round": t})
+                                   params={**params, "round": t})
         # uniform (1/(in-degree + 1)) reproduces W when the k shifts are distinct and nonzero
-        shifts = {j * (k + 1) ** (t % tau) % n for j in range(1, k + 1)}
+        shifts = {j * (k + 1) ** t % n for j in range(1, k + 1)}  # t < tau: TimeVarying reduces it
         return _with_weights(top, "uniform") if len(shifts - {0}) == k else top
 
-    return TimeVarying(n, at, name="k_peer_exponential", params={"n": n, "k": k}, period=tau)
+    return TimeVarying(n, at, name="k_peer_exponential", params=params, period=tau)
 
 
 # ---------------------------------------------------------------------------- Base-(k+1)
@@ -626,6 +691,321 @@ def base_graph(n: int, k: int = 1) -> TimeVarying:
     )
 
 
+# ---------------------------------------------------------------------------- null-cascade
+#: Smallest weight of a steerable nulling filter relative to its largest: a common multiplier
+#: whose filter has a weight below this is passed over (the paper asks for positive weights).
+_SNF_MIN_RELATIVE_WEIGHT = 1e-9
+
+
+@dataclass(frozen=True)
+class CascadeFilter:
+    r"""One round of the null-cascade graph: a circulant filter and the frequencies it nulls.
+
+    Round ``W = sum_d w_d P^d`` (``P_{i, i-1} = 1``: node ``i`` hears ``i - d`` with weight
+    ``w_d``, ``d = 0`` itself) has the frequency response $H(i) = \sum_d w_d e^{-2\pi j i d / n}$
+    at index ``i``; it is zero at every ``0 < i < n`` with ``i % base == 0`` and
+    ``(i // base) % factor`` in ``residues`` (and possibly elsewhere).
+
+    Attributes
+    ----------
+    kind : str
+        ``"maf"`` (moving-average filter, equal weights) or ``"snf"`` (steerable nulling
+        filter, non-uniform positive weights).
+    factor : int
+        The factor $\nu + 1$ of ``n`` whose frequencies this round nulls.
+    base : int
+        The product $b$ of the factors nulled by the rounds before it (Alg. 1's ``b``).
+    residues : tuple of int
+        The residues ``s`` modulo ``factor`` it nulls: all of ``1..factor-1`` for a MAF, one or
+        more conjugate pairs ``{s, factor - s}`` for an SNF.
+    multiplier : int
+        Alg. 4's ``m_tmp`` (``1`` for a MAF): the SNF's roots sit at ``multiplier * s``.
+    expansion : int
+        Alg. 1's expansion order $m_\ell$: the taps are ``expansion`` apart.
+    offsets : tuple of int
+        The shifts ``d`` in ``[0, n)``, after the circulant shift that puts the largest weight on
+        ``d = 0`` (Alg. 2).
+    weights : tuple of float
+        ``w_d``, summing to 1.
+    """
+
+    kind: str
+    factor: int
+    base: int
+    residues: tuple[int, ...]
+    multiplier: int
+    expansion: int
+    offsets: tuple[int, ...]
+    weights: tuple[float, ...]
+
+
+def _prime_factors(n: int) -> list[int]:
+    """The prime factors of ``n >= 1`` with multiplicity, ascending (trial division)."""
+    out: list[int] = []
+    f = 2
+    while f * f <= n:
+        while n % f == 0:
+            out.append(f)
+            n //= f
+        f += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+def _snf_coefficients(angles: np.ndarray) -> np.ndarray:
+    """Coefficients of ``prod_psi (x^2 - 2 cos(theta_psi) x + 1)``, one row per row of
+    ``angles`` (shape ``(candidates, pairs)``): real, palindromic, of length ``2 pairs + 1``."""
+    poly = np.ones((angles.shape[0], 1))
+    for col in range(angles.shape[1]):
+        a = -2.0 * np.cos(angles[:, col : col + 1])
+        nxt = np.zeros((poly.shape[0], poly.shape[1] + 2))
+        nxt[:, :-2] += poly
+        nxt[:, 1:-1] += a * poly
+        nxt[:, 2:] += poly
+        poly = nxt
+    return poly
+
+
+def _snf_multiplier(p: int, pairs: Sequence[int]) -> tuple[int, np.ndarray] | None:
+    """Alg. 4's search: the smallest ``m_tmp >= 1`` whose filter with roots at the angles
+    ``2 pi m_tmp s / p`` (``s`` in ``pairs`` and their conjugates) has positive coefficients,
+    with the normalised coefficients; ``None`` if no ``m_tmp < p`` gives one."""
+    s = np.asarray(pairs, dtype=np.int64)
+    top = (p - 1) // 2  # m_tmp and p - m_tmp give the same filter
+    start, chunk = 1, 8
+    while start <= top:
+        u = np.arange(start, min(start + chunk, top + 1), dtype=np.int64)
+        angles = 2.0 * np.pi * ((u[:, None] * s[None, :]) % p) / p
+        co = _snf_coefficients(angles)
+        ok = np.all(co > _SNF_MIN_RELATIVE_WEIGHT * co.max(axis=1, keepdims=True), axis=1)
+        if ok.any():
+            i = int(np.argmax(ok))
+            return int(u[i]), co[i] / co[i].sum()
+        start += u.size
+        chunk = min(2 * chunk, 4096)
+    return None
+
+
+def _cascade_round(kind: str, n: int, factor: int, base: int, residues: Sequence[int],
+                   multiplier: int, expansion: int, coefficients: np.ndarray) -> CascadeFilter:
+    """The filter with taps ``t * expansion`` (``t = 0..c``) shifted so that its largest weight
+    (the first, on ties) sits on the node itself (Alg. 2, ``CirculantShifting``)."""
+    t_max = int(np.argmax(coefficients))
+    offsets = tuple(int(((t - t_max) * expansion) % n) for t in range(coefficients.size))
+    return CascadeFilter(kind, factor, base, tuple(int(r) for r in residues), multiplier,
+                         expansion, offsets, tuple(float(w) for w in coefficients))
+
+
+def null_cascade_schedule(n: int, k: int) -> list[CascadeFilter]:
+    r"""The rounds of the null-cascade graph as filters: which frequencies each one nulls.
+
+    :func:`null_cascade` builds its mixing matrices from these; see it for the construction.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes, ``n >= 2``.
+    k : int
+        Maximum number of peers per node and round, ``k >= 2``.
+
+    Returns
+    -------
+    list of CascadeFilter
+        One per round of a period, in the paper's order (the moving-average filters for the
+        factors up to ``k + 1``, largest first, then the steerable nulling filters for the
+        primes above ``k + 1``, largest prime first).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``n < 2`` or ``k < 2``.
+
+    Examples
+    --------
+    >>> for f in tf.topologies.null_cascade_schedule(15, 2):  # Fig. 1(b): n = 3 x 5
+    ...     print(f.kind, f.factor, f.residues, f.offsets, [round(w, 4) for w in f.weights])
+    maf 3 (1, 2) (0, 5, 10) [0.3333, 0.3333, 0.3333]
+    snf 5 (2, 3) (14, 0, 1) [0.2764, 0.4472, 0.2764]
+    snf 5 (1, 4) (13, 0, 2) [0.2764, 0.4472, 0.2764]
+    """
+    n = check_int(n, "n", low=2)
+    k = check_int(k, "k", low=2)
+    check_w_size(n, n * min(k, n - 1), f"null_cascade_schedule(n={n}, k={k})")
+    primes = _prime_factors(n)
+    small = math.prod(p for p in primes if p <= k + 1)
+    large = sorted((p for p in primes if p > k + 1), reverse=True)
+    factors = sorted(_smallest_factorization(small, k + 1) or [], reverse=True)
+    c = 2 * (k // 2)  # Definition 8: an even number of taps beyond the node itself
+    # a lower bound: an SNF round took 9e-5 s to choose (n = 100003, k = 2 and 5; 2-core VM)
+    check_time(2e-5 * sum((p - 1) // c + 1 for p in large), f"null_cascade(n={n}, k={k})")
+    rounds: list[CascadeFilter] = []
+    b = 1
+    for f in factors:  # Step 1: an expanded MAF per factor f <= k + 1 (lines 4-11)
+        m = n // (f * b)
+        rounds.append(_cascade_round("maf", n, f, b, range(1, f), 1, m, np.full(f, 1.0 / f)))
+        b *= f
+    for p in large:  # Step 2: expanded SNFs per prime p > k + 1 (lines 13-20, Alg. 3 and 4)
+        m_base = n // (p * b)
+        beta = list(range(1, (p - 1) // 2 + 1))  # one residue of each conjugate pair
+        while beta:
+            size = min(c // 2, len(beta))
+            found = None
+            while found is None:  # size 1 always succeeds: m_tmp = s^-1 (p - 1)/2 mod p
+                group = beta[-size:]  # the highest remaining frequencies first
+                found = _snf_multiplier(p, group)
+                size -= 1
+            u, coef = found
+            residues = sorted({*group, *(p - s for s in group)})
+            rounds.append(_cascade_round("snf", n, p, b, residues, u, m_base * u, coef))
+            beta = beta[: len(beta) - len(group)]
+        b *= p
+    return rounds
+
+
+def null_cascade(n: int, k: int = 2) -> TimeVarying:
+    r"""Null-cascade graph: commuting circulants that average exactly for every ``n``, ``k >= 2``.
+
+    The graph of Niwa, Zhang, Takezawa and Kleijn [1]_ (Sec. 4, Alg. 1-4), built here from the
+    paper's text (its code repository could not be read). Every round is a circulant
+    ``W = sum_d w_d P^d`` (node ``i`` hears ``i - d``, as in :func:`k_peer_exponential`), so
+    every node sends and receives the same number of messages (at most ``k``) and all rounds
+    commute. Its frequency response is zero at a set of frequencies, and the rounds of one period
+    together null every frequency ``1..n-1`` (the paper's eq. 6), so their product is exactly
+    $\mathbf 1 \mathbf 1^\top / n$, whatever their order.
+
+    Construction (Alg. 1): factor ``n`` into primes; pack those up to ``k + 1`` into the fewest
+    factors $f \le k + 1$ and keep each prime $p > k + 1$ on its own, so that
+    $n = \prod_i (\nu_i + 1)$ with $\nu_1 \le \dots \le \nu_\kappa \le k < \nu_{\kappa+1}
+    \le \dots \le \nu_\lambda$. With ``b = 1``:
+
+    1. for each factor $f \le k + 1$, largest first: the moving-average filter of length ``f``
+       (weights ``1/f``) expanded by ``m = n / (f b)`` nulls the multiples of ``b`` that are not
+       multiples of ``f b`` (Lemma 2); then ``b *= f``;
+    2. for each prime $p > k + 1$, largest first: steerable nulling filters (Definition 8,
+       Alg. 3-4) with ``c = 2 floor(k/2)`` taps besides the node null the multiples of ``b`` that
+       are not multiples of ``p b``. Their residues ``s`` modulo ``p`` come in conjugate pairs
+       ``{s, p - s}``; each filter takes ``c/2`` pairs, the highest remaining first, and the
+       smallest multiplier $m_{tmp} \ge 1$ for which the polynomial
+       $\prod (x - e^{j 2\pi m_{tmp} s/p})(x - e^{-j 2\pi m_{tmp} s/p})$ has positive
+       coefficients; normalised to sum 1 they are the weights, ``n / (p b) * m_tmp`` apart; then
+       ``b *= p``.
+
+    Each filter is circularly shifted so that its largest weight is the node's own (Alg. 2).
+    The period is the paper's Table 1 formula
+
+    .. math:: \tau = \kappa + \sum_{i = \kappa+1}^{\lambda}
+              \left\lceil \frac{\nu_i}{2 \lfloor k/2 \rfloor} \right\rceil,
+
+    e.g. 3, 8, 4 rounds at (n, k) = (15, 2), (17, 2), (30, 2) (the paper's Table 2).
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes, ``n >= 2``.
+    k : int, default 2
+        Maximum number of peers per node and round, ``k >= 2`` (two are needed to place a
+        conjugate pair of nulls); a round uses ``f - 1 <= k`` peers (a MAF) or at most
+        ``2 floor(k/2)`` (an SNF). ``k >= n - 1`` gives the complete graph in one round.
+
+    Returns
+    -------
+    TimeVarying
+        Period ``tau`` as above, ``params`` ``{"n", "k"}``; every ``W(t)`` is a doubly
+        stochastic circulant with positive weights (symmetric where the SNF's largest weight is
+        its middle one); MAF rounds have ``weights="uniform"``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``n < 2`` or ``k < 2``.
+
+    See Also
+    --------
+    null_cascade_schedule : the rounds as filters, with the frequencies each one nulls.
+    k_peer_exponential : the same paper's graph with equal weights (exact only at powers of
+        ``k + 1``).
+    base_graph : Base-(k+1), exact for every ``n`` and ``k`` (not circulant, not commuting).
+
+    Notes
+    -----
+    What the paper's text leaves open, and how it is read here:
+
+    * **The factorisation** (Alg. 1, line 2) is not unique, and the period depends on it. Its
+      examples use the one that minimises Table 1's formula ((60, 3) as 5 x 4 x 3, (60, 2) as
+      5 x 3 x 2 x 2); so is this one: splitting a factor above ``k + 1`` never lengthens the
+      period, and the primes up to ``k + 1`` are packed into the fewest factors ``<= k + 1``
+      (the same packing as :func:`base_graph`'s hyper-hypercube).
+    * **Alg. 4's search** multiplies the roots by ``m_tmp = 1, 2, ...`` until the coefficients
+      are positive; its lines 31-41 (further filters for the factors of ``m_tmp``) are garbled in
+      the text and would add rounds beyond Table 1's formula (at (17, 2) the paper's own period
+      is the formula's 8), so they are left out: each filter takes its pairs out of the set to
+      null, and a multiplier below ``p`` is coprime to ``p``, so it nulls exactly those pairs.
+      A group of ``c/2`` pairs got positive weights for every prime below 3000 with ``k <= 11``
+      and every prime below 300 with ``k <= 39`` (measured); if none did, the group would be
+      split (one pair always works), and the period would exceed the formula.
+    * **The last filter of a prime** may have fewer than ``c/2`` pairs left; Alg. 4 then fills it
+      with frequencies "that interpolate" the others, which the text does not define: here it is
+      a shorter filter (``2 x pairs`` taps), which averages exactly as well with fewer messages.
+    * **Lemma 3's expansion**: an SNF expanded by ``m`` nulls ``(q + phi n) / m``; the text
+      writes ``q + phi n / m``. The reading here is the one under which Alg. 4's ``m_tmp`` works.
+    * **Alg. 2's shift** is written both as ``h((i - u) mod n)`` and as the sequence starting
+      at ``h(u)``; the second puts the largest weight on the node itself, as its comment says,
+      and is used. On a tie (an SNF whose two outer weights are its largest) the first is kept.
+    * **The paper's own numbers disagree in places**: Example 4 writes tau = 4 at (15, 2) but
+      lists three rounds (Table 2 and Sec. 4 say 3, as here); Table 5 gives 3 at (30, 3), where
+      the formula and this construction give 2 + ceil(4/2) = 4 (``30 = 2 x 3 x 5``; with
+      ``k = 3`` an SNF has two taps besides the node, one conjugate pair of nulls, and the prime
+      5 has two pairs). The other 11 (n, k) of its Tables 2, 5, 6 and Examples 5-9 match.
+
+    The schedule has one filter per round; choosing them took 4.6 s for the prime
+    ``n = 100003`` at ``k = 2`` (50001 filters, on a shared 2-core VM), and a round's matrix
+    costs $O(n k)$.
+
+    References
+    ----------
+    .. [1] K. Niwa, G. Zhang, Y. Takezawa, W. B. Kleijn, "Revisiting 1-peer exponential graph
+       for enhancing decentralized learning efficiency", NeurIPS 2025 (Sec. 4, Alg. 1-4,
+       Table 1, Appendix B).
+
+    Examples
+    --------
+    The paper's Fig. 1(b): 15 nodes, 2 peers; a MAF for the factor 3 and two SNFs for 5:
+
+    >>> tv = tf.topologies.null_cascade(15, k=2)
+    >>> tv.period, [int(tv.at(t).in_degree.max()) for t in range(tv.period)]
+    (3, [2, 2, 2])
+    >>> tf.spectral.finite_time_consensus(tv, 10)
+    3
+    >>> P = tf.spectral.mixing_product(tv, 0, 3)
+    >>> bool(np.abs(P - 1 / 15).max() < 1e-15)
+    True
+
+    A prime number of nodes costs more rounds (Table 2: 8 at n = 17):
+
+    >>> tf.topologies.null_cascade(17, k=2).period, tf.topologies.null_cascade(17, k=4).period
+    (8, 4)
+    """
+    n = check_int(n, "n", low=2)
+    k = check_int(k, "k", low=2)
+    filters = null_cascade_schedule(n, k)
+    idx = np.arange(n, dtype=np.int64)
+    params = {"n": n, "k": k}
+
+    def at(t: int) -> Topology:
+        f = filters[t]
+        rows = np.tile(idx, len(f.offsets))
+        cols = np.concatenate([(idx - d) % n for d in f.offsets])
+        vals = np.repeat(np.asarray(f.weights), n)
+        W = sp.coo_array((vals, (rows, cols)), shape=(n, n)).tocsr()
+        W.sum_duplicates()
+        W.sort_indices()
+        top = Topology.from_matrix(W, name="null_cascade", params={**params, "round": t})
+        return _with_weights(top, "uniform") if f.kind == "maf" else top
+
+    return TimeVarying(n, at, name="null_cascade", params=params, period=len(filters))
+
+
 # ---------------------------------------------------------------------------- registry
 _N2 = Param("n", int, "number of nodes", low=2)
 
@@ -646,14 +1026,23 @@ register(GraphFamily(
     description="one peer 2^(t mod tau) per round; exact average after log2 n rounds if n = 2^tau"))
 register(GraphFamily(
     "k_peer_exponential", k_peer_exponential,
-    (_N2, Param("k", int, "peers per node and round", low=1, high="n-1")),
+    (_N2, Param("k", int, "peers per node and round", low=1, high="n-1"),
+     Param("period", str, "tau = floor (the paper's) or ceil of log_{k+1} n",
+           choices=K_PEER_PERIODS)),
     lambda n, rng: None if n < 2 else {"n": n, "k": int(rng.integers(1, min(4, n - 1) + 1))},
     time_varying=True, stochastic="doubly", undirected=False,
-    description="k peers i + j(k+1)^(t mod tau) per round (Niwa, Takezawa et al. 2025); "
-    "commuting, exact average after tau rounds iff n divides (k+1)^tau"))
+    description="k peers i + j(k+1)^(t mod tau) per round (Niwa et al. 2025); commuting; "
+    "tau = floor(log_{k+1} n), exact iff n = (k+1)^tau (period='exact': ceil, iff n | (k+1)^tau)"))
 register(GraphFamily(
     "base_graph", base_graph,
     (_N2, Param("k", int, "maximum peers per node and round", low=1, high="n-1")),
     lambda n, rng: None if n < 2 else {"n": n, "k": int(rng.integers(1, min(4, n - 1) + 1))},
     time_varying=True, stochastic="doubly", undirected=True,
     description="Base-(k+1) graph: exact average after a period <= 2 log_{k+1} n + 2 rounds"))
+register(GraphFamily(
+    "null_cascade", null_cascade,
+    (_N2, Param("k", int, "maximum peers per node and round", low=2)),
+    lambda n, rng: None if n < 2 else {"n": n, "k": int(rng.integers(2, 6))},
+    time_varying=True, stochastic="doubly", undirected=False,
+    description="commuting circulant MAF and nulling filters (Niwa et al. 2025): exact average "
+    "after tau = kappa + sum ceil(nu_i / (2 floor(k/2))) rounds for every n, k >= 2"))
