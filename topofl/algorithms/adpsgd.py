@@ -178,14 +178,12 @@ def heavy_tailed_durations(n: int, *, seed: Any, alpha: float = 1.5,
 
 # ------------------------------------------------------------------------- partner draws
 
-_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
 def _mix64(z: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser on uint64 arrays (wrapping arithmetic)."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    out: np.ndarray = z ^ (z >> np.uint64(31))
+    return out
 
 
 def _uniform(seed: int, clients: np.ndarray, events: np.ndarray) -> np.ndarray:
