@@ -39,6 +39,9 @@ STEPS: dict[str, dict[str, Any]] = {
     "perfedavg": {"local_steps": 2},
     "fedprox": {"local_steps": 2},
     "fedprox_ft": {"local_steps": 2},
+    # issue 46: event time, heterogeneous durations, a window that defers events
+    "adpsgd": {"local_steps": 2, "durations": [1.0, 1.3, 2.0, 0.8, 3.5, 1.0, 0.9, 2.2],
+               "window": 0.8},
 }
 
 
@@ -160,6 +163,9 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     # CHOCO: D-SGD's fixed point on (1 - gamma) I + gamma W (test_choco.py), -> x* as lr -> 0
     "choco": ({"gamma": 0.5}, False, tf.topologies.ring(6)),
     "el": ({}, False, tf.topologies.el_oracle(6, 2, seed=0)),
+    # issue 46: equal durations, every client steps once a window (unequal ones weight the
+    # optimum by the clients' rates: the adpsgd docstring)
+    "adpsgd": ({}, False, tf.topologies.ring(6)),
 }
 NO_COMMON_OPTIMUM = {
     "local": "never communicates: each client reaches its own optimum",

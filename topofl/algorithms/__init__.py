@@ -11,6 +11,7 @@ Examples
 True
 """
 
+from topofl.algorithms.adpsgd import adpsgd
 from topofl.algorithms.apfl import apfl
 from topofl.algorithms.base import (
     ALGORITHMS,
@@ -53,6 +54,7 @@ __all__ = [
     "register_algorithm",
     "heterogeneous_epochs",
     "dsgd",
+    "adpsgd",
     "dsgt",
     "extra",
     "choco",

@@ -1,0 +1,181 @@
+"""AD-PSGD in event time: the windowed, batched run against the event-by-event reference.
+
+Clients minimise ``(x - c_i)^2 / 2`` (gradient ``x - c_i``) in float64, so every iterate is
+known: with a window no larger than the fastest client's duration the windowed run equals
+:func:`~topofl.algorithms.adpsgd.simulate_events` (the heap of finish times, one event at a
+time), and its per-window staleness records are those of the reference's events; a larger
+window defers events (and differs) but stays a pairwise-averaging process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import topofl as tf
+from tests.engine._crash import Crash, CrashingData
+from topofl.algorithms.adpsgd import (
+    heavy_tailed_durations,
+    partners,
+    simulate_events,
+)
+from topofl.engine import RunConfig, run_rounds
+
+N, P = 12, 3
+
+
+def _problem(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    c = torch.randn(N, P, generator=g, dtype=torch.float64)
+    x0 = torch.randn(N, P, generator=g, dtype=torch.float64)
+    return c, x0
+
+
+def _windowed(c: torch.Tensor, x0: torch.Tensor, topo: Any, durations: Any, window: float,
+              windows: int, lr: float = 0.1, local_steps: int = 1) -> Any:
+    algo = tf.algorithms.adpsgd(lr, durations=list(durations), window=window,
+                                local_steps=local_steps, pair_seed=3)
+    return run_rounds(algo, x0, topo, lambda z, phase, rnd: z - c, rounds=windows)
+
+
+def _reference(c: torch.Tensor, x0: torch.Tensor, topo: Any, durations: Any, end: float,
+               lr: float = 0.1, local_steps: int = 1) -> Any:
+    return simulate_events(x0, topo, lambda z, i: z - c[i], durations, lr=lr, end_time=end,
+                           pair_seed=3, local_steps=local_steps)
+
+
+@pytest.mark.parametrize("local_steps", [1, 2])
+@pytest.mark.parametrize("graph", ["ring", "random_regular", "complete"])
+def test_small_window_equals_the_event_by_event_order(graph: str, local_steps: int) -> None:
+    c, x0 = _problem()
+    topo = {"ring": tf.topologies.ring(N), "complete": tf.topologies.complete(N),
+            "random_regular": tf.topologies.random_regular(N, 3, seed=1)}[graph]
+    d = heavy_tailed_durations(N, seed=5, alpha=1.2)
+    window, windows = min(d), 60
+    run = _windowed(c, x0, topo, d, window, windows, local_steps=local_steps)
+    ref = _reference(c, x0, topo, d, windows * window, local_steps=local_steps)
+    assert len(ref.log) > 3 * N  # the reference did run events
+    np.testing.assert_allclose(run.state.x.numpy(), ref.x.numpy(), rtol=0, atol=1e-12)
+    own = run.state.own
+    assert own.steps.tolist() == ref.steps
+    # the records of every window are those of its events in the reference
+    for t, sent in enumerate(run.sent):
+        rec = sent.records
+        assert rec["event_time"] == (t + 1) * window
+        assert rec["async_deferred"] == 0
+        ev = [e for e in ref.log if t * window < e[0] <= (t + 1) * window]
+        assert rec["async_events"] == len(ev)
+        if ev:
+            stale = [e[3] for e in ev]
+            assert rec["staleness_mean"] == pytest.approx(np.mean(stale), abs=1e-12)
+            assert rec["staleness_max"] == max(stale)
+
+
+def test_events_sharing_a_node_in_one_window_keep_their_order() -> None:
+    # equal durations: every client finishes at the same time, every window is all conflicts
+    c, x0 = _problem(1)
+    topo = tf.topologies.ring(N)
+    run = _windowed(c, x0, topo, [1.0] * N, 1.0, 20)
+    ref = _reference(c, x0, topo, [1.0] * N, 20.0)
+    assert max(s.records["async_layers"] for s in run.sent) > 1
+    np.testing.assert_allclose(run.state.x.numpy(), ref.x.numpy(), rtol=0, atol=1e-12)
+
+
+def test_a_large_window_defers_events_and_still_averages_pairs() -> None:
+    c, x0 = _problem(2)
+    topo = tf.topologies.random_regular(N, 3, seed=1)
+    d = heavy_tailed_durations(N, seed=5, alpha=1.2)
+    window = 4 * min(d)
+    windows = 15
+    run = _windowed(c, x0, topo, d, window, windows)
+    ref = _reference(c, x0, topo, d, windows * window)
+    assert sum(s.records["async_deferred"] for s in run.sent) > 0
+    assert not torch.allclose(run.state.x, ref.x, atol=1e-6)
+    assert sum(run.state.own.steps.tolist()) < sum(ref.steps)  # the fast clients are capped
+    # without gradient steps every event is a pairwise average: the mean stays, models agree
+    still = tf.algorithms.adpsgd(1e-300, durations=list(d), window=window, pair_seed=3)
+    zero = run_rounds(still, x0, topo, lambda z, phase, rnd: torch.zeros_like(z), rounds=200)
+    np.testing.assert_allclose(zero.state.x.mean(0).numpy(), x0.mean(0).numpy(), atol=1e-12)
+    assert float((zero.state.x - x0.mean(0)).abs().max()) < 1e-6
+
+
+def test_partners_are_neighbours_and_indexed() -> None:
+    topo = tf.topologies.random_regular(N, 3, seed=1)
+    i = np.repeat(np.arange(N), 50)
+    k = np.tile(np.arange(50), N)
+    j = partners(topo, 0, i, k)
+    W = topo.W.toarray()
+    assert all(W[a, b] > 0 and a != b for a, b in zip(i, j))
+    # every neighbour is drawn, and a draw depends on (seed, client, event) only
+    assert {(a, b) for a, b in zip(i, j)} == {(a, b) for a in range(N) for b in range(N)
+                                              if a != b and W[a, b] > 0}
+    assert (partners(topo, 0, i[::-1], k[::-1]) == j[::-1]).all()
+    assert not (partners(topo, 1, i, k) == j).all()
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    (dict(window=0.0), "window must be a positive finite time, got 0.0"),
+    (dict(window=float("inf")), "window must be a positive finite time"),
+    (dict(durations=[1.0, -2.0]), "durations must be positive finite times, got -2.0 for "
+                                  "client 1"),
+    (dict(durations=0.0), "durations must be a positive finite time, got 0.0"),
+    (dict(durations=[]), "one time per client"),
+])
+def test_bad_inputs_are_refused_in_one_line(kw: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match) as info:
+        tf.algorithms.adpsgd(**kw)
+    assert "\n" not in str(info.value)
+
+
+def test_durations_must_match_the_clients() -> None:
+    algo = tf.algorithms.adpsgd(durations=[1.0, 2.0])
+    with pytest.raises(ValueError, match="3 clients, got 2 times"):
+        algo.init(torch.zeros(3, 1, dtype=torch.float64), tf.engine.toy_services(3))
+
+
+# ------------------------------------------------------------------ through the engine
+
+
+@pytest.fixture(scope="module")
+def data() -> Any:
+    return tf.data.federate("digits", "pathological", 8, classes_per_client=3, seed=0, val=0.2)
+
+
+def _run(data: Any, rounds: int, **kw: Any) -> Any:
+    algo = tf.algorithms.adpsgd(0.1, durations=[1.0, 1.3, 2.0, 0.8, 3.5, 1.0, 0.9, 2.2],
+                                window=0.8, local_steps=2)
+    cfg = dict(rounds=rounds, seed=0, batch_size=16, eval_every=2, dtype="float64",
+               spectral=False)
+    resume = kw.pop("resume", None)
+    d = kw.pop("run_data", data)
+    cfg.update(kw)
+    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
+    return tf.engine.run(RunConfig(**cfg), tf.topologies.ring(8), algo, d, model,
+                         resume=resume)
+
+
+def test_engine_records_event_time_and_resumes_exactly(data: Any, tmp_path: Path) -> None:
+    full = _run(data, 8)
+    t, times = full.records.series("event_time")
+    assert times.tolist() == pytest.approx([0.8 * (k + 1) for k in range(8)])
+    assert full.records.final("async_steps_max") >= full.records.final("async_steps_min")
+    ck = dict(checkpoint_every=4, checkpoint_path=str(tmp_path / "ck.pt"),
+              records_path=str(tmp_path / "r.jsonl"))
+    with pytest.raises(Crash):
+        _run(data, 8, run_data=CrashingData(data, at=6), **ck)
+    resumed = _run(data, 8, resume=tmp_path / "ck.pt", **ck)
+    for k, v in full.state.tensors().items():
+        assert torch.equal(v, resumed.state.tensors()[k]), k
+    rows = [r for r in full.records.rows if r["metric"] != "wall_time"]
+    again = [r for r in tf.records.load(tmp_path / "r.jsonl").rows
+             if r["metric"] != "wall_time"]
+    assert rows == again
+
+
+def test_engine_refuses_clients_offline(data: Any) -> None:
+    with pytest.raises(ValueError, match="adpsgd chooses the clients of a round itself"):
+        _run(data, 2, availability={"model": "bernoulli", "offline": 0.2, "seed": 0})
