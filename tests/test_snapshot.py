@@ -45,11 +45,11 @@ def test_unknown_part_is_refused() -> None:
 
 
 def test_cli_snapshot_usage(capsys: pytest.CaptureFixture[str]) -> None:
-    import topofl.figures.cli  # by module path: not in topofl.figures' public face
+    from topofl.figures import cli  # by module path: not in topofl.figures' public face
 
-    assert tf.figures.cli.main(["snapshot", "--take"]) == 2
+    assert cli.main(["snapshot", "--take"]) == 2
     assert "snapshot --out FILE" in capsys.readouterr().err
-    assert tf.figures.cli.main(["snapshot", "--certify", "/nonexistent/snap.json"]) == 2
+    assert cli.main(["snapshot", "--certify", "/nonexistent/snap.json"]) == 2
     assert "no snapshot" in capsys.readouterr().err
 
 

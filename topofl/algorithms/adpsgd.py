@@ -386,6 +386,12 @@ def adpsgd(
         Runs in one process, alone (no stack), without lost messages or clients offline
         (its clients' own durations make them late).
 
+    Notes
+    -----
+    Event time is the records' ``event_time`` (each window's end). A ``[network]`` clock, if
+    set, still prices every window as a synchronous round (its ``sim_time`` is not event
+    time): read ``event_time`` for this algorithm.
+
     Examples
     --------
     Clients minimising ``(x - i)^2 / 2`` on a ring, client ``i`` twice as slow as client
