@@ -309,6 +309,22 @@ def report(rows: dict[tuple[str, ...], dict[str, str]], graphs: dict[str, str],
                     best_s = f"{shown}{best}"
                 parts.append(f"{best_s} ({100 * worst[g, d, f'{choose} f={max(fs)}']:.1f})")
             L.append(f"| {g} | {gap_m:.3f} | {d} | {parts[0]} | {parts[1]} |")
+    L += ["", "## Worst attack", "",
+          "Honest global accuracy (%) under the worst of the five attacks (the lowest seed "
+          "mean), per placement; `share`: the largest share of Byzantine in-neighbours of an "
+          "honest node (mean over seeds).", "",
+          "| graph | gap | placement | share | " + " | ".join(DEFENCES) + " |",
+          "|---" * (4 + len(DEFENCES)) + "|"]
+    for g in graphs:
+        gap_m, _ = _stats(vals(g, "none", "mean", "none", "gap"))
+        for p in placements:
+            sh = float(np.mean(vals(g, p, "mean", "sign_flip", "max_share")))
+            low = []
+            for d in DEFENCES:
+                means = {a: _stats(vals(g, p, d, a))[0] for a in ATTACKS}
+                a_min = min(means, key=lambda a: means[a])
+                low.append(f"{100 * means[a_min]:.1f} ({a_min})")
+            L.append(f"| {g} | {gap_m:.3f} | {p} | {sh:.2f} | " + " | ".join(low) + " |")
     L += ["", "## All cells", "",
           "Honest global accuracy (%), mean ± std over the seeds; `share` is the largest "
           "share of Byzantine in-neighbours of an honest node (mean over seeds, max in "
