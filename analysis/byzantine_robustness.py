@@ -92,12 +92,16 @@ def run_one(spec: str, seed: int, defence: str, byzantine: dict[str, Any] | None
         kw["tau"] = param
     if defence == "trimmed_mean":
         kw["trim"] = int(param)
-    res = tf.run(algorithm="dsgd", topology=spec, data="digits", n_clients=N, rounds=ROUNDS,
-                 lr=LR, batch_size=BATCH, eval_every=ROUNDS, seed=seed, progress=False,
-                 divergence=None, byzantine=byzantine, **kw)
+    try:
+        res = tf.run(algorithm="dsgd", topology=spec, data="digits", n_clients=N,
+                     rounds=ROUNDS, lr=LR, batch_size=BATCH, eval_every=ROUNDS, seed=seed,
+                     progress=False, divergence=None, byzantine=byzantine, **kw)
+    except tf.exceptions.ConvergenceError:  # a non-finite loss: the run diverged
+        gap = tf.spectral.spectral_gap(tf.topologies.build(spec, n=N, seed=seed))
+        return math.nan, float(gap)
     rec = res.records
     acc = rec.final("honest_global_acc_mean" if byzantine else "global_acc_mean")
-    return (float(acc) if math.isfinite(acc) else 0.0), float(rec.final("graph.spectral_gap"))
+    return float(acc), float(rec.final("graph.spectral_gap"))
 
 
 def exposure(spec: str, seed: int, choose: str, f: int) -> tuple[float, int, int]:
@@ -201,11 +205,16 @@ def report(rows: dict[tuple[str, ...], dict[str, str]], graphs: dict[str, str],
            seeds: tuple[int, ...], taus: dict[str, tuple[float, dict[float, float]]],
            tune_s: float, total: float, quick: bool) -> str:
     def vals(g: str, p: str, d: str, a: str, field: str = "acc") -> list[float]:
-        return [float(rows[(g, p, d, a, str(s))][field]) for s in seeds]
+        got = [float(rows[(g, p, d, a, str(s))][field]) for s in seeds]
+        return [v if math.isfinite(v) else 0.0 for v in got]  # diverged: accuracy 0
 
     def cell(v: list[float]) -> str:
         m, s = _stats(v)
         return f"{100 * m:.1f} ± {100 * s:.1f}"
+
+    def acc_cell(g: str, p: str, d: str, a: str) -> str:
+        raw = [float(rows[(g, p, d, a, str(s))]["acc"]) for s in seeds]
+        return cell(vals(g, p, d, a)) + ("†" if not all(map(math.isfinite, raw)) else "")
 
     placements = [f"{c} f={f}" for c, f in PLACEMENTS]
     tol: dict[tuple[str, str, str], bool] = {}
@@ -329,7 +338,8 @@ def report(rows: dict[tuple[str, ...], dict[str, str]], graphs: dict[str, str],
           "Honest global accuracy (%), mean ± std over the seeds; `share` is the largest "
           "share of Byzantine in-neighbours of an honest node (mean over seeds, max in "
           "brackets), `trim` the trimmed mean's trim (per seed). Attack-free plain gossip "
-          "is in the first line of each graph.", ""]
+          "is in the first line of each graph. †: a seed diverged (a non-finite loss), "
+          "counted as accuracy 0.", ""]
     for g in graphs:
         base = cell(vals(g, "none", "mean", "none"))
         L += [f"### {g} (attack-free plain gossip {base})", "",
@@ -341,7 +351,7 @@ def report(rows: dict[tuple[str, ...], dict[str, str]], graphs: dict[str, str],
             for d in DEFENCES:
                 L.append(f"| {p} | {np.mean(sh):.2f} ({max(sh):.2f}) | "
                          f"{','.join(map(str, trims))} | {d} | "
-                         + " | ".join(cell(vals(g, p, d, a)) for a in ATTACKS) + " |")
+                         + " | ".join(acc_cell(g, p, d, a) for a in ATTACKS) + " |")
         L.append("")
     L += [
         "## Provenance", "",
