@@ -129,9 +129,9 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
     for proc in procs:
         with contextlib.suppress(Exception):
             proc.kill()
-    for proc in procs:
-        with contextlib.suppress(Exception):
-            proc.join(5)
+    for proc in procs:  # SIGKILL cannot be ignored: wait until each is reaped (a loaded
+        with contextlib.suppress(Exception):  # machine can take seconds), boundedly
+            proc.join(30)
 
 
 @contextlib.contextmanager

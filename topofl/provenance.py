@@ -11,7 +11,7 @@ Examples
 --------
 >>> from topofl.provenance import hparam_signature, provenance
 >>> sorted(hparam_signature("dsgd"))[:3], sorted(provenance())[:3]
-(['clique_averaging', 'decay', 'local_epochs'], ['command', 'cpu', 'cpu_model'])
+(['aggregator', 'clique_averaging', 'decay'], ['command', 'cpu', 'cpu_model'])
 """
 
 from __future__ import annotations

@@ -217,6 +217,9 @@ CASES: dict[str, Case] = {
     "choco": ({}, lambda: tf.topologies.ring(N), lambda r: [(RING, RING * 61 * (F + 4))] * 2),
     # Teleportation, 2 models on 4 nodes: gossip between the pair, then the teleports
     "teleport": (dict(k=2), None, lambda r: _teleport(2)),
+    # AD-PSGD, every client once a window (durations = window = 1): each event's pair
+    # exchanges its two models, both ways
+    "adpsgd": ({}, lambda: tf.topologies.ring(N), lambda r: [(2 * N, 2 * N * P * F)] * 2),
 }
 EXTRA: dict[str, tuple[str, Case]] = {
     # Clique Averaging, 2 local steps: a gradient per step on the 4 arcs within cliques
