@@ -41,6 +41,7 @@ from topofl.algorithms.fedrep import fedrep
 from topofl.algorithms.ggc import bggc, ggc
 from topofl.algorithms.knn_per import knn_per
 from topofl.algorithms.local import local
+from topofl.algorithms.morph import morph
 from topofl.algorithms.osgp import osgp
 from topofl.algorithms.perfedavg import perfedavg
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
@@ -87,4 +88,5 @@ __all__ = [
     "pfedgraph",
     "knn_per",
     "teleport",
+    "morph",
 ]
