@@ -220,6 +220,9 @@ CASES: dict[str, Case] = {
     # AD-PSGD, every client once a window (durations = window = 1): each event's pair
     # exchanges its two models, both ways
     "adpsgd": ({}, lambda: tf.topologies.ring(N), lambda r: [(2 * N, 2 * N * P * F)] * 2),
+    # Morph, in-degree 2 of its own graph: each node receives its 2 in-neighbours' models
+    # (the in-degree never changes when it rewires)
+    "morph": (dict(degree=2), None, lambda r: [(2 * N, 2 * N * P * F)] * 2),
 }
 EXTRA: dict[str, tuple[str, Case]] = {
     # Clique Averaging, 2 local steps: a gradient per step on the 4 arcs within cliques
