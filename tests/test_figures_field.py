@@ -21,7 +21,8 @@ from tests._figures import (
 )
 from topofl import figures
 
-FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging")
+FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging",
+         "field_async")
 
 
 @pytest.fixture(autouse=True)
@@ -165,3 +166,46 @@ def test_field_choco_bytes_match_the_ledger(quick_out: Path) -> None:
     assert per_round["field_choco_qsgd"] < per_round["field_choco_dsgd"] / 4
     head = next(c for c in v["checks"] if c["headline"])
     assert head["kind"] == "below" and head["threshold"] == 1.0 and "horizon" in head
+
+
+# ------------------------------------------------------------------ async: virtual time
+
+
+def test_async_durations_are_the_heavy_tailed_draw_and_both_clocks_count_them() -> None:
+    from topofl.algorithms.adpsgd import heavy_tailed_durations
+
+    mod = script("field_async")
+    asyn = figures.load_config("field_async_async")
+    sync = figures.load_config("field_async_sync")
+    drawn = heavy_tailed_durations(20, seed=0, alpha=1.5)
+    np.testing.assert_allclose(asyn["durations"], drawn, rtol=0, atol=5e-5)
+    assert asyn["durations"] == sync["figure"]["durations"]
+    # the window is the fastest client's step: the exact event order (no event deferred)
+    assert asyn["window"] == min(asyn["durations"])
+    assert mod["round_time"](asyn) == asyn["window"]
+    assert mod["round_time"](sync) == max(asyn["durations"]) == 56.7413
+
+
+def test_async_time_to_the_target_by_hand() -> None:
+    mod = script("field_async")
+    cfg = {"algorithm": "dsgd"}  # rounds of 56.7413
+    rec = _one([0.2, 0.5, 0.9, 0.95], [0.0] * 4)
+    assert mod["time_to"](rec, cfg, 0.85) == pytest.approx(3 * 56.7413)
+    # never reached: the whole run (4 rounds) plus one evaluation interval
+    assert mod["time_to"](rec, cfg, 0.99) == pytest.approx(5 * 56.7413)
+    win = {"algorithm": "adpsgd", "window": 0.5}
+    assert mod["time_to"](rec, win, 0.5) == pytest.approx(1.0)
+
+
+@pytest.mark.figures
+def test_field_async_time_axis_is_the_event_time(quick_out: Path) -> None:
+    run_quick("field_async", quick_out)
+    folder = quick_out / "runs" / "field_async" / "field_async_async"
+    rec = tf.records.load_many(folder)
+    for run in rec.runs:
+        x, t = rec.series("event_time", run=run)
+        np.testing.assert_allclose(t, (np.asarray(x) + 1) * 1.0009, rtol=1e-12)
+    v = json.loads((quick_out / "field_async.json").read_text(encoding="utf-8"))
+    heads = [c for c in v["checks"] if c["headline"]]
+    assert len(heads) == 3 and all(c["kind"] == "below" and c["threshold"] == 1.0
+                                   and "horizon" in c for c in heads)
