@@ -21,6 +21,8 @@ import pytest
 import topofl as tf
 from topofl import certificates, snapshot
 from topofl._fingerprint import tree_fingerprint
+from topofl.figures import cli as figure_cli
+from topofl.figures import results as figure_results
 
 SMALL = ("topologies", "partitions")
 OLD = "0.1.0+000000000000"
@@ -58,15 +60,15 @@ def test_a_certificate_makes_older_results_current(tmp_path: Path, small: dict) 
     results.mkdir()
     _result(results, "old", OLD)
     _result(results, "new", small["code"])
-    assert list(tf.figures.results.stale(results)) == ["old"]
+    assert list(figure_results.stale(results)) == ["old"]
     cert = certificates.certify(_before(tmp_path, small), results)
     assert (cert["from"], cert["to"], cert["from_commit"]) == (OLD, small["code"], COMMIT)
     assert cert["digest"] == small["digest"] and cert["values"] == len(small["values"])
     assert cert["seeds"] == list(snapshot.SEEDS) and cert["cpu"] == small["cpu"]
     # the values are committed beside it, under their digest
     assert certificates.values_of(results, cert) == small["values"]
-    assert tf.figures.results.stale(results) == {}
-    rows = tf.figures.results.index(results)
+    assert figure_results.stale(results) == {}
+    rows = figure_results.index(results)
     assert "current (certified)" in rows and rows.startswith("2 results")  # the file is no result
     assert certificates.equivalent_codes(small["code"], results) == {OLD, small["code"]}
     assert certificates.equivalent_codes(OLD, results) == {OLD}  # one way
@@ -103,7 +105,7 @@ def test_a_file_that_is_no_snapshot_is_named(tmp_path: Path) -> None:
     bad.write_text("{not json")
     with pytest.raises(ValueError, match=r"snap\.json: not a snapshot file"):
         certificates.certify(bad, tmp_path)
-    assert tf.figures.cli.main(["snapshot", "--certify", str(bad)]) == 2
+    assert figure_cli.main(["snapshot", "--certify", str(bad)]) == 2
 
 
 def test_the_same_code_needs_no_certificate(tmp_path: Path, small: dict) -> None:
@@ -140,7 +142,7 @@ def test_a_malformed_certificate_is_refused_naming_the_file(
         certificates.equivalent_codes(small["code"], tmp_path)
     (tmp_path / certificates.EQUIVALENCE_FILE).write_text('[{"from": "a", "to": "b"}]')
     with pytest.raises(ValueError, match=r"certificate 0 misses \['cpu', 'digest'"):
-        tf.figures.results.stale(tmp_path)
+        figure_results.stale(tmp_path)
     (tmp_path / certificates.EQUIVALENCE_FILE).write_text("{")
     with pytest.raises(ValueError, match="equivalence.json: not a JSON list"):
         certificates.read(tmp_path)

@@ -20,6 +20,7 @@ from tests._figures import (
     verdict,
 )
 from topofl import figures
+from topofl.figures import results as figure_results
 
 FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging",
          "field_async")
@@ -34,7 +35,7 @@ def _close_figures() -> Any:
 
 
 def test_field_scripts_are_listed_with_their_claims() -> None:
-    names = figures.results.available()
+    names = figure_results.available()
     for name in FIELD:
         assert names[name].startswith("Field claim"), name
         meta = figures.claim_of(name)
