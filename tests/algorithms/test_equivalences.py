@@ -166,6 +166,9 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     # issue 46: equal durations, every client steps once a window (unequal ones weight the
     # optimum by the clients' rates: the adpsgd docstring)
     "adpsgd": ({}, False, tf.topologies.ring(6)),
+    # Morph averages its in-neighbours uniformly on a directed graph it rewires: row
+    # stochastic, not doubly, so only a common minimiser is a fixed point
+    "morph": ({"degree": 2, "local_steps": 1}, True, None),
 }
 NO_COMMON_OPTIMUM = {
     "local": "never communicates: each client reaches its own optimum",
