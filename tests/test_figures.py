@@ -14,6 +14,8 @@ import topofl as tf
 from tests import _figures
 from topofl import _fingerprint, figures
 from topofl._markdown import Document
+from topofl.figures import cli as figure_cli
+from topofl.figures import results as figure_results
 
 BASE = {"algorithm": "dsgd", "data": "digits", "n_clients": 6,
         "model": "logistic", "rounds": 3, "eval_every": 1, "batch_size": 8,
@@ -185,7 +187,7 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     assert verdict["verdict"] == "does not hold" and verdict["seeds"] == [0]
     assert verdict["stand_in"] == {"mnist": "digits"} and verdict["optimizer_state"] == ["keep"]
     assert "| optimizer state (momentum_state) | keep |" in md
-    idx = figures.results.index(tmp_path / "out")
+    idx = figure_results.index(tmp_path / "out")
     assert "[toy](results/toy.md)" in idx and "complete beats ring" in idx
     assert idx.startswith("1 result: 0 holds, 0 partly, 1 does not hold, 0 inconclusive")
     assert "| does not hold | 1 | digits |" in idx and "| current |" in idx
@@ -217,7 +219,7 @@ def test_epoch_axis_scales_the_rounds() -> None:
 
 
 def test_cli_lists_and_refuses_unknown_figures(capsys: pytest.CaptureFixture[str]) -> None:
-    assert tf.figures.cli.main(["list"]) == 0
+    assert figure_cli.main(["list"]) == 0
     out = capsys.readouterr().out
     assert "dcliques_01" in out and "D-Cliques Fig. 1" in out
     from topofl.cli import main
@@ -665,9 +667,9 @@ def test_stale_results_are_listed_by_index_check(tmp_path: Path,
                     ("other", {"verdict": "does not hold", "code": "0.0.1+abc"}),
                     ("old", {"holds": None})):
         (tmp_path / f"{name}.json").write_text(json.dumps({"name": name, **v}))
-    stale = figures.results.stale(tmp_path)
+    stale = figure_results.stale(tmp_path)
     assert set(stale) == {"other", "old"} and "0.0.1+abc" in stale["other"]
-    idx = figures.results.index(tmp_path)
+    idx = figure_results.index(tmp_path)
     assert idx.startswith("3 results: 1 holds, 1 partly, 1 does not hold, 0 inconclusive at "
                           "this scale (3 of them still decided by the older rule, not rerun "
                           "yet); 2 computed by other code")
@@ -675,12 +677,12 @@ def test_stale_results_are_listed_by_index_check(tmp_path: Path,
     root = tmp_path / "root"
     (root / "results").mkdir(parents=True)
     _figures.patch_figures(monkeypatch, "_root", lambda: root)
-    assert figures.cli.main(["index", "--check"]) == 0  # nothing committed: nothing stale
+    assert figure_cli.main(["index", "--check"]) == 0  # nothing committed: nothing stale
     (root / "results" / "old.json").write_text(json.dumps({"name": "old", "holds": True}))
-    assert figures.cli.main(["index", "--check"]) == 1
+    assert figure_cli.main(["index", "--check"]) == 1
     out = capsys.readouterr()
     assert out.out.startswith("old: no code fingerprint") and "1 of 1" in out.err
-    assert figures.cli.main(["index", "--bogus"]) == 2
+    assert figure_cli.main(["index", "--bogus"]) == 2
 
 
 def test_index_rewrites_only_its_block_of_the_readme(tmp_path: Path,
@@ -700,7 +702,7 @@ def test_index_rewrites_only_its_block_of_the_readme(tmp_path: Path,
                       + r._CHANGES_END + "\n\n## After\ntail kept\n")
     _figures.patch_figures(monkeypatch, "_root", lambda: tmp_path)
     _figures.patch_figures(monkeypatch, "available", lambda: {"x": "X", "y": "Y"})
-    assert figures.cli.main(["index"]) == 0
+    assert figure_cli.main(["index"]) == 0
     text = readme.read_text()
     assert text.startswith("# Head\n\nprose kept\n\n") and text.endswith("## After\ntail kept\n")
     assert "stale text" not in text and "[x](results/x.md)" in text and "fig_y.py" in text
@@ -870,11 +872,11 @@ def test_redecide_rebuilds_a_results_checks_from_its_per_seed_values(tmp_path: P
 
 
 def test_redecide_cli_lists_each_result(capsys: pytest.CaptureFixture[str]) -> None:
-    assert figures.cli.main(["redecide", "--dry-run", "dcliques_09", "dpfl_table1"]) == 0
+    assert figure_cli.main(["redecide", "--dry-run", "dcliques_09", "dpfl_table1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == ["dcliques_09: inconclusive at this scale -> inconclusive at this scale",
                    "dpfl_table1: inconclusive at this scale -> inconclusive at this scale"]
-    assert figures.cli.main(["redecide", "--bogus"]) == 2
+    assert figure_cli.main(["redecide", "--bogus"]) == 2
 
 
 # ------------------------------------------------------------------------------ fidelity gates

@@ -19,6 +19,7 @@ from tests._figures import (
     verdict,
 )
 from topofl import figures
+from topofl.figures import results as figure_results
 
 FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
 METHODS = ("fedavg", "fedper", "fedbabu", "dfedavgm", "dis_pfl", "dfedpgp", "pfeddst")
@@ -89,7 +90,7 @@ def test_selection_grid_switches_the_terms_of_the_score() -> None:
 
 
 def test_scripts_are_listed_with_their_titles() -> None:
-    names = figures.results.available()
+    names = figure_results.available()
     for name in ("fig2", "fig3", "fig4", "table1", "selection"):
         assert names[f"pfeddst_{name}"].startswith("PFedDST")
 

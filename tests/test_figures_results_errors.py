@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import topofl as tf
+from topofl.figures import cli as figure_cli
+from topofl.figures import results as figure_results
 from topofl.figures import results as results_mod
 from topofl.figures.config import FigureError, _root
 
@@ -43,20 +44,20 @@ def _folder(tmp_path: Path, raw: bytes) -> Path:
 def test_a_malformed_result_is_named_by_stale_and_index(raw: bytes, message: str,
                                                         tmp_path: Path) -> None:
     folder = _folder(tmp_path, raw)
-    for fn in (tf.figures.results.stale, tf.figures.results.index):
+    for fn in (figure_results.stale, figure_results.index):
         with pytest.raises(FigureError, match=rf"^result \S*results/broken\.json{message}"
                            ) as exc:
             fn(folder)
         assert "\n" not in str(exc.value)
     (folder / "broken.json").unlink()  # the rest of the folder reads
-    assert tf.figures.results.stale(folder) == {
+    assert figure_results.stale(folder) == {
         "good": "no code fingerprint (computed before results recorded one)"}
-    assert tf.figures.results.index(folder).startswith("1 result: 1 holds, 0 partly")
+    assert figure_results.index(folder).startswith("1 result: 1 holds, 0 partly")
 
 
 def _figure(argv: list[str], capsys: pytest.CaptureFixture[str]
             ) -> tuple[int, list[str], str]:
-    code = tf.figures.cli.main(argv)
+    code = figure_cli.main(argv)
     out, err = capsys.readouterr()
     return code, [ln for ln in err.splitlines() if ln.strip()], out
 

@@ -16,6 +16,7 @@ from tests._figures import (
     verdict,
 )
 from topofl import figures, sweep
+from topofl.figures import results as figure_results
 
 CONFIGS = sorted(p.stem for p in (FIGS / "configs").glob("*.toml"))
 
@@ -36,7 +37,7 @@ def test_every_config_plans_at_every_scale(name: str, scale: str) -> None:
 
 
 def test_every_script_is_listed_with_a_title_and_a_claim() -> None:
-    names = figures.results.available()
+    names = figure_results.available()
     assert names and all(t for t in names.values()), names
     for name in names:
         meta = figures.claim_of(name)
