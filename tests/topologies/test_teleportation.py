@@ -16,6 +16,8 @@ with weights ``1/(d + 1)``; the default graphs give the matrices they gave befor
 
 from __future__ import annotations
 
+from typing import Any
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -125,17 +127,7 @@ def test_expected_mixing_against_monte_carlo(n: int, k: int, graph: str) -> None
     w = 1 / k if graph == "complete" else 1 / min(k, 3)
     assert m.row_self == pytest.approx(k / n * w + 1 - k / n, abs=1e-15)
     assert m.row_cross == m.col_cross == pytest.approx((1 - m.row_self) / (n - 1), abs=1e-15)
-    rounds = 1500
-    diag = np.empty(rounds)
-    off = np.empty(rounds)
-    for t in range(rounds):
-        W = tv.at(t).W.toarray()
-        G = W @ W.T
-        diag[t] = np.trace(G) / n
-        off[t] = (G.sum() - np.trace(G)) / (n * (n - 1))
-    for est, exact in ((diag, m.row_self), (off, m.row_cross)):
-        se = est.std() / np.sqrt(rounds)
-        assert abs(est.mean() - exact) <= 5 * se + 1e-12
+    _agrees_with_monte_carlo(tv, n, m)
 
 
 def test_effective_neighbors_closed_form_against_the_random_walk() -> None:
@@ -261,7 +253,21 @@ def test_random_regular_expected_mixing_against_monte_carlo(n: int, k: int) -> N
     m = expected_mixing(tv)
     w = 1 / (teleportation_slot_degree(k) + 1)
     assert m.row_self == pytest.approx(k / n * w + 1 - k / n, abs=1e-15)
-    rounds = 1500
+    _agrees_with_monte_carlo(tv, n, m)
+
+
+def test_random_regular_spec_and_bad_graph() -> None:
+    tv = tf.topologies.build("teleportation:n=20,k=8,graph=random_regular", seed=2)
+    assert tv.params["graph"] == "random_regular"
+    g = tv.at(0)
+    assert g.num_edges == 8 * 3 // 2 and g.is_doubly_stochastic and g.is_undirected
+    with pytest.raises(ValueError, match=r"graph must be one of .*random_regular.*got 'regular'"):
+        teleportation(20, 8, seed=0, graph="regular")
+
+
+def _agrees_with_monte_carlo(tv: Any, n: int, m: Any, rounds: int = 1500) -> None:
+    """``m``'s row_self and row_cross (``E[W W^T]``'s diagonal and off-diagonal means) within
+    5 standard errors of their averages over ``rounds`` rounds of ``tv``."""
     diag = np.empty(rounds)
     off = np.empty(rounds)
     for t in range(rounds):
@@ -272,12 +278,3 @@ def test_random_regular_expected_mixing_against_monte_carlo(n: int, k: int) -> N
     for est, exact in ((diag, m.row_self), (off, m.row_cross)):
         se = est.std() / np.sqrt(rounds)
         assert abs(est.mean() - exact) <= 5 * se + 1e-12
-
-
-def test_random_regular_spec_and_bad_graph() -> None:
-    tv = tf.topologies.build("teleportation:n=20,k=8,graph=random_regular", seed=2)
-    assert tv.params["graph"] == "random_regular"
-    g = tv.at(0)
-    assert g.num_edges == 8 * 3 // 2 and g.is_doubly_stochastic and g.is_undirected
-    with pytest.raises(ValueError, match=r"graph must be one of .*random_regular.*got 'regular'"):
-        teleportation(20, 8, seed=0, graph="regular")
