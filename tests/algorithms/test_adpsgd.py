@@ -179,3 +179,12 @@ def test_engine_records_event_time_and_resumes_exactly(data: Any, tmp_path: Path
 def test_engine_refuses_clients_offline(data: Any) -> None:
     with pytest.raises(ValueError, match="adpsgd chooses the clients of a round itself"):
         _run(data, 2, availability={"model": "bernoulli", "offline": 0.2, "seed": 0})
+
+
+@pytest.mark.parametrize(("scale", "exc"), [([1.0, 2.0], TypeError), ("1", TypeError),
+                                            (True, TypeError), (0.0, ValueError),
+                                            (float("inf"), ValueError)])
+def test_heavy_tailed_durations_refuses_a_scale_that_is_not_one_positive_time(
+        scale: object, exc: type[Exception]) -> None:
+    with pytest.raises(exc, match="scale must be one positive time|positive finite time"):
+        heavy_tailed_durations(4, seed=0, scale=scale)  # type: ignore[arg-type]

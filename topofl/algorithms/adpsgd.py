@@ -170,8 +170,11 @@ def heavy_tailed_durations(n: int, *, seed: Any, alpha: float = 1.5,
     n = check_int(n, "n", low=1)
     if not (isinstance(alpha, numbers.Real) and math.isfinite(alpha) and alpha > 0):
         raise ValueError(f"alpha must be a positive finite number, got {alpha!r}")
-    s = check_durations(scale)
-    assert isinstance(s, float)
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be one positive time (the fastest duration), got "
+                        f"{type(scale).__name__} {scale!r}"[:300])
+    s = float(scale)
+    check_durations(s)  # positive and finite
     draws = as_generator(seed).pareto(float(alpha), size=n)
     return tuple(float(s * (1.0 + p)) for p in draws)
 
