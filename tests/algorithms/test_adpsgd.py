@@ -188,3 +188,10 @@ def test_heavy_tailed_durations_refuses_a_scale_that_is_not_one_positive_time(
         scale: object, exc: type[Exception]) -> None:
     with pytest.raises(exc, match="scale must be one positive time|positive finite time"):
         heavy_tailed_durations(4, seed=0, scale=scale)  # type: ignore[arg-type]
+
+
+def test_engine_refuses_a_network_clock(data: Any) -> None:
+    # the clock prices synchronous rounds; adpsgd's time is its own event time
+    with pytest.raises(ValueError,
+                       match="adpsgd cannot run with a \\[network\\] clock: .*event_time"):
+        _run(data, 2, network={"latency": 0.1})

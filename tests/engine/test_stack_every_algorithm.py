@@ -105,3 +105,9 @@ def test_availability_clock_and_drops_apply_to_each_run_of_a_stack(name: str) ->
     assert "sim_time" not in {r["metric"] for r in res[1].records.rows}
     dropped = res[2].records.series("round_messages_dropped")[1]
     assert float(dropped.sum()) > 0
+
+
+def test_clocked_must_be_true_or_a_reason() -> None:
+    for bad in ("", "  ", False, 1, None):
+        with pytest.raises(TypeError, match="Algorithm.clocked must be True or a non-empty"):
+            tf.engine.check_algorithm(_users(True)._replace(clocked=bad))

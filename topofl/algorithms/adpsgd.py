@@ -391,9 +391,9 @@ def adpsgd(
 
     Notes
     -----
-    Event time is the records' ``event_time`` (each window's end). A ``[network]`` clock, if
-    set, still prices every window as a synchronous round (its ``sim_time`` is not event
-    time): read ``event_time`` for this algorithm.
+    Event time is the records' ``event_time`` (each window's end). A run under a
+    ``[network]`` clock is refused (``Algorithm.clocked``): the clock would price every window
+    as a synchronous round, which is not event time.
 
     Examples
     --------
@@ -443,6 +443,9 @@ def adpsgd(
         absent="refuse",
         lost=None,
         stacks="adpsgd's events pair clients of one run in an order of their own: it runs alone",
+        clocked=("its clients keep their own event time (durations and window), which the "
+                 "clock would price as synchronous rounds: set durations instead and read the "
+                 "records' event_time"),
     )
 
 

@@ -70,7 +70,7 @@ from topofl._rng import generator_at
 from topofl._validation import check_int
 from topofl.engine.ledger import Arcs, Flow
 
-__all__ = ["Values", "Network", "Clock", "pair_uniform"]
+__all__ = ["Values", "Network", "Clock", "pair_uniform", "check_clocked"]
 
 _DISTS = {
     "uniform": ("low", "high"),
@@ -618,3 +618,25 @@ class Clock:
         if T.shape != (self.n + 1,) or P.shape != (self.n + 1,):
             raise ValueError(f"clock state must hold {self.n + 1} clocks, got {T.shape}")
         self.T, self.pending = T.copy(), P.copy()
+
+
+def check_clocked(algorithm: Any, network: Any) -> None:
+    """A ``ValueError`` when a ``[network]`` clock is set (``network``: a ``[network]`` table
+    or a :class:`Network`; ``None``: none) and ``algorithm`` keeps a virtual time of its own
+    (``Algorithm.clocked`` is a string saying why the clock cannot time its rounds).
+
+    Examples
+    --------
+    >>> from topofl.engine.clock import check_clocked
+    >>> check_clocked(tf.algorithms.dsgd(), {"latency": 0.1})
+    >>> check_clocked(tf.algorithms.adpsgd(0.1, durations=1.0), {"latency": 0.1})
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: adpsgd cannot run with a [network] clock: ...
+    >>> check_clocked(tf.algorithms.adpsgd(0.1, durations=1.0), None)
+    """
+    clocked = getattr(algorithm, "clocked", True)
+    if network is None or clocked is True:
+        return
+    raise ValueError(f"{algorithm.name} cannot run with a [network] clock: {clocked}")

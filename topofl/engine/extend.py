@@ -152,6 +152,9 @@ def check_algorithm(algorithm: Any) -> Algorithm:
     if not (isinstance(a.stacks, bool) or (isinstance(a.stacks, str) and a.stacks.strip())):
         raise TypeError(f"{who}: Algorithm.stacks must be True, False or a non-empty str "
                         f"saying why its runs do not stack, got {_kind(a.stacks)}")
+    if not (a.clocked is True or (isinstance(a.clocked, str) and a.clocked.strip())):
+        raise TypeError(f"{who}: Algorithm.clocked must be True or a non-empty str saying why "
+                        f"the [network] clock cannot time its rounds, got {_kind(a.clocked)}")
     if not isinstance(a.uses_topology, bool):
         raise TypeError(f"{who}: Algorithm.uses_topology must be a bool, got "
                         f"{_kind(a.uses_topology)}")

@@ -46,7 +46,7 @@ from topofl.engine.availability import (
     round_view,
 )
 from topofl.engine.byzantine import Attack, Byzantine, check_byzantine
-from topofl.engine.clock import Clock, Network
+from topofl.engine.clock import Clock, Network, check_clocked
 from topofl.engine.config import DTYPES, RunConfig, config_header
 from topofl.engine.drops import Drops, LaneDrops, check_drop
 from topofl.engine.evaluation import (
@@ -340,6 +340,7 @@ class Lane:
         n = int(data.num_clients)
         tv = graphs(topology, algorithm, n)
         check_drop(algorithm, config.network)
+        check_clocked(algorithm, config.network)
         check_absent(algorithm, config.availability)
         check_byzantine(algorithm, config.byzantine, config.network)
         check_eval_val(config, data)

@@ -821,6 +821,11 @@ class Algorithm(NamedTuple):
         :func:`~topofl.engine.pieces.gossip` or :func:`~topofl.engine.pieces.robust_gossip`,
         which apply a ``[byzantine]`` attack (``rnd.byzantine``); ``False``: it refuses
         ``[byzantine]``.
+    clocked : bool or str, default True
+        Whether the ``[network]`` clock (:mod:`topofl.engine.clock`) can time its rounds as
+        synchronous rounds from what they send (``Sent.flows``). ``True``, or a string saying
+        why not (an algorithm that keeps a virtual time of its own: AD-PSGD's event time),
+        with which a run under ``[network]`` is refused.
 
     Examples
     --------
@@ -852,6 +857,7 @@ class Algorithm(NamedTuple):
     scored: Callable[[Round, Services], np.ndarray] | None = None
     stacks: bool | str = False
     byzantine: bool = False
+    clocked: bool | str = True
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``local.point``: where the phase's gradients are taken."""
