@@ -130,7 +130,7 @@ def test_same_seed_same_arrays_other_seed_other_split(ds0: Dataset) -> None:
      "test_fraction must be below 0.999"),
     ("mnist5k:seed=-1", ValueError, "seed must be a non-negative int, got -1"),
     ("mnist5k:seed=zero", TypeError, "seed must be an int"),
-    ("mnist5k", TypeError, "missing 1 required keyword-only argument: 'seed'"),
+    ("mnist5k", TypeError, r"dataset 'mnist5k' needs the option\(s\) \['seed'\]"),
     ("mnist5k:seed=0,n_test=10", ValueError,
      r"unknown option\(s\) \['n_test'\] for dataset 'mnist5k'.*accepted: \['test_fraction', "
      r"'seed'\]"),

@@ -86,6 +86,8 @@ def load(
     ------
     ValueError
         Unknown name (the message lists the known ones) or option.
+    TypeError
+        A required option missing (a seeded loader's ``seed``: the message names it).
     FileNotFoundError
         Files missing with ``download=False`` (the message lists them and where to put them).
     ChecksumError
@@ -97,6 +99,11 @@ def load(
     (1, 8, 8)
     >>> tf.data.load("synthetic:n_samples=50,dim=3,seed=0").x_train.shape
     (50, 3)
+    >>> tf.data.load("mnist1d")
+    Traceback (most recent call last):
+    ...
+    TypeError: dataset 'mnist1d' needs the option(s) ['seed'] (a seeded draw has no default
+    seed): name them in the spec, e.g. 'mnist1d:seed=0', or pass them as keywords
     >>> tf.data.load("imagenet")
     Traceback (most recent call last):
     ...
@@ -127,6 +134,15 @@ def load(
             f"unknown option(s) {unknown} for dataset {key!r}"
             f"{did_you_mean_each(unknown, accepted)}; accepted: {accepted or 'none'}"
         )
+    required = [p.name for p in inspect.signature(fn).parameters.values()
+                if p.default is inspect.Parameter.empty
+                and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and p.name not in ("root", "download") and p.name not in options]
+    if required:
+        example = ",".join(f"{r}=0" for r in required)
+        raise TypeError(
+            f"dataset {key!r} needs the option(s) {required} (a seeded draw has no default "
+            f"seed): name them in the spec, e.g. '{key}:{example}', or pass them as keywords")
     if key in _OFFLINE or key not in _REGISTRY.builtin or key in _REGISTRY.originals:
         return fn(**options)
     return fn(root, download=download, **options)
