@@ -187,6 +187,22 @@ _STAND_IN_RUNS: dict[str, tuple[str, str | None, str, tuple[str, dict[str, Any]]
                  dict(network=_LOSSY)),
     "el_drop": ("el", "el_local:s=2", _SYNTH, ("dirichlet", {"alpha": 0.5}), "mlp",
                 dict(network={**_NETWORK, "drop": 0.3})),
+    # issue 46: Byzantine nodes attacking every gossip message, and the robust rules
+    "dsgd_byzantine_mean": ("dsgd", "exponential", _SYNTH, ("dirichlet", {"alpha": 0.5}),
+                            "mlp", dict(byzantine={"share": 0.25, "attack": "alie",
+                                                   "seed": 1})),
+    "dsgd_byzantine_clipped": ("dsgd", "exponential", _SYNTH, ("dirichlet", {"alpha": 0.5}),
+                               "mlp", dict(aggregator="clipped", tau=0.5,
+                                           byzantine={"share": 0.25, "attack": "dissensus",
+                                                      "seed": 1})),
+    "dsgd_byzantine_trimmed": ("dsgd", "complete", _SYNTH, ("iid", {}), "mlp",
+                               dict(aggregator="trimmed_mean", trim=1,
+                                    byzantine={"share": 0.2, "attack": "sign_flip",
+                                               "choose": "degree", "seed": 2})),
+    "dsgd_byzantine_median": ("dsgd", "complete", _SYNTH, ("iid", {}), "mlp",
+                              dict(aggregator="median",
+                                   byzantine={"share": 0.2, "attack": "gaussian",
+                                              "seed": 3})),
 }
 
 
