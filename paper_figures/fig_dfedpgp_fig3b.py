@@ -6,11 +6,12 @@ more clients, less data each), each pushing to 10 random out-neighbours per roun
 others when n <= 10). One curve per n: the mean personalized test accuracy against rounds, the
 mean over the seeds.
 
-The headline reads "{5, 10} achieve better test accuracy than {50, 100, 200}" as every final
-accuracy of n <= 10 above every one of n >= 50 (per seed: the lowest of the small minus the
-highest of the large, one accuracy point of margin), read on converged curves; the means of
-the two groups (final accuracy, converged; mean accuracy over the rounds run, a speed read at
-this horizon) are secondary.
+The headline is the paper's sentence, "{5, 10} achieve better test accuracy and converge
+faster than {50, 100, 200}", read on the two groups' means: the mean final accuracy of
+n <= 10 above that of n >= 50 (on converged curves) and their mean accuracy over the rounds
+run above too (a convergence speed, read at this horizon), one accuracy point of margin each.
+The stricter reading, every final accuracy of n <= 10 above every one of n >= 50 (per seed:
+the lowest of the small minus the highest of the large), is secondary.
 
     python paper_figures/fig_dfedpgp_fig3b.py [--quick | --full] [--update-results]
 """
@@ -48,20 +49,20 @@ def main(args: figures.FigureArgs) -> figures.Result:
                                         tolerance=margin)
         speed = (f"the mean accuracy over the first {rounds} rounds (a convergence speed, "
                  "read at this horizon)")
-        checks = [figures.above("every final accuracy of n <= 10 above every one of n >= 50",
-                                figures.seedwise(min, *(final[c] for c in small))
-                                - figures.seedwise(max, *(final[c] for c in large)),
-                                margin=margin, converged=converged, headline=True),
-                  figures.above("the mean final accuracy of n <= 10 above that of n >= 50",
+        checks = [figures.above("the mean final accuracy of n <= 10 above that of n >= 50",
                                 figures.seedwise(mean, *(final[c] for c in small))
                                 - figures.seedwise(mean, *(final[c] for c in large)),
-                                margin=margin, converged=converged),
+                                margin=margin, converged=converged, headline=True),
                   figures.above("the mean accuracy over the rounds of n <= 10 above that of "
                                 "n >= 50", figures.seedwise(mean, *(area[c] for c in small))
                                 - figures.seedwise(mean, *(area[c] for c in large)),
-                                margin=margin, horizon=speed)]
+                                margin=margin, horizon=speed, headline=True),
+                  figures.above("every final accuracy of n <= 10 above every one of n >= 50",
+                                figures.seedwise(min, *(final[c] for c in small))
+                                - figures.seedwise(max, *(final[c] for c in large)),
+                                margin=margin, converged=converged)]
     else:
-        checks = [figures.Check("every final accuracy of n <= 10 above every one of n >= 50",
+        checks = [figures.Check("the mean final accuracy of n <= 10 above that of n >= 50",
                                 "inconclusive", "not both groups ran at this scale", "-",
                                 "not run at this scale", True)]
     measured = "; ".join(
