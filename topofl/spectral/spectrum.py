@@ -110,6 +110,15 @@ def _from_eigenvalues(ev: np.ndarray) -> Spectrum:
     )
 
 
+
+def _symmetric_doubly(W: Any, who: str, why: str = "") -> Any:
+    """``W`` as a doubly stochastic sparse matrix, refused unless it is symmetric."""
+    M = _as_stochastic(W, "doubly", who)
+    if not _is_symmetric(M):
+        raise ValueError(f"{who} needs a symmetric W (real eigenvalues with orthogonal "
+                         f"eigenvectors); this W is not symmetric{why}")
+    return M
+
 def spectrum(W: Any) -> Spectrum:
     r"""All eigenvalues of a symmetric doubly stochastic ``W`` and the full-spectrum summaries.
 
@@ -147,13 +156,9 @@ def spectrum(W: Any) -> Spectrum:
     >>> round(ring.gap, 4), round(ring.mean_sq, 4)
     (0.0032, 0.3228)
     """
-    M = _as_stochastic(W, "doubly", "spectrum")
+    M = _symmetric_doubly(W, "spectrum", ": its eigenvalues do not give the norms of gossip "
+                          "rounds")
     n = M.shape[0]
-    if not _is_symmetric(M):
-        raise ValueError(
-            "spectrum needs a symmetric W (real eigenvalues with orthogonal eigenvectors); this "
-            "W is not symmetric: its eigenvalues do not give the norms of gossip rounds"
-        )
     _check_dense(n, "spectrum")
     A = M.toarray()
     return _from_eigenvalues(np.linalg.eigvalsh((A + A.T) / 2.0))
@@ -270,13 +275,8 @@ def all_eigenvalues_metric(W: Any) -> float:
     >>> abs(m - (s.n - 1) / s.n * (s.relaxation - 1)) < 1e-14
     True
     """
-    M = _as_stochastic(W, "doubly", "all_eigenvalues_metric")
+    M = _symmetric_doubly(W, "all_eigenvalues_metric")
     n = M.shape[0]
-    if not _is_symmetric(M):
-        raise ValueError(
-            "all_eigenvalues_metric needs a symmetric W (real eigenvalues with orthogonal "
-            "eigenvectors); this W is not symmetric"
-        )
     row = circulant_row(M)
     if row is not None and _is_symmetric_row(n, *row):
         value = _metric_of_circulant(n, *row)
