@@ -110,7 +110,6 @@ def _from_eigenvalues(ev: np.ndarray) -> Spectrum:
     )
 
 
-
 def _symmetric_doubly(W: Any, who: str, why: str = "") -> Any:
     """``W`` as a doubly stochastic sparse matrix, refused unless it is symmetric."""
     M = _as_stochastic(W, "doubly", who)
@@ -118,6 +117,7 @@ def _symmetric_doubly(W: Any, who: str, why: str = "") -> Any:
         raise ValueError(f"{who} needs a symmetric W (real eigenvalues with orthogonal "
                          f"eigenvectors); this W is not symmetric{why}")
     return M
+
 
 def spectrum(W: Any) -> Spectrum:
     r"""All eigenvalues of a symmetric doubly stochastic ``W`` and the full-spectrum summaries.
