@@ -25,6 +25,7 @@ else its offline stand-in (:func:`stand_in`).
 from __future__ import annotations
 
 import contextvars
+import functools
 import itertools
 import os
 import re
@@ -150,6 +151,90 @@ def stand_in(dataset: str, model: str) -> str:
         return dataset
     return pair[0] if model in _VECTOR_MODELS else pair[1]
 
+
+# the names the papers (and the results' check names) give their datasets, and a short name of
+# each offline data set that stands in for them
+_PAPER_NAMES = {"cifar100": "CIFAR-100", "cifar10": "CIFAR-10", "cinic10": "CINIC-10",
+                "femnist": "FEMNIST", "fashion_mnist": "Fashion-MNIST", "mnist": "MNIST",
+                "tiny_imagenet": "Tiny ImageNet"}
+_STAND_IN_NAMES = {"mnist1d": "MNIST-1D", "mnist5k": "its 5,000-digit subset",
+                   "synthetic": "a Gaussian mixture", "digits": "8x8 digits",
+                   "digits16": "16x16 digits", "digits28": "28x28 digits",
+                   "digits32rgb": "32x32 RGB digits", "digits_resized": "resized digits"}
+
+
+def _mark_one(mark: str, match: re.Match[str]) -> str:
+    return match[0] if match[0].startswith("[") else mark
+
+
+def mark_stand_ins(text: str, swapped: Mapping[str, str]) -> str:
+    """``text`` with each paper dataset name that ``swapped`` (a result's ``stand_in``:
+    paper dataset -> the data that ran) replaced marked with what ran in its place, so that a
+    check or a title does not say "CIFAR-10" where a stand-in ran. Idempotent.
+
+    Examples
+    --------
+    >>> from topofl.figures.config import mark_stand_ins
+    >>> s = mark_stand_ins("CIFAR-10 Dir-0.3: DFedPGP above Ditto; CIFAR-100 not run",
+    ...                    {"cifar10": "mnist1d:n_samples=20000,seed=0"})
+    >>> s
+    'CIFAR-10 [stand-in: MNIST-1D] Dir-0.3: DFedPGP above Ditto; CIFAR-100 not run'
+    >>> mark_stand_ins(s, {"cifar10": "mnist1d:seed=0"}) == s
+    True
+    >>> mark_stand_ins("MNIST: final mean", {"mnist": "mnist5k:seed=0"})
+    'MNIST [stand-in: its 5,000-digit subset]: final mean'
+    """
+    for key, ran in swapped.items():
+        paper = _PAPER_NAMES.get(str(key))
+        if paper is None:
+            continue
+        base = str(ran).split(":", 1)[0]
+        mark = f"{paper} [stand-in: {_STAND_IN_NAMES.get(base, base)}]"
+        # a mark already there is matched whole and kept, so a name inside it stays too
+        pattern = rf"\[stand-in: [^\]]*\]|(?<![\w-]){re.escape(paper)}(?![\w-])(?! \[stand-in)"
+        text = re.sub(pattern, functools.partial(_mark_one, mark), text)
+    return text
+
+
+def mark_document(md: str, swapped: Mapping[str, str]) -> str:
+    r"""A result's Markdown with :func:`mark_stand_ins` applied to the lines that say what was
+    measured: the title, the **Measured** and **Verdict** lines and the rows of the table of
+    checks (the paper's own claim, the settings and the notes keep the paper's names).
+
+    Examples
+    --------
+    >>> from topofl.figures.config import mark_document
+    >>> md = ("# Fig. 1 on CIFAR-10\n\n**Paper:** CIFAR-10 ...\n\n**Measured** CIFAR-10: 0.7\n\n"
+    ...       "## Checks\n\n| check | m |\n|---|---|\n| CIFAR-10: A above B | 0.1 |\n\n"
+    ...       "## Notes\n\n- CIFAR-10 files not found\n")
+    >>> print(mark_document(md, {"cifar10": "mnist1d:seed=0"}))
+    # Fig. 1 on CIFAR-10 [stand-in: MNIST-1D]
+    <BLANKLINE>
+    **Paper:** CIFAR-10 ...
+    <BLANKLINE>
+    **Measured** CIFAR-10 [stand-in: MNIST-1D]: 0.7
+    <BLANKLINE>
+    ## Checks
+    <BLANKLINE>
+    | check | m |
+    |---|---|
+    | CIFAR-10 [stand-in: MNIST-1D]: A above B | 0.1 |
+    <BLANKLINE>
+    ## Notes
+    <BLANKLINE>
+    - CIFAR-10 files not found
+    <BLANKLINE>
+    """
+    if not swapped:
+        return md
+    out, section = [], ""
+    for line in md.split("\n"):
+        if line.startswith("## "):
+            section = line
+        marked = (line.startswith(("# ", "**Measured**", "**Verdict:**"))
+                  or (section == "## Checks" and line.startswith("| ")))
+        out.append(mark_stand_ins(line, swapped) if marked else line)
+    return "\n".join(out)
 
 def _available(dataset: str) -> bool:
     try:

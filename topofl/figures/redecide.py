@@ -34,7 +34,7 @@ from topofl.figures.checks import (
     verdict,
     within,
 )
-from topofl.figures.config import FigureError, _root, claim_of
+from topofl.figures.config import FigureError, _root, claim_of, mark_document
 from topofl.figures.gate import Gate, gated
 from topofl.figures.writing import gate_paragraph, gate_table, rule_paragraph, verdict_line
 
@@ -199,7 +199,8 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         if margins:
             v["margins"] = margins
         js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        md_path.write_text(_markdown(md, new, margins, gates), encoding="utf-8")
+        md = mark_document(_markdown(md, new, margins, gates), v.get("stand_in") or {})
+        md_path.write_text(md, encoding="utf-8")
     return Redecision(name, before, after, moved)
 
 
