@@ -456,25 +456,8 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(self.prog, message)
 
 
-def _parser() -> argparse.ArgumentParser:
-    from topofl import __version__
-
-    parser = _Parser(
-        prog="topofl", description=__doc__.split("\n\n")[0],
-        epilog="Errors print one line on stderr and exit with status 2 (bad input) or 1 (a "
-        "failure while running); Ctrl-C exits with 130. Add --traceback (or set "
-        f"{TRACEBACK_ENV}=1) to see the full Python traceback.")
-    parser.add_argument("--version", action="version", version=f"topofl {__version__}")
-    parser.add_argument("--traceback", action="store_true",
-                        help="on an error, show the full Python traceback instead of one line "
-                        f"(also: environment variable {TRACEBACK_ENV}=1); accepted anywhere "
-                        "on the command line")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_demo = sub.add_parser("demo", help="D-SGD on ring, D-Cliques and complete graph")
-    p_demo.add_argument("--out", default="topofl-demo", help="output folder (topofl-demo)")
-    p_demo.add_argument("--rounds", type=int, default=300, help="rounds (default 300)")
-    p_demo.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    p_demo.add_argument("--eval-every", type=int, default=10, help="evaluation period (10)")
+def _add_run_parsers(sub: Any) -> None:
+    """The subcommands that run or plan training from a config: ``run``, ``sweep``, ``plan``."""
     p_run = sub.add_parser("run", help="train with topofl.run from a TOML/JSON config",
                            description="Train with topofl.run: the config's keys are its "
                            "keyword arguments (see `topofl list`).")
@@ -521,6 +504,10 @@ def _parser() -> argparse.ArgumentParser:
     p_plan.add_argument("--json", action="store_true", help="print one JSON object")
     p_plan.add_argument("--no-time", action="store_true",
                         help="do not time rounds (seconds_per_round is null)")
+
+
+def _add_bench_parser(sub: Any) -> None:
+    """The ``bench`` subcommand."""
     p_bench = sub.add_parser(
         "bench", help="client-steps/s, samples/s, memory per client against a shared-weight "
         "floor", description="Time the engine's local step (the executor it chooses) against "
@@ -554,6 +541,29 @@ def _parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--force", action="store_true", help="replace an existing --out")
     p_bench.add_argument("--json", action="store_true",
                          help="print the result as one JSON object on stdout")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from topofl import __version__
+
+    parser = _Parser(
+        prog="topofl", description=__doc__.split("\n\n")[0],
+        epilog="Errors print one line on stderr and exit with status 2 (bad input) or 1 (a "
+        "failure while running); Ctrl-C exits with 130. Add --traceback (or set "
+        f"{TRACEBACK_ENV}=1) to see the full Python traceback.")
+    parser.add_argument("--version", action="version", version=f"topofl {__version__}")
+    parser.add_argument("--traceback", action="store_true",
+                        help="on an error, show the full Python traceback instead of one line "
+                        f"(also: environment variable {TRACEBACK_ENV}=1); accepted anywhere "
+                        "on the command line")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_demo = sub.add_parser("demo", help="D-SGD on ring, D-Cliques and complete graph")
+    p_demo.add_argument("--out", default="topofl-demo", help="output folder (topofl-demo)")
+    p_demo.add_argument("--rounds", type=int, default=300, help="rounds (default 300)")
+    p_demo.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p_demo.add_argument("--eval-every", type=int, default=10, help="evaluation period (10)")
+    _add_run_parsers(sub)
+    _add_bench_parser(sub)
     sub.add_parser("quickstart", help="compare the spectral gaps of a few graphs")
     p_list = sub.add_parser("list", help="list graphs, algorithms, models, datasets, "
                             "partitions and run settings with their parameters")

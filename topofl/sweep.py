@@ -506,6 +506,52 @@ def _interrupted_message(signum: int, outcomes: Sequence[Outcome], names: Sequen
     return "\n".join(lines)
 
 
+def _check_jobs(jobs: Any, threads: Any) -> None:
+    """Refuse ``jobs`` that is not an int ``>= 1`` and ``threads`` that is neither that nor
+    ``None`` (:func:`run_sweep`'s keywords)."""
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise ConfigError(f"jobs must be an int >= 1, got {jobs!r}")
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)
+                                or threads < 1):
+        raise ConfigError(f"threads must be an int >= 1 or None, got {threads!r}")
+
+
+def _pending(runs: Sequence[SweepRun], out_dir: Path, overwrite: bool
+             ) -> tuple[list[tuple[SweepRun, dict[str, Any], str]], list[Outcome]]:
+    """The runs still to do, each with its config and mode (``_state``), and the outcomes of
+    the finished ones, skipped."""
+    todo: list[tuple[SweepRun, dict[str, Any], str]] = []
+    skipped: list[Outcome] = []
+    for run in runs:
+        mode, marker = _state(run, out_dir, overwrite)
+        if mode == "done":
+            skipped.append(Outcome(run.name, "skipped", summary=marker.get("summary", {}),
+                                   message=f"({marker.get('status', 'complete')} before)"))
+        else:
+            todo.append((run, _run_config(run, out_dir), mode))
+    return todo, skipped
+
+
+def _execute_units(units: Sequence[list[tuple[SweepRun, dict[str, Any], str]]], out: str,
+                   command: str | None, *, jobs: int, threads: int | None,
+                   report: Callable[[Outcome], None], bar: Any) -> None:
+    """Execute the units (runs that stack, or single runs) in this process with ``jobs == 1``
+    or a single unit, else in a pool of ``min(jobs, len(units))`` workers, reporting every
+    outcome as it comes."""
+    if jobs == 1 or len(units) <= 1:
+        with torch_threads(threads):
+            for unit in units:
+                bar.set_postfix_str(unit[0][0].name)
+                for o in _execute_unit(unit, out, command):
+                    report(o)
+    else:
+        with worker_pool(min(jobs, len(units)), threads) as pool:  # ended on an error
+            futures = [pool.submit(_execute_unit, unit, out, command) for unit in units]
+            for fut in as_completed(futures):
+                for o in fut.result():
+                    report(o)
+
+
 def run_sweep(
     cfg: Mapping[str, Any] | str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -573,11 +619,7 @@ def run_sweep(
     included (on Linux through ``PR_SET_PDEATHSIG``, everywhere through a thread that checks
     for the parent once a second): none is left running, or holding its output open.
     """
-    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
-        raise ConfigError(f"jobs must be an int >= 1, got {jobs!r}")
-    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool)
-                                or threads < 1):
-        raise ConfigError(f"threads must be an int >= 1 or None, got {threads!r}")
+    _check_jobs(jobs, threads)
     if not isinstance(cfg, Mapping):
         cfg = read_config(cfg)
     stacking = cfg.get("stack", True) if stack is None else stack
@@ -586,16 +628,8 @@ def run_sweep(
     runs = select(plan(cfg), shard)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    todo: list[tuple[SweepRun, dict[str, Any], str]] = []
+    todo, skipped = _pending(runs, out_dir, overwrite)
     outcomes: list[Outcome] = []
-    skipped: list[Outcome] = []
-    for run in runs:
-        mode, marker = _state(run, out_dir, overwrite)
-        if mode == "done":
-            skipped.append(Outcome(run.name, "skipped", summary=marker.get("summary", {}),
-                                   message=f"({marker.get('status', 'complete')} before)"))
-        else:
-            todo.append((run, _run_config(run, out_dir), mode))
     say = echo if echo is not None else print
     units = _stack_units(todo, say, jobs) if stacking else [[item] for item in todo]
     from tqdm.auto import tqdm
@@ -618,19 +652,8 @@ def run_sweep(
         with sigterm_raises(SweepInterrupted):
             for o in skipped:
                 report(o)
-            if jobs == 1 or len(units) <= 1:
-                with torch_threads(threads):
-                    for unit in units:
-                        bar.set_postfix_str(unit[0][0].name)
-                        for o in _execute_unit(unit, str(out_dir), command):
-                            report(o)
-            else:
-                with worker_pool(min(jobs, len(units)), threads) as pool:  # ended on an error
-                    futures = [pool.submit(_execute_unit, unit, str(out_dir), command)
-                               for unit in units]
-                    for fut in as_completed(futures):
-                        for o in fut.result():
-                            report(o)
+            _execute_units(units, str(out_dir), command, jobs=jobs, threads=threads,
+                           report=report, bar=bar)
     except KeyboardInterrupt as exc:
         bar.close()
         signum = getattr(exc, "signum", int(signal.SIGINT))

@@ -63,6 +63,7 @@ from torch import Tensor
 from topofl._validation import check_choice, check_int, check_real
 from topofl.algorithms._common import (
     WEIGHTINGS,
+    Epochs,
     ServerParams,
     SGDParams,
     check_lr,
@@ -116,6 +117,13 @@ _SHARED = (("momentum", 0.0, float), ("weight_decay", 0.0, float), ("decay", 1.0
            ("participation", 1.0, float), ("sample_seed", 0, int), ("weighting", "uniform", str))
 
 
+#: the local work of :func:`server_work_factory`'s baselines, right after ``lr``
+_WORK = (("local_steps", "int | None"), ("local_epochs", "float | tuple[float, ...] | None"))
+
+#: checked local work: ``(steps, None)`` or ``(None, epochs)`` (:func:`check_work`)
+Work = tuple[int | None, Epochs]
+
+
 def server_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
     """Turn ``build(hp: ServerParams, *, <its own keywords>)`` into a factory taking ``lr``, its
     own keywords and the shared ones (``momentum``, ``weight_decay``, ``decay``,
@@ -124,24 +132,46 @@ def server_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
     The factory's ``inspect.signature`` lists every keyword (``topofl.run`` validates against
     it); an unknown keyword is a ``TypeError``.
     """
-    own = list(inspect.signature(build).parameters.values())[1:]
+    return _server_factory(build, work=False)
+
+
+def server_work_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
+    """:func:`server_factory` for a baseline whose local work is one phase's: the factory also
+    takes ``local_steps`` and ``local_epochs`` right after ``lr`` (one step by default), and
+    ``build(hp: ServerParams, work: Work, *, <its own keywords>)`` gets them checked."""
+    return _server_factory(build, work=True)
+
+
+def _server_factory(build: Callable[..., Algorithm], *, work: bool) -> Callable[..., Algorithm]:
+    own = list(inspect.signature(build).parameters.values())[2 if work else 1:]
     lr = inspect.Parameter("lr", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=0.1,
                            annotation="float")
+    local = [inspect.Parameter(k, _KW, default=None, annotation=t) for k, t in _WORK]
     shared = [inspect.Parameter(k, _KW, default=d, annotation=t.__name__)
               for k, d, t in _SHARED]
-    sig = inspect.Signature([lr, *own, *shared], return_annotation="Algorithm")
+    sig = inspect.Signature([lr, *(local if work else []), *own, *shared],
+                            return_annotation="Algorithm")
 
     def factory(*args: Any, **kwargs: Any) -> Algorithm:
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         kw = dict(bound.arguments)
         hp = check_server(kw.pop("lr"), *(kw.pop(k) for k, _, _ in _SHARED))
+        if work:
+            return build(hp, check_work(kw.pop("local_steps"), kw.pop("local_epochs")), **kw)
         return build(hp, **kw)
 
     factory.__signature__ = sig  # type: ignore[attr-defined]  # read by inspect.signature
     factory.__name__ = factory.__qualname__ = build.__name__
     factory.__doc__, factory.__module__ = build.__doc__, build.__module__
     return factory
+
+
+def sgd_hparams(hp: ServerParams, work: Work) -> dict[str, Any]:
+    """The local SGD's hyper-parameters as a one-phase baseline records them (``lr``,
+    ``momentum``, ``weight_decay``, ``local_steps``, ``local_epochs``, ``decay``)."""
+    return dict(lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay,
+                local_steps=work[0], local_epochs=work[1], decay=hp.decay)
 
 
 def same_head(x0: Any, env: Services) -> None:
@@ -173,16 +203,36 @@ _FEDAVG = (("momentum", 0.0, "float"), ("weight_decay", 0.0, "float"),
            ("weighting", "uniform", "str"))
 
 
+#: the fine-tuning keywords of :func:`fedavg_ft_factory`'s baselines, after their own
+_FINETUNE = (("finetune_steps", "int | None"), ("finetune_epochs", "float | None"),
+             ("finetune_lr", "float | None"))
+
+
 def fedavg_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
     """Turn ``build(hp: FedAvgParams, *, <its own keywords>)`` into a factory taking ``lr``,
     FedAvg's keywords (``momentum``, ``weight_decay``, ``local_steps``, ``local_epochs``,
     ``decay``, ``participation``, ``sample_seed``, ``weighting``) and its own, with an ordinary
     ``inspect.signature``; an unknown keyword is a ``TypeError``."""
-    own = list(inspect.signature(build).parameters.values())[1:]
+    return _fedavg_factory(build, finetune=False)
+
+
+def fedavg_ft_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
+    """:func:`fedavg_factory` for a +FT baseline: the factory also takes ``finetune_steps``,
+    ``finetune_epochs`` and ``finetune_lr`` after its own keywords, and
+    ``build(hp: FedAvgParams, ft: Finetune, *, <its own keywords>)`` gets them checked with
+    :func:`check_finetune`."""
+    return _fedavg_factory(build, finetune=True)
+
+
+def _fedavg_factory(build: Callable[..., Algorithm], *, finetune: bool
+                    ) -> Callable[..., Algorithm]:
+    own = list(inspect.signature(build).parameters.values())[2 if finetune else 1:]
     lr = inspect.Parameter("lr", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=0.1,
                            annotation="float")
     shared = [inspect.Parameter(k, _KW, default=d, annotation=t) for k, d, t in _FEDAVG]
-    sig = inspect.Signature([lr, *shared, *own], return_annotation="Algorithm")
+    tuning = [inspect.Parameter(k, _KW, default=None, annotation=t) for k, t in _FINETUNE]
+    sig = inspect.Signature([lr, *shared, *own, *(tuning if finetune else [])],
+                            return_annotation="Algorithm")
 
     def factory(*args: Any, **kwargs: Any) -> Algorithm:
         bound = sig.bind(*args, **kwargs)
@@ -197,6 +247,9 @@ def fedavg_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
             check_int(kw.pop("sample_seed"), "sample_seed", low=0),
             check_choice(kw.pop("weighting"), "weighting", WEIGHTINGS),
         )
+        if finetune:
+            ft = check_finetune(hp, *(kw.pop(k) for k, _ in _FINETUNE))
+            return build(hp, ft, **kw)
         return build(hp, **kw)
 
     factory.__signature__ = sig  # type: ignore[attr-defined]  # read by inspect.signature
@@ -248,11 +301,15 @@ _FINETUNE_STREAM = 11  # local_train stream of the +FT baselines' evaluation-tim
 
 
 class Finetune(NamedTuple):
-    """Checked fine-tuning of the +FT baselines: steps or epochs, learning rate."""
+    """Checked evaluation-time fine-tuning (the +FT baselines, FedBABU): steps or epochs,
+    learning rate, the part of the model it trains and the ``local_train`` stream of its
+    batches."""
 
     steps: int | None
     epochs: float | None
     lr: float
+    part: Part = "all"
+    stream: int = _FINETUNE_STREAM
 
     def as_dict(self) -> dict[str, Any]:
         """The hyper-parameters as recorded in the run config."""
@@ -260,14 +317,28 @@ class Finetune(NamedTuple):
                     finetune_lr=self.lr)
 
     def evaluate(self, state: State, rnd: Round, env: Services) -> Tensor:
-        """A fine-tuned copy of every client's model: plain SGD on the whole model, on its own
-        training batches (a stream of its own, indexed by the round); the state is untouched."""
+        """A fine-tuned copy of every client's model: plain SGD on ``part``, on its own
+        training batches (stream ``stream``, indexed by the round); the state is untouched."""
         x = state.x.clone()
         if self.steps == 0 or self.epochs == 0:
             return x
-        env.local_train(x, "all", self.lr, t=rnd.t, steps=self.steps, epochs=self.epochs,
-                        stream=_FINETUNE_STREAM)
+        env.local_train(x, self.part, self.lr, t=rnd.t, steps=self.steps, epochs=self.epochs,
+                        stream=self.stream)
         return x
+
+    @classmethod
+    def check(cls, steps: Any, epochs: Any, lr: Any, *, default_lr: float,
+              default_steps: int = 1, part: Part = "all",
+              stream: int = _FINETUNE_STREAM) -> Finetune:
+        """``finetune_steps``, ``finetune_epochs`` (one number; 0: no fine-tuning) and
+        ``finetune_lr`` checked; neither steps nor epochs: ``default_steps`` steps."""
+        fs, fe = check_work(steps, epochs, steps_name="finetune_steps",
+                            epochs_name="finetune_epochs", default_steps=default_steps,
+                            allow_zero=True)
+        if isinstance(fe, tuple):
+            raise TypeError("finetune_epochs must be one number, not one per client")
+        flr = default_lr if lr is None else check_lr(lr, "finetune_lr")
+        return cls(fs, fe, flr, part, stream)
 
 
 def check_finetune(hp: FedAvgParams, steps: Any, epochs: Any, lr: Any) -> Finetune:
@@ -282,13 +353,9 @@ def check_finetune(hp: FedAvgParams, steps: Any, epochs: Any, lr: Any) -> Finetu
             epochs = 2 * hp.sgd.epochs
         else:
             steps = 2 * (hp.sgd.steps or 1)
-    fs, fe = check_work(steps, epochs, steps_name="finetune_steps",
-                        epochs_name="finetune_epochs", allow_zero=True)
-    if isinstance(fe, tuple):
-        raise TypeError("finetune_epochs must be one number, not one per client")
-    flr = hp.sgd.lr if lr is None else check_lr(lr, "finetune_lr")
-    return Finetune(fs, fe, flr)
+    return Finetune.check(steps, epochs, lr, default_lr=hp.sgd.lr)
 
 
-__all__ = ["server_algorithm", "server_factory", "same_head", "State", "FedAvgParams",
-           "fedavg_factory", "fedavg_algorithm", "Finetune", "check_finetune"]
+__all__ = ["server_algorithm", "server_factory", "server_work_factory", "Work", "sgd_hparams",
+           "same_head", "State", "FedAvgParams", "fedavg_factory", "fedavg_ft_factory",
+           "fedavg_algorithm", "Finetune", "check_finetune"]

@@ -22,6 +22,25 @@ so the two differ only in the communication. ``dfedavgm`` and ``osgp`` have libr
 defaults: for Table 4, give them ``momentum=0.9, weight_decay=5e-3, decay=0.99,
 local_epochs=5`` too.
 
+Notes
+-----
+Where Section 5.1 of [1]_ is silent, DFedPGP reads it so:
+
+* $\eta_v$ is not given separately ("a learning rate $\eta_u = 0.1$ to update the model
+  parameters"): it defaults to $\eta_u$.
+* Momentum is "local": each client restarts it every round, as a fresh SGD optimizer per
+  round would (and as DFedAvgM does); head and body have separate buffers (different
+  columns), as with one optimizer per phase.
+* Weight decay is part of the gradient of $F_i$, which Algorithm 1 evaluates at $z_i$, so
+  the decay term is $\lambda z_i$, applied to $u_i$ like the rest of the gradient (as in
+  :func:`~topofl.algorithms.sgp`); on the head it is $\lambda v_i$.
+* The experiments' graph (Section 5.1, Appendix B): every client exchanges with 10 random
+  peers per round. Push-sum needs the column-stochastic push form of Algorithm 1
+  ($p_{j,i}^t = 1 / |\mathcal{N}^{out}_{i,t}|$, the sender splitting its mass over itself
+  and its out-neighbours): ``topofl.topologies.random_directed(n, 10, seed=s,
+  mode="push")``. Appendix B's pull form with uniform in-weights is row stochastic and would
+  make push-sum biased; it is not accepted (``requires="column"``).
+
 References
 ----------
 .. [1] Y. Liu, Y. Shi, Q. Li, B. Wu, X. Wang, L. Shen, "Decentralized Directed Collaboration
@@ -112,24 +131,10 @@ def dfedpgp(hp: PartialParams) -> Algorithm:
     -----
     Section 5.1 fixes $\eta_u = 0.1$, 5 local epochs on the shared part and 1 on the personal
     part, SGD with momentum 0.9, weight decay 0.005 and a learning rate decayed by 0.99 per
-    round; these are the defaults. Where the paper is silent:
-
-    * $\eta_v$ is not given separately ("a learning rate $\eta_u = 0.1$ to update the model
-      parameters"): it defaults to $\eta_u$.
-    * Momentum is "local": each client restarts it every round, as a fresh SGD optimizer per
-      round would (and as DFedAvgM does); head and body have separate buffers (different
-      columns), as with one optimizer per phase.
-    * Weight decay is part of the gradient of $F_i$, which Algorithm 1 evaluates at $z_i$, so
-      the decay term is $\lambda z_i$, applied to $u_i$ like the rest of the gradient (as in
-      :func:`~topofl.algorithms.sgp`); on the head it is $\lambda v_i$.
-    * The experiments' graph (Section 5.1, Appendix B): every client exchanges with 10 random
-      peers per round. Push-sum needs the column-stochastic push form of Algorithm 1
-      ($p_{j,i}^t = 1 / |\mathcal{N}^{out}_{i,t}|$, the sender splitting its mass over itself
-      and its out-neighbours): ``topofl.topologies.random_directed(n, 10, seed=s,
-      mode="push")``. Appendix B's pull form with uniform in-weights is row stochastic and would
-      make push-sum biased; it is not accepted (``requires="column"``).
-    * With a doubly stochastic ``W`` the weights stay 1 and DFedPGP is exactly
-      :func:`dfedavgm_p` (tested).
+    round; these are the defaults. Where the paper is silent ($\eta_v$, the momentum, the
+    weight decay, the experiments' graph), the module docstring says how it is read. With a
+    doubly stochastic ``W`` the weights stay 1 and DFedPGP is exactly :func:`dfedavgm_p`
+    (tested).
 
     Cost per round: one ``[n, P_body]`` gossip and one ``[n]`` weight gossip, plus an
     ``O(n P)`` de-biasing before each local step (negligible next to the gradients).

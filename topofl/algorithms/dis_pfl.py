@@ -6,6 +6,25 @@ the smallest-magnitude weights of its mask and regrows as many elsewhere, sends 
 model to its neighbours, and averages each coordinate over the neighbours (itself included)
 whose masks hold that coordinate; the result is restricted to its new mask.
 
+Notes
+-----
+Choices where the papers leave room: the masks cover every parameter, biases included (ERK
+makes the small layers dense), as in the released code; layer $l$ keeps
+$\lfloor d_l \cdot \mathrm{numel}_l \rfloor$ entries (at least 1); prune/regrow happens at
+the end of each round, before the exchange, so that the averaged model is restricted to
+the new mask (the released code does it at the start of the next round, the same order);
+gradient clipping (norm 10 in the released code) is not applied.
+
+Messages: one on every arc of the round's graph, the sender's kept entries (kind
+``"values"``: as many numbers as its mask holds, the mask it trained under) with its mask
+attached (kind ``"mask"``: one bit per parameter). An offline client (``rnd.online``) keeps
+its model and mask; the graph the round gets has lost its arcs (rule ``"renormalise"``),
+so the others average over their present neighbours.
+
+Cost per round: one gossip product of the neighbourhood pattern (the 0/1 ``W`` with its
+diagonal) with the ``[n, 2P]`` numerators and counts (``env.mixer``, so a distributed run
+exchanges only the rows its neighbours' ranks need), plus a sort per layer for pruning.
+
 References
 ----------
 .. [1] R. Dai, L. Shen, F. He, X. Tian, D. Tao, "DisPFL: Towards communication-efficient
@@ -336,22 +355,8 @@ def dis_pfl(
     client exchanges with 10 random peers per round (a time-varying graph,
     ``topofl.topologies`` ``random_directed(n, 10, ...)`` or its undirected counterpart).
 
-    Choices where the papers leave room: the masks cover every parameter, biases included (ERK
-    makes the small layers dense), as in the released code; layer $l$ keeps
-    $\lfloor d_l \cdot \mathrm{numel}_l \rfloor$ entries (at least 1); prune/regrow happens at
-    the end of each round, before the exchange, so that the averaged model is restricted to
-    the new mask (the released code does it at the start of the next round, the same order);
-    gradient clipping (norm 10 in the released code) is not applied.
-
-    Messages: one on every arc of the round's graph, the sender's kept entries (kind
-    ``"values"``: as many numbers as its mask holds, the mask it trained under) with its mask
-    attached (kind ``"mask"``: one bit per parameter). An offline client (``rnd.online``) keeps
-    its model and mask; the graph the round gets has lost its arcs (rule ``"renormalise"``),
-    so the others average over their present neighbours.
-
-    Cost per round: one gossip product of the neighbourhood pattern (the 0/1 ``W`` with its
-    diagonal) with the ``[n, 2P]`` numerators and counts (``env.mixer``, so a distributed run
-    exchanges only the rows its neighbours' ranks need), plus a sort per layer for pruning.
+    Choices where the papers leave room, the messages and the cost per round: the module
+    docstring.
 
     References
     ----------

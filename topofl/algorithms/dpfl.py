@@ -12,6 +12,15 @@ set $\Omega_k$ is built once, after $\tau_{init}$ local epochs, by BGGC (Algorit
 reaches the same set as GGC over all clients (Theorem 1) while receiving at most $B_c$ models at a
 time.
 
+Algorithm 1: pre-processing (once, at the start of round 0): every client trains
+$\tau_{init}$ local epochs from the common initialisation, BGGC over all other clients gives
+its candidate set $\Omega_k$ ($|\Omega_k| \le B_c$), and its model becomes the weighted
+average over $\Omega_k \cup \{k\}$ (lines 1-5). Every round $t$: $\tau_{train}$ local epochs
+of SGD (line 8), then, every ``refresh_every`` rounds, GGC over $\Omega_k$ on the client's
+validation loss picks $C_k \subseteq \Omega_k$ (line 10), and the model becomes the weighted
+average over $C_k \cup \{k\}$ (line 11, eq. 4). $\Omega$ never changes (Section 3.1: a
+client skipped in one round may help later).
+
 GGC and BGGC themselves, per client and batched over the clients, live in
 :mod:`topofl.algorithms.ggc` (no engine there: plain functions of models, weights and a loss
 oracle). This module is the algorithm (Algorithm 1) for the engine, registered as
@@ -50,10 +59,16 @@ Choices where the paper is silent or ambiguous:
   round; the others may still pick it and read its last model; nothing is sent to it. A
   client offline in the pre-processing round keeps an empty $\Omega_k$.
 - *Model selection.* The paper reports the test accuracy of each client's model with the
-  best validation score over the rounds (Appendix F): ``select="best_val"``. By default
+  best validation score over the rounds (Section 4, Appendix F: "we preserve the best model
+  based on the validation dataset, and the reported test results are obtained by performing
+  inference on this best validation model"): ``select="best_val"``. "Best" is read as the
+  lowest validation *loss*, the quantity DPFL's rewards use; ties keep the earlier model. By default
   ``evaluate`` returns the current models, as for every topofl algorithm, so that all
   algorithms are scored alike; ``records.best("test_acc_mean")`` is the best *mean* over
   rounds, not that protocol.
+- *Randomness.* ``graph_seed`` seeds BGGC's shuffles and coin flips (stream
+  ``(graph_seed, 0, k)`` of client ``k``), GGC's in round ``t`` (``(graph_seed, 1, t, k)``)
+  and, with ``graph="random"``, the random collaborators (``(graph_seed, 2, t, k)``).
 - *Rounds.* The paper counts pre-processing as 2 rounds (98 DPFL rounds against 100 for
   the baselines); pass ``rounds`` accordingly.
 
@@ -209,15 +224,9 @@ def dpfl(
 ) -> Algorithm:
     r"""DPFL (Algorithm 1): greedy, budgeted, directed collaboration for personalized models.
 
-    Pre-processing (once, at the start of round 0): every client trains $\tau_{init}$ local
-    epochs from the common initialisation, BGGC over all other clients gives its candidate set
-    $\Omega_k$ ($|\Omega_k| \le B_c$), and its model becomes the weighted average over
-    $\Omega_k \cup \{k\}$ (lines 1-5). Every round $t$: $\tau_{train}$ local epochs of SGD
-    (line 8), then, every ``refresh_every`` rounds, GGC over $\Omega_k$ on the client's
-    validation loss picks $C_k \subseteq \Omega_k$ (line 10), and the model becomes the weighted
-    average over $C_k \cup \{k\}$ (line 11, eq. 4). $\Omega$ never changes (Section 3.1: a
-    client skipped in one round may help later). Records and the readings of the paper: the
-    module's docstring.
+    Pre-processing (BGGC picks each client's candidates $\Omega_k$), then every round local
+    epochs and, every ``refresh_every`` rounds, GGC picks its collaborators $C_k \subseteq
+    \Omega_k$ for the weighted average. Steps, records, readings of the paper: module docstring.
 
     Parameters
     ----------
@@ -226,16 +235,14 @@ def dpfl(
     budget : int, float, None or math.inf, default 10
         $B_c \ge 1$, the most collaborators of a client (``None``/``inf``: no budget). A float
         in ``(0, 1]`` is a fraction of the number of clients $N$, resolved when the run starts
-        as ``max(1, round(budget * N))`` (:func:`resolve_budget`): the paper's
-        $B_c \in \{\infty, 0.2N, 0.1N, 0.05N\}$ are ``None, 0.2, 0.1, 0.05``; its figures use
-        $B_c = 10$ ($N=100$).
+        as ``max(1, round(budget * N))`` (:func:`resolve_budget`): the paper's $B_c \in
+        \{\infty, 0.2N, 0.1N, 0.05N\}$ are ``None, 0.2, 0.1, 0.05``; its figures use 10 of 100.
     tau_init : float, default 10
         $\tau_{init} \ge 0$ local epochs before BGGC (0: BGGC on the initial models).
-    local_epochs : float or sequence of float, default 5
-        $\tau_{train} > 0$: local epochs per round (one value per client for computation
-        heterogeneity, see :func:`~topofl.algorithms.heterogeneous_epochs`).
-    local_steps : int, optional
-        Instead of ``local_epochs``: the same number of local SGD steps for every client.
+    local_epochs, local_steps : float or sequence of float, default 5; int, optional
+        $\tau_{train} > 0$ local epochs per round (the default: Appendix F.3.3; one value per
+        client for computation heterogeneity, :func:`~topofl.algorithms.heterogeneous_epochs`),
+        or instead the same number of local SGD steps for every client.
     refresh_every : int, default 1
         $P$ of Table 3: GGC runs in rounds $t$ with $t \bmod P = 0$; in between, clients
         average over the last $C_k$.
@@ -249,36 +256,32 @@ def dpfl(
     graph : {"greedy", "random"}, default "greedy"
         ``"random"`` replaces BGGC and GGC by a randomly constructed collaboration graph with
         the same budget (DPFL Section 4.4, Fig. 3): at pre-processing and at every refresh each
-        client draws ``min(B_c, n - 1)`` collaborators uniformly among the other clients
-        (stream ``(graph_seed, 2, t, k)``); no validation loss is evaluated.
+        client draws ``min(B_c, n - 1)`` collaborators uniformly among the other clients; no
+        validation loss is evaluated.
     graph_seed : int, default 0
-        Seeds the shuffles and coin flips of BGGC (stream ``(graph_seed, 0, k)`` of client
-        ``k``) and of GGC in round ``t`` (stream ``(graph_seed, 1, t, k)``). The run's ``seed``
-        does not reach it: vary both for repetitions over seeds.
+        Seeds the shuffles and coin flips of BGGC and GGC and the random graph (the streams:
+        module docstring). The run's ``seed`` does not reach it: vary both over seeds.
     decay : float, default 1
         Learning-rate factor per round.
     no_greedy : None, "flipped" or sequence of int, default None
         Clients that never run BGGC or GGC and never average (the malicious clients of DPFL's
         Fig. 4a and Appendix Fig. 12: "they only train locally", "consistently maintained their
         models"), yet stay candidates of the others and send their model whenever asked.
-        ``"flipped"`` names the label-flipping clients of the data
-        (``federate(..., flip_labels=0.4)``, read from ``env.flipped``); a sequence
-        names client ids. Their $\Omega_k$ and $C_k$ are empty and they receive no messages.
+        ``"flipped"`` names the label-flipping clients of the data (``federate(...,
+        flip_labels=0.4)``, read from ``env.flipped``), a sequence names client ids. Their
+        $\Omega_k$ and $C_k$ are empty and they receive no messages.
     select : {"last", "best_val"}, default "last"
         What ``evaluate`` scores. ``"last"``: the current models, as for every topofl
-        algorithm. ``"best_val"``: DPFL's protocol (Section 4, Appendix F: "we preserve the
-        best model based on the validation dataset, and the reported test results are
-        obtained by performing inference on this best validation model"): after each
-        round's averaging, a client whose validation loss is below its best so far keeps a
-        copy of its model, and that copy is scored. "Best" is read as the lowest validation
-        *loss*, the quantity DPFL's rewards use; ties keep the earlier model.
+        algorithm. ``"best_val"``: DPFL's protocol (module docstring, *Model selection*):
+        after each round's averaging, a client whose validation loss is below its best so far
+        keeps a copy of its model, and that copy is scored.
 
     Returns
     -------
     Algorithm
-        ``uses_topology=False`` (DPFL builds its own graph; ``communicate`` returns
-        as realized graph the round's collaboration graph with the weights of eq. 4, so the
-        engine records its edges ``j -> k`` for ``j`` in ``C_k``, density and reciprocity).
+        ``uses_topology=False`` (DPFL builds its own graph; ``communicate`` returns as realized
+        graph the round's collaboration graph with the weights of eq. 4, so the engine records
+        its edges ``j -> k`` for ``j`` in ``C_k``, density and reciprocity).
         ``state.own`` is a :class:`DPFLState` (the masks $\Omega$ and $C$, the weights, the
         best models with ``select="best_val"``), checkpointed with the models.
 
@@ -286,9 +289,8 @@ def dpfl(
     ------
     ValueError
         ``budget < 1``, ``tau_init < 0``, ``local_epochs <= 0``, both ``local_epochs`` and
-        ``local_steps``, ``refresh_every < 1``, a bad
-        ``lr``/``momentum``/``weight_decay``/``weighting``; when run, data without a
-        validation split.
+        ``local_steps``, ``refresh_every < 1``, a bad ``lr``/``momentum``/``weight_decay``/
+        ``weighting``; when run, data without a validation split.
 
     References
     ----------
@@ -311,8 +313,7 @@ def dpfl(
     """
     hp = DPFLParams(
         lr=check_lr(lr), tau_init=check_real(tau_init, "tau_init", low=0),
-        work=check_work(local_steps, 5.0 if local_steps is None and local_epochs is None
-                        else local_epochs),  # tau_train of Appendix F.3.3 by default
+        work=check_work(local_steps, local_epochs, default_steps=None, default_epochs=5.0),
         refresh_every=check_int(refresh_every, "refresh_every", low=1),
         momentum=check_momentum(momentum), weight_decay=check_wd(weight_decay),
         weighting=check_choice(weighting, "weighting", ("size", "uniform")),
@@ -320,11 +321,10 @@ def dpfl(
         graph=check_choice(graph, "graph", ("greedy", "random")),
         budget=_check_budget_spec(budget), no_greedy=_check_no_greedy(no_greedy),
         select=check_choice(select, "select", ("last", "best_val")))
-    return whole_model_algorithm("dpfl", hp, init=init_state, local=hp.sgd,
-                                 communicate=communicate,
-                                 evaluate=functools.partial(evaluate, hp=hp),
-                                 round_start=functools.partial(round_start, hp=hp),
-                                 uses_topology=False, absent="stale")
+    return whole_model_algorithm(
+        "dpfl", hp, init=init_state, local=hp.sgd, communicate=communicate,
+        evaluate=functools.partial(evaluate, hp=hp),
+        round_start=functools.partial(round_start, hp=hp), uses_topology=False, absent="stale")
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,56 @@ def _flipped_clients(records: Records, rid: str | None) -> list[int]:
     return [int(c) for c in info["clients"]]
 
 
+def _malicious_ids(malicious: Iterable[int] | np.ndarray,
+                   n: int | None) -> tuple[list[int], int | None]:
+    """The ids of ``malicious`` (client ids, or a bool mask that also gives ``n`` when it is
+    ``None``), and ``n``."""
+    arr = np.asarray(malicious)
+    if arr.dtype == bool:
+        if n is None:
+            n = int(arr.size)
+        elif arr.size != n:
+            raise ValueError(f"malicious as a mask must have n={n} entries, got {arr.size}")
+        return np.flatnonzero(arr).tolist(), n
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"malicious must hold client ids (ints) or be a bool mask, got "
+                        f"dtype {arr.dtype}")
+    return [int(c) for c in arr.ravel()], n
+
+
+def _recorded_clients(records: Records, rid: str | None, seen: int) -> int:
+    """The number of clients of a run: its config's ``n_clients``, else its data's partition's,
+    else ``seen`` (one more than the largest id seen)."""
+    cfg = records.configs.get(rid, {}) if rid is not None else {}
+    eng = records.engines.get(rid, {}) if rid is not None else {}
+    part = (eng.get("data") or {}).get("partition") or {}
+    if isinstance(cfg.get("n_clients"), int):
+        return int(cfg["n_clients"])
+    if isinstance(part.get("num_clients"), int):
+        return int(part["num_clients"])
+    return seen
+
+
+def _share_row(t: int, e: np.ndarray, bad: np.ndarray, benign: int) -> dict[str, Any]:
+    """A row of :func:`malicious_share`: round ``t``'s ``[m, 2]`` edges ``e`` counted into the
+    benign clients (``bad``: the ``[n]`` mask of malicious ones, ``benign`` their count)."""
+    n = bad.shape[0]
+    into = e[~bad[e[:, 1]]] if e.size else e
+    deg = np.bincount(into[:, 1], minlength=n) if into.size else np.zeros(n, np.int64)
+    mal = (np.bincount(into[:, 1], weights=bad[into[:, 0]], minlength=n)
+           if into.size else np.zeros(n))
+    picked = deg > 0
+    return {
+        "round": t,
+        "edges": int(deg.sum()),
+        "from_malicious": int(mal.sum()),
+        "share": float(mal.sum() / deg.sum()) if deg.sum() else math.nan,
+        "client_share": float(np.mean(mal[picked] / deg[picked])) if picked.any()
+        else math.nan,
+        "picking": float((mal > 0).sum() / benign) if benign else math.nan,
+    }
+
+
 def malicious_share(
     records: Records,
     *,
@@ -119,33 +169,14 @@ def malicious_share(
     if malicious is None:
         bad_ids = _flipped_clients(records, rid)
     else:
-        arr = np.asarray(malicious)
-        if arr.dtype == bool:
-            bad_ids = np.flatnonzero(arr).tolist()
-            if n is None:
-                n = int(arr.size)
-            elif arr.size != n:
-                raise ValueError(f"malicious as a mask must have n={n} entries, got {arr.size}")
-        elif arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(f"malicious must hold client ids (ints) or be a bool mask, got "
-                            f"dtype {arr.dtype}")
-        else:
-            bad_ids = [int(c) for c in arr.ravel()]
+        bad_ids, n = _malicious_ids(malicious, n)
     edges = [np.asarray(v, dtype=np.int64).reshape(-1, 2) for _, v in points]
     seen = max([int(e.max()) for e in edges if e.size] + bad_ids + [-1]) + 1
     if n is not None:
         n = check_int(n, "n (number of clients)", low=1)
         check_memory(16.0 * n, f"malicious_share(n={n})")
     if n is None:
-        cfg = records.configs.get(rid, {}) if rid is not None else {}
-        eng = records.engines.get(rid, {}) if rid is not None else {}
-        part = (eng.get("data") or {}).get("partition") or {}
-        if isinstance(cfg.get("n_clients"), int):
-            n = int(cfg["n_clients"])
-        elif isinstance(part.get("num_clients"), int):
-            n = int(part["num_clients"])
-        else:
-            n = seen
+        n = _recorded_clients(records, rid, seen)
     outside = [c for c in bad_ids if not 0 <= c < n]
     if outside:
         raise ValueError(f"malicious must hold client ids in [0, {n - 1}] (n = {n} clients), "
@@ -158,22 +189,7 @@ def malicious_share(
     bad = np.zeros(n, dtype=bool)
     bad[bad_ids] = True
     benign = int((~bad).sum())
-    rows = []
-    for (t, _), e in zip(points, edges):
-        into = e[~bad[e[:, 1]]] if e.size else e
-        deg = np.bincount(into[:, 1], minlength=n) if into.size else np.zeros(n, np.int64)
-        mal = (np.bincount(into[:, 1], weights=bad[into[:, 0]], minlength=n)
-               if into.size else np.zeros(n))
-        picked = deg > 0
-        rows.append({
-            "round": int(t),
-            "edges": int(deg.sum()),
-            "from_malicious": int(mal.sum()),
-            "share": float(mal.sum() / deg.sum()) if deg.sum() else math.nan,
-            "client_share": float(np.mean(mal[picked] / deg[picked])) if picked.any()
-            else math.nan,
-            "picking": float((mal > 0).sum() / benign) if benign else math.nan,
-        })
+    rows = [_share_row(int(t), e, bad, benign) for (t, _), e in zip(points, edges)]
     return pd.DataFrame(rows, columns=["round", "edges", "from_malicious", "share",
                                        "client_share", "picking"])
 

@@ -10,12 +10,7 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._server import (
-    FedAvgParams,
-    check_finetune,
-    fedavg_algorithm,
-    fedavg_factory,
-)
+from topofl.algorithms._server import FedAvgParams, Finetune, fedavg_algorithm, fedavg_ft_factory
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.protocol import Algorithm
 
@@ -23,14 +18,8 @@ __all__ = ["fedavg_ft"]
 
 
 @register_algorithm("fedavg_ft")
-@fedavg_factory
-def fedavg_ft(
-    hp: FedAvgParams,
-    *,
-    finetune_steps: int | None = None,
-    finetune_epochs: float | None = None,
-    finetune_lr: float | None = None,
-) -> Algorithm:
+@fedavg_ft_factory
+def fedavg_ft(hp: FedAvgParams, ft: Finetune) -> Algorithm:
     r"""FedAvg+FT: FedAvg, each client scored with the global model fine-tuned on its data.
 
     Training is :func:`~topofl.algorithms.fedavg` exactly (same keywords, same state, same
@@ -63,5 +52,4 @@ def fedavg_ft(
     >>> algo.hparams["finetune_epochs"], algo.hparams["finetune_lr"]
     (10.0, 0.05)
     """
-    ft = check_finetune(hp, finetune_steps, finetune_epochs, finetune_lr)
     return fedavg_algorithm("fedavg_ft", hp, hparams=ft.as_dict(), evaluate=ft.evaluate)

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from typing import cast
 
-from torch import Tensor
-
 from topofl._validation import check_choice
-from topofl.algorithms._common import ServerParams, check_lr, check_work
-from topofl.algorithms._server import same_head, server_algorithm, server_factory
+from topofl.algorithms._common import ServerParams
+from topofl.algorithms._server import (
+    Finetune,
+    Work,
+    same_head,
+    server_algorithm,
+    server_work_factory,
+    sgd_hparams,
+)
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, Sampled, compose_init
-from topofl.engine.protocol import Algorithm, Part, Phase, Round, Services, State
+from topofl.engine.protocol import Algorithm, Part, Phase
 
 __all__ = ["fedbabu"]
 
@@ -19,12 +24,11 @@ _FINETUNE_STREAM = 7  # local_train stream of the evaluation-time fine-tuning
 
 
 @register_algorithm("fedbabu")
-@server_factory
+@server_work_factory
 def fedbabu(
     hp: ServerParams,
+    work: Work,
     *,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
     finetune_steps: int | None = None,
     finetune_epochs: float | None = None,
     finetune_lr: float | None = None,
@@ -94,30 +98,15 @@ def fedbabu(
     >>> algo.phases[0].part, algo.shared, algo.hparams["finetune_part"]
     ('body', 'body', 'head')
     """
-    steps, epochs = check_work(local_steps, local_epochs)
-    fs, fe = check_work(finetune_steps, finetune_epochs, steps_name="finetune_steps",
-                        epochs_name="finetune_epochs", default_steps=5, allow_zero=True)
-    if isinstance(fe, tuple):
-        raise TypeError("finetune_epochs must be one number, not one per client")
-    flr = hp.lr if finetune_lr is None else check_lr(finetune_lr, "finetune_lr")
-    fpart = cast(Part, check_choice(finetune_part, "finetune_part", ("head", "all")))
-    no_finetune = (fs == 0) if fs is not None else (fe == 0)
-
-    def evaluate(state: State, rnd: Round, env: Services) -> Tensor:
-        if no_finetune:
-            return state.x
-        x = state.x.clone()
-        env.local_train(x, fpart, flr, t=rnd.t, steps=fs, epochs=fe, stream=_FINETUNE_STREAM)
-        return x
-
+    ft = Finetune.check(finetune_steps, finetune_epochs, finetune_lr, default_lr=hp.lr,
+                        default_steps=5, stream=_FINETUNE_STREAM)
+    ft = ft._replace(part=cast(Part, check_choice(finetune_part, "finetune_part",
+                                                  ("head", "all"))))
     sgd = Sampled(SGD(hp.momentum, hp.weight_decay), hp.participation, hp.sample_seed)
     return server_algorithm(
-        "fedbabu", hp,
-        dict(lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay, local_steps=steps,
-             local_epochs=epochs, decay=hp.decay, finetune_steps=fs, finetune_epochs=fe,
-             finetune_lr=flr, finetune_part=fpart),
-        (Phase("body", steps, epochs, hp.lr, name="body"),),
-        evaluate=evaluate,
+        "fedbabu", hp, dict(sgd_hparams(hp, work), **ft.as_dict(), finetune_part=ft.part),
+        (Phase("body", *work, hp.lr, name="body"),),
+        evaluate=ft.evaluate,
         local=sgd,
         init=compose_init(sgd, check=same_head),
     )

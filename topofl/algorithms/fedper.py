@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from topofl.algorithms._common import ServerParams, check_work
-from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms._common import ServerParams
+from topofl.algorithms._server import Work, server_algorithm, server_work_factory, sgd_hparams
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.protocol import Algorithm, Phase
 
@@ -11,13 +11,8 @@ __all__ = ["fedper"]
 
 
 @register_algorithm("fedper")
-@server_factory
-def fedper(
-    hp: ServerParams,
-    *,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
-) -> Algorithm:
+@server_work_factory
+def fedper(hp: ServerParams, work: Work) -> Algorithm:
     r"""FedPer: FedAvg on the *base* (body) layers, *personalization* (head) layers kept local.
 
     Every round each participating client trains its whole model (body and head together) with
@@ -69,10 +64,5 @@ def fedper(
     >>> int(res.records.final("messages"))
     8
     """
-    steps, epochs = check_work(local_steps, local_epochs)
-    return server_algorithm(
-        "fedper", hp,
-        dict(lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay, local_steps=steps,
-             local_epochs=epochs, decay=hp.decay),
-        (Phase("all", steps, epochs, hp.lr, name="local"),),
-    )
+    return server_algorithm("fedper", hp, sgd_hparams(hp, work),
+                            (Phase("all", *work, hp.lr, name="local"),))

@@ -9,7 +9,7 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._server import FedAvgParams, check_finetune, fedavg_factory
+from topofl.algorithms._server import FedAvgParams, Finetune, fedavg_ft_factory
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.fedprox import MU, prox_algorithm
 from topofl.engine.protocol import Algorithm
@@ -18,15 +18,8 @@ __all__ = ["fedprox_ft"]
 
 
 @register_algorithm("fedprox_ft")
-@fedavg_factory
-def fedprox_ft(
-    hp: FedAvgParams,
-    *,
-    mu: float = MU,
-    finetune_steps: int | None = None,
-    finetune_epochs: float | None = None,
-    finetune_lr: float | None = None,
-) -> Algorithm:
+@fedavg_ft_factory
+def fedprox_ft(hp: FedAvgParams, ft: Finetune, *, mu: float = MU) -> Algorithm:
     r"""FedProx+FT: FedProx, each client scored with the global model fine-tuned on its data.
 
     The training is FedProx's (``mu``, default 0.1, and FedAvg's keywords); the fine-tuning is
@@ -41,5 +34,4 @@ def fedprox_ft(
     >>> algo.hparams["mu"], algo.hparams["local_steps"], algo.hparams["finetune_steps"]
     (0.1, 3, 6)
     """
-    ft = check_finetune(hp, finetune_steps, finetune_epochs, finetune_lr)
     return prox_algorithm("fedprox_ft", hp, mu, hparams=ft.as_dict(), evaluate=ft.evaluate)

@@ -6,7 +6,21 @@ $$S_{ij} = s_p^{ij}\,\bigl(\alpha\, s_l^{ij} - s_d^{ij} + c_{ij}\bigr),$$
 
 pulls the bodies (feature extraction layers) of its top-scored peers, averages them with its own
 body, trains the body with its head frozen, then its head with the body frozen (Section II-A,
-Algorithm 1). The head (the personal classifier) never leaves its client.
+Algorithm 1). The head (the personal classifier) never leaves its client. In detail, each round
+``t`` (counted from 1 in the paper, ``t + 1`` for the engine's round ``t``), every client ``i``
+
+1. scores its candidate peers, $S_{ij}$ below (see :func:`pfeddst_scores`), and selects the
+   ``peers`` best ones, $\mathcal{M}_i$ (line 7);
+2. replaces its body by the simple average of its own and its selected peers' bodies,
+   $e_i \leftarrow (e_i + \sum_{j \in \mathcal{M}_i} e_j) / (|\mathcal{M}_i| + 1)$
+   (line 8; the head $h_i$ is untouched);
+3. refreshes its loss array: ``losses[i, j]`` for ``j`` in $\mathcal{M}_i$ becomes the loss of
+   its aggregated model on a mini-batch of ``j``'s data (line 9);
+4. trains the body with the head frozen (``local_epochs``, eq. 3), then the head with the body
+   frozen (``head_epochs``, eq. 4) (lines 10-18);
+5. records ``last[i, j] = t`` for the selected peers (line 19).
+
+The terms of the score:
 
 - $s_l^{ij}$, the *loss score* (eq. 6): the loss of client ``i``'s model on peer ``j``'s data,
   read from a per-client loss array that is refreshed for the peers actually selected.
@@ -339,21 +353,8 @@ def pfeddst(
 ) -> Algorithm:
     r"""PFedDST (Fan et al., Algorithm 1): score-based peer selection and partial freezing.
 
-    Records and the readings of the paper: the module's docstring. Each round ``t`` (counted
-    from 1 in the paper, ``t + 1`` for the engine's round ``t``), every client ``i``
-
-    1. scores its candidate peers, $S_{ij} = s_p(\alpha s_l - s_d + c)$ (see
-       :func:`pfeddst_scores`), and selects the ``peers`` best ones, $\mathcal{M}_i$ (line 7);
-    2. replaces its body by the simple average of its own and its selected peers' bodies,
-       $e_i \leftarrow (e_i + \sum_{j \in \mathcal{M}_i} e_j) / (|\mathcal{M}_i| + 1)$
-       (line 8; the head $h_i$ is untouched);
-    3. refreshes its loss array: ``losses[i, j]`` for ``j`` in $\mathcal{M}_i$ becomes the loss of
-       its aggregated model on a mini-batch of ``j``'s data (line 9);
-    4. trains the body with the head frozen (``local_epochs``, eq. 3), then the head with the body
-       frozen (``head_epochs``, eq. 4) (lines 10-18);
-    5. records ``last[i, j] = t`` for the selected peers (line 19).
-
-    The communicated graph (``j -> i`` when ``i`` pulls ``j``'s body) is what ``communicate``
+    The round, the records and the readings of the paper: the module's docstring. The
+    communicated graph (``j -> i`` when ``i`` pulls ``j``'s body) is what ``communicate``
     returns as realized, so the engine records its edges, density and reciprocity.
 
     Parameters
@@ -449,6 +450,12 @@ def pfeddst(
         selection_seed=check_int(selection_seed, "selection_seed", low=0),
         peer_accuracy=(None if peer_accuracy is None else
                        check_choice(peer_accuracy, "peer_accuracy", ("val", "test"))))
+    return _algorithm(hp)
+
+
+def _algorithm(hp: PFedDSTParams) -> Algorithm:
+    """PFedDST's :class:`~topofl.engine.protocol.Algorithm` for checked hyper-parameters: the
+    body phase then the head phase, with Algorithm 1's steps bound to ``hp``."""
     (b_steps, b_epochs), (h_steps, h_epochs) = hp.body_work, hp.head_work
     return Algorithm(
         name="pfeddst",

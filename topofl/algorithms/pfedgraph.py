@@ -6,6 +6,29 @@ row of the collaboration graph, and sends client $i$ its personalized aggregate
 $\sum_j a_{ij}\theta_j$; clients then train locally with a term that pulls their model towards
 the direction of their collaborators' models.
 
+Notes
+-----
+In the notation of :func:`pfedgraph`: the similarity is taken between the updates from each
+client's initial model $\theta^0_i$ (the released code: from the initial global model; they
+agree with ``init="same"``, the engine's default). Since every update is measured from
+$\theta^0$, the part the clients share grows over the rounds; once all pairwise cosines
+exceed ``similarity_clip`` every row becomes the projection of $p + 1/(2\alpha)$, i.e.
+$p$ (FedAvg's weights): watch ``state.own.graph`` or the recorded realized edges.
+The released code adds $+\lambda\langle\theta, u_i\rangle/\|\theta\|$ to the loss; topofl
+follows the paper's objective, which maximises the similarity with the collaborators (the
+minus sign). The quadratic programme is solved in closed form (projection onto the simplex)
+instead of with a generic solver; tests check it against ``scipy.optimize.minimize``.
+Messages per round with ``m`` participants (sampled and online; absent clients follow the
+``"server"`` rule): ``m`` models up and ``m`` personalized models down, with ``lam > 0`` each
+with the pull direction $u_i$ attached (kind ``"cluster"``).
+
+Cost per round at the server: one ``[m, P] @ [P, m]`` product for the similarities, one sort
+per row, and one ``[m, m] @ [m, P]`` product for the aggregates; ``state`` holds three
+``[n, P]`` buffers (models, initial models, pull directions). Distributed
+(:mod:`topofl.distributed`): every rank gathers the participants' updates and solves the
+whole graph (the same on every rank), then averages its own clients from the models their
+rows weigh (fetched); ``state.own.graph`` holds the rank's ``[m, n]`` rows.
+
 References
 ----------
 .. [1] R. Ye, Z. Ni, F. Wu, S. Chen, Y. Wang, "Personalized Federated Learning with Inferred
@@ -274,27 +297,8 @@ def pfedgraph(
     -----
     The defaults are those of the released code (lr 0.01, SGD with momentum 0.9 and weight
     decay 1e-5, $\alpha = 0.8$, $\lambda = 0.01$, 200 local iterations per round, cosine on all
-    parameters). The similarity is taken between the updates from each client's initial model
-    $\theta^0_i$ (the released code: from the initial global model; they agree with
-    ``init="same"``, the engine's default). Since every update is measured from
-    $\theta^0$, the part the clients share grows over the rounds; once all pairwise cosines
-    exceed ``similarity_clip`` every row becomes the projection of $p + 1/(2\alpha)$, i.e.
-    $p$ (FedAvg's weights): watch ``state.own.graph`` or the recorded realized edges.
-    The released code adds
-    $+\lambda\langle\theta, u_i\rangle/\|\theta\|$ to the loss; topofl follows the paper's
-    objective, which maximises the similarity with the collaborators (the minus sign). The
-    quadratic programme is solved in closed form (projection onto the simplex) instead of with
-    a generic solver; tests check it against ``scipy.optimize.minimize``. Messages per round
-    with ``m`` participants (sampled and online; absent clients follow the ``"server"``
-    rule): ``m`` models up and ``m`` personalized models down, with ``lam > 0`` each with the
-    pull direction $u_i$ attached (kind ``"cluster"``).
-
-    Cost per round at the server: one ``[m, P] @ [P, m]`` product for the similarities, one sort
-    per row, and one ``[m, m] @ [m, P]`` product for the aggregates; ``state`` holds three
-    ``[n, P]`` buffers (models, initial models, pull directions). Distributed
-    (:mod:`topofl.distributed`): every rank gathers the participants' updates and solves the
-    whole graph (the same on every rank), then averages its own clients from the models their
-    rows weigh (fetched); ``state.own.graph`` holds the rank's ``[m, n]`` rows.
+    parameters). The readings of the paper and of the released code, the messages and the
+    cost per round: the module docstring.
 
     References
     ----------

@@ -208,6 +208,38 @@ def flipped_mask(params: Mapping[str, Any], n: int) -> npt.NDArray[np.bool_]:
     return out
 
 
+def _check_partition_of(dataset: Any, partition: Any) -> None:
+    """Refuse a ``dataset`` that is not a :class:`Dataset`, a ``partition`` that is not a
+    :class:`Partition`, or one that does not partition ``dataset.y_train``."""
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"dataset must be a topofl.data.Dataset, got {type(dataset).__name__}")
+    if not isinstance(partition, Partition):
+        raise TypeError(f"partition must be a Partition, got {type(partition).__name__}")
+    if partition.num_samples != dataset.y_train.size or not np.array_equal(
+        partition.labels, dataset.y_train
+    ):
+        raise ValueError(
+            "partition must partition dataset.y_train: it covers "
+            f"{partition.num_samples} labels, the dataset has {dataset.y_train.size} "
+            "training samples (or different labels)"
+        )
+
+
+def _distributed_test(dataset: Dataset, partition: Partition,
+                      root: np.random.SeedSequence) -> Partition:
+    """The clients' shares of the official test set (``test="distribute"``): each client's
+    group's samples for a :func:`~topofl.data.natural` partition of a dataset with groups,
+    else following each client's label distribution (stream 2 of ``root``)."""
+    if partition.name == "natural" and dataset.groups_test is not None:
+        return natural(
+            dataset.y_test,
+            dataset.groups_test,
+            group_ids=partition.params["group_ids"],
+            num_classes=dataset.num_classes,
+        )
+    return partition.distribute(dataset.y_test, seed=generator_at(root, 2))
+
+
 # ---------------------------------------------------------------------------------- FederatedData
 @dataclass(frozen=True, eq=False, repr=False)
 class FederatedData:
@@ -293,18 +325,7 @@ class FederatedData:
         """
         import torch
 
-        if not isinstance(dataset, Dataset):
-            raise TypeError(f"dataset must be a topofl.data.Dataset, got {type(dataset).__name__}")
-        if not isinstance(partition, Partition):
-            raise TypeError(f"partition must be a Partition, got {type(partition).__name__}")
-        if partition.num_samples != dataset.y_train.size or not np.array_equal(
-            partition.labels, dataset.y_train
-        ):
-            raise ValueError(
-                "partition must partition dataset.y_train: it covers "
-                f"{partition.num_samples} labels, the dataset has {dataset.y_train.size} "
-                "training samples (or different labels)"
-            )
+        _check_partition_of(dataset, partition)
         v = check_real(val, "val", low=0.0, high=1.0, high_open=True)
         if isinstance(test, str):
             check_choice(test, "test", ("distribute",))
@@ -317,16 +338,7 @@ class FederatedData:
                                seed=generator_at(root, 4))
         parts = partition.split(val=v, test=t, seed=generator_at(root, 1))
         if isinstance(test, str):
-            if partition.name == "natural" and dataset.groups_test is not None:
-                test_part = natural(
-                    dataset.y_test,
-                    dataset.groups_test,
-                    group_ids=partition.params["group_ids"],
-                    num_classes=dataset.num_classes,
-                )
-            else:
-                test_part = partition.distribute(dataset.y_test, seed=generator_at(root, 2))
-            test_x = dataset.x_test
+            test_part, test_x = _distributed_test(dataset, partition, root), dataset.x_test
         else:
             test_part, test_x = parts.test, dataset.x_train
         sources = {

@@ -86,6 +86,115 @@ def _cell(v: Any) -> str:
     return format(v, ".4f") if isinstance(v, (float, OverSeeds)) else str(v)
 
 
+def _regenerate_paragraph(args: FigureArgs, seconds: float) -> str:
+    """The last paragraph of a result's Markdown: the command that regenerates it and about
+    how long it took (``seconds``)."""
+    flag = "" if args.scale == "default" else f" --{args.scale}"
+    return (f"Regenerate: `python paper_figures/fig_{args.name}.py{flag}` (writes "
+            f"`paper_figures/out/{args.scale}/`; `--update-results` rewrites the committed "
+            f"copy). About {seconds:.0f} s of training and plotting on the machine that "
+            "made it, shared with other jobs: the runs' recorded wall time plus the rest.")
+
+
+def _checks_and_gates(
+    doc: Document,
+    checks: Sequence[Check],
+    margins: Mapping[str, Mapping[str, Any]] | None,
+    gates: Sequence[Gate],
+) -> None:
+    """Append a result's ``Checks`` section (the checks, the rule, the margins) and, with
+    ``gates``, its ``Fidelity gate`` section to ``doc``."""
+    doc.heading("Checks", 2).table(["check", "measured (mean ± std over seeds)", "claim",
+                                    "outcome", "why"], [c.row() for c in checks])
+    doc.paragraph(rule_paragraph())
+    if margins:
+        doc.table(["margin", "value", "reason"],
+                  [[k, f"{m['value']:g}", m["reason"]] for k, m in margins.items()])
+    if gates:
+        doc.heading("Fidelity gate", 2).paragraph(gate_paragraph(gates))
+        doc.table(*gate_table(gates))
+
+
+def _verdict_fields(checks: Sequence[Check]) -> dict[str, Any]:
+    """The verdict's fields of a result's JSON: the verdict, the rule, the headline's checks,
+    the count of secondary checks that pass, every check."""
+    passed, total = secondary(checks)
+    return {"verdict": verdict(checks), "rule": RULE,
+            "headline": [c.name for c in headline_of(checks)],
+            "secondary": {"passed": passed, "total": total},
+            "checks": [c.as_dict() for c in checks]}
+
+
+def _save_figure(args: FigureArgs, fig: Any) -> tuple[Path, Path, Path]:
+    """Create ``args.out``, save ``fig`` as ``<name>.png`` there (or, for a table result,
+    remove a stale one); the paths of the PNG, the Markdown and the JSON."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    png, md, js = (out / f"{args.name}{ext}" for ext in (".png", ".md", ".json"))
+    if fig is not None:
+        fig.savefig(png, dpi=100, bbox_inches="tight")
+    elif png.exists():  # a stale picture from an older version of the script
+        png.unlink()
+    return png, md, js
+
+
+def _setting_and_numbers(
+    doc: Document,
+    setting: Sequence[tuple[str, str]] | Mapping[str, Sequence[tuple[str, str]]],
+    numbers: Any,
+) -> None:
+    """Append a result's ``Setting`` and ``Numbers`` sections (one sub-heading a panel when
+    ``setting`` or ``numbers`` is a mapping) to ``doc``."""
+    doc.heading("Setting", 2)
+    panels_ = setting if isinstance(setting, Mapping) else {"": setting}
+    for panel, pairs in panels_.items():
+        if panel:
+            doc.heading(panel, 3)
+        doc.table(["setting", "value"], [[k, v] for k, v in pairs])
+    doc.heading("Numbers", 2)
+    tables = numbers if isinstance(numbers, Mapping) else {"": numbers}
+    for t, df in tables.items():
+        if t:
+            doc.heading(t, 3)
+        doc.table(df, cell=_cell)
+
+
+def _provenance_rows(
+    args: FigureArgs,
+    code: str,
+    *,
+    dataset: str | None,
+    stand: Mapping[str, str],
+    seed_text: str,
+    rounds: Mapping[str, Any],
+    optimizer_state: Sequence[str],
+    threads: Sequence[int],
+    cpus: Sequence[str],
+) -> list[list[str]]:
+    """The rows of a result's ``Provenance`` table (the keywords of :func:`write`; ``code``:
+    this code's fingerprint)."""
+    by = sorted(args.run_codes - {code})  # runs of certified-equivalent code, reused
+    code_text = f"`{code}` (`topofl.figures.code_fingerprint`)" + (
+        "; runs reused from " + ", ".join(f"`{c}`" for c in by)
+        + ", certified equivalent (paper_figures/results/equivalence.json)" if by else "")
+    data_text = dataset or "-"
+    if stand:
+        data_text += " (offline stand-in for " + ", ".join(stand) + ")"
+    thread_text = (" / ".join(map(str, sorted(set(threads)))) + " torch thread(s) per run "
+                   "(float32 numbers are reproducible to the bit at this count, torch and CPU "
+                   "kind)" if threads else "-")
+    cpu_text = (" / ".join(sorted(set(cpus))) + " (on another CPU kind: the same counts and "
+                "verdicts, float32 values that differ in the last bits)" if cpus else
+                "-" if not threads else "not recorded (runs from before CPU kinds were)")
+    rounds_text = ("-" if not rounds.get("run") else
+                   " / ".join(map(str, rounds["run"])) + " (the paper: "
+                   + (" / ".join(map(str, rounds.get("paper") or [])) or "-") + ")")
+    return [["data", data_text], ["seeds", seed_text], ["rounds", rounds_text],
+            ["optimizer state (momentum_state)", " / ".join(optimizer_state) or "-"],
+            ["threads", thread_text], ["CPU kind", cpu_text],
+            ["scale", args.scale], ["code", code_text]]
+
+
 def write(
     args: FigureArgs,
     fig: Any,
@@ -168,83 +277,31 @@ def write(
     >>> "| **headline:** A - B above 0 | 0.030 ± 0.010 | > 0.000 | pass |" in md.read_text()
     True
     """
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    png, md, js = (out / f"{args.name}{ext}" for ext in (".png", ".md", ".json"))
-    if fig is not None:
-        fig.savefig(png, dpi=100, bbox_inches="tight")
-    elif png.exists():  # a stale picture from an older version of the script
-        png.unlink()
-    decided = verdict(checks)
+    png, md, js = _save_figure(args, fig)
     code = code_fingerprint()
-    by = sorted(args.run_codes - {code})  # runs of certified-equivalent code, reused
-    code_text = f"`{code}` (`topofl.figures.code_fingerprint`)" + (
-        "; runs reused from " + ", ".join(f"`{c}`" for c in by)
-        + ", certified equivalent (paper_figures/results/equivalence.json)" if by else "")
     stand = dict(stand_in or {})
     # time to regenerate from scratch: the runs' own training time (also when they were
     # reused from the cache) plus everything outside the sweeps (setup, plotting)
     seconds = time.perf_counter() - args.started - args.sweep_seconds + args.run_seconds
     seed_text = (f"{len(seeds)} seed{'s' if len(seeds) > 1 else ''} ({', '.join(map(str, seeds))})"
                  if seeds else "no training")
-    head = headline_of(checks)
-    passed, total = secondary(checks)
     doc = (Document().heading(title).paragraph(f"**Paper:** {claim}")
            .paragraph(f"**Measured** ({args.scale} scale, {seed_text}): {measured}")
            .paragraph(verdict_line(checks)))
     if fig is not None:
         doc.image(f"{args.name}.png", args.name)
-    doc.heading("Checks", 2).table(["check", "measured (mean ± std over seeds)", "claim",
-                                    "outcome", "why"], [c.row() for c in checks])
-    doc.paragraph(rule_paragraph())
-    if margins:
-        doc.table(["margin", "value", "reason"],
-                  [[k, f"{m['value']:g}", m["reason"]] for k, m in margins.items()])
-    if gates:
-        doc.heading("Fidelity gate", 2).paragraph(gate_paragraph(gates))
-        doc.table(*gate_table(gates))
-    doc.heading("Setting", 2)
-    panels_ = setting if isinstance(setting, Mapping) else {"": setting}
-    for panel, pairs in panels_.items():
-        if panel:
-            doc.heading(panel, 3)
-        doc.table(["setting", "value"], [[k, v] for k, v in pairs])
-    doc.heading("Numbers", 2)
-    tables = numbers if isinstance(numbers, Mapping) else {"": numbers}
-    for t, df in tables.items():
-        if t:
-            doc.heading(t, 3)
-        doc.table(df, cell=_cell)
+    _checks_and_gates(doc, checks, margins, gates)
+    _setting_and_numbers(doc, setting, numbers)
     if notes:
         doc.heading("Notes", 2).bullets(notes)
-    data_text = dataset or "-"
-    if stand:
-        data_text += " (offline stand-in for " + ", ".join(stand) + ")"
-    thread_text = (" / ".join(map(str, sorted(set(threads)))) + " torch thread(s) per run "
-                   "(float32 numbers are reproducible to the bit at this count, torch and CPU "
-                   "kind)" if threads else "-")
-    cpu_text = (" / ".join(sorted(set(cpus))) + " (on another CPU kind: the same counts and "
-                "verdicts, float32 values that differ in the last bits)" if cpus else
-                "-" if not threads else "not recorded (runs from before CPU kinds were)")
     rounds_ = dict(rounds or {})
-    rounds_text = ("-" if not rounds_.get("run") else
-                   " / ".join(map(str, rounds_["run"])) + " (the paper: "
-                   + (" / ".join(map(str, rounds_.get("paper") or [])) or "-") + ")")
-    doc.heading("Provenance", 2).table(
-        ["", ""], [["data", data_text], ["seeds", seed_text], ["rounds", rounds_text],
-                   ["optimizer state (momentum_state)", " / ".join(optimizer_state) or "-"],
-                   ["threads", thread_text], ["CPU kind", cpu_text],
-                   ["scale", args.scale], ["code", code_text]])
-    flag = "" if args.scale == "default" else f" --{args.scale}"
-    doc.paragraph(f"Regenerate: `python paper_figures/fig_{args.name}.py{flag}` (writes "
-                  f"`paper_figures/out/{args.scale}/`; `--update-results` rewrites the committed "
-                  f"copy). About {seconds:.0f} s of training and plotting on the machine that "
-                  "made it, shared with other jobs: the runs' recorded wall time plus the rest.")
+    doc.heading("Provenance", 2).table(["", ""], _provenance_rows(
+        args, code, dataset=dataset, stand=stand, seed_text=seed_text, rounds=rounds_,
+        optimizer_state=optimizer_state, threads=threads, cpus=cpus))
+    doc.paragraph(_regenerate_paragraph(args, seconds))
     md.write_text(doc.text(), encoding="utf-8")
     record = {"name": args.name, "title": title, "claim": claim, "measured": measured,
-              "verdict": decided, "rule": RULE, "headline": [c.name for c in head],
-              "secondary": {"passed": passed, "total": total},
-              "checks": [c.as_dict() for c in checks],
+              **_verdict_fields(checks),
               "margins": {k: dict(m) for k, m in (margins or {}).items()},
               "seeds": list(seeds), "dataset": dataset, "stand_in": stand,
               "optimizer_state": list(optimizer_state),

@@ -76,6 +76,35 @@ def _cut_line(raw: bytes) -> bool:
     return True
 
 
+def _check_header(p: Path, line: int, obj: dict[str, Any]) -> None:
+    """Refuse a header row (line ``line`` of ``p``) whose ``config``, ``provenance`` or
+    ``engine`` is not an object, or whose ``run`` is not a str."""
+    for part in ("config", "provenance", "engine"):
+        v = obj.get(part)
+        if v is not None and not isinstance(v, dict):
+            raise _row_error(
+                p, line,
+                f"the header's {part!r} must be an object, found {type(v).__name__}",
+            )
+    if "run" in obj and not isinstance(obj["run"], str):
+        raise _row_error(p, line, f"the header's 'run' must be a str, found {obj['run']!r}")
+
+
+def _check_kind(p: Path, line: int, obj: dict[str, Any],
+                kinds: dict[str, tuple[bool, int]]) -> None:
+    """Refuse a row whose value is a list for a metric an earlier row gave a number, or the
+    reverse; ``kinds`` (metric -> (holds lists, first line)) remembers the first value."""
+    v = obj["value"]
+    if v is not None:  # a metric holds numbers, or lists (an edge list), never both
+        is_list = isinstance(v, list)
+        first = kinds.setdefault(obj["metric"], (is_list, line))
+        if first[0] != is_list:
+            now, then = ("a list", "a number") if is_list else ("a number", "a list")
+            raise _row_error(
+                p, line, f"'value' of {obj['metric']!r} is {now}, but line {first[1]} "
+                f"holds {then} for it: a metric holds numbers or lists, not both")
+
+
 def load(path: str | os.PathLike[str]) -> Records:
     """Read a JSONL records file written by :class:`Recorder`.
 
@@ -167,16 +196,7 @@ def load(path: str | os.PathLike[str]) -> Records:
         if not isinstance(obj, dict):
             raise _row_error(p, k + 1, f"must be a JSON object, found {type(obj).__name__}")
         if obj.get("header") is True:
-            for part in ("config", "provenance", "engine"):
-                v = obj.get(part)
-                if v is not None and not isinstance(v, dict):
-                    raise _row_error(
-                        p, k + 1,
-                        f"the header's {part!r} must be an object, found {type(v).__name__}",
-                    )
-            if "run" in obj and not isinstance(obj["run"], str):
-                raise _row_error(p, k + 1,
-                                 f"the header's 'run' must be a str, found {obj['run']!r}")
+            _check_header(p, k + 1, obj)
             if header is None:
                 header = obj
                 owner = obj.get("run") or _header_run_id(obj.get("config") or {},
@@ -184,15 +204,7 @@ def load(path: str | os.PathLike[str]) -> Records:
                 named_by = f"the header, line {k + 1}"
             continue
         _check_row(p, k + 1, obj)
-        v = obj["value"]
-        if v is not None:  # a metric holds numbers, or lists (an edge list), never both
-            is_list = isinstance(v, list)
-            first = kinds.setdefault(obj["metric"], (is_list, k + 1))
-            if first[0] != is_list:
-                now, then = ("a list", "a number") if is_list else ("a number", "a list")
-                raise _row_error(
-                    p, k + 1, f"'value' of {obj['metric']!r} is {now}, but line {first[1]} "
-                    f"holds {then} for it: a metric holds numbers or lists, not both")
+        _check_kind(p, k + 1, obj, kinds)
         if header is not None:
             if owner is None:
                 owner, named_by = obj["run"], f"its first row, line {k + 1}"
@@ -202,7 +214,12 @@ def load(path: str | os.PathLike[str]) -> Records:
                     f"{owner!r} (named by {named_by}): a records file holds one run, so the "
                     "row is corrupt")
         rows.append(obj)
-    header = header or {}
+    return _records(p, header or {}, rows, cut)
+
+
+def _records(p: Path, header: dict[str, Any], rows: list[dict[str, Any]], cut: int) -> Records:
+    """The :class:`Records` of file ``p`` read as ``header`` (empty: none) and ``rows``, its
+    final row ``cut`` short after that many bytes (0: none)."""
     config = dict(header.get("config") or {})
     provenance = dict(header.get("provenance") or {})
     engine = dict(header.get("engine") or {})

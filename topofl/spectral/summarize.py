@@ -362,6 +362,27 @@ def summary(
     """
     _check_method(method)
     keys = _check_metrics(metrics)
+    run = _start(graph, keys, horizon=horizon, label_distributions=label_distributions,
+                 gamma=gamma, spectral_rounds=spectral_rounds, seed=seed, method=method,
+                 measured=measured)
+    run.compute(progress)
+    return run.result(keys)
+
+
+def _start(
+    graph: Any,
+    keys: Sequence[str],
+    *,
+    horizon: int | None,
+    label_distributions: Any,
+    gamma: float,
+    spectral_rounds: int,
+    seed: int,
+    method: Method,
+    measured: bool,
+) -> _Summary:
+    """A :func:`summary` call with its arguments checked (the keywords of :func:`summary`;
+    ``keys``: the checked metrics), the rounds it examines drawn and its row started."""
     is_tv = isinstance(graph, TimeVarying)
     if not is_tv and not isinstance(graph, Topology):
         raise TypeError(f"graph must be a Topology or a TimeVarying, got {type(graph).__name__}")
@@ -381,25 +402,7 @@ def summary(
     )
     run = _Summary(g, is_tv, h, tops, [t.W for t in tops], set(keys), method, measured, seed,
                    gamma, label_distributions, out)
-    need_stoch = run.plan()
-    run.bar = _progress_bar(progress, len(run.stages), f"summary {out['name']}")
-    run.round_rows(need_stoch)
-    run.gap_rows()
-    run.spectrum_rows()
-    run.connectivity_rows()
-    run.pushsum_rows()
-    run.sequence_rows()
-    if run.bar is not None:
-        run.bar.update(1 if run.stages else 0)
-        run.bar.close()
-    result = {k: out[k] for k in keys}
-    if run.large or run.window_estimates:  # above SUMMARY_EXACT_MAX only: smaller graphs'
-        # rows keep their keys
-        spectra = list(run.large.values())
-        result["spectral_method"] = ("closed_form" if all(s.circulant for s in spectra)
-                                     else "lanczos")
-        result["estimated"] = bool(run.window_estimates) or any(s.estimated for s in spectra)
-    return result
+    return run
 
 
 def _if_stochastic(
@@ -435,6 +438,34 @@ class _Summary:
     large: dict[int, LargeSpectra] = field(default_factory=dict)
     #: windows of the push-sum constants whose diameter is an estimate (large graphs)
     window_estimates: int = 0
+
+    def compute(self, progress: bool) -> None:
+        """Fill ``out`` with every stage the keys asked for need, in order (with a progress
+        bar when ``progress``)."""
+        need_stoch = self.plan()
+        self.bar = _progress_bar(progress, len(self.stages), f"summary {self.out['name']}")
+        self.round_rows(need_stoch)
+        self.gap_rows()
+        self.spectrum_rows()
+        self.connectivity_rows()
+        self.pushsum_rows()
+        self.sequence_rows()
+        if self.bar is not None:
+            self.bar.update(1 if self.stages else 0)
+            self.bar.close()
+
+    def result(self, keys: Sequence[str]) -> dict[str, Any]:
+        """The row of the keys asked for (above ``SUMMARY_EXACT_MAX``, with how its spectra
+        were computed and whether any value is an estimate)."""
+        result = {k: self.out[k] for k in keys}
+        if self.large or self.window_estimates:  # above SUMMARY_EXACT_MAX only: smaller
+            # graphs' rows keep their keys
+            spectra = list(self.large.values())
+            result["spectral_method"] = ("closed_form" if all(s.circulant for s in spectra)
+                                         else "lanczos")
+            result["estimated"] = bool(self.window_estimates) or any(
+                s.estimated for s in spectra)
+        return result
 
     @property
     def bounded(self) -> bool:

@@ -127,6 +127,32 @@ def study(
     unreadable = dict(records.unreadable)
     if where:
         records = select_runs(records, where)
+    incomplete, diverged = _incomplete_runs(records, metric)
+    if strict and (incomplete or unreadable):
+        raise IncompleteRunsError(_problems(incomplete, unreadable))
+    if incomplete and not include_incomplete:
+        records = records.subset([r for r in records.runs if r not in incomplete])
+    have, skipped = _runs_with(records, metric, _problems(incomplete, unreadable))
+    target = _target(records, have, metric, target)
+    runs = run_table(records, metric=metric, target=target)
+    topo = _topology_metrics(runs, topology_metrics)
+    conv = [c for c in CONVERGENCE_METRICS if c in runs.columns]
+    conditions = condition_table(runs, [*topo, *conv])
+    correlations = correlation_table(runs, topo, conv, n_boot=n_boot, seed=seed)
+    names = resolve_labels(labels or {}, list(conditions["condition"]))
+    result = StudyResult(runs=runs, conditions=conditions, correlations=correlations,
+                         metric=metric, target=target, topology_metrics=topo,
+                         convergence_metrics=conv, skipped=skipped, incomplete=incomplete,
+                         unreadable=unreadable, diverged=diverged,
+                         pairs=pairwise_table(runs), names=names)
+    files, markdown = _write(records, result, out_dir, figures=figures, band=band,
+                             formats=formats, n_boot=n_boot, seed=seed, command=command)
+    return StudyResult(**{**result.__dict__, "files": files, "markdown": markdown})
+
+
+def _incomplete_runs(records: Records, metric: str) -> tuple[dict[str, str], list[str]]:
+    """The runs that stopped early, split into the incomplete ones (run -> why, a missing last
+    ``metric`` included) and those whose sweep marker says they diverged."""
     incomplete: dict[str, str] = {}
     diverged: list[str] = []
     for run in records.runs:
@@ -143,19 +169,26 @@ def study(
             if np.isnan(vals[-1]):
                 incomplete[run] = (f"its last {metric} (round {int(rounds[-1])}) is missing "
                                    "(null or NaN)")
-    if strict and (incomplete or unreadable):
-        raise IncompleteRunsError(_problems(incomplete, unreadable))
-    if incomplete and not include_incomplete:
-        records = records.subset([r for r in records.runs if r not in incomplete])
+    return incomplete, diverged
+
+
+def _runs_with(records: Records, metric: str, left_out: str) -> tuple[list[str], list[str]]:
+    """The runs that recorded ``metric`` and those that did not; a ``ValueError`` when none
+    did (naming the runs ``left_out`` before, if any)."""
     have = [run for run in records.runs if _has(records, metric, run)]
     skipped = [run for run in records.runs if run not in have]
     if not have:
-        left = "" if not (incomplete or unreadable) else (
-            f" (left out: {_problems(incomplete, unreadable)})")
+        left = f" (left out: {left_out})" if left_out else ""
         raise ValueError(
             f"no run recorded the metric {metric!r}; recorded metrics: "
             f"{records.metrics}{left}"
         )
+    return have, skipped
+
+
+def _target(records: Records, have: Sequence[str], metric: str, target: float | None) -> float:
+    """``target`` checked, or by default 90 % of the median over the runs ``have`` of the best
+    value of ``metric``."""
     if target is None:
         bests = [records.best(metric, run=run) for run in have]
         target = 0.9 * float(np.nanmedian(bests))
@@ -163,24 +196,30 @@ def study(
     if not math.isfinite(target):
         raise ValueError(f"target must be a finite number (the value of {metric} whose first "
                          f"round a run reaches is its rounds to target), got {target!r}")
-    runs = run_table(records, metric=metric, target=target)
-    topo = _topology_metrics(runs, topology_metrics)
-    conv = [c for c in CONVERGENCE_METRICS if c in runs.columns]
-    conditions = condition_table(runs, [*topo, *conv])
-    correlations = correlation_table(runs, topo, conv, n_boot=n_boot, seed=seed)
-    names = resolve_labels(labels or {}, list(conditions["condition"]))
-    result = StudyResult(runs=runs, conditions=conditions, correlations=correlations,
-                         metric=metric, target=target, topology_metrics=topo,
-                         convergence_metrics=conv, skipped=skipped, incomplete=incomplete,
-                         unreadable=unreadable, diverged=diverged,
-                         pairs=pairwise_table(runs), names=names)
+    return target
+
+
+def _write(
+    records: Records,
+    result: StudyResult,
+    out_dir: str | os.PathLike[str] | None,
+    *,
+    figures: bool,
+    band: str,
+    formats: Sequence[str],
+    n_boot: int,
+    seed: int,
+    command: str | None,
+) -> tuple[list[Path], str]:
+    """Write the study's CSV tables, figures (with ``figures``) and ``study.md`` into
+    ``out_dir`` (nothing without it); the files written and the Markdown."""
     figs: dict[str, str] = {}
     files: list[Path] = []
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        for name, df in (("runs", runs), ("conditions", conditions),
-                         ("correlations", correlations), ("pairs", result.pairs)):
+        for name, df in (("runs", result.runs), ("conditions", result.conditions),
+                         ("correlations", result.correlations), ("pairs", result.pairs)):
             df.to_csv(out / f"{name}.csv", index=False)
             files.append(out / f"{name}.csv")
         if figures:
@@ -190,7 +229,7 @@ def study(
     if out_dir is not None:
         (Path(out_dir) / "study.md").write_text(markdown, encoding="utf-8")
         files.append(Path(out_dir) / "study.md")
-    return StudyResult(**{**result.__dict__, "files": files, "markdown": markdown})
+    return files, markdown
 
 
 _FORMATS = ("png", "pdf", "svg")

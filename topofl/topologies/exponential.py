@@ -800,7 +800,33 @@ def _cascade_round(kind: str, n: int, factor: int, base: int, residues: Sequence
 def null_cascade_schedule(n: int, k: int) -> list[CascadeFilter]:
     r"""The rounds of the null-cascade graph as filters: which frequencies each one nulls.
 
-    :func:`null_cascade` builds its mixing matrices from these; see it for the construction.
+    :func:`null_cascade` builds its mixing matrices from these (see it for the graph and the
+    readings of the paper's text).
+
+    Construction (Alg. 1): factor ``n`` into primes; pack those up to ``k + 1`` into the fewest
+    factors $f \le k + 1$ and keep each prime $p > k + 1$ on its own, so that
+    $n = \prod_i (\nu_i + 1)$ with $\nu_1 \le \dots \le \nu_\kappa \le k < \nu_{\kappa+1}
+    \le \dots \le \nu_\lambda$. With ``b = 1``:
+
+    1. for each factor $f \le k + 1$, largest first: the moving-average filter of length ``f``
+       (weights ``1/f``) expanded by ``m = n / (f b)`` nulls the multiples of ``b`` that are not
+       multiples of ``f b`` (Lemma 2); then ``b *= f``;
+    2. for each prime $p > k + 1$, largest first: steerable nulling filters (Definition 8,
+       Alg. 3-4) with ``c = 2 floor(k/2)`` taps besides the node null the multiples of ``b`` that
+       are not multiples of ``p b``. Their residues ``s`` modulo ``p`` come in conjugate pairs
+       ``{s, p - s}``; each filter takes ``c/2`` pairs, the highest remaining first, and the
+       smallest multiplier $m_{tmp} \ge 1$ for which the polynomial
+       $\prod (x - e^{j 2\pi m_{tmp} s/p})(x - e^{-j 2\pi m_{tmp} s/p})$ has positive
+       coefficients; normalised to sum 1 they are the weights, ``n / (p b) * m_tmp`` apart; then
+       ``b *= p``.
+
+    Each filter is circularly shifted so that its largest weight is the node's own (Alg. 2).
+    The period is the paper's Table 1 formula
+
+    .. math:: \tau = \kappa + \sum_{i = \kappa+1}^{\lambda}
+              \left\lceil \frac{\nu_i}{2 \lfloor k/2 \rfloor} \right\rceil,
+
+    e.g. 3, 8, 4 rounds at (n, k) = (15, 2), (17, 2), (30, 2) (the paper's Table 2).
 
     Parameters
     ----------
@@ -874,30 +900,9 @@ def null_cascade(n: int, k: int = 2) -> TimeVarying:
     together null every frequency ``1..n-1`` (the paper's eq. 6), so their product is exactly
     $\mathbf 1 \mathbf 1^\top / n$, whatever their order.
 
-    Construction (Alg. 1): factor ``n`` into primes; pack those up to ``k + 1`` into the fewest
-    factors $f \le k + 1$ and keep each prime $p > k + 1$ on its own, so that
-    $n = \prod_i (\nu_i + 1)$ with $\nu_1 \le \dots \le \nu_\kappa \le k < \nu_{\kappa+1}
-    \le \dots \le \nu_\lambda$. With ``b = 1``:
-
-    1. for each factor $f \le k + 1$, largest first: the moving-average filter of length ``f``
-       (weights ``1/f``) expanded by ``m = n / (f b)`` nulls the multiples of ``b`` that are not
-       multiples of ``f b`` (Lemma 2); then ``b *= f``;
-    2. for each prime $p > k + 1$, largest first: steerable nulling filters (Definition 8,
-       Alg. 3-4) with ``c = 2 floor(k/2)`` taps besides the node null the multiples of ``b`` that
-       are not multiples of ``p b``. Their residues ``s`` modulo ``p`` come in conjugate pairs
-       ``{s, p - s}``; each filter takes ``c/2`` pairs, the highest remaining first, and the
-       smallest multiplier $m_{tmp} \ge 1$ for which the polynomial
-       $\prod (x - e^{j 2\pi m_{tmp} s/p})(x - e^{-j 2\pi m_{tmp} s/p})$ has positive
-       coefficients; normalised to sum 1 they are the weights, ``n / (p b) * m_tmp`` apart; then
-       ``b *= p``.
-
-    Each filter is circularly shifted so that its largest weight is the node's own (Alg. 2).
-    The period is the paper's Table 1 formula
-
-    .. math:: \tau = \kappa + \sum_{i = \kappa+1}^{\lambda}
-              \left\lceil \frac{\nu_i}{2 \lfloor k/2 \rfloor} \right\rceil,
-
-    e.g. 3, 8, 4 rounds at (n, k) = (15, 2), (17, 2), (30, 2) (the paper's Table 2).
+    The construction (Alg. 1-4: moving-average filters for the prime factors up to
+    ``k + 1``, steerable nulling filters for the larger ones) and the period (the paper's
+    Table 1 formula): :func:`null_cascade_schedule`.
 
     Parameters
     ----------
@@ -911,9 +916,9 @@ def null_cascade(n: int, k: int = 2) -> TimeVarying:
     Returns
     -------
     TimeVarying
-        Period ``tau`` as above, ``params`` ``{"n", "k"}``; every ``W(t)`` is a doubly
-        stochastic circulant with positive weights (symmetric where the SNF's largest weight is
-        its middle one); MAF rounds have ``weights="uniform"``.
+        Period ``tau`` (see :func:`null_cascade_schedule`), ``params`` ``{"n", "k"}``; every
+        ``W(t)`` is a doubly stochastic circulant with positive weights (symmetric where the
+        SNF's largest weight is its middle one); MAF rounds have ``weights="uniform"``.
 
     Raises
     ------

@@ -16,6 +16,8 @@ pickled dataset the reference's package distributes; their distribution is the s
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -115,6 +117,38 @@ def _draw(
     return _lerp_rows(x, pos)
 
 
+def _check_padding(padding: Any, max_translation: int, *, n: int, n_test: int,
+                   length: int) -> tuple[int, int]:
+    """``padding`` checked as a pair ``(low, high)`` of ints, ``0 <= low <= high``, with
+    ``max_translation`` at most the padded width ``12 + high``, and the work arrays of
+    :func:`mnist1d` within memory."""
+    if isinstance(padding, (str, bytes)) or not hasattr(padding, "__len__") or len(padding) != 2:
+        raise TypeError(f"padding must be a pair (low, high) of ints, got {padding!r}")
+    lo = check_int(padding[0], "padding[0]", low=0)
+    hi = check_int(padding[1], "padding[1]", low=lo)
+    width = 12 + hi
+    if max_translation > width:
+        raise ValueError(f"max_translation must be <= 12 + padding[1] = {width}, "
+                         f"got {max_translation}")
+    # float64 work arrays of the padded width and of the output length (a few copies each)
+    check_memory(8.0 * 6 * (n + n_test + 1) * max(width, length),
+                 f"mnist1d(n_samples={n}, n_test={n_test}, length={length})")
+    return lo, hi
+
+
+def _standardised(x_tr: npt.NDArray[np.float64],
+                  x_te: npt.NDArray[np.float64]) -> tuple[F32, F32]:
+    """The training and test signals standardised with the training set's mean and standard
+    deviation (one scalar each), as ``[m, 1, length]`` float32."""
+    mean, std = float(x_tr.mean()), float(x_tr.std())
+    std = std if std > 0 else 1.0
+
+    def finish(x: npt.NDArray[np.float64]) -> F32:
+        return np.ascontiguousarray(((x - mean) / std)[:, None, :], dtype=np.float32)
+
+    return finish(x_tr), finish(x_te)
+
+
 def mnist1d(
     n_samples: int = 4000,
     n_test: int | None = None,
@@ -196,16 +230,7 @@ def mnist1d(
     sc = check_real(scale, "scale", low=0.0, high=2.0, high_open=True)
     mt = check_int(max_translation, "max_translation", low=0)
     ln = check_int(length, "length", low=2)
-    if isinstance(padding, (str, bytes)) or not hasattr(padding, "__len__") or len(padding) != 2:
-        raise TypeError(f"padding must be a pair (low, high) of ints, got {padding!r}")
-    lo = check_int(padding[0], "padding[0]", low=0)
-    hi = check_int(padding[1], "padding[1]", low=lo)
-    width = 12 + hi
-    if mt > width:
-        raise ValueError(f"max_translation must be <= 12 + padding[1] = {width}, got {mt}")
-    # float64 work arrays of the padded width and of the output length (a few copies each)
-    check_memory(8.0 * 6 * (n + nt + 1) * max(width, ln),
-                 f"mnist1d(n_samples={n}, n_test={nt}, length={ln})")
+    lo, hi = _check_padding(padding, mt, n=n, n_test=nt, length=ln)
     rng = as_generator(seed)
     opts = dict(padding=(lo, hi), scale=sc, max_translation=mt, corr_noise=cn, iid_noise=wn,
                 shear=sh, length=ln)
@@ -217,17 +242,12 @@ def mnist1d(
     x_tr = _draw(rng, y_tr, **opts)  # type: ignore[arg-type]
     y_te = labels(nt)
     x_te = _draw(rng, y_te, **opts) if nt else np.zeros((0, ln))  # type: ignore[arg-type]
-    mean, std = float(x_tr.mean()), float(x_tr.std())
-    std = std if std > 0 else 1.0
-
-    def finish(x: npt.NDArray[np.float64]) -> F32:
-        return np.ascontiguousarray(((x - mean) / std)[:, None, :], dtype=np.float32)
-
+    x_train, x_test = _standardised(x_tr, x_te)
     return Dataset(
         name="mnist1d",
-        x_train=finish(x_tr),
+        x_train=x_train,
         y_train=y_tr,
-        x_test=finish(x_te),
+        x_test=x_test,
         y_test=y_te,
         num_classes=10,
         input_shape=(1, ln),

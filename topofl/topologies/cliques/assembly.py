@@ -27,6 +27,20 @@ from topofl.topologies.cliques.privacy import _private_histograms
 from topofl.topologies.cliques.swap import _greedy_swap, _resolve_steps
 
 
+def _check_epsilon(epsilon: float | None, arr: np.ndarray) -> float | None:
+    """``epsilon`` checked (``> 0``, or ``None``); with one, the ``(n, L)`` label matrix ``arr``
+    must hold counts (the noise's scale reads each node's sample count)."""
+    eps = None if epsilon is None else check_real(epsilon, "epsilon", low=0, low_open=True)
+    if eps is not None:
+        frac = np.flatnonzero(np.any(arr != np.round(arr), axis=1))
+        if frac.size:
+            raise ValueError(
+                "epsilon needs per-node class counts (m_i, the sample count, is a row's sum), "
+                f"found non-integer values at node {int(frac[0])}; pass counts, not proportions"
+            )
+    return eps
+
+
 def dcliques(
     label_distributions: Any,
     clique_size: int = 10,
@@ -123,14 +137,7 @@ def dcliques(
     c = check_int(c, "c", low=1)
     steps = _resolve_steps(steps, n, m)
     remove = _check_removal(remove_intra_edges, _clique_sizes(n, m))
-    eps = None if epsilon is None else check_real(epsilon, "epsilon", low=0, low_open=True)
-    if eps is not None:
-        frac = np.flatnonzero(np.any(arr != np.round(arr), axis=1))
-        if frac.size:
-            raise ValueError(
-                "epsilon needs per-node class counts (m_i, the sample count, is a row's sum), "
-                f"found non-integer values at node {int(frac[0])}; pass counts, not proportions"
-            )
+    eps = _check_epsilon(epsilon, arr)
     rng = as_generator(seed)
     P = _normalised(arr)
     seen = P if eps is None else _private_histograms(arr, eps, rng)
