@@ -22,7 +22,13 @@ import matplotlib
 from topofl._fingerprint import code_fingerprint
 from topofl._markdown import Document
 from topofl.figures.checks import RULE, Check, OverSeeds, headline_of, secondary, verdict
-from topofl.figures.config import MARGINS_USED, SCRIPT_ROOT, FigureError, claim_of
+from topofl.figures.config import (
+    MARGINS_USED,
+    SCRIPT_ROOT,
+    FigureError,
+    claim_of,
+    mark_document,
+)
 from topofl.figures.gate import Gate
 from topofl.figures.panel import Panel
 from topofl.figures.runs import FigureArgs, parse_args
@@ -299,7 +305,7 @@ def write(
         args, code, dataset=dataset, stand=stand, seed_text=seed_text, rounds=rounds_,
         optimizer_state=optimizer_state, threads=threads, cpus=cpus))
     doc.paragraph(_regenerate_paragraph(args, seconds))
-    md.write_text(doc.text(), encoding="utf-8")
+    md.write_text(mark_document(doc.text(), stand), encoding="utf-8")
     record = {"name": args.name, "title": title, "claim": claim, "measured": measured,
               **_verdict_fields(checks),
               "margins": {k: dict(m) for k, m in (margins or {}).items()},
