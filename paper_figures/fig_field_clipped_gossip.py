@@ -95,9 +95,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
             ax.fill_between(x, mu - sd, mu + sd, color=colors[rule], alpha=0.15, lw=0)
         ax.set_title(g, fontsize=10)
         ax.set_xlabel("round")
+        ax.set_ylabel("honest nodes' accuracy (global test set)", fontsize=8)
         ax.set_ylim(0.0, 1.0)
-    axes[0].set_ylabel("honest nodes' accuracy (global test set)")
-    axes[0].legend(loc="lower right", fontsize=7, frameon=False)
     bar = axes[-1]
     width = 0.8 / len(RULES)
     for j, rule in enumerate(RULES.values()):
@@ -109,9 +108,14 @@ def main(args: figures.FigureArgs) -> figures.Result:
             bar.plot([xpos] * v.n, v.values, "k.", ms=3)
     bar.set_xticks(range(len(GRAPHS)), list(GRAPHS.values()))
     bar.set_ylim(0.0, 1.0)
+    bar.set_xlabel("graph (spectral gap 1, 0.4, 0.05)")
+    bar.set_ylabel("final honest accuracy", fontsize=8)
     bar.set_title("final accuracy (dots: seeds)", fontsize=10)
+
     fig.suptitle(panel.title, fontsize=10)
-    fig.tight_layout()
+    handles, names = bar.get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=len(RULES), frameon=False, fontsize=8)
+    fig.tight_layout(rect=(0.0, 0.07, 1.0, 0.95))
 
     numbers = {panel.title: panel.table(METRIC), "final accuracy": pd.DataFrame([
         {"graph": g, **{rule: final[f"{g}, {rule}"] for rule in RULES.values()},
@@ -128,10 +132,23 @@ def main(args: figures.FigureArgs) -> figures.Result:
                 + "; ClippedGossip's loss to no attack (points): " + ", ".join(
                     f"{g} {100 * loss[g].mean:+.1f} ± {100 * loss[g].std:.1f}"
                     for g in GRAPHS.values()))
+    last = {k: [int(max(r.for_run(x).series(f"{METRIC}_mean")[0])) for x in r.runs]
+            for k, r in runs.items()}
+    horizon = max(max(v) for v in last.values())
+    short = {k: v for k, v in last.items() if min(v) < horizon}
     notes = ["Accuracy: the mean over the honest nodes (15 under attack, all 16 without) of "
              "each node's accuracy on the global test set (records' honest_global_acc_mean); "
              "the attack-free runs carry a [byzantine] table with share 0, which runs the "
              "same iterates as no table and records the same metric names."]
+    if short:
+        notes.append("Runs that stopped early (a non-finite parameter: the attack drove the "
+                     "models apart; the loss guard is off and the run's records end there), "
+                     "last evaluated round per seed: " + "; ".join(
+                         f"{k} {', '.join(str(v + 1) for v in last_k)}"
+                         for k, last_k in short.items())
+                     + ". Their final accuracy is that last evaluation, which can only favour "
+                       "them (a run that goes on from non-finite models scores at most "
+                       "chance).")
     return figures.Result(fig, measured, checks, numbers, panels=found, notes=notes)
 
 
