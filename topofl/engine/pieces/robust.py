@@ -16,9 +16,10 @@ receives (a Byzantine sender's attack vector, :mod:`topofl.engine.byzantine`):
   (the Byzantine weight a node budgets for). The neighbours clipped are the farthest ones,
   of total weight at most ``delta``; ``delta = 0`` clips nothing (plain gossip); with equal
   weights $w$ and ``delta`` in $[w, 2w)$ the farthest neighbour is pulled in to the second
-  farthest's distance, the rule of the authors' code ([1]_, its ``scp`` aggregator; the
-  paper's analysis sets $\tau_i$ from the honest neighbours' spread and the Byzantine
-  weight $\delta_i$ around node $i$, which a node cannot observe);
+  farthest's distance, the rule of the authors' code ([1]_, its ``scp`` aggregator, except
+  at a node with one in-neighbour, which that code leaves unclipped and this rule clips to
+  0; the paper's analysis sets $\tau_i$ from the honest neighbours' spread and the
+  Byzantine weight $\delta_i$ around node $i$, which a node cannot observe);
 * ``"trimmed_mean"`` (BRIDGE-T, Yang and Bajwa 2019): per coordinate, the mean of the
   neighbourhood's values ($x_i$ and the $m_{ij}$, unweighted) without its ``trim`` largest
   and ``trim`` smallest (every neighbourhood needs at least ``2 trim + 1`` models);
