@@ -16,17 +16,20 @@ B = load("byzantine_robustness")
 def test_exposure_of_neighbours_on_a_ring():
     """By degree on a ring (all degrees 2, ties to the lowest ids): nodes 0 and 1; the honest
     nodes 2 and 15 each have one Byzantine of their two neighbours."""
-    share, count, trim = B.exposure("ring", 0, "degree", 2)
+    share, count, trim, delta = B.exposure("ring", 0, "degree", 2)
     assert (share, count, trim) == (0.5, 1, 1)
-    share, count, trim = B.exposure("ring", 0, "degree", 3)  # 0, 1, 2: still one each side
+    assert delta == pytest.approx(1 / 3, rel=2e-6) and delta > 1 / 3  # one neighbour's weight
+    share, count, trim, _ = B.exposure("ring", 0, "degree", 3)  # 0, 1, 2: still one each side
     assert (share, count, trim) == (0.5, 1, 1)
+    assert B.one_neighbour("ring", 0) == pytest.approx(1 / 3, rel=2e-6)
 
 
 def test_exposure_on_the_complete_graph_and_the_trim_cap():
-    share, count, trim = B.exposure("complete", 5, "random", 3)
+    share, count, trim, delta = B.exposure("complete", 5, "random", 3)
     assert count == 3 and share == pytest.approx(3 / 15) and trim == 3
+    assert delta == pytest.approx(3 / 16, rel=2e-6)  # three neighbours of weight 1/16
     # a star's leaves have one neighbour: the trim is capped at floor(1 / 2) = 0
-    share, count, trim = B.exposure("star", 0, "degree", 1)
+    share, count, trim, _ = B.exposure("star", 0, "degree", 1)
     assert (share, count, trim) == (1.0, 1, 0)
 
 
@@ -37,7 +40,7 @@ def _rows(drops: dict[str, float], seeds=(0, 1, 2)):
 
     def put(p, d, a, s, acc):
         rows["ring", p, d, a, str(s)] = {"acc": str(acc), "gap": "0.1", "param": "1",
-                                          "max_share": "0.5"}
+                                          "max_share": "0.5", "seconds": "0.5"}
 
     for s in seeds:
         base = 0.90 + 0.01 * s

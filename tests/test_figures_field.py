@@ -23,7 +23,7 @@ from topofl import figures
 from topofl.figures import results as figure_results
 
 FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging",
-         "field_async")
+         "field_async", "field_clipped_gossip")
 
 
 @pytest.fixture(autouse=True)
@@ -142,10 +142,12 @@ def test_field_quick_content(name: str, quick_out: Path) -> None:
         assert "values" in c and ("convergence" in c or "horizon" in c), c["name"]
     # every curve's final mean accuracy in the Markdown is the one its records hold
     runs = quick_out / "runs" / name
+    # the honest nodes' accuracy where a node may be Byzantine
+    metric = "honest_global_acc_mean" if name == "field_clipped_gossip" else "global_acc_mean"
     for folder in sorted(p for p in runs.iterdir() if p.is_dir()):
         rec = tf.records.load_many(folder)
         for run in rec.runs:
-            final = float(rec.series("global_acc_mean", run=run)[1][-1])
+            final = float(rec.series(metric, run=run)[1][-1])
             assert f"{final:.4f}" in md, (folder.name, run)
 
 
@@ -210,3 +212,35 @@ def test_field_async_time_axis_is_the_event_time(quick_out: Path) -> None:
     heads = [c for c in v["checks"] if c["headline"]]
     assert len(heads) == 3 and all(c["kind"] == "below" and c["threshold"] == 1.0
                                    and "horizon" in c for c in heads)
+
+
+# ------------------------------------------------------------ ClippedGossip: the four rules
+
+
+def test_clipped_gossip_configs_differ_only_in_the_rule_and_the_attack() -> None:
+    mod = script("field_clipped_gossip")
+    cfgs = {name: figures.load_config(name) for name in mod["RULES"]}
+    rule_keys = {"aggregator", "tau", "delta", "trim", "byzantine", "_name"}
+    base = {k: v for k, v in cfgs["field_clipped_gossip_mean"].items() if k not in rule_keys}
+    for name, cfg in cfgs.items():
+        assert {k: v for k, v in cfg.items() if k not in rule_keys} == base, name
+        assert mod["label"](dict(cfg, topology="ring")) == f"ring, {mod['RULES'][name]}"
+    clip = cfgs["field_clipped_gossip_clipped"]
+    assert (clip["tau"], clip["delta"]) == ("adaptive", 0.35)
+    assert cfgs["field_clipped_gossip_clean"]["byzantine"]["share"] == 0.0
+    # delta clips exactly the attacker beside it on the ring and the exponential graph
+    for spec, w in (("ring", 1 / 3), ("exponential", 1 / 5)):
+        W = tf.topologies.build(spec, n=16).to_dense()
+        assert set(np.round(W[W > 0], 12)) == {round(w, 12)}
+        assert w <= clip["delta"] < 2 * w
+
+
+@pytest.mark.figures
+def test_field_clipped_gossip_reads_the_honest_nodes(quick_out: Path) -> None:
+    run_quick("field_clipped_gossip", quick_out)
+    v = json.loads((quick_out / "field_clipped_gossip.json").read_text(encoding="utf-8"))
+    heads = [c for c in v["checks"] if c["headline"]]
+    assert len(heads) == 3 and all(c["kind"] == "above" for c in heads)
+    folder = quick_out / "runs" / "field_clipped_gossip" / "field_clipped_gossip_clipped"
+    rec = tf.records.load_many(folder)
+    assert "honest_global_acc_mean" in rec.metrics

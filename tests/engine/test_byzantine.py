@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import topofl as tf
 from topofl.engine.byzantine import Attack, Byzantine, alie_z, check_byzantine
 from topofl.engine.config import RunConfig, config_header
-from topofl.engine.pieces.robust import aggregate, neighbourhoods, robust_gossip
+from topofl.engine.pieces.robust import adaptive_radii, aggregate, neighbourhoods, robust_gossip
 
 RULES = [("mean", {}), ("clipped", {"tau": 0.7}), ("trimmed_mean", {"trim": 1}),
          ("median", {})]
@@ -346,3 +346,146 @@ def test_a_config_table_is_checked_by_the_same_code():
     with pytest.raises(ValueError, match=r"share must be in \[0, 1\)"):
         tf.config.validate({"topology": "ring", "rounds": 3,
                             "byzantine": {"attack": "ipm", "share": 1}})
+
+
+# ----------------------------------------------------- ClippedGossip's adaptive radius
+def ref_radius(x, W, msgs, i, delta):
+    """Node i's adaptive radius, literally: the smallest candidate (0 or a neighbour's
+    distance) with at most delta of neighbour weight strictly beyond it."""
+    n = x.shape[0]
+    nbrs = [j for j in range(n) if j != i and W[i, j] != 0]
+    dist = {j: float(torch.linalg.vector_norm(msgs[i, j] - x[i])) for j in nbrs}
+    ok = [c for c in [0.0] + list(dist.values())
+          if sum(float(W[i, j]) for j in nbrs if dist[j] > c) <= delta]
+    return min(ok)
+
+
+def ref_adaptive(x, W, msgs, delta):
+    n = x.shape[0]
+    out = torch.empty_like(x)
+    radii = []
+    for i in range(n):
+        tau = ref_radius(x, W, msgs, i, delta)
+        radii.append(tau)
+        acc = x[i].clone()
+        for j in range(n):
+            if j == i or W[i, j] == 0:
+                continue
+            d = msgs[i, j] - x[i]
+            norm = float(torch.linalg.vector_norm(d))
+            acc = acc + W[i, j] * d * (min(1.0, tau / norm) if norm > 0 else 1.0)
+        out[i] = acc
+    return out, torch.tensor(radii, dtype=x.dtype)
+
+
+# budgets away from every partial sum of the weights (exact ties are decided by rounding)
+DELTAS = [0.0, 0.1, 0.26, 0.3, 0.55, 1.0]
+
+
+@pytest.mark.parametrize("topo", GRAPHS + [tf.topologies.exponential(8)],
+                         ids=lambda t: t.name)
+@pytest.mark.parametrize("name", ["sign_flip", "alie", "dissensus", "gaussian"])
+@pytest.mark.parametrize("delta", DELTAS)
+def test_adaptive_clipping_equals_reference(topo, name, delta):
+    x, W, byz = _case(topo, 2)
+    attack = _attack(name, byz)
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    msgs = ref_messages(x, W, byz, attack)
+    want, want_r = ref_adaptive(x, W, msgs, delta)
+    got = aggregate(x, nb, "clipped", tau="adaptive", delta=delta, attack=attack)
+    assert torch.allclose(got, want, rtol=0, atol=1e-12)
+    radii = adaptive_radii(x, nb, delta, attack=attack)
+    assert torch.allclose(radii, want_r, rtol=0, atol=1e-12)
+
+
+def test_adaptive_radius_with_tied_distances():
+    # node 0 of complete(5): neighbours at distances 1, 3, 3, 3 (weights 1/5)
+    x = torch.tensor([[0.0], [1.0], [3.0], [-3.0], [3.0]], dtype=torch.float64)
+    nb = neighbourhoods(tf.topologies.complete(5), x.device, x.dtype)
+    # the three at 3 weigh 0.6: a budget below that cannot clip any of them
+    assert adaptive_radii(x, nb, 0.5)[0].item() == 3.0
+    assert adaptive_radii(x, nb, 0.65)[0].item() == 1.0
+    assert adaptive_radii(x, nb, 0.85)[0].item() == 0.0
+
+
+def test_adaptive_radius_of_a_node_without_neighbours():
+    topo = tf.Topology.from_matrix(np.eye(3))
+    x = torch.randn(3, 2, dtype=torch.float64)
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    assert adaptive_radii(x, nb, 0.3).tolist() == [0.0, 0.0, 0.0]
+    assert torch.equal(aggregate(x, nb, "clipped", tau="adaptive", delta=0.3), x)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(4, 12), p=st.floats(0.3, 1.0), seed=st.integers(0, 10_000),
+       delta=st.floats(0.0, 1.0), tau=st.floats(0.0, 5.0),
+       name=st.sampled_from(["sign_flip", "gaussian", "alie", "ipm", "dissensus"]))
+def test_clipping_moves_a_node_at_most_tau_times_its_neighbour_weight(n, p, seed, delta,
+                                                                       tau, name):
+    """Each clipped step has norm <= tau_i, so ||x_i' - x_i|| <= tau_i sum_{j != i} W_ij,
+    for a fixed and an adaptive radius, under any attack."""
+    topo = tf.topologies.erdos_renyi(n, p, seed=seed)
+    x, W, _ = _case(topo, 0, seed=seed)
+    byz = np.zeros(n, dtype=bool)
+    byz[np.random.default_rng(seed).choice(n, 2, replace=False)] = True
+    attack = _attack(name, byz)
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    out_w = (W.sum(dim=1) - W.diagonal())
+    fixed = aggregate(x, nb, "clipped", tau=tau, attack=attack)
+    step = torch.linalg.vector_norm(fixed - x, dim=1)
+    assert bool((step <= tau * out_w * (1 + 1e-12) + 1e-12).all())
+    adapt = aggregate(x, nb, "clipped", tau="adaptive", delta=delta, attack=attack)
+    radii = adaptive_radii(x, nb, delta, attack=attack)
+    step = torch.linalg.vector_norm(adapt - x, dim=1)
+    assert bool((step <= radii * out_w * (1 + 1e-12) + 1e-12).all())
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(3, 12), p=st.floats(0.3, 1.0), seed=st.integers(0, 10_000))
+def test_clipping_without_attack_and_with_a_large_radius_is_gossip(n, p, seed):
+    """No Byzantine node and a radius beyond every distance (or a zero budget): plain
+    gossip ``W x``."""
+    topo = tf.topologies.erdos_renyi(n, p, seed=seed)
+    x, W, _ = _case(topo, 0, seed=seed)
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    big = float(2 * torch.cdist(x, x).max()) + 1.0
+    for got in (aggregate(x, nb, "clipped", tau=big),
+                aggregate(x, nb, "clipped", tau="adaptive", delta=0.0)):
+        assert torch.allclose(got, W @ x, rtol=0, atol=1e-12)
+
+
+def test_adaptive_clipping_in_blocks_gives_the_same_numbers(monkeypatch):
+    topo = tf.topologies.erdos_renyi(12, 0.4, seed=3)
+    x, _, byz = _case(topo, 3, P=5)
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    kw = {"tau": "adaptive", "delta": 0.3, "attack": _attack("alie", byz)}
+    whole = aggregate(x, nb, "clipped", **kw)
+    monkeypatch.setattr("topofl.engine.pieces.robust.BLOCK_ELEMENTS", 7)
+    assert torch.equal(aggregate(x, nb, "clipped", **kw), whole)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"aggregator": "clipped", "tau": "auto"}, "tau must be a number >= 0 or 'adaptive'"),
+    ({"aggregator": "clipped", "tau": "adaptive"}, "needs delta"),
+    ({"aggregator": "clipped", "tau": "adaptive", "delta": 1.5}, r"delta must be in \[0, 1\]"),
+    ({"aggregator": "clipped", "tau": "adaptive", "delta": "x"}, "delta must be a number"),
+    ({"aggregator": "clipped", "tau": 1.0, "delta": 0.2}, "delta is the clipped weight"),
+    ({"aggregator": "median", "delta": 0.2}, "delta is the clipped weight"),
+])
+def test_bad_adaptive_settings(kw, match):
+    with pytest.raises((ValueError, TypeError), match=match) as info:
+        tf.algorithms.dsgd(**kw)
+    assert "\n" not in str(info.value)
+
+
+def test_an_adaptive_run_and_its_header():
+    res = _run(aggregator="clipped", tau="adaptive", delta=0.15,
+               byzantine={"attack": "alie", "nodes": [3]})
+    assert res.algorithm.hparams["tau"] == "adaptive"
+    assert res.algorithm.hparams["delta"] == 0.15
+    assert 0 <= res.records.final("honest_test_acc_mean") <= 1
+    fixed = tf.algorithms.dsgd(aggregator="clipped", tau=1.0)
+    assert "delta" not in fixed.hparams
+    cfg = tf.config.validate({"topology": "ring", "n_clients": 10, "rounds": 3,
+                              "aggregator": "clipped", "tau": "adaptive", "delta": 0.3})
+    assert cfg["tau"] == "adaptive" and cfg["delta"] == 0.3

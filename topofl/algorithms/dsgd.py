@@ -56,8 +56,9 @@ def dsgd(
     local_epochs: float | None = None,
     decay: float = 1.0,
     aggregator: str = "mean",
-    tau: float | None = None,
+    tau: float | str | None = None,
     trim: int = 0,
+    delta: float | None = None,
 ) -> Algorithm:
     r"""Decentralized SGD: local SGD step(s), then one gossip step ``X <- W_t X``.
 
@@ -88,16 +89,23 @@ def dsgd(
     aggregator : {"mean", "clipped", "trimmed_mean", "median"}, default "mean"
         How a node aggregates its neighbourhood's models
         (:mod:`topofl.engine.pieces.robust`): ``"mean"`` is gossip ``X <- W_t X``;
-        ``"clipped"`` ClippedGossip's self-centred clipping at radius ``tau``;
+        ``"clipped"`` ClippedGossip's self-centred clipping at radius ``tau`` (or each
+        node's own radius, ``tau="adaptive"``);
         ``"trimmed_mean"`` the coordinate-wise mean without the ``trim`` largest and smallest
         values; ``"median"`` the coordinate-wise median. Under ``[byzantine]`` the Byzantine
         senders' messages are the attack's vectors. A robust rule runs alone (no stack), in
         one process, without lost messages or Clique Averaging. At ``"mean"`` the records
         header and the run hash are those of a run without these settings.
-    tau : float, optional
-        ``aggregator="clipped"``'s clipping radius (``>= 0``; ``inf``: plain gossip).
+    tau : float or "adaptive", optional
+        ``aggregator="clipped"``'s clipping radius (``>= 0``; ``inf``: plain gossip), or
+        ``"adaptive"``: each node clips its farthest in-neighbours, of total weight at most
+        ``delta``, to the next one's distance
+        (:func:`~topofl.engine.pieces.robust.adaptive_radii`).
     trim : int, default 0
         ``aggregator="trimmed_mean"``'s values dropped at each end, per coordinate.
+    delta : float, optional
+        ``tau="adaptive"``'s budget: the largest in-neighbour weight a node clips (``[0, 1]``;
+        0 is plain gossip).
 
     Returns
     -------
@@ -121,7 +129,7 @@ def dsgd(
     hp = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs)
     nesterov = check_bool(nesterov, "nesterov")
     ca = check_bool(clique_averaging, "clique_averaging")
-    check_aggregator(aggregator, tau, trim)
+    check_aggregator(aggregator, tau, trim, delta)
     robust = aggregator != "mean"
     if robust and ca:
         raise ValueError(f"aggregator={aggregator!r} does not combine with clique_averaging")
@@ -129,7 +137,9 @@ def dsgd(
     hparams = dict(hp.as_dict(), nesterov=nesterov, clique_averaging=ca)
     if robust:  # at "mean": the header (and run hash) of runs recorded before the rules
         hparams.update(aggregator=aggregator, tau=tau, trim=trim)
-    communicate = (robust_gossip(aggregator, tau=tau, trim=trim) if robust
+        if delta is not None:  # tau="adaptive" only (check_aggregator)
+            hparams.update(delta=delta)
+    communicate = (robust_gossip(aggregator, tau=tau, trim=trim, delta=delta) if robust
                    else _gossip_and_gradients if ca else gossip())
     return Algorithm(
         name="dsgd",
