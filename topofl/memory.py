@@ -379,7 +379,7 @@ def _eval_bytes(s: Shapes, n: int) -> int:
     of the local test split, the global test set (a shared input) or the validation split),
     the check of the parameters (``isfinite``: ``3 + dtype_bytes`` bytes an entry) or their
     consensus distance (two ``[rows, P_shared]`` temporaries), each over one block of rows
-    (:func:`topofl.engine.evaluation.row_blocks`: every row up to 4 Mi entries), whichever is
+    (:func:`topofl.engine.evaluation.row_blocks`: every row up to 1 Mi entries), whichever is
     larger."""
     chunk = eval_chunk(n, s.num_classes, s.sample_bytes)
     # per (client, sample): activations alive at once (3/4 of every leaf's output, measured

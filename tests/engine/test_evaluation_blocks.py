@@ -41,8 +41,8 @@ def test_row_blocks_cover_every_row_once(n: int, cols: int, budget: int) -> None
 
 
 def test_row_blocks_bound_the_temporaries() -> None:
-    # 10^6 logistic clients (P = 650): blocks of 6,452 rows, 4 Mi entries at most
-    assert ev.eval_block_rows(10**6, 650) == 6452
+    # 10^6 logistic clients (P = 650): blocks of 1,613 rows, 1 Mi entries at most
+    assert ev.eval_block_rows(10**6, 650) == 1613
     assert ev.eval_block_rows(10**6, 650) * 650 <= ev.EVAL_BLOCK_ENTRIES
     assert ev.eval_block_rows(100, 650) == 100  # small runs: one block, as before
 

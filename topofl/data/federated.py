@@ -732,8 +732,8 @@ class StackedSampler:
 
 
 #: Values of one block :func:`_gathered` copies at a time (the source rows gathered before
-#: their cast into the output: 16 MiB of float32).
-GATHER_BLOCK_VALUES = 1 << 22
+#: their cast into the output: 2 MiB of float32).
+GATHER_BLOCK_VALUES = 1 << 19
 
 
 def _gathered(parts: Sequence[tuple[npt.NDArray[Any], IntArray | None]],

@@ -101,8 +101,9 @@ def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int,
 
 #: Entries of the ``[rows, P]`` temporaries that the check of the parameters
 #: (:func:`check_finite`) and the consensus distance (:func:`squared_distances`) hold at once:
-#: above it they go block of rows by block (4 Mi entries: 16 MiB of float32).
-EVAL_BLOCK_ENTRIES = 1 << 22
+#: above it they go block of rows by block (1 Mi entries: 4 MiB of float32; small, so that
+#: the heap they leave when freed is small).
+EVAL_BLOCK_ENTRIES = 1 << 20
 
 
 def row_blocks(n: int, cols: int) -> list[tuple[int, int]]:
@@ -117,8 +118,8 @@ def row_blocks(n: int, cols: int) -> list[tuple[int, int]]:
     >>> from topofl.engine.evaluation import row_blocks
     >>> row_blocks(10, 650)
     [(0, 10)]
-    >>> row_blocks(13_000, 650)  # 6,452 rows of 650 entries a block
-    [(0, 6452), (6452, 12904), (12904, 13000)]
+    >>> row_blocks(4_000, 650)  # 1,613 rows of 650 entries a block
+    [(0, 1613), (1613, 3226), (3226, 4000)]
     """
     n, cols = int(n), max(1, int(cols))
     if n * cols <= EVAL_BLOCK_ENTRIES or n < 4:

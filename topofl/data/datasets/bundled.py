@@ -286,8 +286,8 @@ def synthetic(
 
 
 #: Float64 values of one block of :func:`synthetic`'s draw (the means and the noise of a block
-#: of samples: 16 MiB each).
-SYNTHETIC_BLOCK_VALUES = 1 << 21
+#: of samples: 2 MiB each; small, so that the heap they leave when freed is small).
+SYNTHETIC_BLOCK_VALUES = 1 << 18
 
 
 def _draw_rows(d: int) -> int:
