@@ -34,6 +34,12 @@ Usage::
 
     nice -n 5 python analysis/bench_scale.py                       # to 10^5, ~1 hour here
     python analysis/bench_scale.py --max-n 10000 --mlp-max-n 1000 --out /tmp/x.md   # quick
+    # bytes a client of this checkout against another's, one report of two runs:
+    python analysis/bench_scale.py --topofl-root ../base --ns 10000 100000 --models logistic \\
+        --rounds 1 --json /tmp/b.json --out /tmp/b.md
+    python analysis/bench_scale.py --ns 10000 100000 --models logistic --rounds 1 \\
+        --json /tmp/a.json --out /tmp/a.md
+    python analysis/bench_scale.py --from-json /tmp/a.json --bytes-before /tmp/b.json --out x.md
     # the evaluation and spectral parts of another checkout (before a change):
     python analysis/bench_scale.py --topofl-root ../base --ns 1000 3000 10000 --models logistic \\
         --rounds 1 --out /tmp/before.md
@@ -223,6 +229,44 @@ def _bytes(b: float) -> str:
     return f"{b:.0f} B"
 
 
+def parts_sum(r: dict[str, Any]) -> float:
+    """Bytes a client needs (a case's): parameters, optimizer and algorithm state, its share
+    of the gossip buffers and its data indices (the data's samples apart)."""
+    need = r["need"]
+    return float(need["parameters"] + need["optimizer"] + need["algorithm"] + need["gossip"]
+                 + r["index_bytes"] / r["n"])
+
+
+def bytes_before_after(before: list[dict[str, Any]], after: list[dict[str, Any]],
+                       label: str) -> list[str]:
+    """Bytes a client (peak over n) before (``label`` says of what) and after, by case."""
+    def key(r: dict[str, Any]) -> tuple[str, int, int]:
+        return r["model"], r["n"], r["rounds"]
+
+    now = {key(r): r for r in after if "error" not in r}
+    out = ["## Bytes a client, before and after", "",
+           f"Before: {label}. After: the tables above. *sum*: parameters, optimizer and "
+           "algorithm state, gossip share and data indices; *samples*: the data's samples a "
+           "client (training, local test and global test rows).", "",
+           "| model | n | rounds | peak before | after | peak / n before | after | sum | "
+           "peak / sum before | after | samples / n | peak / (sum + samples) before | after |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for b in before:
+        a = now.get(key(b))
+        if "error" in b or a is None:
+            continue
+        n = b["n"]
+        tb, ta = parts_sum(b), parts_sum(a)
+        sb, sa = b["sample_bytes"] / n, a["sample_bytes"] / n
+        out.append(
+            f"| {b['model']} | {n:,} | {b['rounds']} | {_bytes(b['peak'])} | "
+            f"{_bytes(a['peak'])} | {b['peak'] / n:,.0f} | {a['peak'] / n:,.0f} | {ta:,.0f} | "
+            f"{b['peak'] / n / tb:.2f}x | {a['peak'] / n / ta:.2f}x | {sa:,.0f} | "
+            f"{b['peak'] / n / (tb + sb):.2f}x | {a['peak'] / n / (ta + sa):.2f}x |")
+    out.append("")
+    return out
+
+
 def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     """The report: per (model, rounds) a table of the parts by n, the exponents, the bytes."""
     lines = ["# How each part of a run grows with n (`analysis/bench_scale.py`)", "",
@@ -261,22 +305,26 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         if ok:
             lines += ["Bytes a client (peak over n) against what a client needs:", "",
                       "| n | peak / n | parameters | optimizer + algorithm | gossip share "
-                      "| data indices | sum | peak / sum | data samples / n |",
-                      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                      "| data indices | sum | peak / sum | data samples / n | peak / (sum + "
+                      "samples) |",
+                      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
             for r in ok:
                 need, n = r["need"], r["n"]
-                idx = r["index_bytes"] / n
-                total = need["parameters"] + need["optimizer"] + need["algorithm"] \
-                    + need["gossip"] + idx
+                total = parts_sum(r)
+                samples = r["sample_bytes"] / n
                 lines.append(
                     f"| {n:,} | {r['peak'] / n:,.0f} | {need['parameters']:,} | "
                     f"{need['optimizer'] + need['algorithm']:,} | {need['gossip']:,} | "
-                    f"{idx:,.0f} | {total:,.0f} | {r['peak'] / n / total:.2f}x | "
-                    f"{r['sample_bytes'] / n:,.0f} |")
+                    f"{r['index_bytes'] / n:,.0f} | {total:,.0f} | "
+                    f"{r['peak'] / n / total:.2f}x | {samples:,.0f} | "
+                    f"{r['peak'] / n / (total + samples):.2f}x |")
             lines.append("")
     before = meta.get("before")
     if before:
         lines += _before_after(before, results, meta.get("before_label") or "")
+    if meta.get("bytes_before"):
+        lines += bytes_before_after(meta["bytes_before"], results,
+                                    meta.get("bytes_before_label") or "")
     for note in meta.get("notes", []):
         lines += [note, ""]
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -346,21 +394,31 @@ def main(argv: list[str] | None = None) -> int:
                     help="a paragraph to add at the end of the report")
     ap.add_argument("--before", help="raw results (--json) of the code before, to compare")
     ap.add_argument("--before-label", default="", help="what --before ran (a sentence)")
-    ap.add_argument("--from-json", help="write the report of these raw results, run nothing")
+    ap.add_argument("--from-json", nargs="*",
+                    help="write the report of these raw results (concatenated), run nothing")
+    ap.add_argument("--bytes-before", nargs="*",
+                    help="raw results (--json) of the code before: bytes a client compared")
+    ap.add_argument("--bytes-before-label", default="",
+                    help="what --bytes-before ran (a sentence)")
     a = ap.parse_args(argv)
     before = json.loads(Path(a.before).read_text()) if a.before else None
     if isinstance(before, dict):
         before = before["results"]
+    bytes_before = [r for f in a.bytes_before or []
+                    for r in json.loads(Path(f).read_text())["results"]]
     root = Path(a.topofl_root).resolve()
     from topofl.bench import loadavg, machine_info
     info = machine_info()
     load0, t0 = loadavg(), time.perf_counter()
     results: list[dict[str, Any]] = []
     if a.from_json:
-        saved = json.loads(Path(a.from_json).read_text())
-        results, a.models = saved["results"], []
-        info, load0, load1, seconds, cmd = (saved["machine"], saved["load"][0],
-                                            saved["load"][1], saved["seconds"], saved["command"])
+        runs = [json.loads(Path(f).read_text()) for f in a.from_json]
+        saved = runs[0]
+        results, a.models = [r for run in runs for r in run["results"]], []
+        info = saved["machine"]
+        load0, load1 = runs[0]["load"][0], runs[-1]["load"][1]
+        seconds = sum(run["seconds"] for run in runs)
+        cmd = "` and `".join(run["command"] for run in runs)
     for model in a.models:
         top = a.max_n if model == "logistic" else a.mlp_max_n
         ns = a.ns or [10 ** k for k in range(3, 8) if 10 ** k <= top]
@@ -401,7 +459,9 @@ def main(argv: list[str] | None = None) -> int:
         "against log(n) (1 = linear); a part of a few milliseconds is mostly noise.")
     Path(a.out).write_text(markdown(results, {"header": header, "notes": a.note,
                                               "before": before,
-                                              "before_label": a.before_label}))
+                                              "before_label": a.before_label,
+                                              "bytes_before": bytes_before,
+                                              "bytes_before_label": a.bytes_before_label}))
     print(f"wrote {a.out}")
     return 0
 

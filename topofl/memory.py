@@ -13,7 +13,7 @@ that the front door can call it:
   :func:`topofl.engine.local.stream_rows`), ``data`` (every client's samples in one tensor,
   :class:`~topofl.data.FederatedData`, their indices; the dataset's loading and splitting
   when that is the larger peak), ``evaluation`` (its largest pass, or the consensus
-  distance's two ``[n, P]`` temporaries), ``spectral`` (the summary of a static graph) and
+  distance's two temporaries of a block of rows), ``spectral`` (the summary of a static graph) and
   ``records`` (the per-client rows kept in memory);
 * **runtime**: :data:`RUNTIME_BYTES` and :data:`CLIENT_BYTES` a client (the planner measures
   it instead, :func:`topofl.plan.make_plan`).
@@ -43,11 +43,11 @@ from topofl._validation import (
     fmt_bytes,
     memory_limit,
 )
-from topofl.data.datasets.bundled import synthetic_shape
-from topofl.data.federated import FederatedData
+from topofl.data.datasets.bundled import synthetic_bytes, synthetic_shape
+from topofl.data.federated import GATHER_BLOCK_VALUES, FederatedData
 from topofl.engine import ParamLayout, toy_services
 from topofl.engine.config import DTYPES, global_samples
-from topofl.engine.evaluation import eval_chunk
+from topofl.engine.evaluation import eval_block_rows, eval_chunk
 from topofl.engine.executors import has_conv
 from topofl.engine.gossip import Mixer
 from topofl.engine.local import stream_rows
@@ -65,6 +65,10 @@ __all__ = ["Shapes", "counted_parts", "max_clients", "run_shapes", "activation_b
 #: The parts of a plan's peak, in the order they are reported.
 PARTS = ("parameters", "optimizer", "algorithm", "gossip", "gradients", "data", "evaluation",
          "spectral", "records", "runtime")
+
+#: The block of source rows :class:`~topofl.data.FederatedData` gathers at once while it is
+#: built (its values, at most 8 bytes each).
+_GATHER_BLOCK_BYTES = 8 * GATHER_BLOCK_VALUES
 
 #: The mixer's default scratch tile (its columns hold about this many bytes).
 _TILE_BYTES: int = (Mixer.__init__.__kwdefaults__ or {}).get("tile_bytes", 1 << 20)
@@ -331,15 +335,16 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
 
 
 def _load_bytes(name: Any, dataset: Any) -> int:
-    """The peak of loading ``dataset`` from the name ``name``: ``synthetic`` draws in float64
-    (the 20 bytes a value its loader checks for), the other loaders hold their arrays and one
-    temporary copy; 0 for a dataset given as an object."""
+    """The peak of loading ``dataset`` from the name ``name``: ``synthetic`` keeps float32
+    features and draws a block of samples at a time in float64
+    (:func:`~topofl.data.datasets.bundled.synthetic_bytes`, what its loader checks for), the
+    other loaders hold their arrays and one temporary copy; 0 for a dataset given as an
+    object."""
     if dataset is None or not isinstance(name, str):
         return 0
     if name.partition(":")[0] == "synthetic":
-        values = (int(dataset.y_train.size) + int(dataset.y_test.size)
-                  + int(dataset.num_classes)) * int(np.prod(dataset.input_shape))
-        return 20 * values
+        samples = int(dataset.y_train.size) + int(dataset.y_test.size)
+        return synthetic_bytes(samples, int(np.prod(dataset.input_shape)))
     return 2 * _dataset_bytes(dataset)
 
 
@@ -372,8 +377,10 @@ def _eval_bytes(s: Shapes, n: int) -> int:
     """The peak of an evaluation (:func:`topofl.engine.evaluate`) above what the run holds:
     its largest pass (every client's logits, activations and inputs for one chunk of samples
     of the local test split, the global test set (a shared input) or the validation split),
-    the check of the parameters (``isfinite``: one byte an entry) or their consensus distance
-    (two ``[n, P_shared]`` temporaries), whichever is larger."""
+    the check of the parameters (``isfinite``: ``3 + dtype_bytes`` bytes an entry) or their
+    consensus distance (two ``[rows, P_shared]`` temporaries), each over one block of rows
+    (:func:`topofl.engine.evaluation.row_blocks`: every row up to 1 Mi entries), whichever is
+    larger."""
     chunk = eval_chunk(n, s.num_classes, s.sample_bytes)
     # per (client, sample): activations alive at once (3/4 of every leaf's output, measured
     # 2,406 bytes for the 64-200-200-10 MLP whose leaves hold 3,240), logits and their
@@ -384,8 +391,10 @@ def _eval_bytes(s: Shapes, n: int) -> int:
               n * min(chunk, scored) * per,
               n * min(chunk, s.longest_val) * (per + s.sample_bytes)]
     shared = s.num_params if s.shared_params < 0 else s.shared_params
-    check = n * s.num_params  # isfinite(x_eval): one byte an entry, freed before the distance
-    consensus = 2 * n * shared * s.dtype_bytes
+    # isfinite(x_eval) of a block of rows: x == x, |x|, |x| != inf and their product (3 bytes
+    # and one value an entry), freed before the distance
+    check = eval_block_rows(n, s.num_params) * s.num_params * (3 + s.dtype_bytes)
+    consensus = 2 * eval_block_rows(n, shared) * shared * s.dtype_bytes  # its two temporaries
     return max(*passes, check, consensus)
 
 
@@ -403,8 +412,8 @@ def counted_parts(s: Shapes, n: int | None = None) -> dict[str, int]:
       forward's) and every client's int64 sample indices;
     * ``data``: the federated samples, every client's int64 sample indices, label counts and
       offsets; before the state exists, loading the dataset (``s.load_bytes``), then the
-      dataset's arrays and a second copy of the samples while it is split: when that is the
-      larger peak, ``data`` holds the excess;
+      dataset's arrays and one block of its rows gathered while it is split: when that is
+      the larger peak, ``data`` holds the excess;
     * ``evaluation``: its largest pass, the check of the parameters or their consensus
       distance, whichever is larger (:func:`_eval_bytes`);
     * ``spectral``: the spectral summary of a static graph (dense up to 1024 nodes);
@@ -451,8 +460,9 @@ def counted_parts(s: Shapes, n: int | None = None) -> dict[str, int]:
            "data": data, "evaluation": evaluation, "spectral": spectral,
            "records": n * s.client_rows * s.evaluations * ROW_BYTES}
     # before the state exists: loading the dataset, then splitting it (the dataset's arrays,
-    # the samples gathered for every client and their concatenation): the peak when larger
-    built = max(s.load_bytes, data + s.dataset_bytes + s.data_bytes)
+    # the samples of every client written into one array, and one block of rows gathered
+    # from the source before its cast): the peak when larger
+    built = max(s.load_bytes, data + s.dataset_bytes + min(s.data_bytes, _GATHER_BLOCK_BYTES))
     out["data"] += max(0, built - sum(out.values()))
     if s.runtime:
         out["runtime"] = RUNTIME_BYTES + CLIENT_BYTES * n
@@ -708,8 +718,8 @@ def _synthetic_shapes(name: str) -> tuple[tuple[int, ...], int] | None:
 
 def check_before_load(prepared: Any) -> None:
     """Refuse, before its dataset is even loaded, a run whose state alone (the
-    :func:`_state_bytes` of its ``n`` clients, and the two ``[n, P]`` temporaries of the
-    consensus distance) cannot fit: for a dataset whose shapes its name gives
+    :func:`_state_bytes` of its ``n`` clients, and the two temporaries of the consensus
+    distance over one block of rows) cannot fit: for a dataset whose shapes its name gives
     (``"synthetic:dim=...,num_classes=..."``) and a model given by name.
     """
     call, run = prepared.call, prepared.run
@@ -732,13 +742,17 @@ def check_before_load(prepared: Any) -> None:
                per_client_state={k: -(-v // n) for k, v in state.items()}, dataset_bytes=0,
                data_bytes=0, longest_test=0, w_row_nnz=0.0, streams=True,
                device=str(torch.device(run.device)), runtime=True)
-    parts = {**{k: 0 for k in PARTS}, **state,
-             "evaluation": 2 * n * layout.num_params * dtype.itemsize,
+    shared = _span(layout.cols(prepared.algorithm.shared))
+
+    def distance(k: int) -> int:  # the consensus distance's temporaries (one block of rows)
+        return 2 * eval_block_rows(k, shared) * shared * dtype.itemsize
+
+    parts = {**{k: 0 for k in PARTS}, **state, "evaluation": distance(n),
              "runtime": RUNTIME_BYTES}
 
     def peak(k: int) -> float:
         return float(sum(_state_bytes(prepared.algorithm, layout, dtype, k).values())
-                     + 2 * k * layout.num_params * dtype.itemsize + RUNTIME_BYTES)
+                     + distance(k) + RUNTIME_BYTES)
 
     check_fits("the run", s, parts, lower=True, peak=peak, before="its dataset is loaded")
 

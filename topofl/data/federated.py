@@ -346,9 +346,10 @@ class FederatedData:
             "val": (dataset.x_train, parts.val),
             "test": (test_x, test_part),
         }
-        xs, ys, segs, start = [], [], {}, 0
+        xs: list[tuple[npt.NDArray[Any], IntArray | None]] = []
+        ys, segs, start = [], {}, 0
         for name, (xsrc, part) in sources.items():
-            xs.append(xsrc[part.index])
+            xs.append((xsrc, part.index))
             sizes = part.sizes.astype(np.int64)
             ys.append(_flip(part.labels[part.index], sizes, plan))
             offsets = (start + np.concatenate(([0], np.cumsum(sizes)[:-1]))).astype(np.int64)
@@ -356,11 +357,11 @@ class FederatedData:
                 a.flags.writeable = False
             segs[name] = Segments(offsets, sizes)
             start += int(part.index.size)
-        xs.append(dataset.x_test)
+        xs.append((dataset.x_test, None))
         ys.append(dataset.y_test)
         glob = (start, start + int(dataset.y_test.size))
         dev = _device_of(device)
-        x = torch.from_numpy(np.ascontiguousarray(np.concatenate(xs), dtype=np.float32)).to(dev)
+        x = torch.from_numpy(_gathered(xs, dataset.x_train.shape[1:])).to(dev)
         y = torch.from_numpy(np.concatenate(ys).astype(np.int64)).to(dev)
         params = {
             "dataset": dataset.name,
@@ -740,6 +741,39 @@ class StackedSampler:
         slot = torch.arange(b, device=self._size.device, dtype=torch.int64)[None, :]
         return self._offset + hash_uniform_index(keys[:, :1], keys[:, 1:], self._client,
                                                   slot, self._size)
+
+
+#: Values of one block :func:`_gathered` copies at a time (the source rows gathered before
+#: their cast into the output: 2 MiB of float32).
+GATHER_BLOCK_VALUES = 1 << 19
+
+
+def _gathered(parts: Sequence[tuple[npt.NDArray[Any], IntArray | None]],
+              shape: tuple[int, ...]) -> npt.NDArray[np.float32]:
+    """``[M, *shape]`` float32: the rows ``index`` of each source (every row for ``None``)
+    one after the other, as ``np.concatenate`` of the gathers cast to float32, written into
+    one array block of rows by block (the copy and the cast are elementwise: the same numbers,
+    without a second copy of every sample).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl.data.federated import _gathered
+    >>> a = np.arange(12, dtype=np.float64).reshape(6, 2)
+    >>> _gathered([(a, np.array([4, 0])), (a[:1], None)], (2,)).tolist()
+    [[8.0, 9.0], [0.0, 1.0], [0.0, 1.0]]
+    """
+    total = sum(int(src.shape[0]) if idx is None else int(idx.size) for src, idx in parts)
+    out = np.empty((total, *shape), dtype=np.float32)
+    rows = max(1, GATHER_BLOCK_VALUES // max(1, int(np.prod(shape))))
+    at = 0
+    for src, idx in parts:
+        m = int(src.shape[0]) if idx is None else int(idx.size)
+        for a in range(0, m, rows):
+            b = min(m, a + rows)
+            out[at + a:at + b] = src[a:b] if idx is None else src[idx[a:b]]
+        at += m
+    return out
 
 
 def _flip(y: npt.NDArray[Any], sizes: IntArray, plan: LabelFlip) -> npt.NDArray[Any]:

@@ -21,7 +21,8 @@ from topofl.spectral import summary
 
 __all__ = ["evaluate", "check_finite", "evaluation_row", "score_chunks", "eval_chunk",
            "split_sums", "check_eval_val", "record_realized", "spectral_row", "Divergence",
-           "global_subsample", "global_scored", "shared_sums", "GLOBAL_SUBSAMPLE_SEED"]
+           "global_subsample", "global_scored", "shared_sums", "GLOBAL_SUBSAMPLE_SEED",
+           "row_blocks", "eval_block_rows", "squared_distances", "EVAL_BLOCK_ENTRIES"]
 
 #: The seed of the global test subsample (:func:`global_subsample`): one subsample per test
 #: set and size, whatever the run's seed, so that runs compared seed by seed or across seeds
@@ -96,6 +97,64 @@ def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int,
         loss += (ls * m).sum(dim=1)
         count += m.sum(dim=1)
     return correct, loss, count
+
+
+#: Entries of the ``[rows, P]`` temporaries that the check of the parameters
+#: (:func:`check_finite`) and the consensus distance (:func:`squared_distances`) hold at once:
+#: above it they go block of rows by block (1 Mi entries: 4 MiB of float32; small, so that
+#: the heap they leave when freed is small).
+EVAL_BLOCK_ENTRIES = 1 << 20
+
+
+def row_blocks(n: int, cols: int) -> list[tuple[int, int]]:
+    """The blocks of rows ``(start, stop)`` in which :func:`check_finite` and
+    :func:`squared_distances` read an ``[n, cols]`` tensor: one block ``(0, n)`` up to
+    :data:`EVAL_BLOCK_ENTRIES` entries, else blocks of ``EVAL_BLOCK_ENTRIES // cols`` rows (at
+    least 2; a last block of one row joins the one before it, so that no block is a single
+    row, whose reduction may take another order).
+
+    Examples
+    --------
+    >>> from topofl.engine.evaluation import row_blocks
+    >>> row_blocks(10, 650)
+    [(0, 10)]
+    >>> row_blocks(4_000, 650)  # 1,613 rows of 650 entries a block
+    [(0, 1613), (1613, 3226), (3226, 4000)]
+    """
+    n, cols = int(n), max(1, int(cols))
+    if n * cols <= EVAL_BLOCK_ENTRIES or n < 4:
+        return [(0, n)]
+    rows = max(2, EVAL_BLOCK_ENTRIES // cols)
+    starts = list(range(0, n, rows))
+    if n - starts[-1] == 1:
+        starts.pop()
+    return [(a, starts[i + 1] if i + 1 < len(starts) else n) for i, a in enumerate(starts)]
+
+
+def eval_block_rows(n: int, cols: int) -> int:
+    """Rows of the largest block of :func:`row_blocks` (what the memory model counts)."""
+    return max(b - a for a, b in row_blocks(n, cols)) if n > 0 else 0
+
+
+def squared_distances(x: Tensor, center: Tensor) -> Tensor:
+    """``[m]``: ``((x - center) ** 2).sum(dim=1)`` of ``x`` ``[m, P]`` and ``center`` ``[P]``,
+    block of rows by block (:func:`row_blocks`): each row's sum is the same reduction of the
+    same row, and the temporaries hold one block instead of two ``[m, P]`` tensors.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.engine.evaluation import squared_distances
+    >>> squared_distances(torch.tensor([[1.0, 2.0], [3.0, 4.0]]), torch.tensor([1.0, 0.0]))
+    tensor([ 4., 20.])
+    """
+    blocks = row_blocks(int(x.shape[0]), int(x.shape[1]))
+    if len(blocks) == 1:
+        return ((x - center.unsqueeze(0)) ** 2).sum(dim=1)
+    out = torch.empty(int(x.shape[0]), dtype=x.dtype, device=x.device)
+    for a, b in blocks:
+        out[a:b] = ((x[a:b] - center.unsqueeze(0)) ** 2).sum(dim=1)
+    return out
 
 
 def eval_chunk(n_clients: int, num_classes: int, sample_bytes: int) -> int:
@@ -292,8 +351,14 @@ def scored_clients(algorithm: Algorithm, rnd: Round, env: Services) -> np.ndarra
 
 
 def check_finite(clients: Clients, x_eval: Tensor, t: int, recorder: Recorder) -> None:
-    """Raise the run's error (on every process) when a client's parameters are not finite."""
-    finite = torch.isfinite(x_eval).all(dim=1)
+    """Raise the run's error (on every process) when a client's parameters are not finite
+    (``isfinite`` block of rows by block, :func:`row_blocks`: its temporaries hold
+    ``3 + itemsize`` bytes an entry)."""
+    blocks = row_blocks(int(x_eval.shape[0]), int(x_eval.shape[1]))
+    if len(blocks) == 1:
+        finite = torch.isfinite(x_eval).all(dim=1)
+    else:
+        finite = torch.cat([torch.isfinite(x_eval[a:b]).all(dim=1) for a, b in blocks])
     bad = None if bool(finite.all()) else (int(torch.nonzero(~finite)[0, 0]), math.nan)
     found = first_bad(clients, bad, "the divergence check")
     if found is not None:
@@ -324,7 +389,7 @@ def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval
             row.update(_val_row(val, None, recorder, t))
         shared = x_eval[:, env.layout.cols(algorithm.shared)]
         mean = clients.mean(shared, "consensus distance")
-        dist = ((shared - mean.unsqueeze(0)) ** 2).sum(dim=1)
+        dist = squared_distances(shared, mean)
         row["consensus_distance"] = float(clients.mean(dist, "consensus distance"))
     byzantine = getattr(env, "byzantine", None)
     if byzantine is not None:

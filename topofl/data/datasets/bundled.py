@@ -244,15 +244,22 @@ def synthetic(
     nt = n // 5 if n_test is None else check_int(n_test, "n_test", low=0)
     sep = check_real(separation, "separation", low=0.0)
     sd = check_real(noise, "noise", low=0.0)
-    # float64 means and noise while drawing, float32 features kept: about 20 bytes per value.
-    check_memory(20.0 * (n + nt + L) * d, f"synthetic(n_samples={n}, dim={d})")
+    # float32 features kept (4 bytes a value), int64 labels and their permutation's
+    # temporaries (32 bytes a sample), and one block of float64 means and noise while drawing
+    check_memory(synthetic_bytes(n + nt, d), f"synthetic(n_samples={n}, dim={d})")
     rng = as_generator(seed)
     g = rng.standard_normal((L, d))
     mu = sep * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12)
 
     def draw(m: int) -> tuple[F32, I64]:
         y = rng.permutation(np.arange(m) % L).astype(np.int64)
-        x = (mu[y] + sd * rng.standard_normal((m, d))).astype(np.float32)
+        # block of rows by block: the generator fills its normals in order, and the sum and
+        # the cast are elementwise, so the blocks give the numbers of one (m, d) draw
+        x = np.empty((m, d), dtype=np.float32)
+        rows = _draw_rows(d)
+        for a in range(0, m, rows):
+            b = min(m, a + rows)
+            x[a:b] = mu[y[a:b]] + sd * rng.standard_normal((b - a, d))
         return (x if dims is None else x.reshape((m, *dims))), y
 
     x_tr, y_tr = draw(n)
@@ -276,6 +283,29 @@ def synthetic(
             **({} if dims is None else {"shape": list(dims)}),
         },
     )
+
+
+#: Float64 values of one block of :func:`synthetic`'s draw (the means and the noise of a block
+#: of samples: 2 MiB each; small, so that the heap they leave when freed is small).
+SYNTHETIC_BLOCK_VALUES = 1 << 18
+
+
+def _draw_rows(d: int) -> int:
+    return max(1, SYNTHETIC_BLOCK_VALUES // d)
+
+
+def synthetic_bytes(samples: int, d: int) -> int:
+    """Bytes :func:`synthetic` holds at its peak for ``samples`` samples (training and test)
+    of ``d`` values: the float32 features, the int64 labels and their permutation's
+    temporaries, and one block of float64 means and noise (two arrays).
+
+    Examples
+    --------
+    >>> from topofl.data.datasets.bundled import synthetic_bytes
+    >>> synthetic_bytes(1000, 64) == 1000 * (4 * 64 + 32) + 2 * 8 * 1000 * 64
+    True
+    """
+    return samples * (4 * d + 32) + 2 * 8 * min(samples, _draw_rows(d)) * d
 
 
 def synthetic_shape(shape: str | Sequence[int] | None) -> tuple[int, ...] | None:
