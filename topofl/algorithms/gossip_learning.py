@@ -3,11 +3,13 @@ r"""Gossip learning in event time: push a model to a random neighbour, merge, tr
 The protocol
 ------------
 Gossip learning (Ormándi, Hegedűs and Jelasity 2013; in the form of Hegedűs, Danner and
-Jelasity 2019/2021, Algorithm 1) runs two threads at every node ``k``, which holds a model
-$w_k$ and its *age* $t_k$. The active thread waits $\Delta$, picks a random peer and sends it
-$(t_k, w_k)$, with no reply; the handler of a received $(t_r, w_r)$ merges it into the node's
-own model, $(t_k, w_k) \leftarrow \mathrm{merge}((t_k, w_k), (t_r, w_r))$, then trains the merged
-model on the node's data, $(t_k, w_k) \leftarrow \mathrm{update}((t_k, w_k), D_k)$.
+Jelasity 2019, 2021) runs two threads at every node ``k``, which holds a model $w_k$ and its
+*age* $t_k$. The active thread waits $\Delta$, picks a random peer and sends it $(t_k, w_k)$,
+with no reply; the handler of a received $(t_r, w_r)$ merges it into the node's own model,
+$(t_k, w_k) \leftarrow \mathrm{merge}((t_k, w_k), (t_r, w_r))$, then trains the merged model
+on the node's data, $(t_k, w_k) \leftarrow \mathrm{update}((t_k, w_k), D_k)$. (The 2013 paper
+merges a received model with the one received before it, from a cache; the 2019/2021 form,
+followed here, merges into the node's own model.)
 
 Here client ``i`` sends in event time: its ``k``-th send (``k = 1, 2, ...``) happens at
 $T_i^k = k \, d_i$ (``durations[i]``), to a uniformly drawn neighbour ``j`` of the graph
@@ -19,10 +21,12 @@ age grows by ``local_steps``. The sender does not change. Events run in the orde
 
 ``merge="mean"`` (the default) averages, $w_j \leftarrow (w_j + w_i)/2$. ``merge="age"`` weights
 by age, $a = t_i / (t_i + t_j)$, $w_j \leftarrow (1 - a) w_j + a w_i$, keeping $w_j$ when both
-ages are 0; either way the merged age is $\max(t_i, t_j)$. The age-weighted rule is the one of
-the authors' own simulator (the ``merge`` of the mergeable models of Hegedűs's Gossip Learning
-Framework, e.g. ``MergeableMultiLogReg``), which counts a model's age in training examples; here
-it counts SGD steps, the same weights when every step takes one batch of the same size.
+ages are 0; either way the merged age is $\max(t_i, t_j)$. The age-weighted rule is the
+``merge`` of the mergeable models of the authors' simulator (Hegedűs's Gossip Learning
+Framework, e.g. ``MergeableMultiLogReg``), whose ``update`` adds 1 to the age per training
+example; here the age counts SGD steps (the same weights when every step takes one batch of
+one size). That simulator also derives its step size from the age (Pegasos-style
+$1/(\lambda t)$); here the step is the run's ``lr`` (with ``decay``).
 
 Windows, layers and exactness
 -----------------------------
@@ -39,17 +43,19 @@ and no receiver of a layer sends later in it, so each layer is exactly its event
 
 A due send whose layer is ``layers`` or more is *held* to the next window (``async_held``), as
 is every later send of the window that touches one of its nodes (the layer rule sees to it),
-and so is every due send of a client after its first in one window (a client sends at
-most once a window). **The windowed run equals the
-event-by-event run** (:func:`simulate_gossip`; the tests check it in float64, to the last bit)
-**whenever no window holds an event**, i.e. every record's ``async_held`` is 0. That is
-guaranteed when ``window <= min(durations)`` (no client has two sends in one window) and
-``layers`` is at least the number of sends a window can hold (``layers = n`` always suffices:
-the ``e``-th event of a window gets a layer below ``e + 1``). With fewer layers, a window
-whose events chain (``i`` sends to ``j``, then ``j`` sends or receives again) holds the rest:
-held events run later than their time, in their order, and the run then approximates the
-event-by-event one (like AD-PSGD's deferral, it caps how often a node can be written). Each
-layer costs ``local_steps`` batched gradients of every client, most of them masked.
+and so is every due send of a client after its first in one window (a client sends at most
+once a window). **The windowed run equals the event-by-event run** (:func:`simulate_gossip`;
+the tests check it in float64, to the last bit) **whenever no window holds a send**, i.e.
+every record's ``async_held`` is 0. That is guaranteed when ``window <= min(durations)`` (no
+client has two sends in one window) and ``layers`` is at least the number of sends a window
+can hold (``layers = n`` always suffices: the ``e``-th send of a window gets a layer of at most
+``e``). With fewer layers, a window whose sends chain (``i`` sends to ``j``, then ``j`` sends
+or receives again) holds the rest, and the run then approximates the event-by-event one: a
+held send runs in a later window, first there (its time is earlier), so it may come after a
+receive of its sender that followed it in time; a client that falls behind sends once a
+window (like AD-PSGD's deferral, which caps a fast client's rate at $1/\delta$). Each layer
+costs ``local_steps`` batched gradients of every client, most of them masked. With data, a
+receive's gradients use the batches of its window's local steps.
 
 Every window records ``event_time`` (its end), ``async_events`` (sends run), ``async_layers``,
 ``async_deferred`` (sends run after their own window, as AD-PSGD counts them),
