@@ -22,6 +22,7 @@ from tests.engine._crash import Crash, CrashingData
 from topofl.algorithms.adpsgd import heavy_tailed_durations
 from topofl.algorithms.gossip_learning import push_layers, simulate_gossip
 from topofl.engine import RunConfig, run_rounds
+from topofl.engine.clients import LocalClients
 
 N, P = 12, 3
 
@@ -186,6 +187,14 @@ def test_durations_must_match_the_clients() -> None:
     algo = tf.algorithms.gossip_learning(durations=[1.0, 2.0])
     with pytest.raises(ValueError, match="3 clients, got 2 times"):
         algo.init(torch.zeros(3, 1, dtype=torch.float64), tf.engine.toy_services(3))
+
+
+def test_a_process_holding_some_clients_is_refused_in_one_line() -> None:
+    env = tf.engine.toy_services(3)
+    env.clients = LocalClients(2)  # as a rank of a distributed run would hold
+    with pytest.raises(ValueError, match="gossip_learning does not run distributed") as info:
+        tf.algorithms.gossip_learning().init(torch.zeros(3, 1, dtype=torch.float64), env)
+    assert "\n" not in str(info.value)
 
 
 # ------------------------------------------------------------------ through the engine
