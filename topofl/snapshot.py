@@ -137,6 +137,10 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "adpsgd": ("adpsgd", ring, dict(durations=[(1.0, 1.5, 2.0, 0.7, 3.0)[i % 5]
                                                    for i in range(n)],
                                         window=1.0, local_steps=2)),
+        # gossip learning in event time, the same durations, two layers, the age merge
+        "gossip_learning": ("gossip_learning", ring,
+                            dict(durations=[(1.0, 1.5, 2.0, 0.7, 3.0)[i % 5] for i in range(n)],
+                                 window=1.0, local_steps=2, layers=2, merge="age")),
         # issue 45: Morph's learned graph (a swap every round after the first)
         "morph": ("morph", None, dict(degree=2, every=1, local_steps=2)),
     }

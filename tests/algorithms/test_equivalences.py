@@ -42,6 +42,8 @@ STEPS: dict[str, dict[str, Any]] = {
     # issue 46: event time, heterogeneous durations, a window that defers events
     "adpsgd": {"local_steps": 2, "durations": [1.0, 1.3, 2.0, 0.8, 3.5, 1.0, 0.9, 2.2],
                "window": 0.8},
+    "gossip_learning": {"local_steps": 2, "window": 0.8, "layers": 2, "merge": "age",
+                        "durations": [1.0, 1.3, 2.0, 0.8, 3.5, 1.0, 0.9, 2.2]},
 }
 
 
@@ -166,6 +168,10 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     # issue 46: equal durations, every client steps once a window (unequal ones weight the
     # optimum by the clients' rates: the adpsgd docstring)
     "adpsgd": ({}, False, tf.topologies.ring(6)),
+    # gossip learning: a client's gradient acts when it receives, at random (a push to a
+    # random neighbour), so with distinct optima it settles near a randomly weighted one
+    # (3e-2 from the mean here); a common minimiser is its fixed point
+    "gossip_learning": ({}, True, tf.topologies.ring(6)),
     # Morph averages its in-neighbours uniformly on a directed graph it rewires: row
     # stochastic, not doubly, so only a common minimiser is a fixed point
     "morph": ({"degree": 2, "local_steps": 1}, True, None),

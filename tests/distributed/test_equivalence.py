@@ -35,7 +35,7 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
     return algorithm_cases(_data())
 
 
-REFUSED = {"adpsgd"}  # its pairwise events need every client in one process
+REFUSED = {"adpsgd", "gossip_learning"}  # their events need every client in one process
 
 
 def _run(name: str) -> tuple[list[dict[str, Any]], int] | str:

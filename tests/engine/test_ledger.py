@@ -220,6 +220,10 @@ CASES: dict[str, Case] = {
     # AD-PSGD, every client once a window (durations = window = 1): each event's pair
     # exchanges its two models, both ways
     "adpsgd": ({}, lambda: tf.topologies.ring(N), lambda r: [(2 * N, 2 * N * P * F)] * 2),
+    # gossip learning, every client sends once a window (durations = window = 1) and the N
+    # layers run every send: one model a sender, to one neighbour, no reply
+    "gossip_learning": (dict(layers=N), lambda: tf.topologies.ring(N),
+                        lambda r: [(N, N * P * F)] * 2),
     # Morph, in-degree 2 of its own graph: each node receives its 2 in-neighbours' models
     # (the in-degree never changes when it rewires)
     "morph": (dict(degree=2), None, lambda r: [(2 * N, 2 * N * P * F)] * 2),

@@ -39,6 +39,7 @@ from topofl.algorithms.fedprox import fedprox
 from topofl.algorithms.fedprox_ft import fedprox_ft
 from topofl.algorithms.fedrep import fedrep
 from topofl.algorithms.ggc import bggc, ggc
+from topofl.algorithms.gossip_learning import gossip_learning
 from topofl.algorithms.knn_per import knn_per
 from topofl.algorithms.local import local
 from topofl.algorithms.morph import morph
@@ -56,6 +57,7 @@ __all__ = [
     "heterogeneous_epochs",
     "dsgd",
     "adpsgd",
+    "gossip_learning",
     "dsgt",
     "extra",
     "choco",

@@ -1,0 +1,461 @@
+r"""Gossip learning in event time: push a model to a random neighbour, merge, train.
+
+The protocol
+------------
+Gossip learning (Ormándi, Hegedűs and Jelasity 2013; in the form of Hegedűs, Danner and
+Jelasity 2019, 2021) runs two threads at every node ``k``, which holds a model $w_k$ and its
+*age* $t_k$. The active thread waits $\Delta$, picks a random peer and sends it $(t_k, w_k)$,
+with no reply; the handler of a received $(t_r, w_r)$ merges it into the node's own model,
+$(t_k, w_k) \leftarrow \mathrm{merge}((t_k, w_k), (t_r, w_r))$, then trains the merged model
+on the node's data, $(t_k, w_k) \leftarrow \mathrm{update}((t_k, w_k), D_k)$. (The 2013 paper
+merges a received model with the one received before it, from a cache; the 2019/2021 form,
+followed here, merges into the node's own model.)
+
+Here client ``i`` sends in event time: its ``k``-th send (``k = 1, 2, ...``) happens at
+$T_i^k = k \, d_i$ (``durations[i]``), to a uniformly drawn neighbour ``j`` of the graph
+(:func:`~topofl.algorithms.adpsgd.partners`, a pure function of ``(pair_seed, i, k - 1)``; the
+client itself when it has none). Delivery is instantaneous: ``j`` merges ``i``'s current model
+into its own and takes ``local_steps`` SGD steps from the merged model, $w_j \leftarrow
+\mathrm{merge} - \gamma \nabla f_j(\cdot)$ (one step: the gradient at the merged model), and its
+age grows by ``local_steps``. The sender does not change. Events run in the order of $(T, i)$.
+
+``merge="mean"`` (the default) averages, $w_j \leftarrow (w_j + w_i)/2$. ``merge="age"`` weights
+by age, $a = t_i / (t_i + t_j)$, $w_j \leftarrow (1 - a) w_j + a w_i$, keeping $w_j$ when both
+ages are 0; either way the merged age is $\max(t_i, t_j)$. The age-weighted rule is the
+``merge`` of the mergeable models of the authors' simulator (Hegedűs's Gossip Learning
+Framework, e.g. ``MergeableMultiLogReg``), whose ``update`` adds 1 to the age per training
+example; here the age counts SGD steps (the same weights when every step takes one batch of
+one size). That simulator also derives its step size from the age (Pegasos-style
+$1/(\lambda t)$); here the step is the run's ``lr`` (with ``decay``).
+
+Windows, layers and exactness
+-----------------------------
+Round ``t`` of the run is the window $(t\,\delta, (t+1)\,\delta]$ of virtual time (``window``
+$= \delta$), as in :mod:`~topofl.algorithms.adpsgd`. At the window's start (``round_start``)
+each client's next send is *due* when its time is at most the window's end; a client sends at
+most once a window. The due sends, in the order of $(T, i)$, are put in *layers*: a send
+$i \to j$ reads $w_i$ after ``i``'s last receive and writes $w_j$ after ``j``'s last receive and
+not before ``j``'s last send (a model sent and then received in one layer is read before it is
+written). The local phase then runs ``layers`` layers of ``local_steps`` batched gradient steps
+each: a layer merges all its receivers at once (from the models at the layer's start), then
+takes their gradients (the other clients' are masked). A layer's events have distinct receivers
+and no receiver of a layer sends later in it, so each layer is exactly its events in order.
+
+A due send whose layer is ``layers`` or more is *held* to the next window (``async_held``), as
+is every later send of the window that touches one of its nodes (the layer rule sees to it),
+and so is every due send of a client after its first in one window (a client sends at most
+once a window). **The windowed run equals the event-by-event run** (:func:`simulate_gossip`;
+the tests check it in float64, to the last bit) **whenever no window holds a send**, i.e.
+every record's ``async_held`` is 0. That is guaranteed when ``window <= min(durations)`` (no
+client has two sends in one window) and ``layers`` is at least the number of sends a window
+can hold (``layers = n`` always suffices: the ``e``-th send of a window gets a layer of at most
+``e``). With fewer layers, a window whose sends chain (``i`` sends to ``j``, then ``j`` sends
+or receives again) holds the rest, and the run then approximates the event-by-event one: a
+held send runs in a later window, first there (its time is earlier), so it may come after a
+receive of its sender that followed it in time; a client that falls behind sends once a
+window (like AD-PSGD's deferral, which caps a fast client's rate at $1/\delta$). Each layer
+costs ``local_steps`` batched gradients of every client, most of them masked. With data, a
+receive's gradients use the batches of its window's local steps.
+
+Every window records ``event_time`` (its end), ``async_events`` (sends run), ``async_layers``,
+``async_deferred`` (sends run after their own window, as AD-PSGD counts them),
+``async_held``, over the window's receives ``staleness_mean`` / ``staleness_max`` (how many
+updates older the received model is than the receiver's, $\max(0, t_j - t_i)$ by age), and the
+clients' send counts (``async_steps_min`` / ``_mean`` / ``_max``). Everything the schedule needs
+is in the state (sends, receives, ages) or a pure function of ``(pair_seed, client, event)``, so
+a resumed run equals an uninterrupted one.
+
+References
+----------
+.. [1] R. Ormándi, I. Hegedűs, M. Jelasity, "Gossip learning with linear models on fully
+   distributed data", Concurrency and Computation: Practice and Experience 25(4), 2013.
+.. [2] I. Hegedűs, G. Danner, M. Jelasity, "Gossip Learning as a Decentralized Alternative to
+   Federated Learning", DAIS 2019; "Decentralized learning works: An empirical comparison of
+   gossip learning and federated learning", JPDC 148, 2021.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from topofl._validation import check_int
+from topofl.algorithms._common import check_decay, check_lr
+from topofl.algorithms.adpsgd import (
+    _durations_of,
+    _finish_times,
+    check_durations,
+    check_window,
+    partners,
+)
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.ledger import Arcs, Flow, dtype_bits
+from topofl.engine.protocol import (
+    Algorithm,
+    LocalUpdate,
+    Phase,
+    Round,
+    Sent,
+    Services,
+    State,
+)
+from topofl.graph import Topology
+
+__all__ = ["gossip_learning", "GossipLearningState", "simulate_gossip", "push_layers",
+           "MERGES"]
+
+#: the merge rules: plain average, or weighted by the models' ages
+MERGES = ("mean", "age")
+
+
+class GossipLearningState(NamedTuple):
+    """What gossip learning keeps beside the models ``state.x`` (checkpointed with them).
+
+    Attributes
+    ----------
+    steps : Tensor
+        ``[n]`` int64: each client's number of sends (its events).
+    updates : Tensor
+        ``[n]`` int64: each client's number of receives (each merged, then trained).
+    age : Tensor
+        ``[n]`` int64: the age of each client's model (SGD steps, max-merged).
+    """
+
+    steps: Tensor
+    updates: Tensor
+    age: Tensor
+
+
+def push_layers(senders: Any, receivers: Any) -> np.ndarray:
+    """Each push event's layer, the events in order: a send ``i -> j`` reads ``i`` after its
+    last receive and writes ``j`` after its last receive and not before its last send.
+
+    Examples
+    --------
+    >>> from topofl.algorithms.gossip_learning import push_layers
+    >>> push_layers([0, 1, 2, 3], [1, 2, 1, 0]).tolist()  # 1 sends after receiving; 1 twice
+    [0, 1, 2, 0]
+
+    (``0`` sent in layer 0 before it receives, so its receive can be in layer 0 too.)
+    """
+    s = np.asarray(senders, dtype=np.int64).ravel()
+    r = np.asarray(receivers, dtype=np.int64).ravel()
+    wrote: dict[int, int] = {}
+    read: dict[int, int] = {}
+    out = np.empty(len(s), dtype=np.int64)
+    for e, (i, j) in enumerate(zip(s.tolist(), r.tolist())):
+        layer = max(wrote.get(i, -1) + 1, wrote.get(j, -1) + 1, read.get(j, 0))
+        out[e] = wrote[j] = layer
+        read[i] = max(read.get(i, 0), layer)
+    return out
+
+
+def _merged(xj: Tensor, xi: Tensor, aj: Tensor, ai: Tensor, merge: str) -> Tensor:
+    """Receiver models ``xj`` merged with the received ``xi`` (rows), ages ``aj``, ``ai``."""
+    if merge == "mean":
+        return (xj + xi) / 2
+    total = (ai + aj).to(torch.float64)
+    a = torch.where(total > 0, ai.to(torch.float64) / total.clamp_min(1), 0.0)
+    a = a.to(xj.dtype).unsqueeze(-1)
+    return (1 - a) * xj + a * xi
+
+
+class _Window(NamedTuple):
+    """One window's schedule (rebuilt from the state at every round start)."""
+
+    senders: np.ndarray  # the due sends in order
+    receivers: np.ndarray
+    layer: np.ndarray  # >= layers: held
+    late: np.ndarray  # bool: due before the window's start
+    held: int
+    end: float
+    stale: np.ndarray
+
+
+def _due_after_the_first(steps: np.ndarray, d: np.ndarray, end: float) -> int:
+    """How many sends beyond each client's first due one are due by ``end`` (``k`` sends
+    done: the sends ``m > k + 1`` with ``m d_i <= end``)."""
+    m = np.floor(end / d)
+    m = np.where((m + 1.0) * d <= end, m + 1.0, m)  # the largest m with m d <= end, in the
+    m = np.where(m * d > end, m - 1.0, m)  # arithmetic of the finish times
+    return int(np.maximum(m - steps.astype(np.float64) - 1.0, 0.0).sum())
+
+
+class _Gossip(LocalUpdate):
+    """The window's layers: merge a layer's receivers, then train them ``steps`` times."""
+
+    def __init__(self, durations: float | tuple[float, ...], window: float, steps: int,
+                 layers: int, merge: str, pair_seed: int) -> None:
+        self.durations, self.window, self.steps = durations, window, steps
+        self.layers, self.merge, self.pair_seed = layers, merge, pair_seed
+        self.win: _Window | None = None
+        self.cursor = 0
+
+    def init_(self, state: State, env: Services) -> None:
+        n = int(env.n)
+        if len(env.clients.ids) != n:
+            raise ValueError("gossip_learning does not run distributed: its push events need "
+                             "every client in one process (run it without torchrun)")
+        _durations_of(self.durations, n)  # one per client
+        dev = state.x.device
+        state.own = GossipLearningState(*(torch.zeros(n, dtype=torch.int64, device=dev)
+                                          for _ in range(3)))
+
+    def start(self, state: State, rnd: Round, env: Services) -> None:
+        """``round_start``: the window's due sends, their layers; layer 0's merges."""
+        if rnd.topology is None:
+            raise ValueError("gossip_learning sends to neighbours of a graph: pass a topology")
+        own = state.own_as(GossipLearningState)
+        d = _durations_of(self.durations, int(env.n))
+        steps = own.steps.detach().cpu().numpy()
+        finish = _finish_times(own.steps, d)
+        end = (rnd.t + 1) * self.window
+        due = np.flatnonzero(finish <= end)
+        order = due[np.lexsort((due, finish[due]))]
+        mates = partners(rnd.topology, self.pair_seed, order, steps[order])
+        layer = push_layers(order, mates)
+        held = int((layer >= self.layers).sum()) + _due_after_the_first(steps, d, end)
+        self.win = _Window(order, mates, layer, finish[order] <= rnd.t * self.window, held,
+                           float(end), np.zeros(len(order), dtype=np.int64))
+        self.cursor = 0
+        self._merge_layer(state, 0)
+
+    def _merge_layer(self, state: State, layer: int) -> None:
+        win = self.win
+        assert win is not None
+        e = np.flatnonzero(win.layer == layer)
+        if not len(e):
+            return
+        own, x = state.own_as(GossipLearningState), state.x
+        i = torch.as_tensor(win.senders[e], device=x.device)
+        j = torch.as_tensor(win.receivers[e], device=x.device)
+        ai, aj = own.age[i], own.age[j]
+        win.stale[e] = (aj - ai).clamp_min(0).cpu().numpy()
+        new = _merged(x[j], x[i], aj, ai, self.merge)
+        own.age[j] = torch.maximum(ai, aj)
+        x[j] = new
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """The models (a layer's receivers hold their merged models)."""
+        return state.x
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """``x -= lr g`` on the current layer's receivers; a layer's last step ends it."""
+        win = self.win
+        assert win is not None
+        own = state.own_as(GossipLearningState)
+        layer = self.cursor // self.steps
+        rows = torch.as_tensor(win.receivers[win.layer == layer], device=state.x.device)
+        mask = torch.zeros(state.x.shape[0], dtype=lr.dtype, device=lr.device)
+        mask[rows] = 1.0
+        cols = env.layout.cols(phase.part)
+        state.x[:, cols] -= (lr * mask).unsqueeze(1) * grads[:, cols]
+        self.cursor += 1
+        if self.cursor % self.steps == 0:
+            own.age[rows] += self.steps
+            own.updates[rows] += 1
+            self._merge_layer(state, layer + 1)
+
+
+def _communicate(local: _Gossip) -> Callable[[State, Round, Services], Sent]:
+    def communicate(state: State, rnd: Round, env: Services) -> Sent:
+        win = local.win
+        assert win is not None
+        own = state.own_as(GossipLearningState)
+        run = win.layer < local.layers
+        s, r = win.senders[run], win.receivers[run]
+        if len(s):
+            own.steps[torch.as_tensor(s, device=state.x.device)] += 1
+        now = own.steps.detach().cpu().numpy()
+        records: dict[str, Any] = {
+            "event_time": win.end, "async_events": int(run.sum()),
+            "async_layers": int(win.layer[run].max()) + 1 if run.any() else 0,
+            "async_deferred": int(win.late[run].sum()), "async_held": win.held,
+            "async_steps_min": int(now.min()), "async_steps_mean": float(now.mean()),
+            "async_steps_max": int(now.max())}
+        if run.any():
+            stale = win.stale[run]
+            records.update(staleness_mean=float(stale.mean()), staleness_max=int(stale.max()))
+        real = s != r
+        x = state.x
+        flow = Flow("model", Arcs.from_pairs(int(env.n), s[real], r[real]), int(x.shape[1]),
+                    dtype_bits(x.dtype))
+        return Sent.of(flow, records=records)
+
+    return communicate
+
+
+@register_algorithm("gossip_learning")
+def gossip_learning(
+    lr: float = 0.1,
+    *,
+    durations: float | Sequence[float] = 1.0,
+    window: float = 1.0,
+    local_steps: int = 1,
+    layers: int = 1,
+    merge: str = "mean",
+    pair_seed: int = 0,
+    decay: float = 1.0,
+) -> Algorithm:
+    r"""Gossip learning (Ormándi et al. 2013; Hegedűs et al. 2019, 2021) in event time, one
+    window of virtual time per round.
+
+    Parameters
+    ----------
+    lr : float, default 0.1
+        Learning rate $\gamma$ (``lr * decay**t`` in window ``t``).
+    durations : float or sequence of float, default 1
+        Each client's virtual time between two sends (one for every client, or one per
+        client, e.g. :func:`~topofl.algorithms.adpsgd.heavy_tailed_durations`); positive and
+        finite.
+    window : float, default 1
+        The virtual time $\delta$ of one round (positive, finite).
+    local_steps : int, default 1
+        SGD steps a receiver takes from the merged model.
+    layers : int, default 1
+        Layers of receives a window runs (each ``local_steps`` batched gradients). With
+        ``window <= min(durations)`` and ``layers >= n`` the run equals the event-by-event
+        one (:func:`simulate_gossip`); with fewer, the records' ``async_held`` counts the
+        sends held to the next window (0 everywhere: still exact). See the module docstring.
+    merge : {"mean", "age"}, default "mean"
+        How a receiver merges: the plain average, or weighted by the models' ages.
+    pair_seed : int, default 0
+        Seed of the partner draws (:func:`~topofl.algorithms.adpsgd.partners`).
+    decay : float, default 1
+
+    Returns
+    -------
+    Algorithm
+        Runs in one process, alone (no stack), without lost messages, clients offline or
+        Byzantine nodes, and refuses a ``[network]`` clock (its time is its own event time).
+
+    Examples
+    --------
+    Clients minimising ``(x - i)^2 / 2`` on a ring, client ``i`` sending every ``2**i`` units
+    of time. A client's gradient acts when it receives, and its model spreads when it sends:
+    client 0 sends most, so the models settle near 0.9, pulled towards its optimum 0, not
+    the plain mean 1.5 (the bias of asynchrony under heterogeneous speeds). With
+    ``layers = n`` and ``window`` the fastest duration, the windowed run equals the
+    event-by-event one to the last bit.
+
+    >>> import torch
+    >>> from topofl.algorithms.gossip_learning import simulate_gossip
+    >>> c = torch.arange(4.0, dtype=torch.float64).unsqueeze(1)
+    >>> algo = tf.algorithms.gossip_learning(0.05, durations=[1.0, 2.0, 4.0, 8.0], layers=4)
+    >>> trace = tf.engine.run_rounds(algo, torch.zeros_like(c), tf.topologies.ring(4),
+    ...                              lambda z, phase, rnd: z - c, rounds=400)
+    >>> [round(v, 1) for v in trace.evaluated().flatten().tolist()]
+    [0.8, 0.8, 0.9, 1.1]
+    >>> ref = simulate_gossip(torch.zeros_like(c), tf.topologies.ring(4),
+    ...                       lambda z, i: z - c[i], [1.0, 2.0, 4.0, 8.0], lr=0.05,
+    ...                       end_time=400.0)
+    >>> bool(torch.equal(ref.x, trace.state.x))
+    True
+    """
+    rate = check_lr(lr)
+    d = check_durations(durations)
+    delta = check_window(window)
+    steps = check_int(local_steps, "local_steps", low=1)
+    depth = check_int(layers, "layers", low=1)
+    if merge not in MERGES:
+        raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
+    seed = check_int(pair_seed, "pair_seed", low=0)
+    dec = check_decay(decay)
+    local = _Gossip(d, delta, steps, depth, merge, seed)
+
+    def init(x0: Tensor, env: Services) -> State:
+        state = State(x=x0)
+        local.init_(state, env)
+        return state
+
+    return Algorithm(
+        name="gossip_learning",
+        hparams=dict(lr=rate, durations=d if isinstance(d, float) else list(d),
+                     window=delta, local_steps=steps, layers=depth, merge=merge,
+                     pair_seed=seed, decay=dec),
+        phases=(Phase("all", steps * depth, None, rate),),
+        init=init,
+        local=local,
+        communicate=_communicate(local),
+        round_start=local.start,
+        requires=None,
+        decay=dec,
+        absent="refuse",
+        lost=None,
+        stacks=("gossip_learning's sends reach clients of one run in an order of their own: "
+                "it runs alone"),
+        clocked=("its clients keep their own event time (durations and window), which the "
+                 "clock would price as synchronous rounds: set durations instead and read the "
+                 "records' event_time"),
+    )
+
+
+# ------------------------------------------------------------------- the event reference
+
+
+class Pushes(NamedTuple):
+    """What :func:`simulate_gossip` returns.
+
+    Attributes
+    ----------
+    x : Tensor
+        ``[n, P]``: the models at ``end_time``.
+    steps : list of int
+        Each client's number of sends.
+    age : list of int
+        The age of each client's model.
+    log : list of tuple
+        ``(time, sender, receiver, staleness)`` of every send, in order.
+    """
+
+    x: Tensor
+    steps: list[int]
+    age: list[int]
+    log: list[tuple[float, int, int, int]]
+
+
+def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int], Tensor],
+                    durations: Sequence[float], *, lr: float, end_time: float,
+                    pair_seed: int = 0, local_steps: int = 1, merge: str = "mean") -> Pushes:
+    """The slow, obvious event-by-event gossip learning: a heap of send times, one at a time.
+
+    Client ``i`` sends its ``k``-th model at ``k * durations[i]``; the sends with a time
+    ``<= end_time`` run in the order of ``(time, client)``: the receiver (:func:`partners` at
+    the sender's event number) merges the sender's current model into its own (``merge``),
+    takes ``local_steps`` SGD steps from the merged model (``grad(z, j)``: its gradient at
+    ``z`` ``[P]``) and its age grows by ``local_steps``.
+
+    The reference the windowed :func:`gossip_learning` is tested against.
+    """
+    if merge not in MERGES:
+        raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
+    n = x0.shape[0]
+    d = _durations_of(tuple(float(v) for v in durations), n)
+    x = x0.clone()
+    steps, age = [0] * n, [0] * n
+    log: list[tuple[float, int, int, int]] = []
+    heap = [(float(d[i]), i) for i in range(n)]
+    heapq.heapify(heap)
+    while heap and heap[0][0] <= end_time:
+        t, i = heapq.heappop(heap)
+        j = int(partners(topology, pair_seed, [i], [steps[i]])[0])
+        log.append((t, i, j, max(0, age[j] - age[i])))
+        if merge == "mean":
+            z = (x[j] + x[i]) / 2
+        else:
+            a = age[i] / (age[i] + age[j]) if age[i] + age[j] > 0 else 0.0
+            z = (1 - a) * x[j] + a * x[i]
+        age[j] = max(age[i], age[j])
+        for _ in range(local_steps):
+            z = z - lr * grad(z, j)
+        x[j] = z
+        age[j] += local_steps
+        steps[i] += 1
+        heapq.heappush(heap, ((steps[i] + 1.0) * d[i], i))
+    return Pushes(x, steps, age, log)
