@@ -513,7 +513,7 @@ def _markdown(res: StudyResult, figs: Mapping[str, str], *, n_boot: int, seed: i
                 + ("min..max over seeds" if band == "minmax" else "± one std over seeds") + "."))
         for c in res.convergence_metrics:
             if f"scatter_{c}" in figs:
-                doc.image(figs[f"scatter_{c}"], c)
+                doc.image(figs[f"scatter_{c}"], names.name(c).replace("[", "(").replace("]", ")"))
         if any(k.startswith("scatter_") for k in figs):
             doc.caption("One point per condition (mean over seeds, bars ± one std; none when a "
                         "metric is equal in every seed); a run that never reached the target is "
