@@ -294,9 +294,9 @@ def _correction_text(res: StudyResult, tested: int, what: str) -> str:
     if res.correction == "holm":
         return (f"Holm–Bonferroni-corrected for the {tested} {what} tested (`p (Holm)`: the "
                 "chance of any false positive among them is at most 5 %)")
-    return (f"not corrected for the {tested} {what} tested (if nothing differed, about "
-            f"{0.05 * tested:.2g} of them would pass at 5 % by chance; `--correction holm` "
-            "corrects for them)")
+    return (f"not corrected for the {tested} {what} tested (if nothing differed, up to "
+            f"about {0.05 * tested:.2g} of them could pass at 5 % by chance; `--correction "
+            "holm` corrects for them)")
 
 
 # ---------------------------------------------------------------------------- pairs
