@@ -501,7 +501,7 @@ def test_figures_have_readable_labels_units_and_every_condition_in_the_legend(
     assert sorted(texts) == ["complete (2 seeds)", "ring (2 seeds)", "torus (2 seeds)"]
     ax = curves.axes[0]
     assert ax.get_xlabel() == "rounds completed"
-    assert ax.get_ylabel() == "test_acc_mean (fraction correct)"
+    assert ax.get_ylabel() == "test accuracy (mean over clients, fraction correct)"
     scatter = made["metric_scatter"][0]
     legend = [t.get_text() for t in scatter.legends[0].get_texts()]
     assert sorted(legend) == ["complete", "ring", "torus"]  # every condition, no "topology="
@@ -722,16 +722,18 @@ def test_verdict_line_names_the_leader_with_points_and_every_seed(tmp_path: Path
     se = math.sqrt(2 / 3) / 2  # in points
     half = stats.t.ppf(0.975, 3) * se
     p = stats.t.sf(3 / se, 3)
-    line = (f"- **Ring** vs **Torus**: Torus ahead of Ring on final test_acc_mean by 3.0 points "
-            f"[{3 - half:.1f}, {3 + half:.1f}] (every seed, 4 seeds, p = {p:.2g}); rounds to "
-            "test_acc_mean >= 0.2: equal in every seed (4).")
+    line = (f"- **Ring** vs **Torus**: Torus ahead of Ring on final test accuracy (mean over "
+            f"clients) by 3.0 points [{3 - half:.1f}, {3 + half:.1f}] (every seed, 4 seeds, "
+            f"p = {p:.2g}); rounds to test accuracy (mean over clients) ≥ 0.2: equal in every "
+            "seed (4).")
     assert line in res.markdown
     top = res.markdown.index("## Which condition is ahead")
     assert top < res.markdown.index("## Convergence per condition")
     row = res.pairs[res.pairs["metric"] == "final"].iloc[0]
     assert row["verdict"] == "B ahead" and row["mean_diff"] == pytest.approx(-0.03)
     # tables show the names; the CSV keeps the labels
-    assert "| Ring | Torus | final test_acc_mean |" in res.markdown
+    assert "| Ring | Torus | final test accuracy (mean over clients, fraction correct) |" in \
+        res.markdown
     assert "**Ring** = `topology=ring`" in res.markdown
     assert set(res.pairs["condition_a"]) == {"topology=ring"}
 
@@ -742,15 +744,16 @@ def test_many_conditions_keep_the_correlation_table(tmp_path: Path) -> None:
     res = S.study(_toy(tmp_path / "r", vals, gaps=gaps), target=0.2, n_boot=10,
                   figures=False)
     assert "Too few conditions to correlate" not in res.markdown
-    assert "| spectral_gap | final test_acc_mean | 1.00 | – | 5 | 0.017 | significant |" in \
-        res.markdown
+    assert ("| spectral gap 1 − max\\|λ_k\\| | final test accuracy (mean over clients) | 1.00 | "
+            "– | 5 | 0.017 | significant |") in res.markdown
     assert len(res.pairs) == 10 * 4  # 10 pairs x final, best, auc, rounds to target
 
 
 def test_labels_are_checked(sweep: Path, tmp_path: Path,
                             capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(ValueError, match="label 'star' names no condition; conditions: "
-                                         "'topology=complete'"):
+    with pytest.raises(ValueError, match="label 'star' names no condition and no metric; "
+                                         "conditions: 'topology=complete', .*; metrics: "
+                                         "'test_acc_mean', 'rounds_to_target'"):
         S.study(sweep, labels={"star": "Star"}, n_boot=5, figures=False)
     with pytest.raises(ValueError, match=r"name\(s\) \['X'\]"):
         S.study(sweep, labels={"ring": "X", "torus": "X"}, n_boot=5, figures=False)
@@ -843,7 +846,7 @@ def test_every_scatter_axis_has_a_unit(sweep: Path, tmp_path: Path,
               "final", "best", "auc", "final_consensus_distance"):
         assert rendering._convergence_label(c, res).endswith(")"), c
     assert rendering._convergence_label("bytes_to_target", res) == \
-        "bytes to test_acc_mean ≥ 0.75 (B)"
+        "bytes to test accuracy (mean over clients) ≥ 0.75 (B)"  # none recorded: unscaled
     assert rendering._axis_label("pushsum_delta").endswith("(unitless)")
     assert rendering._axis_label("something_new") == "something new (as recorded)"
     made = _capture(monkeypatch)

@@ -29,15 +29,20 @@ builds
   its Student-t interval, one-sided p-values in the metric's good direction (a sign test when
   a run never reached the target) and whether one is ahead in every seed; ``study.md`` opens
   with one verdict per pair, and with too few conditions to correlate its correlation section
-  is one line;
+  is one line. Both sections say whether they correct for the number of tests: not by
+  default, Holm-Bonferroni with ``correction="holm"`` (:func:`~topofl.study.statistics.holm`;
+  the tables' ``p_adjusted``);
 * figures (seed-averaged curves with bands; one scatter figure per convergence metric with the
-  correlation in every panel's title; conditions renamed with ``labels``, one style per
-  condition, PNG and/or PDF/SVG) and ``study.md`` tying them together.
+  correlation in every panel's title; one style per condition, PNG and/or PDF/SVG) and
+  ``study.md`` tying them together: metrics named in words with their units
+  (:mod:`~topofl.study.names`: bytes in kB, MB or GB, no offset above an axis), conditions and
+  metrics renamed with ``labels``, one name per condition throughout.
 
 The package: :mod:`~topofl.study.tables` (conditions, the run and condition tables, selecting
 runs), :mod:`~topofl.study.statistics` (Spearman's rho, its exact p-value, the bootstrap over
-seeds, the correlation table), :mod:`~topofl.study.pairs` (seed-paired comparisons of
-conditions), :mod:`~topofl.study.rendering` (figures and ``study.md``),
+seeds, the correlation table, Holm's correction), :mod:`~topofl.study.pairs` (seed-paired
+comparisons of conditions), :mod:`~topofl.study.names` (the metrics' names and units),
+:mod:`~topofl.study.rendering` (figures and ``study.md``),
 :mod:`~topofl.study.core` (:func:`study`) and :mod:`~topofl.study.cli` (``topofl study``).
 
 A run that never reaches the target has ``rounds_to_target = inf``: it ranks after every run

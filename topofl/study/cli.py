@@ -49,10 +49,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl study") -> in
     parser.add_argument("--include-incomplete", action="store_true",
                         help="keep incomplete runs in the tables (still named)")
     parser.add_argument("--label", action="append", default=[], metavar="SPEC=NAME",
-                        help="show a condition as NAME in study.md and the figures (repeatable; "
-                             "SPEC: the condition's label, e.g. topology=ring, its name in the "
-                             "figures, or the value of a one-key condition, e.g. ring; split "
-                             "at the last '=')")
+                        help="show a condition or a metric as NAME in study.md and the figures "
+                             "(repeatable; SPEC: the condition's label, e.g. topology=ring, its "
+                             "name in the figures, or the value of a one-key condition, e.g. "
+                             "ring; or a metric, e.g. global_acc_mean=accuracy, "
+                             "rounds_to_target, spectral_gap; split at the last '=')")
+    parser.add_argument("--correction", choices=("none", "holm"), default="none",
+                        help="correct the pairwise verdicts and the correlations for the "
+                             "number of tests: holm (Holm-Bonferroni) or none (default)")
     parser.add_argument("--labels", metavar="CONFIG",
                         help="read the names from the [labels] table of a config file (e.g. the "
                              "sweep's own TOML); --label wins over it")
@@ -84,6 +88,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl study") -> in
             command=" ".join([prog, *(shlex.quote(a) for a in argv)]), where=where,
             strict=args.strict, include_incomplete=args.include_incomplete,
             labels=labels, formats=[f for f in args.format.split(",") if f.strip()],
+            correction=args.correction,
         )
     except IncompleteRunsError as exc:
         print(f"{prog}: error: --strict: {exc}", file=sys.stderr)

@@ -25,7 +25,7 @@ from topofl.study.tables import (
     select_runs,
 )
 
-__all__ = ["study", "resolve_labels"]
+__all__ = ["study", "resolve_labels", "resolve_names"]
 
 
 def study(
@@ -45,6 +45,7 @@ def study(
     include_incomplete: bool = False,
     labels: Mapping[str, str] | None = None,
     formats: Sequence[str] = ("png",),
+    correction: str = "none",
 ) -> StudyResult:
     """Run the topology-vs-convergence study on a folder (or list) of records.
 
@@ -90,13 +91,20 @@ def study(
         Keep incomplete runs in the tables (still named in ``incomplete`` and ``study.md``):
         their final value is then that of the round they stopped at.
     labels : mapping of str to str, optional
-        Names of conditions for ``study.md`` and the figures, e.g. ``{"ring": "Ring",
-        "topology=torus:rows=4,cols=4": "Torus 4x4"}``. A key names one condition: its
-        label as in the run table, its name as the figures show it
-        (:func:`~topofl.study.rendering.readable_condition`) or, for a condition of one config key,
-        that key's value. The CSV files keep the conditions' labels.
+        Names of conditions and metrics for ``study.md`` and the figures, e.g. ``{"ring":
+        "Ring", "topology=torus:rows=4,cols=4": "Torus 4x4", "global_acc_mean": "accuracy"}``.
+        A key names one condition (its label as in the run table, its name as the figures
+        show it, :func:`~topofl.study.rendering.readable_condition`, or for a condition of one
+        config key that key's value) or a metric: ``metric``, a convergence metric
+        (``rounds_to_target``) or a topology metric (``spectral_gap``); a metric's name
+        replaces its words in titles, axes and tables, its unit added unless the name says it
+        (default names: :mod:`topofl.study.names`). The CSV files keep the labels and metrics.
     formats : sequence of {"png", "pdf", "svg"}, default ("png",)
         Each figure is written in each of these formats (``study.md`` shows the first).
+    correction : {"none", "holm"}, default "none"
+        Correction for multiple comparisons of the pairwise verdicts (over the pairs x metrics
+        tested) and of the correlations' conclusions (over the correlations tested):
+        Holm-Bonferroni or none (the verdicts of earlier studies); ``study.md`` says which.
 
     Returns
     -------
@@ -106,19 +114,19 @@ def study(
     ------
     ValueError
         If no run recorded ``metric`` (the message lists the recorded metrics), for an
-        unknown topology metric, a bad ``band`` or ``n_boot``, a ``where`` key that no run's
-        config has, a ``where`` that no run matches, a ``labels`` key that names no
-        condition or several, two conditions given one name, or an unknown format.
+        unknown topology metric, a bad ``band``, ``n_boot`` or ``correction``, a ``where``
+        key that no run's config has, a ``where`` that no run matches, a ``labels`` key that
+        names neither a metric nor one condition, one name for two conditions (or metrics),
+        or an unknown format.
     IncompleteRunsError
         With ``strict``, if a run is incomplete or a file unreadable (a ``ValueError``).
 
     Notes
     -----
     A run is *incomplete* when :meth:`~topofl.records.Records.status` says so: its rows stop
-    before the rounds its header plans (interrupted, killed), or its file ends in a line cut
-    mid-write. Reading such a run as finished would take an early round for its final one.
-    A run that diverged stops early too; when a sweep's ``<run>.done`` marker beside its
-    records says ``"diverged"`` it is kept (that curve is its result).
+    before the rounds its header plans, or its file ends in a line cut mid-write. A run that
+    diverged stops early too; when a sweep's ``<run>.done`` marker says ``"diverged"`` it is
+    kept (that curve is its result).
     """
     if band not in ("minmax", "std"):
         raise ValueError(f"band must be 'minmax' or 'std', got {band!r}")
@@ -134,20 +142,31 @@ def study(
         records = records.subset([r for r in records.runs if r not in incomplete])
     have, skipped = _runs_with(records, metric, _problems(incomplete, unreadable))
     target = _target(records, have, metric, target)
+    result = _tables(records, metric, target, topology_metrics, labels or {},
+                     n_boot=n_boot, seed=seed, correction=correction, skipped=skipped,
+                     incomplete=incomplete, unreadable=unreadable, diverged=diverged)
+    files, markdown = _write(records, result, out_dir, figures=figures, band=band,
+                             formats=formats, n_boot=n_boot, seed=seed, command=command)
+    return StudyResult(**{**result.__dict__, "files": files, "markdown": markdown})
+
+
+def _tables(records: Records, metric: str, target: float,
+            topology_metrics: Sequence[str] | None, labels: Mapping[str, str], *,
+            n_boot: int, seed: int, correction: str, **left: Any) -> StudyResult:
+    """The study's tables and names (``left``: the runs left out, as :class:`StudyResult`
+    holds them)."""
     runs = run_table(records, metric=metric, target=target)
     topo = _topology_metrics(runs, topology_metrics)
     conv = [c for c in CONVERGENCE_METRICS if c in runs.columns]
     conditions = condition_table(runs, [*topo, *conv])
-    correlations = correlation_table(runs, topo, conv, n_boot=n_boot, seed=seed)
-    names = resolve_labels(labels or {}, list(conditions["condition"]))
-    result = StudyResult(runs=runs, conditions=conditions, correlations=correlations,
-                         metric=metric, target=target, topology_metrics=topo,
-                         convergence_metrics=conv, skipped=skipped, incomplete=incomplete,
-                         unreadable=unreadable, diverged=diverged,
-                         pairs=pairwise_table(runs), names=names)
-    files, markdown = _write(records, result, out_dir, figures=figures, band=band,
-                             formats=formats, n_boot=n_boot, seed=seed, command=command)
-    return StudyResult(**{**result.__dict__, "files": files, "markdown": markdown})
+    correlations = correlation_table(runs, topo, conv, n_boot=n_boot, seed=seed,
+                                     correction=correction)
+    names, metric_names = resolve_names(labels, list(conditions["condition"]),
+                                        _metrics(runs, metric))
+    return StudyResult(runs=runs, conditions=conditions, correlations=correlations,
+                       metric=metric, target=target, topology_metrics=topo,
+                       convergence_metrics=conv, pairs=pairwise_table(runs, correction=correction),
+                       names=names, metric_names=metric_names, correction=correction, **left)
 
 
 def _incomplete_runs(records: Records, metric: str) -> tuple[dict[str, str], list[str]]:
@@ -246,9 +265,71 @@ def _check_formats(formats: Sequence[str]) -> tuple[str, ...]:
     return found
 
 
+def _metrics(runs: Any, metric: str) -> list[str]:
+    """The metrics a study's ``labels`` may name: its curve, every convergence metric and every
+    topology metric of the run table."""
+    reserved = {"run", "condition", "seed", "rounds", "reached"}
+    return list(dict.fromkeys([metric, *CONVERGENCE_METRICS,
+                               *(c for c in runs.columns if c not in reserved)]))
+
+
+def resolve_names(labels: Mapping[str, str], conditions: Sequence[str],
+                  metrics: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``(condition -> name, metric -> name)`` from ``labels``, whose keys each name one of
+    ``metrics`` (a topology metric with or without its ``graph.`` prefix) or one condition
+    (see :func:`study`; a key that could be both is refused).
+
+    Examples
+    --------
+    >>> from topofl.study.core import resolve_names
+    >>> resolve_names({"ring": "Ring", "graph.spectral_gap": "gap"}, ["topology=ring"],
+    ...               ["final", "spectral_gap"])
+    ({'topology=ring': 'Ring'}, {'spectral_gap': 'gap'})
+    >>> resolve_names({"fianl": "Final"}, ["topology=ring"], ["final"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: label 'fianl' names no condition and no metric; ...
+    """
+    if not isinstance(labels, Mapping):
+        raise TypeError(f"labels must be a mapping of condition or metric to name, got "
+                        f"{type(labels).__name__}")
+    known = {m: m for m in metrics}
+    known.update({f"graph.{m}": m for m in metrics})
+    given: dict[str, str] = {}
+    rest: dict[str, str] = {}
+    for spec, name in labels.items():
+        _check_name(spec, name)
+        key = spec.strip()
+        if key not in known:
+            rest[spec] = name
+            continue
+        if any(key in _aliases(c) for c in conditions):
+            raise ValueError(f"label {spec!r} names both the metric {known[key]!r} and a "
+                             "condition; name the condition by its full label (key=value)")
+        if known[key] in given:
+            raise ValueError(f"metric {known[key]!r} is given two names: "
+                             f"{given[known[key]]!r} and {name.strip()!r}")
+        given[known[key]] = name.strip()
+    _no_two(given, "metrics")
+    return _resolve(rest, conditions, metrics), given
+
+
+def _check_name(spec: Any, name: Any) -> None:
+    if not isinstance(spec, str) or not isinstance(name, str) or not name.strip():
+        raise TypeError(f"labels must map a condition or metric (str) to a non-empty name "
+                        f"(str), got {spec!r}: {name!r}")
+
+
+def _no_two(names: Mapping[str, str], what: str) -> None:
+    named = list(names.values())
+    dup = sorted({n for n in named if named.count(n) > 1})
+    if dup:
+        raise ValueError(f"labels give two {what} the name(s) {dup}")
+
+
 def resolve_labels(labels: Mapping[str, str], conditions: Sequence[str]) -> dict[str, str]:
     """Condition -> name, from ``labels`` whose keys each name one condition (see
-    :func:`study`).
+    :func:`study`; :func:`resolve_names` for labels of metrics too).
 
     Examples
     --------
@@ -264,24 +345,29 @@ def resolve_labels(labels: Mapping[str, str], conditions: Sequence[str]) -> dict
     if not isinstance(labels, Mapping):
         raise TypeError(f"labels must be a mapping of condition to name, got "
                         f"{type(labels).__name__}")
+    return _resolve(labels, conditions, ())
+
+
+def _resolve(labels: Mapping[str, str], conditions: Sequence[str],
+             metrics: Sequence[str]) -> dict[str, str]:
+    """Condition -> name (:func:`resolve_labels`); ``metrics``: named in the error of a key
+    that names nothing."""
     out: dict[str, str] = {}
     for spec, name in labels.items():
-        if not isinstance(spec, str) or not isinstance(name, str) or not name.strip():
-            raise TypeError(f"labels must map a condition (str) to a non-empty name (str), "
-                            f"got {spec!r}: {name!r}")
+        _check_name(spec, name)
         found = [c for c in conditions if spec.strip() in _aliases(c)]
         if len(found) != 1:
-            what = "no condition" if not found else f"{len(found)} conditions"
+            what = ("no condition" + (" and no metric" if metrics else "") if not found
+                    else f"{len(found)} conditions")
             raise ValueError(f"label {spec!r} names {what}; conditions: "
-                             + ", ".join(repr(c) for c in (found or conditions)))
+                             + ", ".join(repr(c) for c in (found or conditions))
+                             + ("; metrics: " + ", ".join(repr(m) for m in metrics)
+                                if metrics and not found else ""))
         if found[0] in out:
             raise ValueError(f"condition {found[0]!r} is given two names: {out[found[0]]!r} "
                              f"and {name!r}")
         out[found[0]] = name.strip()
-    named = list(out.values())
-    dup = sorted({n for n in named if named.count(n) > 1})
-    if dup:
-        raise ValueError(f"labels give two conditions the name(s) {dup}")
+    _no_two(out, "conditions")
     return out
 
 

@@ -20,6 +20,14 @@ conditions ran:
 2.5 %: for the paired t this is the two-sided 95 % interval excluding 0), ``"not decided"``
 otherwise, ``"equal in every seed"``, ``"too few seeds"`` (fewer than 2 common seeds) or
 ``"no common seeds"``. Values are compared at 10 significant digits (float noise is a tie).
+
+A table of many pairs and metrics makes many comparisons: :func:`pairwise_table` gives each
+tested row (a verdict of ``"A ahead"``, ``"B ahead"`` or ``"not decided"``) the two-sided p of
+its comparison (twice the leader's one-sided p, at most 1) corrected for the number of rows
+tested, ``p_adjusted``, and decides at ``p_adjusted < 1 - level``: with ``correction="none"``
+that is the rule above; ``"holm"`` (Holm-Bonferroni,
+:func:`~topofl.study.statistics.holm`) keeps the chance of any wrong verdict in the table at
+most ``1 - level``.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from topofl.study.statistics import _round_sig
+from topofl.study.statistics import _round_sig, adjust
 
 __all__ = ["PAIR_METRICS", "paired_difference", "pairwise_table"]
 
@@ -43,7 +51,7 @@ PAIR_METRICS = {"final": True, "best": True, "auc": True, "rounds_to_target": Fa
 
 _COLUMNS = ["condition_a", "condition_b", "metric", "better", "n_pairs", "seeds", "only_a",
             "only_b", "test", "mean_diff", "ci_low", "ci_high", "p_a_better", "p_b_better",
-            "a_ahead", "b_ahead", "tied", "a_every_seed", "b_every_seed", "verdict"]
+            "p_adjusted", "a_ahead", "b_ahead", "tied", "a_every_seed", "b_every_seed", "verdict"]
 
 
 def paired_difference(
@@ -161,6 +169,7 @@ def pairwise_table(
     metrics: Sequence[str] | None = None,
     *,
     level: float = 0.95,
+    correction: str = "none",
 ) -> pd.DataFrame:
     """Every pair of conditions (in the order of their first run: A before B), compared seed
     by seed on every metric of ``metrics`` (default: the columns of ``runs`` in
@@ -170,7 +179,8 @@ def pairwise_table(
     ``seeds``; ``only_a``/``only_b``: how many seeds one of them ran without the other); a
     run without a seed pairs with nothing; two runs of one condition with one seed count as
     their mean. ``mean_diff`` is A - B; see :func:`paired_difference` for the other columns
-    and the module's description for the verdicts.
+    and the module's description for the verdicts and ``p_adjusted`` (``correction``:
+    ``"none"`` or ``"holm"``, over the rows tested).
 
     Examples
     --------
@@ -192,6 +202,7 @@ def pairwise_table(
     if unknown:
         raise ValueError(f"metrics {unknown} have no better direction; known: "
                          f"{list(PAIR_METRICS)}")
+    adjust([], correction)  # checks it
     missing = [m for m in metrics if m not in runs.columns]
     if missing:
         raise ValueError(f"columns {missing} are not in the run table; have {list(runs.columns)}")
@@ -216,4 +227,23 @@ def pairwise_table(
                              "better": "higher" if PAIR_METRICS[m] else "lower",
                              "seeds": _seed_text(common), "only_a": len(set(va) - set(vb)),
                              "only_b": len(set(vb) - set(va)), **res})
+    _decide(rows, level, correction)
     return pd.DataFrame(rows, columns=_COLUMNS)
+
+
+_TESTED = ("A ahead", "B ahead", "not decided")
+
+
+def _decide(rows: list[dict[str, Any]], level: float, correction: str) -> None:
+    """Give each row ``p_adjusted`` (its two-sided p corrected over the rows tested) and its
+    verdict at ``p_adjusted < 1 - level``."""
+    tested = [k for k, r in enumerate(rows) if r["verdict"] in _TESTED
+              and not (math.isnan(r["p_a_better"]) or math.isnan(r["p_b_better"]))]
+    two = [min(1.0, 2 * min(rows[k]["p_a_better"], rows[k]["p_b_better"])) for k in tested]
+    for r in rows:
+        r["p_adjusted"] = math.nan
+    for k, p in zip(tested, adjust(two, correction)):
+        r = rows[k]
+        r["p_adjusted"] = float(p)
+        lead = "A ahead" if r["p_a_better"] < r["p_b_better"] else "B ahead"
+        r["verdict"] = lead if p < 1 - level else "not decided"

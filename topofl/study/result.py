@@ -34,6 +34,12 @@ class StudyResult:
     names : dict
         Condition -> the name given with ``labels`` (empty without): what tables and figures
         show instead of the condition's label.
+    metric_names : dict
+        Metric -> the name given with ``labels`` (empty without): what titles, axes and
+        ``study.md`` show instead of its words (:mod:`topofl.study.names`).
+    correction : str
+        The correction for multiple comparisons of the pairwise verdicts and the correlations'
+        conclusions: ``"none"`` or ``"holm"`` (their ``p_adjusted`` columns).
     metric, target : str, float
         The curve the convergence metrics read and the target of ``rounds_to_target``.
     topology_metrics, convergence_metrics : list of str
@@ -67,6 +73,8 @@ class StudyResult:
     diverged: list[str] = field(default_factory=list)
     pairs: pd.DataFrame = field(default_factory=pd.DataFrame)
     names: dict[str, str] = field(default_factory=dict)
+    metric_names: dict[str, str] = field(default_factory=dict)
+    correction: str = "none"
     files: list[Path] = field(default_factory=list)
     markdown: str = ""
 

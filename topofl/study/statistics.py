@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-__all__ = ["spearman", "correlation_table"]
+__all__ = ["spearman", "correlation_table", "holm", "adjust", "CORRECTIONS"]
 
 # Values are compared at this many significant digits (float noise is a tie, not a spread).
 _SIG_DIGITS = 10
@@ -49,6 +49,58 @@ def _round_sig(values: Any, digits: int = _SIG_DIGITS) -> np.ndarray:
             r = np.round(v / unit) * unit
         a[ok] = np.where(np.isfinite(r) & (unit > 0), r, v)
     return a
+
+
+#: Corrections for multiple comparisons: none, or Holm-Bonferroni (:func:`holm`).
+CORRECTIONS = ("none", "holm")
+
+
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values of a family of tests (NaN entries: not tested).
+
+    With the ``m`` defined p-values sorted, ``p_(1) <= ... <= p_(m)``, the adjusted
+    ``p_(k)`` is ``min(1, max_{j <= k} (m - j + 1) p_(j))``: rejecting where the adjusted p is
+    below ``alpha`` is Holm's step-down procedure, which keeps the chance of any false
+    rejection in the family at most ``alpha`` whatever the dependence between the tests. An
+    adjusted p is never below its p, never above ``m`` times it, and the adjusted p-values keep
+    the order of the p-values.
+
+    Examples
+    --------
+    Four tests: sorted, 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 are 0.02, 0.03, 0.06, 0.04,
+    the last raised to 0.06 to keep the order.
+
+    >>> from topofl.study.statistics import holm
+    >>> holm([0.01, 0.04, 0.03, 0.005]).round(4).tolist()
+    [0.03, 0.06, 0.06, 0.02]
+    >>> holm([0.5, float("nan"), 0.4]).tolist()
+    [0.8, nan, 0.8]
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"p_values must be 1-d, got shape {p.shape}")
+    ok = ~np.isnan(p)
+    if np.any((p[ok] < 0) | (p[ok] > 1)):
+        raise ValueError(f"p-values must be in [0, 1], got {p[ok].tolist()}")
+    out = np.full(p.shape, np.nan)
+    v = p[ok]
+    m = v.size
+    order = np.argsort(v, kind="stable")
+    steps = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * v[order]))
+    adjusted = np.empty(m)
+    adjusted[order] = steps
+    out[ok] = adjusted
+    return out
+
+
+def adjust(p_values: Sequence[float] | np.ndarray, correction: str) -> np.ndarray:
+    """``p_values`` corrected for multiple comparisons: ``"holm"`` (:func:`holm`) or
+    ``"none"`` (as they are)."""
+    if correction not in CORRECTIONS:
+        raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, got "
+                         f"{correction!r}")
+    p = np.asarray(p_values, dtype=np.float64)
+    return holm(p) if correction == "holm" else p.copy()
 
 
 @functools.lru_cache(maxsize=8)
@@ -158,6 +210,7 @@ def correlation_table(
     seed: int = 0,
     level: float = 0.95,
     alpha: float = 0.05,
+    correction: str = "none",
 ) -> pd.DataFrame:
     """Spearman correlation of condition means, its p-value and a bootstrap interval over seeds.
 
@@ -177,8 +230,9 @@ def correlation_table(
 
     ``conclusion``: ``"undefined"`` (rho NaN: fewer than 3 conditions or a constant metric),
     ``"too few conditions"`` (``min_p >= alpha``), ``"not significant"`` (``p >= alpha``),
-    ``"significant, seed interval covers 0"`` or ``"significant"`` (``p < alpha``,
-    uncorrected for the number of pairs tested).
+    ``"significant, seed interval covers 0"`` or ``"significant"`` (``p_adjusted < alpha``).
+    ``p_adjusted`` is ``p_value`` corrected for the rows tested (those with a p-value) by
+    ``correction``: ``"none"`` (equal to ``p_value``) or ``"holm"`` (:func:`holm`).
 
     Parameters
     ----------
@@ -192,6 +246,7 @@ def correlation_table(
     level : float, default 0.95
     alpha : float, default 0.05
         Significance level of ``conclusion``.
+    correction : {"none", "holm"}, default "none"
 
     Examples
     --------
@@ -215,6 +270,7 @@ def correlation_table(
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    adjust([], correction)  # checks it
     missing = [c for c in (*topology_metrics, *convergence_metrics) if c not in runs.columns]
     if missing:
         raise ValueError(f"columns {missing} are not in the run table; have {list(runs.columns)}")
@@ -238,7 +294,7 @@ def correlation_table(
 
     boots = {m: boot_means(m) for m in names}
     q = ((1 - level) / 2, 1 - (1 - level) / 2)
-    out = []
+    out: list[dict[str, Any]] = []
     for t in topology_metrics:
         for c in convergence_metrics:
             mx, my = means[t], means[c]
@@ -254,8 +310,13 @@ def correlation_table(
             out.append({"topology_metric": t, "convergence_metric": c, "spearman": rho,
                         "ci_low": lo, "ci_high": hi, "p_value": p, "min_p": min_p,
                         "n_conditions": n, "n_left_out": int(len(conds) - used.sum()),
-                        "min_seeds": min_seeds, "n_boot": int(n_boot),
-                        "conclusion": _conclusion(rho, p, min_p, lo, hi, alpha)})
+                        "min_seeds": min_seeds, "n_boot": int(n_boot)})
+    p_adj = adjust([float(r["p_value"]) for r in out], correction)
+    for r, pa in zip(out, p_adj):
+        r["p_adjusted"] = float(pa)
+        r["conclusion"] = _conclusion(float(r["spearman"]), float(pa), float(r["min_p"]),
+                                      float(r["ci_low"]), float(r["ci_high"]), alpha)
     cols = ["topology_metric", "convergence_metric", "spearman", "ci_low", "ci_high", "p_value",
-            "min_p", "n_conditions", "n_left_out", "min_seeds", "n_boot", "conclusion"]
+            "p_adjusted", "min_p", "n_conditions", "n_left_out", "min_seeds", "n_boot",
+            "conclusion"]
     return pd.DataFrame(out, columns=cols)
