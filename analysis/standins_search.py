@@ -39,13 +39,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from topofl import figures
-
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "paper_figures"))
+sys.path[:0] = [str(ROOT), str(ROOT / "paper_figures")]  # this clone's topofl and scripts
+
 import _dfedpgp  # noqa: E402  (beside the scripts)
+import torch  # noqa: E402
+
+from topofl import figures  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "standins_search.json"
