@@ -154,7 +154,7 @@ def test_study_reports_bytes_and_time_to_target(tmp_path: Path) -> None:
     assert math.isinf(runs.loc["sparse-1", "time_to_target"])
     assert res.convergence_metrics[:4] == ["rounds_to_target", "messages_to_target",
                                            "bytes_to_target", "time_to_target"]
-    assert "simulated seconds to test_acc_mean" in res.markdown
+    assert "simulated time to test accuracy (mean over clients) ≥ 0.5 (s)" in res.markdown
     cond = res.conditions.set_index("condition")
     assert cond.loc["topology=complete", "bytes_to_target_mean"] == 1350
     r = tf.records.load_many(tmp_path)

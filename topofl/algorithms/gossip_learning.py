@@ -291,6 +291,13 @@ def _communicate(local: _Gossip) -> Callable[[State, Round, Services], Sent]:
     return communicate
 
 
+
+def _check_merge(merge: Any) -> None:
+    if not isinstance(merge, str):
+        raise TypeError(f"merge must be a str, one of {MERGES}, got {type(merge).__name__}")
+    if merge not in MERGES:
+        raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
+
 @register_algorithm("gossip_learning")
 def gossip_learning(
     lr: float = 0.1,
@@ -363,8 +370,7 @@ def gossip_learning(
     delta = check_window(window)
     steps = check_int(local_steps, "local_steps", low=1)
     depth = check_int(layers, "layers", low=1)
-    if merge not in MERGES:
-        raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
+    _check_merge(merge)
     seed = check_int(pair_seed, "pair_seed", low=0)
     dec = check_decay(decay)
     local = _Gossip(d, delta, steps, depth, merge, seed)
@@ -433,8 +439,7 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
 
     The reference the windowed :func:`gossip_learning` is tested against.
     """
-    if merge not in MERGES:
-        raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
+    _check_merge(merge)
     n = x0.shape[0]
     d = _durations_of(tuple(float(v) for v in durations), n)
     x = x0.clone()

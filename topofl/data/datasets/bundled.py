@@ -246,7 +246,8 @@ def synthetic(
     sd = check_real(noise, "noise", low=0.0)
     # float32 features kept (4 bytes a value), int64 labels and their permutation's
     # temporaries (32 bytes a sample), and one block of float64 means and noise while drawing
-    check_memory(synthetic_bytes(n + nt, d), f"synthetic(n_samples={n}, dim={d})")
+    check_memory(synthetic_bytes(n + nt, d, L),
+                 f"synthetic(n_samples={n}, dim={d}, num_classes={L})")
     rng = as_generator(seed)
     g = rng.standard_normal((L, d))
     mu = sep * g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12)
@@ -294,10 +295,11 @@ def _draw_rows(d: int) -> int:
     return max(1, SYNTHETIC_BLOCK_VALUES // d)
 
 
-def synthetic_bytes(samples: int, d: int) -> int:
+def synthetic_bytes(samples: int, d: int, classes: int = 0) -> int:
     """Bytes :func:`synthetic` holds at its peak for ``samples`` samples (training and test)
     of ``d`` values: the float32 features, the int64 labels and their permutation's
-    temporaries, and one block of float64 means and noise (two arrays).
+    temporaries, one block of float64 means and noise (two arrays), and the ``classes``
+    class means (float64: the draw, its scaled copy and the means, three arrays).
 
     Examples
     --------
@@ -305,7 +307,7 @@ def synthetic_bytes(samples: int, d: int) -> int:
     >>> synthetic_bytes(1000, 64) == 1000 * (4 * 64 + 32) + 2 * 8 * 1000 * 64
     True
     """
-    return samples * (4 * d + 32) + 2 * 8 * min(samples, _draw_rows(d)) * d
+    return samples * (4 * d + 32) + 2 * 8 * min(samples, _draw_rows(d)) * d + 3 * 8 * classes * d
 
 
 def synthetic_shape(shape: str | Sequence[int] | None) -> tuple[int, ...] | None:
