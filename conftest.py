@@ -1,24 +1,14 @@
-"""Root pytest configuration: names injected into every doctest namespace.
+"""Root pytest configuration of the repository: hypothesis profiles, torch threads, the
+portability marker.
 
-It sits at the repository root so that it applies to the doctests collected from ``topofl/``
-as well as to ``tests/`` (the way ``networkx/conftest.py`` injects ``nx``).
+The names the doctests use (``tf``, ``np``) are injected by ``topofl/conftest.py``, which ships
+with the package so that ``pytest --doctest-modules --pyargs topofl`` runs the doctests of an
+installed topofl too (the way ``networkx/conftest.py`` injects ``nx``).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
 import pytest
-
-
-@pytest.fixture(autouse=True)
-def _add_topofl(doctest_namespace: dict[str, Any]) -> None:
-    import topofl
-
-    doctest_namespace["tf"] = topofl
-    doctest_namespace["np"] = np
-
 
 # ------------------------------------------------------------------ hypothesis profiles
 # The default suite runs every property test at a few examples (a quick check a user waits

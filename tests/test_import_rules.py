@@ -57,7 +57,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "api", "config", "sweep", "provenance", "memory", "plan", "snapshot"})),
     ("outputs: figures, studies, reports, benchmarks", frozenset({
         "plotting", "study", "report", "figures", "certificates", "bench", "demo"})),
-    ("the command line", frozenset({"cli", "__main__"})),
+    ("the command line; the doctests' pytest configuration", frozenset({
+        "cli", "__main__", "conftest"})),
 )
 
 

@@ -59,6 +59,12 @@ SCRIPT_ROOT: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
     "topofl_figures_root", default=None)
 
 
+#: The figures' configs and claims as the wheel installs them (``configs/*.toml`` and
+#: ``claims.toml`` of ``paper_figures/``, copied there by ``pyproject.toml``'s
+#: ``[tool.hatch.build.targets.wheel.force-include]``): absent from a clone.
+INSTALLED_PRESETS = Path(__file__).resolve().parent / "paper"
+
+
 def _root() -> Path:
     """``paper_figures/`` of the figure script running now (:data:`SCRIPT_ROOT`), else of the
     clone this package runs from."""
@@ -71,6 +77,18 @@ def _root() -> Path:
             f"the figure scripts are not installed with the package; run from a clone of "
             f"the repository (looked for {here})")
     return here
+
+
+def _presets_root() -> Path:
+    """Where the configs and claims are read: ``paper_figures/`` of the running script or of
+    the clone (:func:`_root`), else the copy the wheel installs (:data:`INSTALLED_PRESETS`),
+    so that an installed topofl has the per-paper presets without the scripts and results."""
+    try:
+        return _root()
+    except FigureError:
+        if (INSTALLED_PRESETS / "claims.toml").is_file():
+            return INSTALLED_PRESETS
+        raise
 
 
 # ------------------------------------------------------------------------------ scales, data
@@ -337,7 +355,7 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
     """
     p = Path(name)
     if p.suffix == "" and not p.exists():
-        p = _root() / "configs" / f"{name}.toml"
+        p = _presets_root() / "configs" / f"{name}.toml"
     raw = read_config(p)
     figure_meta = raw.pop("figure", {})
     if not isinstance(figure_meta, Mapping):
@@ -397,7 +415,7 @@ def claim_of(name: str, claims: str | os.PathLike[str] | None = None) -> dict[st
     "reason"}``: the file's ``[margins]`` table, updated by the figure's own
     ``[<name>.margins]`` (:func:`margin`).
     """
-    path = Path(claims) if claims is not None else _root() / "claims.toml"
+    path = Path(claims) if claims is not None else _presets_root() / "claims.toml"
     table_ = read_config(path)
     entry = table_.get(name)
     if not isinstance(entry, Mapping):

@@ -29,7 +29,7 @@ from typing import Any
 
 from topofl._configfile import read_config
 from topofl.figures.checks import Check, OverSeeds
-from topofl.figures.config import FigureError, _root
+from topofl.figures.config import FigureError, _presets_root
 
 __all__ = ["MIN_CONTROLS", "Gate", "fidelity_gate", "gate_bars", "gated"]
 
@@ -112,7 +112,7 @@ def gate_bars(result: str | None = None, claims: Any = None) -> dict[str, Any]:
     >>> bars["tau"], bars["top_share"]
     (0.4, 0.34)
     """
-    path = claims if claims is not None else _root() / "claims.toml"
+    path = claims if claims is not None else _presets_root() / "claims.toml"
     table = read_config(path)
     bars = dict(table.get("gates", {}))
     if result is not None and isinstance(table.get(result), Mapping):
