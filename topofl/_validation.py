@@ -932,7 +932,7 @@ def did_you_mean(value: Any, known: Collection[str]) -> str:
     if value.lower() in low and low[value.lower()] != value:
         return f" (did you mean {low[value.lower()]!r}?)"
     word = value.lower()
-    close = difflib.get_close_matches(word, list(low), n=len(low), cutoff=0.6)
+    close = difflib.get_close_matches(word, list(low), n=max(1, len(low)), cutoff=0.6)
     if not close:
         return ""
 

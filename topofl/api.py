@@ -440,7 +440,10 @@ def _check_graph_size(topology: Any, graph: tuple[GraphFamily, Mapping[str, Any]
     if isinstance(topology, (Topology, TimeVarying)):
         nodes: Any = topology.n
     elif graph is not None and graph[0].from_labels is None:  # from_labels: the data decide
-        nodes = graph[1].get("n")
+        family, kwargs = graph
+        if family.missing({**kwargs, "n": None}):
+            return  # a spec that misses a parameter: building it says which, first
+        nodes = kwargs.get("n")
     else:
         return
     if isinstance(data, data_mod.FederatedData):
