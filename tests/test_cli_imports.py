@@ -256,3 +256,21 @@ def test_importing_twice_runs_a_module_once(tmp_path: Path, monkeypatch: pytest.
         sys.modules.pop("counted_mod", None)
         if hasattr(builtins, "counted_mod_runs"):
             del builtins.counted_mod_runs
+
+
+def test_a_stacked_sweep_in_process_records_the_imports(family: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """``jobs = 1``, runs stacked (the default): each run's header lists the module, and the
+    sweep run again finds its runs finished (the same resolved config, imports included)."""
+    (tmp_path / "s.toml").write_text(
+        _CONFIG.format(family=family, rounds=1) + f'imports = ["{family}_mod"]\n'
+        "[sweep]\nseed = [0, 1]\n", encoding="utf-8")
+    assert main(["sweep", "s.toml", "--out", "o"]) == 0
+    assert "2 runs (2 complete)" in capsys.readouterr().out
+    for seed in (0, 1):
+        header = _header(tmp_path / "o" / f"seed={seed}.jsonl")
+        assert header["config"]["imports"] == [f"{family}_mod"]
+        assert header["provenance"]["imports"][0]["module"] == f"{family}_mod"
+    assert main(["sweep", "s.toml", "--out", "o", "--import", f"{family}_mod"]) == 0
+    assert "2 runs (2 skipped)" in capsys.readouterr().out
