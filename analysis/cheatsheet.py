@@ -325,19 +325,24 @@ def targets(runs: Sequence[Run], fraction: float) -> dict[tuple[str, int], float
 
 
 def measure(run: Run, target: float) -> dict[str, Any]:
-    """The values of one run: final accuracy, rounds and bytes to ``target`` (``None``: not
-    reached), messages per node and round."""
+    """The values of one run: final and best accuracy (the best: the highest evaluation),
+    rounds and bytes to ``target`` (``None``: not reached), messages per node and round, bytes
+    per message (the ledger's running totals at the last round)."""
     rec = run.records
     if rec is None:
-        return {"final": math.nan, "rounds_to_target": None, "bytes_to_target": None,
-                "messages_per_node_round": math.nan, "rounds_run": 0}
+        return {"final": math.nan, "best": math.nan, "rounds_to_target": None,
+                "bytes_to_target": None, "messages_per_node_round": math.nan,
+                "bytes_per_message": math.nan, "rounds_run": 0}
     rounds, messages = rec.series("messages")
     done = int(rounds.max()) + 1
+    sent = float(messages[-1])
     return {
         "final": rec.final(METRIC),
+        "best": rec.best(METRIC),
         "rounds_to_target": rec.rounds_to(target, METRIC),
         "bytes_to_target": rec.bytes_to(target, METRIC),
-        "messages_per_node_round": float(messages[-1]) / (done * run.n),
+        "messages_per_node_round": sent / (done * run.n),
+        "bytes_per_message": rec.final("bytes") / sent if sent else math.nan,
         "rounds_run": done,
     }
 
@@ -361,9 +366,11 @@ def graph_metrics(spec: str, n: int, seed: int, level: str = "skew") -> dict[str
     :func:`topofl.topologies.build` makes from the run's seed and its data's label counts
     (the neighbourhood heterogeneity is measured against those label distributions).
 
-    Returns the keys of :data:`GRAPH_METRICS` (:func:`topofl.spectral.summary`) and
+    Returns the keys of :data:`GRAPH_METRICS` (:func:`topofl.spectral.summary`),
     ``contraction``: :func:`topofl.spectral.expected_mixing`'s ``consensus_contraction``
-    for a random schedule with a closed form, else ``None``.
+    for a random schedule with a closed form, else ``None``; for a graph of cliques
+    (``groups``) ``clique_sizes`` and ``clique_classes`` (the classes each clique's clients
+    hold, of ``classes``), else ``None``.
     """
     counts = _label_counts(level, n, seed)
     graph = tf.topologies.build(spec, seed=seed, n=n, label_distributions=counts)
@@ -376,6 +383,10 @@ def graph_metrics(spec: str, n: int, seed: int, level: str = "skew") -> dict[str
         except ValueError:  # no closed form for this schedule
             pass
     out["time_varying"] = isinstance(graph, tf.TimeVarying)
+    groups = getattr(graph, "groups", None) or ()
+    out["clique_sizes"] = [len(g) for g in groups] or None
+    out["clique_classes"] = [int((counts[list(g)].sum(axis=0) > 0).sum()) for g in groups] or None
+    out["classes"] = int(counts.shape[1])
     return out
 
 
@@ -509,12 +520,18 @@ def _names(fams: Iterable[str]) -> str:
     return ", ".join(items) if items else "none"
 
 
-def ranking_text(r: Ranking, unit: str, scale_unit: float, digits: int = 3) -> list[str]:
-    """The sentences of one ranking (every number in them comes from ``r``)."""
+def ranking_text(r: Ranking, unit: str, scale_unit: float, digits: int = 3, *,
+                 target: float | None = None, rounds: int | None = None,
+                 best: Mapping[str, float] | None = None,
+                 why: Mapping[str, str] | None = None) -> list[str]:
+    """The sentences of one ranking (every number in them comes from ``r`` and the keywords):
+    a family that never reached the target is named with the target, the rounds run, the best
+    accuracy it reached (``best``: family -> mean over seeds of each seed's best evaluation)
+    and what else explains it (``why``: family -> a clause)."""
     if not r.order:
         return [f"- **{r.cost} to target**: no family reached the target in every seed."]
-    leader, best = r.order[0]
-    lines = [f"- **Fewest {r.cost} to target: `{leader}`** ({_sig(best / scale_unit, digits)} "
+    leader, lead = r.order[0]
+    lines = [f"- **Fewest {r.cost} to target: `{leader}`** ({_sig(lead / scale_unit, digits)} "
              f"{unit}, mean over seeds). Ranked: "
              + ", ".join(f"`{f}` {_sig(m / scale_unit, digits)}" for f, m in r.order) + "."]
     if r.ahead_of:
@@ -529,8 +546,69 @@ def ranking_text(r: Ranking, unit: str, scale_unit: float, digits: int = 3) -> l
     if r.partly:
         lines.append(f"  - Reached the target in some seeds only: {_names(r.partly)}.")
     if r.never:
-        lines.append(f"  - Never reached the target within the rounds run: {_names(r.never)}.")
+        lines.append(never_text(r.never, target=target, rounds=rounds, best=best, why=why))
     return lines
+
+
+def never_text(never: Sequence[str], *, target: float | None = None,
+               rounds: int | None = None, best: Mapping[str, float] | None = None,
+               why: Mapping[str, str] | None = None) -> str:
+    """The sentence on the families no seed brought to the target: the target, the rounds
+    run, each family's best accuracy (mean over seeds of each seed's best evaluation) and why
+    (``why``), where known.
+
+    Examples
+    --------
+    >>> print(never_text(["ring"], target=0.853, rounds=200, best={"ring": 0.8412}))
+    ... # doctest: +NORMALIZE_WHITESPACE
+      - Never reached the target (0.853) within the 200 rounds run; the best accuracy each
+      reached (mean over seeds of each seed's best evaluation): `ring` 0.841.
+    """
+    head = "  - Never reached the target" + ("" if target is None else f" ({target:.3f})")
+    head += (" within the rounds run" if rounds is None else f" within the {rounds} rounds run")
+    if best is None:
+        return f"{head}: {_names(never)}."
+    parts = []
+    for f in never:
+        b = best.get(f, math.nan)
+        part = f"`{f}` " + (f"{b:.3f}" if math.isfinite(b) else "–")
+        if why and f in why:
+            part += f" ({why[f]})"
+        parts.append(part)
+    return (f"{head}; the best accuracy each reached (mean over seeds of each seed's best "
+            f"evaluation): " + ", ".join(parts) + ".")
+
+
+#: What a family's paper pairs it with that this page does not (it trains every family with
+#: the algorithm its weights call for, :data:`ALGORITHM_FOR`, at one setting).
+PAPER_SETTING = {
+    "dcliques": "its paper trains it with Clique Averaging (`dsgd` with `clique_averaging = "
+                "true`), on cliques that each hold every class; here plain `dsgd`",
+}
+
+
+def cliques_text(graphs: Sequence[Mapping[str, Any]]) -> str | None:
+    """The cliques of a family's graphs under the label skew and the classes each holds
+    (``None`` for a graph without cliques), e.g. ``cliques of 8, 8 clients holding 8, 8 of the
+    10 classes: no clique holds every class``; the seeds' graphs, when they differ, by seed.
+
+    Examples
+    --------
+    >>> cliques_text([{"clique_sizes": [8, 8], "clique_classes": [8, 8], "classes": 10}])
+    'cliques of 8, 8 clients holding 8, 8 of the 10 classes: no clique holds every class'
+    """
+    found = {(tuple(g["clique_sizes"]), tuple(g["clique_classes"]), g["classes"])
+             for g in graphs if g.get("clique_sizes")}
+    if not found:
+        return None
+    texts = []
+    for sizes, classes, total in sorted(found):
+        text = (f"cliques of {', '.join(map(str, sizes))} clients holding "
+                f"{', '.join(map(str, classes))} of the {total} classes")
+        if max(classes) < total:
+            text += ": no clique holds every class"
+        texts.append(text)
+    return "; or ".join(texts)
 
 
 # ------------------------------------------------------------------------------ the page
@@ -595,16 +673,40 @@ def render(cells: Sequence[Cell], runs: Sequence[Run], graphs: Mapping[tuple[str
         f"rounds), mean ± std over the seeds (sample std); *not reached*: some seed (k/"
         f"{len(scale.seeds)} reached) or every seed never reached it in {scale.rounds} rounds.",
         "",
+        units_text(runs),
+        "",
     ]
     unfinished = [f"{r.level}/{r.spec}/n={r.n}/seed {r.seed}: {r.status}" for r in runs
                   if r.status != "complete"]
     doc += [("Every run completed its rounds." if not unfinished else
              "Runs that did not complete their rounds (their records up to where they stopped "
              "are used): " + "; ".join(unfinished) + "."), ""] if runs else []
-    doc += _which_section(cells, by, scale)
+    doc += _which_section(cells, by, scale, target, graphs)
     doc += _metrics_section(cells, by, graphs, scale, registry)
     doc += _convergence_section(cells, by, scale)
     return "\n".join(doc) + "\n"
+
+
+def units_text(runs: Sequence[Run]) -> str:
+    """The page's units, with the bytes of one message of each algorithm as its runs' ledgers
+    counted them (their ``bytes`` over their ``messages``)."""
+    per: dict[str, list[float]] = {}
+    for r in runs:
+        b = r.values.get("bytes_per_message", math.nan) if r.values else math.nan
+        if math.isfinite(b):
+            per.setdefault(r.algorithm, []).append(b)
+    sizes = ", ".join(f"{_sig(float(np.mean(v)), 4)} bytes with `{a}`"
+                      for a, v in sorted(per.items()))
+    return (
+        "**Units.** *Accuracy* (target, final acc, best): the fraction of the test samples "
+        "classified correctly, from 0 to 1. A *round*: one local SGD step, then one "
+        "communication step. *Bytes* (bytes to target, kB): what all clients sent, as the run's "
+        "ledger counts it (every number a float32 of 4 bytes; one message"
+        + (f": {sizes}" if sizes else "") + "; a push-sum message carries its weight too); "
+        "kB = 10³ bytes. *messages*: models one node sends per round. *gap*, *1 − β* and "
+        "*heterogeneity* have no unit; *n_eff* is a number of neighbours; *exact avg* a number "
+        "of rounds."
+    )
 
 
 def _metrics_section(cells: Sequence[Cell], by: Mapping[tuple[str, str, int], list[Run]],
@@ -706,7 +808,9 @@ _COSTS = (("bytes", "bytes_to_target", "kB", 1e3, 3), ("rounds", "rounds_to_targ
 
 
 def _which_section(cells: Sequence[Cell], by: Mapping[tuple[str, str, int], list[Run]],
-                   scale: Scale) -> list[str]:
+                   scale: Scale, target: Mapping[tuple[str, int], float] | None = None,
+                   graphs: Mapping[tuple[str, int], list[dict[str, Any]]] | None = None
+                   ) -> list[str]:
     doc = [
         "## Which graph when (generated from the numbers below)",
         "",
@@ -738,7 +842,16 @@ def _which_section(cells: Sequence[Cell], by: Mapping[tuple[str, str, int], list
                     else (lambda m: float(scale.eval_every)))
                 per = {f: [r.values[key] for r in by.get((level, f, n), [])] for f in fams}
                 r = rank(per, cost, margin)
-                details += ranking_text(r, unit, scale_unit, digits)
+                best = {f: float(np.mean([r_.values.get("best", math.nan)
+                                          for r_ in by.get((level, f, n), [])] or [math.nan]))
+                        for f in r.never}
+                why = {f: "; ".join(w for w in (
+                    cliques_text((graphs or {}).get((f, n), [])) if level == "skew" else None,
+                    PAPER_SETTING.get(f)) if w) for f in r.never}
+                details += ranking_text(
+                    r, unit, scale_unit, digits, rounds=scale.rounds, best=best,
+                    why={f: w for f, w in why.items() if w},
+                    target=None if target is None else target.get((level, n)))
                 if r.order:
                     row += [f"`{r.order[0][0]}` ({_sig(r.order[0][1] / scale_unit, digits)} "
                             f"{unit})", _names(f for f in r.undecided if f not in r.partly)]

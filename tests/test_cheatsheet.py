@@ -245,3 +245,45 @@ def test_rank_states_a_lead_only_when_the_paired_test_and_the_margin_decide() ->
     assert same.undecided == ["b"] and "3 seeds cannot pass" in same.why["b"]
     assert C.ranking_text(C.rank({"a": [None] * 3}, "rounds", lambda b: 1.0), "rounds", 1.0) \
         == ["- **rounds to target**: no family reached the target in every seed."]
+
+
+def test_a_family_that_never_reaches_the_target_is_explained() -> None:
+    """"Never reached" names the target, the rounds run, the best accuracy each family reached
+    and, for a graph of cliques, the classes its cliques hold (D-Cliques at n = 16 under one
+    class per client: two cliques of 8 clients, 8 of the 10 digits each)."""
+    C = load("cheatsheet")
+    r = C.rank({"fast": [10.0, 12.0], "dcliques": [None, None], "ring": [None, None]},
+               "rounds", lambda best: 5.0)
+    text = "\n".join(C.ranking_text(
+        r, "rounds", 1.0, 2, target=0.853, rounds=200, best={"dcliques": 0.8412, "ring": 0.6},
+        why={"dcliques": "cliques of 8, 8 clients"}))
+    assert ("Never reached the target (0.853) within the 200 rounds run; the best accuracy "
+            "each reached (mean over seeds of each seed's best evaluation): `dcliques` 0.841 "
+            "(cliques of 8, 8 clients), `ring` 0.600.") in text
+    # without the keywords: the sentence as before
+    assert "Never reached the target within the rounds run: `dcliques`, `ring`." in \
+        "\n".join(C.ranking_text(r, "rounds", 1.0))
+    g = C.graph_metrics("dcliques:clique_size=10", 16, 0)
+    counts = C._label_counts("skew", 16, 0)
+    assert sum(g["clique_sizes"]) == 16 and g["classes"] == counts.shape[1] == 10
+    assert g["clique_classes"] == [int((counts[list(c)].sum(axis=0) > 0).sum()) for c in
+                                   tf.topologies.build("dcliques:clique_size=10", seed=0,
+                                                       label_distributions=counts).groups]
+    text = C.cliques_text([g])
+    assert text is not None and text.startswith(f"cliques of {g['clique_sizes'][0]}")
+    assert ("no clique holds every class" in text) == (max(g["clique_classes"]) < 10)
+    assert C.cliques_text([C.graph_metrics("ring", 16, 0)]) is None
+    assert "Clique Averaging" in C.PAPER_SETTING["dcliques"]
+
+
+def test_the_page_defines_its_units(quick: Quick) -> None:
+    C, _, page_path = quick
+    page = page_path.read_text(encoding="utf-8")
+    units = next(ln for ln in page.splitlines() if ln.startswith("**Units.**"))
+    for word in ("*Accuracy*", "from 0 to 1", "*round*", "kB = 10³ bytes", "*messages*",
+                 "*n_eff*", "*exact avg*"):
+        assert word in units, word
+    # the softmax regression on 8x8 digits: 64 x 10 + 10 float32 numbers, 4 bytes each
+    assert f"{(64 * 10 + 10) * 4} bytes with `dsgd`" in units
+    rows = _rows(page_path.with_name("page_runs.csv"))
+    assert all(float(r["best"]) >= float(r["final"]) for r in rows if r["status"] == "complete")

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import topofl as tf
 from topofl.cli import main
@@ -59,6 +61,18 @@ BAD: list[tuple[str, dict[str, Any], type[Exception], str]] = [
     ("records_path int", {"records_path": 3}, TypeError,
      "records_path must be a path (str or os.PathLike) or None, got int 3"),
     ("network", {"network": {"latency": -1}}, ValueError, "latency"),
+    ("network key", {"network": {"latncy": 0.1}}, ValueError,
+     "unknown key(s) ['latncy'] in [network] (did you mean 'latency' for 'latncy'?); "
+     "accepted: ['latency', "),
+    ("availability key", {"availability": {"offline": 0.1, "ofline": 0.2}}, ValueError,
+     "unknown key(s) ['ofline'] in [availability] with model 'bernoulli' (did you mean "
+     "'offline' for 'ofline'?); accepted: "),
+    ("byzantine key", {"byzantine": {"attack": "alie", "shar": 0.1}}, ValueError,
+     "byzantine has no key 'shar' (did you mean 'share'?); its keys are "),
+    ("algorithm with two letters swapped", {"algorithm": "dsdg"}, ValueError,
+     "unknown algorithm 'dsdg' (did you mean 'dsgd'?)"),
+    ("a graph spec of another size", {"topology": "ring:n=12"}, ValueError,
+     "the topology has n=12 nodes but the data has 10 clients (n_clients=10)"),
 ]
 
 
@@ -168,3 +182,70 @@ def test_the_device_is_checked_where_the_run_starts(no_data: list[str], tmp_path
     assert main(["run", "c.json"]) == 2
     assert capsys.readouterr().err == f"topofl run: error: {from_config}\n"
     assert not no_data
+
+
+def test_a_graph_of_another_size_is_refused_before_the_data_is_read(
+        no_data: list[str]) -> None:
+    """A built Topology (or TimeVarying) whose n is not the clients' number, and a spec whose
+    n is: refused by the front door, before any data is read (the engine's check came after
+    data and model were built)."""
+    for topology in (tf.topologies.ring(12), tf.as_time_varying(tf.topologies.ring(12))):
+        with pytest.raises(ValueError, match=r"the topology has n=12 nodes but the data has "
+                                             r"10 clients"):
+            tf.api.prepare(**{**BASE, "topology": topology})
+    assert not no_data
+    assert tf.api.prepare(**{**BASE, "topology": tf.topologies.ring(10)}).run.rounds == 2
+    assert tf.api.prepare(**{**BASE, "topology": "ring:n=10"}).graph is not None
+    # a family built from the labels takes its size from the data: not refused here
+    assert tf.api.prepare(**{**BASE, "topology": "dcliques:clique_size=5"}).graph is not None
+
+
+def _osa(a: str, b: str) -> int:
+    """Optimal string alignment distance by its recursive definition (slow, obvious)."""
+    import functools
+
+    @functools.cache
+    def d(i: int, j: int) -> int:
+        if min(i, j) == 0:
+            return max(i, j)
+        best = min(d(i - 1, j) + 1, d(i, j - 1) + 1,
+                   d(i - 1, j - 1) + (a[i - 1] != b[j - 1]))
+        if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+            best = min(best, d(i - 2, j - 2) + 1)
+        return best
+
+    return d(len(a), len(b))
+
+
+@given(st.text("abcd_", max_size=7), st.text("abcd_", max_size=7))
+def test_edit_distance_is_the_optimal_string_alignment(a: str, b: str) -> None:
+    from topofl._validation import edit_distance
+
+    d = edit_distance(a, b)
+    assert d == _osa(a, b) == edit_distance(b, a)
+    assert (d == 0) == (a == b) and d <= max(len(a), len(b))
+
+
+def test_a_swapped_pair_of_letters_suggests_a_name_one_edit_away() -> None:
+    """Every registered name with two neighbouring letters swapped: the suggestion, when
+    there is one, is one edit (a swap counts as one) from the typo; most often the name
+    itself (dsdg -> dsgd, not dsgt: both have difflib ratio 0.75)."""
+    from topofl._validation import did_you_mean, edit_distance
+
+    registries = [list(tf.algorithms.ALGORITHMS), list(tf.topologies.REGISTRY),
+                  list(tf.models.MODELS), list(tf.data.DATASETS), list(tf.data.PARTITIONS)]
+    same = total = 0
+    for names in registries:
+        for name in names:
+            for i in range(len(name) - 1):
+                typo = name[:i] + name[i + 1] + name[i] + name[i + 2:]
+                if typo in names or typo == name:
+                    continue
+                total += 1
+                hint = did_you_mean(typo, names)
+                if not hint:
+                    continue
+                got = hint[len(" (did you mean '"):-len("'?)")]
+                assert edit_distance(typo, got) == 1, (typo, got)
+                same += got == name
+    assert total > 100 and same >= total - 10

@@ -30,6 +30,7 @@ from torch.utils.data import Dataset as TorchDataset
 
 from topofl import data as data_mod
 from topofl import distributed, topologies
+from topofl._userimports import imports_problem, load_imports, recorded_imports, with_imports
 from topofl._validation import (
     check_bool,
     check_device,
@@ -100,6 +101,10 @@ class Prepared:
     graph : (GraphFamily, dict) or None
         A ``topology`` spec string as :func:`topofl.topologies.check_spec` read it (the one
         parse of the spec in a run), else ``None``.
+    imports : tuple of dict
+        The user's modules the call's ``imports`` named, imported before any name was looked
+        up (:func:`topofl._userimports.load_imports`: module, file, SHA-256 of the source),
+        recorded in the records header; ``()`` for none.
     """
 
     call: Mapping[str, Any]
@@ -108,6 +113,7 @@ class Prepared:
     settings: Mapping[str, Any]
     run: RunConfig
     graph: tuple[GraphFamily, Mapping[str, Any]] | None = None
+    imports: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def rounds(self) -> int:
@@ -181,8 +187,10 @@ def run(
         Fields of :class:`~topofl.engine.RunConfig` (``batch_size``, ``eval_every``,
         ``device``, ``records_path``, ``checkpoint_every``, ``divergence`` ...) and the
         algorithm's hyper-parameters (``lr``, ``momentum``, ``local_steps`` ...), and
-        ``resume``: a checkpoint of this run to continue from (see Notes). Anything else is
-        an error.
+        ``resume``: a checkpoint of this run to continue from (see Notes), and ``imports``: a
+        list of the user's modules (names, or paths of ``.py`` files) imported before any
+        name is looked up, recorded in the records header (:mod:`topofl._userimports`; a
+        config's ``imports`` key, ``topofl run --import``). Anything else is an error.
 
     Returns
     -------
@@ -317,6 +325,8 @@ def prepare(
 def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, seed: Any,
              n_clients: Any, partition: Any, partition_params: Any, model_params: Any,
              kwargs: dict[str, Any]) -> Prepared:
+    # the user's modules first: they may register the names the call gives
+    imports = load_imports(kwargs.pop("imports", None))
     if isinstance(algorithm, str):
         if algorithm not in ALGORITHMS:
             raise ValueError(unknown_name("algorithm", algorithm, ALGORITHMS))
@@ -347,6 +357,7 @@ def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, 
     graph = _check_topology(topology)
     if not isinstance(data, data_mod.FederatedData):
         _check_data(data, n_clients, partition, partition_params)
+    _check_graph_size(topology, graph, data, n_clients, partition)
     if isinstance(model, str):
         _check_options(model_params, "model_params", model_signature(model), MODELS[model])
     elif not isinstance(model, nn.Module):
@@ -362,7 +373,7 @@ def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, 
     call = {"algorithm": algorithm, "topology": topology, "data": data, "model": model,
             "n_clients": n_clients, "partition": partition, "partition_params": partition_params,
             "model_params": model_params}
-    return Prepared(call, algo, dict(kwargs), settings, run, graph)
+    return Prepared(call, algo, dict(kwargs), settings, run, graph, imports)
 
 
 def _check_keys(algorithm: str | Algorithm, hparams: Mapping[str, Any],
@@ -376,7 +387,8 @@ def _check_keys(algorithm: str | Algorithm, hparams: Mapping[str, Any],
     unknown = sorted(set(hparams) - accepted)
     if unknown:
         raise ConfigTypeError(
-            f"unknown key(s) {unknown}{did_you_mean_each(unknown, accepted | fields)}; "
+            f"unknown key(s) {unknown}"
+            f"{did_you_mean_each(unknown, accepted | fields | {'imports'})}; "
             f"accepted: {', '.join(sorted(RUN_KEYS))}, the run settings "
             f"{', '.join(sorted(fields))} and {known}"
         )
@@ -417,6 +429,34 @@ def _check_topology(topology: Any) -> tuple[GraphFamily, Mapping[str, Any]] | No
         raise TypeError(f"topology must be a graph spec string, a Topology, a TimeVarying or "
                         f"None, got {type(topology).__name__} {topology!r}"[:300])
     return None
+
+
+def _check_graph_size(topology: Any, graph: tuple[GraphFamily, Mapping[str, Any]] | None,
+                      data: Any, n_clients: Any, partition: Any) -> None:
+    """A graph whose number of nodes is known before the data is read (a Topology, a
+    TimeVarying, a spec with ``n=``) against the clients' number when that is known too
+    (``n_clients``, or FederatedData's): the engine's check, made before data and model are
+    built."""
+    if isinstance(topology, (Topology, TimeVarying)):
+        nodes: Any = topology.n
+    elif graph is not None and graph[0].from_labels is None:  # from_labels: the data decide
+        family, kwargs = graph
+        if family.missing({**kwargs, "n": None}):
+            return  # a spec that misses a parameter: building it says which, first
+        nodes = kwargs.get("n")
+    else:
+        return
+    if isinstance(data, data_mod.FederatedData):
+        clients: Any = data.num_clients
+    elif partition == "natural":  # one client per group of the data: known once it is read
+        return
+    else:
+        clients = n_clients
+    if (isinstance(nodes, int) and isinstance(clients, int) and not isinstance(nodes, bool)
+            and nodes != clients):
+        raise ValueError(f"the topology has n={nodes} nodes but the data has {clients} clients"
+                         f" (n_clients={clients}): make them equal, or leave n out of the "
+                         "graph spec (it then takes the number of clients)")
 
 
 def _check_data(data: Any, n_clients: Any, partition: Any, partition_params: Any) -> None:
@@ -539,6 +579,12 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
             f"{out_path} exists; pass overwrite=True (topofl run --overwrite) to replace it, or "
             "resume=CHECKPOINT to continue it"
         )
+    if out_path is not None and resume is not None:  # the same names must run the same code
+        recorded = recorded_imports(out_path)
+        why = None if recorded is None else imports_problem(recorded, p.imports)
+        if why is not None:
+            raise ConfigError(f"cannot resume {out_path}: {why}; resume with the imports its "
+                              "header lists, unchanged, or start a new run")
     from topofl import memory as plan  # the memory model
 
     check = not distributed.is_distributed()  # a rank holds a share: its placement decides
@@ -581,7 +627,10 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
     resolved, not_replayable = describe_run(
         **call, hparams=p.hparams, rounds=p.rounds, seed=p.seed,
         settings=dataclasses.asdict(config))
+    with_imports(resolved, p.imports)
     prov = provenance()
+    if p.imports:  # what the names ran: each module's file and the SHA-256 of its source
+        prov["imports"] = [dict(i) for i in p.imports]
     swapped = replaced_entries(prepared.call["algorithm"], prepared.call["model"],
                                prepared.call["data"])
     if swapped:  # a name whose registration was replaced: the header says which

@@ -17,6 +17,12 @@ Commands
     Re-run a recorded run from its header and check that its rows are reproduced.
 ``sweep CONFIG.toml --out DIR [--shard I/K] [--jobs N] [--stack on|off]``
     Run the Cartesian product of the config's ``[sweep]`` table (:mod:`topofl.sweep`).
+``run / sweep / plan ... --import MODULE``
+    Import a module of yours first (repeatable; a name importable from the current directory
+    or ``sys.path``, or the path of a ``.py`` file), e.g. one that registers a graph family,
+    algorithm, model or dataset the config names; the config's ``imports = [...]`` key does
+    the same. Recorded in the records header; a replay imports them again and a replay or a
+    resume whose modules are missing or changed is refused (:mod:`topofl._userimports`).
 ``quickstart``
     Build a few 64-node graphs and compare their spectral gaps (the README's first example).
 ``list [graphs|algorithms|models|datasets|partitions|settings]``
@@ -262,6 +268,17 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def _add_imports(cfg: dict[str, Any], flags: Sequence[str]) -> None:
+    """The ``--import`` modules after the config's own ``imports`` (a config without either
+    keeps no ``imports`` key: it resolves and records as before)."""
+    if not flags:
+        return
+    given = cfg.get("imports", [])
+    if not isinstance(given, list):  # the front door says what it expected
+        return
+    cfg["imports"] = [*given, *(f for f in flags if f not in given)]
+
+
 def _print_result(records: Any) -> None:
     for metric in ("test_acc_mean", "global_acc_mean"):
         if metric in records.metrics:
@@ -292,9 +309,11 @@ def _other_run(stored: Any, replayed: Mapping[str, Any]) -> str | None:
 
 def _run(args: argparse.Namespace, command: str) -> int:
     if args.replay:
-        if args.config or args.set or args.algorithm or args.topology or args.resume:
+        if (args.config or args.set or args.algorithm or args.topology or args.resume
+                or args.imports):
             raise ConfigError("--replay re-runs a records header: it takes no config, --set, "
-                              "--algorithm, --topology or --resume")
+                              "--algorithm, --topology, --resume or --import (the header's "
+                              "imports are imported again)")
         from topofl import config
         from topofl.records import load
 
@@ -333,6 +352,7 @@ def _run(args: argparse.Namespace, command: str) -> int:
         raise ConfigError(f"{args.config} has a [sweep] table: run it with "
                           f"`topofl sweep {args.config} --out DIR`")
     kwargs.update(_parse_set(args.set))
+    _add_imports(kwargs, args.imports)
     from topofl import config
 
     if args.algorithm:
@@ -360,6 +380,7 @@ def _run(args: argparse.Namespace, command: str) -> int:
 
 def _sweep(args: argparse.Namespace, command: str) -> int:
     cfg = read_config(args.config)  # before torch is imported: its errors are reported at once
+    _add_imports(cfg, args.imports)
     from topofl import sweep
 
     shard = sweep.parse_shard(args.shard) if args.shard else None
@@ -384,6 +405,7 @@ def _plan(args: argparse.Namespace) -> int:
     if "sweep" in kwargs:
         raise ConfigError(f"{args.config} has a [sweep] table: plan one run of it")
     kwargs.update(_parse_set(args.set))
+    _add_imports(kwargs, args.imports)
     kwargs.setdefault("algorithm", "dsgd")
     import json
 
@@ -466,6 +488,12 @@ def _add_run_parsers(sub: Any) -> None:
     p_run.add_argument("--topology", help="graph spec (e.g. ring, random_directed_push:k=10)")
     p_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="any other keyword of topofl.run (repeatable)")
+    p_run.add_argument("--import", dest="imports", action="append", default=[],
+                       metavar="MODULE",
+                       help="a module of yours to import first (a name importable from the "
+                       "current directory, or a path to a .py file), e.g. one that registers "
+                       "a graph family the config names; repeatable; recorded in the records "
+                       "header")
     p_run.add_argument("--out", help="records file (default runs/<algorithm>.jsonl)")
     p_run.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     p_run.add_argument("--resume", metavar="CHECKPOINT",
@@ -480,6 +508,10 @@ def _add_run_parsers(sub: Any) -> None:
                              "interrupted ones resume from their checkpoint.")
     p_sweep.add_argument("config", help="TOML (or .json) config with a [sweep] table")
     p_sweep.add_argument("--out", required=True, help="output directory")
+    p_sweep.add_argument("--import", dest="imports", action="append", default=[],
+                         metavar="MODULE", help="a module of yours to import first, in this "
+                         "process and in every worker (a name or a path to a .py file); "
+                         "repeatable; recorded in each run's header")
     p_sweep.add_argument("--shard", metavar="I/K", help="run only the I-th of K slices")
     p_sweep.add_argument("--jobs", type=int, default=1, help="runs at once (processes; 1)")
     p_sweep.add_argument("--threads", type=int, default=1,
@@ -501,6 +533,9 @@ def _add_run_parsers(sub: Any) -> None:
     p_plan.add_argument("config", help="TOML (or .json) file of topofl.run keywords")
     p_plan.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any other keyword of topofl.run (repeatable)")
+    p_plan.add_argument("--import", dest="imports", action="append", default=[],
+                        metavar="MODULE", help="a module of yours to import first (a name or "
+                        "a path to a .py file); repeatable")
     p_plan.add_argument("--json", action="store_true", help="print one JSON object")
     p_plan.add_argument("--no-time", action="store_true",
                         help="do not time rounds (seconds_per_round is null)")

@@ -15,6 +15,9 @@ hyper-parameters: ``lr``, ``momentum`` ...) and the run settings of
     rounds = 20
     lr = 0.3
     batch_size = 8
+    imports = ["my_graphs"]   # optional: modules of yours (a name, or a path to a .py file)
+                              # imported first, e.g. to register a graph family the config
+                              # names; recorded in the header (topofl._userimports)
 
     [network]          # optional: a virtual clock (topofl.engine.clock.Network)
     latency = 0.05     # seconds per message
@@ -73,6 +76,7 @@ from typing import Any, NamedTuple
 
 from topofl import api
 from topofl._configfile import read_config, split_sweep
+from topofl._userimports import imports_problem, load_imports, with_imports
 from topofl.engine.config import RunConfig, header_hash_problem
 from topofl.engine.loop import Result
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
@@ -222,6 +226,7 @@ def resolve(cfg: Mapping[str, Any]) -> Resolved:
     settings["run_id"] = prepared.settings.get("run_id")  # None: "<algorithm>-<graph>"
     resolved, _ = describe_run(**prepared.call, hparams=prepared.hparams,
                                rounds=prepared.rounds, seed=prepared.seed, settings=settings)
+    with_imports(resolved, prepared.imports)
     if "progress" in cfg:
         resolved["progress"] = cfg["progress"]
     return Resolved(resolved, prepared)
@@ -321,13 +326,23 @@ def replay(path: str | os.PathLike[str], *, records_path: str | None = None,
     ------
     ConfigError
         If the file has no replayable header (written before them, or from objects), or its
-        run hash is not the hash of the run its header describes (an edited header).
+        run hash is not the hash of the run its header describes (an edited header), or a
+        module its header imports (``config.imports``: imported again before the replay) cannot
+        be imported or its source is not the one recorded (``provenance.imports``, SHA-256).
     """
     cfg = _replayable_config(path)
     if records_path is not None and Path(records_path).resolve() == Path(path).resolve():
         raise ConfigError(f"the replay would overwrite its source {path}; write elsewhere")
     cfg.update(records_path=records_path, checkpoint_path=None, checkpoint_every=0)
     cfg.update(overrides)
+    try:  # the modules the run imported, again: the same names must run the same code
+        imported = load_imports(cfg.get("imports"))
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: cannot replay: its header imports {cfg.get('imports')}: "
+                          f"{exc}") from None
+    why = imports_problem(read_header(path).get("provenance", {}).get("imports"), imported)
+    if why is not None:
+        raise ConfigError(f"{path}: {why}; it is not replayed")
     return execute(cfg, overwrite=overwrite, command=command)
 
 

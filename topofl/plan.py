@@ -211,6 +211,8 @@ import topofl
 from topofl import config
 torch.set_num_threads(int(sys.argv[2]))
 cfg = json.loads(sys.argv[1])
+from topofl._userimports import load_imports
+load_imports(cfg.get("imports"))  # the user's modules, before the meter starts
 mark = start_peak()
 out = {"probe": []}
 for n in json.loads(sys.argv[3]):

@@ -51,7 +51,7 @@ import torch
 from torch import Tensor
 
 from topofl._rng import generator_at
-from topofl._validation import check_int
+from topofl._validation import check_int, did_you_mean_each
 from topofl.engine.clock import ConfigTable, Values, real_number, trace_text
 from topofl.engine.protocol import Algorithm, Round, State
 from topofl.graph import Topology
@@ -174,7 +174,8 @@ class Availability(ConfigTable):
         unknown = sorted(set(table) - accepted)
         if unknown:
             raise ValueError(f"unknown key(s) {unknown} in [availability] with model "
-                             f"{model!r}; accepted: {sorted(accepted)}")
+                             f"{model!r}{did_you_mean_each(unknown, accepted)}; accepted: "
+                             f"{sorted(accepted)}")
         missing = [k for k in _KEYS[model] if k not in table]
         if missing:
             raise ValueError(f"availability model {model!r} needs {missing}")

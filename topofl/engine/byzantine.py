@@ -71,7 +71,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._validation import check_choice, check_int, check_real
+from topofl._validation import check_choice, check_int, check_real, did_you_mean
 
 __all__ = ["ATTACKS", "CHOICES", "Byzantine", "Attack", "attack_messages", "alie_z",
            "check_byzantine"]
@@ -149,7 +149,8 @@ class Byzantine:
                             f"{type(table).__name__}")
         unknown = sorted(set(table) - set(_KEYS))
         if unknown:
-            raise ValueError(f"byzantine has no key {unknown[0]!r}; its keys are "
+            raise ValueError(f"byzantine has no key {unknown[0]!r}"
+                             f"{did_you_mean(unknown[0], _KEYS)}; its keys are "
                              f"{', '.join(_KEYS)}")
         if "attack" not in table:
             raise ValueError(f"byzantine needs an attack, one of {', '.join(ATTACKS)}")

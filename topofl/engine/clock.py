@@ -67,7 +67,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from topofl._rng import generator_at
-from topofl._validation import check_int
+from topofl._validation import check_int, did_you_mean_each
 from topofl.engine.ledger import Arcs, Flow
 
 __all__ = ["Values", "Network", "Clock", "pair_uniform", "check_clocked"]
@@ -463,7 +463,8 @@ class Network(ConfigTable):
         """A network from its ``[network]`` table (unknown keys are an error)."""
         unknown = sorted(set(table) - set(_NETWORK_KEYS))
         if unknown:
-            raise ValueError(f"unknown key(s) {unknown} in [network]; accepted: "
+            raise ValueError(f"unknown key(s) {unknown} in [network]"
+                             f"{did_you_mean_each(unknown, _NETWORK_KEYS)}; accepted: "
                              f"{list(_NETWORK_KEYS)}")
         return cls(**dict(table))
 

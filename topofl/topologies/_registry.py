@@ -102,10 +102,22 @@ class GraphFamily:
     def __call__(self, *args: Any, **kwargs: Any) -> GraphLike:
         return self.func(*args, **kwargs)
 
+    def missing(self, kwargs: Mapping[str, Any]) -> list[str]:
+        """The parameters without a default that spec-style ``kwargs`` leave out (``seed``
+        apart, which :meth:`build` passes).
+
+        Examples
+        --------
+        >>> fam = tf.topologies.REGISTRY["random_regular"]
+        >>> fam.missing({"n": 8}), fam.missing({"n": 8, "d": 3})
+        (['d'], [])
+        """
+        return _missing(self.from_spec if self.from_spec is not None else self.func, kwargs)
+
     def build(self, *, seed: Seed | None = None, **kwargs: Any) -> GraphLike:
         """Build from spec-style keyword arguments; ``seed`` is passed to random families only."""
         fn = self.from_spec if self.from_spec is not None else self.func
-        missing = _missing(fn, kwargs)
+        missing = self.missing(kwargs)
         if missing:
             known = ", ".join(p.name for p in self.params)
             spec = ",".join([f"{k}={v}" for k, v in kwargs.items()]
