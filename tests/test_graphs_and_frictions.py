@@ -47,7 +47,7 @@ def test_a_networkx_graph_or_pyg_data_runs_as_its_topology(graph: str) -> None:
 
 def test_a_networkx_graph_gets_metropolis_weights_in_prepare() -> None:
     G = nx.star_graph(3)  # hub 0 of degree 3, leaves of degree 1: 1/(1 + max(d_i, d_j)) = 1/4
-    p = tf.api.prepare("dsgd", G)
+    p = tf.api.prepare("dsgd", G, n_clients=4)  # the graph's n: another n is refused up front
     t = p.call["topology"]
     assert isinstance(t, tf.Topology)
     assert t.W[0, 1] == pytest.approx(0.25) and t.W[1, 1] == pytest.approx(0.75)
