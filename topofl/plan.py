@@ -17,14 +17,29 @@ i.e. :func:`topofl.api.prepare`), without training:
   ``records`` (the per-client rows kept in memory);
 * **runtime** (bytes): what the process needs besides them (code imported by the run, the
   allocator's arenas, small per-client objects). Measured by a probe: in a fresh subprocess,
-  the peak resident memory above the resident size after importing topofl and torch
-  (:data:`PEAK_METER`) after one round of the config at the fewest clients its algorithm
-  accepts (2, or Teleportation's ``k``) and then at ``n = min(n, 64)`` clients, less the
-  counted parts at those ``n``; a constant plus a per-client slope fitted to the two. Without
-  the probe (and in the checks of :func:`topofl.run`): :data:`RUNTIME_BYTES` and
-  :data:`CLIENT_BYTES` a client;
-* **seconds per round**: the same subprocess runs the config itself for 1 and for 3 rounds
-  and reports (time of 3 - time of 1) / 2, so that set-up and the final evaluation cancel.
+  the config is run at the fewest clients its algorithm accepts (2, or Teleportation's ``k``)
+  and at ``n = 64, 256, 1024, 4096`` (:data:`PROBE_N`, each capped by the plan's ``n``), in
+  that order; after each, the peak resident memory above the resident size after importing
+  topofl and torch (:data:`PEAK_METER`) less the counted parts at that ``n`` is a point of
+  the runtime part, and a constant plus a per-client slope is fitted to them robustly
+  (:func:`fit_runtime`: the median of the pairwise slopes, clipped to ``[0,
+  RUNTIME_SLOPE_MAX]``, since a few MB of allocator noise at a few thousand clients is
+  hundreds of bytes a client). Without the probe (and in the checks of
+  :func:`topofl.run`): :data:`RUNTIME_BYTES` and :data:`CLIENT_BYTES` a client;
+* **seconds per round** (a training round: local steps and gossip, the evaluations left out):
+  the probe's runs at ``n >= 64`` last :func:`probe_rounds` rounds, evaluated at their end
+  only, with each round clocked (:data:`ROUND_CLOCK`: the process's CPU time at one torch
+  thread, so that a shared machine's load does not stretch it; the median round but the
+  first and the last); ``a + b * n ** e`` is fitted to them (:func:`fit_time`: least squares
+  in relative error, ``a, b >= 0``, ``e`` in ``[0.75, 1.25]``), and evaluated at the plan's
+  ``n`` (the probe itself where ``n`` is one of its sizes). The full ``n`` is never run.
+
+The probes' data: a ``"synthetic:..."`` dataset is drawn with its samples scaled by the
+probe's share of the clients (:func:`scaled_data`: as many samples a client as the run), and
+the shapes at the plan's ``n`` are extrapolated from the largest probe's (the data's sizes in
+proportion; the topology built at ``n``), so that a plan at 10^6 clients draws no more than
+the data of 4096; any other dataset is loaded as it is, and federated over the plan's ``n``.
+``analysis/plan_scale.md`` compares the plans with measured runs from 10^3 to 10^6 clients.
 
 ``peak_bytes`` is the sum of the parts; ``max_clients`` the largest ``n`` whose predicted peak
 fits in :func:`topofl._validation.memory_limit`; a plan that does not fit is refused.
@@ -46,13 +61,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from topofl import config as config_mod
 from topofl import topologies
 from topofl._processes import orphan_guard
+from topofl._spec import parse_spec
 from topofl._validation import check_device, fmt_bytes, memory_limit
 from topofl.data import load
+from topofl.data.datasets.bundled import synthetic_bytes
 from topofl.data.federated import federate
 from topofl.engine import ParamLayout, toy_services
 from topofl.engine.config import DTYPES
@@ -65,7 +83,9 @@ from topofl.memory import (
     RUNTIME_BYTES,
     Shapes,
     _check_batch_memory,
+    _peak,
     _refusal,
+    _row_nnz_of,
     activation_bytes,
     check_before_load,
     check_fits,
@@ -82,11 +102,19 @@ from topofl.models import build_model
 
 __all__ = ["Plan", "Shapes", "counted_parts", "make_plan", "max_clients", "run_shapes",
            "activation_bytes", "PlanError", "ProbeError", "PARTS", "PROBE_N", "RUNTIME_BYTES",
-           "CLIENT_BYTES", "ROW_BYTES", "estimate", "largest_n", "check_fits", "check_run",
+           "CLIENT_BYTES", "ROW_BYTES", "scaled_data", "fit_runtime", "fit_time", "estimate",
+           "largest_n", "check_fits", "check_run",
            "check_stack", "check_before_load", "transients", "InsufficientMemoryError"]
 
-#: The numbers of clients of the runtime probe (the second capped by the plan's ``n``).
-PROBE_N = (2, 64)
+#: The numbers of clients of the probe, each capped by the plan's ``n`` (and the fewest
+#: clients the algorithm accepts probed first): its memory at each, its time at each.
+PROBE_N = (64, 256, 1024, 4096)
+
+#: The most bytes a client the runtime part's fitted slope may take (:func:`fit_runtime`).
+RUNTIME_SLOPE_MAX = 4 * CLIENT_BYTES
+
+#: The exponents ``e`` the time fit ``a + b * n ** e`` tries (:func:`fit_time`).
+TIME_EXPONENTS = tuple(0.75 + 0.01 * i for i in range(51))
 
 
 
@@ -123,7 +151,8 @@ class Plan:
     seconds_per_round: float | None
     available_bytes: int | None
     max_clients: int | None
-    runtime_fit: dict[str, float] = field(default_factory=dict)
+    runtime_fit: dict[str, Any] = field(default_factory=dict)
+    time_fit: dict[str, Any] = field(default_factory=dict)
 
     @property
     def peak_bytes(self) -> int:
@@ -137,7 +166,7 @@ class Plan:
                 "n_clients": self.n_clients, "num_params": self.num_params,
                 "seconds_per_round": self.seconds_per_round,
                 "available_bytes": self.available_bytes, "max_clients": self.max_clients,
-                "runtime_fit": dict(self.runtime_fit)}
+                "runtime_fit": dict(self.runtime_fit), "time_fit": dict(self.time_fit)}
 
     def summary(self) -> str:
         """The plan as a few lines of text."""
@@ -151,14 +180,16 @@ class Plan:
         return "\n".join(lines)
 
 
-def shapes(resolved: config_mod.Resolved, *, n: int | None = None) -> Shapes:
+def shapes(resolved: config_mod.Resolved, *, n: int | None = None,
+           data_spec: Any = None) -> Shapes:
     """The sizes the counted parts need, from a resolved config (data built, nothing trained).
 
-    With ``n``, the data is federated over ``n`` clients instead of the config's.
+    With ``n``, the data is federated over ``n`` clients instead of the config's; with
+    ``data_spec``, that dataset is loaded instead of the config's (:func:`scaled_data`).
     """
     cfg, prepared = resolved.config, resolved.prepared
     n = int(cfg["n_clients"]) if n is None else n
-    ds = load(cfg["data"])
+    ds = load(cfg["data"] if data_spec is None else data_spec)
     data = federate(ds, cfg["partition"], n, seed=cfg["seed"],
                     **dict(cfg["partition_params"] or {}))
     check_eval_val(prepared.run, data)  # what a run of the config refuses, before it starts
@@ -204,38 +235,64 @@ def peak_since(mark):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
 """
 
-_PROBE = PEAK_METER + r"""
-import json, sys, time
+#: Seconds of a training round: ``round_seconds(cfg)`` runs ``cfg`` (evaluated at its last
+#: round only) with the start of each round clocked (a wrapper of the loop's round function)
+#: and returns the median duration of its rounds but the first (allocation) and the last
+#: (evaluation). At one torch thread the clock is the process's CPU time (what a round takes
+#: on an idle core: a shared machine's load, which stretches the wall time by whatever the
+#: other processes take, is left out), else the wall time. Shared by the probe and
+#: analysis/plan_scale.py.
+ROUND_CLOCK = r"""
+import time
+import torch as _torch
+import topofl.engine.loop as _loop
+from topofl import config as _config
+_stamps = []
+_round_of = _loop._round
+def _clocked(loop, t):
+    _stamps.append(time.process_time() if _torch.get_num_threads() == 1
+                   else time.perf_counter())
+    return _round_of(loop, t)
+_loop._round = _clocked
+def round_seconds(run_cfg):
+    _stamps.clear()
+    _config.execute({**run_cfg, "eval_every": run_cfg["rounds"]})
+    d = sorted(b - a for a, b in zip(_stamps[1:-1], _stamps[2:]))
+    return d[len(d) // 2] if d else None
+"""
+
+
+def probe_rounds(n: int) -> int:
+    """Rounds of a timed run at ``n`` clients: about 8,192 client-rounds, 10 at least."""
+    return 2 + max(8, 8192 // n)
+
+
+_PROBE = PEAK_METER + ROUND_CLOCK + r"""
+import json, sys
 import torch
 import topofl
-from topofl import config
 torch.set_num_threads(int(sys.argv[2]))
 cfg = json.loads(sys.argv[1])
 from topofl._userimports import load_imports
 load_imports(cfg.get("imports"))  # the user's modules, before the meter starts
 mark = start_peak()
 out = {"probe": []}
-for n in json.loads(sys.argv[3]):
-    config.execute({**cfg, "n_clients": n, "rounds": 1})
-    out["probe"].append([n, peak_since(mark)])
-out["seconds_per_round"] = None
-if sys.argv[4] == "1":
-    times = {1: [], 3: []}
-    for rounds in (1, 3, 1, 3):  # the faster of two: a shared machine's load only slows
-        t0 = time.perf_counter()
-        config.execute({**cfg, "rounds": rounds})
-        times[rounds].append(time.perf_counter() - t0)
-    one, three = min(times[1]), min(times[3])
-    # two rounds more, less the set-up; never below zero (on a loaded machine the 1-round run
-    # can be the slower): then a third of the 3-round run, which bounds it from above
-    out["seconds_per_round"] = (three - one) / 2 if three > one else three / 3
+for n, data, rounds in json.loads(sys.argv[3]):
+    run = {**cfg, "n_clients": n, "data": data}
+    if rounds:
+        spr = round_seconds({**run, "rounds": rounds})
+    else:
+        _config.execute({**run, "rounds": 1})
+        spr = None
+    out["probe"].append([n, peak_since(mark), spr])
 print(json.dumps(out))
 """
 
 
-def _probe(cfg: Mapping[str, Any], ns: list[int], timed: bool) -> dict[str, Any]:
-    """Run the config in a fresh interpreter: the peak memory growth after one round at each
-    ``n`` of ``ns`` (in order), and the time per round of the config itself. The child ends
+def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, Any]:
+    """Run the config in a fresh interpreter at each ``(n, data, rounds)`` of ``ns`` (in
+    order): the peak memory growth after its run at that ``n`` and, with ``rounds``, its
+    seconds a training round over that many rounds (else one round, untimed). The child ends
     with this process (:func:`topofl._processes.orphan_guard`): a plan stopped by a timeout
     or a SIGKILL leaves no probe running.
 
@@ -251,15 +308,16 @@ def _probe(cfg: Mapping[str, Any], ns: list[int], timed: bool) -> dict[str, Any]
     threads = str(torch.get_num_threads())
     proc = subprocess.run(  # a child that ends with this process, however it is stopped
         [sys.executable, "-c", orphan_guard() + _PROBE, json.dumps(run_cfg), threads,
-         json.dumps(ns), "1" if timed else "0"],
+         json.dumps(ns)],
         capture_output=True, text=True, env={**os.environ, "TOPOFL_TRACEBACK": "1"},
         check=False)
+    sizes = [m for m, _, _ in ns]
     if proc.returncode:
         tail = (proc.stderr.strip().splitlines()[-1:] or ["no output"])[0]
         name, _, msg = tail.partition(": ")
         if name.rpartition(".")[2] in _CONFIG_ERRORS:
-            raise ConfigError(f"{msg} (the plan's probe run of n = {ns} clients)")
-        raise ProbeError(f"the plan's probe run of n = {ns} clients failed: {tail}")
+            raise ConfigError(f"{msg} (the plan's probe run of n = {sizes} clients)")
+        raise ProbeError(f"the plan's probe run of n = {sizes} clients failed: {tail}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
@@ -273,12 +331,12 @@ def _min_clients(prepared: Any, resolved: config_mod.Resolved) -> int:
     """The fewest clients (2, 4, ... up to 64) the algorithm's ``init`` accepts (Teleportation
     needs ``n >= k``): the size of the plan's smallest probe."""
     cfg = resolved.config
-    ds = load(cfg["data"])
+    n = int(cfg["n_clients"])
+    ds = load(scaled_data(cfg["data"], min(n, 64), n))  # its shapes: a few clients' data
     model = build_model(cfg["model"], tuple(ds.input_shape), int(ds.num_classes),
                         seed=cfg["seed"], **dict(cfg["model_params"] or {}))
     layout = ParamLayout.from_model(model)
     dtype = DTYPES[prepared.run.dtype]
-    n = int(cfg["n_clients"])
     m = min(n, 2)
     while m < min(n, 64):
         ctx = toy_services(m, layout=layout, dtype=dtype,
@@ -291,6 +349,119 @@ def _min_clients(prepared: Any, resolved: config_mod.Resolved) -> int:
     return m
 
 
+def scaled_data(spec: Any, m: int, n: int) -> Any:
+    """The dataset of a probe of ``m`` of the config's ``n`` clients: a ``"synthetic:..."``
+    spec with its samples (``n_samples``, and ``n_test`` when given) scaled by ``m / n``
+    (rounded up), so that a probe's client holds as many samples as the run's; any other
+    dataset as it is (its size does not grow with ``n``).
+
+    Examples
+    --------
+    >>> scaled_data("synthetic:n_samples=50000,dim=40,seed=0", 64, 1000)
+    'synthetic:n_samples=3200,dim=40,seed=0'
+    >>> scaled_data("digits", 64, 1000)
+    'digits'
+    """
+    if m >= n or not isinstance(spec, str) or spec.partition(":")[0].strip() != "synthetic":
+        return spec
+    try:
+        _, opts = parse_spec(spec, "dataset")
+    except ValueError:
+        return spec  # the loader says what is wrong, when it runs
+    for key, default in (("n_samples", 1000), ("n_test", None)):
+        v = opts.get(key, default)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            opts[key] = -(-v * m // n)
+    return "synthetic:" + ",".join(f"{k}={v}" for k, v in opts.items())
+
+
+def _scaled(s: Shapes, n: int, nnz: float | None = None, w_row: float | None = None
+            ) -> Shapes:
+    """``s`` at ``n`` clients for data that grows with ``n`` (:func:`scaled_data`): the
+    dataset's and the federated data's sizes scaled by ``n / s.n``, a client's as they are
+    (and the topology's rows, ``nnz`` and ``w_row`` bytes, when given)."""
+    f = n / s.n
+    samples = int(round(s.samples * f))
+    load = synthetic_bytes(samples, int(np.prod(s.input_shape))) if s.load_bytes else 0
+    return replace(s, n=n, dataset_bytes=int(round(s.dataset_bytes * f)),
+                   data_bytes=int(round(s.data_bytes * f)), samples=samples,
+                   global_test=int(round(s.global_test * f)), load_bytes=load,
+                   w_row_nnz=s.w_row_nnz if nnz is None else nnz,
+                   w_row_bytes=s.w_row_bytes if w_row is None else w_row)
+
+
+def _extrapolated(resolved: config_mod.Resolved, s: Shapes, n: int) -> Shapes:
+    """The shapes at ``n`` clients from those ``s`` of a probe of ``s.n`` clients on data
+    scaled by ``s.n / n`` (:func:`_scaled`), with the topology's rows as built at ``n`` (as
+    at ``s.n`` for a graph built from the data)."""
+    cfg = resolved.config
+    nnz = w_row = None
+    if s.w_row_nnz and isinstance(cfg["topology"], str):
+        try:
+            topo = topologies.build(cfg["topology"], seed=cfg["seed"], n=n)
+            nnz = _row_nnz_of(topo)
+            W = topo.W if hasattr(topo, "W") else topo.at(0).W
+            if hasattr(W, "indptr"):
+                w_row = (W.data.nbytes + W.indices.nbytes + W.indptr.nbytes) / W.shape[0]
+        except Exception:  # noqa: BLE001 - a graph built from the data: its rows as probed
+            pass
+    return _scaled(s, n, nnz, w_row)
+
+
+def fit_runtime(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """``(constant, slope)`` of the runtime part from ``(n, bytes)`` probes: the median of
+    the pairwise slopes (Theil-Sen: one noisy probe does not set it), clipped to
+    ``[0, RUNTIME_SLOPE_MAX]``, and the median of ``bytes - slope * n``, at least 0.
+
+    Examples
+    --------
+    >>> line = [(m, 100e6 + 500 * m) for m in (2, 64, 256, 1024)]
+    >>> line[2] = (256, line[2][1] + 5e6)  # a probe 5 MB high: neither fit moves
+    >>> fit_runtime(line)
+    (100000000.0, 500.0)
+    >>> fit_runtime([(2, 100e6), (64, 200e6)])  # a steep slope: held to RUNTIME_SLOPE_MAX
+    (149932416.0, 2048.0)
+    """
+    slopes = sorted((r2 - r1) / (m2 - m1) for i, (m1, r1) in enumerate(points)
+                    for m2, r2 in points[i + 1:] if m2 != m1)
+    slope = float(np.median(slopes)) if slopes else 0.0
+    slope = min(max(0.0, slope), float(RUNTIME_SLOPE_MAX))
+    const = float(np.median([r - slope * m for m, r in points])) if points else 0.0
+    return max(0.0, const), slope
+
+
+def fit_time(points: list[tuple[int, float]]) -> tuple[float, float, float]:
+    """``(a, b, e)`` of ``seconds = a + b * n ** e`` fitted to ``(n, seconds)`` probes:
+    least squares in relative error with ``a, b >= 0`` (never a negative prediction) for each
+    ``e`` of :data:`TIME_EXPONENTS` (the closest to 1 among equals). One probe: ``b * n``.
+
+    Examples
+    --------
+    >>> a, b, e = fit_time([(64, 0.002 + 64e-5), (256, 0.002 + 256e-5), (1024, 0.002 + 1024e-5)])
+    >>> round(a, 6), round(b, 8), e
+    (0.002, 1e-05, 1.0)
+    """
+    pts = [(float(m), float(t)) for m, t in points if t > 0]
+    if not pts:
+        return 0.0, 0.0, 1.0
+    if len(pts) == 1:
+        return 0.0, pts[0][1] / pts[0][0], 1.0
+    best: tuple[float, float, float, float] | None = None
+    for e in sorted(TIME_EXPONENTS, key=lambda v: abs(v - 1.0)):
+        cols = np.array([[1.0 / t, m ** e / t] for m, t in pts])
+        ones = np.ones(len(pts))
+        a, b = np.linalg.lstsq(cols, ones, rcond=None)[0]
+        if a < 0 or b < 0:  # one of them at 0: the better of the two
+            fits = [(0.0, float(ones @ cols[:, 1] / (cols[:, 1] @ cols[:, 1]))),
+                    (float(ones @ cols[:, 0] / (cols[:, 0] @ cols[:, 0])), 0.0)]
+            a, b = min(fits, key=lambda ab: float(np.sum((cols @ ab - 1) ** 2)))
+        err = float(np.sum((cols @ np.array([a, b]) - 1.0) ** 2))
+        if best is None or err < best[0] - 1e-12:
+            best = (err, float(a), float(b), float(e))
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
 def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
               available: int | None = -1) -> Plan:
     """Plan a config: predicted peak memory by part, seconds per round, the clients that fit.
@@ -300,7 +471,7 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
     cfg : mapping
         A run config (what ``topofl run`` reads).
     timed : bool, default True
-        Time 1 and 3 rounds of the config itself (seconds per round).
+        Time training rounds at the probe's sizes (seconds per round).
     probe : bool, default True
         Measure the runtime part in a subprocess (else the static estimate's:
         :data:`RUNTIME_BYTES` and :data:`CLIENT_BYTES` a client).
@@ -327,38 +498,55 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
     avail = memory_limit(prepared.run.device)[0] if available == -1 else available
+    spec = resolved.config["data"]
     first = _min_clients(prepared, resolved)
-    small = max(first, min(n, PROBE_N[1]))
-    s_small = shapes(resolved, n=small)  # the data of a few clients: cheap at any n
-    if avail is not None:  # refuse before federating the data over n clients
-        state = sum(s_small.per_client_state.values()) * n
+    sizes = sorted({first, *(max(first, min(n, k)) for k in PROBE_N)})
+    small = max(first, min(n, PROBE_N[0]))
+    probed = {small: shapes(resolved, n=small, data_spec=scaled_data(spec, small, n))}
+    if avail is not None:  # refuse before building anything more (the data of 64 clients)
+        state = sum(probed[small].per_client_state.values()) * n
         if state > avail:
             raise PlanError(_refusal(n, state, avail, "the per-client state alone",
-                                     max_clients(s_small, avail, (0.0, 0.0))))
-    s = shapes(resolved) if n != small else s_small
+                                     max_clients(probed[small], avail, (0.0, 0.0))))
+    probed.update({m: shapes(resolved, n=m, data_spec=scaled_data(spec, m, n))
+                   for m in sizes if m not in probed})
+    top = probed[sizes[-1]]  # the data of at most 4096 clients: cheap at any n
+    grows = scaled_data(spec, top.n, n) != spec  # data that grows with n: extrapolated
+    if n in probed:
+        s = probed[n]
+    else:
+        s = _extrapolated(resolved, top, n) if grows else shapes(resolved)
     runtime: tuple[float, float] | None = None
     spr: float | None = None
+    tfit: dict[str, Any] = {}
     if probe or timed:
-        ns = sorted({first, small})
-        got = _probe(resolved.config, ns, timed)
-        spr = got["seconds_per_round"]
+        timed_at = {m for m in sizes if m >= PROBE_N[0] or m == sizes[-1]} if timed else set()
+        got = _probe(resolved.config, [(m, scaled_data(spec, m, n),
+                                        probe_rounds(m) if m in timed_at else 0)
+                                       for m in sizes])["probe"]
         if probe:
-            pts = [(m, grow - sum(counted_parts(replace(shapes(resolved, n=m),
-                                                        runtime=False)).values()))
-                   for m, grow in got["probe"]]
-            (n1, r1), (n2, r2) = pts[0], pts[-1]
-            slope = max(0.0, (r2 - r1) / (n2 - n1)) if n2 > n1 else 0.0
-            runtime = (max(0.0, r1 - slope * n1), slope)
+            residual = [(m, grow - sum(counted_parts(replace(probed[m], runtime=False))
+                                       .values())) for m, grow, _ in got]
+            runtime = fit_runtime(residual)
+        pts = [(m, t) for m, _, t in got if t is not None]
+        if pts:
+            a, b, e = fit_time(pts)
+            spr = dict(pts)[n] if n in dict(pts) else a + b * n ** e
+            tfit = {"constant_s": a, "coefficient_s": b, "exponent": e,
+                    "probe": [list(p) for p in pts]}
     parts = counted_parts(replace(s, runtime=False))
     if runtime is None:
         parts["runtime"] = RUNTIME_BYTES + CLIENT_BYTES * n
-        fit = {"constant_bytes": float(RUNTIME_BYTES), "bytes_per_client": float(CLIENT_BYTES)}
+        fit: dict[str, Any] = {"constant_bytes": float(RUNTIME_BYTES),
+                               "bytes_per_client": float(CLIENT_BYTES)}
     else:
         parts["runtime"] = int(round(runtime[0] + runtime[1] * n))
-        fit = {"constant_bytes": runtime[0], "bytes_per_client": runtime[1]}
+        fit = {"constant_bytes": runtime[0], "bytes_per_client": runtime[1],
+               "probe": [list(p) for p in residual]}
+    fits = (largest_n(lambda k: _peak(_scaled(s, k), k, runtime), avail) if grows
+            else max_clients(s, avail, runtime))
     plan = Plan(n_clients=n, num_params=s.num_params, parts=parts, seconds_per_round=spr,
-                available_bytes=avail, max_clients=max_clients(s, avail, runtime),
-                runtime_fit=fit)
+                available_bytes=avail, max_clients=fits, runtime_fit=fit, time_fit=tfit)
     if avail is not None and plan.peak_bytes > avail:
         raise PlanError(_refusal(n, plan.peak_bytes, avail, "the run", plan.max_clients))
     return plan

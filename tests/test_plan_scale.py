@@ -1,0 +1,101 @@
+"""``topofl plan`` at scale: the probe's scaled data, the robust fits, the extrapolation."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from topofl.plan import (
+    PROBE_N,
+    RUNTIME_SLOPE_MAX,
+    TIME_EXPONENTS,
+    PlanError,
+    fit_runtime,
+    fit_time,
+    make_plan,
+    scaled_data,
+)
+
+SYNTH = {"algorithm": "dsgd", "topology": "ring", "model": "logistic", "rounds": 3,
+         "lr": 0.1, "batch_size": 16, "partition": "shards",
+         "partition_params": {"shards_per_client": 2}, "record_clients": False}
+
+
+def _synth(n: int) -> dict[str, object]:
+    return {**SYNTH, "n_clients": n, "data": f"synthetic:n_samples={50 * n},dim=40,seed=0"}
+
+
+def test_scaled_data_keeps_samples_a_client() -> None:
+    assert scaled_data("synthetic:n_samples=50000,dim=40,seed=0", 64, 1000) == (
+        "synthetic:n_samples=3200,dim=40,seed=0")
+    # n_test scales with it; the default n_samples (1000) is written out
+    assert scaled_data("synthetic:n_samples=1000,n_test=300", 1, 3) == (
+        "synthetic:n_samples=334,n_test=100")
+    assert scaled_data("synthetic:dim=8", 10, 100) == "synthetic:dim=8,n_samples=100"
+    assert scaled_data("synthetic:n_samples=500", 64, 64) == "synthetic:n_samples=500"
+    assert scaled_data("digits", 64, 10**6) == "digits"
+
+
+def test_fit_runtime_ignores_one_outlier_and_clips() -> None:
+    pts = [(m, 90e6 + 300.0 * m) for m in (2, 64, 256, 1024, 4096)]
+    pts[3] = (1024, pts[3][1] + 40e6)  # one probe 40 MB high (allocator noise)
+    const, slope = fit_runtime(pts)
+    assert abs(slope - 300.0) < 1e-6 and abs(const - 90e6) < 1.0
+    assert fit_runtime([(2, 100e6), (64, 90e6)])[1] == 0.0  # never a negative slope
+    assert fit_runtime([(2, 0.0), (64, 1e9)])[1] == RUNTIME_SLOPE_MAX
+    assert fit_runtime([(2, -5e6), (64, -5e6)]) == (0.0, 0.0)  # never a negative constant
+
+
+def test_fit_time_recovers_a_power_law() -> None:
+    ns = [64, 256, 1024, 4096]
+    for a, b, e in [(1e-3, 2e-6, 1.0), (5e-4, 1e-7, 1.2), (0.0, 3e-5, 0.8)]:
+        got = fit_time([(m, a + b * m ** e) for m in ns])
+        pred = got[0] + got[1] * 10**5 ** got[2]
+        assert abs(pred / (a + b * 10**5 ** e) - 1) < 0.02, (a, b, e, got)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(1e-6, 10.0), min_size=1, max_size=4), st.integers(1, 10**7))
+def test_fit_time_is_never_negative(times: list[float], n: int) -> None:
+    a, b, e = fit_time(list(zip(PROBE_N, times, strict=False)))
+    assert a >= 0 and b >= 0 and min(TIME_EXPONENTS) - 1e-9 <= e <= max(TIME_EXPONENTS) + 1e-9
+    assert a + b * n ** e >= 0
+    assert np.isfinite(a + b * n ** e)
+
+
+def test_plan_at_a_million_clients_draws_little_data() -> None:
+    t0 = time.perf_counter()
+    big = make_plan(_synth(10**6), timed=False, probe=False, available=None)
+    assert time.perf_counter() - t0 < 60
+    small = make_plan(_synth(10**4), timed=False, probe=False, available=None)
+    # the data of 50 samples of 40 float32 values a client: about in proportion to n (the
+    # peak of splitting it, above the other parts, a little faster)
+    assert 100 * 0.9 <= big.parts["data"] / small.parts["data"] <= 100 * 1.4
+    assert big.parts["parameters"] == 10**6 * 41 * 10 * 4
+    assert big.parts["data"] >= 10**6 * 50 * 40 * 4  # at least the clients' features
+    # a plan at 4096 clients or fewer is built from the data itself
+    exact = make_plan(_synth(4096), timed=False, probe=False, available=None)
+    assert exact.parts["data"] > 0
+
+
+def test_max_clients_grows_the_data_with_n() -> None:
+    with pytest.raises(PlanError, match="the largest n that fits is") as info:
+        make_plan(_synth(10**5), timed=False, probe=False, available=2 * 10**9)
+    fits = int(str(info.value).rpartition(" ")[2].replace(",", ""))
+    assert 10**4 < fits < 10**5  # not 0: the data of fewer clients is smaller
+    at = make_plan(_synth(fits), timed=False, probe=False, available=None)
+    assert 0.9 * 2 * 10**9 <= at.peak_bytes <= 1.02 * 2 * 10**9
+
+
+def test_teleport_plan_probes_at_its_k() -> None:
+    cfg = {"algorithm": "teleport", "topology": None, "data": "digits", "n_clients": 40,
+           "model": "logistic", "rounds": 3, "lr": 0.1, "batch_size": 16, "k": 8}
+    plan = make_plan(cfg, timed=True, probe=True, available=None)
+    assert plan.n_clients == 40 and plan.seconds_per_round is not None
+    assert plan.seconds_per_round > 0 and plan.parts["runtime"] > 0
+    assert [m for m, _ in plan.time_fit["probe"]] == [40]
+    assert plan.runtime_fit["probe"][0][0] == 8  # its fewest clients: k
