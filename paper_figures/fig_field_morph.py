@@ -81,7 +81,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
     left.set_ylabel("mean test accuracy (global test set)")
     left.set_title(panel.title, fontsize=10)
     left.set_ylim(max(0.0, min(lows) - 0.1), None)
-    left.legend(loc="lower right", frameon=False, fontsize=8)
+    left.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, frameon=False,
+                fontsize=8)
     for i, name in enumerate(METHODS.values()):
         v = final[name]
         right.bar(i, v.mean, 0.7, color=colors[name], alpha=0.85)
@@ -92,6 +93,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
                                            "EL-Oracle", "EL-Local"], fontsize=8)
     vals = [x for v in final.values() for x in v.values]
     right.set_ylim(max(0.0, min(vals) - 0.05), min(1.0, max(vals) + 0.02))
+    right.set_xlabel("method (3 in-neighbours, but the complete graph's 31)")
     right.set_ylabel("final mean test accuracy")
     right.set_title(f"final accuracy (band: complete ± {close:g})", fontsize=10)
     fig.tight_layout()
