@@ -21,9 +21,12 @@ from tests._figures import (
 )
 from topofl import figures
 from topofl.figures import results as figure_results
+from topofl.figures.redecide import redecide
+
+RESULTS = Path(__file__).resolve().parents[1] / "paper_figures" / "results"
 
 FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging",
-         "field_async", "field_clipped_gossip")
+         "field_async", "field_clipped_gossip", "field_morph")
 
 
 @pytest.fixture(autouse=True)
@@ -244,3 +247,45 @@ def test_field_clipped_gossip_reads_the_honest_nodes(quick_out: Path) -> None:
     folder = quick_out / "runs" / "field_clipped_gossip" / "field_clipped_gossip_clipped"
     rec = tf.records.load_many(folder)
     assert "honest_global_acc_mean" in rec.metrics
+
+
+# ------------------------------------------------------------------ Morph: five methods
+
+
+def test_morph_configs_differ_only_in_the_method() -> None:
+    mod = script("field_morph")
+    cfgs = {name: figures.load_config(name) for name in mod["CONFIGS"]}
+    method = {"algorithm", "degree", "beta", "every", "graph_seed", "sweep", "_name"}
+    base = {k: v for k, v in cfgs["field_morph_dsgd"].items() if k not in method}
+    for name, cfg in cfgs.items():
+        assert {k: v for k, v in cfg.items() if k not in method} == base, name
+    # Morph runs with its factory's defaults (its authors' code's): lr, local steps, beta, every
+    m = cfgs["field_morph_morph"]
+    hp = tf.algorithms.morph().hparams
+    assert (m["degree"], m["beta"], m["every"]) == (3, hp["beta"], hp["every"])
+    assert (m["lr"], m["local_steps"]) == (hp["lr"], 10) and "topology" not in m
+    # the static graph and EL have Morph's in-degree, and every curve has its own label
+    graphs = cfgs["field_morph_dsgd"]["sweep"]["topology"] + cfgs["field_morph_el"]["sweep"][
+        "topology"]
+    assert graphs == ["complete", "random_regular:d=3", "el_oracle:s=3", "el_local:s=3"]
+    labels = {mod["label"](m)} | {mod["label"](dict(base, algorithm="dsgd", topology=g))
+                                  for g in graphs}
+    assert labels == set(mod["METHODS"].values())
+    W = tf.topologies.build("random_regular:d=3", n=32, seed=0).to_dense()
+    assert set(np.round(W[W > 0], 12)) == {0.25}  # Metropolis on a 3-regular graph: Morph's 1/4
+
+
+def test_morph_committed_result_is_complete() -> None:
+    if not (RESULTS / "field_morph.json").exists():
+        pytest.skip("default-scale result of field_morph not committed yet")
+    md, v = verdict("field_morph", RESULTS, "default")
+    assert 5_000 < (RESULTS / "field_morph.png").stat().st_size < 200_000
+    assert v["seeds"] == [0, 1, 2] and v["threads"] == [1]
+    heads = [c for c in v["checks"] if c["headline"]]
+    assert [c["kind"] for c in heads] == ["within", "above"] and len(v["checks"]) == 4
+    for c in v["checks"]:
+        assert len(c["values"]) == 3 and "convergence" in c, c["name"]
+        assert c["convergence"]["flat"], c["name"]  # decided at convergence
+    again = redecide("field_morph", RESULTS, write=False)
+    assert again.before == again.after == v["verdict"] and not again.moved
+    assert "n_clients | 32" in md
