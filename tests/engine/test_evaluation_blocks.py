@@ -27,8 +27,10 @@ def test_row_blocks_cover_every_row_once(n: int, cols: int, budget: int) -> None
     ev.EVAL_BLOCK_ENTRIES = budget
     try:
         blocks = ev.row_blocks(n, cols)
+        largest = ev.eval_block_rows(n, cols)  # the closed form the memory model uses
     finally:
         ev.EVAL_BLOCK_ENTRIES = old
+    assert largest == (max(b - a for a, b in blocks) if n > 0 else 0)
     assert blocks[0][0] == 0 and blocks[-1][1] == n
     assert all(a < b or n == 0 for a, b in blocks)
     assert all(b == a2 for (_, b), (a2, _) in zip(blocks, blocks[1:]))
@@ -45,6 +47,8 @@ def test_row_blocks_bound_the_temporaries() -> None:
     assert ev.eval_block_rows(10**6, 650) == 1613
     assert ev.eval_block_rows(10**6, 650) * 650 <= ev.EVAL_BLOCK_ENTRIES
     assert ev.eval_block_rows(100, 650) == 100  # small runs: one block, as before
+    # asked at any n by the memory model: closed form, no list of 6 * 10**8 blocks
+    assert ev.eval_block_rows(10**12, 650) == 1613
 
 
 def _small_blocks(monkeypatch: pytest.MonkeyPatch, entries: int) -> None:

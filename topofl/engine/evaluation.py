@@ -132,8 +132,26 @@ def row_blocks(n: int, cols: int) -> list[tuple[int, int]]:
 
 
 def eval_block_rows(n: int, cols: int) -> int:
-    """Rows of the largest block of :func:`row_blocks` (what the memory model counts)."""
-    return max(b - a for a, b in row_blocks(n, cols)) if n > 0 else 0
+    """Rows of the largest block of :func:`row_blocks` (what the memory model counts), in
+    closed form: the memory model asks it at any ``n`` (``10**12`` clients included), where
+    listing the blocks would itself exhaust the memory.
+
+    Examples
+    --------
+    >>> from topofl.engine.evaluation import eval_block_rows
+    >>> eval_block_rows(4_000, 650), eval_block_rows(10**12, 650)
+    (1613, 1613)
+    """
+    n, cols = int(n), max(1, int(cols))
+    if n <= 0:
+        return 0
+    if n * cols <= EVAL_BLOCK_ENTRIES or n < 4:
+        return n
+    rows = max(2, EVAL_BLOCK_ENTRIES // cols)
+    if n <= rows:
+        return n
+    last = n - ((n - 1) // rows) * rows  # the last block's rows, before a lone row joins
+    return rows + 1 if last == 1 else rows
 
 
 def squared_distances(x: Tensor, center: Tensor) -> Tensor:
