@@ -121,8 +121,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
         c for c in panel.configs.values() if int(c["n_clients"]) == n)) for n in ns}
     rows = [{"method": g, "n": n, "final accuracy": fin[(g, n)],
              "models": 4 if g == tele else n, "samples a node": round(samples[n]),
-             "ring's spectral gap": (round(tf.spectral.spectral_gap(tf.topologies.ring(n)), 5)
-                                     if g == ring else None)}
+             "ring's spectral gap": (f"{tf.spectral.spectral_gap(tf.topologies.ring(n)):.3g}"
+                                     if g == ring else "-")}
             for g in NAMES.values() for n in ns]
     numbers = {panel.title: panel.table("global_acc"), "against n": pd.DataFrame(rows)}
     growth = {g: _points(fin[(g, large)] - fin[(g, small)]) for g in (tele, ring)}
