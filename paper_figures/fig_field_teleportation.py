@@ -68,8 +68,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
     import topofl as tf
 
     found = figures.panels(
-        args, {"label skew (one class a node)": ["field_teleportation",
-                                                 "field_teleportation_ring"]}, label)
+        args, {"label skew (one label shard, one class, a node)": [
+            "field_teleportation", "field_teleportation_ring"]}, label)
     panel = next(iter(found.values()))
     runs = panel.runs
     ns = sorted({int(c["n_clients"]) for c in panel.configs.values()})
