@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import sys
+import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -38,6 +39,11 @@ _first = re.search(r"^## (\S+)", _changelog, re.M)
 if _first is None or _first.group(1) != release:
     raise RuntimeError(f"analysis/manual/changelog.md must open with a '## {release}' section "
                        f"(topofl/_version.py), found {_first.group(1) if _first else 'none'}")
+
+# numpydoc also parses the raw docstrings (here for the catalogue, and to mangle signatures),
+# where it warns about the sections it does not know; the rendered text has them as rubrics
+# (generate.own_sections_as_rubrics)
+warnings.filterwarnings("ignore", message="Unknown section", category=UserWarning)
 
 generate.generate()
 
@@ -65,7 +71,8 @@ numpydoc_class_members_toctree = False
 # MyST: the committed Markdown as it is
 myst_enable_extensions = ["colon_fence", "substitution"]
 myst_heading_anchors = 3
-myst_substitutions = {"version": release}
+myst_substitutions = {"version": release,
+                      "n_algorithms": str(len(topofl.algorithms.ALGORITHMS))}
 
 # the gallery: short scripts executed at every build, each a few seconds on a CPU
 sphinx_gallery_conf = {
@@ -88,6 +95,8 @@ html_theme_options = {
     "description": "Communication topologies for decentralized federated learning",
     "fixed_sidebar": True,
     "show_powered_by": False,
+    "page_width": "1240px",  # a 100-character line of code fits
+    "body_max_width": "none",
 }
 html_static_path = ["_static"]
 html_show_sourcelink = False
@@ -118,10 +127,11 @@ def _visit_displaymath(self, node):  # type: ignore[no-untyped-def]
 # The docstrings write math as $...$ (inline) and $$...$$ (display), as the style guide says;
 # to reStructuredText a "|" inside them starts a substitution. Before numpydoc reads a
 # docstring, its math becomes the :math: role and the math directive (generate.math_to_rst),
-# and a reference its text never cites a numbered item rather than a citation that nothing
-# cites (generate.plain_references).
+# a reference its text never cites a numbered item rather than a citation that nothing cites
+# (generate.plain_references), and a section numpydoc does not know a rubric rather than
+# dropped text (generate.own_sections_as_rubrics).
 def _process_docstring(app, what, name, obj, options, lines):  # type: ignore[no-untyped-def]
-    text = generate.math_to_rst("\n".join(lines))
+    text = generate.own_sections_as_rubrics(generate.math_to_rst("\n".join(lines)))
     lines[:] = generate.plain_references(text, module=what == "module").split("\n")
 
 

@@ -130,6 +130,35 @@ def plain_references(text: str, *, module: bool = False) -> str:
     return result
 
 
+#: The sections numpydoc knows; it drops any other (with a UserWarning).
+_NUMPYDOC_SECTIONS = frozenset({
+    "Parameters", "Returns", "Yields", "Receives", "Raises", "Warns", "Other Parameters",
+    "Attributes", "Methods", "See Also", "Notes", "Warnings", "References", "Examples"})
+
+
+def own_sections_as_rubrics(text: str) -> str:
+    """``text`` with every section heading numpydoc does not know (``Event time``,
+    ``Members`` ...) made a rubric, so that its text stays in the page (as part of the section
+    before it) instead of being dropped."""
+    lines = text.split("\n")
+    out: list[str] = []
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        under = lines[k + 1].strip() if k + 1 < len(lines) else ""
+        title = line.strip()
+        if (title and under and set(under) <= {"-"} and len(under) == len(title)
+                and " ".join(w.capitalize() for w in title.split(" "))
+                not in _NUMPYDOC_SECTIONS):
+            indent = line[:len(line) - len(line.lstrip())]
+            out += [f"{indent}.. rubric:: {title}", ""]
+            k += 2
+            continue
+        out.append(line)
+        k += 1
+    return "\n".join(out)
+
+
 _SENTENCE_END = re.compile(r"\.(?=\s)")
 
 
@@ -334,7 +363,11 @@ def catalogue() -> list[Entry]:
     return entries
 
 
-def _md_escape(text: str) -> str:
+def _md_text(text: str) -> str:
+    """A docstring's line as MyST Markdown: its ``$...$`` math as the math role, its
+    reST ``literals`` as Markdown code, "|" escaped for a table cell."""
+    text = re.sub(r"``(.+?)``", r"`\1`", text)
+    text = _INLINE.sub(lambda m: "{math}`" + m.group(1) + "`", text)
     return text.replace("|", "\\|")
 
 
@@ -350,17 +383,17 @@ def catalogue_markdown(entries: list[Entry]) -> str:
              "hyper-parameters.", "",
              "| name | what | papers |", "|---|---|---|"]
     for e in entries:
-        lines.append(f"| [`{e.name}`](#algo-{e.name}) | {_md_escape(e.summary)} | "
+        lines.append(f"| [`{e.name}`](#algo-{e.name}) | {_md_text(e.summary)} | "
                      f"{len(e.references) or 'none'} |")
     lines.append("")
     for e in entries:
-        lines += [f"({'algo-' + e.name})=", f"## `{e.name}`", "", e.summary, "",
+        lines += [f"({'algo-' + e.name})=", f"## `{e.name}`", "", _md_text(e.summary), "",
                   f"Factory: {{py:obj}}`{e.factory}`.", ""]
         if e.references:
             where = "its docstring" if e.source == "factory" else "its module's docstring"
             lines.append(f"Papers ({where}):")
             lines.append("")
-            lines += [f"{k}. {r}" for k, r in enumerate(e.references, 1)]
+            lines += [f"{k}. {_md_text(r)}" for k, r in enumerate(e.references, 1)]
         else:
             lines.append("Papers: none (a baseline of the library, no paper of its own).")
         lines.append("")
