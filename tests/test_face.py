@@ -90,9 +90,14 @@ def _problem(dotted: str) -> str | None:
 
 
 def _doc_lines() -> list[tuple[str, str]]:
-    """``(where, text)``: the README's lines and every doctest line of the package."""
-    out = [(f"README.md:{i}", line) for i, line in
-           enumerate((ROOT / "README.md").read_text().splitlines(), 1)]
+    """``(where, text)``: the lines of the README and of the manual's own pages (not the
+    copies it generates), and every doctest line of the package."""
+    manual = ROOT / "analysis" / "manual"
+    pages = [ROOT / "README.md", *sorted(
+        p for p in manual.rglob("*.md")
+        if not {"_generated", "gallery"} & set(p.relative_to(manual).parts))]
+    out = [(f"{page.relative_to(ROOT).as_posix()}:{i}", line) for page in pages
+           for i, line in enumerate(page.read_text().splitlines(), 1)]
     for mod, path in modules().items():
         for node in ast.walk(parse(path)):
             if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,

@@ -67,9 +67,10 @@ def test_the_metadata_is_complete() -> None:
     assert "Typing :: Typed" in classifiers and (ROOT / "topofl" / "py.typed").is_file()
     assert not [c for c in classifiers if c.startswith("License ::")]  # the SPDX field says it
     extras = {k: {_name(r) for r in v} for k, v in PROJECT["optional-dependencies"].items()}
-    assert set(extras) == {"mnist", "test", "package", "dev"}
+    assert set(extras) == {"mnist", "test", "package", "docs", "dev"}
     assert extras["test"] | extras["package"] <= extras["dev"]
     assert {"build", "twine", "hatchling"} <= extras["package"]
+    assert {"sphinx", "numpydoc", "myst-parser", "sphinx-gallery"} <= extras["docs"]
     module, _, func = PROJECT["scripts"]["topofl"].partition(":")
     assert callable(getattr(importlib.import_module(module), func))
 
@@ -95,7 +96,7 @@ def test_the_core_metadata_the_wheel_carries() -> None:
     assert fields["License-Expression"] == ["MIT"]
     assert fields["Description-Content-Type"] == ["text/markdown"]
     assert fields["Requires-Python"] == [">=3.10"]
-    assert sorted(fields["Provides-Extra"]) == ["dev", "mnist", "package", "test"]
+    assert sorted(fields["Provides-Extra"]) == ["dev", "docs", "mnist", "package", "test"]
     assert len(fields["Classifier"]) == len(PROJECT["classifiers"])
     assert any(r.startswith("torch>=") for r in fields["Requires-Dist"])
     assert description.strip() == (ROOT / "README.md").read_text(encoding="utf-8").strip()

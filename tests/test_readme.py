@@ -1,6 +1,8 @@
-"""Every Python block of the README runs as written, prints what it shows, and prints the
+"""Every Python block of the README and of the manual's pages (``analysis/manual``, where the
+README's sections moved: issue 44) runs as written, prints what it shows, and prints the
 numbers its comments state (issue 23: a block of bare expressions printed nothing as a script,
-and a comment's claim was false).
+and a comment's claim was false). The README stays a front page that links every page it
+dropped.
 
 The blocks that train (``tf.run``) take tens of seconds, and the push-sum block a few: they
 run under ``-m slow``.
@@ -25,8 +27,16 @@ from topofl.algorithms.base import _REGISTRY as _ALGORITHMS
 from topofl.data.datasets.registry import _REGISTRY as _DATASETS
 from topofl.models._registry import _REGISTRY as _MODELS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+MANUAL = ROOT / "analysis" / "manual"
+GUIDE = MANUAL / "guide"
+#: The README and the manual's own pages (not the copies it generates at build time).
+PAGES = [README, *sorted(p for p in MANUAL.rglob("*.md")
+                         if not {"_generated", "gallery"} & set(p.relative_to(MANUAL).parts))]
+#: ``(page, block)``: every Python block of every page, in page order.
+BLOCKS = [(page, block) for page in PAGES
+          for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)]
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![/\d])")
 #: Blocks that train or measure products over long sequences: under ``-m slow``.
 _SLOW = ("tf.run(", "pushsum_constants(")
@@ -46,11 +56,19 @@ def _registries_as_they_were() -> Iterator[None]:
     tf.topologies.REGISTRY._items.update(families)
 
 
+def _where(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
 def _ids() -> list[Any]:
     out = []
-    for k, block in enumerate(BLOCKS):
+    counts: dict[Path, int] = {}
+    for page, block in BLOCKS:
+        k = counts[page] = counts.get(page, -1) + 1
         marks = [pytest.mark.slow] if any(s in block for s in _SLOW) else []
-        out.append(pytest.param(k, block, marks=marks, id=f"block{k}"))
+        name = "README" if page == README else page.relative_to(MANUAL).with_suffix("").as_posix()
+        out.append(pytest.param(f"{_where(page)} block {k}", block, marks=marks,
+                                id=f"{name}-block{k}"))
     return out
 
 
@@ -70,7 +88,7 @@ def _stated(block: str) -> list[tuple[int, str | None]]:
 
 
 @pytest.mark.parametrize(("k", "block"), _ids())
-def test_readme_block_runs_and_prints_what_it_says(k: int, block: str,
+def test_readme_block_runs_and_prints_what_it_says(k: str, block: str,
                                                    tmp_path: Path) -> None:
     printed: list[str] = []
 
@@ -83,7 +101,7 @@ def test_readme_block_runs_and_prints_what_it_says(k: int, block: str,
     os.chdir(tmp_path)  # what a block writes (runs/) goes here
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(block, f"README.md block {k}", "exec"),  # noqa: S102 - the point
+            exec(compile(block, k, "exec"),  # noqa: S102 - the point
                  {"__name__": "__main__", "print": record})
     finally:
         os.chdir(cwd)
@@ -105,12 +123,14 @@ def test_readme_block_runs_and_prints_what_it_says(k: int, block: str,
             assert round(value, decimals) == float(number), (k, line, number, out)
 
 
-def test_the_readme_has_python_blocks() -> None:
-    assert len(BLOCKS) >= 5
+def test_the_readme_and_the_manual_have_python_blocks() -> None:
+    assert any(page == README for page, _ in BLOCKS)  # the taste
+    assert len(BLOCKS) >= 10 and {p.name for p, _ in BLOCKS} >= {
+        "graphs.md", "data.md", "training.md", "extending.md"}
 
 
 def _block(marker: str) -> str:
-    (block,) = [b for b in BLOCKS if marker in b]
+    (block,) = [b for _, b in BLOCKS if marker in b]
     return block
 
 
@@ -138,9 +158,40 @@ def test_the_own_algorithm_block_registers_and_tracks_the_optimum() -> None:
     assert float(y.mean()) == pytest.approx(-1.5, abs=1e-15)  # mean of g(0) = 0 - c
 
 
-def test_the_readme_names_the_extension_points() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_the_manual_names_the_extension_points() -> None:
+    text = (GUIDE / "extending.md").read_text(encoding="utf-8")
     for name in ("## Your own algorithm", "register_algorithm", "tf.topologies.register",
-                 "register_model", "from_networkx", "from_pyg", "from_adjacency",
-                 "to_networkx"):
+                 "register_model", "register_dataset"):
         assert name in text, name
+    text = (GUIDE / "graphs.md").read_text(encoding="utf-8")
+    for name in ("from_networkx", "from_pyg", "from_adjacency", "to_networkx"):
+        assert name in text, name
+
+
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_the_readme_is_a_front_page_that_links_the_manual() -> None:
+    """At most 300 lines, the two commands and the demo kept, every page of the user guide
+    linked, and every relative link of the README leads to a file of the clone."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    assert text.count("pip install torch==") == 2 and "topofl demo" in text
+    targets = {t.split("#")[0] for t in _LINK.findall(text) if "://" not in t}
+    for target in targets - {""}:
+        assert (ROOT / target).exists(), target
+    pages = {p.relative_to(ROOT).as_posix() for p in GUIDE.glob("*.md")}
+    assert pages and pages <= targets, sorted(pages - targets)
+    assert "analysis/manual/getting_started.md" in targets
+
+
+def test_the_manual_includes_the_readme_parts_it_shows() -> None:
+    """The home and getting-started pages include the README's marked parts (one text, two
+    places): every marker they name is in the README, once, start before end."""
+    text = README.read_text(encoding="utf-8")
+    for page in (MANUAL / "index.md", MANUAL / "getting_started.md"):
+        for marker in re.findall(r":(?:start-after|end-before): (<!-- [\w-]+ -->)",
+                                 page.read_text(encoding="utf-8")):
+            assert text.count(marker) == 1, (page.name, marker)
+    for part in ("intro", "setup", "taste"):
+        assert text.index(f"<!-- {part}-start -->") < text.index(f"<!-- {part}-end -->")

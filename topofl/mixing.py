@@ -5,15 +5,15 @@ Convention (the same everywhere in topofl): one gossip step is ``x_{t+1} = W x_t
 ``W[i, j] > 0`` iff the edge ``j -> i`` exists (or ``i == j``). The diagonal is the weight a node
 keeps for itself. Self-loops of the input graph are ignored: every scheme sets the diagonal.
 
-=====================  ===========================================  ==================
-scheme                 off-diagonal weight of edge ``j -> i``       stochastic
-=====================  ===========================================  ==================
-``metropolis``         ``1 / (1 + max(d_i, d_j))``                  doubly, symmetric
-``metropolis_hastings````1 / max(d_i, d_j)``                        doubly, symmetric
-``max_degree``         ``1 / (1 + d_max)``                          doubly, symmetric
-``uniform``            ``1 / (1 + d_in(i))`` (pull)                  row
-``push_sum``           ``1 / (1 + d_out(j))`` (push)                 column
-=====================  ===========================================  ==================
+=======================  ===========================================  ==================
+scheme                   off-diagonal weight of edge ``j -> i``       stochastic
+=======================  ===========================================  ==================
+``metropolis``           ``1 / (1 + max(d_i, d_j))``                  doubly, symmetric
+``metropolis_hastings``  ``1 / max(d_i, d_j)``                        doubly, symmetric
+``max_degree``           ``1 / (1 + d_max)``                          doubly, symmetric
+``uniform``              ``1 / (1 + d_in(i))`` (pull)                 row
+``push_sum``             ``1 / (1 + d_out(j))`` (push)                column
+=======================  ===========================================  ==================
 
 The first three need an undirected graph (or a symmetric digraph); ``uniform`` and ``push_sum``
 take any digraph. All return a ``scipy.sparse.csr_array`` of float64 with sorted indices and no

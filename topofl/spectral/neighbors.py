@@ -38,10 +38,9 @@ periodic ``TimeVarying``              exact: a Lyapunov equation for the product
                                       period, then the phases; the variance is averaged over
                                       the ``period`` phases (``"periodic"``)
 random i.i.d. schedule with a         exact expected value over the schedule's distribution:
-closed form (:func:`expected_mixing`: ``"closed_form"``, from the two second moments of
-EL-Oracle, EL-Local, random            :class:`MixingMoments`
-k-regular, random pull, random
-matching)
+closed form (EL-Oracle, EL-Local,     ``"closed_form"``, from the two second moments of
+random k-regular, random pull,        :class:`MixingMoments` (:func:`expected_mixing`)
+random matching)
 any other non-periodic                Monte-Carlo estimate (``"monte_carlo"``): the covariance
 ``TimeVarying``                       recursion $\Sigma_{t+1} = W(t)(\gamma\Sigma_t + I)W(t)^\top$
                                       run exactly (the noise is integrated out) along rounds

@@ -43,8 +43,10 @@ class PushSumConstants:
 
     .. math:: |[W(t{:}s)]_{ij} - \phi_i(t)| \le C q^{t-s} \quad (t \ge s \ge 0).
 
-    Bounds (worst case over every sequence with the same ``a``, ``diameter``, ``B``; loose by
-    design, often by many orders of magnitude):
+    The attributes ``a`` to ``delta`` are the bounds (worst case over every sequence with the
+    same ``a``, ``diameter``, ``B``; loose by design, often by many orders of magnitude);
+    ``spread`` to ``kind`` are measured (on this sequence, over this horizon; descriptive, not
+    guaranteed beyond it).
 
     Attributes
     ----------
@@ -67,11 +69,6 @@ class PushSumConstants:
         $\delta = \min_{t < \mathrm{horizon}} \min_i [W(t{:}0)\mathbf{1}]_i$, the smallest push-sum
         weight (Taheri et al. 2020, Prop. 2.1; the $\delta$ of DFedPGP's Theorem 1). Computed
         exactly over the horizon (it is ``1.0`` for row-stochastic sequences).
-
-    Measured (on this sequence, over this horizon; descriptive, not guaranteed beyond it):
-
-    Attributes
-    ----------
     spread : tuple of float
         ``spread[m-1]`` $= D(m)$: the largest difference between two columns (``kind="column"``)
         or two rows (``kind="row"``) of a product of ``m`` consecutive rounds, maximised over

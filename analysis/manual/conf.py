@@ -1,0 +1,141 @@
+"""Sphinx configuration of the topofl manual.
+
+Build (from the repository root; warnings are errors)::
+
+    python -m sphinx -W --keep-going -b html analysis/manual build/manual
+
+The generated sources (the API pages, the algorithm catalogue, copies of the committed
+results and reports) are written by ``generate.py`` into ``_generated/``, and the gallery's
+executed examples by sphinx-gallery into ``gallery/``: both are ignored by git.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))  # this clone's topofl, whatever is installed
+sys.path.insert(0, str(HERE))
+
+import generate  # noqa: E402
+
+import topofl  # noqa: E402
+
+# --------------------------------------------------------------------------- the project
+project = "topofl"
+author = "The topofl maintainers"
+copyright = "the topofl maintainers"  # noqa: A001 - Sphinx's name
+release = topofl.__version__
+version = release
+
+# the CHANGELOG names the version being released first: a version bumped without its entry
+# fails the build
+_changelog = (HERE / "changelog.md").read_text(encoding="utf-8")
+_first = re.search(r"^## (\S+)", _changelog, re.M)
+if _first is None or _first.group(1) != release:
+    raise RuntimeError(f"analysis/manual/changelog.md must open with a '## {release}' section "
+                       f"(topofl/_version.py), found {_first.group(1) if _first else 'none'}")
+
+# numpydoc also parses the raw docstrings (here for the catalogue, and to mangle signatures),
+# where it warns about the sections it does not know; the rendered text has them as rubrics
+# (generate.own_sections_as_rubrics)
+warnings.filterwarnings("ignore", message="Unknown section", category=UserWarning)
+
+generate.generate()
+
+# ------------------------------------------------------------------------ the extensions
+extensions = [
+    "sphinx.ext.autodoc",
+    "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "examples", "_generated/paper/README.md"]
+templates_path: list[str] = []
+
+# autodoc: signatures from the annotations, members in source order
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_default_options: dict[str, object] = {}
+# numpydoc renders the docstrings' sections; autodoc lists a class's members itself
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+
+# MyST: the committed Markdown as it is
+myst_enable_extensions = ["colon_fence", "substitution"]
+myst_heading_anchors = 3
+myst_substitutions = {"version": release,
+                      "n_algorithms": str(len(topofl.algorithms.ALGORITHMS))}
+
+# the gallery: short scripts executed at every build, each a few seconds on a CPU
+sphinx_gallery_conf = {
+    "examples_dirs": ["examples"],
+    "gallery_dirs": ["gallery"],
+    "filename_pattern": r"/plot_",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "matplotlib_animations": False,
+    "within_subsection_order": "FileNameSortKey",
+    "show_memory": False,
+    "write_computation_times": False,  # its pages load DataTables from a CDN
+    "plot_gallery": "True",
+}
+
+# --------------------------------------------------------------------------- the output
+html_theme = "alabaster"
+html_title = f"topofl {release}"
+html_theme_options = {
+    "description": "Communication topologies for decentralized federated learning",
+    "fixed_sidebar": True,
+    "show_powered_by": False,
+    "page_width": "1240px",  # a 100-character line of code fits
+    "body_max_width": "none",
+}
+html_static_path = ["_static"]
+html_show_sourcelink = False
+html_math_renderer = "topofl_plain"
+
+
+# --------------------------------------------------------- math without a network
+def _visit_math(self, node):  # type: ignore[no-untyped-def]
+    """Show TeX as it is written: MathJax would be fetched from a CDN, and the manual works
+    offline."""
+    from docutils import nodes
+
+    self.body.append(self.starttag(node, "span", "", CLASS="math notranslate"))
+    self.body.append(self.encode(node.astext()))
+    self.body.append("</span>")
+    raise nodes.SkipNode
+
+
+def _visit_displaymath(self, node):  # type: ignore[no-untyped-def]
+    from docutils import nodes
+
+    self.body.append(self.starttag(node, "div", "", CLASS="math notranslate"))
+    self.body.append("<pre>" + self.encode(node.astext()) + "</pre></div>\n")
+    raise nodes.SkipNode
+
+
+# ------------------------------------------------- the docstrings' $...$ as math
+# The docstrings write math as $...$ (inline) and $$...$$ (display), as the style guide says;
+# to reStructuredText a "|" inside them starts a substitution. Before numpydoc reads a
+# docstring, its math becomes the :math: role and the math directive (generate.math_to_rst),
+# a reference its text never cites a numbered item rather than a citation that nothing cites
+# (generate.plain_references), and a section numpydoc does not know a rubric rather than
+# dropped text (generate.own_sections_as_rubrics).
+def _process_docstring(app, what, name, obj, options, lines):  # type: ignore[no-untyped-def]
+    text = generate.own_sections_as_rubrics(generate.math_to_rst("\n".join(lines)))
+    lines[:] = generate.plain_references(text, module=what == "module").split("\n")
+
+
+def setup(app):  # type: ignore[no-untyped-def]
+    app.connect("autodoc-process-docstring", _process_docstring, priority=100)
+    app.add_html_math_renderer("topofl_plain", (_visit_math, None),
+                               (_visit_displaymath, None))

@@ -1,0 +1,276 @@
+"""The manual in a real browser (issue 44): the site built from ``analysis/manual``, served on
+a loopback port and loaded in headless Chromium.
+
+Opt in with ``pytest -m browser``. It builds the manual into a temporary folder with the
+command CI uses (warnings are errors), or reuses a built one named by ``TOPOFL_MANUAL_DIR``,
+serves it with ``http.server`` on 127.0.0.1 and asks Chromium (``chromium --headless
+--dump-dom``: the page as the browser holds it once its scripts ran) for the home page, an API
+page, a gallery page (whose figure the browser must fetch, as a PNG), the paper results and
+the search page; then it follows every internal link of the site. It needs the ``docs`` extra
+and Debian's ``chromium`` package, and skips, naming what is missing, without them.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import topofl as tf
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+MANUAL_DIR_ENV = "TOPOFL_MANUAL_DIR"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if path := shutil.which(name):
+            return path
+    return None
+
+
+# ------------------------------------------------------------------------------ the site
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built manual: ``$TOPOFL_MANUAL_DIR`` if set, else built now (about a minute)."""
+    if _chromium() is None:
+        pytest.skip("no Chromium: install Debian's package (apt-get install -y chromium)")
+    given = os.environ.get(MANUAL_DIR_ENV)
+    if given:
+        path = Path(given)
+        if not (path / "index.html").is_file():
+            pytest.fail(f"{MANUAL_DIR_ENV}={given} holds no built manual (no index.html)")
+        return path
+    missing = [m for m in ("sphinx", "numpydoc", "myst_parser", "sphinx_gallery")
+               if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"the docs extra is not installed (no {', '.join(missing)}): "
+                    'pip install -e ".[docs]"')
+    out = tmp_path_factory.mktemp("manual")
+    build = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         "-d", str(out / ".doctrees"), str(ROOT / "analysis" / "manual"), str(out / "html")],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    return out / "html"
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site; remembers every request with its status (what the browser fetched)."""
+
+    seen: list[tuple[str, int]]
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        self.seen.append((urllib.parse.unquote(self.path.split("?")[0]), int(code)))
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        pass  # quiet
+
+
+@pytest.fixture(scope="module")
+def server(site: Path) -> Iterator[tuple[str, list[tuple[str, int]]]]:
+    """``(base URL, requests seen)`` of the site served on a free loopback port."""
+    seen: list[tuple[str, int]] = []
+    handler = type("Handler", (_Handler,), {"seen": seen})
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/", seen
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _dom(url: str, tmp_path: Path, *, wait_ms: int = 3000) -> str:
+    """The page at ``url`` as headless Chromium holds it once its scripts ran."""
+    chromium = _chromium()
+    assert chromium is not None
+    done = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-extensions", "--disable-background-networking",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--virtual-time-budget={wait_ms}",
+         "--dump-dom", url],
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "<html" in done.stdout, done.stderr[-2000:]
+    return done.stdout
+
+
+def _get(url: str) -> tuple[int, str, bytes]:
+    """``(status, content type, body)`` of ``url``."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:  # noqa: S310 - loopback only
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, "", b""
+
+
+class _Links(HTMLParser):
+    """The ``href``/``src`` of a page's links, images and scripts, and its element ids."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.images: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(str(a["id"]))
+        if tag == "a" and a.get("name"):
+            self.ids.add(str(a["name"]))
+        for key in ("href", "src"):
+            if a.get(key):
+                (self.images if tag == "img" else self.links).append(str(a[key]))
+
+
+def _text(html: str) -> str:
+    """The text of a page, its tags dropped (highlighted code is split into spans)."""
+    import html as _html
+
+    return _html.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def _parse(html: str) -> _Links:
+    p = _Links()
+    p.feed(html)
+    return p
+
+
+# ----------------------------------------------------------------------------- the pages
+def test_the_home_page_renders(server: tuple[str, list[tuple[str, int]]],
+                               tmp_path: Path) -> None:
+    base, _ = server
+    dom = _dom(base + "index.html", tmp_path)
+    assert f"topofl {tf.__version__}" in dom  # the title, from topofl/_version.py
+    assert "gossip step" in dom  # the README's introduction, included
+    assert "spectral_gap" in dom  # the README's taste, included
+    hrefs = set(_parse(dom).links)
+    for page in ("getting_started.html", "guide/index.html", "gallery/index.html",
+                 "_generated/algorithms.html", "api/index.html",
+                 "_generated/paper/index.html", "changelog.html"):
+        assert page in hrefs, page
+
+
+def test_an_api_page_renders_the_docstrings(server: tuple[str, list[tuple[str, int]]],
+                                            tmp_path: Path) -> None:
+    base, _ = server
+    dom = _dom(base + "_generated/api/topofl.spectral.html", tmp_path)
+    ids = _parse(dom).ids
+    assert {"topofl.spectral.spectral_gap", "topofl.spectral.summary"} <= ids
+    # numpydoc's sections and the docstring's example, rendered
+    assert "Parameters" in dom and "Examples" in dom
+    assert "tf.spectral.spectral_gap(tf.topologies.ring(8))" in _text(dom)
+
+
+def test_a_gallery_page_shows_its_figure(server: tuple[str, list[tuple[str, int]]],
+                                         tmp_path: Path) -> None:
+    base, seen = server
+    page = base + "gallery/plot_dsgd_two_graphs.html"
+    dom = _dom(page, tmp_path)
+    assert "D-SGD on a ring and on D-Cliques" in dom
+    assert "final accuracy on the whole test set" in dom  # the script's output, executed
+    figures = [src for src in _parse(dom).images if "sphx_glr_plot_dsgd_two_graphs" in src]
+    assert figures, "no figure on the gallery page"
+    for src in figures:
+        url = urllib.parse.urljoin(page, src)
+        path = urllib.parse.urlparse(url).path
+        assert (path, 200) in seen, f"the browser did not load {path}"  # fetched by Chromium
+        status, kind, body = _get(url)
+        assert status == 200 and kind == "image/png" and body.startswith(PNG), (url, kind)
+        assert len(body) > 10_000  # a drawn figure, not an empty canvas
+
+
+def test_the_results_page_renders(server: tuple[str, list[tuple[str, int]]],
+                                  tmp_path: Path) -> None:
+    base, seen = server
+    dom = _dom(base + "_generated/paper/index.html", tmp_path)
+    assert "Paper figures" in dom
+    results = sorted((ROOT / "paper_figures" / "results").glob("*.md"))
+    links = set(_parse(dom).links)
+    assert results and all(f"results/{p.stem}.html" in links for p in results)
+    page = base + "_generated/paper/results/dcliques_01.html"
+    dom = _dom(page, tmp_path)
+    assert "Verdict" in dom
+    for src in _parse(dom).images:
+        assert (urllib.parse.urlparse(urllib.parse.urljoin(page, src)).path, 200) in seen
+
+
+def test_the_search_finds_dcliques(server: tuple[str, list[tuple[str, int]]],
+                                   tmp_path: Path) -> None:
+    base, _ = server
+    dom = _dom(base + "search.html?q=dcliques", tmp_path, wait_ms=10000)
+    found = [h for h in _parse(dom).links if "dcliques" in h.lower()]
+    assert found, "the search page found nothing for 'dcliques'"
+    assert any("topofl.topologies" in h for h in found), found
+
+
+def test_every_internal_link_resolves(server: tuple[str, list[tuple[str, int]]]) -> None:
+    """Every page reachable from the home page, every link and image of it: 200, and a link's
+    ``#anchor`` names an element of the page it leads to."""
+    base, _ = server
+    pages: dict[str, _Links] = {}
+    todo = [base + "index.html"]
+    bad: list[str] = []
+    anchors: list[tuple[str, str, str]] = []  # (from, page, anchor)
+    while todo:
+        url = todo.pop()
+        if url in pages:
+            continue
+        status, kind, body = _get(url)
+        if status != 200:
+            bad.append(f"{url}: {status}")
+            continue
+        if not kind.startswith("text/html"):
+            pages[url] = _Links()
+            continue
+        parsed = pages[url] = _parse(body.decode("utf-8"))
+        for ref in parsed.links + parsed.images:
+            target = urllib.parse.urljoin(url, ref)
+            if not target.startswith(base):
+                continue  # another site (none is loaded: see test_nothing_from_the_network)
+            target, _, anchor = target.partition("#")
+            target = target.split("?")[0]
+            if target.endswith("/"):
+                target += "index.html"
+            if anchor:
+                anchors.append((url, target, urllib.parse.unquote(anchor)))
+            if target not in pages:
+                todo.append(target)
+    for origin, target, anchor in anchors:
+        if target in pages and anchor not in pages[target].ids:
+            bad.append(f"{origin}: #{anchor} is not in {target}")
+    html = [u for u, p in pages.items() if u.endswith(".html")]
+    assert len(html) > 200, len(html)  # the guide, the API, the results, the reports
+    assert not bad, "\n".join(sorted(set(bad))[:50])
+
+
+def test_nothing_from_the_network(site: Path) -> None:
+    """The manual works offline: no page loads a script, a style sheet, a font or an image
+    from another site (MathJax and DataTables come from CDNs: both are left out)."""
+    bad = []
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"<(script|link|img)\b[^>]*(?:src|href)=\"(https?:)?//[^\"]+\"",
+                             text):
+            bad.append(f"{page.relative_to(site)}: {m.group(0)[:120]}")
+    assert not bad, "\n".join(bad[:20])
