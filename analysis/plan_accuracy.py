@@ -13,7 +13,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import torch
 
 import topofl as tf
+from topofl._cpu import cpu_model
 from topofl._markdown import Document
 from topofl.plan import PARTS, PEAK_METER, make_plan
 
@@ -36,6 +36,18 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "algorithm": "dsgd", "topology": "ring", "data": "digits32rgb", "n_clients": 50,
         "model": "gn_lenet", "rounds": 10, "lr": 0.05, "batch_size": 16, "eval_every": 5},
 }
+
+#: What the table does not show, measured on 2026-11-24 on the same machine.
+NOTES = (
+    "Notes. Before the evaluation part followed the executor (commit 36b260b), GN-LeNet's "
+    "counted evaluation was 1,285.97 MB (every client's activations on a chunk of 108 "
+    "samples of the global test set) for a run measured at 345.6 MB: +299.8 %. The "
+    "per-client loop executor, which `executor=\"auto\"` picks for convolutional models on "
+    "the CPU, holds one client's activations a thread: 26.40 MB counted, where the global "
+    "pass's torch allocations peaked at 25.4 MB (`tests/test_memory_eval.py` compares the "
+    "two). The measured peaks vary from run to run: two earlier runs of this script in this "
+    "session measured 392.5 and 337.8 MB for the MLP (-20.9 %, -8.2 %), 292.9 and 286.6 MB "
+    "for GN-LeNet (+5.3 %, +4.0 %).")
 
 _MEASURE = PEAK_METER + r"""
 import json, sys
@@ -76,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = Document()
     doc.heading("Plan accuracy: predicted against measured peak memory", 1)
     doc.paragraph(f"`python analysis/plan_accuracy.py`, {datetime.date.today().isoformat()}, "
-             f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs "
+             f"{cpu_model()}, {os.cpu_count()} logical CPUs "
              f"(shared with other processes), torch {torch.__version__}, topofl "
              f"{tf.__version__}, 1 torch thread, CPU. *measured*: the peak resident memory "
              "of the run above the resident size after `import torch, topofl` (the kernel's "
@@ -95,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{100 * r['error']:+.1f} %"])
         print(rows[-1], flush=True)
     doc.table(header, rows)
+    doc.paragraph(NOTES)
     with open(args.out, "w") as f:
         f.write(doc.text())
     return 0

@@ -2,9 +2,11 @@
 
 The config: ``analysis/configs/dsgd_ring.toml`` (D-SGD, logistic regression, a ring, 2 label
 shards a client, evaluation every 10 rounds) with ``n_clients = n``, ``data =
-"synthetic:n_samples=50n,dim=40,seed=0"`` and 3 rounds. For each ``n``: the wall time of
-``python -m topofl plan CONFIG --json`` (a fresh interpreter, as a user runs it, at one torch
-thread), and, up to ``--max-measured``, the config run once in a fresh interpreter for
+"synthetic:n_samples=50n,dim=40,seed=0"`` and 3 rounds, and the same with the MLP
+(``model = "mlp"``: 40-200-200-10, 50,410 parameters). For each model and ``n``: the wall
+time of ``python -m topofl plan CONFIG --json`` (a fresh interpreter, as a user runs it, at
+one torch thread), and, up to ``--max-measured`` (the MLP up to ``--max-measured-mlp``: at
+10^5 clients its parameters alone take 20 GB), the config run once in a fresh interpreter for
 :func:`topofl.plan.probe_rounds` rounds (10 from 10^3 clients), evaluated at its end only:
 *measured peak*: its peak resident memory above the resident size after ``import torch,
 topofl`` (:data:`topofl.plan.PEAK_METER`, the meter of the plan's probe and of
@@ -12,8 +14,8 @@ topofl`` (:data:`topofl.plan.PEAK_METER`, the meter of the plan's probe and of
 but the first and the last (:data:`topofl.plan.ROUND_CLOCK`, the clock of the plan's probe):
 the training round the plan predicts. Writes ``analysis/plan_scale.md`` (and the raw numbers
 as JSON with ``--json``; ``--render`` rewrites the table from them).
-``python analysis/plan_scale.py --json analysis/plan_scale.json`` (about 8 minutes on 2
-shared cores).
+``nice -n 5 python analysis/plan_scale.py --json analysis/plan_scale.json`` (about 20
+minutes on 2 shared cores).
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ import torch
 
 import topofl as tf
 from topofl._configfile import read_config
+from topofl._cpu import cpu_model
 from topofl._markdown import Document
 from topofl.plan import PEAK_METER, ROUND_CLOCK, probe_rounds
 
@@ -51,30 +53,36 @@ print(json.dumps([spr, peak_since(mark), time.perf_counter() - t0]))
 
 
 #: What the table does not show, measured by hand on 2026-11-24 on the same machine (the
-#: peak of a config's run above the resident size after import, 1 torch thread, 3 rounds).
+#: peak of a config's run above the resident size after import, 1 torch thread).
 NOTES = (
-    "Notes, measured by hand in the same session. (1) Memory at 10^4 clients is "
-    "under-predicted: the evaluation on the global test subsample "
-    "(`topofl.engine.evaluation.shared_sums`, used from n x test samples > 2 x 10^7) grew the "
-    "peak by 162 MB at 3,000 clients, 194 MB at 10,000 and 236 MB at 30,000 (the high-water "
-    "mark reset at its call, `spectral=false`), while the counted `evaluation` part at 10^4 "
-    "is 43 MB; the config with `spectral=false` peaked at 471 MB with the global "
-    "evaluation and 287 MB without at 10^4 clients, 298 MB and 177 MB at 4,096. "
-    "The probe's runtime points do not show it (93 MB at 2 clients, 121 MB at 4,096), "
-    "presumably because the counted parts exceed what those runs hold elsewhere (at 4,096 "
-    "the spectral part counts a dense eigensolver fallback, 134 MB): the gap is in the "
-    "counted evaluation part (`topofl/memory.py`, `_eval_bytes`), not in the fit. "
-    "(2) The measured peak of one config varies from run to run: at 10^4 clients from 469 "
-    "to 524 MB in three runs of this session. (3) Before this change, `topofl plan` of "
-    "this config at 10^6 clients built the whole dataset (5 x 10^7 samples) and its "
-    "federated copy, and was killed by the kernel's out-of-memory killer after 7 min 44 s at "
-    "22.7 GB resident.")
+    "Notes, measured by hand in the same session. (1) The evaluation on the global test "
+    "subsample (`topofl.engine.evaluation.shared_sums`, used from n x test samples > 2 x "
+    "10^7) scores blocks of 2,340 clients x 256 samples, whatever n: at 10^4 logistic "
+    "clients (`spectral=false`, 1 round) its torch allocations peaked at 74.5 MB (three "
+    "blocks of logits, 24 MB each: the previous block's beside the product and its bias "
+    "sum), its resident peak above its start (the high-water mark reset at its call) at "
+    "81.0, 86.7, 194.1, 196.0, 208.0 and 211.8 MB in six runs, and at 74.6 MB with "
+    "`MALLOC_MMAP_THRESHOLD_=131072` (every block mapped and unmapped on its own): the rest"
+    " is freed blocks glibc keeps in its heap. The counted `evaluation` part at 10^4 was "
+    "42.7 MB (every client on one chunk of 27 samples, which this pass does not use); it is"
+    " now 124.6 MB (`topofl/memory.py`, `_shared_pass`: 76.7 MB of blocks and two blocks of"
+    " logits kept in the heap). The MLP's blocks (2,340 x 256 x 200 activations, 479 MB) "
+    "are mapped on their own: its pass peaked at 1,445 MB of torch allocations, 1,438 and "
+    "1,486 MB resident in two runs at 3,000 clients, counted 1,484 MB and 48 MB of heap "
+    "(its `evaluation` part at 10^4 was 691 MB before). (2) The measured peak of one config"
+    " varies from run to run: logistic, 10^4 clients: 472, 421, 498 and 370 MB in four runs"
+    " besides the table's. (3) The MLP at 10^5 clients is planned, not run: its parameters "
+    "alone take 20.2 GB. (4) The predicted seconds a round come from the probe's CPU times "
+    "on this shared machine (load averages 2.2 to 3.7 at the end of this run): at 10^5 "
+    "logistic clients the time error was +22.7 % in the previous run of this script, +32.8 "
+    "% here.")
 
 
-def config(n: int) -> dict[str, Any]:
-    """The compared config at ``n`` clients (3 rounds)."""
+def config(n: int, model: str = "logistic") -> dict[str, Any]:
+    """The compared config at ``n`` clients (3 rounds) with ``model``."""
     cfg: dict[str, Any] = read_config(os.path.join(HERE, "configs", "dsgd_ring.toml"))
-    cfg.update(n_clients=n, data=f"synthetic:n_samples={50 * n},dim=40,seed=0", rounds=3)
+    cfg.update(n_clients=n, data=f"synthetic:n_samples={50 * n},dim=40,seed=0", rounds=3,
+               model=model)
     return cfg
 
 
@@ -137,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     """Plan (and measure) each ``n``; write the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ns", type=int, nargs="+", default=[1000, 10000, 100000, 1000000])
+    ap.add_argument("--ns-mlp", type=int, nargs="*", default=[1000, 10000, 100000])
     ap.add_argument("--max-measured", type=int, default=100000)
+    ap.add_argument("--max-measured-mlp", type=int, default=10000)
     ap.add_argument("--json", help="write the raw results here")
     ap.add_argument("--measured", help="read measured runs from this JSON (of --json)")
     ap.add_argument("--render", help="only write the table of these results (of --json)")
@@ -147,17 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     old = {}
     if args.measured:
         with open(args.measured) as fh:
-            old = {int(r["n"]): r.get("measured") for r in json.load(fh)}
+            old = {(r.get("model", "logistic"), int(r["n"])): r.get("measured")
+                   for r in json.load(fh)}
     results = []
     if args.render:
         with open(args.render) as fh:
             results = json.load(fh)
-    for n in [] if args.render else args.ns:
-        cfg = config(n)
-        r: dict[str, Any] = {"n": n, "plan": plan(cfg)}
-        if n == max(args.ns):  # with this machine's memory: fits, or the refusal
+    runs = [("logistic", n, args.max_measured) for n in args.ns]
+    runs += [("mlp", n, args.max_measured_mlp) for n in args.ns_mlp]
+    for model, n, most in [] if args.render else runs:
+        cfg = config(n, model)
+        r: dict[str, Any] = {"model": model, "n": n, "plan": plan(cfg)}
+        if model == "logistic" and n == max(args.ns):  # this machine's memory: the refusal
             r["here"] = plan(cfg, limited=False)
-        r["measured"] = old.get(n) or (measure(cfg) if n <= args.max_measured else None)
+        r["measured"] = old.get((model, n)) or (measure(cfg) if n <= most else None)
         results.append(r)
         print(json.dumps(r), flush=True)
     if args.json:
@@ -167,24 +180,26 @@ def main(argv: list[str] | None = None) -> int:
     doc.heading("Plan at scale: `topofl plan --json` against measured runs", 1)
     doc.paragraph(
         f"`python analysis/plan_scale.py{' --json ' + args.json if args.json else ''}`, "
-        f"{datetime.date.today().isoformat()}, {platform.processor() or platform.machine()}, "
+        f"{datetime.date.today().isoformat()}, {cpu_model()}, "
         f"{os.cpu_count()} logical CPUs (a VM shared with other jobs), torch "
         f"{torch.__version__}, topofl {tf.__version__}, 1 torch thread, CPU. " + " ".join(
             (__doc__ or "").split("\n\n")[1].split()) + " MB = 10^6 bytes.")
     rows = []
     for r in results:
         p, m = r["plan"], r["measured"] or {}
-        rows.append([f"{r['n']:,}", f"{p['wall_s']:.1f}", f"{p['peak_bytes'] / 1e6:.0f}",
+        rows.append([r.get("model", "logistic"), f"{r['n']:,}", f"{p['wall_s']:.1f}",
+                     f"{p['peak_bytes'] / 1e6:.0f}",
                      f"{p['parts']['runtime'] / 1e6:.0f}",
                      f"{m['peak_bytes'] / 1e6:.0f}" if m else "-",
                      _pct(p["peak_bytes"], m.get("peak_bytes")),
                      f"{p['seconds_per_round']:.3g}",
                      f"{m['seconds_per_round']:.3g}" if m else "-",
                      _pct(p["seconds_per_round"], m.get("seconds_per_round"))])
-    doc.table(["n", "plan wall s", "predicted MB", "of which runtime MB", "measured MB",
+    doc.table(["model", "n", "plan wall s", "predicted MB", "of which runtime MB", "measured MB",
                "memory error", "predicted s/round", "measured s/round", "time error"], rows)
-    big = results[-1]
-    if "here" in big:
+    for big in results:
+        if "here" not in big:
+            continue
         h = big["here"]
         doc.paragraph(
             f"The plans above are made under `TOPOFL_MEMORY_LIMIT={PLAN_LIMIT}` (their numbers "

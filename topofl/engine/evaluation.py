@@ -22,7 +22,8 @@ from topofl.spectral import summary
 __all__ = ["evaluate", "check_finite", "evaluation_row", "score_chunks", "eval_chunk",
            "split_sums", "check_eval_val", "record_realized", "spectral_row", "Divergence",
            "global_subsample", "global_scored", "shared_sums", "GLOBAL_SUBSAMPLE_SEED",
-           "row_blocks", "eval_block_rows", "squared_distances", "EVAL_BLOCK_ENTRIES"]
+           "row_blocks", "eval_block_rows", "shared_block", "squared_distances",
+           "EVAL_BLOCK_ENTRIES"]
 
 #: The seed of the global test subsample (:func:`global_subsample`): one subsample per test
 #: set and size, whatever the run's seed, so that runs compared seed by seed or across seeds
@@ -229,6 +230,23 @@ _PAIR_BYTES_PER_CLASS, _PAIR_BYTES = 8, 32
 _SHARED_COLS = 256
 
 
+def shared_block(samples: int, classes: int) -> tuple[int, int]:
+    """``(rows, cols)``: the clients and samples of one block of :func:`shared_sums` on
+    ``samples`` shared samples of ``classes`` classes (at most ``rows`` clients, what the
+    memory model counts): up to 256 samples, and clients for about 64 MiB at
+    ``8 * classes + 32`` bytes a (client, sample) pair.
+
+    Examples
+    --------
+    >>> from topofl.engine.evaluation import shared_block
+    >>> shared_block(2_000, 10)  # 2,340 clients x 256 samples
+    (2340, 256)
+    """
+    cols = max(1, min(int(samples), _SHARED_COLS))
+    per = cols * (_PAIR_BYTES_PER_CLASS * max(int(classes), 2) + _PAIR_BYTES)
+    return max(1, (64 << 20) // per), cols
+
+
 def shared_sums(executor: Any, x_eval: Tensor, x: Tensor, y: Tensor,
                 adjust: Adjust | None = None) -> Tensor:
     """``[m, 3]`` sums (correct, loss, count) of every client's model ``x_eval`` on the same
@@ -257,9 +275,7 @@ def shared_sums(executor: Any, x_eval: Tensor, x: Tensor, y: Tensor,
         gb = ((x[a:a + chunk], y[a:a + chunk], None) for a in range(0, s, chunk))
         return torch.stack(score_chunks(executor, x_eval, gb, m, shared=True, adjust=adjust),
                            dim=1)
-    cols = max(1, min(s, _SHARED_COLS))
-    per = cols * (_PAIR_BYTES_PER_CLASS * max(classes, 2) + _PAIR_BYTES)
-    rows = max(1, (64 << 20) // per)
+    rows, cols = shared_block(s, classes)
     out = torch.zeros((m, 3), dtype=torch.float64, device=x_eval.device)
     for c in range(0, s, cols):
         xc, yc = x[c:c + cols].to(x_eval.dtype), y[c:c + cols]
