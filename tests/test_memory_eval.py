@@ -193,3 +193,32 @@ def test_plan_of_gn_lenet_counts_the_loop() -> None:
     # chunk (64 MiB // (8 * 10 + 12,288) = 5,426), one client's activations; it was 1,286 MB
     # with every client's activations (analysis/plan_accuracy.md, before)
     assert plan.parts["evaluation"] == 5_426 * (8 * 10 + 48) + 108 * act == 26_400_040
+
+
+@pytest.mark.parametrize("family", ["ring", "exponential"])
+def test_sparse_spectral_part_bounds_what_the_summary_allocates(family: str) -> None:
+    """Above the dense sizes the spectral summary's count (a fixed part and bytes a nonzero of
+    ``W``) holds what :func:`topofl.spectral.summary` allocates (numpy and scipy's arrays, as
+    ``tracemalloc`` sees them) and is not far above it (its old count, 4096 bytes a node,
+    was 8-20x these)."""
+    import tracemalloc
+
+    import topofl as tf
+    from topofl.memory import transients
+    from topofl.spectral import summary
+
+    n = 20_000
+    g = getattr(tf.topologies, family)(n)
+    nnz = g.W.nnz
+    tracemalloc.start()
+    try:
+        summary(g)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    s = Shapes(n=n, num_params=10, dtype_bytes=4, sample_bytes=4, num_classes=2, batch_size=1,
+               input_shape=(1,), per_client_state={"parameters": 40, "optimizer": 0,
+                                                    "algorithm": 0},
+               dataset_bytes=0, data_bytes=0, longest_test=1, w_row_nnz=nnz / n, spectral=True)
+    counted = transients(s)[2]
+    assert peak <= counted <= 3 * peak + 4 * 10**6, (family, peak, counted)

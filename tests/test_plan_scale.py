@@ -73,8 +73,9 @@ def test_plan_at_a_million_clients_draws_little_data() -> None:
     assert time.perf_counter() - t0 < 60
     small = make_plan(_synth(10**4), timed=False, probe=False, available=None)
     # the data of 50 samples of 40 float32 values a client: about in proportion to n (the
-    # peak of splitting it, above the other parts, a little faster)
-    assert 100 * 0.9 <= big.parts["data"] / small.parts["data"] <= 100 * 1.4
+    # peak of splitting it, the dataset's float64 arrays beside the clients' samples, is
+    # above the other parts at 10**6 and counted in "data": 1.6x the proportion there)
+    assert 100 * 0.9 <= big.parts["data"] / small.parts["data"] <= 100 * 1.8
     assert big.parts["parameters"] == 10**6 * 41 * 10 * 4
     assert big.parts["data"] >= 10**6 * 50 * 40 * 4  # at least the clients' features
     # a plan at 4096 clients or fewer is built from the data itself

@@ -99,11 +99,16 @@ ROW_BYTES = 232
 
 #: The dense spectral summary's working set, in ``n x n`` float64 matrices (up to
 #: :data:`topofl.spectral.summarize.SUMMARY_DENSE_MAX` nodes; one matrix up to 4096 nodes,
-#: where ARPACK falls back to dense LAPACK when it does not converge), and the sparse one's
-#: bytes per node above (measured on rings: about 13 MB at 1000 nodes, 39 MB at 10,000;
-#: ``analysis/memory_model.md``).
+#: where ARPACK falls back to dense LAPACK when it does not converge), and above that the
+#: sparse one's: a fixed part and bytes per nonzero of ``W``. The peak the summary adds to a
+#: process that holds the graph (``VmHWM``, 2026-11-24, Intel Xeon): ring 3.9 MB at 5,000
+#: nodes, 3.5 MB at 10^4, 18 MB at 10^5, 137 MB at 10^6 (3 nonzeros a row); exponential
+#: graph 14 MB at 10^4 (15 a row), 145 MB at 10^5 (18 a row); random 10-regular 8.0 MB at
+#: 10^4 (11 a row): at most 96 bytes a nonzero above 4 MB. (The count was 4096 bytes a node
+#: before, 4.1 GB at 10^6 nodes where a ring's summary adds 0.14 GB.)
 SPECTRAL_DENSE_COPIES = 2
-SPECTRAL_NODE_BYTES = 4096
+SPECTRAL_FIXED_BYTES = 4 * 10**6
+SPECTRAL_NNZ_BYTES = 96
 
 
 @dataclass(frozen=True)
@@ -581,7 +586,8 @@ def transients(s: Shapes, n: int | None = None) -> tuple[int, int, int]:
         elif n <= DENSE_FALLBACK_MAX:  # ARPACK, or dense LAPACK where it does not converge
             spectral = n * n * 8
         else:
-            spectral = SPECTRAL_NODE_BYTES * n
+            spectral = (SPECTRAL_FIXED_BYTES
+                        + SPECTRAL_NNZ_BYTES * int(min(float(n), s.w_row_nnz or 3.0) * n))
     return local, _eval_bytes(s, n), spectral
 
 
