@@ -185,6 +185,6 @@ COVERED: dict[str, Callable[[str], bool]] = {
 
 def not_gated_note(result: str) -> str:
     """The sentence a result's notes give for each of its columns that is not gated."""
-    parts = [f"{k.partition(' ')[2] or 'the figure'}: {v}" for k, v in NOT_GATED.items()
+    parts = [f"{k.partition(' ')[2]}: {v}" if " " in k else v for k, v in NOT_GATED.items()
              if k.split(" ")[0] == result]
     return "Fidelity gate: " + "; ".join(parts) + "."

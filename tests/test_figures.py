@@ -918,12 +918,14 @@ def test_redecide_rebuilds_a_results_checks_from_its_per_seed_values(tmp_path: P
     head["outcome"], v["verdict"] = "pass", "partly"
     js.write_text(json.dumps(v), encoding="utf-8")
     r = figures.redecide.redecide("dcliques_10", tmp_path, write=False)
-    assert (r.before, r.after) == ("partly", "does not hold")
+    # its stand-in fails its fidelity gate (momentum helps without Clique Averaging)
+    assert (r.before, r.after) == ("partly", "inconclusive at this scale")
     assert r.moved == ((head["name"], "pass", "inconclusive"),)
     assert json.loads(js.read_text(encoding="utf-8"))["verdict"] == "partly"  # not written
     figures.redecide.redecide("dcliques_10", tmp_path)
     again = json.loads(js.read_text(encoding="utf-8"))
-    assert again["verdict"] == "does not hold" and again["rule"] == figures.checks.RULE
+    assert again["verdict"] == "inconclusive at this scale"
+    assert again["rule"] == figures.checks.RULE
     assert again == json.loads((src / "dcliques_10.json").read_text(encoding="utf-8"))
     md = (tmp_path / "dcliques_10.md").read_text(encoding="utf-8")
     assert md == (src / "dcliques_10.md").read_text(encoding="utf-8")
