@@ -12,14 +12,21 @@ when it runs; this applies it to results computed before gates were.
     python analysis/standins_gates.py            # apply, then write analysis/standins_gates.md
     python analysis/standins_gates.py --dry-run  # print the gates only
 
-Results gated here: DFedPGP Table 1, Fig. 2 and Table 3, DPFL Table 1. Not gated (their
-scripts transcribe no paper values of the controls): the other results; see the Markdown.
+Results gated here: DFedPGP Tables 1-3 and Fig. 2, DPFL Table 1 and Figs. 5-7, PFedDST Table I
+and Fig. 3 (Kendall gates), and D-Cliques Figs. 8, 10, 11 and 13-16 (ordinal gates: the orders
+the paper's text states among each figure's controls, ``paper_figures/_dcliques_gates.py``,
+read back from the gates the scripts recorded with their per-seed values, or from the seed
+means of the committed tables where a result was committed before its script computed its
+gate; each recomputed from the tables too, and the two must agree). Not gated: the other
+results; see the Markdown.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "paper_figures" / "results"
 sys.path.insert(0, str(ROOT / "paper_figures"))
 
-import _dfedpgp  # noqa: E402  (beside the scripts)
+import _dcliques_gates  # noqa: E402  (beside the scripts)
+import _dfedpgp  # noqa: E402
 import _dpfl_variance  # noqa: E402
 import fig_dfedpgp_table3  # noqa: E402
 import fig_dpfl_table1  # noqa: E402
@@ -153,6 +161,113 @@ GATED = {"dfedpgp_table1": dfedpgp_table1, "dfedpgp_fig2": dfedpgp_fig2,
 MATCH = {"pfeddst_fig3": lambda c, g: True}
 
 
+# ---------------------------------------------------------------------------- D-Cliques
+
+#: The commit whose results the D-Cliques gates were first applied to (the verdicts before).
+BEFORE = "36b260b"
+
+#: D-Cliques result -> (the committed result whose tables hold its controls, the section of
+#: those tables (its title's start; None: every section), whether the curves are named
+#: "<section>: <curve>" as the script names them).
+DCL_TABLES: dict[str, tuple[str, str | None, bool]] = {
+    "dcliques_08": ("dcliques_01", "label skew", False),  # Fig. 1's runs (Fig. 8's text)
+    "dcliques_10": ("dcliques_10", None, True),
+    "dcliques_11": ("dcliques_11", "CIFAR-10", False),
+    "dcliques_13": ("dcliques_13", None, False),
+    "dcliques_14": ("dcliques_14", None, False),
+    "dcliques_15": ("dcliques_15", None, True),
+    "dcliques_16": ("dcliques_16", None, True),
+}
+
+
+def table_values(name: str) -> dict[tuple[str, str], float]:
+    """The seed means of the curves that the ordinal gates of ``name`` read, from the
+    committed tables (:data:`DCL_TABLES`)."""
+    source, section, prefixed = DCL_TABLES[name]
+    text = (RESULTS / f"{source}.md").read_text(encoding="utf-8")
+    titles = re.findall(r"^### (.+)$", text.split("## Numbers", 1)[1], flags=re.M)
+    out: dict[tuple[str, str], float] = {}
+    for title, (head, rows) in zip(titles, tables(source)):
+        if section is not None and not title.startswith(section):
+            continue
+        out.update(_dcliques_gates.from_table([dict(zip(head, r)) for r in rows],
+                                              f"{title}: " if prefixed else ""))
+    return out
+
+
+def dcliques(name: str) -> list[figures.AnyGate]:
+    """The ordinal gates of a D-Cliques result: those its script recorded (decided again from
+    their per-seed values), else built from the seed means of its committed tables; either
+    way each order's outcome must equal the tables' (seed means at 4 decimals)."""
+    v = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+    recorded = [figures.gate_from_dict(g) for g in v.get("gates", [])
+                if g.get("kind") == "ordinal"]
+    from_tables = [_dcliques_gates.gate(name, g, table_values(name))
+                   for g in _dcliques_gates.ORDERS[name]]
+    for a, b in zip(recorded, from_tables):
+        if not isinstance(a, figures.OrdinalGate) or a.orders != b.orders or \
+                [a.holds(i) for i in range(len(a.orders))] != \
+                [b.holds(i) for i in range(len(b.orders))]:
+            raise SystemExit(f"{name}: the gate its script recorded ({a.describe()}) differs "
+                             f"from the one of its tables ({b.describe()})")
+    return list(recorded or from_tables)
+
+
+def verdict_at(name: str, commit: str) -> str:
+    """The verdict of the committed result ``name`` at ``commit`` ("-" when git cannot say)."""
+    try:
+        got = subprocess.run(["git", "-C", str(ROOT), "show",
+                              f"{commit}:paper_figures/results/{name}.json"],
+                             capture_output=True, text=True, check=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return "-"
+    return str(json.loads(got.stdout).get("verdict", "-"))
+
+
+def dcliques_section(moved: dict[str, str]) -> list[str]:
+    """The Markdown of the D-Cliques gates: a summary row per gate, each gate's orders with
+    their sentences, and why the other D-Cliques results are not gated."""
+    bars = figures.ordinal_bars()
+    lines = ["", "## D-Cliques: ordinal gates", "",
+             "The D-Cliques paper gives curves, not numbers: a figure's gate is the orders its "
+             "text states among the figure's controls (the graphs and variants it compares the "
+             "tested one against), each with the sentence it comes from "
+             "(`paper_figures/_dcliques_gates.py`), checked on the stand-in's seed means (3 "
+             "seeds; the per-seed values its script recorded, or the committed table's seed "
+             "means for a result committed before its script computed its gate: "
+             "dcliques_13, dcliques_14). Bars (`claims.toml` `[gates.ordinal]`, declared "
+             "before any D-Cliques gate was computed): an order holds when the seed means are "
+             f"in that order; 'far' when by more than {100 * bars['far']:g} point; 'close' "
+             f"when within {100 * bars['close']:g} points; 'at least' when not below by more "
+             f"than {100 * bars['far']:g} point; the gate passes when every order holds. A "
+             "check comparing the tested one with a control, on a stand-in whose gate fails, "
+             "reads inconclusive at this scale. Verdicts before: the results of "
+             f"`{BEFORE}`, before these gates (and the spread checks' reading of the spread "
+             "curves).",
+             "",
+             "| result | gate | orders that hold | gate | verdict before -> now |",
+             "|---|---|---|---|---|"]
+    detail = []
+    for name in _dcliques_gates.ORDERS:
+        for g in dcliques(name):
+            assert isinstance(g, figures.OrdinalGate)  # built as one
+            k = len(g.orders)
+            lines.append(f"| {name} | {g.name} | {k - len(g.failed)} of {k} | "
+                         f"{'passes' if g.passed else 'fails'} | {moved.get(name, '-')} |")
+            detail += ["", f"### {name}: {g.name}", "",
+                       "| order the paper states (metric) | the paper's sentence | stand-in "
+                       "(seed means) | holds |", "|---|---|---|---|"]
+            for i, o in enumerate(g.orders):
+                a, b = (x.mean if isinstance(x, figures.OverSeeds) else float(x)
+                        for x in g.values[i])
+                detail.append(f"| {o.text()} | \"{o.source}\" | {a:.4f} vs {b:.4f} "
+                              f"({100 * g.difference(i):+.2f} points) | "
+                              f"{'yes' if g.holds(i) else '**no**'} |")
+    lines += detail + ["", "### D-Cliques results not gated", ""]
+    lines += [f"- {k}: {v}" for k, v in _dcliques_gates.NOT_GATED.items()]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry-run", action="store_true", help="print the gates only")
@@ -193,9 +308,22 @@ def main(argv: list[str] | None = None) -> int:
             detail += [f"| {c} | {p:g} | {s:.4g} |"
                        for c, p, s in zip(g.controls, g.paper, g.standin)]
     lines += ["", "Not gated (no paper values of their controls are transcribed in their "
-              "scripts, or no comparison with controls in the headline): the other results. "
-              "D-Cliques' controls (graphs, not methods) and DPFL Figs. 5-7's and PFedDST's "
-              "baselines need the papers' numbers read from their figures first."]
+              "scripts, or no comparison with controls in the headline): the other results "
+              "of DFedPGP, DPFL, PFedDST and the field results. D-Cliques: the ordinal gates "
+              "below."]
+    moved = {}
+    for name in _dcliques_gates.ORDERS:
+        gates = dcliques(name)
+        for g in gates:
+            print(g.describe())
+        now = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))["verdict"]
+        if not args.dry_run:
+            covers = _dcliques_gates.COVERED[name]
+            now = figures.redecide.apply_gates(
+                name, gates, match=lambda c, g, covers=covers: covers(str(c["name"]))).after
+        moved[name] = f"{verdict_at(name, BEFORE)} -> {now}"
+        print(f"{name}: {moved[name]}")
+    detail += dcliques_section(moved)
     if not args.dry_run:
         (ROOT / "analysis" / "standins_gates.md").write_text("\n".join(lines + detail) + "\n",
                                                               encoding="utf-8")

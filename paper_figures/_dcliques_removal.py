@@ -26,8 +26,9 @@ def build(args: figures.FigureArgs, prefix: str, suptitle: str, *, ymin: float |
           ) -> tuple[figures.Result, dict[str, Any]]:
     """Run and draw ``<prefix>_no_ca`` and ``<prefix>_ca``; the result (checks to add) and,
     per panel, each curve's final accuracy, final spread and mean accuracy over the run, the
-    panel's epochs, and the ``converged=`` / ``horizon=`` of its final values (``"final at"``)
-    and of its speeds (``"speed at"``).
+    panel's epochs, and the ``converged=`` / ``horizon=`` of its final values (``"final at"``),
+    of its final spreads (``"spread at"``: the spread curves') and of its speeds (``"speed
+    at"``).
     ``suptitle`` may name ``{n}`` (the nodes) and ``{model}`` (the model that ran: the
     stand-in's when the paper's dataset was swapped)."""
     configs = dict(zip(PANELS, (f"{prefix}_no_ca", f"{prefix}_ca")))
@@ -56,5 +57,8 @@ def build(args: figures.FigureArgs, prefix: str, suptitle: str, *, ymin: float |
         acc = figures.margin(args.name, "accuracy")
         stats[title]["final at"] = vs.reading(panel, list(panel.runs), acc)
         stats[title]["speed at"] = vs.reading(panel, list(panel.runs), acc, speed=True)
+        # a final spread reads the spread curves' convergence (the spread margin)
+        stats[title]["spread at"] = vs.reading(panel, list(panel.runs),
+                                               figures.margin(args.name, "spread"), spread=True)
     notes = [vs.convergence_note(found, figures.margin(args.name, "accuracy"))]
     return figures.Result(fig, "", [], numbers, panels=found, notes=notes), stats

@@ -21,31 +21,39 @@ def epochs_of(panel: figures.Panel) -> float:
 
 
 def reading(panel: figures.Panel, labels: Sequence[str], tolerance: float, *,
-            speed: bool = False, metric: str = "global_acc") -> dict[str, Any]:
+            speed: bool = False, spread: bool = False, metric: str = "global_acc"
+            ) -> dict[str, Any]:
     """``converged=`` or ``horizon=`` for a check comparing the curves ``labels`` of ``panel``.
 
-    A speed (``speed``: the mean accuracy over the run) is read at the run's horizon, which
-    the text names (the paper's 100 epochs, or the first part of them). A final value gets the
-    curves' convergence reading (:func:`topofl.figures.convergence`, ``tolerance`` = the check's
-    margin); where the run reached the paper's 100 epochs and the curves had not flattened, the
-    claim is the paper's at its own horizon, said so."""
+    A speed (``speed``: the mean accuracy over the run; with ``spread``, the mean spread
+    between nodes over the run) is read at the run's horizon, which the text names (the
+    paper's 100 epochs, or the first part of them). A final value gets the convergence
+    reading of the curve of the quantity it tests (:func:`topofl.figures.convergence`,
+    ``tolerance`` = the check's margin; ``spread``: the spread between the best and the worst
+    node at each evaluation, for a check of the final spread); where the run reached the
+    paper's 100 epochs and the curves had not flattened, the claim is the paper's at its own
+    horizon, said so."""
     epochs = epochs_of(panel)
     full = epochs >= 0.95 * PAPER_EPOCHS
     if speed:
-        return {"horizon": f"speed, the mean accuracy over the paper's {PAPER_EPOCHS} epochs"
-                if full else f"speed, the mean accuracy over the first {epochs:.3g} of the "
-                             f"paper's {PAPER_EPOCHS} epochs"}
-    return reading_of({k: panel.runs[k] for k in labels}, epochs, tolerance, metric)
+        what = ("the mean spread between nodes over" if spread
+                else "speed, the mean accuracy over")
+        return {"horizon": f"{what} the paper's {PAPER_EPOCHS} epochs"
+                if full else f"{what} the first {epochs:.3g} of the paper's {PAPER_EPOCHS} "
+                             "epochs"}
+    return reading_of({k: panel.runs[k] for k in labels}, epochs, tolerance, metric,
+                      spread=spread)
 
 
 def reading_of(cells: Mapping[str, Any], epochs: float, tolerance: float,
-               metric: str = "global_acc") -> dict[str, Any]:
+               metric: str = "global_acc", *, spread: bool = False) -> dict[str, Any]:
     """:func:`reading` of a final value of the curves ``cells`` (label: Records) that ran
-    ``epochs`` epochs (curves of several panels)."""
-    conv = figures.convergence(cells, metric, tolerance=tolerance)
+    ``epochs`` epochs (curves of several panels); ``spread``: of their spread curves."""
+    conv = figures.convergence(cells, metric, tolerance=tolerance, spread=spread)
     if conv.flat or epochs < 0.95 * PAPER_EPOCHS:
         return {"converged": conv}
-    return {"horizon": f"the paper's {PAPER_EPOCHS} epochs (curves still moving there: "
+    what = "spread curves" if spread else "curves"
+    return {"horizon": f"the paper's {PAPER_EPOCHS} epochs ({what} still moving there: "
                        f"{conv.describe()})"}
 
 
@@ -103,7 +111,7 @@ def build(args: figures.FigureArgs, panels: Mapping[str, Any],
                                  **reading(panel, (first, second), acc, speed=True)),
                    figures.below(f"{short}: {one} lower final spread between nodes than {two}",
                                  spread[0] - spread[1], margin=spr, headline=True,
-                                 **reading(panel, (first, second), acc))]
+                                 **reading(panel, (first, second), spr, spread=True))]
         parts.append(f"{short}: final mean {one} {fin[0]:.3f} vs {two} {fin[1]:.3f}, mean over "
                      f"the run {area[0]:.3f} vs {area[1]:.3f}, final spread {spread[0]:.3f} vs "
                      f"{spread[1]:.3f}")

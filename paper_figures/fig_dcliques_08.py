@@ -11,6 +11,7 @@ seeds, shaded: +- one std); thin lines: the minimum and maximum node.
 
 from __future__ import annotations
 
+import _dcliques_gates as gates  # beside this script
 import _dcliques_versus  # beside this script
 
 from topofl import figures
@@ -20,6 +21,10 @@ PANELS = {
     "CIFAR-10 (GN-LeNet, momentum 0.9)": ["dcliques_08_cifar10", "dcliques_08_cifar10_complete"],
 }
 DCL, FULL = "D-Cliques (fully-connected) w/ clique avg.", "fully connected"
+# Fig. 8's text compares D-Cliques with Fig. 1's ring and grid (MNIST, label skew): those runs
+# (the same stand-in and settings, read from Fig. 1's cache) are the controls of its MNIST gate
+FIG1 = {"label skew (2 shards/node)": "dcliques_01_skew"}
+FIG1_LABELS = {"ring": "ring", "torus:rows=10,cols=10": "grid", "complete": FULL}
 
 
 @figures.script
@@ -40,10 +45,17 @@ def main(args: figures.FigureArgs) -> figures.Result:
                                      **_dcliques_versus.reading(panel, (DCL, FULL), acc)))
         parts.append(f"{short}: D-Cliques {d:.3f}, fully connected {f:.3f} "
                      f"({100 * (f - d):+.1f} points for fully connected)")
-    notes = [_dcliques_versus.convergence_note(found, acc)]
+    fig1 = figures.panels(args, FIG1, lambda c: FIG1_LABELS[c["topology"]], share="dcliques_01")
+    gate = gates.gate(args.name, "MNIST", gates.values(next(iter(fig1.values())).runs))
+    checks = gates.cover(checks, gate, gates.COVERED[args.name])
+    notes = [_dcliques_versus.convergence_note(found, acc),
+             "The MNIST gate's controls are Fig. 1's label-skew runs (ring, grid, fully "
+             "connected: the same stand-in and settings as this MNIST panel, read from Fig. "
+             "1's runs); " + gates.not_gated_note(args.name).removeprefix("Fidelity gate: ")]
     if any(c.outcome != "pass" for c in checks):
         notes.append(_dcliques_versus.scale_note(found))
-    return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found, notes=notes)
+    return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found, notes=notes,
+                          gates=[gate])
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ Bold lines: average accuracy of the nodes on the global test set (mean over the 
 
 from __future__ import annotations
 
+import _dcliques_gates  # beside this script
 import _dcliques_versus  # beside this script
 
 from topofl import figures
@@ -29,6 +30,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
             for r in rec.values() for run in r.runs]
     if min(lows) > 0.89:
         res.fig.axes[0].set_ylim(bottom=0.89)
+    res.notes = [*res.notes, _dcliques_gates.not_gated_note(args.name)]
     return res
 
 

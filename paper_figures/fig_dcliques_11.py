@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import _dcliques_gates  # beside this script
 import _dcliques_versus  # beside this script
 
 from topofl import figures
@@ -44,10 +45,17 @@ def momentum(found: dict[str, figures.Panel]) -> tuple[list[Any], str]:
 
 @figures.script
 def main(args: figures.FigureArgs) -> figures.Result:
-    return _dcliques_versus.build(
+    res = _dcliques_versus.build(
         args, PANELS, label, _dcliques_versus.DCL, RND, extra=momentum,
         names=("D-Cliques", "random"),
         suptitle="D-SGD, 100 nodes, 2 shards/node, no Clique Averaging: D-Cliques vs random graph")
+    # the CIFAR-10 stand-in's gate: momentum on the random graph is detrimental (Sec. IV-D)
+    runs = res.panels["CIFAR-10 (GN-LeNet)"].runs  # type: ignore[index]
+    gate = _dcliques_gates.gate(args.name, "CIFAR-10", _dcliques_gates.values(runs))
+    res.checks = _dcliques_gates.cover(res.checks, gate, _dcliques_gates.COVERED[args.name])
+    res.gates = [gate]
+    res.notes = [*res.notes, _dcliques_gates.not_gated_note(args.name)]
+    return res
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ minimum and maximum node.
 
 from __future__ import annotations
 
+import _dcliques_gates  # beside this script
 import _dcliques_versus  # beside this script
 
 from topofl import figures
@@ -24,11 +25,13 @@ EXP = "exponential (14 edges/node)"
 @figures.script
 def main(args: figures.FigureArgs) -> figures.Result:
     dcl = _dcliques_versus.DCL
-    return _dcliques_versus.build(
+    res = _dcliques_versus.build(
         args, PANELS, lambda c: dcl if str(c["topology"]).startswith("dcliques") else EXP,
         dcl, EXP, names=("D-Cliques", "exponential"),
         suptitle="D-SGD, 100 nodes, 2 shards/node, no Clique Averaging or momentum: D-Cliques "
                  "vs exponential graph")
+    res.notes = [*res.notes, _dcliques_gates.not_gated_note(args.name)]
+    return res
 
 
 if __name__ == "__main__":

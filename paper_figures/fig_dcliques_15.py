@@ -12,6 +12,7 @@ maximum node.
 
 from __future__ import annotations
 
+import _dcliques_gates as gates  # beside this script
 import _dcliques_removal as rm  # beside this script
 
 from topofl import figures
@@ -30,7 +31,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
         figures.above("without Clique Averaging, removing 5 edges slows convergence (mean "
                       "accuracy over the run)", slow[no_t], margin=acc, **s[no_t]["speed at"]),
         figures.above("without Clique Averaging, removing 5 edges widens the final spread",
-                      wider[no_t], margin=spr, **s[no_t]["final at"]),
+                      wider[no_t], margin=spr, **s[no_t]["spread at"]),
         # the paper's point: with Clique Averaging the removal is harmless
         figures.within(f"with Clique Averaging, removing 5 edges changes the mean accuracy over "
                        f"the run by less than {100 * acc:g} point", slow[ca_t], acc,
@@ -41,8 +42,12 @@ def main(args: figures.FigureArgs) -> figures.Result:
                        **s[ca_t]["final at"]),
         figures.within(f"with Clique Averaging, removing 5 edges changes the final spread by "
                        f"less than {100 * spr:g} point", wider[ca_t], spr, headline=True,
-                       **s[ca_t]["final at"]),
+                       **s[ca_t]["spread at"]),
     ]
+    # the stand-in's gate: the orders the paper states without Clique Averaging (Sec. IV-F)
+    gate = gates.gate(args.name, "MNIST", gates.of_panels(res.panels))  # type: ignore[arg-type]
+    res.checks = gates.cover(res.checks, gate, gates.COVERED[args.name])
+    res.gates = [gate]
     res.measured = (
         f"removing 5 edges per clique lowers the mean accuracy over the run by "
         f"{100 * slow[no_t]:.2f} points without and {100 * slow[ca_t]:.2f} with Clique "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import _dcliques_gates  # beside this script
 import _dcliques_versus  # beside this script
 import numpy as np
 
@@ -61,12 +62,15 @@ def main(args: figures.FigureArgs) -> figures.Result:
                                  area[gs] - area[RANDOM], margin=acc, headline=True, **speed),
                    figures.below(f"{title}: Greedy Swap lower spread between nodes (mean over "
                                  "the run)", width[gs] - width[RANDOM], margin=spr,
-                                 headline=True, **speed)]
+                                 headline=True,
+                                 **_dcliques_versus.reading(panel, (gs, RANDOM), spr,
+                                                            speed=True, spread=True))]
         parts.append(f"{title}: mean accuracy over the run {area[gs]:.3f} (Greedy Swap) vs "
                      f"{area[RANDOM]:.3f} (random), final {fin[gs]:.3f} vs {fin[RANDOM]:.3f}; "
                      f"node spread {width[gs]:.3f} vs {width[RANDOM]:.3f}")
     return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found,
-                          notes=[_dcliques_versus.convergence_note(found, acc)])
+                          notes=[_dcliques_versus.convergence_note(found, acc),
+                                 _dcliques_gates.not_gated_note(args.name)])
 
 
 if __name__ == "__main__":

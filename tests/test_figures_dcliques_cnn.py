@@ -123,7 +123,7 @@ def _stats(ca: list[tuple[float, ...]], no: list[tuple[float, ...]], spread_ca: 
         out: dict = {k: {"final": figures.OverSeeds(f, seeds),  # type: ignore[type-arg]
                          "spread": figures.OverSeeds((sp, sp + 0.01, sp - 0.01), seeds)}
                      for k, f, sp in zip(keys, finals, spreads)}
-        out["final at"] = at
+        out["final at"] = out["spread at"] = at
         return out
 
     return {"without Clique Averaging": panel(no, [0.2, 0.2, 0.2]),

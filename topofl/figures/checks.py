@@ -390,12 +390,15 @@ class Convergence:
     ``gains`` holds, per curve (its label), the gain of each seed's curve over the last quarter
     of its rounds (in the metric's units), ``span`` the rounds ``(a, b)`` of that quarter and
     ``tolerance`` the largest seed-mean gain (either sign) of a flat curve. :attr:`flat` is
-    true when every curve's mean gain is smaller than the tolerance.
+    true when every curve's mean gain is smaller than the tolerance. ``of`` names the curve
+    read when it is not the metric's mean (``"spread"``: the gap between the best and the worst
+    client, the quantity a spread check tests).
     """
 
     gains: tuple[tuple[str, OverSeeds], ...]
     span: tuple[int, int]
     tolerance: float
+    of: str = ""
 
     @property
     def flat(self) -> bool:
@@ -412,24 +415,32 @@ class Convergence:
         label, g = max(self.gains, key=lambda kv: abs(kv[1].mean))
         a, b = self.span
         moved = f"{label} {scale * g.mean:+.2f} ± {scale * g.std:.2f}"
+        curve = f"{self.of} curve" if self.of else "curve"
+        rising = ", ".join(self.rising) + (f" ({self.of})" if self.of else "")
         if self.flat:
-            return (f"flat (rounds {a}-{b}: every curve moved by less than "
+            return (f"flat (rounds {a}-{b}: every {curve} moved by less than "
                     f"{scale * self.tolerance:g}; largest {moved})")
-        return (f"not converged (rounds {a}-{b}: {', '.join(self.rising)} still moved by "
+        return (f"not converged (rounds {a}-{b}: {rising} still moved by "
                 f"{scale * self.tolerance:g} or more; largest {moved})")
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form: the tolerance, the span, each curve's per-seed gains, flat or not."""
+        """The JSON form: the tolerance, the span, each curve's per-seed gains, flat or not
+        (and the curve read, where not the metric's mean)."""
         return {"flat": self.flat, "tolerance": self.tolerance, "span": list(self.span),
                 "gains": {label: {"values": list(g.values), "seeds": list(g.seeds)}
-                          for label, g in self.gains}}
+                          for label, g in self.gains}, **({"of": self.of} if self.of else {})}
 
 
 def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
-                tolerance: float = 0.01) -> Convergence:
+                tolerance: float = 0.01, spread: bool = False) -> Convergence:
     """The convergence reading of the curves a check compares: each curve's gain over the last
     quarter of its rounds, seed by seed, against ``tolerance`` (the check's margin, in the
     metric's units; 0.01 = one accuracy point).
+
+    A check reads convergence from the curve of the quantity it tests: a check of the final
+    spread between clients (:func:`final_spread`) gives ``spread=True``, whose curve is the
+    spread at each evaluation (``<metric>_max - <metric>_min``), which can still move after
+    the mean accuracy has flattened.
 
     Parameters
     ----------
@@ -439,6 +450,9 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
         The curve's metric (``<metric>_mean`` when recorded).
     tolerance : float
         The largest seed-mean gain (either sign) over the last quarter of a flat curve.
+    spread : bool, default False
+        Read the curve of ``<metric>_max - <metric>_min`` (the gap between the best and the
+        worst client) instead of the metric's mean.
 
     Examples
     --------
@@ -454,6 +468,18 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     (True, [0.0, 0.005])
     >>> tf.figures.convergence({"A": done, "B": still}, "acc").rising
     ['B']
+
+    A flat mean whose clients still draw apart: the spread's curve has not flattened.
+
+    >>> rows = [{"run": "s0", "round": t, "client": None, "metric": f"acc_{k}", "value": v}
+    ...         for t in range(8) for k, v in (("mean", 0.7), ("min", 0.7 - 0.02 * t),
+    ...                                        ("max", 0.7 + 0.02 * t))]
+    >>> r = tf.records.Records(rows=rows, configs={"s0": {"seed": 0}})
+    >>> tf.figures.convergence({"A": r}, "acc").flat
+    True
+    >>> c = tf.figures.convergence({"A": r}, "acc", spread=True)
+    >>> c.flat, round(c.gains[0][1].values[0], 6), c.as_dict()["of"]
+    (False, 0.08, 'spread')
     """
     if not cells:
         raise ValueError("convergence needs at least one curve")
@@ -464,17 +490,39 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     for label, rec in cells.items():
         name = _metric(rec, metric)
 
-        def one(run: Any, name: str = name) -> float:
-            x, y = run.series(name)
+        def curve(run: Any, name: str = name) -> tuple[np.ndarray, np.ndarray]:
+            if not spread:
+                x, y = run.series(name)
+                return np.asarray(x, dtype=int), np.asarray(y, dtype=float)
+            return _spread_curve(run, metric)
+
+        def one(run: Any) -> float:
+            x, y = curve(run)
             if not len(x):
                 return math.nan
-            return _late_gain_of(np.asarray(x, dtype=int) + 1, np.asarray(y, dtype=float))[0]
+            return _late_gain_of(x + 1, y)[0]
 
         gains.append((str(label), per_seed(rec, one)))
-        x, _ = rec.series(name, run=rec.runs[0])
+        x, _ = curve(rec.for_run(rec.runs[0]))
         if len(x):
-            span = _late_gain_of(np.asarray(x, dtype=int) + 1, np.zeros(len(x)))[1:]
-    return Convergence(tuple(gains), span, float(tolerance))
+            span = _late_gain_of(x + 1, np.zeros(len(x)))[1:]
+    return Convergence(tuple(gains), span, float(tolerance), "spread" if spread else "")
+
+
+def _spread_curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(rounds, <metric>_max - <metric>_min)`` of one run, at the rounds where both are
+    recorded."""
+    names = (f"{metric}_max", f"{metric}_min")
+    missing = [n for n in names if n not in run.metrics]
+    if missing:
+        raise ValueError(f"the spread of {metric!r} needs {names[0]!r} and {names[1]!r} in the "
+                         f"records; missing {missing}")
+    (xh, yh), (xl, yl) = (run.series(n) for n in names)
+    lo = dict(zip(np.asarray(xl, dtype=int).tolist(), np.asarray(yl, dtype=float).tolist()))
+    pairs = [(t, v - lo[t]) for t, v in zip(np.asarray(xh, dtype=int).tolist(),
+                                            np.asarray(yh, dtype=float).tolist()) if t in lo]
+    return (np.array([t for t, _ in pairs], dtype=int),
+            np.array([v for _, v in pairs], dtype=float))
 
 
 # ------------------------------------------------------------------------------ verdicts

@@ -18,20 +18,30 @@ at least :data:`MIN_CONTROLS` controls; with fewer it cannot pass. A headline ch
 compares the tested method with the controls (:func:`gated`) keeps its outcome where the gate
 passes and reads *inconclusive at this scale (the stand-in does not reproduce the paper's
 baselines: tau = ...)* where it fails, what it would have been kept in its reason.
+
+**Ordinal gates.** A paper that gives curves, not numbers (D-Cliques), has no table of its
+controls to rank; what its *text* states about them is the gate (:func:`ordinal_gate`): each
+order the paper asserts between two controls (an :class:`Order`, with the sentence it comes
+from: "without Clique Averaging, the use of momentum is actually detrimental") is checked on
+the stand-in's seed means, and the gate passes when every one holds. Its bars (``far``,
+``close``) are declared in ``claims.toml`` (``[gates.ordinal]``); :func:`gated` treats both
+kinds alike.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeAlias
 
 from topofl._configfile import read_config
 from topofl.figures.checks import Check, OverSeeds
 from topofl.figures.config import FigureError, _presets_root
 
-__all__ = ["MIN_CONTROLS", "Gate", "fidelity_gate", "gate_bars", "gated"]
+__all__ = ["MIN_CONTROLS", "RELATIONS", "Gate", "Order", "OrdinalGate", "AnyGate",
+           "fidelity_gate", "ordinal_gate", "ordinal_bars", "gate_from_dict", "gate_bars",
+           "gated"]
 
 #: The fewest controls a gate decides on (Kendall's tau over 3 items takes 4 values only).
 MIN_CONTROLS = 4
@@ -76,6 +86,12 @@ class Gate:
         return (f"{self.name}: gate {word}: tau = {self.tau:+.2f} (p = {self.p:.2f}, bar "
                 f"{self.tau_min:+.2f}) over {k} controls; the paper's best control "
                 f"({self.controls[0]}) ranks {self.best_rank} of {k} here (bar: top {self.top})")
+
+    def shortfall(self) -> str:
+        """What a failed gate says in the reason of a check it covers (:func:`gated`)."""
+        tau = "n/a" if not math.isfinite(self.tau) else f"{self.tau:+.2f}"
+        return (f"tau = {tau} over {len(self.controls)} controls, the paper's best ranks "
+                f"{self.best_rank}")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Gate:
@@ -200,7 +216,248 @@ def fidelity_gate(name: str, paper: Mapping[str, float | None],
                 max(1, math.ceil(top_share * k)), float(tau_min), higher_is_better)
 
 
-def gated(check: Check, gate: Gate) -> Check:
+#: The relations an :class:`Order` states between its two controls ``a`` and ``b`` (``d`` the
+#: difference of their seed means, ``a - b``): ``"above"`` (``d > 0``), ``"far above"`` (``d >
+#: far``), ``"at least"`` (``d >= -far``: "at the same speed or slower" read from ``b``'s side)
+#: and ``"close"`` (``|d| <= close``).
+RELATIONS = ("above", "far above", "at least", "close")
+
+
+@dataclass(frozen=True)
+class Order:
+    """One order that a paper's text states between two of its controls, read on ``metric``.
+
+    ``a`` and ``b`` are the controls' labels, ``relation`` one of :data:`RELATIONS`, ``metric``
+    what is compared (``"final accuracy"``, ``"mean accuracy over the run"``...) and ``source``
+    the paper's sentence it comes from (quoted in the gate's table).
+    """
+
+    a: str
+    relation: str
+    b: str
+    metric: str
+    source: str
+
+    def __post_init__(self) -> None:
+        for key in ("a", "b", "metric", "source"):
+            if not isinstance(getattr(self, key), str) or not getattr(self, key):
+                raise TypeError(f"Order.{key} must be a non-empty str, got "
+                                f"{getattr(self, key)!r}")
+        if self.relation not in RELATIONS:
+            raise ValueError(f"Order.relation must be one of {RELATIONS}, got "
+                             f"{self.relation!r}")
+        if self.a == self.b:
+            raise ValueError(f"an Order compares two controls, got {self.a!r} twice")
+
+    def text(self) -> str:
+        """The order in words: ``"a above b (metric)"``."""
+        rel = {"at least": "at least as high as", "close": "close to"}.get(self.relation,
+                                                                            self.relation)
+        return f"{self.a} {rel} {self.b} ({self.metric})"
+
+
+@dataclass(frozen=True)
+class OrdinalGate:
+    """The ordinal gate of one stand-in (one column or setting of a result): each
+    :class:`Order` the paper's text states among its controls, with the stand-in's values of
+    its two controls (``values[i] = (a, b)``, each an :class:`~topofl.figures.OverSeeds` or a
+    seed mean), checked against the bars ``far`` and ``close`` (metric units; built by
+    :func:`ordinal_gate`). :attr:`passed` says whether every order holds.
+    """
+
+    name: str
+    orders: tuple[Order, ...]
+    values: tuple[tuple[float | OverSeeds, float | OverSeeds], ...]
+    far: float
+    close: float
+
+    def difference(self, i: int) -> float:
+        """The seed mean of ``a`` minus that of ``b`` for order ``i``."""
+        a, b = self.values[i]
+        return _mean(a) - _mean(b)
+
+    def holds(self, i: int) -> bool:
+        """Whether order ``i`` holds on the stand-in (see :data:`RELATIONS`)."""
+        d, rel = self.difference(i), self.orders[i].relation
+        if rel == "above":
+            return d > 0
+        if rel == "far above":
+            return d > self.far
+        if rel == "at least":
+            return d >= -self.far
+        return abs(d) <= self.close
+
+    @property
+    def failed(self) -> list[int]:
+        """The indices of the orders that do not hold."""
+        return [i for i in range(len(self.orders)) if not self.holds(i)]
+
+    @property
+    def passed(self) -> bool:
+        """At least one order, and every order holds."""
+        return bool(self.orders) and not self.failed
+
+    def _why(self, i: int) -> str:
+        return f"{self.orders[i].text()}: {100 * self.difference(i):+.2f} points"
+
+    def describe(self) -> str:
+        """One line: passed or not, how many orders hold, the first that fails."""
+        k = len(self.orders)
+        if self.passed:
+            return (f"{self.name}: gate passes: the {k} order(s) the paper states among its "
+                    "controls hold on the stand-in")
+        bad = self.failed
+        return (f"{self.name}: gate fails: {len(bad)} of the {k} order(s) the paper states "
+                f"among its controls fail on the stand-in ({'; '.join(map(self._why, bad))})")
+
+    def shortfall(self) -> str:
+        """What a failed gate says in the reason of a check it covers (:func:`gated`)."""
+        bad = self.failed
+        return (f"{len(bad)} of the {len(self.orders)} order(s) the paper states among its "
+                f"controls fail: {'; '.join(map(self._why, bad))}")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> OrdinalGate:
+        """The gate of its JSON form (:meth:`as_dict`); whether each order holds is decided
+        again from the recorded values."""
+        orders, values = [], []
+        for o in d["orders"]:
+            orders.append(Order(str(o["a"]), str(o["relation"]), str(o["b"]),
+                                str(o["metric"]), str(o["source"])))
+            pair = []
+            for side in ("a", "b"):
+                got = o[f"{side}_values"] if o.get(f"{side}_values") is not None else None
+                pair.append(OverSeeds(tuple(got), tuple(o["seeds"])) if got is not None
+                            else float(o[f"{side}_mean"]))
+            values.append((pair[0], pair[1]))
+        return cls(str(d["name"]), tuple(orders), tuple(values), float(d["far"]),
+                   float(d["close"]))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: each order, its source, the stand-in's seed means (and per-seed
+        values where given), whether it holds; the bars."""
+        rows = []
+        for i, (o, (a, b)) in enumerate(zip(self.orders, self.values)):
+            row: dict[str, Any] = {"a": o.a, "relation": o.relation, "b": o.b,
+                                   "metric": o.metric, "source": o.source,
+                                   "a_mean": _mean(a), "b_mean": _mean(b),
+                                   "holds": self.holds(i)}
+            if isinstance(a, OverSeeds) and isinstance(b, OverSeeds):
+                row.update(a_values=list(a.values), b_values=list(b.values),
+                           seeds=list(a.seeds))
+            rows.append(row)
+        return {"kind": "ordinal", "name": self.name, "passed": self.passed,
+                "far": self.far, "close": self.close, "orders": rows}
+
+
+#: Either kind of fidelity gate.
+AnyGate: TypeAlias = "Gate | OrdinalGate"
+
+
+def _mean(v: float | OverSeeds) -> float:
+    return v.mean if isinstance(v, OverSeeds) else float(v)
+
+
+def gate_from_dict(d: Mapping[str, Any]) -> Gate | OrdinalGate:
+    """A gate of either kind from its JSON form (``"kind": "ordinal"`` for an
+    :class:`OrdinalGate`, else a :class:`Gate`)."""
+    return OrdinalGate.from_dict(d) if d.get("kind") == "ordinal" else Gate.from_dict(d)
+
+
+def ordinal_bars(claims: Any = None) -> dict[str, Any]:
+    """The declared bars of the ordinal gate ``{"far", "close", "reason"}``:
+    ``claims.toml``'s ``[gates.ordinal]``.
+
+    Examples
+    --------
+    >>> bars = tf.figures.ordinal_bars()
+    >>> bars["far"], bars["close"]
+    (0.01, 0.02)
+    """
+    path = claims if claims is not None else _presets_root() / "claims.toml"
+    bars = dict(read_config(path).get("gates", {}).get("ordinal", {}))
+    for key in ("far", "close"):
+        v = bars.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise FigureError(f"{path}: [gates.ordinal] needs {key} = a number >= 0, got {v!r}")
+    return bars
+
+
+def ordinal_gate(name: str, orders: Sequence[Order],
+                 values: Mapping[tuple[str, str], float | OverSeeds], *, far: float,
+                 close: float) -> OrdinalGate:
+    """The ordinal gate of one stand-in: every order the paper's text states among its
+    controls, checked on the stand-in's seed means.
+
+    Parameters
+    ----------
+    name : str
+        What the gate is of (a column, a setting).
+    orders : sequence of Order
+        The orders the paper states (at least one).
+    values : mapping of (control, metric) to number or OverSeeds
+        The stand-in's value of each control on each metric an order reads (an OverSeeds
+        counts by its mean, its per-seed values recorded); every order's two values are
+        needed.
+    far, close : float
+        The declared bars (:func:`ordinal_bars`), in the metric's units.
+
+    Returns
+    -------
+    OrdinalGate
+
+    Examples
+    --------
+    "Without Clique Averaging, momentum is detrimental": reproduced, then reversed.
+
+    >>> o = tf.figures.Order("no momentum", "above", "momentum", "final accuracy",
+    ...                      "the use of momentum is actually detrimental")
+    >>> S = tf.figures.OverSeeds
+    >>> ok = {("no momentum", "final accuracy"): S((0.70, 0.71, 0.69), (0, 1, 2)),
+    ...       ("momentum", "final accuracy"): S((0.60, 0.62, 0.61), (0, 1, 2))}
+    >>> tf.figures.ordinal_gate("CIFAR-10", [o], ok, far=0.01, close=0.02).passed
+    True
+    >>> flip = {("no momentum", "final accuracy"): 0.63, ("momentum", "final accuracy"): 0.69}
+    >>> g = tf.figures.ordinal_gate("CIFAR-10", [o], flip, far=0.01, close=0.02)
+    >>> g.passed
+    False
+    >>> g.shortfall().split(": ", 1)[1]
+    'no momentum above momentum (final accuracy): -6.00 points'
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    orders = tuple(orders)
+    if not orders:
+        raise ValueError("an ordinal gate needs at least one order; a figure whose text states "
+                         "no order among its controls is not gated")
+    if not all(isinstance(o, Order) for o in orders):
+        raise TypeError("orders must be Order instances")
+    for key, bar in (("far", far), ("close", close)):
+        if isinstance(bar, bool) or not isinstance(bar, (int, float)) or not bar >= 0:
+            raise ValueError(f"{key} must be a number >= 0, got {bar!r}")
+    pairs = []
+    for o in orders:
+        pair = []
+        for side in (o.a, o.b):
+            if (side, o.metric) not in values:
+                raise ValueError(f"no stand-in value of {side!r} on {o.metric!r} (order "
+                                 f"{o.text()!r}); have {sorted(values)}")
+            v = values[(side, o.metric)]
+            if isinstance(v, bool) or not isinstance(v, (int, float, OverSeeds)):
+                raise TypeError(f"the value of {side!r} on {o.metric!r} must be a number or an "
+                                f"OverSeeds, got {type(v).__name__}")
+            if not math.isfinite(_mean(v)):
+                raise ValueError(f"the value of {side!r} on {o.metric!r} must be finite, got "
+                                 f"{_mean(v)}")
+            pair.append(v)
+        a, b = pair
+        if isinstance(a, OverSeeds) and isinstance(b, OverSeeds) and a.seeds != b.seeds:
+            raise ValueError(f"order {o.text()!r}: values of seeds {a.seeds} and {b.seeds}")
+        pairs.append((a, b))
+    return OrdinalGate(name, orders, tuple(pairs), float(far), float(close))
+
+
+def gated(check: Check, gate: AnyGate) -> Check:
     """``check`` (a comparison of the tested method with the controls) as the gate allows:
     unchanged when the gate passes, else *inconclusive*, what it would have been kept in its
     reason.
@@ -216,10 +473,8 @@ def gated(check: Check, gate: Gate) -> Check:
     """
     if gate.passed:
         return check
-    tau = "n/a" if not math.isfinite(gate.tau) else f"{gate.tau:+.2f}"
     why = (f"inconclusive at this scale (the stand-in does not reproduce the paper's "
-           f"baselines: tau = {tau} over {len(gate.controls)} controls, the paper's best "
-           f"ranks {gate.best_rank})")
+           f"baselines: {gate.shortfall()})")
     was = (f"; would be {check.outcome} ({check.reason})" if check.outcome in ("pass", "fail")
            else f"; {check.reason}")
     detail = dict(check.detail or {})

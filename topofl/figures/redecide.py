@@ -35,7 +35,7 @@ from topofl.figures.checks import (
     within,
 )
 from topofl.figures.config import FigureError, _root, claim_of, mark_document
-from topofl.figures.gate import Gate, gated
+from topofl.figures.gate import AnyGate, gate_from_dict, gated
 from topofl.figures.writing import gate_paragraph, gate_table, rule_paragraph, verdict_line
 
 __all__ = ["Redecision", "redecide", "apply_gates"]
@@ -64,7 +64,8 @@ def _reading(d: dict[str, Any], name: str) -> Convergence:
     gains = tuple((str(k), OverSeeds(tuple(g["values"]), tuple(g["seeds"])))
                   for k, g in d.get("gains", {}).items())
     span = tuple(d.get("span", (0, 0)))
-    c = Convergence(gains, (int(span[0]), int(span[1])), float(d["tolerance"]))
+    c = Convergence(gains, (int(span[0]), int(span[1])), float(d["tolerance"]),
+                    str(d.get("of", "")))
     if c.flat != bool(d["flat"]):
         raise FigureError(f"check {name!r}: its convergence reading does not rebuild (flat "
                           f"{d['flat']} recorded, {c.flat} from its gains)")
@@ -177,7 +178,7 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
     step = _setting_step(md)
     old = [_as_check(c) for c in v.get("checks", [])]
     new = [(_rebuild(c, step, drop_horizon) or o) for c, o in zip(v.get("checks", []), old)]
-    gates = [Gate.from_dict(g) for g in v.get("gates", [])]
+    gates = [gate_from_dict(g) for g in v.get("gates", [])]
     by_name = {g.name: g for g in gates}
     for i, (c, n) in enumerate(zip(v.get("checks", []), new)):
         g = by_name.get(str(c.get("gate")))
@@ -216,7 +217,7 @@ def _margins(name: str, used: dict[str, Any]) -> dict[str, Any]:
 
 
 def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = None,
-              gates: list[Gate] | None = None) -> str:
+              gates: list[AnyGate] | None = None) -> str:
     """``md`` with its verdict line, its table of checks, the rule's paragraph, the margins'
     reasons and the fidelity gates rewritten."""
     from topofl._markdown import table
@@ -249,8 +250,9 @@ def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = Non
     return md
 
 
-def apply_gates(name: str, gates: list[Gate], results: str | os.PathLike[str] | None = None, *,
-                match: Callable[[dict[str, Any], Gate], bool] | None = None) -> Redecision:
+def apply_gates(name: str, gates: list[AnyGate],
+                results: str | os.PathLike[str] | None = None, *,
+                match: Callable[[dict[str, Any], AnyGate], bool] | None = None) -> Redecision:
     """Record ``gates`` in the committed result ``name`` and decide it again: every check
     whose name starts with a gate's name and a colon or a space (``"CIFAR-10 Dir-0.3: ..."``,
     the checks of that column), or that ``match(check, gate)`` accepts, is covered by that
@@ -266,7 +268,7 @@ def apply_gates(name: str, gates: list[Gate], results: str | os.PathLike[str] | 
         raise FigureError(f"no committed result {name!r} in {folder}")
     v = json.loads(js.read_text(encoding="utf-8"))
     v["gates"] = [g.as_dict() for g in gates]
-    def by_name(c: dict[str, Any], g: Gate) -> bool:
+    def by_name(c: dict[str, Any], g: AnyGate) -> bool:
         return str(c.get("name", "")).startswith((f"{g.name}: ", f"{g.name} "))
 
     for c in v.get("checks", []):

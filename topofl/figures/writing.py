@@ -29,7 +29,7 @@ from topofl.figures.config import (
     claim_of,
     mark_document,
 )
-from topofl.figures.gate import Gate
+from topofl.figures.gate import AnyGate, Gate, OrdinalGate
 from topofl.figures.panel import Panel
 from topofl.figures.runs import FigureArgs, parse_args
 
@@ -56,21 +56,48 @@ def rule_paragraph() -> str:
             "are in the JSON.")
 
 
-def gate_paragraph(gates: Sequence[Gate]) -> str:
+def gate_paragraph(gates: Sequence[AnyGate]) -> str:
     """The paragraph of a result's fidelity gates (:mod:`topofl.figures.gate`): each gate's
     line, and what a failed gate does to the checks it covers."""
     lines = "; ".join(g.describe() for g in gates)
+    if gates and all(isinstance(g, OrdinalGate) for g in gates):
+        return (f"The orders that the paper's text states among its controls (the graphs and "
+                f"variants the figure compares the tested one against), checked on the "
+                f"stand-in's seed means before the tested one (bars declared in "
+                f"`claims.toml`, `[gates.ordinal]`; the sentence of each order in the table): "
+                f"{lines}. A check comparing the tested one with the controls on a stand-in "
+                "whose gate fails is inconclusive at this scale, whatever its numbers.")
     return (f"The stand-in's order of the paper's controls (every row but the tested method) "
             f"against the paper's table, decided before the tested method (bars declared in "
             f"`claims.toml`, `[gates]`): {lines}. A headline check on a stand-in whose gate "
             "fails is inconclusive at this scale, whatever its numbers.")
 
 
-def gate_table(gates: Sequence[Gate]) -> tuple[list[str], list[list[str]]]:
-    """The header and rows of the controls' values behind each gate (paper, stand-in)."""
-    rows = [[g.name, c, f"{p:g}", f"{s:.4g}"] for g in gates
+def gate_table(gates: Sequence[AnyGate]) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the values behind each gate: the controls' values (paper,
+    stand-in) of a :class:`~topofl.figures.Gate`, or each order of an
+    :class:`~topofl.figures.OrdinalGate` (its sentence, the stand-in's seed means, whether it
+    holds). The gates of one result are of one kind."""
+    kinds = {isinstance(g, OrdinalGate) for g in gates}
+    if len(kinds) > 1:
+        raise ValueError("a result's gates must be of one kind (Kendall or ordinal), got both")
+    if kinds == {True}:
+        rows = []
+        for g in (g for g in gates if isinstance(g, OrdinalGate)):
+            for i, o in enumerate(g.orders):
+                a, b = (_mean_of(v) for v in g.values[i])
+                rows.append([g.name, o.text(), f"\"{o.source}\"",
+                             f"{a:.4f} vs {b:.4f} ({100 * g.difference(i):+.2f} points)",
+                             "yes" if g.holds(i) else "**no**"])
+        return (["gate", "order the paper states (metric)", "the paper's sentence",
+                 "stand-in (seed means)", "holds"], rows)
+    rows = [[g.name, c, f"{p:g}", f"{s:.4g}"] for g in gates if isinstance(g, Gate)
             for c, p, s in zip(g.controls, g.paper, g.standin)]
     return ["gate", "control (the paper's order)", "paper", "stand-in (seed mean)"], rows
+
+
+def _mean_of(v: float | OverSeeds) -> float:
+    return v.mean if isinstance(v, OverSeeds) else float(v)
 
 
 def verdict_line(checks: Sequence[Check]) -> str:
@@ -106,7 +133,7 @@ def _checks_and_gates(
     doc: Document,
     checks: Sequence[Check],
     margins: Mapping[str, Mapping[str, Any]] | None,
-    gates: Sequence[Gate],
+    gates: Sequence[AnyGate],
 ) -> None:
     """Append a result's ``Checks`` section (the checks, the rule, the margins) and, with
     ``gates``, its ``Fidelity gate`` section to ``doc``."""
@@ -220,7 +247,7 @@ def write(
     cpus: Sequence[str] = (),
     margins: Mapping[str, Mapping[str, Any]] | None = None,
     rounds: Mapping[str, Any] | None = None,
-    gates: Sequence[Gate] = (),
+    gates: Sequence[AnyGate] = (),
 ) -> Path:
     """Write ``<name>.png``, ``<name>.md`` and the verdict ``<name>.json`` into ``args.out``.
 
@@ -344,7 +371,7 @@ class Result:
     dataset: str | None = None
     seeds: Sequence[int] | None = None
     paper_rounds: Sequence[int] | None = None
-    gates: Sequence[Gate] = ()
+    gates: Sequence[AnyGate] = ()
 
 
 def _finish(args: FigureArgs, result: Result) -> Path:
