@@ -139,7 +139,7 @@ def render(data: dict[str, Any]) -> str:
     missing = [g for g in GRAPHS if g not in data["runs"]]
     if missing:
         lines += ["", f"Not run yet: {', '.join(missing)} (the script continues them)."]
-    notes = os.path.join(HERE, "million_notes.md")
+    notes = os.path.join(HERE, "million_notes.txt")
     if os.path.exists(notes):
         with open(notes) as f:
             lines += ["", f.read().strip()]

@@ -182,6 +182,15 @@ def test_an_api_page_renders_the_docstrings(server: tuple[str, list[tuple[str, i
     assert "tf.spectral.spectral_gap(tf.topologies.ring(8))" in _text(dom)
 
 
+def test_math_is_typeset(server: tuple[str, list[tuple[str, int]]], tmp_path: Path) -> None:
+    """The docstrings' ``$...$`` reach the page as math that MathJax (served by the site
+    itself) typesets in the browser: its output elements replace the TeX source."""
+    base, requests = server
+    dom = _dom(base + "_generated/api/topofl.algorithms.adpsgd.html", tmp_path, wait_ms=8000)
+    assert dom.count("<mjx-container") >= 5, dom.count("<mjx-container")
+    assert any("_static/mathjax/" in path and code == 200 for path, code in requests)
+
+
 def test_a_gallery_page_shows_its_figure(server: tuple[str, list[tuple[str, int]]],
                                          tmp_path: Path) -> None:
     base, seen = server
@@ -266,7 +275,7 @@ def test_every_internal_link_resolves(server: tuple[str, list[tuple[str, int]]])
 
 def test_nothing_from_the_network(site: Path) -> None:
     """The manual works offline: no page loads a script, a style sheet, a font or an image
-    from another site (MathJax and DataTables come from CDNs: both are left out)."""
+    from another site (DataTables comes from a CDN: left out; MathJax is served by the site)."""
     bad = []
     for page in site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")

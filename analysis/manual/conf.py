@@ -53,6 +53,10 @@ extensions = [
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
+    "sphinx.ext.mathjax",
+    # MathJax served from the built site (the package ships MathJax 3): no CDN, the manual
+    # works offline
+    "sphinx-mathjax-offline",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -100,27 +104,6 @@ html_theme_options = {
 }
 html_static_path = ["_static"]
 html_show_sourcelink = False
-html_math_renderer = "topofl_plain"
-
-
-# --------------------------------------------------------- math without a network
-def _visit_math(self, node):  # type: ignore[no-untyped-def]
-    """Show TeX as it is written: MathJax would be fetched from a CDN, and the manual works
-    offline."""
-    from docutils import nodes
-
-    self.body.append(self.starttag(node, "span", "", CLASS="math notranslate"))
-    self.body.append(self.encode(node.astext()))
-    self.body.append("</span>")
-    raise nodes.SkipNode
-
-
-def _visit_displaymath(self, node):  # type: ignore[no-untyped-def]
-    from docutils import nodes
-
-    self.body.append(self.starttag(node, "div", "", CLASS="math notranslate"))
-    self.body.append("<pre>" + self.encode(node.astext()) + "</pre></div>\n")
-    raise nodes.SkipNode
 
 
 # ------------------------------------------------- the docstrings' $...$ as math
@@ -137,5 +120,3 @@ def _process_docstring(app, what, name, obj, options, lines):  # type: ignore[no
 
 def setup(app):  # type: ignore[no-untyped-def]
     app.connect("autodoc-process-docstring", _process_docstring, priority=100)
-    app.add_html_math_renderer("topofl_plain", (_visit_math, None),
-                               (_visit_displaymath, None))
