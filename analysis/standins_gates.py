@@ -195,17 +195,17 @@ def table_values(name: str) -> dict[tuple[str, str], float]:
     return out
 
 
-def dcliques(name: str) -> list[figures.AnyGate]:
+def dcliques(name: str) -> list[figures.gate.AnyGate]:
     """The ordinal gates of a D-Cliques result: those its script recorded (decided again from
     their per-seed values), else built from the seed means of its committed tables; either
     way each order's outcome must equal the tables' (seed means at 4 decimals)."""
     v = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
-    recorded = [figures.gate_from_dict(g) for g in v.get("gates", [])
+    recorded = [figures.gate.gate_from_dict(g) for g in v.get("gates", [])
                 if g.get("kind") == "ordinal"]
     from_tables = [_dcliques_gates.gate(name, g, table_values(name))
                    for g in _dcliques_gates.ORDERS[name]]
     for a, b in zip(recorded, from_tables):
-        if not isinstance(a, figures.OrdinalGate) or a.orders != b.orders or \
+        if not isinstance(a, figures.gate.OrdinalGate) or a.orders != b.orders or \
                 [a.holds(i) for i in range(len(a.orders))] != \
                 [b.holds(i) for i in range(len(b.orders))]:
             raise SystemExit(f"{name}: the gate its script recorded ({a.describe()}) differs "
@@ -227,7 +227,7 @@ def verdict_at(name: str, commit: str) -> str:
 def dcliques_section(moved: dict[str, str]) -> list[str]:
     """The Markdown of the D-Cliques gates: a summary row per gate, each gate's orders with
     their sentences, and why the other D-Cliques results are not gated."""
-    bars = figures.ordinal_bars()
+    bars = figures.gate.ordinal_bars()
     lines = ["", "## D-Cliques: ordinal gates", "",
              "The D-Cliques paper gives curves, not numbers: a figure's gate is the orders its "
              "text states among the figure's controls (the graphs and variants it compares the "
@@ -250,7 +250,7 @@ def dcliques_section(moved: dict[str, str]) -> list[str]:
     detail = []
     for name in _dcliques_gates.ORDERS:
         for g in dcliques(name):
-            assert isinstance(g, figures.OrdinalGate)  # built as one
+            assert isinstance(g, figures.gate.OrdinalGate)  # built as one
             k = len(g.orders)
             lines.append(f"| {name} | {g.name} | {k - len(g.failed)} of {k} | "
                          f"{'passes' if g.passed else 'fails'} | {moved.get(name, '-')} |")

@@ -1,4 +1,4 @@
-"""The fidelity gates of the D-Cliques results (:func:`topofl.figures.ordinal_gate`).
+"""The fidelity gates of the D-Cliques results (:func:`topofl.figures.gate.ordinal_gate`).
 
 The D-Cliques paper gives curves, not numbers, so there is no table of its controls to rank.
 What its *text* states about them is the gate: each order the paper asserts between two of a
@@ -24,7 +24,7 @@ from topofl import figures
 FINAL, AREA, SPREAD = ("final accuracy", "mean accuracy over the run",
                        "final spread between nodes")
 
-Ord = figures.Order
+Ord = figures.gate.Order
 
 # the paper's sentences (Bellet, Kermarrec, Lavoie: D-Cliques), word for word
 _SKEW = ("we observe that under label distribution skew, using a sparse topology clearly "
@@ -57,7 +57,7 @@ MOM, NO_MOM = "with momentum", "without momentum"
 RND, RND_MOM = "random 10 edges/node", "random 10 edges/node w/ momentum"
 
 
-def _removal(sentence: str, *, close: bool) -> list[figures.Order]:
+def _removal(sentence: str, *, close: bool) -> list[figures.gate.Order]:
     """Fig. 15 (``close=False``): without Clique Averaging, removing edges slows convergence
     slightly and widens the spread; Fig. 16 (``close=True``): it has a small effect on both."""
     full = f"{NO_CA}: {FULL}"
@@ -74,7 +74,7 @@ def _removal(sentence: str, *, close: bool) -> list[figures.Order]:
 
 
 #: result -> gate (a column or setting) -> the orders its text states among its controls.
-ORDERS: dict[str, dict[str, list[figures.Order]]] = {
+ORDERS: dict[str, dict[str, list[figures.gate.Order]]] = {
     # Fig. 8 compares D-Cliques with Fig. 1's ring and grid under label skew (MNIST only)
     "dcliques_08": {"MNIST": [Ord("fully connected", "far above", "ring", AREA, _SKEW),
                               Ord("fully connected", "far above", "grid", AREA, _SKEW)]},
@@ -153,15 +153,15 @@ def from_table(rows: Sequence[Mapping[str, str]], prefix: str = ""
     return out
 
 
-def gate(result: str, name: str, vals: Mapping[tuple[str, str], Any]) -> figures.OrdinalGate:
+def gate(result: str, name: str, vals: Mapping[tuple[str, str], Any]) -> figures.gate.OrdinalGate:
     """The gate ``name`` of ``result`` (:data:`ORDERS`) on the stand-in's values ``vals``,
     with the declared bars."""
-    bars = figures.ordinal_bars()
-    return figures.ordinal_gate(name, ORDERS[result][name], vals, far=bars["far"],
+    bars = figures.gate.ordinal_bars()
+    return figures.gate.ordinal_gate(name, ORDERS[result][name], vals, far=bars["far"],
                                 close=bars["close"])
 
 
-def cover(checks: Sequence[figures.Check], g: figures.OrdinalGate,
+def cover(checks: Sequence[figures.Check], g: figures.gate.OrdinalGate,
           covered: Callable[[str], bool]) -> list[figures.Check]:
     """``checks`` with those whose name ``covered`` accepts (the comparisons of the tested one
     with a control) gated by ``g`` (:func:`topofl.figures.gated`: unchanged where it passes)."""

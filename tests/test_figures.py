@@ -994,7 +994,7 @@ def test_a_gate_needs_controls_with_the_papers_values() -> None:
     assert bars["tau"] == 0.4 and bars["top_share"] == 0.34 and bars["reason"]
 
 
-_O = figures.Order
+_O = figures.gate.Order
 
 
 def _ordinal(values: dict[tuple[str, str], object]) -> object:
@@ -1005,7 +1005,7 @@ def _ordinal(values: dict[tuple[str, str], object]) -> object:
                  "removing edges has a small effect on convergence speed"),
               _O("fully connected", "far above", "ring", "mean accuracy over the run",
                  "using a sparse topology clearly jeopardizes the convergence speed")]
-    return figures.ordinal_gate("col", orders, values, far=0.01, close=0.02)  # type: ignore[arg-type]
+    return figures.gate.ordinal_gate("col", orders, values, far=0.01, close=0.02)  # type: ignore[arg-type]
 
 
 def _seeds(*v: float) -> figures.OverSeeds:
@@ -1036,21 +1036,21 @@ def test_an_ordinal_gate_passes_when_the_papers_orders_hold_and_fails_when_one_f
     # the edges of the bars: a tie is not "above"; 2 points is still close; "far" is strict
     edge = {**good, ("momentum", F): good[("no momentum", F)]}
     assert _ordinal(edge).failed == [0]
-    at_least = figures.ordinal_gate(
+    at_least = figures.gate.ordinal_gate(
         "col", [_O("a", "at least", "b", F, "the same speed or slower")],
         {("a", F): 0.70, ("b", F): 0.705}, far=0.01, close=0.02)
     assert at_least.passed
-    assert not figures.ordinal_gate(
+    assert not figures.gate.ordinal_gate(
         "col", [_O("a", "at least", "b", F, "s")], {("a", F): 0.70, ("b", F): 0.72},
         far=0.01, close=0.02).passed
     # the JSON form rebuilds the gate, the per-seed values kept
     d = g.as_dict()
     assert d["kind"] == "ordinal" and d["orders"][0]["a_values"] == [0.70, 0.71, 0.72]
-    assert figures.gate_from_dict(d) == g and figures.gate_from_dict(d).passed
-    means = figures.ordinal_gate("col", [_O("a", "above", "b", F, "s")],
+    assert figures.gate.gate_from_dict(d) == g and figures.gate.gate_from_dict(d).passed
+    means = figures.gate.ordinal_gate("col", [_O("a", "above", "b", F, "s")],
                                  {("a", F): 0.7, ("b", F): 0.6}, far=0.01, close=0.02)
-    assert figures.gate_from_dict(means.as_dict()) == means
-    assert isinstance(figures.gate_from_dict(figures.fidelity_gate(
+    assert figures.gate.gate_from_dict(means.as_dict()) == means
+    assert isinstance(figures.gate.gate_from_dict(figures.fidelity_gate(
         "col", {"A": 4.0, "B": 3.0, "C": 2.0, "D": 1.0}, {"A": 4.0, "B": 3.0, "C": 2.0, "D": 1.0},
         tau_min=0.4, top_share=0.34).as_dict()), figures.Gate)
 
@@ -1059,21 +1059,21 @@ def test_an_ordinal_gate_says_what_it_needs() -> None:
     F = "final accuracy"
     o = _O("a", "above", "b", F, "s")
     with pytest.raises(ValueError, match="at least one order"):
-        figures.ordinal_gate("col", [], {}, far=0.01, close=0.02)
+        figures.gate.ordinal_gate("col", [], {}, far=0.01, close=0.02)
     with pytest.raises(ValueError, match="no stand-in value of 'b'"):
-        figures.ordinal_gate("col", [o], {("a", F): 0.5}, far=0.01, close=0.02)
+        figures.gate.ordinal_gate("col", [o], {("a", F): 0.5}, far=0.01, close=0.02)
     with pytest.raises(ValueError, match="finite"):
-        figures.ordinal_gate("col", [o], {("a", F): 0.5, ("b", F): float("nan")}, far=0.01,
+        figures.gate.ordinal_gate("col", [o], {("a", F): 0.5, ("b", F): float("nan")}, far=0.01,
                              close=0.02)
     with pytest.raises(ValueError, match="far must be"):
-        figures.ordinal_gate("col", [o], {("a", F): 0.5, ("b", F): 0.4}, far=-1, close=0.02)
+        figures.gate.ordinal_gate("col", [o], {("a", F): 0.5, ("b", F): 0.4}, far=-1, close=0.02)
     with pytest.raises(ValueError, match="relation"):
         _O("a", "below", "b", F, "s")
     with pytest.raises(ValueError, match="two controls"):
         _O("a", "above", "a", F, "s")
     with pytest.raises(TypeError, match="source"):
         _O("a", "above", "b", F, "")
-    bars = figures.ordinal_bars()
+    bars = figures.gate.ordinal_bars()
     assert bars["far"] == 0.01 and bars["close"] == 0.02 and bars["reason"]
 
 
@@ -1093,7 +1093,7 @@ def test_an_ordinal_gate_is_recorded_and_decides_a_committed_result_again(
     v = json.loads((tmp_path / "dcliques_12.json").read_text(encoding="utf-8"))
     heads = [c["name"] for c in v["checks"] if c["headline"]]
     cifar = lambda c, g: c["name"].startswith("CIFAR-10")  # noqa: E731
-    bad = figures.ordinal_gate("CIFAR-10", orders, {("x", F): 0.5, ("y", F): 0.6}, far=0.01,
+    bad = figures.gate.ordinal_gate("CIFAR-10", orders, {("x", F): 0.5, ("y", F): 0.6}, far=0.01,
                                close=0.02)
     r = figures.redecide.apply_gates("dcliques_12", [bad], tmp_path, match=cifar)
     v = json.loads((tmp_path / "dcliques_12.json").read_text(encoding="utf-8"))
@@ -1104,7 +1104,7 @@ def test_an_ordinal_gate_is_recorded_and_decides_a_committed_result_again(
     md = (tmp_path / "dcliques_12.md").read_text(encoding="utf-8")
     assert "## Fidelity gate" in md and '"a sentence of the paper"' in md
     assert "`[gates.ordinal]`" in md and "| **no** |" in md
-    good = figures.ordinal_gate("CIFAR-10", orders, {("x", F): 0.7, ("y", F): 0.6}, far=0.01,
+    good = figures.gate.ordinal_gate("CIFAR-10", orders, {("x", F): 0.7, ("y", F): 0.6}, far=0.01,
                                 close=0.02)
     figures.redecide.apply_gates("dcliques_12", [good], tmp_path, match=cifar)
     v = json.loads((tmp_path / "dcliques_12.json").read_text(encoding="utf-8"))

@@ -64,18 +64,7 @@ from topofl.figures.checks import (
     within,
 )
 from topofl.figures.config import claim_of, grid, load_config, margin
-from topofl.figures.gate import (
-    AnyGate,
-    Gate,
-    Order,
-    OrdinalGate,
-    fidelity_gate,
-    gate_bars,
-    gate_from_dict,
-    gated,
-    ordinal_bars,
-    ordinal_gate,
-)
+from topofl.figures.gate import Gate, fidelity_gate, gate_bars, gated
 from topofl.figures.panel import Panel, curves, merged_setting, panels
 from topofl.figures.runs import THREADS, FigureArgs
 from topofl.figures.writing import Result, script
@@ -115,10 +104,4 @@ __all__ = [
     "fidelity_gate",
     "gate_bars",
     "gated",
-    "AnyGate",
-    "Order",
-    "OrdinalGate",
-    "ordinal_gate",
-    "ordinal_bars",
-    "gate_from_dict",
 ]

@@ -370,7 +370,7 @@ def ordinal_bars(claims: Any = None) -> dict[str, Any]:
 
     Examples
     --------
-    >>> bars = tf.figures.ordinal_bars()
+    >>> bars = tf.figures.gate.ordinal_bars()
     >>> bars["far"], bars["close"]
     (0.01, 0.02)
     """
@@ -410,15 +410,15 @@ def ordinal_gate(name: str, orders: Sequence[Order],
     --------
     "Without Clique Averaging, momentum is detrimental": reproduced, then reversed.
 
-    >>> o = tf.figures.Order("no momentum", "above", "momentum", "final accuracy",
+    >>> o = tf.figures.gate.Order("no momentum", "above", "momentum", "final accuracy",
     ...                      "the use of momentum is actually detrimental")
     >>> S = tf.figures.OverSeeds
     >>> ok = {("no momentum", "final accuracy"): S((0.70, 0.71, 0.69), (0, 1, 2)),
     ...       ("momentum", "final accuracy"): S((0.60, 0.62, 0.61), (0, 1, 2))}
-    >>> tf.figures.ordinal_gate("CIFAR-10", [o], ok, far=0.01, close=0.02).passed
+    >>> tf.figures.gate.ordinal_gate("CIFAR-10", [o], ok, far=0.01, close=0.02).passed
     True
     >>> flip = {("no momentum", "final accuracy"): 0.63, ("momentum", "final accuracy"): 0.69}
-    >>> g = tf.figures.ordinal_gate("CIFAR-10", [o], flip, far=0.01, close=0.02)
+    >>> g = tf.figures.gate.ordinal_gate("CIFAR-10", [o], flip, far=0.01, close=0.02)
     >>> g.passed
     False
     >>> g.shortfall().split(": ", 1)[1]

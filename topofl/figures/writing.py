@@ -76,7 +76,7 @@ def gate_paragraph(gates: Sequence[AnyGate]) -> str:
 def gate_table(gates: Sequence[AnyGate]) -> tuple[list[str], list[list[str]]]:
     """The header and rows of the values behind each gate: the controls' values (paper,
     stand-in) of a :class:`~topofl.figures.Gate`, or each order of an
-    :class:`~topofl.figures.OrdinalGate` (its sentence, the stand-in's seed means, whether it
+    :class:`~topofl.figures.gate.OrdinalGate` (its sentence, the stand-in's seed means, whether it
     holds). The gates of one result are of one kind."""
     kinds = {isinstance(g, OrdinalGate) for g in gates}
     if len(kinds) > 1:
