@@ -71,11 +71,18 @@ NOTES = (
     "1,486 MB resident in two runs at 3,000 clients, counted 1,484 MB and 48 MB of heap "
     "(its `evaluation` part at 10^4 was 691 MB before). (2) The measured peak of one config"
     " varies from run to run: logistic, 10^4 clients: 472, 421, 498 and 370 MB in four runs"
-    " besides the table's. (3) The MLP at 10^5 clients is planned, not run: its parameters "
-    "alone take 20.2 GB. (4) The predicted seconds a round come from the probe's CPU times "
-    "on this shared machine (load averages 2.2 to 3.7 at the end of this run): at 10^5 "
-    "logistic clients the time error was +22.7 % in the previous run of this script, +32.8 "
-    "% here.")
+    " besides the table's (and 521 MB in this run: -21.5 %). (3) The MLP at 10^5 clients is"
+    " planned, not run: its parameters alone take 20.2 GB. (4) The predicted seconds a round"
+    " come from the probe's CPU times. Before the plan's time became a line through the "
+    "probes from 1,024 clients (and a probe of 16,384 clients where the model's state there "
+    "is under 1 GiB: logistic regression here), an exponent was fitted to every probe from "
+    "64 clients (0.99-1.16 in two runs of this script, the MLP's 64-to-256 step through the "
+    "caches among them) and extrapolated: time errors of +22.7 % and +32.8 % at 10^5 "
+    "logistic clients, -20.8 % at 10^4, +19.9 % for the MLP at 10^4 (measured 0.356, 0.0361"
+    " and 2.89 s a round; predicted 0.472, 0.0286 and 3.47). With the line, in this run: "
+    "-5.2 %, -10.8 % (the 10^4 probe is the run's own n) and -8.3 %; and `topofl plan` "
+    "answered at 10^6 logistic clients in 18.4-18.9 s (33.9 s in the previous run, with "
+    "one probe fewer: wall times on a shared machine).")
 
 
 def config(n: int, model: str = "logistic") -> dict[str, Any]:

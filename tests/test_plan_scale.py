@@ -100,3 +100,37 @@ def test_teleport_plan_probes_at_its_k() -> None:
     assert plan.seconds_per_round > 0 and plan.parts["runtime"] > 0
     assert [m for m, _ in plan.time_fit["probe"]] == [40]
     assert plan.runtime_fit["probe"][0][0] == 8  # its fewest clients: k
+
+
+def test_plan_time_is_the_line_through_the_large_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import topofl.plan as plan_mod
+
+    seen: list[list[int]] = []
+
+    def fake_probe(cfg: object, ns: list[tuple[int, object, int]]) -> dict[str, object]:
+        # a round: 1 ms of fixed cost, 3 us a client, and a cache step below 1024 clients
+        # that a power law through every probe would extrapolate
+        seen.append([m for m, _, _ in ns])
+        return {"probe": [[m, 10**8, (1e-3 + 3e-6 * m) * (0.6 if m < 1024 else 1.0)]
+                          for m, _, r in ns]}
+
+    monkeypatch.setattr(plan_mod, "_probe", fake_probe)
+    plan = make_plan(_synth(10**5), timed=True, probe=True, available=None)
+    assert seen[-1][-1] == plan_mod.LARGE_PROBE_N  # logistic: cheap enough to time at 16384
+    assert plan.time_fit["exponent"] == 1.0
+    assert plan.seconds_per_round == pytest.approx(1e-3 + 3e-6 * 10**5, rel=1e-6)
+    # at a probe's own size the probe is the answer
+    exact = make_plan(_synth(4096), timed=True, probe=True, available=None)
+    assert seen[-1][-1] == 4096
+    assert exact.seconds_per_round == pytest.approx(1e-3 + 3e-6 * 4096, rel=1e-9)
+    # a model whose state at 16384 clients exceeds the budget is not probed there
+    monkeypatch.setattr(plan_mod, "LARGE_PROBE_BYTES", 1)
+    make_plan(_synth(10**5), timed=True, probe=True, available=None)
+    assert seen[-1][-1] == 4096
+
+
+def test_fit_time_refuses_bad_exponents() -> None:
+    with pytest.raises(ValueError, match="exponents must be"):
+        fit_time([(64, 1.0), (256, 2.0)], exponents=())
+    with pytest.raises(ValueError, match="exponents must be"):
+        fit_time([(64, 1.0), (256, 2.0)], exponents=(-1.0,))

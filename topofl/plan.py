@@ -30,9 +30,17 @@ i.e. :func:`topofl.api.prepare`), without training:
   the probe's runs at ``n >= 64`` last :func:`probe_rounds` rounds, evaluated at their end
   only, with each round clocked (:data:`ROUND_CLOCK`: the process's CPU time at one torch
   thread, so that a shared machine's load does not stretch it; the median round but the
-  first and the last); ``a + b * n ** e`` is fitted to them (:func:`fit_time`: least squares
-  in relative error, ``a, b >= 0``, ``e`` in ``[0.75, 1.25]``), and evaluated at the plan's
-  ``n`` (the probe itself where ``n`` is one of its sizes). The full ``n`` is never run.
+  first and the last). Where the plan's ``n`` is one of the probe's sizes, that probe is the
+  answer; above them, a line ``a + b * n`` (:func:`fit_time` with the exponent 1: least
+  squares in relative error, ``a, b >= 0``) through the probes of at least
+  :data:`TIME_FIT_FROM` clients, extrapolated. Every part of a training round is linear in
+  ``n`` (``analysis/bench_scale.md``); the smaller probes carry the round's fixed cost and
+  step through the caches, and an exponent fitted to them (0.99-1.16 in
+  ``analysis/plan_scale.md``'s runs) was their noise, which extrapolating 25x turned into a
+  +33 % error at 10^5 clients. When its counted parts take at most
+  :data:`LARGE_PROBE_BYTES`, a probe of :data:`LARGE_PROBE_N` clients (capped by ``n``) is
+  added, so that a cheap model is timed with its state out of the caches, as at large ``n``.
+  The full ``n`` is never run (but where it is one of the probe's sizes).
 
 The probes' data: a ``"synthetic:..."`` dataset is drawn with its samples scaled by the
 probe's share of the clients (:func:`scaled_data`: as many samples a client as the run), and
@@ -57,7 +65,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -103,7 +111,8 @@ from topofl.models import build_model
 __all__ = ["Plan", "Shapes", "counted_parts", "make_plan", "max_clients", "run_shapes",
            "activation_bytes", "PlanError", "ProbeError", "PARTS", "PROBE_N", "RUNTIME_BYTES",
            "CLIENT_BYTES", "ROW_BYTES", "scaled_data", "fit_runtime", "fit_time", "estimate",
-           "largest_n", "check_fits", "check_run",
+           "largest_n", "check_fits", "check_run", "TIME_FIT_FROM", "LARGE_PROBE_N",
+           "LARGE_PROBE_BYTES",
            "check_stack", "check_before_load", "transients", "InsufficientMemoryError"]
 
 #: The numbers of clients of the probe, each capped by the plan's ``n`` (and the fewest
@@ -113,8 +122,19 @@ PROBE_N = (64, 256, 1024, 4096)
 #: The most bytes a client the runtime part's fitted slope may take (:func:`fit_runtime`).
 RUNTIME_SLOPE_MAX = 4 * CLIENT_BYTES
 
-#: The exponents ``e`` the time fit ``a + b * n ** e`` tries (:func:`fit_time`).
+#: The exponents ``e`` :func:`fit_time` tries by default (``a + b * n ** e``).
 TIME_EXPONENTS = tuple(0.75 + 0.01 * i for i in range(51))
+
+#: The smallest probe the plan's time line is fitted to (the smaller ones are left out
+#: where at least two probes reach it).
+TIME_FIT_FROM = 1024
+
+#: A further probe size, run where its counted parts take at most :data:`LARGE_PROBE_BYTES`
+#: (and half the memory available): a cheap model timed out of the caches.
+LARGE_PROBE_N = 16384
+
+#: The most counted bytes a probe of :data:`LARGE_PROBE_N` clients may take.
+LARGE_PROBE_BYTES = 1 << 30
 
 
 
@@ -430,24 +450,32 @@ def fit_runtime(points: list[tuple[int, float]]) -> tuple[float, float]:
     return max(0.0, const), slope
 
 
-def fit_time(points: list[tuple[int, float]]) -> tuple[float, float, float]:
+def fit_time(points: list[tuple[int, float]], exponents: Sequence[float] = TIME_EXPONENTS
+             ) -> tuple[float, float, float]:
     """``(a, b, e)`` of ``seconds = a + b * n ** e`` fitted to ``(n, seconds)`` probes:
     least squares in relative error with ``a, b >= 0`` (never a negative prediction) for each
-    ``e`` of :data:`TIME_EXPONENTS` (the closest to 1 among equals). One probe: ``b * n``.
+    ``e`` of ``exponents`` (the closest to 1 among equals; the plan passes ``(1.0,)``). One
+    probe: ``b * n``.
 
     Examples
     --------
     >>> a, b, e = fit_time([(64, 0.002 + 64e-5), (256, 0.002 + 256e-5), (1024, 0.002 + 1024e-5)])
     >>> round(a, 6), round(b, 8), e
     (0.002, 1e-05, 1.0)
+    >>> a, b, e = fit_time([(1024, 0.0033), (4096, 0.0120)], exponents=(1.0,))
+    >>> round(a + b * 10**5, 3)  # the line through both probes, at 10**5 clients
+    0.284
     """
+    if not exponents or any(not 0 < float(e) <= 4 for e in exponents):
+        raise ValueError(f"exponents must be a non-empty sequence of numbers in (0, 4], "
+                         f"got {exponents!r}")
     pts = [(float(m), float(t)) for m, t in points if t > 0]
     if not pts:
         return 0.0, 0.0, 1.0
     if len(pts) == 1:
         return 0.0, pts[0][1] / pts[0][0], 1.0
     best: tuple[float, float, float, float] | None = None
-    for e in sorted(TIME_EXPONENTS, key=lambda v: abs(v - 1.0)):
+    for e in sorted(map(float, exponents), key=lambda v: abs(v - 1.0)):
         cols = np.array([[1.0 / t, m ** e / t] for m, t in pts])
         ones = np.ones(len(pts))
         a, b = np.linalg.lstsq(cols, ones, rcond=None)[0]
@@ -510,6 +538,13 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
                                      max_clients(probed[small], avail, (0.0, 0.0))))
     probed.update({m: shapes(resolved, n=m, data_spec=scaled_data(spec, m, n))
                    for m in sizes if m not in probed})
+    big = min(n, LARGE_PROBE_N)
+    if timed and big > sizes[-1]:  # a cheap model timed out of the caches, as at large n
+        large = shapes(resolved, n=big, data_spec=scaled_data(spec, big, n))
+        cost = sum(counted_parts(replace(large, runtime=False)).values())
+        if cost <= LARGE_PROBE_BYTES and (avail is None or 2 * cost <= avail):
+            probed[big] = large
+            sizes.append(big)
     top = probed[sizes[-1]]  # the data of at most 4096 clients: cheap at any n
     grows = scaled_data(spec, top.n, n) != spec  # data that grows with n: extrapolated
     if n in probed:
@@ -530,7 +565,8 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
             runtime = fit_runtime(residual)
         pts = [(m, t) for m, _, t in got if t is not None]
         if pts:
-            a, b, e = fit_time(pts)
+            upper = [(m, t) for m, t in pts if m >= TIME_FIT_FROM]
+            a, b, e = fit_time(upper if len(upper) >= 2 else pts, exponents=(1.0,))
             spr = dict(pts)[n] if n in dict(pts) else a + b * n ** e
             tfit = {"constant_s": a, "coefficient_s": b, "exponent": e,
                     "probe": [list(p) for p in pts]}
