@@ -18,14 +18,20 @@ the functions the run calls (no hook in the library):
 * *ledger*: counting the messages and bytes; *other*: the rest of the round loop.
 
 Times are exclusive (a part called from inside another counts only in its own column) and are
-wall-clock seconds of one run each: the machine is shared, so read the exponents rather than
-single seconds. The exponent of a part is the least-squares slope of log(seconds) against
+seconds of one run each, by default the child's CPU time (``--clock cpu``: at one thread, the
+work of the run, which a shared machine's load does not stretch; ``--clock wall`` for the
+wall clock). The exponent of a part is the least-squares slope of log(seconds) against
 log(n) over the sizes measured (1 = linear). Peak memory is the resident-set high-water mark of
 the child above its size after importing torch and topofl (``topofl.plan.PEAK_METER``);
 *bytes a client* is that peak over n, beside the sum of what a client needs: parameters,
 optimizer and algorithm state, its share of the gossip buffers (``topofl.bench.bytes_per_client``)
 and its data indices (the partitions' and splits' index arrays over n); the data's samples
 (10 training samples a client and the test sets) are given apart.
+
+*floor* (``--no-floor`` leaves it out): at each n, in a child of its own, the data part's
+random-access floor in NumPy alone (a random permutation of the 10 n samples, a stable sort
+of it by client, the gather of their rows), beside the data part: how much of that part's
+growth is the machine's memory hierarchy.
 
 Data: ``synthetic:n_samples=10n,dim=64,num_classes=10`` split iid over n clients; the global
 test set has ``n_samples // 5 = 2n`` samples, so it grows with n as the stand-ins' do.
@@ -80,7 +86,7 @@ from topofl.plan import PEAK_METER
 exec(PEAK_METER)
 mark = start_peak()
 
-now = time.perf_counter
+now = time.process_time if args["clock"] == "cpu" else time.perf_counter
 parts = {}
 stack = []  # [name, start, time spent in children]
 
@@ -178,9 +184,10 @@ print(json.dumps({"topofl": topofl.__file__, "parts": parts, "total": total, "pe
 
 
 def run_case(model: str, n: int, rounds: int, *, threads: int, timeout: float,
-             root: Path) -> dict[str, Any]:
-    """One case in a child process: its parts' seconds, peak and bytes (or why none)."""
-    args = {"model": model, "n": n, "rounds": rounds, "threads": threads,
+             root: Path, clock: str = "cpu") -> dict[str, Any]:
+    """One case in a child process: its parts' seconds (``clock``: ``"cpu"`` or ``"wall"``),
+    peak and bytes (or why none)."""
+    args = {"model": model, "n": n, "rounds": rounds, "threads": threads, "clock": clock,
             "spc": SAMPLES_PER_CLIENT, "dim": DIM, "hidden": MLP_HIDDEN}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
@@ -201,6 +208,69 @@ def run_case(model: str, n: int, rounds: int, *, threads: int, timeout: float,
                          f"{tail[:200]}"}
     out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     out.update(model=model, n=n, rounds=rounds)
+    return out
+
+
+_FLOOR = r"""
+import json, sys, time
+import numpy as np
+args = json.loads(sys.argv[1])
+now = time.process_time if args["clock"] == "cpu" else time.perf_counter
+n, N, dim = args["n"], args["spc"] * args["n"], args["dim"]
+src = np.ones((N, dim), dtype=np.float32)  # the samples, not timed
+rng = np.random.default_rng(0)
+t0 = now()
+perm = rng.permutation(N)                            # a uniformly random split ...
+order = np.argsort(perm % n, kind="stable")          # ... grouped by client ...
+rows = src[perm[order]]                              # ... and its rows gathered
+print(json.dumps({"floor": now() - t0, "check": float(rows[0, 0])}))
+"""
+
+
+def floor_case(n: int, *, threads: int, clock: str = "cpu") -> float | None:
+    """Seconds of the data part's random-access floor at ``n`` clients (``None`` if it
+    failed): a random permutation of the ``10 n`` samples, a stable sort of it by client and
+    the gather of their ``[10 n, 64]`` float32 rows, in NumPy, in a child process (the
+    ``clock`` of the cases)."""
+    args = {"n": n, "spc": SAMPLES_PER_CLIENT, "dim": DIM, "clock": clock}
+    env = {**os.environ, **{v: str(threads) for v in ("OMP_NUM_THREADS",
+                                                      "OPENBLAS_NUM_THREADS",
+                                                      "MKL_NUM_THREADS")}}
+    proc = subprocess.run([sys.executable, "-c", _FLOOR, json.dumps(args)], env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode:
+        return None
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])["floor"])
+
+
+def floor_table(results: list[dict[str, Any]], floors: dict[int, float]) -> list[str]:
+    """The data part of each logistic case against the random-access floor at its n."""
+    rows = sorted((r for r in results if "error" not in r and r["n"] in floors),
+                  key=lambda r: (r["model"], r["rounds"], r["n"]))
+    if not rows:
+        return []
+    out = ["## The data part against a random-access floor", "",
+           "*floor*: at the same n, in NumPy alone, a random permutation of the 10 n samples, "
+           "a stable sort of it by client and the gather of their rows (`[10 n, 64]` float32):"
+           " the random access an iid split cannot avoid. Its per-sample cost grows with n on "
+           "this machine as the arrays leave the caches; *data / floor* is what the library "
+           "adds.", "",
+           "| model | rounds | n | data | floor | data / floor |", "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        d, f = r["parts"].get("data", 0.0), floors[r["n"]]
+        out.append(f"| {r['model']} | {r['rounds']} | {r['n']:,} | {_s(d)} | {_s(f)} | "
+                   f"{d / f:.2f} |")
+    for (model, rounds) in sorted({(r["model"], r["rounds"]) for r in rows}):
+        g = [r for r in rows if (r["model"], r["rounds"]) == (model, rounds)]
+        ns = [r["n"] for r in g]
+        ed = slope(ns, [r["parts"].get("data", 0.0) for r in g])
+        ef = slope(ns, [floors[r["n"]] for r in g])
+        er = slope(ns, [r["parts"].get("data", 0.0) / floors[r["n"]] for r in g])
+        if ed is not None and ef is not None and er is not None:
+            out += ["", f"Exponents ({model}, {rounds} round(s), n = "
+                    f"{', '.join(f'{k:,}' for k in ns)}): data {ed:.2f}, floor {ef:.2f}, "
+                    f"data / floor {er:+.2f}."]
+    out.append("")
     return out
 
 
@@ -319,6 +389,8 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
                     f"{r['peak'] / n / total:.2f}x | {samples:,.0f} | "
                     f"{r['peak'] / n / (total + samples):.2f}x |")
             lines.append("")
+    if meta.get("floors"):
+        lines += floor_table(results, meta["floors"])
     before = meta.get("before")
     if before:
         lines += _before_after(before, results, meta.get("before_label") or "")
@@ -385,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", nargs="*", default=["logistic", "mlp"])
     ap.add_argument("--rounds", type=int, nargs="*", default=[1, 3])
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="time the parts by the child's CPU time (default) or the wall clock")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
     ap.add_argument("--topofl-root", default=str(ROOT),
                     help="the checkout whose topofl the cases import (default: this one)")
@@ -400,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="raw results (--json) of the code before: bytes a client compared")
     ap.add_argument("--bytes-before-label", default="",
                     help="what --bytes-before ran (a sentence)")
+    ap.add_argument("--no-floor", action="store_true",
+                    help="do not time the data part's random-access floor at each n")
     a = ap.parse_args(argv)
     before = json.loads(Path(a.before).read_text()) if a.before else None
     if isinstance(before, dict):
@@ -419,12 +495,15 @@ def main(argv: list[str] | None = None) -> int:
         load0, load1 = runs[0]["load"][0], runs[-1]["load"][1]
         seconds = sum(run["seconds"] for run in runs)
         cmd = "` and `".join(run["command"] for run in runs)
+        a.clock = saved.get("clock", "wall")  # raw results before --clock: the wall clock
+        floors = {int(k): v for run in runs for k, v in run.get("floors", {}).items()}
     for model in a.models:
         top = a.max_n if model == "logistic" else a.mlp_max_n
         ns = a.ns or [10 ** k for k in range(3, 8) if 10 ** k <= top]
         for rounds in a.rounds:
             for n in ns:
-                r = run_case(model, n, rounds, threads=a.threads, timeout=a.timeout, root=root)
+                r = run_case(model, n, rounds, threads=a.threads, timeout=a.timeout, root=root,
+                             clock=a.clock)
                 results.append(r)
                 msg = r.get("error") or (f"total {r['total']:.1f} s, peak "
                                          f"{_bytes(r['peak'])}: " + ", ".join(
@@ -432,10 +511,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{model} n={n:,} rounds={rounds}: {msg}", flush=True)
                 if a.json:
                     Path(a.json).write_text(json.dumps({"results": results}, indent=1))
+    if not a.from_json:
+        floors = {}
+    for n in sorted({r["n"] for r in results if "error" not in r} - set(floors)):
+        if a.no_floor or a.clock == "wall" and a.from_json:
+            break
+        f = floor_case(n, threads=a.threads, clock=a.clock)
+        if f is not None:
+            floors[n] = f
+            print(f"floor n={n:,}: {f:.3g} s", flush=True)
     rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True, check=False).stdout.strip()
     if a.from_json:
         rev = saved.get("commit", rev)
+        if a.json:  # the runs merged into one file (which --from-json reads back)
+            Path(a.json).write_text(json.dumps(
+                {"results": results, "machine": info, "load": [load0, load1],
+                 "seconds": seconds, "command": cmd, "commit": rev, "clock": a.clock,
+                 "floors": floors}, indent=1))
     else:
         cmd = "python analysis/bench_scale.py " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
@@ -443,7 +536,12 @@ def main(argv: list[str] | None = None) -> int:
         if a.json:
             Path(a.json).write_text(json.dumps(
                 {"results": results, "machine": info, "load": [load0, load1],
-                 "seconds": seconds, "command": cmd, "commit": rev}, indent=1))
+                 "seconds": seconds, "command": cmd, "commit": rev, "clock": a.clock,
+                 "floors": floors},
+                indent=1))
+    clock_word = ("CPU seconds (the child's process time at one thread: its work, which the "
+                  "other jobs' load does not stretch)" if a.clock == "cpu"
+                  else "Wall-clock seconds")
     header = (
         f"`{cmd}` on {info['date']}, topofl from `{root.name}` (commit {rev or '?'}; "
         "uncommitted changes included). Machine: "
@@ -454,14 +552,15 @@ def main(argv: list[str] | None = None) -> int:
         f"`synthetic:n_samples={SAMPLES_PER_CLIENT}n,dim={DIM},num_classes=10` split iid "
         "(global test set 2n samples), default settings (evaluation every round with the "
         "global test set and per-client rows, the spectral summary, the ledger); MLP hidden "
-        f"layers {MLP_HIDDEN}. Seconds of one run each (exclusive: a part called inside "
+        f"layers {MLP_HIDDEN}. {clock_word} of one run each (exclusive: a part called inside "
         "another counts only in its own column); *exponent*: least-squares slope of log(s) "
         "against log(n) (1 = linear); a part of a few milliseconds is mostly noise.")
     Path(a.out).write_text(markdown(results, {"header": header, "notes": a.note,
                                               "before": before,
                                               "before_label": a.before_label,
                                               "bytes_before": bytes_before,
-                                              "bytes_before_label": a.bytes_before_label}))
+                                              "bytes_before_label": a.bytes_before_label,
+                                              "floors": floors}))
     print(f"wrote {a.out}")
     return 0
 
