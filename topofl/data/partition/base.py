@@ -12,7 +12,13 @@ import numpy as np
 
 from topofl._rng import Seed, as_generator
 from topofl._validation import check_int, check_real
-from topofl.data.partition._apportion import _apportion_capped, _apportion_int, _deal
+from topofl.data.partition._apportion import (
+    _apportion_capped,
+    _apportion_int,
+    _deal,
+    grouped_lexsort,
+    stable_order,
+)
 from topofl.data.partition._input import (
     IntArray,
     _as_int_array,
@@ -95,7 +101,7 @@ class Partition:
         partition holds 8 bytes a sample fewer)."""
         assigned = np.flatnonzero(client_of >= 0)
         owner = client_of[assigned]
-        index = assigned[np.argsort(owner, kind="stable")]  # ascending within each client
+        index = assigned[stable_order(owner, n_clients)]  # ascending within each client
         sizes = np.bincount(owner, minlength=n_clients)
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         return cls(
@@ -331,7 +337,7 @@ class Partition:
         # Sort every client's samples by (label, random) so each (client, class) cell is a run.
         idx = self.index
         owner = np.repeat(np.arange(n), sizes)
-        order = np.lexsort((rng.random(idx.size), self.labels[idx], owner))
+        order = grouped_lexsort((rng.random(idx.size), self.labels[idx]), sizes, (2.0, L))
         idx, owner = idx[order], owner[order]
         cell = owner * L + self.labels[idx]
         cell_start = np.concatenate(([0], np.cumsum(m.ravel())[:-1]))
