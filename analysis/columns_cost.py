@@ -10,17 +10,17 @@ each method's sweep (seed 0; DPFL's first budget) for a few rounds in a fresh pr
 torch thread under ``nice``, and clocks each round in CPU seconds (``time.process_time``, the
 way ``topofl.plan.ROUND_CLOCK`` does, but every round and the set-up before the first).
 
-Measured, per method: the set-up before round 0 (data, partition, model, DPFL's
-pre-processing if it runs there), round 0, and the seconds a round after it *with the
-config's own evaluation schedule* (``eval_every``: rounds are grouped in blocks of
-``eval_every`` and the median block / ``eval_every`` is taken, so an evaluation every other
-round is counted at its share; the median of the rounds without an evaluation is reported
-beside it, the difference being the evaluation). Extrapolated, not measured: every seed and
-every sweep value of a method costs what its first run costs, and every round after the first
-costs the measured median. Hours here = sum over runs of (set-up + rounds x s/round) /
-``--jobs`` (the figure scripts' parallel runs, 2 by default), on an otherwise idle machine;
-the figure runner stacks runs that can stack (``--stack on``), which this does not model
-(each run is clocked alone, as ``--stack off`` runs it).
+Measured, per method: the set-up before round 0 (data, partition, model, DPFL's pre-processing
+if it runs there), round 0, and the seconds a round after it *with the config's own evaluation
+schedule* (``eval_every``: rounds are grouped in blocks of ``eval_every`` and the median block
+/ ``eval_every`` is taken, so an evaluation every other round is counted at its share; the
+median of the rounds without an evaluation is reported beside it, the difference being the
+evaluation). Extrapolated, not measured: every seed and every sweep value of a method costs
+what its first run costs, and every round after the first costs the measured median. Hours here
+= sum over runs of (set-up + round 0 + (rounds - 1) x s/round) / ``--jobs`` (the figure
+scripts' parallel runs, 2 by default), on an otherwise idle machine; the figure runner stacks
+runs that can stack (``--stack on``), which this does not model (each run is clocked alone, as
+``--stack off`` runs it).
 
     nice -n 5 python analysis/columns_cost.py [--rounds 5] [--jobs 2] [--only RESULT]
 """
@@ -97,18 +97,20 @@ def per_round(stamps: Sequence[float], eval_every: int) -> dict[str, float | Non
             "train": statistics.median(plain) if plain else None}
 
 
-def hours(setup: float, rounds: int, per_round_s: float, runs: int, jobs: int) -> float:
-    """Wall hours of ``runs`` runs of ``rounds`` rounds at ``per_round_s`` CPU seconds a
-    round plus ``setup`` seconds each, ``jobs`` at a time on an otherwise idle machine.
+def hours(setup: float, round0: float, rounds: int, per_round_s: float, runs: int,
+          jobs: int) -> float:
+    """Wall hours of ``runs`` runs, each ``setup`` seconds, a first round of ``round0`` (DPFL's
+    pre-processing runs there) and ``rounds - 1`` rounds of ``per_round_s`` CPU seconds,
+    ``jobs`` at a time on an otherwise idle machine.
 
     Examples
     --------
-    >>> hours(10.0, 100, 0.5, 36, 2)
+    >>> hours(9.5, 0.5, 101, 0.5, 36, 2)
     0.3
     """
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
-    return runs * (setup + rounds * per_round_s) / jobs / 3600
+    return runs * (setup + round0 + (rounds - 1) * per_round_s) / jobs / 3600
 
 
 def _figures() -> Any:
@@ -211,7 +213,7 @@ def column_hours(methods: Mapping[str, Mapping[str, Any]], jobs: int,
                  rounds: Mapping[str, int] | None = None) -> float:
     """Hours of a column's runs (every method x its runs), ``rounds`` overriding each
     method's rounds (e.g. the full scale's)."""
-    return sum(hours(v["setup"], (rounds or {}).get(m, v["rounds"]), v["per_round"],
+    return sum(hours(v["setup"], v["round0"], (rounds or {}).get(m, v["rounds"]), v["per_round"],
                      v["runs"], jobs) for m, v in methods.items())
 
 
@@ -228,12 +230,14 @@ def render(data: Mapping[str, Any], command: str) -> str:
         f"Rounds clocked a method: {data['rounds_clocked']} (6 where `eval_every` = 2); one "
         "seed (seed 0) and, for DPFL, its first budget (1.0N); every other seed and budget is "
         "assumed to cost the same, every round after the first the measured median "
-        "(extrapolated). Hours here = sum over runs of (set-up + rounds x s/round) / "
+        "(extrapolated). Hours here = sum over runs of (set-up + round 0 + (rounds - 1) x "
+        "s/round) / "
         f"{jobs} (`--jobs {jobs}`), on an otherwise idle 2-core machine; the figure runner's "
         "stacked passes (`--stack on`, its default) are not modelled: each run is clocked "
         "alone.",
         "",
-        "| result | column | stand-in (data, model, clients) | methods x seeds x rounds | "
+        "| result | column | stand-in (data, model, clients) | methods (DPFL: x 4 budgets) x "
+        "seeds x rounds | "
         "CPU s a round (measured: median over methods, min-max) | hours here at --jobs "
         f"{jobs} | one GPU: estimate and its basis |",
         "|---|---|---|---|---|---:|---|",
@@ -241,7 +245,7 @@ def render(data: Mapping[str, Any], command: str) -> str:
     for col in data["columns"]:
         meths = col["methods"]
         first = next(iter(meths.values()))
-        seeds = max(v["runs"] for v in meths.values())
+        seeds = min(v["runs"] for v in meths.values())
         rounds = sorted({v["rounds"] for v in meths.values()})
         pr = [v["per_round"] for v in meths.values()]
         h = column_hours(meths, jobs)
@@ -253,9 +257,8 @@ def render(data: Mapping[str, Any], command: str) -> str:
                      f"{'/'.join(map(str, fr))} rounds (`--full`)")
         model = str(first["model"]).split(" ")[0]
         if model in GPU_BASIS:
-            ratio, basis = GPU_BASIS[model]
-            gpu = (f"~{h / ratio:.2g} h (CPU hours / {ratio:.1f}: {basis}; a ratio of a "
-                   "comparable model across two machines, not a measurement of these runs)")
+            ratio, _ = GPU_BASIS[model]
+            gpu = f"~{h / ratio:.2g} h (CPU hours / {ratio:.1f}, basis: {model})"
         else:
             gpu = ("not measured: no GPU here; the CPU hours and the GPU rows of "
                    "analysis/bench_engine_cuda.md are the basis a GPU session needs")
@@ -264,10 +267,36 @@ def render(data: Mapping[str, Any], command: str) -> str:
         n_runs = sum(v["runs"] for v in meths.values())
         lines.append(
             f"| {col['result']} | {col['column']} | {first['data']}, {first['model']}, "
-            f"{first['n_clients']} clients | {len(meths)} x {seeds} x "
+            f"{first['n_clients']} clients | {n_runs // seeds} x {seeds} x "
             f"{'/'.join(map(str, rounds))} ({n_runs} runs) | {statistics.median(pr):.2f} "
             f"({min(pr):.2f}-{max(pr):.2f}) | {h:.1f}{extra}{shared} | {gpu} |")
-    lines += ["", "## Per method (the first run of each column measured)", "",
+    lines += ["", "## Notes", "",
+              "- *Not measured here*: any GPU time (no GPU on this machine; the GPU column is a "
+              "ratio of comparable models from two other machines' benchmarks, an estimate to "
+              "be replaced by a GPU session's measurement); the paper's data and models "
+              "(CIFAR-10/100 and ResNet-18-GN for DFedPGP, the 2-D CNN on CIFAR-10 for DPFL: "
+              "`--full` runs them where the data is present, on the stand-ins above where it "
+              "is absent); DFedPGP Table 1's calibrated Dir-0.1 stand-in (MNIST-1D with "
+              "noisier signals + cnn1d, commented out in `configs/dfedpgp_table1.toml` \"for "
+              "a GPU\"): the column is costed with the MLP stand-in the config runs; the "
+              "stacked passes of `--stack on`.",
+              "- *Extrapolated*: seeds 1-2 (and DPFL's budgets 0.2N/0.1N/0.05N) cost what "
+              "seed 0 (budget 1.0N) costs; every round after the first costs the median of "
+              "the few clocked; no final-evaluation or records overhead beyond the clocked "
+              "rounds' own evaluations.",
+              "- *Shared runs*: DFedPGP Table 2 reads Table 1's runs (its 9 methods of the 11, "
+              "same cache), DPFL Fig. 7 reads DPFL Table 1's: once the owner's column has run "
+              "they cost nothing more; their hours are those of their own methods alone.",
+              "- A Dirichlet column of DFedPGP Table 1 costs more a round than a pathological "
+              "one on the same stand-in data, model and batch (the table; the cause, e.g. the "
+              "clients' unequal sizes under Dirichlet with `min_size`, is not investigated "
+              "here).",
+              "- *One GPU, basis* (an estimate, not a measurement of these runs: a ratio of "
+              "a comparable model, measured on two other machines, AMD EPYC 2 threads for the "
+              "CPU and an H100 for CUDA, `topofl.run` a round of D-SGD with one local step of "
+              "batch 16 at n = 100, while these methods take 5-6 epochs a round): "
+              + "; ".join(f"{m}: / {r:.1f} = {b}" for m, (r, b) in GPU_BASIS.items()) + ".",
+              "", "## Per method (the first run of each column measured)", "",
               "| measured as | method | runs | rounds | eval_every | set-up s | round 0 s | "
               "s a round (with evaluation) | s a round without evaluation |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -290,6 +319,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="parallel runs assumed for the hours")
     p.add_argument("--nice", type=int, default=5)
     p.add_argument("--only", nargs="*", default=None, help="results to measure")
+    p.add_argument("--methods", nargs="*", default=None,
+                   help="measure only these methods (the column's hours then cover them only)")
     p.add_argument("--out", type=Path, default=ROOT / "analysis" / "columns_cost.json")
     p.add_argument("--render", nargs="*", type=Path, default=None,
                    help="merge these JSON files (in order) into --out and write its .md; "
@@ -305,6 +336,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         a.out.with_suffix(".md").write_text(render(data, command), encoding="utf-8")
         return 0
     cols = [c for c in columns() if a.only is None or c["result"] in a.only]
+    if a.methods is not None:
+        cols = [{**c, "methods": {m: r for m, r in c["methods"].items() if m in a.methods}}
+                for c in cols]
     measured: dict[str, dict[str, Any]] = {}  # column label -> method -> numbers
     rows: list[dict[str, Any]] = []
     for col in cols:
@@ -338,8 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 indent=1) + "\n", encoding="utf-8")
     for row in rows:
         meths = row["methods"]
-        total = sum(hours(v["setup"], v["rounds"], v["per_round"], v["runs"], a.jobs)
-                    for v in meths.values())
+        total = column_hours(meths, a.jobs)
         n_runs = sum(v["runs"] for v in meths.values())
         print(f"{row['result']:16s} {row['column']:28s} runs {n_runs}"
               f" s/round {statistics.median(v['per_round'] for v in meths.values()):.3f}"

@@ -50,10 +50,10 @@ def test_evaluation_every_other_round_is_counted_at_half() -> None:
 
 
 def test_hours_and_bad_input() -> None:
-    assert cc.hours(0.0, 3600, 1.0, 2, 2) == pytest.approx(1.0)
-    assert cc.hours(36.0, 0, 5.0, 100, 1) == pytest.approx(1.0)
+    assert cc.hours(0.0, 1.0, 3600, 1.0, 2, 2) == pytest.approx(1.0)
+    assert cc.hours(30.0, 6.0, 1, 5.0, 100, 1) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="jobs"):
-        cc.hours(0.0, 1, 1.0, 1, 0)
+        cc.hours(0.0, 0.0, 1, 1.0, 1, 0)
     with pytest.raises(ValueError, match="stamps"):
         cc.per_round([0.0, 1.0], 1)
 
