@@ -46,7 +46,8 @@ The probes' data: a ``"synthetic:..."`` dataset is drawn with its samples scaled
 probe's share of the clients (:func:`scaled_data`: as many samples a client as the run), and
 the shapes at the plan's ``n`` are extrapolated from the largest probe's (the data's sizes in
 proportion; the topology built at ``n``), so that a plan at 10^6 clients draws no more than
-the data of 4096; any other dataset is loaded as it is, and federated over the plan's ``n``.
+the data of 4096 clients (16,384 where the large probe runs); any other dataset is loaded as
+it is, and federated over the plan's ``n``.
 ``analysis/plan_scale.md`` compares the plans with measured runs from 10^3 to 10^6 clients.
 
 ``peak_bytes`` is the sum of the parts; ``max_clients`` the largest ``n`` whose predicted peak
@@ -545,7 +546,7 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
         if cost <= LARGE_PROBE_BYTES and (avail is None or 2 * cost <= avail):
             probed[big] = large
             sizes.append(big)
-    top = probed[sizes[-1]]  # the data of at most 4096 clients: cheap at any n
+    top = probed[sizes[-1]]  # the data of at most LARGE_PROBE_N clients: cheap at any n
     grows = scaled_data(spec, top.n, n) != spec  # data that grows with n: extrapolated
     if n in probed:
         s = probed[n]
