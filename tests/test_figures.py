@@ -605,6 +605,102 @@ def test_the_dcliques_spread_checks_read_the_spread_curve() -> None:
     assert "spread" in at["horizon"] and "converged" not in at
 
 
+def _client_cell(*seeds: list[list[float]]) -> object:
+    """A cell of per-client rows ``acc``: ``seeds[s][t][k]`` is client k's accuracy at round t
+    of seed s (with the ``acc_mean`` row the engine records beside them)."""
+    return tf.records.Records(rows=[
+        row for s, curve in enumerate(seeds) for t, accs in enumerate(curve) for row in (
+            *({"run": f"s{s}", "round": t, "client": k, "metric": "acc", "value": a}
+              for k, a in enumerate(accs)),
+            {"run": f"s{s}", "round": t, "client": None, "metric": "acc_mean",
+             "value": sum(accs) / len(accs)})],
+        configs={f"s{s}": {"seed": s} for s in range(len(seeds))})
+
+
+def _slow_variance(accs: list[float]) -> float:
+    """The population variance of ``accs`` (fractions) in %², written out."""
+    pct = [100 * a for a in accs]
+    m = sum(pct) / len(pct)
+    return sum((a - m) ** 2 for a in pct) / len(pct)
+
+
+def test_a_variance_check_reads_convergence_from_the_variance_curve() -> None:
+    """Issue 42: a check of the variance between clients reads the curve of that variance.
+    Three clients whose mean stays at 80 % while the outer two draw apart by d points from
+    the middle one: the variance is 2 d² / 3 %² at each round (closed form), and its late gain
+    is decided against a tolerance in %², where the accuracy's reading is flat."""
+    d = [10.0, 6.0, 4.0, 3.0, 3.0, 4.0, 5.0, 6.0]  # points; rounds 6-8 hold 4, 5, 6
+    apart = [[0.8 - x / 100, 0.8, 0.8 + x / 100] for x in d]
+    # a second seed drawing apart faster (7, 8, 9 points over rounds 6-8)
+    faster = [[0.8 - x / 100, 0.8, 0.8 + x / 100] for x in d[:5] + [7.0, 8.0, 9.0]]
+    cell = _client_cell(apart, faster)
+    acc = figures.convergence({"A": cell}, "acc", tolerance=0.01)
+    var = figures.convergence({"A": cell}, "acc", tolerance=5.0, of="variance")
+    assert acc.flat and acc.of == ""
+    assert not var.flat and var.of == "variance" and var.rising == ["A"] and var.span == (6, 8)
+    for got, late in zip(var.gains[0][1].values, ([4.0, 5.0, 6.0], [7.0, 8.0, 9.0])):
+        v = [2 * x * x / 3 for x in late]  # closed form, %²
+        assert v == pytest.approx([_slow_variance([0.8 - x / 100, 0.8, 0.8 + x / 100])
+                                   for x in late], abs=1e-9)
+        slope = sum((x - 7.0) * y for x, y in zip([6.0, 7.0, 8.0], v)) / 2.0
+        assert got == pytest.approx(slope * 2.0, abs=1e-9)
+    assert var.gains[0][1].values == pytest.approx((40 / 3, 64 / 3), abs=1e-9)
+    assert figures.convergence({"A": cell}, "acc", tolerance=20.0, of="variance").flat
+    # a check on the final variance is not decided on a variance still moving
+    gap = _s(-30.0, -32.0, -31.0)
+    check = figures.below("A lower variance than B (%²)", gap, margin=5.0, converged=var)
+    assert check.outcome == "inconclusive" and "A (variance) still moved by 5 %²" in check.reason
+    assert "would be pass" in check.reason
+    assert figures.below("same", gap, margin=5.0, converged=acc).outcome == "pass"
+    assert check.as_dict()["convergence"]["of"] == "variance"
+    rebuilt = figures.redecide._reading(check.as_dict()["convergence"], check.name)
+    assert rebuilt == var and rebuilt.describe() == var.describe()
+    assert "+17.33 ± 5.66 %²" in var.describe()  # (40/3 + 64/3) / 2, in %², not x 100
+
+
+def test_the_variance_curve_matches_client_accuracy_stats_at_every_round() -> None:
+    """The variance read at each round is client_accuracy_stats' at that round (a random
+    cell of four clients, rounds recorded out of order, a round with no client rows)."""
+    import numpy as np
+
+    from topofl.algorithms.dpfl_analysis import client_accuracy_stats
+    from topofl.figures.checks import _variance_curve
+
+    rng = np.random.default_rng(0)
+    rows = [{"run": "r", "round": t, "client": k, "metric": "acc",
+             "value": float(rng.uniform(0.3, 0.9))} for t in (4, 0, 2, 6) for k in range(4)]
+    rows.append({"run": "r", "round": 7, "client": None, "metric": "acc", "value": 0.5})
+    rec = tf.records.Records(rows=rows)
+    x, y = _variance_curve(rec, "acc")
+    assert x.tolist() == [0, 2, 4, 6]
+    for t, v in zip(x.tolist(), y.tolist()):
+        assert v == client_accuracy_stats(rec, metric="acc", round=t)[1]
+        assert v == pytest.approx(_slow_variance(
+            [r["value"] for r in rows if r["round"] == t and r["client"] is not None]),
+            abs=1e-9)
+
+
+def test_the_variance_curve_needs_per_client_rows() -> None:
+    no_clients = _cell([0.1, 0.2, 0.3, 0.4])  # aggregate rows only
+    with pytest.raises(ValueError, match="per-client rows.*record_clients=True"):
+        figures.convergence({"A": no_clients}, "acc", tolerance=5.0, of="variance")
+    other = _client_cell([[0.5, 0.6]] * 4)  # per-client rows of another metric
+    with pytest.raises(ValueError, match="'test_acc'"):
+        figures.convergence({"A": other}, "test_acc", tolerance=5.0, of="variance")
+    gap = tf.records.Records(rows=[{"run": "s0", "round": 0, "client": k, "metric": "acc",
+                                    "value": v} for k, v in enumerate([0.5, None, 0.7])])
+    with pytest.raises(ValueError, match=r"client\(s\) \[1\].*round 0"):
+        figures.convergence({"A": gap}, "acc", tolerance=5.0, of="variance")
+    with pytest.raises(ValueError, match="of must be"):
+        figures.convergence({"A": other}, "acc", of="std")
+    with pytest.raises(ValueError, match="spread=True"):
+        figures.convergence({"A": other}, "acc", spread=True, of="variance")
+    # spread=True and of="spread" read the same curve
+    sp = _spread_cell([0.5] * 8, [[0.1 * t for t in range(8)]])
+    assert figures.convergence({"A": sp}, "acc", spread=True) == figures.convergence(
+        {"A": sp}, "acc", of="spread")
+
+
 def test_verdict_categories() -> None:
     p, f = figures.fact("p", True), figures.fact("f", False)
     i = figures.above("i", _s(0.1), horizon=H)

@@ -392,7 +392,8 @@ class Convergence:
     ``tolerance`` the largest seed-mean gain (either sign) of a flat curve. :attr:`flat` is
     true when every curve's mean gain is smaller than the tolerance. ``of`` names the curve
     read when it is not the metric's mean (``"spread"``: the gap between the best and the worst
-    client, the quantity a spread check tests).
+    client, the quantity a spread check tests; ``"variance"``: the variance between the
+    clients, in %², the quantity a variance check tests).
     """
 
     gains: tuple[tuple[str, OverSeeds], ...]
@@ -410,18 +411,22 @@ class Convergence:
         """The labels of the curves that did not flatten."""
         return [label for label, g in self.gains if not abs(g.mean) < self.tolerance]
 
-    def describe(self, scale: float = 100.0) -> str:
-        """One line: flat or not, and the largest late gain (``scale`` x the metric: points)."""
+    def describe(self, scale: float | None = None) -> str:
+        """One line: flat or not, and the largest late gain (``scale`` x the metric; by
+        default points of an accuracy, and a variance curve's own %², marked as such)."""
+        if scale is None:
+            scale = 1.0 if self.of == "variance" else 100.0
+        unit = " %²" if self.of == "variance" else ""
         label, g = max(self.gains, key=lambda kv: abs(kv[1].mean))
         a, b = self.span
-        moved = f"{label} {scale * g.mean:+.2f} ± {scale * g.std:.2f}"
+        moved = f"{label} {scale * g.mean:+.2f} ± {scale * g.std:.2f}{unit}"
         curve = f"{self.of} curve" if self.of else "curve"
         rising = ", ".join(self.rising) + (f" ({self.of})" if self.of else "")
         if self.flat:
             return (f"flat (rounds {a}-{b}: every {curve} moved by less than "
-                    f"{scale * self.tolerance:g}; largest {moved})")
+                    f"{scale * self.tolerance:g}{unit}; largest {moved})")
         return (f"not converged (rounds {a}-{b}: {rising} still moved by "
-                f"{scale * self.tolerance:g} or more; largest {moved})")
+                f"{scale * self.tolerance:g}{unit} or more; largest {moved})")
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form: the tolerance, the span, each curve's per-seed gains, flat or not
@@ -432,15 +437,17 @@ class Convergence:
 
 
 def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
-                tolerance: float = 0.01, spread: bool = False) -> Convergence:
-    """The convergence reading of the curves a check compares: each curve's gain over the last
+                tolerance: float = 0.01, spread: bool = False,
+                of: str | None = None) -> Convergence:
+    r"""The convergence reading of the curves a check compares: each curve's gain over the last
     quarter of its rounds, seed by seed, against ``tolerance`` (the check's margin, in the
-    metric's units; 0.01 = one accuracy point).
+    units of the curve read; 0.01 = one accuracy point).
 
     A check reads convergence from the curve of the quantity it tests: a check of the final
     spread between clients (:func:`final_spread`) gives ``spread=True``, whose curve is the
-    spread at each evaluation (``<metric>_max - <metric>_min``), which can still move after
-    the mean accuracy has flattened.
+    spread at each evaluation (``<metric>_max - <metric>_min``); a check of the variance
+    between the clients' accuracies gives ``of="variance"``, whose curve is that variance at
+    each evaluation. Either can still move after the mean accuracy has flattened.
 
     Parameters
     ----------
@@ -452,7 +459,22 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
         The largest seed-mean gain (either sign) over the last quarter of a flat curve.
     spread : bool, default False
         Read the curve of ``<metric>_max - <metric>_min`` (the gap between the best and the
-        worst client) instead of the metric's mean.
+        worst client) instead of the metric's mean; the same as ``of="spread"``.
+    of : {None, "spread", "variance"}, optional
+        The curve read: ``None``, the metric's mean; ``"spread"``, as ``spread=True``;
+        ``"variance"``, the population variance between the clients of the per-client
+        ``metric`` (a fraction; the rows with ``client`` set, a run with
+        ``record_clients=True``) in %² at each evaluated round,
+        $\frac1n \sum_k (100 a_k - \bar a)^2$ with $\bar a$ the clients' mean in %, as
+        :func:`~topofl.algorithms.client_accuracy_stats` (``tolerance`` in %² then).
+
+    Raises
+    ------
+    ValueError
+        No curve, a tolerance not > 0, an unknown ``of`` or one that contradicts ``spread``;
+        the spread without ``<metric>_max`` and ``<metric>_min`` recorded; the variance of a
+        run without per-client rows of ``metric``, or with a client's value missing (NaN) at
+        an evaluation.
 
     Examples
     --------
@@ -480,21 +502,41 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     >>> c = tf.figures.convergence({"A": r}, "acc", spread=True)
     >>> c.flat, round(c.gains[0][1].values[0], 6), c.as_dict()["of"]
     (False, 0.08, 'spread')
+
+    The same with per-client rows: two clients at 70 % -+ 2t points, whose variance between
+    them is (2t)² %² at round t, 100, 144 and 196 over rounds 6-8 (a gain of 96 %²).
+
+    >>> rows = [{"run": "s0", "round": t, "client": k, "metric": "acc",
+    ...          "value": 0.7 + (0.02 * t if k else -0.02 * t)}
+    ...         for t in range(8) for k in (0, 1)]
+    >>> r = tf.records.Records(rows=rows, configs={"s0": {"seed": 0}})
+    >>> c = tf.figures.convergence({"A": r}, "acc", tolerance=5.0, of="variance")
+    >>> c.flat, round(c.gains[0][1].values[0], 6), c.as_dict()["of"]
+    (False, 96.0, 'variance')
+    >>> print(c.describe())
+    not converged (rounds 6-8: A (variance) still moved by 5 %² or more; largest A +96.00 ± 0.00 %²)
     """
     if not cells:
         raise ValueError("convergence needs at least one curve")
     if not tolerance > 0:
         raise ValueError(f"tolerance must be > 0, got {tolerance!r}")
+    if of not in (None, "spread", "variance"):
+        raise ValueError(f"of must be None, 'spread' or 'variance', got {of!r}")
+    if spread and of not in (None, "spread"):
+        raise ValueError(f"spread=True reads the spread's curve, not of={of!r}: give one")
+    read = "spread" if spread else (of or "")
     gains: list[tuple[str, OverSeeds]] = []
     span = (0, 0)
     for label, rec in cells.items():
         name = _metric(rec, metric)
 
         def curve(run: Any, name: str = name) -> tuple[np.ndarray, np.ndarray]:
-            if not spread:
-                x, y = run.series(name)
-                return np.asarray(x, dtype=int), np.asarray(y, dtype=float)
-            return _spread_curve(run, metric)
+            if read == "spread":
+                return _spread_curve(run, metric)
+            if read == "variance":
+                return _variance_curve(run, metric)
+            x, y = run.series(name)
+            return np.asarray(x, dtype=int), np.asarray(y, dtype=float)
 
         def one(run: Any) -> float:
             x, y = curve(run)
@@ -506,7 +548,7 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
         x, _ = curve(rec.for_run(rec.runs[0]))
         if len(x):
             span = _late_gain_of(x + 1, np.zeros(len(x)))[1:]
-    return Convergence(tuple(gains), span, float(tolerance), "spread" if spread else "")
+    return Convergence(tuple(gains), span, float(tolerance), read)
 
 
 def _spread_curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
@@ -523,6 +565,33 @@ def _spread_curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
                                             np.asarray(yh, dtype=float).tolist()) if t in lo]
     return (np.array([t for t, _ in pairs], dtype=int),
             np.array([v for _, v in pairs], dtype=float))
+
+
+def _variance_curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(rounds, variance)`` of one run: at each round with per-client rows of ``metric``,
+    the population variance of the clients' values in %² (as
+    :func:`~topofl.algorithms.client_accuracy_stats`)."""
+    at: dict[int, list[tuple[int, float]]] = {}
+    for r in run.rows:
+        if r["metric"] == metric and r["client"] is not None:
+            v = r["value"]
+            at.setdefault(int(r["round"]), []).append(
+                (int(r["client"]), math.nan if v is None else float(v)))
+    if not at:
+        raise ValueError(f"the variance between clients of {metric!r} needs its per-client "
+                         f"rows (a run with record_clients=True); run {run.runs[0]!r} has "
+                         "none")
+    rounds = sorted(at)
+    out = np.empty(len(rounds), dtype=float)
+    for i, t in enumerate(rounds):
+        acc = 100.0 * np.array([v for _, v in sorted(at[t])], dtype=float)
+        if np.isnan(acc).any():
+            missing = [k for k, v in sorted(at[t]) if math.isnan(v)]
+            raise ValueError(f"client(s) {missing} have no {metric!r} at round {t} of run "
+                             f"{run.runs[0]!r} (NaN): the variance between clients needs "
+                             "every client's value")
+        out[i] = float(acc.var())
+    return np.array(rounds, dtype=int), out
 
 
 # ------------------------------------------------------------------------------ verdicts
