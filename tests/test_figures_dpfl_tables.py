@@ -156,6 +156,97 @@ def test_dpfl_reading_is_inconclusive_on_rising_curves_even_at_the_papers_rounds
         assert "would be pass" in check.reason
 
 
+def _client_records(curves: list[list[list[float]]], **config: Any) -> tf.records.Records:
+    """Runs with per-client ``test_acc`` (``curves[s][t][k]``: client k at round t of seed
+    s) and the ``test_acc_mean`` the engine records beside them."""
+    return tf.records.Records(
+        rows=[row for s, c in enumerate(curves) for t, accs in enumerate(c) for row in (
+            *({"run": f"s{s}", "round": t, "client": k, "metric": "test_acc", "value": a}
+              for k, a in enumerate(accs)),
+            {"run": f"s{s}", "round": t, "client": None, "metric": "test_acc_mean",
+             "value": sum(accs) / len(accs)})],
+        configs={f"s{s}": {"seed": s, "rounds": len(c), **config}
+                 for s, c in enumerate(curves)})
+
+
+def _apart(mean: float, points: list[float]) -> list[list[float]]:
+    """Two clients at ``mean`` -+ d/2 points: a variance of (d/2)² %² at each round."""
+    return [[mean - d / 200, mean + d / 200] for d in points]
+
+
+def test_dpfl_variance_reading_reads_the_variance_between_clients() -> None:
+    """``reading(kind="variance")``: the curve of the variance between clients, in %², with
+    the variance margin (5 %² for dpfl_fig5); the accuracy reading of the same runs is flat."""
+    dc = _dpfl_checks()
+    # the mean stays at 85 %; the clients draw apart by 2, 4, 6 points over rounds 6-8
+    rec = _client_records([_apart(0.85, [20, 10, 4, 2, 2, 2, 4, 6])] * 3)
+    var = dc.reading("dpfl_fig5", {"DPFL": rec}, [], 100, kind="variance")["converged"]
+    acc = dc.reading("dpfl_fig5", {"DPFL": rec}, [], 100)["converged"]
+    assert acc.flat and acc.of == "" and acc.tolerance == 0.01
+    assert not var.flat and var.of == "variance" and var.tolerance == 5.0
+    # (d/2)² = 1, 4, 9 %² over rounds 6-8: a least-squares gain of 8 %² a seed
+    assert var.gains[0][1].values == pytest.approx((8.0,) * 3, abs=1e-9)
+    note = dc.convergence_note({"DPFL vs A": acc, "DPFL vs B, variance": var})
+    assert "variance margin, in %²" in note and "DPFL (variance) still moved by 5 %²" in note
+    assert "(flat: DPFL vs A)" in note
+    only_acc = dc.convergence_note({"DPFL vs A": acc})
+    assert "the accuracy margin over the last quarter" in only_acc and "%²" not in only_acc
+
+
+def test_dpfl_variance_panels_read_the_variance_check_on_the_variance_curves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_dpfl_variance.panels``: the accuracy check reads the accuracy curves, the variance
+    check the curves of the variance between clients (with the variance margin, %²). DPFL's
+    mean accuracy is flat while its clients still draw apart at the end: its variance check is
+    inconclusive (not converged), where reading the accuracy curves would have passed it."""
+    import sys
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    if str(FIGS) not in sys.path:
+        sys.path.insert(0, str(FIGS))
+    import _dpfl_variance as dv
+
+    late = [30, 10, 2, 2, 2, 2, 4, 6]  # points between DPFL's two clients
+    runs = {
+        "DPFL (inf)": _client_records([_apart(0.90, late)] * 3, algorithm="dpfl", budget=1.0),
+        "Local Only": _client_records([_apart(0.80, [20] * 8)] * 3, algorithm="local"),
+        "FedAvg": _client_records([_apart(0.70, [30] * 8)] * 3, algorithm="fedavg"),
+    }
+    title = "toy panel"  # names no column of Table 1: no fidelity gate
+
+    def fake_panels(args: Any, configs: Any, label: Any = None, *, share: Any = None) -> Any:
+        assert list(configs) == [title]
+        return {title: tf.figures.Panel(title, runs, {k: 1.0 for k in runs},
+                                        {k: r.configs["s0"] for k, r in runs.items()}, [], [])}
+
+    monkeypatch.setattr(tf.figures, "panels", fake_panels)
+    args = tf.figures.FigureArgs("dpfl_fig5", "default", tmp_path, tmp_path)
+    result = dv.panels(args, {"toy": title}, total=100)
+    checks = {c.name: c for c in result.checks}
+    acc = checks[f"{title}: DPFL (inf) more accurate than every baseline (points)"]
+    var = checks[f"{title}: DPFL (inf) lower variance than every baseline (%²)"]
+    assert acc.outcome == "pass" and "of" not in acc.detail["convergence"]
+    assert acc.detail["convergence"]["tolerance"] == 0.01
+    got = var.detail["convergence"]
+    assert got["of"] == "variance" and got["tolerance"] == 5.0 and not got["flat"]
+    # DPFL's (1, 4, 9 %² over rounds 6-8: +8) and Local Only's (flat at 100 %²) curves
+    assert got["gains"] == {"DPFL (inf)": {"values": pytest.approx([8.0] * 3),
+                                           "seeds": [0, 1, 2]},
+                            "Local Only": {"values": [0.0] * 3, "seeds": [0, 1, 2]}}
+    assert var.outcome == "inconclusive" and "would be pass" in var.reason
+    assert "DPFL (inf) (variance) still moved by 5 %²" in var.reason
+    # the note names both readings, each with its curve and units
+    note = result.notes[0]
+    assert "variance margin, in %²" in note
+    assert f"{title}: DPFL (inf) vs Local Only, variance: not converged" in note
+    assert f"flat: {title}: DPFL (inf) vs Local Only)" in note
+    import matplotlib.pyplot as plt
+
+    plt.close(result.fig)
+
+
 def test_dpfl_comparisons_score_every_method_alike() -> None:
     """A comparison across methods scores every method at its last round (topofl's baselines
     have no best-validation selection); DPFL-only comparisons keep the paper's selection."""
