@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import topofl.data.partition._apportion as ap
 from topofl.data.partition._apportion import grouped_lexsort, stable_order
 
 
@@ -42,3 +43,48 @@ def test_grouped_lexsort_falls_back_when_one_client_holds_most() -> None:
     owner = np.repeat(np.arange(4), sizes)
     assert np.array_equal(grouped_lexsort((noise, label), sizes, (2.0, 10)),
                           np.lexsort((noise, label, owner)))
+
+
+def _sorted_top_k(keys: np.ndarray, k: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The reference: rank every row by a stable lexsort, keep the first ``k[g]``."""
+    order = np.lexsort((draws, -keys), axis=-1)
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(keys.shape[1]), keys.shape),
+                      axis=-1)
+    return rank < k[:, None]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 5), st.integers(1, 60), st.integers(0, 2**32 - 1), st.booleans(),
+       st.sampled_from([1, 10**9]))
+def test_top_k_selection_is_the_sorted_top_k(rows: int, width: int, seed: int, ties: bool,
+                                             select_from: int) -> None:
+    # both paths (selection from width 1, or the sort always) against the reference sort, with
+    # few distinct keys (ties the draws decide), infinities and negative zeros
+    rng = np.random.default_rng(seed)
+    keys = (rng.integers(-1, 3, (rows, width)) / 2.0 if ties
+            else rng.random((rows, width)))
+    keys[rng.random((rows, width)) < 0.1] = -np.inf
+    keys[keys == 0] = -0.0 if seed % 2 else 0.0
+    k = rng.integers(-1, width + 2, rows)
+    old = ap.TOP_K_SELECT_WIDTH
+    ap.TOP_K_SELECT_WIDTH = select_from
+    try:
+        got = ap._top_k_per_row(keys, k, np.random.default_rng(seed + 1))
+    finally:
+        ap.TOP_K_SELECT_WIDTH = old
+    draws = np.random.default_rng(seed + 1).random((rows, width))
+    assert got.shape == (rows, width)
+    assert np.array_equal(got, _sorted_top_k(keys, k, draws))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 42), st.integers(0, 2**32 - 1))
+def test_top_k_row_breaks_equal_draws_by_index(width: int, k: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    key = rng.integers(0, 3, width).astype(float)
+    draw = rng.integers(0, 3, width) / 4.0  # equal draws: the index decides, as a stable sort
+    got = ap._top_k_row(key, k, draw)
+    want = _sorted_top_k(key[None], np.array([k]), draw[None])[0]
+    assert np.array_equal(got, want)
+    assert got.sum() == min(max(k, 0), width)

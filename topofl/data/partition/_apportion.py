@@ -67,18 +67,72 @@ def grouped_lexsort(keys: tuple[npt.NDArray[Any], ...], sizes: IntArray,
     return out
 
 
+#: Rows at least this wide take :func:`_top_k_row`'s selection (linear in the row) instead of
+#: a sort of the whole row (the same mask).
+TOP_K_SELECT_WIDTH = 512
+
+
 def _top_k_per_row(
     keys: FloatArray, k: IntArray, rng: np.random.Generator
 ) -> npt.NDArray[np.bool_]:
-    """Boolean mask of the ``k[g]`` largest ``keys[g, :]`` of every row; ties broken at random."""
+    """Boolean mask of the ``k[g]`` largest ``keys[g, :]`` of every row; ties broken at random.
+
+    The order is ``np.lexsort((rng.random((G, K)), -keys), axis=-1)`` (larger key first, then
+    the smaller random draw, then the lower index); rows of ``TOP_K_SELECT_WIDTH`` entries or
+    more select the same entries in linear time (:func:`_top_k_row`) instead of sorting.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> _top_k_per_row(np.array([[0.5, 0.9, 0.5, 0.1]]), np.array([2]), rng).tolist()
+    [[False, True, True, False]]
+    """
     G, K = keys.shape
     if K == 0:
         return np.zeros((G, 0), dtype=bool)
-    order = np.lexsort((rng.random((G, K)), -keys), axis=-1)
+    draws = rng.random((G, K))
+    if K >= TOP_K_SELECT_WIDTH:
+        mask = np.zeros((G, K), dtype=bool)
+        for g in range(G):
+            mask[g] = _top_k_row(keys[g], int(k[g]), draws[g])
+        return mask
+    order = np.lexsort((draws, -keys), axis=-1)
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.broadcast_to(np.arange(K), (G, K)), axis=-1)
     result: npt.NDArray[np.bool_] = rank < k[:, None]
     return result
+
+
+def _top_k_row(key: FloatArray, k: int, draw: FloatArray) -> npt.NDArray[np.bool_]:
+    """The first ``k`` entries of one row in the order (``key`` descending, ``draw`` ascending,
+    index ascending), by selection: the ``k``-th largest key ``t`` (``np.partition``), every
+    entry above it, and among the entries equal to ``t`` the ones of the smallest draws (equal
+    draws by index). Linear in the row, the same mask as a stable sort of it.
+
+    Examples
+    --------
+    >>> key, draw = np.array([1.0, 3.0, 1.0, 1.0]), np.array([0.7, 0.5, 0.2, 0.7])
+    >>> _top_k_row(key, 3, draw).tolist()  # 3.0, then the two ties of the smaller draws
+    [True, True, True, False]
+    """
+    K = key.size
+    if k <= 0:
+        return np.zeros(K, dtype=bool)
+    if k >= K:
+        return np.ones(K, dtype=bool)
+    t = np.partition(key, K - k)[K - k]  # the k-th largest key
+    out: npt.NDArray[np.bool_] = np.greater(key, t)
+    need = k - int(np.count_nonzero(out))
+    tie = np.flatnonzero(key == t)
+    if tie.size > need:
+        d = draw[tie]
+        cut = np.partition(d, need - 1)[need - 1]  # the need-th smallest draw of the ties
+        below = d < cut
+        at = np.flatnonzero(d == cut)[:need - int(np.count_nonzero(below))]
+        below[at] = True
+        tie = tie[below]
+    out[tie] = True
+    return out
 
 
 def _apportion_int(totals: IntArray, weights: IntArray, rng: np.random.Generator) -> IntArray:
