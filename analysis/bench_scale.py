@@ -216,60 +216,105 @@ import json, sys, time
 import numpy as np
 args = json.loads(sys.argv[1])
 now = time.process_time if args["clock"] == "cpu" else time.perf_counter
-n, N, dim = args["n"], args["spc"] * args["n"], args["dim"]
+n, N, dim, reps = args["n"], args["spc"] * args["n"], args["dim"], args["repeats"]
 src = np.ones((N, dim), dtype=np.float32)  # the samples, not timed
-rng = np.random.default_rng(0)
-t0 = now()
-perm = rng.permutation(N)                            # a uniformly random split ...
-order = np.argsort(perm % n, kind="stable")          # ... grouped by client ...
-rows = src[perm[order]]                              # ... and its rows gathered
-print(json.dumps({"floor": now() - t0, "check": float(rows[0, 0])}))
+floor = []
+for r in range(reps):
+    perm = np.random.default_rng(r).permutation(N)   # a uniformly random split, not timed
+    t0 = now()
+    rows = src[perm]                                 # its rows gathered into a new array
+    floor.append(now() - t0)
+    del rows
+del src
+data = []
+if args["data"]:
+    import torch
+    torch.set_num_threads(args["threads"])
+    import topofl.data as data_mod
+    ds = data_mod.load(f"synthetic:n_samples={N},dim={dim},num_classes=10,seed=0")
+    for r in range(reps):
+        t0 = now()
+        fed = data_mod.federate(ds, "iid", n, seed=0)  # the run's data part, alone
+        data.append(now() - t0)
+        del fed
+print(json.dumps({"floor": min(floor), "data": min(data) if data else None}))
 """
 
 
-def floor_case(n: int, *, threads: int, clock: str = "cpu") -> float | None:
-    """Seconds of the data part's random-access floor at ``n`` clients (``None`` if it
-    failed): a random permutation of the ``10 n`` samples, a stable sort of it by client and
-    the gather of their ``[10 n, 64]`` float32 rows, in NumPy, in a child process (the
-    ``clock`` of the cases)."""
-    args = {"n": n, "spc": SAMPLES_PER_CLIENT, "dim": DIM, "clock": clock}
+def floor_case(n: int, *, threads: int, clock: str = "cpu", repeats: int = 3,
+               data: bool = True, root: Path = ROOT) -> dict[str, float | None] | None:
+    """The data part's floor at ``n`` clients, and the data part alone (``None`` if it failed):
+    ``{"floor": s, "data": s}``, each the least of ``repeats`` timings in a child process
+    (the ``clock`` of the cases). *floor*: the gather of the ``[10 n, 64]`` float32 sample rows
+    in a uniformly random order into a new array, in NumPy (the copy any client-ordered iid
+    split makes; the permutation drawn untimed); *data*: ``topofl.data.federate`` of the
+    cases' dataset over ``n`` clients (iid, seed 0; the dataset drawn untimed), as in a run
+    but alone, so that its least timing is the part's cost without the other jobs' noise
+    (``data=False``: not timed, ``None``)."""
+    args = {"n": n, "spc": SAMPLES_PER_CLIENT, "dim": DIM, "clock": clock,
+            "repeats": repeats, "data": data, "threads": threads}
     env = {**os.environ, **{v: str(threads) for v in ("OMP_NUM_THREADS",
                                                       "OPENBLAS_NUM_THREADS",
-                                                      "MKL_NUM_THREADS")}}
+                                                      "MKL_NUM_THREADS")},
+           "PYTHONPATH": os.pathsep.join(
+               p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run([sys.executable, "-c", _FLOOR, json.dumps(args)], env=env,
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, cwd=str(root))
     if proc.returncode:
         return None
-    return float(json.loads(proc.stdout.strip().splitlines()[-1])["floor"])
+    out: dict[str, float | None] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
 
 
-def floor_table(results: list[dict[str, Any]], floors: dict[int, float]) -> list[str]:
-    """The data part of each logistic case against the random-access floor at its n."""
+def floor_table(results: list[dict[str, Any]], floors: dict[int, Any]) -> list[str]:
+    """The data part of each logistic case against the floor at its n (:func:`floor_case`'s
+    dicts; a bare number is an earlier bench's floor: a permutation, a stable sort by client
+    and the gather, timed once)."""
     rows = sorted((r for r in results if "error" not in r and r["n"] in floors),
                   key=lambda r: (r["model"], r["rounds"], r["n"]))
     if not rows:
         return []
+    legacy = any(not isinstance(f, dict) for f in floors.values())
+    fl = {n: {"floor": f, "data": None} if not isinstance(f, dict) else f
+          for n, f in floors.items()}
+    alone = not legacy and all(fl[r["n"]].get("data") for r in rows)
+    if legacy:
+        what = ("*floor*: at the same n, in NumPy alone, a random permutation of the 10 n "
+                "samples, a stable sort of it by client and the gather of their rows "
+                "(`[10 n, 64]` float32), timed once")
+    else:
+        what = ("*floor*: at the same n, in NumPy alone, the gather of the 10 n sample rows "
+                "(`[10 n, 64]` float32) in a uniformly random order into a new array, the copy "
+                "any client-ordered iid split makes (the permutation drawn untimed); *data "
+                "alone*: `topofl.data.federate` of the same dataset over n clients, as in the "
+                "run but in a process of its own; both the least of a few timings (the "
+                "machine's noise removed)")
     out = ["## The data part against a random-access floor", "",
-           "*floor*: at the same n, in NumPy alone, a random permutation of the 10 n samples, "
-           "a stable sort of it by client and the gather of their rows (`[10 n, 64]` float32):"
-           " the random access an iid split cannot avoid. Its per-sample cost grows with n on "
-           "this machine as the arrays leave the caches; *data / floor* is what the library "
-           "adds.", "",
-           "| model | rounds | n | data | floor | data / floor |", "|---|---:|---:|---:|---:|---:|"]
+           what + ". Their per-sample cost grows with n on this machine as the arrays leave "
+           "the caches; *data / floor* is what the library adds.", ""]
+    head = "| model | rounds | n | data | " + ("data alone | " if alone else "") + "floor | " \
+        + ("data alone / floor |" if alone else "data / floor |")
+    out += [head, "|---|---:|---:|---:|" + ("---:|" if alone else "") + "---:|---:|"]
     for r in rows:
-        d, f = r["parts"].get("data", 0.0), floors[r["n"]]
-        out.append(f"| {r['model']} | {r['rounds']} | {r['n']:,} | {_s(d)} | {_s(f)} | "
-                   f"{d / f:.2f} |")
+        d, f = r["parts"].get("data", 0.0), fl[r["n"]]["floor"]
+        a = fl[r["n"]].get("data") if alone else None
+        out.append(f"| {r['model']} | {r['rounds']} | {r['n']:,} | {_s(d)} | "
+                   + (f"{_s(a)} | " if alone else "")
+                   + f"{_s(f)} | {(a if alone else d) / f:.2f} |")
     for (model, rounds) in sorted({(r["model"], r["rounds"]) for r in rows}):
         g = [r for r in rows if (r["model"], r["rounds"]) == (model, rounds)]
         ns = [r["n"] for r in g]
         ed = slope(ns, [r["parts"].get("data", 0.0) for r in g])
-        ef = slope(ns, [floors[r["n"]] for r in g])
-        er = slope(ns, [r["parts"].get("data", 0.0) / floors[r["n"]] for r in g])
+        ef = slope(ns, [fl[r["n"]]["floor"] for r in g])
+        num = [fl[r["n"]]["data"] if alone else r["parts"].get("data", 0.0) for r in g]
+        ea = slope(ns, num) if alone else None
+        er = slope(ns, [x / fl[r["n"]]["floor"] for x, r in zip(num, g)])
         if ed is not None and ef is not None and er is not None:
             out += ["", f"Exponents ({model}, {rounds} round(s), n = "
-                    f"{', '.join(f'{k:,}' for k in ns)}): data {ed:.2f}, floor {ef:.2f}, "
-                    f"data / floor {er:+.2f}."]
+                    f"{', '.join(f'{k:,}' for k in ns)}): data {ed:.2f}, "
+                    + (f"data alone {ea:.2f}, " if ea is not None else "")
+                    + f"floor {ef:.2f}, " + ("data alone" if alone else "data")
+                    + f" / floor {er:+.2f}."]
     out.append("")
     return out
 
@@ -476,6 +521,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="what --bytes-before ran (a sentence)")
     ap.add_argument("--no-floor", action="store_true",
                     help="do not time the data part's random-access floor at each n")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="timings of the floor and of the data part alone (the least kept)")
     a = ap.parse_args(argv)
     before = json.loads(Path(a.before).read_text()) if a.before else None
     if isinstance(before, dict):
@@ -516,10 +563,11 @@ def main(argv: list[str] | None = None) -> int:
     for n in sorted({r["n"] for r in results if "error" not in r} - set(floors)):
         if a.no_floor or a.clock == "wall" and a.from_json:
             break
-        f = floor_case(n, threads=a.threads, clock=a.clock)
+        f = floor_case(n, threads=a.threads, clock=a.clock, repeats=a.repeats, root=root)
         if f is not None:
             floors[n] = f
-            print(f"floor n={n:,}: {f:.3g} s", flush=True)
+            print(f"floor n={n:,}: {f['floor']:.3g} s, data alone {_s(f['data'])} s",
+                  flush=True)
     rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                          capture_output=True, text=True, check=False).stdout.strip()
     if a.from_json:
