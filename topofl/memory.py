@@ -48,6 +48,7 @@ from topofl.data.federated import GATHER_BLOCK_VALUES, FederatedData
 from topofl.engine import ParamLayout, toy_services
 from topofl.engine.config import DTYPES, global_samples
 from topofl.engine.evaluation import (
+    EVAL_BLOCK_BYTES,
     EVAL_BLOCK_ENTRIES,
     eval_block_rows,
     eval_chunk,
@@ -445,7 +446,7 @@ def _eval_passes(s: Shapes, n: int) -> tuple[int, int, int]:
     per = 8 * C + 48
 
     def chunked(largest: int, inputs: int) -> int:
-        pairs = min(n * largest, max((64 << 20) // max(1, q), n))
+        pairs = min(n * largest, max(EVAL_BLOCK_BYTES // max(1, q), n))
         if not s.loop_threads:
             return pairs * (per + inputs + act)
         # the per-client loop: the activations of one client a thread, on its chunk

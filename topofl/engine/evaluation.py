@@ -176,10 +176,16 @@ def squared_distances(x: Tensor, center: Tensor) -> Tensor:
     return out
 
 
+#: Bytes an evaluation pass aims to hold at once (the logits and inputs of a chunk of samples
+#: for every client): the evaluation's chunks, and the planner's model of them
+#: (:mod:`topofl.memory`), are sized by it.
+EVAL_BLOCK_BYTES = 64 << 20
+
+
 def eval_chunk(n_clients: int, num_classes: int, sample_bytes: int) -> int:
     # samples per forward pass so that logits and inputs of all clients stay around 64 MB
     per = n_clients * (num_classes * 8 + sample_bytes)
-    return max(1, (64 << 20) // max(1, per))
+    return max(1, EVAL_BLOCK_BYTES // max(1, per))
 
 
 @functools.lru_cache(maxsize=8)
@@ -244,7 +250,7 @@ def shared_block(samples: int, classes: int) -> tuple[int, int]:
     """
     cols = max(1, min(int(samples), _SHARED_COLS))
     per = cols * (_PAIR_BYTES_PER_CLASS * max(int(classes), 2) + _PAIR_BYTES)
-    return max(1, (64 << 20) // per), cols
+    return max(1, EVAL_BLOCK_BYTES // per), cols
 
 
 def shared_sums(executor: Any, x_eval: Tensor, x: Tensor, y: Tensor,
@@ -271,7 +277,7 @@ def shared_sums(executor: Any, x_eval: Tensor, x: Tensor, y: Tensor,
     m, s = int(x_eval.shape[0]), int(x.shape[0])
     classes = int(y.max()) + 1 if s else 1
     if adjust is not None or m == 0:
-        chunk = max(1, (64 << 20) // max(1, m * (classes * 8 + int(x[0].numel()) * 4)))
+        chunk = max(1, EVAL_BLOCK_BYTES // max(1, m * (classes * 8 + int(x[0].numel()) * 4)))
         gb = ((x[a:a + chunk], y[a:a + chunk], None) for a in range(0, s, chunk))
         return torch.stack(score_chunks(executor, x_eval, gb, m, shared=True, adjust=adjust),
                            dim=1)
