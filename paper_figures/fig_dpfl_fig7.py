@@ -40,10 +40,10 @@ def main(args: figures.FigureArgs) -> figures.Result:
                            f"({', '.join(skipped)}: not run at this scale, inconclusive); "
                            + result.measured)
         result.notes = [*result.notes, *(f"Panel {t} is not run at this scale: Table 1's "
-                                         "Dir(0.1) stand-in (cnn1d) is beyond the family's "
-                                         "CPU budget (fig_dpfl_table1.py); it runs at --quick "
-                                         "and --full. The verdict is the other panel's."
-                                         for t in skipped)]
+                                         "Dir(0.1) stand-in (cnn1d), whose runs this panel "
+                                         f"reads, {fig_dpfl_table1.HALF_COST}; it runs at "
+                                         "--quick and --full. The verdict is the other "
+                                         "panel's." for t in skipped)]
     return result
 
 

@@ -22,13 +22,19 @@ from topofl import figures
 SPLITS = {"dir": "Dir(0.1)", "patho": "Patho(3)"}
 # The splits of the default scale. Dir(0.1)'s calibrated stand-in (MNIST-1D with noisier signals
 # and cnn1d; analysis/standins.md: the MLP leaves Local within 1-2 points of the pooled ceiling)
-# costs ~17 s a round of DPFL and ~16 s of Local at --jobs 2 on this machine (measured): its 45
-# runs (15 rows x 3 seeds) at the paper's 100 rounds would take ~10 hours. The CPU goes
+# costs 15.5 CPU s a round (the median of its 15 methods; analysis/columns_cost.md): its 45
+# runs (15 rows x 3 seeds) take 2.5 h at the default rounds and 12.5 h at the paper's 100
+# (HALF_COST below). The CPU goes
 # to the rounds of the Patho(3) half instead; Dir(0.1) runs at --quick and --full only, and its
 # half of the table is reported as not run (inconclusive).
 DEFAULT_SPLITS = ("patho",)
 # the paper's Table 1, CIFAR-10 columns (mean over three seeds, %), by the rows of dv.label
 PAPER_ROUNDS = 100  # Appendix F.3.3: T = 100 (DPFL: 98 after its 2 of pre-processing)
+# What the Dir(0.1) half costs, measured by analysis/columns_cost.py (analysis/columns_cost.md)
+HALF_COST = ("costs 15.5 CPU s a round here (the median of its 15 methods, 8.4-44.1; "
+             "analysis/columns_cost.md), 2.5 h for its 45 runs at the default 18-20 rounds and "
+             "12.5 h at the paper's 98-100 with --jobs 2 on this 2-core machine, and an "
+             "estimated 0.1 h on one GPU (a ratio of comparable models, not measured)")
 PAPER = {m: v[:2] for m, v in dv.PAPER_TABLE1.items()}  # its CIFAR-10 columns (by SPLITS)
 
 
@@ -89,9 +95,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
     head = (f"tested: the {tested} half only ({', '.join(missing)}: not run at this scale, "
             "inconclusive); " if missing else "")
     notes = [f"{t} is not run at this scale: its calibrated stand-in (MNIST-1D with noisier "
-             "signals + cnn1d) costs ~17 s a DPFL round at --jobs 2 here, ~10 hours for its "
-             "45 runs at the paper's 100 rounds (see the script); it runs at --quick and "
-             "--full. The verdict is the tested half's." for t in missing]
+             f"signals + cnn1d) {HALF_COST}; it runs at --quick and --full. The verdict is the "
+             "tested half's." for t in missing]
     notes.append(dc.convergence_note(readings))
     notes.append(dv.selection_note(found, "the table"))
     slow = {t: min(loss[t][r].mean for r in rows if r.startswith("DPFL")) for t in titles}
