@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl.data.partition._apportion as ap
-from topofl.data.partition._apportion import grouped_lexsort, stable_order
+from topofl.data.partition._apportion import grouped_lexsort, sort_within_groups, stable_order
 
 
 @settings(max_examples=200, deadline=None)
@@ -88,3 +89,23 @@ def test_top_k_row_breaks_equal_draws_by_index(width: int, k: int, seed: int) ->
     want = _sorted_top_k(key[None], np.array([k]), draw[None])[0]
     assert np.array_equal(got, want)
     assert got.sum() == min(max(k, 0), width)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=0, max_size=40), st.integers(0, 2**32 - 1))
+def test_sort_within_groups_is_a_sort_of_each_group(sizes: list[int], seed: int) -> None:
+    # padded rows (even sizes) or the global lexsort (one large group among small ones)
+    rng = np.random.default_rng(seed)
+    sz = np.array(sizes + ([60] if seed % 3 == 0 else []), dtype=np.int64)
+    total = int(sz.sum())
+    values = rng.permutation(10 * total + 1)[:total]  # distinct sample indices
+    got = sort_within_groups(values, sz)
+    starts = np.concatenate(([0], np.cumsum(sz)))
+    want = np.concatenate([np.sort(values[a:b]) for a, b in zip(starts[:-1], starts[1:])]
+                          + [np.zeros(0, np.int64)])
+    assert np.array_equal(got, want)
+
+
+def test_sort_within_groups_refuses_sizes_that_do_not_add_up() -> None:
+    with pytest.raises(ValueError, match="sizes sum to 3, but there are 2 values"):
+        sort_within_groups(np.array([1, 0]), np.array([1, 2]))

@@ -67,6 +67,37 @@ def grouped_lexsort(keys: tuple[npt.NDArray[Any], ...], sizes: IntArray,
     return out
 
 
+def sort_within_groups(values: IntArray, sizes: IntArray) -> IntArray:
+    """``values`` (distinct non-negative integers, grouped: ``sizes[0]`` of the first group,
+    then the next, ...) with each group sorted ascending, the groups kept in order: in padded
+    rows of ``max(sizes)`` where that padding costs at most 2x the values, else by one global
+    lexsort by (group, value). The same array either way.
+
+    Examples
+    --------
+    >>> sort_within_groups(np.array([7, 2, 9, 5, 0, 4]), np.array([3, 0, 2, 1])).tolist()
+    [2, 7, 9, 0, 5, 4]
+    """
+    values = np.asarray(values, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n, total = sizes.size, int(sizes.sum())
+    if total != values.size:
+        raise ValueError(f"sizes sum to {total}, but there are {values.size} values")
+    width = int(sizes.max()) if n else 0
+    if total == 0:
+        return values.copy()
+    if n * width > 2 * total:
+        owner = np.repeat(np.arange(n), sizes)
+        out: IntArray = values[np.lexsort((values, owner))]
+        return out
+    filled = np.arange(width)[None, :] < sizes[:, None]  # [n, width]: a value, not padding
+    rows = np.full((n, width), np.iinfo(np.int64).max, dtype=np.int64)
+    rows[filled] = values
+    rows.sort(axis=1)  # the padding sorts last
+    out = rows[filled]
+    return out
+
+
 #: Rows at least this wide take :func:`_top_k_row`'s selection (linear in the row) instead of
 #: a sort of the whole row (the same mask).
 TOP_K_SELECT_WIDTH = 512

@@ -17,6 +17,7 @@ from topofl.data.partition._apportion import (
     _apportion_int,
     _deal,
     grouped_lexsort,
+    sort_within_groups,
     stable_order,
 )
 from topofl.data.partition._input import (
@@ -103,6 +104,21 @@ class Partition:
         owner = client_of[assigned]
         index = assigned[stable_order(owner, n_clients)]  # ascending within each client
         sizes = np.bincount(owner, minlength=n_clients)
+        return cls._from_grouped(labels, index, sizes, num_classes, name, params, info)
+
+    @classmethod
+    def _from_grouped(
+        cls,
+        labels: IntArray,
+        index: IntArray,
+        sizes: IntArray,
+        num_classes: int,
+        name: str,
+        params: Mapping[str, Any],
+        info: Mapping[str, Any] | None = None,
+    ) -> Partition:
+        """Canonical form from ``index``, the samples of client 0, then client 1, ... (``sizes``
+        of each), each client's in ascending order."""
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         return cls(
             labels=labels if not labels.flags.writeable else _readonly(labels.copy()),
@@ -349,13 +365,14 @@ class Partition:
         info = {"val": v, "test": t}
         out = []
         for part, mask in (("train", is_train), ("val", is_val), ("test", is_test)):
-            co = np.full(self.num_samples, -1, dtype=np.int64)
-            co[idx[mask]] = owner[mask]
+            # the part's samples are grouped by client already: sorted within each client,
+            # they are the canonical index (what a stable sort of its client_of by client gives)
+            part_sizes = np.bincount(owner[mask], minlength=n)
             out.append(
-                Partition._from_client_of(
+                Partition._from_grouped(
                     self.labels,
-                    co,
-                    n,
+                    sort_within_groups(idx[mask], part_sizes),
+                    part_sizes,
                     L,
                     self.name,
                     self.params,
