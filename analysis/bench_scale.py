@@ -218,12 +218,14 @@ args = json.loads(sys.argv[1])
 now = time.process_time if args["clock"] == "cpu" else time.perf_counter
 n, N, dim, reps = args["n"], args["spc"] * args["n"], args["dim"], args["repeats"]
 src = np.ones((N, dim), dtype=np.float32)  # the samples, not timed
-floor = []
+floor, draw = [], []
 for r in range(reps):
-    perm = np.random.default_rng(r).permutation(N)   # a uniformly random split, not timed
     t0 = now()
-    rows = src[perm]                                 # its rows gathered into a new array
-    floor.append(now() - t0)
+    perm = np.random.default_rng(r).permutation(N)   # a uniformly random split ...
+    t1 = now()
+    rows = src[perm]                                 # ... its rows gathered into a new array
+    floor.append(now() - t1)
+    draw.append(t1 - t0)
     del rows
 del src
 data = []
@@ -237,20 +239,22 @@ if args["data"]:
         fed = data_mod.federate(ds, "iid", n, seed=0)  # the run's data part, alone
         data.append(now() - t0)
         del fed
-print(json.dumps({"floor": min(floor), "data": min(data) if data else None}))
+print(json.dumps({"floor": min(floor), "permutation": min(draw),
+                  "data": min(data) if data else None}))
 """
 
 
 def floor_case(n: int, *, threads: int, clock: str = "cpu", repeats: int = 3,
                data: bool = True, root: Path = ROOT) -> dict[str, float | None] | None:
     """The data part's floor at ``n`` clients, and the data part alone (``None`` if it failed):
-    ``{"floor": s, "data": s}``, each the least of ``repeats`` timings in a child process
-    (the ``clock`` of the cases). *floor*: the gather of the ``[10 n, 64]`` float32 sample rows
-    in a uniformly random order into a new array, in NumPy (the copy any client-ordered iid
-    split makes; the permutation drawn untimed); *data*: ``topofl.data.federate`` of the
-    cases' dataset over ``n`` clients (iid, seed 0; the dataset drawn untimed), as in a run
-    but alone, so that its least timing is the part's cost without the other jobs' noise
-    (``data=False``: not timed, ``None``)."""
+    ``{"floor": s, "permutation": s, "data": s}``, each the least of ``repeats`` timings in a
+    child process (the ``clock`` of the cases). *floor*: the gather of the ``[10 n, 64]``
+    float32 sample rows in a uniformly random order into a new array, in NumPy (the copy any
+    client-ordered iid split makes); *permutation*: drawing that order (NumPy's
+    ``Generator.permutation`` of the ``10 n`` samples, which an iid split cannot skip);
+    *data*: ``topofl.data.federate`` of the cases' dataset over ``n`` clients (iid, seed 0;
+    the dataset drawn untimed), as in a run but alone, so that its least timing is the part's
+    cost without the other jobs' noise (``data=False``: not timed, ``None``)."""
     args = {"n": n, "spc": SAMPLES_PER_CLIENT, "dim": DIM, "clock": clock,
             "repeats": repeats, "data": data, "threads": threads}
     env = {**os.environ, **{v: str(threads) for v in ("OMP_NUM_THREADS",
@@ -285,22 +289,28 @@ def floor_table(results: list[dict[str, Any]], floors: dict[int, Any]) -> list[s
     else:
         what = ("*floor*: at the same n, in NumPy alone, the gather of the 10 n sample rows "
                 "(`[10 n, 64]` float32) in a uniformly random order into a new array, the copy "
-                "any client-ordered iid split makes (the permutation drawn untimed); *data "
-                "alone*: `topofl.data.federate` of the same dataset over n clients, as in the "
-                "run but in a process of its own; both the least of a few timings (the "
-                "machine's noise removed)")
+                "any client-ordered iid split makes (the permutation drawn untimed); "
+                "*permutation*: drawing that order (`Generator.permutation` of the 10 n "
+                "samples, which an iid split cannot skip); *data alone*: "
+                "`topofl.data.federate` of the same dataset over n clients, as in the run but "
+                "in a process of its own; each the least of a few timings (the machine's "
+                "noise removed)")
+    perm = alone and all(fl[r["n"]].get("permutation") for r in rows)
+    ratio = "data alone / floor" if alone else "data / floor"
     out = ["## The data part against a random-access floor", "",
            what + ". Their per-sample cost grows with n on this machine as the arrays leave "
-           "the caches; *data / floor* is what the library adds.", ""]
-    head = "| model | rounds | n | data | " + ("data alone | " if alone else "") + "floor | " \
-        + ("data alone / floor |" if alone else "data / floor |")
-    out += [head, "|---|---:|---:|---:|" + ("---:|" if alone else "") + "---:|---:|"]
+           f"the caches; *{ratio}* is what the library adds.", ""]
+    head = ("| model | rounds | n | data | " + ("data alone | " if alone else "") + "floor | "
+            + ("permutation | " if perm else "") + f"{ratio} |")
+    out += [head, "|---|---:|---:|---:|" + ("---:|" if alone else "") + "---:|"
+            + ("---:|" if perm else "") + "---:|"]
     for r in rows:
         d, f = r["parts"].get("data", 0.0), fl[r["n"]]["floor"]
         a = fl[r["n"]].get("data") if alone else None
         out.append(f"| {r['model']} | {r['rounds']} | {r['n']:,} | {_s(d)} | "
-                   + (f"{_s(a)} | " if alone else "")
-                   + f"{_s(f)} | {(a if alone else d) / f:.2f} |")
+                   + (f"{_s(a)} | " if alone else "") + f"{_s(f)} | "
+                   + (f"{_s(fl[r['n']]['permutation'])} | " if perm else "")
+                   + f"{(a if alone else d) / f:.2f} |")
     for (model, rounds) in sorted({(r["model"], r["rounds"]) for r in rows}):
         g = [r for r in rows if (r["model"], r["rounds"]) == (model, rounds)]
         ns = [r["n"] for r in g]
@@ -309,12 +319,14 @@ def floor_table(results: list[dict[str, Any]], floors: dict[int, Any]) -> list[s
         num = [fl[r["n"]]["data"] if alone else r["parts"].get("data", 0.0) for r in g]
         ea = slope(ns, num) if alone else None
         er = slope(ns, [x / fl[r["n"]]["floor"] for x, r in zip(num, g)])
+        ep = slope(ns, [fl[r["n"]]["permutation"] for r in g]) if perm else None
         if ed is not None and ef is not None and er is not None:
             out += ["", f"Exponents ({model}, {rounds} round(s), n = "
                     f"{', '.join(f'{k:,}' for k in ns)}): data {ed:.2f}, "
                     + (f"data alone {ea:.2f}, " if ea is not None else "")
-                    + f"floor {ef:.2f}, " + ("data alone" if alone else "data")
-                    + f" / floor {er:+.2f}."]
+                    + f"floor {ef:.2f}, "
+                    + (f"permutation {ep:.2f}, " if ep is not None else "")
+                    + f"{ratio} {er:+.2f}."]
     out.append("")
     return out
 

@@ -21,7 +21,7 @@ def test_slope_recovers_a_power_law() -> None:
 
 def test_floor_case_times_the_floor_and_the_data_part_alone() -> None:
     got = bench.floor_case(200, threads=1, clock="cpu", repeats=2)
-    assert got is not None and set(got) == {"floor", "data"}
+    assert got is not None and set(got) == {"floor", "permutation", "data"}
     assert all(v is not None and v >= 0.0 and math.isfinite(v) for v in got.values())
     assert bench.floor_case(200, threads=1, clock="cpu", repeats=1, data=False)["data"] is None
 
@@ -43,8 +43,11 @@ def test_floor_table_with_the_data_part_alone() -> None:
     # in the run the data part grows faster (noise), alone it is 3x a floor of exponent 1.1
     results = [{"model": "logistic", "rounds": 1, "n": n, "parts": {"data": 1e-6 * n**1.3}}
                for n in ns]
-    floors = {n: {"floor": 1e-6 * n**1.1, "data": 3e-6 * n**1.1} for n in ns}
+    floors = {n: {"floor": 1e-6 * n**1.1, "data": 3e-6 * n**1.1, "permutation": 1e-7 * n**1.2}
+              for n in ns}
     text = "\n".join(bench.floor_table(results, floors))
-    assert "| data alone |" in text and text.count("| 3.00 |") == 3
-    assert "data 1.30, data alone 1.10, floor 1.10, data alone / floor +0.00" in text
+    assert "| data alone |" in text and "| permutation |" in text
+    assert text.count("| 3.00 |") == 3
+    assert ("data 1.30, data alone 1.10, floor 1.10, permutation 1.20, data alone / floor "
+            "+0.00") in text
     assert "uniformly random order" in text
