@@ -1,6 +1,8 @@
 """Certificates: written only from a complete, unedited snapshot of committed code; read
-strictly; verified by re-running the certified commit (a hand edit cannot pass), on a machine
-of the certificate's CPU kind bit for bit and on another within float rounding."""
+strictly; every field that decides their check sealed with their values; verified by
+re-running the certified commit (a hand edit cannot pass): bit for bit where the numeric
+environment equals the certificate's, and elsewhere within the rounding measured between
+environments."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,15 +22,15 @@ from typing import Any
 import pytest
 
 import topofl as tf
-from topofl import certificates, snapshot
+from topofl import _environment, certificates, snapshot
 from topofl._fingerprint import tree_fingerprint
 from topofl.figures import cli as figure_cli
 from topofl.figures import results as figure_results
 
 SMALL = ("topologies", "partitions")
+_ALL_PARTS = dict(snapshot.PARTS)
 OLD = "0.1.0+000000000000"
 COMMIT = "c" * 40
-OTHER_CPU = "x86_64 OtherVendor AVX2"  # a CPU kind that is not this machine's
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +40,17 @@ def small() -> dict[str, Any]:
 
 @pytest.fixture(autouse=True)
 def _two_parts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A snapshot of two parts stands for a complete one (the whole takes ~10 s); the cache's
+    """A snapshot of two parts stands for a complete one (the whole takes ~20 s); the cache's
     key is the test's own."""
     monkeypatch.setattr(snapshot, "PARTS", {p: snapshot.PARTS[p] for p in SMALL})
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+
+
+def _other(env: Mapping[str, Any]) -> dict[str, Any]:
+    """``env`` on another processor with another numpy: an environment that is not this
+    machine's."""
+    return {**env, "cpu": "x86_64 OtherVendor AVX2", "cpu_id": "OtherVendor family 1 model 2",
+            "numpy": "1.26.4"}
 
 
 def _before(tmp_path: Path, small: Mapping[str, Any], **change: Any) -> Path:
@@ -63,9 +73,14 @@ def test_a_certificate_makes_older_results_current(tmp_path: Path, small: dict) 
     assert list(figure_results.stale(results)) == ["old"]
     cert = certificates.certify(_before(tmp_path, small), results)
     assert (cert["from"], cert["to"], cert["from_commit"]) == (OLD, small["code"], COMMIT)
-    assert cert["digest"] == small["digest"] and cert["values"] == len(small["values"])
-    assert cert["seeds"] == list(snapshot.SEEDS) and cert["cpu"] == small["cpu"]
-    # the values are committed beside it, under their digest
+    assert cert["values"] == len(small["values"]) and cert["seeds"] == list(snapshot.SEEDS)
+    assert cert["environment"] == small["environment"] and cert["threads"] == 1
+    # the sealed record is committed beside it, under its digest: every field that decides the
+    # check, and the values
+    record = json.loads(gzip.decompress(
+        certificates._values_path(results, cert["digest"]).read_bytes()))
+    assert snapshot.digest(record) == cert["digest"]
+    assert record["certificate"] == {f: cert[f] for f in certificates.SEALED}
     assert certificates.values_of(results, cert) == small["values"]
     assert figure_results.stale(results) == {}
     rows = figure_results.index(results)
@@ -89,11 +104,13 @@ def test_a_moved_value_cannot_be_certified(tmp_path: Path, small: dict) -> None:
     ({"digest": "0" * 16}, "do not match its digest 0000000000000000: the file was edited"),
     ({"commit": None}, "taken on code that was not committed"),
     ({"values": None}, r"not a snapshot .*\['values'\]"),
-    ({"cpu": None}, r"not a snapshot .*\['cpu'\]"),
-    ({"cpu": OTHER_CPU}, f"taken on CPU kind {OTHER_CPU}, this is .*: take both on one machine"),
+    ({"environment": None}, r"\['environment'\]; taken before environments were recorded"),
+    ("other", r"taken in another numeric environment \(numpy .* vs .*; cpu x86_64 OtherVendor"),
 ])
 def test_a_partial_edited_or_uncommitted_snapshot_cannot_certify(
-        tmp_path: Path, small: dict, change: dict, match: str) -> None:
+        tmp_path: Path, small: dict, change: Any, match: str) -> None:
+    if change == "other":
+        change = {"environment": _other(small["environment"])}
     with pytest.raises(ValueError, match=match) as err:
         certificates.certify(_before(tmp_path, small, **change), tmp_path)
     assert str(tmp_path / "before.json") in str(err.value)
@@ -115,15 +132,24 @@ def test_the_same_code_needs_no_certificate(tmp_path: Path, small: dict) -> None
 
 
 def _cert(small: Mapping[str, Any], **change: Any) -> dict[str, Any]:
-    return {"from": OLD, "to": small["code"], "from_commit": COMMIT, "digest": small["digest"],
-            "values": len(small["values"]), "torch": small["torch"], "threads": 1,
-            "cpu": small["cpu"], **change}
+    """A certificate of ``small``'s values in its environment (its digest: see :func:`_seal`)."""
+    return {"from": OLD, "to": small["code"], "from_commit": COMMIT, "digest": "0" * 16,
+            "values": len(small["values"]), "threads": 1,
+            "environment": dict(small["environment"]), **change}
+
+
+def _seal(results: Path, cert: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Seal ``values`` with ``cert``'s fields (as :func:`certify` does); ``cert`` with the
+    digest of its record."""
+    cert["digest"] = certificates._seal(results, cert, values)
+    return cert
 
 
 def _commit(results: Path, certs: list[dict[str, Any]], *values: Mapping[str, Any]) -> None:
-    """Write ``certs`` and commit ``values`` beside them (as :func:`certify` does)."""
-    for v in values:
-        certificates._store(results, v)
+    """Seal each certificate with the values given for it (none: as sealed already) and write
+    ``equivalence.json``."""
+    for c, v in zip(certs, values):
+        _seal(results, c, v)
     (results / certificates.EQUIVALENCE_FILE).write_text(json.dumps(certs))
 
 
@@ -133,7 +159,9 @@ def _commit(results: Path, certs: list[dict[str, Any]], *values: Mapping[str, An
     ({"from_commit": "HEAD"}, "'from_commit' must be a 40-hex-digit git commit"),
     ({"from": "old"}, "'from' must be a code version"),
     ({"threads": "1"}, "'threads' must be a int"),
-    ({"cpu": 3}, "'cpu' must be a str"),
+    ({"threads": 0}, "'threads' must be at least 1"),
+    ({"environment": "x86_64"}, "'environment' must be a dict"),
+    ({"environment": {"cpu": "x"}}, "'environment' must name its torch"),
 ])
 def test_a_malformed_certificate_is_refused_naming_the_file(
         tmp_path: Path, small: dict, change: dict, match: str) -> None:
@@ -141,11 +169,20 @@ def test_a_malformed_certificate_is_refused_naming_the_file(
     with pytest.raises(ValueError, match=f"equivalence.json: certificate 0 .*{match}"):
         certificates.equivalent_codes(small["code"], tmp_path)
     (tmp_path / certificates.EQUIVALENCE_FILE).write_text('[{"from": "a", "to": "b"}]')
-    with pytest.raises(ValueError, match=r"certificate 0 misses \['cpu', 'digest'"):
+    with pytest.raises(ValueError, match=r"certificate 0 misses \['digest', 'environment'"):
         figure_results.stale(tmp_path)
     (tmp_path / certificates.EQUIVALENCE_FILE).write_text("{")
     with pytest.raises(ValueError, match="equivalence.json: not a JSON list"):
         certificates.read(tmp_path)
+
+
+def test_a_certificate_from_before_environments_is_named(tmp_path: Path, small: dict) -> None:
+    legacy = {k: v for k, v in _cert(small).items() if k != "environment"}
+    legacy.update(torch=small["torch"], cpu=small["cpu"])
+    (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps([legacy]))
+    with pytest.raises(ValueError, match=r"misses \['environment'\].*snapshot --rerecord"):
+        certificates.read(tmp_path)
+    assert certificates.read(tmp_path, legacy=True) == [legacy]
 
 
 def _fake_commit(result: Mapping[str, Any]) -> Any:
@@ -187,7 +224,8 @@ def _moved(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _rounded(values: Mapping[str, Any], rel: float) -> dict[str, Any]:
-    """``values`` with every float moved by ``rel`` (relative): another CPU's last bits."""
+    """``values`` with every float moved by ``rel`` (relative): another environment's last
+    bits."""
     def move(v: Any) -> Any:
         if isinstance(v, float):
             return v * (1 + rel)
@@ -199,78 +237,160 @@ def _rounded(values: Mapping[str, Any], rel: float) -> dict[str, Any]:
     return {k: move(v) for k, v in values.items()}
 
 
-@pytest.mark.parametrize("cpu", ["same", "other"])
-@pytest.mark.parametrize("forgery", ["made-up digest", "other values", "other code",
-                                     "edited values", "values beyond rounding"])
+#: A float32 run's records beside the small snapshot: an accuracy over 1,000 test samples
+#: and a loss (what a forger would edit).
+RUN = {"runs/case/float32": {"1|None|test_acc_mean": 0.088, "1|None|test_loss": 2.302585}}
+
+
+def _with_run(small: Mapping[str, Any], **moved: float) -> dict[str, Any]:
+    values = {**small["values"], "runs/case/float32": {**RUN["runs/case/float32"], **moved}}
+    return {**small, "values": values, "digest": snapshot.digest(values)}
+
+
+@pytest.mark.parametrize("env", ["same", "other"])
+@pytest.mark.parametrize("forgery", [
+    "made-up digest", "other values", "other code", "edited record",
+    "values beyond rounding", "one test sample in 1,000", "a loss edited by 1e-4",
+    "edited environment field", "edited threads", "swapped values file",
+    "another certificate's record", "environment edited to reach the tolerance"])
 def test_verify_refuses_a_forged_certificate(tmp_path: Path, small: dict, forgery: str,
-                                             cpu: str) -> None:
-    # on the certificate's CPU kind and on another alike
-    cert, says = _cert(small), {"code": OLD, "values": small["values"]}
-    if cpu == "other":
-        cert["cpu"] = OTHER_CPU
-    committed = small["values"]
-    if forgery == "made-up digest":  # a hand-written line: no values have that digest
-        cert["digest"], match = "0123456789abcdef", "no committed values have the certificate's"
+                                             env: str) -> None:
+    # in the certificate's environment and in another alike
+    now = _with_run(small)
+    cert, says = _cert(now), {"code": OLD, "values": now["values"]}
+    if env == "other":
+        cert["environment"] = _other(now["environment"])
+    committed = now["values"]
+    seal = True
+    if forgery == "made-up digest":  # a hand-written line: no record has that digest
+        _commit(tmp_path, [dict(cert)], committed)
+        seal, match = False, "no committed values have the certificate's"
     elif forgery == "other values":  # a real commit whose code computes other numbers
-        says["values"] = committed = _moved(small["values"])
-        cert["digest"] = snapshot.digest(says["values"])
+        says["values"] = committed = _moved(now["values"])
         match = "the current code moves 1 of the"
     elif forgery == "other code":  # a commit of other code
         says["code"], match = "0.1.0+222222222222", "is code 0.1.0+222222222222, not"
-    elif forgery == "edited values":  # the committed file changed, the digest kept
-        _commit(tmp_path, [], _moved(small["values"]))
-        moved = certificates._values_path(tmp_path, snapshot.digest(_moved(small["values"])))
-        moved.replace(certificates._values_path(tmp_path, small["digest"]))
-        match = "do not have the certificate's digest"
-    else:  # values and digest forged together, off by more than rounding
-        committed = _rounded(small["values"], 1e-2)
-        cert["digest"] = snapshot.digest(committed)
-        match = ("does not have the certificate's digest" if cpu == "same"
-                 else "beyond float rounding in")
-    if forgery != "edited values":
+    elif forgery == "edited record":  # the committed file changed, the digest kept
+        _seal(tmp_path, cert, committed)
+        other = _seal(tmp_path, dict(cert), _moved(committed))
+        certificates._values_path(tmp_path, other["digest"]).replace(
+            certificates._values_path(tmp_path, cert["digest"]))
+        seal, match = False, "does not have the certificate's digest"
+    elif forgery == "values beyond rounding":  # values and digest forged together
+        committed = _rounded(now["values"], 1e-2)
+        match = ("although this environment equals the certificate's" if env == "same"
+                 else "beyond the rounding measured between environments in")
+    elif forgery == "one test sample in 1,000":  # an accuracy moved by 0.001, digest redone
+        committed = _with_run(small, **{"1|None|test_acc_mean": 0.089})["values"]
+        match = ("although this environment equals" if env == "same"
+                 else "beyond the rounding .* in 1 of .*runs/case/float32")
+    elif forgery == "a loss edited by 1e-4":
+        committed = _with_run(small, **{"1|None|test_loss": 2.302585 * (1 + 1e-4)})["values"]
+        match = "although this environment equals" if env == "same" else "beyond the rounding"
+    elif forgery == "edited environment field":  # equivalence.json edited after sealing
+        _seal(tmp_path, cert, committed)
+        cert["environment"] = {**cert["environment"], "cpu": "x86_64 ThirdVendor AVX512"}
+        seal, match = False, "edited: 'environment.cpu' says 'x86_64 ThirdVendor AVX512'"
+    elif forgery == "edited threads":
+        _seal(tmp_path, cert, committed)
+        cert["threads"] = 2
+        seal, match = False, "edited: 'threads' says 2, its sealed record 1"
+    elif forgery == "swapped values file":  # another certificate's record under this name
+        _seal(tmp_path, cert, committed)
+        other = _seal(tmp_path, {**cert, "from_commit": "d" * 40}, committed)
+        certificates._values_path(tmp_path, other["digest"]).replace(
+            certificates._values_path(tmp_path, cert["digest"]))
+        seal, match = False, "does not have the certificate's digest"
+    elif forgery == "another certificate's record":  # its digest names another's record
+        other = _seal(tmp_path, {**cert, "from_commit": "d" * 40}, committed)
+        cert["digest"] = other["digest"]
+        seal, match = False, "edited: 'from_commit' says 'cccc"
+    else:  # the environment edited (and resealed) to reach the tolerant path, a value edited
+        cert["environment"] = _other(now["environment"])
+        committed = _with_run(small, **{"1|None|test_acc_mean": 0.0884})["values"]
+        match = "beyond the rounding measured between environments in 1 of"
+    if seal:
         _commit(tmp_path, [cert], committed)
     else:
         (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps([cert]))
-    problems = certificates.verify(tmp_path, current=small, of_commit=_fake_commit(says),
+    problems = certificates.verify(tmp_path, current=now, of_commit=_fake_commit(says),
                                    code_of=_code_of(says["code"]), cache=tmp_path / "seen.json")
     assert len(problems) == 1 and "certificate 0" in problems[0], problems
-    assert match in problems[0], problems
+    assert match in problems[0] or re.search(match, problems[0]), problems
 
 
-def test_another_cpu_kind_verifies_within_float_rounding(tmp_path: Path, small: dict) -> None:
-    # the certificate was taken on another CPU kind: its values differ from this machine's in
-    # the last bits (here 1e-9 relative), which verifies; the commit's values here must still
-    # equal the current code's here to the last bit
-    theirs = _rounded(small["values"], 1e-9)
-    cert = _cert(small, cpu=OTHER_CPU, digest=snapshot.digest(theirs))
+def test_another_environment_verifies_within_the_measured_rounding(tmp_path: Path,
+                                                                   small: dict) -> None:
+    # the certificate was taken in another environment: its values differ from this
+    # machine's in the last bits (1e-9 relative; 1e-6 in a float32 run's loss), which verifies
+    # and says so, naming both environments; the commit's values here must still equal the
+    # current code's here to the last bit
+    now = _with_run(small)
+    theirs = _rounded(now["values"], 1e-9)
+    theirs["runs/case/float32"]["1|None|test_loss"] *= 1 + 1e-6
+    cert = _cert(now, environment=_other(now["environment"]))
     _commit(tmp_path, [cert], theirs)
-    honest = _fake_commit({"code": OLD, "values": small["values"]})
-    assert certificates.verify(tmp_path, current=small, of_commit=honest,
-                               code_of=_code_of(), cache=tmp_path / "seen.json") == []
-    # the same certificate on a machine of its own kind: bit for bit, which these are not
-    mine = {**small, "cpu": OTHER_CPU}
-    problems = certificates.verify(tmp_path, current=mine, of_commit=honest,
-                                   code_of=_code_of(), cache=tmp_path / "seen.json")
-    assert len(problems) == 1 and "does not have the certificate's digest" in problems[0]
+    honest = _fake_commit({"code": OLD, "values": now["values"]})
+    notes: list[str] = []
+    kw: dict[str, Any] = dict(of_commit=honest, code_of=_code_of(), cache=tmp_path / "seen.json")
+    assert certificates.verify(tmp_path, current=now, notes=notes, **kw) == []
+    assert len(notes) == 1 and "certificate 0" in notes[0], notes
+    assert "differs within this environment's rounding (largest relative difference 1e-06 " \
+        "at runs/case/float32:1|None|test_loss" in notes[0]
+    assert "numpy 1.26.4 vs " in notes[0] and "cpu x86_64 OtherVendor AVX2 vs" in notes[0]
+    # the same certificate in an environment equal to its own: bit for bit, which these are not
+    mine = {**now, "environment": _other(now["environment"])}
+    problems = certificates.verify(tmp_path, current=mine, **kw)
+    assert len(problems) == 1 and "although this environment equals" in problems[0], problems
+    # an environment that differs only in a field that does not decide the bits is the same
+    informative = {**now, "environment": {**_other(now["environment"]), "cpu_model": "Any",
+                                          "blas_threads": {"numpy": 64, "scipy": 64}}}
+    assert len(certificates.verify(tmp_path, current=informative, **kw)) == 1
     # an integer (a label count) is never within rounding
     counted = json.loads(json.dumps(theirs))
     counted["partitions/dirichlet"]["labels"][0][0] += 1
-    cert2 = _cert(small, cpu=OTHER_CPU, digest=snapshot.digest(counted))
-    _commit(tmp_path, [cert2], counted)
-    problems = certificates.verify(tmp_path, current=small, of_commit=honest,
-                                   code_of=_code_of(), cache=tmp_path / "seen.json")
-    assert len(problems) == 1 and "beyond float rounding in 1 of" in problems[0], problems
-    assert "partitions/dirichlet" in problems[0]
+    _commit(tmp_path, [_cert(now, environment=_other(now["environment"]))], counted)
+    problems = certificates.verify(tmp_path, current=now, **kw)
+    assert len(problems) == 1 and "beyond the rounding measured between environments in 1 of" \
+        in problems[0] and "partitions/dirichlet" in problems[0], problems
 
 
-def test_rerecord_gives_a_legacy_certificate_this_machines_values(tmp_path: Path,
-                                                                  small: dict) -> None:
-    # written before CPU kinds were recorded: a digest of another machine's bits, no values
-    legacy = {k: v for k, v in _cert(small, digest="0123456789abcdef").items() if k != "cpu"}
-    moved = {**legacy, "from": "0.1.0+333333333333", "from_commit": "d" * 40}
+def test_a_discrete_value_is_compared_across_environments_only_in_its_exact_parts(
+        tmp_path: Path, small: dict) -> None:
+    # STL-FW's matrix takes another edge in another environment (a tie broken by the last
+    # bits): its floats are compared only in the same environment
+    key = "topologies/stl_fw"
+    assert key in snapshot.DISCRETE and key in small["values"]
+    theirs = json.loads(json.dumps(small["values"]))
+    theirs[key][0][0][1] += 0.25
+    cert = _cert(small, environment=_other(small["environment"]))
+    _commit(tmp_path, [cert], theirs)
+    kw: dict[str, Any] = dict(of_commit=_fake_commit({"values": small["values"]}),
+                              code_of=_code_of(), cache=tmp_path / "seen.json")
+    notes: list[str] = []
+    assert certificates.verify(tmp_path, current=small, notes=notes, **kw) == []
+    assert "differs within this environment's rounding" in notes[0]
+    # its shape still counts
+    theirs[key][0].append([0.0] * len(theirs[key][0][0]))
+    _commit(tmp_path, [_cert(small, environment=_other(small["environment"]))], theirs)
+    problems = certificates.verify(tmp_path, current=small, **kw)
+    assert len(problems) == 1 and key in problems[0], problems
+
+
+def test_rerecord_seals_a_legacy_certificate_with_this_environment(tmp_path: Path,
+                                                                   small: dict) -> None:
+    # written before environments were recorded: torch and a CPU kind, plain values taken
+    # on another machine (1e-9 off), or no values at all
+    theirs = _rounded(small["values"], 1e-9)
+    plain = certificates._values_path(tmp_path, snapshot.digest(theirs))
+    plain.parent.mkdir(parents=True)
+    plain.write_bytes(gzip.compress(json.dumps(theirs, sort_keys=True).encode()))
+    legacy = {k: v for k, v in _cert(small).items() if k != "environment"}
+    legacy.update(digest=snapshot.digest(theirs), torch=small["torch"], cpu="x86_64 Old AVX512",
+                  cpu_model="Old CPU", date="2026-11-23")
+    moved = {**legacy, "from": "0.1.0+333333333333", "from_commit": "d" * 40,
+             "digest": "0123456789abcdef"}
     (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps([legacy, moved]))
-    with pytest.raises(ValueError, match=r"misses \['cpu'\]"):
-        certificates.read(tmp_path)
 
     def of_commit(commit: str, threads: int) -> Mapping[str, Any]:
         if commit == COMMIT:
@@ -283,13 +403,25 @@ def test_rerecord_gives_a_legacy_certificate_this_machines_values(tmp_path: Path
     with pytest.raises(ValueError, match="certificate 1: 1 values moved here"):
         certificates.rerecord(tmp_path, current=small, of_commit=of_commit, code_of=code_of)
     certs = certificates.read(tmp_path, legacy=True)
-    assert certs[0]["cpu"] == small["cpu"] and certs[0]["digest"] == small["digest"]
-    assert certs[0]["first"] == {"digest": "0123456789abcdef", "cpu": "not recorded"}
-    assert "cpu" not in certs[1]  # left as it was
-    # the rerecorded one now verifies here, bit for bit
+    assert certs[0]["environment"] == small["environment"] and "cpu" not in certs[0]
+    assert certs[0]["first"] == {"digest": snapshot.digest(theirs), "cpu": "x86_64 Old AVX512",
+                                 "cpu_model": "Old CPU", "torch": small["torch"],
+                                 "date": "2026-11-23"}
+    assert certificates.values_of(tmp_path, certs[0]) == small["values"]
+    assert "environment" not in certs[1]  # left as it was
+    # the resealed one now verifies here, bit for bit
     (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps(certs[:1]))
     assert certificates.verify(tmp_path, current=small, of_commit=of_commit, code_of=code_of,
                                cache=tmp_path / "seen.json") == []
+    # a legacy certificate whose committed values are off what its commit computes here by
+    # more than rounding is not resealed
+    far = _rounded(small["values"], 1e-3)
+    plain = certificates._values_path(tmp_path, snapshot.digest(far))
+    plain.write_bytes(gzip.compress(json.dumps(far, sort_keys=True).encode()))
+    (tmp_path / certificates.EQUIVALENCE_FILE).write_text(json.dumps(
+        [{**legacy, "digest": snapshot.digest(far)}]))
+    with pytest.raises(ValueError, match="certificate 0: its committed values differ"):
+        certificates.rerecord(tmp_path, current=small, of_commit=of_commit, code_of=code_of)
 
 
 def test_newer_code_with_more_values_can_be_certified(tmp_path: Path, small: dict,
@@ -303,7 +435,8 @@ def test_newer_code_with_more_values_can_be_certified(tmp_path: Path, small: dic
 
     monkeypatch.setattr(snapshot, "take", more)
     cert = certificates.certify(_before(tmp_path, small), tmp_path)
-    assert cert["values"] == len(small["values"]) and cert["digest"] == small["digest"]
+    assert cert["values"] == len(small["values"])
+    assert certificates.values_of(tmp_path, cert) == small["values"]
 
 
 def test_a_commit_not_in_the_repository_cannot_verify() -> None:
@@ -332,15 +465,27 @@ def test_the_committed_certificates_verify(tmp_path: Path, monkeypatch: pytest.M
                                      gzip.compress(b"[1, 2]"),
                                      gzip.compress(b"x" * 64)[:-9] + b"\x00" * 9])
 def test_a_damaged_values_file_is_named(tmp_path: Path, small: dict, garbage: bytes) -> None:
-    _commit(tmp_path, [_cert(small)])
-    path = certificates._values_path(tmp_path, small["digest"])
+    cert = _cert(small)
+    _commit(tmp_path, [cert])
+    path = certificates._values_path(tmp_path, cert["digest"])
     path.parent.mkdir(parents=True)
     path.write_bytes(garbage)
-    with pytest.raises(ValueError, match=f"{path.name}: (not gzipped JSON|its values do not)"):
-        certificates.values_of(tmp_path, _cert(small))
+    with pytest.raises(ValueError, match=f"{path.name}: (not gzipped JSON|its content does not)"):
+        certificates.values_of(tmp_path, cert)
     problems = certificates.verify(tmp_path, current=small, cache=tmp_path / "seen.json",
                                    of_commit=_fake_commit({"values": {}}), code_of=_code_of())
     assert len(problems) == 1 and "cannot be verified" in problems[0], problems
+
+
+def test_a_record_that_is_no_sealed_record_is_named(tmp_path: Path, small: dict) -> None:
+    # JSON with the right digest but not a record of format 2 (the plain values of a legacy
+    # certificate, say)
+    cert = _cert(small, digest=snapshot.digest(small["values"]))
+    path = certificates._values_path(tmp_path, cert["digest"])
+    path.parent.mkdir(parents=True)
+    path.write_bytes(gzip.compress(json.dumps(small["values"], sort_keys=True).encode()))
+    with pytest.raises(ValueError, match="not a sealed record of a certificate"):
+        certificates.values_of(tmp_path, cert)
 
 
 # ------------------------------------------------------------------ the verifier's own inputs
@@ -432,7 +577,8 @@ def test_a_commit_that_describes_itself_fails(tmp_path: Path, small: dict,
     assert len(problems) == 1 and f"is code {fp_b}, not {fp_a}" in problems[0], problems
     assert runs.calls == []
     # the same certificate naming commit a passes the code check
-    _commit(results, [_cert(small, **{"from": fp_a, "from_commit": history["a"]})])
+    _commit(results, [_cert(small, **{"from": fp_a, "from_commit": history["a"]})],
+            small["values"])
     assert certificates.verify(results, **kw) == [] and runs.calls == [history["a"]]
 
 
@@ -466,16 +612,17 @@ def test_a_forged_cache_entry_fails(tmp_path: Path, small: dict) -> None:
     _commit(tmp_path, [cert], small["values"])
     cache = tmp_path / "seen.json"
     kw: dict[str, Any] = dict(current=small, code_of=_code_of(), cache=cache)
-    lied = "does not have the certificate's digest"
-    fact = {"commit": COMMIT, "code": OLD, "torch": small["torch"], "cpu": small["cpu"],
-            "threads": 1, "digest": small["digest"]}
-    name = f"{COMMIT}/1/{small['cpu']}/{small['torch']}"
-    old_key = hashlib.sha256(json.dumps([*(cert[f] for f in certificates.FIELDS), small["cpu"],
+    lied = "although this environment equals the certificate's"
+    env = certificates._environment_digest(small["environment"])
+    fact = {"commit": COMMIT, "code": OLD, "environment": env, "threads": 1,
+            "digest": small["digest"]}
+    name = f"{COMMIT}/1/{env}"
+    old_key = hashlib.sha256(json.dumps([*(cert[f] for f in certificates.SEALED[:3]),
                                          small["digest"]]).encode()).hexdigest()
     forged = {
         "the key the check used to trust": [old_key],
-        "an entry without its HMAC": {"format": 2, "entries": {name: fact}},
-        "an HMAC under another key": {"format": 2, "entries": {name: {
+        "an entry without its HMAC": {"format": 3, "entries": {name: fact}},
+        "an HMAC under another key": {"format": 3, "entries": {name: {
             **fact, "mac": certificates._Cache._mac(b"k" * 32, fact)}}},
     }
     for what, content in forged.items():
@@ -486,14 +633,14 @@ def test_a_forged_cache_entry_fails(tmp_path: Path, small: dict) -> None:
     # an honest entry of another commit, moved to this one, is no entry of it
     honest = _fake_commit({"values": small["values"]})
     other = "d" * 40
-    _commit(tmp_path, [{**cert, "from_commit": other}])
+    _commit(tmp_path, [{**cert, "from_commit": other}], small["values"])
     assert certificates.verify(tmp_path, of_commit=honest, **kw) == []
     entries = json.loads(cache.read_text())["entries"]
     entry = entries[name.replace(COMMIT, other)]
     assert entry["commit"] == other and len(entry["mac"]) == 64
-    cache.write_text(json.dumps({"format": 2, "entries": {
+    cache.write_text(json.dumps({"format": 3, "entries": {
         **entries, name: {**entry, "commit": COMMIT}}}))
-    _commit(tmp_path, [cert])
+    _commit(tmp_path, [cert], small["values"])
     problems = certificates.verify(tmp_path, of_commit=runs, **kw)
     assert len(problems) == 1 and lied in problems[0], problems
     assert runs.calls == [COMMIT] * 4
@@ -533,7 +680,7 @@ def test_an_interrupted_check_keeps_what_it_verified(tmp_path: Path, small: dict
     mid, first, second = "0.1.0+" + "1" * 12, "a" * 40, "b" * 40
     certs = [_cert(small, **{"to": mid, "from_commit": first}),
              _cert(small, **{"from": mid, "from_commit": second})]
-    _commit(tmp_path, certs, small["values"])
+    _commit(tmp_path, certs, small["values"], small["values"])
     calls: list[str] = []
 
     def interrupted(commit: str, threads: int) -> Mapping[str, Any]:
@@ -565,3 +712,86 @@ def test_every_committed_certificate_names_its_commits_code() -> None:
     codes = {c["from_commit"]: c["from"] for c in certs}
     assert len(certs) >= 25 and {commit: certificates.commit_fingerprint(commit)
                                  for commit in codes} == codes
+
+
+# ------------------------------------------------------------------ a second environment
+#: Run in a second numeric environment (lower kernels forced): the snapshot of three parts
+#: there, and the verification of the certificates in ``argv[1]`` against it, the certified
+#: commit standing as computing there what the current code computes.
+_SECOND = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from topofl import certificates, snapshot
+    parts = ("topologies", "partitions", "models")
+    snapshot.PARTS = {p: snapshot.PARTS[p] for p in parts}
+    here = snapshot.take(parts)
+    out = {"environment": here["environment"], "values": here["values"], "checks": []}
+    for folder in sys.argv[2:]:
+        notes = []
+        problems = certificates.verify(Path(folder), current=here, notes=notes,
+                                       of_commit=lambda commit, threads: here,
+                                       code_of=lambda commit: sys.argv[1],
+                                       cache=Path(folder) / "seen.json")
+        out["checks"].append({"problems": problems, "notes": notes})
+    print(json.dumps(out))
+""")
+
+
+def _lowered(env: Mapping[str, Any]) -> dict[str, str]:
+    """Environment variables that make a second numeric environment of this machine: ATen's
+    DEFAULT kernels (unless they are already forced) and OpenBLAS's oldest x86 core type."""
+    out = {}
+    if env["torch_capability"] != "DEFAULT":
+        out["ATEN_CPU_CAPABILITY"] = "default"
+    if env["cpu"].startswith("x86_64") and "Prescott" not in str(env["numpy_blas"]):
+        out["OPENBLAS_CORETYPE"] = "Prescott"
+    return out
+
+
+def test_a_genuine_certificate_verifies_in_a_second_environment_and_an_edited_one_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parts = ("topologies", "partitions", "models")
+    monkeypatch.setattr(snapshot, "PARTS", {p: _ALL_PARTS[p] for p in parts})
+    mine = snapshot.take(parts)
+    second = _lowered(mine["environment"])
+    if not second:
+        pytest.skip("no lower kernels to force on this machine")
+
+    def folder(certs: list[dict[str, Any]], values: Mapping[str, Any]) -> str:
+        path = tmp_path / f"results{len(list(tmp_path.iterdir()))}"
+        path.mkdir()
+        _commit(path, certs, values)
+        return str(path)
+
+    # in the second environment: a genuine certificate; one whose values were edited (a
+    # model's output moved by 1e-4, the digest recomputed); the genuine record claiming the
+    # second environment (resealed with it), which must then match it bit for bit
+    edited = json.loads(json.dumps(mine["values"]))
+    edited["models/mlp"]["out"][0][0] += 1e-4
+    folders = [folder([_cert(mine)], mine["values"]), folder([_cert(mine)], edited)]
+    out = subprocess.run([sys.executable, "-c", _SECOND, OLD, *folders], cwd=tmp_path,
+                         env={**os.environ, **second}, capture_output=True, text=True,
+                         check=True, timeout=600)
+    there = json.loads(out.stdout.strip().splitlines()[-1])
+    genuine, forged = there["checks"]
+    apart = _environment.differences(mine["environment"], there["environment"])
+    assert apart, "the forced kernels made no second environment"
+    assert genuine["problems"] == [], genuine["problems"]
+    moved = snapshot.digest(there["values"]) != mine["digest"]  # the last bits moved there
+    if moved:
+        assert len(genuine["notes"]) == 1 and "within this environment's rounding" in \
+            genuine["notes"][0] and apart[0] in genuine["notes"][0], genuine["notes"]
+    assert len(forged["problems"]) == 1 and "beyond the rounding measured between " \
+        "environments in 1 of" in forged["problems"][0] and "models/mlp" in \
+        forged["problems"][0], forged["problems"]
+    claimed = folder([_cert(mine, environment=there["environment"])], mine["values"])
+    out = subprocess.run([sys.executable, "-c", _SECOND, OLD, claimed], cwd=tmp_path,
+                         env={**os.environ, **second}, capture_output=True, text=True,
+                         check=True, timeout=600)
+    problems = json.loads(out.stdout.strip().splitlines()[-1])["checks"][0]["problems"]
+    if moved:
+        assert len(problems) == 1 and "although this environment equals the certificate's" \
+            in problems[0], problems
+    else:
+        assert problems == []
+

@@ -241,6 +241,8 @@ _CERT = st.fixed_dictionaries(
                   "digest": st.sampled_from(["0" * 16, "0" * 15]) | _SCALARS,
                   "values": st.integers(-2, 200) | _SCALARS,
                   "torch": st.just("2.0") | _SCALARS, "threads": st.integers(-1, 4) | _SCALARS,
+                  "environment": st.fixed_dictionaries({"torch": st.just("2.0") | _SCALARS})
+                  | _JSON,
                   "extra": _JSON})
 _CERTS_FILE = (st.lists(_CERT | _JSON, max_size=3).map(json.dumps) | _JSON.map(json.dumps)
                | st.binary(max_size=40).map(lambda b: b.decode("latin-1"))
@@ -263,7 +265,8 @@ def test_certificate_files_are_refused_naming_the_file_or_read(text: str) -> Non
     for c in certs:  # what is read is well formed, field by field
         assert all(isinstance(c[k], t) and not isinstance(c[k], bool)
                    for k, t in certificates.FIELDS.items())
-        assert c["values"] >= 1 and c["from"] != c["to"]
+        assert c["values"] >= 1 and c["threads"] >= 1 and c["from"] != c["to"]
+        assert isinstance(c["environment"]["torch"], str)
     codes = certificates.equivalent_codes("0.1+" + "b" * 12, folder)
     assert "0.1+" + "b" * 12 in codes
 

@@ -29,11 +29,12 @@ __all__ = ["NOT_RESULT_CODE", "code_fingerprint", "tree_fingerprint"]
 #: Source files of ``topofl/`` left out of :func:`code_fingerprint`: they present, schedule or
 #: place runs but compute no number of a run (a folder ends with ``/``). ``distributed/`` is a
 #: placement whose records equal one process's; figure runs are one process; ``conftest.py``
-#: configures the doctests.
+#: configures the doctests; ``_environment.py`` names the numeric environment a run had.
 NOT_RESULT_CODE = ("__main__.py", "cli.py", "demo.py", "figures/", "_fingerprint.py",
                    "plotting/", "report.py", "snapshot.py", "study/", "sweep.py",
                    "_markdown.py", "certificates.py", "plan.py", "_heartbeat.py",
-                   "_processes.py", "distributed/", "bench.py", "conftest.py")
+                   "_processes.py", "distributed/", "bench.py", "conftest.py",
+                   "_environment.py")
 
 
 def _result_code_files() -> list[Path]:

@@ -8,13 +8,19 @@ computed by code ``to`` (:func:`equivalent_codes`).
 
 A certificate is written only by :func:`certify`, from a complete behaviour snapshot
 (:func:`topofl.snapshot.take`: every part) of the committed code ``from``, taken again on the
-code ``to`` on the same machine and equal to it on every value ``from`` computed (newer code
-may add values: a new algorithm's case). It names the git commit of ``from``
-(``from_commit``), the CPU kind it was taken on (``cpu``, :func:`topofl._cpu.cpu_kind`) and
-the digest of ``from``'s values there (``digest``); the values themselves are committed beside
-it (``certified/<digest>.json.gz``), since another CPU kind computes other last bits.
+code ``to`` in the same numeric environment and equal to it on every value ``from`` computed
+(newer code may add values: a new algorithm's case). It names the git commit of ``from``
+(``from_commit``), torch's thread count (``threads``), the **numeric environment** the values
+were computed in (``environment``: :func:`topofl._environment.numeric_environment`; torch,
+numpy, scipy, networkx and Python releases and builds, BLAS libraries and their core types,
+ATen's instruction set, MKL's code path, the processor's vendor, family and model) and the
+digest of its **sealed record** (``digest``), committed beside it as
+``certified/<digest>.json.gz``: ``{"format": 2, "certificate": {every field that decides how
+the certificate is checked}, "values": {...}}``. Editing any of those fields in
+``equivalence.json`` fails, naming the field (the sealed record says otherwise); editing the
+record changes its digest.
 
-:func:`verify` (``topofl figure index --check``) does not trust the file: for every
+:func:`verify` (``topofl figure index --check``) does not trust the files: for every
 certificate the committed results rely on, it reads the ``topofl/`` of its ``from_commit``
 from git's objects, re-runs that tree's snapshot in a fresh interpreter on this machine and
 checks
@@ -22,38 +28,50 @@ checks
 1. that its code fingerprint is ``from``, computed from those files by the *current*
    fingerprint code (:func:`topofl._fingerprint.tree_fingerprint`), never by the commit's
    own (an edited ``_fingerprint.py`` in it could report any fingerprint);
-2. that the committed values are the certificate's (their digest) and those of that commit:
-   bit for bit on a machine of the certificate's CPU kind, within float rounding on another
-   (:func:`topofl.snapshot.cpu_rtol`: float64 runs to 1e-5, float32 to 1e-3 relative; integers,
-   counts and strings equal);
+2. that the sealed values are those of that commit: bit for bit where this environment equals
+   the certificate's in every field that decides the bits
+   (:data:`topofl._environment.BIT_FIELDS`); elsewhere within the rounding measured between
+   environments (:func:`topofl.snapshot.env_rtol`: 2e-5 relative for float32 runs and models,
+   1e-7 for the rest; integers, counts, strings and accuracies alike; the floats of the
+   values that pass through a discrete choice on float ties, :data:`topofl.snapshot.DISCRETE`,
+   only in the same environment). A difference within that rounding is reported as such
+   (``notes``), naming both environments; beyond it, as an edit;
 3. that the current code computes every one of those values here exactly as the commit does
-   here (the same kernels on the same machine: to the last bit).
+   here (the same kernels in the same process environment: to the last bit). This is the
+   check that carries the meaning, and it is bitwise everywhere.
 
-A hand-written or edited certificate therefore fails on any machine: a made-up digest has no
-committed values, edited values do not match the digest or what the commit computes, and the
-certified change must really leave the values unmoved.
+A hand-written or edited certificate therefore fails in any environment: a made-up digest has
+no sealed record, an edited field disagrees with its record, an edited value (its digest
+recomputed, whatever environment the certificate is made to name) is off what the commit
+computes by more than any environment rounds, and the certified change must really leave the
+values unmoved.
+
+Certificates written before environments were recorded (``cpu`` and ``torch`` only) are read
+by :func:`rerecord` alone, which verifies each here and seals its commit's values with this
+machine's environment (the earlier digest kept as ``first``).
 
 The re-runs are what a check costs (16 s a commit; 6 min 16 s for the 21 commits of the
 committed certificates, on this session's shared 2-core VM); what it found is remembered in
 ``paper_figures/out/.verified-certificates.json``, one entry a commit, written (atomically) as
 soon as its certificate verified, so an interrupted check keeps what it did. The entry is not
 trusted, it is re-validated: it holds the fact a re-run established -- commit ``C``, whose
-files the current fingerprint code makes code ``F``, computes here (torch, CPU kind, threads)
-values of digest ``D`` -- and counts only when ``F`` is what the commit's files give now, ``D``
-is the digest of the current snapshot's values on the certificate's keys (so the current code
-still computes them) and its HMAC under this user's key (``~/.cache/topofl/``, outside the
-checkout) is right. Every check above then runs again on those values; a stale, edited or
-hand-written entry is discarded and the commit re-run. What a check still trusts: the
-certified commit's own snapshot module and the rest of its non-result code, which it runs, and
-whoever can read the key (delete the cache file, or the key, to re-run every commit).
+files the current fingerprint code make code ``F``, computes in this environment (the digest
+of its bit-deciding fields) at ``T`` threads values of digest ``D`` -- and counts only when
+``F`` is what the commit's files give now, ``D`` is the digest of the current snapshot's values
+on the certificate's keys (so the current code still computes them) and its HMAC under this
+user's key (``~/.cache/topofl/``, outside the checkout) is right. Every check above then runs
+again on those values; a stale, edited or hand-written entry is discarded and the commit
+re-run. What a check still trusts: the certified commit's own snapshot module and the rest of
+its non-result code, which it runs, and whoever can read the key (delete the cache file, or the
+key, to re-run every commit).
 
 Examples
 --------
 >>> import json, tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> cert = {"from": "0.1+aaaaaaaaaaaa", "to": "0.1+bbbbbbbbbbbb", "from_commit": "c" * 40,
-...         "digest": "0123456789abcdef", "values": 135, "torch": "2.13.0+cpu", "threads": 1,
-...         "cpu": "x86_64 GenuineIntel AVX512"}
+...         "digest": "0123456789abcdef", "values": 135, "threads": 1,
+...         "environment": {"torch": "2.13.0+cpu", "cpu": "x86_64 GenuineIntel AVX512"}}
 >>> _ = (d / EQUIVALENCE_FILE).write_text(json.dumps([cert]))
 >>> sorted(equivalent_codes("0.1+bbbbbbbbbbbb", d))
 ['0.1+aaaaaaaaaaaa', '0.1+bbbbbbbbbbbb']
@@ -61,7 +79,7 @@ Examples
 >>> equivalent_codes("0.1+b", d)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ValueError: .../equivalence.json: certificate 0 misses ['cpu', 'digest', 'from_commit', ...
+ValueError: .../equivalence.json: certificate 0 misses ['digest', 'environment', ...
 """
 
 from __future__ import annotations
@@ -84,20 +102,26 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from topofl import snapshot
-from topofl._cpu import cpu_kind, cpu_model
+from topofl._environment import bits, differences, numeric_environment
 from topofl._fingerprint import code_fingerprint, tree_fingerprint
 from topofl._fs import replace_text
 
-__all__ = ["EQUIVALENCE_FILE", "VALUES_DIR", "certify", "equivalent_codes", "read",
-           "rerecord", "values_of", "verify"]
+__all__ = ["EQUIVALENCE_FILE", "VALUES_DIR", "certify", "environment_of", "equivalent_codes",
+           "read", "rerecord", "values_of", "verify"]
 
 EQUIVALENCE_FILE = "equivalence.json"  # beside the committed results
-#: The folder beside it that holds the certified values, ``<digest>.json.gz``.
+#: The folder beside it that holds the sealed records, ``<digest>.json.gz``.
 VALUES_DIR = "certified"
 #: What a certificate holds (``date``, ``code``, ``seeds``, ``cpu_model`` and ``first`` are
 #: informative).
 FIELDS = {"from": str, "to": str, "from_commit": str, "digest": str, "values": int,
-          "torch": str, "threads": int, "cpu": str}
+          "threads": int, "environment": dict}
+#: The fields that decide how a certificate is checked: its sealed record holds them too.
+SEALED = ("from", "to", "from_commit", "values", "threads", "environment")
+#: What a certificate written before environments were recorded holds (:func:`rerecord`).
+LEGACY_FIELDS = {"from": str, "to": str, "from_commit": str, "digest": str, "values": int,
+                 "threads": int, "torch": str}
+_FORMAT = 2  # of a sealed record
 _CODE = re.compile(r"^\S+\+[0-9a-f]{12}$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _DIGEST = re.compile(r"^[0-9a-f]{16}$")
@@ -122,6 +146,11 @@ def _problem(cert: Any, fields: Mapping[str, type] = FIELDS) -> str | None:
             return f"{key!r} must be {what}, got {cert[key]!r:.60}"
     if cert["values"] < 1:
         return f"certifies {cert['values']} values: a certificate rests on a complete snapshot"
+    if cert["threads"] < 1:
+        return f"'threads' must be at least 1, got {cert['threads']}"
+    env = cert.get("environment")
+    if env is not None and not isinstance(env.get("torch"), str):
+        return "'environment' must name its torch (a string), got " + repr(env.get("torch"))[:40]
     if cert["from"] == cert["to"]:
         return "certifies a code equivalent to itself"
     return None
@@ -129,7 +158,7 @@ def _problem(cert: Any, fields: Mapping[str, type] = FIELDS) -> str | None:
 
 def read(results: str | os.PathLike[str], *, legacy: bool = False) -> list[dict[str, Any]]:
     """The certificates of ``results/equivalence.json`` (none when the file is absent);
-    ``legacy``: certificates written before the CPU kind was recorded are read too (what
+    ``legacy``: certificates written before environments were recorded are read too (what
     :func:`rerecord` takes).
 
     Raises
@@ -150,12 +179,32 @@ def read(results: str | os.PathLike[str], *, legacy: bool = False) -> list[dict[
     if not isinstance(certs, list):
         raise ValueError(f"{path}: must hold a JSON list of certificates, got "
                          f"{type(certs).__name__}")
-    fields = {k: v for k, v in FIELDS.items() if not legacy or k != "cpu"}
     for k, cert in enumerate(certs):
-        why = _problem(cert, fields)
+        old = legacy and isinstance(cert, Mapping) and "environment" not in cert
+        why = _problem(cert, LEGACY_FIELDS if old else FIELDS)
+        if why and not old and isinstance(cert, Mapping) and "environment" not in cert \
+                and _problem(cert, LEGACY_FIELDS) is None:
+            why += (" (written before environments were recorded: `topofl figure snapshot "
+                    "--rerecord` verifies it here and seals its values with this environment)")
         if why:
             raise ValueError(f"{path}: certificate {k} {why}")
     return certs
+
+
+def environment_of(cert: Mapping[str, Any]) -> dict[str, Any]:
+    """The numeric environment a certificate's values were computed in (for one written
+    before environments were recorded: its torch and CPU kind, the rest ``None``).
+
+    Examples
+    --------
+    >>> environment_of({"torch": "2.13.0+cpu", "cpu": "x86_64 GenuineIntel AVX512"})["numpy"]
+    >>> environment_of({"environment": {"numpy": "2.4.6"}})["numpy"]
+    '2.4.6'
+    """
+    if isinstance(cert.get("environment"), Mapping):
+        return dict(cert["environment"])
+    return {**dict.fromkeys(bits({})), "torch": cert.get("torch"), "cpu": cert.get("cpu"),
+            "cpu_model": cert.get("cpu_model")}
 
 
 def _chain(code: str, certs: list[dict[str, Any]]) -> tuple[set[str], list[int]]:
@@ -210,26 +259,30 @@ def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
     the certificate ``before's code -> current code`` to ``results/equivalence.json``.
 
     ``before`` must be a complete snapshot (every part of :data:`topofl.snapshot.PARTS`)
-    taken on committed code (it names its commit) with this torch, its values unedited (its
-    digest recomputed).
+    taken on committed code (it names its commit) in this numeric environment (every field of
+    :data:`topofl._environment.BIT_FIELDS` equal), its values unedited (its digest
+    recomputed).
 
     Raises
     ------
     ValueError
         One line naming ``before`` and the reason: not a snapshot, partial, edited, taken on
-        uncommitted code or another torch, or a value moved (the change cannot be certified).
+        uncommitted code or in another environment (naming the fields that differ), or a
+        value moved (the change cannot be certified).
     """
     where = str(before)
     try:
         old = json.loads(Path(before).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{where}: not a snapshot file ({exc})") from None
-    need = {"code": str, "torch": str, "threads": int, "cpu": str, "parts": list,
-            "values": dict, "digest": str}
+    need = {"code": str, "torch": str, "threads": int, "parts": list, "values": dict,
+            "digest": str, "environment": dict}
     bad = [k for k, t in need.items() if not isinstance(old, dict) or not isinstance(old.get(k), t)]
     if bad:
         raise ValueError(f"{where}: not a snapshot of `topofl figure snapshot --out` (missing "
-                         f"or mistyped {bad})")
+                         f"or mistyped {bad}" + ("; taken before environments were recorded: "
+                                                 "take it again" if bad == ["environment"]
+                                                 else "") + ")")
     if sorted(old["parts"]) != sorted(snapshot.PARTS) or not old["values"]:
         raise ValueError(f"{where}: a partial snapshot (parts {old['parts']}, "
                          f"{len(old['values'])} values) cannot certify: take one of every part "
@@ -242,27 +295,26 @@ def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
         raise ValueError(f"{where}: taken on code that was not committed (no commit): take "
                          "the 'before' snapshot on a clean checkout, so the certificate names "
                          "the commit that `topofl figure index --check` re-runs")
-    if old["cpu"] != cpu_kind():
-        raise ValueError(f"{where} was taken on CPU kind {old['cpu']}, this is {cpu_kind()}: "
-                         "take both on one machine (float sums round by the CPU's kernels)")
+    apart = differences(old["environment"], numeric_environment())
+    if apart:
+        raise ValueError(f"{where} was taken in another numeric environment ({'; '.join(apart)}):"
+                         " take both in one (float sums round by the kernels and libraries)")
     now = snapshot.take(threads=old["threads"])
-    if old["torch"] != now["torch"]:
-        raise ValueError(f"{where} was taken with torch {old['torch']}, this is "
-                         f"{now['torch']}: take both with the same torch")
     diff = snapshot.compare(old, now, kept_only=True)
     if diff:
         raise ValueError(f"{len(diff)} of {len(old['values'])} snapshot values moved, so the "
                          f"change cannot be certified: {', '.join(diff[:8])}"
                          + (" ..." if len(diff) > 8 else ""))
-    cert = {"from": old["code"], "to": now["code"], "from_commit": commit,
-            "code": now["code"], "seeds": list(snapshot.SEEDS), "values": len(old["values"]),
-            "digest": old["digest"], "torch": now["torch"], "threads": now["threads"],
-            "cpu": now["cpu"], "cpu_model": cpu_model(),
-            "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    cert: dict[str, Any] = {
+        "from": old["code"], "to": now["code"], "from_commit": commit,
+        "values": len(old["values"]), "threads": old["threads"],
+        "environment": old["environment"], "code": now["code"], "seeds": list(snapshot.SEEDS),
+        "cpu_model": old["environment"].get("cpu_model"),
+        "date": time.strftime("%Y-%m-%d", time.gmtime())}
     if cert["from"] == cert["to"]:
         return cert  # nothing changed: nothing to certify
     certs = read(results)
-    _store(results, old["values"])  # the values first: a certificate never names missing ones
+    cert["digest"] = _seal(results, cert, old["values"])  # the record first: never missing
     path = Path(results) / EQUIVALENCE_FILE
     path.write_text(json.dumps([*certs, cert], indent=1) + "\n", encoding="utf-8")
     return cert
@@ -272,45 +324,88 @@ def _values_path(results: str | os.PathLike[str], digest: str) -> Path:
     return Path(results) / VALUES_DIR / f"{digest}.json.gz"
 
 
-def _store(results: str | os.PathLike[str], values: Mapping[str, Any]) -> Path:
-    """Write a snapshot's values to ``results/certified/<digest>.json.gz`` (kept if there:
-    the digest names its content); the path."""
-    path = _values_path(results, snapshot.digest(values))
+def _record(cert: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The sealed record of a certificate: the fields that decide its check, and its values."""
+    return {"format": _FORMAT, "certificate": {f: cert[f] for f in SEALED}, "values": values}
+
+
+def _seal(results: str | os.PathLike[str], cert: Mapping[str, Any],
+          values: Mapping[str, Any]) -> str:
+    """Write the sealed record of ``cert`` (its :data:`SEALED` fields) and ``values`` to
+    ``results/certified/<digest>.json.gz`` (kept if there: the digest names its content);
+    the digest."""
+    record = _record(cert, values)
+    digest = snapshot.digest(record)
+    path = _values_path(results, digest)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(values, sort_keys=True, allow_nan=True)
+        text = json.dumps(record, sort_keys=True, allow_nan=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
         os.replace(tmp, path)
-    return path
+    return digest
+
+
+def _open(path: Path, digest: str) -> Any:
+    try:
+        return json.loads(gzip.decompress(path.read_bytes()).decode())
+    except FileNotFoundError:
+        raise ValueError(f"no committed values have the certificate's digest {digest} "
+                         f"({path} is absent): written by hand or edited") from None
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError,
+            RecursionError) as exc:
+        raise ValueError(f"{path}: not gzipped JSON of snapshot values ({exc})") from None
+
+
+def _edited_fields(cert: Mapping[str, Any], sealed: Mapping[str, Any]) -> list[str]:
+    """The fields (``environment.<field>`` inside the environment) where a certificate and
+    its sealed record disagree, each with both values."""
+    out = []
+    for f in SEALED:
+        mine, theirs = cert.get(f), sealed.get(f)
+        if f == "environment" and isinstance(mine, Mapping) and isinstance(theirs, Mapping):
+            out += [f"'environment.{k}' says {mine.get(k)!r:.60}, its sealed record "
+                    f"{theirs.get(k)!r:.60}" for k in sorted(set(mine) | set(theirs))
+                    if mine.get(k) != theirs.get(k)]
+        elif mine != theirs:
+            out.append(f"{f!r} says {mine!r:.60}, its sealed record {theirs!r:.60}")
+    return out
 
 
 def values_of(results: str | os.PathLike[str], cert: Mapping[str, Any]) -> dict[str, Any]:
-    """The snapshot values a certificate names (``results/certified/<digest>.json.gz``),
-    checked against its digest and count.
+    """The snapshot values a certificate names, from its sealed record
+    (``results/certified/<digest>.json.gz``), checked against its digest and every field it
+    seals (for a certificate written before environments were recorded: its plain values,
+    against their digest and count).
 
     Raises
     ------
     ValueError
         Naming the file: absent (no committed values have the certificate's digest), not
-        gzipped JSON, or holding other values than the digest says (edited).
+        gzipped JSON, holding another content than the digest says, or sealing other fields
+        than the certificate says (each edited field named with both values).
     """
     path = _values_path(results, cert["digest"])
-    try:
-        values = json.loads(gzip.decompress(path.read_bytes()).decode())
-    except FileNotFoundError:
-        raise ValueError(f"no committed values have the certificate's digest {cert['digest']} "
-                         f"({path} is absent): written by hand or edited") from None
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError,
-            RecursionError) as exc:
-        raise ValueError(f"{path}: not gzipped JSON of snapshot values ({exc})") from None
-    if not isinstance(values, dict) or snapshot.digest(values) != cert["digest"]:
-        raise ValueError(f"{path}: its values do not have the certificate's digest "
+    data = _open(path, cert["digest"])
+    legacy = "environment" not in cert
+    values: Any = data
+    if not isinstance(data, dict) or snapshot.digest(data) != cert["digest"]:
+        raise ValueError(f"{path}: its content does not have the certificate's digest "
                          f"{cert['digest']}: edited")
+    if not legacy:
+        sealed = data.get("certificate")
+        values = data.get("values")
+        if (data.get("format") != _FORMAT or not isinstance(sealed, dict)
+                or not isinstance(values, dict)):
+            raise ValueError(f"{path}: not a sealed record of a certificate (format {_FORMAT}:"
+                             " certificate and values)")
+        edited = _edited_fields(cert, sealed)
+        if edited:
+            raise ValueError(f"edited: {'; '.join(edited)} ({path})")
     if len(values) != cert["values"]:
         raise ValueError(f"{path} holds {len(values)} values, the certificate says "
                          f"{cert['values']}: edited")
-    return values
+    return dict(values)
 
 
 #: Run in a fresh interpreter inside an exported tree: its snapshot, into the file argv[2].
@@ -457,12 +552,19 @@ def _key(*, create: bool) -> bytes | None:
     return key if len(key) >= 32 else None
 
 
-#: What a cache entry states (see the module docstring); with its ``mac``.
-_FACT = ("commit", "code", "torch", "cpu", "threads", "digest")
+#: What a cache entry states (see the module docstring); with its ``mac``. ``environment`` is
+#: the digest of the bit-deciding fields of the environment the re-run ran in.
+_FACT = ("commit", "code", "environment", "threads", "digest")
+_CACHE_FORMAT = 3
+
+
+def _environment_digest(env: Mapping[str, Any]) -> str:
+    return snapshot.digest(bits(env))
 
 
 class _Cache:
-    """The remembered re-runs: ``{"format": 2, "entries": {commit/threads/cpu/torch: fact}}``."""
+    """The remembered re-runs: ``{"format": 3, "entries": {commit/threads/environment:
+    fact}}``."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -472,16 +574,17 @@ class _Cache:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             return {}
-        ok = isinstance(data, dict) and data.get("format") == 2
+        ok = isinstance(data, dict) and data.get("format") == _CACHE_FORMAT
         return data["entries"] if ok and isinstance(data.get("entries"), dict) else {}
 
     @staticmethod
     def _name(fact: Mapping[str, Any]) -> str:
-        return f"{fact['commit']}/{fact['threads']}/{fact['cpu']}/{fact['torch']}"
+        return f"{fact['commit']}/{fact['threads']}/{fact['environment']}"
 
     @staticmethod
     def _mac(key: bytes, fact: Mapping[str, Any]) -> str:
-        text = json.dumps(["topofl verified certificate 2", [fact[f] for f in _FACT]])
+        text = json.dumps([f"topofl verified certificate {_CACHE_FORMAT}",
+                           [fact[f] for f in _FACT]])
         return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
     def holds(self, fact: Mapping[str, Any]) -> bool:
@@ -502,8 +605,8 @@ class _Cache:
         entries[self._name(fact)] = {**{f: fact[f] for f in _FACT}, "mac": self._mac(key, fact)}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            replace_text(self.path, [json.dumps({"format": 2, "entries": entries}, indent=1,
-                                                sort_keys=True), "\n"])
+            replace_text(self.path, [json.dumps({"format": _CACHE_FORMAT, "entries": entries},
+                                                indent=1, sort_keys=True), "\n"])
         except OSError:
             pass
 
@@ -512,7 +615,8 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
            current: Mapping[str, Any] | None = None,
            of_commit: Callable[[str, int], Mapping[str, Any]] | None = None,
            code_of: Callable[[str], str] | None = None,
-           cache: str | os.PathLike[str] | None = None) -> list[str]:
+           cache: str | os.PathLike[str] | None = None,
+           notes: list[str] | None = None) -> list[str]:
     """Check every certificate the results of code ``code`` rely on; the problems, one line
     each (empty: every one verified). See the module docstring for the three checks and the
     cache.
@@ -524,13 +628,17 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
     code : str, optional
         The code the chains lead to (default: the current fingerprint).
     current : mapping, optional
-        The snapshot of that code on this machine (default: taken now, ~10 s).
+        The snapshot of that code in this environment (default: taken now, ~20 s); its
+        ``environment`` is the one the check runs in (default: this process's).
     of_commit : callable, optional
         ``(commit, threads) -> {values, ...}``: default :func:`snapshot_of_commit`.
     code_of : callable, optional
         ``commit -> fingerprint`` by the current code: default :func:`commit_fingerprint`.
     cache : path, optional
         Where re-runs are remembered (default: ``paper_figures/out/``).
+    notes : list, optional
+        Receives one line per certificate that verified although its values differ from this
+        environment's within the rounding measured between environments (naming both).
     """
     certs = read(results)
     where = Path(results) / EQUIVALENCE_FILE
@@ -544,22 +652,27 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
     problems = []
     for k in used:
         c = certs[k]
+        said: list[str] = []
         why = _verify_one(results, c, now, store, of_commit or snapshot_of_commit,
-                          code_of or commit_fingerprint)
+                          code_of or commit_fingerprint, said)
+        head = f"{where}: certificate {k} ({c['from']} -> {c['to']})"
         if why:
-            problems.append(f"{where}: certificate {k} ({c['from']} -> {c['to']}): {why}")
+            problems.append(f"{head}: {why}")
+        elif notes is not None:
+            notes += [f"{head}: {line}" for line in said]
     return problems
 
 
 def _verify_one(results: str | os.PathLike[str], c: Mapping[str, Any],
                 now: Mapping[str, Any], store: _Cache,
                 of_commit: Callable[[str, int], Mapping[str, Any]],
-                code_of: Callable[[str], str]) -> str | None:
+                code_of: Callable[[str], str], notes: list[str]) -> str | None:
     """Why the certificate ``c`` fails (the checks of the module docstring), or ``None``."""
-    kind, commit = now.get("cpu") or cpu_kind(), c["from_commit"][:12]
-    if c["torch"] != now["torch"]:
-        return (f"taken with torch {c['torch']}, this is {now['torch']}: verify with the torch "
-                "that took it")
+    here = now.get("environment") or numeric_environment()
+    theirs, commit = environment_of(c), c["from_commit"][:12]
+    if theirs.get("torch") != here.get("torch", now.get("torch")):
+        return (f"taken with torch {theirs.get('torch')}, this is {here.get('torch')}: verify "
+                "with the torch that took it")
     try:
         recorded = values_of(results, c)
         code = code_of(c["from_commit"])
@@ -568,11 +681,11 @@ def _verify_one(results: str | os.PathLike[str], c: Mapping[str, Any],
     if code != c["from"]:
         return (f"commit {commit} is code {code}, not {c['from']} (its files, fingerprinted "
                 "by the current code)")
-    fact = {"commit": c["from_commit"], "code": code, "torch": now["torch"], "cpu": kind,
+    fact = {"commit": c["from_commit"], "code": code, "environment": _environment_digest(here),
             "threads": c["threads"]}
-    here = {key: now["values"][key] for key in recorded if key in now["values"]}
-    if len(here) == len(recorded) and store.holds({**fact, "digest": snapshot.digest(here)}):
-        values: Any = here  # the commit computes the current code's values here (remembered)
+    mine = {key: now["values"][key] for key in recorded if key in now["values"]}
+    if len(mine) == len(recorded) and store.holds({**fact, "digest": snapshot.digest(mine)}):
+        values: Any = mine  # the commit computes the current code's values here (remembered)
     else:
         try:
             values = of_commit(c["from_commit"], c["threads"]).get("values")
@@ -580,21 +693,45 @@ def _verify_one(results: str | os.PathLike[str], c: Mapping[str, Any],
             return f"cannot be verified: {exc}"
     if not isinstance(values, dict):
         return f"the snapshot of commit {commit} holds no values"
-    if c["cpu"] == kind and snapshot.digest(values) != c["digest"]:
-        return (f"the snapshot of commit {commit} does not have the certificate's digest "
-                f"{c['digest']} on its CPU kind ({kind}): edited")
-    if c["cpu"] != kind and (off := snapshot.compare({"values": recorded}, {"values": values},
-                                                     rounding=True)):
-        return (f"the snapshot of commit {commit} on this CPU kind ({kind}) differs from the "
-                f"certificate's values (taken on {c['cpu']}) beyond float rounding in "
-                f"{len(off)} of {len(recorded)}: {', '.join(off[:5])}"
-                f"{' ...' if len(off) > 5 else ''}: edited")
+    why = _against_record(recorded, values, theirs, here, commit, notes)
+    if why:
+        return why
     moved = snapshot.compare({"values": values}, now, kept_only=True)
     if moved:
         return (f"the current code moves {len(moved)} of the {len(values)} values of "
                 f"{c['from']}: {', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}")
-    if values is not here:
+    if values is not mine:
         store.add({**fact, "digest": snapshot.digest(values)})
+    return None
+
+
+def _against_record(recorded: Mapping[str, Any], values: Mapping[str, Any],
+                    theirs: Mapping[str, Any], here: Mapping[str, Any], commit: str,
+                    notes: list[str]) -> str | None:
+    """Check 2: the sealed values against the commit's here (bitwise in the certificate's
+    environment, else within the measured rounding); why not, or ``None`` (a note when they
+    differ within rounding)."""
+    if snapshot.digest(dict(recorded)) == snapshot.digest(
+            {k: values[k] for k in recorded if k in values}):
+        return None  # the same bits
+    apart = differences(theirs, here)
+    worst, at = snapshot.largest_difference(recorded, values)
+    envs = f"certificate's environment vs this one: {'; '.join(apart)}"
+    if not apart:
+        moved = snapshot.compare({"values": recorded}, {"values": values})
+        return (f"the snapshot of commit {commit} differs from its sealed values in {len(moved)}"
+                f" of {len(recorded)} ({', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''};"
+                f" largest relative difference {worst:.3g} at {at}) although this environment "
+                "equals the certificate's in every field that decides the bits: edited, or the "
+                "environments differ in something they do not record")
+    off = snapshot.compare({"values": recorded}, {"values": values}, rounding=True)
+    if off:
+        return (f"the snapshot of commit {commit} here differs from its sealed values beyond "
+                f"the rounding measured between environments in {len(off)} of {len(recorded)}: "
+                f"{', '.join(off[:5])}{' ...' if len(off) > 5 else ''} (largest relative "
+                f"difference {worst:.3g} at {at}; {envs}; topofl.snapshot.env_rtol): edited")
+    notes.append(f"differs within this environment's rounding (largest relative difference "
+                 f"{worst:.3g} at {at}; {envs})")
     return None
 
 
@@ -602,15 +739,16 @@ def rerecord(results: str | os.PathLike[str], *,
              current: Mapping[str, Any] | None = None,
              of_commit: Callable[[str, int], Mapping[str, Any]] | None = None,
              code_of: Callable[[str], str] | None = None) -> list[dict[str, Any]]:
-    """Give the certificates written before values were committed (no
-    ``certified/<digest>.json.gz``) their values, taken on this machine; the certificates
-    rewritten.
+    """Seal, with this environment, the certificates written before environments were
+    recorded; the certificates rewritten.
 
-    Each one is first checked here as :func:`verify` would, less the digest (a digest of
-    another CPU's bits cannot be checked here): its commit's code is ``from``, and the current
-    code computes every value of that commit here to the last bit. Then its commit's values
-    are committed under their digest on this CPU kind, and the certificate names that digest
-    and ``cpu``; the digest it had is kept as ``first`` (informative). A certificate that does
+    Each one is first checked here as :func:`verify` would: its commit's code is ``from``;
+    its committed values (when it has them) are within the rounding measured between
+    environments of what its commit computes here (they were taken in an environment not
+    recorded: never bit for bit); and the current code computes every value of that commit
+    here to the last bit. Then its commit's values here are sealed with this environment
+    (:func:`topofl._environment.numeric_environment`), and the certificate names that digest
+    and environment; what it had is kept as ``first`` (informative). A certificate that does
     not pass is left as it is, and the error names it.
 
     Raises
@@ -620,11 +758,12 @@ def rerecord(results: str | os.PathLike[str], *,
     """
     certs = read(results, legacy=True)
     now = current if current is not None else snapshot.take()
+    here = dict(now.get("environment") or numeric_environment())
     of_commit = of_commit or snapshot_of_commit
     code_of = code_of or commit_fingerprint
     done, problems = [], []
     for k, c in enumerate(certs):
-        if "cpu" in c and _values_path(results, c["digest"]).exists():
+        if "environment" in c:
             continue
         code = code_of(c["from_commit"])
         if code != c["from"]:
@@ -632,19 +771,32 @@ def rerecord(results: str | os.PathLike[str], *,
                             f"{code}, not {c['from']}")
             continue
         values = of_commit(c["from_commit"], c["threads"]).get("values")
-        if not isinstance(values, dict):
-            problems.append(f"certificate {k}: the snapshot of commit "
-                            f"{c['from_commit'][:12]} holds no values")
+        if not isinstance(values, dict) or len(values) != c["values"]:
+            problems.append(f"certificate {k}: the snapshot of commit {c['from_commit'][:12]} "
+                            f"holds {len(values) if isinstance(values, dict) else 'no'} values "
+                            f"for {c['values']}")
             continue
+        if _values_path(results, c["digest"]).exists():
+            try:
+                off = snapshot.compare({"values": values_of(results, c)}, {"values": values},
+                                       rounding=True)
+            except ValueError as exc:
+                problems.append(f"certificate {k}: {exc}")
+                continue
+            if off:
+                problems.append(f"certificate {k}: its committed values differ from its "
+                                f"commit's here beyond rounding: {', '.join(off[:5])}")
+                continue
         moved = snapshot.compare({"values": values}, now, kept_only=True)
-        if moved or len(values) != c["values"]:
-            problems.append(f"certificate {k}: {len(moved)} values moved here, "
-                            f"{len(values)} values for {c['values']}: {', '.join(moved[:5])}")
+        if moved:
+            problems.append(f"certificate {k}: {len(moved)} values moved here: "
+                            f"{', '.join(moved[:5])}")
             continue
-        _store(results, values)
-        first = {"digest": c["digest"], "cpu": c.get("cpu", "not recorded")}
-        c.update(digest=snapshot.digest(values), cpu=now.get("cpu") or cpu_kind(),
-                 cpu_model=cpu_model(), first=first)
+        first = {f: c[f] for f in ("digest", "cpu", "cpu_model", "torch", "date") if f in c}
+        for f in ("cpu", "cpu_model", "torch", "first"):
+            c.pop(f, None)
+        c.update(environment=here, cpu_model=here.get("cpu_model"), first=first)
+        c["digest"] = _seal(results, c, values)
         done.append(c)
     if done:
         path = Path(results) / EQUIVALENCE_FILE

@@ -43,13 +43,15 @@ import torch
 
 from topofl import data, spectral, topologies
 from topofl._cpu import cpu_kind
+from topofl._environment import numeric_environment
 from topofl._fingerprint import code_fingerprint
 from topofl.api import run
 from topofl.config import WALL_CLOCK_METRICS
 from topofl.graph import as_time_varying
 from topofl.models import build_model
 
-__all__ = ["algorithm_cases", "take", "compare", "digest", "cpu_rtol", "PARTS", "SEEDS"]
+__all__ = ["algorithm_cases", "take", "compare", "largest_difference", "digest", "env_rtol",
+           "PARTS", "SEEDS", "ROUNDING", "DISCRETE"]
 
 #: The seeds of the snapshot's inputs: 0 for every run, dataset, partition, model and graph,
 #: 1 for the label counts of the D-Cliques variants.
@@ -379,40 +381,70 @@ def take(parts: tuple[str, ...] | None = None, *, threads: int = 1) -> dict[str,
     finally:
         torch.set_num_threads(old)
     return {"code": code_fingerprint(), "torch": torch.__version__, "threads": threads,
-            "cpu": cpu_kind(), "parts": list(chosen), "digest": digest(values),
+            "cpu": cpu_kind(), "environment": numeric_environment(), "parts": list(chosen),
+            "digest": digest(values),
             "values": values}
 
 
-def _same(a: Any, b: Any, rtol: float) -> bool:
+def _same(a: Any, b: Any, rtol: Callable[[str], float | None], path: str = "") -> bool:
+    """Whether two snapshot values are equal, floats within ``rtol(path)`` (relative, with a
+    floor of 1; ``None``: that float is not compared); the rest exactly."""
     if isinstance(a, float) and isinstance(b, float):
         if math.isnan(a) or math.isnan(b):
             return math.isnan(a) and math.isnan(b)
-        return a == b if rtol == 0.0 else abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+        tol = rtol(path)
+        return tol is None or (a == b if tol == 0.0
+                               else abs(a - b) <= tol * max(1.0, abs(a), abs(b)))
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(u, v, rtol) for u, v in zip(a, b))
+        return len(a) == len(b) and all(_same(u, v, rtol, path) for u, v in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k], rtol) for k in a)
+        return a.keys() == b.keys() and all(_same(a[k], b[k], rtol, k) for k in a)
     return bool(a == b)
 
 
-#: The relative rounding two CPU kinds' values of a snapshot may differ by (with the same
-#: absolute floor): float32 runs and models, and float64 (runs, graphs, spectra, data). The
-#: largest differences measured between the kernels of one machine's ATen capabilities
-#: (DEFAULT, AVX2, AVX512) and MKL's default and compatible paths, over every value of the
-#: snapshot, were 2.5e-5 (float32 losses) and 1.0e-6 (float64 losses of Dis-PFL, whose pruning
-#: amplifies the last bits); these bounds leave 40x and 10x room, and stay far below what an
-#: edited value or another algorithm's step moves.
-ROUNDING = {"float32": 1e-3, "float64": 1e-5}
+#: The relative rounding (with a floor of 1: ``|a - b| <= rtol * max(1, |a|, |b|)``) two
+#: numeric environments' values of a snapshot may differ by: float32 runs and models, and
+#: everything else (float64 runs, graphs, spectra, partitions, data). Measured
+#: (``analysis/environment_bits.md``) between environments one field apart on one machine
+#: (ATen's kernels, MKL's code path, OpenBLAS's core type, numpy, scipy and networkx releases,
+#: threads) and between the machines that committed certificates (Intel and AMD, AVX512 and
+#: AVX2), on every value but those of :data:`DISCRETE`: at most 2.8e-6 in float32 (a CNN's
+#: parameters under ATen's DEFAULT kernels) and 1.9e-8 in float64 (Dis-PFL's consensus
+#: distance, whose pruning amplifies the last bits; 9.3e-10 elsewhere). Each bound is the
+#: first of 1, 2 or 5 times a power of ten at or above five times that; both stay far below
+#: what one test sample in 1,000 moves an accuracy (1e-3).
+ROUNDING = {"float32": 2e-5, "float64": 1e-7}
+
+#: The snapshot values whose floats pass through a discrete choice made on exact float ties,
+#: so that the last bits of one environment pick another branch than another's: STL-FW's
+#: assignment steps on the tied gradients of one class per node (another edge, measured
+#: 0.2 in the algebraic connectivity under another OpenBLAS core type) and Dis-PFL's
+#: regrowth by gradient magnitude (3e-4 in float64 under ATen's DEFAULT kernels). Across
+#: environments only their integers, strings, structure and accuracies are compared; in one
+#: environment, every bit.
+DISCRETE = frozenset({"topologies/stl_fw", "spectral/stl_fw",
+                      "runs/dis_pfl_gradient/float64", "runs/dis_pfl_gradient/float32"})
 
 
-def cpu_rtol(key: str) -> float:
-    """The relative tolerance of snapshot value ``key`` across CPU kinds (:data:`ROUNDING`).
+def _is_accuracy(key: str, path: str) -> bool:
+    metric = path.rsplit("|", 1)[-1]
+    return key.startswith("runs/") and "acc" in metric and "std" not in metric
+
+
+def env_rtol(key: str, path: str = "") -> float | None:
+    """The relative tolerance, across numeric environments, of a float of snapshot value
+    ``key`` (at ``path`` inside it: a run's ``round|client|metric``); ``None``: not compared
+    across environments (:data:`DISCRETE`, but for accuracies).
 
     Examples
     --------
-    >>> cpu_rtol("runs/dsgd/float32"), cpu_rtol("models/mlp"), cpu_rtol("spectral/ring")
-    (0.001, 0.001, 1e-05)
+    >>> env_rtol("runs/dsgd/float32"), env_rtol("models/mlp"), env_rtol("spectral/ring")
+    (2e-05, 2e-05, 1e-07)
+    >>> env_rtol("spectral/stl_fw"), env_rtol("runs/dis_pfl_gradient/float32", "1|0|test_acc")
+    (None, 2e-05)
     """
+    if key in DISCRETE and not _is_accuracy(key, path):
+        return None
     single = key.startswith("models/") or (key.startswith("runs/") and key.endswith("/float32"))
     return ROUNDING["float32" if single else "float64"]
 
@@ -420,8 +452,8 @@ def cpu_rtol(key: str) -> float:
 def compare(before: Mapping[str, Any], after: Mapping[str, Any], *, rtol: float = 0.0,
             rounding: bool = False, kept_only: bool = False) -> list[str]:
     """The keys whose values differ between two snapshots (exactly, beyond ``rtol``, or with
-    ``rounding`` beyond each key's :func:`cpu_rtol` across CPU kinds; integers, strings and
-    the structure always exactly).
+    ``rounding`` beyond what two numeric environments may differ by, :func:`env_rtol`;
+    integers, strings and the structure always exactly).
 
     With ``kept_only``, only ``before``'s values count: a key that only ``after`` has (a case
     the snapshot of newer code adds, say a new algorithm's) is no difference, a key ``after``
@@ -434,15 +466,55 @@ def compare(before: Mapping[str, Any], after: Mapping[str, Any], *, rtol: float 
     ['x']
     >>> compare(a, {"values": {"x": [1.0, 2.0000001], "y": 3}}, rtol=1e-6)
     []
-    >>> compare(a, {"values": {"x": [1.0, 2.0], "y": 3, "z": 4}}, kept_only=True)
-    []
     >>> compare(a, {"values": {"x": [1.0, 2.0000001], "y": 4}}, rounding=True)
     ['y']
     """
     va, vb = before["values"], after["values"]
     diff = sorted(set(va) - set(vb) if kept_only else set(va) ^ set(vb))
+
+    def tolerance(key: str) -> Callable[[str], float | None]:
+        return (lambda path: env_rtol(key, path)) if rounding else (lambda path: rtol)
+
     return diff + [k for k in sorted(set(va) & set(vb))
-                   if not _same(va[k], vb[k], cpu_rtol(k) if rounding else rtol)]
+                   if not _same(va[k], vb[k], tolerance(k))]
+
+
+def largest_difference(before: Mapping[str, Any], after: Mapping[str, Any]
+                       ) -> tuple[float, str]:
+    """The largest relative difference (floor 1) between the floats of two snapshots' values
+    (``inf`` where a non-float or the structure differs), and where: ``key`` or
+    ``key:round|client|metric``. ``(0.0, "")`` when equal.
+
+    Examples
+    --------
+    >>> largest_difference({"x": {"0|None|loss": 2.0}}, {"x": {"0|None|loss": 2.5}})
+    (0.2, 'x:0|None|loss')
+    """
+    worst, where = 0.0, ""
+
+    def walk(a: Any, b: Any, at: str) -> None:
+        nonlocal worst, where
+        if isinstance(a, float) and isinstance(b, float):
+            if math.isnan(a) and math.isnan(b):
+                return
+            d = (math.inf if math.isnan(a) or math.isnan(b)
+                 else abs(a - b) / max(1.0, abs(a), abs(b)))
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for u, v in zip(a, b):
+                walk(u, v, at)
+            return
+        elif isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+            for k in a:
+                walk(a[k], b[k], f"{at.split(':')[0]}:{k}")
+            return
+        else:
+            d = 0.0 if a == b and type(a) is type(b) else math.inf
+        if d > worst:
+            worst, where = d, at
+
+    for key in sorted(set(before) & set(after)):
+        walk(before[key], after[key], key)
+    return worst, where
 
 
 def digest(values: Mapping[str, Any]) -> str:

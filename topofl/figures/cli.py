@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from topofl._fingerprint import code_fingerprint
-from topofl.certificates import EQUIVALENCE_FILE, certify, clean_commit, verify
+from topofl.certificates import EQUIVALENCE_FILE, certify, clean_commit, rerecord, verify
 from topofl.figures.config import FigureError, _root
 from topofl.figures.redecide import redecide
 from topofl.figures.results import _results, _write_index, available, stale
@@ -30,7 +30,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(f"usage: {prog} list | index [--check] | snapshot (--out FILE | --certify FILE) "
+        print(f"usage: {prog} list | index [--check] | snapshot (--out FILE | --certify FILE | "
+              "--rerecord) "
               "| redecide [--dry-run] [--drop-horizon TEXT] [NAME ...] | NAME [--quick | "
               "--full] [--out DIR | --update-results] [--rerun] [--jobs N]"
               "\n\nRegenerate a paper figure (from a clone of the repository) into "
@@ -54,8 +55,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
             if extra:
                 raise FigureError(f"unknown argument(s) {extra}: `{prog} index [--check]`")
             if "--check" in argv[1:]:
-                bad = verify(_root() / "results")
-                for line in bad:
+                notes: list[str] = []
+                bad = verify(_root() / "results", notes=notes)
+                for line in [*notes, *bad]:
                     print(line)
                 old = stale()
                 for name, why in old.items():
@@ -122,10 +124,17 @@ def _redecide(argv: list[str], prog: str) -> int:
 
 
 def _snapshot(argv: list[str], prog: str) -> int:
-    """``snapshot --out FILE`` or ``snapshot --certify FILE``."""
+    """``snapshot --out FILE``, ``snapshot --certify FILE`` or ``snapshot --rerecord``."""
+    if argv == ["--rerecord"]:
+        done = rerecord(_root() / "results")
+        print(f"sealed {len(done)} certificate(s) written before environments were recorded "
+              f"with this environment, in {_root() / 'results' / EQUIVALENCE_FILE}")
+        return 0
     if len(argv) != 2 or argv[0] not in ("--out", "--certify"):
-        raise FigureError(f"`{prog} snapshot --out FILE` (take) or `{prog} snapshot --certify "
-                          f"FILE` (compare and certify), got {argv}")
+        raise FigureError(f"`{prog} snapshot --out FILE` (take), `{prog} snapshot --certify "
+                          f"FILE` (compare and certify) or `{prog} snapshot --rerecord` (seal "
+                          f"the certificates written before environments were recorded with "
+                          f"this one), got {argv}")
     path = Path(argv[1])
     if argv[0] == "--out":
         snap = {**take_snapshot(), "commit": clean_commit()}
