@@ -36,6 +36,7 @@ writes ``analysis/environment_bits.json`` and ``analysis/environment_bits.md``.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -175,22 +176,31 @@ def variations(args: argparse.Namespace, cache: Path) -> list[dict[str, Any]]:
     ]
 
 
-def machines(base_code: str) -> list[dict[str, Any]]:
-    """The committed certified values of other machines against their commit re-run here:
-    the newest certificate of each CPU kind and model."""
+def machines() -> list[dict[str, Any]]:
+    """The certified values committed by other machines against their commit re-run here:
+    the newest certificate of each CPU kind and model, as first committed (a certificate
+    sealed again with this machine's environment keeps what it had as ``first``)."""
     results = ROOT / "paper_figures" / "results"
-    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    newest: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
     for cert in certificates.read(results, legacy=True):
-        env = certificates.environment_of(cert)
-        newest[(env.get("cpu", "?"), env.get("cpu_model", "?"))] = cert
+        first = cert.get("first", cert if "environment" not in cert else None)
+        if not first or "cpu" not in first:
+            continue
+        path = results / certificates.VALUES_DIR / f"{first['digest']}.json.gz"
+        if not path.exists():
+            continue
+        env = {"torch": first.get("torch"), "cpu": first["cpu"],
+               "cpu_model": first.get("cpu_model")}
+        newest[(env["cpu"], str(env["cpu_model"]))] = (cert, env)
     rows = []
-    for (cpu, model), cert in sorted(newest.items()):
-        theirs = certificates.values_of(results, cert)
+    for (cpu, model), (cert, env) in sorted(newest.items()):
+        digest = (cert.get("first") or cert)["digest"]
+        path = results / certificates.VALUES_DIR / f"{digest}.json.gz"
+        theirs = json.loads(gzip.decompress(path.read_bytes()))
         t0 = time.perf_counter()
         here = certificates.snapshot_of_commit(cert["from_commit"], cert["threads"])["values"]
         rows.append({"name": f"{model} ({cpu})", "commit": cert["from_commit"][:12],
-                     "their environment": certificates.environment_of(cert),
-                     "seconds": round(time.perf_counter() - t0, 1),
+                     "their environment": env, "seconds": round(time.perf_counter() - t0, 1),
                      **compare(theirs, here)})
     return rows
 
@@ -310,7 +320,7 @@ def main() -> None:
             ["torch threads 1 vs 2"] if var.get("threads") else [])
         row.update(compare(base["values"], snap["values"]))
         rows.append(row)
-    found = [] if args.no_machines else machines(base["code"])
+    found = [] if args.no_machines else machines()
     for row in found:
         row["differs"] = differences(row["their environment"], base["environment"])
     measured = {c: max((r["classes"][c]["max"] for r in [*rows, *found]

@@ -77,10 +77,10 @@ def test_a_certificate_makes_older_results_current(tmp_path: Path, small: dict) 
     assert cert["environment"] == small["environment"] and cert["threads"] == 1
     # the sealed record is committed beside it, under its digest: every field that decides the
     # check, and the values
-    record = json.loads(gzip.decompress(
-        certificates._values_path(results, cert["digest"]).read_bytes()))
+    record = json.loads(certificates._record_path(results, cert["digest"]).read_text())
     assert snapshot.digest(record) == cert["digest"]
     assert record["certificate"] == {f: cert[f] for f in certificates.SEALED}
+    assert record["values"] == snapshot.digest(small["values"])
     assert certificates.values_of(results, cert) == small["values"]
     assert figure_results.stale(results) == {}
     rows = figure_results.index(results)
@@ -270,11 +270,11 @@ def test_verify_refuses_a_forged_certificate(tmp_path: Path, small: dict, forger
         match = "the current code moves 1 of the"
     elif forgery == "other code":  # a commit of other code
         says["code"], match = "0.1.0+222222222222", "is code 0.1.0+222222222222, not"
-    elif forgery == "edited record":  # the committed file changed, the digest kept
+    elif forgery == "edited record":  # the committed record changed, the digest kept
         _seal(tmp_path, cert, committed)
         other = _seal(tmp_path, dict(cert), _moved(committed))
-        certificates._values_path(tmp_path, other["digest"]).replace(
-            certificates._values_path(tmp_path, cert["digest"]))
+        certificates._record_path(tmp_path, other["digest"]).replace(
+            certificates._record_path(tmp_path, cert["digest"]))
         seal, match = False, "does not have the certificate's digest"
     elif forgery == "values beyond rounding":  # values and digest forged together
         committed = _rounded(now["values"], 1e-2)
@@ -295,12 +295,12 @@ def test_verify_refuses_a_forged_certificate(tmp_path: Path, small: dict, forger
         _seal(tmp_path, cert, committed)
         cert["threads"] = 2
         seal, match = False, "edited: 'threads' says 2, its sealed record 1"
-    elif forgery == "swapped values file":  # another certificate's record under this name
+    elif forgery == "swapped values file":  # another certificate's values under this name
         _seal(tmp_path, cert, committed)
-        other = _seal(tmp_path, {**cert, "from_commit": "d" * 40}, committed)
-        certificates._values_path(tmp_path, other["digest"]).replace(
-            certificates._values_path(tmp_path, cert["digest"]))
-        seal, match = False, "does not have the certificate's digest"
+        moved = certificates._store(tmp_path, _moved(committed))
+        certificates._values_path(tmp_path, moved).replace(
+            certificates._values_path(tmp_path, snapshot.digest(committed)))
+        seal, match = False, "its content does not have the digest"
     elif forgery == "another certificate's record":  # its digest names another's record
         other = _seal(tmp_path, {**cert, "from_commit": "d" * 40}, committed)
         cert["digest"] = other["digest"]
@@ -461,16 +461,19 @@ def test_the_committed_certificates_verify(tmp_path: Path, monkeypatch: pytest.M
     assert certificates.verify(results, cache=tmp_path / "seen.json") == []
 
 
+@pytest.mark.parametrize("which", ["record", "values"])
 @pytest.mark.parametrize("garbage", [b"", b"not gzip", gzip.compress(b"{not json"),
-                                     gzip.compress(b"[1, 2]"),
+                                     gzip.compress(b"[1, 2]"), b"[1, 2]",
                                      gzip.compress(b"x" * 64)[:-9] + b"\x00" * 9])
-def test_a_damaged_values_file_is_named(tmp_path: Path, small: dict, garbage: bytes) -> None:
+def test_a_damaged_record_or_values_file_is_named(tmp_path: Path, small: dict, garbage: bytes,
+                                                  which: str) -> None:
     cert = _cert(small)
-    _commit(tmp_path, [cert])
-    path = certificates._values_path(tmp_path, cert["digest"])
-    path.parent.mkdir(parents=True)
+    _commit(tmp_path, [cert], small["values"])
+    path = (certificates._record_path(tmp_path, cert["digest"]) if which == "record" else
+            certificates._values_path(tmp_path, snapshot.digest(small["values"])))
     path.write_bytes(garbage)
-    with pytest.raises(ValueError, match=f"{path.name}: (not gzipped JSON|its content does not)"):
+    with pytest.raises(ValueError, match=f"{path.name}: (not (gzipped )?JSON|its content does "
+                                         "not)"):
         certificates.values_of(tmp_path, cert)
     problems = certificates.verify(tmp_path, current=small, cache=tmp_path / "seen.json",
                                    of_commit=_fake_commit({"values": {}}), code_of=_code_of())
@@ -478,12 +481,11 @@ def test_a_damaged_values_file_is_named(tmp_path: Path, small: dict, garbage: by
 
 
 def test_a_record_that_is_no_sealed_record_is_named(tmp_path: Path, small: dict) -> None:
-    # JSON with the right digest but not a record of format 2 (the plain values of a legacy
-    # certificate, say)
-    cert = _cert(small, digest=snapshot.digest(small["values"]))
-    path = certificates._values_path(tmp_path, cert["digest"])
+    # JSON with the right digest but not a record of format 2
+    cert = _cert(small, digest=snapshot.digest({"values": 3}))
+    path = certificates._record_path(tmp_path, cert["digest"])
     path.parent.mkdir(parents=True)
-    path.write_bytes(gzip.compress(json.dumps(small["values"], sort_keys=True).encode()))
+    path.write_text(json.dumps({"values": 3}))
     with pytest.raises(ValueError, match="not a sealed record of a certificate"):
         certificates.values_of(tmp_path, cert)
 

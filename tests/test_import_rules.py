@@ -46,8 +46,8 @@ PRIVATE_ALLOWED: dict[str, str] = {
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("foundations", frozenset({
         "topofl", "_version", "exceptions", "_rng", "_validation", "_spec", "_extensible",
-        "_fs", "_cpu", "_environment", "_configfile", "_markdown", "_processes", "_heartbeat", "_fingerprint",
-        "_userimports",
+        "_fs", "_cpu", "_environment", "_configfile", "_markdown", "_processes", "_heartbeat",
+        "_fingerprint", "_userimports",
         "runhash"})),
     ("graphs", frozenset({"graph", "mixing"})),
     ("what consumes graphs without training", frozenset({"topologies", "spectral"})),

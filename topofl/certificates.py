@@ -15,10 +15,11 @@ were computed in (``environment``: :func:`topofl._environment.numeric_environmen
 numpy, scipy, networkx and Python releases and builds, BLAS libraries and their core types,
 ATen's instruction set, MKL's code path, the processor's vendor, family and model) and the
 digest of its **sealed record** (``digest``), committed beside it as
-``certified/<digest>.json.gz``: ``{"format": 2, "certificate": {every field that decides how
-the certificate is checked}, "values": {...}}``. Editing any of those fields in
-``equivalence.json`` fails, naming the field (the sealed record says otherwise); editing the
-record changes its digest.
+``certified/<digest>.json``: ``{"format": 2, "certificate": {every field that decides how the
+certificate is checked}, "values": <the digest of its values>}``; the values themselves are kept
+once by their own digest (``certified/<values digest>.json.gz``, shared by the certificates of
+equal values). Editing any of those fields in ``equivalence.json`` fails, naming the field (the
+sealed record says otherwise); editing the record or the values changes their digest.
 
 :func:`verify` (``topofl figure index --check``) does not trust the files: for every
 certificate the committed results rely on, it reads the ``topofl/`` of its ``from_commit``
@@ -321,40 +322,59 @@ def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
 
 
 def _values_path(results: str | os.PathLike[str], digest: str) -> Path:
+    """Where the values of digest ``digest`` are kept (``certified/<digest>.json.gz``)."""
     return Path(results) / VALUES_DIR / f"{digest}.json.gz"
 
 
-def _record(cert: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
-    """The sealed record of a certificate: the fields that decide its check, and its values."""
-    return {"format": _FORMAT, "certificate": {f: cert[f] for f in SEALED}, "values": values}
+def _record_path(results: str | os.PathLike[str], digest: str) -> Path:
+    """Where the sealed record of digest ``digest`` is kept (``certified/<digest>.json``)."""
+    return Path(results) / VALUES_DIR / f"{digest}.json"
 
 
-def _seal(results: str | os.PathLike[str], cert: Mapping[str, Any],
-          values: Mapping[str, Any]) -> str:
-    """Write the sealed record of ``cert`` (its :data:`SEALED` fields) and ``values`` to
-    ``results/certified/<digest>.json.gz`` (kept if there: the digest names its content);
-    the digest."""
-    record = _record(cert, values)
-    digest = snapshot.digest(record)
+def _record(cert: Mapping[str, Any], values_digest: str) -> dict[str, Any]:
+    """The sealed record of a certificate: the fields that decide its check, and the digest
+    of its values."""
+    return {"format": _FORMAT, "certificate": {f: cert[f] for f in SEALED},
+            "values": values_digest}
+
+
+def _store(results: str | os.PathLike[str], values: Mapping[str, Any]) -> str:
+    """Keep a snapshot's values in ``results/certified/<digest>.json.gz`` (kept if there: the
+    digest names its content; certificates of equal values share one file); the digest."""
+    digest = snapshot.digest(values)
     path = _values_path(results, digest)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(record, sort_keys=True, allow_nan=True)
+        text = json.dumps(values, sort_keys=True, allow_nan=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
         os.replace(tmp, path)
     return digest
 
 
-def _open(path: Path, digest: str) -> Any:
+def _seal(results: str | os.PathLike[str], cert: Mapping[str, Any],
+          values: Mapping[str, Any]) -> str:
+    """Keep ``values`` (:func:`_store`) and the sealed record of ``cert`` (its :data:`SEALED`
+    fields and the values' digest) in ``results/certified/<digest>.json``; the digest."""
+    record = _record(cert, _store(results, values))
+    digest = snapshot.digest(record)
+    path = _record_path(results, digest)
+    if not path.exists():
+        replace_text(path, [json.dumps(record, indent=1, sort_keys=True), "\n"])
+    return digest
+
+
+def _open(path: Path, digest: str, *, gz: bool = True) -> Any:
     try:
-        return json.loads(gzip.decompress(path.read_bytes()).decode())
+        raw = path.read_bytes()
+        return json.loads((gzip.decompress(raw) if gz else raw).decode())
     except FileNotFoundError:
         raise ValueError(f"no committed values have the certificate's digest {digest} "
                          f"({path} is absent): written by hand or edited") from None
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError,
             RecursionError) as exc:
-        raise ValueError(f"{path}: not gzipped JSON of snapshot values ({exc})") from None
+        raise ValueError(f"{path}: not {'gzipped ' if gz else ''}JSON of a certificate "
+                         f"({exc})") from None
 
 
 def _edited_fields(cert: Mapping[str, Any], sealed: Mapping[str, Any]) -> list[str]:
@@ -373,39 +393,43 @@ def _edited_fields(cert: Mapping[str, Any], sealed: Mapping[str, Any]) -> list[s
 
 
 def values_of(results: str | os.PathLike[str], cert: Mapping[str, Any]) -> dict[str, Any]:
-    """The snapshot values a certificate names, from its sealed record
-    (``results/certified/<digest>.json.gz``), checked against its digest and every field it
-    seals (for a certificate written before environments were recorded: its plain values,
-    against their digest and count).
+    """The snapshot values a certificate names: its sealed record
+    (``results/certified/<digest>.json``) checked against its digest and against every field
+    of the certificate it seals, then the values it names (``<values digest>.json.gz``)
+    against their digest and count (for a certificate written before environments were
+    recorded: its values, ``<digest>.json.gz``).
 
     Raises
     ------
     ValueError
         Naming the file: absent (no committed values have the certificate's digest), not
-        gzipped JSON, holding another content than the digest says, or sealing other fields
-        than the certificate says (each edited field named with both values).
+        JSON, holding another content than its digest says, or sealing other fields than the
+        certificate says (each edited field named with both values).
     """
-    path = _values_path(results, cert["digest"])
-    data = _open(path, cert["digest"])
-    legacy = "environment" not in cert
-    values: Any = data
-    if not isinstance(data, dict) or snapshot.digest(data) != cert["digest"]:
-        raise ValueError(f"{path}: its content does not have the certificate's digest "
-                         f"{cert['digest']}: edited")
-    if not legacy:
-        sealed = data.get("certificate")
-        values = data.get("values")
-        if (data.get("format") != _FORMAT or not isinstance(sealed, dict)
-                or not isinstance(values, dict)):
+    digest = cert["digest"]
+    if "environment" in cert:
+        path = _record_path(results, digest)
+        record = _open(path, digest, gz=False)
+        if not isinstance(record, dict) or snapshot.digest(record) != digest:
+            raise ValueError(f"{path}: its content does not have the certificate's digest "
+                             f"{digest}: edited")
+        sealed = record.get("certificate")
+        if (record.get("format") != _FORMAT or not isinstance(sealed, dict)
+                or not isinstance(record.get("values"), str)):
             raise ValueError(f"{path}: not a sealed record of a certificate (format {_FORMAT}:"
-                             " certificate and values)")
+                             " certificate and the digest of its values)")
         edited = _edited_fields(cert, sealed)
         if edited:
             raise ValueError(f"edited: {'; '.join(edited)} ({path})")
+        digest = record["values"]
+    path = _values_path(results, digest)
+    values = _open(path, digest)
+    if not isinstance(values, dict) or snapshot.digest(values) != digest:
+        raise ValueError(f"{path}: its content does not have the digest {digest}: edited")
     if len(values) != cert["values"]:
         raise ValueError(f"{path} holds {len(values)} values, the certificate says "
                          f"{cert['values']}: edited")
-    return dict(values)
+    return values
 
 
 #: Run in a fresh interpreter inside an exported tree: its snapshot, into the file argv[2].
@@ -759,8 +783,16 @@ def rerecord(results: str | os.PathLike[str], *,
     certs = read(results, legacy=True)
     now = current if current is not None else snapshot.take()
     here = dict(now.get("environment") or numeric_environment())
-    of_commit = of_commit or snapshot_of_commit
+    run = of_commit or snapshot_of_commit
     code_of = code_of or commit_fingerprint
+    taken: dict[tuple[str, int], Any] = {}  # a commit certified twice runs once
+
+    def once(commit: str, threads: int) -> Mapping[str, Any]:
+        if (commit, threads) not in taken:
+            taken[commit, threads] = run(commit, threads)
+        found: Mapping[str, Any] = taken[commit, threads]
+        return found
+
     done, problems = [], []
     for k, c in enumerate(certs):
         if "environment" in c:
@@ -770,13 +802,13 @@ def rerecord(results: str | os.PathLike[str], *,
             problems.append(f"certificate {k}: commit {c['from_commit'][:12]} is code "
                             f"{code}, not {c['from']}")
             continue
-        values = of_commit(c["from_commit"], c["threads"]).get("values")
+        values = once(c["from_commit"], c["threads"]).get("values")
         if not isinstance(values, dict) or len(values) != c["values"]:
             problems.append(f"certificate {k}: the snapshot of commit {c['from_commit'][:12]} "
                             f"holds {len(values) if isinstance(values, dict) else 'no'} values "
                             f"for {c['values']}")
             continue
-        if _values_path(results, c["digest"]).exists():
+        if _values_path(results, c["digest"]).exists():  # its plain values
             try:
                 off = snapshot.compare({"values": values_of(results, c)}, {"values": values},
                                        rounding=True)

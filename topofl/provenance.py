@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from topofl._cpu import cpu_kind, cpu_model
+from topofl._environment import numeric_environment
 from topofl._extensible import replaced
 from topofl._validation import unknown_name
 from topofl._version import __version__
@@ -223,14 +224,18 @@ def _git_commit() -> str | None:
 
 
 def provenance() -> dict[str, Any]:
-    """Where a run comes from: topofl and torch versions, thread count, CPU kind, git commit,
-    command line, start time.
+    """Where a run comes from: topofl and torch versions, thread count, CPU kind, the numeric
+    environment, git commit, command line, start time.
 
-    ``torch_threads`` is torch's intra-op thread count and ``cpu`` the CPU kind
+    ``torch_threads`` is torch's intra-op thread count, ``cpu`` the CPU kind
     (:func:`topofl._cpu.cpu_kind`: architecture, vendor and the instruction set torch's kernels
-    dispatch to; ``cpu_model`` names the processor): float32 sums may round differently with
-    another count or on another kind, so a bitwise replay needs the same torch, count and
-    kind (on another kind: the same counts and verdicts, float32 values within rounding).
+    dispatch to; ``cpu_model`` names the processor) and ``environment`` the whole numeric
+    environment (:func:`topofl._environment.numeric_environment`: torch's build, BLAS and
+    MKL path, numpy, scipy and networkx releases and their BLAS core types, Python, the
+    processor's family and model): float sums may round differently with another count or in
+    another environment, so a bitwise replay needs the same thread count and the same
+    environment in every field of :data:`topofl._environment.BIT_FIELDS` (elsewhere: the same
+    counts and verdicts, float values within rounding).
     ``command`` is the
     ``topofl ...`` command line when the run was started by the command line (``None`` from
     Python; under ``torchrun`` the ``torchrun ... -m topofl ...`` line,
@@ -242,6 +247,7 @@ def provenance() -> dict[str, Any]:
         "torch_threads": torch.get_num_threads(),
         "cpu": cpu_kind(),
         "cpu_model": cpu_model(),
+        "environment": numeric_environment(),
         "git_commit": _git_commit(),
         "command": launched_command(_COMMAND.get()),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

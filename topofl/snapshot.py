@@ -21,7 +21,8 @@ the result code computes on a fixed set of small inputs, compared value by value
 
 ``topofl figure snapshot --out FILE`` takes one before a refactor (on committed code: the
 file names the commit); ``topofl figure snapshot --certify FILE`` after it takes another, and
-when the two are identical (every value to the last bit, on one machine and torch) writes a
+when the two are identical (every value to the last bit, in one numeric environment,
+:mod:`topofl._environment`) writes a
 certificate (:mod:`topofl.certificates`): a committed result computed by the code before
 then counts as computed by the code after, and a cached run is kept. A certificate is evidence, not
 proof: it covers what the snapshot exercises, which is why the snapshot runs every algorithm's

@@ -19,6 +19,7 @@ from typing import Any
 
 import matplotlib
 
+from topofl._environment import summary
 from topofl._fingerprint import code_fingerprint
 from topofl._markdown import Document
 from topofl.figures.checks import RULE, Check, OverSeeds, headline_of, secondary, verdict
@@ -203,6 +204,7 @@ def _provenance_rows(
     optimizer_state: Sequence[str],
     threads: Sequence[int],
     cpus: Sequence[str],
+    environments: Sequence[Mapping[str, Any]] = (),
 ) -> list[list[str]]:
     """The rows of a result's ``Provenance`` table (the keywords of :func:`write`; ``code``:
     this code's fingerprint)."""
@@ -219,12 +221,18 @@ def _provenance_rows(
     cpu_text = (" / ".join(sorted(set(cpus))) + " (on another CPU kind: the same counts and "
                 "verdicts, float32 values that differ in the last bits)" if cpus else
                 "-" if not threads else "not recorded (runs from before CPU kinds were)")
+    env_text = ("; ".join(dict.fromkeys(summary(e) for e in environments))
+                + " (numbers are bitwise where every field of "
+                "`topofl._environment.BIT_FIELDS` and the thread count match; elsewhere within "
+                "rounding)" if environments else
+                "-" if not threads else "not recorded (runs from before environments were)")
     rounds_text = ("-" if not rounds.get("run") else
                    " / ".join(map(str, rounds["run"])) + " (the paper: "
                    + (" / ".join(map(str, rounds.get("paper") or [])) or "-") + ")")
     return [["data", data_text], ["seeds", seed_text], ["rounds", rounds_text],
             ["optimizer state (momentum_state)", " / ".join(optimizer_state) or "-"],
             ["threads", thread_text], ["CPU kind", cpu_text],
+            ["numeric environment", env_text],
             ["scale", args.scale], ["code", code_text]]
 
 
@@ -248,6 +256,7 @@ def write(
     margins: Mapping[str, Mapping[str, Any]] | None = None,
     rounds: Mapping[str, Any] | None = None,
     gates: Sequence[AnyGate] = (),
+    environments: Sequence[Mapping[str, Any]] = (),
 ) -> Path:
     """Write ``<name>.png``, ``<name>.md`` and the verdict ``<name>.json`` into ``args.out``.
 
@@ -287,6 +296,12 @@ def write(
         ``claims.toml``).
     rounds : mapping, optional
         ``{"run": [...], "paper": [...]}``: the rounds the runs trained and the paper's.
+    gates : sequence of gates
+        The stand-in's gates (their outcome and values go into the verdict).
+    environments : sequence of mapping
+        The numeric environments the runs recorded (``environment`` of their provenance,
+        :func:`topofl._environment.numeric_environment`), each once; empty: no training, or
+        runs from before environments were recorded.
 
     Returns
     -------
@@ -330,7 +345,8 @@ def write(
     rounds_ = dict(rounds or {})
     doc.heading("Provenance", 2).table(["", ""], _provenance_rows(
         args, code, dataset=dataset, stand=stand, seed_text=seed_text, rounds=rounds_,
-        optimizer_state=optimizer_state, threads=threads, cpus=cpus))
+        optimizer_state=optimizer_state, threads=threads, cpus=cpus,
+        environments=environments))
     doc.paragraph(_regenerate_paragraph(args, seconds))
     md.write_text(mark_document(doc.text(), stand), encoding="utf-8")
     record = {"name": args.name, "title": title, "claim": claim, "measured": measured,
@@ -339,12 +355,21 @@ def write(
               "seeds": list(seeds), "dataset": dataset, "stand_in": stand,
               "optimizer_state": list(optimizer_state),
               "threads": sorted(set(int(t) for t in threads)), "cpu": sorted(set(cpus)),
+              "environment": _distinct(environments),
               "rounds": rounds_, "code": code,
               **({"gates": [g.as_dict() for g in gates]} if gates else {}),
               "run_codes": sorted(args.run_codes),
               "seconds": round(seconds, 1), "scale": args.scale}
     js.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return png if fig is not None else md
+
+
+def _distinct(environments: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each environment once (in their order)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for e in environments:
+        seen.setdefault(json.dumps(e, sort_keys=True, default=str), dict(e))
+    return list(seen.values())
 
 
 # ------------------------------------------------------------------------------ scripts
@@ -396,6 +421,8 @@ def _finish(args: FigureArgs, result: Result) -> Path:
                       if isinstance(t := prov.get("torch_threads"), int)})
     cpus = sorted({c for p in found.values() for rec in p.runs.values()
                    for prov in rec.provenances.values() if isinstance(c := prov.get("cpu"), str)})
+    envs = [e for p in found.values() for rec in p.runs.values()
+            for prov in rec.provenances.values() if isinstance(e := prov.get("environment"), dict)]
     ran = sorted({int(c["rounds"]) for c in configs if isinstance(c.get("rounds"), int)})
     paper = sorted({int(r) for r in (result.paper_rounds if result.paper_rounds is not None
                                      else [r for p in found.values() for r in p.paper_rounds])})
@@ -405,7 +432,8 @@ def _finish(args: FigureArgs, result: Result) -> Path:
                  stand_in=stand, optimizer_state=policy, threads=threads, cpus=cpus,
                  margins={k: m for k, m in meta["margins"].items()
                           if k in MARGINS_USED.get(args.name, set())},
-                 rounds={"run": ran, "paper": paper}, gates=result.gates)
+                 rounds={"run": ran, "paper": paper}, gates=result.gates,
+                 environments=_distinct(envs))
 
 
 def _policy_notes(configs: Sequence[Mapping[str, Any]], policy: Sequence[str]) -> list[str]:
