@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,26 @@ def test_cli_json_parses_and_probe_is_within_25_percent(tmp_path: Path,
     assert got["seconds_per_round"] > 0 and got["max_clients"] >= 100
     measured = measured_peak({**LOGISTIC, "records_path": None})
     assert abs(got["peak_bytes"] / measured - 1) <= 0.25
+
+
+def test_the_probe_imports_nothing_from_the_current_folder_but_the_configs_imports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``json.py`` and a ``torch.py`` beside the config broke ``topofl plan`` (its probe
+    child imported them); the module the config imports from that folder is still imported,
+    by the plan and by its probe (each leaves a file named by its process id)."""
+    for name in ("json", "torch"):
+        (tmp_path / f"{name}.py").write_text(
+            f"raise ImportError('the {name}.py of the current folder was imported')\n",
+            encoding="utf-8")
+    (tmp_path / "marks_mod.py").write_text(
+        "import os\nopen(f'imported-by-{os.getpid()}', 'w').close()\n", encoding="utf-8")
+    (tmp_path / "c.json").write_text(json.dumps({**LOGISTIC, "n_clients": 8}))
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert cli.main(["plan", "c.json", "--no-time", "--json", "--import", "marks_mod"]) == 0
+    finally:
+        sys.modules.pop("marks_mod", None)
+    assert json.loads(capsys.readouterr().out)["n_clients"] == 8
+    marks = sorted(p.name for p in tmp_path.glob("imported-by-*"))
+    assert len(marks) == 2 and f"imported-by-{os.getpid()}" in marks

@@ -65,7 +65,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -75,7 +74,7 @@ import torch
 
 from topofl import config as config_mod
 from topofl import topologies
-from topofl._processes import orphan_guard
+from topofl._processes import child_command
 from topofl._spec import parse_spec
 from topofl._validation import check_device, fmt_bytes, memory_limit
 from topofl.data import load
@@ -314,8 +313,9 @@ def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, 
     """Run the config in a fresh interpreter at each ``(n, data, rounds)`` of ``ns`` (in
     order): the peak memory growth after its run at that ``n`` and, with ``rounds``, its
     seconds a training round over that many rounds (else one round, untimed). The child ends
-    with this process (:func:`topofl._processes.orphan_guard`): a plan stopped by a timeout
-    or a SIGKILL leaves no probe running.
+    with this process and imports nothing from the current directory but the config's own
+    ``imports`` (:func:`topofl._processes.child_command`): a plan stopped by a timeout or a
+    SIGKILL leaves no probe running, and a ``json.py`` beside the config is not imported.
 
     Raises
     ------
@@ -328,8 +328,7 @@ def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, 
     run_cfg.pop("checkpoint_path", None)
     threads = str(torch.get_num_threads())
     proc = subprocess.run(  # a child that ends with this process, however it is stopped
-        [sys.executable, "-c", orphan_guard() + _PROBE, json.dumps(run_cfg), threads,
-         json.dumps(ns)],
+        child_command(_PROBE, json.dumps(run_cfg), threads, json.dumps(ns)),
         capture_output=True, text=True, env={**os.environ, "TOPOFL_TRACEBACK": "1"},
         check=False)
     sizes = [m for m, _, _ in ns]
