@@ -127,6 +127,19 @@ _NO_TORCH_DRIVER = ("import sys, time\nfrom topofl.cli import main\nt = time.per
     (["run", "@GOOD", "--bogus"], "unrecognized arguments: --bogus (see `topofl run --help`)"),
     (["sweep", "@GOOD", "--out"], "argument --out: expected one argument (see `topofl sweep"),
     (["run", "--replay", "r.jsonl", "--set", "a=1"], "--replay re-runs a records header: it "),
+    # one setting from two places on the command line: neither silently wins
+    (["run", "@GOOD", "--topology", "ring", "--set", "topology=rgg:radius=2.5"],
+     "topology is set twice on the command line: --topology ring and --set "
+     "topology=rgg:radius=2.5; give it once"),
+    (["run", "--set", "algorithm=local", "--algorithm", "dsgd"],
+     "algorithm is set twice on the command line: --algorithm dsgd and --set algorithm=local"),
+    (["run", "@GOOD", "--out", "a.jsonl", "--set", "records_path=b.jsonl"],
+     "records_path is set twice on the command line: --out a.jsonl and --set "
+     "records_path=b.jsonl"),
+    (["run", "@GOOD", "--set", "lr=0.1", "--set", "lr = 0.2"],
+     "lr is set twice on the command line: --set lr=0.1 and --set lr = 0.2; give it once"),
+    (["plan", "@GOOD", "--set", "n_clients=4", "--set", "n_clients=8"],
+     "n_clients is set twice on the command line: --set n_clients=4 and --set n_clients=8"),
     (["frobnicate"], "argument command: invalid choice: 'frobnicate'"),
 ])
 def test_config_and_usage_errors_are_reported_before_torch_is_imported(

@@ -11,6 +11,9 @@ Commands
     run settings and the algorithm's hyper-parameters; see :mod:`topofl.config`); prints the
     final accuracies and writes the records to ``--out`` (default
     ``runs/<algorithm>.jsonl``; an existing file needs ``--overwrite``).
+    ``--set`` and the flags replace the config's keys; one key given twice on the command
+    line (``--topology ring --set topology=torus``, ``--out`` and ``--set records_path=``, a
+    key in two ``--set``) is an error naming both.
 ``run ... --resume CHECKPOINT``
     Continue an interrupted run of the same config from its checkpoint.
 ``run --replay RECORDS.jsonl [--out F]``
@@ -246,15 +249,32 @@ def _list(section: str | None) -> int:
     return 0
 
 
-def _parse_set(items: Sequence[str]) -> dict[str, Any]:
+def _parse_set(items: Sequence[str], flags: Mapping[str, tuple[str, Any]] | None = None
+               ) -> dict[str, Any]:
+    """The ``--set KEY=VALUE`` pairs as a dict of config keys, and the command line's flags
+    that are such keys (``flags``: key -> (flag, value or ``None`` when not given)).
+
+    One setting given twice on the command line is an error naming both (``--topology ring
+    --set topology=torus``, or ``--set lr=0.1 --set lr=0.2``): neither silently wins. The
+    config file is not the command line: ``--set`` and the flags replace its keys.
+    """
     import json
 
-    pairs = []
+    pairs: list[tuple[str, str]] = []
+    given: dict[str, str] = {}
     for item in items:  # the form first: a mistyped pair is reported before any import
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        if key.strip() in given:
+            raise ConfigError(f"{key.strip()} is set twice on the command line: "
+                              f"--set {given[key.strip()]} and --set {item}; give it once")
+        given[key.strip()] = item
         pairs.append((key.strip(), value))
+    for key, (flag, value) in (flags or {}).items():
+        if value and key in given:
+            raise ConfigError(f"{key} is set twice on the command line: {flag} {value} and "
+                              f"--set {given[key]}; give it once")
     if not pairs:
         return {}
     from topofl._spec import parse_value
@@ -351,17 +371,14 @@ def _run(args: argparse.Namespace, command: str) -> int:
     if "sweep" in kwargs:
         raise ConfigError(f"{args.config} has a [sweep] table: run it with "
                           f"`topofl sweep {args.config} --out DIR`")
-    kwargs.update(_parse_set(args.set))
+    flags = {"algorithm": ("--algorithm", args.algorithm),
+             "topology": ("--topology", args.topology), "records_path": ("--out", args.out)}
+    kwargs.update(_parse_set(args.set, flags))
     _add_imports(kwargs, args.imports)
     from topofl import config
 
-    if args.algorithm:
-        kwargs["algorithm"] = args.algorithm
-    if args.topology:
-        kwargs["topology"] = args.topology
+    kwargs.update({key: value for key, (_, value) in flags.items() if value})
     kwargs.setdefault("algorithm", "dsgd")
-    if args.out:
-        kwargs["records_path"] = args.out
     kwargs.setdefault("records_path", f"runs/{kwargs['algorithm']}.jsonl")
     # the command line's default (topofl.run's is True): per-client rows are 93 % of a
     # 100-client run's records (1.4 MB -> 100 kB for 50 rounds of a ring); --set turns them on
@@ -487,7 +504,9 @@ def _add_run_parsers(sub: Any) -> None:
     p_run.add_argument("--algorithm", help="algorithm name (e.g. dsgd, dfedpgp)")
     p_run.add_argument("--topology", help="graph spec (e.g. ring, random_directed_push:k=10)")
     p_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="any other keyword of topofl.run (repeatable)")
+                       help="any other keyword of topofl.run (repeatable; each key once, "
+                       "and not one a flag sets: --set topology=... with --topology is an "
+                       "error)")
     p_run.add_argument("--import", dest="imports", action="append", default=[],
                        metavar="MODULE",
                        help="a module of yours to import first (a name importable from the "
