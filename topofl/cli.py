@@ -9,8 +9,8 @@ Commands
     Train with ``topofl.run``: keys of the TOML (or JSON) config and ``--set`` pairs are its
     keyword arguments (``data``, ``partition``, ``n_clients``, ``model``, ``rounds``, ``seed``,
     run settings and the algorithm's hyper-parameters; see :mod:`topofl.config`); prints the
-    final accuracies and writes the records to ``--out`` (default
-    ``runs/<algorithm>.jsonl``; an existing file needs ``--overwrite``).
+    final accuracies (of the honest nodes in a ``[byzantine]`` run) and writes the records to
+    ``--out`` (default ``runs/<algorithm>.jsonl``; an existing file needs ``--overwrite``).
     ``--set`` and the flags replace the config's keys; one key given twice on the command
     line (``--topology ring --set topology=torus``, ``--out`` and ``--set records_path=``, a
     key in two ``--set``) is an error naming both.
@@ -300,12 +300,26 @@ def _add_imports(cfg: dict[str, Any], flags: Sequence[str]) -> None:
 
 
 def _print_result(records: Any) -> None:
+    """The final (and best) accuracies and training loss of a run's records; of a
+    ``[byzantine]`` run, the honest nodes' (its ``honest_*`` rows), saying so, and the
+    statistics over every node on a line that says the Byzantine nodes are in them."""
+    metrics = records.metrics
+    every = ""
+    if "honest_test_acc_mean" in metrics or "honest_global_acc_mean" in metrics:
+        byz = (f"the {int(records.final('byzantine_clients'))} Byzantine nodes"
+               if "byzantine_clients" in metrics else "the Byzantine nodes")
+        print(f"honest nodes only ({byz} left out, as in the records' honest_* rows):")
+        for metric in ("honest_test_acc_mean", "honest_global_acc_mean"):
+            if metric in metrics:
+                print(f"{metric}: final {records.final(metric):.4f}, "
+                      f"best {records.best(metric):.4f}")
+        every = " (every node, the Byzantine ones included)"
     for metric in ("test_acc_mean", "global_acc_mean"):
-        if metric in records.metrics:
+        if metric in metrics:
             print(f"{metric}: final {records.final(metric):.4f}, "
-                  f"best {records.best(metric):.4f}")
-    if "train_loss" in records.metrics:
-        print(f"train_loss: final {records.final('train_loss'):.4f}")
+                  f"best {records.best(metric):.4f}{every}")
+    if "train_loss" in metrics:
+        print(f"train_loss: final {records.final('train_loss'):.4f}{every}")
 
 
 def _other_run(stored: Any, replayed: Mapping[str, Any]) -> str | None:
