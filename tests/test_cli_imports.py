@@ -274,3 +274,53 @@ def test_a_stacked_sweep_in_process_records_the_imports(family: str, tmp_path: P
         assert header["provenance"]["imports"][0]["module"] == f"{family}_mod"
     assert main(["sweep", "s.toml", "--out", "o", "--import", f"{family}_mod"]) == 0
     assert "2 runs (2 skipped)" in capsys.readouterr().out
+
+
+def test_spectral_and_list_take_import(family: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The manual shows ``topofl spectral`` and ``topofl list`` with a family of the user's:
+    they take ``--import`` (a name or a path), as ``run`` does; without it the unknown family
+    says how to add one from the command line."""
+    assert main(["spectral", f"{family}:n=8"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert f"unknown graph family '{family}'" in err and "--import FILE.py" in err
+    assert "topofl.topologies.register" in err
+    assert main(["spectral", f"{family}:n=8", "--import", f"{family}_mod", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["spec"] == f"{family}:n=8" and row["n"] == 8
+    assert row["spectral_gap"] == pytest.approx(tf.spectral.spectral_gap(tf.topologies.ring(8)))
+    assert main(["list", "graphs", "--import", f"./{family}_mod.py"]) == 0
+    assert f"{family}: a ring of mine" in capsys.readouterr().out.splitlines()
+    assert main(["list", "--import", "no_such_mod_here"]) == 2
+    assert "imports: no module named 'no_such_mod_here'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "register"), [
+    (["spectral", "nosuch:n=4"], "topofl.topologies.register"),
+    (["run", "--topology", "nosuch:n=4"], "topofl.topologies.register"),
+    (["run", "--algorithm", "nosuch"], "topofl.algorithms.register_algorithm"),
+    (["plan", "@CFG", "--set", "model=nosuch"], "topofl.models.register_model"),
+    (["run", "@CFG", "--set", "data=nosuch"], "topofl.data.register_dataset"),
+    (["run", "@CFG", "--set", "partition=nosuch"], None),  # not one a user adds
+    (["bench", "--model", "nosuch"], None),  # bench takes no --import
+    (["report", "nosuch:n=4"], None),  # report neither
+])
+def test_an_unknown_name_says_how_to_add_one_from_the_command_line(
+        argv: list[str], register: str | None, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text('topology = "ring"\nn_clients = 4\n', encoding="utf-8")
+    argv = ["c.toml" if a == "@CFG" else a for a in argv]
+    assert main([*argv, *(["--out", "x"] if argv[0] in ("run", "report") else [])]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "unknown " in err and "known: " in err
+    hint = ("; one of yours is known once the module that registers it ({}) is imported: "
+            "--import FILE.py (or imports = ['FILE.py'] in a config)\n")
+    if register is None:
+        assert "--import" not in err
+    else:
+        assert err.endswith(hint.format(register)), err
+    with pytest.raises(ValueError) as info:  # from Python, where there is no --import
+        tf.config.validate({"topology": "nosuch:n=4", "n_clients": 4})
+    assert "--import" not in str(info.value)

@@ -20,7 +20,7 @@ Commands
     Re-run a recorded run from its header and check that its rows are reproduced.
 ``sweep CONFIG.toml --out DIR [--shard I/K] [--jobs N] [--stack on|off]``
     Run the Cartesian product of the config's ``[sweep]`` table (:mod:`topofl.sweep`).
-``run / sweep / plan ... --import MODULE``
+``run / sweep / plan / spectral / list ... --import MODULE``
     Import a module of yours first (repeatable; a name importable from the current directory
     or ``sys.path``, or the path of a ``.py`` file), e.g. one that registers a graph family,
     algorithm, model or dataset the config names; the config's ``imports = [...]`` key does
@@ -611,6 +611,16 @@ def _add_bench_parser(sub: Any) -> None:
                          help="print the result as one JSON object on stdout")
 
 
+def _add_import(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``--import MODULE`` option of a command that only looks names up (``list``,
+    ``spectral``): the modules are imported before (:func:`topofl._userimports.load_imports`,
+    as ``run`` imports them)."""
+    parser.add_argument("--import", dest="imports", action="append", default=[],
+                        metavar="MODULE", help="a module of yours to import first (a name "
+                        f"importable from the current directory, or a path to a .py file), "
+                        f"{what}; repeatable")
+
+
 def _parser() -> argparse.ArgumentParser:
     from topofl import __version__
 
@@ -637,6 +647,8 @@ def _parser() -> argparse.ArgumentParser:
                             "partitions and run settings with their parameters")
     p_list.add_argument("section", nargs="?", choices=_SECTIONS,
                         help="only this section (default: all)")
+    _add_import(p_list, "e.g. one that registers a graph family, algorithm, model or dataset, "
+                "listed with the built-in ones")
     p_spec = sub.add_parser("spectral", help="spectral summary of graphs given as specs")
     p_spec.add_argument("specs", nargs="+", help="graph specs such as ring:n=64")
     p_spec.add_argument("--seed", type=int, default=0, help="seed of random graphs (default 0)")
@@ -650,6 +662,7 @@ def _parser() -> argparse.ArgumentParser:
         help="only these summary keys (e.g. spectral_gap,b_connectivity); only their work is done",
     )
     p_spec.add_argument("--progress", action="store_true", help="progress bar on stderr")
+    _add_import(p_spec, "e.g. one that registers the graph family a spec names")
     sub.add_parser("study", help="topology-vs-convergence study of a folder of records")
     sub.add_parser("report", help="spectral comparison report of graphs given as specs")
     sub.add_parser("figure", help="regenerate a paper figure: list, index or NAME (a clone)")
@@ -672,6 +685,10 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
         return _bench(args, command)
     if args.command == "quickstart":
         return _quickstart()
+    if args.imports:  # list, spectral: the user's names, before any is looked up
+        from topofl._userimports import load_imports
+
+        load_imports(args.imports)
     if args.command == "list":
         return _list(args.section)
     return _spectral(args.specs, args.seed, args.horizon, args.json, args.metrics,
@@ -721,10 +738,47 @@ def _exit_code(exc: BaseException) -> int | None:
     return None
 
 
+#: What registers a name of each kind a user adds (the kinds of :func:`_import_hint`).
+_REGISTERED_BY = {"graph family": "topofl.topologies.register",
+                  "algorithm": "topofl.algorithms.register_algorithm",
+                  "model": "topofl.models.register_model",
+                  "dataset": "topofl.data.register_dataset"}
+
+#: The commands that take ``--import``.
+_IMPORTING = ("run", "sweep", "plan", "spectral", "list")
+
+
+def _import_hint(prog: str, message: str) -> str:
+    """``message`` of a failed lookup of a graph family, algorithm, model or dataset
+    (:func:`topofl._validation.unknown_name`'s ``unknown KIND 'NAME'...``) by a command that
+    takes ``--import``, with how one of the user's becomes known from the command line;
+    any other message as it is.
+
+    Examples
+    --------
+    >>> from topofl.cli import _import_hint
+    >>> print(_import_hint("topofl spectral", "unknown graph family 'wheel'; known: ring"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    unknown graph family 'wheel'; known: ring; one of yours is known once the module that
+    registers it (topofl.topologies.register) is imported: --import FILE.py (or imports =
+    ['FILE.py'] in a config)
+    >>> _import_hint("topofl report", "unknown graph family 'wheel'; known: ring")
+    "unknown graph family 'wheel'; known: ring"
+    """
+    import re
+
+    found = re.search(r"\bunknown (graph family|algorithm|model|dataset) '", message)
+    if found is None or prog.removeprefix("topofl ") not in _IMPORTING:
+        return message
+    return (f"{message}; one of yours is known once the module that registers it "
+            f"({_REGISTERED_BY[found.group(1)]}) is imported: --import FILE.py (or imports = "
+            "['FILE.py'] in a config)")
+
+
 def _report(prog: str, exc: BaseException, code: int) -> None:
     name = type(exc).__name__
     what = _one_line(exc) if code == 2 else f"{name}: {_one_line(exc)}"
-    print(f"{prog}: error: {what}", file=sys.stderr)
+    print(f"{prog}: error: {_import_hint(prog, what)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
