@@ -24,7 +24,8 @@ Commands
     Import a module of yours first (repeatable; a name importable from the current directory
     or ``sys.path``, or the path of a ``.py`` file), e.g. one that registers a graph family,
     algorithm, model or dataset the config names; the config's ``imports = [...]`` key does
-    the same. Recorded in the records header; a replay imports them again and a replay or a
+    the same. Recorded in the records header; a replay imports them again (a path from the
+    absolute file the header records, so a replay runs from any folder) and a replay or a
     resume whose modules are missing or changed is refused (:mod:`topofl._userimports`).
 ``quickstart``
     Build a few 64-node graphs and compare their spectral gaps (the README's first example).
