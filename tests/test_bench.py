@@ -157,6 +157,20 @@ def test_peak_memory_is_measured_in_a_child() -> None:
     assert isinstance(row["peak_bytes"], int) and row["peak_bytes"] > 2 * 7850 * 4
 
 
+def test_peak_memory_child_imports_nothing_from_the_current_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``json.py`` (and a ``torch.py``) of the user's in the current folder: the peak-memory
+    child imports the standard library's (it printed a traceback: "module 'json' has no
+    attribute 'JSONEncoder'")."""
+    for name in ("json", "torch"):
+        (tmp_path / f"{name}.py").write_text(
+            f"raise ImportError('the {name}.py of the current folder was imported')\n",
+            encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    (row,) = _tiny(memory=True)["rows"]
+    assert isinstance(row["peak_bytes"], int) and row["peak_bytes"] > 2 * 7850 * 4
+
+
 def test_hidden_widths_bench_the_issue_workload(capsys: pytest.CaptureFixture[str]) -> None:
     """``--hidden`` builds mlp with those widths (issue 32: 40 inputs, one hidden layer of 64,
     batch 50): its parameter count, its label, the floor on the same model, the peak-memory

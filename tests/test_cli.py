@@ -127,6 +127,19 @@ _NO_TORCH_DRIVER = ("import sys, time\nfrom topofl.cli import main\nt = time.per
     (["run", "@GOOD", "--bogus"], "unrecognized arguments: --bogus (see `topofl run --help`)"),
     (["sweep", "@GOOD", "--out"], "argument --out: expected one argument (see `topofl sweep"),
     (["run", "--replay", "r.jsonl", "--set", "a=1"], "--replay re-runs a records header: it "),
+    # one setting from two places on the command line: neither silently wins
+    (["run", "@GOOD", "--topology", "ring", "--set", "topology=rgg:radius=2.5"],
+     "topology is set twice on the command line: --topology ring and --set "
+     "topology=rgg:radius=2.5; give it once"),
+    (["run", "--set", "algorithm=local", "--algorithm", "dsgd"],
+     "algorithm is set twice on the command line: --algorithm dsgd and --set algorithm=local"),
+    (["run", "@GOOD", "--out", "a.jsonl", "--set", "records_path=b.jsonl"],
+     "records_path is set twice on the command line: --out a.jsonl and --set "
+     "records_path=b.jsonl"),
+    (["run", "@GOOD", "--set", "lr=0.1", "--set", "lr = 0.2"],
+     "lr is set twice on the command line: --set lr=0.1 and --set lr = 0.2; give it once"),
+    (["plan", "@GOOD", "--set", "n_clients=4", "--set", "n_clients=8"],
+     "n_clients is set twice on the command line: --set n_clients=4 and --set n_clients=8"),
     (["frobnicate"], "argument command: invalid choice: 'frobnicate'"),
 ])
 def test_config_and_usage_errors_are_reported_before_torch_is_imported(
@@ -425,3 +438,52 @@ def test_sigint_in_a_real_process_exits_130_quietly(tmp_path: Any) -> None:
         proc.kill()  # never leave a training process behind
         proc.wait()
     assert proc.returncode == 130 and err == ""
+
+
+_BYZANTINE = """algorithm = "dsgd"
+topology = "ring"
+data = "digits"
+n_clients = 10
+partition = "iid"
+rounds = 2
+eval_every = 1
+batch_size = 8
+spectral = false
+
+[byzantine]
+attack = "sign_flip"
+share = 0.2
+"""
+
+
+def test_a_byzantine_runs_summary_is_its_honest_nodes(tmp_path: Any,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """The summary printed after a ``[byzantine]`` run shows the honest nodes' statistics
+    (its records' ``honest_*`` rows) and says so; the statistics over every node say that
+    the Byzantine nodes are in them. A run without Byzantine nodes prints as before."""
+    (tmp_path / "byz.toml").write_text(_BYZANTINE)
+    out = tmp_path / "byz.jsonl"
+    assert main(["run", str(tmp_path / "byz.toml"), "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rec = tf.records.load(out)
+    every = " (every node, the Byzantine ones included)"
+
+    def line(metric: str, tail: str = "") -> str:
+        return (f"{metric}: final {rec.final(metric):.4f}, best {rec.best(metric):.4f}"
+                + tail)
+
+    assert lines == [
+        f"records: {out}",
+        "honest nodes only (the 2 Byzantine nodes left out, as in the records' honest_* "
+        "rows):",
+        line("honest_test_acc_mean"), line("honest_global_acc_mean"),
+        line("test_acc_mean", every), line("global_acc_mean", every),
+        f"train_loss: final {rec.final('train_loss'):.4f}{every}"]
+    assert rec.final("honest_test_acc_mean") != rec.final("test_acc_mean")
+    plain = tmp_path / "plain.toml"
+    plain.write_text(_BYZANTINE.split("[byzantine]")[0])
+    assert main(["run", str(plain), "--out", str(tmp_path / "plain.jsonl")]) == 0
+    printed = capsys.readouterr().out
+    assert "honest" not in printed and "every node" not in printed
+    assert "test_acc_mean: final" in printed

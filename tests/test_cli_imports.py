@@ -274,3 +274,116 @@ def test_a_stacked_sweep_in_process_records_the_imports(family: str, tmp_path: P
         assert header["provenance"]["imports"][0]["module"] == f"{family}_mod"
     assert main(["sweep", "s.toml", "--out", "o", "--import", f"{family}_mod"]) == 0
     assert "2 runs (2 skipped)" in capsys.readouterr().out
+
+
+def test_spectral_and_list_take_import(family: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The manual shows ``topofl spectral`` and ``topofl list`` with a family of the user's:
+    they take ``--import`` (a name or a path), as ``run`` does; without it the unknown family
+    says how to add one from the command line."""
+    assert main(["spectral", f"{family}:n=8"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert f"unknown graph family '{family}'" in err and "--import FILE.py" in err
+    assert "topofl.topologies.register" in err
+    assert main(["spectral", f"{family}:n=8", "--import", f"{family}_mod", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["spec"] == f"{family}:n=8" and row["n"] == 8
+    assert row["spectral_gap"] == pytest.approx(tf.spectral.spectral_gap(tf.topologies.ring(8)))
+    assert main(["list", "graphs", "--import", f"./{family}_mod.py"]) == 0
+    assert f"{family}: a ring of mine" in capsys.readouterr().out.splitlines()
+    assert main(["list", "--import", "no_such_mod_here"]) == 2
+    assert "imports: no module named 'no_such_mod_here'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "register"), [
+    (["spectral", "nosuch:n=4"], "topofl.topologies.register"),
+    (["run", "--topology", "nosuch:n=4"], "topofl.topologies.register"),
+    (["run", "--algorithm", "nosuch"], "topofl.algorithms.register_algorithm"),
+    (["plan", "@CFG", "--set", "model=nosuch"], "topofl.models.register_model"),
+    (["run", "@CFG", "--set", "data=nosuch"], "topofl.data.register_dataset"),
+    (["run", "@CFG", "--set", "partition=nosuch"], None),  # not one a user adds
+    (["bench", "--model", "nosuch"], None),  # bench takes no --import
+    (["report", "nosuch:n=4"], None),  # report neither
+])
+def test_an_unknown_name_says_how_to_add_one_from_the_command_line(
+        argv: list[str], register: str | None, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text('topology = "ring"\nn_clients = 4\n', encoding="utf-8")
+    argv = ["c.toml" if a == "@CFG" else a for a in argv]
+    assert main([*argv, *(["--out", "x"] if argv[0] in ("run", "report") else [])]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "unknown " in err and "known: " in err
+    hint = ("; one of yours is known once the module that registers it ({}) is imported: "
+            "--import FILE.py (or imports = ['FILE.py'] in a config)\n")
+    if register is None:
+        assert "--import" not in err
+    else:
+        assert err.endswith(hint.format(register)), err
+    with pytest.raises(ValueError) as info:  # from Python, where there is no --import
+        tf.config.validate({"topology": "nosuch:n=4", "n_clients": 4})
+    assert "--import" not in str(info.value)
+
+
+def test_a_run_with_a_relative_import_replays_from_another_folder(
+        family: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--import lib/mod.py`` from ``proj/``, replayed from ``elsewhere/``: the replay imports
+    the absolute file its header records (after checking its SHA-256): reproduced; a changed
+    or missing file is refused in one line, before it is imported."""
+    proj, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    (proj / "lib").mkdir(parents=True)
+    elsewhere.mkdir()
+    module = proj / "lib" / f"{family}_mod.py"
+    module.write_text(_FAMILY.format(name=family), encoding="utf-8")
+    (proj / "run.toml").write_text(_CONFIG.format(family=family, rounds=2), encoding="utf-8")
+    monkeypatch.chdir(proj)
+    assert main(["run", "run.toml", "--out", "a.jsonl", "--import",
+                 f"lib/{family}_mod.py"]) == 0
+    assert _header(proj / "a.jsonl")["config"]["imports"] == [f"lib/{family}_mod.py"]
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["run", "--replay", "../proj/a.jsonl", "--out", "b.jsonl"]) == 0
+    assert "../proj/a.jsonl: reproduced" in capsys.readouterr().out
+    assert _header(elsewhere / "b.jsonl")["config"]["imports"] == [str(module.resolve())]
+    assert main(["run", "--replay", "b.jsonl"]) == 0  # the replay's header replays too
+    capsys.readouterr()
+    source = module.read_text(encoding="utf-8")
+    module.write_text(source + "# edited\n", encoding="utf-8")
+    assert main(["run", "--replay", "../proj/a.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"topofl run: error: ../proj/a.jsonl: the source of module "
+                          f"'{family}_mod' ({module.resolve()}) is not the one its records "
+                          "were made with (sha256 ")
+    assert err.endswith("now); it is not replayed\n") and len(err.splitlines()) == 1
+    module.unlink()
+    assert main(["run", "--replay", "../proj/a.jsonl"]) == 2
+    assert capsys.readouterr().err == (
+        f"topofl run: error: ../proj/a.jsonl: the file of module '{family}_mod' "
+        f"('lib/{family}_mod.py' when it ran, {module.resolve()}) is missing; it is not "
+        "replayed\n")
+
+
+def test_a_replay_imports_a_module_by_its_recorded_file_in_a_fresh_process(
+        tmp_path: Path) -> None:
+    """``--import my_graphs`` (a name, found in the current folder) replayed by a new process
+    in another folder: the module is imported from the file its header records."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "proj" / "my_graphs.py").write_text(_FAMILY.format(name="myfam"),
+                                                    encoding="utf-8")
+    (tmp_path / "proj" / "run.toml").write_text(_CONFIG.format(family="myfam", rounds=1),
+                                                encoding="utf-8")
+
+    def topofl(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "topofl", *args], cwd=cwd,
+                              capture_output=True, text=True, env=_env(), timeout=600,
+                              check=False)
+
+    ran = topofl(tmp_path / "proj", "run", "run.toml", "--out", "a.jsonl", "--import",
+                 "my_graphs")
+    assert ran.returncode == 0, ran.stderr
+    again = topofl(tmp_path / "elsewhere", "run", "--replay", "../proj/a.jsonl")
+    assert again.returncode == 0, again.stderr
+    assert "reproduced" in again.stdout

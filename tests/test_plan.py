@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 
 from topofl import cli
 from topofl import config as config_mod
+from topofl import plan as plan_mod
+from topofl.exceptions import ConfigError
 from topofl.plan import (
     CLIENT_BYTES,
     PARTS,
@@ -128,3 +131,102 @@ def test_cli_json_parses_and_probe_is_within_25_percent(tmp_path: Path,
     assert got["seconds_per_round"] > 0 and got["max_clients"] >= 100
     measured = measured_peak({**LOGISTIC, "records_path": None})
     assert abs(got["peak_bytes"] / measured - 1) <= 0.25
+
+
+# ----------------------------------------------------------------- what a new user meets
+DIGITS = "(the config asks for 1,000,000 clients; data 'digits' has 1,797 samples, N = 1,442 " \
+    "of them in its training split)"
+SYNTH = "synthetic:n_samples=1000,dim=40,seed=0"
+
+
+@pytest.mark.parametrize(("over", "says"), [
+    ({"n_clients": 10**6, "partition": "iid"},
+     f"more clients than samples: n_clients=1000000 > N=1442 {DIGITS}"),
+    ({"n_clients": 10**6, "partition": "shards"},
+     "more shards than samples: n_clients * shards_per_client = 1000000 * 2 = 2000000 > "
+     f"N=1442 {DIGITS}"),
+    ({"n_clients": 10**9, "partition": "iid", "data": SYNTH},
+     "more clients than samples: n_clients=1000000000 > N=1000 (the config asks for "
+     f"1,000,000,000 clients; data '{SYNTH}' has 1,200 samples, N = 1,000 of them in its "
+     "training split)"),
+], ids=["iid", "shards", "synthetic"])
+def test_data_too_small_for_the_clients_is_refused_in_the_configs_numbers(
+        over: dict[str, object], says: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """10^6 clients on digits, 10^9 on 1,000 samples: the plan said "n_clients=4096 > N=1442"
+    and "n_clients=64 > N=1", its probe's sizes; it names the config's, as the run does."""
+    with pytest.raises(ConfigError) as info:
+        make_plan({**LOGISTIC, **over}, timed=False, probe=False, available=None)
+    assert str(info.value) == says
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({**LOGISTIC, **over}))
+    assert cli.main(["plan", str(cfg), "--no-time"]) == 2
+    assert capsys.readouterr().err == f"topofl plan: error: {says}\n"
+
+
+def test_the_plan_refuses_as_the_run_does() -> None:
+    with pytest.raises(ValueError) as run:
+        config_mod.execute({**LOGISTIC, "n_clients": 10**6, "partition": "iid",
+                            "records_path": None})
+    with pytest.raises(ConfigError) as plan:
+        make_plan({**LOGISTIC, "n_clients": 10**6, "partition": "iid"}, timed=False,
+                  probe=False, available=None)
+    assert str(plan.value).startswith(str(run.value) + " (the config asks for")
+
+
+def test_a_probe_the_partition_finds_too_small_grows_until_it_takes_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One class a client over digits' 10 classes needs 10 clients: a run of 100 clients
+    runs, and its plan was refused at its first probe ("2 * 1 = 2 < 10 classes present");
+    the smallest probe is now the fewest clients (doubling from 2) the partition takes."""
+    cfg = {**LOGISTIC, "partition": "pathological",
+           "partition_params": {"classes_per_client": 1}}
+    asked: list[list[int]] = []
+
+    def probe(run_cfg: object, ns: list[tuple[int, object, int]]) -> dict[str, object]:
+        asked.append([m for m, _, _ in ns])
+        return {"probe": [[m, 150e6 + 1000 * m, None] for m, _, _ in ns]}
+
+    monkeypatch.setattr(plan_mod, "_probe", probe)
+    got = make_plan(cfg, timed=False, available=None)
+    assert asked == [[16, 64, 100]]
+    assert got.n_clients == 100 and got.parts["parameters"] == 100 * 650 * 4
+    assert got.runtime_fit["probe"][0][0] == 16
+    with pytest.raises(ConfigError, match=r"every class must be used: n_clients \* "
+                       r"classes_per_client = 8 \* 1 = 8 < 10 classes present"):
+        make_plan({**cfg, "n_clients": 8}, timed=False, probe=False, available=None)
+
+
+def test_a_probe_of_data_too_large_to_check_names_the_probe() -> None:
+    """A synthetic set of 10^8 samples is not drawn to check the config's own split: the
+    probe's refusal names the probe, its size and its data."""
+    data = "synthetic:n_samples=100000000,dim=16,seed=0"
+    with pytest.raises(ConfigError) as info:
+        make_plan({**LOGISTIC, "data": data, "n_clients": 10**9, "partition": "iid"},
+                  timed=False, probe=False, available=None)
+    assert str(info.value) == (
+        "more clients than samples: n_clients=2 > N=1 (the plan's probe of 2 of the config's "
+        "1,000,000,000 clients, on data 'synthetic:n_samples=1,dim=16,seed=0')")
+
+
+def test_the_probe_imports_nothing_from_the_current_folder_but_the_configs_imports(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A ``json.py`` and a ``torch.py`` beside the config broke ``topofl plan`` (its probe
+    child imported them); the module the config imports from that folder is still imported,
+    by the plan and by its probe (each leaves a file named by its process id)."""
+    for name in ("json", "torch"):
+        (tmp_path / f"{name}.py").write_text(
+            f"raise ImportError('the {name}.py of the current folder was imported')\n",
+            encoding="utf-8")
+    (tmp_path / "marks_mod.py").write_text(
+        "import os\nopen(f'imported-by-{os.getpid()}', 'w').close()\n", encoding="utf-8")
+    (tmp_path / "c.json").write_text(json.dumps({**LOGISTIC, "n_clients": 8}))
+    monkeypatch.chdir(tmp_path)
+    try:
+        assert cli.main(["plan", "c.json", "--no-time", "--json", "--import", "marks_mod"]) == 0
+    finally:
+        sys.modules.pop("marks_mod", None)
+    assert json.loads(capsys.readouterr().out)["n_clients"] == 8
+    marks = sorted(p.name for p in tmp_path.glob("imported-by-*"))
+    assert len(marks) == 2 and f"imported-by-{os.getpid()}" in marks

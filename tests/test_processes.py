@@ -132,3 +132,45 @@ def test_a_stopped_plan_leaves_no_probe_running(tmp_path: Path, sig: int) -> Non
             os.kill(pid, signal.SIGKILL)
         raise
     _stop(plan, sig, probes[0])
+
+
+#: Modules of the user's in the current folder whose names the library imports: a child that
+#: imports them fails with this message (the json.py of issue "bench: module 'json' has no
+#: attribute 'JSONEncoder'").
+_SHADOWS = {"json.py": "raise ImportError('the json.py of the current folder was imported')\n",
+            "torch.py": "raise ImportError('the torch.py of the current folder was imported')\n"}
+
+
+def test_a_child_command_imports_nothing_from_the_current_folder(tmp_path: Path) -> None:
+    """A ``json.py`` and a ``torch.py`` in the child's working folder: ``python -c`` imports
+    them (the current folder first on ``sys.path``); a :func:`child_command` child imports the
+    standard library's and torch, keeps its arguments and its working folder, and ends with
+    its parent (the guard ran: it imported ``topofl._processes``)."""
+    from topofl._processes import child_command
+
+    for name, text in _SHADOWS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    program = ("import json, os, sys, torch\n"
+               "print(json.dumps([json.__file__, torch.__file__, os.getcwd(), sys.argv[1:],"
+               " 'topofl._processes' in sys.modules, '' in sys.path]))\n")
+    plain = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=ENV,
+                           capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 1 and "the json.py of the current folder" in plain.stderr
+    out = subprocess.run(child_command(program, "a", "b c"), cwd=tmp_path, env=ENV,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    json_file, torch_file, cwd, argv, guarded, cwd_on_path = json.loads(out.stdout)
+    assert Path(json_file).parent != tmp_path and Path(torch_file).parent.parent != tmp_path
+    assert Path(cwd) == tmp_path and argv == ["a", "b c"] and guarded and not cwd_on_path
+
+
+def test_a_child_command_imports_the_parents_topofl(tmp_path: Path) -> None:
+    """Without ``PYTHONPATH`` the child still imports this ``topofl`` (the folder it is in is
+    put on the path when it is not there), whatever its working folder."""
+    from topofl._processes import child_command
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(child_command("import topofl; print(topofl.__file__)"),
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()) == Path(tf.__file__).resolve()

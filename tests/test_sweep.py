@@ -535,3 +535,35 @@ def test_overwrite_reruns_finished_runs_that_stack(tmp_path: Path) -> None:
     assert {o.status for o in again} == {"complete"}
     assert all("stacked with 1 other" in o.message for o in again)
     assert all(p.stat().st_mtime_ns != stamps[p.name] for p in tmp_path.glob("*.jsonl"))
+
+
+def test_a_byzantine_runs_line_shows_its_honest_nodes() -> None:
+    """A ``[byzantine]`` run's summary holds its honest nodes' statistics, and its line shows
+    them (named ``honest_*``), not those that mix the attackers in."""
+    from topofl.sweep import Outcome
+
+    stat = {"final": 0.5, "best": 0.6}
+    mixed = {"test_acc_mean": stat, "global_acc_mean": stat}
+    honest = {**mixed, "honest_test_acc_mean": {"final": 0.7, "best": 0.8},
+              "honest_global_acc_mean": {"final": 0.25, "best": 0.3}}
+    assert Outcome("r", "complete", summary=honest).line() == (
+        "r  complete  honest_test_acc_mean final 0.7000 best 0.8000  "
+        "honest_global_acc_mean final 0.2500 best 0.3000")
+    assert Outcome("r", "complete", summary=mixed).line() == (
+        "r  complete  test_acc_mean final 0.5000 best 0.6000  "
+        "global_acc_mean final 0.5000 best 0.6000")
+
+
+def test_a_byzantine_sweep_run_records_its_honest_summary(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    (tmp_path / "s.toml").write_text(
+        'topology = "ring"\nn_clients = 10\npartition = "iid"\nrounds = 1\nbatch_size = 8\n'
+        'spectral = false\n[byzantine]\nattack = "sign_flip"\nshare = 0.2\n'
+        "[sweep]\nseed = [0]\n")
+    assert main(["sweep", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o")]) == 0
+    rec = tf.records.load(tmp_path / "o" / "run.jsonl")  # one run: "run"
+    done = json.loads((tmp_path / "o" / "run.done").read_text())["summary"]
+    assert done["honest_test_acc_mean"]["final"] == rec.final("honest_test_acc_mean")
+    out = capsys.readouterr().out
+    assert f"honest_test_acc_mean final {rec.final('honest_test_acc_mean'):.4f}" in out

@@ -6,7 +6,9 @@ folder never write the same files; ``jobs > 1`` runs go to a pool of worker proc
 (:func:`worker_pool`) that end with the sweep however it ends, and are ended at once when it
 is interrupted; inside :func:`sigterm_raises` a SIGTERM interrupts the main thread the way
 Ctrl-C does. A child interpreter a command starts (``topofl plan``'s probe, ``topofl
-bench``'s peak-memory rows) runs :func:`orphan_guard`'s lines first, so that it ends with the
+bench``'s peak-memory rows) is started by :func:`child_command`: it imports nothing from the
+current directory (a ``json.py`` or ``torch.py`` of the user's there would shadow the
+library's own imports) and runs :func:`orphan_guard`'s lines first, so that it ends with the
 command (:func:`die_with_parent`). Nothing here knows what a run is: the sweep passes in what
 to call.
 """
@@ -33,7 +35,8 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: runs hold no lock
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["lock", "sigterm_raises", "worker_pool", "die_with_parent", "orphan_guard"]
+__all__ = ["lock", "sigterm_raises", "worker_pool", "die_with_parent", "orphan_guard",
+           "child_command"]
 
 
 @contextlib.contextmanager
@@ -110,6 +113,45 @@ def orphan_guard() -> str:
     """
     return (f"from topofl._processes import die_with_parent as _die_with_parent\n"
             f"_die_with_parent({os.getpid()})\n")
+
+
+def _safe_path() -> str:
+    """Python lines that take the current directory off the import path of the interpreter
+    running them (``python -c`` puts it first, as ``""``) and put this ``topofl``'s folder on
+    it when it is not there (a parent that found ``topofl`` in its current directory)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    return ("import sys as _sys\n"
+            "if not getattr(_sys.flags, 'safe_path', False) and _sys.path[:1] == ['']:\n"
+            "    del _sys.path[0]\n"
+            f"if {root!r} not in _sys.path:\n"
+            f"    _sys.path.insert(0, {root!r})\n"
+            "del _sys\n")
+
+
+def child_command(program: str, *args: str) -> list[str]:
+    """The command line of a child interpreter a command starts: ``python -c program``, its
+    ``sys.argv[1:]`` being ``args``, that imports nothing from the current directory and
+    ends with this process (:func:`orphan_guard`).
+
+    ``python -c`` puts the current directory first on ``sys.path``, so that a ``json.py`` or
+    ``torch.py`` of the user's there would be imported instead of the standard library's or
+    torch's; the child's first lines take it off (what ``python -P`` does from Python 3.11
+    on, done here in code so that Python 3.10 does the same) and put this ``topofl``'s folder
+    on the path where it is not (``topofl`` found in the parent's current directory). The
+    child keeps the current directory as its working directory, the environment and
+    ``PYTHONPATH``: the user's own modules (``--import``) are imported as in the parent, with
+    the current directory on the path only while they are
+    (:func:`topofl._userimports.load_imports`).
+
+    Examples
+    --------
+    >>> import subprocess
+    >>> from topofl._processes import child_command
+    >>> cmd = child_command("import sys; print('' in sys.path, sys.argv[1:])", "a")
+    >>> subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    "False ['a']\\n"
+    """
+    return [sys.executable, "-c", _safe_path() + orphan_guard() + program, *args]
 
 
 def _init_worker(threads: int, parent: int | None = None) -> None:

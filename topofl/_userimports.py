@@ -16,10 +16,12 @@ so a config without imports resolves, hashes and records exactly as before the k
 and, under ``provenance.imports``, each module's name, file and the SHA-256 of its source file.
 The run hash does not cover them (it covers what the run computes: the graph family's name
 and parameters, the algorithm's hyper-parameters ...). A replay imports the header's modules
-again and a resumed run compares its imports with those its records header lists: a module
-that cannot be imported, a module missing or added, or a source whose SHA-256 differs from the
-recorded one is refused in one line (:func:`imports_problem`), since the same names would then
-run other code.
+again, a path (and a module name of one ``.py`` file) from the absolute file recorded, once
+its SHA-256 is checked (:func:`replay_imports`): the replay runs from any folder, and a file
+that changed or is missing is refused before it runs. A resumed run compares its imports with
+those its records header lists: a module that cannot be imported, a module missing or added,
+or a source whose SHA-256 differs from the recorded one is refused in one line
+(:func:`imports_problem`), since the same names would then run other code.
 
 Importing is idempotent: a module already imported (by name, or a ``.py`` file already
 imported from the same path) is not executed again, so a registration runs once per process.
@@ -39,7 +41,8 @@ from typing import Any
 
 from topofl.exceptions import ConfigError, ConfigTypeError
 
-__all__ = ["check_imports", "load_imports", "imports_problem", "with_imports"]
+__all__ = ["check_imports", "load_imports", "imports_problem", "with_imports",
+           "replay_imports"]
 
 
 def check_imports(value: Any) -> list[str]:
@@ -192,6 +195,70 @@ def load_imports(specs: Any) -> tuple[dict[str, Any], ...]:
                     "file": None if file is None else str(Path(file).resolve()),
                     "sha256": _sha256(file)})
     return tuple(out)
+
+
+def _looks_like_path(spec: str) -> bool:
+    """Whether ``spec`` names a file by its form alone (whatever the current directory)."""
+    return spec.endswith(".py") or "/" in spec or os.sep in spec or spec.startswith(".")
+
+
+def replay_imports(specs: Any, recorded: Any) -> list[str]:
+    """What a replay imports for a header's ``config.imports`` (``specs``), given its
+    ``provenance.imports`` (``recorded``): each path, and each module name that was one
+    ``.py`` file (``my_graphs`` from ``my_graphs.py``), as the absolute file its run imported,
+    once that file is checked to be the one recorded (same SHA-256); any other entry (a
+    package's module, one recorded without a file) as it is, checked after it is imported
+    (:func:`imports_problem`).
+
+    A relative path (``--import lib/graphs.py``) then replays from any folder. A name whose
+    recorded file is gone is imported by its name (it may be installed elsewhere).
+
+    Raises
+    ------
+    topofl.exceptions.ConfigError
+        A path whose recorded file is missing, or a recorded file whose source is not the one
+        the run imported (its SHA-256 differs): nothing of it is imported.
+
+    Examples
+    --------
+    >>> import hashlib, tempfile
+    >>> from pathlib import Path
+    >>> from topofl._userimports import replay_imports
+    >>> f = Path(tempfile.mkdtemp()) / "my_mod.py"
+    >>> _ = f.write_text("x = 1\\n")
+    >>> rec = [{"import": "lib/my_mod.py", "module": "my_mod", "file": str(f),
+    ...         "sha256": hashlib.sha256(b"x = 1\\n").hexdigest()}]
+    >>> replay_imports(["lib/my_mod.py"], rec) == [str(f)]
+    True
+    >>> _ = f.write_text("x = 2\\n")
+    >>> replay_imports(["lib/my_mod.py"], rec)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topofl.exceptions.ConfigError: the source of module 'my_mod' (.../my_mod.py) is not the one ...
+    """
+    by_spec = {str(r.get("import")): r for r in recorded or [] if isinstance(r, Mapping)}
+    out = []
+    for spec in check_imports(specs):
+        r = by_spec.get(spec, {})
+        file, path = r.get("file"), _looks_like_path(spec)
+        if not (isinstance(file, str) and Path(file).is_absolute()
+                and (path or Path(file).name == f"{spec}.py")):
+            out.append(spec)
+            continue
+        if not Path(file).is_file():
+            if path:
+                raise ConfigError(f"the file of module {r.get('module')!r} ({spec!r} when it "
+                                  f"ran, {file}) is missing")
+            out.append(spec)
+            continue
+        now = _sha256(file)
+        if now != r.get("sha256"):
+            raise ConfigError(f"the source of module {r.get('module')!r} ({file}) is not the "
+                              f"one its records were made with (sha256 "
+                              f"{str(r.get('sha256'))[:12]}... recorded, {str(now)[:12]}... "
+                              "now)")
+        out.append(file)
+    return out
 
 
 def with_imports(resolved: dict[str, Any], imports: Sequence[Mapping[str, Any]]

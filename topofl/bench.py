@@ -48,10 +48,8 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,7 +59,7 @@ from torch import Tensor, nn
 
 from topofl import __version__, algorithms, topologies
 from topofl._cpu import cpu_kind, cpu_model
-from topofl._processes import orphan_guard
+from topofl._processes import child_command
 from topofl._validation import fmt_bytes, graph_bytes
 from topofl.data import Dataset, federate
 from topofl.engine import ParamLayout, Round, toy_services
@@ -474,12 +472,9 @@ def _peak_bytes(model: str, n: int, batch: int, device: torch.device,
     args = {"model": model, "n": n, "batch": batch, "input_shape": list(shape),
             "threads": torch.get_num_threads(),
             "hidden": None if hidden is None else list(hidden)}
-    root = str(Path(__file__).resolve().parent.parent)  # this topofl, whatever the cwd
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run([sys.executable, "-c", orphan_guard() + PEAK_METER + _CHILD,
-                           json.dumps(args)],  # a child that ends with this process
-                          capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": path})
+    # a child that ends with this process, imports this topofl and nothing from the cwd
+    proc = subprocess.run(child_command(PEAK_METER + _CHILD, json.dumps(args)),
+                          capture_output=True, text=True, check=False)
     if proc.returncode:
         tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
         raise RuntimeError(f"the peak-memory run of {model}, n = {n} failed: {tail[0]}")

@@ -9,19 +9,23 @@ Commands
     Train with ``topofl.run``: keys of the TOML (or JSON) config and ``--set`` pairs are its
     keyword arguments (``data``, ``partition``, ``n_clients``, ``model``, ``rounds``, ``seed``,
     run settings and the algorithm's hyper-parameters; see :mod:`topofl.config`); prints the
-    final accuracies and writes the records to ``--out`` (default
-    ``runs/<algorithm>.jsonl``; an existing file needs ``--overwrite``).
+    final accuracies (of the honest nodes in a ``[byzantine]`` run) and writes the records to
+    ``--out`` (default ``runs/<algorithm>.jsonl``; an existing file needs ``--overwrite``).
+    ``--set`` and the flags replace the config's keys; one key given twice on the command
+    line (``--topology ring --set topology=torus``, ``--out`` and ``--set records_path=``, a
+    key in two ``--set``) is an error naming both.
 ``run ... --resume CHECKPOINT``
     Continue an interrupted run of the same config from its checkpoint.
 ``run --replay RECORDS.jsonl [--out F]``
     Re-run a recorded run from its header and check that its rows are reproduced.
 ``sweep CONFIG.toml --out DIR [--shard I/K] [--jobs N] [--stack on|off]``
     Run the Cartesian product of the config's ``[sweep]`` table (:mod:`topofl.sweep`).
-``run / sweep / plan ... --import MODULE``
+``run / sweep / plan / spectral / list ... --import MODULE``
     Import a module of yours first (repeatable; a name importable from the current directory
     or ``sys.path``, or the path of a ``.py`` file), e.g. one that registers a graph family,
     algorithm, model or dataset the config names; the config's ``imports = [...]`` key does
-    the same. Recorded in the records header; a replay imports them again and a replay or a
+    the same. Recorded in the records header; a replay imports them again (a path from the
+    absolute file the header records, so a replay runs from any folder) and a replay or a
     resume whose modules are missing or changed is refused (:mod:`topofl._userimports`).
 ``quickstart``
     Build a few 64-node graphs and compare their spectral gaps (the README's first example).
@@ -246,15 +250,32 @@ def _list(section: str | None) -> int:
     return 0
 
 
-def _parse_set(items: Sequence[str]) -> dict[str, Any]:
+def _parse_set(items: Sequence[str], flags: Mapping[str, tuple[str, Any]] | None = None
+               ) -> dict[str, Any]:
+    """The ``--set KEY=VALUE`` pairs as a dict of config keys, and the command line's flags
+    that are such keys (``flags``: key -> (flag, value or ``None`` when not given)).
+
+    One setting given twice on the command line is an error naming both (``--topology ring
+    --set topology=torus``, or ``--set lr=0.1 --set lr=0.2``): neither silently wins. The
+    config file is not the command line: ``--set`` and the flags replace its keys.
+    """
     import json
 
-    pairs = []
+    pairs: list[tuple[str, str]] = []
+    given: dict[str, str] = {}
     for item in items:  # the form first: a mistyped pair is reported before any import
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        if key.strip() in given:
+            raise ConfigError(f"{key.strip()} is set twice on the command line: "
+                              f"--set {given[key.strip()]} and --set {item}; give it once")
+        given[key.strip()] = item
         pairs.append((key.strip(), value))
+    for key, (flag, value) in (flags or {}).items():
+        if value and key in given:
+            raise ConfigError(f"{key} is set twice on the command line: {flag} {value} and "
+                              f"--set {given[key]}; give it once")
     if not pairs:
         return {}
     from topofl._spec import parse_value
@@ -280,12 +301,26 @@ def _add_imports(cfg: dict[str, Any], flags: Sequence[str]) -> None:
 
 
 def _print_result(records: Any) -> None:
+    """The final (and best) accuracies and training loss of a run's records; of a
+    ``[byzantine]`` run, the honest nodes' (its ``honest_*`` rows), saying so, and the
+    statistics over every node on a line that says the Byzantine nodes are in them."""
+    metrics = records.metrics
+    every = ""
+    if "honest_test_acc_mean" in metrics or "honest_global_acc_mean" in metrics:
+        byz = (f"the {int(records.final('byzantine_clients'))} Byzantine nodes"
+               if "byzantine_clients" in metrics else "the Byzantine nodes")
+        print(f"honest nodes only ({byz} left out, as in the records' honest_* rows):")
+        for metric in ("honest_test_acc_mean", "honest_global_acc_mean"):
+            if metric in metrics:
+                print(f"{metric}: final {records.final(metric):.4f}, "
+                      f"best {records.best(metric):.4f}")
+        every = " (every node, the Byzantine ones included)"
     for metric in ("test_acc_mean", "global_acc_mean"):
-        if metric in records.metrics:
+        if metric in metrics:
             print(f"{metric}: final {records.final(metric):.4f}, "
-                  f"best {records.best(metric):.4f}")
-    if "train_loss" in records.metrics:
-        print(f"train_loss: final {records.final('train_loss'):.4f}")
+                  f"best {records.best(metric):.4f}{every}")
+    if "train_loss" in metrics:
+        print(f"train_loss: final {records.final('train_loss'):.4f}{every}")
 
 
 def _other_run(stored: Any, replayed: Mapping[str, Any]) -> str | None:
@@ -351,17 +386,14 @@ def _run(args: argparse.Namespace, command: str) -> int:
     if "sweep" in kwargs:
         raise ConfigError(f"{args.config} has a [sweep] table: run it with "
                           f"`topofl sweep {args.config} --out DIR`")
-    kwargs.update(_parse_set(args.set))
+    flags = {"algorithm": ("--algorithm", args.algorithm),
+             "topology": ("--topology", args.topology), "records_path": ("--out", args.out)}
+    kwargs.update(_parse_set(args.set, flags))
     _add_imports(kwargs, args.imports)
     from topofl import config
 
-    if args.algorithm:
-        kwargs["algorithm"] = args.algorithm
-    if args.topology:
-        kwargs["topology"] = args.topology
+    kwargs.update({key: value for key, (_, value) in flags.items() if value})
     kwargs.setdefault("algorithm", "dsgd")
-    if args.out:
-        kwargs["records_path"] = args.out
     kwargs.setdefault("records_path", f"runs/{kwargs['algorithm']}.jsonl")
     # the command line's default (topofl.run's is True): per-client rows are 93 % of a
     # 100-client run's records (1.4 MB -> 100 kB for 50 rounds of a ring); --set turns them on
@@ -487,7 +519,9 @@ def _add_run_parsers(sub: Any) -> None:
     p_run.add_argument("--algorithm", help="algorithm name (e.g. dsgd, dfedpgp)")
     p_run.add_argument("--topology", help="graph spec (e.g. ring, random_directed_push:k=10)")
     p_run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="any other keyword of topofl.run (repeatable)")
+                       help="any other keyword of topofl.run (repeatable; each key once, "
+                       "and not one a flag sets: --set topology=... with --topology is an "
+                       "error)")
     p_run.add_argument("--import", dest="imports", action="append", default=[],
                        metavar="MODULE",
                        help="a module of yours to import first (a name importable from the "
@@ -578,6 +612,16 @@ def _add_bench_parser(sub: Any) -> None:
                          help="print the result as one JSON object on stdout")
 
 
+def _add_import(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``--import MODULE`` option of a command that only looks names up (``list``,
+    ``spectral``): the modules are imported before (:func:`topofl._userimports.load_imports`,
+    as ``run`` imports them)."""
+    parser.add_argument("--import", dest="imports", action="append", default=[],
+                        metavar="MODULE", help="a module of yours to import first (a name "
+                        f"importable from the current directory, or a path to a .py file), "
+                        f"{what}; repeatable")
+
+
 def _parser() -> argparse.ArgumentParser:
     from topofl import __version__
 
@@ -604,6 +648,8 @@ def _parser() -> argparse.ArgumentParser:
                             "partitions and run settings with their parameters")
     p_list.add_argument("section", nargs="?", choices=_SECTIONS,
                         help="only this section (default: all)")
+    _add_import(p_list, "e.g. one that registers a graph family, algorithm, model or dataset, "
+                "listed with the built-in ones")
     p_spec = sub.add_parser("spectral", help="spectral summary of graphs given as specs")
     p_spec.add_argument("specs", nargs="+", help="graph specs such as ring:n=64")
     p_spec.add_argument("--seed", type=int, default=0, help="seed of random graphs (default 0)")
@@ -617,6 +663,7 @@ def _parser() -> argparse.ArgumentParser:
         help="only these summary keys (e.g. spectral_gap,b_connectivity); only their work is done",
     )
     p_spec.add_argument("--progress", action="store_true", help="progress bar on stderr")
+    _add_import(p_spec, "e.g. one that registers the graph family a spec names")
     sub.add_parser("study", help="topology-vs-convergence study of a folder of records")
     sub.add_parser("report", help="spectral comparison report of graphs given as specs")
     sub.add_parser("figure", help="regenerate a paper figure: list, index or NAME (a clone)")
@@ -639,6 +686,10 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
         return _bench(args, command)
     if args.command == "quickstart":
         return _quickstart()
+    if args.imports:  # list, spectral: the user's names, before any is looked up
+        from topofl._userimports import load_imports
+
+        load_imports(args.imports)
     if args.command == "list":
         return _list(args.section)
     return _spectral(args.specs, args.seed, args.horizon, args.json, args.metrics,
@@ -688,10 +739,47 @@ def _exit_code(exc: BaseException) -> int | None:
     return None
 
 
+#: What registers a name of each kind a user adds (the kinds of :func:`_import_hint`).
+_REGISTERED_BY = {"graph family": "topofl.topologies.register",
+                  "algorithm": "topofl.algorithms.register_algorithm",
+                  "model": "topofl.models.register_model",
+                  "dataset": "topofl.data.register_dataset"}
+
+#: The commands that take ``--import``.
+_IMPORTING = ("run", "sweep", "plan", "spectral", "list")
+
+
+def _import_hint(prog: str, message: str) -> str:
+    """``message`` of a failed lookup of a graph family, algorithm, model or dataset
+    (:func:`topofl._validation.unknown_name`'s ``unknown KIND 'NAME'...``) by a command that
+    takes ``--import``, with how one of the user's becomes known from the command line;
+    any other message as it is.
+
+    Examples
+    --------
+    >>> from topofl.cli import _import_hint
+    >>> print(_import_hint("topofl spectral", "unknown graph family 'wheel'; known: ring"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    unknown graph family 'wheel'; known: ring; one of yours is known once the module that
+    registers it (topofl.topologies.register) is imported: --import FILE.py (or imports =
+    ['FILE.py'] in a config)
+    >>> _import_hint("topofl report", "unknown graph family 'wheel'; known: ring")
+    "unknown graph family 'wheel'; known: ring"
+    """
+    import re
+
+    found = re.search(r"\bunknown (graph family|algorithm|model|dataset) '", message)
+    if found is None or prog.removeprefix("topofl ") not in _IMPORTING:
+        return message
+    return (f"{message}; one of yours is known once the module that registers it "
+            f"({_REGISTERED_BY[found.group(1)]}) is imported: --import FILE.py (or imports = "
+            "['FILE.py'] in a config)")
+
+
 def _report(prog: str, exc: BaseException, code: int) -> None:
     name = type(exc).__name__
     what = _one_line(exc) if code == 2 else f"{name}: {_one_line(exc)}"
-    print(f"{prog}: error: {what}", file=sys.stderr)
+    print(f"{prog}: error: {_import_hint(prog, what)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -76,7 +76,7 @@ from typing import Any, NamedTuple
 
 from topofl import api
 from topofl._configfile import read_config, split_sweep
-from topofl._userimports import imports_problem, load_imports, with_imports
+from topofl._userimports import imports_problem, load_imports, replay_imports, with_imports
 from topofl.engine.config import RunConfig, header_hash_problem
 from topofl.engine.loop import Result
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
@@ -327,20 +327,27 @@ def replay(path: str | os.PathLike[str], *, records_path: str | None = None,
     ConfigError
         If the file has no replayable header (written before them, or from objects), or its
         run hash is not the hash of the run its header describes (an edited header), or a
-        module its header imports (``config.imports``: imported again before the replay) cannot
-        be imported or its source is not the one recorded (``provenance.imports``, SHA-256).
+        module its header imports (``config.imports``: imported again before the replay, a
+        path from the absolute file recorded, whatever the current directory) cannot be
+        imported, is missing, or its source is not the one recorded (``provenance.imports``,
+        SHA-256).
     """
     cfg = _replayable_config(path)
     if records_path is not None and Path(records_path).resolve() == Path(path).resolve():
         raise ConfigError(f"the replay would overwrite its source {path}; write elsewhere")
     cfg.update(records_path=records_path, checkpoint_path=None, checkpoint_every=0)
     cfg.update(overrides)
+    recorded, given = read_header(path).get("provenance", {}).get("imports"), cfg.get("imports")
+    if given is not None:  # a path as the absolute file it was, checked before it runs
+        try:
+            cfg["imports"] = replay_imports(given, recorded)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}; it is not replayed") from None
     try:  # the modules the run imported, again: the same names must run the same code
         imported = load_imports(cfg.get("imports"))
     except ConfigError as exc:
-        raise ConfigError(f"{path}: cannot replay: its header imports {cfg.get('imports')}: "
-                          f"{exc}") from None
-    why = imports_problem(read_header(path).get("provenance", {}).get("imports"), imported)
+        raise ConfigError(f"{path}: cannot replay: its header imports {given}: {exc}") from None
+    why = imports_problem(recorded, imported)
     if why is not None:
         raise ConfigError(f"{path}: {why}; it is not replayed")
     return execute(cfg, overwrite=overwrite, command=command)

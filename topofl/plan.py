@@ -65,7 +65,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -75,7 +74,7 @@ import torch
 
 from topofl import config as config_mod
 from topofl import topologies
-from topofl._processes import orphan_guard
+from topofl._processes import child_command
 from topofl._spec import parse_spec
 from topofl._validation import check_device, fmt_bytes, memory_limit
 from topofl.data import load
@@ -95,6 +94,7 @@ from topofl.memory import (
     _peak,
     _refusal,
     _row_nnz_of,
+    _synthetic_shapes,
     activation_bytes,
     check_before_load,
     check_fits,
@@ -208,11 +208,23 @@ def shapes(resolved: config_mod.Resolved, *, n: int | None = None,
     With ``n``, the data is federated over ``n`` clients instead of the config's; with
     ``data_spec``, that dataset is loaded instead of the config's (:func:`scaled_data`).
     """
-    cfg, prepared = resolved.config, resolved.prepared
+    cfg = resolved.config
     n = int(cfg["n_clients"]) if n is None else n
     ds = load(cfg["data"] if data_spec is None else data_spec)
-    data = federate(ds, cfg["partition"], n, seed=cfg["seed"],
+    return _shapes_of(resolved, ds, _split(resolved, ds, n))
+
+
+def _split(resolved: config_mod.Resolved, ds: Any, n: int) -> Any:
+    """The config's partition of the dataset ``ds`` over ``n`` clients (its ``ValueError``
+    when they cannot be)."""
+    cfg = resolved.config
+    return federate(ds, cfg["partition"], n, seed=cfg["seed"],
                     **dict(cfg["partition_params"] or {}))
+
+
+def _shapes_of(resolved: config_mod.Resolved, ds: Any, data: Any) -> Shapes:
+    """:func:`shapes` of the dataset ``ds`` split into ``data``."""
+    cfg, prepared = resolved.config, resolved.prepared
     check_eval_val(prepared.run, data)  # what a run of the config refuses, before it starts
     _check_batch_memory(prepared.run.batch_size, data)
     model = build_model(cfg["model"], tuple(data.input_shape), int(data.num_classes),
@@ -314,8 +326,9 @@ def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, 
     """Run the config in a fresh interpreter at each ``(n, data, rounds)`` of ``ns`` (in
     order): the peak memory growth after its run at that ``n`` and, with ``rounds``, its
     seconds a training round over that many rounds (else one round, untimed). The child ends
-    with this process (:func:`topofl._processes.orphan_guard`): a plan stopped by a timeout
-    or a SIGKILL leaves no probe running.
+    with this process and imports nothing from the current directory but the config's own
+    ``imports`` (:func:`topofl._processes.child_command`): a plan stopped by a timeout or a
+    SIGKILL leaves no probe running, and a ``json.py`` beside the config is not imported.
 
     Raises
     ------
@@ -328,8 +341,7 @@ def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, 
     run_cfg.pop("checkpoint_path", None)
     threads = str(torch.get_num_threads())
     proc = subprocess.run(  # a child that ends with this process, however it is stopped
-        [sys.executable, "-c", orphan_guard() + _PROBE, json.dumps(run_cfg), threads,
-         json.dumps(ns)],
+        child_command(_PROBE, json.dumps(run_cfg), threads, json.dumps(ns)),
         capture_output=True, text=True, env={**os.environ, "TOPOFL_TRACEBACK": "1"},
         check=False)
     sizes = [m for m, _, _ in ns]
@@ -368,6 +380,73 @@ def _min_clients(prepared: Any, resolved: config_mod.Resolved) -> int:
         except ValueError:
             m = min(n, 64, 2 * m)
     return m
+
+
+#: The most bytes the whole of a ``"synthetic:..."`` dataset may take for a plan to draw it
+#: only to say, in the config's own numbers, why the data of a probe was refused.
+CHECK_LOAD_BYTES = 1 << 30
+
+
+def _split_refusal(resolved: config_mod.Resolved) -> tuple[bool, str | None]:
+    """``(checked, why)``: whether the config's own data could be split over its own ``n``
+    clients here, and why not (the partition's message, what ``topofl run`` would say, and
+    what its ``N`` is), or ``None`` when it can. A ``"synthetic:..."`` dataset larger than
+    :data:`CHECK_LOAD_BYTES` is not drawn for it: ``(False, None)``."""
+    cfg = resolved.config
+    spec, n = cfg["data"], int(cfg["n_clients"])
+    known = _synthetic_shapes(spec) if isinstance(spec, str) else None
+    if known is not None:
+        try:
+            samples = int(parse_spec(spec, "dataset")[1].get("n_samples", 1000))
+        except (TypeError, ValueError):
+            return False, None
+        if synthetic_bytes(samples, int(np.prod(known[0])), known[1]) > CHECK_LOAD_BYTES:
+            return False, None
+    ds = load(spec)
+    try:
+        _split(resolved, ds, n)
+    except ValueError as exc:
+        train, total = ds.y_train.size, ds.y_train.size + ds.y_test.size
+        return True, (f"{exc} (the config asks for {n:,} clients; data {spec!r} has "
+                      f"{total:,} samples, N = {train:,} of them in its training split)")
+    return True, None
+
+
+def _probe_shapes(resolved: config_mod.Resolved, m: int, *, fewest: bool = False
+                  ) -> tuple[int, Shapes]:
+    """``(m, shapes)`` of a probe of ``m`` of the config's ``n`` clients, on its data
+    scaled by ``m / n`` (:func:`scaled_data`).
+
+    A probe whose data the partition refuses is not what the user asked for: the config's
+    own data is split over its own ``n`` clients (:func:`_split_refusal`) and, refused, its
+    message (the user's numbers) is raised; accepted, the probe's size is the problem, and
+    with ``fewest`` (the smallest probe: a pathological partition of one class a client needs
+    as many clients as classes) the probe is tried at twice the clients, up to ``n``.
+
+    Raises
+    ------
+    topofl.exceptions.ConfigError
+        The config's own data cannot be split over its ``n`` clients (or a probe's cannot,
+        and the config's was not checked: the message names the probe).
+    """
+    n, spec = int(resolved.config["n_clients"]), resolved.config["data"]
+    checked: tuple[bool, str | None] | None = None
+    while True:
+        ds = load(scaled_data(spec, m, n))
+        try:
+            data = _split(resolved, ds, m)
+        except ValueError as exc:
+            if m >= n:
+                raise  # the config's own size: the message has its numbers
+            checked = _split_refusal(resolved) if checked is None else checked
+            if checked[1] is not None:
+                raise ConfigError(checked[1]) from None
+            if not (checked[0] and fewest):
+                raise ConfigError(f"{exc} (the plan's probe of {m:,} of the config's {n:,} "
+                                  f"clients, on data {scaled_data(spec, m, n)!r})") from exc
+            m = min(n, 2 * m)
+            continue
+        return m, _shapes_of(resolved, ds, data)
 
 
 def scaled_data(spec: Any, m: int, n: int) -> Any:
@@ -528,20 +607,21 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
             raise ConfigError(str(exc)) from None
     avail = memory_limit(prepared.run.device)[0] if available == -1 else available
     spec = resolved.config["data"]
-    first = _min_clients(prepared, resolved)
+    first, at_first = _probe_shapes(resolved, _min_clients(prepared, resolved), fewest=True)
     sizes = sorted({first, *(max(first, min(n, k)) for k in PROBE_N)})
     small = max(first, min(n, PROBE_N[0]))
-    probed = {small: shapes(resolved, n=small, data_spec=scaled_data(spec, small, n))}
+    probed = {first: at_first}
+    if small not in probed:
+        probed[small] = _probe_shapes(resolved, small)[1]
     if avail is not None:  # refuse before building anything more (the data of 64 clients)
         state = sum(probed[small].per_client_state.values()) * n
         if state > avail:
             raise PlanError(_refusal(n, state, avail, "the per-client state alone",
                                      max_clients(probed[small], avail, (0.0, 0.0))))
-    probed.update({m: shapes(resolved, n=m, data_spec=scaled_data(spec, m, n))
-                   for m in sizes if m not in probed})
+    probed.update({m: _probe_shapes(resolved, m)[1] for m in sizes if m not in probed})
     big = min(n, LARGE_PROBE_N)
     if timed and big > sizes[-1]:  # a cheap model timed out of the caches, as at large n
-        large = shapes(resolved, n=big, data_spec=scaled_data(spec, big, n))
+        large = _probe_shapes(resolved, big)[1]
         cost = sum(counted_parts(replace(large, runtime=False)).values())
         if cost <= LARGE_PROBE_BYTES and (avail is None or 2 * cost <= avail):
             probed[big] = large

@@ -108,6 +108,10 @@ class SweepRun:
     config: dict[str, Any]
 
 
+#: The honest nodes' statistics of a ``[byzantine]`` run: its summary line shows them.
+_HONEST = ("honest_test_acc_mean", "honest_global_acc_mean")
+
+
 @dataclass
 class Outcome:
     """What happened to one run: ``status`` is ``"complete"``, ``"diverged"`` (a finished run
@@ -123,11 +127,13 @@ class Outcome:
     message: str = ""
 
     def line(self) -> str:
-        """One line for the console."""
+        """One line for the console: the final and best mean accuracies (of the honest
+        nodes only, named ``honest_*``, for a ``[byzantine]`` run)."""
         parts = [self.name, self.status]
         if self.resumed_from is not None:
             parts[-1] += f" (resumed at round {self.resumed_from})"
-        for k in ("test_acc_mean", "global_acc_mean"):
+        honest = [k for k in _HONEST if k in self.summary]
+        for k in honest or ("test_acc_mean", "global_acc_mean"):
             if k in self.summary:
                 s = self.summary[k]
                 parts.append(f"{k} final {s['final']:.4f} best {s['best']:.4f}")
@@ -404,7 +410,7 @@ def _refuse_foreign(ckpt: Path, done: Path) -> None:
 
 def _summary(records: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for metric in ("test_acc_mean", "global_acc_mean", "train_loss"):
+    for metric in ("test_acc_mean", "global_acc_mean", "train_loss", *_HONEST):
         if metric in records.metrics:
             _, v = records.series(metric)
             if v.size:
