@@ -487,3 +487,20 @@ def test_a_byzantine_runs_summary_is_its_honest_nodes(tmp_path: Any,
     printed = capsys.readouterr().out
     assert "honest" not in printed and "every node" not in printed
     assert "test_acc_mean: final" in printed
+
+
+def test_a_replay_that_differs_names_the_environment_fields_that_differ() -> None:
+    from topofl._cpu import cpu_kind
+    from topofl._environment import numeric_environment
+    from topofl.cli import _environment_note
+
+    env = numeric_environment()
+    assert _environment_note({"environment": env, "cpu": env["cpu"]}) == ""
+    other = {**env, "scipy": "1.15.3", "cpu_id": "GenuineIntel family 6 model 143"}
+    note = _environment_note({"environment": other})
+    assert "recorded in another numeric environment: scipy 1.15.3 vs " in note
+    assert "cpu_id GenuineIntel family 6 model 143 vs" in note and "bitwise only" in note
+    # recorded before environments were: its CPU kind, the rest said to be unknown
+    assert _environment_note({"cpu": cpu_kind()}) == ""
+    old = _environment_note({"cpu": "x86_64 OtherVendor AVX512"})
+    assert "recorded on CPU kind x86_64 OtherVendor AVX512" in old and "not recorded" in old

@@ -323,6 +323,28 @@ def _print_result(records: Any) -> None:
         print(f"train_loss: final {records.final('train_loss'):.4f}{every}")
 
 
+def _environment_note(prov: Mapping[str, Any]) -> str:
+    """Where the numeric environment a run recorded differs from this one (float sums round
+    by it), as a note to a replay that did not reproduce; empty where it is the same."""
+    from topofl._cpu import cpu_kind
+    from topofl._environment import differences, numeric_environment
+
+    recorded = prov.get("environment")
+    if isinstance(recorded, Mapping):
+        apart = differences(recorded, numeric_environment())
+        if apart:
+            return (f" (recorded in another numeric environment: {'; '.join(apart)}; a replay "
+                    "is bitwise only in the same one, float values differ in the last bits "
+                    "in another)")
+        return ""
+    if prov.get("cpu") != cpu_kind():  # recorded before environments were: the CPU kind
+        return (f" (recorded on CPU kind {prov.get('cpu') or 'not recorded'}, this is "
+                f"{cpu_kind()}, the rest of its numeric environment not recorded: a replay is "
+                "bitwise only in the same environment, float values differ in the last bits "
+                "in another)")
+    return ""
+
+
 def _other_run(stored: Any, replayed: Mapping[str, Any]) -> str | None:
     """How the replay's run differs from the one a header describes (its run hash and the
     fields that change the numbers, versions aside), or ``None``."""
@@ -372,13 +394,8 @@ def _run(args: argparse.Namespace, command: str) -> int:
                   f"(wall-clock metrics {', '.join(sorted(config.WALL_CLOCK_METRICS))} "
                   "excluded)")
             return 0
-        recorded = config.read_header(args.replay).get("provenance", {}).get("cpu")
-        from topofl._cpu import cpu_kind
-
-        if recorded != cpu_kind():  # float32 sums round by the CPU's kernels too
-            diff += (f" (recorded on CPU kind {recorded or 'not recorded'}, this is "
-                     f"{cpu_kind()}: a replay is bitwise only on the same kind, float32 "
-                     "values differ in the last bits on another)")
+        prov = config.read_header(args.replay).get("provenance", {})
+        diff += _environment_note(prov)
         print(f"replay of {args.replay}: NOT reproduced: {diff}")
         return 1
     # the config file first, before torch is imported: its errors are reported at once
