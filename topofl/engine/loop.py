@@ -45,7 +45,7 @@ from topofl.engine.availability import (
     local_rates,
     round_view,
 )
-from topofl.engine.byzantine import Attack, Byzantine, check_byzantine
+from topofl.engine.byzantine import Attack, Byzantine, check_byzantine, no_attacker
 from topofl.engine.clock import Clock, Network, check_clocked
 from topofl.engine.config import DTYPES, RunConfig, config_header
 from topofl.engine.drops import Drops, LaneDrops, check_drop
@@ -382,6 +382,9 @@ class Lane:
             costs.byzantine_nodes = np.zeros(n, dtype=bool)
             costs.byzantine_nodes[ids] = True
             env.byzantine = costs.byzantine_nodes
+            if not ids.size and clients.writes:
+                warnings.warn(no_attacker(costs.byzantine, n), UserWarning,
+                              stacklevel=warn_level)
         m = len(clients.ids)
         lane = cls(index, config, algorithm, slice(start, start + m), tv, site, env, state,
                    desc, recorder, costs, Divergence(config.divergence_factor, begin.loss_ref),
