@@ -37,6 +37,7 @@ import torch
 from scipy.sparse.csgraph import connected_components
 from torch import Tensor, nn
 
+from topofl._fs import remove_orphans
 from topofl._validation import check_path
 from topofl.engine.availability import (
     Availability,
@@ -365,6 +366,10 @@ class Lane:
             ck = site.checkpointer.load(resume, device)
             begin = clients.agree("checking the checkpoint",
                                   lambda: resume_from(ck, resume, desc, state, config))
+        if config.checkpoint_path is not None and config.checkpoint_every and clients.writes:
+            # the run owns the path: what saves to it killed midway left beside it is removed
+            # now (the writer gone), not only at this run's first save, which may never come
+            remove_orphans(config.checkpoint_path)
         if recorder is None:  # the writer checks a resumed records file; the others learn it
             recorder = clients.agree("opening the records file", lambda: Recorder(
                 config.records_path if clients.writes else None, run=config.run_id,
