@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -181,3 +183,116 @@ def test_download_must_be_a_bool(tmp_path: Path, loader: str, bad: object) -> No
     # before: a truthy download="no" started a download (found by the fuzz: 5 s a call here)
     with pytest.raises(TypeError, match="download must be a bool"):
         tf.data.DATASETS[loader](tmp_path, download=bad)
+
+
+# ------------------------------------------------------------------ audit: more raw errors
+@pytest.mark.parametrize(("paths", "match"), [
+    (None, r"paths must be a path \(str or os.PathLike\) or an iterable of paths, got "
+           r"NoneType None"),
+    (3, r"paths must be a path .* got int 3"),
+    (b"runs", r"paths must be a path .* got bytes b'runs'"),
+    (["a.jsonl", None], r"paths\[1\] must be a path \(str or os.PathLike\), got NoneType"),
+])
+def test_load_many_of_what_is_not_paths(paths: object, match: str) -> None:
+    # before: TypeError: 'NoneType' object is not iterable (from the loop over paths)
+    with pytest.raises(TypeError, match=match):
+        tf.records.load_many(paths)  # type: ignore[arg-type]
+
+
+def test_load_many_still_takes_any_iterable_of_paths(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        with tf.records.Recorder(tmp_path / f"{name}.jsonl", run=name) as rec:
+            rec.log("acc", 0.5, 0)
+    files = (tmp_path / f"{n}.jsonl" for n in ("a", "b"))  # a generator
+    assert tf.records.load_many(files).runs == ["a", "b"]
+    assert tf.records.load_many([str(tmp_path / "a.jsonl")]).runs == ["a"]
+
+
+@pytest.mark.parametrize(("levels", "err", "match"), [
+    (("a",), TypeError, r"levels\[0\] must be a real number, got str 'a'"),
+    ((1, None), TypeError, r"levels\[1\] must be a real number, got NoneType None"),
+    (3, TypeError, r"levels must be a sequence \(tuple or list\) of positive epoch counts, "
+                   r"got int 3"),
+    ("12", TypeError, r"levels must be a sequence .* got str '12'"),
+    ((), ValueError, r"levels must be a non-empty sequence of positive epoch counts, got \(\)"),
+    ((1, 0), ValueError, r"levels\[1\] must be in \(0, inf\], got 0"),
+    ((1, float("nan")), ValueError, r"levels\[1\] must be a number, got nan"),
+    ((float("inf"),), ValueError, r"levels\[0\] must be finite, got inf"),
+])
+def test_heterogeneous_epochs_levels_are_checked(levels: object, err: type, match: str
+                                                 ) -> None:
+    # before: ValueError: could not convert string to float: 'a' (from float()); nan passed
+    with pytest.raises(err, match=match):
+        tf.algorithms.heterogeneous_epochs(5, levels)  # type: ignore[arg-type]
+
+
+def test_heterogeneous_epochs_of_valid_levels_is_unchanged() -> None:
+    assert tf.algorithms.heterogeneous_epochs(7, (1, 2, 3)) == (1, 1, 1, 2, 2, 3, 3)
+    assert tf.algorithms.heterogeneous_epochs(4, [0.5, 2]) == (0.5, 0.5, 2, 2)
+    # the seeded assignment is numpy's default_rng(seed).permutation, as before
+    order = np.random.default_rng(3).permutation(10)
+    expect = np.empty(10, dtype=object)
+    for g, members in enumerate(np.array_split(np.arange(10), 5)):
+        expect[order[members]] = g + 1
+    got = tf.algorithms.heterogeneous_epochs(10, (1, 2, 3, 4, 5), seed=3)
+    assert got == tuple(expect.tolist())
+    assert tf.algorithms.heterogeneous_epochs(
+        10, (1, 2, 3, 4, 5), seed=np.random.default_rng(3)) == got
+    with pytest.raises(TypeError, match="seed must be an int"):
+        tf.algorithms.heterogeneous_epochs(10, seed="x")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("build", [
+    lambda p: tf.Topology.from_matrix(np.eye(3), params=p),
+    lambda p: tf.Topology.from_networkx(tf.topologies.ring(3).graph, params=p),
+    lambda p: tf.Topology.from_adjacency(np.ones((3, 3)) - np.eye(3), params=p),
+    lambda p: tf.TimeVarying(3, lambda t: tf.topologies.ring(3), params=p),
+], ids=["from_matrix", "from_networkx", "from_adjacency", "TimeVarying"])
+@pytest.mark.parametrize("bad", [5, "n=3", [("n", 3)]])
+def test_params_must_be_a_mapping(build: Any, bad: object) -> None:
+    # before: TypeError: 'int' object is not iterable (from dict(params)); a list of pairs
+    # passed as a dict
+    with pytest.raises(TypeError, match=r"params must be a mapping \(e.g. \{'n': 8\}\) or "
+                       rf"None, got {type(bad).__name__} "):
+        build(bad)
+    assert dict(build(MappingProxyType({"n": 3})).params) == {"n": 3}
+    assert dict(build(None).params) == {}
+
+
+@pytest.mark.parametrize(("groups", "match"), [
+    (5, r"groups must be an iterable of groups of node ids .* got int 5"),
+    ([[0, 1], 2], r"groups\[1\] must be an iterable of node ids in \[0, 2\], got int 2"),
+    (["012"], r"groups\[0\] must be an iterable of node ids in \[0, 2\], got str '012'"),
+])
+def test_groups_that_are_not_groups(groups: object, match: str) -> None:
+    # before: TypeError: 'int' object is not iterable
+    with pytest.raises(TypeError, match=match):
+        tf.Topology.from_matrix(np.eye(3), groups=groups)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["", "a:b=1", "a,b", "a=b", "two words", " ring", "1st",
+                                  "-x", 7, None])
+def test_a_graph_family_name_a_spec_cannot_name_is_refused(name: Any) -> None:
+    # before: register() added "" and "a:b=1", which no spec can name ("a:b=1" reads as the
+    # family "a" with b=1), and they showed in every "known:" list
+    fam = tf.topologies.GraphFamily(name, tf.topologies.ring,
+                                    (tf.topologies.Param("n", int, "nodes"),),
+                                    example=lambda n, rng: {"n": n})
+    before = dict(tf.topologies.REGISTRY)
+    with pytest.raises(TypeError, match=r"a graph family name must be a non-empty str of "
+                       r"letters, digits, '_' and '-' .*e.g. 'my_graph_family': a spec "
+                       r"'name:key=value,...' carries it, so no ':', ',', '=' or space\), got "
+                       rf"{type(name).__name__} "):
+        tf.topologies.register(fam)
+    assert dict(tf.topologies.REGISTRY) == before
+
+
+def test_a_graph_family_with_an_identifier_like_name_is_registered_and_built() -> None:
+    fam = tf.topologies.GraphFamily("my-ring_2", tf.topologies.ring,
+                                    (tf.topologies.Param("n", int, "nodes"),),
+                                    example=lambda n, rng: {"n": n})
+    try:
+        assert tf.topologies.register(fam) is fam
+        assert tf.topologies.build("my-ring_2:n=5").n == 5
+    finally:
+        tf.topologies.REGISTRY._items.pop("my-ring_2", None)

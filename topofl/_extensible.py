@@ -32,6 +32,11 @@ def check_name(name: Any, what: str) -> str:
     """``name`` if it can name a ``what`` in a registry, else a ``TypeError`` saying what a
     name must be and what was found.
 
+    Every registry checks its names here (algorithms, models, datasets and graph families):
+    a name is what a spec ``"name:key=value,..."``, a config and the command line carry, so
+    none of the characters a spec separates with (``:``, ``,``, ``=``, white space) may be
+    in it.
+
     Examples
     --------
     >>> from topofl._extensible import check_name
@@ -44,9 +49,11 @@ def check_name(name: Any, what: str) -> str:
     """
     if not isinstance(name, str) or _NAME.fullmatch(name) is None:
         article = "an" if what[:1] in "aeiou" else "a"
+        example = "my_" + what.replace(" ", "_")
         raise TypeError(f"{article} {what} name must be a non-empty str of letters, digits, "
                         "'_' and '-' that does not start with a digit or '-' (identifier-like, "
-                        f"e.g. 'my_{what}'), got {type(name).__name__} {name!r}"[:300])
+                        f"e.g. {example!r}: a spec 'name:key=value,...' carries it, so no ':', "
+                        f"',', '=' or space), got {type(name).__name__} {name!r}"[:300])
     return name
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -11,14 +12,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["fsync_dir", "private_sibling", "remove_orphans", "replace_text", "TMP_MARK",
-           "ORPHAN_AGE", "ORPHAN_MAX_AGE"]
+           "ORPHAN_AGE", "ORPHAN_MAX_AGE", "machine_token"]
 
 #: What every temporary name topofl creates beside a file holds: ``.<name>.topofl-tmp-...``.
 TMP_MARK = ".topofl-tmp-"
 
 #: Seconds a temporary file of a writer that is not running here must be left untouched before
-#: :func:`remove_orphans` takes it for an orphan (a writer on another machine sharing the
-#: folder, whose process this one cannot see, is still writing into its file or renaming it).
+#: :func:`remove_orphans` takes it for an orphan, when its name does not say that its writer
+#: ran where this process runs (a writer on another machine sharing the folder, whose process
+#: this one cannot see, is still writing into its file or renaming it).
 ORPHAN_AGE = 60.0
 
 #: Seconds after which a temporary file is an orphan whatever its writer's pid says (the pid
@@ -26,7 +28,39 @@ ORPHAN_AGE = 60.0
 #: its file untouched for a day.
 ORPHAN_MAX_AGE = 86400.0
 
-_TAIL = re.compile(r"(\d+)-[0-9a-f]{16}")
+#: ``<pid>-<machine>-<16 hex>`` (``<pid>-<16 hex>``: a name without the machine, as written
+#: before it was added, or where :func:`machine_token` is ``None``).
+_TAIL = re.compile(r"(\d+)(?:-([0-9a-f]{8}))?-[0-9a-f]{16}")
+
+_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+_PID_NS = "/proc/self/ns/pid"
+
+
+def machine_token() -> str | None:
+    """8 hex digits naming where this process's pids mean what they say (this boot of this
+    kernel, this pid namespace: Linux's boot id and pid namespace), or ``None`` where that
+    cannot be read.
+
+    Two processes with the same token see the same processes under the same pids: a
+    temporary name carrying it tells :func:`remove_orphans` that its writer's pid can be
+    looked up here, so that a writer that is gone is known to be gone at once.
+
+    Examples
+    --------
+    >>> from topofl._fs import machine_token
+    >>> token = machine_token()
+    >>> token is None or (len(token) == 8 and int(token, 16) >= 0)
+    True
+    """
+    try:
+        with open(_BOOT_ID, encoding="ascii") as fh:
+            boot = fh.read().strip()
+        ns = os.readlink(_PID_NS)
+    except (OSError, ValueError):
+        return None
+    if not boot:
+        return None
+    return hashlib.sha256(f"{boot}\0{ns}".encode()).hexdigest()[:8]
 
 
 def _running(pid: int) -> bool:
@@ -46,14 +80,22 @@ def remove_orphans(path: str | os.PathLike[str], *, min_age: float = ORPHAN_AGE)
     """Remove the temporary files (or folders) a killed writer left beside ``path``, and
     return them.
 
-    A :func:`private_sibling` of ``path`` is ``.<name>.topofl-tmp-<pid>-<16 hex>``: its writer
-    renames it over ``path`` or removes it, unless it was killed (SIGKILL, a lost machine)
-    midway. Such a file is removed when its writer ``pid`` is not a running process here and
-    the file was not modified for ``min_age`` seconds, or when it was not modified for
-    :data:`ORPHAN_MAX_AGE`. A live writer's file is kept: its pid runs (this process's own
-    included), or it was written to within ``min_age`` (a writer on another machine). Names
-    that do not follow the pattern, other files' temporaries and files that vanish
-    meanwhile are left alone.
+    A :func:`private_sibling` of ``path`` is ``.<name>.topofl-tmp-<pid>-<machine>-<16 hex>``
+    (``<machine>``: :func:`machine_token`): its writer renames it over ``path`` or removes
+    it, unless it was killed (SIGKILL, a lost machine) midway. Such a file is removed
+
+    - at once when its writer ran where this process runs (its ``<machine>`` is this
+      process's) and its ``pid`` is not a running process: that writer is gone, and no
+      other process writes under its name;
+    - when its writer ``pid`` is not a running process here and the file was not modified
+      for ``min_age`` seconds, for a name of another machine (or one without a machine,
+      ``.<name>.topofl-tmp-<pid>-<16 hex>``, as earlier versions wrote them);
+    - when it was not modified for :data:`ORPHAN_MAX_AGE`, whatever its pid says.
+
+    A live writer's file is kept: its pid runs (this process's own included), or it was
+    written to within ``min_age`` by a writer that may run elsewhere (another machine sharing
+    the folder). Names that do not follow the pattern, other files' temporaries and files
+    that vanish meanwhile are left alone.
 
     Examples
     --------
@@ -76,6 +118,7 @@ def remove_orphans(path: str | os.PathLike[str], *, min_age: float = ORPHAN_AGE)
     except OSError:  # no folder yet, or one that cannot be read: nothing to remove
         return removed
     now = time.time()
+    here = machine_token()
     for entry in entries:
         if not entry.name.startswith(prefix):
             continue
@@ -86,9 +129,10 @@ def remove_orphans(path: str | os.PathLike[str], *, min_age: float = ORPHAN_AGE)
             age = now - entry.stat(follow_symlinks=False).st_mtime
         except OSError:
             continue
-        pid = int(tail.group(1))
-        mine = pid == os.getpid()
-        if not (age >= ORPHAN_MAX_AGE or (age >= min_age and not mine and not _running(pid))):
+        pid, where = int(tail.group(1)), tail.group(2)
+        local = where is not None and where == here  # its pid is one of this machine's
+        gone = pid != os.getpid() and not _running(pid)
+        if not (age >= ORPHAN_MAX_AGE or (gone and (local or age >= min_age))):
             continue
         try:
             if entry.is_dir(follow_symlinks=False):
@@ -105,7 +149,8 @@ def remove_orphans(path: str | os.PathLike[str], *, min_age: float = ORPHAN_AGE)
 
 def private_sibling(path: str | os.PathLike[str], *, folder: bool = False) -> Path:
     """Create, exclusively, an empty file (or folder) beside ``path`` under a name no user
-    would pick, ``.<name>.topofl-tmp-<pid>-<16 hex>``, and return it.
+    would pick, ``.<name>.topofl-tmp-<pid>-<machine>-<16 hex>`` (``<machine>``:
+    :func:`machine_token`; left out where it is ``None``), and return it.
 
     A writer fills it and renames it over ``path`` (same folder: the rename is atomic);
     being created here, and never there before, it is the writer's own to remove. The file
@@ -133,8 +178,10 @@ def private_sibling(path: str | os.PathLike[str], *, folder: bool = False) -> Pa
     """
     p = Path(path)
     remove_orphans(p)
+    token = machine_token()
+    writer = f"{os.getpid()}" if token is None else f"{os.getpid()}-{token}"
     for _ in range(100):
-        tmp = p.with_name(f".{p.name}{TMP_MARK}{os.getpid()}-{secrets.token_hex(8)}")
+        tmp = p.with_name(f".{p.name}{TMP_MARK}{writer}-{secrets.token_hex(8)}")
         try:
             if folder:
                 os.mkdir(tmp)

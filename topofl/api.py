@@ -49,7 +49,12 @@ from topofl.engine.availability import check_absent
 from topofl.engine.byzantine import check_byzantine
 from topofl.engine.config import config_header
 from topofl.engine.drops import check_drop
-from topofl.engine.extend import check_algorithm, checked_pieces, stochasticity_problem
+from topofl.engine.extend import (
+    check_algorithm,
+    check_idle,
+    checked_pieces,
+    stochasticity_problem,
+)
 from topofl.engine.loop import Result, RunConfig
 from topofl.engine.loop import run as engine_run
 from topofl.engine.placement import FileCheckpointer, OneProcess, Placement
@@ -353,6 +358,7 @@ def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, 
     check_drop(algo, run.network)  # [network] drop > 0 needs a rule for a lost message
     check_absent(algo, run.availability)  # offline clients need a rule for an absent one
     check_byzantine(algo, run.byzantine, run.network)  # attacks need gossip's messages
+    check_idle(algo, run.rounds)  # settings under which the run would do nothing
     topology = _as_topology(topology)
     graph = _check_topology(topology)
     if not isinstance(data, data_mod.FederatedData):

@@ -140,9 +140,15 @@ def _canonical_groups(
 ) -> tuple[tuple[int, ...], ...] | None:
     if groups is None:
         return None
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, Iterable):
+        raise TypeError(f"groups must be an iterable of groups of node ids (e.g. [[0, 1], "
+                        f"[2, 3]]) or None, got {type(groups).__name__} {groups!r}"[:300])
     out: list[tuple[int, ...]] = []
     seen = np.zeros(n, dtype=bool)
     for gi, grp in enumerate(groups):
+        if isinstance(grp, (str, bytes)) or not isinstance(grp, Iterable):
+            raise TypeError(f"groups[{gi}] must be an iterable of node ids in [0, {n - 1}], "
+                            f"got {type(grp).__name__} {grp!r}"[:300])
         members: list[int] = []
         for v in grp:
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= int(v) < n:
@@ -158,6 +164,27 @@ def _canonical_groups(
         missing = int(np.flatnonzero(~seen)[0])
         raise ValueError(f"groups must cover all n={n} nodes; node {missing} is in no group")
     return tuple(out)
+
+
+def _params_dict(params: Any) -> dict[str, Any]:
+    """``params`` (a mapping, or ``None`` for none) as a new dict, else a ``TypeError``.
+
+    Examples
+    --------
+    >>> from topofl.graph import _params_dict
+    >>> _params_dict(None), _params_dict({"n": 4})
+    ({}, {'n': 4})
+    >>> _params_dict(5)
+    Traceback (most recent call last):
+    ...
+    TypeError: params must be a mapping (e.g. {'n': 8}) or None, got int 5
+    """
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a mapping (e.g. {{'n': 8}}) or None, got "
+                        f"{type(params).__name__} {params!r}"[:300])
+    return dict(params)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -244,9 +271,7 @@ class Topology:
         elif self.W.ndim != 2 or self.W.shape[0] != self.W.shape[1]:
             raise ValueError(f"W must be a square (n, n) matrix, got shape {self.W.shape} "
                              f"({hint})")
-        if not isinstance(self.params, Mapping):
-            raise TypeError(f"params must be a mapping, got {type(self.params).__name__}")
-        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        object.__setattr__(self, "params", MappingProxyType(_params_dict(self.params)))
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a str, got {type(self.name).__name__}")
 
@@ -294,7 +319,7 @@ class Topology:
         ------
         TypeError, ValueError
             If ``G`` is not a simple graph on ``0..n-1``, or the scheme does not apply (a
-            symmetric scheme on a directed graph).
+            symmetric scheme on a directed graph), or ``params`` is not a mapping.
 
         Examples
         --------
@@ -326,7 +351,7 @@ class Topology:
         scheme_name = (
             weights if isinstance(weights, str) else getattr(weights, "__name__", "custom")
         )
-        p = {} if params is None else dict(params)
+        p = _params_dict(params)
         return cls(
             graph=graph,
             W=_freeze_csr(W),
@@ -373,6 +398,20 @@ class Topology:
         W : array_like, scipy sparse matrix or torch tensor, shape (n, n)
             Non-negative finite weights, ``W[i, j] > 0`` iff ``j -> i``. It is copied, never
             modified. Stochasticity is not required (check ``is_row_stochastic`` and friends).
+        name : str, default ``"custom"``
+        params : Mapping, optional
+            Stored on the result (a new dict); see the class attributes.
+        groups : iterable of iterables of int, optional
+            A partition of the nodes (e.g. cliques); see the class attributes.
+
+        Raises
+        ------
+        TypeError
+            If ``W`` is a :class:`Topology` or a networkx graph, or not numbers, or
+            ``params`` is not a mapping (``params=5``) or ``None``.
+        ValueError
+            If ``W`` is not a square non-negative finite matrix, or ``groups`` is not a
+            partition of its nodes.
 
         Examples
         --------
@@ -391,7 +430,7 @@ class Topology:
             graph=None,  # built from W when asked for
             W=_freeze_csr(M),
             name=name,
-            params={} if params is None else dict(params),
+            params=_params_dict(params),
             groups=_canonical_groups(groups, M.shape[0]),
         )
 
@@ -426,7 +465,8 @@ class Topology:
         Raises
         ------
         TypeError, ValueError
-            If ``A`` is not a square non-negative finite matrix, or the scheme does not apply.
+            If ``A`` is not a square non-negative finite matrix, or the scheme does not apply,
+            or ``params`` is not a mapping.
 
         Examples
         --------
@@ -486,7 +526,7 @@ class Topology:
         ------
         TypeError, ValueError
             If ``edge_index`` is missing, not ``[2, E]`` integers, out of range or holds an
-            edge twice, or ``edge_weight`` does not match it.
+            edge twice, or ``edge_weight`` does not match it, or ``params`` is not a mapping.
 
         Examples
         --------
@@ -547,7 +587,7 @@ class Topology:
                 graph=None,  # built from W when asked for
                 W=_freeze_csr(M),
                 name=name,
-                params={} if params is None else dict(params),
+                params=_params_dict(params),
                 groups=_canonical_groups(groups, n),
             )
         A = to_scipy_sparse_matrix(ei, None, num_nodes=n)
@@ -786,6 +826,14 @@ class TimeVarying:
     cache_size : int, default 128
         How many graphs to keep.
 
+    Raises
+    ------
+    TypeError
+        If ``n``, ``period`` or ``cache_size`` is not an int, ``at`` is not callable, or
+        ``params`` is not a mapping or ``None``.
+    ValueError
+        If ``n`` or ``period`` is below 1 or ``cache_size`` below 0.
+
     Examples
     --------
     >>> tv = tf.TimeVarying.cycle([tf.topologies.ring(4), tf.topologies.complete(4)])
@@ -810,7 +858,7 @@ class TimeVarying:
             raise TypeError(f"at must be callable (t -> Topology), got {type(at).__name__}")
         self._at = at
         self._name = name
-        self._params = MappingProxyType({} if params is None else dict(params))
+        self._params = MappingProxyType(_params_dict(params))
         self._period = None if period is None else check_int(period, "period", low=1)
         self._cache: OrderedDict[int, Topology] = OrderedDict()
         self._cache_size = check_int(cache_size, "cache_size", low=0)

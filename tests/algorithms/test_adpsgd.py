@@ -9,6 +9,8 @@ window defers events (and differs) but stays a pairwise-averaging process.
 
 from __future__ import annotations
 
+import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +197,83 @@ def test_engine_refuses_a_network_clock(data: Any) -> None:
     with pytest.raises(ValueError,
                        match="adpsgd cannot run with a \\[network\\] clock: .*event_time"):
         _run(data, 2, network={"latency": 0.1})
+
+
+# ------------------------------------------------- a run whose settings hold no event at all
+EVENT_TIME = ["adpsgd", "gossip_learning"]
+TINY = {"topology": "ring", "data": "digits", "n_clients": 8, "seed": 0, "batch_size": 8}
+
+
+@pytest.mark.parametrize("name", EVENT_TIME)
+@pytest.mark.parametrize(("kw", "bounds"), [
+    (dict(durations=1e300), r"min\(durations\) = 1e\+300, after the end of the last window, "
+                            r"rounds \* window = 3 \* 1.0 = 3.0; .* Set durations <= 3.0, "
+                            r"window >= 3.3333333333333335e\+299 or rounds >= 1e\+300"),
+    (dict(window=1e-9), r"min\(durations\) = 1.0, .* rounds \* window = 3 \* 1e-09 = "
+                        r".* window >= 0.3333333333333333 or rounds >= 1000000000"),
+    (dict(durations=[5.0, 9.0] * 4, window=1.5), r"min\(durations\) = 5.0, .* = 4.5; .* "
+                                                 r"or rounds >= 4"),
+])
+def test_a_run_whose_first_event_is_after_its_end_is_refused_up_front(
+        name: str, kw: dict[str, Any], bounds: str) -> None:
+    # before: 3 rounds of async_events 0, exit 0, no word
+    with pytest.raises(ValueError, match=rf"^{name}: no client's first event falls within the "
+                       rf"run's virtual time: the fastest client's first event is at {bounds}$"):
+        tf.run(name, rounds=3, **TINY, **kw)
+    with pytest.raises(ValueError, match="no client's first event"):  # a config: the same check
+        tf.config.execute({"algorithm": name, "rounds": 3, **TINY, **kw})
+    algo = tf.algorithms.get_algorithm(name, **kw)  # the engine itself checks it too
+    fed = tf.data.federate("digits", "iid", 8, seed=0)
+    model = tf.models.build_model("logistic", fed.input_shape, fed.num_classes, seed=0)
+    with pytest.raises(ValueError, match=f"^{name}: no client's first event"):
+        tf.engine.run(RunConfig(rounds=3, seed=0), tf.topologies.ring(8), algo, fed, model)
+
+
+@pytest.mark.parametrize("name", EVENT_TIME)
+def test_the_bound_is_the_windows_own_test(name: str) -> None:
+    from topofl.algorithms.adpsgd import idle_reason
+
+    # the first event exactly at the end of the last window runs, in the last round
+    res = tf.run(name, rounds=3, **TINY, durations=[3.0, 7.0] * 4, window=1.0)
+    _, events = res.records.series("async_events")
+    assert events.tolist()[:2] == [0, 0] and events[2] > 0
+    # rounds * window in floating point: 3 * 0.1 is 0.30000000000000004 (0.3 is before it)
+    end = 3 * 0.1
+    assert idle_reason(0.3, 0.1, 3) is None and idle_reason(end, 0.1, 3) is None
+    assert idle_reason(math.nextafter(end, 1.0), 0.1, 3) is not None
+    assert idle_reason(1.0, 1.0, 0) is None  # no round asked for: nothing to refuse
+    for d, w, r in [(1e300, 1.0, 3), (1.0, 1e-9, 3), (1.0, 0.3, 3), (7.0, 0.1, 9)]:
+        why = idle_reason(d, w, r)
+        assert why is not None
+        wide = float(why.split("window >= ")[1].split(" ")[0])
+        need = why.split("rounds >= ")[1]
+        assert d <= r * wide and (d > 1e15 or d <= int(need) * w)  # the bounds reach d
+
+
+@pytest.mark.parametrize("name", EVENT_TIME)
+def test_rounds_without_an_event_after_a_resume_end_with_a_warning(name: str,
+                                                                   tmp_path: Path) -> None:
+    ck = dict(checkpoint_path=str(tmp_path / "ck"), checkpoint_every=1, durations=3.0)
+    if name == "gossip_learning":
+        ck["layers"] = 8  # every send of round 2 runs in it (none held to round 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # events in round 2: no warning
+        tf.run(name, rounds=3, **TINY, **ck)
+    with pytest.warns(UserWarning, match=rf"^{name}: the run did nothing in rounds 3\.\.4 "
+                      r"\(run '.*'\): no client trained and no message was sent"):
+        res = tf.run(name, rounds=5, **TINY, **ck, resume=ck["checkpoint_path"])
+    _, events = res.records.series("async_events")
+    assert events.tolist()[-2:] == [0, 0]
+
+
+@pytest.mark.parametrize("name", EVENT_TIME)
+def test_sent_active_names_the_clients_that_acted(name: str) -> None:
+    c, x0 = _problem()
+    algo = tf.algorithms.get_algorithm(name, lr=0.1, durations=[1.0, 2.0] * (N // 2))
+    trace = run_rounds(algo, x0, tf.topologies.ring(N), lambda z, phase, rnd: z - c, rounds=2)
+    first, second = (np.asarray(s.active) for s in trace.sent)
+    if name == "adpsgd":  # the clients whose computation finished in the window
+        assert first.tolist() == [True, False] * (N // 2) and second.all()
+    else:  # the receivers of the window's sends
+        assert first.any() and second.any() and first.sum() <= N // 2
+    assert not trace.sent[0].dropped

@@ -4,6 +4,7 @@ their identities, a robustness property, bad inputs, and runs with ``[byzantine]
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -221,7 +222,7 @@ def test_trimmed_mean_stays_within_the_honest_values(n, p, seed, name):
 
 # ------------------------------------------------------------------------------- bad inputs
 @pytest.mark.parametrize("table,match", [
-    ({"attack": "ipm", "share": 1.0}, r"share must be in \[0, 1\)"),
+    ({"attack": "ipm", "share": 1.0}, r"share must be in \[0, 0.5\)"),
     ({"attack": "ipm", "share": -0.1}, "share"),
     ({"attack": "bogus", "share": 0.1}, "attack must be one of"),
     ({"share": 0.1}, "needs an attack"),
@@ -244,7 +245,7 @@ def test_node_out_of_range_and_no_honest_node():
     spec = Byzantine.from_config({"attack": "ipm", "nodes": [2, 10]})
     with pytest.raises(ValueError, match=r"node 10 does not exist: the run has n=10"):
         spec.nodes_of(tf.topologies.ring(10), 10)
-    spec = Byzantine.from_config({"attack": "ipm", "share": 0.99})
+    spec = Byzantine.from_config({"attack": "ipm", "nodes": list(range(10))})
     with pytest.raises(ValueError, match="at least one must stay honest"):
         spec.nodes_of(tf.topologies.ring(10), 10)
 
@@ -327,7 +328,8 @@ def test_a_run_records_the_honest_nodes_apart():
 
 def test_an_attack_with_no_byzantine_node_changes_nothing():
     a = _run()
-    b = _run(byzantine={"attack": "ipm", "share": 0.0})
+    with pytest.warns(UserWarning, match="the run has no attacker"):
+        b = _run(byzantine={"attack": "ipm", "share": 0.0})
     assert np.array_equal(a.state.x.numpy(), b.state.x.numpy())
     assert b.records.final("byzantine_clients") == 0
 
@@ -343,7 +345,7 @@ def test_a_config_table_is_checked_by_the_same_code():
                               "aggregator": "clipped", "tau": 1.0,
                               "byzantine": {"attack": "dissensus", "nodes": [2]}})
     assert cfg["byzantine"] == {"attack": "dissensus", "nodes": [2], "seed": 0, "eps": 1.5}
-    with pytest.raises(ValueError, match=r"share must be in \[0, 1\)"):
+    with pytest.raises(ValueError, match=r"share must be in \[0, 0.5\)"):
         tf.config.validate({"topology": "ring", "rounds": 3,
                             "byzantine": {"attack": "ipm", "share": 1}})
 
@@ -489,3 +491,56 @@ def test_an_adaptive_run_and_its_header():
     cfg = tf.config.validate({"topology": "ring", "n_clients": 10, "rounds": 3,
                               "aggregator": "clipped", "tau": "adaptive", "delta": 0.3})
     assert cfg["tau"] == "adaptive" and cfg["delta"] == 0.3
+
+
+# ------------------------------------------------------- an honest majority, an attacker
+@pytest.mark.parametrize("share", [0.5, 0.6, 0.99])
+def test_a_share_of_half_or_more_is_refused_when_the_table_is_read(share):
+    # before: share 0.6 ran with 6 of 10 nodes attacking, and exited 0
+    with pytest.raises(ValueError, match=rf"byzantine share must be in \[0, 0.5\) \(robust "
+                       rf"aggregation needs an honest majority\), got {share}"):
+        Byzantine.from_config({"attack": "ipm", "share": share})
+    with pytest.raises(ValueError, match=r"share must be in \[0, 0.5\)"):
+        _run(byzantine={"attack": "sign_flip", "share": share})
+
+
+@pytest.mark.parametrize(("table", "n", "f", "how"), [
+    ({"attack": "ipm", "nodes": [0, 1, 2, 3, 4]}, 10, 5, r"nodes=\[0, 1, 2, 3, 4\]"),
+    ({"attack": "ipm", "nodes": [1, 2]}, 3, 2, r"nodes=\[1, 2\]"),
+    ({"attack": "ipm", "share": 0.45}, 2, 1, r"share=0.45: floor\(0.45 \* 2 \+ 1/2\) = 1"),
+    ({"attack": "ipm", "share": 0.4}, 4, 2, r"share=0.4: floor\(0.4 \* 4 \+ 1/2\) = 2"),
+])
+def test_half_or_more_nodes_byzantine_is_refused_with_the_count_and_n(table, n, f, how):
+    spec = Byzantine.from_config(table)
+    with pytest.raises(ValueError, match=rf"^byzantine: {f} of the n={n} nodes would be "
+                       rf"Byzantine \({how}\), half or more; robust aggregation needs an honest "
+                       rf"majority: at most {(n - 1) // 2} Byzantine node\(s\) among {n}$"):
+        spec.nodes_of(tf.topologies.ring(n) if n >= 3 else None, n)
+
+
+def test_a_minority_still_runs_as_before():
+    spec = Byzantine.from_config({"attack": "ipm", "nodes": [0, 1, 2, 3]})
+    assert spec.nodes_of(tf.topologies.ring(9), 9).tolist() == [0, 1, 2, 3]
+    assert Byzantine.from_config({"attack": "ipm", "share": 0.49}).nodes_of(None, 100).size == 49
+    with pytest.raises(ValueError, match="4 of the n=8 nodes"):
+        spec.nodes_of(tf.topologies.ring(8), 8)
+    with pytest.raises(ValueError, match=r"5 of the n=10 nodes would be Byzantine \(nodes="):
+        _run(byzantine={"attack": "sign_flip", "nodes": [0, 1, 2, 3, 4]})
+
+
+@pytest.mark.parametrize(("table", "how"), [
+    ({"attack": "ipm", "share": 0.0}, r"share=0: floor\(0 \* 10 \+ 1/2\) = 0"),
+    ({"attack": "sign_flip", "share": 0.04}, r"share=0.04: floor\(0.04 \* 10 \+ 1/2\) = 0"),
+    ({"attack": "gaussian", "nodes": []}, r"nodes=\[\]"),
+])
+def test_a_run_with_no_attacker_warns_and_records_it(table, how):
+    # before: no word; the run equals one without [byzantine]
+    with pytest.warns(UserWarning, match=rf"^byzantine: the run has no attacker: 0 of the n=10 "
+                      rf"nodes are Byzantine \({how}\), so attack '{table['attack']}' never "
+                      r"acts and the run equals one without \[byzantine\] .* for one attacker "
+                      r"set share >= 1/\(2n\) = 1/20, or list its id in nodes$"):
+        res = _run(byzantine=table)
+    assert res.records.final("byzantine_clients") == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one attacker: no warning
+        _run(byzantine={"attack": "ipm", "share": 0.05})

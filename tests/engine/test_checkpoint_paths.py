@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import topofl as tf
-from topofl._fs import TMP_MARK, private_sibling
+from topofl._fs import TMP_MARK, machine_token, private_sibling
 from topofl.cli import main
 from topofl.config import OutputExistsError
 from topofl.distributed.checkpoint import checkpoint_target_problem, save_any
@@ -183,8 +183,9 @@ def test_temporary_names_are_fresh_hidden_and_created_exclusively(tmp_path: Path
     assert len(made) == 100  # never the same name twice, never an existing one
     for p in made:
         assert p.parent == tmp_path and p.name.startswith(".ck.pt" + TMP_MARK)
-        pid, token = p.name.removeprefix(".ck.pt" + TMP_MARK).split("-")
+        pid, *machine, token = p.name.removeprefix(".ck.pt" + TMP_MARK).split("-")
         assert pid == str(os.getpid()) and len(token) == 16 and int(token, 16) >= 0
+        assert machine == ([] if machine_token() is None else [machine_token()])
     assert sum(p.is_dir() for p in made) == 50 and sum(p.is_file() for p in made) == 50
     assert all(p.stat().st_size == 0 for p in made if p.is_file())
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -213,3 +214,53 @@ def test_static_graph_rows_once_per_run_time_varying_every_evaluation(data: Any,
         tf.engine.run(cfg, ring, algo, CrashingData(data, at=5), model)
     tf.engine.run(cfg, ring, algo, data, model, resume=tmp_path / "ck.pt")
     assert _graph_rounds(tf.records.load(tmp_path / "r.jsonl").rows) == [1]
+
+
+class _Idle(tf.engine.LocalUpdate):
+    """A local update that trains no client (as an event-time window without an event)."""
+
+    def update(self, state: Any, grads: Any, phase: Any, lr: Any, rnd: Any, env: Any) -> None:
+        pass
+
+
+def _nobody(state: Any, rnd: Any, env: Any) -> tf.engine.Sent:
+    return tf.engine.Sent.of(active=np.zeros(env.n, dtype=bool))  # no message, nobody acted
+
+
+def test_a_run_in_which_nothing_happened_ends_with_a_warning(data: Any) -> None:
+    # before: a run with no event, step or message in any round ended silently
+    still = tf.algorithms.dsgd(0.1)._replace(name="still", local=_Idle(), communicate=_nobody)
+    x0 = tf.run(still, topology="ring", data=data, rounds=0, batch_size=8).state.x.clone()
+    with pytest.warns(UserWarning, match=r"^still: the run did nothing in rounds 0\.\.2 \(run "
+                      r"'still-ring'\): no client trained and no message was sent \(every "
+                      r"round's Sent.messages was 0 and no client was active\)"):
+        res = tf.run(still, topology="ring", data=data, rounds=3, batch_size=8)
+    assert torch.equal(res.state.x, x0)
+    # one round that does something is enough: no warning
+    some = [False] * 3
+
+    def once(state: Any, rnd: Any, env: Any) -> tf.engine.Sent:
+        active = np.zeros(env.n, dtype=bool)
+        active[0] = some[rnd.t] = rnd.t == 1
+        return tf.engine.Sent.of(active=active)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tf.run(still._replace(communicate=once), topology="ring", data=data, rounds=3,
+               batch_size=8)
+        tf.run("dsgd", topology="ring", data=data, rounds=2, batch_size=8)  # every round acts
+        tf.run("local", data=data, rounds=2, batch_size=8)  # no message, but every client trains
+    assert some == [False, True, False]
+
+
+def test_algorithm_idle_refuses_a_run_before_it_reads_data(data: Any) -> None:
+    def idle(rounds: int) -> str | None:
+        return f"needs at least 5 rounds, got {rounds}" if rounds < 5 else None
+
+    algo = tf.algorithms.dsgd(0.1)._replace(name="slow_start", idle=idle)
+    with pytest.raises(ValueError, match=r"^slow_start: needs at least 5 rounds, got 3$"):
+        tf.run(algo, topology="ring", data="no_such_dataset", rounds=3)
+    tf.run(algo, topology="ring", data=data, rounds=0)  # no round asked for: no check
+    with pytest.raises(TypeError, match=r"slow_start: Algorithm.idle must be None or callable "
+                       r"rounds -> str \| None, got str 'never'"):
+        tf.engine.check_algorithm(algo._replace(idle="never"))

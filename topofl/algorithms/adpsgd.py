@@ -47,6 +47,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import numbers
@@ -74,7 +75,7 @@ from topofl.engine.protocol import (
 from topofl.graph import Topology
 
 __all__ = ["adpsgd", "ADPSGDState", "partners", "heavy_tailed_durations", "simulate_events",
-           "check_durations", "check_window"]
+           "check_durations", "check_window", "idle_reason"]
 
 
 class ADPSGDState(NamedTuple):
@@ -153,6 +154,42 @@ def check_durations(durations: Any) -> float | tuple[float, ...]:
     if not out:
         raise ValueError("durations must hold one time per client, got an empty sequence")
     return tuple(out)
+
+
+def idle_reason(durations: float | tuple[float, ...], window: float, rounds: int
+                ) -> str | None:
+    r"""Why an event-time run of ``rounds`` windows holds no event at all, or ``None``.
+
+    Round ``t`` is the window $(t\,\delta, (t+1)\,\delta]$ and client ``i``'s first event
+    is at $d_i$: the run holds an event iff $\min_i d_i \le$ ``rounds * window`` (the same
+    arithmetic as the windows' own test). The reason names the settings and the bounds
+    that would give the run an event. The ``Algorithm.idle`` of :func:`adpsgd` and
+    :func:`~topofl.algorithms.gossip_learning.gossip_learning`.
+
+    Examples
+    --------
+    >>> from topofl.algorithms.adpsgd import idle_reason
+    >>> idle_reason([2.0, 3.0], 1.0, 2) is None
+    True
+    >>> idle_reason(1e300, 1.0, 3)  # doctest: +ELLIPSIS
+    "no client's first event falls within the run's virtual time: the fastest client's ..."
+    """
+    first = durations if isinstance(durations, float) else min(durations)
+    end = rounds * window  # the end of the last window, as the windows compute it
+    if rounds < 1 or first <= end:
+        return None
+    need = math.ceil(first / window)
+    while need * window < first:  # the smallest count of windows that reaches first
+        need += 1
+    wide = first / rounds
+    while rounds * wide < first:
+        wide = math.nextafter(wide, math.inf)
+    count = str(need) if need < 10**15 else f"{float(need):.3g}"
+    return (f"no client's first event falls within the run's virtual time: the fastest "
+            f"client's first event is at min(durations) = {first!r}, after the end of the "
+            f"last window, rounds * window = {rounds} * {window!r} = {end!r}; the run would "
+            f"train no client and send no message. Set durations <= {end!r}, window >= "
+            f"{wide!r} or rounds >= {count}")
 
 
 def heavy_tailed_durations(n: int, *, seed: Any, alpha: float = 1.5,
@@ -348,7 +385,9 @@ def _communicate(durations: float | tuple[float, ...], window: float,
         if len(order):
             records.update(staleness_mean=float(stale.mean()), staleness_max=int(stale.max()))
         flow = Flow("model", Arcs.from_pairs(n, s, r), int(x.shape[1]), dtype_bits(x.dtype))
-        return Sent.of(flow, records=records)
+        took = np.zeros(n, dtype=bool)
+        took[order] = True  # the clients whose computation finished in the window
+        return Sent.of(flow, records=records, active=took)
 
     return communicate
 
@@ -446,6 +485,7 @@ def adpsgd(
         clocked=("its clients keep their own event time (durations and window), which the "
                  "clock would price as synchronous rounds: set durations instead and read the "
                  "records' event_time"),
+        idle=functools.partial(idle_reason, d, delta),
     )
 
 

@@ -10,13 +10,14 @@ belong to the engine, :mod:`topofl.engine.protocol` and :mod:`topofl.engine.piec
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from topofl._extensible import Extensible
-from topofl._validation import check_bool, check_int, unknown_name
+from topofl._rng import Seed, as_generator
+from topofl._validation import check_bool, check_int, check_real, unknown_name
 from topofl.engine.protocol import Algorithm
 
 __all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "unregister_algorithm",
@@ -111,13 +112,36 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
 
 
 def heterogeneous_epochs(
-    n: int, levels: tuple[float, ...] = (1, 2, 3, 4, 5), *, seed: int | None = None
+    n: int, levels: tuple[float, ...] = (1, 2, 3, 4, 5), *, seed: Seed | None = None
 ) -> tuple[float, ...]:
     """Per-client local epochs for computation heterogeneity (DFedPGP, Table 3).
 
     The ``n`` clients are split into ``len(levels)`` groups of (almost) equal size; group ``g``
     does ``levels[g]`` local epochs. With ``seed`` the assignment of clients to groups is a
     random permutation, otherwise clients ``0..n/G-1`` form the first group, and so on.
+
+    Parameters
+    ----------
+    n : int
+        The number of clients, ``>= 1``.
+    levels : sequence of positive real numbers, default ``(1, 2, 3, 4, 5)``
+        The local epochs of each group, in group order (each finite and ``> 0``).
+    seed : int, Generator or SeedSequence, optional
+        Draws the assignment of clients to groups; ``None`` keeps the clients in order.
+
+    Returns
+    -------
+    tuple
+        ``n`` epoch counts, the elements of ``levels`` themselves.
+
+    Raises
+    ------
+    TypeError
+        If ``n`` is not an int, ``levels`` is not a sequence (a tuple or a list) or one of
+        its entries is not a real number, or ``seed`` is not a seed.
+    ValueError
+        If ``n < 1``, ``levels`` is empty, one of its entries is not finite and ``> 0``, or
+        ``seed`` is negative.
 
     Examples
     --------
@@ -126,13 +150,23 @@ def heterogeneous_epochs(
     >>> epochs = tf.algorithms.heterogeneous_epochs(4, (1, 5))
     >>> tf.algorithms.dsgd(local_epochs=epochs).phases[0].epochs
     (1.0, 1.0, 5.0, 5.0)
+    >>> tf.algorithms.heterogeneous_epochs(5, ("a",))
+    Traceback (most recent call last):
+    ...
+    TypeError: levels[0] must be a real number, got str 'a'
     """
     n = check_int(n, "n", low=1)
-    if not levels or any(float(v) <= 0 for v in levels):
-        raise ValueError(f"levels must be non-empty positive epoch counts, got {levels!r}")
+    if isinstance(levels, (str, bytes)) or not isinstance(levels, (Sequence, np.ndarray)):
+        raise TypeError(f"levels must be a sequence (tuple or list) of positive epoch counts, "
+                        f"got {type(levels).__name__} {levels!r}"[:300])
+    if len(levels) == 0:
+        raise ValueError(f"levels must be a non-empty sequence of positive epoch counts, got "
+                         f"{levels!r}")
+    for g, v in enumerate(levels):
+        check_real(v, f"levels[{g}]", low=0, low_open=True)
     groups = np.array_split(np.arange(n), len(levels))
     out = np.empty(n, dtype=object)
-    order = np.arange(n) if seed is None else np.random.default_rng(seed).permutation(n)
+    order = np.arange(n) if seed is None else as_generator(seed).permutation(n)
     for g, members in enumerate(groups):
         out[order[members]] = levels[g]
     return tuple(out.tolist())

@@ -76,6 +76,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -91,6 +92,7 @@ from topofl.algorithms.adpsgd import (
     _finish_times,
     check_durations,
     check_window,
+    idle_reason,
     partners,
 )
 from topofl.algorithms.base import register_algorithm
@@ -286,7 +288,9 @@ def _communicate(local: _Gossip) -> Callable[[State, Round, Services], Sent]:
         x = state.x
         flow = Flow("model", Arcs.from_pairs(int(env.n), s[real], r[real]), int(x.shape[1]),
                     dtype_bits(x.dtype))
-        return Sent.of(flow, records=records)
+        took = np.zeros(int(env.n), dtype=bool)
+        took[r] = True  # the receivers: each merged and trained
+        return Sent.of(flow, records=records, active=took)
 
     return communicate
 
@@ -399,6 +403,7 @@ def gossip_learning(
         clocked=("its clients keep their own event time (durations and window), which the "
                  "clock would price as synchronous rounds: set durations instead and read the "
                  "records' event_time"),
+        idle=functools.partial(idle_reason, d, delta),
     )
 
 

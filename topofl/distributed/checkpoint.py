@@ -18,14 +18,16 @@ is refused with a :class:`~topofl.exceptions.CheckpointError` naming the file, o
 Because the keys name client ids, not ranks, a checkpoint written on ``K`` ranks loads on
 ``K'`` ranks (each reads the files that hold its clients) or in one process
 (:func:`load_full`). It is written into a folder rank 0 creates for this save beside
-``<path>`` (``.<name>.topofl-tmp-<pid>-<random>``, :func:`~topofl._fs.private_sibling`: no
+``<path>`` (``.<name>.topofl-tmp-<pid>-<machine>-<random>``, :func:`~topofl._fs.private_sibling`: no
 user's name) and, once every rank has written, rank 0 moves the previous checkpoint to
 ``<path>.old``, renames its folder to ``<path>`` and removes ``<path>.old``. A crash between
 those renames leaves no ``<path>`` but a whole ``<path>.old``: the loaders fall back to it
 (with a warning) when ``<path>`` is missing or incomplete. Only what topofl wrote is ever
 removed: the folder of this save (if it fails), and a ``<path>.old`` that is a topofl
 checkpoint (anything else there is refused, naming it, before it would be replaced). A save
-killed midway leaves its ``.<name>.topofl-tmp-...`` folder, which is safe to delete.
+killed midway leaves its ``.<name>.topofl-tmp-...`` folder, which is safe to delete (the next
+save, or a run that checkpoints to ``<path>``, removes it once its writer is gone:
+:func:`~topofl._fs.remove_orphans`).
 
 Examples
 --------

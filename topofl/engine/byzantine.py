@@ -2,13 +2,20 @@ r"""Byzantine nodes: a ``[byzantine]`` run setting, which nodes attack and what 
 
 ``[byzantine]`` (:attr:`~topofl.engine.RunConfig.byzantine`) names the Byzantine nodes and
 their attack (:class:`Byzantine`). The nodes are a ``share`` of the ``n`` nodes
-(``floor(share * n + 1/2)`` of them, at least one node stays honest), chosen by ``choose``:
+(``floor(share * n + 1/2)`` of them), chosen by ``choose``:
 ``"random"`` (uniformly without replacement, from ``seed``), ``"degree"`` (the highest
 in-degrees of the run's graph at round 0, ties to the lowest id) or ``"betweenness"`` (the
 highest betweenness centrality, ties to the lowest id); or they are listed by id
 (``nodes``). Under ``attack = "label_flip"`` they are the data's label-flipping clients
 (``federate(..., flip_labels=share)``, :mod:`topofl.data.corrupt`: the data layer chooses
 them and permutes their labels; they then train and send their models as honest nodes do).
+
+The honest nodes must be a strict majority: a run with half or more of its nodes Byzantine is
+refused (``share >= 0.5`` when the table is read; a count ``f`` with ``2 f >= n`` when the
+run's ``n`` is known, :meth:`Byzantine.nodes_of`), since the robust rules'
+guarantees (:mod:`topofl.engine.pieces.robust`) assume one. A run with no Byzantine node (a
+share that rounds to 0 nodes, an empty ``nodes``) runs as without the table, with a
+``UserWarning`` (:func:`no_attacker`) and ``byzantine_clients = 0`` in its records.
 
 On every message of a D-SGD-style gossip (:func:`~topofl.engine.pieces.gossip`, or a
 robust rule of :mod:`topofl.engine.pieces.robust`) a Byzantine sender $b$ sends, to the
@@ -57,7 +64,7 @@ Examples
 >>> Byzantine.from_config({"attack": "ipm", "share": 1.0})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ValueError: byzantine share must be in [0, 1) (a share of 1 leaves no honest node), got 1.0
+ValueError: byzantine share must be in [0, 0.5) (robust aggregation needs an honest ...
 """
 
 from __future__ import annotations
@@ -74,7 +81,7 @@ from torch import Tensor
 from topofl._validation import check_choice, check_int, check_real, did_you_mean
 
 __all__ = ["ATTACKS", "CHOICES", "Byzantine", "Attack", "attack_messages", "alie_z",
-           "check_byzantine"]
+           "check_byzantine", "no_attacker"]
 
 #: The attacks of ``[byzantine] attack``, with the parameters each takes.
 ATTACKS: dict[str, tuple[str, ...]] = {
@@ -118,7 +125,7 @@ class Byzantine:
     attack : str
         One of :data:`ATTACKS`.
     share : float or None
-        The share of Byzantine nodes, in ``[0, 1)`` (with ``choose``).
+        The share of Byzantine nodes, in ``[0, 0.5)`` (with ``choose``).
     nodes : tuple of int or None
         The Byzantine nodes by id (instead of ``share``).
     choose : {"random", "degree", "betweenness"}
@@ -173,9 +180,11 @@ class Byzantine:
             raise ValueError("byzantine needs exactly one of share (with choose) or nodes")
         if share is not None:
             share = check_real(share, "byzantine share", low=0)
-            if not share < 1:
-                raise ValueError(f"byzantine share must be in [0, 1) (a share of 1 leaves no "
-                                 f"honest node), got {share!r}")
+            if not share < 0.5:
+                raise ValueError(f"byzantine share must be in [0, 0.5) (robust aggregation "
+                                 f"needs an honest majority), got {share!r}: "
+                                 "floor(share * n + 1/2) >= n/2 of any n nodes would be "
+                                 "Byzantine")
         if nodes is not None:
             if isinstance(nodes, (str, bytes)) or not hasattr(nodes, "__iter__"):
                 raise TypeError(f"byzantine nodes must be a list of node ids, got "
@@ -216,7 +225,25 @@ class Byzantine:
                  ) -> np.ndarray:
         """``(f,)`` sorted int64: the Byzantine nodes of a run of ``n`` nodes on
         ``topology`` (its round-0 graph; used by ``choose="degree"/"betweenness"``),
-        ``flipped`` the data's label-flipping clients (``label_flip``)."""
+        ``flipped`` the data's label-flipping clients (``label_flip``).
+
+        Raises
+        ------
+        ValueError
+            If a listed node is not one of the ``n``, ``label_flip`` finds no flipped
+            client, or ``2 f >= n`` (no honest majority; the message names ``f`` and ``n``).
+
+        Examples
+        --------
+        >>> from topofl.engine.byzantine import Byzantine
+        >>> Byzantine.from_config({"attack": "ipm", "nodes": [1, 4]}).nodes_of(None, 5).tolist()
+        [1, 4]
+        >>> Byzantine.from_config({"attack": "ipm", "share": 0.45}).nodes_of(None, 2)
+        ... # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: byzantine: 1 of the n=2 nodes would be Byzantine (share=0.45: ...
+        """
         if self.attack == "label_flip":
             if flipped is None or not bool(np.asarray(flipped).any()):
                 raise ValueError("byzantine attack 'label_flip' takes its nodes from the data: "
@@ -235,7 +262,22 @@ class Byzantine:
         if out.size >= n:
             raise ValueError(f"byzantine: all {n} nodes would be Byzantine; at least one "
                              "must stay honest")
+        if 2 * out.size >= n:
+            raise ValueError(
+                f"byzantine: {out.size} of the n={n} nodes would be Byzantine "
+                f"({self._how(n, out.size)}), "
+                f"half or more; robust aggregation needs an honest majority: at most "
+                f"{(n - 1) // 2} Byzantine node(s) among {n}")
         return out
+
+    def _how(self, n: int, count: int) -> str:
+        """How the ``count`` Byzantine nodes of ``n`` were counted, for the messages."""
+        if self.attack == "label_flip":
+            return "the data's label-flipping clients, flip_labels"
+        if self.nodes is not None:
+            return f"nodes={list(self.nodes)}"[:120]
+        assert self.share is not None
+        return f"share={self.share:g}: floor({self.share:g} * {n} + 1/2) = {count}"
 
     def _choose(self, topology: Any, n: int, k: int) -> np.ndarray:
         ids = np.arange(n)
@@ -338,6 +380,23 @@ def attack_messages(M: Tensor, index: Tensor, weight: Tensor, valid: Tensor, att
         wb = (weight * byz.to(weight.dtype)).sum(dim=1, keepdim=True)
         vec = own - attack.eps * pull / torch.where(wb > 0, wb, torch.ones_like(wb))
     return torch.where(byz.unsqueeze(2), vec.unsqueeze(1), M)
+
+
+def no_attacker(spec: Byzantine, n: int) -> str:
+    """The warning of a ``[byzantine]`` run none of whose ``n`` nodes is Byzantine (a share
+    that rounds to 0 nodes, or an empty ``nodes``): it runs as without the table.
+
+    Examples
+    --------
+    >>> from topofl.engine.byzantine import Byzantine, no_attacker
+    >>> print(no_attacker(Byzantine.from_config({"attack": "ipm", "share": 0.04}), 10))
+    ... # doctest: +ELLIPSIS
+    byzantine: the run has no attacker: 0 of the n=10 nodes are Byzantine (share=0.04: ...
+    """
+    return (f"byzantine: the run has no attacker: 0 of the n={n} nodes are Byzantine "
+            f"({spec._how(n, 0)}), so attack {spec.attack!r} never acts and the run equals "
+            "one without [byzantine] (its honest_* records are every node's); for one "
+            f"attacker set share >= 1/(2n) = 1/{2 * n}, or list its id in nodes")
 
 
 def check_byzantine(algorithm: Any, byzantine: Any, network: Any = None) -> None:

@@ -3,7 +3,7 @@
 :func:`save_checkpoint` adds a SHA-256 checksum of the payload's content (every value, and
 every tensor's dtype, shape and bytes, in a canonical order) under the key ``"checksum"``,
 writes the file with ``torch.save`` to a temporary name of its own (created beside the
-target for this write, ``.<name>.topofl-tmp-<pid>-<random>``: nothing of the user's is
+target for this write, ``.<name>.topofl-tmp-<pid>-<machine>-<random>``: nothing of the user's is
 written over or removed), fsyncs it, renames it over the target and fsyncs the directory: a
 crash at any point leaves either the old checkpoint or the new one, never a mix.
 :func:`load_checkpoint` reads it with ``weights_only=True`` (never
@@ -147,8 +147,11 @@ def save_checkpoint(path: str | os.PathLike[str], payload: dict[str, Any]) -> No
         temporary file this call creates beside ``path``
         (:func:`~topofl._fs.private_sibling`, removed again if the write fails), renamed
         over ``path``, and the folder is fsynced; a write killed midway leaves that
-        ``.<name>.topofl-tmp-<pid>-...`` file, which the next save to ``path`` removes once
-        its writer is gone (:func:`~topofl._fs.remove_orphans`). A folder at ``path`` is an
+        ``.<name>.topofl-tmp-<pid>-...`` file, which the next save to ``path`` (and a run
+        that checkpoints to ``path``, when it starts or resumes) removes: at once when its
+        writer ran on this machine and is gone, after a minute untouched for a writer that
+        may have run on another machine sharing the folder
+        (:func:`~topofl._fs.remove_orphans`). A folder at ``path`` is an
         ``IsADirectoryError`` (never replaced here;
         ``topofl.run``'s checkpointer replaces the folder of a sharded checkpoint,
         :func:`topofl.distributed.checkpoint.save_any`).

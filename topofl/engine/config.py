@@ -142,8 +142,9 @@ class RunConfig:
         Byzantine nodes and their attack (:class:`~topofl.engine.byzantine.Byzantine`:
         ``attack`` = ``"sign_flip"``, ``"gaussian"`` (``scale``), ``"alie"`` (``z``),
         ``"ipm"`` (``eps``), ``"dissensus"`` (``eps``) or ``"label_flip"``; the nodes as a
-        ``share`` in ``[0, 1)`` chosen by ``choose`` = ``"random"`` (``seed``),
-        ``"degree"`` or ``"betweenness"``, or by id in ``nodes``): on every message of the
+        ``share`` in ``[0, 0.5)`` chosen by ``choose`` = ``"random"`` (``seed``),
+        ``"degree"`` or ``"betweenness"``, or by id in ``nodes``; fewer than half of the
+        nodes, and a ``UserWarning`` when none is): on every message of the
         gossip a Byzantine sender sends the attack's vector; the records add the honest
         nodes' statistics (``honest_*`` rows). Needs an algorithm that declares
         ``Algorithm.byzantine`` (``dsgd``, with any ``aggregator``), every client in one

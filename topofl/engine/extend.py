@@ -35,7 +35,7 @@ from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, Stat
 from topofl.graph import TimeVarying
 
 __all__ = ["check_algorithm", "check_local_update", "stochasticity_problem", "checked_pieces",
-           "check_state", "check_sent"]
+           "check_state", "check_sent", "check_idle"]
 
 _STOCHASTIC = ("doubly", "column", "row", None)
 _SHARED = ("all", "body")
@@ -167,7 +167,37 @@ def check_algorithm(algorithm: Any) -> Algorithm:
     if a.scored is not None and not callable(a.scored):
         raise TypeError(f"{who}: Algorithm.scored must be None or callable "
                         f"(rnd, env) -> (n,) bool, got {_kind(a.scored)}")
+    if a.idle is not None and not callable(a.idle):
+        raise TypeError(f"{who}: Algorithm.idle must be None or callable "
+                        f"rounds -> str | None, got {_kind(a.idle)}")
     return a
+
+
+def check_idle(algorithm: Algorithm, rounds: int) -> None:
+    """A one-line ``ValueError`` when a run of ``algorithm`` for ``rounds`` rounds would do
+    nothing at all, as its ``Algorithm.idle`` says (no check for ``rounds = 0``, which asks
+    for no round, or without ``idle``).
+
+    Raises
+    ------
+    ValueError
+        Naming the algorithm and its reason (the settings and the bound they miss).
+
+    Examples
+    --------
+    >>> from topofl.engine.extend import check_idle
+    >>> check_idle(tf.algorithms.adpsgd(durations=2.0), 2)
+    >>> check_idle(tf.algorithms.adpsgd(durations=2.0), 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: adpsgd: no client's first event falls within the run's virtual time: ...
+    """
+    idle = getattr(algorithm, "idle", None)
+    if idle is None or rounds < 1:
+        return
+    why = idle(int(rounds))
+    if why is not None:
+        raise ValueError(f"{algorithm.name}: {why}")
 
 
 def stochasticity_problem(algorithm: Algorithm, topology: Any) -> str | None:

@@ -37,6 +37,7 @@ import torch
 from scipy.sparse.csgraph import connected_components
 from torch import Tensor, nn
 
+from topofl._fs import remove_orphans
 from topofl._validation import check_path
 from topofl.engine.availability import (
     Availability,
@@ -45,7 +46,7 @@ from topofl.engine.availability import (
     local_rates,
     round_view,
 )
-from topofl.engine.byzantine import Attack, Byzantine, check_byzantine
+from topofl.engine.byzantine import Attack, Byzantine, check_byzantine, no_attacker
 from topofl.engine.clock import Clock, Network, check_clocked
 from topofl.engine.config import DTYPES, RunConfig, config_header
 from topofl.engine.drops import Drops, LaneDrops, check_drop
@@ -61,7 +62,7 @@ from topofl.engine.evaluation import (
     split_sums,
 )
 from topofl.engine.executors import make_executor
-from topofl.engine.extend import checked_pieces, stochasticity_problem
+from topofl.engine.extend import check_idle, checked_pieces, stochasticity_problem
 from topofl.engine.layout import ParamLayout, init_parameters
 from topofl.engine.ledger import Arcs, Flow, Ledger, at_steps
 from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
@@ -322,6 +323,8 @@ class Lane:
     sent: Sent = Sent(0)
     #: the first lane whose global test set this lane's equals (``None``: none recorded)
     global_set: int | None = None
+    #: the rounds run here in which no client trained and no message was sent
+    idle_rounds: int = 0
 
     @classmethod
     def build(cls, index: int, config: RunConfig, topology: GraphLike | None,
@@ -343,6 +346,7 @@ class Lane:
         check_clocked(algorithm, config.network)
         check_absent(algorithm, config.availability)
         check_byzantine(algorithm, config.byzantine, config.network)
+        check_idle(algorithm, config.rounds)
         check_eval_val(config, data)
         site = placement(config, tv if algorithm.uses_topology else None, data)
         clients, device, dtype = site.clients, site.device, DTYPES[config.dtype]
@@ -362,6 +366,10 @@ class Lane:
             ck = site.checkpointer.load(resume, device)
             begin = clients.agree("checking the checkpoint",
                                   lambda: resume_from(ck, resume, desc, state, config))
+        if config.checkpoint_path is not None and config.checkpoint_every and clients.writes:
+            # the run owns the path: what saves to it killed midway left beside it is removed
+            # now (the writer gone), not only at this run's first save, which may never come
+            remove_orphans(config.checkpoint_path)
         if recorder is None:  # the writer checks a resumed records file; the others learn it
             recorder = clients.agree("opening the records file", lambda: Recorder(
                 config.records_path if clients.writes else None, run=config.run_id,
@@ -379,6 +387,9 @@ class Lane:
             costs.byzantine_nodes = np.zeros(n, dtype=bool)
             costs.byzantine_nodes[ids] = True
             env.byzantine = costs.byzantine_nodes
+            if not ids.size and clients.writes:
+                warnings.warn(no_attacker(costs.byzantine, n), UserWarning,
+                              stacklevel=warn_level)
         m = len(clients.ids)
         lane = cls(index, config, algorithm, slice(start, start + m), tv, site, env, state,
                    desc, recorder, costs, Divergence(config.divergence_factor, begin.loss_ref),
@@ -516,6 +527,8 @@ def run_loop(loop: Loop, t_start: float, *, close: bool = True) -> list[Round]:
             if pbar is not None:
                 pbar.update(1)
         failed = False
+        for ln in lanes:
+            _warn_if_idle(ln, config.rounds - first)
     finally:
         if pbar is not None:
             pbar.close()
@@ -603,10 +616,42 @@ def _communicate(loop: Loop, rnd: Round, frozen: Frozen | None, t: int, steps: i
         ln.sent = sent if len(lanes) == 1 else split_sent(sent, ln, algorithm.name)
         ln.messages = _account(ln.costs, ln.algorithm, ln.sent, ln.online, steps, s, t,
                                ln.recorder, ln.messages, bytes_per_message)
+        ln.idle_rounds += _idle(ln.sent, ln.online, steps)
         if ln.sent.realized is not None and ln.site.clients.writes:
             record_realized(ln.recorder, ln.sent.realized, t)
         if ln.sent.records and ln.site.clients.writes:
             ln.recorder.log_many(ln.sent.records, t)
+
+
+def _idle(sent: Sent, online: np.ndarray | None, steps: int) -> bool:
+    """Whether a round did nothing: no message sent (lost ones count as sent) and no client
+    trained (no local step, no client online, or none of ``sent.active``)."""
+    if sent.messages or sent.dropped:
+        return False
+    if steps == 0:
+        return True
+    took = np.ones(1, dtype=bool) if online is None else np.asarray(online, dtype=bool)
+    if sent.active is not None:
+        active = sent.active
+        if isinstance(active, Tensor):
+            active = active.detach().cpu().numpy()
+        active = np.asarray(active, dtype=bool).ravel()
+        took = took & active if took.shape == active.shape else active
+    return not bool(took.any())
+
+
+def _warn_if_idle(ln: Lane, ran: int) -> None:
+    """A ``UserWarning`` when the ``ran`` rounds a lane ran here (``> 0``) all did nothing."""
+    if ran < 1 or ln.idle_rounds < ran or not ln.site.clients.writes:
+        return
+    first = ln.start.round
+    span = f"round {first}" if ran == 1 else f"rounds {first}..{first + ran - 1}"
+    warnings.warn(
+        f"{ln.algorithm.name}: the run did nothing in {span} (run {ln.config.run_id!r}): no "
+        "client trained and no message was sent (every round's Sent.messages was 0 and no "
+        "client was active), so its models did not change in them; check the "
+        "settings that decide who acts in a round (an event-time algorithm's durations and "
+        "window, a participation rate, the availability)", UserWarning, stacklevel=3)
 
 
 def _eval_due(cfg: RunConfig, t: int, last: bool) -> bool:

@@ -826,6 +826,14 @@ class Algorithm(NamedTuple):
         synchronous rounds from what they send (``Sent.flows``). ``True``, or a string saying
         why not (an algorithm that keeps a virtual time of its own: AD-PSGD's event time),
         with which a run under ``[network]`` is refused.
+    idle : ``rounds -> str or None``, or None, default None
+        Why a run of ``rounds`` rounds (``>= 1``) would do nothing at all under the
+        algorithm's own settings (no client trains, no message is sent: AD-PSGD's clients
+        all finish their first computation after the run's virtual time), or ``None`` when
+        it would do something. ``topofl.run`` refuses such a run with that reason before it
+        reads any data (:func:`~topofl.engine.extend.check_idle`). ``None``: any number of
+        rounds does something. (A run that did nothing in any of its rounds, as its
+        ``Sent.messages`` and ``Sent.active`` say, ends with a ``UserWarning``.)
 
     Examples
     --------
@@ -858,6 +866,7 @@ class Algorithm(NamedTuple):
     stacks: bool | str = False
     byzantine: bool = False
     clocked: bool | str = True
+    idle: Callable[[int], str | None] | None = None
 
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         """``local.point``: where the phase's gradients are taken."""

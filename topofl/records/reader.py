@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from topofl._validation import check_path
 from topofl.records._format import ROW_KEYS, _header_run_id, _value_problem
 from topofl.records.queries import Records
 
@@ -261,6 +262,9 @@ def load_many(
 
     Raises
     ------
+    TypeError
+        If ``paths`` is neither a path nor an iterable of paths (``None``), or one of its
+        entries is not a path.
     ValueError
         If two files hold the same run id (and ``rename`` is false), a folder holds no
         ``*.jsonl`` file, or (``on_error="raise"``) a file is not a valid records file.
@@ -288,8 +292,12 @@ def load_many(
                 raise ValueError(f"no *.jsonl records files in the folder {p}")
         else:
             files = [p]
+    elif isinstance(paths, bytes) or not isinstance(paths, Iterable):
+        raise TypeError(f"paths must be a path (str or os.PathLike) or an iterable of paths, "
+                        f"got {type(paths).__name__} {paths!r}"[:300])
     else:
-        files = [Path(f) for f in paths]
+        files = [Path(check_path(f, f"paths[{i}]", optional=False))
+                 for i, f in enumerate(paths)]
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     out = Records()

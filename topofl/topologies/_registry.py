@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from topofl._extensible import check_name
 from topofl._rng import Seed
 from topofl._spec import parse_spec as _parse_spec
 from topofl._spec import parse_value
@@ -186,16 +187,33 @@ REGISTRY = Registry()
 def register(family: GraphFamily) -> GraphFamily:
     """Add a family to :data:`REGISTRY` (idempotent for the same function).
 
+    Its name is what a graph spec ``"name:key=value,..."`` names it by: a non-empty
+    identifier-like str (letters, digits, ``_`` and ``-``, not starting with a digit or
+    ``-``), as for the other registries (:func:`topofl.algorithms.register_algorithm`).
+
     Raises
     ------
     TypeError
-        If ``family`` is not a :class:`GraphFamily`.
+        If ``family`` is not a :class:`GraphFamily`, or its name is not a non-empty
+        identifier-like str (``""``, or ``"a:b=1"``, which a spec would read as family ``a``
+        with ``b=1``).
     ValueError
         If another function is registered under its name.
+
+    Examples
+    --------
+    >>> fam = tf.topologies.GraphFamily(
+    ...     "a:b=1", tf.topologies.ring, (tf.topologies.Param("n", int, "nodes"),),
+    ...     example=lambda n, rng: {"n": n})
+    >>> tf.topologies.register(fam)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: a graph family name must be a non-empty str of letters, ... got str 'a:b=1'
     """
     if not isinstance(family, GraphFamily):
         raise TypeError(f"family must be a topofl.topologies.GraphFamily, got "
                         f"{type(family).__name__} {family!r}"[:300])
+    check_name(family.name, "graph family")
     return REGISTRY._add(family)
 
 
