@@ -13,9 +13,11 @@ them and permutes their labels; they then train and send their models as honest 
 The honest nodes must be a strict majority: a run with half or more of its nodes Byzantine is
 refused (``share >= 0.5`` when the table is read; a count ``f`` with ``2 f >= n`` when the
 run's ``n`` is known, :meth:`Byzantine.nodes_of`), since the robust rules'
-guarantees (:mod:`topofl.engine.pieces.robust`) assume one. A run with no Byzantine node (a
-share that rounds to 0 nodes, an empty ``nodes``) runs as without the table, with a
-``UserWarning`` (:func:`no_attacker`) and ``byzantine_clients = 0`` in its records.
+guarantees (:mod:`topofl.engine.pieces.robust`) assume one. A run with no Byzantine node runs
+as without the table, with ``byzantine_clients = 0`` in its records: deliberately so with
+``share = 0`` or ``nodes = []`` (an attack-free reference whose ``honest_*`` metrics carry the
+attacked runs' names), with a ``UserWarning`` (:func:`no_attacker`) where a positive share
+rounds to 0 nodes.
 
 On every message of a D-SGD-style gossip (:func:`~topofl.engine.pieces.gossip`, or a
 robust rule of :mod:`topofl.engine.pieces.robust`) a Byzantine sender $b$ sends, to the
@@ -383,8 +385,8 @@ def attack_messages(M: Tensor, index: Tensor, weight: Tensor, valid: Tensor, att
 
 
 def no_attacker(spec: Byzantine, n: int) -> str:
-    """The warning of a ``[byzantine]`` run none of whose ``n`` nodes is Byzantine (a share
-    that rounds to 0 nodes, or an empty ``nodes``): it runs as without the table.
+    """The warning of a ``[byzantine]`` run none of whose ``n`` nodes is Byzantine although its
+    share is positive (it rounds to 0 nodes): it runs as without the table.
 
     Examples
     --------

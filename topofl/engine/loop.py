@@ -387,7 +387,7 @@ class Lane:
             costs.byzantine_nodes = np.zeros(n, dtype=bool)
             costs.byzantine_nodes[ids] = True
             env.byzantine = costs.byzantine_nodes
-            if not ids.size and clients.writes:
+            if not ids.size and clients.writes and (costs.byzantine.share or 0.0) > 0.0:
                 warnings.warn(no_attacker(costs.byzantine, n), UserWarning,
                               stacklevel=warn_level)
         m = len(clients.ids)
