@@ -739,9 +739,16 @@ def _against_record(recorded: Mapping[str, Any], values: Mapping[str, Any],
             {k: values[k] for k in recorded if k in values}):
         return None  # the same bits
     apart = differences(theirs, here)
-    worst, at = snapshot.largest_difference(recorded, values)
-    envs = f"certificate's environment vs this one: {'; '.join(apart)}"
+    worst, at = snapshot.largest_difference(
+        {k: v for k, v in recorded.items() if k not in snapshot.DISCRETE}, values)
+    branched = sorted(k for k in snapshot.DISCRETE
+                      if k in recorded and k in values and recorded[k] != values[k])
+    envs = (f"certificate's environment vs this one: {'; '.join(apart)}"
+            + (f"; another branch on a last bit in {', '.join(branched)}, compared in its "
+               "integers, accuracies and shape only (topofl.snapshot.DISCRETE)"
+               if branched else ""))
     if not apart:
+        worst, at = snapshot.largest_difference(recorded, values)
         moved = snapshot.compare({"values": recorded}, {"values": values})
         return (f"the snapshot of commit {commit} differs from its sealed values in {len(moved)}"
                 f" of {len(recorded)} ({', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''};"
@@ -754,8 +761,9 @@ def _against_record(recorded: Mapping[str, Any], values: Mapping[str, Any],
                 f"the rounding measured between environments in {len(off)} of {len(recorded)}: "
                 f"{', '.join(off[:5])}{' ...' if len(off) > 5 else ''} (largest relative "
                 f"difference {worst:.3g} at {at}; {envs}; topofl.snapshot.env_rtol): edited")
-    notes.append(f"differs within this environment's rounding (largest relative difference "
-                 f"{worst:.3g} at {at}; {envs})")
+    notes.append("differs within this environment's rounding ("
+                 + (f"largest relative difference {worst:.3g} at {at}; " if worst else "")
+                 + f"{envs})")
     return None
 
 
