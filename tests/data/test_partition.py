@@ -388,6 +388,69 @@ def test_natural_group_ids_for_test_sets() -> None:
         natural(y_tr, g_tr, 2)
 
 
+# ------------------------------------------------------------------------- a split too large
+def test_a_label_skew_split_that_cannot_fit_is_refused_before_it_allocates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # before: dirichlet(..., 10**9, min_size=0) allocated a (10, 10**9) mask, then MemoryError
+    import tracemalloc
+
+    from topofl.exceptions import InsufficientMemoryError
+
+    monkeypatch.setenv("TOPOFL_MEMORY_LIMIT", "1000000000")  # 954 MiB, whatever the machine
+    digits = tf.data.load("digits").y_train
+    msg = ("a dirichlet split of 10 classes over 1,000,000,000 clients needs about 373 GiB of "
+           "memory (estimated), but only 954 MiB is available; at most 2,500,000 clients fit")
+    for call in (lambda: dirichlet(digits, 10**9, 0.5, min_size=0, seed=0),
+                 lambda: tf.data.federate("digits", "dirichlet", 10**9, alpha=0.5, min_size=0,
+                                          seed=0)):
+        start = time.perf_counter()
+        tracemalloc.start()
+        try:
+            with pytest.raises(InsufficientMemoryError) as info:
+                call()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert str(info.value) == msg and isinstance(info.value, ValueError)
+        assert info.value.max_clients == 2_500_000 and info.value.limit == 10**9
+        assert peak < 50 * 2**20 and time.perf_counter() - start < 5.0  # nothing drawn
+    # min_size >= 1 bounds n by the samples: that refusal comes first, as before
+    with pytest.raises(ValueError, match=r"min_size cannot be met: n_clients \* min_size = "
+                       r"1000000000 \* 1 = 1000000000 > N=1442 samples"):
+        tf.data.federate("digits", "dirichlet", 10**9, alpha=0.5, seed=0)
+    # the pathological schemes hold the same (class, client) tables: n <= N / c, but 10**5
+    # clients of 10 classes need 40 MB
+    y = np.arange(2 * 10**5) % 10
+    monkeypatch.setenv("TOPOFL_MEMORY_LIMIT", "10000000")
+    for scheme, fn in (("pathological", pathological), ("dpfl_pathological", dpfl_pathological)):
+        with pytest.raises(InsufficientMemoryError, match=(
+                rf"^a {scheme} split of 10 classes over 100,000 clients needs about 38.1 MiB of "
+                r"memory \(estimated\), but only 9.54 MiB is available; at most 25,000 clients "
+                "fit$")):
+            fn(y, 10**5, 2, seed=0)
+    # the boundary: 40 bytes a (class, client) cell
+    monkeypatch.setenv("TOPOFL_MEMORY_LIMIT", str(40 * 10 * 100))
+    y = np.arange(1000) % 10
+    for fn in (lambda n: dirichlet(y, n, 0.5, min_size=0, seed=0),
+               lambda n: pathological(y, n, 2, seed=0),
+               lambda n: dpfl_pathological(y, n, 2, seed=0)):
+        assert fn(100).num_clients == 100
+        with pytest.raises(InsufficientMemoryError, match="at most 100 clients fit$"):
+            fn(101)
+
+
+def test_the_memory_check_leaves_every_split_as_it_was() -> None:
+    # the check draws nothing: the docstrings' values, from a plain seed
+    y = tf.data.load("digits").y_train
+    p = dirichlet(y, 100, alpha=0.1, min_size=2, seed=0)
+    assert (int(p.sizes.min()), p.info["topped_up"], p.info["moved"]) == (2, 9, 15)
+    assert pathological(y, 5, 2, seed=0).label_distributions[0].tolist() == [
+        0, 0, 142, 147, 0, 0, 0, 0, 0, 0]
+    assert dpfl_pathological(y, 4, seed=0).label_distributions[0].tolist() == [
+        0, 146, 7, 147, 0, 0, 0, 0, 0, 0]
+
+
 # ---------------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     ("call", "exc", "match"),

@@ -66,7 +66,8 @@ def check_finite(x: npt.NDArray[Any], what: str) -> None:
 
 
 class ChecksumError(ValueError):
-    """A distribution file does not have its published checksum (corrupt or wrong file)."""
+    """A distribution file does not have its published checksum (corrupt or wrong file), or
+    cannot be decompressed to the content its checksum covers (truncated, damaged)."""
 
 
 @dataclass(frozen=True, eq=False, repr=False)

