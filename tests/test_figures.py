@@ -174,8 +174,10 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     checks = [figures.fact("a fact", True), figures.above("a gap", -0.5)]  # no headline: both
     png = figures.writing.write(args, fig, title="Toy", setting=figures.panel.setting(rec),
                                 numbers=table, claim="complete beats ring", measured="see table",
-                                checks=checks, notes=["a note"], dataset="digits", seeds=[0],
-                                stand_in={"mnist": "digits"}, optimizer_state=["keep"])
+                                checks=checks, notes=["a note"],
+                                ran=figures.writing.Ran(dataset="digits", seeds=[0],
+                                                        stand_in={"mnist": "digits"},
+                                                        optimizer_state=["keep"]))
     plt.close(fig)
     assert png == tmp_path / "out" / "toy.png" and png.stat().st_size > 5000
     md, verdict = _figures.verdict("toy", tmp_path / "out")

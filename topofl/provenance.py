@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from topofl._cpu import cpu_kind, cpu_model
-from topofl._environment import numeric_environment
+from topofl._environment import BIT_FIELDS, numeric_environment
 from topofl._extensible import replaced
 from topofl._validation import unknown_name
 from topofl._version import __version__
@@ -41,7 +41,8 @@ from topofl.exceptions import ConfigError
 from topofl.models import MODELS
 from topofl.records.writer import jsonable
 
-__all__ = ["describe_run", "replaced_entries", "provenance", "command_line", "launched_command",
+__all__ = ["describe_run", "replaced_entries", "provenance", "numeric_environment", "BIT_FIELDS",
+           "command_line", "launched_command",
            "plain", "hparam_signature", "partition_signature", "model_signature", "NOT_RECORDED"]
 
 #: keywords of topofl.run that are not recorded: how to show a run, not what it computes

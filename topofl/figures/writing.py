@@ -13,7 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from topofl.figures.gate import AnyGate, Gate, OrdinalGate
 from topofl.figures.panel import Panel
 from topofl.figures.runs import FigureArgs, parse_args
 
-__all__ = ["Result", "write", "script"]
+__all__ = ["Ran", "Result", "write", "script"]
 
 
 # ------------------------------------------------------------------------------ results
@@ -193,44 +193,70 @@ def _setting_and_numbers(
         doc.table(df, cell=_cell)
 
 
-def _provenance_rows(
-    args: FigureArgs,
-    code: str,
-    *,
-    dataset: str | None,
-    stand: Mapping[str, str],
-    seed_text: str,
-    rounds: Mapping[str, Any],
-    optimizer_state: Sequence[str],
-    threads: Sequence[int],
-    cpus: Sequence[str],
-    environments: Sequence[Mapping[str, Any]] = (),
-) -> list[list[str]]:
-    """The rows of a result's ``Provenance`` table (the keywords of :func:`write`; ``code``:
-    this code's fingerprint)."""
+@dataclass(frozen=True)
+class Ran:
+    """What a result's runs were and recorded: its ``Provenance`` table and the matching
+    fields of its JSON (see :func:`write`).
+
+    ``dataset`` is the data actually used; ``seeds`` every curve's seeds (empty: no training);
+    ``stand_in`` maps a paper dataset to the offline stand-in that ran in its place;
+    ``optimizer_state`` the runs' ``momentum_state`` values; ``threads``, ``cpus`` and
+    ``environments`` the torch thread counts, CPU kinds and numeric environments their
+    provenance recorded (``torch_threads``, ``cpu``, ``environment``; empty: no training, or
+    runs from before they were recorded); ``rounds`` ``{"run": [...], "paper": [...]}``.
+    """
+
+    dataset: str | None = None
+    seeds: Sequence[int] = ()
+    stand_in: Mapping[str, str] = field(default_factory=dict)
+    optimizer_state: Sequence[str] = ()
+    threads: Sequence[int] = ()
+    cpus: Sequence[str] = ()
+    environments: Sequence[Mapping[str, Any]] = ()
+    rounds: Mapping[str, Any] = field(default_factory=dict)
+
+    def seed_text(self) -> str:
+        """``"3 seeds (0, 1, 2)"``, or ``"no training"``."""
+        n = len(self.seeds)
+        return (f"{n} seed{'s' if n > 1 else ''} ({', '.join(map(str, self.seeds))})"
+                if n else "no training")
+
+    def fields(self) -> dict[str, Any]:
+        """The result JSON's fields of these runs."""
+        return {"seeds": list(self.seeds), "dataset": self.dataset,
+                "stand_in": dict(self.stand_in), "optimizer_state": list(self.optimizer_state),
+                "threads": sorted(set(int(t) for t in self.threads)),
+                "cpu": sorted(set(self.cpus)), "environment": _distinct(self.environments),
+                "rounds": dict(self.rounds)}
+
+
+def _provenance_rows(args: FigureArgs, code: str, ran: Ran) -> list[list[str]]:
+    """The rows of a result's ``Provenance`` table (``code``: this code's fingerprint)."""
     by = sorted(args.run_codes - {code})  # runs of certified-equivalent code, reused
     code_text = f"`{code}` (`topofl.figures.code_fingerprint`)" + (
         "; runs reused from " + ", ".join(f"`{c}`" for c in by)
         + ", certified equivalent (paper_figures/results/equivalence.json)" if by else "")
-    data_text = dataset or "-"
-    if stand:
-        data_text += " (offline stand-in for " + ", ".join(stand) + ")"
+    data_text = ran.dataset or "-"
+    if ran.stand_in:
+        data_text += " (offline stand-in for " + ", ".join(ran.stand_in) + ")"
+    threads, cpus, environments = ran.threads, ran.cpus, ran.environments
     thread_text = (" / ".join(map(str, sorted(set(threads)))) + " torch thread(s) per run "
-                   "(float32 numbers are reproducible to the bit at this count, torch and CPU "
-                   "kind)" if threads else "-")
+                   "(float32 numbers are reproducible to the bit at this count in the same "
+                   "numeric environment)" if threads else "-")
     cpu_text = (" / ".join(sorted(set(cpus))) + " (on another CPU kind: the same counts and "
                 "verdicts, float32 values that differ in the last bits)" if cpus else
                 "-" if not threads else "not recorded (runs from before CPU kinds were)")
     env_text = ("; ".join(dict.fromkeys(summary(e) for e in environments))
                 + " (numbers are bitwise where every field of "
-                "`topofl._environment.BIT_FIELDS` and the thread count match; elsewhere within "
+                "`topofl.provenance.BIT_FIELDS` and the thread count match; elsewhere within "
                 "rounding)" if environments else
                 "-" if not threads else "not recorded (runs from before environments were)")
+    rounds = ran.rounds
     rounds_text = ("-" if not rounds.get("run") else
                    " / ".join(map(str, rounds["run"])) + " (the paper: "
                    + (" / ".join(map(str, rounds.get("paper") or [])) or "-") + ")")
-    return [["data", data_text], ["seeds", seed_text], ["rounds", rounds_text],
-            ["optimizer state (momentum_state)", " / ".join(optimizer_state) or "-"],
+    return [["data", data_text], ["seeds", ran.seed_text()], ["rounds", rounds_text],
+            ["optimizer state (momentum_state)", " / ".join(ran.optimizer_state) or "-"],
             ["threads", thread_text], ["CPU kind", cpu_text],
             ["numeric environment", env_text],
             ["scale", args.scale], ["code", code_text]]
@@ -247,16 +273,9 @@ def write(
     measured: str,
     checks: Sequence[Check],
     notes: Sequence[str] = (),
-    dataset: str | None = None,
-    seeds: Sequence[int] = (),
-    stand_in: Mapping[str, str] | None = None,
-    optimizer_state: Sequence[str] = (),
-    threads: Sequence[int] = (),
-    cpus: Sequence[str] = (),
+    ran: Ran = Ran(),
     margins: Mapping[str, Mapping[str, Any]] | None = None,
-    rounds: Mapping[str, Any] | None = None,
     gates: Sequence[AnyGate] = (),
-    environments: Sequence[Mapping[str, Any]] = (),
 ) -> Path:
     """Write ``<name>.png``, ``<name>.md`` and the verdict ``<name>.json`` into ``args.out``.
 
@@ -277,31 +296,14 @@ def write(
         The parts of the claim and their outcomes; the verdict is :func:`verdict` of them.
     notes : sequence of str
         The likely reasons where it does not hold, and anything else a reader must know.
-    dataset : str, optional
-        The dataset actually used, for the index.
-    seeds : sequence of int
-        The seeds every curve ran (empty: no training).
-    stand_in : mapping, optional
-        Paper dataset -> the offline stand-in that ran in its place.
-    optimizer_state : sequence of str
-        The runs' ``momentum_state`` values (the optimizer-state policy,
-        :class:`topofl.engine.RunConfig`); empty: no training.
-    threads : sequence of int
-        The torch thread counts the runs recorded (``torch_threads``); empty: no training.
-    cpus : sequence of str
-        The CPU kinds the runs recorded (``cpu``, :func:`topofl._cpu.cpu_kind`); empty: no
-        training, or runs from before CPU kinds were recorded.
+    ran : Ran
+        What the runs were and recorded (data, seeds, stand-ins, optimizer state, threads,
+        CPU kinds, numeric environments, rounds).
     margins : mapping, optional
         The practical margins that apply (kind -> ``{"value", "reason"}``, from
         ``claims.toml``).
-    rounds : mapping, optional
-        ``{"run": [...], "paper": [...]}``: the rounds the runs trained and the paper's.
     gates : sequence of gates
         The stand-in's gates (their outcome and values go into the verdict).
-    environments : sequence of mapping
-        The numeric environments the runs recorded (``environment`` of their provenance,
-        :func:`topofl._environment.numeric_environment`), each once; empty: no training, or
-        runs from before environments were recorded.
 
     Returns
     -------
@@ -318,7 +320,7 @@ def write(
     >>> check = tf.figures.above("A - B above 0", gain, horizon="a toy", headline=True)
     >>> md = tf.figures.writing.write(args, None, title="Toy", setting=[("lr", "0.1")], numbers={},
     ...                       claim="A beats B", measured=f"gain {gain:.3f}",
-    ...                       checks=[check], seeds=[0, 1, 2])
+    ...                       checks=[check], ran=tf.figures.writing.Ran(seeds=[0, 1, 2]))
     >>> v = json.loads((d / "toy.json").read_text())
     >>> md.name, v["verdict"], v["checks"][0]["values"], v["headline"]
     ('toy.md', 'holds', [0.02, 0.03, 0.04], ['A - B above 0'])
@@ -327,14 +329,11 @@ def write(
     """
     png, md, js = _save_figure(args, fig)
     code = code_fingerprint()
-    stand = dict(stand_in or {})
     # time to regenerate from scratch: the runs' own training time (also when they were
     # reused from the cache) plus everything outside the sweeps (setup, plotting)
     seconds = time.perf_counter() - args.started - args.sweep_seconds + args.run_seconds
-    seed_text = (f"{len(seeds)} seed{'s' if len(seeds) > 1 else ''} ({', '.join(map(str, seeds))})"
-                 if seeds else "no training")
     doc = (Document().heading(title).paragraph(f"**Paper:** {claim}")
-           .paragraph(f"**Measured** ({args.scale} scale, {seed_text}): {measured}")
+           .paragraph(f"**Measured** ({args.scale} scale, {ran.seed_text()}): {measured}")
            .paragraph(verdict_line(checks)))
     if fig is not None:
         doc.image(f"{args.name}.png", args.name)
@@ -342,21 +341,13 @@ def write(
     _setting_and_numbers(doc, setting, numbers)
     if notes:
         doc.heading("Notes", 2).bullets(notes)
-    rounds_ = dict(rounds or {})
-    doc.heading("Provenance", 2).table(["", ""], _provenance_rows(
-        args, code, dataset=dataset, stand=stand, seed_text=seed_text, rounds=rounds_,
-        optimizer_state=optimizer_state, threads=threads, cpus=cpus,
-        environments=environments))
+    doc.heading("Provenance", 2).table(["", ""], _provenance_rows(args, code, ran))
     doc.paragraph(_regenerate_paragraph(args, seconds))
-    md.write_text(mark_document(doc.text(), stand), encoding="utf-8")
+    md.write_text(mark_document(doc.text(), dict(ran.stand_in)), encoding="utf-8")
     record = {"name": args.name, "title": title, "claim": claim, "measured": measured,
               **_verdict_fields(checks),
               "margins": {k: dict(m) for k, m in (margins or {}).items()},
-              "seeds": list(seeds), "dataset": dataset, "stand_in": stand,
-              "optimizer_state": list(optimizer_state),
-              "threads": sorted(set(int(t) for t in threads)), "cpu": sorted(set(cpus)),
-              "environment": _distinct(environments),
-              "rounds": rounds_, "code": code,
+              **ran.fields(), "code": code,
               **({"gates": [g.as_dict() for g in gates]} if gates else {}),
               "run_codes": sorted(args.run_codes),
               "seconds": round(seconds, 1), "scale": args.scale}
@@ -426,14 +417,14 @@ def _finish(args: FigureArgs, result: Result) -> Path:
     ran = sorted({int(c["rounds"]) for c in configs if isinstance(c.get("rounds"), int)})
     paper = sorted({int(r) for r in (result.paper_rounds if result.paper_rounds is not None
                                      else [r for p in found.values() for r in p.paper_rounds])})
+    runs = Ran(dataset=dataset, seeds=seeds, stand_in=stand, optimizer_state=policy,
+               threads=threads, cpus=cpus, environments=_distinct(envs),
+               rounds={"run": ran, "paper": paper})
     return write(args, result.fig, title=meta["title"], setting=setting_,
                  numbers=result.numbers, claim=meta["claim"], measured=result.measured,
-                 checks=result.checks, notes=notes, dataset=dataset, seeds=seeds,
-                 stand_in=stand, optimizer_state=policy, threads=threads, cpus=cpus,
+                 checks=result.checks, notes=notes, ran=runs,
                  margins={k: m for k, m in meta["margins"].items()
-                          if k in MARGINS_USED.get(args.name, set())},
-                 rounds={"run": ran, "paper": paper}, gates=result.gates,
-                 environments=_distinct(envs))
+                          if k in MARGINS_USED.get(args.name, set())}, gates=result.gates)
 
 
 def _policy_notes(configs: Sequence[Mapping[str, Any]], policy: Sequence[str]) -> list[str]:
