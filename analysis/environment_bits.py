@@ -2,7 +2,7 @@
 in one field each (issue 60).
 
 A certificate (``topofl.certificates``) compares committed values bit for bit only where the
-whole numeric environment that decides the bits matches (``topofl._environment.BIT_FIELDS``),
+whole numeric environment that decides the bits matches (``topofl.provenance.BIT_FIELDS``),
 and elsewhere within the tolerance ``topofl.snapshot.ROUNDING``. This script measures both:
 it takes the behaviour snapshot (``topofl.snapshot.take``: 2 rounds of every algorithm case
 in float64 and float32, every graph family's matrix and spectrum, every partition, the
@@ -254,16 +254,17 @@ def report(data: Mapping[str, Any]) -> str:
         "## What decides the bits",
         "",
         "Every field whose change moved a value above decides the bits, and "
-        "`topofl._environment.BIT_FIELDS` holds it. Fields measured to move nothing here "
+        "`topofl.provenance.BIT_FIELDS` holds it. Fields measured to move nothing here "
         "(those rows with 0 values moved) are kept in `BIT_FIELDS` all the same where they "
         "may decide other code's bits (numpy's SIMD targets and release, networkx's "
         "generators): a field too many only sends a check to the tolerant comparison, a "
-        "field too few makes a false \"edited\". `blas_threads` is informative: OpenBLAS "
-        "splits a product among its threads without changing any sum's order (measured: "
-        "nothing moves). torch's thread count decides the bits and is recorded beside the "
-        "environment (a certificate's `threads`, a run's `torch_threads`). Python's release "
-        "could not be varied here (torch's CPU wheel on this machine is for Python 3.11 "
-        "only); it stays in `BIT_FIELDS`.",
+        "field too few makes a false \"edited\". `blas_threads` is informative: one OpenBLAS "
+        "thread instead of two moved nothing here, and the count follows the machine's cores, "
+        "which would send every check between two machines of different sizes to the "
+        "tolerant comparison for nothing. torch's thread count decides the bits and is "
+        "recorded beside the environment (a certificate's `threads`, a run's "
+        "`torch_threads`). Python's release could not be varied here (torch's CPU wheel on "
+        "this machine is for Python 3.11 only); it stays in `BIT_FIELDS`.",
         "",
         "## The tolerance",
         "",

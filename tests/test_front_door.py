@@ -123,7 +123,12 @@ def test_both_doors_refuse_with_the_same_error_before_reading_data(
     monkeypatch.chdir(tmp_path)
     Path("c.json").write_text(json.dumps(_config(change)))
     assert main(["run", "c.json"]) == 2
-    assert capsys.readouterr().err == f"topofl run: error: {from_config}\n"
+    err = capsys.readouterr().err
+    hint = ("; one of yours is known once the module that registers it" in err
+            and "unknown " in str(from_config))  # the CLI says how to add one
+    assert err.startswith(f"topofl run: error: {from_config}") and err.count("\n") == 1
+    assert hint or err == f"topofl run: error: {from_config}\n", err
+    assert not hint or "--import FILE.py" in err
     assert not no_data and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
 
 
@@ -180,7 +185,12 @@ def test_the_device_is_checked_where_the_run_starts(no_data: list[str], tmp_path
     monkeypatch.chdir(tmp_path)
     Path("c.json").write_text(json.dumps(cfg))
     assert main(["run", "c.json"]) == 2
-    assert capsys.readouterr().err == f"topofl run: error: {from_config}\n"
+    err = capsys.readouterr().err
+    hint = ("; one of yours is known once the module that registers it" in err
+            and "unknown " in str(from_config))  # the CLI says how to add one
+    assert err.startswith(f"topofl run: error: {from_config}") and err.count("\n") == 1
+    assert hint or err == f"topofl run: error: {from_config}\n", err
+    assert not hint or "--import FILE.py" in err
     assert not no_data
 
 

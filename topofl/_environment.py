@@ -59,8 +59,8 @@ BIT_FIELDS = ("python", "torch", "torch_build", "torch_capability", "torch_blas"
               "numpy", "numpy_simd", "numpy_blas", "scipy", "scipy_blas", "networkx",
               "cpu", "cpu_id")
 #: The fields that name things for a reader, or that were measured not to move the bits
-#: (``blas_threads``: OpenBLAS splits a product among its threads without changing the order
-#: of any sum; ``analysis/environment_bits.md``). torch's thread count is recorded apart (a
+#: (``blas_threads``: one OpenBLAS thread instead of two moved no value of the snapshot,
+#: ``analysis/environment_bits.md``; the count follows the machine's cores). torch's thread count is recorded apart (a
 #: certificate's ``threads``, a run's ``torch_threads``): it decides the bits.
 INFORMATIVE_FIELDS = ("cpu_model", "blas_threads")
 
