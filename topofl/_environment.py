@@ -60,8 +60,9 @@ BIT_FIELDS = ("python", "torch", "torch_build", "torch_capability", "torch_blas"
               "cpu", "cpu_id")
 #: The fields that name things for a reader, or that were measured not to move the bits
 #: (``blas_threads``: one OpenBLAS thread instead of two moved no value of the snapshot,
-#: ``analysis/environment_bits.md``; the count follows the machine's cores). torch's thread count is recorded apart (a
-#: certificate's ``threads``, a run's ``torch_threads``): it decides the bits.
+#: ``analysis/environment_bits.md``; the count follows the machine's cores). torch's thread
+#: count is recorded apart (a certificate's ``threads``, a run's ``torch_threads``): it
+#: decides the bits.
 INFORMATIVE_FIELDS = ("cpu_model", "blas_threads")
 
 
