@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from topofl._markdown import replace_block
-from topofl._markdown import table as md_table
+from topofl._utils.markdown import replace_block
+from topofl._utils.markdown import table as md_table
 from topofl.records import Records, load_many
 from topofl.study import StudyResult, study
 

@@ -50,8 +50,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from topofl._markdown import replace_block
-from topofl._markdown import table as md_table
+from topofl._utils.markdown import replace_block
+from topofl._utils.markdown import table as md_table
 from topofl.study import StudyResult, condition_table, correlation_table, study
 from topofl.study.tables import CONVERGENCE_METRICS, _topology_metrics
 

@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 import topofl as tf
-from topofl import _environment, certificates, snapshot
-from topofl._fingerprint import tree_fingerprint
+from topofl._utils import environment as _environment
+from topofl._utils.fingerprint import tree_fingerprint
+from topofl.figures import certificates, snapshot
 from topofl.figures import cli as figure_cli
 from topofl.figures import results as figure_results
 
@@ -513,6 +514,8 @@ def test_tree_fingerprint_is_the_installed_packages_fingerprint() -> None:
     ({"core.py": b"x = '\xff'\n"}, "core.py is not UTF-8"),
 ])
 def test_a_tree_whose_fingerprint_cannot_be_read_is_named(change: dict, match: str) -> None:
+    # a tree from before the internal utilities moved into _utils/ keeps its fingerprint
+    # module at _fingerprint.py, which is read then
     tree = {"_version.py": b'__version__ = "1.0"\n', "core.py": b"x = 1\n",
             "_fingerprint.py": b'NOT_RESULT_CODE = ("_fingerprint.py",)\n'}
     tree = {k: v for k, v in {**tree, **change}.items() if v is not None}
@@ -529,7 +532,7 @@ def _git(repo: Path, *args: str) -> str:
 def _self_report(tree: Path) -> str:
     """What a checkout's own fingerprint code says about it (what the check used to ask)."""
     code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in "
-            "repr(f).lower()]; from topofl._fingerprint import code_fingerprint; "
+            "repr(f).lower()]; from topofl._utils.fingerprint import code_fingerprint; "
             "print(code_fingerprint())")
     out = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True,
                          text=True, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
@@ -539,13 +542,14 @@ def _self_report(tree: Path) -> str:
 @pytest.fixture
 def history(tmp_path: Path) -> dict[str, Any]:
     """A tiny repository: commit ``a`` (``x = 1``), then commit ``b``: other numbers
-    (``x = 2``) and a ``_fingerprint.py`` edited to report ``a``'s fingerprint."""
+    (``x = 2``) and a ``_utils/fingerprint.py`` edited to report ``a``'s fingerprint."""
     repo = tmp_path / "repo"
-    (repo / "topofl").mkdir(parents=True)
+    (repo / "topofl" / "_utils").mkdir(parents=True)
     _git(repo, "init", "-q")
     real = Path(tf.__file__).resolve().parent
     (repo / "topofl" / "__init__.py").write_text("")
-    for name in ("_version.py", "_fingerprint.py"):
+    (repo / "topofl" / "_utils" / "__init__.py").write_text("")
+    for name in ("_version.py", "_utils/fingerprint.py"):
         (repo / "topofl" / name).write_bytes((real / name).read_bytes())
     (repo / "topofl" / "core.py").write_text("x = 1\n")
     _git(repo, "add", "-A")
@@ -554,7 +558,7 @@ def history(tmp_path: Path) -> dict[str, Any]:
     fp_a = certificates.commit_fingerprint(a, repo)
     assert _self_report(repo) == fp_a  # an honest commit reports what the check computes
     (repo / "topofl" / "core.py").write_text("x = 2\n")
-    with (repo / "topofl" / "_fingerprint.py").open("a") as fh:
+    with (repo / "topofl" / "_utils" / "fingerprint.py").open("a") as fh:
         fh.write(f"\n\ndef code_fingerprint() -> str:\n    return {fp_a!r}\n")
     _git(repo, "commit", "-q", "-am", "b")
     return {"repo": repo, "a": a, "b": _git(repo, "rev-parse", "HEAD"), "fp_a": fp_a}
@@ -724,7 +728,8 @@ def test_every_committed_certificate_names_its_commits_code() -> None:
 _SECOND = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from topofl import certificates, snapshot
+    from topofl.figures import certificates
+    from topofl.figures import snapshot
     parts = ("topologies", "partitions", "models")
     snapshot.PARTS = {p: snapshot.PARTS[p] for p in parts}
     here = snapshot.take(parts)
@@ -798,3 +803,16 @@ def test_a_genuine_certificate_verifies_in_a_second_environment_and_an_edited_on
     else:
         assert problems == []
 
+
+
+def test_a_tree_reads_its_rule_where_it_keeps_its_fingerprint_module() -> None:
+    rule = b'NOT_RESULT_CODE = ("cli.py",)\n'
+    old = {"_version.py": b'__version__ = "1.0"\n', "_fingerprint.py": rule, "core.py": b"x=1\n",
+           "cli.py": b"print(1)\n"}
+    new = {**{k: v for k, v in old.items() if k != "_fingerprint.py"},
+           "_utils/fingerprint.py": rule}
+    # the same rule read from either place: only the path of the (hashed) module differs
+    assert tree_fingerprint({**old, "cli.py": b"print(2)\n"}) == tree_fingerprint(old)
+    assert tree_fingerprint({**new, "cli.py": b"print(2)\n"}) == tree_fingerprint(new)
+    with pytest.raises(ValueError, match="the tree has no _utils/fingerprint.py"):
+        tree_fingerprint({"_version.py": old["_version.py"], "core.py": b"x=1\n"})

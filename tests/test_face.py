@@ -25,7 +25,7 @@ def _packages() -> list[str]:
 
 
 def test_dir_of_topofl_is_its_public_names() -> None:
-    importlib.import_module("topofl._validation")  # a private module loaded: still not shown
+    importlib.import_module("topofl._utils.validation")  # a private module loaded: still not shown
     importlib.import_module("topofl.engine")
     shown = dir(topofl)
     assert shown == sorted(topofl.__all__)

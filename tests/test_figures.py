@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from tests import _figures
-from topofl import _fingerprint, figures
-from topofl._markdown import Document
+from topofl import figures
+from topofl._utils import fingerprint as _fingerprint
+from topofl._utils.markdown import Document
 from topofl.figures import cli as figure_cli
 from topofl.figures import results as figure_results
 

@@ -229,7 +229,7 @@ def _osa(a: str, b: str) -> int:
 
 @given(st.text("abcd_", max_size=7), st.text("abcd_", max_size=7))
 def test_edit_distance_is_the_optimal_string_alignment(a: str, b: str) -> None:
-    from topofl._validation import edit_distance
+    from topofl._utils.validation import edit_distance
 
     d = edit_distance(a, b)
     assert d == _osa(a, b) == edit_distance(b, a)
@@ -240,7 +240,7 @@ def test_a_swapped_pair_of_letters_suggests_a_name_one_edit_away() -> None:
     """Every registered name with two neighbouring letters swapped: the suggestion, when
     there is one, is one edit (a swap counts as one) from the typo; most often the name
     itself (dsdg -> dsgd, not dsgt: both have difflib ratio 0.75)."""
-    from topofl._validation import did_you_mean, edit_distance
+    from topofl._utils.validation import did_you_mean, edit_distance
 
     registries = [list(tf.algorithms.ALGORITHMS), list(tf.topologies.REGISTRY),
                   list(tf.models.MODELS), list(tf.data.DATASETS), list(tf.data.PARTITIONS)]

@@ -16,10 +16,10 @@ import networkx as nx
 import pytest
 
 import topofl as tf
-from topofl._heartbeat import elapsed_text, heartbeat
+from topofl._utils.heartbeat import elapsed_text, heartbeat
 from topofl.cli import main
 from topofl.exceptions import ConfigError
-from topofl.provenance import launched_command, provenance
+from topofl.workflow.provenance import launched_command, provenance
 
 _RUN = dict(data="digits", n_clients=8, partition="iid", rounds=2, batch_size=8, seed=0)
 

@@ -4,7 +4,7 @@
     (the module is loaded at import time anyway: the import belongs at the top);
 (b) no private name (a leading underscore) reached from another package: a package is a
     top-level subpackage (``topofl.engine``, ``topofl.figures`` ...), the modules directly in
-    ``topofl/`` being the package ``topofl`` (whose private modules, ``topofl._validation``
+    ``topofl/`` being the package ``topofl`` (whose private modules, ``topofl._utils.validation``
     ..., are the whole library's internals);
 (c) the layering of DESIGN.md: a module imports only from its own layer and those below it,
     and no import circle.
@@ -44,20 +44,16 @@ PRIVATE_ALLOWED: dict[str, str] = {
 #: Rule (c), the layers of DESIGN.md from the bottom: the top-level modules and packages of
 #: ``topofl`` in each. A module may import from its own layer and the layers below.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("foundations", frozenset({
-        "topofl", "_version", "exceptions", "_rng", "_validation", "_spec", "_extensible",
-        "_fs", "_cpu", "_environment", "_configfile", "_markdown", "_processes", "_heartbeat",
-        "_fingerprint", "_userimports",
-        "runhash"})),
+    ("foundations", frozenset({"topofl", "_version", "exceptions", "_utils"})),
     ("graphs", frozenset({"graph", "mixing"})),
     ("what consumes graphs without training", frozenset({"topologies", "spectral"})),
     ("data, models and records", frozenset({"data", "models", "records"})),
     ("the engine", frozenset({"engine"})),
     ("algorithms and placements", frozenset({"algorithms", "distributed"})),
     ("the front door: a run call, configs, sweeps and their checks", frozenset({
-        "api", "config", "sweep", "provenance", "memory", "plan", "snapshot"})),
+        "api", "config", "sweep", "workflow"})),
     ("outputs: figures, studies, reports, benchmarks", frozenset({
-        "plotting", "study", "report", "figures", "certificates", "bench", "demo"})),
+        "plotting", "study", "report", "figures", "tools"})),
     ("the command line; the doctests' pytest configuration", frozenset({
         "cli", "__main__", "conftest"})),
 )
@@ -179,7 +175,7 @@ def test_the_rules_see_what_they_must(tmp_path: Path) -> None:
 
 def test_the_layer_check_sees_an_upward_import() -> None:
     assert _layer("topofl.engine.loop") < _layer("topofl.algorithms.dsgd")
-    assert _layer("topofl._validation") == 0 and _layer("topofl.cli") == len(LAYERS) - 1
+    assert _layer("topofl._utils.validation") == 0 and _layer("topofl.cli") == len(LAYERS) - 1
     with pytest.raises(AssertionError, match="in no layer"):
         _layer("topofl.somewhere_new")
     assert PACKAGE.name == "topofl"

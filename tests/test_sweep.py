@@ -307,7 +307,7 @@ def test_a_worker_pool_left_by_an_error_ends_its_workers_at_once() -> None:
     here): the workers are killed, and the error propagates."""
     import time
 
-    from topofl._processes import worker_pool
+    from topofl._utils.processes import worker_pool
 
     with pytest.raises(RuntimeError, match="boom"):
         with worker_pool(1) as pool:
@@ -323,7 +323,7 @@ def test_a_worker_pool_left_by_an_error_ends_its_workers_at_once() -> None:
 
 
 def _hold_lock(path: str, holding: Any, release: Any) -> None:
-    from topofl._processes import lock
+    from topofl._utils.processes import lock
 
     with lock(Path(path)) as mine:
         assert mine

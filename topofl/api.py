@@ -30,8 +30,8 @@ from torch.utils.data import Dataset as TorchDataset
 
 from topofl import data as data_mod
 from topofl import distributed, topologies
-from topofl._userimports import imports_problem, load_imports, recorded_imports, with_imports
-from topofl._validation import (
+from topofl._utils.userimports import imports_problem, load_imports, recorded_imports, with_imports
+from topofl._utils.validation import (
     check_bool,
     check_device,
     check_int,
@@ -62,14 +62,14 @@ from topofl.engine.stack import Member, run_stacked
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
 from topofl.graph import GraphLike, TimeVarying, Topology
 from topofl.models import MODELS, build_model, check_model_input
-from topofl.provenance import (
+from topofl.topologies import GraphFamily, build_checked
+from topofl.workflow.provenance import (
     describe_run,
     model_signature,
     partition_signature,
     provenance,
     replaced_entries,
 )
-from topofl.topologies import GraphFamily, build_checked
 
 #: What a user calls; the steps under them (``build``, ``launch_stacked``, ``placement``,
 #: ``run_defaults``, ``RUN_KEYS``) are importable from this module by name.
@@ -108,7 +108,7 @@ class Prepared:
         parse of the spec in a run), else ``None``.
     imports : tuple of dict
         The user's modules the call's ``imports`` named, imported before any name was looked
-        up (:func:`topofl._userimports.load_imports`: module, file, SHA-256 of the source),
+        up (:func:`topofl._utils.userimports.load_imports`: module, file, SHA-256 of the source),
         recorded in the records header; ``()`` for none.
     """
 
@@ -194,7 +194,7 @@ def run(
         algorithm's hyper-parameters (``lr``, ``momentum``, ``local_steps`` ...), and
         ``resume``: a checkpoint of this run to continue from (see Notes), and ``imports``: a
         list of the user's modules (names, or paths of ``.py`` files) imported before any
-        name is looked up, recorded in the records header (:mod:`topofl._userimports`; a
+        name is looked up, recorded in the records header (:mod:`topofl._utils.userimports`; a
         config's ``imports`` key, ``topofl run --import``). Anything else is an error.
 
     Returns
@@ -224,10 +224,10 @@ def run(
         A ``ValueError``: ``resume`` is missing, corrupted or another run's, or the records
         file at ``records_path`` does not belong with it. Nothing is written then.
     topofl.exceptions.InsufficientMemoryError
-        A ``ValueError``: the run's estimated peak memory (:mod:`topofl.plan`'s model of what
-        it allocates: the ``[n, P]`` state and its copies, the local step's and the
+        A ``ValueError``: the run's estimated peak memory (:mod:`topofl.workflow.plan`'s model of
+        what it allocates: the ``[n, P]`` state and its copies, the local step's and the
         evaluation's buffers, gossip, data, records) exceeds what this process may use
-        (:func:`topofl._validation.memory_limit`: the cgroup limit, ``RLIMIT_AS`` /
+        (:func:`topofl._utils.validation.memory_limit`: the cgroup limit, ``RLIMIT_AS`` /
         ``RLIMIT_DATA``, ``MemAvailable``; on a GPU its free memory). Refused within seconds,
         before the data is split over the clients when the state alone cannot fit, else
         before the clients' buffers are allocated; the message names the estimate, the limit
@@ -549,7 +549,7 @@ def launch_stacked(prepared: Sequence[Prepared], *, overwrite: bool = False) -> 
         when one runs distributed (a stack runs in one process).
     topofl.exceptions.InsufficientMemoryError
         A ``ValueError``: a call, or the stack of them, cannot fit in the memory this
-        process may use (:func:`topofl.memory.check_stack`), refused before the stack's
+        process may use (:func:`topofl.workflow.memory.check_stack`), refused before the stack's
         buffers are allocated.
 
     Examples
@@ -561,7 +561,7 @@ def launch_stacked(prepared: Sequence[Prepared], *, overwrite: bool = False) -> 
     """
     if distributed.is_distributed():
         raise ValueError("stacked runs run in one process, not under torchrun")
-    from topofl import memory as plan  # the memory model
+    from topofl.workflow import memory as plan  # the memory model
 
     members = [Member(*build(p, resume=None, overwrite=overwrite)) for p in prepared]
     plan.check_stack([plan.run_shapes(p, model=m.model, data=m.data,
@@ -591,7 +591,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
         if why is not None:
             raise ConfigError(f"cannot resume {out_path}: {why}; resume with the imports its "
                               "header lists, unchanged, or start a new run")
-    from topofl import memory as plan  # the memory model
+    from topofl.workflow import memory as plan  # the memory model
 
     check = not distributed.is_distributed()  # a rank holds a share: its placement decides
     data, model = call["data"], call["model"]
@@ -622,7 +622,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
                             **dict(call["model_params"] or {}))
     elif not isinstance(call["model"], str):  # the user's module: it must take the samples
         check_model_input(model, tuple(data.input_shape), int(data.num_classes))
-    plan._check_batch_memory(p.run.batch_size, data)
+    plan.check_batch_memory(p.run.batch_size, data)
     if check:  # the run's estimate, before the engine allocates its clients
         plan.check_run(p, model=model, data=data,
                        topology=topology if p.algorithm.uses_topology else None)

@@ -26,7 +26,7 @@ Commands
     algorithm, model or dataset the config names; the config's ``imports = [...]`` key does
     the same. Recorded in the records header; a replay imports them again (a path from the
     absolute file the header records, so a replay runs from any folder) and a replay or a
-    resume whose modules are missing or changed is refused (:mod:`topofl._userimports`).
+    resume whose modules are missing or changed is refused (:mod:`topofl._utils.userimports`).
 ``quickstart``
     Build a few 64-node graphs and compare their spectral gaps (the README's first example).
 ``list [graphs|algorithms|models|datasets|partitions|settings]``
@@ -35,13 +35,13 @@ Commands
     Print the size, degree and spectral gap of graphs given as specs (``ring:n=64``).
 ``plan CONFIG.toml [--json] [--set key=value ...]``
     Predict a run's peak memory (by part), seconds per round and the largest number of clients
-    that fits here, before running it (:mod:`topofl.plan`); a plan that cannot fit exits 1,
+    that fits here, before running it (:mod:`topofl.workflow.plan`); a plan that cannot fit exits 1,
     a config a run would refuse (a device not here, ``eval_val`` without validation splits, a
     batch that cannot fit) exits 2.
 ``bench [--model A,B] [--n N1,N2] [--batch B] [--hidden W1,W2] [--out F.md [--force]] ...``
     Time the engine's local step against one shared-weight model on the same samples, and its
     gossip against a copy of the parameter buffer; client-steps and samples per second, peak
-    memory and bytes per client, as Markdown (:mod:`topofl.bench`). A row whose estimated
+    memory and bytes per client, as Markdown (:mod:`topofl.tools.bench`). A row whose estimated
     memory cannot fit, or an existing ``--out`` without ``--force``, is refused (status 2)
     before anything runs.
 ``study DIR --out REPORT_DIR``
@@ -64,8 +64,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from topofl._configfile import read_config
-from topofl._heartbeat import heartbeat
+from topofl._utils.configfiles import read_config
+from topofl._utils.heartbeat import heartbeat
 from topofl.exceptions import ConfigError, OutputExistsError
 
 if TYPE_CHECKING:  # imported lazily: ``topofl --help`` and ``--version`` must not load torch
@@ -278,7 +278,7 @@ def _parse_set(items: Sequence[str], flags: Mapping[str, tuple[str, Any]] | None
                               f"--set {given[key]}; give it once")
     if not pairs:
         return {}
-    from topofl._spec import parse_value
+    from topofl._utils.spec import parse_value
 
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -326,8 +326,8 @@ def _print_result(records: Any) -> None:
 def _environment_note(prov: Mapping[str, Any]) -> str:
     """Where the numeric environment a run recorded differs from this one (float sums round
     by it), as a note to a replay that did not reproduce; empty where it is the same."""
-    from topofl._cpu import cpu_kind
-    from topofl._environment import differences, numeric_environment
+    from topofl._utils.cpu import cpu_kind
+    from topofl._utils.environment import differences, numeric_environment
 
     recorded = prov.get("environment")
     if isinstance(recorded, Mapping):
@@ -458,7 +458,7 @@ def _plan(args: argparse.Namespace) -> int:
     kwargs.setdefault("algorithm", "dsgd")
     import json
 
-    from topofl.plan import make_plan
+    from topofl.workflow.plan import make_plan
 
     plan = make_plan(kwargs, timed=not args.no_time)
     print(json.dumps(plan.as_json()) if args.json else plan.summary())
@@ -470,7 +470,7 @@ def _bench(args: argparse.Namespace, command: str) -> int:
 
     import torch
 
-    from topofl.bench import run_bench, to_markdown
+    from topofl.tools.bench import run_bench, to_markdown
 
     if args.out and os.path.exists(args.out) and not args.force:  # before hours of timing
         raise OutputExistsError(f"{args.out} exists; pass --force to replace it (or another "
@@ -631,7 +631,7 @@ def _add_bench_parser(sub: Any) -> None:
 
 def _add_import(parser: argparse.ArgumentParser, what: str) -> None:
     """The ``--import MODULE`` option of a command that only looks names up (``list``,
-    ``spectral``): the modules are imported before (:func:`topofl._userimports.load_imports`,
+    ``spectral``): the modules are imported before (:func:`topofl._utils.userimports.load_imports`,
     as ``run`` imports them)."""
     parser.add_argument("--import", dest="imports", action="append", default=[],
                         metavar="MODULE", help="a module of yours to import first (a name "
@@ -689,7 +689,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _dispatch(args: argparse.Namespace, command: str) -> int:
     if args.command == "demo":
-        from topofl.demo import run_demo
+        from topofl.tools.demo import run_demo
 
         run_demo(args.out, rounds=args.rounds, seed=args.seed, eval_every=args.eval_every)
         return 0
@@ -704,7 +704,7 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
     if args.command == "quickstart":
         return _quickstart()
     if args.imports:  # list, spectral: the user's names, before any is looked up
-        from topofl._userimports import load_imports
+        from topofl._utils.userimports import load_imports
 
         load_imports(args.imports)
     if args.command == "list":
@@ -768,7 +768,7 @@ _IMPORTING = ("run", "sweep", "plan", "spectral", "list")
 
 def _import_hint(prog: str, message: str) -> str:
     """``message`` of a failed lookup of a graph family, algorithm, model or dataset
-    (:func:`topofl._validation.unknown_name`'s ``unknown KIND 'NAME'...``) by a command that
+    (:func:`topofl._utils.validation.unknown_name`'s ``unknown KIND 'NAME'...``) by a command that
     takes ``--import``, with how one of the user's becomes known from the command line;
     any other message as it is.
 

@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from topofl import mixing
-from topofl._validation import (
+from topofl._utils.validation import (
     arc_pattern,
     check_graph,
     check_graph_size,
@@ -105,7 +105,7 @@ W_BYTES_PER_ARC = 120
 
 def w_bytes(n: int, arcs: float) -> float:
     """Estimated peak bytes of building a topology's ``W`` (``n`` nodes, ``arcs`` arcs) without
-    a networkx graph: the ``W`` counterpart of :func:`topofl._validation.graph_bytes`."""
+    a networkx graph: the ``W`` counterpart of :func:`topofl._utils.validation.graph_bytes`."""
     return float(W_BYTES_PER_NODE) * n + float(W_BYTES_PER_ARC) * arcs
 
 

@@ -58,9 +58,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from topofl._fs import replace_text
-from topofl._processes import lock, sigterm_raises, torch_threads, worker_pool
-from topofl._validation import check_time
+from topofl._utils.files import replace_text
+from topofl._utils.processes import lock, sigterm_raises, torch_threads, worker_pool
+from topofl._utils.validation import check_time
 from topofl.config import (
     ConfigError,
     ConfigTypeError,
@@ -772,9 +772,9 @@ def _execute_unit(unit: Sequence[_Item], out: str, command: str | None) -> list[
 
 
 def _stack_memory_problem(prepared: Sequence[Any], members: Sequence[Any]) -> str | None:
-    """Why the runs cannot run stacked for memory (:func:`topofl.memory.check_stack`), else
+    """Why the runs cannot run stacked for memory (:func:`topofl.workflow.memory.check_stack`), else
     ``None``: they then run one by one."""
-    from topofl import memory as plan  # the memory model
+    from topofl.workflow import memory as plan  # the memory model
 
     try:
         plan.check_stack([plan.run_shapes(p, model=m.model, data=m.data,

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.engine.pieces import SGD, compose_init, with_participation
 from topofl.engine.protocol import Algorithm, Phase
 

@@ -58,8 +58,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import as_generator
-from topofl._validation import check_int
+from topofl._utils.rng import as_generator
+from topofl._utils.validation import check_int
 from topofl.algorithms._common import check_decay, check_lr
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Arcs, Flow, dtype_bits

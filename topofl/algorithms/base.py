@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from topofl._extensible import Extensible
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_bool, check_int, check_real, unknown_name
+from topofl._utils.registries import Extensible
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_bool, check_int, check_real, unknown_name
 from topofl.engine.protocol import Algorithm
 
 __all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "unregister_algorithm",

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import generator_at
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_sgd, sgd_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs

@@ -10,7 +10,7 @@ References
 
 from __future__ import annotations
 
-from topofl._validation import check_bool
+from topofl._utils.validation import check_bool
 from topofl.algorithms._common import check_sgd
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, clique_arcs

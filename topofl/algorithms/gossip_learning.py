@@ -85,7 +85,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._validation import check_int
+from topofl._utils.validation import check_int
 from topofl.algorithms._common import check_decay, check_lr
 from topofl.algorithms.adpsgd import (
     _durations_of,

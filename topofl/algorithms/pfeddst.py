@@ -120,8 +120,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import generator_at
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Arcs, Flow, arcs_of_mask, dtype_bits, graph_arcs

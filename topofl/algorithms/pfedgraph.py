@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.algorithms._common import (
     WEIGHTINGS,
     check_decay,

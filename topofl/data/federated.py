@@ -59,8 +59,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import (
+from topofl._utils.rng import Seed, as_seed_sequence, generator_at
+from topofl._utils.validation import (
     check_choice,
     check_device,
     check_int,

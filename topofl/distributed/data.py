@@ -9,8 +9,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from topofl._rng import generator_at
-from topofl._validation import check_choice, check_int
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_choice, check_int
 from topofl.data.federated import (
     SPLITS,
     EvalBatch,

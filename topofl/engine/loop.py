@@ -37,8 +37,8 @@ import torch
 from scipy.sparse.csgraph import connected_components
 from torch import Tensor, nn
 
-from topofl._fs import remove_orphans
-from topofl._validation import check_path
+from topofl._utils.files import remove_orphans
+from topofl._utils.validation import check_path
 from topofl.engine.availability import (
     Availability,
     Frozen,

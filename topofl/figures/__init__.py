@@ -42,7 +42,7 @@ Examples
 
 from __future__ import annotations
 
-from topofl._fingerprint import code_fingerprint
+from topofl._utils.fingerprint import code_fingerprint
 from topofl.figures import redecide as redecide  # the module (topofl figure redecide)
 from topofl.figures.checks import (
     Check,

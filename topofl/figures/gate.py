@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
-from topofl._configfile import read_config
+from topofl._utils.configfiles import read_config
 from topofl.figures.checks import Check, OverSeeds
 from topofl.figures.config import FigureError, _presets_root
 

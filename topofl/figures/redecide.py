@@ -220,7 +220,7 @@ def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = Non
               gates: list[AnyGate] | None = None) -> str:
     """``md`` with its verdict line, its table of checks, the rule's paragraph, the margins'
     reasons and the fidelity gates rewritten."""
-    from topofl._markdown import table
+    from topofl._utils.markdown import table
 
     md = re.sub(r"^\*\*Verdict:\*\* .*$", lambda _: verdict_line(checks), md, count=1,
                 flags=re.M)

@@ -19,9 +19,9 @@ from typing import Any
 
 import matplotlib
 
-from topofl._environment import summary
-from topofl._fingerprint import code_fingerprint
-from topofl._markdown import Document
+from topofl._utils.environment import summary
+from topofl._utils.fingerprint import code_fingerprint
+from topofl._utils.markdown import Document
 from topofl.figures.checks import RULE, Check, OverSeeds, headline_of, secondary, verdict
 from topofl.figures.config import (
     MARGINS_USED,
@@ -248,8 +248,8 @@ def _provenance_rows(args: FigureArgs, code: str, ran: Ran) -> list[list[str]]:
                 "-" if not threads else "not recorded (runs from before CPU kinds were)")
     env_text = ("; ".join(dict.fromkeys(summary(e) for e in environments))
                 + " (numbers are bitwise where every field of "
-                "`topofl.provenance.BIT_FIELDS` and the thread count match; elsewhere within "
-                "rounding)" if environments else
+                "`topofl.workflow.provenance.BIT_FIELDS` and the thread count match; elsewhere "
+                "within rounding)" if environments else
                 "-" if not threads else "not recorded (runs from before environments were)")
     rounds = ran.rounds
     rounds_text = ("-" if not rounds.get("run") else

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from topofl._configfile import read_labels
+from topofl._utils.configfiles import read_labels
 from topofl.study.core import study
 from topofl.study.result import IncompleteRunsError
 

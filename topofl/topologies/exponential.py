@@ -44,7 +44,7 @@ from functools import cache
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import check_choice, check_graph_size, check_int, check_time
+from topofl._utils.validation import check_choice, check_graph_size, check_int, check_time
 from topofl.graph import TimeVarying, Topology, check_w_size
 from topofl.mixing import assemble
 from topofl.topologies._registry import GraphFamily, Param, register

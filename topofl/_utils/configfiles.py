@@ -87,7 +87,7 @@ def read_labels(path: str | os.PathLike[str]) -> dict[str, str]:
     Examples
     --------
     >>> import pathlib, tempfile
-    >>> from topofl._configfile import read_config, read_labels
+    >>> from topofl._utils.configfiles import read_config, read_labels
     >>> f = pathlib.Path(tempfile.mkdtemp()) / "s.toml"
     >>> _ = f.write_text('rounds = 5\\n[labels]\\nring = "Ring (n=100)"\\n')
     >>> read_labels(f), read_config(f)

@@ -47,7 +47,7 @@ def machine_token() -> str | None:
 
     Examples
     --------
-    >>> from topofl._fs import machine_token
+    >>> from topofl._utils.files import machine_token
     >>> token = machine_token()
     >>> token is None or (len(token) == 8 and int(token, 16) >= 0)
     True
@@ -100,7 +100,7 @@ def remove_orphans(path: str | os.PathLike[str], *, min_age: float = ORPHAN_AGE)
     Examples
     --------
     >>> import os, tempfile
-    >>> from topofl._fs import remove_orphans
+    >>> from topofl._utils.files import remove_orphans
     >>> folder = tempfile.mkdtemp()  # pid 999999999: above any pid_max, never running
     >>> orphan = os.path.join(folder, ".ck.pt.topofl-tmp-999999999-0123456789abcdef")
     >>> _ = open(orphan, "w").write("half a checkpoint")
@@ -165,7 +165,7 @@ def private_sibling(path: str | os.PathLike[str], *, folder: bool = False) -> Pa
     Examples
     --------
     >>> import os, tempfile
-    >>> from topofl._fs import private_sibling
+    >>> from topofl._utils.files import private_sibling
     >>> folder = tempfile.mkdtemp()
     >>> tmp = private_sibling(os.path.join(folder, "ck.pt"))
     >>> tmp.name.startswith(".ck.pt.topofl-tmp-"), tmp.is_file(), tmp.stat().st_size
@@ -200,7 +200,7 @@ def fsync_dir(folder: Path) -> None:
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from topofl._fs import fsync_dir
+    >>> from topofl._utils.files import fsync_dir
     >>> fsync_dir(Path(tempfile.mkdtemp()))
     """
     try:
@@ -223,7 +223,7 @@ def replace_text(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
     Examples
     --------
     >>> import os, tempfile
-    >>> from topofl._fs import replace_text
+    >>> from topofl._utils.files import replace_text
     >>> folder = tempfile.mkdtemp()
     >>> mine = os.path.join(folder, "r.jsonl.tmp")
     >>> _ = open(mine, "w").write("a user's file")

@@ -9,7 +9,7 @@ provenance (:func:`provenance`: versions, git commit, command line, start time).
 
 Examples
 --------
->>> from topofl.provenance import hparam_signature, provenance
+>>> from topofl.workflow.provenance import hparam_signature, provenance
 >>> sorted(hparam_signature("dsgd"))[:3], sorted(provenance())[:3]
 (['aggregator', 'clique_averaging', 'decay'], ['command', 'cpu', 'cpu_model'])
 """
@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from topofl._cpu import cpu_kind, cpu_model
-from topofl._environment import BIT_FIELDS, numeric_environment
-from topofl._extensible import replaced
-from topofl._validation import unknown_name
+from topofl._utils.cpu import cpu_kind, cpu_model
+from topofl._utils.environment import BIT_FIELDS, numeric_environment
+from topofl._utils.registries import replaced
+from topofl._utils.validation import unknown_name
 from topofl._version import __version__
 from topofl.algorithms.base import ALGORITHMS
 from topofl.data.partition import PARTITIONS
@@ -172,7 +172,7 @@ def replaced_entries(algorithm: Any, model: Any, data: Any) -> dict[str, str]:
 
     Examples
     --------
-    >>> from topofl.provenance import replaced_entries
+    >>> from topofl.workflow.provenance import replaced_entries
     >>> replaced_entries("dsgd", "logistic", "digits:seed=0")
     {}
     """
@@ -229,13 +229,13 @@ def provenance() -> dict[str, Any]:
     environment, git commit, command line, start time.
 
     ``torch_threads`` is torch's intra-op thread count, ``cpu`` the CPU kind
-    (:func:`topofl._cpu.cpu_kind`: architecture, vendor and the instruction set torch's kernels
-    dispatch to; ``cpu_model`` names the processor) and ``environment`` the whole numeric
-    environment (:func:`topofl._environment.numeric_environment`: torch's build, BLAS and
+    (:func:`topofl._utils.cpu.cpu_kind`: architecture, vendor and the instruction set torch's
+    kernels dispatch to; ``cpu_model`` names the processor) and ``environment`` the whole numeric
+    environment (:func:`topofl._utils.environment.numeric_environment`: torch's build, BLAS and
     MKL path, numpy, scipy and networkx releases and their BLAS core types, Python, the
     processor's family and model): float sums may round differently with another count or in
     another environment, so a bitwise replay needs the same thread count and the same
-    environment in every field of :data:`topofl._environment.BIT_FIELDS` (elsewhere: the same
+    environment in every field of :data:`topofl._utils.environment.BIT_FIELDS` (elsewhere: the same
     counts and verdicts, float values within rounding).
     ``command`` is the
     ``topofl ...`` command line when the run was started by the command line (``None`` from
@@ -264,7 +264,7 @@ def launched_command(command: str | None,
 
     Examples
     --------
-    >>> from topofl.provenance import launched_command
+    >>> from topofl.workflow.provenance import launched_command
     >>> env = {"TORCHELASTIC_RUN_ID": "none", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2"}
     >>> launched_command("topofl run run.toml", env)
     'torchrun --nnodes 2 --nproc-per-node 2 -m topofl run run.toml'

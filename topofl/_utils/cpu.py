@@ -11,7 +11,7 @@ stay the same. :func:`cpu_kind` names the kind (what decides the kernels);
 
 Examples
 --------
->>> from topofl._cpu import cpu_kind
+>>> from topofl._utils.cpu import cpu_kind
 >>> arch, vendor, capability = cpu_kind().split()  # e.g. x86_64 AuthenticAMD AVX512
 >>> import torch
 >>> capability == torch.backends.cpu.get_cpu_capability()

@@ -2,7 +2,7 @@
 
 The same seed and code give the same bits only where the kernels that run and the order in
 which they sum are the same. On a CPU that is decided by more than torch's version and the CPU
-kind (:func:`topofl._cpu.cpu_kind`):
+kind (:func:`topofl._utils.cpu.cpu_kind`):
 
 - **torch**: its version and build, the instruction set ATen dispatches its vectorized
   kernels to (``AVX512``, ``AVX2``, ``DEFAULT``; ``ATEN_CPU_CAPABILITY`` lowers it), its BLAS
@@ -25,7 +25,7 @@ snapshot of every algorithm, graph family and model, is in ``analysis/environmen
 
 Examples
 --------
->>> from topofl._environment import numeric_environment, bits, differences
+>>> from topofl._utils.environment import numeric_environment, bits, differences
 >>> env = numeric_environment()
 >>> env["torch"] == __import__("torch").__version__, sorted(bits(env)) == sorted(BIT_FIELDS)
 (True, True)
@@ -48,7 +48,7 @@ import numpy as np
 import scipy
 import torch
 
-from topofl._cpu import _cpuinfo, cpu_kind, cpu_model
+from topofl._utils.cpu import _cpuinfo, cpu_kind, cpu_model
 
 __all__ = ["numeric_environment", "bits", "differences", "summary", "BIT_FIELDS",
            "INFORMATIVE_FIELDS"]
@@ -60,8 +60,8 @@ BIT_FIELDS = ("python", "torch", "torch_build", "torch_capability", "torch_blas"
               "cpu", "cpu_id")
 #: The fields that name things for a reader, or that were measured not to move the bits
 #: (``blas_threads``: one OpenBLAS thread instead of two moved no value of the snapshot,
-#: ``analysis/environment_bits.md``; the count follows the machine's cores). torch's thread count is recorded apart (a
-#: certificate's ``threads``, a run's ``torch_threads``): it decides the bits.
+#: ``analysis/environment_bits.md``; the count follows the machine's cores). torch's thread count
+#: is recorded apart (a certificate's ``threads``, a run's ``torch_threads``): it decides the bits.
 INFORMATIVE_FIELDS = ("cpu_model", "blas_threads")
 
 

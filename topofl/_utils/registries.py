@@ -39,7 +39,7 @@ def check_name(name: Any, what: str) -> str:
 
     Examples
     --------
-    >>> from topofl._extensible import check_name
+    >>> from topofl._utils.registries import check_name
     >>> check_name("my_algo-2", "algorithm")
     'my_algo-2'
     >>> check_name(123, "algorithm")  # doctest: +ELLIPSIS
@@ -63,7 +63,7 @@ def replaced(what: str) -> frozenset[str]:
 
     Examples
     --------
-    >>> from topofl._extensible import replaced
+    >>> from topofl._utils.registries import replaced
     >>> replaced("algorithm")
     frozenset()
     """
@@ -87,7 +87,7 @@ class Extensible(Generic[F]):
     Examples
     --------
     >>> import warnings
-    >>> from topofl._extensible import Extensible
+    >>> from topofl._utils.registries import Extensible
     >>> reg = Extensible("model", {"a": len})
     >>> reg.register("b", "constructor")(abs) is abs, sorted(reg.view)
     (True, ['a', 'b'])

@@ -22,8 +22,9 @@ Reported per row: client-steps per second (``n / local``), samples per second (`
 local``), the local step and the floor in milliseconds and their ratio, gossip and copy in
 milliseconds and their ratio, the peak memory of building the clients and running one round,
 and the bytes each client holds (:func:`bytes_per_client`: parameters, optimizer state, the
-algorithm's own state and its share of the gossip buffers, counted as :mod:`topofl.plan` counts
-them). On the CPU the peak is measured in a child process with :data:`topofl.plan.PEAK_METER`
+algorithm's own state and its share of the gossip buffers, counted as :mod:`topofl.workflow.plan`
+counts them). On the CPU the peak is measured in a child process with
+:data:`topofl.workflow.plan.PEAK_METER`
 (the resident-memory high-water mark above the size after importing torch and topofl); on CUDA
 it is ``torch.cuda.max_memory_allocated`` in this process.
 
@@ -58,25 +59,25 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from topofl import __version__, algorithms, topologies
-from topofl._cpu import cpu_kind, cpu_model
-from topofl._processes import child_command
-from topofl._validation import fmt_bytes, graph_bytes
+from topofl._utils.cpu import cpu_kind, cpu_model
+from topofl._utils.processes import child_command
+from topofl._utils.validation import fmt_bytes, graph_bytes
 from topofl.data import Dataset, federate
 from topofl.engine import ParamLayout, Round, toy_services
 from topofl.engine.executors import has_conv, make_executor
 from topofl.engine.gossip import Mixer
 from topofl.engine.layout import init_parameters
 from topofl.engine.local import LocalStepper
-from topofl.memory import (
+from topofl.models import MODELS, build_model
+from topofl.workflow.memory import (
     Shapes,
-    _state_bytes,
-    _state_parts,
     activation_bytes,
     check_fits,
     counted_parts,
+    state_bytes,
+    state_parts,
 )
-from topofl.models import MODELS, build_model
-from topofl.plan import PEAK_METER
+from topofl.workflow.plan import PEAK_METER
 
 __all__ = ["MODEL_INPUTS", "SharedWeightFloor", "bytes_per_client", "case_parts", "gossip_topology",
            "loadavg", "machine_info", "run_bench", "synthetic_data", "to_markdown", "ROW_KEYS"]
@@ -130,7 +131,7 @@ def loadavg() -> float:
 
     Examples
     --------
-    >>> from topofl.bench import loadavg
+    >>> from topofl.tools.bench import loadavg
     >>> import math
     >>> v = loadavg()
     >>> math.isnan(v) or v >= 0
@@ -200,10 +201,10 @@ def bytes_per_client(num_params: int, n: int, *, state: dict[str, int], row_nnz:
     """The bytes one client holds, by part, and their ``total``.
 
     ``parameters``, ``optimizer`` and ``algorithm`` are the per-client state (``state``: bytes
-    per client by part, as :func:`topofl.memory._state_parts` counts ``algorithm.init``'s
+    per client by part, as :func:`topofl.workflow.memory.state_parts` counts ``algorithm.init``'s
     tensors); ``gossip`` is the mixer's buffers divided among the ``n`` clients, counted as
-    :func:`topofl.memory.counted_parts` counts them (its scratch tile, the mixing matrix with
-    ``row_nnz`` non-zeros per row); on CUDA the product ``W @ X`` is written into a new
+    :func:`topofl.workflow.memory.counted_parts` counts them (its scratch tile, the mixing matrix
+    with ``row_nnz`` non-zeros per row); on CUDA the product ``W @ X`` is written into a new
     ``[n, P]`` buffer, counted instead of the tile.
 
     Examples
@@ -237,9 +238,10 @@ def case_parts(model_name: str, n: int, batch: int, *, shape: Sequence[int],
                hidden: Sequence[int] | None = None, device: torch.device | str = "cpu"
                ) -> tuple[Shapes, dict[str, int]]:
     """The estimated peak memory of one row of :func:`run_bench`, by part, before anything is
-    built: the D-SGD state, the local step and gossip as :func:`topofl.memory.counted_parts`
+    built: the D-SGD state, the local step and gossip as
+    :func:`topofl.workflow.memory.counted_parts`
     counts them, the synthetic data and the dataset it is split from, building the random
-    regular graph (:func:`topofl._validation.graph_bytes`), the buffer the copy writes into
+    regular graph (:func:`topofl._utils.validation.graph_bytes`), the buffer the copy writes into
     (``copy``) and the shared-weight floor (``floor``: its ``n x batch`` samples, their
     activations and the model's gradients).
 
@@ -257,7 +259,7 @@ def case_parts(model_name: str, n: int, batch: int, *, shape: Sequence[int],
     sample = 4 * int(np.prod(shape)) + 8
     train, test = SAMPLES_PER_CLIENT * n, 2000
     loop = dev.type == "cpu" and has_conv(model)
-    state = _state_bytes(algorithms.dsgd(lr=LR), layout, torch.float32, n)
+    state = state_bytes(algorithms.dsgd(lr=LR), layout, torch.float32, n)
     act = activation_bytes(model, shape)
     s = Shapes(n=n, num_params=layout.num_params, dtype_bytes=4, sample_bytes=sample - 8,
                num_classes=NUM_CLASSES, batch_size=batch, input_shape=shape,
@@ -277,7 +279,7 @@ def case_parts(model_name: str, n: int, batch: int, *, shape: Sequence[int],
 def _check_memory(models: Sequence[str], ns: Sequence[int], batch: int, device: torch.device,
                   shape: tuple[int, ...] | None, hidden: tuple[int, ...] | None) -> None:
     """Refuse, before anything is built, a row whose estimate (:func:`case_parts`) cannot fit
-    in the memory this process may use (:func:`topofl.memory.check_fits`)."""
+    in the memory this process may use (:func:`topofl.workflow.memory.check_fits`)."""
     for m in models:
         for n in ns:
             def peak(k: int, m: str = m) -> float:
@@ -389,7 +391,7 @@ class _Case:
         return label + (", fused update" if self.stepper.fused else "")
 
     def bytes_per_client(self) -> dict[str, int]:
-        state = _state_parts(self.algo, self.layout, torch.float32)
+        state = state_parts(self.algo, self.layout, torch.float32)
         nnz = self.topo.W.nnz / self.n
         return bytes_per_client(self.layout.num_params, self.n, state=state, row_nnz=nnz,
                                 device=self.device)
@@ -441,7 +443,7 @@ def _time_case(case: _Case, rounds: int) -> dict[str, float]:
 _CHILD = r"""
 import json, sys
 import torch
-import topofl.bench as bench
+import topofl.tools.bench as bench
 args = json.loads(sys.argv[1])
 torch.set_num_threads(args["threads"])  # before the mark: the imports are not the run's
 mark = start_peak()
@@ -456,7 +458,7 @@ print(json.dumps({"peak": peak_since(mark)}))
 def _peak_bytes(model: str, n: int, batch: int, device: torch.device,
                 shape: tuple[int, ...], hidden: tuple[int, ...] | None = None) -> int | None:
     """Peak memory of building the case and running one local step and one gossip step: on
-    the CPU in a child process (:data:`topofl.plan.PEAK_METER`), on CUDA in this one."""
+    the CPU in a child process (:data:`topofl.workflow.plan.PEAK_METER`), on CUDA in this one."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.empty_cache()
@@ -549,7 +551,7 @@ def run_bench(models: Sequence[str], ns: Sequence[int], *, batch: int = 16,
         torch sees no GPU, or ``hidden`` with a model other than ``mlp``.
     topofl.exceptions.InsufficientMemoryError
         A ``ValueError``: a row whose estimated peak memory (:func:`case_parts`) exceeds
-        what this process may use (:func:`topofl._validation.memory_limit`), refused before
+        what this process may use (:func:`topofl._utils.validation.memory_limit`), refused before
         any row is built; the message names the estimate, the limit and the largest ``n``
         that fits.
     """

@@ -33,7 +33,7 @@ def parse_spec(spec: str, what: str = "graph", example: str = "ring:n=16"
 
     Examples
     --------
-    >>> from topofl._spec import parse_spec
+    >>> from topofl._utils.spec import parse_spec
     >>> parse_spec("synthetic:n_samples=500,seed=0", "dataset")
     ('synthetic', {'n_samples': 500, 'seed': 0})
     """

@@ -8,7 +8,7 @@ and :func:`replace_block` (rewrite a marked block of a committed Markdown file).
 
 Examples
 --------
->>> from topofl._markdown import Document
+>>> from topofl._utils.markdown import Document
 >>> doc = (Document().heading("Toy").paragraph("Two rows.")
 ...        .table(["a", "b"], [["1", "x|y"], ["2", "z"]]).bullets(["one", "two"])
 ...        .image("toy.png", "toy", caption="The toy."))
@@ -45,7 +45,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
     Examples
     --------
-    >>> from topofl._markdown import table
+    >>> from topofl._utils.markdown import table
     >>> print(table(["a", "b"], [["1", "x|y"]]))
     | a | b |
     |---|---|
@@ -94,7 +94,7 @@ class Document:
 
     Examples
     --------
-    >>> from topofl._markdown import Document
+    >>> from topofl._utils.markdown import Document
     >>> import pandas as pd
     >>> df = pd.DataFrame({"graph": ["ring", "complete"], "gap": [0.19531, 1.0]})
     >>> doc = Document().heading("Numbers", 2).table(df, cell=lambda v: (

@@ -58,7 +58,7 @@ def as_generator(seed: Seed) -> np.random.Generator:
 
     Examples
     --------
-    >>> from topofl._rng import as_generator
+    >>> from topofl._utils.rng import as_generator
     >>> int(as_generator(0).integers(100)) == int(as_generator(0).integers(100))
     True
     """
@@ -79,7 +79,7 @@ def as_seed_sequence(seed: Seed) -> np.random.SeedSequence:
 
     Examples
     --------
-    >>> from topofl._rng import as_seed_sequence
+    >>> from topofl._utils.rng import as_seed_sequence
     >>> as_seed_sequence(3).entropy
     3
     """
@@ -102,7 +102,7 @@ def generator_at(seed: Seed, *index: int) -> np.random.Generator:
 
     Examples
     --------
-    >>> from topofl._rng import generator_at
+    >>> from topofl._utils.rng import generator_at
     >>> a = generator_at(7, 3).random()
     >>> b = generator_at(7, 3).random()
     >>> a == b, a == generator_at(7, 4).random()
@@ -126,7 +126,7 @@ def torch_generator_at(seed: Seed, *index: int, device: Any = "cpu") -> torch.Ge
     Examples
     --------
     >>> import torch
-    >>> from topofl._rng import torch_generator_at
+    >>> from topofl._utils.rng import torch_generator_at
     >>> g1, g2 = torch_generator_at(0, 5), torch_generator_at(0, 5)
     >>> bool(torch.equal(torch.rand(3, generator=g1), torch.rand(3, generator=g2)))
     True

@@ -71,7 +71,7 @@ def check_int(
 
     Examples
     --------
-    >>> from topofl._validation import check_int
+    >>> from topofl._utils.validation import check_int
     >>> check_int(3, "n", low=1)
     3
     >>> check_int(0, "n", low=1)
@@ -98,7 +98,7 @@ def check_bool(value: Any, name: str) -> bool:
 
     Examples
     --------
-    >>> from topofl._validation import check_bool
+    >>> from topofl._utils.validation import check_bool
     >>> check_bool(False, "connected")
     False
     >>> check_bool("no", "connected")
@@ -124,7 +124,7 @@ def check_real(
 
     Examples
     --------
-    >>> from topofl._validation import check_real
+    >>> from topofl._utils.validation import check_real
     >>> check_real(0.5, "p", low=0, high=1)
     0.5
     >>> check_real(1.5, "p", low=0, high=1)
@@ -155,7 +155,7 @@ def check_choice(value: Any, name: str, choices: Collection[str]) -> str:
 
     Examples
     --------
-    >>> from topofl._validation import check_choice
+    >>> from topofl._utils.validation import check_choice
     >>> check_choice("ring", "inter", ["ring", "fractal"])
     'ring'
     """
@@ -210,7 +210,7 @@ def type_text(tp: Any) -> str:
     Examples
     --------
     >>> from collections.abc import Sequence
-    >>> from topofl._validation import type_text
+    >>> from topofl._utils.validation import type_text
     >>> type_text(float | None), type_text(Sequence[int]), type_text(bool)
     ('a real number or None', 'a list of int', 'a bool (True or False)')
     """
@@ -249,7 +249,7 @@ def check_type(value: Any, tp: Any, name: str) -> Any:
 
     Examples
     --------
-    >>> from topofl._validation import check_type
+    >>> from topofl._utils.validation import check_type
     >>> check_type([64, 32], tuple[int, ...], "hidden")
     [64, 32]
     >>> check_type("2", int | None, "shards_per_client")
@@ -271,7 +271,7 @@ def check_graph(G: Any, name: str = "G") -> int:
     Examples
     --------
     >>> import networkx as nx
-    >>> from topofl._validation import check_graph
+    >>> from topofl._utils.validation import check_graph
     >>> check_graph(nx.path_graph(4))
     4
     >>> check_graph(nx.relabel_nodes(nx.path_graph(2), {0: "a", 1: "b"}))
@@ -325,7 +325,7 @@ def check_matrix(W: Any, name: str = "W") -> sp.csr_array:
 
     Examples
     --------
-    >>> from topofl._validation import check_matrix
+    >>> from topofl._utils.validation import check_matrix
     >>> check_matrix([[0.5, 0.5], [0.5, 0.5]]).nnz
     4
     >>> check_matrix([[1.0, 0.0, 0.0]])
@@ -398,7 +398,7 @@ def stochasticity(W: sp.csr_array, *, atol: float = 1e-10) -> str:
     Examples
     --------
     >>> import numpy as np
-    >>> from topofl._validation import check_matrix, stochasticity
+    >>> from topofl._utils.validation import check_matrix, stochasticity
     >>> stochasticity(check_matrix(np.array([[0.5, 0.5], [0.2, 0.8]])))
     'row'
     >>> stochasticity(check_matrix(np.full((3, 3), 1 / 3)))
@@ -417,7 +417,7 @@ def arc_pattern(W: sp.csr_array, *, diagonal: bool = False) -> sp.csr_array:
 
     Examples
     --------
-    >>> from topofl._validation import arc_pattern, check_matrix
+    >>> from topofl._utils.validation import arc_pattern, check_matrix
     >>> W = check_matrix([[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.25, 0.75]])
     >>> arc_pattern(W).toarray()
     array([[0., 1., 0.],
@@ -451,7 +451,7 @@ def check_stochastic(
     Examples
     --------
     >>> import numpy as np
-    >>> from topofl._validation import check_matrix, check_stochastic
+    >>> from topofl._utils.validation import check_matrix, check_stochastic
     >>> W = check_matrix(np.array([[0.5, 0.5], [0.2, 0.8]]))
     >>> _ = check_stochastic(W, "row")
     >>> check_stochastic(W, "column")
@@ -583,7 +583,7 @@ def memory_override() -> int | None:
     Examples
     --------
     >>> import os
-    >>> from topofl._validation import memory_override
+    >>> from topofl._utils.validation import memory_override
     >>> os.environ["TOPOFL_MEMORY_LIMIT"] = "2e9"
     >>> memory_override()
     2000000000
@@ -620,7 +620,7 @@ def memory_limit(device: Any = "cpu") -> tuple[int | None, str]:
     Examples
     --------
     >>> import os
-    >>> from topofl._validation import memory_limit
+    >>> from topofl._utils.validation import memory_limit
     >>> os.environ["TOPOFL_MEMORY_LIMIT"] = "1000000"
     >>> memory_limit()
     (1000000, 'TOPOFL_MEMORY_LIMIT')
@@ -664,7 +664,7 @@ def fmt_bytes(b: float) -> str:
 
     Examples
     --------
-    >>> from topofl._validation import fmt_bytes
+    >>> from topofl._utils.validation import fmt_bytes
     >>> fmt_bytes(512), fmt_bytes(3 * 2**20)
     ('512 B', '3 MiB')
     """
@@ -685,7 +685,7 @@ def check_memory(nbytes: float, what: str, *, per_client: float = 0.0) -> None:
 
     Examples
     --------
-    >>> from topofl._validation import check_memory
+    >>> from topofl._utils.validation import check_memory
     >>> check_memory(1e3, "a tiny thing")
     >>> check_memory(1e17, "a huge thing")  # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
@@ -729,7 +729,7 @@ def check_graph_size(n: int, arcs: float, what: str) -> None:
 
     Examples
     --------
-    >>> from topofl._validation import check_graph_size
+    >>> from topofl._utils.validation import check_graph_size
     >>> check_graph_size(10**9, 2 * 10**9, "ring(n=1000000000)")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -743,7 +743,7 @@ def check_path(value: Any, name: str, *, optional: bool = True) -> Any:
 
     Examples
     --------
-    >>> from topofl._validation import check_path
+    >>> from topofl._utils.validation import check_path
     >>> check_path("runs/a.jsonl", "records_path")
     'runs/a.jsonl'
     >>> check_path(123, "records_path")
@@ -774,7 +774,7 @@ def check_device(device: Any, name: str = "device") -> Any:
 
     Examples
     --------
-    >>> from topofl._validation import check_device
+    >>> from topofl._utils.validation import check_device
     >>> check_device("cpu")
     device(type='cpu')
     >>> check_device("gpu")  # doctest: +ELLIPSIS
@@ -851,7 +851,7 @@ def check_time(seconds: float, what: str, *, limit: float | None = None,
 
     Examples
     --------
-    >>> from topofl._validation import check_time
+    >>> from topofl._utils.validation import check_time
     >>> check_time(1.0, "a short thing")
     >>> check_time(3e9, "a long thing", limit=float("inf"))  # a caller's own limit
     >>> check_time(3e9, "a long thing")  # doctest: +ELLIPSIS
@@ -894,7 +894,7 @@ def check_rounds(rounds: Any, eval_every: Any = 1, name: str = "rounds") -> int:
 
     Examples
     --------
-    >>> from topofl._validation import check_rounds
+    >>> from topofl._utils.validation import check_rounds
     >>> check_rounds(100, 10)
     100
     >>> check_rounds(2**63 - 1, 2**62)  # doctest: +ELLIPSIS
@@ -930,7 +930,7 @@ def did_you_mean(value: Any, known: Collection[str]) -> str:
 
     Examples
     --------
-    >>> from topofl._validation import did_you_mean
+    >>> from topofl._utils.validation import did_you_mean
     >>> did_you_mean("rnig", ["ring", "torus", "complete"])
     " (did you mean 'ring'?)"
     >>> did_you_mean("xyz", ["ring", "torus"])
@@ -964,7 +964,7 @@ def edit_distance(a: str, b: str) -> int:
 
     Examples
     --------
-    >>> from topofl._validation import edit_distance
+    >>> from topofl._utils.validation import edit_distance
     >>> edit_distance("dsdg", "dsgd"), edit_distance("dsdg", "dsgt"), edit_distance("", "ab")
     (1, 2, 2)
     >>> edit_distance("kitten", "sitting"), edit_distance("ca", "abc")
@@ -988,7 +988,7 @@ def did_you_mean_each(values: Collection[Any], known: Collection[str]) -> str:
 
     Examples
     --------
-    >>> from topofl._validation import did_you_mean_each
+    >>> from topofl._utils.validation import did_you_mean_each
     >>> did_you_mean_each(["lrr", "xyz", "momentm"], ["lr", "momentum", "seed"])
     " (did you mean 'lr' for 'lrr', 'momentum' for 'momentm'?)"
     """
@@ -1005,7 +1005,7 @@ def unknown_name(what: str, value: Any, known: Collection[str], *, sort: bool = 
 
     Examples
     --------
-    >>> from topofl._validation import unknown_name
+    >>> from topofl._utils.validation import unknown_name
     >>> unknown_name("graph family", "rnig", ["torus", "ring"])
     "unknown graph family 'rnig' (did you mean 'ring'?); known: ring, torus"
     """

@@ -51,7 +51,7 @@ it is, and federated over the plan's ``n``.
 ``analysis/plan_scale.md`` compares the plans with measured runs from 10^3 to 10^6 clients.
 
 ``peak_bytes`` is the sum of the parts; ``max_clients`` the largest ``n`` whose predicted peak
-fits in :func:`topofl._validation.memory_limit`; a plan that does not fit is refused.
+fits in :func:`topofl._utils.validation.memory_limit`; a plan that does not fit is refused.
 ``analysis/memory_model.md`` compares the static estimate with measured peaks.
 
 The refusal (:func:`check_run`, :func:`check_stack`, :func:`check_before_load`,
@@ -74,9 +74,9 @@ import torch
 
 from topofl import config as config_mod
 from topofl import topologies
-from topofl._processes import child_command
-from topofl._spec import parse_spec
-from topofl._validation import check_device, fmt_bytes, memory_limit
+from topofl._utils.processes import child_command
+from topofl._utils.spec import parse_spec
+from topofl._utils.validation import check_device, fmt_bytes, memory_limit
 from topofl.data import load
 from topofl.data.datasets.bundled import synthetic_bytes
 from topofl.data.federated import federate
@@ -84,18 +84,19 @@ from topofl.engine import ParamLayout, toy_services
 from topofl.engine.config import DTYPES
 from topofl.engine.evaluation import check_eval_val
 from topofl.exceptions import ConfigError, InsufficientMemoryError
-from topofl.memory import (
+from topofl.models import build_model
+from topofl.workflow.memory import (
     CLIENT_BYTES,
     PARTS,
     ROW_BYTES,
     RUNTIME_BYTES,
     Shapes,
-    _check_batch_memory,
     _peak,
     _refusal,
     _row_nnz_of,
     _synthetic_shapes,
     activation_bytes,
+    check_batch_memory,
     check_before_load,
     check_fits,
     check_run,
@@ -107,7 +108,6 @@ from topofl.memory import (
     run_shapes,
     transients,
 )
-from topofl.models import build_model
 
 __all__ = ["Plan", "Shapes", "counted_parts", "make_plan", "max_clients", "run_shapes",
            "activation_bytes", "PlanError", "ProbeError", "PARTS", "PROBE_N", "RUNTIME_BYTES",
@@ -161,7 +161,7 @@ class Plan:
     seconds_per_round : float or None
         Measured over real rounds of the config (``None`` when not timed).
     available_bytes : int or None
-        :func:`~topofl._validation.available_memory` when the plan was made.
+        :func:`~topofl._utils.validation.available_memory` when the plan was made.
     max_clients : int or None
         The largest ``n`` whose predicted peak fits in ``available_bytes`` (``None``: unknown).
     """
@@ -226,7 +226,7 @@ def _shapes_of(resolved: config_mod.Resolved, ds: Any, data: Any) -> Shapes:
     """:func:`shapes` of the dataset ``ds`` split into ``data``."""
     cfg, prepared = resolved.config, resolved.prepared
     check_eval_val(prepared.run, data)  # what a run of the config refuses, before it starts
-    _check_batch_memory(prepared.run.batch_size, data)
+    check_batch_memory(prepared.run.batch_size, data)
     model = build_model(cfg["model"], tuple(data.input_shape), int(data.num_classes),
                         seed=cfg["seed"], **dict(cfg["model_params"] or {}))
     topo = None
@@ -306,7 +306,7 @@ import torch
 import topofl
 torch.set_num_threads(int(sys.argv[2]))
 cfg = json.loads(sys.argv[1])
-from topofl._userimports import load_imports
+from topofl._utils.userimports import load_imports
 load_imports(cfg.get("imports"))  # the user's modules, before the meter starts
 mark = start_peak()
 out = {"probe": []}
@@ -327,7 +327,7 @@ def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, 
     order): the peak memory growth after its run at that ``n`` and, with ``rounds``, its
     seconds a training round over that many rounds (else one round, untimed). The child ends
     with this process and imports nothing from the current directory but the config's own
-    ``imports`` (:func:`topofl._processes.child_command`): a plan stopped by a timeout or a
+    ``imports`` (:func:`topofl._utils.processes.child_command`): a plan stopped by a timeout or a
     SIGKILL leaves no probe running, and a ``json.py`` beside the config is not imported.
 
     Raises
@@ -584,7 +584,7 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
         Measure the runtime part in a subprocess (else the static estimate's:
         :data:`RUNTIME_BYTES` and :data:`CLIENT_BYTES` a client).
     available : int or None
-        Bytes available (default: :func:`~topofl._validation.memory_limit` on the config's
+        Bytes available (default: :func:`~topofl._utils.validation.memory_limit` on the config's
         device).
 
     Raises

@@ -9,7 +9,7 @@ only: the command line imports it before torch.
 Examples
 --------
 >>> import io, time
->>> from topofl._heartbeat import heartbeat
+>>> from topofl._utils.heartbeat import heartbeat
 >>> out = io.StringIO()
 >>> with heartbeat("topofl demo", every=0.05, stream=out, force=True):
 ...     time.sleep(0.18)
@@ -39,7 +39,7 @@ def interval() -> float:
 
     Examples
     --------
-    >>> from topofl._heartbeat import interval
+    >>> from topofl._utils.heartbeat import interval
     >>> interval() > 0
     True
     """
@@ -58,7 +58,7 @@ def elapsed_text(seconds: float) -> str:
 
     Examples
     --------
-    >>> from topofl._heartbeat import elapsed_text
+    >>> from topofl._utils.heartbeat import elapsed_text
     >>> elapsed_text(45.2), elapsed_text(125), elapsed_text(3790)
     ('45 s', '2 min 5 s', '1 h 3 min')
     """

@@ -48,7 +48,7 @@ def lock(path: Path) -> Iterator[bool]:
     --------
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from topofl._processes import lock
+    >>> from topofl._utils.processes import lock
     >>> with lock(Path(tempfile.mkdtemp()) / "r.lock") as mine:
     ...     print(mine)
     True
@@ -105,13 +105,13 @@ def orphan_guard() -> str:
     Examples
     --------
     >>> import os, subprocess, sys
-    >>> from topofl._processes import orphan_guard
+    >>> from topofl._utils.processes import orphan_guard
     >>> out = subprocess.run([sys.executable, "-c", orphan_guard() + "print('ran')"],
     ...                      capture_output=True, text=True, check=True)
     >>> out.stdout
     'ran\\n'
     """
-    return (f"from topofl._processes import die_with_parent as _die_with_parent\n"
+    return (f"from topofl._utils.processes import die_with_parent as _die_with_parent\n"
             f"_die_with_parent({os.getpid()})\n")
 
 
@@ -119,7 +119,7 @@ def _safe_path() -> str:
     """Python lines that take the current directory off the import path of the interpreter
     running them (``python -c`` puts it first, as ``""``) and put this ``topofl``'s folder on
     it when it is not there (a parent that found ``topofl`` in its current directory)."""
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     return ("import sys as _sys\n"
             "if not getattr(_sys.flags, 'safe_path', False) and _sys.path[:1] == ['']:\n"
             "    del _sys.path[0]\n"
@@ -141,12 +141,12 @@ def child_command(program: str, *args: str) -> list[str]:
     child keeps the current directory as its working directory, the environment and
     ``PYTHONPATH``: the user's own modules (``--import``) are imported as in the parent, with
     the current directory on the path only while they are
-    (:func:`topofl._userimports.load_imports`).
+    (:func:`topofl._utils.userimports.load_imports`).
 
     Examples
     --------
     >>> import subprocess
-    >>> from topofl._processes import child_command
+    >>> from topofl._utils.processes import child_command
     >>> cmd = child_command("import sys; print('' in sys.path, sys.argv[1:])", "a")
     >>> subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     "False ['a']\\n"
@@ -186,7 +186,7 @@ def worker_pool(workers: int, threads: int | None = None) -> Iterator[ProcessPoo
 
     Examples
     --------
-    >>> from topofl._processes import worker_pool
+    >>> from topofl._utils.processes import worker_pool
     >>> with worker_pool(2) as pool:
     ...     sorted(pool.map(abs, [-2, 1]))
     [1, 2]
@@ -210,7 +210,7 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 
     Examples
     --------
-    >>> from topofl._processes import torch_threads
+    >>> from topofl._utils.processes import torch_threads
     >>> before = torch.get_num_threads()
     >>> with torch_threads(1):
     ...     torch.get_num_threads()
@@ -238,7 +238,7 @@ def sigterm_raises(interrupt: Callable[[int], BaseException]) -> Iterator[None]:
     Examples
     --------
     >>> import os, signal
-    >>> from topofl._processes import sigterm_raises
+    >>> from topofl._utils.processes import sigterm_raises
     >>> try:
     ...     with sigterm_raises(lambda signum: KeyboardInterrupt(signum)):
     ...         os.kill(os.getpid(), signal.SIGTERM)

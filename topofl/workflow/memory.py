@@ -1,8 +1,8 @@
 """The memory model: what a run allocates, by part, and the refusal of a run that cannot fit.
 
 ``topofl.run`` (:func:`topofl.api.prepare`'s checks), sweeps, stacks, ``topofl bench`` and the
-planner (:mod:`topofl.plan`) share it; it imports neither the front door nor the planner, so
-that the front door can call it:
+planner (:mod:`topofl.workflow.plan`) share it; it imports neither the front door nor the planner,
+so that the front door can call it:
 
 * **counted parts** (bytes, :func:`counted_parts` of the run's :func:`run_shapes`): the state
   ``algorithm.init`` builds for the run's ``n`` clients, counted on the ``meta`` device
@@ -16,7 +16,7 @@ that the front door can call it:
   distance's two temporaries of a block of rows), ``spectral`` (the summary of a static graph) and
   ``records`` (the per-client rows kept in memory);
 * **runtime**: :data:`RUNTIME_BYTES` and :data:`CLIENT_BYTES` a client (the planner measures
-  it instead, :func:`topofl.plan.make_plan`).
+  it instead, :func:`topofl.workflow.plan.make_plan`).
 
 The refusal (:func:`check_run`, :func:`check_stack`, :func:`check_before_load`,
 :func:`check_fits`) raises :class:`~topofl.exceptions.InsufficientMemoryError`, a
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from topofl._spec import parse_spec
-from topofl._validation import (
+from topofl._utils.spec import parse_spec
+from topofl._utils.validation import (
     MEMORY_LIMIT_ENV,
     check_memory,
     fmt_bytes,
@@ -65,7 +65,8 @@ from topofl.spectral.summarize import SUMMARY_DENSE_MAX as _SUMMARY_DENSE_MAX
 
 __all__ = ["Shapes", "counted_parts", "max_clients", "run_shapes", "activation_bytes", "PARTS",
            "RUNTIME_BYTES", "CLIENT_BYTES", "ROW_BYTES", "estimate", "largest_n", "check_fits",
-           "check_run", "check_stack", "check_before_load", "transients",
+           "check_run", "check_stack", "check_before_load", "check_batch_memory", "transients",
+           "state_bytes", "state_parts",
            "InsufficientMemoryError"]
 
 #: The parts of a plan's peak, in the order they are reported.
@@ -117,7 +118,7 @@ class Shapes:
     """What the counted parts depend on, read from the resolved config without training.
 
     The fields after ``w_row_nnz`` have defaults that count nothing, so that a hand-built
-    ``Shapes`` (a doctest, :func:`topofl.bench.bytes_per_client`) names only what it needs.
+    ``Shapes`` (a doctest, :func:`topofl.tools.bench.bytes_per_client`) names only what it needs.
     """
 
     n: int
@@ -160,7 +161,7 @@ class Shapes:
     runtime: bool = False  # count RUNTIME_BYTES and CLIENT_BYTES (the static estimate)
 
 
-def _state_bytes(algorithm: Any, layout: ParamLayout, dtype: torch.dtype, n: int
+def state_bytes(algorithm: Any, layout: ParamLayout, dtype: torch.dtype, n: int
                  ) -> dict[str, int]:
     """Bytes of the state ``algorithm.init`` builds for ``n`` clients, by part.
 
@@ -208,9 +209,9 @@ def _state_bytes(algorithm: Any, layout: ParamLayout, dtype: torch.dtype, n: int
     return {"parameters": n * row, "optimizer": n * row, "algorithm": 0}
 
 
-def _state_parts(algorithm: Any, layout: ParamLayout, dtype: torch.dtype) -> dict[str, int]:
+def state_parts(algorithm: Any, layout: ParamLayout, dtype: torch.dtype) -> dict[str, int]:
     """Bytes per client of the state ``algorithm.init`` builds, by part (for 64 clients)."""
-    return {k: v // 64 for k, v in _state_bytes(algorithm, layout, dtype, 64).items()}
+    return {k: v // 64 for k, v in state_bytes(algorithm, layout, dtype, 64).items()}
 
 
 def activation_bytes(model: torch.nn.Module, input_shape: tuple[int, ...]) -> int:
@@ -332,7 +333,7 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
         sample_bytes=sample_bytes, num_classes=classes, batch_size=int(run.batch_size),
         input_shape=input_shape,
         per_client_state={k: -(-v // n) for k, v in
-                          _state_bytes(algorithm, layout, dtype, n).items()},
+                          state_bytes(algorithm, layout, dtype, n).items()},
         dataset_bytes=_dataset_bytes(dataset) if dataset is not None else 0,
         data_bytes=data_bytes, longest_test=longest_test, w_row_nnz=nnz,
         activation_bytes=activation_bytes(model, input_shape), fused=fused,
@@ -693,11 +694,11 @@ def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = 
                before: str = "its data is split") -> None:
     """Raise :class:`~topofl.exceptions.InsufficientMemoryError` when ``parts`` (the estimate
     of ``what`` with ``s.n`` clients) exceed the memory the process may use
-    (:func:`~topofl._validation.memory_limit`); ``lower``: the estimate is a lower bound (made
+    (:func:`~topofl._utils.validation.memory_limit`); ``lower``: the estimate is a lower bound (made
     before the data is split). ``peak(n)``, the estimate at ``n`` clients, gives the largest
     ``n`` that fits (default :func:`counted_parts`'s sum). ``resident``: bytes of ``parts``
     already allocated, left out when the limit is what the machine reports left (not when
-    :data:`~topofl._validation.MEMORY_LIMIT_ENV` sets it).
+    :data:`~topofl._utils.validation.MEMORY_LIMIT_ENV` sets it).
 
     Examples
     --------
@@ -713,8 +714,8 @@ def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = 
     topofl.exceptions.InsufficientMemoryError: 100 clients do not fit: the run needs about 1.69
     MiB (1,772,812 bytes; gradients 695,200 (batch_size=16), evaluation 520,000, gossip 268,812,
     ...) by
-    topofl's estimate (topofl.plan), but TOPOFL_MEMORY_LIMIT leaves 977 KiB (1,000,000 bytes);
-    the largest n that fits is 56 (TOPOFL_MEMORY_LIMIT=BYTES sets the limit)
+    topofl's estimate (topofl.workflow.plan), but TOPOFL_MEMORY_LIMIT leaves 977 KiB (1,000,000
+    bytes); the largest n that fits is 56 (TOPOFL_MEMORY_LIMIT=BYTES sets the limit)
     >>> del os.environ["TOPOFL_MEMORY_LIMIT"]
     """
     for need, limit, source, where in _limits(s.device, parts):
@@ -740,7 +741,7 @@ def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = 
         raise InsufficientMemoryError(
             f"{s.n:,} clients do not fit: {what} needs {'at least ' if lower else ''}about "
             f"{fmt_bytes(need)}{where} ({need:,} bytes; {biggest}) by topofl's estimate "
-            f"(topofl.plan{', before ' + before if lower else ''}), but {source} "
+            f"(topofl.workflow.plan{', before ' + before if lower else ''}), but {source} "
             f"leaves {fmt_bytes(limit)} ({limit:,} bytes){tail} "
             f"({MEMORY_LIMIT_ENV}=BYTES sets the limit)",
             need=need, limit=limit, max_clients=fits)
@@ -792,8 +793,8 @@ def check_stack(shapes_of: Sequence[Shapes]) -> None:
             raise InsufficientMemoryError(
                 f"a stack of {len(shapes_of)} runs ({n:,} clients) does not fit: it needs "
                 f"about {fmt_bytes(need)}{where} ({need:,} bytes) by topofl's estimate "
-                f"(topofl.plan), but {source} leaves {fmt_bytes(limit)} ({limit:,} bytes): "
-                f"run them one by one (a sweep's --stack off) or fewer at once "
+                f"(topofl.workflow.plan), but {source} leaves {fmt_bytes(limit)} "
+                f"({limit:,} bytes): run them one by one (a sweep's --stack off) or fewer at once "
                 f"({MEMORY_LIMIT_ENV}=BYTES sets the limit)", need=need, limit=limit)
 
 
@@ -814,7 +815,7 @@ def _synthetic_shapes(name: str) -> tuple[tuple[int, ...], int] | None:
 
 def check_before_load(prepared: Any) -> None:
     """Refuse, before its dataset is even loaded, a run whose state alone (the
-    :func:`_state_bytes` of its ``n`` clients, and the two temporaries of the consensus
+    :func:`state_bytes` of its ``n`` clients, and the two temporaries of the consensus
     distance over one block of rows) cannot fit: for a dataset whose shapes its name gives
     (``"synthetic:dim=...,num_classes=..."``) and a model given by name.
     """
@@ -831,7 +832,7 @@ def check_before_load(prepared: Any) -> None:
     layout = ParamLayout.from_model(model)
     n = int(call["n_clients"])
     dtype = DTYPES[run.dtype]
-    state = _state_bytes(prepared.algorithm, layout, dtype, n)
+    state = state_bytes(prepared.algorithm, layout, dtype, n)
     s = Shapes(n=n, num_params=layout.num_params, dtype_bytes=dtype.itemsize,
                sample_bytes=4 * int(np.prod(shape)), num_classes=classes,
                batch_size=int(run.batch_size), input_shape=shape,
@@ -847,13 +848,13 @@ def check_before_load(prepared: Any) -> None:
              "runtime": RUNTIME_BYTES}
 
     def peak(k: int) -> float:
-        return float(sum(_state_bytes(prepared.algorithm, layout, dtype, k).values())
+        return float(sum(state_bytes(prepared.algorithm, layout, dtype, k).values())
                      + distance(k) + RUNTIME_BYTES)
 
     check_fits("the run", s, parts, lower=True, peak=peak, before="its dataset is loaded")
 
 
-def _check_batch_memory(batch_size: Any, data: Any) -> None:
+def check_batch_memory(batch_size: Any, data: Any) -> None:
     """Refuse a ``batch_size`` whose float32 inputs alone, for one client, cannot fit (a lower
     bound of what the run needs: the engine holds at least one client's batch)."""
     if isinstance(batch_size, int) and not isinstance(batch_size, bool) and batch_size > 0:

@@ -2,7 +2,7 @@
 
 :func:`code_fingerprint` hashes the source of ``topofl/``'s result code (everything but
 :data:`NOT_RESULT_CODE`) without docstrings, comments and blank lines. :mod:`topofl.figures`
-stores it beside every cached run and in every committed result; :mod:`topofl.snapshot`
+stores it beside every cached run and in every committed result; :mod:`topofl.figures.snapshot`
 certifies two fingerprints equivalent.
 
 :func:`tree_fingerprint` computes the same fingerprint, with this module's code, from the files
@@ -28,18 +28,24 @@ __all__ = ["NOT_RESULT_CODE", "code_fingerprint", "tree_fingerprint"]
 
 #: Source files of ``topofl/`` left out of :func:`code_fingerprint`: they present, schedule or
 #: place runs but compute no number of a run (a folder ends with ``/``). ``distributed/`` is a
-#: placement whose records equal one process's; figure runs are one process; ``conftest.py``
-#: configures the doctests; ``_environment.py`` names the numeric environment a run had.
-NOT_RESULT_CODE = ("__main__.py", "cli.py", "demo.py", "figures/", "_fingerprint.py",
-                   "plotting/", "report.py", "snapshot.py", "study/", "sweep.py",
-                   "_markdown.py", "certificates.py", "plan.py", "_heartbeat.py",
-                   "_processes.py", "distributed/", "bench.py", "conftest.py",
-                   "_environment.py")
+#: placement whose records equal one process's; figure runs are one process (the snapshot and
+#: the certificates live with them); ``tools/`` holds the demo and the benchmarks;
+#: ``conftest.py`` configures the doctests; ``_utils/environment.py`` names the numeric
+#: environment a run had.
+NOT_RESULT_CODE = ("__main__.py", "cli.py", "tools/", "figures/", "_utils/fingerprint.py",
+                   "plotting/", "report.py", "study/", "sweep.py", "_utils/markdown.py",
+                   "workflow/plan.py", "_utils/heartbeat.py", "_utils/processes.py",
+                   "distributed/", "conftest.py", "_utils/environment.py")
+
+
+#: Where a tree keeps this module: today's place, then where it was before the package's
+#: internal utilities moved into ``_utils/`` (a certified commit may be older).
+_FINGERPRINT_MODULES = ("_utils/fingerprint.py", "_fingerprint.py")
 
 
 def _result_code_files() -> list[Path]:
     """The source files :func:`code_fingerprint` hashes, sorted by their path in ``topofl/``."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]
     out = []
     for p in sorted(root.rglob("*.py")):
         if not _excluded(p.relative_to(root).as_posix(), NOT_RESULT_CODE):
@@ -78,7 +84,7 @@ def code_fingerprint() -> str:
     >>> fp.startswith(tf.__version__ + "+"), len(fp.split("+")[1])
     (True, 12)
     """
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]
     return _hash(__version__, ((p.relative_to(root).as_posix(), _code_text(p))
                                for p in _result_code_files()))
 
@@ -89,7 +95,8 @@ def tree_fingerprint(files: Mapping[str, bytes]) -> str:
     ``files`` maps each file's path inside ``topofl/`` (``"algorithms/dsgd.py"``) to its
     bytes. Every ``*.py`` file the tree's own exclusion list does not leave out is hashed as
     :func:`code_fingerprint` hashes the installed package's. The list and the version are
-    read as literals from the tree's ``_fingerprint.py`` (``NOT_RESULT_CODE = (...)``) and
+    read as literals from the tree's ``_utils/fingerprint.py`` (``_fingerprint.py`` in trees
+    from before it moved; ``NOT_RESULT_CODE = (...)``) and
     ``_version.py`` (``__version__ = "..."``); nothing of the tree runs. The list can only
     leave files out of the hash, and the hash covers each hashed file's path: a tree that leaves
     out other files than the one it claims to be does not hash to its fingerprint.
@@ -97,7 +104,7 @@ def tree_fingerprint(files: Mapping[str, bytes]) -> str:
     Raises
     ------
     ValueError
-        When the tree has no ``_fingerprint.py`` or ``_version.py`` with those literals (one
+        When the tree has no fingerprint module or ``_version.py`` with those literals (one
         assignment each), or a hashed file is not UTF-8.
 
     Examples
@@ -118,10 +125,11 @@ def tree_fingerprint(files: Mapping[str, bytes]) -> str:
     >>> tree_fingerprint({**tree, "_fingerprint.py": lying}) == fp  # its code is not run
     True
     """
-    rule = _literal(files, "_fingerprint.py", "NOT_RESULT_CODE")
+    here = next((rel for rel in _FINGERPRINT_MODULES if rel in files), _FINGERPRINT_MODULES[0])
+    rule = _literal(files, here, "NOT_RESULT_CODE")
     version = _literal(files, "_version.py", "__version__")
     if not (isinstance(rule, (tuple, list)) and all(isinstance(x, str) for x in rule)):
-        raise ValueError(f"the tree's _fingerprint.py: NOT_RESULT_CODE must be a tuple of "
+        raise ValueError(f"the tree's {here}: NOT_RESULT_CODE must be a tuple of "
                          f"strings, got {rule!r:.80}")
     if not isinstance(version, str):
         raise ValueError(f"the tree's _version.py: __version__ must be a string, got "

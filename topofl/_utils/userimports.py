@@ -50,7 +50,7 @@ def check_imports(value: Any) -> list[str]:
 
     Examples
     --------
-    >>> from topofl._userimports import check_imports
+    >>> from topofl._utils.userimports import check_imports
     >>> check_imports(["my_graphs", "extra/algos.py"]), check_imports(None)
     (['my_graphs', 'extra/algos.py'], [])
     >>> check_imports("my_graphs")  # doctest: +ELLIPSIS
@@ -175,7 +175,7 @@ def load_imports(specs: Any) -> tuple[dict[str, Any], ...]:
 
     Examples
     --------
-    >>> from topofl._userimports import load_imports
+    >>> from topofl._utils.userimports import load_imports
     >>> [r["module"] for r in load_imports(["json"])]
     ['json']
     >>> load_imports(["no_such_module_xyz"])  # doctest: +ELLIPSIS
@@ -223,7 +223,7 @@ def replay_imports(specs: Any, recorded: Any) -> list[str]:
     --------
     >>> import hashlib, tempfile
     >>> from pathlib import Path
-    >>> from topofl._userimports import replay_imports
+    >>> from topofl._utils.userimports import replay_imports
     >>> f = Path(tempfile.mkdtemp()) / "my_mod.py"
     >>> _ = f.write_text("x = 1\\n")
     >>> rec = [{"import": "lib/my_mod.py", "module": "my_mod", "file": str(f),
@@ -277,7 +277,7 @@ def imports_problem(recorded: Any, current: Sequence[Mapping[str, Any]]) -> str 
 
     Examples
     --------
-    >>> from topofl._userimports import imports_problem
+    >>> from topofl._utils.userimports import imports_problem
     >>> rec = [{"import": "g", "module": "g", "file": "/x/g.py", "sha256": "ab"}]
     >>> imports_problem(rec, rec) is None, imports_problem(None, []) is None
     (True, True)

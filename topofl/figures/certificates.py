@@ -1,17 +1,17 @@
 """Certificates that a refactor kept the result code's numbers, and their verification.
 
 A committed paper result names the code fingerprint that computed it
-(:func:`topofl._fingerprint.code_fingerprint`). A refactor changes the fingerprint without
+(:func:`topofl._utils.fingerprint.code_fingerprint`). A refactor changes the fingerprint without
 moving a number; a **certificate** ``{from, to, ...}`` in
 ``paper_figures/results/equivalence.json`` says so, and a result of code ``from`` then counts as
 computed by code ``to`` (:func:`equivalent_codes`).
 
 A certificate is written only by :func:`certify`, from a complete behaviour snapshot
-(:func:`topofl.snapshot.take`: every part) of the committed code ``from``, taken again on the
-code ``to`` in the same numeric environment and equal to it on every value ``from`` computed
+(:func:`topofl.figures.snapshot.take`: every part) of the committed code ``from``, taken again on
+the code ``to`` in the same numeric environment and equal to it on every value ``from`` computed
 (newer code may add values: a new algorithm's case). It names the git commit of ``from``
 (``from_commit``), torch's thread count (``threads``), the **numeric environment** the values
-were computed in (``environment``: :func:`topofl._environment.numeric_environment`; torch,
+were computed in (``environment``: :func:`topofl._utils.environment.numeric_environment`; torch,
 numpy, scipy, networkx and Python releases and builds, BLAS libraries and their core types,
 ATen's instruction set, MKL's code path, the processor's vendor, family and model) and the
 digest of its **sealed record** (``digest``), committed beside it as
@@ -27,14 +27,16 @@ from git's objects, re-runs that tree's snapshot in a fresh interpreter on this 
 checks
 
 1. that its code fingerprint is ``from``, computed from those files by the *current*
-   fingerprint code (:func:`topofl._fingerprint.tree_fingerprint`), never by the commit's
+   fingerprint code (:func:`topofl._utils.fingerprint.tree_fingerprint`), never by the commit's
    own (an edited ``_fingerprint.py`` in it could report any fingerprint);
 2. that the sealed values are those of that commit: bit for bit where this environment equals
    the certificate's in every field that decides the bits
-   (:data:`topofl._environment.BIT_FIELDS`); elsewhere within the rounding measured between
-   environments (:func:`topofl.snapshot.env_rtol`: 2e-5 relative for float32 runs and models,
+   (:data:`topofl._utils.environment.BIT_FIELDS`); elsewhere within the rounding measured between
+   environments (:func:`topofl.figures.snapshot.env_rtol`: 2e-5 relative for float32 runs and
+   models,
    1e-7 for the rest; integers, counts, strings and accuracies alike; the floats of the
-   values that pass through a discrete choice on float ties, :data:`topofl.snapshot.DISCRETE`,
+   values that pass through a discrete choice on float ties,
+   :data:`topofl.figures.snapshot.DISCRETE`,
    only in the same environment). A difference within that rounding is reported as such
    (``notes``), naming both environments; beyond it, as an edit;
 3. that the current code computes every one of those values here exactly as the commit does
@@ -102,10 +104,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from topofl import snapshot
-from topofl._environment import bits, differences, numeric_environment
-from topofl._fingerprint import code_fingerprint, tree_fingerprint
-from topofl._fs import replace_text
+from topofl._utils.environment import bits, differences, numeric_environment
+from topofl._utils.files import replace_text
+from topofl._utils.fingerprint import code_fingerprint, tree_fingerprint
+from topofl.figures import snapshot
 
 __all__ = ["EQUIVALENCE_FILE", "VALUES_DIR", "certify", "environment_of", "equivalent_codes",
            "read", "rerecord", "values_of", "verify"]
@@ -231,7 +233,7 @@ def equivalent_codes(code: str, results: str | os.PathLike[str]) -> set[str]:
 
 
 def _repo() -> Path:
-    return Path(__file__).resolve().parents[1]
+    return Path(__file__).resolve().parents[2]
 
 
 def _git(*args: str, repo: Path | None = None, stdin: bytes | None = None
@@ -259,9 +261,9 @@ def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
     """Take the snapshot of the current code and, when it equals ``before`` exactly, append
     the certificate ``before's code -> current code`` to ``results/equivalence.json``.
 
-    ``before`` must be a complete snapshot (every part of :data:`topofl.snapshot.PARTS`)
+    ``before`` must be a complete snapshot (every part of :data:`topofl.figures.snapshot.PARTS`)
     taken on committed code (it names its commit) in this numeric environment (every field of
-    :data:`topofl._environment.BIT_FIELDS` equal), its values unedited (its digest
+    :data:`topofl._utils.environment.BIT_FIELDS` equal), its values unedited (its digest
     recomputed).
 
     Raises
@@ -438,7 +440,10 @@ def values_of(results: str | os.PathLike[str], cert: Mapping[str, Any]) -> dict[
 _PROBE = """
 import json, os, sys
 sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-from topofl.snapshot import take
+try:
+    from topofl.figures.snapshot import take
+except ImportError:  # a tree from before the snapshot moved into topofl.figures
+    from topofl.snapshot import take
 snap = take(threads=int(sys.argv[1]))
 root = os.path.realpath(os.getcwd())
 for name, mod in list(sys.modules.items()):
@@ -503,7 +508,7 @@ def _export(commit: str, repo: Path | None = None) -> dict[str, bytes]:
 def commit_fingerprint(commit: str, repo: str | os.PathLike[str] | None = None) -> str:
     """The code fingerprint of the ``topofl/`` of a git ``commit`` (of this repository, or of
     ``repo``), computed from its files by the current fingerprint code
-    (:func:`topofl._fingerprint.tree_fingerprint`); nothing of the commit runs (~0.1 s).
+    (:func:`topofl._utils.fingerprint.tree_fingerprint`); nothing of the commit runs (~0.1 s).
 
     Raises
     ------
@@ -745,7 +750,7 @@ def _against_record(recorded: Mapping[str, Any], values: Mapping[str, Any],
                       if k in recorded and k in values and recorded[k] != values[k])
     envs = (f"certificate's environment vs this one: {'; '.join(apart)}"
             + (f"; another branch on a last bit in {', '.join(branched)}, compared in its "
-               "integers, accuracies and shape only (topofl.snapshot.DISCRETE)"
+               "integers, accuracies and shape only (topofl.figures.snapshot.DISCRETE)"
                if branched else ""))
     if not apart:
         worst, at = snapshot.largest_difference(recorded, values)
@@ -760,7 +765,8 @@ def _against_record(recorded: Mapping[str, Any], values: Mapping[str, Any],
         return (f"the snapshot of commit {commit} here differs from its sealed values beyond "
                 f"the rounding measured between environments in {len(off)} of {len(recorded)}: "
                 f"{', '.join(off[:5])}{' ...' if len(off) > 5 else ''} (largest relative "
-                f"difference {worst:.3g} at {at}; {envs}; topofl.snapshot.env_rtol): edited")
+                f"difference {worst:.3g} at {at}; {envs}; topofl.figures.snapshot.env_rtol): "
+                "edited")
     notes.append("differs within this environment's rounding ("
                  + (f"largest relative difference {worst:.3g} at {at}; " if worst else "")
                  + f"{envs})")
@@ -779,7 +785,7 @@ def rerecord(results: str | os.PathLike[str], *,
     environments of what its commit computes here (they were taken in an environment not
     recorded: never bit for bit); and the current code computes every value of that commit
     here to the last bit. Then its commit's values here are sealed with this environment
-    (:func:`topofl._environment.numeric_environment`), and the certificate names that digest
+    (:func:`topofl._utils.environment.numeric_environment`), and the certificate names that digest
     and environment; what it had is kept as ``first`` (informative). A certificate that does
     not pass is left as it is, and the error names it.
 

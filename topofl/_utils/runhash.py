@@ -40,7 +40,7 @@ def run_hash(desc: Mapping[str, Any]) -> str:
 
     Examples
     --------
-    >>> from topofl.runhash import run_hash
+    >>> from topofl._utils.runhash import run_hash
     >>> a = run_hash({"run": {"seed": 0, "rounds": 10}, "algorithm": {"lr": 0.1}})
     >>> a == run_hash({"run": {"seed": 0, "rounds": 20}, "algorithm": {"lr": 0.1}}), len(a)
     (True, 16)
@@ -61,7 +61,7 @@ def header_hash_problem(header: Mapping[str, Any]) -> str | None:
 
     Examples
     --------
-    >>> from topofl.runhash import header_hash_problem, run_hash
+    >>> from topofl._utils.runhash import header_hash_problem, run_hash
     >>> desc = {"run": {"seed": 0}, "algorithm": {"lr": 0.1}}
     >>> header = {"header": True, "engine": {**desc, "run_hash": run_hash(desc)}}
     >>> header_hash_problem(header) is None

@@ -22,8 +22,8 @@ the result code computes on a fixed set of small inputs, compared value by value
 ``topofl figure snapshot --out FILE`` takes one before a refactor (on committed code: the
 file names the commit); ``topofl figure snapshot --certify FILE`` after it takes another, and
 when the two are identical (every value to the last bit, in one numeric environment,
-:mod:`topofl._environment`) writes a
-certificate (:mod:`topofl.certificates`): a committed result computed by the code before
+:mod:`topofl._utils.environment`) writes a
+certificate (:mod:`topofl.figures.certificates`): a committed result computed by the code before
 then counts as computed by the code after, and a cached run is kept. A certificate is evidence, not
 proof: it covers what the snapshot exercises, which is why the snapshot runs every algorithm's
 options and every graph family; a change that moves any of these values cannot be certified,
@@ -43,9 +43,9 @@ import numpy as np
 import torch
 
 from topofl import data, spectral, topologies
-from topofl._cpu import cpu_kind
-from topofl._environment import numeric_environment
-from topofl._fingerprint import code_fingerprint
+from topofl._utils.cpu import cpu_kind
+from topofl._utils.environment import numeric_environment
+from topofl._utils.fingerprint import code_fingerprint
 from topofl.api import run
 from topofl.config import WALL_CLOCK_METRICS
 from topofl.graph import as_time_varying
