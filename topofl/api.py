@@ -73,12 +73,97 @@ from topofl.workflow.provenance import (
 
 #: What a user calls; the steps under them (``build``, ``launch_stacked``, ``placement``,
 #: ``run_defaults``, ``RUN_KEYS``) are importable from this module by name.
-__all__ = ["run", "prepare", "launch", "Prepared"]
+__all__ = ["run", "prepare", "launch", "Prepared", "RunCall"]
 
+
+@dataclass(frozen=True)
+class RunCall:
+    """The named parameters of a run call, written once: :func:`run` and :func:`prepare` take
+    them (their signatures are built from this class), a config's keys are them, the run
+    settings (:class:`~topofl.engine.RunConfig`) and the algorithm's hyper-parameters, and
+    ``topofl list`` shows their defaults (:func:`run_defaults`). The first five may be given
+    by position (:data:`POSITIONAL`), the others by name.
+
+    Attributes
+    ----------
+    algorithm : str or Algorithm, default "dsgd"
+        A name of :data:`topofl.algorithms.ALGORITHMS` or a built Algorithm.
+    topology : Topology, TimeVarying, networkx graph, PyG Data, str or None
+        A graph or a spec (``"ring"``, ``"dcliques:clique_size=10"``); ``None`` for the
+        algorithms that use none.
+    data : FederatedData, str, Dataset or torch.utils.data.Dataset, default "digits"
+        Data already split over clients, or what :func:`topofl.data.federate` splits.
+    model : str or torch.nn.Module, default "logistic"
+        A name of :data:`topofl.models.MODELS` or a module.
+    rounds : int, default 100
+        Rounds to train.
+    seed : int, default 0
+        Seeds the partition, the random graph, the model and the batches.
+    n_clients : int, default 100
+        Clients to split ``data`` over (when it is not split already).
+    partition : str, default "shards"
+        A name of :data:`topofl.data.PARTITIONS`.
+    partition_params : mapping, optional
+        The partition scheme's options (and :func:`topofl.data.federate`'s ``val``,
+        ``test``, ``flip_labels``).
+    model_params : mapping, optional
+        The model's options.
+
+    Examples
+    --------
+    >>> [p.name for p in inspect.signature(tf.run).parameters.values()][:6]
+    ['algorithm', 'topology', 'data', 'model', 'rounds', 'seed']
+    >>> tf.api.RunCall().n_clients, tf.api.RUN_KEYS == tuple(
+    ...     f.name for f in dataclasses.fields(tf.api.RunCall))
+    (100, True)
+    """
+
+    algorithm: str | Algorithm = "dsgd"
+    topology: GraphLike | str | None = None
+    data: Any = "digits"
+    model: str | nn.Module = "logistic"
+    rounds: int = 100
+    seed: int = 0
+    n_clients: int = 100
+    partition: str = "shards"
+    partition_params: Mapping[str, Any] | None = None
+    model_params: Mapping[str, Any] | None = None
+
+
+#: The parameters of a run call that may be given by position, in order.
+POSITIONAL = ("algorithm", "topology", "data", "model", "rounds")
 #: The keys of a run call besides the run settings (:class:`~topofl.engine.RunConfig`) and
-#: the algorithm's hyper-parameters, in the order of a resolved config.
-RUN_KEYS = ("algorithm", "topology", "data", "n_clients", "partition", "partition_params",
-            "model", "model_params", "rounds", "seed")
+#: the algorithm's hyper-parameters: :class:`RunCall`'s fields.
+RUN_KEYS = tuple(f.name for f in dataclasses.fields(RunCall))
+
+
+def _signature(*extra: inspect.Parameter, returns: str) -> inspect.Signature:
+    """The signature of a run call: :class:`RunCall`'s fields (the :data:`POSITIONAL` ones
+    first, by position or name; the others by name only), ``extra`` keyword-only parameters,
+    and ``**kwargs`` (the run settings and the hyper-parameters)."""
+    kind = inspect.Parameter
+    named = [kind(f.name, kind.POSITIONAL_OR_KEYWORD if f.name in POSITIONAL else
+                  kind.KEYWORD_ONLY, default=f.default, annotation=f.type)
+             for f in dataclasses.fields(RunCall)]
+    named.sort(key=lambda p: (p.kind, POSITIONAL.index(p.name) if p.name in POSITIONAL else 0))
+    return inspect.Signature([*named, *extra, kind("kwargs", kind.VAR_KEYWORD, annotation="Any")],
+                             return_annotation=returns)
+
+
+def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[RunCall, dict[str, Any]]:
+    """A run call's arguments as its :class:`RunCall` and the rest (settings, hyper-parameters,
+    ``resume``, ``imports``); a ``TypeError`` as Python's for too many positional arguments or
+    one given twice."""
+    try:
+        bound = _CALL.bind(*args, **kwargs)
+    except TypeError as exc:
+        if len(args) > len(POSITIONAL):
+            raise TypeError(f"a run call takes at most {len(POSITIONAL)} positional arguments "
+                            f"({', '.join(POSITIONAL)}), got {len(args)}: give the rest by "
+                            "name") from None
+        raise TypeError(f"a run call got {exc}") from None
+    rest = dict(bound.arguments.pop("kwargs", {}))
+    return RunCall(**bound.arguments), rest
 
 #: The options of :func:`topofl.data.federate` that ``partition_params`` may also hold.
 FEDERATE_OPTIONS = ("val", "test", "flip_labels")
@@ -131,21 +216,7 @@ class Prepared:
         return self.run.seed
 
 
-def run(
-    algorithm: str | Algorithm = "dsgd",
-    topology: GraphLike | str | None = None,
-    data: Any = "digits",
-    model: str | nn.Module = "logistic",
-    rounds: int = 100,
-    *,
-    seed: int = 0,
-    n_clients: int = 100,
-    partition: str = "shards",
-    partition_params: Mapping[str, Any] | None = None,
-    model_params: Mapping[str, Any] | None = None,
-    overwrite: bool = False,
-    **kwargs: Any,
-) -> Result:
+def run(*args: Any, overwrite: bool = False, **kwargs: Any) -> Result:
     """Train with a named algorithm, topology, dataset and model; return records and state.
 
     Parameters
@@ -247,10 +318,7 @@ def run(
     resume = kwargs.pop("resume", None)
     check_bool(overwrite, "overwrite")
     check_path(resume, "resume")
-    prepared = prepare(algorithm, topology, data, model, rounds, seed=seed, n_clients=n_clients,
-                       partition=partition, partition_params=partition_params,
-                       model_params=model_params, **kwargs)
-    return launch(prepared, resume=resume, overwrite=overwrite)
+    return launch(prepare(*args, **kwargs), resume=resume, overwrite=overwrite)
 
 
 def run_defaults() -> dict[str, Any]:
@@ -263,25 +331,10 @@ def run_defaults() -> dict[str, Any]:
     >>> d["rounds"], d["seed"], d["n_clients"]
     (100, 0, 100)
     """
-    params = inspect.signature(prepare).parameters.values()
-    return {p.name: p.default for p in params
-            if p.default is not p.empty and p.kind is not p.VAR_KEYWORD}
+    return {f.name: f.default for f in dataclasses.fields(RunCall)}
 
 
-def prepare(
-    algorithm: str | Algorithm = "dsgd",
-    topology: GraphLike | str | None = None,
-    data: Any = "digits",
-    model: str | nn.Module = "logistic",
-    rounds: int = 100,
-    *,
-    seed: int = 0,
-    n_clients: int = 100,
-    partition: str = "shards",
-    partition_params: Mapping[str, Any] | None = None,
-    model_params: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> Prepared:
+def prepare(*args: Any, **kwargs: Any) -> Prepared:
     """Check a :func:`run` call (same arguments, without ``resume`` and ``overwrite``) and build
     its algorithm, without reading any data.
 
@@ -317,8 +370,7 @@ def prepare(
     topofl.exceptions.ConfigTypeError: batch_size must be an int, got str '32'
     """
     try:
-        return _prepare(algorithm, topology, data, model, rounds, seed, n_clients, partition,
-                        partition_params, model_params, kwargs)
+        return _prepare(*_bind(args, kwargs))
     except ConfigError:
         raise
     except TypeError as exc:  # one exception type per kind of mistake, whichever door
@@ -327,9 +379,10 @@ def prepare(
         raise ConfigError(str(exc)) from None
 
 
-def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, seed: Any,
-             n_clients: Any, partition: Any, partition_params: Any, model_params: Any,
-             kwargs: dict[str, Any]) -> Prepared:
+def _prepare(given: RunCall, kwargs: dict[str, Any]) -> Prepared:
+    algorithm, topology, data, model = given.algorithm, given.topology, given.data, given.model
+    n_clients, partition = given.n_clients, given.partition
+    partition_params, model_params = given.partition_params, given.model_params
     # the user's modules first: they may register the names the call gives
     imports = load_imports(kwargs.pop("imports", None))
     if isinstance(algorithm, str):
@@ -342,7 +395,7 @@ def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, 
     settings = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
     _check_keys(algorithm, kwargs, fields)
     run_id = settings.get("run_id")
-    run = RunConfig(rounds=rounds, seed=seed,
+    run = RunConfig(rounds=given.rounds, seed=given.seed,
                     **{**settings, "run_id": "run" if run_id is None else run_id})
     if isinstance(algorithm, str):
         try:  # the factory checks its hyper-parameters (types, ranges)
@@ -674,3 +727,11 @@ def placement() -> Placement:
         return Sharded()
     return OneProcess(FileCheckpointer(read=load_any, write=save_any))
 
+
+#: The signatures of the two doors, built from :class:`RunCall` (what ``help(tf.run)``,
+#: ``inspect.signature``, the manual and a config's schema read).
+_CALL = _signature(returns="Prepared")
+prepare.__signature__ = _CALL  # type: ignore[attr-defined]
+run.__signature__ = _signature(  # type: ignore[attr-defined]
+    inspect.Parameter("overwrite", inspect.Parameter.KEYWORD_ONLY, default=False,
+                      annotation="bool"), returns="Result")
