@@ -683,9 +683,8 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
     if not p.settings.get("run_id"):
         config = dataclasses.replace(config, run_id=f"{p.algorithm.name}-"
                                                     f"{getattr(topology, 'name', 'none')}")
-    resolved, not_replayable = describe_run(
-        **call, hparams=p.hparams, rounds=p.rounds, seed=p.seed,
-        settings=dataclasses.asdict(config))
+    resolved, not_replayable = describe_run({**call, "rounds": p.rounds, "seed": p.seed},
+                                            p.hparams, dataclasses.asdict(config))
     with_imports(resolved, p.imports)
     prov = provenance()
     if p.imports:  # what the names ran: each module's file and the SHA-256 of its source

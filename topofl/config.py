@@ -225,8 +225,8 @@ def resolve(cfg: Mapping[str, Any]) -> Resolved:
     prepared = api.prepare(**cfg)
     settings = dataclasses.asdict(prepared.run)
     settings["run_id"] = prepared.settings.get("run_id")  # None: "<algorithm>-<graph>"
-    resolved, _ = describe_run(**prepared.call, hparams=prepared.hparams,
-                               rounds=prepared.rounds, seed=prepared.seed, settings=settings)
+    resolved, _ = describe_run({**prepared.call, "rounds": prepared.rounds,
+                                "seed": prepared.seed}, prepared.hparams, settings)
     with_imports(resolved, prepared.imports)
     if "progress" in cfg:
         resolved["progress"] = cfg["progress"]

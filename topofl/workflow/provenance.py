@@ -98,13 +98,15 @@ def plain(value: Any) -> Any:
 # ------------------------------------------------------------------------------ the resolved call
 
 
-def describe_run(
-    *, algorithm: Any, hparams: Mapping[str, Any], topology: Any, data: Any, n_clients: int,
-    partition: str, partition_params: Mapping[str, Any] | None, model: Any,
-    model_params: Mapping[str, Any] | None, rounds: int, seed: int,
-    settings: Mapping[str, Any],
-) -> tuple[dict[str, Any], list[str]]:
+def describe_run(call: Mapping[str, Any], hparams: Mapping[str, Any],
+                 settings: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The resolved config of a :func:`topofl.run` call, and why it is not replayable.
+
+    ``call`` holds the call's named parameters (the fields of :class:`topofl.api.RunCall`:
+    ``algorithm``, ``topology``, ``data``, ``model``, ``rounds``, ``seed``, ``n_clients``,
+    ``partition``, ``partition_params``, ``model_params``), ``hparams`` the algorithm's
+    hyper-parameters it named, ``settings`` the run settings (a
+    :class:`~topofl.engine.RunConfig` as a dict).
 
     Names are kept and their defaults filled in (the schema :func:`topofl.config.validate`
     returns); objects (a built Algorithm, Topology, FederatedData or module) are described by
@@ -116,6 +118,11 @@ def describe_run(
     (config, reasons)
         ``reasons`` is empty when the config replays the run.
     """
+    algorithm, topology, data, model = (call["algorithm"], call["topology"], call["data"],
+                                        call["model"])
+    n_clients, partition = call["n_clients"], call["partition"]
+    partition_params, model_params = call["partition_params"], call["model_params"]
+    rounds, seed = call["rounds"], call["seed"]
     reasons: list[str] = []
     cfg: dict[str, Any] = {}
     if isinstance(algorithm, str):
