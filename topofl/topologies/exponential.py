@@ -45,7 +45,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from topofl._utils.validation import check_choice, check_graph_size, check_int, check_time
-from topofl.graph import TimeVarying, Topology, check_w_size
+from topofl.graph import TimeVarying, Topology
+from topofl.graph.checks import check_w_size
 from topofl.mixing import assemble
 from topofl.topologies._registry import GraphFamily, Param, register
 from topofl.topologies.classic import _circulant_edges
