@@ -39,11 +39,10 @@ def check_w_size(n: int, arcs: float, what: str) -> None:
 
     Examples
     --------
-    >>> from topofl.graph.checks import check_w_size
-    >>> check_w_size(10**10, 2 * 10**10, "ring(n=10000000000)")  # doctest: +ELLIPSIS
+    >>> tf.graph.checks.check_w_size(10**10, 2 * 10**10, "ring(n=10**10)")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    topofl.exceptions.InsufficientMemoryError: ring(n=10000000000) needs about 2.91 TiB ...
+    topofl.exceptions.InsufficientMemoryError: ring(n=10**10) needs about 2.91 TiB ...
     """
     check_memory(w_bytes(n, arcs), what)
 
