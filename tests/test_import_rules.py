@@ -38,7 +38,7 @@ PRIVATE_ALLOWED: dict[str, str] = {
     "topofl.topologies.classic: Topology._from_edges":
         "a trusted fast path (inputs unchecked) between Topology and the constructors of "
         "topofl.topologies: public, it would be a constructor that validates nothing",
-    "topofl.topologies.exponential: Topology._from_edges": "as for classic",
+    "topofl.topologies.exponential.undirected: Topology._from_edges": "as for classic",
     "topofl.topologies.random: Topology._from_edges": "as for classic",
 }
 

@@ -19,7 +19,8 @@ from topofl._utils.rng import Seed
 from topofl._utils.spec import parse_spec as _parse_spec
 from topofl._utils.spec import parse_value
 from topofl._utils.validation import did_you_mean_each, unknown_name
-from topofl.graph import GraphLike, check_w_size
+from topofl.graph import GraphLike
+from topofl.graph.checks import check_w_size
 
 __all__ = ["Param", "GraphFamily", "Registry", "REGISTRY", "register", "parse_spec", "check_spec",
            "build"]

@@ -34,7 +34,8 @@ import scipy.sparse as sp
 
 from topofl._utils.rng import Seed, as_seed_sequence, generator_at
 from topofl._utils.validation import check_choice, check_graph_size, check_int
-from topofl.graph import TimeVarying, Topology, check_w_size
+from topofl.graph import TimeVarying, Topology
+from topofl.graph.checks import check_w_size
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = ["random_directed", "random_directed_push", "random_matching", "random_undirected"]

@@ -41,7 +41,8 @@ import scipy.sparse as sp
 
 from topofl._utils.rng import Seed, as_seed_sequence, generator_at
 from topofl._utils.validation import check_int
-from topofl.graph import TimeVarying, Topology, check_w_size
+from topofl.graph import TimeVarying, Topology
+from topofl.graph.checks import check_w_size
 from topofl.topologies._registry import GraphFamily, Param, register
 from topofl.topologies.directed import _distinct_others, _round_topology, random_undirected
 

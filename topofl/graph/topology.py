@@ -1,66 +1,44 @@
-r"""The two graph objects of topofl: :class:`Topology` and :class:`TimeVarying`.
+"""The :class:`Topology`: a frozen communication graph with its mixing matrix ``W``.
 
-Convention: one gossip step is ``x_{t+1} = W x_t``. ``W[i, j]`` is the weight node ``i`` gives to
-the message it receives from node ``j``, so ``W[i, j] > 0`` iff the edge ``j -> i`` exists (the
-diagonal holds the weight a node keeps). ``graph`` is an ``nx.DiGraph`` with an arc ``j -> i`` for
-every such edge and no self-loops; ``W`` therefore has the sparsity of the transposed adjacency
-matrix plus (part of) the diagonal. In PyG terms ``edge_index[0]`` is the sender ``j`` and
-``edge_index[1]`` the receiver ``i``.
-
-A :class:`TimeVarying` is a sequence of topologies indexed by the round ``t``; ``at(t)`` is a pure
-function of the seed and ``t``, never of the order of calls.
+Its constructors check their inputs here and leave the arrays to :mod:`topofl.graph._convert`;
+its networkx graph is built from ``W`` only when asked for (:class:`_LazyGraph`).
 """
 
 from __future__ import annotations
 
-import numbers
-import warnings
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from threading import Lock
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeAlias, Union
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from topofl import mixing
-from topofl._utils.validation import (
-    arc_pattern,
-    check_graph,
-    check_graph_size,
-    check_int,
-    check_matrix,
-    check_memory,
-    stochasticity,
+from topofl._utils.validation import arc_pattern, check_matrix, stochasticity
+from topofl.graph._convert import (
+    _adjacency_graph,
+    _edges_matrix,
+    _freeze_csr,
+    _graph_from_W,
+    _networkx_parts,
+    _pyg_adjacency,
+    _pyg_edges,
+    _pyg_weight_matrix,
+    _to_networkx,
+    _to_pyg,
+    _to_torch,
 )
+from topofl.graph.checks import _canonical_groups, _params_dict
 
 if TYPE_CHECKING:
     import torch
     from torch_geometric.data import Data
 
-__all__ = ["Topology", "TimeVarying", "as_time_varying", "GraphLike"]
+__all__ = ["Topology"]
 
 _ATOL = 1e-10
-
-
-def _freeze_csr(W: sp.csr_array) -> sp.csr_array:
-    for arr in (W.data, W.indices, W.indptr):
-        arr.flags.writeable = False
-    return W
-
-
-def _graph_from_W(W: sp.csr_array) -> nx.DiGraph:
-    n = W.shape[0]
-    coo = W.tocoo()
-    off = (coo.row != coo.col) & (coo.data > 0)
-    G = nx.DiGraph()
-    G.add_nodes_from(range(n))
-    # W[i, j] > 0  <=>  arc j -> i
-    G.add_edges_from(zip(coo.col[off].tolist(), coo.row[off].tolist()))
-    return G
 
 
 _GRAPH_LOCK = Lock()
@@ -93,98 +71,6 @@ class _LazyGraph:
         # Only the dataclass __init__ gets here (object.__setattr__); ``t.graph = ...`` is
         # refused by the frozen dataclass's own __setattr__ first.
         obj.__dict__["_graph"] = value
-
-
-#: Peak bytes per node and per arc of building a topology's ``W`` from its arcs without a
-#: networkx graph (:meth:`Topology._from_edges`, :meth:`Topology.from_matrix`): the arc
-#: arrays, the COO triplets, the CSR and its checked copy. Measured with ``tracemalloc`` (see
-#: ``tests/topologies/test_size.py``); an upper bound within a factor 4.
-W_BYTES_PER_NODE = 80
-W_BYTES_PER_ARC = 120
-
-
-def w_bytes(n: int, arcs: float) -> float:
-    """Estimated peak bytes of building a topology's ``W`` (``n`` nodes, ``arcs`` arcs) without
-    a networkx graph: the ``W`` counterpart of :func:`topofl._utils.validation.graph_bytes`."""
-    return float(W_BYTES_PER_NODE) * n + float(W_BYTES_PER_ARC) * arcs
-
-
-def check_w_size(n: int, arcs: float, what: str) -> None:
-    """Refuse, before anything is allocated, a topology whose ``W`` (``n`` nodes, ``arcs`` arcs,
-    each direction counted) would not fit in memory; for constructors that build no graph.
-
-    Examples
-    --------
-    >>> tf.graph.check_w_size(10**10, 2 * 10**10, "ring(n=10000000000)")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    topofl.exceptions.InsufficientMemoryError: ring(n=10000000000) needs about 2.91 TiB ...
-    """
-    check_memory(w_bytes(n, arcs), what)
-
-
-def _undirected_arcs(n: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Both arcs of every distinct edge ``{u[e], v[e]}``, self-loops dropped: ``(src, dst)``,
-    int64, the edges sorted, all ``a -> b`` (``a < b``) first, then all ``b -> a``."""
-    a = np.minimum(u, v).astype(np.int64)
-    b = np.maximum(u, v).astype(np.int64)
-    keep = a != b
-    key = np.sort(a[keep] * n + b[keep])
-    key = key[np.concatenate([key[:1] == key[:1], key[1:] != key[:-1]])]  # np.unique, unhashed
-    a, b = np.divmod(key, n)
-    return np.concatenate([a, b]), np.concatenate([b, a])
-
-
-def _canonical_groups(
-    groups: Iterable[Iterable[int]] | None, n: int
-) -> tuple[tuple[int, ...], ...] | None:
-    if groups is None:
-        return None
-    if isinstance(groups, (str, bytes)) or not isinstance(groups, Iterable):
-        raise TypeError(f"groups must be an iterable of groups of node ids (e.g. [[0, 1], "
-                        f"[2, 3]]) or None, got {type(groups).__name__} {groups!r}"[:300])
-    out: list[tuple[int, ...]] = []
-    seen = np.zeros(n, dtype=bool)
-    for gi, grp in enumerate(groups):
-        if isinstance(grp, (str, bytes)) or not isinstance(grp, Iterable):
-            raise TypeError(f"groups[{gi}] must be an iterable of node ids in [0, {n - 1}], "
-                            f"got {type(grp).__name__} {grp!r}"[:300])
-        members: list[int] = []
-        for v in grp:
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= int(v) < n:
-                raise ValueError(f"groups[{gi}] must hold node ids in [0, {n - 1}], found {v!r}")
-            if seen[int(v)]:
-                raise ValueError(f"groups must be disjoint: node {int(v)} appears twice")
-            seen[int(v)] = True
-            members.append(int(v))
-        if not members:
-            raise ValueError(f"groups[{gi}] is empty; every group needs at least one node")
-        out.append(tuple(sorted(members)))
-    if not seen.all():
-        missing = int(np.flatnonzero(~seen)[0])
-        raise ValueError(f"groups must cover all n={n} nodes; node {missing} is in no group")
-    return tuple(out)
-
-
-def _params_dict(params: Any) -> dict[str, Any]:
-    """``params`` (a mapping, or ``None`` for none) as a new dict, else a ``TypeError``.
-
-    Examples
-    --------
-    >>> from topofl.graph import _params_dict
-    >>> _params_dict(None), _params_dict({"n": 4})
-    ({}, {'n': 4})
-    >>> _params_dict(5)
-    Traceback (most recent call last):
-    ...
-    TypeError: params must be a mapping (e.g. {'n': 8}) or None, got int 5
-    """
-    if params is None:
-        return {}
-    if not isinstance(params, Mapping):
-        raise TypeError(f"params must be a mapping (e.g. {{'n': 8}}) or None, got "
-                        f"{type(params).__name__} {params!r}"[:300])
-    return dict(params)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -328,36 +214,14 @@ class Topology:
         >>> t.is_doubly_stochastic, t.num_edges
         (True, 2)
         """
-        n = check_graph(G)
-        if n == 0:
-            raise ValueError("G must have at least one node, got an empty graph")
-        scheme = mixing.get_scheme(weights)
-        W = check_matrix(scheme(G), name="W returned by the weight scheme")
-        if W.shape[0] != n:
-            raise ValueError(f"the weight scheme returned a {W.shape} matrix for a graph of n={n}")
-        n_, src, dst = mixing.arcs(G)
-        # Every arc of G must carry weight and W must not invent arcs.
-        if not _same_arcs(n, src, dst, W):
-            raise ValueError(
-                "the weight scheme returned a W whose off-diagonal sparsity differs from the "
-                "graph's arcs (W[i, j] > 0 must hold iff j -> i)"
-            )
-        graph = None
-        if keep_graph:
-            graph = nx.DiGraph()
-            graph.add_nodes_from(range(n))
-            graph.add_edges_from(zip(src.tolist(), dst.tolist()))
-            graph = nx.freeze(graph)
-        scheme_name = (
-            weights if isinstance(weights, str) else getattr(weights, "__name__", "custom")
-        )
+        graph, W, scheme_name = _networkx_parts(G, weights, keep_graph)
         p = _params_dict(params)
         return cls(
             graph=graph,
-            W=_freeze_csr(W),
+            W=W,
             name=name,
             params=p,
-            groups=_canonical_groups(groups, n),
+            groups=_canonical_groups(groups, W.shape[0]),
             weights=scheme_name,
         )
 
@@ -376,11 +240,8 @@ class Topology:
         # dropped) and a scheme of mixing.has_arc_form, built from arrays: the same W, bit for
         # bit, as from_networkx on a networkx graph with these edges (tests/topologies check
         # it), and no graph until one is asked for. Inputs are trusted (constructors' own).
-        src, dst = _undirected_arcs(n, u, v)
-        W = check_matrix(mixing.from_arcs(weights, n, src, dst),
-                         name="W returned by the weight scheme")
-        return cls(graph=None, W=_freeze_csr(W), name=name, params=dict(params),
-                   weights=weights)
+        return cls(graph=None, W=_edges_matrix(n, u, v, weights), name=name,
+                   params=dict(params), weights=weights)
 
     @classmethod
     def from_matrix(
@@ -479,16 +340,8 @@ class Topology:
         >>> tf.Topology.from_adjacency(nx.to_numpy_array(nx.cycle_graph(4))).is_doubly_stochastic
         True
         """
-        M = check_matrix(A, name="A")
-        P = arc_pattern(M)  # P[i, j] = 1 iff A[i, j] != 0, i != j
-        n = M.shape[0]
-        coo = P.tocoo()
-        symmetric = (P != P.T).nnz == 0
-        G: nx.Graph = nx.Graph() if symmetric else nx.DiGraph()
-        G.add_nodes_from(range(n))
-        G.add_edges_from(zip(coo.row.tolist(), coo.col.tolist()))
-        return cls.from_networkx(G, weights, keep_graph=False, name=name, params=params,
-                                 groups=groups)
+        return cls.from_networkx(_adjacency_graph(A), weights, keep_graph=False, name=name,
+                                 params=params, groups=groups)
 
     @classmethod
     def from_pyg(
@@ -537,63 +390,19 @@ class Topology:
         >>> tf.Topology.from_pyg(t.to_pyg(), weights="max_degree").weights
         'max_degree'
         """
-        import torch
-
-        edge_index = getattr(data, "edge_index", None)
-        if not isinstance(edge_index, torch.Tensor):
-            raise TypeError(
-                "data must have an edge_index tensor (a torch_geometric.data.Data), got "
-                f"{type(data).__name__} with edge_index={type(edge_index).__name__}"
-            )
-        if edge_index.dim() != 2 or edge_index.shape[0] != 2:
-            raise ValueError(f"edge_index must have shape [2, E], got {list(edge_index.shape)}")
-        if edge_index.dtype.is_floating_point or edge_index.dtype.is_complex or (
-            edge_index.dtype == torch.bool
-        ):
-            raise TypeError(f"edge_index must hold integers, got {edge_index.dtype}")
-        if num_nodes is None:
-            num_nodes = data.num_nodes
-        n = check_int(num_nodes, "num_nodes", low=1)
-        check_graph_size(n, edge_index.shape[1], f"a topology with num_nodes={n}")
-        ei = edge_index.detach().cpu().to(torch.int64)
-        if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= n):
-            raise ValueError(
-                f"edge_index must hold node ids in [0, {n - 1}] (num_nodes={n}), found "
-                f"{int(ei.min())}..{int(ei.max())}"
-            )
-        from torch_geometric.utils import coalesce, to_scipy_sparse_matrix
-
-        if coalesce(ei, num_nodes=n).shape[1] != ei.shape[1]:
-            raise ValueError("edge_index holds an edge more than once; coalesce it first")
+        n, ei = _pyg_edges(data, num_nodes)
         ew = getattr(data, "edge_weight", None) if weights is None else None
         if ew is not None:
-            if not isinstance(ew, torch.Tensor) or ew.shape != (ei.shape[1],):
-                raise ValueError(
-                    f"edge_weight must be a tensor of shape [E] = [{ei.shape[1]}], got "
-                    f"{getattr(ew, 'shape', type(ew).__name__)}"
-                )
-            # to_scipy_sparse_matrix gives A[j, i] = w for the edge j -> i; W is its transpose.
-            A = to_scipy_sparse_matrix(ei, ew.detach().cpu().double(), num_nodes=n)
-            M = check_matrix(sp.csr_array(A).T, name="W from edge_weight")
-            loops = int((ei[0] == ei[1]).sum())
-            if loops < n:
-                warnings.warn(
-                    f"from_pyg: edge_weight gives W, and edge_index has self-loops at "
-                    f"{loops} of {n} nodes: W[i, i] = 0 at the other {n - loops} (those "
-                    "nodes keep nothing of their own value). Add self-loops with their "
-                    "weights (torch_geometric.utils.add_self_loops), or pass a weights scheme "
-                    "(weights='metropolis') to have them set", UserWarning, stacklevel=2)
             return cls(
                 graph=None,  # built from W when asked for
-                W=_freeze_csr(M),
+                W=_pyg_weight_matrix(ei, ew, n),
                 name=name,
                 params=_params_dict(params),
                 groups=_canonical_groups(groups, n),
             )
-        A = to_scipy_sparse_matrix(ei, None, num_nodes=n)
         return cls.from_adjacency(
-            A, "metropolis" if weights is None else weights, name=name, params=params,
-            groups=groups,
+            _pyg_adjacency(ei, n), "metropolis" if weights is None else weights, name=name,
+            params=params, groups=groups,
         )
 
     def reweight(self, weights: str | Callable[[nx.Graph], Any]) -> Topology:
@@ -638,13 +447,7 @@ class Topology:
         >>> round(G.edges[0, 1]["weight"], 4), round(G.nodes[0]["self_weight"], 4)
         (0.3333, 0.3333)
         """
-        off = sp.csr_array(self.W, copy=True)
-        off.setdiag(0)
-        off.eliminate_zeros()
-        # Column j of W.T (CSC) lists the receivers i of j: the arcs j -> i with W[i, j].
-        G = nx.from_scipy_sparse_array(off.T, create_using=nx.DiGraph)
-        nx.set_node_attributes(G, dict(enumerate(self.W.diagonal().tolist())), "self_weight")
-        return G
+        return _to_networkx(self.W)
 
     def to_pyg(self) -> Data:
         """A ``torch_geometric.data.Data`` with ``edge_index``, ``edge_weight``, ``num_nodes``.
@@ -659,12 +462,7 @@ class Topology:
         >>> d.num_nodes, tuple(d.edge_index.shape), d.edge_weight.dtype
         (3, (2, 9), torch.float64)
         """
-        from torch_geometric.data import Data
-        from torch_geometric.utils import from_scipy_sparse_matrix
-
-        # Rows of W.T are the senders j: edge_index = [j; i], in the row order of W.
-        edge_index, edge_weight = from_scipy_sparse_matrix(self.W.T.tocoo(copy=True))
-        return Data(edge_index=edge_index, edge_weight=edge_weight, num_nodes=self.n)
+        return _to_pyg(self.W)
 
     def to_torch(
         self, device: torch.device | str | None = None, dtype: torch.dtype | None = None
@@ -678,19 +476,7 @@ class Topology:
         >>> T.layout, T.dtype, tuple(T.shape)
         (torch.sparse_csr, torch.float32, (3, 3))
         """
-        import torch
-
-        dt = torch.float64 if dtype is None else dtype
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            return torch.sparse_csr_tensor(
-                torch.as_tensor(self.W.indptr.astype(np.int64)),
-                torch.as_tensor(self.W.indices.astype(np.int64)),
-                torch.as_tensor(self.W.data.copy(), dtype=dt),
-                size=self.W.shape,
-                device=device,
-                check_invariants=False,  # built from a canonical scipy CSR: sorted, in range
-            )
+        return _to_torch(self.W, device, dtype)
 
     def to_dense(self) -> np.ndarray:
         """``W`` as a dense ``(n, n)`` float64 array (a copy)."""
@@ -794,221 +580,3 @@ class Topology:
         )
 
 
-def _same_arcs(n: int, src: np.ndarray, dst: np.ndarray, W: sp.csr_array) -> bool:
-    """Whether the arcs ``src -> dst`` are exactly the off-diagonal nonzeros ``W[dst, src]``."""
-    A = sp.coo_array((np.ones(src.size), (dst, src)), shape=(n, n)).tocsr()
-    A.sum_duplicates()
-    A.sort_indices()
-    P = arc_pattern(W)
-    return bool(np.array_equal(A.indptr, P.indptr) and np.array_equal(A.indices, P.indices))
-
-
-class TimeVarying:
-    r"""A sequence of topologies ``t -> Topology`` on a fixed set of ``n`` nodes.
-
-    ``at(t)`` must be a pure function of ``t`` (and of the seed the constructor captured): the
-    graph of round ``t`` never depends on which rounds were asked for before, so a resumed run sees
-    the same graphs as an uninterrupted one. Results are cached (a small LRU), which is safe
-    because ``at`` is pure.
-
-    Parameters
-    ----------
-    n : int
-        Number of nodes of every graph.
-    at : callable ``int -> Topology``
-        The graph of round ``t``.
-    name : str
-        Family name.
-    params : Mapping, optional
-        The constructor's arguments (including the seed, for random sequences).
-    period : int, optional
-        If set, ``at(t) == at(t % period)``; ``at`` is then only called with ``t < period``.
-    cache_size : int, default 128
-        How many graphs to keep.
-
-    Raises
-    ------
-    TypeError
-        If ``n``, ``period`` or ``cache_size`` is not an int, ``at`` is not callable, or
-        ``params`` is not a mapping or ``None``.
-    ValueError
-        If ``n`` or ``period`` is below 1 or ``cache_size`` below 0.
-
-    Examples
-    --------
-    >>> tv = tf.TimeVarying.cycle([tf.topologies.ring(4), tf.topologies.complete(4)])
-    >>> tv
-    TimeVarying(name='cycle', n=4, period=2, params={'names': ['ring', 'complete']})
-    >>> tv.at(3).name
-    'complete'
-    """
-
-    def __init__(
-        self,
-        n: int,
-        at: Callable[[int], Topology],
-        *,
-        name: str = "custom",
-        params: Mapping[str, Any] | None = None,
-        period: int | None = None,
-        cache_size: int = 128,
-    ) -> None:
-        self._n = check_int(n, "n", low=1)
-        if not callable(at):
-            raise TypeError(f"at must be callable (t -> Topology), got {type(at).__name__}")
-        self._at = at
-        self._name = name
-        self._params = MappingProxyType(_params_dict(params))
-        self._period = None if period is None else check_int(period, "period", low=1)
-        self._cache: OrderedDict[int, Topology] = OrderedDict()
-        self._cache_size = check_int(cache_size, "cache_size", low=0)
-        self._lock = Lock()
-
-    # -- constructors --------------------------------------------------------------
-    @classmethod
-    def static(cls, topology: Topology) -> TimeVarying:
-        """The constant sequence ``t -> topology`` (period 1).
-
-        Examples
-        --------
-        >>> tf.TimeVarying.static(tf.topologies.ring(5)).at(10).name
-        'ring'
-        """
-        if not isinstance(topology, Topology):
-            raise TypeError(f"topology must be a Topology, got {type(topology).__name__}")
-        return cls(
-            topology.n,
-            lambda t: topology,
-            name=topology.name,
-            params=topology.params,
-            period=1,
-        )
-
-    @classmethod
-    def cycle(cls, topologies: Sequence[Topology], *, name: str = "cycle") -> TimeVarying:
-        """The periodic sequence ``t -> topologies[t % len(topologies)]``.
-
-        Examples
-        --------
-        >>> tv = tf.TimeVarying.cycle([tf.topologies.ring(3), tf.topologies.star(3)])
-        >>> [tv.at(t).name for t in range(3)]
-        ['ring', 'star', 'ring']
-        """
-        tops = list(topologies)
-        if not tops:
-            raise ValueError("topologies must hold at least one Topology, got an empty sequence")
-        for k, t in enumerate(tops):
-            if not isinstance(t, Topology):
-                raise TypeError(f"topologies[{k}] must be a Topology, got {type(t).__name__}")
-            if t.n != tops[0].n:
-                raise ValueError(
-                    f"all topologies must have the same n; topologies[0] has n={tops[0].n}, "
-                    f"topologies[{k}] has n={t.n}"
-                )
-        return cls(
-            tops[0].n,
-            lambda t: tops[t],
-            name=name,
-            params={"names": [t.name for t in tops]},
-            period=len(tops),
-        )
-
-    # -- access --------------------------------------------------------------------
-    @property
-    def n(self) -> int:
-        """Number of nodes."""
-        return self._n
-
-    @property
-    def name(self) -> str:
-        """Family name."""
-        return self._name
-
-    @property
-    def params(self) -> Mapping[str, Any]:
-        """The constructor's arguments (read-only)."""
-        return self._params
-
-    @property
-    def period(self) -> int | None:
-        """Period of the sequence, or ``None`` if it is not periodic (e.g. random)."""
-        return self._period
-
-    @property
-    def is_static(self) -> bool:
-        """True for a period-1 sequence."""
-        return self._period == 1
-
-    def at(self, t: int) -> Topology:
-        """The topology of round ``t`` (``t >= 0``).
-
-        Raises
-        ------
-        TypeError, ValueError
-            If ``t`` is not a non-negative int, or the sequence's function returns something
-            that is not a ``Topology`` on ``n`` nodes.
-        """
-        t = check_int(t, "t", low=0)
-        if self._period is not None:
-            t = t % self._period
-        with self._lock:
-            hit = self._cache.get(t)
-            if hit is not None:
-                self._cache.move_to_end(t)
-                return hit
-        top = self._at(t)
-        if not isinstance(top, Topology):
-            raise TypeError(
-                f"{self._name}.at({t}) must return a Topology, got {type(top).__name__}"
-            )
-        if top.n != self._n:
-            raise ValueError(
-                f"{self._name}.at({t}) returned a graph with n={top.n}, expected {self._n}"
-            )
-        with self._lock:
-            if self._cache_size:
-                self._cache[t] = top
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        return top
-
-    def __getitem__(self, t: int) -> Topology:
-        return self.at(t)
-
-    def window(self, start: int, stop: int) -> Iterator[Topology]:
-        """Iterate over ``at(start), ..., at(stop - 1)``.
-
-        Examples
-        --------
-        >>> tv = tf.TimeVarying.cycle([tf.topologies.ring(3), tf.topologies.star(3)])
-        >>> [t.name for t in tv.window(1, 4)]
-        ['star', 'ring', 'star']
-        """
-        start = check_int(start, "start", low=0)
-        stop = check_int(stop, "stop", low=start)
-        for t in range(start, stop):
-            yield self.at(t)
-
-    def __repr__(self) -> str:
-        return (
-            f"TimeVarying(name={self._name!r}, n={self._n}, period={self._period}, "
-            f"params={dict(self._params)!r})"
-        )
-
-
-GraphLike: TypeAlias = Union[Topology, TimeVarying]  # noqa: UP007 (runtime alias on 3.10)
-
-
-def as_time_varying(graph: GraphLike) -> TimeVarying:
-    """Accept a ``Topology`` or a ``TimeVarying`` and return a ``TimeVarying``.
-
-    Examples
-    --------
-    >>> tf.graph.as_time_varying(tf.topologies.ring(4)).period
-    1
-    """
-    if isinstance(graph, TimeVarying):
-        return graph
-    if isinstance(graph, Topology):
-        return TimeVarying.static(graph)
-    raise TypeError(f"expected a Topology or a TimeVarying, got {type(graph).__name__}")
