@@ -29,8 +29,9 @@ window did (the records' ``event_time``, ``async_*`` and ``staleness_*``; the mo
 
 Examples
 --------
-Two clients, one twice as fast as the other, in windows of one unit of time: in window 1
-client 0's event at 2.0 is due (client 1's first is at 3.0).
+Two clients, one three times as fast as the other, in windows of one unit of time: in window
+1 (after one event of client 0) client 0's event at 2.0 is due, client 1's first (at 3.0) is
+not.
 
 >>> import numpy as np
 >>> from topofl.engine.event_time import Windows
