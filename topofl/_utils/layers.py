@@ -11,10 +11,10 @@ Examples
 >>> from topofl._utils.layers import LAYERS, layer_of
 >>> LAYERS[0].name, layer_of("topofl.engine.loop") < layer_of("topofl.algorithms.dsgd")
 ('foundations', True)
->>> layer_of("topofl.somewhere_new")  # doctest: +ELLIPSIS
+>>> layer_of("topofl" + ".somewhere_new")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ValueError: topofl.somewhere_new is in no layer: add 'somewhere_new' to one in ...
+ValueError: ... is in no layer: add 'somewhere_new' to one in ...
 """
 
 from __future__ import annotations
