@@ -43,8 +43,9 @@ from topofl._utils.validation import (
     fmt_bytes,
     memory_limit,
 )
+from topofl.data.assembly import GATHER_BLOCK_VALUES
 from topofl.data.datasets.bundled import synthetic_bytes, synthetic_shape
-from topofl.data.federated import GATHER_BLOCK_VALUES, FederatedData
+from topofl.data.federated import FederatedData
 from topofl.engine import ParamLayout, toy_services
 from topofl.engine.config import DTYPES, global_samples
 from topofl.engine.evaluation import (
