@@ -56,7 +56,6 @@ class Outcome:
         return "  ".join(parts)
 
 
-
 def _summary(records: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for metric in ("test_acc_mean", "global_acc_mean", "train_loss", *_HONEST):
@@ -92,7 +91,6 @@ def _execute(cfg: dict[str, Any], name: str, mode: str, out: str,
                     pass
             mode = "resume" if ckpt.exists() and records.exists() else "fresh"
         return _execute_locked(cfg, name, mode, out, command)
-
 
 
 def _execute_locked(cfg: dict[str, Any], name: str, mode: str, out: str,

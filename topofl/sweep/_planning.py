@@ -45,7 +45,6 @@ class SweepRun:
     config: dict[str, Any]
 
 
-
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
 

@@ -171,7 +171,6 @@ def _refuse_foreign(ckpt: Path, done: Path) -> None:
                               "use another output directory")
 
 
-
 def _checkpoint_round(ckpt: Path) -> int | None:
     """The round a checkpoint (a file or a sharded folder) resumes from, read through the
     checksummed readers; ``None`` when it cannot be read (the run's own resume then falls back

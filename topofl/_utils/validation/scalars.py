@@ -136,7 +136,6 @@ def check_choice(value: Any, name: str, choices: Collection[str]) -> str:
     return value
 
 
-
 def check_path(value: Any, name: str, *, optional: bool = True) -> Any:
     """Return ``value`` if it is a path (``str`` or ``os.PathLike``; ``None`` if optional).
 
