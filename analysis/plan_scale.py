@@ -66,7 +66,7 @@ NOTES = (
     "`MALLOC_MMAP_THRESHOLD_=131072` (every block mapped and unmapped on its own): the rest"
     " is freed blocks glibc keeps in its heap. The counted `evaluation` part at 10^4 was "
     "42.7 MB (every client on one chunk of 27 samples, which this pass does not use); it is"
-    " now 124.6 MB (`topofl/workflow/memory.py`, `_shared_pass`: 76.7 MB of blocks and two"
+    " now 124.6 MB (`topofl/workflow/memory/parts.py`, `_shared_pass`: 76.7 MB of blocks and two"
     " blocks of logits kept in the heap). The MLP's blocks (2,340 x 256 x 200 activations, 479 MB) "
     "are mapped on their own: its pass peaked at 1,445 MB of torch allocations, 1,438 and "
     "1,486 MB resident in two runs at 3,000 clients, counted 1,484 MB and 48 MB of heap "

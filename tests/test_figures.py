@@ -784,7 +784,7 @@ def test_code_fingerprint_covers_the_result_code_only() -> None:
     assert {"engine/loop.py", "algorithms/dsgd.py", "config.py", "records/queries.py"} <= files
     assert not files & {"plotting.py", "cli.py", "sweep.py", "report.py", "snapshot.py",
                          "_fingerprint.py"}
-    assert not any(f.startswith(("distributed/", "figures/")) for f in files)
+    assert not any(f.startswith(("distributed/", "figures/", "sweep/")) for f in files)
     fp = figures.code_fingerprint()
     assert fp == figures.code_fingerprint() and fp.startswith(tf.__version__ + "+")
 

@@ -1,9 +1,10 @@
 """The memory model's evaluation part against what the evaluation allocates.
 
-The closed forms of :mod:`topofl.workflow.memory` (:func:`_eval_passes`, :func:`_shared_pass`) are
-compared with the peak of the torch allocations of the evaluation's own passes, measured with
-the profiler's allocation events (the allocator's requests: the same on every run of one
-torch version, unlike the resident size, which glibc's heap makes vary from run to run).
+The closed forms of :mod:`topofl.workflow.memory.parts` (:func:`_eval_passes`,
+:func:`_shared_pass`) are compared with the peak of the torch allocations of the evaluation's
+own passes, measured with the profiler's allocation events (the allocator's requests: the same
+on every run of one torch version, unlike the resident size, which glibc's heap makes vary from
+run to run).
 """
 
 from __future__ import annotations
@@ -20,14 +21,12 @@ from topofl.engine import ParamLayout
 from topofl.engine.evaluation import eval_chunk, score_chunks, shared_block, shared_sums
 from topofl.engine.executors import make_executor
 from topofl.models import build_model
-from topofl.workflow.memory import (
+from topofl.workflow.memory import Shapes, activation_bytes, counted_parts
+from topofl.workflow.memory.parts import (
     HEAP_BLOCK_MAX,
-    Shapes,
     _eval_bytes,
     _eval_passes,
     _shared_pass,
-    activation_bytes,
-    counted_parts,
 )
 
 #: The model counts at least what the pass allocates and at most this much more (it counts

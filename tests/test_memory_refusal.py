@@ -17,7 +17,7 @@ import pytest
 import topofl as tf
 from topofl import cli
 from topofl import config as config_mod
-from topofl._utils import validation as V
+from topofl._utils.validation import memory as V
 from topofl.exceptions import InsufficientMemoryError
 from topofl.tools import bench
 from topofl.workflow import memory as memory_mod
@@ -65,7 +65,7 @@ def test_cgroup_limits_v2_then_v1(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_rlimit_as_is_a_limit() -> None:
     code = ("import resource\n"
-            "from topofl._utils import validation as V\n"
+            "from topofl._utils.validation import memory as V\n"
             "size = V._status_bytes('VmSize')\n"
             "resource.setrlimit(resource.RLIMIT_AS, (size + (300 << 20), resource.RLIM_INFINITY))\n"
             "got, source = V.memory_limit()\n"

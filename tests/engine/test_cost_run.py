@@ -115,7 +115,7 @@ def test_a_sweep_over_availability_and_its_skip(tmp_path: Path) -> None:
 
 
 def test_stored_runs_without_the_new_settings_do_not_differ() -> None:
-    from topofl.sweep import _differs
+    from topofl.sweep._resumption import _differs
 
     stored = {"lr": 0.1, "rounds": 5}  # recorded before network, availability and ledger
     assert _differs(stored, {**stored, "network": None, "availability": None,

@@ -13,7 +13,7 @@ import tracemalloc
 import pytest
 
 import topofl as tf
-from topofl._utils import validation as V
+from topofl._utils.validation import memory as V
 from topofl.graph.checks import w_bytes
 from topofl.topologies import _registry as R
 

@@ -11,13 +11,8 @@ import torch
 
 from topofl._utils.rng import generator_at
 from topofl._utils.validation import check_choice, check_int
-from topofl.data.federated import (
-    SPLITS,
-    EvalBatch,
-    FederatedData,
-    flipped_mask,
-    hash_uniform_index,
-)
+from topofl.data.federated import SPLITS, EvalBatch, FederatedData, flipped_mask
+from topofl.data.sampling import hash_uniform_index
 
 __all__ = ["ShardData"]
 

@@ -58,7 +58,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from topofl.data.federated import FederatedData, StackedSampler
+from topofl.data.federated import FederatedData
+from topofl.data.sampling import StackedSampler
 from topofl.engine.clients import LocalClients
 from topofl.engine.config import DTYPES, RunConfig, global_samples
 from topofl.engine.evaluation import eval_chunk, global_scored, score_chunks, shared_sums

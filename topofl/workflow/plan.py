@@ -91,10 +91,6 @@ from topofl.workflow.memory import (
     ROW_BYTES,
     RUNTIME_BYTES,
     Shapes,
-    _peak,
-    _refusal,
-    _row_nnz_of,
-    _synthetic_shapes,
     activation_bytes,
     check_batch_memory,
     check_before_load,
@@ -108,6 +104,8 @@ from topofl.workflow.memory import (
     run_shapes,
     transients,
 )
+from topofl.workflow.memory.refusal import _peak, _refusal, _synthetic_shapes
+from topofl.workflow.memory.shapes import _row_nnz_of
 
 __all__ = ["Plan", "Shapes", "counted_parts", "make_plan", "max_clients", "run_shapes",
            "activation_bytes", "PlanError", "ProbeError", "PARTS", "PROBE_N", "RUNTIME_BYTES",
