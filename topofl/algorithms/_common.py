@@ -1,15 +1,10 @@
-"""Validation shared by the algorithm factories: one checker per kind of hyper-parameter, and
-:func:`keywords`, which turns a typed record of an algorithm's hyper-parameters into its
-factory's keywords."""
+"""Validation shared by the algorithm factories: one checker per kind of hyper-parameter."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import inspect
 import numbers
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -18,58 +13,6 @@ from topofl.engine.pieces import SGD, compose_init, with_participation
 from topofl.engine.protocol import Algorithm, Phase
 
 Epochs = float | tuple[float, ...] | None
-K = TypeVar("K")
-
-
-def keywords(spec: type[K], *, positional: int = 1
-             ) -> Callable[[Callable[[K], Algorithm]], Callable[..., Algorithm]]:
-    """Turn ``build(kw)`` into an algorithm factory that takes keywords.
-
-    ``spec`` is a frozen dataclass of the algorithm's hyper-parameters as a user gives them:
-    their names, types and defaults, written once. The factory's signature is built from it
-    (the first ``positional`` by position or by name, the others by name only: what
-    ``inspect.signature``, the registry, a config's keys and the manual read); a call is
-    bound to it as Python binds one (the same ``TypeError`` for an unknown or repeated
-    keyword), and ``build`` receives the ``spec`` record, checks it and builds the algorithm.
-    The factory keeps ``build``'s name and docstring.
-
-    Examples
-    --------
-    >>> from dataclasses import dataclass
-    >>> @dataclass(frozen=True)
-    ... class Toy:
-    ...     lr: float = 0.1
-    ...     steps: int = 1
-    >>> @keywords(Toy)
-    ... def toy(kw: Toy) -> str:
-    ...     return f"lr={kw.lr}, steps={kw.steps}"
-    >>> toy(0.5, steps=2), str(inspect.signature(toy))
-    ('lr=0.5, steps=2', "(lr: 'float' = 0.1, *, steps: 'int' = 1) -> 'Algorithm'")
-    >>> toy(rate=1)
-    Traceback (most recent call last):
-    ...
-    TypeError: toy() got an unexpected keyword argument 'rate'
-    """
-    kind = inspect.Parameter
-    signature = inspect.Signature(
-        [kind(f.name, kind.POSITIONAL_OR_KEYWORD if i < positional else kind.KEYWORD_ONLY,
-              default=f.default, annotation=f.type)
-         for i, f in enumerate(dataclasses.fields(spec))],  # type: ignore[arg-type]
-        return_annotation="Algorithm")
-
-    def wrap(build: Callable[[K], Algorithm]) -> Callable[..., Algorithm]:
-        @functools.wraps(build)
-        def factory(*args: Any, **kwargs: Any) -> Algorithm:
-            try:
-                bound = signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{build.__name__}() {exc}") from None
-            return build(spec(**bound.arguments))
-
-        factory.__signature__ = signature  # type: ignore[attr-defined]
-        return factory
-
-    return wrap
 
 
 def check_lr(lr: Any, name: str = "lr") -> float:

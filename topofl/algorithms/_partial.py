@@ -14,8 +14,8 @@ from topofl.algorithms._common import (
     check_participation,
     check_wd,
     check_work,
-    keywords,
 )
+from topofl.algorithms.base import keywords
 from topofl.engine.pieces import require_split, with_participation
 from topofl.engine.protocol import Algorithm, Phase, Services, State
 

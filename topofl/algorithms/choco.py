@@ -23,8 +23,8 @@ from torch import Tensor
 
 from topofl._utils.rng import generator_at
 from topofl._utils.validation import check_choice, check_int, check_real
-from topofl.algorithms._common import check_sgd, keywords, sgd_algorithm
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms._common import check_sgd, sgd_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import graph_of, hold, online_rows
 from topofl.engine.protocol import (

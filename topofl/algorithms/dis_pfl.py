@@ -49,17 +49,10 @@ from torch import Tensor
 
 from topofl._utils.rng import generator_at
 from topofl._utils.validation import check_choice, check_int, check_real
-from topofl.algorithms._common import (
-    check_decay,
-    check_lr,
-    check_momentum,
-    check_wd,
-    check_work,
-    keywords,
-)
+from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
 from topofl.algorithms._one_phase import WholeModelParams, whole_model_algorithm
 from topofl.algorithms._partial import DECAY, EPOCHS_U, LR, MOMENTUM, WEIGHT_DECAY
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import (
     SGD,

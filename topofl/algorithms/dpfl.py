@@ -111,16 +111,9 @@ from torch import Tensor
 
 from topofl._utils.rng import generator_at
 from topofl._utils.validation import check_choice, check_int, check_real
-from topofl.algorithms._common import (
-    check_decay,
-    check_lr,
-    check_momentum,
-    check_wd,
-    check_work,
-    keywords,
-)
+from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
 from topofl.algorithms._one_phase import whole_model_algorithm
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.algorithms.ggc import (
     aggregation_matrix,
     aggregation_rows,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topofl._utils.validation import check_bool
-from topofl.algorithms._common import check_sgd, keywords
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms._common import check_sgd
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Flow, clique_arcs
 from topofl.engine.pieces import (
     SGD,

@@ -122,15 +122,8 @@ from torch import Tensor
 
 from topofl._utils.rng import generator_at
 from topofl._utils.validation import check_choice, check_int, check_real
-from topofl.algorithms._common import (
-    check_decay,
-    check_lr,
-    check_momentum,
-    check_wd,
-    check_work,
-    keywords,
-)
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Arcs, Flow, arcs_of_mask, dtype_bits, graph_arcs
 from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State

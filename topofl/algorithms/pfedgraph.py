@@ -56,10 +56,9 @@ from topofl.algorithms._common import (
     check_momentum,
     check_wd,
     check_work,
-    keywords,
 )
 from topofl.algorithms._one_phase import WholeModelParams, whole_model_algorithm
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits
 from topofl.engine.pieces import (
     SGD,

@@ -4,17 +4,9 @@ model ``topofl.run``, sweeps, stacks and ``topofl bench`` refuse a run by.
 A plan is built from a config, checked by the one front door (:func:`topofl.config.resolve`,
 i.e. :func:`topofl.api.prepare`), without training:
 
-* **counted parts** (bytes, :func:`counted_parts` of the run's :func:`run_shapes`): the state
-  ``algorithm.init`` builds for the run's ``n`` clients, counted on the ``meta`` device
-  (``parameters``: the flat ``[n, P]`` buffer :attr:`State.x <topofl.engine.State.x>`;
-  ``optimizer``: the momentum buffers; ``algorithm``: the algorithm's own record and push-sum
-  weights), ``gossip`` (the topology's ``W``, the mixer's copy and scratch tile),
-  ``gradients`` (the local step's buffers and temporaries: one streamed block of clients,
-  :func:`topofl.engine.local.stream_rows`), ``data`` (every client's samples in one tensor,
-  :class:`~topofl.data.FederatedData`, their indices; the dataset's loading and splitting
-  when that is the larger peak), ``evaluation`` (its largest pass, or the consensus
-  distance's two ``[n, P]`` temporaries), ``spectral`` (the summary of a static graph) and
-  ``records`` (the per-client rows kept in memory);
+* **counted parts** (bytes, :func:`counted_parts` of the run's :func:`run_shapes`): the
+  parameters, optimizer and algorithm state, gossip, gradients, data, evaluation, spectral
+  and records parts of the memory model, each as :mod:`topofl.workflow.memory` describes it;
 * **runtime** (bytes): what the process needs besides them (code imported by the run, the
   allocator's arenas, small per-client objects). Measured by a probe: in a fresh subprocess,
   the config is run at the fewest clients its algorithm accepts (2, or Teleportation's ``k``)
