@@ -667,7 +667,7 @@ def test_the_variance_curve_matches_client_accuracy_stats_at_every_round() -> No
     import numpy as np
 
     from topofl.algorithms.dpfl_analysis import client_accuracy_stats
-    from topofl.figures.checks import _variance_curve
+    from topofl.figures.flatness import _variance_curve
 
     rng = np.random.default_rng(0)
     rows = [{"run": "r", "round": t, "client": k, "metric": "acc",
