@@ -782,7 +782,7 @@ def test_code_fingerprint_covers_the_result_code_only() -> None:
     files = {p.relative_to(Path(figures.__file__).parents[1]).as_posix()
              for p in _fingerprint._result_code_files()}
     assert {"engine/loop.py", "algorithms/dsgd.py", "config.py", "records/queries.py"} <= files
-    assert not files & {"plotting.py", "cli.py", "sweep.py", "report.py", "snapshot.py",
+    assert not files & {"plotting.py", "cli/__init__.py", "sweep.py", "report.py", "snapshot.py",
                          "_fingerprint.py"}
     assert not any(f.startswith(("distributed/", "figures/")) for f in files)
     fp = figures.code_fingerprint()
