@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from topofl._utils.environment import differences, numeric_environment  # noqa: E402
-from topofl.figures import certificates, snapshot  # noqa: E402
+from topofl.figures import certificates, commits, snapshot  # noqa: E402
 
 CHILD = r"""
 import json, sys
@@ -198,7 +198,7 @@ def machines() -> list[dict[str, Any]]:
         path = results / certificates.VALUES_DIR / f"{digest}.json.gz"
         theirs = json.loads(gzip.decompress(path.read_bytes()))
         t0 = time.perf_counter()
-        here = certificates.snapshot_of_commit(cert["from_commit"], cert["threads"])["values"]
+        here = commits.snapshot_of_commit(cert["from_commit"], cert["threads"])["values"]
         rows.append({"name": f"{model} ({cpu})", "commit": cert["from_commit"][:12],
                      "their environment": env, "seconds": round(time.perf_counter() - t0, 1),
                      **compare(theirs, here)})

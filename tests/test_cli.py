@@ -543,7 +543,7 @@ def test_a_byzantine_runs_summary_is_its_honest_nodes(tmp_path: Any,
 def test_a_replay_that_differs_names_the_environment_fields_that_differ() -> None:
     from topofl._utils.cpu import cpu_kind
     from topofl._utils.environment import numeric_environment
-    from topofl.cli import _environment_note
+    from topofl.cli.runs import _environment_note
 
     env = numeric_environment()
     assert _environment_note({"environment": env, "cpu": env["cpu"]}) == ""

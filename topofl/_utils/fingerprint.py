@@ -32,10 +32,8 @@ __all__ = ["NOT_RESULT_CODE", "code_fingerprint", "tree_fingerprint"]
 #: the certificates live with them); ``tools/`` holds the demo and the benchmarks;
 #: ``conftest.py`` configures the doctests; ``_utils/environment.py`` names the numeric
 #: environment a run had.
-NOT_RESULT_CODE = ("__main__.py", "cli.py", "tools/", "figures/", "_utils/fingerprint.py",
-                   "plotting/", "report.py", "study/", "sweep/__init__.py",
-                   "sweep/_planning.py", "sweep/_resumption.py", "sweep/_execution.py",
-                   "sweep/_stacking.py", "sweep/_running.py", "_utils/markdown.py",
+NOT_RESULT_CODE = ("__main__.py", "cli/", "tools/", "figures/", "_utils/fingerprint.py",
+                   "plotting/", "report.py", "study/", "sweep/", "_utils/markdown.py",
                    "workflow/plan.py", "_utils/heartbeat.py", "_utils/processes.py",
                    "distributed/", "conftest.py", "_utils/environment.py")
 

@@ -53,20 +53,11 @@ Certificates written before environments were recorded (``cpu`` and ``torch`` on
 by :func:`rerecord` alone, which verifies each here and seals its commit's values with this
 machine's environment (the earlier digest kept as ``first``).
 
-The re-runs are what a check costs (16 s a commit; 6 min 16 s for the 21 commits of the
-committed certificates, on this session's shared 2-core VM); what it found is remembered in
-``paper_figures/out/.verified-certificates.json``, one entry a commit, written (atomically) as
-soon as its certificate verified, so an interrupted check keeps what it did. The entry is not
-trusted, it is re-validated: it holds the fact a re-run established -- commit ``C``, whose
-files the current fingerprint code make code ``F``, computes in this environment (the digest
-of its bit-deciding fields) at ``T`` threads values of digest ``D`` -- and counts only when
-``F`` is what the commit's files give now, ``D`` is the digest of the current snapshot's values
-on the certificate's keys (so the current code still computes them) and its HMAC under this
-user's key (``~/.cache/topofl/``, outside the checkout) is right. Every check above then runs
-again on those values; a stale, edited or hand-written entry is discarded and the commit
-re-run. What a check still trusts: the certified commit's own snapshot module and the rest of
-its non-result code, which it runs, and whoever can read the key (delete the cache file, or the
-key, to re-run every commit).
+Reading a commit from git and taking its snapshot is :mod:`topofl.figures.commits`. The re-runs
+are what a check costs (16 s a commit); what each established is remembered, and re-validated
+before it counts, by :mod:`topofl.figures.verified`. What a check still trusts: the certified
+commit's own snapshot module and the rest of its non-result code, which it runs, and whoever
+can read the key of that memory (delete its file, or the key, to re-run every commit).
 
 Examples
 --------
@@ -88,26 +79,22 @@ ValueError: .../equivalence.json: certificate 0 misses ['digest', 'environment',
 from __future__ import annotations
 
 import gzip
-import hashlib
-import hmac
-import importlib.machinery
 import json
 import os
 import re
-import secrets
 import subprocess
-import sys
-import tempfile
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from topofl._utils.environment import bits, differences, numeric_environment
 from topofl._utils.files import replace_text
-from topofl._utils.fingerprint import code_fingerprint, tree_fingerprint
+from topofl._utils.fingerprint import code_fingerprint
 from topofl.figures import snapshot
+from topofl.figures.commits import _COMMIT, commit_fingerprint, snapshot_of_commit
+from topofl.figures.verified import _Cache, _cache_path, _environment_digest
 
 __all__ = ["EQUIVALENCE_FILE", "VALUES_DIR", "certify", "environment_of", "equivalent_codes",
            "read", "rerecord", "values_of", "verify"]
@@ -126,7 +113,6 @@ LEGACY_FIELDS = {"from": str, "to": str, "from_commit": str, "digest": str, "val
                  "threads": int, "torch": str}
 _FORMAT = 2  # of a sealed record
 _CODE = re.compile(r"^\S+\+[0-9a-f]{12}$")
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _DIGEST = re.compile(r"^[0-9a-f]{16}$")
 
 
@@ -230,30 +216,6 @@ def equivalent_codes(code: str, results: str | os.PathLike[str]) -> set[str]:
     (the certificates are read with :func:`read`: a malformed one is an error; :func:`verify`
     checks what they claim)."""
     return _chain(code, read(results))[0]
-
-
-def _repo() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
-def _git(*args: str, repo: Path | None = None, stdin: bytes | None = None
-         ) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(["git", "-C", str(repo or _repo()), *args], input=stdin,
-                          capture_output=True, timeout=120, check=False)
-
-
-def clean_commit() -> str | None:
-    """The git commit whose ``topofl/`` is the code running now, or ``None`` (not a git
-    checkout, or ``topofl/`` differs from ``HEAD``)."""
-    try:
-        head = _git("rev-parse", "HEAD")
-        dirty = _git("status", "--porcelain", "--", "topofl")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if head.returncode or dirty.returncode or dirty.stdout.strip():
-        return None
-    commit = head.stdout.decode().strip()
-    return commit if _COMMIT.match(commit) else None
 
 
 def certify(before: str | os.PathLike[str], results: str | os.PathLike[str]
@@ -434,212 +396,6 @@ def values_of(results: str | os.PathLike[str], cert: Mapping[str, Any]) -> dict[
     return values
 
 
-#: Run in a fresh interpreter inside an exported tree: its snapshot, into the file argv[2].
-#: An editable install's import hook would fill a module the old tree lacks from the installed
-#: checkout: it is removed, and every topofl module must come from the tree.
-_PROBE = """
-import json, os, sys
-sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-try:
-    from topofl.figures.snapshot import take
-except ImportError:  # a tree from before the snapshot moved into topofl.figures
-    from topofl.snapshot import take
-snap = take(threads=int(sys.argv[1]))
-root = os.path.realpath(os.getcwd())
-for name, mod in list(sys.modules.items()):
-    if name.split(".")[0] == "topofl" and getattr(mod, "__file__", None):
-        if not os.path.realpath(mod.__file__).startswith(root + os.sep):
-            raise SystemExit(f"{name} was imported from {mod.__file__}, not the exported tree")
-with open(sys.argv[2], "w", encoding="utf-8") as fh:
-    json.dump({"torch": snap["torch"], "values": snap["values"]}, fh)
-"""
-
-#: Files Python would import in place of (or beside) a module's source: a tree that carries
-#: one could run code no fingerprint covers.
-_NOT_SOURCE = tuple(importlib.machinery.EXTENSION_SUFFIXES) + tuple(
-    importlib.machinery.BYTECODE_SUFFIXES) + (".pyd", ".so")
-
-
-def _export(commit: str, repo: Path | None = None) -> dict[str, bytes]:
-    """The files of ``topofl/`` at ``commit``, read from git's objects: their path inside
-    ``topofl/`` -> their bytes (what is fingerprinted is what is run)."""
-    if not _COMMIT.match(commit):
-        raise ValueError(f"commit must be 40 hex digits, got {commit!r:.60}")
-    try:
-        listing = _git("ls-tree", "-r", "-z", "--full-tree", commit, "--", "topofl", repo=repo)
-        if listing.returncode:
-            raise ValueError(f"commit {commit[:12]} is not in this repository (a shallow "
-                             f"clone? `git fetch --unshallow`): "
-                             f"{listing.stderr.decode(errors='replace').strip()[:200]}")
-        blobs: dict[str, str] = {}
-        for item in listing.stdout.split(b"\0"):
-            if not item:
-                continue
-            meta, raw = item.split(b"\t", 1)
-            mode, _, sha = meta.decode().split()
-            path = raw.decode("utf-8", errors="replace")
-            parts = PurePosixPath(path).parts
-            why = ("a link or a submodule" if mode not in ("100644", "100755")
-                   else "a file Python imports in place of source"
-                   if path.endswith(_NOT_SOURCE) else "an odd path"
-                   if ".." in parts or "\ufffd" in path or parts[0] != "topofl" else "")
-            if why:
-                raise ValueError(f"commit {commit[:12]} carries {path!r:.120}, {why}: not a "
-                                 "tree this check runs")
-            blobs[path.removeprefix("topofl/")] = sha
-        if not blobs:
-            raise ValueError(f"commit {commit[:12]} has no topofl/")
-        out = _git("cat-file", "--batch", repo=repo,
-                   stdin="".join(f"{sha}\n" for sha in blobs.values()).encode())
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ValueError(f"cannot read commit {commit[:12]} with git: {exc}") from None
-    files, data, at = {}, out.stdout, 0
-    for path, sha in blobs.items():
-        nl = data.index(b"\n", at)
-        head = data[at:nl].split()
-        if out.returncode or len(head) != 3 or head[0].decode() != sha or head[1] != b"blob":
-            raise ValueError(f"cannot read {path} of commit {commit[:12]} with git")
-        size = int(head[2])
-        files[path] = data[nl + 1:nl + 1 + size]
-        at = nl + 1 + size + 1
-    return files
-
-
-def commit_fingerprint(commit: str, repo: str | os.PathLike[str] | None = None) -> str:
-    """The code fingerprint of the ``topofl/`` of a git ``commit`` (of this repository, or of
-    ``repo``), computed from its files by the current fingerprint code
-    (:func:`topofl._utils.fingerprint.tree_fingerprint`); nothing of the commit runs (~0.1 s).
-
-    Raises
-    ------
-    ValueError
-        When the commit is not in the repository, carries a link, a submodule or a compiled
-        module in ``topofl/``, or its fingerprint cannot be computed.
-    """
-    return tree_fingerprint(_export(commit, Path(repo) if repo is not None else None))
-
-
-def snapshot_of_commit(commit: str, threads: int = 1,
-                       repo: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """``{torch, values}``: the snapshot of the ``topofl/`` of a git ``commit``, written from
-    git's objects into a temporary folder and taken there in a fresh interpreter (16 s on
-    this session's shared 2-core VM).
-
-    Raises
-    ------
-    ValueError
-        When the commit is not in this repository, or its snapshot cannot be taken.
-    """
-    files = _export(commit, Path(repo) if repo is not None else None)
-    with tempfile.TemporaryDirectory(prefix="topofl-certificate-") as tmp:
-        tree = Path(tmp) / "tree"
-        for rel, data in files.items():
-            path = tree / "topofl" / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        env = {**os.environ, "PYTHONPATH": str(tree)}
-        found = Path(tmp) / "snapshot.json"
-        out = subprocess.run([sys.executable, "-c", _PROBE, str(threads), str(found)], cwd=tree,
-                             env=env, capture_output=True, timeout=900, check=False)
-        if out.returncode:
-            last = out.stderr.decode().strip().splitlines()[-1:] or ["(no message)"]
-            raise ValueError(f"the snapshot of commit {commit[:12]} failed: {last[0][:300]}")
-        got: dict[str, Any] = json.loads(found.read_text(encoding="utf-8"))
-    return got
-
-
-def _cache_path() -> Path:
-    return _repo() / "paper_figures" / "out" / ".verified-certificates.json"
-
-
-def _key_path() -> Path:
-    """This user's key of the cache's HMACs (outside every checkout)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "topofl" / "certificate-cache.key"
-
-
-def _key(*, create: bool) -> bytes | None:
-    """The cache's key (made, private to this user, when ``create``); ``None``: none to use."""
-    path = _key_path()
-    try:
-        key = path.read_bytes()
-    except FileNotFoundError:
-        if not create:
-            return None
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(secrets.token_bytes(32))
-        except FileExistsError:
-            pass  # made by another check meanwhile
-        except OSError:
-            return None
-        return _key(create=False)
-    except OSError:
-        return None
-    return key if len(key) >= 32 else None
-
-
-#: What a cache entry states (see the module docstring); with its ``mac``. ``environment`` is
-#: the digest of the bit-deciding fields of the environment the re-run ran in.
-_FACT = ("commit", "code", "environment", "threads", "digest")
-_CACHE_FORMAT = 3
-
-
-def _environment_digest(env: Mapping[str, Any]) -> str:
-    return snapshot.digest(bits(env))
-
-
-class _Cache:
-    """The remembered re-runs: ``{"format": 3, "entries": {commit/threads/environment:
-    fact}}``."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def _entries(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            return {}
-        ok = isinstance(data, dict) and data.get("format") == _CACHE_FORMAT
-        return data["entries"] if ok and isinstance(data.get("entries"), dict) else {}
-
-    @staticmethod
-    def _name(fact: Mapping[str, Any]) -> str:
-        return f"{fact['commit']}/{fact['threads']}/{fact['environment']}"
-
-    @staticmethod
-    def _mac(key: bytes, fact: Mapping[str, Any]) -> str:
-        text = json.dumps([f"topofl verified certificate {_CACHE_FORMAT}",
-                           [fact[f] for f in _FACT]])
-        return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
-
-    def holds(self, fact: Mapping[str, Any]) -> bool:
-        """Whether an entry states ``fact``, under this user's key."""
-        entry, key = self._entries().get(self._name(fact)), _key(create=False)
-        return (key is not None and isinstance(entry, dict)
-                and all(entry.get(f) == fact[f] for f in _FACT)
-                and isinstance(entry.get("mac"), str)
-                and hmac.compare_digest(entry["mac"], self._mac(key, fact)))
-
-    def add(self, fact: Mapping[str, Any]) -> None:
-        """Remember ``fact`` now (the file replaced atomically; a read-only checkout or home
-        only verifies again next time)."""
-        key = _key(create=True)
-        if key is None:
-            return
-        entries = self._entries()  # again: another check may have added some
-        entries[self._name(fact)] = {**{f: fact[f] for f in _FACT}, "mac": self._mac(key, fact)}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            replace_text(self.path, [json.dumps({"format": _CACHE_FORMAT, "entries": entries},
-                                                indent=1, sort_keys=True), "\n"])
-        except OSError:
-            pass
-
-
 def verify(results: str | os.PathLike[str], code: str | None = None, *,
            current: Mapping[str, Any] | None = None,
            of_commit: Callable[[str, int], Mapping[str, Any]] | None = None,
@@ -660,9 +416,11 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
         The snapshot of that code in this environment (default: taken now, ~20 s); its
         ``environment`` is the one the check runs in (default: this process's).
     of_commit : callable, optional
-        ``(commit, threads) -> {values, ...}``: default :func:`snapshot_of_commit`.
+        ``(commit, threads) -> {values, ...}``: default
+        :func:`~topofl.figures.commits.snapshot_of_commit`.
     code_of : callable, optional
-        ``commit -> fingerprint`` by the current code: default :func:`commit_fingerprint`.
+        ``commit -> fingerprint`` by the current code: default
+        :func:`~topofl.figures.commits.commit_fingerprint`.
     cache : path, optional
         Where re-runs are remembered (default: ``paper_figures/out/``).
     notes : list, optional

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from topofl._utils.fingerprint import code_fingerprint
-from topofl.figures.certificates import EQUIVALENCE_FILE, certify, clean_commit, rerecord, verify
+from topofl.figures.certificates import EQUIVALENCE_FILE, certify, rerecord, verify
+from topofl.figures.commits import clean_commit
 from topofl.figures.config import FigureError, _root
 from topofl.figures.redecide import redecide
 from topofl.figures.results import _results, _write_index, available, stale
