@@ -193,6 +193,20 @@ def test_list_sections(section: str, names: list[str],
             tf.algorithms.ALGORITHMS)
 
 
+def test_list_settings_reads_the_run_call_and_the_run_settings(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the one statement of a run's keys (api.RunCall, engine.RunConfig) is what the CLI shows:
+    # every field once, with the default a call or a config gets
+    import dataclasses
+
+    assert main(["list", "settings"]) == 0
+    names = [ln.split(":")[0].strip() for ln in capsys.readouterr().out.splitlines()
+             if ln.startswith("    ")]
+    keys = {f.name for f in dataclasses.fields(tf.api.RunCall)} | {
+        f.name for f in dataclasses.fields(tf.engine.RunConfig)}
+    assert sorted(names) == sorted(keys)
+
+
 BAD = [
     ("bad.toml", "rounds = = 3\n", "invalid TOML"),
     ("unknown.toml", "rounds = 2\nnonsense = 1\n", "unknown key(s) ['nonsense']"),

@@ -57,8 +57,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._utils.validation import check_int
-from topofl.algorithms._common import check_decay, check_lr
+from topofl.algorithms._common import check_event
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.event_time import (
     EventTime,
@@ -233,23 +232,18 @@ def adpsgd(
     >>> bool(torch.equal(ref.x, trace.state.x))
     True
     """
-    rate = check_lr(lr)
-    d = check_durations(durations)
-    delta = check_window(window)
-    steps = check_int(local_steps, "local_steps", low=1)
-    seed = check_int(pair_seed, "pair_seed", low=0)
-    dec = check_decay(decay)
-    clocks = EventTime(d, delta, seed)
+    hp = check_event(lr, durations, window, local_steps, pair_seed, decay)
+    clocks = hp.clocks()
     local = _AsyncSGD(clocks)
     return Algorithm(
         name="adpsgd",
-        hparams=dict(lr=rate, durations=d if isinstance(d, float) else list(d),
-                     window=delta, local_steps=steps, pair_seed=seed, decay=dec),
-        phases=(Phase("all", steps, None, rate),),
+        hparams=dict(lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
+                     local_steps=hp.local_steps, pair_seed=hp.pair_seed, decay=hp.decay),
+        phases=(Phase("all", hp.local_steps, None, hp.lr),),
         init=compose_init(local),
         local=local,
         communicate=_communicate(clocks),
-        decay=dec,
+        decay=hp.decay,
         **clocks.fields("adpsgd's events pair clients of one run in an order of their own: it "
                         "runs alone"),
     )

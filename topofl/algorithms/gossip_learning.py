@@ -85,12 +85,10 @@ import torch
 from torch import Tensor
 
 from topofl._utils.validation import check_int
-from topofl.algorithms._common import check_decay, check_lr
+from topofl.algorithms._common import check_event
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.event_time import (
     EventTime,
-    check_durations,
-    check_window,
     events,
     one_process,
     per_client,
@@ -306,26 +304,21 @@ def gossip_learning(
     >>> bool(torch.equal(ref.x, trace.state.x))
     True
     """
-    rate = check_lr(lr)
-    d = check_durations(durations)
-    delta = check_window(window)
-    steps = check_int(local_steps, "local_steps", low=1)
+    hp = check_event(lr, durations, window, local_steps, pair_seed, decay)
     depth = check_int(layers, "layers", low=1)
     _check_merge(merge)
-    seed = check_int(pair_seed, "pair_seed", low=0)
-    dec = check_decay(decay)
-    local = _Gossip(EventTime(d, delta, seed), steps, depth, merge)
+    local = _Gossip(hp.clocks(), hp.local_steps, depth, merge)
     return Algorithm(
         name="gossip_learning",
-        hparams=dict(lr=rate, durations=d if isinstance(d, float) else list(d),
-                     window=delta, local_steps=steps, layers=depth, merge=merge,
-                     pair_seed=seed, decay=dec),
-        phases=(Phase("all", steps * depth, None, rate),),
+        hparams=dict(lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
+                     local_steps=hp.local_steps, layers=depth, merge=merge,
+                     pair_seed=hp.pair_seed, decay=hp.decay),
+        phases=(Phase("all", hp.local_steps * depth, None, hp.lr),),
         init=compose_init(local),
         local=local,
         communicate=_communicate(local),
         round_start=local.start,
-        decay=dec,
+        decay=hp.decay,
         **local.clocks.fields("gossip_learning's sends reach clients of one run in an order of "
                               "their own: it runs alone"),
     )

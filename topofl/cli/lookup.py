@@ -178,11 +178,16 @@ def _list(section: str | None) -> int:
         else:
             import dataclasses
 
-            from topofl.api import run_defaults
+            from topofl.api import RunCall, run_defaults
             from topofl.engine import RunConfig
 
-            print("run settings (config keys besides the algorithm's hyper-parameters):")
             call = run_defaults()  # rounds, seed: topofl.run's defaults, a config's too
+            print("the run call (topofl.api.RunCall: topofl.run's named parameters, config keys):")
+            for f in dataclasses.fields(RunCall):
+                if f.name not in {g.name for g in dataclasses.fields(RunConfig)}:
+                    print(f"    {f.name}: {f.type} = {f.default!r}")
+            print("run settings (topofl.engine.RunConfig: config keys besides the algorithm's "
+                  "hyper-parameters):")
             for f in dataclasses.fields(RunConfig):
                 default = ("(required)" if f.default is dataclasses.MISSING and f.name not in call
                            else repr(call.get(f.name, f.default)))

@@ -7,8 +7,8 @@ A figure script measures the claim's quantities seed by seed (:class:`OverSeeds`
 claim (:func:`verdict`). Whether the compared curves flattened is read from the seed-mean
 curve of a cell (:func:`mean_curve`, :func:`late_gain`, :func:`convergence`:
 :mod:`topofl.figures.flatness`). This module owns the seed-paired tests, the checks and the
-verdict; the names of those two modules are also reachable here, where they were first
-documented (``topofl.figures.checks.late_gain``).
+verdict; the flatness readings are also reachable here, where they were first documented
+(``topofl.figures.checks.late_gain``).
 
 **Verdicts** (:data:`RULE`). A claim is decided by checks. A check compares one quantity ``x``
 with a threshold ``t``: :func:`above` (the claim is ``x > t``), :func:`below` (``x < t``) or
@@ -53,21 +53,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from topofl.figures.flatness import Convergence, convergence, late_gain, mean_curve
-from topofl.figures.measures import (
-    OverSeeds,
-    final,
-    final_spread,
-    mean_over_rounds,
-    per_seed,
-    reach,
-    samples_per_client,
-    seedwise,
-)
+from topofl.figures.measures import OverSeeds
 
-__all__ = ["VERDICTS", "OverSeeds", "Check", "per_seed", "seedwise", "final",
-           "mean_over_rounds", "final_spread", "reach", "samples_per_client", "above", "below",
-           "within", "fact", "verdict", "headline_of", "secondary", "mean_curve", "late_gain",
-           "Convergence", "convergence", "LEVEL", "RULE"]
+__all__ = ["VERDICTS", "Check", "above", "below", "within", "fact", "verdict", "headline_of",
+           "secondary", "mean_curve", "late_gain", "Convergence", "convergence", "LEVEL", "RULE"]
 
 
 # ------------------------------------------------------------------------------ verdicts

@@ -22,7 +22,7 @@ import matplotlib
 from topofl._utils.environment import summary
 from topofl._utils.fingerprint import code_fingerprint
 from topofl._utils.markdown import Document
-from topofl.figures.checks import RULE, Check, OverSeeds, headline_of, secondary, verdict
+from topofl.figures.checks import RULE, Check, headline_of, secondary, verdict
 from topofl.figures.config import (
     MARGINS_USED,
     SCRIPT_ROOT,
@@ -31,6 +31,7 @@ from topofl.figures.config import (
     mark_document,
 )
 from topofl.figures.gate import AnyGate, Gate, OrdinalGate
+from topofl.figures.measures import OverSeeds
 from topofl.figures.panel import Panel
 from topofl.figures.runs import FigureArgs, parse_args
 
