@@ -59,11 +59,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import topofl as tf
-from topofl import bench
 from topofl.data import FederatedData
 from topofl.engine import ParamLayout, Round
 from topofl.engine.executors import BatchedExecutor, LoopExecutor, make_executor
 from topofl.engine.local import LocalStepper
+from topofl.tools import bench
 
 BATCH = 16
 DEGREE = 10
@@ -156,7 +156,7 @@ def machine_info() -> dict[str, str]:
 # ----------------------------------------------------------------------------- data
 def synthetic_data(n: int, shape: tuple[int, ...], seed: int = 0) -> FederatedData:
     """``SAMPLES_PER_CLIENT * n`` Gaussian-mixture samples of ``shape``, 10 classes, iid split
-    (:func:`topofl.bench.synthetic_data`, on ``DEVICE``)."""
+    (:func:`topofl.tools.bench.synthetic_data`, on ``DEVICE``)."""
     data: FederatedData = bench.synthetic_data(n, shape, samples_per_client=SAMPLES_PER_CLIENT,
                                                seed=seed, device=DEVICE)
     return data

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 import topofl as tf
-from topofl.bench import loadavg
+from topofl.tools.bench import loadavg
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ("dcliques_01", "dcliques_15")

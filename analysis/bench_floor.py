@@ -1,7 +1,7 @@
 """Benchmark: the CPU floor of the local step and of gossip (issue 32, item 2).
 
 The workload of the issue: 100 clients, batch 50, one torch thread, float32, D-SGD (lr 0.05)
-on synthetic data (:func:`topofl.bench.synthetic_data`: 50 samples per client, 10 classes, an
+on synthetic data (:func:`topofl.tools.bench.synthetic_data`: 50 samples per client, 10 classes, an
 iid split) with MNIST-1D's input size, 40 features:
 
 * ``mlp 40-64-10``: the MLP of the issue (one hidden layer of 64), the batched executor;
@@ -14,11 +14,11 @@ For each, side by side in one process, repetitions interleaved:
 * *local*: the engine's local step as :class:`topofl.engine.local.LocalStepper` takes it in a round
   (drawing every client's batch included), the executor that ``executor="auto"`` picks, fused
   and streamed as the round loop does it;
-* *floor*: :class:`topofl.bench.SharedWeightFloor`, ONE ``nn.Module`` of the same model doing
+* *floor*: :class:`topofl.tools.bench.SharedWeightFloor`, ONE ``nn.Module`` of the same model doing
   ``zero_grad``, forward, backward and ``torch.optim.SGD.step`` on the same ``100 x 50``
   samples (drawn once, beforehand): the same arithmetic without per-client weights;
 * *gossip*: ``X <- W X`` on the ``[100, P]`` buffer (:class:`topofl.engine.gossip.Mixer`, a random
-  10-regular graph with Metropolis weights, :func:`topofl.bench.gossip_topology`), and *copy*:
+  10-regular graph with Metropolis weights, :func:`topofl.tools.bench.gossip_topology`), and *copy*:
   ``Y.copy_(X)`` for a buffer the size of ``X`` (its memory bound).
 
 Times are the CPU time of the timing thread (``time.thread_time``): on a shared machine a
@@ -30,7 +30,7 @@ medians of the per-repetition ratios.
 commit before a change, e.g. ``git worktree add /tmp/base <commit>``): this script runs its
 measurement in child processes, ``--runs`` times for each code, alternating (baseline,
 current, baseline, ...), and reports for each quantity the median over the runs. The load
-average (:func:`topofl.bench.loadavg`) is recorded at the start and the end.
+average (:func:`topofl.tools.bench.loadavg`) is recorded at the start and the end.
 
 **Where the time goes** (the current code only, in its last child process): a
 ``torch.profiler`` profile of 20 local steps and 20 floor steps of the MLP (self CPU time per
@@ -79,12 +79,12 @@ def _case(model_name: str, shape: tuple[int, ...], kw: dict[str, Any]) -> dict[s
     import torch
 
     from topofl import algorithms
-    from topofl.bench import SharedWeightFloor, gossip_topology, synthetic_data
     from topofl.engine import ParamLayout, Round, toy_services
     from topofl.engine.executors import make_executor
     from topofl.engine.layout import init_parameters
     from topofl.engine.local import LocalStepper
     from topofl.models import build_model
+    from topofl.tools.bench import SharedWeightFloor, gossip_topology, synthetic_data
 
     cpu = torch.device("cpu")
     data = synthetic_data(N, shape, device=cpu)
@@ -383,7 +383,7 @@ def reading(codes: dict[str, dict[str, Any]], p: dict[str, Any]) -> str:
         L.append(f"- **mlp 40-64-10: {before['local_over_floor']:.2f}x -> "
                  f"{mlp['local_over_floor']:.2f}x** the floor (issue 32 asks <= 1.5x), "
                  f"{before['local_ms']:.2f} -> {mlp['local_ms']:.2f} ms a step, by three "
-                 "changes that leave every number bit-identical (`topofl.snapshot.compare` "
+                 "changes that leave every number bit-identical (`topofl.figures.snapshot.compare` "
                  "is empty): the batch indices hashed in NumPy's wrapping uint32 arithmetic "
                  "on the CPU instead of ~70 small int64 torch operations; plain SGD fused "
                  "into the autograd path (each parameter's gradient applied to its view of "
@@ -456,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline:
         roots[f"before ({_commit(args.baseline)})"] = str(Path(args.baseline).resolve())
     roots[f"after ({_commit(here)})"] = here
-    from topofl.bench import loadavg, machine_info
+    from topofl.tools.bench import loadavg, machine_info
 
     load0, t0 = loadavg(), time.perf_counter()
     results: dict[str, list[dict[str, Any]]] = {k: [] for k in roots}

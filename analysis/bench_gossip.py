@@ -45,8 +45,8 @@ import numpy as np
 import torch
 
 import topofl as tf
-from topofl import bench
 from topofl.engine.gossip import Mixer
+from topofl.tools import bench
 
 GRAPHS = ("ring", "circulant [1,2,3]", "one-peer round 5")
 SIZES = [(1_000, 10), (1_000, 650), (1_000, 7_850), (10_000, 10), (10_000, 650),

@@ -22,9 +22,10 @@ seconds of one run each, by default the child's CPU time (``--clock cpu``: at on
 work of the run, which a shared machine's load does not stretch; ``--clock wall`` for the
 wall clock). The exponent of a part is the least-squares slope of log(seconds) against
 log(n) over the sizes measured (1 = linear). Peak memory is the resident-set high-water mark of
-the child above its size after importing torch and topofl (``topofl.plan.PEAK_METER``);
+the child above its size after importing torch and topofl (``topofl.workflow.plan.PEAK_METER``);
 *bytes a client* is that peak over n, beside the sum of what a client needs: parameters,
-optimizer and algorithm state, its share of the gossip buffers (``topofl.bench.bytes_per_client``)
+optimizer and algorithm state, its share of the gossip buffers
+(``topofl.tools.bench.bytes_per_client``)
 and its data indices (the partitions' and splits' index arrays over n); the data's samples
 (10 training samples a client and the test sets) are given apart.
 
@@ -82,7 +83,7 @@ import topofl
 import topofl.api as api
 import topofl.data as data_mod
 import topofl.engine.loop as loop
-from topofl.plan import PEAK_METER
+from topofl.workflow.plan import PEAK_METER
 exec(PEAK_METER)
 mark = start_peak()
 
@@ -157,10 +158,10 @@ total = now() - t0
 peak = peak_since(mark)
 parts["other"] = total - sum(parts.values())
 # what a client needs
-from topofl.bench import bytes_per_client
-from topofl.memory import _state_parts
+from topofl.tools.bench import bytes_per_client
+from topofl.workflow.memory import state_parts
 layout = res.layout
-state = _state_parts(res.algorithm, layout, torch.float32)
+state = state_parts(res.algorithm, layout, torch.float32)
 fed = res.services.data
 topo_nnz = 3.0  # the ring: 2 neighbours and itself
 need = bytes_per_client(layout.num_params, n, state=state, row_nnz=topo_nnz)
@@ -542,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     bytes_before = [r for f in a.bytes_before or []
                     for r in json.loads(Path(f).read_text())["results"]]
     root = Path(a.topofl_root).resolve()
-    from topofl.bench import loadavg, machine_info
+    from topofl.tools.bench import loadavg, machine_info
     info = machine_info()
     load0, t0 = loadavg(), time.perf_counter()
     results: list[dict[str, Any]] = []

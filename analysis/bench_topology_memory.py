@@ -41,8 +41,8 @@ import numpy as np
 
 import topofl as tf
 from topofl import Topology
-from topofl._markdown import table
-from topofl.bench import loadavg, machine_info
+from topofl._utils.markdown import table
+from topofl.tools.bench import loadavg, machine_info
 from topofl.topologies.random import _draw_connected
 
 ROOT = Path(__file__).resolve().parent.parent

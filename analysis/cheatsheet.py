@@ -51,7 +51,7 @@ import numpy as np
 import torch
 
 import topofl as tf
-from topofl._markdown import table as md_table
+from topofl._utils.markdown import table as md_table
 from topofl.study.pairs import paired_difference
 from topofl.topologies import REGISTRY, GraphFamily
 

@@ -8,7 +8,7 @@ at the default scale, ``topofl.figures.load_config`` + ``grid``: the default-sca
 rounds, clients, seeds; ``topofl.sweep.plan`` for the runs of its sweep), runs the first run of
 each method's sweep (seed 0; DPFL's first budget) for a few rounds in a fresh process at one
 torch thread under ``nice``, and clocks each round in CPU seconds (``time.process_time``, the
-way ``topofl.plan.ROUND_CLOCK`` does, but every round and the set-up before the first).
+way ``topofl.workflow.plan.ROUND_CLOCK`` does, but every round and the set-up before the first).
 
 Measured, per method: the set-up before round 0 (data, partition, model, DPFL's pre-processing
 if it runs there), round 0, and the seconds a round after it *with the config's own evaluation

@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from topofl._markdown import replace_block
-from topofl._markdown import table as md_table
+from topofl._utils.markdown import replace_block
+from topofl._utils.markdown import table as md_table
 from topofl.records import Records, load_many
-from topofl.study import StudyResult, study
+from topofl.study import Bootstrap, Output, StudyResult, study
 
 ROOT = Path(__file__).resolve().parent
 METRIC = "global_acc_mean"
@@ -182,10 +182,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                [ROOT / "out" / "design_budget", ROOT / "out" / "design_budget_ca"])
     records = load_many([f for d in folders if d.is_dir() for f in sorted(d.glob("*.jsonl"))])
     target = TARGETS[marker]
-    res = study(records, metric=METRIC, target=target, n_boot=10, figures=False,
+    res = study(records, metric=METRIC, target=target,
                 topology_metrics=["edges_per_node", "messages_per_round",
                                   "neighborhood_heterogeneity", "effective_neighbors",
-                                  "spectral_gap"])
+                                  "spectral_gap"],
+                bootstrap=Bootstrap(n_boot=10), output=Output(figures=False))
     if not args.mixture:
         figure(res, records, ROOT / "figures" / "design_budget.png")
     block = "\n".join([

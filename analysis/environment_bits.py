@@ -1,10 +1,10 @@
 """What moves the last bits: the snapshot of the result code taken in environments that differ
 in one field each (issue 60).
 
-A certificate (``topofl.certificates``) compares committed values bit for bit only where the
-whole numeric environment that decides the bits matches (``topofl.provenance.BIT_FIELDS``),
-and elsewhere within the tolerance ``topofl.snapshot.ROUNDING``. This script measures both:
-it takes the behaviour snapshot (``topofl.snapshot.take``: 2 rounds of every algorithm case
+A certificate (``topofl.figures.certificates``) compares committed values bit for bit only where the
+whole numeric environment that decides the bits matches (``topofl.workflow.provenance.BIT_FIELDS``),
+and elsewhere within the tolerance ``topofl.figures.snapshot.ROUNDING``. This script measures both:
+it takes the behaviour snapshot (``topofl.figures.snapshot.take``: 2 rounds of every algorithm case
 in float64 and float32, every graph family's matrix and spectrum, every partition, the
 stand-in datasets, every model's output) in a fresh interpreter per environment, each
 differing from this machine's in one field,
@@ -23,8 +23,8 @@ and compares each with this machine's (the base) value by value. It also compare
 certified values committed by other machines (``paper_figures/results/certified``) with the
 same commit's snapshot re-run here: the differences between CPU vendors, generations and the
 numpy/scipy those sessions had. Differences are relative with a floor of 1,
-``|a - b| / max(1, |a|, |b|)`` (``topofl.snapshot.compare``), in classes: float32 values (the
-float32 runs and the models' outputs), float64 values (the rest), accuracies (every
+``|a - b| / max(1, |a|, |b|)`` (``topofl.figures.snapshot.compare``), in classes: float32 values
+(the float32 runs and the models' outputs), float64 values (the rest), accuracies (every
 ``*acc*`` metric but a spread), and integers, strings and the structure (exact).
 
     python analysis/environment_bits.py [--numpy 2.2.6] [--scipy 1.15.3] [--networkx 3.4.2]
@@ -51,13 +51,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from topofl import certificates, snapshot  # noqa: E402
-from topofl._environment import differences, numeric_environment  # noqa: E402
+from topofl._utils.environment import differences, numeric_environment  # noqa: E402
+from topofl.figures import certificates, commits, snapshot  # noqa: E402
 
 CHILD = r"""
 import json, sys
-from topofl.snapshot import take
-from topofl._environment import numeric_environment
+from topofl.figures.snapshot import take
+from topofl._utils.environment import numeric_environment
 snap = take(threads=int(sys.argv[1]))
 with open(sys.argv[2], "w", encoding="utf-8") as fh:
     json.dump({"environment": numeric_environment(), "code": snap["code"],
@@ -80,7 +80,7 @@ def leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 def leaf_class(key: str, path: str, value: Any) -> str:
     """Which class a leaf's difference counts in (see the module docstring): the snapshot's
-    own rule (``topofl.snapshot.env_rtol``), accuracies apart."""
+    own rule (``topofl.figures.snapshot.env_rtol``), accuracies apart."""
     if not isinstance(value, float):
         return "exact"
     if snapshot._is_accuracy(key, path):
@@ -198,7 +198,7 @@ def machines() -> list[dict[str, Any]]:
         path = results / certificates.VALUES_DIR / f"{digest}.json.gz"
         theirs = json.loads(gzip.decompress(path.read_bytes()))
         t0 = time.perf_counter()
-        here = certificates.snapshot_of_commit(cert["from_commit"], cert["threads"])["values"]
+        here = commits.snapshot_of_commit(cert["from_commit"], cert["threads"])["values"]
         rows.append({"name": f"{model} ({cpu})", "commit": cert["from_commit"][:12],
                      "their environment": env, "seconds": round(time.perf_counter() - t0, 1),
                      **compare(theirs, here)})
@@ -242,7 +242,7 @@ def report(data: Mapping[str, Any]) -> str:
     lines += [
         "",
         "Where each largest difference is (`discrete`: the floats of "
-        "`topofl.snapshot.DISCRETE`, compared only within one environment):",
+        "`topofl.figures.snapshot.DISCRETE`, compared only within one environment):",
         "",
     ]
     for row in [*data["variations"], *data["machines"]]:
@@ -254,7 +254,7 @@ def report(data: Mapping[str, Any]) -> str:
         "## What decides the bits",
         "",
         "Every field whose change moved a value above decides the bits, and "
-        "`topofl.provenance.BIT_FIELDS` holds it. Fields measured to move nothing here "
+        "`topofl.workflow.provenance.BIT_FIELDS` holds it. Fields measured to move nothing here "
         "(those rows with 0 values moved) are kept in `BIT_FIELDS` all the same where they "
         "may decide other code's bits (numpy's SIMD targets and release, networkx's "
         "generators): a field too many only sends a check to the tolerant comparison, a "
@@ -273,7 +273,7 @@ def report(data: Mapping[str, Any]) -> str:
         f"accuracies {fmt(tol['measured']['accuracy'])}. The rule: the first of 1, 2 or 5 "
         f"times a power of ten at or above five times the largest measured, which gives "
         f"float32 {tol['suggested']['float32']:g} and float64 {tol['suggested']['float64']:g}; "
-        f"`topofl.snapshot.ROUNDING` is float32 {tol['rounding']['float32']:g}, float64 "
+        f"`topofl.figures.snapshot.ROUNDING` is float32 {tol['rounding']['float32']:g}, float64 "
         f"{tol['rounding']['float64']:g}"
         + (" (the rule's)." if tol["rounding"] == tol["suggested"] else
            " (NOT the rule's: update it).")

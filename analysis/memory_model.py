@@ -1,11 +1,12 @@
 """The static memory estimate against the measured peak of runs (issue 43, item 3).
 
-``topofl.run`` refuses a run whose estimate (:func:`topofl.plan.counted_parts` of the run's
-:func:`topofl.plan.run_shapes`, with the runtime part :data:`topofl.plan.RUNTIME_BYTES` and
-:data:`topofl.plan.CLIENT_BYTES` a client) exceeds the memory the process may use. The
+``topofl.run`` refuses a run whose estimate (:func:`topofl.workflow.plan.counted_parts` of the run's
+:func:`topofl.workflow.plan.run_shapes`, with the runtime part
+:data:`topofl.workflow.plan.RUNTIME_BYTES` and
+:data:`topofl.workflow.plan.CLIENT_BYTES` a client) exceeds the memory the process may use. The
 estimate must not refuse a run that fits, nor miss much of one that does not: for each config
 below this script runs it to the end in a fresh interpreter and measures the peak resident
-memory above the size after ``import torch, topofl`` (:data:`topofl.plan.PEAK_METER`), and
+memory above the size after ``import torch, topofl`` (:data:`topofl.workflow.plan.PEAK_METER`), and
 writes ``analysis/memory_model.md``: estimate, measured, their ratio, and the largest parts.
 
 ``python analysis/memory_model.py`` (about 25 minutes on 2 shared cores, up to 4.7 GB a run);
@@ -29,9 +30,9 @@ import torch
 
 import topofl as tf
 from topofl import config as config_mod
-from topofl._cpu import cpu_model
-from topofl._markdown import Document
-from topofl.plan import PEAK_METER, counted_parts, shapes
+from topofl._utils.cpu import cpu_model
+from topofl._utils.markdown import Document
+from topofl.workflow.plan import PEAK_METER, counted_parts, shapes
 
 _MEASURE = PEAK_METER + r"""
 import json, sys, time, warnings
@@ -142,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     doc.paragraph(
         "*measured*: the peak resident memory of the run, to its end, above the resident "
         "size after `import torch, topofl` (the kernel's high-water mark reset then: "
-        "`topofl.plan.PEAK_METER`), in a fresh interpreter. *estimate*: the sum of "
-        "`topofl.plan.counted_parts` for the run's `run_shapes` (data, graph and model "
+        "`topofl.workflow.plan.PEAK_METER`), in a fresh interpreter. *estimate*: the sum of "
+        "`topofl.workflow.plan.counted_parts` for the run's `run_shapes` (data, graph and model "
         "built, nothing run), the estimate `topofl.run` compares with the memory the process "
         "may use (before its check the data part is left out, the data being resident "
         "then). Data: the `synthetic` stand-in, 64 inputs, 20 training samples a client, "
@@ -163,10 +164,10 @@ def main(argv: list[str] | None = None) -> int:
                "largest parts (MB)", "run s"], body)
     doc.heading("Notes", 2)
     doc.bullets([
-        "The model (`topofl.plan.counted_parts`): the state `algorithm.init` builds for the "
-        "run's n clients, counted on the `meta` device (no memory; Teleportation's `k <= n` "
-        "holds); gossip (the topology's scipy `W`, the mixer's torch CSR, its diagonal and "
-        "scratch tile); the local step (one streamed block: the batch, the gradient rows, "
+        "The model (`topofl.workflow.plan.counted_parts`): the state `algorithm.init` builds "
+        "for the run's n clients, counted on the `meta` device (no memory; Teleportation's "
+        "`k <= n` holds); gossip (the topology's scipy `W`, the mixer's torch CSR, its diagonal "
+        "and scratch tile); the local step (one streamed block: the batch, the gradient rows, "
         "twice when the update is not fused, 7/5 of the forward activations; every client's "
         "sample indices); the data (samples, indices, label counts; loading and splitting "
         "when that peak is larger); the evaluation (its largest pass: logits, activations "

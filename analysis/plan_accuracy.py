@@ -1,6 +1,7 @@
 """How close ``topofl plan``'s predicted peak memory is to a run's measured peak (issue 32).
 
-For each config below: the plan (:func:`topofl.plan.make_plan`, its runtime probe included),
+For each config below: the plan (:func:`topofl.workflow.plan.make_plan`, its runtime probe
+included),
 then the config run to the end in a fresh interpreter, measuring ``ru_maxrss`` after the run
 minus ``ru_maxrss`` after ``import torch, topofl`` (before any data is read), i.e. the growth
 of the process's resident-set high-water mark over the run. Writes
@@ -20,9 +21,9 @@ from typing import Any
 import torch
 
 import topofl as tf
-from topofl._cpu import cpu_model
-from topofl._markdown import Document
-from topofl.plan import PARTS, PEAK_METER, make_plan
+from topofl._utils.cpu import cpu_model
+from topofl._utils.markdown import Document
+from topofl.workflow.plan import PARTS, PEAK_METER, make_plan
 
 #: The configs compared (``rounds`` as a short study would run them).
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -63,7 +64,7 @@ print(peak_since(mark))
 
 def measured_peak(cfg: dict[str, Any]) -> int:
     """Bytes: the peak resident memory of running ``cfg`` to the end above the resident size
-    after ``import torch, topofl`` (:data:`topofl.plan.PEAK_METER`), in a fresh interpreter
+    after ``import torch, topofl`` (:data:`topofl.workflow.plan.PEAK_METER`), in a fresh interpreter
     with this process's torch thread count."""
     out = subprocess.run([sys.executable, "-c", _MEASURE, json.dumps(cfg),
                           str(torch.get_num_threads())], capture_output=True, text=True,
@@ -92,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
              f"(shared with other processes), torch {torch.__version__}, topofl "
              f"{tf.__version__}, 1 torch thread, CPU. *measured*: the peak resident memory "
              "of the run above the resident size after `import torch, topofl` (the kernel's "
-             "high-water mark reset then: `topofl.plan.PEAK_METER`), in a fresh "
+             "high-water mark reset then: `topofl.workflow.plan.PEAK_METER`), in a fresh "
              "interpreter. *predicted*: `topofl plan`'s `peak_bytes`, the sum of the counted "
-             "parts and the probed runtime part (see `topofl/plan.py`). MB = 10^6 "
+             "parts and the probed runtime part (see `topofl/workflow/plan.py`). MB = 10^6 "
              "bytes.")
     header = ["config", "P", *PARTS, "predicted MB", "measured MB", "error"]
     rows = []

@@ -7,11 +7,12 @@ shards a client, evaluation every 10 rounds) with ``n_clients = n``, ``data =
 time of ``python -m topofl plan CONFIG --json`` (a fresh interpreter, as a user runs it, at
 one torch thread), and, up to ``--max-measured`` (the MLP up to ``--max-measured-mlp``: at
 10^5 clients its parameters alone take 20 GB), the config run once in a fresh interpreter for
-:func:`topofl.plan.probe_rounds` rounds (10 from 10^3 clients), evaluated at its end only:
+:func:`topofl.workflow.plan.probe_rounds` rounds (10 from 10^3 clients), evaluated at its end only:
 *measured peak*: its peak resident memory above the resident size after ``import torch,
-topofl`` (:data:`topofl.plan.PEAK_METER`, the meter of the plan's probe and of
+topofl`` (:data:`topofl.workflow.plan.PEAK_METER`, the meter of the plan's probe and of
 ``analysis/plan_accuracy.py``); *measured seconds a round*: the median CPU time of its rounds
-but the first and the last (:data:`topofl.plan.ROUND_CLOCK`, the clock of the plan's probe):
+but the first and the last (:data:`topofl.workflow.plan.ROUND_CLOCK`, the clock of the plan's
+probe):
 the training round the plan predicts. Writes ``analysis/plan_scale.md`` (and the raw numbers
 as JSON with ``--json``; ``--render`` rewrites the table from them).
 ``nice -n 5 python analysis/plan_scale.py --json analysis/plan_scale.json`` (about 20
@@ -33,10 +34,10 @@ from typing import Any
 import torch
 
 import topofl as tf
-from topofl._configfile import read_config
-from topofl._cpu import cpu_model
-from topofl._markdown import Document
-from topofl.plan import PEAK_METER, ROUND_CLOCK, probe_rounds
+from topofl._utils.configfiles import read_config
+from topofl._utils.cpu import cpu_model
+from topofl._utils.markdown import Document
+from topofl.workflow.plan import PEAK_METER, ROUND_CLOCK, probe_rounds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -65,8 +66,8 @@ NOTES = (
     "`MALLOC_MMAP_THRESHOLD_=131072` (every block mapped and unmapped on its own): the rest"
     " is freed blocks glibc keeps in its heap. The counted `evaluation` part at 10^4 was "
     "42.7 MB (every client on one chunk of 27 samples, which this pass does not use); it is"
-    " now 124.6 MB (`topofl/memory.py`, `_shared_pass`: 76.7 MB of blocks and two blocks of"
-    " logits kept in the heap). The MLP's blocks (2,340 x 256 x 200 activations, 479 MB) "
+    " now 124.6 MB (`topofl/workflow/memory/parts.py`, `_shared_pass`: 76.7 MB of blocks and two"
+    " blocks of logits kept in the heap). The MLP's blocks (2,340 x 256 x 200 activations, 479 MB) "
     "are mapped on their own: its pass peaked at 1,445 MB of torch allocations, 1,438 and "
     "1,486 MB resident in two runs at 3,000 clients, counted 1,484 MB and 48 MB of heap "
     "(its `evaluation` part at 10^4 was 691 MB before). (2) The measured peak of one config"
@@ -112,9 +113,9 @@ def _child(code: list[str], **env: str) -> str:
 
 
 def measure(cfg: dict[str, Any]) -> dict[str, float]:
-    """One run of ``cfg`` with :func:`topofl.plan.probe_rounds` rounds, evaluated at its end:
-    its median training round (:data:`topofl.plan.ROUND_CLOCK`), its peak bytes and its
-    wall time."""
+    """One run of ``cfg`` with :func:`topofl.workflow.plan.probe_rounds` rounds, evaluated at its
+    end: its median training round (:data:`topofl.workflow.plan.ROUND_CLOCK`), its peak bytes and
+    its wall time."""
     rounds = probe_rounds(int(cfg["n_clients"]))
     spr, peak, wall = json.loads(_child(["-c", _MEASURE, json.dumps({**cfg, "rounds": rounds}),
                                          str(torch.get_num_threads())]))

@@ -50,9 +50,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from topofl._markdown import replace_block
-from topofl._markdown import table as md_table
-from topofl.study import StudyResult, condition_table, correlation_table, study
+from topofl._utils.markdown import replace_block
+from topofl._utils.markdown import table as md_table
+from topofl.study import (
+    Bootstrap,
+    Output,
+    Selection,
+    StudyResult,
+    condition_table,
+    correlation_table,
+    study,
+)
 from topofl.study.tables import CONVERGENCE_METRICS, _topology_metrics
 
 ROOT = Path(__file__).resolve().parent
@@ -77,7 +85,8 @@ def run_study(records: Path, half: str, level: str, out: Path, n_boot: int) -> S
                f"--target {TARGET:g} --where partition_params.classes_per_client="
                f"{LEVELS[level]} --n-boot {n_boot} --no-figures --out {dest}")
     return study(records / f"predictors_{half}", dest, metric=METRIC, target=TARGET,
-                 where=where, n_boot=n_boot, seed=0, figures=False, command=command)
+                 selection=Selection(where=where), bootstrap=Bootstrap(n_boot=n_boot, seed=0),
+                 output=Output(figures=False, command=command))
 
 
 def run_pooled(folders: Sequence[Path], name: str, level: str, out: Path, n_boot: int
@@ -89,8 +98,9 @@ def run_pooled(folders: Sequence[Path], name: str, level: str, out: Path, n_boot
     command = (f"topofl study {' '.join(f'{d}/*.jsonl' for d in folders)} --metric {METRIC} "
                f"--target {TARGET:g} --where partition_params.classes_per_client="
                f"{LEVELS[level]} --n-boot {n_boot} --no-figures --out {dest}")
-    return study(files, dest, metric=METRIC, target=TARGET, where=where, n_boot=n_boot,
-                 seed=0, figures=False, command=command)
+    return study(files, dest, metric=METRIC, target=TARGET, selection=Selection(where=where),
+                 bootstrap=Bootstrap(n_boot=n_boot, seed=0),
+                 output=Output(figures=False, command=command))
 
 
 def robustness_block(pooled: dict[tuple[str, str], StudyResult],

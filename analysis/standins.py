@@ -965,8 +965,8 @@ def mixture_bayes(spec: str, classes_per_client: int | None = None, *, seed: int
     isotropic noise) on the test set of the mixture ``spec``; with ``classes_per_client``,
     restricted to each test sample's class and ``classes_per_client - 1`` other random classes
     (what a client of a pathological split needs to tell apart)."""
-    from topofl._rng import as_generator
-    from topofl._spec import parse_spec
+    from topofl._utils.rng import as_generator
+    from topofl._utils.spec import parse_spec
 
     _, kw = parse_spec(spec, "dataset")
     ds = _load(spec)

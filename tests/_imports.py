@@ -3,8 +3,8 @@ which module imports which, where, and what names; the tests of the import rules
 (``tests/test_import_rules.py``, ``tests/engine/test_imports.py``).
 
 A *package* here is a top-level subpackage of ``topofl`` (``topofl.engine``, ``topofl.figures``
-...); the modules directly in ``topofl/`` (``topofl.api``, ``topofl._validation`` ...) form the
-package ``topofl``.
+...); the modules directly in ``topofl/`` (``topofl.api``, ``topofl._utils.validation`` ...) form
+the package ``topofl``.
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def _private(name: str) -> bool:
 def _private_module(module: str, root: Path) -> bool:
     """A module private to its package: a component below the package's own name starts with
     ``_`` (``topofl.spectral._common``); the private modules directly in ``topofl/``
-    (``topofl._validation``) are the whole library's internals."""
+    (``topofl._utils.validation``) are the whole library's internals."""
     below = module.split(".")[len(package_of(module, root).split(".")):]
     return package_of(module, root) != root.name and any(_private(p) for p in below)
 

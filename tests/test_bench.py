@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 import torch
 
-from topofl import bench, cli
+from topofl import cli
 from topofl.engine import ParamLayout
 from topofl.engine.executors import BatchedExecutor
 from topofl.engine.gossip import Mixer
 from topofl.engine.layout import init_parameters
-from topofl.memory import _state_parts
 from topofl.models import build_model
+from topofl.tools import bench
+from topofl.workflow.memory import state_parts
 
 
 def _tiny(memory: bool = False) -> dict[str, Any]:
@@ -34,7 +35,7 @@ def test_bytes_per_client_of_logistic_regression_by_hand() -> None:
     P = 784 * 10 + 10
     assert layout.num_params == P
     n, nnz_row = 100, 11  # a 10-regular graph and the diagonal
-    state = _state_parts(bench.algorithms.dsgd(lr=0.1), layout, torch.float32)
+    state = state_parts(bench.algorithms.dsgd(lr=0.1), layout, torch.float32)
     assert state == {"parameters": P * 4, "optimizer": 0, "algorithm": 0}
     got = bench.bytes_per_client(P, n, state=state, row_nnz=nnz_row)
     tile = (1 << 20) // (n * 4)  # columns of the tile: 2621
@@ -49,7 +50,7 @@ def test_bytes_per_client_of_logistic_regression_by_hand() -> None:
                    "total": 31_400 + math.ceil((scratch + w) / n)}
     assert got["gossip"] == 10_765
     # momentum: one more [P] row per client
-    mom = _state_parts(bench.algorithms.dsgd(lr=0.1, momentum=0.9), layout, torch.float32)
+    mom = state_parts(bench.algorithms.dsgd(lr=0.1, momentum=0.9), layout, torch.float32)
     assert bench.bytes_per_client(P, n, state=mom, row_nnz=nnz_row)["optimizer"] == P * 4
     # the real mixer's buffers after one gossip step: the scratch tile and W as counted
     topo = bench.gossip_topology(n)

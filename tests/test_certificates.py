@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 import topofl as tf
-from topofl import _environment, certificates, snapshot
-from topofl._fingerprint import tree_fingerprint
+from topofl._utils import environment as _environment
+from topofl._utils.fingerprint import tree_fingerprint
+from topofl.figures import certificates, commits, snapshot, verified
 from topofl.figures import cli as figure_cli
 from topofl.figures import results as figure_results
 
@@ -197,7 +198,7 @@ def _fake_commit(result: Mapping[str, Any]) -> Any:
 
 
 def _code_of(code: str = OLD) -> Any:
-    """A stand-in for :func:`certificates.commit_fingerprint`: every commit's files are ``code``."""
+    """A stand-in for :func:`commits.commit_fingerprint`: every commit's files are ``code``."""
     return lambda commit: code
 
 
@@ -442,7 +443,7 @@ def test_newer_code_with_more_values_can_be_certified(tmp_path: Path, small: dic
 
 def test_a_commit_not_in_the_repository_cannot_verify() -> None:
     with pytest.raises(ValueError, match="is not in this repository"):
-        certificates.snapshot_of_commit("0" * 40)
+        commits.snapshot_of_commit("0" * 40)
 
 
 def _shallow() -> bool:
@@ -513,6 +514,8 @@ def test_tree_fingerprint_is_the_installed_packages_fingerprint() -> None:
     ({"core.py": b"x = '\xff'\n"}, "core.py is not UTF-8"),
 ])
 def test_a_tree_whose_fingerprint_cannot_be_read_is_named(change: dict, match: str) -> None:
+    # a tree from before the internal utilities moved into _utils/ keeps its fingerprint
+    # module at _fingerprint.py, which is read then
     tree = {"_version.py": b'__version__ = "1.0"\n', "core.py": b"x = 1\n",
             "_fingerprint.py": b'NOT_RESULT_CODE = ("_fingerprint.py",)\n'}
     tree = {k: v for k, v in {**tree, **change}.items() if v is not None}
@@ -529,7 +532,7 @@ def _git(repo: Path, *args: str) -> str:
 def _self_report(tree: Path) -> str:
     """What a checkout's own fingerprint code says about it (what the check used to ask)."""
     code = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in "
-            "repr(f).lower()]; from topofl._fingerprint import code_fingerprint; "
+            "repr(f).lower()]; from topofl._utils.fingerprint import code_fingerprint; "
             "print(code_fingerprint())")
     out = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True,
                          text=True, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
@@ -539,22 +542,23 @@ def _self_report(tree: Path) -> str:
 @pytest.fixture
 def history(tmp_path: Path) -> dict[str, Any]:
     """A tiny repository: commit ``a`` (``x = 1``), then commit ``b``: other numbers
-    (``x = 2``) and a ``_fingerprint.py`` edited to report ``a``'s fingerprint."""
+    (``x = 2``) and a ``_utils/fingerprint.py`` edited to report ``a``'s fingerprint."""
     repo = tmp_path / "repo"
-    (repo / "topofl").mkdir(parents=True)
+    (repo / "topofl" / "_utils").mkdir(parents=True)
     _git(repo, "init", "-q")
     real = Path(tf.__file__).resolve().parent
     (repo / "topofl" / "__init__.py").write_text("")
-    for name in ("_version.py", "_fingerprint.py"):
+    (repo / "topofl" / "_utils" / "__init__.py").write_text("")
+    for name in ("_version.py", "_utils/fingerprint.py"):
         (repo / "topofl" / name).write_bytes((real / name).read_bytes())
     (repo / "topofl" / "core.py").write_text("x = 1\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "a")
     a = _git(repo, "rev-parse", "HEAD")
-    fp_a = certificates.commit_fingerprint(a, repo)
+    fp_a = commits.commit_fingerprint(a, repo)
     assert _self_report(repo) == fp_a  # an honest commit reports what the check computes
     (repo / "topofl" / "core.py").write_text("x = 2\n")
-    with (repo / "topofl" / "_fingerprint.py").open("a") as fh:
+    with (repo / "topofl" / "_utils" / "fingerprint.py").open("a") as fh:
         fh.write(f"\n\ndef code_fingerprint() -> str:\n    return {fp_a!r}\n")
     _git(repo, "commit", "-q", "-am", "b")
     return {"repo": repo, "a": a, "b": _git(repo, "rev-parse", "HEAD"), "fp_a": fp_a}
@@ -564,14 +568,14 @@ def test_a_commit_that_describes_itself_fails(tmp_path: Path, small: dict,
                                               history: dict[str, Any]) -> None:
     repo, fp_a = history["repo"], history["fp_a"]
     assert _self_report(repo) == fp_a  # commit b says it is a's code ...
-    fp_b = certificates.commit_fingerprint(history["b"], repo)
+    fp_b = commits.commit_fingerprint(history["b"], repo)
     assert fp_b != fp_a and fp_b.startswith(tf.__version__ + "+")  # ... its files are not
     # a certificate a -> now naming commit b, which computes the current values (it carries
     # the current code): refused without running it
     results = tmp_path / "results"
     results.mkdir()
     runs = _fake_commit({"values": small["values"]})
-    code_of = functools.partial(certificates.commit_fingerprint, repo=repo)
+    code_of = functools.partial(commits.commit_fingerprint, repo=repo)
     kw: dict[str, Any] = dict(current=small, of_commit=runs, code_of=code_of,
                               cache=tmp_path / "seen.json")
     _commit(results, [_cert(small, **{"from": fp_a, "from_commit": history["b"]})],
@@ -601,7 +605,7 @@ def test_a_commit_with_code_no_fingerprint_covers_is_refused(history: dict[str, 
     _git(repo, "commit", "-q", "-m", "c")
     why = "a link or a submodule" if link else "a file Python imports in place of source"
     with pytest.raises(ValueError, match=f"carries 'topofl/{re.escape(name)}', {why}"):
-        certificates.commit_fingerprint(_git(repo, "rev-parse", "HEAD"), repo)
+        commits.commit_fingerprint(_git(repo, "rev-parse", "HEAD"), repo)
 
 
 def _lie(small: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
@@ -616,7 +620,7 @@ def test_a_forged_cache_entry_fails(tmp_path: Path, small: dict) -> None:
     cache = tmp_path / "seen.json"
     kw: dict[str, Any] = dict(current=small, code_of=_code_of(), cache=cache)
     lied = "although this environment equals the certificate's"
-    env = certificates._environment_digest(small["environment"])
+    env = verified._environment_digest(small["environment"])
     fact = {"commit": COMMIT, "code": OLD, "environment": env, "threads": 1,
             "digest": small["digest"]}
     name = f"{COMMIT}/1/{env}"
@@ -626,7 +630,7 @@ def test_a_forged_cache_entry_fails(tmp_path: Path, small: dict) -> None:
         "the key the check used to trust": [old_key],
         "an entry without its HMAC": {"format": 3, "entries": {name: fact}},
         "an HMAC under another key": {"format": 3, "entries": {name: {
-            **fact, "mac": certificates._Cache._mac(b"k" * 32, fact)}}},
+            **fact, "mac": verified._Cache._mac(b"k" * 32, fact)}}},
     }
     for what, content in forged.items():
         cache.write_text(json.dumps(content))
@@ -657,7 +661,7 @@ def test_a_remembered_rerun_is_revalidated(tmp_path: Path, small: dict) -> None:
     assert certificates.verify(tmp_path, current=small, code_of=_code_of(), **kw) == []
     assert certificates.verify(tmp_path, current=small, code_of=_code_of(), **kw) == []
     assert runs.calls == [COMMIT]  # the second check re-ran nothing
-    key = certificates._key_path()
+    key = verified._key_path()
     assert key.stat().st_mode & 0o077 == 0  # the key is the user's alone
     # the commit's files now fingerprint to other code (the fingerprint code changed): the
     # entry does not count, and nothing runs
@@ -713,7 +717,7 @@ def test_every_committed_certificate_names_its_commits_code() -> None:
     results = Path(tf.figures.__file__).resolve().parents[2] / "paper_figures" / "results"
     certs = certificates.read(results)
     codes = {c["from_commit"]: c["from"] for c in certs}
-    assert len(certs) >= 25 and {commit: certificates.commit_fingerprint(commit)
+    assert len(certs) >= 25 and {commit: commits.commit_fingerprint(commit)
                                  for commit in codes} == codes
 
 
@@ -724,7 +728,8 @@ def test_every_committed_certificate_names_its_commits_code() -> None:
 _SECOND = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from topofl import certificates, snapshot
+    from topofl.figures import certificates
+    from topofl.figures import snapshot
     parts = ("topologies", "partitions", "models")
     snapshot.PARTS = {p: snapshot.PARTS[p] for p in parts}
     here = snapshot.take(parts)
@@ -798,3 +803,16 @@ def test_a_genuine_certificate_verifies_in_a_second_environment_and_an_edited_on
     else:
         assert problems == []
 
+
+
+def test_a_tree_reads_its_rule_where_it_keeps_its_fingerprint_module() -> None:
+    rule = b'NOT_RESULT_CODE = ("cli.py",)\n'
+    old = {"_version.py": b'__version__ = "1.0"\n', "_fingerprint.py": rule, "core.py": b"x=1\n",
+           "cli.py": b"print(1)\n"}
+    new = {**{k: v for k, v in old.items() if k != "_fingerprint.py"},
+           "_utils/fingerprint.py": rule}
+    # the same rule read from either place: only the path of the (hashed) module differs
+    assert tree_fingerprint({**old, "cli.py": b"print(2)\n"}) == tree_fingerprint(old)
+    assert tree_fingerprint({**new, "cli.py": b"print(2)\n"}) == tree_fingerprint(new)
+    with pytest.raises(ValueError, match="the tree has no _utils/fingerprint.py"):
+        tree_fingerprint({"_version.py": old["_version.py"], "core.py": b"x=1\n"})

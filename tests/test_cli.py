@@ -193,6 +193,20 @@ def test_list_sections(section: str, names: list[str],
             tf.algorithms.ALGORITHMS)
 
 
+def test_list_settings_reads_the_run_call_and_the_run_settings(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the one statement of a run's keys (api.RunCall, engine.RunConfig) is what the CLI shows:
+    # every field once, with the default a call or a config gets
+    import dataclasses
+
+    assert main(["list", "settings"]) == 0
+    names = [ln.split(":")[0].strip() for ln in capsys.readouterr().out.splitlines()
+             if ln.startswith("    ")]
+    keys = {f.name for f in dataclasses.fields(tf.api.RunCall)} | {
+        f.name for f in dataclasses.fields(tf.engine.RunConfig)}
+    assert sorted(names) == sorted(keys)
+
+
 BAD = [
     ("bad.toml", "rounds = = 3\n", "invalid TOML"),
     ("unknown.toml", "rounds = 2\nnonsense = 1\n", "unknown key(s) ['nonsense']"),
@@ -541,9 +555,9 @@ def test_a_byzantine_runs_summary_is_its_honest_nodes(tmp_path: Any,
 
 
 def test_a_replay_that_differs_names_the_environment_fields_that_differ() -> None:
-    from topofl._cpu import cpu_kind
-    from topofl._environment import numeric_environment
-    from topofl.cli import _environment_note
+    from topofl._utils.cpu import cpu_kind
+    from topofl._utils.environment import numeric_environment
+    from topofl.cli.runs import _environment_note
 
     env = numeric_environment()
     assert _environment_note({"environment": env, "cpu": env["cpu"]}) == ""

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import topofl as tf
-from topofl._userimports import load_imports
+from topofl._utils.userimports import load_imports
 from topofl.cli import main
 
 _FAMILY = '''import networkx as nx

@@ -13,7 +13,7 @@ import pytest
 from torch import nn
 
 import topofl as tf
-from topofl._extensible import Extensible, replaced
+from topofl._utils.registries import Extensible, replaced
 from topofl.algorithms.base import _REGISTRY as _ALGORITHMS
 from topofl.algorithms.base import register_algorithm, unregister_algorithm
 from topofl.data.datasets.registry import _REGISTRY as _DATASETS
@@ -82,7 +82,7 @@ def test_a_name_that_is_not_identifier_like_is_refused(what: str, name: Any) -> 
 
 
 def test_every_builtin_name_is_identifier_like_and_built_in() -> None:
-    from topofl._extensible import check_name
+    from topofl._utils.registries import check_name
 
     for registry in (_ALGORITHMS, _MODELS, _DATASETS):
         assert set(registry.table) == registry.builtin, registry.what

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from tests import _figures
-from topofl import _fingerprint, figures
-from topofl._markdown import Document
+from topofl import figures
+from topofl._utils import fingerprint as _fingerprint
+from topofl._utils.markdown import Document
 from topofl.figures import cli as figure_cli
 from topofl.figures import results as figure_results
 
@@ -172,8 +173,9 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     assert setting["topology"] == "ring / complete" and setting["n_clients"] == "6"
     fig = tf.plotting.convergence(runs, "global_acc", band="lines")
     checks = [figures.fact("a fact", True), figures.above("a gap", -0.5)]  # no headline: both
-    png = figures.writing.write(args, fig, title="Toy", setting=figures.panel.setting(rec),
-                                numbers=table, claim="complete beats ring", measured="see table",
+    claim = figures.writing.Claim("Toy", "complete beats ring")
+    png = figures.writing.write(args, fig, claim=claim, setting=figures.panel.setting(rec),
+                                numbers=table, measured="see table",
                                 checks=checks, notes=["a note"],
                                 ran=figures.writing.Ran(dataset="digits", seeds=[0],
                                                         stand_in={"mnist": "digits"},
@@ -194,16 +196,16 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     assert idx.startswith("1 result: 0 holds, 0 partly, 1 does not hold, 0 inconclusive")
     assert "| does not hold | 1 | digits |" in idx and "| current |" in idx
     # a table result: no picture (the stale one is removed), the Markdown path is returned
-    md_path = figures.writing.write(args, None, title="Toy table",
+    md_path = figures.writing.write(args, None, claim=figures.writing.Claim("Toy table", "c"),
                                     setting=figures.panel.setting(rec), numbers=table,
-                                    claim="c", measured="m", checks=[figures.fact("f", True)])
+                                    measured="m", checks=[figures.fact("f", True)])
     assert md_path == tmp_path / "out" / "toy.md" and not png.exists()
     text = md_path.read_text(encoding="utf-8")
     assert "![toy]" not in text and "**Verdict:** holds" in text and f"{final:.4f}" in text
     assert "no training" in text  # no seeds given
     with pytest.raises(ValueError, match="at least one check"):
-        figures.writing.write(args, None, title="t", setting=[], numbers={}, claim="c",
-                              measured="m", checks=[])
+        figures.writing.write(args, None, claim=figures.writing.Claim("t", "c"), setting=[],
+                              numbers={}, measured="m", checks=[])
 
 
 def test_epoch_axis_scales_the_rounds() -> None:
@@ -666,7 +668,7 @@ def test_the_variance_curve_matches_client_accuracy_stats_at_every_round() -> No
     import numpy as np
 
     from topofl.algorithms.dpfl_analysis import client_accuracy_stats
-    from topofl.figures.checks import _variance_curve
+    from topofl.figures.flatness import _variance_curve
 
     rng = np.random.default_rng(0)
     rows = [{"run": "r", "round": t, "client": k, "metric": "acc",
@@ -781,9 +783,9 @@ def test_code_fingerprint_covers_the_result_code_only() -> None:
     files = {p.relative_to(Path(figures.__file__).parents[1]).as_posix()
              for p in _fingerprint._result_code_files()}
     assert {"engine/loop.py", "algorithms/dsgd.py", "config.py", "records/queries.py"} <= files
-    assert not files & {"plotting.py", "cli.py", "sweep.py", "report.py", "snapshot.py",
+    assert not files & {"plotting.py", "cli/__init__.py", "sweep.py", "report.py", "snapshot.py",
                          "_fingerprint.py"}
-    assert not any(f.startswith(("distributed/", "figures/")) for f in files)
+    assert not any(f.startswith(("distributed/", "figures/", "sweep/")) for f in files)
     fp = figures.code_fingerprint()
     assert fp == figures.code_fingerprint() and fp.startswith(tf.__version__ + "+")
 

@@ -18,7 +18,7 @@ from tests._figures import (
 )
 from tests._figures import script as _script
 from topofl import figures
-from topofl._spec import parse_spec
+from topofl._utils.spec import parse_spec
 from topofl.config import read_config
 
 FIGS = Path(__file__).resolve().parents[1] / "paper_figures"

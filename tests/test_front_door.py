@@ -229,7 +229,7 @@ def _osa(a: str, b: str) -> int:
 
 @given(st.text("abcd_", max_size=7), st.text("abcd_", max_size=7))
 def test_edit_distance_is_the_optimal_string_alignment(a: str, b: str) -> None:
-    from topofl._validation import edit_distance
+    from topofl._utils.validation import edit_distance
 
     d = edit_distance(a, b)
     assert d == _osa(a, b) == edit_distance(b, a)
@@ -240,7 +240,7 @@ def test_a_swapped_pair_of_letters_suggests_a_name_one_edit_away() -> None:
     """Every registered name with two neighbouring letters swapped: the suggestion, when
     there is one, is one edit (a swap counts as one) from the typo; most often the name
     itself (dsdg -> dsgd, not dsgt: both have difflib ratio 0.75)."""
-    from topofl._validation import did_you_mean, edit_distance
+    from topofl._utils.validation import did_you_mean, edit_distance
 
     registries = [list(tf.algorithms.ALGORITHMS), list(tf.topologies.REGISTRY),
                   list(tf.models.MODELS), list(tf.data.DATASETS), list(tf.data.PARTITIONS)]
@@ -259,3 +259,56 @@ def test_a_swapped_pair_of_letters_suggests_a_name_one_edit_away() -> None:
                 assert edit_distance(typo, got) == 1, (typo, got)
                 same += got == name
     assert total > 100 and same >= total - 10
+
+
+# ------------------------------------------------------------------ the run call, written once
+_VALUES = {  # a valid value other than the default for each named parameter of a run call
+    "algorithm": "sgp", "topology": "random_directed_push:k=2", "data": "synthetic:n_samples=200",
+    "model": "mlp", "rounds": 3, "seed": 7, "n_clients": 6, "partition": "iid",
+    "partition_params": {"val": 0.1}, "model_params": {"hidden": [4]},
+}
+
+
+def test_the_run_call_is_written_once() -> None:
+    """:class:`topofl.api.RunCall` is the one definition: both doors' signatures, the keys of
+    a config, the defaults ``topofl list`` shows and the documented parameters follow it; a
+    keyword added anywhere else, or added there but read nowhere, fails here."""
+    import dataclasses
+    import inspect
+
+    fields = [f.name for f in dataclasses.fields(tf.api.RunCall)]
+    run_sig = inspect.signature(tf.run).parameters
+    prep_sig = inspect.signature(tf.api.prepare).parameters
+    assert list(run_sig) == [*[p for p in prep_sig if p != "kwargs"], "overwrite", "kwargs"]
+    assert set(prep_sig) - {"kwargs"} == set(fields) == set(tf.api.RUN_KEYS)
+    assert {k: p.default for k, p in prep_sig.items() if k != "kwargs"} == \
+        tf.api.run_defaults() == dataclasses.asdict(tf.api.RunCall())
+    assert [p for p in prep_sig if prep_sig[p].kind is prep_sig[p].POSITIONAL_OR_KEYWORD] == \
+        list(tf.api.POSITIONAL)
+    # a config's keys: every named parameter, every run setting, the hyper-parameters
+    keys = tf.config.run_keys("dsgd")
+    assert set(fields) <= set(keys)
+    assert {f.name for f in dataclasses.fields(tf.engine.RunConfig)} - {"rounds", "seed"} <= \
+        set(keys)
+    # the documented parameters (the manual's API page): every named parameter, in the
+    # docstrings of run and of RunCall
+    run_doc, call_doc = tf.run.__doc__ or "", tf.api.RunCall.__doc__ or ""
+    for name in fields:
+        assert name in run_doc.split("Returns")[0], name
+        assert f"    {name} :" in call_doc, name
+    assert set(_VALUES) == set(fields)  # this test's own list follows too
+
+
+def test_every_named_parameter_of_a_run_call_is_read() -> None:
+    # each one, set to a value other than its default, reaches the checked call
+    p = tf.api.prepare(*[_VALUES[k] for k in tf.api.POSITIONAL],
+                       **{k: v for k, v in _VALUES.items() if k not in tf.api.POSITIONAL})
+    seen = {**p.call, "algorithm": p.algorithm.name, "rounds": p.run.rounds, "seed": p.run.seed}
+    for name, value in _VALUES.items():
+        assert seen[name] == value, (name, seen[name])
+    with pytest.raises(tf.config.ConfigTypeError, match="at most 5 positional arguments "
+                       r"\(algorithm, topology, data, model, rounds\), got 6"):
+        tf.api.prepare("dsgd", "ring", "digits", "logistic", 3, 4)
+    with pytest.raises(tf.config.ConfigTypeError,
+                       match="multiple values for argument 'algorithm'"):
+        tf.run("dsgd", algorithm="sgp")

@@ -621,7 +621,7 @@ def test_huge_horizons_are_refused_at_once() -> None:
 def test_devices_are_checked_in_one_place() -> None:
     import torch
 
-    from topofl._validation import check_device
+    from topofl._utils.validation import check_device
 
     assert check_device("cpu") == torch.device("cpu")
     with pytest.raises(ValueError, match="a torch device such as 'cpu' or 'cuda:0', got 'abc'"):

@@ -33,10 +33,10 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from tests.test_fuzz import CONFIG, _time_limit
-from topofl import certificates, snapshot
 from topofl.engine.availability import Availability
 from topofl.engine.clock import Network, Values
 from topofl.engine.ledger import Arcs
+from topofl.figures import certificates, snapshot
 
 ALLOWED = (ValueError, TypeError)
 LIMIT_S = 10.0

@@ -16,10 +16,10 @@ import networkx as nx
 import pytest
 
 import topofl as tf
-from topofl._heartbeat import elapsed_text, heartbeat
+from topofl._utils.heartbeat import elapsed_text, heartbeat
 from topofl.cli import main
 from topofl.exceptions import ConfigError
-from topofl.provenance import launched_command, provenance
+from topofl.workflow.provenance import command_line, launched_command, provenance
 
 _RUN = dict(data="digits", n_clients=8, partition="iid", rounds=2, batch_size=8, seed=0)
 
@@ -176,11 +176,11 @@ def test_the_provenance_says_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
-    with tf.provenance.command_line("topofl run run.toml"):
+    with command_line("topofl run run.toml"):
         assert provenance()["command"] == ("torchrun --nnodes 1 --nproc-per-node 2 -m topofl "
                                            "run run.toml")
     assert launched_command(None, os.environ) is None  # from Python: no command line
     monkeypatch.delenv("TORCHELASTIC_RUN_ID")
-    with tf.provenance.command_line("topofl run run.toml"):
+    with command_line("topofl run run.toml"):
         assert provenance()["command"] == "topofl run run.toml"
     json.dumps(provenance())  # JSON-able as ever

@@ -1,4 +1,4 @@
-"""topofl._markdown: the one Markdown builder (Document) and its table and block helpers."""
+"""topofl._utils.markdown: the one Markdown builder (Document) and its table and block helpers."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topofl._markdown import Document, replace_block, table
+from topofl._utils.markdown import Document, replace_block, table
 
 # text without a newline at either end (a block's content)
 _BLOCK = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1,

@@ -1,9 +1,10 @@
 """The memory model's evaluation part against what the evaluation allocates.
 
-The closed forms of :mod:`topofl.memory` (:func:`_eval_passes`, :func:`_shared_pass`) are
-compared with the peak of the torch allocations of the evaluation's own passes, measured with
-the profiler's allocation events (the allocator's requests: the same on every run of one
-torch version, unlike the resident size, which glibc's heap makes vary from run to run).
+The closed forms of :mod:`topofl.workflow.memory.parts` (:func:`_eval_passes`,
+:func:`_shared_pass`) are compared with the peak of the torch allocations of the evaluation's
+own passes, measured with the profiler's allocation events (the allocator's requests: the same
+on every run of one torch version, unlike the resident size, which glibc's heap makes vary from
+run to run).
 """
 
 from __future__ import annotations
@@ -19,16 +20,14 @@ from hypothesis import strategies as st
 from topofl.engine import ParamLayout
 from topofl.engine.evaluation import eval_chunk, score_chunks, shared_block, shared_sums
 from topofl.engine.executors import make_executor
-from topofl.memory import (
+from topofl.models import build_model
+from topofl.workflow.memory import Shapes, activation_bytes, counted_parts
+from topofl.workflow.memory.parts import (
     HEAP_BLOCK_MAX,
-    Shapes,
     _eval_bytes,
     _eval_passes,
     _shared_pass,
-    activation_bytes,
-    counted_parts,
 )
-from topofl.models import build_model
 
 #: The model counts at least what the pass allocates and at most this much more (it counts
 #: every temporary of a pair at once, and the int64 predictions beside the blocks of logits).
@@ -178,7 +177,7 @@ def test_evaluation_part_is_monotone_in_n(ns: list[int], classes: int, inputs: i
 
 def test_plan_of_gn_lenet_counts_the_loop() -> None:
     # analysis/plan_accuracy.py's GN-LeNet config: the loop executor on the CPU
-    from topofl.plan import make_plan
+    from topofl.workflow.plan import make_plan
 
     cfg = {"algorithm": "dsgd", "topology": "ring", "data": "digits32rgb", "n_clients": 50,
            "model": "gn_lenet", "rounds": 10, "lr": 0.05, "batch_size": 16, "eval_every": 5}
@@ -204,8 +203,8 @@ def test_sparse_spectral_part_bounds_what_the_summary_allocates(family: str) -> 
     import tracemalloc
 
     import topofl as tf
-    from topofl.memory import transients
     from topofl.spectral import summary
+    from topofl.workflow.memory import transients
 
     n = 20_000
     g = getattr(tf.topologies, family)(n)

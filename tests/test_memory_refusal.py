@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 
 import topofl as tf
-from topofl import _validation as V
-from topofl import bench, cli
+from topofl import cli
 from topofl import config as config_mod
-from topofl import memory as memory_mod
-from topofl import plan as plan_mod
+from topofl._utils.validation import memory as V
 from topofl.exceptions import InsufficientMemoryError
-from topofl.plan import PEAK_METER, make_plan
+from topofl.tools import bench
+from topofl.workflow import memory as memory_mod
+from topofl.workflow import plan as plan_mod
+from topofl.workflow.plan import PEAK_METER, make_plan
 
 ENV = V.MEMORY_LIMIT_ENV
 SMALL = {"algorithm": "dsgd", "topology": "ring", "data": "digits", "model": "logistic",
@@ -64,7 +65,7 @@ def test_cgroup_limits_v2_then_v1(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_rlimit_as_is_a_limit() -> None:
     code = ("import resource\n"
-            "from topofl import _validation as V\n"
+            "from topofl._utils.validation import memory as V\n"
             "size = V._status_bytes('VmSize')\n"
             "resource.setrlimit(resource.RLIMIT_AS, (size + (300 << 20), resource.RLIM_INFINITY))\n"
             "got, source = V.memory_limit()\n"
@@ -105,7 +106,8 @@ def test_a_run_within_its_estimate_runs_and_one_byte_less_is_refused(
     assert res.records.final("test_acc_mean") == plain.records.final("test_acc_mean")
     monkeypatch.setenv(ENV, str(need - 1))  # refused once the data is split
     with pytest.raises(InsufficientMemoryError, match=r"20 clients do not fit: the run needs "
-                       r"about .* \(topofl.plan\), but .* the largest n that fits is 1[0-9]\b"):
+                       r"about .* \(topofl.workflow.plan\), but .* the largest n that fits is "
+                       r"1[0-9]\b"):
         tf.run(**SMALL)
 
 
@@ -117,7 +119,7 @@ def test_ten_million_mlp_clients_are_refused_in_seconds_without_allocating() -> 
         "import time, json, warnings\n"
         "import torch\n"
         "import topofl as tf\n"
-        "import topofl.api, topofl.plan\n"
+        "import topofl.api, topofl.workflow.plan\n"
         "mark = start_peak()\n"
         "t0 = time.perf_counter()\n"
         "try:\n"
@@ -175,7 +177,7 @@ print(peak_since(mark))
 
 def measured_peak(cfg: dict[str, Any]) -> int:
     """Peak resident memory of a run above the size after ``import torch, topofl``, in a
-    fresh interpreter (:data:`topofl.plan.PEAK_METER`)."""
+    fresh interpreter (:data:`topofl.workflow.plan.PEAK_METER`)."""
     out = subprocess.run([sys.executable, "-c", _MEASURE, json.dumps(cfg)],
                          capture_output=True, text=True, check=True,
                          env={k: v for k, v in os.environ.items() if k != ENV})
@@ -228,11 +230,11 @@ def test_state_is_counted_on_the_meta_device_at_any_n() -> None:
 
     for name, x_copies in (("dsgd", 1), ("ditto", 2), ("dfedpgp", 3)):
         algo = tf.algorithms.get_algorithm(name)
-        got = memory_mod._state_bytes(algo, layout, torch.float32, 10**7)
+        got = memory_mod.state_bytes(algo, layout, torch.float32, 10**7)
         assert got["parameters"] == 10**7 * P * 4
         assert sum(got.values()) >= x_copies * 10**7 * P * 4
     # teleport needs n >= k: its state is counted at the run's n, not at 2 clients
-    got = memory_mod._state_bytes(tf.algorithms.get_algorithm("teleport"), layout,
+    got = memory_mod.state_bytes(tf.algorithms.get_algorithm("teleport"), layout,
                                 torch.float32, 20)
     assert got == {"parameters": 20 * P * 4, "optimizer": 0, "algorithm": 0}
 

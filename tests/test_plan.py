@@ -12,9 +12,9 @@ import pytest
 
 from topofl import cli
 from topofl import config as config_mod
-from topofl import plan as plan_mod
 from topofl.exceptions import ConfigError
-from topofl.plan import (
+from topofl.workflow import plan as plan_mod
+from topofl.workflow.plan import (
     CLIENT_BYTES,
     PARTS,
     ROW_BYTES,

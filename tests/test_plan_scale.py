@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topofl.plan import (
+from topofl.workflow.plan import (
     PROBE_N,
     RUNTIME_SLOPE_MAX,
     TIME_EXPONENTS,
@@ -103,7 +103,7 @@ def test_teleport_plan_probes_at_its_k() -> None:
 
 
 def test_plan_time_is_the_line_through_the_large_probes(monkeypatch: pytest.MonkeyPatch) -> None:
-    import topofl.plan as plan_mod
+    import topofl.workflow.plan as plan_mod
 
     seen: list[list[int]] = []
 

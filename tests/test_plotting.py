@@ -122,7 +122,7 @@ def test_study_figures_are_readable(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                     rec.log("test_acc_mean", gap * (t + 1) / 3 + 0.01 * seed, t)
     figures: list[Any] = []
     monkeypatch.setattr(plt, "close", figures.append)
-    res = study.study(tmp_path, tmp_path / "out", n_boot=20)
+    res = study.study(tmp_path, tmp_path / "out", bootstrap=study.Bootstrap(n_boot=20))
     assert len(figures) == 1 + len(res.convergence_metrics)
     for fig in figures:
         assert_readable(fig)

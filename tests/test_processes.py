@@ -1,6 +1,6 @@
 """No child process outlives the command that started it (issue 47: a ``topofl plan`` stopped
 by a timeout left its probe child running at 100 % CPU, minutes after the parent was gone).
-The children a command starts run :func:`topofl._processes.orphan_guard` first: when the
+The children a command starts run :func:`topofl._utils.processes.orphan_guard` first: when the
 parent ends, by SIGTERM (a timeout's) or SIGKILL, the kernel ends the child (Linux:
 ``PR_SET_PDEATHSIG``), and a thread watching the parent pid does elsewhere."""
 
@@ -75,7 +75,7 @@ def _stop(parent: subprocess.Popen[bytes], sig: int, child: int) -> None:
 def test_a_guarded_child_ends_with_its_parent(sig: int) -> None:
     parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
         import subprocess, sys, time
-        from topofl._processes import orphan_guard
+        from topofl._utils.processes import orphan_guard
         child = subprocess.Popen([sys.executable, "-c", orphan_guard()
                                   + "print('guarded', flush=True); import time; time.sleep(300)"])
         print(child.pid, flush=True)
@@ -97,7 +97,7 @@ def test_the_guard_ends_a_child_whose_parent_is_already_gone() -> None:
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     gone = int(done.stdout)
-    out = subprocess.run([sys.executable, "-c", "from topofl._processes import "
+    out = subprocess.run([sys.executable, "-c", "from topofl._utils.processes import "
                           f"die_with_parent; die_with_parent({gone}); print('ran on')"],
                          capture_output=True, text=True, env=ENV, timeout=120)
     assert (out.returncode, out.stdout, out.stderr) == (1, "", "")  # os._exit(1), at once
@@ -145,14 +145,14 @@ def test_a_child_command_imports_nothing_from_the_current_folder(tmp_path: Path)
     """A ``json.py`` and a ``torch.py`` in the child's working folder: ``python -c`` imports
     them (the current folder first on ``sys.path``); a :func:`child_command` child imports the
     standard library's and torch, keeps its arguments and its working folder, and ends with
-    its parent (the guard ran: it imported ``topofl._processes``)."""
-    from topofl._processes import child_command
+    its parent (the guard ran: it imported ``topofl._utils.processes``)."""
+    from topofl._utils.processes import child_command
 
     for name, text in _SHADOWS.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     program = ("import json, os, sys, torch\n"
                "print(json.dumps([json.__file__, torch.__file__, os.getcwd(), sys.argv[1:],"
-               " 'topofl._processes' in sys.modules, '' in sys.path]))\n")
+               " 'topofl._utils.processes' in sys.modules, '' in sys.path]))\n")
     plain = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, env=ENV,
                            capture_output=True, text=True, timeout=300)
     assert plain.returncode == 1 and "the json.py of the current folder" in plain.stderr
@@ -167,7 +167,7 @@ def test_a_child_command_imports_nothing_from_the_current_folder(tmp_path: Path)
 def test_a_child_command_imports_the_parents_topofl(tmp_path: Path) -> None:
     """Without ``PYTHONPATH`` the child still imports this ``topofl`` (the folder it is in is
     put on the path when it is not there), whatever its working folder."""
-    from topofl._processes import child_command
+    from topofl._utils.processes import child_command
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run(child_command("import topofl; print(topofl.__file__)"),

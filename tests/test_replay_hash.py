@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 import topofl as tf
-from topofl.cli import _other_run, main
+from topofl.cli import main
+from topofl.cli.runs import _other_run
 from topofl.config import ConfigError
 from topofl.engine.config import header_hash_problem, run_hash
 from topofl.exceptions import CheckpointError

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
-from topofl._rng import as_generator, as_seed_sequence, generator_at, torch_generator_at
-from topofl._validation import (
+from topofl._utils.rng import as_generator, as_seed_sequence, generator_at, torch_generator_at
+from topofl._utils.validation import (
     arc_pattern,
     check_choice,
     check_int,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import topofl as tf
-from topofl import snapshot
+from topofl.figures import snapshot
 
 
 @pytest.fixture(scope="module")

@@ -308,7 +308,7 @@ def test_a_diverging_run_stops_the_stack_with_its_records_saved(tmp_path: Any) -
 
 
 def test_stacked_sampler_draws_each_datas_own_rows() -> None:
-    from topofl.data.federated import StackedSampler
+    from topofl.data.sampling import StackedSampler
 
     datas = [tf.data.federate("digits", part, n, seed=s, **kw)
              for part, n, s, kw in (("dirichlet", 5, 0, {"alpha": 0.3}), ("iid", 3, 7, {}),

@@ -69,7 +69,7 @@ def sweep(tmp_path: Path) -> Path:
 
 # ---------------------------------------------------------------------------- grouping
 def test_runs_and_conditions_from_recorder_files(sweep: Path) -> None:
-    res = S.study(sweep, target=0.75, n_boot=50)
+    res = S.study(sweep, target=0.75, bootstrap=S.Bootstrap(n_boot=50))
     runs = res.runs.set_index("run")
     assert len(runs) == 6
     assert runs.loc["torus-1", "condition"] == "topology=torus"
@@ -342,7 +342,7 @@ def test_readable_labels() -> None:
 # ---------------------------------------------------------------------------- the study
 def test_study_writes_tables_figures_and_markdown(sweep: Path, tmp_path: Path) -> None:
     out = tmp_path / "report"
-    res = S.study(sweep, out, target=0.75, n_boot=100, seed=0)
+    res = S.study(sweep, out, target=0.75, bootstrap=S.Bootstrap(n_boot=100, seed=0))
     names = sorted(p.name for p in res.files)
     assert names == sorted(["runs.csv", "conditions.csv", "correlations.csv", "pairs.csv",
                             "curves.png", *(f"scatter_{c}.png" for c in res.convergence_metrics),
@@ -377,7 +377,7 @@ def test_study_default_target_and_skipped_runs(sweep: Path) -> None:
     with Recorder(sweep / "empty.jsonl", run="empty") as rec:
         rec.log_config(_config("star", 0))
         rec.log("train_loss", 1.0, 29)  # finished, without the metric
-    res = S.study(sweep, n_boot=10)
+    res = S.study(sweep, bootstrap=S.Bootstrap(n_boot=10))
     bests = [0.6, 0.7, 0.8, 0.7, 0.9, 0.9]
     assert res.target == pytest.approx(0.9 * float(np.median(bests)))
     assert res.skipped == ["empty"] and "empty" not in set(res.runs["run"])
@@ -390,7 +390,7 @@ def test_study_errors(sweep: Path) -> None:
     with pytest.raises(ValueError, match=r"topology metrics \['nope'\] were not recorded"):
         S.study(sweep, topology_metrics=["graph.nope"])
     with pytest.raises(ValueError, match="band must be"):
-        S.study(sweep, band="iqr")
+        S.study(sweep, output=S.Output(band="iqr"))
 
 
 def test_where_keeps_the_runs_of_one_setting(tmp_path: Path,
@@ -407,20 +407,24 @@ def test_where_keeps_the_runs_of_one_setting(tmp_path: Path,
             _write_run(folder, cfg["run_id"], cfg,
                        list(zip((9, 19, 29), [v + shift for v in vals])),
                        {"spectral_gap": GAPS[topo]})
-    both = S.study(folder, target=0.75, n_boot=10, figures=False)
+    both = S.study(folder, target=0.75, bootstrap=S.Bootstrap(n_boot=10),
+                   output=S.Output(figures=False))
     assert len(both.conditions) == 6
-    one = S.study(folder, target=0.75, n_boot=10, figures=False,
-                  where={"partition_params.classes_per_client": "1"})
+    one = S.study(folder, target=0.75,
+                  selection=S.Selection(where={"partition_params.classes_per_client": "1"}),
+                  bootstrap=S.Bootstrap(n_boot=10), output=S.Output(figures=False))
     assert len(one.runs) == 6 and set(one.runs["run"].str.endswith("-c1")) == {True}
     assert sorted(one.conditions["condition"]) == [
         "topology=complete", "topology=ring", "topology=torus"]
-    ten = S.study(folder, target=0.75, n_boot=10, figures=False,
-                  where={"partition_params.classes_per_client": 10, "topology": "ring"})
+    ten = S.study(folder, target=0.75,
+                  selection=S.Selection(where={"partition_params.classes_per_client": 10,
+                                               "topology": "ring"}),
+                  bootstrap=S.Bootstrap(n_boot=10), output=S.Output(figures=False))
     assert sorted(ten.runs["run"]) == ["ring-0-c10", "ring-1-c10"]
     with pytest.raises(ValueError, match=r"no run's config has the key\(s\) \['nope'\]"):
-        S.study(folder, where={"nope": 1})
+        S.study(folder, selection=S.Selection(where={"nope": 1}))
     with pytest.raises(ValueError, match="no run has partition_params.classes_per_client=3"):
-        S.study(folder, where={"partition_params.classes_per_client": 3})
+        S.study(folder, selection=S.Selection(where={"partition_params.classes_per_client": 3}))
     out = tmp_path / "o"
     assert study_main([str(folder), "--out", str(out), "--no-figures", "--n-boot", "10",
                    "--where", "partition_params.classes_per_client=10"]) == 0
@@ -431,8 +435,8 @@ def test_where_keeps_the_runs_of_one_setting(tmp_path: Path,
 
 def test_study_accepts_records_and_explicit_metrics(sweep: Path) -> None:
     rec = tf.records.load_many(sweep)
-    res = S.study(rec, topology_metrics=["graph.spectral_gap", "edges_per_node"], n_boot=10,
-                  target=0.5)
+    res = S.study(rec, topology_metrics=["graph.spectral_gap", "edges_per_node"], target=0.5,
+                  bootstrap=S.Bootstrap(n_boot=10))
     assert res.topology_metrics == ["spectral_gap", "edges_per_node"]
     ep = res.correlations[res.correlations["topology_metric"] == "edges_per_node"]
     assert ep["spearman"].isna().all()  # constant: undefined, not a number
@@ -470,7 +474,7 @@ def test_study_on_real_runs(tmp_path: Path) -> None:
         tf.run("dsgd", topology=topo, data="digits", n_clients=8, partition="iid", rounds=2,
                lr=0.5, batch_size=8, seed=0, records_path=str(tmp_path / f"{topo}.jsonl"),
                run_id=topo)
-    res = S.study(tmp_path, n_boot=10, figures=False)
+    res = S.study(tmp_path, bootstrap=S.Bootstrap(n_boot=10), output=S.Output(figures=False))
     runs = res.runs.set_index("run")
     assert runs.loc["ring", "spectral_gap"] == pytest.approx(
         tf.spectral.spectral_gap(tf.topologies.ring(8)))
@@ -494,7 +498,7 @@ def test_figures_have_readable_labels_units_and_every_condition_in_the_legend(
             return fig
 
         monkeypatch.setattr(plotting, name, keep)
-    S.study(sweep, tmp_path / "r", target=0.75, n_boot=20, seed=0)
+    S.study(sweep, tmp_path / "r", target=0.75, bootstrap=S.Bootstrap(n_boot=20, seed=0))
     curves = made["seed_curves"][0]
     texts = [t.get_text() for t in curves.legends[0].get_texts()] if curves.legends else [
         t.get_text() for ax in curves.axes for t in ax.get_legend().get_texts()]
@@ -520,23 +524,24 @@ def _cut(path: Path, keep: float) -> None:
 def test_a_truncated_run_is_not_read_as_finished(sweep: Path) -> None:
     # before: a run cut to half its bytes was "finished", its round-20 accuracy its final
     _cut(sweep / "complete-1.jsonl", 0.5)
-    res = S.study(sweep, n_boot=10, target=0.5)
+    res = S.study(sweep, target=0.5, bootstrap=S.Bootstrap(n_boot=10))
     assert "complete-1" not in set(res.runs["run"]) and len(res.runs) == 5
     assert "stopped while writing" in res.incomplete["complete-1"] or \
         "rows end after round" in res.incomplete["complete-1"]
     assert "Left out, not finished: `complete-1`" in res.markdown
-    kept = S.study(sweep, n_boot=10, target=0.5, include_incomplete=True)
+    kept = S.study(sweep, target=0.5, selection=S.Selection(include_incomplete=True),
+                   bootstrap=S.Bootstrap(n_boot=10))
     assert "complete-1" in set(kept.runs["run"]) and "complete-1" in kept.incomplete
     assert "Kept although not finished: `complete-1`" in kept.markdown
     with pytest.raises(S.IncompleteRunsError, match=r"1 incomplete run\(s\): complete-1 \("):
-        S.study(sweep, n_boot=10, strict=True)
+        S.study(sweep, selection=S.Selection(strict=True), bootstrap=S.Bootstrap(n_boot=10))
 
 
 def test_rows_cut_at_a_line_end_are_caught_by_the_planned_rounds(sweep: Path) -> None:
     p = sweep / "ring-0.jsonl"
     p.write_bytes(b"".join(ln for ln in p.read_bytes().splitlines(keepends=True)
                            if b'"round": 29' not in ln))
-    res = S.study(sweep, n_boot=10, target=0.5)
+    res = S.study(sweep, target=0.5, bootstrap=S.Bootstrap(n_boot=10))
     assert res.incomplete == {"ring-0": "its rows end after round 20 of the 30 its header "
                                         "plans"}
 
@@ -555,13 +560,14 @@ def test_a_missing_final_value_is_named_not_averaged_away(tmp_path: Path, value:
         assert row["round"] == 29 and row["metric"] == "test_acc_mean"
         row["value"] = last
         path.write_text("\n".join([*lines[:-1], json.dumps(row)]) + "\n")
-    res = S.study(folder, target=0.5, n_boot=10)
+    res = S.study(folder, target=0.5, bootstrap=S.Bootstrap(n_boot=10))
     assert res.incomplete == {"ring-1": "its last test_acc_mean (round 29) is missing (null or "
                                         "NaN)"}
     cond = res.conditions.set_index("condition").loc["all runs"]
     assert cond["n_seeds"] == 1 and cond["final_mean"] == pytest.approx(0.6)
     with pytest.raises(S.IncompleteRunsError, match="ring-1"):
-        S.study(folder, target=0.5, n_boot=10, strict=True)
+        S.study(folder, target=0.5, selection=S.Selection(strict=True),
+                bootstrap=S.Bootstrap(n_boot=10))
     for seed in (0,):
         p = folder / f"ring-{seed}.jsonl"
         lines = p.read_text().splitlines()
@@ -569,7 +575,7 @@ def test_a_missing_final_value_is_named_not_averaged_away(tmp_path: Path, value:
         row["value"] = None
         p.write_text("\n".join([*lines[:-1], json.dumps(row)]) + "\n")
     with pytest.raises(ValueError, match="no run recorded the metric.*2 incomplete run"):
-        S.study(folder, n_boot=10)
+        S.study(folder, bootstrap=S.Bootstrap(n_boot=10))
 
 
 @pytest.mark.parametrize("content", [b"", b'{"header": true, "run": "x", "con', b"\x00\xff"])
@@ -577,11 +583,11 @@ def test_empty_and_half_written_files_are_named_not_dropped(sweep: Path,
                                                             content: bytes) -> None:
     # before: a 0-byte run, or one with half a header, vanished from the count
     (sweep / "x.jsonl").write_bytes(content)
-    res = S.study(sweep, n_boot=10, target=0.5)
+    res = S.study(sweep, target=0.5, bootstrap=S.Bootstrap(n_boot=10))
     assert list(res.unreadable) == [str(sweep / "x.jsonl")] and len(res.runs) == 6
     assert "Left out, unreadable" in res.markdown
     with pytest.raises(S.IncompleteRunsError, match=r"1 unreadable file\(s\): .*x\.jsonl"):
-        S.study(sweep, n_boot=10, strict=True)
+        S.study(sweep, selection=S.Selection(strict=True), bootstrap=S.Bootstrap(n_boot=10))
 
 
 def test_a_diverged_sweep_run_is_kept(sweep: Path) -> None:
@@ -589,7 +595,7 @@ def test_a_diverged_sweep_run_is_kept(sweep: Path) -> None:
     p.write_bytes(b"".join(ln for ln in p.read_bytes().splitlines(keepends=True)
                            if b'"round": 29' not in ln))
     (sweep / "ring-1.done").write_text('{"status": "diverged", "summary": {}}\n')
-    res = S.study(sweep, n_boot=10, target=0.5)
+    res = S.study(sweep, target=0.5, bootstrap=S.Bootstrap(n_boot=10))
     assert res.diverged == ["ring-1"] and not res.incomplete
     assert "ring-1" in set(res.runs["run"])
 
@@ -693,7 +699,8 @@ def test_pairs_are_paired_by_seed_and_only_common_seeds_count(tmp_path: Path) ->
     folder = _toy(tmp_path / "runs", {("ring", 0): 0.50, ("ring", 1): 0.70, ("ring", 2): 0.60,
                                       ("torus", 1): 0.60, ("torus", 2): 0.55,
                                       ("torus", 3): 0.99})
-    res = S.study(folder, tmp_path / "out", target=0.2, n_boot=10, figures=False)
+    res = S.study(folder, tmp_path / "out", target=0.2, bootstrap=S.Bootstrap(n_boot=10),
+                  output=S.Output(figures=False))
     pairs = pd.read_csv(tmp_path / "out" / "pairs.csv")
     final = pairs[pairs["metric"] == "final"].iloc[0]
     assert (final["condition_a"], final["condition_b"]) == ("topology=ring", "topology=torus")
@@ -717,8 +724,9 @@ def test_verdict_line_names_the_leader_with_points_and_every_seed(tmp_path: Path
     # torus ahead of ring by 2, 3, 4, 3 points in the four seeds
     vals = {("ring", s): v for s, v in enumerate((0.80, 0.80, 0.80, 0.80))}
     vals.update({("torus", s): v for s, v in enumerate((0.82, 0.83, 0.84, 0.83))})
-    res = S.study(_toy(tmp_path / "r", vals), target=0.2, n_boot=10, figures=False,
-                  labels={"ring": "Ring", "topology=torus": "Torus"})
+    res = S.study(_toy(tmp_path / "r", vals), target=0.2,
+                  labels={"ring": "Ring", "topology=torus": "Torus"},
+                  bootstrap=S.Bootstrap(n_boot=10), output=S.Output(figures=False))
     se = math.sqrt(2 / 3) / 2  # in points
     half = stats.t.ppf(0.975, 3) * se
     p = stats.t.sf(3 / se, 3)
@@ -741,8 +749,8 @@ def test_verdict_line_names_the_leader_with_points_and_every_seed(tmp_path: Path
 def test_many_conditions_keep_the_correlation_table(tmp_path: Path) -> None:
     gaps = {t: g for t, g in zip(("a", "b", "c", "d", "e"), (0.1, 0.2, 0.3, 0.4, 0.5))}
     vals = {(t, s): 0.5 + g + 0.01 * s for t, g in gaps.items() for s in (0, 1)}
-    res = S.study(_toy(tmp_path / "r", vals, gaps=gaps), target=0.2, n_boot=10,
-                  figures=False)
+    res = S.study(_toy(tmp_path / "r", vals, gaps=gaps), target=0.2,
+                  bootstrap=S.Bootstrap(n_boot=10), output=S.Output(figures=False))
     assert "Too few conditions to correlate" not in res.markdown
     assert ("| spectral gap 1 − max\\|λ_k\\| | final test accuracy (mean over clients) | 1.00 | "
             "– | 5 | 0.017 | significant |") in res.markdown
@@ -754,11 +762,13 @@ def test_labels_are_checked(sweep: Path, tmp_path: Path,
     with pytest.raises(ValueError, match="label 'star' names no condition and no metric; "
                                          "conditions: 'topology=complete', .*; metrics: "
                                          "'test_acc_mean', 'rounds_to_target'"):
-        S.study(sweep, labels={"star": "Star"}, n_boot=5, figures=False)
+        S.study(sweep, labels={"star": "Star"}, bootstrap=S.Bootstrap(n_boot=5),
+                output=S.Output(figures=False))
     with pytest.raises(ValueError, match=r"name\(s\) \['X'\]"):
-        S.study(sweep, labels={"ring": "X", "torus": "X"}, n_boot=5, figures=False)
+        S.study(sweep, labels={"ring": "X", "torus": "X"}, bootstrap=S.Bootstrap(n_boot=5),
+                output=S.Output(figures=False))
     with pytest.raises(ValueError, match="formats must be one or more of png, pdf, svg"):
-        S.study(sweep, formats=("png", "jpg"), n_boot=5)
+        S.study(sweep, bootstrap=S.Bootstrap(n_boot=5), output=S.Output(formats=("png", "jpg")))
     assert study_main([str(sweep), "--out", str(tmp_path / "o"), "--label", "ring"]) == 2
     assert "--label expects SPEC=NAME, got 'ring'" in capsys.readouterr().err
 
@@ -841,7 +851,8 @@ def test_label_option_pdf_and_one_style_per_condition(
 
 def test_every_scatter_axis_has_a_unit(sweep: Path, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    res = S.study(sweep, target=0.75, n_boot=5, figures=False)
+    res = S.study(sweep, target=0.75, bootstrap=S.Bootstrap(n_boot=5),
+                  output=S.Output(figures=False))
     for c in ("rounds_to_target", "messages_to_target", "bytes_to_target", "time_to_target",
               "final", "best", "auc", "final_consensus_distance"):
         assert rendering._convergence_label(c, res).endswith(")"), c
@@ -850,7 +861,7 @@ def test_every_scatter_axis_has_a_unit(sweep: Path, tmp_path: Path,
     assert rendering._axis_label("pushsum_delta").endswith("(unitless)")
     assert rendering._axis_label("something_new") == "something new (as recorded)"
     made = _capture(monkeypatch)
-    S.study(sweep, tmp_path / "o", target=0.75, n_boot=5)
+    S.study(sweep, tmp_path / "o", target=0.75, bootstrap=S.Bootstrap(n_boot=5))
     for fig in made["metric_scatter"]:
         for ax in (a for a in fig.axes if a.get_visible()):
             assert ax.get_xlabel().endswith(")") and ax.get_ylabel().endswith(")")

@@ -189,7 +189,8 @@ def test_correlations_holm(tmp_path: Path) -> None:
 
 
 def test_study_md_says_whether_it_corrects(sweep: Path, tmp_path: Path) -> None:
-    plain = S.study(sweep, target=0.5, n_boot=5, figures=False)
+    plain = S.study(sweep, target=0.5, bootstrap=S.Bootstrap(n_boot=5),
+                    output=S.Output(figures=False))
     n = int(plain.pairs["p_adjusted"].notna().sum())
     assert n == 12  # 3 pairs x 4 metrics (final, best, auc, bytes): rounds equal (20)
     assert (f"The verdicts are not corrected for the {n} comparisons tested (if nothing "
@@ -198,12 +199,14 @@ def test_study_md_says_whether_it_corrects(sweep: Path, tmp_path: Path) -> None:
     assert "not corrected for the 6 correlations tested" in plain.markdown or \
         "Too few conditions to correlate" in plain.markdown
     assert "p (Holm)" not in plain.markdown
-    holm_res = S.study(sweep, target=0.5, n_boot=5, figures=False, correction="holm")
+    holm_res = S.study(sweep, target=0.5, correction="holm", bootstrap=S.Bootstrap(n_boot=5),
+                       output=S.Output(figures=False))
     assert holm_res.correction == "holm"
     assert (f"Holm–Bonferroni-corrected for the {n} comparisons tested") in holm_res.markdown
     assert "| p (Holm) |" in holm_res.markdown
     with pytest.raises(ValueError, match="correction must be one of none, holm"):
-        S.study(sweep, target=0.5, n_boot=5, figures=False, correction="bonferroni")
+        S.study(sweep, target=0.5, correction="bonferroni", bootstrap=S.Bootstrap(n_boot=5),
+                output=S.Output(figures=False))
 
 
 # ---------------------------------------------------------------------------- names
@@ -258,7 +261,8 @@ def test_labels_name_metrics_and_conditions() -> None:
 
 
 def test_one_name_per_condition(sweep: Path) -> None:
-    res = S.study(sweep, target=0.5, n_boot=5, figures=False, labels={"torus": "Torus"})
+    res = S.study(sweep, target=0.5, labels={"torus": "Torus"}, bootstrap=S.Bootstrap(n_boot=5),
+                  output=S.Output(figures=False))
     md = res.markdown
     key = next(p for p in md.split("\n\n") if p.startswith("Condition names"))
     assert key == ("Condition names (as the CSV files label them): **complete** = "
@@ -281,7 +285,7 @@ def test_study_shows_bytes_in_mb_and_keeps_them_in_the_csv(
         sweep: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     made = _capture(monkeypatch)
     out = tmp_path / "o"
-    res = S.study(sweep, out, target=0.5, n_boot=5)
+    res = S.study(sweep, out, target=0.5, bootstrap=S.Bootstrap(n_boot=5))
     # bytes to 0.5: every run reaches it at round 20, having sent twice its bytes of 10 rounds
     cond = res.conditions.set_index("condition")
     assert cond.loc["topology=torus", "bytes_to_target_mean"] == 5.2e7
@@ -314,14 +318,14 @@ def test_no_offset_text_on_any_axis(sweep: Path, tmp_path: Path,
     from topofl.study import rendering
 
     made = _capture(monkeypatch)
-    S.study(sweep, tmp_path / "o", target=0.5, n_boot=5)
+    S.study(sweep, tmp_path / "o", target=0.5, bootstrap=S.Bootstrap(n_boot=5))
     figures = made["seed_curves"] + made["metric_scatter"]
     assert len(figures) == 1 + 6  # curves; rounds, messages, bytes, final, best, auc
     assert set(_offsets(figures)) == {""}
     # the consensus rate (0.99900 .. 0.99910) would carry "+9.99e-1" under each panel
     monkeypatch.setattr(rendering, "plain_ticks", lambda fig: None)
     made.clear()
-    S.study(sweep, tmp_path / "o2", target=0.5, n_boot=5)
+    S.study(sweep, tmp_path / "o2", target=0.5, bootstrap=S.Bootstrap(n_boot=5))
     assert "+9.99e\u22121" in _offsets(made["metric_scatter"])
     # bytes in bytes would carry a "1e8" above the axis: shown in MB, they need none
     bytes_fig = _scatter(made, "bytes to")

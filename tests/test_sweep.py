@@ -258,7 +258,7 @@ def test_jobs_run_in_worker_processes_with_the_same_results(tmp_path: Path) -> N
 
 
 def test_guards_and_where_settings_do_not_make_a_run_differ() -> None:
-    from topofl.sweep import _differs
+    from topofl.sweep._resumption import _differs
 
     stored = {"lr": 0.1, "rounds": 5, "records_path": "a.jsonl"}
     assert _differs(stored, {**stored, "divergence": 1e3, "stream_rows": 64,
@@ -273,7 +273,8 @@ def test_a_run_another_process_holds_is_left_alone(tmp_path: Path) -> None:
     sweep is skipped, not redone."""
     import multiprocessing
 
-    from topofl import sweep
+    from topofl.sweep._execution import _execute
+    from topofl.sweep._resumption import _run_config
 
     cfg = {**BASE, "sweep": {"topology": ["ring", "complete"]}}
     lock = tmp_path / "topology=ring.lock"
@@ -297,7 +298,7 @@ def test_a_run_another_process_holds_is_left_alone(tmp_path: Path) -> None:
     assert again == {"topology=ring": "complete", "topology=complete": "skipped"}
     # planned as fresh by a sweep that started earlier, but finished since: skipped under the lock
     run = plan(cfg)[0]
-    o = sweep._execute(sweep._run_config(run, tmp_path), run.name, "fresh", str(tmp_path), None)
+    o = _execute(_run_config(run, tmp_path), run.name, "fresh", str(tmp_path), None)
     assert o.status == "skipped"
     assert (tmp_path / "topology=ring.done").exists()
 
@@ -307,7 +308,7 @@ def test_a_worker_pool_left_by_an_error_ends_its_workers_at_once() -> None:
     here): the workers are killed, and the error propagates."""
     import time
 
-    from topofl._processes import worker_pool
+    from topofl._utils.processes import worker_pool
 
     with pytest.raises(RuntimeError, match="boom"):
         with worker_pool(1) as pool:
@@ -323,7 +324,7 @@ def test_a_worker_pool_left_by_an_error_ends_its_workers_at_once() -> None:
 
 
 def _hold_lock(path: str, holding: Any, release: Any) -> None:
-    from topofl._processes import lock
+    from topofl._utils.processes import lock
 
     with lock(Path(path)) as mine:
         assert mine
@@ -357,8 +358,10 @@ def test_an_infinite_setting_reaches_the_run_and_its_finished_run_is_reused(
 def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     # before: Ctrl-C (or SIGTERM) ended a sweep without a word
+    from topofl.sweep import _stacking  # where a unit of work executes its run
+
     out = tmp_path / "out"
-    real = tf.sweep._execute
+    real = _stacking._execute
     calls: list[str] = []
 
     def interrupted_at_the_third(cfg: Any, name: str, *a: Any) -> Any:
@@ -368,7 +371,7 @@ def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path: Path,
         return real(cfg, name, *a)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tf.sweep, "_execute", interrupted_at_the_third)
+        mp.setattr(_stacking, "_execute", interrupted_at_the_third)
         with pytest.raises(tf.sweep.SweepInterrupted) as info:
             tf.sweep.run_sweep({**BASE, "rounds": 1, "sweep": SWEEP}, out, progress=False,
                                echo=lambda line: None, command="topofl sweep s.toml --out o",
@@ -514,7 +517,7 @@ def test_stacks_are_cut_so_every_worker_has_a_share(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("size", "cap"), [(1, 1), (5, 5), (6, 3), (7, 3), (10, 4), (3, 1)])
 def test_cut_keeps_the_order_and_balances_the_parts(size: int, cap: int) -> None:
-    from topofl.sweep import _cut
+    from topofl.sweep._stacking import _cut
 
     parts = _cut(list(range(size)), cap)  # type: ignore[arg-type]
     assert [x for p in parts for x in p] == list(range(size))

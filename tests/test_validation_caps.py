@@ -8,7 +8,7 @@ import time
 import pytest
 
 import topofl as tf
-from topofl._validation import check_rounds, did_you_mean, unknown_name
+from topofl._utils.validation import check_rounds, did_you_mean, unknown_name
 
 
 @pytest.mark.parametrize(("rounds", "eval_every", "match"), [

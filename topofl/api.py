@@ -30,8 +30,8 @@ from torch.utils.data import Dataset as TorchDataset
 
 from topofl import data as data_mod
 from topofl import distributed, topologies
-from topofl._userimports import imports_problem, load_imports, recorded_imports, with_imports
-from topofl._validation import (
+from topofl._utils.userimports import imports_problem, load_imports, recorded_imports, with_imports
+from topofl._utils.validation import (
     check_bool,
     check_device,
     check_int,
@@ -62,23 +62,108 @@ from topofl.engine.stack import Member, run_stacked
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
 from topofl.graph import GraphLike, TimeVarying, Topology
 from topofl.models import MODELS, build_model, check_model_input
-from topofl.provenance import (
+from topofl.topologies import GraphFamily, build_checked
+from topofl.workflow.provenance import (
     describe_run,
     model_signature,
     partition_signature,
     provenance,
     replaced_entries,
 )
-from topofl.topologies import GraphFamily, build_checked
 
 #: What a user calls; the steps under them (``build``, ``launch_stacked``, ``placement``,
 #: ``run_defaults``, ``RUN_KEYS``) are importable from this module by name.
-__all__ = ["run", "prepare", "launch", "Prepared"]
+__all__ = ["run", "prepare", "launch", "Prepared", "RunCall"]
 
+
+@dataclass(frozen=True)
+class RunCall:
+    """The named parameters of a run call, written once: :func:`run` and :func:`prepare` take
+    them (their signatures are built from this class), a config's keys are them, the run
+    settings (:class:`~topofl.engine.RunConfig`) and the algorithm's hyper-parameters, and
+    ``topofl list`` shows their defaults (:func:`run_defaults`). The first five may be given
+    by position (:data:`POSITIONAL`), the others by name.
+
+    Attributes
+    ----------
+    algorithm : str or Algorithm, default "dsgd"
+        A name of :data:`topofl.algorithms.ALGORITHMS` or a built Algorithm.
+    topology : Topology, TimeVarying, networkx graph, PyG Data, str or None
+        A graph or a spec (``"ring"``, ``"dcliques:clique_size=10"``); ``None`` for the
+        algorithms that use none.
+    data : FederatedData, str, Dataset or torch.utils.data.Dataset, default "digits"
+        Data already split over clients, or what :func:`topofl.data.federate` splits.
+    model : str or torch.nn.Module, default "logistic"
+        A name of :data:`topofl.models.MODELS` or a module.
+    rounds : int, default 100
+        Rounds to train.
+    seed : int, default 0
+        Seeds the partition, the random graph, the model and the batches.
+    n_clients : int, default 100
+        Clients to split ``data`` over (when it is not split already).
+    partition : str, default "shards"
+        A name of :data:`topofl.data.PARTITIONS`.
+    partition_params : mapping, optional
+        The partition scheme's options (and :func:`topofl.data.federate`'s ``val``,
+        ``test``, ``flip_labels``).
+    model_params : mapping, optional
+        The model's options.
+
+    Examples
+    --------
+    >>> [p.name for p in inspect.signature(tf.run).parameters.values()][:6]
+    ['algorithm', 'topology', 'data', 'model', 'rounds', 'seed']
+    >>> tf.api.RunCall().n_clients, tf.api.RUN_KEYS == tuple(
+    ...     f.name for f in dataclasses.fields(tf.api.RunCall))
+    (100, True)
+    """
+
+    algorithm: str | Algorithm = "dsgd"
+    topology: GraphLike | str | None = None
+    data: Any = "digits"
+    model: str | nn.Module = "logistic"
+    rounds: int = 100
+    seed: int = 0
+    n_clients: int = 100
+    partition: str = "shards"
+    partition_params: Mapping[str, Any] | None = None
+    model_params: Mapping[str, Any] | None = None
+
+
+#: The parameters of a run call that may be given by position, in order.
+POSITIONAL = ("algorithm", "topology", "data", "model", "rounds")
 #: The keys of a run call besides the run settings (:class:`~topofl.engine.RunConfig`) and
-#: the algorithm's hyper-parameters, in the order of a resolved config.
-RUN_KEYS = ("algorithm", "topology", "data", "n_clients", "partition", "partition_params",
-            "model", "model_params", "rounds", "seed")
+#: the algorithm's hyper-parameters: :class:`RunCall`'s fields.
+RUN_KEYS = tuple(f.name for f in dataclasses.fields(RunCall))
+
+
+def _signature(*extra: inspect.Parameter, returns: str) -> inspect.Signature:
+    """The signature of a run call: :class:`RunCall`'s fields (the :data:`POSITIONAL` ones
+    first, by position or name; the others by name only), ``extra`` keyword-only parameters,
+    and ``**kwargs`` (the run settings and the hyper-parameters)."""
+    kind = inspect.Parameter
+    named = [kind(f.name, kind.POSITIONAL_OR_KEYWORD if f.name in POSITIONAL else
+                  kind.KEYWORD_ONLY, default=f.default, annotation=f.type)
+             for f in dataclasses.fields(RunCall)]
+    named.sort(key=lambda p: (p.kind, POSITIONAL.index(p.name) if p.name in POSITIONAL else 0))
+    return inspect.Signature([*named, *extra, kind("kwargs", kind.VAR_KEYWORD, annotation="Any")],
+                             return_annotation=returns)
+
+
+def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[RunCall, dict[str, Any]]:
+    """A run call's arguments as its :class:`RunCall` and the rest (settings, hyper-parameters,
+    ``resume``, ``imports``); a ``TypeError`` as Python's for too many positional arguments or
+    one given twice."""
+    try:
+        bound = _CALL.bind(*args, **kwargs)
+    except TypeError as exc:
+        if len(args) > len(POSITIONAL):
+            raise TypeError(f"a run call takes at most {len(POSITIONAL)} positional arguments "
+                            f"({', '.join(POSITIONAL)}), got {len(args)}: give the rest by "
+                            "name") from None
+        raise TypeError(f"a run call got {exc}") from None
+    rest = dict(bound.arguments.pop("kwargs", {}))
+    return RunCall(**bound.arguments), rest
 
 #: The options of :func:`topofl.data.federate` that ``partition_params`` may also hold.
 FEDERATE_OPTIONS = ("val", "test", "flip_labels")
@@ -108,7 +193,7 @@ class Prepared:
         parse of the spec in a run), else ``None``.
     imports : tuple of dict
         The user's modules the call's ``imports`` named, imported before any name was looked
-        up (:func:`topofl._userimports.load_imports`: module, file, SHA-256 of the source),
+        up (:func:`topofl._utils.userimports.load_imports`: module, file, SHA-256 of the source),
         recorded in the records header; ``()`` for none.
     """
 
@@ -131,21 +216,7 @@ class Prepared:
         return self.run.seed
 
 
-def run(
-    algorithm: str | Algorithm = "dsgd",
-    topology: GraphLike | str | None = None,
-    data: Any = "digits",
-    model: str | nn.Module = "logistic",
-    rounds: int = 100,
-    *,
-    seed: int = 0,
-    n_clients: int = 100,
-    partition: str = "shards",
-    partition_params: Mapping[str, Any] | None = None,
-    model_params: Mapping[str, Any] | None = None,
-    overwrite: bool = False,
-    **kwargs: Any,
-) -> Result:
+def run(*args: Any, overwrite: bool = False, **kwargs: Any) -> Result:
     """Train with a named algorithm, topology, dataset and model; return records and state.
 
     Parameters
@@ -194,7 +265,7 @@ def run(
         algorithm's hyper-parameters (``lr``, ``momentum``, ``local_steps`` ...), and
         ``resume``: a checkpoint of this run to continue from (see Notes), and ``imports``: a
         list of the user's modules (names, or paths of ``.py`` files) imported before any
-        name is looked up, recorded in the records header (:mod:`topofl._userimports`; a
+        name is looked up, recorded in the records header (:mod:`topofl._utils.userimports`; a
         config's ``imports`` key, ``topofl run --import``). Anything else is an error.
 
     Returns
@@ -224,10 +295,10 @@ def run(
         A ``ValueError``: ``resume`` is missing, corrupted or another run's, or the records
         file at ``records_path`` does not belong with it. Nothing is written then.
     topofl.exceptions.InsufficientMemoryError
-        A ``ValueError``: the run's estimated peak memory (:mod:`topofl.plan`'s model of what
-        it allocates: the ``[n, P]`` state and its copies, the local step's and the
+        A ``ValueError``: the run's estimated peak memory (:mod:`topofl.workflow.plan`'s model of
+        what it allocates: the ``[n, P]`` state and its copies, the local step's and the
         evaluation's buffers, gossip, data, records) exceeds what this process may use
-        (:func:`topofl._validation.memory_limit`: the cgroup limit, ``RLIMIT_AS`` /
+        (:func:`topofl._utils.validation.memory_limit`: the cgroup limit, ``RLIMIT_AS`` /
         ``RLIMIT_DATA``, ``MemAvailable``; on a GPU its free memory). Refused within seconds,
         before the data is split over the clients when the state alone cannot fit, else
         before the clients' buffers are allocated; the message names the estimate, the limit
@@ -247,10 +318,7 @@ def run(
     resume = kwargs.pop("resume", None)
     check_bool(overwrite, "overwrite")
     check_path(resume, "resume")
-    prepared = prepare(algorithm, topology, data, model, rounds, seed=seed, n_clients=n_clients,
-                       partition=partition, partition_params=partition_params,
-                       model_params=model_params, **kwargs)
-    return launch(prepared, resume=resume, overwrite=overwrite)
+    return launch(prepare(*args, **kwargs), resume=resume, overwrite=overwrite)
 
 
 def run_defaults() -> dict[str, Any]:
@@ -263,25 +331,10 @@ def run_defaults() -> dict[str, Any]:
     >>> d["rounds"], d["seed"], d["n_clients"]
     (100, 0, 100)
     """
-    params = inspect.signature(prepare).parameters.values()
-    return {p.name: p.default for p in params
-            if p.default is not p.empty and p.kind is not p.VAR_KEYWORD}
+    return {f.name: f.default for f in dataclasses.fields(RunCall)}
 
 
-def prepare(
-    algorithm: str | Algorithm = "dsgd",
-    topology: GraphLike | str | None = None,
-    data: Any = "digits",
-    model: str | nn.Module = "logistic",
-    rounds: int = 100,
-    *,
-    seed: int = 0,
-    n_clients: int = 100,
-    partition: str = "shards",
-    partition_params: Mapping[str, Any] | None = None,
-    model_params: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> Prepared:
+def prepare(*args: Any, **kwargs: Any) -> Prepared:
     """Check a :func:`run` call (same arguments, without ``resume`` and ``overwrite``) and build
     its algorithm, without reading any data.
 
@@ -317,8 +370,7 @@ def prepare(
     topofl.exceptions.ConfigTypeError: batch_size must be an int, got str '32'
     """
     try:
-        return _prepare(algorithm, topology, data, model, rounds, seed, n_clients, partition,
-                        partition_params, model_params, kwargs)
+        return _prepare(*_bind(args, kwargs))
     except ConfigError:
         raise
     except TypeError as exc:  # one exception type per kind of mistake, whichever door
@@ -327,9 +379,10 @@ def prepare(
         raise ConfigError(str(exc)) from None
 
 
-def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, seed: Any,
-             n_clients: Any, partition: Any, partition_params: Any, model_params: Any,
-             kwargs: dict[str, Any]) -> Prepared:
+def _prepare(given: RunCall, kwargs: dict[str, Any]) -> Prepared:
+    algorithm, topology, data, model = given.algorithm, given.topology, given.data, given.model
+    n_clients, partition = given.n_clients, given.partition
+    partition_params, model_params = given.partition_params, given.model_params
     # the user's modules first: they may register the names the call gives
     imports = load_imports(kwargs.pop("imports", None))
     if isinstance(algorithm, str):
@@ -342,7 +395,7 @@ def _prepare(algorithm: Any, topology: Any, data: Any, model: Any, rounds: Any, 
     settings = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
     _check_keys(algorithm, kwargs, fields)
     run_id = settings.get("run_id")
-    run = RunConfig(rounds=rounds, seed=seed,
+    run = RunConfig(rounds=given.rounds, seed=given.seed,
                     **{**settings, "run_id": "run" if run_id is None else run_id})
     if isinstance(algorithm, str):
         try:  # the factory checks its hyper-parameters (types, ranges)
@@ -549,7 +602,7 @@ def launch_stacked(prepared: Sequence[Prepared], *, overwrite: bool = False) -> 
         when one runs distributed (a stack runs in one process).
     topofl.exceptions.InsufficientMemoryError
         A ``ValueError``: a call, or the stack of them, cannot fit in the memory this
-        process may use (:func:`topofl.memory.check_stack`), refused before the stack's
+        process may use (:func:`topofl.workflow.memory.check_stack`), refused before the stack's
         buffers are allocated.
 
     Examples
@@ -561,7 +614,7 @@ def launch_stacked(prepared: Sequence[Prepared], *, overwrite: bool = False) -> 
     """
     if distributed.is_distributed():
         raise ValueError("stacked runs run in one process, not under torchrun")
-    from topofl import memory as plan  # the memory model
+    from topofl.workflow import memory as plan  # the memory model
 
     members = [Member(*build(p, resume=None, overwrite=overwrite)) for p in prepared]
     plan.check_stack([plan.run_shapes(p, model=m.model, data=m.data,
@@ -591,7 +644,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
         if why is not None:
             raise ConfigError(f"cannot resume {out_path}: {why}; resume with the imports its "
                               "header lists, unchanged, or start a new run")
-    from topofl import memory as plan  # the memory model
+    from topofl.workflow import memory as plan  # the memory model
 
     check = not distributed.is_distributed()  # a rank holds a share: its placement decides
     data, model = call["data"], call["model"]
@@ -622,7 +675,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
                             **dict(call["model_params"] or {}))
     elif not isinstance(call["model"], str):  # the user's module: it must take the samples
         check_model_input(model, tuple(data.input_shape), int(data.num_classes))
-    plan._check_batch_memory(p.run.batch_size, data)
+    plan.check_batch_memory(p.run.batch_size, data)
     if check:  # the run's estimate, before the engine allocates its clients
         plan.check_run(p, model=model, data=data,
                        topology=topology if p.algorithm.uses_topology else None)
@@ -630,9 +683,8 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
     if not p.settings.get("run_id"):
         config = dataclasses.replace(config, run_id=f"{p.algorithm.name}-"
                                                     f"{getattr(topology, 'name', 'none')}")
-    resolved, not_replayable = describe_run(
-        **call, hparams=p.hparams, rounds=p.rounds, seed=p.seed,
-        settings=dataclasses.asdict(config))
+    resolved, not_replayable = describe_run({**call, "rounds": p.rounds, "seed": p.seed},
+                                            p.hparams, dataclasses.asdict(config))
     with_imports(resolved, p.imports)
     prov = provenance()
     if p.imports:  # what the names ran: each module's file and the SHA-256 of its source
@@ -674,3 +726,11 @@ def placement() -> Placement:
         return Sharded()
     return OneProcess(FileCheckpointer(read=load_any, write=save_any))
 
+
+#: The signatures of the two doors, built from :class:`RunCall` (what ``help(tf.run)``,
+#: ``inspect.signature``, the manual and a config's schema read).
+_CALL = _signature(returns="Prepared")
+prepare.__signature__ = _CALL  # type: ignore[attr-defined]
+run.__signature__ = _signature(  # type: ignore[attr-defined]
+    inspect.Parameter("overwrite", inspect.Parameter.KEYWORD_ONLY, default=False,
+                      annotation="bool"), returns="Result")

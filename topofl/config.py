@@ -17,7 +17,7 @@ hyper-parameters: ``lr``, ``momentum`` ...) and the run settings of
     batch_size = 8
     imports = ["my_graphs"]   # optional: modules of yours (a name, or a path to a .py file)
                               # imported first, e.g. to register a graph family the config
-                              # names; recorded in the header (topofl._userimports)
+                              # names; recorded in the header (topofl._utils.userimports)
 
     [network]          # optional: a virtual clock (topofl.engine.clock.Network)
     latency = 0.05     # seconds per message
@@ -50,7 +50,8 @@ the algorithm; this module adds only what a file needs (names, not objects; no `
 table; no command-line flags) and the defaults the header holds. :func:`execute` runs that
 checked call (:func:`topofl.api.launch`), so the algorithm is built once per run. The errors
 and the provenance live in lower modules (:mod:`topofl.exceptions`,
-:mod:`topofl.provenance`); this module builds on :mod:`topofl.api`, never the other way round.
+:mod:`topofl.workflow.provenance`); this module builds on :mod:`topofl.api`, never the other way
+round.
 
 Examples
 --------
@@ -75,12 +76,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from topofl import api
-from topofl._configfile import read_config, split_sweep
-from topofl._userimports import imports_problem, load_imports, replay_imports, with_imports
+from topofl._utils.configfiles import read_config, split_sweep
+from topofl._utils.userimports import imports_problem, load_imports, replay_imports, with_imports
 from topofl.engine.config import RunConfig, header_hash_problem
 from topofl.engine.loop import Result
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
-from topofl.provenance import (
+from topofl.workflow.provenance import (
     command_line,
     describe_run,
     hparam_signature,
@@ -224,8 +225,8 @@ def resolve(cfg: Mapping[str, Any]) -> Resolved:
     prepared = api.prepare(**cfg)
     settings = dataclasses.asdict(prepared.run)
     settings["run_id"] = prepared.settings.get("run_id")  # None: "<algorithm>-<graph>"
-    resolved, _ = describe_run(**prepared.call, hparams=prepared.hparams,
-                               rounds=prepared.rounds, seed=prepared.seed, settings=settings)
+    resolved, _ = describe_run({**prepared.call, "rounds": prepared.rounds,
+                                "seed": prepared.seed}, prepared.hparams, settings)
     with_imports(resolved, prepared.imports)
     if "progress" in cfg:
         resolved["progress"] = cfg["progress"]

@@ -49,7 +49,8 @@ class InsufficientMemoryError(ValueError):
 
     A ``ValueError`` (a request that cannot be met here; ``topofl`` exits 2), not a
     ``MemoryError``: nothing ran out, nothing was allocated. The estimate is
-    :func:`topofl.memory.counted_parts`'s; the limit :func:`topofl._validation.memory_limit`'s,
+    :func:`topofl.workflow.memory.counted_parts`'s; the limit
+    :func:`topofl._utils.validation.memory_limit`'s,
     which the environment variable ``TOPOFL_MEMORY_LIMIT`` (bytes) replaces.
 
     Attributes

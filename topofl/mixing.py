@@ -44,7 +44,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import check_choice, check_graph
+from topofl._utils.validation import check_choice, check_graph
 
 __all__ = [
     "metropolis",

@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from topofl import spectral
-from topofl._markdown import Document
-from topofl._validation import did_you_mean
+from topofl._utils.markdown import Document
+from topofl._utils.validation import did_you_mean
 from topofl._version import __version__
 from topofl.graph import GraphLike, Topology
 from topofl.plotting.style import style as _plot_style

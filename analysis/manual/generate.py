@@ -9,6 +9,9 @@ Nothing here is copied by hand, so nothing can go stale:
 - ``algorithms.md``: every algorithm of the registry ``topofl.algorithms.ALGORITHMS`` with its
   summary line and its papers, read from the References section of its factory's docstring,
   or else of its module's.
+- ``architecture.md``: the layers of the package and what each owns, written from the one
+  statement of them (``topofl._utils.layers.LAYERS``, which ``tests/test_import_rules.py``
+  checks on the source).
 - ``paper/`` and ``analysis/``: the committed paper results (``paper_figures/README.md``, the
   index, and ``paper_figures/results/*.md`` with their figures) and the ``analysis/*.md``
   reports with the figures they show, copied as they are so that MyST renders them.
@@ -458,6 +461,46 @@ def _reports_index(docs: list[str]) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------- architecture
+def architecture_markdown() -> str:
+    """The manual's architecture page: the layers of ``topofl`` from the top (the command
+    line) down to the foundations, each with its members, what they own and what they may
+    import (:data:`topofl._utils.layers.LAYERS`)."""
+    from topofl._utils.layers import LAYERS
+
+    public = set(public_modules())
+
+    def member(name: str) -> str:
+        full = "topofl" if name == "topofl" else f"topofl.{name}"
+        return f"{{py:mod}}`{full}`" if full in public else f"`{full}`"
+
+    lines = [
+        "# Architecture", "",
+        "Graphs are the core objects; everything else consumes them. The package is stated as "
+        "layers, from the command line at the top to the foundations at the bottom: a module "
+        "imports only from its own layer and the layers below it, and no import runs in a "
+        "circle. The statement is `topofl._utils.layers.LAYERS`; `tests/test_import_rules.py` "
+        "checks every import of the source against it, and this page is written from it at "
+        "every build of the manual.", "",
+        "```", "topologies ──► Topology / TimeVarying ──► spectral (gap, B, q, C, δ, skew …)",
+        "                      │                            │",
+        "data (datasets, partitions) ──► engine (batched clients, algorithms, gossip) "
+        "──► records ──► analysis/, paper_figures/", "```", "",
+        "| layer | members | what they own | may import |", "|---|---|---|---|",
+    ]
+    for i in range(len(LAYERS) - 1, -1, -1):
+        layer = LAYERS[i]
+        below = ("its own only" if i == 0 else "its own and layer 1" if i == 1 else
+                 f"its own and layers 1-{i}")
+        lines.append(f"| {i + 1}. {layer.name} | "
+                     f"{', '.join(member(m) for m in layer.members)} | {layer.owns} | "
+                     f"{below} |")
+    lines += ["", "Names starting with `_` (the `topofl._utils` package, private modules and "
+              "functions) are internals: the rule that a private name is not reached from "
+              "another package is checked beside the layers.", ""]
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------- entry
 def generate(out: Path = OUT) -> None:
     """Write every generated source of the manual under ``out``."""
@@ -465,6 +508,7 @@ def generate(out: Path = OUT) -> None:
     modules = write_api(out)
     _write(out / "api_modules.txt", "\n".join(modules) + "\n")
     _write(out / "algorithms.md", catalogue_markdown(catalogue()))
+    _write(out / "architecture.md", architecture_markdown())
     groups = copy_committed(out)
     _write(out / "paper" / "index.md", _paper_index())
     _write(out / "analysis" / "index.md", _reports_index(groups["analysis"]))

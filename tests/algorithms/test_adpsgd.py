@@ -20,12 +20,9 @@ import torch
 
 import topofl as tf
 from tests.engine._crash import Crash, CrashingData
-from topofl.algorithms.adpsgd import (
-    heavy_tailed_durations,
-    partners,
-    simulate_events,
-)
+from topofl.algorithms.adpsgd import simulate_events
 from topofl.engine import RunConfig, run_rounds
+from topofl.engine.event_time import heavy_tailed_durations, idle_reason
 
 N, P = 12, 3
 
@@ -103,20 +100,6 @@ def test_a_large_window_defers_events_and_still_averages_pairs() -> None:
     zero = run_rounds(still, x0, topo, lambda z, phase, rnd: torch.zeros_like(z), rounds=200)
     np.testing.assert_allclose(zero.state.x.mean(0).numpy(), x0.mean(0).numpy(), atol=1e-12)
     assert float((zero.state.x - x0.mean(0)).abs().max()) < 1e-6
-
-
-def test_partners_are_neighbours_and_indexed() -> None:
-    topo = tf.topologies.random_regular(N, 3, seed=1)
-    i = np.repeat(np.arange(N), 50)
-    k = np.tile(np.arange(50), N)
-    j = partners(topo, 0, i, k)
-    W = topo.W.toarray()
-    assert all(W[a, b] > 0 and a != b for a, b in zip(i, j))
-    # every neighbour is drawn, and a draw depends on (seed, client, event) only
-    assert {(a, b) for a, b in zip(i, j)} == {(a, b) for a in range(N) for b in range(N)
-                                              if a != b and W[a, b] > 0}
-    assert (partners(topo, 0, i[::-1], k[::-1]) == j[::-1]).all()
-    assert not (partners(topo, 1, i, k) == j).all()
 
 
 @pytest.mark.parametrize(("kw", "match"), [
@@ -231,8 +214,6 @@ def test_a_run_whose_first_event_is_after_its_end_is_refused_up_front(
 
 @pytest.mark.parametrize("name", EVENT_TIME)
 def test_the_bound_is_the_windows_own_test(name: str) -> None:
-    from topofl.algorithms.adpsgd import idle_reason
-
     # the first event exactly at the end of the last window runs, in the last round
     res = tf.run(name, rounds=3, **TINY, durations=[3.0, 7.0] * 4, window=1.0)
     _, events = res.records.series("async_events")

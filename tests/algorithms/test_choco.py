@@ -24,7 +24,7 @@ from tests.algorithms.test_tracking import (
     _mix,
     _problem,
 )
-from topofl._rng import generator_at
+from topofl._utils.rng import generator_at
 from topofl.algorithms.choco import _STREAM, compress, kept, qsgd_bits, qsgd_scale
 from topofl.engine import run_rounds, toy_services
 from topofl.engine.availability import Availability

@@ -14,7 +14,7 @@ import torch
 
 import topofl as tf
 from tests.engine._crash import Crash, CrashingData
-from topofl._rng import generator_at
+from topofl._utils.rng import generator_at
 from topofl.algorithms import bggc, ggc
 from topofl.algorithms.dpfl import PRE_STREAM
 from topofl.engine import Round, RunConfig, toy_services

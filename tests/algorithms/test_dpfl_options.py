@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import topofl as tf
-from topofl._rng import generator_at
+from topofl._utils.rng import generator_at
 from topofl.algorithms.dpfl import resolve_budget
 from topofl.algorithms.ggc import aggregation_matrix
 from topofl.engine import Round, toy_services

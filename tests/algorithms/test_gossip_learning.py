@@ -19,10 +19,10 @@ import torch
 
 import topofl as tf
 from tests.engine._crash import Crash, CrashingData
-from topofl.algorithms.adpsgd import heavy_tailed_durations
-from topofl.algorithms.gossip_learning import push_layers, simulate_gossip
+from topofl.algorithms.gossip_learning import simulate_gossip
 from topofl.engine import RunConfig, run_rounds
 from topofl.engine.clients import LocalClients
+from topofl.engine.event_time import heavy_tailed_durations
 
 N, P = 12, 3
 
@@ -158,16 +158,6 @@ def test_a_merge_by_age_in_closed_form() -> None:
         assert run.state.x.flatten().tolist() == pytest.approx([4.0, x1], abs=1e-15)
         assert run.state.own.age.tolist() == [0, k]
         assert run.state.own.updates.tolist() == [0, k]
-
-
-def test_push_layers_by_hand() -> None:
-    # 0->1 (layer 0); 1->2: 1 sends after its receive (layer 1); 2->1: 2 sends after its
-    # receive in layer 1 (layer 2); 3->0: 0 only sent, in layer 0, so its receive may be in
-    # layer 0 (a layer's merges read the models at its start)
-    assert push_layers([0, 1, 2, 3], [1, 2, 1, 0]).tolist() == [0, 1, 2, 0]
-    assert push_layers([0, 2], [1, 1]).tolist() == [0, 1]  # one receive per layer
-    assert push_layers([0, 2], [1, 3]).tolist() == [0, 0]  # disjoint pairs
-    assert push_layers([1, 0], [0, 1]).tolist() == [0, 1]  # 1 sent, then is written: 0 was too
 
 
 @pytest.mark.parametrize(("kw", "match"), [

@@ -286,7 +286,7 @@ def test_random_selection_is_uniform_reproducible_and_skips_losses(data: Any) ->
     assert all(len(e) == 10 for e in edges) and edges[0] != edges[1]
     assert not a.state.own.losses.any()  # no loss evaluation in random mode
     # the same draw as the documented stream (selection_seed, t)
-    from topofl._rng import generator_at
+    from topofl._utils.rng import generator_at
 
     keys = generator_at(3, 0).random((5, 5))
     np.fill_diagonal(keys, -np.inf)

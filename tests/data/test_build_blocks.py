@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
-from topofl.data import federated
+from topofl.data import assembly
 from topofl.data.datasets import bundled
 
 
@@ -68,12 +68,12 @@ def test_gathered_equals_the_concatenation(sizes: list[int], block: int,
     rng = np.random.default_rng(seed)
     src = (rng.random((35, *shape)) * 200).astype(dtype)
     parts = [(src, rng.integers(0, 35, size=k)) for k in sizes] + [(src[:5], None)]
-    old = federated.GATHER_BLOCK_VALUES
-    federated.GATHER_BLOCK_VALUES = block
+    old = assembly.GATHER_BLOCK_VALUES
+    assembly.GATHER_BLOCK_VALUES = block
     try:
-        got = federated._gathered(parts, shape)
+        got = assembly._gathered(parts, shape)
     finally:
-        federated.GATHER_BLOCK_VALUES = old
+        assembly.GATHER_BLOCK_VALUES = old
     ref = np.ascontiguousarray(np.concatenate([s if i is None else s[i] for s, i in parts]),
                                dtype=np.float32)
     assert got.dtype == np.float32 and got.shape == ref.shape
@@ -83,7 +83,7 @@ def test_gathered_equals_the_concatenation(sizes: list[int], block: int,
 def test_federated_data_by_blocks_holds_the_same_samples(
         monkeypatch: pytest.MonkeyPatch) -> None:
     whole = tf.data.federate("digits", "dirichlet", 12, alpha=0.5, seed=0, val=0.1)
-    monkeypatch.setattr(federated, "GATHER_BLOCK_VALUES", 640)  # 10 digits a block
+    monkeypatch.setattr(assembly, "GATHER_BLOCK_VALUES", 640)  # 10 digits a block
     blocked = tf.data.federate("digits", "dirichlet", 12, alpha=0.5, seed=0, val=0.1)
     assert np.array_equal(whole.x.numpy(), blocked.x.numpy())
     assert np.array_equal(whole.y.numpy(), blocked.y.numpy())

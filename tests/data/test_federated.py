@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from topofl.data import FederatedData, Partition, federate
-from topofl.data.federated import _reference_indices, hash_uniform_index
+from topofl.data.sampling import _reference_indices, hash_uniform_index
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

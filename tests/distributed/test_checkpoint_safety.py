@@ -389,7 +389,7 @@ def test_rows_and_shared_tensors_come_back_exactly(tmp_path: Path) -> None:
 def test_the_sweep_reads_the_resume_round_of_a_sharded_folder(ck: Path, tmp_path: Path) -> None:
     """``topofl sweep`` states the round a run resumes from for a sharded checkpoint too (it
     read it with ``torch.load``, which fails on a folder), and ``None`` for a damaged one."""
-    from topofl.sweep import _checkpoint_round
+    from topofl.sweep._resumption import _checkpoint_round
 
     assert _checkpoint_round(ck) == 2
     shutil.rmtree(ck)

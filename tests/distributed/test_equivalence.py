@@ -18,7 +18,7 @@ import torch
 import topofl as tf
 from tests.distributed._launch import launch
 from topofl.algorithms import ALGORITHMS
-from topofl.snapshot import algorithm_cases
+from topofl.figures.snapshot import algorithm_cases
 
 N = 6
 

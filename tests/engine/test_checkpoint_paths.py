@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import topofl as tf
-from topofl._fs import TMP_MARK, machine_token, private_sibling
+from topofl._utils.files import TMP_MARK, machine_token, private_sibling
 from topofl.cli import main
 from topofl.config import OutputExistsError
 from topofl.distributed.checkpoint import checkpoint_target_problem, save_any

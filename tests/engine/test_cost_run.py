@@ -115,7 +115,7 @@ def test_a_sweep_over_availability_and_its_skip(tmp_path: Path) -> None:
 
 
 def test_stored_runs_without_the_new_settings_do_not_differ() -> None:
-    from topofl.sweep import _differs
+    from topofl.sweep._resumption import _differs
 
     stored = {"lr": 0.1, "rounds": 5}  # recorded before network, availability and ledger
     assert _differs(stored, {**stored, "network": None, "availability": None,
@@ -143,7 +143,8 @@ def test_study_reports_bytes_and_time_to_target(tmp_path: Path) -> None:
               [1.0, 2.0, 3.0])
     _run_file(tmp_path, "sparse-1", "ring", 1, [0.3, 0.4, 0.45], [100, 200, 300],
               [1.0, 2.0, 3.0])
-    res = tf.study.study(tmp_path, target=0.5, n_boot=20, figures=False)
+    res = tf.study.study(tmp_path, target=0.5, bootstrap=tf.study.Bootstrap(n_boot=20),
+                         output=tf.study.Output(figures=False))
     runs = res.runs.set_index("run")
     assert runs.loc["dense-0", "rounds_to_target"] == 2
     assert runs.loc["dense-0", "bytes_to_target"] == 1800

@@ -182,7 +182,7 @@ def test_independent_init_differs_per_client(data: Any) -> None:
 
 
 def test_demo_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from topofl.demo import run_demo
+    from topofl.tools.demo import run_demo
 
     rows = run_demo(tmp_path / "demo", rounds=4, n_clients=20, eval_every=2, figure=True)
     assert [r["topology"] for r in rows] == ["ring", "d-cliques", "complete"]

@@ -2,8 +2,8 @@
 hidden half-size ``.<name>.topofl-tmp-<pid>-<hex>`` that no later run removed) is removed by
 the next save to that path, when its writer is gone; a live writer's file never is.
 
-A name carries its writer's machine (:func:`~topofl._fs.machine_token`): a dead writer of this
-machine is gone for sure, so its file goes at once, by the next save or by a run that
+A name carries its writer's machine (:func:`~topofl._utils.files.machine_token`): a dead writer of
+this machine is gone for sure, so its file goes at once, by the next save or by a run that
 checkpoints to the path when it starts or resumes (before: only once untouched for a minute,
 so a kill and a resume within a minute left one more file each time)."""
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import topofl as tf
-from topofl._fs import (
+from topofl._utils.files import (
     ORPHAN_AGE,
     ORPHAN_MAX_AGE,
     TMP_MARK,

@@ -92,7 +92,7 @@ def test_dtype_and_device() -> None:
 
 def test_init_stream_is_not_the_root_stream() -> None:
     # the torch seed comes from generator_at(seed, INIT_STREAM), not from default_rng(seed)
-    from topofl._rng import generator_at
+    from topofl._utils.rng import generator_at
 
     s = int(generator_at(3, tm._registry.INIT_STREAM).integers(0, 2**63 - 1))
     with torch.random.fork_rng(devices=[]):

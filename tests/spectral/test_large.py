@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
+from topofl._utils.validation import arc_pattern
 from topofl.engine.evaluation import spectral_row
 from topofl.spectral import algebraic_connectivity, diameter, spectral_gap, summary
 from topofl.spectral.large import (
@@ -128,7 +129,7 @@ def test_an_unconverged_lanczos_overestimates_the_gap() -> None:
 @settings(max_examples=25, deadline=None)
 def test_the_diameter_estimate_is_a_lower_bound(n: int, seed: int) -> None:
     topo = tf.topologies.erdos_renyi(n, 0.2, seed=seed)
-    P = tf._validation.arc_pattern(topo.W)
+    P = arc_pattern(topo.W)
     d, estimated = bounded_diameter(P)
     connected = tf.spectral.is_strongly_connected(topo)
     assert (d is None) == (not connected)

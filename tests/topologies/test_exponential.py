@@ -338,7 +338,7 @@ def test_undirected_exponential_in_registry_and_bad_n() -> None:
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(2, 300))
 def test_undirected_exponential_identical_to_networkx(n: int) -> None:
-    from topofl.topologies.exponential import _exponential_offsets
+    from topofl.topologies.exponential.undirected import _exponential_offsets
 
     G = nx.circulant_graph(n, [d for d in _exponential_offsets(n) if d <= n // 2])
     ref = tf.Topology.from_networkx(G, "metropolis", name="undirected_exponential",

@@ -1,7 +1,7 @@
 """Graphs too large for memory are refused before networkx allocates them (issue 13).
 
 Constructors that build ``W`` from arrays (no networkx graph, issue 43) size themselves with
-``topofl.graph.w_bytes``; those that still draw a networkx graph with ``graph_bytes``.
+``topofl.graph.checks.w_bytes``; those that still draw a networkx graph with ``graph_bytes``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import tracemalloc
 import pytest
 
 import topofl as tf
-from topofl import _validation as V
-from topofl.graph import w_bytes
+from topofl._utils.validation import memory as V
+from topofl.graph.checks import w_bytes
 from topofl.topologies import _registry as R
 
 CASES = [

@@ -8,7 +8,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.validation import check_choice, check_int, check_real
+from topofl.engine.event_time import EventTime, check_durations, check_window
 from topofl.engine.pieces import SGD, compose_init, with_participation
 from topofl.engine.protocol import Algorithm, Phase
 
@@ -82,6 +83,35 @@ def check_sgd(lr: Any, momentum: Any, weight_decay: Any, decay: Any, local_steps
     steps, epochs = check_work(local_steps, local_epochs, default_steps=default_steps)
     return SGDParams(check_lr(lr), check_momentum(momentum), check_wd(weight_decay),
                      check_decay(decay), steps, epochs)
+
+
+class EventParams(NamedTuple):
+    """Checked hyper-parameters the event-time algorithms share (AD-PSGD, gossip learning):
+    the step size, the clients' durations, the window of virtual time a round covers, the
+    local steps of an event, the seed of the partner draws, the decay."""
+
+    lr: float
+    durations: float | tuple[float, ...]
+    window: float
+    local_steps: int
+    pair_seed: int
+    decay: float
+
+    def clocks(self) -> EventTime:
+        """The event clocks these settings give (:class:`topofl.engine.event_time.EventTime`)."""
+        return EventTime(self.durations, self.window, self.pair_seed)
+
+    def recorded_durations(self) -> float | list[float]:
+        """``durations`` as the run config records it (a list where one per client)."""
+        return self.durations if isinstance(self.durations, float) else list(self.durations)
+
+
+def check_event(lr: Any, durations: Any, window: Any, local_steps: Any, pair_seed: Any,
+                decay: Any) -> EventParams:
+    """Validate the hyper-parameters every event-time algorithm takes."""
+    return EventParams(check_lr(lr), check_durations(durations), check_window(window),
+                       check_int(local_steps, "local_steps", low=1),
+                       check_int(pair_seed, "pair_seed", low=0), check_decay(decay))
 
 
 WEIGHTINGS = ("uniform", "data_size")

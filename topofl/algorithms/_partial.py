@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from topofl.algorithms._common import (
@@ -14,6 +15,7 @@ from topofl.algorithms._common import (
     check_wd,
     check_work,
 )
+from topofl.algorithms.base import keywords
 from topofl.engine.pieces import require_split, with_participation
 from topofl.engine.protocol import Algorithm, Phase, Services, State
 
@@ -85,54 +87,55 @@ class PartialParams(NamedTuple):
                     local_steps_v=self.steps_v, local_epochs_v=self.epochs_v)
 
 
-def check_partial(lr_u: Any, lr_v: Any, lr: Any, momentum: Any, weight_decay: Any, decay: Any,
-                  local_epochs_u: Any, local_steps_u: Any, local_epochs_v: Any,
-                  local_steps_v: Any, local_steps: Any, local_epochs: Any) -> PartialParams:
+@dataclass(frozen=True)
+class PartialKeywords:
+    """The hyper-parameters of :func:`~topofl.algorithms.dfedpgp` and
+    :func:`~topofl.algorithms.dfedavgm_p` as a call gives them (documented there)."""
+
+    lr_u: float | None = None
+    lr_v: float | None = None
+    momentum: float = MOMENTUM
+    weight_decay: float = WEIGHT_DECAY
+    decay: float = DECAY
+    local_epochs_u: float | tuple[float, ...] | None = None
+    local_steps_u: int | None = None
+    local_epochs_v: float | tuple[float, ...] | None = None
+    local_steps_v: int | None = None
+    lr: float | None = None
+    local_steps: int | None = None
+    local_epochs: float | tuple[float, ...] | None = None
+    participation: float = 1.0
+    sample_seed: int = 0
+
+
+def check_partial(kw: PartialKeywords) -> PartialParams:
     """Validate the hyper-parameters of :func:`~topofl.algorithms.dfedpgp` (and DFedAvgM-P)."""
-    eta_u, eta_v = _resolve_lrs(lr_u, lr_v, lr)
-    momentum = check_momentum(momentum)
-    weight_decay = check_wd(weight_decay)
-    decay = check_decay(decay)
-    steps_u, epochs_u = _body_work(local_steps_u, local_epochs_u, local_steps, local_epochs)
-    steps_v, epochs_v = check_work(local_steps_v, local_epochs_v, steps_name="local_steps_v",
-                                   epochs_name="local_epochs_v", default_steps=None,
-                                   default_epochs=EPOCHS_V)
+    eta_u, eta_v = _resolve_lrs(kw.lr_u, kw.lr_v, kw.lr)
+    momentum = check_momentum(kw.momentum)
+    weight_decay = check_wd(kw.weight_decay)
+    decay = check_decay(kw.decay)
+    steps_u, epochs_u = _body_work(kw.local_steps_u, kw.local_epochs_u, kw.local_steps,
+                                   kw.local_epochs)
+    steps_v, epochs_v = check_work(kw.local_steps_v, kw.local_epochs_v,
+                                   steps_name="local_steps_v", epochs_name="local_epochs_v",
+                                   default_steps=None, default_epochs=EPOCHS_V)
     return PartialParams(eta_u, eta_v, momentum, weight_decay, decay, steps_u, epochs_u,
                          steps_v, epochs_v)
 
 
 def partial_factory(build: Callable[[PartialParams], Algorithm]) -> Callable[..., Algorithm]:
-    """Turn ``build(hp: PartialParams)`` into a factory taking DFedPGP's keywords (see
-    :func:`~topofl.algorithms.dfedpgp`) and ``participation``/``sample_seed``
-    (:func:`~topofl.engine.pieces.with_participation`), with ``build``'s name and docstring
-    and an ordinary signature."""
+    """Turn ``build(hp: PartialParams)`` into a factory taking DFedPGP's keywords
+    (:class:`PartialKeywords`, see :func:`~topofl.algorithms.dfedpgp`; ``lr_u`` and ``lr_v``
+    also by position) and ``participation``/``sample_seed``
+    (:func:`~topofl.engine.pieces.with_participation`), with ``build``'s name and docstring."""
 
-    def factory(
-        lr_u: float | None = None,
-        lr_v: float | None = None,
-        *,
-        momentum: float = MOMENTUM,
-        weight_decay: float = WEIGHT_DECAY,
-        decay: float = DECAY,
-        local_epochs_u: float | tuple[float, ...] | None = None,
-        local_steps_u: int | None = None,
-        local_epochs_v: float | tuple[float, ...] | None = None,
-        local_steps_v: int | None = None,
-        lr: float | None = None,
-        local_steps: int | None = None,
-        local_epochs: float | tuple[float, ...] | None = None,
-        participation: float = 1.0,
-        sample_seed: int = 0,
-    ) -> Algorithm:
-        frac, seed = check_participation(participation, sample_seed)
-        algo = build(check_partial(lr_u, lr_v, lr, momentum, weight_decay, decay,
-                                   local_epochs_u, local_steps_u, local_epochs_v,
-                                   local_steps_v, local_steps, local_epochs))
-        return with_participation(algo, frac, seed)
+    def checked(kw: PartialKeywords) -> Algorithm:
+        frac, seed = check_participation(kw.participation, kw.sample_seed)
+        return with_participation(build(check_partial(kw)), frac, seed)
 
-    factory.__name__ = factory.__qualname__ = build.__name__
-    factory.__doc__, factory.__module__ = build.__doc__, build.__module__
-    return factory
+    checked.__name__ = checked.__qualname__ = build.__name__
+    checked.__doc__, checked.__module__ = build.__doc__, build.__module__
+    return keywords(PartialKeywords, positional=2)(checked)
 
 
 def split_check(name: str) -> Any:

@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 
 from torch import Tensor
 
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.algorithms._common import (
     WEIGHTINGS,
     Epochs,

@@ -21,10 +21,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import generator_at
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_sgd, sgd_algorithm
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import graph_of, hold, online_rows
 from topofl.engine.protocol import (
@@ -37,8 +37,8 @@ from topofl.engine.protocol import (
     run_ids,
 )
 
-__all__ = ["choco", "ChocoState", "COMPRESSORS", "INDEX_BITS", "kept", "qsgd_scale",
-           "qsgd_bits", "compress"]
+__all__ = ["choco", "ChocoKeywords", "ChocoState", "COMPRESSORS", "INDEX_BITS", "kept",
+           "qsgd_scale", "qsgd_bits", "compress"]
 
 #: The compressors ``Q`` (see :func:`choco`).
 COMPRESSORS = ("topk", "randk", "qsgd")
@@ -218,21 +218,26 @@ class _ChocoGossip(Communicate):
         return Sent.of(*self.flows(graph_arcs(topo), size, bits))
 
 
+@dataclass(frozen=True)
+class ChocoKeywords:
+    """The hyper-parameters of :func:`choco` as a call gives them (documented there)."""
+
+    lr: float = 0.1
+    compressor: str = "topk"
+    ratio: float = 0.1
+    levels: int = 16
+    gamma: float = 0.2
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    local_steps: int | None = None
+    local_epochs: float | None = None
+    decay: float = 1.0
+    compress_seed: int = 0
+
+
 @register_algorithm("choco")
-def choco(
-    lr: float = 0.1,
-    *,
-    compressor: str = "topk",
-    ratio: float = 0.1,
-    levels: int = 16,
-    gamma: float = 0.2,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
-    local_steps: int | None = None,
-    local_epochs: float | None = None,
-    decay: float = 1.0,
-    compress_seed: int = 0,
-) -> Algorithm:
+@keywords(ChocoKeywords)
+def choco(kw: ChocoKeywords) -> Algorithm:
     r"""CHOCO-SGD (Koloskova, Stich & Jaggi 2019, Algorithm 2): D-SGD with compressed gossip.
 
     Every client keeps its model $x_i$ and a public estimate $\hat x_i$ ($\hat x_i^0 = 0$),
@@ -323,6 +328,10 @@ def choco(
     >>> float((x - run(tf.algorithms.dsgd(lr=0.05), lazy)).abs().max()) < 1e-12
     True
     """
+    (lr, compressor, ratio, levels, gamma, momentum, weight_decay, local_steps, local_epochs, decay,
+     compress_seed) = (
+        kw.lr, kw.compressor, kw.ratio, kw.levels, kw.gamma, kw.momentum, kw.weight_decay,
+        kw.local_steps, kw.local_epochs, kw.decay, kw.compress_seed)
     hp = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs)
     compressor = check_choice(compressor, "compressor", COMPRESSORS)
     ratio = check_real(ratio, "ratio", low=0, high=1, low_open=True)

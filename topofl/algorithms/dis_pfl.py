@@ -47,12 +47,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import generator_at
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
 from topofl.algorithms._one_phase import WholeModelParams, whole_model_algorithm
 from topofl.algorithms._partial import DECAY, EPOCHS_U, LR, MOMENTUM, WEIGHT_DECAY
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import (
     SGD,
@@ -63,8 +63,8 @@ from topofl.engine.pieces import (
 from topofl.engine.protocol import Algorithm, Kernel, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["dis_pfl", "DisPFLState", "erk_densities", "layer_sizes", "masked_average",
-           "prune_regrow_"]
+__all__ = ["dis_pfl", "DisPFLKeywords", "DisPFLState", "erk_densities", "layer_sizes",
+           "masked_average", "prune_regrow_"]
 
 _MASK_TAG = 0xD15  # stream of the initial masks: (mask_seed, tag, client)
 _REGROW_TAG = 0xD16  # stream of the random regrowth: (mask_seed, tag, round)
@@ -272,23 +272,28 @@ def _masked_sums_(topo: Topology, x: Tensor, mask: Tensor, env: Services) -> Ten
     return torch.where(cnt > 0, num / cnt.clamp_min(1.0), torch.zeros_like(num))
 
 
+@dataclass(frozen=True)
+class DisPFLKeywords:
+    """The hyper-parameters of :func:`dis_pfl` as a call gives them (documented there)."""
+
+    lr: float = LR
+    density: float = 0.5
+    distribution: str = "erk"
+    anneal: float = 0.5
+    anneal_rounds: int = 500
+    regrow: str = "random"
+    mask_seed: int = 0
+    evaluate: str = "trained"
+    momentum: float = MOMENTUM
+    weight_decay: float = WEIGHT_DECAY
+    decay: float = DECAY
+    local_steps: int | None = None
+    local_epochs: float | tuple[float, ...] | None = None
+
+
 @register_algorithm("dis_pfl")
-def dis_pfl(
-    lr: float = LR,
-    *,
-    density: float = 0.5,
-    distribution: str = "erk",
-    anneal: float = 0.5,
-    anneal_rounds: int = 500,
-    regrow: str = "random",
-    mask_seed: int = 0,
-    evaluate: str = "trained",
-    momentum: float = MOMENTUM,
-    weight_decay: float = WEIGHT_DECAY,
-    decay: float = DECAY,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
-) -> Algorithm:
+@keywords(DisPFLKeywords)
+def dis_pfl(kw: DisPFLKeywords) -> Algorithm:
     r"""Dis-PFL: personalized sparse masks, decentralized masked averaging, prune and regrow.
 
     Client $i$ holds a model $\theta_i$ and a 0/1 mask $m_i$ over all its parameters; its
@@ -377,6 +382,10 @@ def dis_pfl(
     >>> [round(v, 3) for v in trace.evaluated().flatten().tolist()]
     [1.5, 1.5, 1.5, 1.5]
     """
+    (lr, density, distribution, anneal, anneal_rounds, regrow, mask_seed, evaluate, momentum,
+     weight_decay, decay, local_steps, local_epochs) = (
+        kw.lr, kw.density, kw.distribution, kw.anneal, kw.anneal_rounds, kw.regrow, kw.mask_seed,
+        kw.evaluate, kw.momentum, kw.weight_decay, kw.decay, kw.local_steps, kw.local_epochs)
     hp = DisPFLParams(
         lr=check_lr(lr), density=check_real(density, "density", low=0, high=1, low_open=True),
         distribution=check_choice(distribution, "distribution", ("erk", "uniform")),

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from topofl._validation import check_real
+from topofl._utils.validation import check_real
 from topofl.algorithms._common import ServerParams, check_lr, check_work
 from topofl.algorithms._server import server_algorithm, server_factory
 from topofl.algorithms.base import register_algorithm

@@ -109,17 +109,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import generator_at
-from topofl._validation import check_choice, check_int, check_real
-from topofl.algorithms._common import (
-    check_decay,
-    check_lr,
-    check_momentum,
-    check_wd,
-    check_work,
-)
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_choice, check_int, check_real
+from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
 from topofl.algorithms._one_phase import whole_model_algorithm
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.algorithms.ggc import (
     aggregation_matrix,
     aggregation_rows,
@@ -132,8 +126,8 @@ from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["dpfl", "resolve_budget", "DPFLParams", "DPFLState", "PRE_ROUND", "preprocess",
-           "select_collaborators", "aggregate_"]
+__all__ = ["dpfl", "DPFLKeywords", "resolve_budget", "DPFLParams", "DPFLState", "PRE_ROUND",
+           "preprocess", "select_collaborators", "aggregate_"]
 
 #: stream index of the pre-processing draws (BGGC); the rounds use ``(seed, _ROUND_TAG, t, k)``
 _PRE_TAG = 0
@@ -204,24 +198,29 @@ def _edge_list(mask: Tensor, W: Tensor) -> tuple[list[list[int]], list[float]]:
 # --------------------------------------------------------------------------- the algorithm
 
 
+@dataclass(frozen=True)
+class DPFLKeywords:
+    """The hyper-parameters of :func:`dpfl` as a call gives them (documented there)."""
+
+    lr: float = 0.01
+    budget: int | float | None = 10
+    tau_init: float = 10
+    local_epochs: float | Sequence[float] | None = None
+    local_steps: int | None = None
+    refresh_every: int = 1
+    momentum: float = 0.9
+    weight_decay: float = 1e-3
+    weighting: str = "size"
+    graph_seed: int = 0
+    decay: float = 1.0
+    graph: str = "greedy"
+    no_greedy: str | Sequence[int] | None = None
+    select: str = "last"
+
+
 @register_algorithm("dpfl")
-def dpfl(
-    lr: float = 0.01,
-    *,
-    budget: int | float | None = 10,
-    tau_init: float = 10,
-    local_epochs: float | Sequence[float] | None = None,
-    local_steps: int | None = None,
-    refresh_every: int = 1,
-    momentum: float = 0.9,
-    weight_decay: float = 1e-3,
-    weighting: str = "size",
-    graph_seed: int = 0,
-    decay: float = 1.0,
-    graph: str = "greedy",
-    no_greedy: str | Sequence[int] | None = None,
-    select: str = "last",
-) -> Algorithm:
+@keywords(DPFLKeywords)
+def dpfl(kw: DPFLKeywords) -> Algorithm:
     r"""DPFL (Algorithm 1): greedy, budgeted, directed collaboration for personalized models.
 
     Pre-processing (BGGC picks each client's candidates $\Omega_k$), then every round local
@@ -311,6 +310,11 @@ def dpfl(
     >>> len(res.records.series("realized_density")[0])  # one realized graph per round
     2
     """
+    (lr, budget, tau_init, local_epochs, local_steps, refresh_every, momentum, weight_decay,
+     weighting, graph_seed, decay, graph, no_greedy, select) = (
+        kw.lr, kw.budget, kw.tau_init, kw.local_epochs, kw.local_steps, kw.refresh_every,
+        kw.momentum, kw.weight_decay, kw.weighting, kw.graph_seed, kw.decay, kw.graph, kw.no_greedy,
+        kw.select)
     hp = DPFLParams(
         lr=check_lr(lr), tau_init=check_real(tau_init, "tau_init", low=0),
         work=check_work(local_steps, local_epochs, default_steps=None, default_epochs=5.0),

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from topofl._validation import check_choice, check_int, check_memory
+from topofl._utils.validation import check_choice, check_int, check_memory
 from topofl.records import Records
 
 __all__ = ["malicious_share", "client_accuracy_stats"]

@@ -10,9 +10,11 @@ References
 
 from __future__ import annotations
 
-from topofl._validation import check_bool
+from dataclasses import dataclass
+
+from topofl._utils.validation import check_bool
 from topofl.algorithms._common import check_sgd
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Flow, clique_arcs
 from topofl.engine.pieces import (
     SGD,
@@ -26,7 +28,7 @@ from topofl.engine.pieces import (
 from topofl.engine.pieces.robust import check_aggregator
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 
-__all__ = ["dsgd"]
+__all__ = ["dsgd", "DSGDKeywords"]
 
 
 def _require_groups(state: State, rnd: Round, env: Services) -> None:
@@ -44,22 +46,27 @@ def _gossip_and_gradients(state: State, rnd: Round, env: Services) -> Sent:
     return Sent.of(grads, Flow(model.kind, model.arcs, model.size, model.bits, stage=1))
 
 
+@dataclass(frozen=True)
+class DSGDKeywords:
+    """D-SGD's hyper-parameters as a call gives them (documented at :func:`dsgd`)."""
+
+    lr: float = 0.1
+    momentum: float = 0.0
+    nesterov: bool = False
+    weight_decay: float = 0.0
+    clique_averaging: bool = False
+    local_steps: int | None = None
+    local_epochs: float | None = None
+    decay: float = 1.0
+    aggregator: str = "mean"
+    tau: float | str | None = None
+    trim: int = 0
+    delta: float | None = None
+
+
 @register_algorithm("dsgd")
-def dsgd(
-    lr: float = 0.1,
-    *,
-    momentum: float = 0.0,
-    nesterov: bool = False,
-    weight_decay: float = 0.0,
-    clique_averaging: bool = False,
-    local_steps: int | None = None,
-    local_epochs: float | None = None,
-    decay: float = 1.0,
-    aggregator: str = "mean",
-    tau: float | str | None = None,
-    trim: int = 0,
-    delta: float | None = None,
-) -> Algorithm:
+@keywords(DSGDKeywords)
+def dsgd(kw: DSGDKeywords) -> Algorithm:
     r"""Decentralized SGD: local SGD step(s), then one gossip step ``X <- W_t X``.
 
     With ``clique_averaging=True`` (D-Cliques, Fig. 7) each node replaces its gradient by the
@@ -126,9 +133,11 @@ def dsgd(
     >>> [round(v, 3) for v in trace.evaluated().flatten().tolist()]
     [1.5, 1.5, 1.5, 1.5]
     """
-    hp = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs)
-    nesterov = check_bool(nesterov, "nesterov")
-    ca = check_bool(clique_averaging, "clique_averaging")
+    hp = check_sgd(kw.lr, kw.momentum, kw.weight_decay, kw.decay, kw.local_steps,
+                   kw.local_epochs)
+    nesterov = check_bool(kw.nesterov, "nesterov")
+    ca = check_bool(kw.clique_averaging, "clique_averaging")
+    aggregator, tau, trim, delta = kw.aggregator, kw.tau, kw.trim, kw.delta
     check_aggregator(aggregator, tau, trim, delta)
     robust = aggregator != "mean"
     if robust and ca:

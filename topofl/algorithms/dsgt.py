@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from topofl._validation import check_choice
+from topofl._utils.validation import check_choice
 from topofl.algorithms._common import check_decay, check_lr, check_wd
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs

@@ -14,7 +14,7 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import arc_pattern
+from topofl._utils.validation import arc_pattern
 from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_factory
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.drops import lossy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from topofl._validation import check_choice
+from topofl._utils.validation import check_choice
 from topofl.algorithms._common import ServerParams
 from topofl.algorithms._server import (
     Finetune,

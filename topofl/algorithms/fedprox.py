@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from topofl._validation import check_real
+from topofl._utils.validation import check_real
 from topofl.algorithms._server import FedAvgParams, fedavg_algorithm, fedavg_factory
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.pieces import SGD, Proximal

@@ -39,8 +39,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_int
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_int
 
 __all__ = ["ggc", "bggc", "ggc_batched", "bggc_batched", "aggregation_matrix", "greedy_rows",
            "aggregation_rows", "bggc_received", "check_budget"]

@@ -13,7 +13,7 @@ followed here, merges into the node's own model.)
 
 Here client ``i`` sends in event time: its ``k``-th send (``k = 1, 2, ...``) happens at
 $T_i^k = k \, d_i$ (``durations[i]``), to a uniformly drawn neighbour ``j`` of the graph
-(:func:`~topofl.algorithms.adpsgd.partners`, a pure function of ``(pair_seed, i, k - 1)``; the
+(:func:`~topofl.engine.event_time.partners`, a pure function of ``(pair_seed, i, k - 1)``; the
 client itself when it has none). Delivery is instantaneous: ``j`` merges ``i``'s current model
 into its own and takes ``local_steps`` SGD steps from the merged model, $w_j \leftarrow
 \mathrm{merge} - \gamma \nabla f_j(\cdot)$ (one step: the gradient at the merged model), and its
@@ -31,7 +31,8 @@ $1/(\lambda t)$); here the step is the run's ``lr`` (with ``decay``).
 Windows, layers and exactness
 -----------------------------
 Round ``t`` of the run is the window $(t\,\delta, (t+1)\,\delta]$ of virtual time (``window``
-$= \delta$), as in :mod:`~topofl.algorithms.adpsgd`. At the window's start (``round_start``)
+$= \delta$), as in :mod:`~topofl.algorithms.adpsgd` (the windows, partner draws and layers
+are the engine's: :mod:`topofl.engine.event_time`). At the window's start (``round_start``)
 each client's next send is *due* when its time is at most the window's end; a client sends at
 most once a window. The due sends, in the order of $(T, i)$, are put in *layers*: a send
 $i \to j$ reads $w_i$ after ``i``'s last receive and writes $w_j$ after ``j``'s last receive and
@@ -76,8 +77,6 @@ References
 
 from __future__ import annotations
 
-import functools
-import heapq
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -85,31 +84,23 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._validation import check_int
-from topofl.algorithms._common import check_decay, check_lr
-from topofl.algorithms.adpsgd import (
-    _durations_of,
-    _finish_times,
-    check_durations,
-    check_window,
-    idle_reason,
-    partners,
-)
+from topofl._utils.validation import check_int
+from topofl.algorithms._common import check_event
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.ledger import Arcs, Flow, dtype_bits
-from topofl.engine.protocol import (
-    Algorithm,
-    LocalUpdate,
-    Phase,
-    Round,
-    Sent,
-    Services,
-    State,
+from topofl.engine.event_time import (
+    EventTime,
+    events,
+    one_process,
+    per_client,
+    window_records,
+    window_sent,
 )
+from topofl.engine.event_time import push_layers as push_layers
+from topofl.engine.pieces import compose_init
+from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["gossip_learning", "GossipLearningState", "simulate_gossip", "push_layers",
-           "MERGES"]
+__all__ = ["gossip_learning", "GossipLearningState", "simulate_gossip", "MERGES"]
 
 #: the merge rules: plain average, or weighted by the models' ages
 MERGES = ("mean", "age")
@@ -131,30 +122,6 @@ class GossipLearningState(NamedTuple):
     steps: Tensor
     updates: Tensor
     age: Tensor
-
-
-def push_layers(senders: Any, receivers: Any) -> np.ndarray:
-    """Each push event's layer, the events in order: a send ``i -> j`` reads ``i`` after its
-    last receive and writes ``j`` after its last receive and not before its last send.
-
-    Examples
-    --------
-    >>> from topofl.algorithms.gossip_learning import push_layers
-    >>> push_layers([0, 1, 2, 3], [1, 2, 1, 0]).tolist()  # 1 sends after receiving; 1 twice
-    [0, 1, 2, 0]
-
-    (``0`` sent in layer 0 before it receives, so its receive can be in layer 0 too.)
-    """
-    s = np.asarray(senders, dtype=np.int64).ravel()
-    r = np.asarray(receivers, dtype=np.int64).ravel()
-    wrote: dict[int, int] = {}
-    read: dict[int, int] = {}
-    out = np.empty(len(s), dtype=np.int64)
-    for e, (i, j) in enumerate(zip(s.tolist(), r.tolist())):
-        layer = max(wrote.get(i, -1) + 1, wrote.get(j, -1) + 1, read.get(j, 0))
-        out[e] = wrote[j] = layer
-        read[i] = max(read.get(i, 0), layer)
-    return out
 
 
 def _merged(xj: Tensor, xi: Tensor, aj: Tensor, ai: Tensor, merge: str) -> Tensor:
@@ -179,31 +146,17 @@ class _Window(NamedTuple):
     stale: np.ndarray
 
 
-def _due_after_the_first(steps: np.ndarray, d: np.ndarray, end: float) -> int:
-    """How many sends beyond each client's first due one are due by ``end`` (``k`` sends
-    done: the sends ``m > k + 1`` with ``m d_i <= end``)."""
-    m = np.floor(end / d)
-    m = np.where((m + 1.0) * d <= end, m + 1.0, m)  # the largest m with m d <= end, in the
-    m = np.where(m * d > end, m - 1.0, m)  # arithmetic of the finish times
-    return int(np.maximum(m - steps.astype(np.float64) - 1.0, 0.0).sum())
-
-
 class _Gossip(LocalUpdate):
     """The window's layers: merge a layer's receivers, then train them ``steps`` times."""
 
-    def __init__(self, durations: float | tuple[float, ...], window: float, steps: int,
-                 layers: int, merge: str, pair_seed: int) -> None:
-        self.durations, self.window, self.steps = durations, window, steps
-        self.layers, self.merge, self.pair_seed = layers, merge, pair_seed
+    def __init__(self, clocks: EventTime, steps: int, layers: int, merge: str) -> None:
+        self.clocks, self.steps, self.layers, self.merge = clocks, steps, layers, merge
         self.win: _Window | None = None
         self.cursor = 0
 
     def init_(self, state: State, env: Services) -> None:
-        n = int(env.n)
-        if len(env.clients.ids) != n:
-            raise ValueError("gossip_learning does not run distributed: its push events need "
-                             "every client in one process (run it without torchrun)")
-        _durations_of(self.durations, n)  # one per client
+        n = one_process(env, "gossip_learning", "push events")
+        self.clocks.windows(n)  # one duration per client
         dev = state.x.device
         state.own = GossipLearningState(*(torch.zeros(n, dtype=torch.int64, device=dev)
                                           for _ in range(3)))
@@ -213,17 +166,12 @@ class _Gossip(LocalUpdate):
         if rnd.topology is None:
             raise ValueError("gossip_learning sends to neighbours of a graph: pass a topology")
         own = state.own_as(GossipLearningState)
-        d = _durations_of(self.durations, int(env.n))
-        steps = own.steps.detach().cpu().numpy()
-        finish = _finish_times(own.steps, d)
-        end = (rnd.t + 1) * self.window
-        due = np.flatnonzero(finish <= end)
-        order = due[np.lexsort((due, finish[due]))]
-        mates = partners(rnd.topology, self.pair_seed, order, steps[order])
-        layer = push_layers(order, mates)
-        held = int((layer >= self.layers).sum()) + _due_after_the_first(steps, d, end)
-        self.win = _Window(order, mates, layer, finish[order] <= rnd.t * self.window, held,
-                           float(end), np.zeros(len(order), dtype=np.int64))
+        windows = self.clocks.windows(int(env.n))
+        due = windows.due(own.steps, rnd.t, rnd.topology, self.clocks.pair_seed)
+        layer = push_layers(due.clients, due.partners)
+        held = int((layer >= self.layers).sum()) + windows.surplus(own.steps, rnd.t)
+        self.win = _Window(due.clients, due.partners, layer, due.late, held, float(due.end),
+                           np.zeros(len(due.clients), dtype=np.int64))
         self.cursor = 0
         self._merge_layer(state, 0)
 
@@ -274,23 +222,10 @@ def _communicate(local: _Gossip) -> Callable[[State, Round, Services], Sent]:
         s, r = win.senders[run], win.receivers[run]
         if len(s):
             own.steps[torch.as_tensor(s, device=state.x.device)] += 1
-        now = own.steps.detach().cpu().numpy()
-        records: dict[str, Any] = {
-            "event_time": win.end, "async_events": int(run.sum()),
-            "async_layers": int(win.layer[run].max()) + 1 if run.any() else 0,
-            "async_deferred": int(win.late[run].sum()), "async_held": win.held,
-            "async_steps_min": int(now.min()), "async_steps_mean": float(now.mean()),
-            "async_steps_max": int(now.max())}
-        if run.any():
-            stale = win.stale[run]
-            records.update(staleness_mean=float(stale.mean()), staleness_max=int(stale.max()))
-        real = s != r
-        x = state.x
-        flow = Flow("model", Arcs.from_pairs(int(env.n), s[real], r[real]), int(x.shape[1]),
-                    dtype_bits(x.dtype))
-        took = np.zeros(int(env.n), dtype=bool)
-        took[r] = True  # the receivers: each merged and trained
-        return Sent.of(flow, records=records, active=took)
+        records = window_records(win.end, win.layer[run], win.late[run], win.stale[run],
+                                 own.steps, held=win.held)
+        # the receivers: each merged and trained
+        return window_sent(int(env.n), state.x, s, r, r, records)
 
     return communicate
 
@@ -323,7 +258,7 @@ def gossip_learning(
         Learning rate $\gamma$ (``lr * decay**t`` in window ``t``).
     durations : float or sequence of float, default 1
         Each client's virtual time between two sends (one for every client, or one per
-        client, e.g. :func:`~topofl.algorithms.adpsgd.heavy_tailed_durations`); positive and
+        client, e.g. :func:`~topofl.engine.event_time.heavy_tailed_durations`); positive and
         finite.
     window : float, default 1
         The virtual time $\delta$ of one round (positive, finite).
@@ -337,7 +272,7 @@ def gossip_learning(
     merge : {"mean", "age"}, default "mean"
         How a receiver merges: the plain average, or weighted by the models' ages.
     pair_seed : int, default 0
-        Seed of the partner draws (:func:`~topofl.algorithms.adpsgd.partners`).
+        Seed of the partner draws (:func:`~topofl.engine.event_time.partners`).
     decay : float, default 1
 
     Returns
@@ -369,41 +304,23 @@ def gossip_learning(
     >>> bool(torch.equal(ref.x, trace.state.x))
     True
     """
-    rate = check_lr(lr)
-    d = check_durations(durations)
-    delta = check_window(window)
-    steps = check_int(local_steps, "local_steps", low=1)
+    hp = check_event(lr, durations, window, local_steps, pair_seed, decay)
     depth = check_int(layers, "layers", low=1)
     _check_merge(merge)
-    seed = check_int(pair_seed, "pair_seed", low=0)
-    dec = check_decay(decay)
-    local = _Gossip(d, delta, steps, depth, merge, seed)
-
-    def init(x0: Tensor, env: Services) -> State:
-        state = State(x=x0)
-        local.init_(state, env)
-        return state
-
+    local = _Gossip(hp.clocks(), hp.local_steps, depth, merge)
     return Algorithm(
         name="gossip_learning",
-        hparams=dict(lr=rate, durations=d if isinstance(d, float) else list(d),
-                     window=delta, local_steps=steps, layers=depth, merge=merge,
-                     pair_seed=seed, decay=dec),
-        phases=(Phase("all", steps * depth, None, rate),),
-        init=init,
+        hparams=dict(lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
+                     local_steps=hp.local_steps, layers=depth, merge=merge,
+                     pair_seed=hp.pair_seed, decay=hp.decay),
+        phases=(Phase("all", hp.local_steps * depth, None, hp.lr),),
+        init=compose_init(local),
         local=local,
         communicate=_communicate(local),
         round_start=local.start,
-        requires=None,
-        decay=dec,
-        absent="refuse",
-        lost=None,
-        stacks=("gossip_learning's sends reach clients of one run in an order of their own: "
-                "it runs alone"),
-        clocked=("its clients keep their own event time (durations and window), which the "
-                 "clock would price as synchronous rounds: set durations instead and read the "
-                 "records' event_time"),
-        idle=functools.partial(idle_reason, d, delta),
+        decay=hp.decay,
+        **local.clocks.fields("gossip_learning's sends reach clients of one run in an order of "
+                              "their own: it runs alone"),
     )
 
 
@@ -437,8 +354,9 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
     """The slow, obvious event-by-event gossip learning: a heap of send times, one at a time.
 
     Client ``i`` sends its ``k``-th model at ``k * durations[i]``; the sends with a time
-    ``<= end_time`` run in the order of ``(time, client)``: the receiver (:func:`partners` at
-    the sender's event number) merges the sender's current model into its own (``merge``),
+    ``<= end_time`` run in the order of ``(time, client)``
+    (:func:`~topofl.engine.event_time.events`): the receiver (the sender's partner at its
+    event number) merges the sender's current model into its own (``merge``),
     takes ``local_steps`` SGD steps from the merged model (``grad(z, j)``: its gradient at
     ``z`` ``[P]``) and its age grows by ``local_steps``.
 
@@ -446,15 +364,11 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
     """
     _check_merge(merge)
     n = x0.shape[0]
-    d = _durations_of(tuple(float(v) for v in durations), n)
     x = x0.clone()
     steps, age = [0] * n, [0] * n
     log: list[tuple[float, int, int, int]] = []
-    heap = [(float(d[i]), i) for i in range(n)]
-    heapq.heapify(heap)
-    while heap and heap[0][0] <= end_time:
-        t, i = heapq.heappop(heap)
-        j = int(partners(topology, pair_seed, [i], [steps[i]])[0])
+    d = per_client(tuple(float(v) for v in durations), n)
+    for t, i, _, j in events(topology, d, end_time, pair_seed):
         log.append((t, i, j, max(0, age[j] - age[i])))
         if merge == "mean":
             z = (x[j] + x[i]) / 2
@@ -467,5 +381,4 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
         x[j] = z
         age[j] += local_steps
         steps[i] += 1
-        heapq.heappush(heap, ((steps[i] + 1.0) * d[i], i))
     return Pushes(x, steps, age, log)

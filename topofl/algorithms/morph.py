@@ -60,8 +60,8 @@ Where the simulation differs from the code (choices, not facts):
   model is averaged in the round of the swap.
 - **Randomness.** The code draws with Python's ``random.Random(random_seed + uid)``, consumed;
   here the two uniforms of client ``i`` at round ``t`` are row ``i`` of the stream
-  ``(graph_seed, t)`` (:func:`topofl._rng.generator_at`), so a resumed run draws the same swaps.
-  A draw is the inverse CDF of the softmax in float64 (candidates in client order).
+  ``(graph_seed, t)`` (:func:`topofl._utils.rng.generator_at`), so a resumed run draws the same
+  swaps. A draw is the inverse CDF of the softmax in float64 (candidates in client order).
 
 Distributed (``torchrun``): each rank scores its own clients against every client's model
 (gathered: ``n`` rows of ``P`` per rank), draws their swaps, and mixes through the mixer over
@@ -97,8 +97,8 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
-from topofl._rng import generator_at
-from topofl._validation import check_int, check_real
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_int, check_real
 from topofl.algorithms._common import SGDParams, check_sgd
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.layout import ParamLayout

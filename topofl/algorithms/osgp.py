@@ -10,7 +10,7 @@ References
 
 from __future__ import annotations
 
-from topofl._validation import check_bool
+from topofl._utils.validation import check_bool
 from topofl.algorithms._common import check_participation, check_sgd
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.sgp import push_sum_sgd

@@ -16,7 +16,7 @@ from typing import Any
 
 from torch import Tensor
 
-from topofl._validation import check_int, check_memory
+from topofl._utils.validation import check_int, check_memory
 from topofl.algorithms._common import ServerParams, check_lr
 from topofl.algorithms._server import server_algorithm, server_factory
 from topofl.algorithms.base import register_algorithm

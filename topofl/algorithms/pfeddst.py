@@ -120,17 +120,17 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import generator_at
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Arcs, Flow, arcs_of_mask, dtype_bits, graph_arcs
 from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["pfeddst", "pfeddst_scores", "pfeddst_select", "PFedDSTParams", "PFedDSTState",
-           "select_peers", "aggregate_bodies_", "refresh_losses_"]
+__all__ = ["pfeddst", "PFedDSTKeywords", "pfeddst_scores", "pfeddst_select", "PFedDSTParams",
+           "PFedDSTState", "select_peers", "aggregate_bodies_", "refresh_losses_"]
 
 _DEFAULT_PEERS = 10  # Section III-A: "10 clients are also chosen at each communication round"
 
@@ -330,27 +330,32 @@ def _others(n: int, device: torch.device, rows: Tensor | None = None) -> Tensor:
 # --------------------------------------------------------------------------- the algorithm
 
 
+@dataclass(frozen=True)
+class PFedDSTKeywords:
+    """The hyper-parameters of :func:`pfeddst` as a call gives them (documented there)."""
+
+    lr: float = 0.1
+    head_lr: float | None = None
+    momentum: float = 0.9
+    weight_decay: float = 5e-3
+    local_steps: int | None = None
+    local_epochs: float | Sequence[float] | None = None
+    head_steps: int | None = None
+    head_epochs: float | Sequence[float] | None = None
+    peers: int | None = None
+    alpha: float = 0.1
+    lam: float = 1.0
+    c: float | Any = 2.0
+    selection: str = "score"
+    candidates: str = "all"
+    selection_seed: int = 0
+    decay: float = 1.0
+    peer_accuracy: str | None = None
+
+
 @register_algorithm("pfeddst")
-def pfeddst(
-    lr: float = 0.1,
-    *,
-    head_lr: float | None = None,
-    momentum: float = 0.9,
-    weight_decay: float = 5e-3,
-    local_steps: int | None = None,
-    local_epochs: float | Sequence[float] | None = None,
-    head_steps: int | None = None,
-    head_epochs: float | Sequence[float] | None = None,
-    peers: int | None = None,
-    alpha: float = 0.1,
-    lam: float = 1.0,
-    c: float | Any = 2.0,
-    selection: str = "score",
-    candidates: str = "all",
-    selection_seed: int = 0,
-    decay: float = 1.0,
-    peer_accuracy: str | None = None,
-) -> Algorithm:
+@keywords(PFedDSTKeywords)
+def pfeddst(kw: PFedDSTKeywords) -> Algorithm:
     r"""PFedDST (Fan et al., Algorithm 1): score-based peer selection and partial freezing.
 
     The round, the records and the readings of the paper: the module's docstring. The
@@ -432,6 +437,11 @@ def pfeddst(
     >>> int(res.records.final("messages.body")), int(res.records.final("messages"))
     (8, 72)
     """
+    (lr, head_lr, momentum, weight_decay, local_steps, local_epochs, head_steps, head_epochs, peers,
+     alpha, lam, c, selection, candidates, selection_seed, decay, peer_accuracy) = (
+        kw.lr, kw.head_lr, kw.momentum, kw.weight_decay, kw.local_steps, kw.local_epochs,
+        kw.head_steps, kw.head_epochs, kw.peers, kw.alpha, kw.lam, kw.c, kw.selection,
+        kw.candidates, kw.selection_seed, kw.decay, kw.peer_accuracy)
     lr = check_lr(lr)
     hp = PFedDSTParams(
         lr=lr, head_lr=lr if head_lr is None else check_lr(head_lr, "head_lr"),

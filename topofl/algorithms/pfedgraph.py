@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._validation import check_choice, check_int, check_real
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.algorithms._common import (
     WEIGHTINGS,
     check_decay,
@@ -58,7 +58,7 @@ from topofl.algorithms._common import (
     check_work,
 )
 from topofl.algorithms._one_phase import WholeModelParams, whole_model_algorithm
-from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits
 from topofl.engine.pieces import (
     SGD,
@@ -71,8 +71,8 @@ from topofl.engine.pieces import (
 from topofl.engine.protocol import Algorithm, Kernel, Part, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["pfedgraph", "project_simplex", "collaboration_weights", "cosine_dissimilarity",
-           "PFedGraphParams", "PFedGraphState", "infer_graph", "aggregate_"]
+__all__ = ["pfedgraph", "PFedGraphKeywords", "project_simplex", "collaboration_weights",
+           "cosine_dissimilarity", "PFedGraphParams", "PFedGraphState", "infer_graph", "aggregate_"]
 
 
 @dataclass
@@ -223,23 +223,28 @@ class _Pulled:
         return None
 
 
+@dataclass(frozen=True)
+class PFedGraphKeywords:
+    """The hyper-parameters of :func:`pfedgraph` as a call gives them (documented there)."""
+
+    lr: float = 0.01
+    alpha: float = 0.8
+    lam: float = 0.01
+    similarity: str = "all"
+    similarity_clip: float = 0.9
+    weighting: str = "data_size"
+    participation: float = 1.0
+    sample_seed: int = 0
+    momentum: float = 0.9
+    weight_decay: float = 1e-5
+    decay: float = 1.0
+    local_steps: int | None = None
+    local_epochs: float | tuple[float, ...] | None = None
+
+
 @register_algorithm("pfedgraph")
-def pfedgraph(
-    lr: float = 0.01,
-    *,
-    alpha: float = 0.8,
-    lam: float = 0.01,
-    similarity: str = "all",
-    similarity_clip: float = 0.9,
-    weighting: str = "data_size",
-    participation: float = 1.0,
-    sample_seed: int = 0,
-    momentum: float = 0.9,
-    weight_decay: float = 1e-5,
-    decay: float = 1.0,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
-) -> Algorithm:
+@keywords(PFedGraphKeywords)
+def pfedgraph(kw: PFedGraphKeywords) -> Algorithm:
     r"""pFedGraph: personalized aggregation along a collaboration graph inferred by the server.
 
     Each round $t$, every participating client $i$ (all of them by default):
@@ -320,6 +325,10 @@ def pfedgraph(
     >>> [[round(v, 2) for v in row] for row in tr.state.own.graph.tolist()]
     [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]]
     """
+    (lr, alpha, lam, similarity, similarity_clip, weighting, participation, sample_seed, momentum,
+     weight_decay, decay, local_steps, local_epochs) = (
+        kw.lr, kw.alpha, kw.lam, kw.similarity, kw.similarity_clip, kw.weighting, kw.participation,
+        kw.sample_seed, kw.momentum, kw.weight_decay, kw.decay, kw.local_steps, kw.local_epochs)
     hp = PFedGraphParams(
         lr=check_lr(lr), alpha=check_real(alpha, "alpha", low=0, low_open=True),
         lam=check_real(lam, "lam", low=0),

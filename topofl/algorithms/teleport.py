@@ -64,8 +64,8 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
-from topofl._rng import as_seed_sequence
-from topofl._validation import check_choice, check_int
+from topofl._utils.rng import as_seed_sequence
+from topofl._utils.validation import check_choice, check_int
 from topofl.algorithms._common import check_sgd
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Arcs, Flow, dtype_bits

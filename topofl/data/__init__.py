@@ -8,7 +8,8 @@
   :class:`Partition` (per-client indices, label distributions, stratified train/val/test split).
 - :mod:`topofl.data.federated`: :class:`FederatedData`, every client's samples in one device
   tensor with batched, counter-based sampling and padded evaluation; :func:`federate` builds one
-  from a dataset name, a scheme and a seed.
+  from a dataset name, a scheme and a seed. Its sampling hash lives in
+  :mod:`topofl.data.sampling`, the assembly of its one tensor in :mod:`topofl.data.assembly`.
 - :mod:`topofl.data.corrupt`: label-flipping clients (``federate(..., flip_labels=0.4)``, DPFL's
   malicious clients): :func:`label_flip_plan`, :func:`flip_labels`.
 

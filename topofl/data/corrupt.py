@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_int, check_memory, check_real
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_int, check_memory, check_real
 
 __all__ = ["LabelFlip", "label_flip_plan", "flip_labels", "random_derangement"]
 

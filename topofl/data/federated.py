@@ -14,21 +14,10 @@ from the official test set, their rows are copies of global test rows.)
 Sampling
 --------
 :meth:`FederatedData.sample` draws each client's mini-batch i.i.d. uniformly *with replacement*
-from its own training rows. It is *counter based*: the ``b`` indices of client ``i`` at
-``(round, step)`` are
-
-.. math:: j_{i,k} = \text{offset}_i + \lfloor u_{i,k}\, n_i \rfloor, \qquad
-          u_{i,k} = 2^{-32} H(K_{r,s}, i, k), \quad k = 0..b-1,
-
-where ``K_{r,s}`` is a 64-bit key drawn from ``generator_at(seed, round, step)`` and ``H`` an
-integer hash (three rounds of the ``lowbias32`` mixer) evaluated elementwise on a ``[n, b]``
-integer tensor. Hence client ``i``'s batch depends only on ``(seed, round, step, i, b)`` and its
-own rows: not on the other clients, their sizes, their number, the call order or the device (the
-hash is exact integer arithmetic, identical on CPU and CUDA; every product stays below ``2^63``).
-A resumed run therefore draws the same batches, and the first ``b'`` draws of a ``b``-batch are
-the ``b'``-batch of the same ``(round, step)``. The index bias of the multiply-shift reduction is
-below ``n_i / 2^32``. One *local epoch* of client ``i`` is ``steps_per_epoch(b)[i] = ceil(n_i /
-b)`` such steps.
+from its own training rows, counter based: client ``i``'s batch depends only on ``(seed,
+round, step, i, b)`` and its own rows, on any device, whatever was sampled before, so a
+resumed run draws the same batches (the hash and its properties: :mod:`topofl.data.sampling`).
+One *local epoch* of client ``i`` is ``steps_per_epoch(b)[i] = ceil(n_i / b)`` such steps.
 
 Evaluation
 ----------
@@ -51,7 +40,7 @@ FederatedData(dataset='digits', partition='shards', n_clients=100, train=1442, v
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -59,8 +48,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import (
+from topofl._utils.rng import Seed, as_seed_sequence, generator_at
+from topofl._utils.validation import (
     check_choice,
     check_device,
     check_int,
@@ -68,108 +57,27 @@ from topofl._validation import (
     did_you_mean_each,
     unknown_name,
 )
-from topofl.data.corrupt import LabelFlip, flip_labels, label_flip_plan
+from topofl.data.assembly import (
+    _check_partition_of,
+    _distributed_test,
+    _flip,
+    _gathered,
+    _json_seed,
+    _sampling_root,
+)
+from topofl.data.corrupt import label_flip_plan
 from topofl.data.datasets import Dataset, load
-from topofl.data.partition import PARTITIONS, Partition, natural
+from topofl.data.partition import PARTITIONS, Partition
+from topofl.data.sampling import _hash_np, hash_uniform_index
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["FederatedData", "EvalBatch", "Segments", "StackedSampler", "federate", "SPLITS"]
+__all__ = ["FederatedData", "EvalBatch", "Segments", "federate", "SPLITS"]
 
 #: The per-client splits of a :class:`FederatedData`.
 SPLITS = ("train", "val", "test")
 IntArray = npt.NDArray[np.int64]
-
-_MASK32 = 0xFFFFFFFF
-
-
-# ---------------------------------------------------------------------------------- hashing
-def _mulmod32(x: torch.Tensor, c: int) -> torch.Tensor:
-    """``(x * c) mod 2^32`` for int64 ``x`` in ``[0, 2^32)`` without int64 overflow."""
-    lo = x & 0xFFFF
-    hi = x >> 16
-    return (lo * c + (((hi * c) & 0xFFFF) << 16)) & _MASK32
-
-
-def _mix32(x: torch.Tensor) -> torch.Tensor:
-    """``lowbias32`` (C. Wellons): a bijective 32-bit integer mixer, on int64 tensors."""
-    x = x ^ (x >> 16)
-    x = _mulmod32(x, 0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = _mulmod32(x, 0x846CA68B)
-    return x ^ (x >> 16)
-
-
-def _mix32_np(x: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
-    """``lowbias32`` on uint32 arrays, in place: NumPy's unsigned products wrap mod ``2^32``,
-    so each multiplication is one operation (the same integers as :func:`_mix32`)."""
-    x ^= x >> np.uint32(16)
-    x *= np.uint32(0x7FEB352D)
-    x ^= x >> np.uint32(15)
-    x *= np.uint32(0x846CA68B)
-    x ^= x >> np.uint32(16)
-    return x
-
-
-def _hash_np(k0: int | npt.NDArray[np.int64], k1: int | npt.NDArray[np.int64],
-             client: npt.NDArray[np.int64], slot: npt.NDArray[np.int64],
-             size: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """:func:`hash_uniform_index` on NumPy int64 arrays (keys: ints or int64 columns), in
-    NumPy's wrapping uint32 arithmetic: each product mod ``2^32`` is one operation, so the
-    same integers take a handful of NumPy calls on ``[n, b]`` instead of about 70 small torch
-    operations (100 clients x 50 samples on one core: ~0.04 instead of ~0.19 ms)."""
-    u32 = np.uint32
-    a = _mix32_np((client & _MASK32).astype(u32) ^ (np.asarray(k0) & _MASK32).astype(u32))
-    h = _mix32_np(a + (slot & _MASK32).astype(u32) * u32(0x9E3779B9))
-    h ^= (np.asarray(k1) & _MASK32).astype(u32)
-    h = _mix32_np(h)
-    out: npt.NDArray[np.int64] = (
-        (h.astype(np.uint64) * size.astype(np.uint64)) >> np.uint64(32)).astype(np.int64)
-    return out
-
-
-def hash_uniform_index(
-    k0: int | torch.Tensor, k1: int | torch.Tensor, client: torch.Tensor, slot: torch.Tensor,
-    size: torch.Tensor, *, numpy: bool | None = None
-) -> torch.Tensor:
-    """``floor(H(k, client, slot) * size / 2^32)``, elementwise (broadcast of client × slot;
-    the key ``k0, k1`` an int each, or int64 columns: one key per row).
-
-    On the CPU (``numpy=None``) through :func:`_hash_np`; elsewhere, or with
-    ``numpy=False``, in int64 torch operations on the tensors' device. Both give the same
-    integers (exact arithmetic)."""
-    if numpy is None:
-        numpy = all(t.device.type == "cpu" for t in (client, slot, size))
-    if numpy:
-        import torch
-
-        return torch.from_numpy(_hash_np(
-            k0 if isinstance(k0, int) else k0.numpy(), k1 if isinstance(k1, int) else k1.numpy(),
-            client.numpy(), slot.numpy(), size.numpy()))
-    a = _mix32((client ^ k0) & _MASK32)
-    h = _mix32((a + slot * 0x9E3779B9) & _MASK32)
-    h = _mix32(h ^ k1)
-    return (h * size) >> 32
-
-
-def _reference_indices(key: tuple[int, int], client: int, size: int, b: int) -> list[int]:
-    """Pure-Python version of one client's local indices (the per-client reference path)."""
-
-    def mix(x: int) -> int:
-        x ^= x >> 16
-        x = (x * 0x7FEB352D) & _MASK32
-        x ^= x >> 15
-        x = (x * 0x846CA68B) & _MASK32
-        return x ^ (x >> 16)
-
-    k0, k1 = key
-    a = mix((client ^ k0) & _MASK32)
-    out = []
-    for k in range(b):
-        h = mix(mix((a + k * 0x9E3779B9) & _MASK32) ^ k1)
-        out.append((h * size) >> 32)
-    return out
 
 
 # ---------------------------------------------------------------------------------- small types
@@ -206,38 +114,6 @@ def flipped_mask(params: Mapping[str, Any], n: int) -> npt.NDArray[np.bool_]:
     if info:
         out[np.asarray(info["clients"], dtype=np.int64)] = True
     return out
-
-
-def _check_partition_of(dataset: Any, partition: Any) -> None:
-    """Refuse a ``dataset`` that is not a :class:`Dataset`, a ``partition`` that is not a
-    :class:`Partition`, or one that does not partition ``dataset.y_train``."""
-    if not isinstance(dataset, Dataset):
-        raise TypeError(f"dataset must be a topofl.data.Dataset, got {type(dataset).__name__}")
-    if not isinstance(partition, Partition):
-        raise TypeError(f"partition must be a Partition, got {type(partition).__name__}")
-    if partition.num_samples != dataset.y_train.size or not np.array_equal(
-        partition.labels, dataset.y_train
-    ):
-        raise ValueError(
-            "partition must partition dataset.y_train: it covers "
-            f"{partition.num_samples} labels, the dataset has {dataset.y_train.size} "
-            "training samples (or different labels)"
-        )
-
-
-def _distributed_test(dataset: Dataset, partition: Partition,
-                      root: np.random.SeedSequence) -> Partition:
-    """The clients' shares of the official test set (``test="distribute"``): each client's
-    group's samples for a :func:`~topofl.data.natural` partition of a dataset with groups,
-    else following each client's label distribution (stream 2 of ``root``)."""
-    if partition.name == "natural" and dataset.groups_test is not None:
-        return natural(
-            dataset.y_test,
-            dataset.groups_test,
-            group_ids=partition.params["group_ids"],
-            num_classes=dataset.num_classes,
-        )
-    return partition.distribute(dataset.y_test, seed=generator_at(root, 2))
 
 
 # ---------------------------------------------------------------------------------- FederatedData
@@ -558,8 +434,8 @@ class FederatedData:
         r"""Mini-batches of every client: ``(x [n, b, *input_shape], y [n, b])``.
 
         Client ``i``'s ``b`` samples are drawn uniformly with replacement from its own training
-        rows, as a pure function of ``(seed, round, step, i)`` (see the module notes): the same
-        arguments give the same batch, on any device, whatever else was sampled before.
+        rows, as a pure function of ``(seed, round, step, i)`` (:mod:`topofl.data.sampling`):
+        the same arguments give the same batch, on any device, whatever else was sampled before.
 
         Parameters
         ----------
@@ -693,109 +569,6 @@ class FederatedData:
             torch.arange(self.num_clients, device=self.device), self._tensor(f"{name}.sizes")
         )
         return self.x[a:b], self.y[a:b], client
-
-
-class StackedSampler:
-    """The training batches' rows of several :class:`FederatedData` at once (the runs of a
-    stacked pass, :mod:`topofl.engine.stack`): :meth:`indices` is
-    ``torch.cat([d.sample_indices(r, s, b) for d in datas])``, the same integers, hashed in
-    one vectorised pass (each data's own key, clients and sizes; row ``i`` of data ``d``
-    indexes ``d.x``).
-
-    Examples
-    --------
-    >>> import torch
-    >>> from topofl.data.federated import StackedSampler
-    >>> datas = [tf.data.federate("digits", "dirichlet", n, seed=s, alpha=0.5)
-    ...          for n, s in ((4, 0), (3, 1))]
-    >>> idx = StackedSampler(datas).indices(2, 1, 5)
-    >>> bool(torch.equal(idx, torch.cat([d.sample_indices(2, 1, 5) for d in datas])))
-    True
-    """
-
-    def __init__(self, datas: Sequence[FederatedData]) -> None:
-        import torch
-
-        self.datas = list(datas)
-        if not self.datas or len({str(d.device) for d in self.datas}) != 1:
-            raise ValueError("a StackedSampler takes one or more datas on one device")
-        dev = self.datas[0].device
-        self._empty = any(bool(np.any(d._segments["train"].sizes == 0)) for d in self.datas)
-        self._size = torch.cat([d._tensor("train.sizes")[:, None] for d in self.datas])
-        self._offset = torch.cat([d._tensor("train.offsets")[:, None] for d in self.datas])
-        counts = [int(d.num_clients) for d in self.datas]
-        self._client = torch.cat([torch.arange(c, device=dev, dtype=torch.int64)
-                                  for c in counts])[:, None]
-        self._which = torch.repeat_interleave(
-            torch.arange(len(counts), device=dev), torch.tensor(counts, device=dev))
-
-    def indices(self, round: int, step: int, batch_size: int) -> torch.Tensor:
-        """``[sum of clients, b]`` int64: every data's :meth:`FederatedData.sample_indices`."""
-        import torch
-
-        if self._empty:  # the error of the data with a client without training rows
-            return torch.cat([d.sample_indices(round, step, batch_size) for d in self.datas])
-        b = check_int(batch_size, "batch_size", low=1)
-        keys = torch.tensor([d._key(round, step) for d in self.datas], dtype=torch.int64,
-                            device=self._size.device)[self._which]
-        slot = torch.arange(b, device=self._size.device, dtype=torch.int64)[None, :]
-        return self._offset + hash_uniform_index(keys[:, :1], keys[:, 1:], self._client,
-                                                  slot, self._size)
-
-
-#: Values of one block :func:`_gathered` copies at a time (the source rows gathered before
-#: their cast into the output: 2 MiB of float32).
-GATHER_BLOCK_VALUES = 1 << 19
-
-
-def _gathered(parts: Sequence[tuple[npt.NDArray[Any], IntArray | None]],
-              shape: tuple[int, ...]) -> npt.NDArray[np.float32]:
-    """``[M, *shape]`` float32: the rows ``index`` of each source (every row for ``None``)
-    one after the other, as ``np.concatenate`` of the gathers cast to float32, written into
-    one array block of rows by block (the copy and the cast are elementwise: the same numbers,
-    without a second copy of every sample; float32 rows are taken straight into it).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from topofl.data.federated import _gathered
-    >>> a = np.arange(12, dtype=np.float64).reshape(6, 2)
-    >>> _gathered([(a, np.array([4, 0])), (a[:1], None)], (2,)).tolist()
-    [[8.0, 9.0], [0.0, 1.0], [0.0, 1.0]]
-    """
-    total = sum(int(src.shape[0]) if idx is None else int(idx.size) for src, idx in parts)
-    out = np.empty((total, *shape), dtype=np.float32)
-    rows = max(1, GATHER_BLOCK_VALUES // max(1, int(np.prod(shape))))
-    at = 0
-    for src, idx in parts:
-        m = int(src.shape[0]) if idx is None else int(idx.size)
-        for a in range(0, m, rows):
-            b = min(m, a + rows)
-            if idx is not None and src.dtype == np.float32 and src.ndim == out.ndim:
-                np.take(src, idx[a:b], axis=0, out=out[at + a:at + b])  # no copy in between
-            else:
-                out[at + a:at + b] = src[a:b] if idx is None else src[idx[a:b]]
-        at += m
-    return out
-
-
-def _flip(y: npt.NDArray[Any], sizes: IntArray, plan: LabelFlip) -> npt.NDArray[Any]:
-    return y if not plan.clients.size else flip_labels(y, sizes, plan)
-
-
-def _sampling_root(root: np.random.SeedSequence) -> np.random.SeedSequence:
-    """The sampling stream's root: child ``3`` of the seed (0 partition, 1 split, 2 test)."""
-    return np.random.SeedSequence(
-        entropy=root.entropy, spawn_key=tuple(root.spawn_key) + (3,), pool_size=root.pool_size
-    )
-
-
-def _json_seed(seed: Seed, root: np.random.SeedSequence) -> int | None:
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
-        return int(seed)
-    if not tuple(root.spawn_key) and isinstance(root.entropy, int):
-        return int(root.entropy)
-    return None
 
 
 # ---------------------------------------------------------------------------------- federate

@@ -18,7 +18,8 @@ is refused with a :class:`~topofl.exceptions.CheckpointError` naming the file, o
 Because the keys name client ids, not ranks, a checkpoint written on ``K`` ranks loads on
 ``K'`` ranks (each reads the files that hold its clients) or in one process
 (:func:`load_full`). It is written into a folder rank 0 creates for this save beside
-``<path>`` (``.<name>.topofl-tmp-<pid>-<machine>-<random>``, :func:`~topofl._fs.private_sibling`: no
+``<path>`` (``.<name>.topofl-tmp-<pid>-<machine>-<random>``,
+:func:`~topofl._utils.files.private_sibling`: no
 user's name) and, once every rank has written, rank 0 moves the previous checkpoint to
 ``<path>.old``, renames its folder to ``<path>`` and removes ``<path>.old``. A crash between
 those renames leaves no ``<path>`` but a whole ``<path>.old``: the loaders fall back to it
@@ -27,7 +28,7 @@ removed: the folder of this save (if it fails), and a ``<path>.old`` that is a t
 checkpoint (anything else there is refused, naming it, before it would be replaced). A save
 killed midway leaves its ``.<name>.topofl-tmp-...`` folder, which is safe to delete (the next
 save, or a run that checkpoints to ``<path>``, removes it once its writer is gone:
-:func:`~topofl._fs.remove_orphans`).
+:func:`~topofl._utils.files.remove_orphans`).
 
 Examples
 --------
@@ -58,7 +59,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from topofl._fs import private_sibling
+from topofl._utils.files import private_sibling
 from topofl.distributed.comm import Shard
 from topofl.distributed.world import is_distributed
 from topofl.engine.checkpoint import (

@@ -9,15 +9,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from topofl._rng import generator_at
-from topofl._validation import check_choice, check_int
-from topofl.data.federated import (
-    SPLITS,
-    EvalBatch,
-    FederatedData,
-    flipped_mask,
-    hash_uniform_index,
-)
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_choice, check_int
+from topofl.data.federated import SPLITS, EvalBatch, FederatedData, flipped_mask
+from topofl.data.sampling import hash_uniform_index
 
 __all__ = ["ShardData"]
 

@@ -13,8 +13,9 @@ from topofl.engine import pieces, stack
 from topofl.engine.clients import Clients
 from topofl.engine.config import RunConfig
 from topofl.engine.extend import check_algorithm
+from topofl.engine.lane import Result
 from topofl.engine.layout import ParamLayout, Part
-from topofl.engine.loop import Result, run
+from topofl.engine.loop import run
 from topofl.engine.protocol import (
     Algorithm,
     Communicate,

@@ -50,8 +50,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import generator_at
-from topofl._validation import check_int, did_you_mean_each
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_int, did_you_mean_each
 from topofl.engine.clock import ConfigTable, Values, real_number, trace_text
 from topofl.engine.protocol import Algorithm, Round, State
 from topofl.graph import Topology

@@ -80,7 +80,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._validation import check_choice, check_int, check_real, did_you_mean
+from topofl._utils.validation import check_choice, check_int, check_real, did_you_mean
 
 __all__ = ["ATTACKS", "CHOICES", "Byzantine", "Attack", "attack_messages", "alie_z",
            "check_byzantine", "no_attacker"]

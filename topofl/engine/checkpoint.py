@@ -44,7 +44,7 @@ from typing import Any
 
 import torch
 
-from topofl._fs import fsync_dir, private_sibling
+from topofl._utils.files import fsync_dir, private_sibling
 from topofl.exceptions import CheckpointError
 
 __all__ = ["save_checkpoint", "load_checkpoint", "write_payload", "write_beside", "payload_digest",
@@ -145,13 +145,13 @@ def save_checkpoint(path: str | os.PathLike[str], payload: dict[str, Any]) -> No
     path : str or path
         The checkpoint file; its folder is created if needed. The payload is written to a
         temporary file this call creates beside ``path``
-        (:func:`~topofl._fs.private_sibling`, removed again if the write fails), renamed
+        (:func:`~topofl._utils.files.private_sibling`, removed again if the write fails), renamed
         over ``path``, and the folder is fsynced; a write killed midway leaves that
         ``.<name>.topofl-tmp-<pid>-...`` file, which the next save to ``path`` (and a run
         that checkpoints to ``path``, when it starts or resumes) removes: at once when its
         writer ran on this machine and is gone, after a minute untouched for a writer that
         may have run on another machine sharing the folder
-        (:func:`~topofl._fs.remove_orphans`). A folder at ``path`` is an
+        (:func:`~topofl._utils.files.remove_orphans`). A folder at ``path`` is an
         ``IsADirectoryError`` (never replaced here;
         ``topofl.run``'s checkpointer replaces the folder of a sharded checkpoint,
         :func:`topofl.distributed.checkpoint.save_any`).
@@ -192,7 +192,7 @@ def _write_beside(path: Path, body: Mapping[str, Any]) -> Path:
 
 def write_beside(path: str | os.PathLike[str], payload: Mapping[str, Any]) -> Path:
     """Write ``payload`` with its checksum to a new temporary file beside ``path`` (created
-    by this call, :func:`~topofl._fs.private_sibling`), fsync it and return it, for the
+    by this call, :func:`~topofl._utils.files.private_sibling`), fsync it and return it, for the
     caller to rename into place; if the write fails, that file is removed and nothing else.
 
     Raises
@@ -290,7 +290,7 @@ def check_output_paths(records_path: Any, checkpoint_path: Any) -> None:
 
     A checkpoint write replaces ``checkpoint_path`` and, for a sharded checkpoint, moves the
     previous one to ``checkpoint_path + ".old"`` while it does (its temporary files have
-    names of their own, :func:`~topofl._fs.private_sibling`, as the records writer's have).
+    names of their own, :func:`~topofl._utils.files.private_sibling`, as the records writer's have).
     The paths are compared after resolving links, ``~``
     and relative parts. Values that are not paths are left to the type checks.
 

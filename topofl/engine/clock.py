@@ -66,8 +66,8 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from topofl._rng import generator_at
-from topofl._validation import check_int, did_you_mean_each
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_int, did_you_mean_each
 from topofl.engine.ledger import Arcs, Flow
 
 __all__ = ["Values", "Network", "Clock", "pair_uniform", "check_clocked"]

@@ -9,8 +9,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from topofl._extensible import replaced
-from topofl._validation import (
+from topofl._utils.registries import replaced
+from topofl._utils.runhash import RESUME_FREE, header_hash_problem, identity, run_hash
+from topofl._utils.validation import (
     check_bool,
     check_choice,
     check_int,
@@ -27,7 +28,6 @@ from topofl.engine.clock import Network
 from topofl.engine.protocol import Algorithm
 from topofl.graph import GraphLike
 from topofl.records.writer import jsonable
-from topofl.runhash import RESUME_FREE, header_hash_problem, identity, run_hash
 
 __all__ = ["RunConfig", "DTYPES", "config_header", "RESUME_FREE", "run_hash", "config_diff",
            "header_hash_problem", "ADDED_SETTINGS", "EVAL_GLOBAL_BUDGET",

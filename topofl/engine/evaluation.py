@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import as_generator
+from topofl._utils.rng import as_generator
 from topofl.engine.clients import Clients, first_bad
 from topofl.engine.config import RunConfig, global_samples
 from topofl.engine.protocol import Adjust, Algorithm, Round, Services, State
@@ -178,7 +178,7 @@ def squared_distances(x: Tensor, center: Tensor) -> Tensor:
 
 #: Bytes an evaluation pass aims to hold at once (the logits and inputs of a chunk of samples
 #: for every client): the evaluation's chunks, and the planner's model of them
-#: (:mod:`topofl.memory`), are sized by it.
+#: (:mod:`topofl.workflow.memory`), are sized by it.
 EVAL_BLOCK_BYTES = 64 << 20
 
 

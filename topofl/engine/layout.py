@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from topofl._rng import generator_at
+from topofl._utils.rng import generator_at
 from topofl.models import split_parameters
 
 __all__ = ["ParamLayout", "Part", "init_parameters"]

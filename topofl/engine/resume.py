@@ -11,7 +11,7 @@ import numpy as np
 from torch import Tensor
 
 from topofl.engine.config import RunConfig, config_diff
-from topofl.engine.protocol import State, tensor_names_problem
+from topofl.engine.state import State, tensor_names_problem
 from topofl.exceptions import CheckpointError
 
 __all__ = ["Resumed", "resume_from", "checkpoint_meta"]

@@ -22,7 +22,7 @@ batches drawn, the bytes sent) are the same. Two code paths never promise the sa
 across CPUs: the same run twice does.
 
 A stack is a placement of the one round loop (:func:`topofl.engine.loop.run_loop`), as
-torch.distributed is: every run is a :class:`~topofl.engine.loop.Lane` whose rows sit side by
+torch.distributed is: every run is a :class:`~topofl.engine.lane.Lane` whose rows sit side by
 side in the loop's buffers, with its own seeds, learning-rate schedule, availability, network
 clock, lost messages, records and checkpoints. An algorithm declares whether its runs stack
 (``Algorithm.stacks``: ``True`` when its pieces change each client's row from that row alone or
@@ -50,24 +50,26 @@ import dataclasses
 import itertools
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from topofl.data.federated import FederatedData, StackedSampler
+from topofl.data.federated import FederatedData
+from topofl.data.sampling import StackedSampler
 from topofl.engine.clients import LocalClients
 from topofl.engine.config import DTYPES, RunConfig, global_samples
 from topofl.engine.evaluation import eval_chunk, global_scored, score_chunks, shared_sums
 from topofl.engine.gossip import Mixer
+from topofl.engine.lane import Lane, Member, Result
 from topofl.engine.local import steps_per_client
-from topofl.engine.loop import Lane, Loop, Result, StackDiverged, run_loop
+from topofl.engine.loop import Loop, StackDiverged, run_loop
 from topofl.engine.placement import OneProcess, Placement
 from topofl.engine.protocol import Algorithm, Round, State, ToyServices
-from topofl.graph import GraphLike, Topology
+from topofl.graph import Topology
 from topofl.topologies.derived import block_topology
 
 __all__ = ["Member", "StackDiverged", "stack_problem", "stack_key", "alone_reason",
@@ -76,28 +78,6 @@ __all__ = ["Member", "StackDiverged", "stack_problem", "stack_key", "alone_reaso
 #: Run settings every run of a stack shares (they shape the arithmetic or the loop).
 _SHARED_SETTINGS = ("rounds", "batch_size", "device", "dtype", "executor", "chunk_size",
                     "momentum_state", "fuse")
-
-class Member(NamedTuple):
-    """One run of a stack: what :func:`topofl.engine.run` takes for it.
-
-    Attributes
-    ----------
-    config : RunConfig
-    topology : Topology or TimeVarying or None
-    algorithm : Algorithm
-    data : FederatedData
-    model : torch.nn.Module
-    header : mapping, optional
-        The records header's ``config`` and ``provenance`` (as :func:`topofl.engine.run`).
-    """
-
-    config: RunConfig
-    topology: GraphLike | None
-    algorithm: Algorithm
-    data: Any
-    model: nn.Module
-    header: Mapping[str, Any] | None = None
-
 
 _RATES = ("lr", "lr_u", "lr_v")
 
@@ -371,8 +351,7 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
     lanes: list[Lane] = []
     start, executor = 0, None
     for i, m in enumerate(members):
-        ln = Lane.build(i, m.config, m.topology, m.algorithm, m.data, m.model, place,
-                        start=start, executor=executor, header=m.header, init=False,
+        ln = Lane.build(i, m, place, start=start, executor=executor, init=False,
                         warn_level=5)
         executor = ln.env.executor
         lanes.append(ln)

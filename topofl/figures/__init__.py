@@ -10,11 +10,13 @@ A figure of ``paper_figures/`` is a thin script over this package:
 * :func:`panels` runs every config's sweep over its seeds, or reuses the cached runs
   (:func:`sweep`, :mod:`.runs`, which says when a cached run is reused), and groups the runs
   of a curve (one label, several seeds) into one :class:`Panel` (:mod:`.panel`);
-* the script measures the claim's quantities seed by seed (:class:`OverSeeds`), turns them into
-  :class:`Check`\ s (:func:`above`, :func:`below`, :func:`within`, :func:`fact`) —
-  :mod:`.checks`, which states the rule that decides a check and the verdict — and returns a
-  :class:`Result`; :func:`script` (the preamble every script shares) writes ``<name>.png``,
-  ``<name>.md`` and the verdict ``<name>.json`` (:func:`write`, :mod:`.writing`).
+* the script measures the claim's quantities seed by seed (:class:`OverSeeds`,
+  :mod:`.measures`), reads whether the compared curves flattened (:func:`convergence`,
+  :mod:`.flatness`), turns them into :class:`Check`\ s (:func:`above`, :func:`below`,
+  :func:`within`, :func:`fact`) — :mod:`.checks`, which states the rule that decides a check
+  and the verdict — and returns a :class:`Result`; :func:`script` (the preamble every script
+  shares) writes ``<name>.png``, ``<name>.md`` and the verdict ``<name>.json`` (:func:`write`,
+  :mod:`.writing`).
 
 Every scale writes to ``paper_figures/out/<scale>/`` (``--out DIR`` elsewhere);
 ``--update-results`` writes the default scale to the committed ``paper_figures/results/`` (and
@@ -42,29 +44,22 @@ Examples
 
 from __future__ import annotations
 
-from topofl._fingerprint import code_fingerprint
+from topofl._utils.fingerprint import code_fingerprint
 from topofl.figures import redecide as redecide  # the module (topofl figure redecide)
-from topofl.figures.checks import (
-    Check,
-    Convergence,
+from topofl.figures.checks import Check, above, below, fact, verdict, within
+from topofl.figures.config import claim_of, grid, load_config, margin
+from topofl.figures.flatness import Convergence, convergence, mean_curve
+from topofl.figures.gate import Gate, fidelity_gate, gate_bars, gated
+from topofl.figures.measures import (
     OverSeeds,
-    above,
-    below,
-    convergence,
-    fact,
     final,
     final_spread,
-    mean_curve,
     mean_over_rounds,
     per_seed,
     reach,
     samples_per_client,
     seedwise,
-    verdict,
-    within,
 )
-from topofl.figures.config import claim_of, grid, load_config, margin
-from topofl.figures.gate import Gate, fidelity_gate, gate_bars, gated
 from topofl.figures.panel import Panel, curves, merged_setting, panels
 from topofl.figures.runs import THREADS, FigureArgs
 from topofl.figures.writing import Result, script

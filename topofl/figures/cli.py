@@ -9,12 +9,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from topofl._fingerprint import code_fingerprint
-from topofl.certificates import EQUIVALENCE_FILE, certify, clean_commit, rerecord, verify
+from topofl._utils.fingerprint import code_fingerprint
+from topofl.figures.certificates import EQUIVALENCE_FILE, certify, rerecord, verify
+from topofl.figures.commits import clean_commit
 from topofl.figures.config import FigureError, _root
 from topofl.figures.redecide import redecide
 from topofl.figures.results import _results, _write_index, available, stale
-from topofl.snapshot import take as take_snapshot
+from topofl.figures.snapshot import take as take_snapshot
 
 __all__ = ["main"]
 
@@ -41,7 +42,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
               "status 1 if any). `snapshot --out FILE` saves what the result code computes on "
               "fixed small inputs (before a refactor); `snapshot --certify FILE` takes it "
               "again and, when nothing moved, certifies the new code equivalent to the old "
-              "(topofl.snapshot). `redecide` decides committed results again under the "
+              "(topofl.figures.snapshot). `redecide` decides committed results again under the "
               "current rule from their own per-seed values (every result without NAMEs; "
               "topofl.figures.redecide).")
         return 0 if argv else 2

@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from topofl import data
-from topofl._configfile import read_config, split_sweep
+from topofl._utils.configfiles import read_config, split_sweep
 from topofl.exceptions import ConfigError
 
 __all__ = ["SCALES", "DEFAULT_SEEDS", "FigureError", "apply_scale", "stand_in", "load_config",

@@ -35,9 +35,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
-from topofl._configfile import read_config
-from topofl.figures.checks import Check, OverSeeds
+from topofl._utils.configfiles import read_config
+from topofl.figures.checks import Check
 from topofl.figures.config import FigureError, _presets_root
+from topofl.figures.measures import OverSeeds
 
 __all__ = ["MIN_CONTROLS", "RELATIONS", "Gate", "Order", "OrdinalGate", "AnyGate",
            "fidelity_gate", "ordinal_gate", "ordinal_bars", "gate_from_dict", "gate_bars",

@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 
 from topofl import algorithms, data, plotting
-from topofl.figures.checks import _metric, final, mean_over_rounds, per_seed
 from topofl.figures.config import FigureError, _fmt, load_config
+from topofl.figures.measures import _metric, final, mean_over_rounds, per_seed
 from topofl.figures.runs import FigureArgs, sweep
-from topofl.provenance import hparam_signature
 from topofl.records import Records
+from topofl.workflow.provenance import hparam_signature
 
 __all__ = ["Panel", "panels", "curves", "epochs_per_round", "setting", "merged_setting",
            "curve_table"]

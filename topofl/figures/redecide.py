@@ -27,7 +27,6 @@ from topofl.figures.checks import (
     RULE,
     Check,
     Convergence,
-    OverSeeds,
     above,
     below,
     secondary,
@@ -36,6 +35,7 @@ from topofl.figures.checks import (
 )
 from topofl.figures.config import FigureError, _root, claim_of, mark_document
 from topofl.figures.gate import AnyGate, gate_from_dict, gated
+from topofl.figures.measures import OverSeeds
 from topofl.figures.writing import gate_paragraph, gate_table, rule_paragraph, verdict_line
 
 __all__ = ["Redecision", "redecide", "apply_gates"]
@@ -220,7 +220,7 @@ def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = Non
               gates: list[AnyGate] | None = None) -> str:
     """``md`` with its verdict line, its table of checks, the rule's paragraph, the margins'
     reasons and the fidelity gates rewritten."""
-    from topofl._markdown import table
+    from topofl._utils.markdown import table
 
     md = re.sub(r"^\*\*Verdict:\*\* .*$", lambda _: verdict_line(checks), md, count=1,
                 flags=re.M)

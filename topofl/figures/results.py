@@ -14,9 +14,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from topofl._fingerprint import code_fingerprint
-from topofl._markdown import table
-from topofl.certificates import EQUIVALENCE_FILE, equivalent_codes
+from topofl._utils.fingerprint import code_fingerprint
+from topofl._utils.markdown import table
+from topofl.figures.certificates import EQUIVALENCE_FILE, equivalent_codes
 from topofl.figures.checks import VERDICTS, _legacy_verdict
 from topofl.figures.config import FigureError, _root
 

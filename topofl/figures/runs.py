@@ -5,10 +5,10 @@ runs a config's sweep over its seeds, or reuses the cached runs.
 
 **Cache and provenance.** A cached run is reused only while its stored resolved config equals
 the wanted one *and* it was computed by the current library code, or by code certified to
-compute the same (:func:`current_codes`): :func:`~topofl._fingerprint.code_fingerprint` (the
+compute the same (:func:`current_codes`): :func:`~topofl._utils.fingerprint.code_fingerprint` (the
 version and a hash of the source files of ``topofl/`` that affect results; see
-:data:`~topofl._fingerprint.NOT_RESULT_CODE`) is stored beside each run (``<run>.code``); a run
-of other code is run again. Cached runs live in ``paper_figures/out/runs/<scale>/<name>/``.
+:data:`~topofl._utils.fingerprint.NOT_RESULT_CODE`) is stored beside each run (``<run>.code``); a
+run of other code is run again. Cached runs live in ``paper_figures/out/runs/<scale>/<name>/``.
 
 **Outputs.** Every scale writes to ``paper_figures/out/<scale>/`` (``--out DIR`` elsewhere);
 ``--update-results`` writes the default scale to the committed ``paper_figures/results/`` (and
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from topofl import sweep as _sweep
-from topofl._fingerprint import code_fingerprint
-from topofl.certificates import equivalent_codes
+from topofl._utils.fingerprint import code_fingerprint
+from topofl.figures.certificates import equivalent_codes
 from topofl.figures.config import FigureError, _clean, _root
 from topofl.records import load_many
 
@@ -122,7 +122,7 @@ def parse_args(doc: str | None, name: str, argv: Sequence[str] | None = None) ->
 
 def current_codes() -> set[str]:
     """The current :func:`code_fingerprint` and those certified to compute what it computes
-    (:mod:`topofl.snapshot`; the certificates beside the committed results): a committed
+    (:mod:`topofl.figures.snapshot`; the certificates beside the committed results): a committed
     result or cached run of one of these is current.
 
     Examples

@@ -19,10 +19,10 @@ from typing import Any
 
 import matplotlib
 
-from topofl._environment import summary
-from topofl._fingerprint import code_fingerprint
-from topofl._markdown import Document
-from topofl.figures.checks import RULE, Check, OverSeeds, headline_of, secondary, verdict
+from topofl._utils.environment import summary
+from topofl._utils.fingerprint import code_fingerprint
+from topofl._utils.markdown import Document
+from topofl.figures.checks import RULE, Check, headline_of, secondary, verdict
 from topofl.figures.config import (
     MARGINS_USED,
     SCRIPT_ROOT,
@@ -31,10 +31,11 @@ from topofl.figures.config import (
     mark_document,
 )
 from topofl.figures.gate import AnyGate, Gate, OrdinalGate
+from topofl.figures.measures import OverSeeds
 from topofl.figures.panel import Panel
 from topofl.figures.runs import FigureArgs, parse_args
 
-__all__ = ["Ran", "Result", "write", "script"]
+__all__ = ["Claim", "Ran", "Result", "write", "script"]
 
 
 # ------------------------------------------------------------------------------ results
@@ -194,6 +195,24 @@ def _setting_and_numbers(
 
 
 @dataclass(frozen=True)
+class Claim:
+    """The paper's claim a result tests, as ``paper_figures/claims.toml`` states it
+    (:func:`~topofl.figures.claim_of`): the result's ``title``, the claim's ``text`` with its
+    numbers, and the practical ``margins`` that apply (kind -> ``{"value", "reason"}``).
+
+    Examples
+    --------
+    >>> c = tf.figures.writing.Claim("Toy", "A beats B")
+    >>> c.title, c.text, dict(c.margins)
+    ('Toy', 'A beats B', {})
+    """
+
+    title: str
+    text: str
+    margins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Ran:
     """What a result's runs were and recorded: its ``Provenance`` table and the matching
     fields of its JSON (see :func:`write`).
@@ -248,8 +267,8 @@ def _provenance_rows(args: FigureArgs, code: str, ran: Ran) -> list[list[str]]:
                 "-" if not threads else "not recorded (runs from before CPU kinds were)")
     env_text = ("; ".join(dict.fromkeys(summary(e) for e in environments))
                 + " (numbers are bitwise where every field of "
-                "`topofl.provenance.BIT_FIELDS` and the thread count match; elsewhere within "
-                "rounding)" if environments else
+                "`topofl.workflow.provenance.BIT_FIELDS` and the thread count match; elsewhere "
+                "within rounding)" if environments else
                 "-" if not threads else "not recorded (runs from before environments were)")
     rounds = ran.rounds
     rounds_text = ("-" if not rounds.get("run") else
@@ -266,15 +285,13 @@ def write(
     args: FigureArgs,
     fig: Any,
     *,
-    title: str,
+    claim: Claim,
     setting: Sequence[tuple[str, str]] | Mapping[str, Sequence[tuple[str, str]]],
     numbers: Any,
-    claim: str,
     measured: str,
     checks: Sequence[Check],
     notes: Sequence[str] = (),
     ran: Ran = Ran(),
-    margins: Mapping[str, Mapping[str, Any]] | None = None,
     gates: Sequence[AnyGate] = (),
 ) -> Path:
     """Write ``<name>.png``, ``<name>.md`` and the verdict ``<name>.json`` into ``args.out``.
@@ -284,12 +301,13 @@ def write(
     fig : matplotlib Figure or None
         The figure; ``None`` for a table result (a paper's table): then only the Markdown and
         the verdict are written.
+    claim : Claim
+        The paper's claim (the result's title, the claim with its numbers, the practical
+        margins that apply, from ``claims.toml``).
     setting : list of (key, value), or mapping of panel to such a list
         What ran (see :func:`~topofl.figures.panel.setting`).
     numbers : DataFrame or mapping of title to DataFrame
         The numbers behind each curve (see :func:`~topofl.figures.panel.curve_table`).
-    claim : str
-        The paper's claim, with its numbers.
     measured : str
         One line: what this run measured.
     checks : sequence of Check
@@ -299,9 +317,6 @@ def write(
     ran : Ran
         What the runs were and recorded (data, seeds, stand-ins, optimizer state, threads,
         CPU kinds, numeric environments, rounds).
-    margins : mapping, optional
-        The practical margins that apply (kind -> ``{"value", "reason"}``, from
-        ``claims.toml``).
     gates : sequence of gates
         The stand-in's gates (their outcome and values go into the verdict).
 
@@ -318,9 +333,10 @@ def write(
     >>> args = tf.figures.FigureArgs("toy", "quick", d, d / "runs")
     >>> gain = tf.figures.OverSeeds((0.02, 0.03, 0.04), (0, 1, 2))
     >>> check = tf.figures.above("A - B above 0", gain, horizon="a toy", headline=True)
-    >>> md = tf.figures.writing.write(args, None, title="Toy", setting=[("lr", "0.1")], numbers={},
-    ...                       claim="A beats B", measured=f"gain {gain:.3f}",
-    ...                       checks=[check], ran=tf.figures.writing.Ran(seeds=[0, 1, 2]))
+    >>> w = tf.figures.writing
+    >>> md = w.write(args, None, claim=w.Claim("Toy", "A beats B"), setting=[("lr", "0.1")],
+    ...              numbers={}, measured=f"gain {gain:.3f}", checks=[check],
+    ...              ran=w.Ran(seeds=[0, 1, 2]))
     >>> v = json.loads((d / "toy.json").read_text())
     >>> md.name, v["verdict"], v["checks"][0]["values"], v["headline"]
     ('toy.md', 'holds', [0.02, 0.03, 0.04], ['A - B above 0'])
@@ -332,21 +348,21 @@ def write(
     # time to regenerate from scratch: the runs' own training time (also when they were
     # reused from the cache) plus everything outside the sweeps (setup, plotting)
     seconds = time.perf_counter() - args.started - args.sweep_seconds + args.run_seconds
-    doc = (Document().heading(title).paragraph(f"**Paper:** {claim}")
+    doc = (Document().heading(claim.title).paragraph(f"**Paper:** {claim.text}")
            .paragraph(f"**Measured** ({args.scale} scale, {ran.seed_text()}): {measured}")
            .paragraph(verdict_line(checks)))
     if fig is not None:
         doc.image(f"{args.name}.png", args.name)
-    _checks_and_gates(doc, checks, margins, gates)
+    _checks_and_gates(doc, checks, claim.margins, gates)
     _setting_and_numbers(doc, setting, numbers)
     if notes:
         doc.heading("Notes", 2).bullets(notes)
     doc.heading("Provenance", 2).table(["", ""], _provenance_rows(args, code, ran))
     doc.paragraph(_regenerate_paragraph(args, seconds))
     md.write_text(mark_document(doc.text(), dict(ran.stand_in)), encoding="utf-8")
-    record = {"name": args.name, "title": title, "claim": claim, "measured": measured,
-              **_verdict_fields(checks),
-              "margins": {k: dict(m) for k, m in (margins or {}).items()},
+    record = {"name": args.name, "title": claim.title, "claim": claim.text,
+              "measured": measured, **_verdict_fields(checks),
+              "margins": {k: dict(m) for k, m in claim.margins.items()},
               **ran.fields(), "code": code,
               **({"gates": [g.as_dict() for g in gates]} if gates else {}),
               "run_codes": sorted(args.run_codes),
@@ -420,11 +436,12 @@ def _finish(args: FigureArgs, result: Result) -> Path:
     runs = Ran(dataset=dataset, seeds=seeds, stand_in=stand, optimizer_state=policy,
                threads=threads, cpus=cpus, environments=_distinct(envs),
                rounds={"run": ran, "paper": paper})
-    return write(args, result.fig, title=meta["title"], setting=setting_,
-                 numbers=result.numbers, claim=meta["claim"], measured=result.measured,
-                 checks=result.checks, notes=notes, ran=runs,
-                 margins={k: m for k, m in meta["margins"].items()
-                          if k in MARGINS_USED.get(args.name, set())}, gates=result.gates)
+    claim = Claim(meta["title"], meta["claim"],
+                  {k: m for k, m in meta["margins"].items()
+                   if k in MARGINS_USED.get(args.name, set())})
+    return write(args, result.fig, claim=claim, setting=setting_, numbers=result.numbers,
+                 measured=result.measured, checks=result.checks, notes=notes, ran=runs,
+                 gates=result.gates)
 
 
 def _policy_notes(configs: Sequence[Mapping[str, Any]], policy: Sequence[str]) -> list[str]:

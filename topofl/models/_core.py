@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from topofl._validation import check_bool, check_memory
+from topofl._utils.validation import check_bool, check_memory
 from topofl.models.inputs import check_model_input, check_shape
 
 __all__ = [

@@ -7,9 +7,9 @@ from typing import Any
 
 import torch
 
-from topofl._extensible import Extensible
-from topofl._rng import Seed, generator_at
-from topofl._validation import check_choice, check_device, check_memory
+from topofl._utils.registries import Extensible
+from topofl._utils.rng import Seed, generator_at
+from topofl._utils.validation import check_choice, check_device, check_memory
 from topofl.models._core import FactoryFn, SplitModel
 from topofl.models.conv1d import cnn1d
 from topofl.models.lenet import cnn, gn_lenet
@@ -102,7 +102,7 @@ def build_model(
 
     The module is constructed (with PyTorch's default initialisation, on the CPU in float32)
     inside ``torch.random.fork_rng(devices=[])`` after ``torch.manual_seed(s)``, where ``s`` is
-    drawn from ``topofl._rng.generator_at(seed, INIT_STREAM)``; ``fork_rng`` restores the
+    drawn from ``topofl._utils.rng.generator_at(seed, INIT_STREAM)``; ``fork_rng`` restores the
     global torch RNG state afterwards, so building a model neither depends on nor changes it.
     The parameters are then moved to ``device`` and cast to ``dtype``, so the same seed gives
     the same initial values (up to rounding) on every device and in every dtype.

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from topofl._validation import check_int
+from topofl._utils.validation import check_int
 
 __all__ = ["check_model_input", "check_shape"]
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from topofl._validation import check_choice, check_int
+from topofl._utils.validation import check_choice, check_int
 from topofl.models._core import (
     SplitModel,
     Stage,

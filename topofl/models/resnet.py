@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from topofl._validation import check_int
+from topofl._utils.validation import check_int
 from topofl.models._core import SplitModel, build_within_memory, with_linear_head
 from topofl.models.inputs import check_shape
 

@@ -61,7 +61,9 @@ from topofl.records.curves import area_under_curve
 from topofl.records.queries import COSTS, Records, RunStatus
 from topofl.records.reader import load, load_many
 from topofl.records.writer import Recorder
-from topofl.records.writer import header_run_hash as header_run_hash  # (topofl.runhash's docs)
+from topofl.records.writer import (
+    header_run_hash as header_run_hash,  # (topofl._utils.runhash's docs)
+)
 
 __all__ = ["COSTS", "Recorder", "Records", "RunStatus", "area_under_curve", "cost_to", "load",
            "load_many", "rounds_to"]

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from topofl._validation import check_path
+from topofl._utils.validation import check_path
 from topofl.records._format import ROW_KEYS, _header_run_id, _value_problem
 from topofl.records.queries import Records
 

@@ -16,12 +16,12 @@ from typing import IO, Any
 
 import numpy as np
 
-from topofl._fs import replace_text
+from topofl._utils.files import replace_text
+from topofl._utils.runhash import header_hash_problem
 from topofl.exceptions import CheckpointError
 from topofl.records._format import _header_run_id, _value_problem
 from topofl.records.queries import Records
 from topofl.records.reader import load
-from topofl.runhash import header_hash_problem
 
 __all__ = ["Recorder", "header_run_hash"]
 

@@ -47,12 +47,14 @@ consensus), :mod:`~topofl.spectral.skew` (neighbourhood skew and heterogeneity),
 
 from __future__ import annotations
 
-from topofl._validation import arc_pattern
+from topofl._utils.validation import arc_pattern
 
 # Imports written ``_name as _name`` re-export internals that analysis/bench_spectral.py and
 # the tests use.
 from topofl.spectral._common import _BITSET_MAX_LEVELS as _BITSET_MAX_LEVELS
-from topofl.spectral._common import DENSE_FALLBACK_MAX as DENSE_FALLBACK_MAX  # (topofl.memory)
+from topofl.spectral._common import (
+    DENSE_FALLBACK_MAX as DENSE_FALLBACK_MAX,  # (topofl.workflow.memory)
+)
 from topofl.spectral._common import DENSE_MAX
 from topofl.spectral.connectivity import _diameter_bfs as _diameter_bfs
 from topofl.spectral.connectivity import _diameter_bitset as _diameter_bitset

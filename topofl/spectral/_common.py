@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
-from topofl._validation import (
+from topofl._utils.validation import (
     StochasticKind,
     check_choice,
     check_int,
@@ -90,7 +90,7 @@ def _check_horizon(horizon: Any, name: str = "horizon", n: int | None = None,
 
 
 #: Lower bounds on the time one round of a sequence costs, used to refuse (with the estimate)
-#: a call that would run for longer than ``topofl._validation.max_seconds()``: every round
+#: a call that would run for longer than ``topofl._utils.validation.max_seconds()``: every round
 #: applies a sparse ``W(t)`` (scipy's fixed cost, plus one multiply-add per stored entry and
 #: column), and every round of an aperiodic sequence is built anew (``tv.at(t)``: a
 #: ``Topology``). Measured (process CPU time, best of 3, this project's 2-core machine):

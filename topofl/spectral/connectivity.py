@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 
-from topofl._validation import arc_pattern, check_int
+from topofl._utils.validation import arc_pattern, check_int
 from topofl.exceptions import NotConnectedError
 from topofl.graph import TimeVarying, as_time_varying
 from topofl.spectral._common import (

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import check_int, check_memory, stochasticity
+from topofl._utils.validation import check_int, check_memory, stochasticity
 from topofl.graph import as_time_varying
 from topofl.spectral._common import (
     _FLOOR,

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as sla
 
-from topofl._validation import arc_pattern, check_choice, check_int, stochasticity
+from topofl._utils.validation import arc_pattern, check_choice, check_int, stochasticity
 from topofl.spectral._common import (
     GapKind,
     Method,

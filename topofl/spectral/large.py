@@ -40,7 +40,7 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as sla
 
-from topofl._validation import arc_pattern
+from topofl._utils.validation import arc_pattern
 from topofl.spectral._common import _as_csr, _is_symmetric, _snap, _v0
 
 __all__ = ["circulant_row", "circulant_eigenvalues", "bounded_diameter", "LANCZOS_STEPS",

@@ -77,7 +77,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.special import roots_legendre
 
-from topofl._validation import (
+from topofl._utils.validation import (
     check_choice,
     check_int,
     check_memory,

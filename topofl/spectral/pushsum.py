@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import arc_pattern, check_int, stochasticity
+from topofl._utils.validation import arc_pattern, check_int, stochasticity
 from topofl.exceptions import NotConnectedError
 from topofl.graph import as_time_varying
 from topofl.spectral._common import (

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse.csgraph as csgraph
 
-from topofl._validation import arc_pattern
+from topofl._utils.validation import arc_pattern
 from topofl.spectral._common import _as_stochastic, _is_symmetric
 from topofl.spectral.large import _dft_parts, _is_symmetric_row, circulant_row
 from topofl.spectral.neighbors import _check_dense

@@ -103,7 +103,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import (
+from topofl._utils.validation import (
     arc_pattern,
     check_int,
     check_real,

@@ -43,7 +43,9 @@ runs), :mod:`~topofl.study.statistics` (Spearman's rho, its exact p-value, the b
 seeds, the correlation table, Holm's correction), :mod:`~topofl.study.pairs` (seed-paired
 comparisons of conditions), :mod:`~topofl.study.names` (the metrics' names and units),
 :mod:`~topofl.study.rendering` (figures and ``study.md``),
-:mod:`~topofl.study.core` (:func:`study`) and :mod:`~topofl.study.cli` (``topofl study``).
+:mod:`~topofl.study.core` (:func:`study`), :mod:`~topofl.study.options` (the records of its
+settings: which runs, the bootstrap, the output) and :mod:`~topofl.study.cli` (``topofl
+study``).
 
 A run that never reaches the target has ``rounds_to_target = inf``: it ranks after every run
 that reaches it.
@@ -64,7 +66,7 @@ larger the spectral gap, the higher the accuracy.
 ...             rec.log("graph.spectral_gap", gap, 9)
 ...             for t in (9, 19):
 ...                 rec.log("test_acc_mean", acc * (t + 1) / 20 + 0.01 * seed, t)
->>> res = study.study(d, target=0.4, n_boot=200, seed=0)
+>>> res = study.study(d, target=0.4, bootstrap=study.Bootstrap(n_boot=200, seed=0))
 >>> res.conditions[["condition", "n_seeds", "final_mean", "rounds_to_target_mean"]]
            condition  n_seeds  final_mean  rounds_to_target_mean
 0  topology=complete        2       0.905                   10.0
@@ -87,6 +89,7 @@ from __future__ import annotations
 
 from topofl.study import cli  # noqa: F401  (loaded with the package: topofl.study.cli.main)
 from topofl.study.core import study
+from topofl.study.options import Bootstrap, Output, Selection
 from topofl.study.pairs import paired_difference, pairwise_table
 from topofl.study.result import IncompleteRunsError, StudyResult
 from topofl.study.statistics import correlation_table, spearman
@@ -96,6 +99,9 @@ __all__ = [
     "StudyResult",
     "IncompleteRunsError",
     "study",
+    "Selection",
+    "Bootstrap",
+    "Output",
     "run_table",
     "condition_table",
     "correlation_table",

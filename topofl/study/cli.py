@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from topofl._configfile import read_labels
+from topofl._utils.configfiles import read_labels
 from topofl.study.core import study
+from topofl.study.options import Bootstrap, Output, Selection
 from topofl.study.result import IncompleteRunsError
 
 __all__ = ["main"]
@@ -84,11 +85,13 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl study") -> in
             src, args.out, metric=args.metric, target=args.target,
             topology_metrics=None if args.topology_metrics is None
             else [m.strip() for m in args.topology_metrics.split(",") if m.strip()],
-            n_boot=args.n_boot, seed=args.seed, band=args.band, figures=not args.no_figures,
-            command=" ".join([prog, *(shlex.quote(a) for a in argv)]), where=where,
-            strict=args.strict, include_incomplete=args.include_incomplete,
-            labels=labels, formats=[f for f in args.format.split(",") if f.strip()],
-            correction=args.correction,
+            labels=labels, correction=args.correction,
+            selection=Selection(where=where, strict=args.strict,
+                                include_incomplete=args.include_incomplete),
+            bootstrap=Bootstrap(n_boot=args.n_boot, seed=args.seed),
+            output=Output(figures=not args.no_figures, band=args.band,
+                          formats=[f for f in args.format.split(",") if f.strip()],
+                          command=" ".join([prog, *(shlex.quote(a) for a in argv)])),
         )
     except IncompleteRunsError as exc:
         print(f"{prog}: error: --strict: {exc}", file=sys.stderr)

@@ -6,12 +6,14 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from topofl.records import Records, load_many
+from topofl.study.options import Bootstrap, Output, Selection
 from topofl.study.pairs import pairwise_table
 from topofl.study.rendering import _figures, _markdown, readable_condition
 from topofl.study.result import IncompleteRunsError, StudyResult
@@ -27,6 +29,8 @@ from topofl.study.tables import (
 
 __all__ = ["study", "resolve_labels", "resolve_names"]
 
+_Record = TypeVar("_Record", Selection, Bootstrap, Output)
+
 
 def study(
     source: Records | str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
@@ -35,17 +39,11 @@ def study(
     metric: str = "test_acc_mean",
     target: float | None = None,
     topology_metrics: Sequence[str] | None = None,
-    n_boot: int = 1000,
-    seed: int = 0,
-    band: str = "minmax",
-    figures: bool = True,
-    command: str | None = None,
-    where: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    include_incomplete: bool = False,
     labels: Mapping[str, str] | None = None,
-    formats: Sequence[str] = ("png",),
     correction: str = "none",
+    selection: Selection | None = None,
+    bootstrap: Bootstrap | None = None,
+    output: Output | None = None,
 ) -> StudyResult:
     """Run the topology-vs-convergence study on a folder (or list) of records.
 
@@ -68,28 +66,6 @@ def study(
         ``graph.*`` keys to correlate (with or without the prefix); default: those of
         :data:`DEFAULT_TOPOLOGY_METRICS` that were recorded and whose condition means are not
         all equal. Every recorded key is in the run table either way.
-    n_boot : int, default 1000
-        Bootstrap draws of :func:`~topofl.study.statistics.correlation_table`.
-    seed : int, default 0
-        Seeds the bootstrap; the same seed gives the same tables.
-    band : {"minmax", "std"}, default "minmax"
-        Band of the seed-averaged curves: min..max over seeds, or mean +- one std.
-    figures : bool, default True
-        Draw the PNGs (with ``out_dir``).
-    command : str, optional
-        The command line quoted at the top of ``study.md``.
-    where : mapping, optional
-        Keep only the runs whose config has these values (keys as in
-        :func:`~topofl.study.tables.normalize_config`:
-        ``{"partition_params.classes_per_client": 1}``; a value matches when it is equal or,
-        as text, equal to the config's value as text: ``"1"`` matches ``1``). One folder of
-        records can then hold several studies, e.g. one per heterogeneity level.
-    strict : bool, default False
-        Refuse (``IncompleteRunsError``) when a run is incomplete or a file unreadable,
-        instead of leaving them out and naming them.
-    include_incomplete : bool, default False
-        Keep incomplete runs in the tables (still named in ``incomplete`` and ``study.md``):
-        their final value is then that of the round they stopped at.
     labels : mapping of str to str, optional
         Names of conditions and metrics for ``study.md`` and the figures, e.g. ``{"ring":
         "Ring", "topology=torus:rows=4,cols=4": "Torus 4x4", "global_acc_mean": "accuracy"}``.
@@ -99,12 +75,15 @@ def study(
         (``rounds_to_target``) or a topology metric (``spectral_gap``); a metric's name
         replaces its words in titles, axes and tables, its unit added unless the name says it
         (default names: :mod:`topofl.study.names`). The CSV files keep the labels and metrics.
-    formats : sequence of {"png", "pdf", "svg"}, default ("png",)
-        Each figure is written in each of these formats (``study.md`` shows the first).
     correction : {"none", "holm"}, default "none"
         Correction for multiple comparisons of the pairwise verdicts (over the pairs x metrics
         tested) and of the correlations' conclusions (over the correlations tested):
         Holm-Bonferroni or none (the verdicts of earlier studies); ``study.md`` says which.
+    selection, bootstrap, output : Selection, Bootstrap, Output, optional
+        Which runs the study reads (``where``, ``strict``, ``include_incomplete``), the
+        bootstrap over seeds (``n_boot``, ``seed``) and what it draws and writes (``figures``,
+        ``band``, ``formats``, ``command``): the records of :mod:`topofl.study.options`, each
+        field documented there; default: every field's default.
 
     Returns
     -------
@@ -118,8 +97,11 @@ def study(
         key that no run's config has, a ``where`` that no run matches, a ``labels`` key that
         names neither a metric nor one condition, one name for two conditions (or metrics),
         or an unknown format.
+    TypeError
+        If ``selection``, ``bootstrap`` or ``output`` is not the record it names.
     IncompleteRunsError
-        With ``strict``, if a run is incomplete or a file unreadable (a ``ValueError``).
+        With ``selection.strict``, if a run is incomplete or a file unreadable (a
+        ``ValueError``).
 
     Notes
     -----
@@ -127,40 +109,71 @@ def study(
     before the rounds its header plans, or its file ends in a line cut mid-write. A run that
     diverged stops early too; when a sweep's ``<run>.done`` marker says ``"diverged"`` it is
     kept (that curve is its result).
+
+    Examples
+    --------
+    Two graphs x two seeds (more in :mod:`topofl.study`):
+
+    >>> from topofl.study import Bootstrap, Output, Selection
+    >>> rows = [{"run": f"{g}-{s}", "round": t, "client": None, "metric": m, "value": v}
+    ...         for g, gap, acc in (("ring", 0.01, 0.6), ("complete", 1.0, 0.9)) for s in (0, 1)
+    ...         for t, m, v in ((9, "graph.spectral_gap", gap), (19, "acc", acc + 0.01 * s))]
+    >>> configs = {f"{g}-{s}": {"topology": g, "seed": s, "lr": 0.1}
+    ...            for g in ("ring", "complete") for s in (0, 1)}
+    >>> res = tf.study.study(tf.records.Records(rows=rows, configs=configs), metric="acc",
+    ...                      selection=Selection(where={"lr": 0.1}),
+    ...                      bootstrap=Bootstrap(n_boot=50), output=Output(figures=False))
+    >>> res.conditions[["condition", "n_seeds", "final_mean"]]
+               condition  n_seeds  final_mean
+    0      topology=ring        2       0.605
+    1  topology=complete        2       0.905
     """
-    if band not in ("minmax", "std"):
-        raise ValueError(f"band must be 'minmax' or 'std', got {band!r}")
-    formats = _check_formats(formats)
+    selection = _checked("selection", selection, Selection)
+    bootstrap = _checked("bootstrap", bootstrap, Bootstrap)
+    output = _checked("output", output, Output)
+    if output.band not in ("minmax", "std"):
+        raise ValueError(f"band must be 'minmax' or 'std', got {output.band!r}")
+    output = replace(output, formats=_check_formats(output.formats))
     records = source if isinstance(source, Records) else load_many(source, on_error="skip")
     unreadable = dict(records.unreadable)
-    if where:
-        records = select_runs(records, where)
+    if selection.where:
+        records = select_runs(records, selection.where)
     incomplete, diverged = _incomplete_runs(records, metric)
-    if strict and (incomplete or unreadable):
+    if selection.strict and (incomplete or unreadable):
         raise IncompleteRunsError(_problems(incomplete, unreadable))
-    if incomplete and not include_incomplete:
+    if incomplete and not selection.include_incomplete:
         records = records.subset([r for r in records.runs if r not in incomplete])
     have, skipped = _runs_with(records, metric, _problems(incomplete, unreadable))
     target = _target(records, have, metric, target)
-    result = _tables(records, metric, target, topology_metrics, labels or {},
-                     n_boot=n_boot, seed=seed, correction=correction, skipped=skipped,
-                     incomplete=incomplete, unreadable=unreadable, diverged=diverged)
-    files, markdown = _write(records, result, out_dir, figures=figures, band=band,
-                             formats=formats, n_boot=n_boot, seed=seed, command=command)
+    result = _tables(records, metric, target, topology_metrics, labels or {}, correction,
+                     bootstrap, skipped=skipped, incomplete=incomplete, unreadable=unreadable,
+                     diverged=diverged)
+    files, markdown = _write(records, result, out_dir, output, bootstrap)
     return StudyResult(**{**result.__dict__, "files": files, "markdown": markdown})
 
 
+def _checked(name: str, value: Any, kind: type[_Record]) -> _Record:
+    """``value`` when it is a ``kind`` (a record of :mod:`topofl.study.options`), the
+    record's defaults for ``None``, else a ``TypeError`` naming the parameter ``name``."""
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a topofl.study.{kind.__name__}, got "
+                        f"{type(value).__name__}")
+    return value
+
+
 def _tables(records: Records, metric: str, target: float,
-            topology_metrics: Sequence[str] | None, labels: Mapping[str, str], *,
-            n_boot: int, seed: int, correction: str, **left: Any) -> StudyResult:
+            topology_metrics: Sequence[str] | None, labels: Mapping[str, str],
+            correction: str, bootstrap: Bootstrap, **left: Any) -> StudyResult:
     """The study's tables and names (``left``: the runs left out, as :class:`StudyResult`
     holds them)."""
     runs = run_table(records, metric=metric, target=target)
     topo = _topology_metrics(runs, topology_metrics)
     conv = [c for c in CONVERGENCE_METRICS if c in runs.columns]
     conditions = condition_table(runs, [*topo, *conv])
-    correlations = correlation_table(runs, topo, conv, n_boot=n_boot, seed=seed,
-                                     correction=correction)
+    correlations = correlation_table(runs, topo, conv, n_boot=bootstrap.n_boot,
+                                     seed=bootstrap.seed, correction=correction)
     names, metric_names = resolve_names(labels, list(conditions["condition"]),
                                         _metrics(runs, metric))
     return StudyResult(runs=runs, conditions=conditions, correlations=correlations,
@@ -218,19 +231,9 @@ def _target(records: Records, have: Sequence[str], metric: str, target: float | 
     return target
 
 
-def _write(
-    records: Records,
-    result: StudyResult,
-    out_dir: str | os.PathLike[str] | None,
-    *,
-    figures: bool,
-    band: str,
-    formats: Sequence[str],
-    n_boot: int,
-    seed: int,
-    command: str | None,
-) -> tuple[list[Path], str]:
-    """Write the study's CSV tables, figures (with ``figures``) and ``study.md`` into
+def _write(records: Records, result: StudyResult, out_dir: str | os.PathLike[str] | None,
+           output: Output, bootstrap: Bootstrap) -> tuple[list[Path], str]:
+    """Write the study's CSV tables, figures (with ``output.figures``) and ``study.md`` into
     ``out_dir`` (nothing without it); the files written and the Markdown."""
     figs: dict[str, str] = {}
     files: list[Path] = []
@@ -241,10 +244,11 @@ def _write(
                          ("correlations", result.correlations), ("pairs", result.pairs)):
             df.to_csv(out / f"{name}.csv", index=False)
             files.append(out / f"{name}.csv")
-        if figures:
-            figs, written = _figures(records, result, out, band, formats)
+        if output.figures:
+            figs, written = _figures(records, result, out, output.band, output.formats)
             files += written
-    markdown = _markdown(result, figs, n_boot=n_boot, seed=seed, band=band, command=command)
+    markdown = _markdown(result, figs, n_boot=bootstrap.n_boot, seed=bootstrap.seed,
+                         band=output.band, command=output.command)
     if out_dir is not None:
         (Path(out_dir) / "study.md").write_text(markdown, encoding="utf-8")
         files.append(Path(out_dir) / "study.md")

@@ -1,5 +1,5 @@
 """The study on paper: its figures (seed-averaged curves, one scatter per convergence metric)
-and its ``study.md``, built with :class:`topofl._markdown.Document`.
+and its ``study.md``, built with :class:`topofl._utils.markdown.Document`.
 
 Everything here formats what :mod:`topofl.study.tables` and :mod:`topofl.study.statistics`
 computed; no number is computed here.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from topofl import plotting
-from topofl._markdown import Document
+from topofl._utils.markdown import Document
 from topofl._version import __version__
 from topofl.records import Records
 from topofl.study.names import MetricNames

@@ -14,12 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from topofl._extensible import check_name
-from topofl._rng import Seed
-from topofl._spec import parse_spec as _parse_spec
-from topofl._spec import parse_value
-from topofl._validation import did_you_mean_each, unknown_name
-from topofl.graph import GraphLike, check_w_size
+from topofl._utils.registries import check_name
+from topofl._utils.rng import Seed
+from topofl._utils.spec import parse_spec as _parse_spec
+from topofl._utils.spec import parse_value
+from topofl._utils.validation import did_you_mean_each, unknown_name
+from topofl.graph import GraphLike
+from topofl.graph.checks import check_w_size
 
 __all__ = ["Param", "GraphFamily", "Registry", "REGISTRY", "register", "parse_spec", "check_spec",
            "build"]

@@ -17,8 +17,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topofl._validation import check_graph_size, check_int
-from topofl.graph import Topology, check_w_size
+from topofl._utils.validation import check_graph_size, check_int
+from topofl.graph import Topology
+from topofl.graph.checks import check_w_size
 from topofl.mixing import has_arc_form
 from topofl.topologies._registry import GraphFamily, Param, register
 

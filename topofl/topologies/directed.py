@@ -1,8 +1,8 @@
 r"""Random time-varying graphs: the directed and undirected graphs of DFedPGP, random matchings.
 
 Every constructor returns a :class:`~topofl.TimeVarying` whose round ``t`` is drawn from the
-generator ``topofl._rng.generator_at(seed, t)``: it depends only on ``(seed, t)``, never on which
-rounds were asked for before, so a resumed run sees the same graphs as an uninterrupted one.
+generator ``topofl._utils.rng.generator_at(seed, t)``: it depends only on ``(seed, t)``, never on
+which rounds were asked for before, so a resumed run sees the same graphs as an uninterrupted one.
 
 * :func:`random_directed` -- each round every client independently picks ``k`` distinct random
   in-neighbours (``mode="pull"``, row-stochastic uniform weights: the rule of DFedPGP's
@@ -32,9 +32,10 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import check_choice, check_graph_size, check_int
-from topofl.graph import TimeVarying, Topology, check_w_size
+from topofl._utils.rng import Seed, as_seed_sequence, generator_at
+from topofl._utils.validation import check_choice, check_graph_size, check_int
+from topofl.graph import TimeVarying, Topology
+from topofl.graph.checks import check_w_size
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = ["random_directed", "random_directed_push", "random_matching", "random_undirected"]

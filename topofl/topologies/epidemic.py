@@ -21,7 +21,7 @@ neighbours) are given by :func:`topofl.spectral.expected_mixing`: for EL-Oracle
 $\beta = (n - s - 1)/((s+1)(n-1))$; for EL-Local $\beta$ is slightly larger (a node that
 receives few models averages fewer).
 
-Round ``t`` is drawn from ``topofl._rng.generator_at(seed, t)``: it depends only on
+Round ``t`` is drawn from ``topofl._utils.rng.generator_at(seed, t)``: it depends only on
 ``(seed, t)``.
 
 References
@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import check_int
-from topofl.graph import TimeVarying, Topology, check_w_size
+from topofl._utils.rng import Seed, as_seed_sequence, generator_at
+from topofl._utils.validation import check_int
+from topofl.graph import TimeVarying, Topology
+from topofl.graph.checks import check_w_size
 from topofl.topologies._registry import GraphFamily, Param, register
 from topofl.topologies.directed import _distinct_others, _round_topology, random_undirected
 

@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
-from topofl._validation import check_int, check_real
+from topofl._utils.validation import check_int, check_real
 from topofl.graph import Topology
 from topofl.topologies._registry import GraphFamily, Param, register
 from topofl.topologies.cliques._input import _fingerprint, _label_matrix, _normalised

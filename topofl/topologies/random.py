@@ -21,8 +21,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_bool, check_graph_size, check_int, check_real
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_bool, check_graph_size, check_int, check_real
 from topofl.exceptions import NotConnectedError
 from topofl.graph import Topology
 from topofl.mixing import has_arc_form

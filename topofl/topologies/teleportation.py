@@ -50,16 +50,18 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._rng import Seed, as_seed_sequence, generator_at
-from topofl._validation import check_choice, check_int
-from topofl.graph import TimeVarying, Topology, check_w_size
+from topofl._utils.rng import Seed, as_seed_sequence, generator_at
+from topofl._utils.validation import check_choice, check_int
+from topofl.graph import TimeVarying, Topology
+from topofl.graph.checks import check_w_size
 from topofl.topologies._registry import GraphFamily, Param, register
 
 __all__ = ["teleportation", "teleportation_active", "teleportation_slot_graph",
            "teleportation_slot_degree"]
 
 _GRAPHS = ("ring", "complete", "random_regular")
-# The graphs the registry's example draws from: the snapshot of every family (topofl.snapshot)
+# The graphs the registry's example draws from: the snapshot of every family
+# (topofl.figures.snapshot)
 # builds its member from this draw, so it stays the one it was before "random_regular".
 _EXAMPLE_GRAPHS = ("ring", "complete")
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_int, check_memory, check_real
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_int, check_memory, check_real
 from topofl.data.datasets.base import F32, I64, Dataset
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from topofl._validation import check_choice
+from topofl._utils.validation import check_choice
 from topofl.data.datasets.base import Dataset, PathLike, _image_dataset
 from topofl.data.datasets.files import _ensure_extracted, _folder
 

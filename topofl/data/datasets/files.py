@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from topofl._validation import check_bool, check_path
+from topofl._utils.validation import check_bool, check_path
 from topofl.data.datasets.base import ChecksumError, PathLike
 
 

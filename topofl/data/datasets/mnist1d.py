@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_int, check_memory, check_real
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_int, check_memory, check_real
 from topofl.data.datasets.base import F32, I64, Dataset
 
 __all__ = ["mnist1d", "mnist1d_templates"]

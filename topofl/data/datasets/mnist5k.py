@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_real
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_real
 from topofl.data.datasets.base import I64, ChecksumError, Dataset, as_labels
 from topofl.exceptions import MissingDependencyError
 

@@ -6,9 +6,9 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from topofl._extensible import Extensible
-from topofl._spec import parse_spec
-from topofl._validation import check_path, did_you_mean_each, unknown_name
+from topofl._utils.registries import Extensible
+from topofl._utils.spec import parse_spec
+from topofl._utils.validation import check_path, did_you_mean_each, unknown_name
 from topofl.data.datasets import bundled
 from topofl.data.datasets.base import Dataset, PathLike
 from topofl.data.datasets.cifar import cifar10, cifar100

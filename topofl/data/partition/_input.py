@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from topofl._rng import Seed
-from topofl._validation import check_int, check_memory
+from topofl._utils.rng import Seed
+from topofl._utils.validation import check_int, check_memory
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

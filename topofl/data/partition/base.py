@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_int, check_real
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_int, check_real
 from topofl.data.partition._apportion import (
     _apportion_capped,
     _apportion_int,

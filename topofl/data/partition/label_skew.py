@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_int, check_real
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_int, check_real
 from topofl.data.partition._apportion import (
     _apportion_float,
     _apportion_int,

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_int
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_int
 from topofl.data.partition._apportion import _apportion_int, _class_sorted_order
 from topofl.data.partition._input import _check_labels, _check_n_clients, _json_seed
 from topofl.data.partition.base import Partition

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._rng import generator_at
+from topofl._utils.rng import generator_at
 from topofl.engine.pieces.communication import graph_of
 from topofl.engine.pieces.local import _Wrapper
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State

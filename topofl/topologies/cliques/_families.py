@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_int
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_int
 from topofl.graph import Topology
 from topofl.topologies._registry import GraphFamily, Param, register
 from topofl.topologies.cliques._input import INTER_CLIQUE, _clique_sizes, _max_removable

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from topofl._rng import Seed
-from topofl._validation import check_int
+from topofl._utils.rng import Seed
+from topofl._utils.validation import check_int
 
 #: The inter-clique topologies of Sec. III-C, in the order of increasing number of edges.
 INTER_CLIQUE: tuple[str, ...] = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from topofl._validation import arc_pattern
+from topofl._utils.validation import arc_pattern
 from topofl.graph import Topology
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_choice, check_int
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_choice, check_int
 from topofl.exceptions import NotConnectedError
 from topofl.graph import Topology
 from topofl.topologies.cliques._input import (

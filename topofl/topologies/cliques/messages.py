@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from topofl._validation import check_choice
+from topofl._utils.validation import check_choice
 from topofl.graph import Topology
 
 #: How gradient messages are counted under Clique Averaging (see :func:`messages_per_node`).

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from topofl._rng import Seed, as_generator
-from topofl._validation import check_int, check_memory
+from topofl._utils.rng import Seed, as_generator
+from topofl._utils.validation import check_int, check_memory
 from topofl.topologies.cliques._input import (
     _SWAP_TOL,
     Cliques,

@@ -1,0 +1,659 @@
+"""``topofl plan``: how much memory and time a run needs, before it runs; and the memory
+model ``topofl.run``, sweeps, stacks and ``topofl bench`` refuse a run by.
+
+A plan is built from a config, checked by the one front door (:func:`topofl.config.resolve`,
+i.e. :func:`topofl.api.prepare`), without training:
+
+* **counted parts** (bytes, :func:`counted_parts` of the run's :func:`run_shapes`): the
+  parameters, optimizer and algorithm state, gossip, gradients, data, evaluation, spectral
+  and records parts of the memory model, each as :mod:`topofl.workflow.memory` describes it;
+* **runtime** (bytes): what the process needs besides them (code imported by the run, the
+  allocator's arenas, small per-client objects). Measured by a probe: in a fresh subprocess,
+  the config is run at the fewest clients its algorithm accepts (2, or Teleportation's ``k``)
+  and at ``n = 64, 256, 1024, 4096`` (:data:`PROBE_N`, each capped by the plan's ``n``), in
+  that order; after each, the peak resident memory above the resident size after importing
+  topofl and torch (:data:`PEAK_METER`) less the counted parts at that ``n`` is a point of
+  the runtime part, and a constant plus a per-client slope is fitted to them robustly
+  (:func:`fit_runtime`: the median of the pairwise slopes, clipped to ``[0,
+  RUNTIME_SLOPE_MAX]``, since a few MB of allocator noise at a few thousand clients is
+  hundreds of bytes a client). Without the probe (and in the checks of
+  :func:`topofl.run`): :data:`RUNTIME_BYTES` and :data:`CLIENT_BYTES` a client;
+* **seconds per round** (a training round: local steps and gossip, the evaluations left out):
+  the probe's runs at ``n >= 64`` last :func:`probe_rounds` rounds, evaluated at their end
+  only, with each round clocked (:data:`ROUND_CLOCK`: the process's CPU time at one torch
+  thread, so that a shared machine's load does not stretch it; the median round but the
+  first and the last). Where the plan's ``n`` is one of the probe's sizes, that probe is the
+  answer; above them, a line ``a + b * n`` (:func:`fit_time` with the exponent 1: least
+  squares in relative error, ``a, b >= 0``) through the probes of at least
+  :data:`TIME_FIT_FROM` clients, extrapolated. Every part of a training round is linear in
+  ``n`` (``analysis/bench_scale.md``); the smaller probes carry the round's fixed cost and
+  step through the caches, and an exponent fitted to them (0.99-1.16 in
+  ``analysis/plan_scale.md``'s runs) was their noise, which extrapolating 25x turned into a
+  +33 % error at 10^5 clients. When its counted parts take at most
+  :data:`LARGE_PROBE_BYTES`, a probe of :data:`LARGE_PROBE_N` clients (capped by ``n``) is
+  added, so that a cheap model is timed with its state out of the caches, as at large ``n``.
+  The full ``n`` is never run (but where it is one of the probe's sizes).
+
+The probes' data: a ``"synthetic:..."`` dataset is drawn with its samples scaled by the
+probe's share of the clients (:func:`scaled_data`: as many samples a client as the run), and
+the shapes at the plan's ``n`` are extrapolated from the largest probe's (the data's sizes in
+proportion; the topology built at ``n``), so that a plan at 10^6 clients draws no more than
+the data of 4096 clients (16,384 where the large probe runs); any other dataset is loaded as
+it is, and federated over the plan's ``n``.
+``analysis/plan_scale.md`` compares the plans with measured runs from 10^3 to 10^6 clients.
+
+``peak_bytes`` is the sum of the parts; ``max_clients`` the largest ``n`` whose predicted peak
+fits in :func:`topofl._utils.validation.memory_limit`; a plan that does not fit is refused.
+``analysis/memory_model.md`` compares the static estimate with measured peaks.
+
+The refusal (:func:`check_run`, :func:`check_stack`, :func:`check_before_load`,
+:func:`check_fits`) raises :class:`~topofl.exceptions.InsufficientMemoryError`, a
+``ValueError`` naming the estimate, the limit and where it comes from, and the largest ``n``
+that fits; the environment variable ``TOPOFL_MEMORY_LIMIT`` (bytes) replaces the limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from topofl import config as config_mod
+from topofl import topologies
+from topofl._utils.processes import child_command
+from topofl._utils.spec import parse_spec
+from topofl._utils.validation import check_device, fmt_bytes, memory_limit
+from topofl.data import load
+from topofl.data.datasets.bundled import synthetic_bytes
+from topofl.data.federated import federate
+from topofl.engine import ParamLayout, toy_services
+from topofl.engine.config import DTYPES
+from topofl.engine.evaluation import check_eval_val
+from topofl.exceptions import ConfigError, InsufficientMemoryError
+from topofl.models import build_model
+from topofl.workflow.memory import (
+    CLIENT_BYTES,
+    PARTS,
+    ROW_BYTES,
+    RUNTIME_BYTES,
+    Shapes,
+    activation_bytes,
+    check_batch_memory,
+    check_before_load,
+    check_fits,
+    check_run,
+    check_stack,
+    counted_parts,
+    estimate,
+    largest_n,
+    max_clients,
+    run_shapes,
+    transients,
+)
+from topofl.workflow.memory.refusal import _peak, _refusal, _synthetic_shapes
+from topofl.workflow.memory.shapes import _row_nnz_of
+
+__all__ = ["Plan", "Shapes", "counted_parts", "make_plan", "max_clients", "run_shapes",
+           "activation_bytes", "PlanError", "ProbeError", "PARTS", "PROBE_N", "RUNTIME_BYTES",
+           "CLIENT_BYTES", "ROW_BYTES", "scaled_data", "fit_runtime", "fit_time", "estimate",
+           "largest_n", "check_fits", "check_run", "TIME_FIT_FROM", "LARGE_PROBE_N",
+           "LARGE_PROBE_BYTES",
+           "check_stack", "check_before_load", "transients", "InsufficientMemoryError"]
+
+#: The numbers of clients of the probe, each capped by the plan's ``n`` (and the fewest
+#: clients the algorithm accepts probed first): its memory at each, its time at each.
+PROBE_N = (64, 256, 1024, 4096)
+
+#: The most bytes a client the runtime part's fitted slope may take (:func:`fit_runtime`).
+RUNTIME_SLOPE_MAX = 4 * CLIENT_BYTES
+
+#: The exponents ``e`` :func:`fit_time` tries by default (``a + b * n ** e``).
+TIME_EXPONENTS = tuple(0.75 + 0.01 * i for i in range(51))
+
+#: The smallest probe the plan's time line is fitted to (the smaller ones are left out
+#: where at least two probes reach it).
+TIME_FIT_FROM = 1024
+
+#: A further probe size, run where its counted parts take at most :data:`LARGE_PROBE_BYTES`
+#: (and half the memory available): a cheap model timed out of the caches.
+LARGE_PROBE_N = 16384
+
+#: The most counted bytes a probe of :data:`LARGE_PROBE_N` clients may take.
+LARGE_PROBE_BYTES = 1 << 30
+
+
+
+class PlanError(RuntimeError):
+    """A plan that does not fit in the memory this machine has (``topofl plan`` exits 1)."""
+
+
+class ProbeError(RuntimeError):
+    """The plan's probe run (a subprocess running the config) failed for a reason that is not
+    the config's (``topofl plan`` exits 1 with its last line)."""
+
+
+@dataclass
+class Plan:
+    """A run's predicted memory (bytes by part), time per round and the clients that fit.
+
+    Attributes
+    ----------
+    n_clients, num_params : int
+        Clients and parameters per client ``P``.
+    parts : dict
+        Bytes by part (:data:`PARTS`); they add up to :attr:`peak_bytes`.
+    seconds_per_round : float or None
+        Measured over real rounds of the config (``None`` when not timed).
+    available_bytes : int or None
+        :func:`~topofl._utils.validation.available_memory` when the plan was made.
+    max_clients : int or None
+        The largest ``n`` whose predicted peak fits in ``available_bytes`` (``None``: unknown).
+    """
+
+    n_clients: int
+    num_params: int
+    parts: dict[str, int]
+    seconds_per_round: float | None
+    available_bytes: int | None
+    max_clients: int | None
+    runtime_fit: dict[str, Any] = field(default_factory=dict)
+    time_fit: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def peak_bytes(self) -> int:
+        """The predicted peak: the sum of the parts."""
+        return sum(self.parts.values())
+
+    def as_json(self) -> dict[str, Any]:
+        """The plan as one JSON object (``peak_bytes``, its parts, ``seconds_per_round``,
+        ``max_clients`` ...)."""
+        return {"peak_bytes": self.peak_bytes, "parts": dict(self.parts),
+                "n_clients": self.n_clients, "num_params": self.num_params,
+                "seconds_per_round": self.seconds_per_round,
+                "available_bytes": self.available_bytes, "max_clients": self.max_clients,
+                "runtime_fit": dict(self.runtime_fit), "time_fit": dict(self.time_fit)}
+
+    def summary(self) -> str:
+        """The plan as a few lines of text."""
+        lines = [f"plan: {self.n_clients} clients x {self.num_params:,} parameters",
+                 f"peak memory: {fmt_bytes(self.peak_bytes)} ({self.peak_bytes:,} bytes)"]
+        lines += [f"    {k}: {fmt_bytes(v)}" for k, v in self.parts.items()]
+        if self.seconds_per_round is not None:
+            lines.append(f"seconds per round: {self.seconds_per_round:.4g}")
+        avail = "unknown" if self.available_bytes is None else fmt_bytes(self.available_bytes)
+        lines.append(f"available memory: {avail}; largest n that fits: {self.max_clients}")
+        return "\n".join(lines)
+
+
+def shapes(resolved: config_mod.Resolved, *, n: int | None = None,
+           data_spec: Any = None) -> Shapes:
+    """The sizes the counted parts need, from a resolved config (data built, nothing trained).
+
+    With ``n``, the data is federated over ``n`` clients instead of the config's; with
+    ``data_spec``, that dataset is loaded instead of the config's (:func:`scaled_data`).
+    """
+    cfg = resolved.config
+    n = int(cfg["n_clients"]) if n is None else n
+    ds = load(cfg["data"] if data_spec is None else data_spec)
+    return _shapes_of(resolved, ds, _split(resolved, ds, n))
+
+
+def _split(resolved: config_mod.Resolved, ds: Any, n: int) -> Any:
+    """The config's partition of the dataset ``ds`` over ``n`` clients (its ``ValueError``
+    when they cannot be)."""
+    cfg = resolved.config
+    return federate(ds, cfg["partition"], n, seed=cfg["seed"],
+                    **dict(cfg["partition_params"] or {}))
+
+
+def _shapes_of(resolved: config_mod.Resolved, ds: Any, data: Any) -> Shapes:
+    """:func:`shapes` of the dataset ``ds`` split into ``data``."""
+    cfg, prepared = resolved.config, resolved.prepared
+    check_eval_val(prepared.run, data)  # what a run of the config refuses, before it starts
+    check_batch_memory(prepared.run.batch_size, data)
+    model = build_model(cfg["model"], tuple(data.input_shape), int(data.num_classes),
+                        seed=cfg["seed"], **dict(cfg["model_params"] or {}))
+    topo = None
+    if isinstance(cfg["topology"], str) and prepared.algorithm.uses_topology:
+        topo = topologies.build(cfg["topology"], seed=cfg["seed"], n=data.num_clients,
+                                label_distributions=data.label_distributions)
+    return run_shapes(prepared, model=model, data=data, dataset=ds, topology=topo)
+
+
+#: Peak resident memory of this process from here on, in bytes: on Linux the kernel's
+#: high-water mark is reset (``/proc/self/clear_refs``) and ``VmHWM`` read against the resident
+#: size at the reset, so a transient peak of the imports does not hide the run's; elsewhere
+#: ``ru_maxrss`` growth (a lower bound). Shared by the probe and analysis/plan_accuracy.py.
+PEAK_METER = r"""
+import resource
+def _status(key):
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+def start_peak():
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        base = _status("VmRSS")
+    except OSError:
+        base = None
+    if base is None:
+        return ("maxrss", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    return ("hwm", base)
+def peak_since(mark):
+    kind, base = mark
+    if kind == "hwm":
+        return _status("VmHWM") - base
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+"""
+
+#: Seconds of a training round: ``round_seconds(cfg)`` runs ``cfg`` (evaluated at its last
+#: round only) with the start of each round clocked (a wrapper of the loop's round function)
+#: and returns the median duration of its rounds but the first (allocation) and the last
+#: (evaluation). At one torch thread the clock is the process's CPU time (what a round takes
+#: on an idle core: a shared machine's load, which stretches the wall time by whatever the
+#: other processes take, is left out), else the wall time. Shared by the probe and
+#: analysis/plan_scale.py.
+ROUND_CLOCK = r"""
+import time
+import torch as _torch
+import topofl.engine.loop as _loop
+from topofl import config as _config
+_stamps = []
+_round_of = _loop._round
+def _clocked(loop, t):
+    _stamps.append(time.process_time() if _torch.get_num_threads() == 1
+                   else time.perf_counter())
+    return _round_of(loop, t)
+_loop._round = _clocked
+def round_seconds(run_cfg):
+    _stamps.clear()
+    _config.execute({**run_cfg, "eval_every": run_cfg["rounds"]})
+    d = sorted(b - a for a, b in zip(_stamps[1:-1], _stamps[2:]))
+    return d[len(d) // 2] if d else None
+"""
+
+
+def probe_rounds(n: int) -> int:
+    """Rounds of a timed run at ``n`` clients: about 8,192 client-rounds, 10 at least."""
+    return 2 + max(8, 8192 // n)
+
+
+_PROBE = PEAK_METER + ROUND_CLOCK + r"""
+import json, sys
+import torch
+import topofl
+torch.set_num_threads(int(sys.argv[2]))
+cfg = json.loads(sys.argv[1])
+from topofl._utils.userimports import load_imports
+load_imports(cfg.get("imports"))  # the user's modules, before the meter starts
+mark = start_peak()
+out = {"probe": []}
+for n, data, rounds in json.loads(sys.argv[3]):
+    run = {**cfg, "n_clients": n, "data": data}
+    if rounds:
+        spr = round_seconds({**run, "rounds": rounds})
+    else:
+        _config.execute({**run, "rounds": 1})
+        spr = None
+    out["probe"].append([n, peak_since(mark), spr])
+print(json.dumps(out))
+"""
+
+
+def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, Any]:
+    """Run the config in a fresh interpreter at each ``(n, data, rounds)`` of ``ns`` (in
+    order): the peak memory growth after its run at that ``n`` and, with ``rounds``, its
+    seconds a training round over that many rounds (else one round, untimed). The child ends
+    with this process and imports nothing from the current directory but the config's own
+    ``imports`` (:func:`topofl._utils.processes.child_command`): a plan stopped by a timeout or a
+    SIGKILL leaves no probe running, and a ``json.py`` beside the config is not imported.
+
+    Raises
+    ------
+    topofl.exceptions.ConfigError
+        When the run refused the config (its ``ValueError`` or ``TypeError``, in one line).
+    ProbeError
+        When it failed otherwise (its last line).
+    """
+    run_cfg = {**cfg, "records_path": None, "checkpoint_every": 0, "progress": False}
+    run_cfg.pop("checkpoint_path", None)
+    threads = str(torch.get_num_threads())
+    proc = subprocess.run(  # a child that ends with this process, however it is stopped
+        child_command(_PROBE, json.dumps(run_cfg), threads, json.dumps(ns)),
+        capture_output=True, text=True, env={**os.environ, "TOPOFL_TRACEBACK": "1"},
+        check=False)
+    sizes = [m for m, _, _ in ns]
+    if proc.returncode:
+        tail = (proc.stderr.strip().splitlines()[-1:] or ["no output"])[0]
+        name, _, msg = tail.partition(": ")
+        if name.rpartition(".")[2] in _CONFIG_ERRORS:
+            raise ConfigError(f"{msg} (the plan's probe run of n = {sizes} clients)")
+        raise ProbeError(f"the plan's probe run of n = {sizes} clients failed: {tail}")
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+#: Exceptions of a probe run that mean the config was refused (reported as a ConfigError).
+_CONFIG_ERRORS = frozenset({"ValueError", "TypeError", "ConfigError", "ConfigTypeError",
+                            "InsufficientMemoryError", "NotConnectedError", "KeyError"})
+
+
+def _min_clients(prepared: Any, resolved: config_mod.Resolved) -> int:
+    """The fewest clients (2, 4, ... up to 64) the algorithm's ``init`` accepts (Teleportation
+    needs ``n >= k``): the size of the plan's smallest probe."""
+    cfg = resolved.config
+    n = int(cfg["n_clients"])
+    ds = load(scaled_data(cfg["data"], min(n, 64), n))  # its shapes: a few clients' data
+    model = build_model(cfg["model"], tuple(ds.input_shape), int(ds.num_classes),
+                        seed=cfg["seed"], **dict(cfg["model_params"] or {}))
+    layout = ParamLayout.from_model(model)
+    dtype = DTYPES[prepared.run.dtype]
+    m = min(n, 2)
+    while m < min(n, 64):
+        ctx = toy_services(m, layout=layout, dtype=dtype,
+                           train_sizes=torch.ones(m, dtype=torch.int64))
+        try:
+            prepared.algorithm.init(torch.zeros(m, layout.num_params, dtype=dtype), ctx)
+            return m
+        except ValueError:
+            m = min(n, 64, 2 * m)
+    return m
+
+
+#: The most bytes the whole of a ``"synthetic:..."`` dataset may take for a plan to draw it
+#: only to say, in the config's own numbers, why the data of a probe was refused.
+CHECK_LOAD_BYTES = 1 << 30
+
+
+def _split_refusal(resolved: config_mod.Resolved) -> tuple[bool, str | None]:
+    """``(checked, why)``: whether the config's own data could be split over its own ``n``
+    clients here, and why not (the partition's message, what ``topofl run`` would say, and
+    what its ``N`` is), or ``None`` when it can. A ``"synthetic:..."`` dataset larger than
+    :data:`CHECK_LOAD_BYTES` is not drawn for it: ``(False, None)``."""
+    cfg = resolved.config
+    spec, n = cfg["data"], int(cfg["n_clients"])
+    known = _synthetic_shapes(spec) if isinstance(spec, str) else None
+    if known is not None:
+        try:
+            samples = int(parse_spec(spec, "dataset")[1].get("n_samples", 1000))
+        except (TypeError, ValueError):
+            return False, None
+        if synthetic_bytes(samples, int(np.prod(known[0])), known[1]) > CHECK_LOAD_BYTES:
+            return False, None
+    ds = load(spec)
+    try:
+        _split(resolved, ds, n)
+    except ValueError as exc:
+        train, total = ds.y_train.size, ds.y_train.size + ds.y_test.size
+        return True, (f"{exc} (the config asks for {n:,} clients; data {spec!r} has "
+                      f"{total:,} samples, N = {train:,} of them in its training split)")
+    return True, None
+
+
+def _probe_shapes(resolved: config_mod.Resolved, m: int, *, fewest: bool = False
+                  ) -> tuple[int, Shapes]:
+    """``(m, shapes)`` of a probe of ``m`` of the config's ``n`` clients, on its data
+    scaled by ``m / n`` (:func:`scaled_data`).
+
+    A probe whose data the partition refuses is not what the user asked for: the config's
+    own data is split over its own ``n`` clients (:func:`_split_refusal`) and, refused, its
+    message (the user's numbers) is raised; accepted, the probe's size is the problem, and
+    with ``fewest`` (the smallest probe: a pathological partition of one class a client needs
+    as many clients as classes) the probe is tried at twice the clients, up to ``n``.
+
+    Raises
+    ------
+    topofl.exceptions.ConfigError
+        The config's own data cannot be split over its ``n`` clients (or a probe's cannot,
+        and the config's was not checked: the message names the probe).
+    """
+    n, spec = int(resolved.config["n_clients"]), resolved.config["data"]
+    checked: tuple[bool, str | None] | None = None
+    while True:
+        ds = load(scaled_data(spec, m, n))
+        try:
+            data = _split(resolved, ds, m)
+        except ValueError as exc:
+            if m >= n:
+                raise  # the config's own size: the message has its numbers
+            checked = _split_refusal(resolved) if checked is None else checked
+            if checked[1] is not None:
+                raise ConfigError(checked[1]) from None
+            if not (checked[0] and fewest):
+                raise ConfigError(f"{exc} (the plan's probe of {m:,} of the config's {n:,} "
+                                  f"clients, on data {scaled_data(spec, m, n)!r})") from exc
+            m = min(n, 2 * m)
+            continue
+        return m, _shapes_of(resolved, ds, data)
+
+
+def scaled_data(spec: Any, m: int, n: int) -> Any:
+    """The dataset of a probe of ``m`` of the config's ``n`` clients: a ``"synthetic:..."``
+    spec with its samples (``n_samples``, and ``n_test`` when given) scaled by ``m / n``
+    (rounded up), so that a probe's client holds as many samples as the run's; any other
+    dataset as it is (its size does not grow with ``n``).
+
+    Examples
+    --------
+    >>> scaled_data("synthetic:n_samples=50000,dim=40,seed=0", 64, 1000)
+    'synthetic:n_samples=3200,dim=40,seed=0'
+    >>> scaled_data("digits", 64, 1000)
+    'digits'
+    """
+    if m >= n or not isinstance(spec, str) or spec.partition(":")[0].strip() != "synthetic":
+        return spec
+    try:
+        _, opts = parse_spec(spec, "dataset")
+    except ValueError:
+        return spec  # the loader says what is wrong, when it runs
+    for key, default in (("n_samples", 1000), ("n_test", None)):
+        v = opts.get(key, default)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            opts[key] = -(-v * m // n)
+    return "synthetic:" + ",".join(f"{k}={v}" for k, v in opts.items())
+
+
+def _scaled(s: Shapes, n: int, nnz: float | None = None, w_row: float | None = None
+            ) -> Shapes:
+    """``s`` at ``n`` clients for data that grows with ``n`` (:func:`scaled_data`): the
+    dataset's and the federated data's sizes scaled by ``n / s.n``, a client's as they are
+    (and the topology's rows, ``nnz`` and ``w_row`` bytes, when given)."""
+    f = n / s.n
+    samples = int(round(s.samples * f))
+    load = synthetic_bytes(samples, int(np.prod(s.input_shape))) if s.load_bytes else 0
+    return replace(s, n=n, dataset_bytes=int(round(s.dataset_bytes * f)),
+                   data_bytes=int(round(s.data_bytes * f)), samples=samples,
+                   global_test=int(round(s.global_test * f)), load_bytes=load,
+                   w_row_nnz=s.w_row_nnz if nnz is None else nnz,
+                   w_row_bytes=s.w_row_bytes if w_row is None else w_row)
+
+
+def _extrapolated(resolved: config_mod.Resolved, s: Shapes, n: int) -> Shapes:
+    """The shapes at ``n`` clients from those ``s`` of a probe of ``s.n`` clients on data
+    scaled by ``s.n / n`` (:func:`_scaled`), with the topology's rows as built at ``n`` (as
+    at ``s.n`` for a graph built from the data)."""
+    cfg = resolved.config
+    nnz = w_row = None
+    if s.w_row_nnz and isinstance(cfg["topology"], str):
+        try:
+            topo = topologies.build(cfg["topology"], seed=cfg["seed"], n=n)
+            nnz = _row_nnz_of(topo)
+            W = topo.W if hasattr(topo, "W") else topo.at(0).W
+            if hasattr(W, "indptr"):
+                w_row = (W.data.nbytes + W.indices.nbytes + W.indptr.nbytes) / W.shape[0]
+        except Exception:  # noqa: BLE001 - a graph built from the data: its rows as probed
+            pass
+    return _scaled(s, n, nnz, w_row)
+
+
+def fit_runtime(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """``(constant, slope)`` of the runtime part from ``(n, bytes)`` probes: the median of
+    the pairwise slopes (Theil-Sen: one noisy probe does not set it), clipped to
+    ``[0, RUNTIME_SLOPE_MAX]``, and the median of ``bytes - slope * n``, at least 0.
+
+    Examples
+    --------
+    >>> line = [(m, 100e6 + 500 * m) for m in (2, 64, 256, 1024)]
+    >>> line[2] = (256, line[2][1] + 5e6)  # a probe 5 MB high: neither fit moves
+    >>> fit_runtime(line)
+    (100000000.0, 500.0)
+    >>> fit_runtime([(2, 100e6), (64, 200e6)])  # a steep slope: held to RUNTIME_SLOPE_MAX
+    (149932416.0, 2048.0)
+    """
+    slopes = sorted((r2 - r1) / (m2 - m1) for i, (m1, r1) in enumerate(points)
+                    for m2, r2 in points[i + 1:] if m2 != m1)
+    slope = float(np.median(slopes)) if slopes else 0.0
+    slope = min(max(0.0, slope), float(RUNTIME_SLOPE_MAX))
+    const = float(np.median([r - slope * m for m, r in points])) if points else 0.0
+    return max(0.0, const), slope
+
+
+def fit_time(points: list[tuple[int, float]], exponents: Sequence[float] = TIME_EXPONENTS
+             ) -> tuple[float, float, float]:
+    """``(a, b, e)`` of ``seconds = a + b * n ** e`` fitted to ``(n, seconds)`` probes:
+    least squares in relative error with ``a, b >= 0`` (never a negative prediction) for each
+    ``e`` of ``exponents`` (the closest to 1 among equals; the plan passes ``(1.0,)``). One
+    probe: ``b * n``.
+
+    Examples
+    --------
+    >>> a, b, e = fit_time([(64, 0.002 + 64e-5), (256, 0.002 + 256e-5), (1024, 0.002 + 1024e-5)])
+    >>> round(a, 6), round(b, 8), e
+    (0.002, 1e-05, 1.0)
+    >>> a, b, e = fit_time([(1024, 0.0033), (4096, 0.0120)], exponents=(1.0,))
+    >>> round(a + b * 10**5, 3)  # the line through both probes, at 10**5 clients
+    0.284
+    """
+    if not exponents or any(not 0 < float(e) <= 4 for e in exponents):
+        raise ValueError(f"exponents must be a non-empty sequence of numbers in (0, 4], "
+                         f"got {exponents!r}")
+    pts = [(float(m), float(t)) for m, t in points if t > 0]
+    if not pts:
+        return 0.0, 0.0, 1.0
+    if len(pts) == 1:
+        return 0.0, pts[0][1] / pts[0][0], 1.0
+    best: tuple[float, float, float, float] | None = None
+    for e in sorted(map(float, exponents), key=lambda v: abs(v - 1.0)):
+        cols = np.array([[1.0 / t, m ** e / t] for m, t in pts])
+        ones = np.ones(len(pts))
+        a, b = np.linalg.lstsq(cols, ones, rcond=None)[0]
+        if a < 0 or b < 0:  # one of them at 0: the better of the two
+            fits = [(0.0, float(ones @ cols[:, 1] / (cols[:, 1] @ cols[:, 1]))),
+                    (float(ones @ cols[:, 0] / (cols[:, 0] @ cols[:, 0])), 0.0)]
+            a, b = min(fits, key=lambda ab: float(np.sum((cols @ ab - 1) ** 2)))
+        err = float(np.sum((cols @ np.array([a, b]) - 1.0) ** 2))
+        if best is None or err < best[0] - 1e-12:
+            best = (err, float(a), float(b), float(e))
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
+def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
+              available: int | None = -1) -> Plan:
+    """Plan a config: predicted peak memory by part, seconds per round, the clients that fit.
+
+    Parameters
+    ----------
+    cfg : mapping
+        A run config (what ``topofl run`` reads).
+    timed : bool, default True
+        Time training rounds at the probe's sizes (seconds per round).
+    probe : bool, default True
+        Measure the runtime part in a subprocess (else the static estimate's:
+        :data:`RUNTIME_BYTES` and :data:`CLIENT_BYTES` a client).
+    available : int or None
+        Bytes available (default: :func:`~topofl._utils.validation.memory_limit` on the config's
+        device).
+
+    Raises
+    ------
+    topofl.exceptions.ConfigError
+        A ``ValueError``: what a run of the config would refuse before it starts (a device
+        that is not here, ``eval_val`` without validation splits, a batch that cannot fit ...),
+        found before anything is probed.
+    PlanError
+        When the counted parts alone, or the whole predicted peak, exceed the memory
+        available: nothing is run (only the data of a few clients is built) in the first case.
+    """
+    resolved = config_mod.resolve(cfg)
+    prepared = resolved.prepared
+    n = int(resolved.config["n_clients"])
+    if "device" in prepared.settings:  # as a run checks it, before probing anything
+        try:
+            check_device(prepared.settings["device"])
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+    avail = memory_limit(prepared.run.device)[0] if available == -1 else available
+    spec = resolved.config["data"]
+    first, at_first = _probe_shapes(resolved, _min_clients(prepared, resolved), fewest=True)
+    sizes = sorted({first, *(max(first, min(n, k)) for k in PROBE_N)})
+    small = max(first, min(n, PROBE_N[0]))
+    probed = {first: at_first}
+    if small not in probed:
+        probed[small] = _probe_shapes(resolved, small)[1]
+    if avail is not None:  # refuse before building anything more (the data of 64 clients)
+        state = sum(probed[small].per_client_state.values()) * n
+        if state > avail:
+            raise PlanError(_refusal(n, state, avail, "the per-client state alone",
+                                     max_clients(probed[small], avail, (0.0, 0.0))))
+    probed.update({m: _probe_shapes(resolved, m)[1] for m in sizes if m not in probed})
+    big = min(n, LARGE_PROBE_N)
+    if timed and big > sizes[-1]:  # a cheap model timed out of the caches, as at large n
+        large = _probe_shapes(resolved, big)[1]
+        cost = sum(counted_parts(replace(large, runtime=False)).values())
+        if cost <= LARGE_PROBE_BYTES and (avail is None or 2 * cost <= avail):
+            probed[big] = large
+            sizes.append(big)
+    top = probed[sizes[-1]]  # the data of at most LARGE_PROBE_N clients: cheap at any n
+    grows = scaled_data(spec, top.n, n) != spec  # data that grows with n: extrapolated
+    if n in probed:
+        s = probed[n]
+    else:
+        s = _extrapolated(resolved, top, n) if grows else shapes(resolved)
+    runtime: tuple[float, float] | None = None
+    spr: float | None = None
+    tfit: dict[str, Any] = {}
+    if probe or timed:
+        timed_at = {m for m in sizes if m >= PROBE_N[0] or m == sizes[-1]} if timed else set()
+        got = _probe(resolved.config, [(m, scaled_data(spec, m, n),
+                                        probe_rounds(m) if m in timed_at else 0)
+                                       for m in sizes])["probe"]
+        if probe:
+            residual = [(m, grow - sum(counted_parts(replace(probed[m], runtime=False))
+                                       .values())) for m, grow, _ in got]
+            runtime = fit_runtime(residual)
+        pts = [(m, t) for m, _, t in got if t is not None]
+        if pts:
+            upper = [(m, t) for m, t in pts if m >= TIME_FIT_FROM]
+            a, b, e = fit_time(upper if len(upper) >= 2 else pts, exponents=(1.0,))
+            spr = dict(pts)[n] if n in dict(pts) else a + b * n ** e
+            tfit = {"constant_s": a, "coefficient_s": b, "exponent": e,
+                    "probe": [list(p) for p in pts]}
+    parts = counted_parts(replace(s, runtime=False))
+    if runtime is None:
+        parts["runtime"] = RUNTIME_BYTES + CLIENT_BYTES * n
+        fit: dict[str, Any] = {"constant_bytes": float(RUNTIME_BYTES),
+                               "bytes_per_client": float(CLIENT_BYTES)}
+    else:
+        parts["runtime"] = int(round(runtime[0] + runtime[1] * n))
+        fit = {"constant_bytes": runtime[0], "bytes_per_client": runtime[1],
+               "probe": [list(p) for p in residual]}
+    fits = (largest_n(lambda k: _peak(_scaled(s, k), k, runtime), avail) if grows
+            else max_clients(s, avail, runtime))
+    plan = Plan(n_clients=n, num_params=s.num_params, parts=parts, seconds_per_round=spr,
+                available_bytes=avail, max_clients=fits, runtime_fit=fit, time_fit=tfit)
+    if avail is not None and plan.peak_bytes > avail:
+        raise PlanError(_refusal(n, plan.peak_bytes, avail, "the run", plan.max_clients))
+    return plan
