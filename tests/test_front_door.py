@@ -106,6 +106,18 @@ def _error(fn: Any) -> BaseException:
     return info.value
 
 
+def _assert_one_line_error(capsys: pytest.CaptureFixture[str], message: str) -> None:
+    """``topofl run c.json`` exits 2 with ``message`` on one line (and, for an unknown name,
+    the hint how to add one of yours)."""
+    assert main(["run", "c.json"]) == 2
+    err = capsys.readouterr().err
+    hint = ("; one of yours is known once the module that registers it" in err
+            and "unknown " in message)  # the CLI says how to add one
+    assert err.startswith(f"topofl run: error: {message}") and err.count("\n") == 1
+    assert hint or err == f"topofl run: error: {message}\n", err
+    assert not hint or "--import FILE.py" in err
+
+
 @pytest.mark.parametrize("name, change, kind, message", BAD, ids=[b[0] for b in BAD])
 def test_both_doors_refuse_with_the_same_error_before_reading_data(
         name: str, change: dict[str, Any], kind: type[Exception], message: str,
@@ -122,13 +134,7 @@ def test_both_doors_refuse_with_the_same_error_before_reading_data(
     # the command line: the same message, one line, status 2
     monkeypatch.chdir(tmp_path)
     Path("c.json").write_text(json.dumps(_config(change)))
-    assert main(["run", "c.json"]) == 2
-    err = capsys.readouterr().err
-    hint = ("; one of yours is known once the module that registers it" in err
-            and "unknown " in str(from_config))  # the CLI says how to add one
-    assert err.startswith(f"topofl run: error: {from_config}") and err.count("\n") == 1
-    assert hint or err == f"topofl run: error: {from_config}\n", err
-    assert not hint or "--import FILE.py" in err
+    _assert_one_line_error(capsys, str(from_config))
     assert not no_data and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
 
 
@@ -184,13 +190,7 @@ def test_the_device_is_checked_where_the_run_starts(no_data: list[str], tmp_path
                                        "'cuda:0', got 'gpu'")
     monkeypatch.chdir(tmp_path)
     Path("c.json").write_text(json.dumps(cfg))
-    assert main(["run", "c.json"]) == 2
-    err = capsys.readouterr().err
-    hint = ("; one of yours is known once the module that registers it" in err
-            and "unknown " in str(from_config))  # the CLI says how to add one
-    assert err.startswith(f"topofl run: error: {from_config}") and err.count("\n") == 1
-    assert hint or err == f"topofl run: error: {from_config}\n", err
-    assert not hint or "--import FILE.py" in err
+    _assert_one_line_error(capsys, str(from_config))
     assert not no_data
 
 
