@@ -245,3 +245,17 @@ def test_the_scored_hook_is_checked(data: Any) -> None:
     assert ra.keys() == rb.keys()
     for key, v in ra.items():
         assert rb[key] == pytest.approx(v, rel=1e-12, abs=1e-15, nan_ok=True), key
+
+
+
+def test_teleportation_active_refuses_a_draw_beyond_memory_before_drawing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # k > n / 50 of many nodes: numpy shuffles a full arange(n) (8 n bytes); a fuzz found
+    # n = k = 10**12 filling 16 GB before failing. Refused at once, naming the call; a few
+    # nodes of a huge population are drawn as before (Floyd's algorithm: O(k)).
+    monkeypatch.setenv("TOPOFL_MEMORY_LIMIT", "1000000")
+    with pytest.raises(tf.exceptions.InsufficientMemoryError,
+                       match=r"teleportation_active\(n=10000000,"):
+        tf.topologies.teleportation_active(10**7, 10**6, 0, seed=0)
+    a = tf.topologies.teleportation_active(10**12, 3, 5, seed=0)
+    assert a.shape == (3,) and len(set(a.tolist())) == 3 and a.max() < 10**12

@@ -51,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from topofl._utils.rng import Seed, as_seed_sequence, generator_at
-from topofl._utils.validation import check_choice, check_int
+from topofl._utils.validation import check_choice, check_int, check_memory
 from topofl.graph import TimeVarying, Topology
 from topofl.graph.checks import check_w_size
 from topofl.topologies._registry import GraphFamily, Param, register
@@ -228,6 +228,10 @@ def teleportation_active(n: int, k: int, t: int, *, seed: Seed) -> np.ndarray:
     n = check_int(n, "n", low=1)
     k = check_int(k, "k", low=1, high=n)
     t = check_int(t, "t", low=0)
+    # numpy draws k of n without replacement by Floyd's algorithm (O(k)) or, for k > n / 50
+    # of more than 10,000 nodes, by shuffling the tail of a full arange(n) (O(n))
+    check_memory(8.0 * n if n > 10_000 and k > n // 50 else 24.0 * k,
+                 f"teleportation_active(n={n}, k={k})")
     return draw_active(as_seed_sequence(seed), n, k, t).astype(np.int64)
 
 
