@@ -52,12 +52,8 @@ def _add_run_parsers(sub: Any) -> None:
                        help="any other keyword of topofl.run (repeatable; each key once, "
                        "and not one a flag sets: --set topology=... with --topology is an "
                        "error)")
-    p_run.add_argument("--import", dest="imports", action="append", default=[],
-                       metavar="MODULE",
-                       help="a module of yours to import first (a name importable from the "
-                       "current directory, or a path to a .py file), e.g. one that registers "
-                       "a graph family the config names; repeatable; recorded in the records "
-                       "header")
+    _add_import(p_run, "e.g. one that registers a graph family the config names; recorded in "
+                "the records header")
     p_run.add_argument("--out", help="records file (default runs/<algorithm>.jsonl)")
     p_run.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     p_run.add_argument("--resume", metavar="CHECKPOINT",
@@ -72,10 +68,7 @@ def _add_run_parsers(sub: Any) -> None:
                              "interrupted ones resume from their checkpoint.")
     p_sweep.add_argument("config", help="TOML (or .json) config with a [sweep] table")
     p_sweep.add_argument("--out", required=True, help="output directory")
-    p_sweep.add_argument("--import", dest="imports", action="append", default=[],
-                         metavar="MODULE", help="a module of yours to import first, in this "
-                         "process and in every worker (a name or a path to a .py file); "
-                         "repeatable; recorded in each run's header")
+    _add_import(p_sweep, "in this process and in every worker; recorded in each run's header")
     p_sweep.add_argument("--shard", metavar="I/K", help="run only the I-th of K slices")
     p_sweep.add_argument("--jobs", type=int, default=1, help="runs at once (processes; 1)")
     p_sweep.add_argument("--threads", type=int, default=1,
@@ -97,9 +90,7 @@ def _add_run_parsers(sub: Any) -> None:
     p_plan.add_argument("config", help="TOML (or .json) file of topofl.run keywords")
     p_plan.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any other keyword of topofl.run (repeatable)")
-    p_plan.add_argument("--import", dest="imports", action="append", default=[],
-                        metavar="MODULE", help="a module of yours to import first (a name or "
-                        "a path to a .py file); repeatable")
+    _add_import(p_plan, "before the config is read")
     p_plan.add_argument("--json", action="store_true", help="print one JSON object")
     p_plan.add_argument("--no-time", action="store_true",
                         help="do not time rounds (seconds_per_round is null)")
@@ -143,9 +134,10 @@ def _add_bench_parser(sub: Any) -> None:
 
 
 def _add_import(parser: argparse.ArgumentParser, what: str) -> None:
-    """The ``--import MODULE`` option of a command that only looks names up (``list``,
-    ``spectral``): the modules are imported before (:func:`topofl._utils.userimports.load_imports`,
-    as ``run`` imports them)."""
+    """The ``--import MODULE`` option of a command (``run``, ``sweep``, ``plan``, and ``list``
+    and ``spectral``, which only look names up): the modules are imported before the command
+    reads its arguments (:func:`topofl._utils.userimports.load_imports`); ``what`` ends the
+    help."""
     parser.add_argument("--import", dest="imports", action="append", default=[],
                         metavar="MODULE", help="a module of yours to import first (a name "
                         f"importable from the current directory, or a path to a .py file), "

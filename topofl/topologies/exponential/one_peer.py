@@ -23,7 +23,7 @@ def one_peer_exponential(n: int) -> TimeVarying:
     Parameters
     ----------
     n : int
-        Number of nodes, ``n >= 2``.
+        Number of nodes, ``n >= 2``; the sequence repeats every ``tau = ceil(log2 n)`` rounds.
 
     Returns
     -------

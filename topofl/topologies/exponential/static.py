@@ -22,7 +22,7 @@ def exponential(n: int) -> Topology:
     Parameters
     ----------
     n : int
-        Number of nodes, ``n >= 2``.
+        Number of nodes, ``n >= 2``; each sends to ``tau = ceil(log2 n)`` others.
 
     Returns
     -------

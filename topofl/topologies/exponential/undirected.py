@@ -36,7 +36,7 @@ def undirected_exponential(n: int) -> Topology:
     Parameters
     ----------
     n : int
-        Number of nodes, ``n >= 2``.
+        Number of nodes, ``n >= 2``; its 1-bits decide the degree ``|S|`` (above).
 
     Returns
     -------
