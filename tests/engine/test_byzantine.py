@@ -544,3 +544,10 @@ def test_a_run_with_no_attacker_warns_and_records_it(table, how):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # one attacker: no warning
         _run(byzantine={"attack": "ipm", "share": 0.05})
+
+
+def test_a_record_built_without_share_or_nodes_is_refused_with_a_value_error() -> None:
+    # from_config requires one of them; a record built directly reached an assert before
+    with pytest.raises(ValueError, match="needs its nodes: a share .* got neither"):
+        Byzantine(attack="sign_flip").nodes_of(None, 10)
+    assert Byzantine(attack="sign_flip", share=0.2).nodes_of(None, 10).size == 2

@@ -257,8 +257,10 @@ class Byzantine:
                 raise ValueError(f"byzantine node {bad[0]} does not exist: the run has n={n} "
                                  f"nodes (0..{n - 1})")
             out = np.asarray(self.nodes, dtype=np.int64)
+        elif self.share is None:
+            raise ValueError(f"byzantine attack {self.attack!r} needs its nodes: a share "
+                             "(share=0.2) or the node ids (nodes=(1, 4)), got neither")
         else:
-            assert self.share is not None  # from_config: share or nodes
             k = math.floor(self.share * n + 0.5)
             out = self._choose(topology, n, k)
         if out.size >= n:
@@ -278,7 +280,6 @@ class Byzantine:
             return "the data's label-flipping clients, flip_labels"
         if self.nodes is not None:
             return f"nodes={list(self.nodes)}"[:120]
-        assert self.share is not None
         return f"share={self.share:g}: floor({self.share:g} * {n} + 1/2) = {count}"
 
     def _choose(self, topology: Any, n: int, k: int) -> np.ndarray:
