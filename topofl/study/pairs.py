@@ -124,11 +124,14 @@ def paired_difference(
         out["p_b_better"] = float(stats.binom.sf(b_ahead - 1, m, 0.5)) if m else 1.0
     else:
         d = _round_sig(x - y)
-        mean = float(np.mean(d))
-        sd = float(np.std(d, ddof=1))
+        # the same difference in every seed is no spread, whatever the last bit of the float
+        # mean and standard deviation of equal values say (three -0.491: sd 6.8e-17, not 0)
+        no_spread = bool(np.ptp(d) == 0)
+        mean = float(d[0]) if no_spread else float(np.mean(d))
+        sd = 0.0 if no_spread else float(np.std(d, ddof=1))
         out["test"], out["mean_diff"] = "paired t", mean
-        if sd == 0:  # the same difference in every seed: no spread for a t test, which
-            # would call any such difference certain (p = 0); the sign test decides instead
+        if sd == 0:  # no spread for a t test, which would call any such difference certain
+            # (p = 0); the sign test decides instead
             out["ci_low"] = out["ci_high"] = mean
             if mean != 0:
                 out["test"] = "sign (no spread)"
