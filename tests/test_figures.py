@@ -193,7 +193,8 @@ def test_write_markdown_json_and_index(tmp_path: Path) -> None:
     assert "| optimizer state (momentum_state) | keep |" in md
     idx = figure_results.index(tmp_path / "out")
     assert "[toy](results/toy.md)" in idx and "complete beats ring" in idx
-    assert idx.startswith("1 result: 0 holds, 0 partly, 1 does not hold, 0 inconclusive")
+    assert idx.startswith("1 result: 0 holds, 0 partly, 1 does not hold, 0 no practical effect "
+                          "at this scale, 0 inconclusive")
     assert "| does not hold | 1 | digits |" in idx and "| current |" in idx
     # a table result: no picture (the stale one is removed), the Markdown path is returned
     md_path = figures.writing.write(args, None, claim=figures.writing.Claim("Toy table", "c"),
@@ -388,7 +389,8 @@ def test_superiority_beyond_the_margin_non_inferiority_within_it() -> None:
     assert "a tie" in figures.above("x", v, margin=0.05, horizon=H).reason
     assert figures.above("x", v, margin=0.02, horizon=H).outcome == "pass"
     assert figures.above("x", v, margin=0.03, horizon=H).outcome == "inconclusive"
-    assert figures.above("x", v, margin=0.06, horizon=H).outcome == "inconclusive"  # a tie
+    # both bounds within ± 0.06: a measured tie, no practical effect
+    assert figures.above("x", v, margin=0.06, horizon=H).outcome == "no effect"
     assert figures.above("x", -v, margin=0.01, horizon=H).outcome == "fail"  # shown < 0
     assert figures.above("x", v, margin=0.05, tie="pass", horizon=H).outcome == "pass"
     assert figures.above("x", -v, margin=0.06, tie="pass", horizon=H).outcome == "pass"
@@ -399,7 +401,7 @@ def test_superiority_beyond_the_margin_non_inferiority_within_it() -> None:
     assert figures.above("x", _s(1.0, 1.05, 1.1), margin=1, horizon=H).outcome == "inconclusive"
     assert figures.above("x", _s(-3.9, 2.1, -0.9), margin=1, tie="pass",
                          horizon=H).outcome == "inconclusive"
-    assert figures.above("x", 0.3, 0.2, margin=0.2).outcome == "inconclusive"  # exact tie
+    assert figures.above("x", 0.3, 0.2, margin=0.2).outcome == "no effect"  # exact tie
     assert figures.above("x", 0.1, 0.2, margin=0.2).outcome == "fail"
     assert figures.above("x", 0.0, 0.2, margin=0.2, tie="pass").outcome == "pass"  # on edge
     assert figures.below("x", _s(-0.05, -0.04, -0.03), margin=0.02, horizon=H).outcome == "pass"
@@ -715,7 +717,8 @@ def test_verdict_categories() -> None:
     assert figures.verdict([p, i]) == "partly"
     assert figures.verdict([i, i]) == "inconclusive at this scale"
     assert figures.checks.VERDICTS == ("holds", "partly", "does not hold",
-                                "inconclusive at this scale")
+                                       "no practical effect at this scale",
+                                       "inconclusive at this scale")
     with pytest.raises(ValueError, match="at least one check"):
         figures.verdict([])
     with pytest.raises(ValueError, match="unknown check outcome"):
@@ -831,7 +834,8 @@ def test_stale_results_are_listed_by_index_check(tmp_path: Path,
     stale = figure_results.stale(tmp_path)
     assert set(stale) == {"other", "old"} and "0.0.1+abc" in stale["other"]
     idx = figure_results.index(tmp_path)
-    assert idx.startswith("3 results: 1 holds, 1 partly, 1 does not hold, 0 inconclusive at "
+    assert idx.startswith("3 results: 1 holds, 1 partly, 1 does not hold, 0 no practical effect "
+                          "at this scale, 0 inconclusive at "
                           "this scale (3 of them still decided by the older rule, not rerun "
                           "yet); 2 computed by other code")
     assert "| does not hold (older rule: not rerun yet) |" in idx
@@ -1037,7 +1041,8 @@ def test_redecide_rebuilds_a_results_checks_from_its_per_seed_values(tmp_path: P
 def test_redecide_cli_lists_each_result(capsys: pytest.CaptureFixture[str]) -> None:
     assert figure_cli.main(["redecide", "--dry-run", "dcliques_09", "dpfl_table1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == ["dcliques_09: inconclusive at this scale -> inconclusive at this scale",
+    assert out == ["dcliques_09: no practical effect at this scale -> no practical effect at "
+                   "this scale",
                    "dpfl_table1: inconclusive at this scale -> inconclusive at this scale"]
     assert figure_cli.main(["redecide", "--bogus"]) == 2
 
@@ -1068,8 +1073,9 @@ def test_the_gate_is_kendalls_tau_and_the_best_controls_rank(perm: list[int], ta
     tau = _tau_by_hand([paper[m] for m in names], [here[m] for m in names])
     assert g.tau == pytest.approx(tau, abs=1e-12)
     rank = 1 + sorted(names, key=lambda m: -here[m]).index("m0")
-    assert g.best_rank == rank and g.top == math.ceil(share * 7)
-    assert g.passed == (tau >= tau_min and rank <= g.top)
+    assert g.best_rank == rank and g.top == figures.top_of(7, share)
+    assert g.top == (math.ceil(share * 7) if share != 0.34 else 3)
+    assert g.passed == (tau >= tau_min and g.p_exact <= g.p_max and rank <= g.top)
     assert g.controls == tuple(names)  # the paper's order
     # less is better: the same order read the other way round
     flip = figures.fidelity_gate("col", {m: -v for m, v in paper.items()},
@@ -1091,7 +1097,8 @@ def test_a_gate_needs_controls_with_the_papers_values() -> None:
         figures.fidelity_gate("col", {"A": 1.0, "B": 2.0}, {"A": float("nan"), "B": 1.0},
                               tau_min=0.4, top_share=0.3)
     bars = figures.gate_bars("dfedpgp_table1")
-    assert bars["tau"] == 0.4 and bars["top_share"] == 0.34 and bars["reason"]
+    assert bars["tau"] == 0.4 and bars["p_max"] == 0.10 and bars["reason"]
+    assert figures.top_of(9, bars["top_share"]) == 3  # a third, rounded up
 
 
 _O = figures.gate.Order
@@ -1200,7 +1207,8 @@ def test_an_ordinal_gate_is_recorded_and_decides_a_committed_result_again(
     gated = [c for c in v["checks"] if c.get("gate") == "CIFAR-10"]
     assert len(gated) == 2 and all(c["outcome"] == "inconclusive" and "does not reproduce"
                                    in c["reason"] for c in gated)
-    assert r.after == "inconclusive at this scale" and len(heads) == 4
+    # the MNIST parts are measured ties, the gated CIFAR-10 ones undecided: no part passes
+    assert r.after == "no practical effect at this scale" and len(heads) == 4
     md = (tmp_path / "dcliques_12.md").read_text(encoding="utf-8")
     assert "## Fidelity gate" in md and '"a sentence of the paper"' in md
     assert "`[gates.ordinal]`" in md and "| **no** |" in md
@@ -1231,11 +1239,14 @@ def test_a_failed_gate_makes_a_results_checks_inconclusive_and_a_passed_one_rest
                                     "reproduce the paper's baselines: tau = +0.17")
     assert "would be fail" in col["reason"]
     assert figures.redecide.redecide("dfedpgp_table1", tmp_path).moved == ()  # idempotent
-    good = figures.Gate.from_dict({**gate, "tau_min": -1.0, "top": 9})
+    # the stand-in's controls in the paper's order: a gate that passes the declared bars
+    same = {c: {"paper": x["paper"], "standin": x["paper"]} for c, x in gate["controls"].items()}
+    good = figures.Gate.from_dict({**gate, "controls": same, "tau": 1.0, "best_rank": 1})
     r = figures.redecide.apply_gates("dfedpgp_table1", [good], tmp_path)
     assert (r.before, r.after) == ("inconclusive at this scale", "does not hold")
     md = (tmp_path / "dfedpgp_table1.md").read_text(encoding="utf-8")
-    assert "## Fidelity gate" in md and "gate passes: tau = +0.17" in md
+    assert "## Fidelity gate" in md and "gate passes: tau = +1.00" in md
+    assert "permutation p = 0.000" in md  # 1 of 9! pairings
     assert md.count("## Fidelity gate") == 1
 
 

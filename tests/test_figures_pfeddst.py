@@ -143,7 +143,11 @@ def test_table1_never_reaching_and_untestable_columns() -> None:
     assert figures.above("x", never - S((40.0,) * 5, five), margin=2, horizon=h).outcome == "pass"
     three = S((81.0,) * 3, seeds, resolution=2.0) - S((40.0,) * 3, seeds)
     assert figures.above("x", three, margin=2, horizon=h).outcome == "pass"
-    assert figures.above("x", never - never, margin=2, horizon=h).outcome == "inconclusive"
+    assert figures.above("x", never - never, margin=2, horizon=h).outcome == "no effect"
+    # ... unless they are bounds: two methods that never reach the target do not tie
+    cens = S((81.0,) * 5, five, resolution=2.0, censored=(True,) * 5)
+    both = figures.above("x", cens - cens, margin=2, horizon=h)
+    assert both.outcome == "inconclusive" and "no tie is measured" in both.reason
     # a column on a stand-in that fails its calibration: inconclusive, the numbers' outcome kept
     helper = mod["_pfeddst"]
     c = figures.above("x", S((0.05, 0.06, 0.04), seeds), horizon=h)

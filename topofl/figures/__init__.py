@@ -49,7 +49,7 @@ from topofl.figures import redecide as redecide  # the module (topofl figure red
 from topofl.figures.checks import Check, above, below, fact, verdict, within
 from topofl.figures.config import claim_of, grid, load_config, margin
 from topofl.figures.flatness import Convergence, convergence, mean_curve
-from topofl.figures.gate import Gate, fidelity_gate, gate_bars, gated
+from topofl.figures.gate import Gate, fidelity_gate, gate_bars, gated, kendall_permutation_p, top_of
 from topofl.figures.measures import (
     OverSeeds,
     final,
@@ -99,4 +99,6 @@ __all__ = [
     "fidelity_gate",
     "gate_bars",
     "gated",
+    "kendall_permutation_p",
+    "top_of",
 ]

@@ -22,8 +22,11 @@ rounds to a target, so that seeds agreeing exactly are decided against that grid
 
 * a claim of "better" (superiority, ``tie="inconclusive"``) *passes* when the bound on the
   claimed side lies beyond ``t + δ`` (``t - δ`` for :func:`below`) and *fails* when the bound
-  on the other side falls short of ``t`` (shown on the other side); between the two it is a
-  *tie* or the seeds' spread, *inconclusive*; a claim of "at least as good"
+  on the other side falls short of ``t`` (shown on the other side); between the two it is
+  **no effect** when both bounds lie within ``t ± δ`` (a *measured tie*: the seeds place the
+  effect confidently inside the margin, and more seeds only narrow the bounds around it) and
+  *inconclusive* otherwise (the seeds' spread covers the margin: too little evidence, which
+  more seeds or longer runs could decide); a claim of "at least as good"
   (non-inferiority, ``tie="pass"``) passes when the 95 % lower bound of ``x - t`` lies above
   ``-δ`` and fails when the upper bound lies below it;
 * :func:`within` passes when both one-sided 95 % bounds lie within the tolerance (two
@@ -40,9 +43,11 @@ Exact quantities (a graph's structure, statistics over a fixed set of constructi
 numbers or :func:`fact`\ s and pass or fail. Each result names its **headline** check (the
 paper's central statement); the verdict (:func:`verdict`) is the headline's: **holds** (every
 part passes), **does not hold** (a part fails: a conjunction with one failed part is
-refuted, and the result says how many parts pass) or **inconclusive at this scale**, with "k
-of n secondary checks pass" beside it; **partly** for a headline of several parts of which
-some pass and the others are inconclusive.
+refuted, and the result says how many parts pass), **no practical effect at this scale** (no
+part passes or fails and a part is a measured tie: the claimed effect is absent at this
+scale) or **inconclusive at this scale** (too little evidence: every undecided part's bounds
+cover its margin), with "k of n secondary checks pass" beside it; **partly** for a headline of
+several parts of which some pass and the others are ties or inconclusive.
 """
 
 from __future__ import annotations
@@ -55,22 +60,31 @@ from typing import Any
 from topofl.figures.flatness import Convergence, convergence, late_gain, mean_curve
 from topofl.figures.measures import OverSeeds
 
-__all__ = ["VERDICTS", "Check", "above", "below", "within", "fact", "verdict", "headline_of",
-           "secondary", "mean_curve", "late_gain", "Convergence", "convergence", "LEVEL", "RULE"]
+__all__ = ["VERDICTS", "OUTCOMES", "Check", "above", "below", "within", "fact", "verdict",
+           "headline_of", "secondary", "mean_curve", "late_gain", "Convergence", "convergence",
+           "LEVEL", "RULE"]
 
 
 # ------------------------------------------------------------------------------ verdicts
 
 
 #: The four verdicts, in the order the index counts them.
-VERDICTS = ("holds", "partly", "does not hold", "inconclusive at this scale")
+VERDICTS = ("holds", "partly", "does not hold", "no practical effect at this scale",
+            "inconclusive at this scale")
+
+#: The outcomes of a check: ``"no effect"`` is a claim of "better" whose effect the seeds place
+#: confidently within ± its practical margin (a measured tie: no added seed moves it to a
+#: pass), ``"inconclusive"`` one the evidence cannot decide.
+OUTCOMES = ("pass", "fail", "no effect", "inconclusive")
 
 #: The one-sided level of every check's bounds (:func:`above`, :func:`below`, :func:`within`).
 LEVEL = 0.95
 
 #: The rule's name, recorded in every result (results of the older rules have another or none).
 RULE = ("paired one-sided 95 % bounds against the claim's margin (superiority beyond it, "
-        "non-inferiority within it), spread at least the metric's resolution, at convergence")
+        "non-inferiority within it; a claimed superiority with both bounds within ± the "
+        "margin is no practical effect), spread at least the metric's resolution, at "
+        "convergence")
 
 
 @dataclass(frozen=True)
@@ -157,6 +171,8 @@ def _detail(value: OverSeeds | float, threshold: float, margin: float,
     if isinstance(value, OverSeeds):
         out.update(values=list(value.values), seeds=list(value.seeds), mean=value.mean,
                    std=value.std)
+        if value.any_censored:
+            out["censored"] = list(value.censored)
     else:
         out["value"] = float(value)
     if test is not None:
@@ -183,7 +199,7 @@ def _finish(name: str, outcome: str, reason: str, value: OverSeeds | float, fmt:
     """The check, its pass or fail made inconclusive on curves that had not flattened (unless
     read at a stated horizon, which its reason names)."""
     if horizon is None and converged is not None and not converged.flat \
-            and outcome in ("pass", "fail"):
+            and outcome in ("pass", "fail", "no effect"):
         outcome, reason = "inconclusive", f"{converged.describe()}; would be {outcome} ({reason})"
     if horizon is not None:
         reason += f"; at this horizon: {horizon}"
@@ -235,6 +251,10 @@ def _side(name: str, value: OverSeeds | float, threshold: float, fmt: str, claim
             outcome, reason = "pass", "exact"
         elif effect < short:
             outcome, reason = "fail", "exact"
+        elif not inferior and margin > 0:
+            outcome = "no effect"
+            reason = (f"exact: a measured tie, the effect {effect:{fmt}} within the margin "
+                      f"{margin:{fmt}}: no practical effect")
         else:
             outcome, reason = "inconclusive", "exact" + tie_text
     elif lo > bound:
@@ -246,12 +266,22 @@ def _side(name: str, value: OverSeeds | float, threshold: float, fmt: str, claim
         outcome = "fail"
         reason = (f"{_bound_text(lo, hi, sign, threshold, fmt, 'high')} {fail_edge:{fmt}} "
                   f"(p = {p:.3f}, the other side)" + tie_text)
+    elif not inferior and margin > 0 and -margin < lo and hi < margin \
+            and not value.any_censored:
+        outcome = "no effect"
+        a, b = threshold + min(sign * lo, sign * hi), threshold + max(sign * lo, sign * hi)
+        reason = (f"a measured tie: the 95 % bounds [{a:{fmt}}, {b:{fmt}}] lie within ± the margin "
+                  f"{margin:{fmt}} of {threshold:{fmt}}: no practical effect (more seeds narrow "
+                  "the bounds, they do not move them to a pass)")
     else:
         outcome = "inconclusive"
         where = (f"cover {edge:{fmt}}" if edge == fail_edge else
                  f"neither clear {edge:{fmt}} nor fall short of {fail_edge:{fmt}}")
         reason = (f"the 95 % bounds [{threshold + min(sign * lo, sign * hi):{fmt}}, "
                   f"{threshold + max(sign * lo, sign * hi):{fmt}}] {where}" + tie_text)
+        if isinstance(value, OverSeeds) and value.any_censored:
+            reason += (f"; {sum(value.censored)} of {value.n} seeds' values are bounds (the "
+                       "target never reached within the run), so no tie is measured")
     detail = _detail(value, threshold, margin, converged, horizon, test)
     detail.update(kind="above" if claimed_above else "below", tie=tie, edge=edge,
                   fail_edge=fail_edge)
@@ -281,8 +311,9 @@ def above(name: str, value: OverSeeds | float, threshold: float = 0.0, *,
     freedom, the seeds' spread taken as at least the value's ``resolution``): a pass when the
     lower bound lies beyond the claim's edge (``threshold + margin``, or ``- margin``); a fail
     when the upper bound falls short of ``threshold`` for "better" (shown on the other side)
-    or of ``threshold - margin`` for "at least as good"; inconclusive otherwise (a difference
-    under the margin is then called a tie), with one seed, or when ``converged`` says the
+    or of ``threshold - margin`` for "at least as good"; for "better", ``"no effect"`` when
+    both bounds lie within ``threshold ± margin`` (a measured tie); inconclusive otherwise,
+    with one seed, or when ``converged`` says the
     compared curves had not flattened (unless ``horizon`` says why the claim is read at this
     horizon). Less spread never weakens a check. A value over seeds needs ``converged`` or
     ``horizon``. An exact number passes or fails outright against the same edges.
@@ -310,12 +341,16 @@ def above(name: str, value: OverSeeds | float, threshold: float = 0.0, *,
     ...       horizon=h).outcome
     'pass'
 
-    Seeds that agree exactly are decided (against the value's resolution, here none):
+    Seeds that agree exactly are decided (against the value's resolution, here none); an
+    effect the seeds place within ± the margin is a measured tie, not missing evidence:
 
     >>> above("A", S((-50.0, -50.0, -50.0), (0, 1, 2)), margin=1, horizon=h).outcome
     'fail'
-    >>> above("A", S((0.5, 0.5, 0.5), (0, 1, 2)), margin=1, horizon=h).reason.split(";")[0]
-    'the 95 % bounds [0.500, 0.500] neither clear 1.000 nor fall short of 0.000'
+    >>> c = above("A", S((0.5, 0.5, 0.5), (0, 1, 2)), margin=1, horizon=h)
+    >>> c.outcome, c.reason.split(" lie")[0]
+    ('no effect', 'a measured tie: the 95 % bounds [0.500, 0.500]')
+    >>> above("A", S((0.5, -0.3, 1.6), (0, 1, 2)), margin=1, horizon=h).outcome  # too wide
+    'inconclusive'
     >>> tf.figures.above("A beats B", S((0.02, -0.03, 0.01), (0, 1, 2)), horizon=h).outcome
     'inconclusive'
     >>> tf.figures.above("A beats B", -0.01).outcome  # an exact number
@@ -418,8 +453,9 @@ def verdict(checks: Iterable[Check]) -> str:
     ``"holds"``: every headline check passes; ``"does not hold"``: one or more fail (for a
     headline of several parts, a conjunction such as "best in every column", a failed part
     refutes it whatever the others gave: the result says how many parts pass);
-    ``"partly"``: some parts pass and the others are inconclusive; ``"inconclusive at this
-    scale"``: none passes or fails.
+    ``"partly"``: some parts pass and the others are ties or inconclusive; ``"no practical
+    effect at this scale"``: none passes or fails and a part is a measured tie
+    (``"no effect"``); ``"inconclusive at this scale"``: none passes, fails or ties.
 
     Examples
     --------
@@ -427,6 +463,9 @@ def verdict(checks: Iterable[Check]) -> str:
     >>> und = tf.figures.above("c", tf.figures.OverSeeds((0.1,), (0,)), horizon="a toy")
     >>> [tf.figures.verdict(c) for c in ([pas], [fail, und], [pas, und], [und], [pas, fail])]
     ['holds', 'does not hold', 'partly', 'inconclusive at this scale', 'does not hold']
+    >>> tie = tf.figures.above("d", 0.2, margin=1.0)  # an exact effect inside the margin
+    >>> tie.outcome, tf.figures.verdict([tie, und]), tf.figures.verdict([tie, pas])
+    ('no effect', 'no practical effect at this scale', 'partly')
     >>> main = tf.figures.fact("central", True, headline=True)
     >>> tf.figures.verdict([main, fail])  # a failed secondary check leaves it standing
     'holds'
@@ -434,7 +473,7 @@ def verdict(checks: Iterable[Check]) -> str:
     checks = list(checks)
     if not checks:
         raise ValueError("a verdict needs at least one check")
-    bad = {c.outcome for c in checks} - {"pass", "fail", "inconclusive"}
+    bad = {c.outcome for c in checks} - set(OUTCOMES)
     if bad:
         raise ValueError(f"unknown check outcome(s) {sorted(bad)}")
     outcomes = [c.outcome for c in headline_of(checks)]
@@ -443,7 +482,11 @@ def verdict(checks: Iterable[Check]) -> str:
         return "does not hold"
     if passed == len(outcomes):
         return "holds"
-    return "partly" if passed else "inconclusive at this scale"
+    if passed:
+        return "partly"
+    if "no effect" in outcomes:
+        return "no practical effect at this scale"
+    return "inconclusive at this scale"
 
 
 def secondary(checks: Iterable[Check]) -> tuple[int, int]:

@@ -8,9 +8,12 @@ last ...), a "does not hold" says more about the stand-in than about the method.
 the paper's table before the tested method is looked at:
 
 * **Kendall's tau** (tau-b, ties counted) between the paper's values and the stand-in's means
-  over the controls, at least the declared bar ``tau``;
+  over the controls, at least the declared bar ``tau``, and **significant** on its own: the
+  exact one-sided permutation p of that tau (:func:`kendall_permutation_p`: every pairing of
+  the stand-in's values with the paper's, ties kept) at most the declared ``p_max``, so that a
+  bar cleared by chance over few controls does not let a stand-in decide;
 * the paper's **best control** among the stand-in's top ``ceil(top_share x k)`` of the ``k``
-  controls.
+  controls (``top_share`` read as the fraction it declares: ``0.3333333333333333`` is a third).
 
 Both bars are declared once in ``paper_figures/claims.toml`` (``[gates]``, with their reason;
 a result's own ``[<name>.gates]`` overrides them), not tuned on what a result gave. A gate needs
@@ -30,6 +33,7 @@ kinds alike.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -42,10 +46,139 @@ from topofl.figures.measures import OverSeeds
 
 __all__ = ["MIN_CONTROLS", "RELATIONS", "Gate", "Order", "OrdinalGate", "AnyGate",
            "fidelity_gate", "ordinal_gate", "ordinal_bars", "gate_from_dict", "gate_bars",
-           "gated"]
+           "gated", "kendall_permutation_p", "top_of", "rebar"]
 
 #: The fewest controls a gate decides on (Kendall's tau over 3 items takes 4 values only).
 MIN_CONTROLS = 4
+
+
+#: Pairings enumerated one by one up to this many controls (9! = 362,880); beyond, the exact
+#: distribution comes from the q-multinomial generating function when one side has no ties.
+_ENUMERATE_UP_TO = 9
+#: Monte Carlo draws (seeded) for more controls than that with ties on both sides.
+_DRAWS = 200_000
+
+
+def _signs(v: Any) -> Any:
+    """``sign(v[..., j] - v[..., i])`` over the pairs ``i < j`` of the last axis."""
+    import numpy as np
+
+    i, j = np.triu_indices(v.shape[-1], 1)
+    return np.sign(v[..., j] - v[..., i]).astype(np.int8)
+
+
+def _q_multinomial(counts: Sequence[int]) -> list[int]:
+    """Coefficients of the q-multinomial ``[n; m_1, ..., m_r]_q``: entry ``d`` counts the
+    arrangements of a multiset with those multiplicities that have ``d`` inversions."""
+    def q_factorial(m: int) -> list[int]:
+        poly = [1]
+        for j in range(1, m + 1):  # times 1 + q + ... + q^(j-1)
+            out = [0] * (len(poly) + j - 1)
+            for a, c in enumerate(poly):
+                for b in range(j):
+                    out[a + b] += c
+            poly = out
+        return poly
+
+    num = q_factorial(sum(counts))
+    for m in counts:  # exact polynomial division by [m]!_q (monic, integer coefficients)
+        den = q_factorial(m)
+        quo = [0] * (len(num) - len(den) + 1)
+        rem = list(num)
+        for a in range(len(quo) - 1, -1, -1):
+            quo[a] = rem[a + len(den) - 1]
+            for b, c in enumerate(den):
+                rem[a + b] -= quo[a] * c
+        num = quo
+    return num
+
+
+def kendall_permutation_p(x: Sequence[float], y: Sequence[float], *, seed: int = 0
+                          ) -> tuple[float, str]:
+    """The one-sided exact permutation p of Kendall's tau-b between ``x`` and ``y`` (positive
+    association): the share of the ``k!`` pairings of ``y``'s values with ``x``'s whose tau is
+    at least the observed one, ties kept where they are (tau-b's denominator is the same for
+    every pairing, so the count compares Kendall's integer score ``S`` exactly).
+
+    Up to 9 values every pairing is enumerated; beyond, when one side has no ties, the
+    distribution of ``S`` is the q-multinomial generating function of the other side's
+    inversions (exact); with ties on both sides and more than 9 values, a seeded Monte Carlo
+    of 200,000 pairings (``seed``). Infinite values (a target never reached) rank as ties
+    among themselves.
+
+    Returns
+    -------
+    (p, method) : (float, str)
+        ``method`` is ``"exact (enumerated)"``, ``"exact (q-multinomial)"`` or ``"Monte Carlo
+        (200000 pairings, seed S)"``.
+
+    Examples
+    --------
+    Five values in the same order: one pairing of 5! = 120 reaches tau = 1:
+
+    >>> p, how = tf.figures.kendall_permutation_p([1, 2, 3, 4, 5], [10, 20, 30, 40, 50])
+    >>> round(p * 120), how
+    (1, 'exact (enumerated)')
+    >>> round(tf.figures.kendall_permutation_p(range(12), range(12))[0] * 479001600)
+    1
+    """
+    import numpy as np
+    from scipy import stats
+
+    if len(x) != len(y):
+        raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
+    k = len(x)
+    if k < 2:
+        raise ValueError(f"a permutation test of tau needs at least 2 values, got {k}")
+    rx = stats.rankdata(np.asarray(x, dtype=float))
+    ry = stats.rankdata(np.asarray(y, dtype=float))
+    if np.isnan(rx).any() or np.isnan(ry).any():
+        raise ValueError("x and y must not hold NaN")
+    sx = _signs(rx)
+    s_obs = int(sx.astype(np.int64) @ _signs(ry).astype(np.int64))
+    if k <= _ENUMERATE_UP_TO:
+        from itertools import permutations
+
+        perms = np.fromiter((v for p in permutations(ry) for v in p), dtype=float,
+                            count=math.factorial(k) * k).reshape(-1, k)
+        scores = _signs(perms).astype(np.int64) @ sx.astype(np.int64)
+        return float(np.count_nonzero(scores >= s_obs) / len(scores)), "exact (enumerated)"
+    untied_x = len(np.unique(rx)) == k
+    if untied_x or len(np.unique(ry)) == k:
+        # order the untied side; the other side's sequence is a uniformly random arrangement
+        # of its multiset, whose inversions D give S = pairs - ties - 2 D
+        other = ry if untied_x else rx
+        counts = np.unique(other, return_counts=True)[1]
+        pairs, ties = k * (k - 1) // 2, int(sum(c * (c - 1) // 2 for c in counts))
+        coef = _q_multinomial([int(c) for c in counts])
+        total = sum(coef)
+        # S >= s_obs  <=>  D <= (pairs - ties - s_obs) / 2
+        d_max = (pairs - ties - s_obs) // 2
+        return (float(sum(coef[: max(d_max + 1, 0)])) / float(total),
+                "exact (q-multinomial)")
+    rng = np.random.default_rng(seed)
+    draws = np.stack([rng.permutation(ry) for _ in range(_DRAWS)])
+    scores = _signs(draws).astype(np.int64) @ sx.astype(np.int64)
+    return (float((1 + np.count_nonzero(scores >= s_obs)) / (1 + _DRAWS)),
+            f"Monte Carlo ({_DRAWS} pairings, seed {seed})")
+
+
+def top_of(k: int, top_share: float) -> int:
+    """How many of the stand-in's best of ``k`` controls the paper's best must be among:
+    ``ceil(top_share x k)``, with ``top_share`` read as the fraction it declares (its nearest
+    fraction with a denominator up to 100: ``0.3333333333333333`` is a third, so 6 controls
+    give 2, not the 3 of ``ceil(2.0000000000000004)``); at least 1.
+
+    Examples
+    --------
+    >>> [tf.figures.top_of(k, 0.3333333333333333) for k in (3, 5, 6, 9, 11)]
+    [1, 2, 2, 3, 4]
+    >>> tf.figures.top_of(6, 0.34)
+    3
+    """
+    from fractions import Fraction
+
+    return max(1, math.ceil(Fraction(float(top_share)).limit_denominator(100) * k))
 
 
 @dataclass(frozen=True)
@@ -54,9 +187,10 @@ class Gate:
 
     ``controls`` are in the paper's order (best first); ``paper`` and ``standin`` hold their
     values (the stand-in's: seed means), ``tau`` Kendall's tau-b between the two and ``p`` its
-    two-sided p, ``best_rank`` the rank (1 = best) on the stand-in of the paper's best control,
-    ``top`` how many of the stand-in's best controls it must be among, ``tau_min`` the declared
-    bar; :attr:`passed` says whether both bars hold.
+    two-sided p (scipy's, recorded for reference), ``best_rank`` the rank (1 = best) on the
+    stand-in of the paper's best control, ``top`` how many of the stand-in's best controls it
+    must be among, ``tau_min`` the declared bar of tau and ``p_max`` that of its exact
+    one-sided permutation p (:attr:`p_exact`); :attr:`passed` says whether every bar holds.
     """
 
     name: str
@@ -69,13 +203,36 @@ class Gate:
     top: int
     tau_min: float
     higher_is_better: bool = True
+    p_max: float = 0.10
+
+    @property
+    def p_exact(self) -> float:
+        """The exact one-sided permutation p of :attr:`tau` (:func:`kendall_permutation_p`,
+        on the values as the paper orders them: less-is-better metrics negated); NaN with
+        fewer than 2 controls."""
+        return self._permutation[0]
+
+    @property
+    def p_method(self) -> str:
+        """How :attr:`p_exact` was computed (enumerated, q-multinomial, Monte Carlo)."""
+        return self._permutation[1]
+
+    @functools.cached_property
+    def _permutation(self) -> tuple[float, str]:
+        if len(self.controls) < 2:
+            return math.nan, "none (fewer than 2 controls)"
+        sign = 1.0 if self.higher_is_better else -1.0
+        return kendall_permutation_p([sign * v for v in self.paper],
+                                     [sign * v for v in self.standin])
 
     @property
     def passed(self) -> bool:
-        """At least :data:`MIN_CONTROLS` controls, ``tau >= tau_min`` and the paper's best
-        control among the stand-in's top :attr:`top`."""
+        """At least :data:`MIN_CONTROLS` controls, ``tau >= tau_min``, the exact permutation
+        p of tau at most ``p_max`` and the paper's best control among the stand-in's top
+        :attr:`top`."""
         return (len(self.controls) >= MIN_CONTROLS and math.isfinite(self.tau)
-                and self.tau >= self.tau_min and self.best_rank <= self.top)
+                and self.tau >= self.tau_min and self.p_exact <= self.p_max
+                and self.best_rank <= self.top)
 
     def describe(self) -> str:
         """One line: passed or not, tau, where the paper's best control ranks."""
@@ -84,15 +241,17 @@ class Gate:
             return (f"{self.name}: gate fails: {k} control(s) with the paper's values, fewer "
                     f"than {MIN_CONTROLS}")
         word = "passes" if self.passed else "fails"
-        return (f"{self.name}: gate {word}: tau = {self.tau:+.2f} (p = {self.p:.2f}, bar "
-                f"{self.tau_min:+.2f}) over {k} controls; the paper's best control "
-                f"({self.controls[0]}) ranks {self.best_rank} of {k} here (bar: top {self.top})")
+        return (f"{self.name}: gate {word}: tau = {self.tau:+.2f} (bar {self.tau_min:+.2f}), "
+                f"exact one-sided permutation p = {self.p_exact:.3f} (bar {self.p_max:.2f}) "
+                f"over {k} controls; the paper's best control ({self.controls[0]}) ranks "
+                f"{self.best_rank} of {k} here (bar: top {self.top})")
 
     def shortfall(self) -> str:
         """What a failed gate says in the reason of a check it covers (:func:`gated`)."""
         tau = "n/a" if not math.isfinite(self.tau) else f"{self.tau:+.2f}"
-        return (f"tau = {tau} over {len(self.controls)} controls, the paper's best ranks "
-                f"{self.best_rank}")
+        p = "n/a" if not math.isfinite(self.p_exact) else f"{self.p_exact:.3f}"
+        return (f"tau = {tau} (permutation p = {p}) over {len(self.controls)} controls, the "
+                f"paper's best ranks {self.best_rank}")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Gate:
@@ -104,14 +263,16 @@ class Gate:
                    tuple(float(v["standin"]) for v in controls.values()),
                    nan if d.get("tau") is None else float(d["tau"]),
                    nan if d.get("p") is None else float(d["p"]), int(d["best_rank"]),
-                   int(d["top"]), float(d["tau_min"]), bool(d.get("higher_is_better", True)))
+                   int(d["top"]), float(d["tau_min"]), bool(d.get("higher_is_better", True)),
+                   float(d.get("p_max", 0.10)))
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form: every control's paper value and stand-in mean, tau, the bars."""
         return {"name": self.name, "passed": self.passed, "tau": _num(self.tau),
                 "p": _num(self.p), "best_rank": self.best_rank, "top": self.top,
                 "tau_min": self.tau_min, "higher_is_better": self.higher_is_better,
-                "controls": {c: {"paper": p, "standin": s} for c, p, s in
+                "p_exact": _num(self.p_exact), "p_method": self.p_method,
+                "p_max": self.p_max, "controls": {c: {"paper": p, "standin": s} for c, p, s in
                              zip(self.controls, self.paper, self.standin)}}
 
 
@@ -134,19 +295,32 @@ def gate_bars(result: str | None = None, claims: Any = None) -> dict[str, Any]:
     bars = dict(table.get("gates", {}))
     if result is not None and isinstance(table.get(result), Mapping):
         bars.update(table[result].get("gates", {}))
-    for key in ("tau", "top_share"):
+    for key in ("tau", "top_share", "p_max"):
         v = bars.get(key)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise FigureError(f"{path}: [gates] needs {key} = a number, got {v!r}")
-    if not -1 <= bars["tau"] <= 1 or not 0 < bars["top_share"] <= 1:
-        raise FigureError(f"{path}: [gates] needs tau in [-1, 1] and top_share in (0, 1], got "
-                          f"{bars['tau']!r} and {bars['top_share']!r}")
+    if not -1 <= bars["tau"] <= 1 or not 0 < bars["top_share"] <= 1 \
+            or not 0 < bars["p_max"] <= 1:
+        raise FigureError(f"{path}: [gates] needs tau in [-1, 1], top_share and p_max in "
+                          f"(0, 1], got {bars['tau']!r}, {bars['top_share']!r} and "
+                          f"{bars['p_max']!r}")
     return bars
+
+
+def rebar(gate: AnyGate, bars: Mapping[str, Any]) -> AnyGate:
+    """``gate`` (a Kendall gate recorded in a result) under the declared ``bars``
+    (:func:`gate_bars`): its ``tau_min``, ``p_max`` and ``top`` (from ``top_share``) as they
+    are declared now, its measured values unchanged; an ordinal gate as it is."""
+    if not isinstance(gate, Gate):
+        return gate
+    return replace(gate, tau_min=float(bars["tau"]), p_max=float(bars["p_max"]),
+                   top=top_of(len(gate.controls), float(bars["top_share"])))
 
 
 def fidelity_gate(name: str, paper: Mapping[str, float | None],
                   standin: Mapping[str, float | OverSeeds], *, tau_min: float,
-                  top_share: float, higher_is_better: bool = True) -> Gate:
+                  top_share: float, higher_is_better: bool = True,
+                  p_max: float | None = None) -> Gate:
     """The gate of one stand-in: its controls' order against the paper's.
 
     Parameters
@@ -164,6 +338,9 @@ def fidelity_gate(name: str, paper: Mapping[str, float | None],
         The declared bars (:func:`gate_bars`).
     higher_is_better : bool, default True
         ``False`` for a metric where less is better (rounds to a target, a variance).
+    p_max : float, optional
+        The bar of tau's exact one-sided permutation p; default the declared one
+        (:func:`gate_bars`'s ``p_max``).
 
     Returns
     -------
@@ -171,20 +348,31 @@ def fidelity_gate(name: str, paper: Mapping[str, float | None],
 
     Examples
     --------
-    The paper's order reproduced but for one swap among 5 controls:
+    The paper's order reproduced but for one swap among 6 controls (6 of the 720 pairings
+    reach that tau):
 
-    >>> paper = {"A": 85.0, "B": 84.0, "C": 80.0, "D": 70.0, "E": 60.0}
-    >>> here = {"A": 66.0, "B": 67.0, "C": 60.0, "D": 55.0, "E": 50.0}
-    >>> g = tf.figures.fidelity_gate("col", paper, here, tau_min=0.4, top_share=0.34)
-    >>> round(g.tau, 2), g.best_rank, g.top, g.passed
-    (0.8, 2, 2, True)
+    >>> paper = {"A": 85.0, "B": 84.0, "C": 80.0, "D": 70.0, "E": 60.0, "F": 55.0}
+    >>> here = {"A": 66.0, "B": 67.0, "C": 60.0, "D": 55.0, "E": 50.0, "F": 45.0}
+    >>> g = tf.figures.fidelity_gate("col", paper, here, tau_min=0.4, top_share=1 / 3)
+    >>> round(g.tau, 2), round(g.p_exact * 720), g.best_rank, g.top, g.passed
+    (0.87, 6, 2, 2, True)
+
+    Among 5 controls, two swaps clear the tau bar but not the gate's own test (14 of the 120
+    pairings reach tau = 0.6: p = 0.117 > 0.10):
+
+    >>> two = {"A": 66.0, "B": 67.0, "C": 60.0, "D": 50.0, "E": 55.0}
+    >>> g = tf.figures.fidelity_gate("col", {k: paper[k] for k in "ABCDE"}, two,
+    ...                              tau_min=0.4, top_share=1 / 3)
+    >>> round(g.tau, 2), round(g.p_exact, 3), g.passed
+    (0.6, 0.117, False)
 
     A stand-in that puts the paper's last control first fails:
 
     >>> here = {"A": 60.0, "B": 61.0, "C": 62.0, "D": 63.0, "E": 90.0}
-    >>> g = tf.figures.fidelity_gate("col", paper, here, tau_min=0.4, top_share=0.34)
+    >>> here = {"A": 60.0, "B": 61.0, "C": 62.0, "D": 63.0, "E": 64.0, "F": 90.0}
+    >>> g = tf.figures.fidelity_gate("col", paper, here, tau_min=0.4, top_share=1 / 3)
     >>> round(g.tau, 2), g.best_rank, g.passed
-    (-1.0, 5, False)
+    (-1.0, 6, False)
     """
     from scipy import stats
 
@@ -212,9 +400,13 @@ def fidelity_gate(name: str, paper: Mapping[str, float | None],
         tau = p_value = math.nan
     here = sorted(rows, key=lambda r: -sign * r[2])
     best_rank = 1 + [r[0] for r in here].index(rows[0][0]) if rows else 0
+    if p_max is None:
+        p_max = float(gate_bars()["p_max"])
+    if not 0 < float(p_max) <= 1:
+        raise ValueError(f"p_max must be in (0, 1], got {p_max!r}")
     return Gate(name, tuple(r[0] for r in rows), tuple(r[1] for r in rows),
                 tuple(r[2] for r in rows), tau, p_value, best_rank,
-                max(1, math.ceil(top_share * k)), float(tau_min), higher_is_better)
+                top_of(k, float(top_share)), float(tau_min), higher_is_better, float(p_max))
 
 
 #: The relations an :class:`Order` states between its two controls ``a`` and ``b`` (``d`` the
@@ -476,8 +668,8 @@ def gated(check: Check, gate: AnyGate) -> Check:
         return check
     why = (f"inconclusive at this scale (the stand-in does not reproduce the paper's "
            f"baselines: {gate.shortfall()})")
-    was = (f"; would be {check.outcome} ({check.reason})" if check.outcome in ("pass", "fail")
-           else f"; {check.reason}")
+    was = (f"; would be {check.outcome} ({check.reason})"
+           if check.outcome in ("pass", "fail", "no effect") else f"; {check.reason}")
     detail = dict(check.detail or {})
     detail["gate"] = gate.name
     return replace(check, outcome="inconclusive", reason=why + was, detail=detail)

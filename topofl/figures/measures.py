@@ -38,6 +38,11 @@ class OverSeeds:
     against the grid's step rather than as certain. Sums and differences keep the larger
     resolution of their operands, scaling by a number scales it.
 
+    ``censored`` marks the seeds whose value is a bound, not a measurement (rounds to a target
+    never reached within the run: :func:`reach`); a value computed from a censored one is
+    censored (seed by seed). A check never calls a comparison of censored values a measured
+    tie (:func:`~topofl.figures.above`).
+
     Examples
     --------
     >>> a = tf.figures.OverSeeds((0.80, 0.84, 0.82), (0, 1, 2))
@@ -52,11 +57,17 @@ class OverSeeds:
     values: tuple[float, ...]
     seeds: tuple[int, ...]
     resolution: float = field(default=0.0, repr=False)
+    censored: tuple[bool, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.values or len(self.values) != len(self.seeds):
             raise ValueError(f"OverSeeds needs one value per seed (at least one), got "
                              f"{len(self.values)} values for seeds {self.seeds}")
+        cens = tuple(bool(c) for c in self.censored) or (False,) * len(self.values)
+        if len(cens) != len(self.values):
+            raise ValueError(f"censored needs one flag per seed, got {len(cens)} for "
+                             f"{len(self.values)} values")
+        object.__setattr__(self, "censored", cens)
         object.__setattr__(self, "values", tuple(float(v) for v in self.values))
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
         r = self.resolution
@@ -94,11 +105,12 @@ class OverSeeds:
                                  f"seeds {other.seeds}")
             res = 0.0 if scale is not None else max(self.resolution, other.resolution)
             return OverSeeds(tuple(op(a, b) for a, b in zip(self.values, other.values)),
-                             self.seeds, res)
+                             self.seeds, res,
+                             tuple(a or b for a, b in zip(self.censored, other.censored)))
         if isinstance(other, (int, float)) and not isinstance(other, bool):
             res = self.resolution * (1.0 if scale is None else abs(scale(float(other))))
             return OverSeeds(tuple(op(a, float(other)) for a in self.values), self.seeds,
-                             res if math.isfinite(res) else 0.0)
+                             res if math.isfinite(res) else 0.0, self.censored)
         return NotImplemented  # type: ignore[no-any-return]  # Python tries the other operand
 
     def __add__(self, other: Any) -> OverSeeds:
@@ -123,10 +135,17 @@ class OverSeeds:
         return self._pair(other, lambda a, b: a / b, lambda k: 1 / k if k else math.inf)
 
     def __neg__(self) -> OverSeeds:
-        return OverSeeds(tuple(-v for v in self.values), self.seeds, self.resolution)
+        return OverSeeds(tuple(-v for v in self.values), self.seeds, self.resolution,
+                         self.censored)
 
     def __abs__(self) -> OverSeeds:
-        return OverSeeds(tuple(abs(v) for v in self.values), self.seeds, self.resolution)
+        return OverSeeds(tuple(abs(v) for v in self.values), self.seeds, self.resolution,
+                         self.censored)
+
+    @property
+    def any_censored(self) -> bool:
+        """Whether a seed's value is a bound, not a measurement."""
+        return any(self.censored)
 
     def __format__(self, spec: str) -> str:
         if not spec:
@@ -180,7 +199,8 @@ def seedwise(fn: Callable[..., float], *values: OverSeeds) -> OverSeeds:
             raise ValueError(f"cannot pair values of seeds {seeds} with values of seeds "
                              f"{v.seeds}")
     return OverSeeds(tuple(float(fn(*vs)) for vs in zip(*(v.values for v in values))), seeds,
-                     max(v.resolution for v in values))
+                     max(v.resolution for v in values),
+                     tuple(any(cs) for cs in zip(*(v.censored for v in values))))
 
 
 def _metric(records: Any, metric: str) -> str:
@@ -244,8 +264,9 @@ def final_spread(records: Any, metric: str = "test_acc") -> OverSeeds:
 def reach(records: Any, target: float, metric: str = "test_acc_mean") -> OverSeeds:
     """Rounds until ``metric`` first reaches ``target`` (:meth:`Records.rounds_to`), per
     seed; a seed that never reaches it within its run counts one round more than it ran (a
-    lower bound of its true count, so a comparison it decides stays true). Its
-    ``resolution`` is the evaluation grid: the largest step between two evaluated rounds.
+    lower bound of its true count, so a comparison it decides stays true; such a seed is
+    ``censored``). Its ``resolution`` is the evaluation grid: the largest step between two
+    evaluated rounds.
 
     Examples
     --------
@@ -262,9 +283,11 @@ def reach(records: Any, target: float, metric: str = "test_acc_mean") -> OverSee
         return float(got if got is not None else int(rec.series(metric)[0][-1]) + 2)
 
     got = per_seed(records, one)
+    never = per_seed(records, lambda rec: float(rec.rounds_to(target, metric) is None))
     steps = [float(np.diff(np.asarray(records.series(metric, run=r)[0], dtype=float)).max())
              for r in records.runs if len(records.series(metric, run=r)[0]) > 1]
-    return OverSeeds(got.values, got.seeds, max(steps, default=1.0))
+    return OverSeeds(got.values, got.seeds, max(steps, default=1.0),
+                     tuple(v > 0 for v in never.values))
 
 
 def samples_per_client(config: Mapping[str, Any]) -> float:

@@ -34,7 +34,7 @@ from topofl.figures.checks import (
     within,
 )
 from topofl.figures.config import FigureError, _root, claim_of, mark_document
-from topofl.figures.gate import AnyGate, gate_from_dict, gated
+from topofl.figures.gate import AnyGate, gate_bars, gate_from_dict, gated, rebar
 from topofl.figures.measures import OverSeeds
 from topofl.figures.writing import gate_paragraph, gate_table, rule_paragraph, verdict_line
 
@@ -95,7 +95,8 @@ def _rebuild(c: dict[str, Any], step: float, drop_horizon: str | None = None) ->
     if res is None:  # decided before resolutions were recorded: rounds to a target on a grid
         integral = all(float(v).is_integer() for v in c["values"])
         res = step if integral and "rounds" in c["name"] else 0.0
-    x = OverSeeds(tuple(c["values"]), tuple(c["seeds"]), float(res))
+    x = OverSeeds(tuple(c["values"]), tuple(c["seeds"]), float(res),
+                  tuple(c.get("censored", ())))
     reading: dict[str, Any] = {}
     if "horizon" in c:
         reading["horizon"] = c["horizon"]
@@ -117,12 +118,22 @@ def _rebuild(c: dict[str, Any], step: float, drop_horizon: str | None = None) ->
     if marked:
         why = marked.group(1)
         reason = (f"{why}; would be {new.outcome} ({new.reason})"
-                  if new.outcome in ("pass", "fail") else f"{why}; {new.reason}")
+                  if new.outcome in ("pass", "fail", "no effect") else f"{why}; {new.reason}")
         new = Check(new.name, "inconclusive", new.measured, new.rule, reason, new.headline,
                     new.detail)
     # keep what the script measured and showed (the same values: only the rule is new)
     return Check(new.name, new.outcome, str(c.get("measured", new.measured)), new.rule,
                  new.reason, new.headline, new.detail)
+
+
+def _ungated(c: Check) -> Check:
+    """A check that a failed gate made inconclusive (:func:`~topofl.figures.gated`), as it
+    would be without the gate: the outcome and reason its reason kept ("would be pass (...)"),
+    inconclusive with the kept reason otherwise."""
+    rest = c.reason.split("; ", 1)[1] if "; " in c.reason else ""
+    m = re.fullmatch(r"would be (pass|fail|no effect) [(](.*)[)]", rest, re.S)
+    outcome, reason = (m.group(1), m.group(2)) if m else ("inconclusive", rest)
+    return Check(c.name, outcome, c.measured, c.rule, reason, c.headline, c.detail)
 
 
 def _fmt_of(c: dict[str, Any]) -> str:
@@ -178,14 +189,16 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
     step = _setting_step(md)
     old = [_as_check(c) for c in v.get("checks", [])]
     new = [(_rebuild(c, step, drop_horizon) or o) for c, o in zip(v.get("checks", []), old)]
-    gates = [gate_from_dict(g) for g in v.get("gates", [])]
+    bars = gate_bars(name)  # the bars as declared now (a recorded gate keeps its values)
+    gates = [rebar(gate_from_dict(g), bars) for g in v.get("gates", [])]
     by_name = {g.name: g for g in gates}
     for i, (c, n) in enumerate(zip(v.get("checks", []), new)):
         g = by_name.get(str(c.get("gate")))
         if g is None:
             continue
-        if not n.reason.startswith(_GATED):
-            n = gated(n, g)
+        if n.reason.startswith(_GATED):  # kept as it was: read under the gate as it is now
+            n = _ungated(n)
+        n = gated(n, g)
         new[i] = Check(n.name, n.outcome, n.measured, n.rule, n.reason, n.headline,
                        {**(n.detail or {}), "gate": g.name})
     before, after = str(v.get("verdict")), verdict(new) if new else str(v.get("verdict"))
@@ -196,6 +209,8 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         passed, total = secondary(new)
         v["secondary"] = {"passed": passed, "total": total}
         v["checks"] = [_clean(c.as_dict()) for c in new]
+        if gates:  # as the declared bars read them now (their measured values unchanged)
+            v["gates"] = [g.as_dict() for g in gates]
         margins = _margins(name, v.get("margins") or {})
         if margins:
             v["margins"] = margins

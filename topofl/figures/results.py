@@ -28,10 +28,14 @@ __all__ = ["OLD_RULE_COMMIT", "PREVIOUS_RULE_COMMIT", "available", "stale", "ind
 #: "before" of :func:`verdict_changes`.
 OLD_RULE_COMMIT = "98a230c"
 
-#: The last commit whose results were decided by the paired t rule with ties under the margin
-#: (before superiority was tested beyond the margin, non-inferiority within it, and a failed
-#: part of a headline refuted it): the middle column of :func:`verdict_changes`.
-PREVIOUS_RULE_COMMIT = "903c880"
+#: The last commit whose results were decided before measured ties had an outcome of their own
+#: and before a fidelity gate needed its own significance (the rule of ``903c880``'s successor:
+#: superiority beyond the margin, non-inferiority within it, a failed part of a headline
+#: refuting it): the middle column of :func:`verdict_changes`.
+PREVIOUS_RULE_COMMIT = "14864fc"
+
+#: What the middle column's rule lacked, in the column's header.
+PREVIOUS_RULE_NAME = "before measured ties and the gates' own test"
 
 
 def available() -> dict[str, str]:
@@ -141,7 +145,8 @@ def index(results: str | os.PathLike[str] | None = None) -> str:
     >>> _ = (d / "x.json").write_text(json.dumps({"name": "x", "verdict": "partly",
     ...                                           "seeds": [0, 1, 2], "rule": "..."}))
     >>> print(tf.figures.results.index(d).split(";")[0])
-    1 result: 0 holds, 1 partly, 0 does not hold, 0 inconclusive at this scale
+    1 result: 0 holds, 1 partly, 0 does not hold, 0 no practical effect at this scale, 0
+    inconclusive at this scale
     """
     folder = Path(results) if results is not None else _root() / "results"
     found = _results(folder)
@@ -219,7 +224,7 @@ def verdict_changes(since: str = OLD_RULE_COMMIT, results: str | os.PathLike[str
     Examples
     --------
     >>> print(tf.figures.results.verdict_changes().splitlines()[0])  # doctest: +ELLIPSIS
-    | figure | verdict at 98a230c (older rule) | at 903c880 (ties under the margin) | ...
+    | figure | verdict at 98a230c (older rule) | at 14864fc (before measured ties and ...
     """
     folder = Path(results) if results is not None else _root() / "results"
     rows = []
@@ -243,7 +248,7 @@ def verdict_changes(since: str = OLD_RULE_COMMIT, results: str | os.PathLike[str
                      f"{ran} of {paper}" if rounds.get("run") else "-", _convergence_text(v),
                      why])
     return table(["figure", f"verdict at {since} (older rule)",
-                  f"at {PREVIOUS_RULE_COMMIT} (ties under the margin)", "verdict now",
+                  f"at {PREVIOUS_RULE_COMMIT} ({PREVIOUS_RULE_NAME})", "verdict now",
                   "rounds run (of the paper's)", "curves flattened", "headline: why"], rows)
 
 

@@ -51,11 +51,14 @@ def rule_paragraph() -> str:
             "\"better\", not below it by more than the margin for one of \"at least as "
             "good\"; it passes when the bound on the claimed side clears the edge, fails when "
             "the bound on the other side falls short of the threshold (of the edge, for \"at "
-            "least as good\"), and is inconclusive otherwise, "
+            "least as good\"); a claim of \"better\" whose bounds both lie within ± the "
+            "margin is no effect (a measured tie: more seeds narrow it, they do not make it a "
+            "pass); it is inconclusive otherwise (too little evidence), "
             "with one seed, or when the curves it compares had not flattened (unless the claim "
             "is read at this horizon, as its row says). The verdict is the headline's (a "
-            "headline of several parts with a failed part does not hold); the per-seed values "
-            "are in the JSON.")
+            "headline of several parts with a failed part does not hold; one whose parts "
+            "neither pass nor fail and tie in one is no practical effect at this scale); the "
+            "per-seed values are in the JSON.")
 
 
 def gate_paragraph(gates: Sequence[AnyGate]) -> str:
