@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from topofl.figures import price
 from topofl.figures.checks import (
     RULE,
     Check,
@@ -217,6 +218,7 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         md = mark_document(_markdown(md, new, margins, gates), v.get("stand_in") or {})
         md_path.write_text(md, encoding="utf-8")
+        price.apply(js, md_path)
     return Redecision(name, before, after, moved)
 
 
