@@ -37,6 +37,9 @@ rounds to a target, so that seeds agreeing exactly are decided against that grid
   converged)*, whatever its bounds say, unless the claim is read at this horizon
   (``horizon=`` says why: the paper's own rounds, a speed over the first rounds, rounds to a
   target);
+* a check over seeds on a run that stopped before the paper's rounds is *inconclusive
+  (before the paper's horizon)* (:func:`at_horizon`), whatever it would be: the paper's claim
+  is about its whole run, and curves separate, close or cross after the rounds run;
 * one seed has no measured spread: inconclusive (every ``--quick`` result).
 
 Exact quantities (a graph's structure, statistics over a fixed set of constructions) are plain
@@ -84,7 +87,7 @@ LEVEL = 0.95
 RULE = ("paired one-sided 95 % bounds against the claim's margin (superiority beyond it, "
         "non-inferiority within it; a claimed superiority with both bounds within ± the "
         "margin is no practical effect), spread at least the metric's resolution, at "
-        "convergence")
+        "convergence and at the paper's horizon")
 
 
 @dataclass(frozen=True)
@@ -437,6 +440,60 @@ def fact(name: str, ok: bool, measured: str = "", *, headline: bool = False) -> 
     """
     return Check(name, "pass" if ok else "fail", measured or ("yes" if ok else "no"), "exact",
                  "exact", headline)
+
+
+def short_of_horizon(rounds: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    """``(rounds run, the paper's rounds)`` of the shortest panel of a result that stopped
+    before the paper's horizon (``rounds`` as a result records it: ``{"run": [...], "paper":
+    [...]}``, one paper value standing for every panel); ``None`` when every panel reached it
+    or the paper's rounds are not known.
+
+    Examples
+    --------
+    >>> short = tf.figures.checks.short_of_horizon
+    >>> short({"run": [18, 20], "paper": [48, 50]}), short({"run": [98], "paper": [98]})
+    ((18, 48), None)
+    >>> short({"run": [80, 160], "paper": [500]}), short({"run": [2000], "paper": []})
+    ((80, 500), None)
+    """
+    if not rounds:
+        return None
+    run = [int(r) for r in rounds.get("run") or []]
+    paper = [int(p) for p in rounds.get("paper") or []]
+    if not run or not paper:
+        return None
+    if len(paper) == 1:
+        paper = paper * len(run)
+    pairs = [(r, p) for r, p in zip(run, paper) if r < p]
+    return min(pairs, key=lambda rp: rp[0] / rp[1]) if pairs else None
+
+
+def at_horizon(check: Check, rounds: Mapping[str, Any] | None) -> Check:
+    """``check`` as the rule reads it at the paper's horizon: a check over seeds decided (a
+    pass, a fail or a tie) on a run that stopped before the paper's rounds is *inconclusive
+    (before the paper's horizon)*, what it would be kept in its reason; exact checks (no
+    seeds) and undecided ones are unchanged. Curves can separate, close or cross after the
+    rounds run, so a claim about the paper's run is not decided on its first fraction.
+
+    Examples
+    --------
+    >>> c = tf.figures.above("A", tf.figures.OverSeeds((2.0, 3.0, 4.0), (0, 1, 2)),
+    ...                      horizon="a speed over the first 100 rounds")
+    >>> late = tf.figures.checks.at_horizon(c, {"run": [100], "paper": [500]})
+    >>> late.outcome, late.reason.split(":")[0]
+    ('inconclusive', 'before the paper\'s horizon (round 100 of its 500)')
+    >>> tf.figures.checks.at_horizon(c, {"run": [500], "paper": [500]}).outcome
+    'pass'
+    """
+    short = short_of_horizon(rounds)
+    if short is None or check.outcome not in ("pass", "fail", "no effect") \
+            or not (check.detail or {}).get("values"):
+        return check
+    ran, paper = short
+    reason = (f"before the paper's horizon (round {ran} of its {paper}): would be "
+              f"{check.outcome} ({check.reason})")
+    return Check(check.name, "inconclusive", check.measured, check.rule, reason,
+                 check.headline, check.detail)
 
 
 def headline_of(checks: Iterable[Check]) -> list[Check]:

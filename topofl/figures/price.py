@@ -149,7 +149,7 @@ def _kind(c: Mapping[str, Any]) -> str:
         return "columns"
     if r.startswith("inconclusive at this scale (the stand-in") or r.startswith("untestable"):
         return "stand-in"
-    if r.startswith("not converged"):
+    if r.startswith(("not converged", "before the paper's horizon")):
         return "rounds"
     if "values" in c and c.get("kind") in ("above", "below", "within"):
         return "seeds"
@@ -225,8 +225,9 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
             where = ("to the paper's horizon" if short else
                      "one doubling of the rounds past the paper's horizon")
             out.append(Need(kind, parts, h, gpu(h), (
-                f"{what}: the compared curves still moved over the last quarter of the run; "
-                f"{where} costs about {_hours(h)} more here (the committed run's "
+                f"{what}: read before the paper's horizon or on curves that still moved "
+                f"over the last quarter of the run; {where} "
+                f"costs about {_hours(h)} more here (the committed run's "
                 f"{seconds:.0f} s x {factor - 1:.2g}), {_gpu(gpu(h))}, and more doublings "
                 "until the curves flatten.")))
         elif kind == "seeds":

@@ -29,6 +29,7 @@ from topofl.figures.checks import (
     Check,
     Convergence,
     above,
+    at_horizon,
     below,
     secondary,
     verdict,
@@ -202,6 +203,7 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         n = gated(n, g)
         new[i] = Check(n.name, n.outcome, n.measured, n.rule, n.reason, n.headline,
                        {**(n.detail or {}), "gate": g.name})
+    new = [at_horizon(n, v.get("rounds")) for n in new]
     before, after = str(v.get("verdict")), verdict(new) if new else str(v.get("verdict"))
     moved = tuple((o.name, o.outcome, n.outcome) for o, n in zip(old, new)
                   if o.outcome != n.outcome)

@@ -23,7 +23,7 @@ from topofl._utils.environment import summary
 from topofl._utils.fingerprint import code_fingerprint
 from topofl._utils.markdown import Document
 from topofl.figures import price
-from topofl.figures.checks import RULE, Check, headline_of, secondary, verdict
+from topofl.figures.checks import RULE, Check, at_horizon, headline_of, secondary, verdict
 from topofl.figures.config import (
     MARGINS_USED,
     SCRIPT_ROOT,
@@ -55,8 +55,9 @@ def rule_paragraph() -> str:
             "least as good\"); a claim of \"better\" whose bounds both lie within ± the "
             "margin is no effect (a measured tie: more seeds narrow it, they do not make it a "
             "pass); it is inconclusive otherwise (too little evidence), "
-            "with one seed, or when the curves it compares had not flattened (unless the claim "
-            "is read at this horizon, as its row says). The verdict is the headline's (a "
+            "with one seed, when the curves it compares had not flattened (unless the claim "
+            "is read at this horizon, as its row says), or when the run stopped before the "
+            "paper's rounds (before the paper's horizon). The verdict is the headline's (a "
             "headline of several parts with a failed part does not hold; one whose parts "
             "neither pass nor fail and tie in one is no practical effect at this scale); the "
             "per-seed values are in the JSON.")
@@ -347,6 +348,7 @@ def write(
     >>> "| **headline:** A - B above 0 | 0.030 ± 0.010 | > 0.000 | pass |" in md.read_text()
     True
     """
+    checks = [at_horizon(c, ran.rounds) for c in checks]  # read at the paper's horizon
     png, md, js = _save_figure(args, fig)
     code = code_fingerprint()
     # time to regenerate from scratch: the runs' own training time (also when they were
