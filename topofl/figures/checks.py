@@ -481,7 +481,7 @@ def at_horizon(check: Check, rounds: Mapping[str, Any] | None) -> Check:
     ...                      horizon="a speed over the first 100 rounds")
     >>> late = tf.figures.checks.at_horizon(c, {"run": [100], "paper": [500]})
     >>> late.outcome, late.reason.split(":")[0]
-    ('inconclusive', 'before the paper\'s horizon (round 100 of its 500)')
+    ('inconclusive', "before the paper's horizon (round 100 of its 500)")
     >>> tf.figures.checks.at_horizon(c, {"run": [500], "paper": [500]}).outcome
     'pass'
     """

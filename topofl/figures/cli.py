@@ -33,7 +33,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
     if not argv or argv[0] in ("-h", "--help"):
         print(f"usage: {prog} list | index [--check] | snapshot (--out FILE | --certify FILE | "
               "--rerecord) "
-              "| redecide [--dry-run] [--drop-horizon TEXT] [NAME ...] | NAME [--quick | "
+              "| redecide [--dry-run] [--drop-horizon TEXT] [NAME ...] | facts [NAME ...] "
+              "| NAME [--quick | "
               "--full] [--out DIR | --update-results] [--rerun] [--jobs N]"
               "\n\nRegenerate a paper figure (from a clone of the repository) into "
               "paper_figures/out/<scale>/; --update-results rewrites the committed "
@@ -44,7 +45,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
               "again and, when nothing moved, certifies the new code equivalent to the old "
               "(topofl.figures.snapshot). `redecide` decides committed results again under the "
               "current rule from their own per-seed values (every result without NAMEs; "
-              "topofl.figures.redecide).")
+              "topofl.figures.redecide). `facts` recomputes each result's data, model size "
+              "and per-client labels from its setting tables into its page "
+              "(topofl.figures.facts).")
         return 0 if argv else 2
     try:
         if argv[0] == "list":
@@ -75,6 +78,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
             return _snapshot(argv[1:], prog)
         if argv[0] == "redecide":
             return _redecide(argv[1:], prog)
+        if argv[0] == "facts":
+            return _facts(argv[1:], prog)
         names = available()
         name = argv[0].removeprefix("fig_").removesuffix(".py")
         if name not in names:
@@ -121,6 +126,28 @@ def _redecide(argv: list[str], prog: str) -> int:
         r = redecide(name, folder, write=not dry, drop_horizon=drop)
         moved = "; ".join(f"{n}: {a} -> {b}" for n, a, b in r.moved)
         print(f"{name}: {r.before} -> {r.after}" + (f" ({moved})" if moved else ""))
+    return 0
+
+
+def _facts(argv: list[str], prog: str) -> int:
+    """``facts [NAME ...]``: each result's referee facts recomputed into its page, one line
+    each."""
+    from topofl.figures import facts
+
+    bad = [a for a in argv if a.startswith("-")]
+    if bad:
+        raise FigureError(f"unknown option(s) {bad}: `{prog} facts [NAME ...]`")
+    folder = _root() / "results"
+    names = argv or sorted(p.stem for p in folder.glob("*.json")
+                           if p.stem != "equivalence" and p.with_suffix(".md").is_file())
+    for name in names:
+        js, md = folder / f"{name}.json", folder / f"{name}.md"
+        if not js.is_file() or not md.is_file():
+            raise FigureError(f"no committed result {name!r} in {folder} (its .json and .md)")
+        rows = facts.apply(js, md)
+        print(f"{name}: " + ("; ".join(f"{r['data']}" + (f", {r['parameters']:,} parameters"
+                                                         if "parameters" in r else "")
+                                       for r in rows) or "no training data"))
     return 0
 
 

@@ -299,8 +299,8 @@ def apply(js: str | Path, md: str | Path, root: str | Path | None = None) -> lis
         text = text[:a] + text[b:]
     section = price_section(needs, _model(text))
     if section:
-        at = text.index("## Fidelity gate\n") if "## Fidelity gate\n" in text \
-            else text.index("## Setting\n")
+        at = min(text.index(h) for h in ("## Fidelity gate\n", "## For a referee\n",
+                                        "## Setting\n") if h in text)
         text = text[:at] + section + text[at:]
         v["price"] = [n.as_dict() for n in needs]
     else:

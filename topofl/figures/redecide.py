@@ -262,7 +262,7 @@ def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = Non
                    + table(*gate_table(gates)) + "\n\n")
         if "## Fidelity gate\n" in md:
             a = md.index("## Fidelity gate\n")
-            md = md[:a] + section + md[md.index("## Setting\n", a):]
+            md = md[:a] + section + md[md.index("\n## ", a + 1) + 1:]
         else:
             a = md.index("## Setting\n")
             md = md[:a] + section + md[a:]

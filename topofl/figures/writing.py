@@ -22,7 +22,7 @@ import matplotlib
 from topofl._utils.environment import summary
 from topofl._utils.fingerprint import code_fingerprint
 from topofl._utils.markdown import Document
-from topofl.figures import price
+from topofl.figures import facts, price
 from topofl.figures.checks import RULE, Check, at_horizon, headline_of, secondary, verdict
 from topofl.figures.config import (
     MARGINS_USED,
@@ -375,6 +375,7 @@ def write(
               "seconds": round(seconds, 1), "scale": args.scale}
     js.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     price.apply(js, md)  # what would decide an undecided headline, and its cost
+    facts.apply(js, md)  # the data that ran, the model's size, the labels on the clients
     return png if fig is not None else md
 
 

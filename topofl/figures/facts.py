@@ -1,0 +1,229 @@
+"""The facts a referee checks first on a result's page: the data that ran, the model's size,
+how the labels fall on the clients.
+
+:func:`facts` recomputes them from the page's own setting tables (``## Setting``: one table a
+panel, a ``" / "`` between a row's values where a panel sweeps them): for every distinct
+(data, model, clients, partition) that ran, the dataset is loaded as the run loaded it
+(``topofl.data.load`` of the recorded spec), the model built for its input shape and classes
+(``topofl.models.build_model``, its parameters counted with
+``topofl.models.count_parameters``), and the data split over the clients with the run's
+partition and its first seed (``topofl.data.federate``), whose per-client label counts give the
+classes a client holds (min / median / max) and its training samples. :func:`apply` writes
+them into the page (``## For a referee``) and its JSON (``"facts"``); ``topofl figure facts``
+runs it over the committed results.
+
+What the page cannot give (a setting it does not name, a partition it describes in words) is
+said in the row, never guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["facts", "apply", "SECTION"]
+
+#: The heading of the facts' section in a result's Markdown.
+SECTION = "## For a referee\n"
+
+_KEYS = ("data", "n_clients", "partition", "partition_params", "model", "model_params",
+         "seeds")
+
+
+def _tables(md: str) -> list[tuple[str, dict[str, str]]]:
+    """``(panel heading, {setting: value})`` of each table of the ``## Setting`` section."""
+    if "## Setting\n" not in md:
+        return []
+    body = md.split("## Setting\n", 1)[1].split("\n## ", 1)[0]
+    out: list[tuple[str, dict[str, str]]] = []
+    heading = ""
+    rows: dict[str, str] = {}
+    for line in body.splitlines():
+        if line.startswith("### "):
+            if rows:
+                out.append((heading, rows))
+            heading, rows = line[4:].strip(), {}
+        m = re.match(r"^\| ([^|]+?) \| ([^|]*?) \|$", line)
+        if m and m.group(1) in _KEYS:
+            rows[m.group(1)] = m.group(2).strip()
+    if rows:
+        out.append((heading, rows))
+    return out
+
+
+def _panels(rows: Mapping[str, str]) -> list[dict[str, str]]:
+    """One dict a panel: the ``i``-th of a row's ``" / "`` values where it has one a panel."""
+    split = {k: [x.strip() for x in v.split(" / ")] for k, v in rows.items()}
+    n = max((len(v) for v in split.values()), default=1)
+    return [{k: (v[i] if len(v) == n else " / ".join(v)) for k, v in split.items()}
+            for i in range(n)]
+
+
+def _kwargs(text: str) -> dict[str, Any] | None:
+    """``key=value, ...`` of a setting row as keywords (``None`` when it is not that form)."""
+    text = text.strip()
+    if text in ("", "-"):
+        return {}
+    out: dict[str, Any] = {}
+    for part in re.split(r",\s*(?=\w+=)", text):
+        if "=" not in part:
+            return None
+        k, v = part.split("=", 1)
+        try:
+            out[k.strip()] = ast.literal_eval(v.strip())
+        except (ValueError, SyntaxError):
+            out[k.strip()] = v.strip()
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _dataset(spec: str) -> Any:
+    import topofl as tf
+
+    return tf.data.load(spec)
+
+
+def _spread(values: Any) -> str:
+    import numpy as np
+
+    v = np.asarray(values)
+    return f"{int(v.min())} / {float(np.median(v)):g} / {int(v.max())}"
+
+
+def _one(panel: Mapping[str, str]) -> dict[str, Any]:
+    """The facts of one panel (a row of the section's table)."""
+    import topofl as tf
+
+    data = re.sub(r"\s*\(offline stand-in for [^)]*\)\s*$", "", panel.get("data", "")).strip()
+    stand = re.search(r"\(offline stand-in for ([^)]*)\)", panel.get("data", ""))
+    row: dict[str, Any] = {"data": data, "stand_in_for": stand.group(1) if stand else None}
+    try:
+        ds = _dataset(data)
+    except Exception as exc:  # noqa: BLE001 - a page's data that is not a loadable spec
+        row["note"] = f"data not loadable here ({type(exc).__name__}): nothing recomputed"
+        return row
+    row["classes"] = int(ds.num_classes)
+    model = panel.get("model", "").strip()
+    params = _kwargs(panel.get("model_params", "-"))
+    if model and model != "-" and params is not None:
+        m = tf.models.build_model(model, ds.input_shape, ds.num_classes, seed=0, **params)
+        row["model"] = model + (f" ({panel['model_params']})" if params else "")
+        row["parameters"] = int(tf.models.count_parameters(m)["total"])
+    scheme = panel.get("partition", "").split(",")[0].strip()
+    p_params = _kwargs(panel.get("partition_params", "-"))
+    try:
+        n = int(panel.get("n_clients", ""))
+    except ValueError:
+        n = 0
+    if scheme in tf.data.PARTITIONS and p_params is not None and n > 0:
+        seeds = [int(s) for s in re.findall(r"\d+", panel.get("seeds", "0"))] or [0]
+        p_params = dict(p_params)
+        val = float(p_params.pop("val", 0.0))
+        flip = float(p_params.pop("flip_labels", 0.0))
+        fd = tf.data.federate(ds, scheme, n, seed=seeds[0], val=val, flip_labels=flip,
+                              **p_params)
+        counts = fd.label_distributions
+        row["clients"] = n
+        row["classes_per_client"] = _spread((counts > 0).sum(axis=1))
+        row["samples_per_client"] = _spread(counts.sum(axis=1))
+        row["split_seed"] = seeds[0]
+    else:
+        row["note"] = (f"partition {panel.get('partition', '-')!r} with "
+                       f"{panel.get('partition_params', '-')!r} over "
+                       f"{panel.get('n_clients', '-')} clients: not recomputed from the page")
+    return row
+
+
+def facts(md: str, stand_in: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The facts of every distinct (data, model, clients, partition) of a result's setting
+    tables (see the module); ``[]`` for a page without training data.
+
+    Examples
+    --------
+    >>> md = ("## Setting\\n\\n| setting | value |\\n|---|---|\\n| data | digits |\\n"
+    ...       "| n_clients | 10 |\\n| partition | pathological |\\n"
+    ...       "| partition_params | classes_per_client=2 |\\n| model | logistic |\\n"
+    ...       "| seeds | 0, 1, 2 |\\n\\n## Numbers\\n")
+    >>> (f,) = tf.figures.facts.facts(md)
+    >>> f["parameters"], f["classes_per_client"], f["clients"]
+    (650, '2 / 2 / 2', 10)
+    """
+    out: list[dict[str, Any]] = []
+    seen = set()
+    for heading, rows in _tables(md):
+        if "data" not in rows:
+            continue
+        for panel in _panels(rows):
+            key = tuple(panel.get(k, "") for k in _KEYS)
+            if key in seen:
+                continue
+            seen.add(key)
+            row = _one(panel)
+            if row.get("stand_in_for") is None:  # the result's record of what stood in
+                row["stand_in_for"] = ", ".join(k for k, v in (stand_in or {}).items()
+                                                if v == row["data"]) or None
+            out.append({"panel": heading, **row})
+    return out
+
+
+def _ran_on(rows: list[dict[str, Any]]) -> str:
+    """The header's line: the data that ran (a stand-in named as such) and the model's size."""
+    if not rows:
+        return "**Ran on:** no training data (graphs or counts alone).\n"
+    seen: dict[str, None] = {}
+    for r in rows:
+        what = f"`{r['data']}`"
+        if r.get("stand_in_for"):
+            what += f" (offline stand-in for {r['stand_in_for']})"
+        if "parameters" in r:
+            what += f", {r.get('model')} of {r['parameters']:,} parameters"
+        seen[what] = None
+    return "**Ran on:** " + "; ".join(seen) + ".\n"
+
+
+def _section(rows: list[dict[str, Any]]) -> str:
+    from topofl._utils.markdown import table
+
+    if not rows:
+        return (SECTION + "\nNo training data: the result is computed from graphs or counts "
+                "alone (its setting says which).\n\n")
+    body = table(["panel", "data that ran", "stand-in for", "model", "parameters", "clients",
+                  "classes a client holds (min / median / max)",
+                  "training samples a client (min / median / max)"],
+                 [[r.get("panel") or "-", f"`{r['data']}`", r.get("stand_in_for") or "-",
+                   r.get("model", "-"), f"{r['parameters']:,}" if "parameters" in r else "-",
+                   str(r.get("clients", "-")), r.get("classes_per_client", "-"),
+                   r.get("samples_per_client", "-")] for r in rows])
+    notes = [f"- {r.get('panel') or r['data']}: {r['note']}" for r in rows if "note" in r]
+    return (SECTION + "\nRecomputed from the setting tables below (`topofl figure facts`): the "
+            "dataset loaded as the run loaded it, the model built for its input and classes, "
+            "the split over the clients with the run's partition and first seed.\n\n" + body
+            + "\n\n" + ("\n".join(notes) + "\n\n" if notes else ""))
+
+
+def apply(js: str | Path, md: str | Path) -> list[dict[str, Any]]:
+    """Write the facts of the result ``js``/``md`` into both (the section before ``##
+    Setting``, replacing an older one); returns them."""
+    js, md = Path(js), Path(md)
+    text = md.read_text(encoding="utf-8")
+    v = json.loads(js.read_text(encoding="utf-8"))
+    rows = facts(text, v.get("stand_in") or {})
+    text = re.sub(r"\n\*\*Ran on:\*\* [^\n]*\n\n", "\n", text, count=1)
+    if text.startswith("# "):  # the header names what ran, stand-ins first
+        end = text.index("\n") + 1
+        text = text[:end] + "\n" + _ran_on(rows) + text[end:]
+    if SECTION in text:
+        a = text.index(SECTION)
+        b = text.index("\n## ", a + len(SECTION)) + 1
+        text = text[:a] + text[b:]
+    at = text.index("## Setting\n") if "## Setting\n" in text else len(text)
+    text = text[:at] + _section(rows) + text[at:]
+    v["facts"] = rows
+    js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    md.write_text(text, encoding="utf-8")
+    return rows
