@@ -30,6 +30,10 @@ Ord = figures.gate.Order
 _SKEW = ("we observe that under label distribution skew, using a sparse topology clearly "
          "jeopardizes the convergence speed of decentralized SGD [Sec. I, on Fig. 1; Fig. 8's "
          "text: 'significantly better than with a ring or a grid (see Figure 1)']")
+_IID = ("In the homogeneous setting where data is independent and identically distributed "
+        "(IID) across nodes, recent work has shown both empirically [6], [7] and theoretically "
+        "[8] that sparse topologies like rings or grids do not significantly affect the "
+        "convergence speed compared to using denser topologies. [Sec. I, Fig. 1's IID panel]")
 _MOMENTUM = ("Without Clique Averaging, the use of momentum is actually detrimental. "
              "[Sec. IV-C, Fig. 10]")
 _CA = ("The effect of Clique Averaging is much more pronounced on CIFAR10, as can be seen in "
@@ -75,6 +79,11 @@ def _removal(sentence: str, *, close: bool) -> list[figures.gate.Order]:
 
 #: result -> gate (a column or setting) -> the orders its text states among its controls.
 ORDERS: dict[str, dict[str, list[figures.gate.Order]]] = {
+    # Fig. 1: the label-skew comparison's bar is 3x the IID spread, so the IID panel is its
+    # control: the paper's ring and grid match the fully-connected network there (read on the
+    # final accuracy, the quantity the bar is made of; issue 56's referee)
+    "dcliques_01": {"IID": [Ord("fully connected", "close", "ring", FINAL, _IID),
+                            Ord("fully connected", "close", "grid", FINAL, _IID)]},
     # Fig. 8 compares D-Cliques with Fig. 1's ring and grid under label skew (MNIST only)
     "dcliques_08": {"MNIST": [Ord("fully connected", "far above", "ring", AREA, _SKEW),
                               Ord("fully connected", "far above", "grid", AREA, _SKEW)]},
@@ -100,10 +109,6 @@ ORDERS: dict[str, dict[str, list[figures.gate.Order]]] = {
 _NONE = "not gated: the paper states no order among its controls"
 #: result (or result and column) -> why it is not gated.
 NOT_GATED: dict[str, str] = {
-    "dcliques_01": "not gated: its headline is itself the paper's statement about these graphs "
-                   "(ring, grid and fully connected, IID and label skew), with no tested method "
-                   "to compare with them; its label-skew runs are the controls of Fig. 8's "
-                   "MNIST gate",
     "dcliques_05": "not gated: no training and no controls (the structure of one D-Cliques "
                    "graph)",
     "dcliques_08 CIFAR-10": f"{_NONE} (one control, fully connected; the ring and grid that "
@@ -171,6 +176,7 @@ def cover(checks: Sequence[figures.Check], g: figures.gate.OrdinalGate,
 #: result -> which of its checks (by name) compare the tested one with a control: the checks
 #: a failed gate makes inconclusive (the orders among the controls themselves stay as measured).
 COVERED: dict[str, Callable[[str], bool]] = {
+    "dcliques_01": lambda n: n.startswith("label skew: "),
     "dcliques_08": lambda n: n.startswith("MNIST: "),
     "dcliques_10": lambda n: not n.startswith("momentum hurts"),
     "dcliques_11": lambda n: n.startswith("CIFAR-10: ") and "momentum" not in n,
