@@ -60,17 +60,17 @@ def main(args: figures.FigureArgs) -> figures.Result:
 
     checks = [figures.above(f"{g}: ClippedGossip's honest accuracy above plain gossip's under "
                             "the attack", final[f"{g}, {clip}"] - final[f"{g}, {mean}"],
-                            margin=acc, headline=True,
+                            margin=acc,
                             **reading(f"{g}, {clip}", f"{g}, {mean}"))
               for g in GRAPHS.values()]
     checks += [figures.above(f"{g}: ClippedGossip's honest accuracy above the trimmed mean's",
                              final[f"{g}, {clip}"] - final[f"{g}, {trim}"], margin=acc,
-                             **reading(f"{g}, {clip}", f"{g}, {trim}"))
+                             headline=True, **reading(f"{g}, {clip}", f"{g}, {trim}"))
                for g in GRAPHS.values()]
     loss = {g: final[f"{g}, {clean}"] - final[f"{g}, {clip}"] for g in GRAPHS.values()}
     checks += [figures.above(f"{g}: ClippedGossip under attack at least as good as "
                              "attack-free plain gossip (within the keep margin)",
-                             -loss[g], margin=keep, tie="pass",
+                             -loss[g], margin=keep, tie="pass", headline=True,
                              **reading(f"{g}, {clip}", f"{g}, {clean}"))
                for g in GRAPHS.values()]
     checks.append(figures.above(
