@@ -117,3 +117,15 @@ def test_apply_is_idempotent_and_a_decided_result_loses_its_price(tmp_path: Path
     assert price.apply(js, md) == []
     assert "## What would decide it" not in md.read_text(encoding="utf-8")
     assert "price" not in json.loads(js.read_text(encoding="utf-8"))
+
+
+def test_a_priced_stand_in_is_named_on_its_pages() -> None:
+    """The cost of a stand-in that could pass its gate (analysis/standin_costs.json, written by
+    analysis/fmnist_dfedpgp_standin.py) is on every page whose stand-in fails its gate."""
+    costs = json.loads((RESULTS.parents[1] / "analysis" / "standin_costs.json")
+                       .read_text(encoding="utf-8"))
+    assert costs
+    for name, c in costs.items():
+        md = (RESULTS / f"{name}.md").read_text(encoding="utf-8")
+        assert c["text"] in md, name
+        assert c["hours"] > 10  # over the budget declared for an attempt: said, not run

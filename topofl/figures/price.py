@@ -143,6 +143,21 @@ def _columns_cost(name: str, root: Path) -> tuple[float, float | None, int]:
     return hours, (gpu if count else None), count
 
 
+#: What a stand-in that could pass its gate would cost, by result (written by the analysis
+#: script that estimates it, e.g. ``analysis/fmnist_dfedpgp_standin.py``).
+STANDIN_COSTS = "analysis/standin_costs.json"
+
+
+def _standin_costs(root: Path) -> dict[str, Any]:
+    import json
+
+    path = root / STANDIN_COSTS
+    if not path.is_file():
+        return {}
+    got = json.loads(path.read_text(encoding="utf-8"))
+    return got if isinstance(got, dict) else {}
+
+
 def _kind(c: Mapping[str, Any]) -> str:
     r = str(c.get("reason", ""))
     if "not run at this scale" in r:
@@ -198,12 +213,14 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
         k = len(cs)
         what = f"{k} headline part{'s' if k > 1 else ''}"
         if kind == "stand-in":
+            known = _standin_costs(base).get(str(v.get("name")))
+            costed = f"; {known['text']}" if known else " (not costed here)"
             out.append(Need(kind, parts, None, None, (
                 f"{what}: the stand-in does not reproduce the paper's controls (its fidelity "
                 "gate or calibration fails), so no added seed, round or column on it decides "
                 "them: a stand-in that passes its gate (the searches of "
-                "`analysis/standins_search.md`) or the paper's own data at `--full` does "
-                "(not costed here).")))
+                "`analysis/standins_search.md`) or the paper's own data at `--full` does"
+                f"{costed}.")))
         elif kind == "columns":
             h, g, n_cols = _columns_cost(str(v.get("name")), base)
             if n_cols:
