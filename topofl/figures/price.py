@@ -188,14 +188,17 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
     :class:`Need` a kind; ``[]`` when the headline is decided. ``md`` is the result's
     Markdown (its setting table names the model), ``root`` the clone (for the cost table).
     """
-    from topofl.figures.config import _root
+    from topofl.figures.config import FigureError, _root
 
-    base = Path(root) if root is not None else _root().parent
     checks = [c for c in v.get("checks", []) if isinstance(c, Mapping)]
     heads = [c for c in checks if c.get("headline")] or checks
     undecided = [c for c in heads if c.get("outcome") == "inconclusive"]
     if not undecided or v.get("verdict") not in ("inconclusive at this scale", "partly"):
         return []
+    try:  # the clone's cost tables; an installed package has none (the costs say so)
+        base = Path(root) if root is not None else _root().parent
+    except FigureError:
+        base = Path("/nonexistent")
     seconds = float(v.get("seconds") or 0.0)
     here = seconds / 3600
     seeds = len(v.get("seeds") or []) or 1
