@@ -84,3 +84,12 @@ def test_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert figure_cli.main(["facts", "no_such_result"]) == 2
     assert "no committed result" in capsys.readouterr().err
     assert figures.facts is facts
+
+
+def test_a_setting_the_facts_cannot_rebuild_is_a_note_not_an_error() -> None:
+    md = ("## Setting\n\n| setting | value |\n|---|---|\n| data | digits |\n"
+          "| n_clients | 10 |\n| partition | pathological |\n"
+          "| partition_params | classes_per_client=2 |\n| model | no_such_model |\n"
+          "| seeds | 0 |\n\n## Numbers\n")
+    (row,) = facts.facts(md)
+    assert "not recomputed from the page" in row["note"] and "no_such_model" in row["note"]

@@ -96,7 +96,17 @@ def _spread(values: Any) -> str:
 
 
 def _one(panel: Mapping[str, str]) -> dict[str, Any]:
-    """The facts of one panel (a row of the section's table)."""
+    """The facts of one panel (a row of the section's table); what cannot be recomputed from
+    the page is said in its ``note``, never raised (the result is written already)."""
+    try:
+        return _recomputed(panel)
+    except (ValueError, TypeError, KeyError) as exc:
+        data = panel.get("data", "")
+        return {"data": data, "stand_in_for": None,
+                "note": f"not recomputed from the page: {type(exc).__name__}: {exc}"[:300]}
+
+
+def _recomputed(panel: Mapping[str, str]) -> dict[str, Any]:
     import topofl as tf
 
     data = re.sub(r"\s*\(offline stand-in for [^)]*\)\s*$", "", panel.get("data", "")).strip()
