@@ -1073,7 +1073,7 @@ def test_the_gate_is_kendalls_tau_and_the_best_controls_rank(perm: list[int], ta
     tau = _tau_by_hand([paper[m] for m in names], [here[m] for m in names])
     assert g.tau == pytest.approx(tau, abs=1e-12)
     rank = 1 + sorted(names, key=lambda m: -here[m]).index("m0")
-    assert g.best_rank == rank and g.top == figures.top_of(7, share)
+    assert g.best_rank == rank and g.top == figures.gate.top_of(7, share)
     assert g.top == (math.ceil(share * 7) if share != 0.34 else 3)
     assert g.passed == (tau >= tau_min and g.p_exact <= g.p_max and rank <= g.top)
     assert g.controls == tuple(names)  # the paper's order
@@ -1098,7 +1098,7 @@ def test_a_gate_needs_controls_with_the_papers_values() -> None:
                               tau_min=0.4, top_share=0.3)
     bars = figures.gate_bars("dfedpgp_table1")
     assert bars["tau"] == 0.4 and bars["p_max"] == 0.10 and bars["reason"]
-    assert figures.top_of(9, bars["top_share"]) == 3  # a third, rounded up
+    assert figures.gate.top_of(9, bars["top_share"]) == 3  # a third, rounded up
 
 
 _O = figures.gate.Order

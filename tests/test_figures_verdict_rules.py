@@ -194,9 +194,9 @@ def test_the_gate_needs_its_own_significance() -> None:
 
 
 def test_a_third_is_a_third() -> None:
-    assert [figures.top_of(k, 1 / 3) for k in range(1, 13)] == [
+    assert [figures.gate.top_of(k, 1 / 3) for k in range(1, 13)] == [
         math.ceil(k / 3) for k in range(1, 13)]
-    assert figures.top_of(6, 0.34) == 3  # what 0.34 gave: not a third
+    assert figures.gate.top_of(6, 0.34) == 3  # what 0.34 gave: not a third
 
 
 def test_the_committed_gates_are_read_under_the_declared_bars() -> None:

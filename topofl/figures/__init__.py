@@ -51,7 +51,7 @@ from topofl.figures import redecide as redecide  # the module (topofl figure red
 from topofl.figures.checks import Check, above, below, fact, verdict, within
 from topofl.figures.config import claim_of, grid, load_config, margin
 from topofl.figures.flatness import Convergence, convergence, mean_curve
-from topofl.figures.gate import Gate, fidelity_gate, gate_bars, gated, kendall_permutation_p, top_of
+from topofl.figures.gate import Gate, fidelity_gate, gate_bars, gated, kendall_permutation_p
 from topofl.figures.measures import (
     OverSeeds,
     final,
@@ -102,5 +102,4 @@ __all__ = [
     "gate_bars",
     "gated",
     "kendall_permutation_p",
-    "top_of",
 ]

@@ -171,9 +171,9 @@ def top_of(k: int, top_share: float) -> int:
 
     Examples
     --------
-    >>> [tf.figures.top_of(k, 0.3333333333333333) for k in (3, 5, 6, 9, 11)]
+    >>> [tf.figures.gate.top_of(k, 0.3333333333333333) for k in (3, 5, 6, 9, 11)]
     [1, 2, 2, 3, 4]
-    >>> tf.figures.top_of(6, 0.34)
+    >>> tf.figures.gate.top_of(6, 0.34)
     3
     """
     from fractions import Fraction

@@ -65,11 +65,11 @@ class Need:
 
 
 def seeds_needed(check: Mapping[str, Any], *, most: int = _MAX_SEEDS) -> int | None:
-    """The fewest seeds at which the check's one-sided 95 % bounds would decide it (clear the
-    edge nearest its mean: a pass, a fail, or for a claim of "better" a measured tie) if the
-    seeds' mean and spread stayed as measured; ``None`` beyond ``most`` or when the mean lies
-    on an edge. ``check`` is a result JSON's check (``values``, ``threshold``, ``margin``,
-    ``kind``, ``tie``, ``resolution``).
+    """The fewest seeds at which the check's one-sided 95 % bounds would decide it under the
+    rule of :mod:`topofl.figures.checks` (a pass, a fail, or for a claim of "better" a measured
+    tie) if the seeds' mean and spread stayed as measured; ``None`` beyond ``most`` or when
+    the mean lies on an edge. ``check`` is a result JSON's check (``values``, ``threshold``,
+    ``margin``, ``kind``, ``tie``, ``resolution``, ``censored``).
 
     Examples
     --------
@@ -91,24 +91,22 @@ def seeds_needed(check: Mapping[str, Any], *, most: int = _MAX_SEEDS) -> int | N
     sd = max(sd, float(check.get("resolution") or 0.0))
     thr, margin = float(check.get("threshold", 0.0)), float(check.get("margin", 0.0))
     kind = str(check.get("kind"))
-    if kind == "within":
-        gap = abs(abs(mean) - margin)
-    else:
-        e = (mean - thr) if kind == "above" else (thr - mean)  # the claimed side's effect
-        if check.get("tie") == "pass":  # non-inferiority: pass and fail at -margin
-            gap = abs(e + margin)
-        elif e > margin:
-            gap = e - margin
-        elif e < 0:
-            gap = -e
-        else:  # between 0 and the margin: the bounds must fit inside ± margin to tie
-            gap = margin - abs(e)
-    if not gap > 0:
-        return None
+    censored = any(check.get("censored") or ())
+    e = mean if kind == "within" else (mean - thr) if kind == "above" else (thr - mean)
+
+    def decided(half: float) -> bool:  # the rule of topofl.figures.checks at these bounds
+        lo, hi = e - half, e + half
+        if kind == "within":
+            return (-margin <= lo and hi <= margin) or lo > margin or hi < -margin
+        if check.get("tie") == "pass":  # at least as good: pass and fail at -margin
+            return lo > -margin or hi < -margin
+        tie = margin > 0 and -margin < lo and hi < margin and not censored
+        return lo > margin or hi < 0 or tie
+
     if sd == 0:
-        return n
-    for k in range(max(n, 2), most + 1):
-        if float(stats.t.ppf(0.95, k - 1)) * sd / math.sqrt(k) < gap:
+        return n if decided(0.0) else None
+    for k in range(n, most + 1):
+        if decided(float(stats.t.ppf(0.95, k - 1)) * sd / math.sqrt(k)):
             return k
     return None
 
