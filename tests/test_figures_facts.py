@@ -63,6 +63,18 @@ def test_the_counts_are_the_closed_forms() -> None:
     assert {r["classes_per_client"] for r in t1} == {"3 / 3 / 3"}  # classes_per_client=3
 
 
+def test_the_models_settings_come_from_the_configs_where_the_page_omits_them() -> None:
+    """field_morph's setting table names no model_params; its configs give hidden=[32]:
+    784*32 + 32 + 32*10 + 10 parameters, not the default MLP's 199,210."""
+    (row,) = json.loads((RESULTS / "field_morph.json").read_text(encoding="utf-8"))["facts"]
+    assert row["parameters"] == 784 * 32 + 32 + 32 * 10 + 10
+    assert row["model_params_from"].startswith("configs/field_morph_")
+    assert not row["model_params_from"].startswith("configs/field_morph_fmnist")
+    # a result whose configs the harness cannot find says so instead of a count
+    t1 = json.loads((RESULTS / "pfeddst_table1.json").read_text(encoding="utf-8"))["facts"]
+    assert all("parameters" not in r and "not counted" in r["note"] for r in t1)
+
+
 def test_apply_is_idempotent(tmp_path: Path) -> None:
     for ext in (".json", ".md"):
         shutil.copy(RESULTS / f"field_async{ext}", tmp_path / f"field_async{ext}")
@@ -90,6 +102,6 @@ def test_a_setting_the_facts_cannot_rebuild_is_a_note_not_an_error() -> None:
     md = ("## Setting\n\n| setting | value |\n|---|---|\n| data | digits |\n"
           "| n_clients | 10 |\n| partition | pathological |\n"
           "| partition_params | classes_per_client=2 |\n| model | no_such_model |\n"
-          "| seeds | 0 |\n\n## Numbers\n")
+          "| model_params | - |\n| seeds | 0 |\n\n## Numbers\n")
     (row,) = facts.facts(md)
     assert "not recomputed from the page" in row["note"] and "no_such_model" in row["note"]

@@ -95,18 +95,48 @@ def _spread(values: Any) -> str:
     return f"{int(v.min())} / {float(np.median(v)):g} / {int(v.max())}"
 
 
-def _one(panel: Mapping[str, str]) -> dict[str, Any]:
+def _one(panel: Mapping[str, str], configs: Mapping[str, Mapping[str, Any]]
+         ) -> dict[str, Any]:
     """The facts of one panel (a row of the section's table); what cannot be recomputed from
     the page is said in its ``note``, never raised (the result is written already)."""
     try:
-        return _recomputed(panel)
+        return _recomputed(panel, configs)
     except (ValueError, TypeError, KeyError) as exc:
         data = panel.get("data", "")
         return {"data": data, "stand_in_for": None,
                 "note": f"not recomputed from the page: {type(exc).__name__}: {exc}"[:300]}
 
 
-def _recomputed(panel: Mapping[str, str]) -> dict[str, Any]:
+def _model_params(model: str, data: str, configs: Mapping[str, Mapping[str, Any]]
+                  ) -> tuple[dict[str, Any] | None, str]:
+    """The ``model_params`` the result's configs give ``model`` where it ran on ``data`` (a
+    config, its grid sections, each with its ``[stand_in]`` applied where the stand-in's data
+    is the data that ran), and where they come from; ``(None, why)`` when the configs name
+    none or several."""
+    found: dict[str, list[str]] = {}
+    for name, cfg in configs.items():
+        base = {k: v for k, v in cfg.items() if k not in ("grid", "scale")}
+        layers = [base] + [{**base, **sec} for axis in (cfg.get("grid") or {}).values()
+                           if isinstance(axis, Mapping)
+                           for sec in axis.values() if isinstance(sec, Mapping)]
+        for eff in layers:
+            st = eff.get("stand_in")
+            if isinstance(st, Mapping) and st.get("data") == data:
+                eff = {**eff, **st}
+            if eff.get("data") == data and eff.get("model") == model:
+                key = json.dumps(eff.get("model_params") or {}, sort_keys=True)
+                found.setdefault(key, []).append(name)
+    if len(found) == 1:
+        (key, names), = found.items()
+        return json.loads(key), f"configs/{sorted(set(names))[0]}.toml"
+    if not found:
+        return None, ("the page does not name the model's settings and no config of it "
+                      "was found")
+    return None, ("the configs give several: " + " / ".join(sorted(found)))
+
+
+def _recomputed(panel: Mapping[str, str], configs: Mapping[str, Mapping[str, Any]]
+                ) -> dict[str, Any]:
     import topofl as tf
 
     data = re.sub(r"\s*\(offline stand-in for [^)]*\)\s*$", "", panel.get("data", "")).strip()
@@ -119,11 +149,21 @@ def _recomputed(panel: Mapping[str, str]) -> dict[str, Any]:
         return row
     row["classes"] = int(ds.num_classes)
     model = panel.get("model", "").strip()
-    params = _kwargs(panel.get("model_params", "-"))
+    if "model_params" in panel:  # the page names them
+        params, source = _kwargs(panel["model_params"]), "the page's setting"
+    elif model == "logistic":  # nothing to set
+        params, source = {}, "none to set"
+    else:
+        params, source = _model_params(model, data, configs)
     if model and model != "-" and params is not None:
         m = tf.models.build_model(model, ds.input_shape, ds.num_classes, seed=0, **params)
-        row["model"] = model + (f" ({panel['model_params']})" if params else "")
+        shown = ", ".join(f"{k}={v}" for k, v in params.items())
+        row["model"] = model + (f" ({shown})" if shown else "")
         row["parameters"] = int(tf.models.count_parameters(m)["total"])
+        row["model_params_from"] = source
+    elif model and model != "-":
+        row["model"] = model
+        row["note"] = f"parameters not counted: {source}"
     scheme = panel.get("partition", "").split(",")[0].strip()
     p_params = _kwargs(panel.get("partition_params", "-"))
     try:
@@ -149,7 +189,8 @@ def _recomputed(panel: Mapping[str, str]) -> dict[str, Any]:
     return row
 
 
-def facts(md: str, stand_in: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def facts(md: str, stand_in: Mapping[str, str] | None = None,
+          configs: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """The facts of every distinct (data, model, clients, partition) of a result's setting
     tables (see the module); ``[]`` for a page without training data.
 
@@ -173,7 +214,7 @@ def facts(md: str, stand_in: Mapping[str, str] | None = None) -> list[dict[str, 
             if key in seen:
                 continue
             seen.add(key)
-            row = _one(panel)
+            row = _one(panel, configs or {})
             if row.get("stand_in_for") is None:  # the result's record of what stood in
                 row["stand_in_for"] = ", ".join(k for k, v in (stand_in or {}).items()
                                                 if v == row["data"]) or None
@@ -202,12 +243,14 @@ def _section(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return (SECTION + "\nNo training data: the result is computed from graphs or counts "
                 "alone (its setting says which).\n\n")
-    body = table(["panel", "data that ran", "stand-in for", "model", "parameters", "clients",
+    body = table(["panel", "data that ran", "stand-in for", "model", "parameters",
+                  "model's settings from", "clients",
                   "classes a client holds (min / median / max)",
                   "training samples a client (min / median / max)"],
                  [[r.get("panel") or "-", f"`{r['data']}`", r.get("stand_in_for") or "-",
                    r.get("model", "-"), f"{r['parameters']:,}" if "parameters" in r else "-",
-                   str(r.get("clients", "-")), r.get("classes_per_client", "-"),
+                   r.get("model_params_from", "-"), str(r.get("clients", "-")),
+                   r.get("classes_per_client", "-"),
                    r.get("samples_per_client", "-")] for r in rows])
     notes = [f"- {r.get('panel') or r['data']}: {r['note']}" for r in rows if "note" in r]
     return (SECTION + "\nRecomputed from the setting tables below (`topofl figure facts`): the "
@@ -216,13 +259,41 @@ def _section(rows: list[dict[str, Any]]) -> str:
             + "\n\n" + ("\n".join(notes) + "\n\n" if notes else ""))
 
 
+def configs_of(name: str, results: Path) -> dict[str, dict[str, Any]]:
+    """The config tables of result ``name``: ``configs/<name>.toml`` and
+    ``configs/<name>_*.toml`` (not those of a longer result name), and the configs its script
+    and the ``_*.py`` modules it imports name as a string; ``{}`` outside a clone."""
+    from topofl._utils.configfiles import read_config
+    from topofl.figures.config import FigureError, _root
+
+    try:
+        root = _root()
+    except FigureError:
+        return {}
+    folder = root / "configs"
+    others = {p.stem for p in results.glob("*.json")} | {
+        p.stem.removeprefix("fig_") for p in root.glob("fig_*.py")}
+    longer = [o for o in others if o != name and o.startswith(name + "_")]
+    stems = {p.stem for p in folder.glob("*.toml")}
+    wanted = {s for s in stems if (s == name or s.startswith(name + "_"))
+              and not any(s == o or s.startswith(o + "_") for o in longer)}
+    script = root / f"fig_{name}.py"
+    if script.is_file():
+        text = script.read_text(encoding="utf-8")
+        for mod in re.findall(r"^import (_\w+)", text, re.M):
+            if (root / f"{mod}.py").is_file():
+                text += (root / f"{mod}.py").read_text(encoding="utf-8")
+        wanted |= {s for s in re.findall(r"[\"']([a-z0-9_]+)[\"']", text) if s in stems}
+    return {s: read_config(folder / f"{s}.toml") for s in sorted(wanted)}
+
+
 def apply(js: str | Path, md: str | Path) -> list[dict[str, Any]]:
     """Write the facts of the result ``js``/``md`` into both (the section before ``##
     Setting``, replacing an older one); returns them."""
     js, md = Path(js), Path(md)
     text = md.read_text(encoding="utf-8")
     v = json.loads(js.read_text(encoding="utf-8"))
-    rows = facts(text, v.get("stand_in") or {})
+    rows = facts(text, v.get("stand_in") or {}, configs_of(js.stem, js.parent))
     text = re.sub(r"\n\*\*Ran on:\*\* [^\n]*\n\n", "\n", text, count=1)
     if text.startswith("# "):  # the header names what ran, stand-ins first
         end = text.index("\n") + 1
