@@ -12,8 +12,9 @@ takes, stacking aside) for ``--rounds`` rounds with an evaluation at the middle 
 the last; the CPU time (``time.process_time``) at the start of every round is stamped, as
 ``analysis/columns_cost.py`` does. A round's cost is the median of the rounds without an
 evaluation (round 0 left out: its set-up); an evaluation's, the interval of the middle
-evaluating round minus that median. An evaluation also scores each client on its own test
-split (the ``test_acc`` rows), so its cost is not proportional to the global samples scored:
+evaluating round minus that median. An evaluation also scores each client on its own data
+(its test split: the ``test_acc`` rows, and the losses the run records), so its cost is not
+proportional to the global samples scored:
 where the global test set is subsampled (the CNN, whose full evaluation takes minutes), each
 case runs twice, scoring ``--eval-samples`` and three times as many global test images, and
 the evaluation of the whole 10,000-image set is extrapolated along the line through those two
