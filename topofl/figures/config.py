@@ -142,6 +142,7 @@ def apply_scale(cfg: Mapping[str, Any], scale: str) -> dict[str, Any]:
 # dataset -> stand-in for (vector models, image models)
 _STAND_INS = {
     "mnist": ("digits", "digits28"),
+    "fashion_mnist": ("digits", "digits28"),  # where Debian's dataset-fashion-mnist is absent
     "femnist": ("digits", "digits28"),
     "cifar10": ("digits", "digits32rgb"),
     "cifar100": ("digits", "digits32rgb"),
