@@ -32,13 +32,25 @@ def label(cfg: Any) -> str:
     return METHODS["morph" if cfg["algorithm"] == "morph" else cfg["topology"]]
 
 
+#: What a node's accuracy is measured on (the first sentence of the result's notes).
+ACCURACY = "the global test set"
+
+
 @figures.script
 def main(args: figures.FigureArgs) -> figures.Result:
+    return build(args, CONFIGS, "32 nodes, MNIST (mnist5k), two classes a node, MLP (32 hidden)",
+                 ACCURACY)
+
+
+def build(args: figures.FigureArgs, configs: list[str], title: str,
+          accuracy_on: str) -> figures.Result:
+    """The result of Morph's claim on the runs of ``configs`` (Morph, D-SGD, EL), titled
+    ``title``; ``accuracy_on`` names the test set (the notes' first sentence). Shared with
+    ``fig_field_morph_fmnist.py``."""
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    title = "32 nodes, MNIST (mnist5k), two classes a node, MLP (32 hidden)"
-    found = figures.panels(args, {title: CONFIGS}, label)
+    found = figures.panels(args, {title: configs}, label)
     panel = found[title]
     runs = panel.runs
     acc, close = figures.margin(args.name, "accuracy"), figures.margin(args.name, "close")
@@ -106,8 +118,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
         f"{name} {final[name].mean:.3f} ± {final[name].std:.3f}" for name in METHODS.values())
         + "; Morph minus (points): " + ", ".join(
             f"{name} {100 * d.mean:+.1f} ± {100 * d.std:.1f}" for name, d in diff.items()))
-    notes = ["Accuracy: the mean over the 32 nodes of each node's accuracy on the global test "
-             "set (records' global_acc_mean) at the last evaluation. Every method runs the same "
+    notes = [f"Accuracy: the mean over the 32 nodes of each node's accuracy on {accuracy_on} "
+             "(records' global_acc_mean) at the last evaluation. Every method runs the same "
              "local SGD; D-SGD's weights are Metropolis (1/32 on the complete graph, 1/4 on the "
              "3-regular graph, Morph's uniform 1/4 there); EL averages uniformly what arrives."]
     return figures.Result(fig, measured, checks, numbers, panels=found, notes=notes)
