@@ -1,6 +1,6 @@
 """Field claim: Morph (each node rewires its few in-neighbours towards dissimilar models) against
 the complete graph, a static graph of the same in-degree and Epidemic Learning, under label skew,
-on the real Fashion-MNIST, Morph's own data set.
+on the real Fashion-MNIST (Morph's paper used CIFAR-10 and FEMNIST).
 
 ``field_morph`` on Fashion-MNIST (Debian's ``dataset-fashion-mnist``, read by
 ``topofl.data.load("fashion_mnist")``; 60,000 train / 10,000 test images; the offline stand-in of

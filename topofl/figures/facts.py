@@ -289,7 +289,9 @@ def configs_of(name: str, results: Path) -> dict[str, dict[str, Any]]:
 
 def apply(js: str | Path, md: str | Path) -> list[dict[str, Any]]:
     """Write the facts of the result ``js``/``md`` into both (the section before ``##
-    Setting``, replacing an older one); returns them."""
+    Setting``, replacing an older one), with its referee entry (:mod:`topofl.figures.referee`:
+    reproduction summary, sources of the settings, the paper's numbers; a ``ValueError`` where
+    the entry does not match the page); returns the facts."""
     js, md = Path(js), Path(md)
     text = md.read_text(encoding="utf-8")
     v = json.loads(js.read_text(encoding="utf-8"))
@@ -302,9 +304,15 @@ def apply(js: str | Path, md: str | Path) -> list[dict[str, Any]]:
         a = text.index(SECTION)
         b = text.index("\n## ", a + len(SECTION)) + 1
         text = text[:a] + text[b:]
+    from topofl.figures import referee
+
+    entry = referee.entries().get(js.stem)
+    checked = None if entry is None else referee.check_entry(js.stem, entry, text,
+                                                             v.get("checks") or [])
     at = text.index("## Setting\n") if "## Setting\n" in text else len(text)
-    text = text[:at] + _section(rows) + text[at:]
+    text = text[:at] + _section(rows) + referee.section(checked) + text[at:]
     v["facts"] = rows
+    v["referee"] = checked
     js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     md.write_text(text, encoding="utf-8")
     return rows

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from topofl.figures import price
+from topofl.figures import facts, price
 from topofl.figures.checks import (
     RULE,
     Check,
@@ -221,6 +221,7 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         md = mark_document(_markdown(md, new, margins, gates), v.get("stand_in") or {})
         md_path.write_text(md, encoding="utf-8")
         price.apply(js, md_path)
+        facts.apply(js, md_path)  # its referee part quotes the checks' outcomes
     return Redecision(name, before, after, moved)
 
 
