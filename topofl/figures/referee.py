@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 __all__ = ["entries", "check_entry", "section", "SOURCES", "KEY_SETTINGS", "SUMMARY"]
 
