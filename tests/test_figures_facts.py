@@ -70,9 +70,10 @@ def test_the_models_settings_come_from_the_configs_where_the_page_omits_them() -
     assert row["parameters"] == 784 * 32 + 32 + 32 * 10 + 10
     assert row["model_params_from"].startswith("configs/field_morph_")
     assert not row["model_params_from"].startswith("configs/field_morph_fmnist")
-    # a result whose configs the harness cannot find says so instead of a count
-    t1 = json.loads((RESULTS / "pfeddst_table1.json").read_text(encoding="utf-8"))["facts"]
-    assert all("parameters" not in r and "not counted" in r["note"] for r in t1)
+    # without the result's configs the page's own settings cannot count it: said, not guessed
+    md = (RESULTS / "pfeddst_table1.md").read_text(encoding="utf-8")
+    assert all("parameters" not in r and "not counted" in r["note"]
+               for r in facts.facts(md, configs={}))
 
 
 def test_apply_is_idempotent(tmp_path: Path) -> None:
@@ -105,3 +106,12 @@ def test_a_setting_the_facts_cannot_rebuild_is_a_note_not_an_error() -> None:
           "| model_params | - |\n| seeds | 0 |\n\n## Numbers\n")
     (row,) = facts.facts(md)
     assert "not recomputed from the page" in row["note"] and "no_such_model" in row["note"]
+
+
+def test_configs_named_by_an_f_string_and_a_panels_own_stand_in_options_are_found() -> None:
+    # pfeddst_fig3's configs are named f"pfeddst_{DATASETS[dataset]}_{m}" in _pfeddst.py
+    (row,) = json.loads((RESULTS / "pfeddst_fig3.json").read_text(encoding="utf-8"))["facts"]
+    assert row["parameters"] == 3274 and "note" not in row  # mnist1d's 40 -> 64 -> 10 MLP
+    # dpfl_fig6's two panels run MNIST-1D with two test sizes; one is the recorded stand-in
+    rows = json.loads((RESULTS / "dpfl_fig6.json").read_text(encoding="utf-8"))["facts"]
+    assert [r["stand_in_for"] for r in rows] == ["cinic10", "cinic10"]

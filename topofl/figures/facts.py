@@ -216,10 +216,26 @@ def facts(md: str, stand_in: Mapping[str, str] | None = None,
             seen.add(key)
             row = _one(panel, configs or {})
             if row.get("stand_in_for") is None:  # the result's record of what stood in
-                row["stand_in_for"] = ", ".join(k for k, v in (stand_in or {}).items()
-                                                if v == row["data"]) or None
+                row["stand_in_for"] = _stood_in(row["data"], stand_in or {})
             out.append({"panel": heading, **row})
     return out
+
+
+def _stood_in(data: str, stand_in: Mapping[str, str]) -> str | None:
+    """The datasets ``data`` stands in for: those whose recorded stand-in is ``data``, else
+    those whose stand-in is the same dataset with other options (a panel's own test size).
+
+    Examples
+    --------
+    >>> from topofl.figures.facts import _stood_in
+    >>> _stood_in("mnist1d:n_test=4", {"cinic10": "mnist1d:n_test=8"})
+    'cinic10'
+    >>> _stood_in("digits", {"cinic10": "mnist1d:n_test=8"}) is None
+    True
+    """
+    exact = [k for k, v in stand_in.items() if v == data]
+    same = [k for k, v in stand_in.items() if v.split(":")[0] == data.split(":")[0]]
+    return ", ".join(exact or same) or None
 
 
 def _ran_on(rows: list[dict[str, Any]]) -> str:
@@ -284,6 +300,12 @@ def configs_of(name: str, results: Path) -> dict[str, dict[str, Any]]:
             if (root / f"{mod}.py").is_file():
                 text += (root / f"{mod}.py").read_text(encoding="utf-8")
         wanted |= {s for s in re.findall(r"[\"']([a-z0-9_]+)[\"']", text) if s in stems}
+        fstrings = re.findall(r"\bf[\"']([a-z0-9_{}\[\]\w]*\{[^\"']*)[\"']", text)
+        for pattern in [] if wanted else fstrings:
+            # where no name was found: an f-string naming configs
+            # (f"pfeddst_{DATASETS[d]}_{m}"), its fields read as any name
+            rx = re.escape(re.sub(r"\{[^}]*\}", "\0", pattern)).replace("\0", "[a-z0-9_]+")
+            wanted |= {s for s in stems if re.fullmatch(rx, s)}
     return {s: read_config(folder / f"{s}.toml") for s in sorted(wanted)}
 
 
