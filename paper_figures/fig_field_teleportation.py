@@ -60,16 +60,15 @@ def untestable(check: figures.Check, control: figures.Check) -> figures.Check:
     return dataclasses.replace(check, outcome="inconclusive", reason=why + was)
 
 
-@figures.script
-def main(args: figures.FigureArgs) -> figures.Result:
+def build(args: figures.FigureArgs, configs: list[str], title: str) -> figures.Result:
+    """The result of Teleportation's claim on the runs of ``configs`` (Teleportation, the
+    ring), the panel titled ``title``. Shared with ``fig_field_teleportation_fmnist.py``."""
     import matplotlib.pyplot as plt
     import pandas as pd
 
     import topofl as tf
 
-    found = figures.panels(
-        args, {"label skew (one label shard, one class, a node)": [
-            "field_teleportation", "field_teleportation_ring"]}, label)
+    found = figures.panels(args, {title: configs}, label)
     panel = next(iter(found.values()))
     runs = panel.runs
     ns = sorted({int(c["n_clients"]) for c in panel.configs.values()})
@@ -133,6 +132,12 @@ def main(args: figures.FigureArgs) -> figures.Result:
         f"{growth[ring]} points; n = {large}: Teleportation - ring "
         f"{_points(fin[(tele, large)] - fin[(ring, large)])} points)")
     return figures.Result(fig, measured, checks, numbers, panels=found)
+
+
+@figures.script
+def main(args: figures.FigureArgs) -> figures.Result:
+    return build(args, ["field_teleportation", "field_teleportation_ring"],
+                 "label skew (one label shard, one class, a node)")
 
 
 if __name__ == "__main__":

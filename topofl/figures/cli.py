@@ -120,13 +120,16 @@ def _redecide(argv: list[str], prog: str) -> int:
     if bad:
         raise FigureError(f"unknown option(s) {bad}: `{prog} redecide [--dry-run] [NAME ...]`")
     folder = _root() / "results"
-    names = names or sorted(p.stem for p in folder.glob("*.json")
-                            if p.stem != "equivalence" and p.with_suffix(".md").is_file())
-    for name in names:
+    for name in names or _pages(folder):
         r = redecide(name, folder, write=not dry, drop_horizon=drop)
         moved = "; ".join(f"{n}: {a} -> {b}" for n, a, b in r.moved)
         print(f"{name}: {r.before} -> {r.after}" + (f" ({moved})" if moved else ""))
     return 0
+
+
+def _pages(folder: Path) -> list[str]:
+    """The committed results of ``folder`` that have a page (a JSON and its Markdown)."""
+    return sorted(p.stem for p in folder.glob("*.json") if p.with_suffix(".md").is_file())
 
 
 def _facts(argv: list[str], prog: str) -> int:
@@ -138,9 +141,7 @@ def _facts(argv: list[str], prog: str) -> int:
     if bad:
         raise FigureError(f"unknown option(s) {bad}: `{prog} facts [NAME ...]`")
     folder = _root() / "results"
-    names = argv or sorted(p.stem for p in folder.glob("*.json")
-                           if p.stem != "equivalence" and p.with_suffix(".md").is_file())
-    for name in names:
+    for name in argv or _pages(folder):
         js, md = folder / f"{name}.json", folder / f"{name}.md"
         if not js.is_file() or not md.is_file():
             raise FigureError(f"no committed result {name!r} in {folder} (its .json and .md)")
