@@ -60,9 +60,12 @@ def untestable(check: figures.Check, control: figures.Check) -> figures.Check:
     return dataclasses.replace(check, outcome="inconclusive", reason=why + was)
 
 
-def build(args: figures.FigureArgs, configs: list[str], title: str) -> figures.Result:
+def build(args: figures.FigureArgs, configs: list[str], title: str, *,
+          last: int = 1) -> figures.Result:
     """The result of Teleportation's claim on the runs of ``configs`` (Teleportation, the
-    ring), the panel titled ``title``. Shared with ``fig_field_teleportation_fmnist.py``."""
+    ring), the panel titled ``title``, a final accuracy read as the mean of the last ``last``
+    evaluations (:func:`topofl.figures.final`). Shared with
+    ``fig_field_teleportation_fmnist.py``."""
     import matplotlib.pyplot as plt
     import pandas as pd
 
@@ -74,7 +77,7 @@ def build(args: figures.FigureArgs, configs: list[str], title: str) -> figures.R
     ns = sorted({int(c["n_clients"]) for c in panel.configs.values()})
     small, large = ns[0], ns[-1]
     acc = figures.margin(args.name, "accuracy")
-    fin = {(g, n): figures.final(runs[f"{g}, n = {n}"], "global_acc")
+    fin = {(g, n): figures.final(runs[f"{g}, n = {n}"], "global_acc", last=last)
            for g in NAMES.values() for n in ns}
     tele, ring = NAMES["teleport"], NAMES["dsgd"]
 

@@ -213,18 +213,33 @@ def _over_series(records: Any, metric: str, reduce: Callable[[np.ndarray], Any])
     return per_seed(records, lambda one: reduce(one.series(name)[1]))
 
 
-def final(records: Any, metric: str = "test_acc") -> OverSeeds:
-    """The last recorded value of ``metric`` (``<metric>_mean`` when recorded), per seed.
+def final(records: Any, metric: str = "test_acc", *, last: int = 1) -> OverSeeds:
+    """The last recorded value of ``metric`` (``<metric>_mean`` when recorded), per seed; with
+    ``last`` > 1, the mean of its last ``last`` evaluations (a final accuracy read off a curve
+    that oscillates from one evaluation to the next, e.g. a few models trained on one class a
+    round).
 
     Examples
     --------
     >>> r = tf.records.Records(rows=[{"run": "a", "round": t, "client": None,
     ...                               "metric": "acc_mean", "value": v}
-    ...                              for t, v in enumerate([0.2, 0.6])])
-    >>> tf.figures.final(r, "acc").values
-    (0.6,)
+    ...                              for t, v in enumerate([0.2, 0.6, 0.7])])
+    >>> tf.figures.final(r, "acc").values, tf.figures.final(r, "acc", last=2).values
+    ((0.7,), (0.65,))
+    >>> tf.figures.final(r, "acc", last=4)
+    Traceback (most recent call last):
+    ...
+    ValueError: final(last=4): only 3 evaluations recorded
     """
-    return _over_series(records, metric, lambda values: values[-1])
+    if isinstance(last, bool) or not isinstance(last, int) or last < 1:
+        raise ValueError(f"final(last=...) expects an int >= 1, found {last!r}")
+
+    def reduce(values: np.ndarray) -> float:
+        if len(values) < last:
+            raise ValueError(f"final(last={last}): only {len(values)} evaluations recorded")
+        return values[-1] if last == 1 else float(np.mean(values[-last:]))
+
+    return _over_series(records, metric, reduce)
 
 
 def mean_over_rounds(records: Any, metric: str = "test_acc") -> OverSeeds:
