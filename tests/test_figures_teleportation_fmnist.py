@@ -6,12 +6,12 @@ result checked against itself and the rule, and the script at ``--quick`` (opt i
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import tomllib
 
 import topofl as tf
 from tests._figures import (

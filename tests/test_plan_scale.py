@@ -134,3 +134,41 @@ def test_fit_time_refuses_bad_exponents() -> None:
         fit_time([(64, 1.0), (256, 2.0)], exponents=())
     with pytest.raises(ValueError, match="exponents must be"):
         fit_time([(64, 1.0), (256, 2.0)], exponents=(-1.0,))
+
+
+def test_plan_times_an_evaluation_apart_in_the_samples_it_scores(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Training rounds and evaluations are timed and said apart: a warm evaluation is a line
+    in the samples it scores (eval_samples: its global test set subsampled beyond 2 x 10^7
+    pairs), the first one's extra counted once, the run's seconds their sum."""
+    import topofl.workflow.plan as plan_mod
+    from topofl import config as config_mod
+
+    cfg = {**_synth(20_000), "rounds": 50, "eval_every": 10}
+    resolved = config_mod.resolve(cfg)
+    at = {m: plan_mod.eval_samples(plan_mod._probe_shapes(resolved, m)[1])
+          for m in (*PROBE_N, plan_mod.LARGE_PROBE_N)}
+
+    def fake_probe(cfg: object, ns: list[tuple[int, object, int]]) -> dict[str, object]:
+        return {"probe": [[m, 10**8, 1e-3 + 3e-6 * m, 0.05 + 2e-8 * at[m], 1e-4 * m] if r
+                          else [m, 10**8, None, None, None] for m, _, r in ns]}
+
+    monkeypatch.setattr(plan_mod, "_probe", fake_probe)
+    plan = make_plan(cfg, timed=True, probe=True, available=None)
+    top = plan_mod._probe_shapes(resolved, plan_mod.LARGE_PROBE_N)[1]
+    samples = plan_mod.eval_samples(plan_mod._extrapolated(resolved, top, 20_000))
+    assert plan.eval_fit["samples"] == samples
+    assert plan.eval_seconds == pytest.approx(0.05 + 2e-8 * samples, rel=1e-6)
+    assert plan.eval_fit["first_extra_s"] == pytest.approx(1e-4 * 20_000, rel=1e-6)
+    assert plan.rounds == 50 and plan.evaluations == 5
+    assert plan.run_seconds == pytest.approx(
+        50 * plan.seconds_per_round + 5 * plan.eval_seconds + 2.0, rel=1e-9)
+    text, js = plan.summary(), plan.as_json()
+    assert "evaluations left out" in text and "seconds an evaluation" in text
+    assert "% of it evaluating" in text
+    assert js["eval_seconds"] == plan.eval_seconds and js["run_seconds"] == plan.run_seconds
+    assert "evaluations left out" in js["seconds_per_round_means"]
+    # untimed: nothing said about time
+    untimed = make_plan(cfg, timed=False, probe=False, available=None)
+    assert untimed.eval_seconds is None and untimed.run_seconds is None
+    assert "seconds" not in untimed.summary()

@@ -34,10 +34,11 @@ Commands
 ``spectral SPEC [SPEC ...]``
     Print the size, degree and spectral gap of graphs given as specs (``ring:n=64``).
 ``plan CONFIG.toml [--json] [--set key=value ...]``
-    Predict a run's peak memory (by part), seconds per round and the largest number of clients
-    that fits here, before running it (:mod:`topofl.workflow.plan`); a plan that cannot fit exits 1,
-    a config a run would refuse (a device not here, ``eval_val`` without validation splits, a
-    batch that cannot fit) exits 2.
+    Predict a run's peak memory (by part), seconds a training round and an evaluation, the
+    whole run's seconds and the largest number of clients that fits here, before running it
+    (:mod:`topofl.workflow.plan`); a plan that cannot fit exits 1, a config a run would refuse
+    (a device not here, ``eval_val`` without validation splits, a batch that cannot fit)
+    exits 2.
 ``bench [--model A,B] [--n N1,N2] [--batch B] [--hidden W1,W2] [--out F.md [--force]] ...``
     Time the engine's local step against one shared-weight model on the same samples, and its
     gossip against a copy of the parameter buffer; client-steps and samples per second, peak

@@ -85,8 +85,9 @@ def _add_run_parsers(sub: Any) -> None:
                          "batched pass (default: on, or the config's stack key)")
     p_plan = sub.add_parser("plan", help="predict a run's peak memory and time per round",
                             description="Predict, before running, the peak memory of a config "
-                            "by part, its seconds per round (from a few real rounds) and the "
-                            "largest number of clients that fits here; exit 1 if it cannot fit.")
+                            "by part, its seconds a training round and an evaluation (from a "
+                            "few real rounds), the whole run's seconds and the largest number "
+                            "of clients that fits here; exit 1 if it cannot fit.")
     p_plan.add_argument("config", help="TOML (or .json) file of topofl.run keywords")
     p_plan.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="any other keyword of topofl.run (repeatable)")

@@ -18,21 +18,28 @@ i.e. :func:`topofl.api.prepare`), without training:
   RUNTIME_SLOPE_MAX]``, since a few MB of allocator noise at a few thousand clients is
   hundreds of bytes a client). Without the probe (and in the checks of
   :func:`topofl.run`): :data:`RUNTIME_BYTES` and :data:`CLIENT_BYTES` a client;
-* **seconds per round** (a training round: local steps and gossip, the evaluations left out):
-  the probe's runs at ``n >= 64`` last :func:`probe_rounds` rounds, evaluated at their end
-  only, with each round clocked (:data:`ROUND_CLOCK`: the process's CPU time at one torch
-  thread, so that a shared machine's load does not stretch it; the median round but the
-  first and the last). Where the plan's ``n`` is one of the probe's sizes, that probe is the
-  answer; above them, a line ``a + b * n`` (:func:`fit_time` with the exponent 1: least
-  squares in relative error, ``a, b >= 0``) through the probes of at least
-  :data:`TIME_FIT_FROM` clients, extrapolated. Every part of a training round is linear in
-  ``n`` (``analysis/bench_scale.md``); the smaller probes carry the round's fixed cost and
-  step through the caches, and an exponent fitted to them (0.99-1.16 in
-  ``analysis/plan_scale.md``'s runs) was their noise, which extrapolating 25x turned into a
-  +33 % error at 10^5 clients. When its counted parts take at most
-  :data:`LARGE_PROBE_BYTES`, a probe of :data:`LARGE_PROBE_N` clients (capped by ``n``) is
-  added, so that a cheap model is timed with its state out of the caches, as at large ``n``.
-  The full ``n`` is never run (but where it is one of the probe's sizes).
+* **seconds per round** (a training round: local steps and gossip, the evaluations left out, as
+  the text and the JSON say): the probe's runs at ``n >= 64`` last :func:`probe_rounds` rounds,
+  evaluated every third of them, with each round clocked (:data:`ROUND_CLOCK`: the process's CPU
+  time at one torch thread, so that a shared machine's load does not stretch it; the median
+  round but the first and the evaluated ones). Where the plan's ``n`` is one of the probe's
+  sizes, that probe is the answer; above them, a line ``a + b * n`` (:func:`fit_time` with the
+  exponent 1: least squares in relative error, ``a, b >= 0``) through the probes of at least
+  :data:`TIME_FIT_FROM` clients, extrapolated. Every part of a training round is linear in ``n``
+  (``analysis/bench_scale.md``); the smaller probes carry the round's fixed cost and step
+  through the caches, and an exponent fitted to them (0.99-1.16 in ``analysis/plan_scale.md``'s
+  runs) was their noise, which extrapolating 25x turned into a +33 % error at 10^5 clients. When
+  its counted parts take at most :data:`LARGE_PROBE_BYTES`, a probe of :data:`LARGE_PROBE_N`
+  clients (capped by ``n``) is added, so that a cheap model is timed with its state out of the
+  caches, as at large ``n``. The full ``n`` is never run (but where it is one of the probe's
+  sizes).
+* **seconds an evaluation** (every client's test splits, its global test samples and the
+  records they write): the probes' second evaluation less a training round (a warm one),
+  a line in the samples an evaluation scores (:func:`eval_samples`, which the global test
+  subsample of ``eval_global_samples="auto"`` bends in ``n``) through the same probes; the
+  first evaluation's extra (a static graph's spectral summary, first allocations) a line in
+  ``n``, counted once. ``run_seconds`` is the run's rounds of training, its evaluations
+  and that extra: what a user waits for, where ``seconds_per_round`` is a training round.
 
 The probes' data: a ``"synthetic:..."`` dataset is drawn with its samples scaled by the
 probe's share of the clients (:func:`scaled_data`: as many samples a client as the run), and
@@ -73,7 +80,7 @@ from topofl.data import load
 from topofl.data.datasets.bundled import synthetic_bytes
 from topofl.data.federated import federate
 from topofl.engine import ParamLayout, toy_services
-from topofl.engine.config import DTYPES
+from topofl.engine.config import DTYPES, global_samples
 from topofl.engine.evaluation import check_eval_val
 from topofl.exceptions import ConfigError, InsufficientMemoryError
 from topofl.models import build_model
@@ -149,7 +156,16 @@ class Plan:
     parts : dict
         Bytes by part (:data:`PARTS`); they add up to :attr:`peak_bytes`.
     seconds_per_round : float or None
-        Measured over real rounds of the config (``None`` when not timed).
+        Seconds of a training round (local steps and gossip; the evaluations left out),
+        measured over real rounds of the config (``None`` when not timed).
+    eval_seconds : float or None
+        Seconds of one evaluation (every client's test splits and its global test samples,
+        and the records they write), a warm one measured in the probes' runs and
+        extrapolated in the samples an evaluation scores (:func:`eval_samples`); the first
+        evaluation's extra (a static graph's spectral summary) is ``eval_fit
+        ["first_extra_s"]``, counted once in :attr:`run_seconds`; ``None`` when not timed.
+    rounds, evaluations : int
+        The run's rounds and evaluations (every ``eval_every`` rounds and the last).
     available_bytes : int or None
         :func:`~topofl._utils.validation.available_memory` when the plan was made.
     max_clients : int or None
@@ -164,11 +180,24 @@ class Plan:
     max_clients: int | None
     runtime_fit: dict[str, Any] = field(default_factory=dict)
     time_fit: dict[str, Any] = field(default_factory=dict)
+    eval_seconds: float | None = None
+    rounds: int = 0
+    evaluations: int = 0
+    eval_fit: dict[str, Any] = field(default_factory=dict)
 
     @property
     def peak_bytes(self) -> int:
         """The predicted peak: the sum of the parts."""
         return sum(self.parts.values())
+
+    @property
+    def run_seconds(self) -> float | None:
+        """Seconds of the whole run: its rounds' training and its evaluations (``None`` when
+        either was not timed)."""
+        if self.seconds_per_round is None or self.eval_seconds is None:
+            return None
+        return (self.rounds * self.seconds_per_round + self.evaluations * self.eval_seconds
+                + float(self.eval_fit.get("first_extra_s", 0.0)))
 
     def as_json(self) -> dict[str, Any]:
         """The plan as one JSON object (``peak_bytes``, its parts, ``seconds_per_round``,
@@ -176,8 +205,13 @@ class Plan:
         return {"peak_bytes": self.peak_bytes, "parts": dict(self.parts),
                 "n_clients": self.n_clients, "num_params": self.num_params,
                 "seconds_per_round": self.seconds_per_round,
+                "seconds_per_round_means": "a training round: local steps and gossip, the "
+                                           "evaluations left out (see eval_seconds)",
+                "eval_seconds": self.eval_seconds, "rounds": self.rounds,
+                "evaluations": self.evaluations, "run_seconds": self.run_seconds,
                 "available_bytes": self.available_bytes, "max_clients": self.max_clients,
-                "runtime_fit": dict(self.runtime_fit), "time_fit": dict(self.time_fit)}
+                "runtime_fit": dict(self.runtime_fit), "time_fit": dict(self.time_fit),
+                "eval_fit": dict(self.eval_fit)}
 
     def summary(self) -> str:
         """The plan as a few lines of text."""
@@ -185,7 +219,17 @@ class Plan:
                  f"peak memory: {fmt_bytes(self.peak_bytes)} ({self.peak_bytes:,} bytes)"]
         lines += [f"    {k}: {fmt_bytes(v)}" for k, v in self.parts.items()]
         if self.seconds_per_round is not None:
-            lines.append(f"seconds per round: {self.seconds_per_round:.4g}")
+            lines.append(f"seconds a training round (local steps and gossip, evaluations "
+                         f"left out): {self.seconds_per_round:.4g}")
+        if self.eval_seconds is not None:
+            lines.append(f"seconds an evaluation: {self.eval_seconds:.4g} "
+                         f"({self.evaluations:,} in the run; the first "
+                         f"{float(self.eval_fit.get('first_extra_s', 0.0)):.3g} s more)")
+        if self.run_seconds is not None:
+            share = 1 - self.rounds * (self.seconds_per_round or 0.0) / max(self.run_seconds,
+                                                                          1e-300)
+            lines.append(f"seconds the run ({self.rounds:,} rounds, evaluations included): "
+                         f"{self.run_seconds:.4g}, {100 * share:.0f} % of it evaluating")
         avail = "unknown" if self.available_bytes is None else fmt_bytes(self.available_bytes)
         lines.append(f"available memory: {avail}; largest n that fits: {self.max_clients}")
         return "\n".join(lines)
@@ -258,13 +302,18 @@ def peak_since(mark):
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
 """
 
-#: Seconds of a training round: ``round_seconds(cfg)`` runs ``cfg`` (evaluated at its last
-#: round only) with the start of each round clocked (a wrapper of the loop's round function)
-#: and returns the median duration of its rounds but the first (allocation) and the last
-#: (evaluation). At one torch thread the clock is the process's CPU time (what a round takes
-#: on an idle core: a shared machine's load, which stretches the wall time by whatever the
-#: other processes take, is left out), else the wall time. Shared by the probe and
-#: analysis/plan_scale.py.
+#: Seconds of a training round and of an evaluation: ``timed_rounds(cfg)`` runs ``cfg`` with
+#: the start of each round and the end of the run clocked (a wrapper of the loop's round
+#: function), evaluated every ``rounds // 3`` rounds (and at the last) where it runs 9 rounds
+#: or more, else at its last round only, and returns ``(train, evaluation, first)``: the
+#: median duration of its rounds but the first (allocation) and the evaluated ones; the
+#: second evaluation's round less that (a warm evaluation: the scoring and the records it
+#: writes); what the first evaluation's round takes beyond a warm one (a static graph's
+#: spectral summary, the first allocations); ``None`` for what the run cannot tell.
+#: ``round_seconds(cfg)`` is ``train``. At one torch thread the clock is the process's CPU
+#: time (what a round takes on an idle core: a shared machine's load, which stretches the
+#: wall time by whatever the other processes take, is left out), else the wall time. Shared
+#: by the probe and analysis/plan_scale.py.
 ROUND_CLOCK = r"""
 import time
 import torch as _torch
@@ -272,16 +321,30 @@ import topofl.engine.loop as _loop
 from topofl import config as _config
 _stamps = []
 _round_of = _loop._round
+def _clock():
+    return time.process_time() if _torch.get_num_threads() == 1 else time.perf_counter()
 def _clocked(loop, t):
-    _stamps.append(time.process_time() if _torch.get_num_threads() == 1
-                   else time.perf_counter())
+    _stamps.append(_clock())
     return _round_of(loop, t)
 _loop._round = _clocked
-def round_seconds(run_cfg):
+def timed_rounds(run_cfg):
+    rounds = int(run_cfg["rounds"])
+    every = rounds // 3 if rounds >= 9 else rounds
     _stamps.clear()
-    _config.execute({**run_cfg, "eval_every": run_cfg["rounds"]})
-    d = sorted(b - a for a, b in zip(_stamps[1:-1], _stamps[2:]))
-    return d[len(d) // 2] if d else None
+    _config.execute({**run_cfg, "eval_every": every})
+    _stamps.append(_clock())
+    dur = [b - a for a, b in zip(_stamps, _stamps[1:])]
+    evaluated = [t for t in range(rounds) if (t + 1) % every == 0 or t == rounds - 1]
+    d = sorted(dur[t] for t in range(1, rounds) if t not in evaluated)
+    if len(dur) != rounds or not d:
+        return None, None, None
+    train = d[len(d) // 2]
+    if len(evaluated) < 3:
+        return train, None, None
+    warm = max(0.0, dur[evaluated[1]] - train)
+    return train, warm, max(0.0, dur[evaluated[0]] - train - warm)
+def round_seconds(run_cfg):
+    return timed_rounds(run_cfg)[0]
 """
 
 
@@ -303,11 +366,11 @@ out = {"probe": []}
 for n, data, rounds in json.loads(sys.argv[3]):
     run = {**cfg, "n_clients": n, "data": data}
     if rounds:
-        spr = round_seconds({**run, "rounds": rounds})
+        spr, ev, first = timed_rounds({**run, "rounds": rounds})
     else:
         _config.execute({**run, "rounds": 1})
-        spr = None
-    out["probe"].append([n, peak_since(mark), spr])
+        spr = ev = first = None
+    out["probe"].append([n, peak_since(mark), spr, ev, first])
 print(json.dumps(out))
 """
 
@@ -520,7 +583,7 @@ def fit_runtime(points: list[tuple[int, float]]) -> tuple[float, float]:
     return max(0.0, const), slope
 
 
-def fit_time(points: list[tuple[int, float]], exponents: Sequence[float] = TIME_EXPONENTS
+def fit_time(points: Sequence[tuple[float, float]], exponents: Sequence[float] = TIME_EXPONENTS
              ) -> tuple[float, float, float]:
     """``(a, b, e)`` of ``seconds = a + b * n ** e`` fitted to ``(n, seconds)`` probes:
     least squares in relative error with ``a, b >= 0`` (never a negative prediction) for each
@@ -558,6 +621,44 @@ def fit_time(points: list[tuple[int, float]], exponents: Sequence[float] = TIME_
             best = (err, float(a), float(b), float(e))
     assert best is not None
     return best[1], best[2], best[3]
+
+
+def eval_samples(s: Shapes) -> float:
+    """The samples an evaluation scores at ``s.n`` clients, the unit the plan's evaluation
+    seconds are a line in: each client's local test and validation splits (at most
+    ``longest_test`` and ``longest_val`` samples) and the global test samples it is scored on
+    (:func:`topofl.engine.config.global_samples`: all of them up to 2 x 10^7 pairs, a
+    subsample beyond, so that an evaluation's seconds are not linear in ``n``).
+
+    Examples
+    --------
+    >>> from topofl.workflow.plan import Shapes, eval_samples
+    >>> s = Shapes(n=1000, num_params=650, dtype_bytes=4, sample_bytes=256, num_classes=10,
+    ...            batch_size=32, input_shape=(64,), per_client_state={}, dataset_bytes=0,
+    ...            data_bytes=0, longest_test=20, w_row_nnz=3.0, global_test=10_000)
+    >>> eval_samples(s)  # 1000 clients x (20 local + all 10,000 global): 10^7 pairs
+    10020000.0
+    >>> eval_samples(Shapes(**{**s.__dict__, "n": 10**5}))  # the global test subsampled
+    102000000.0
+    """
+    scored = (global_samples(s.eval_global_samples, s.n, s.global_test)
+              if s.global_test else 0)
+    return float(s.n) * (scored + s.longest_test + s.longest_val)
+
+
+def _eval_fit(evs: list[tuple[int, float]], probed: Mapping[int, Shapes], s: Shapes,
+              n: int) -> tuple[float, dict[str, Any]]:
+    """``(seconds, fit)`` of an evaluation at ``n`` clients from the probes' ``(m, seconds)``:
+    the probe itself at its own ``n``, else the line ``a + b * samples`` (:func:`fit_time` in
+    :func:`eval_samples`) through the probes of at least :data:`TIME_FIT_FROM` clients."""
+    pts = [(eval_samples(probed[m]), ev, m) for m, ev in evs]
+    upper = [(x, ev) for x, ev, m in pts if m >= TIME_FIT_FROM]
+    a, b, _ = fit_time(upper if len(upper) >= 2 else [(x, ev) for x, ev, _ in pts],
+                       exponents=(1.0,))
+    at = eval_samples(s)
+    seconds = dict(evs)[n] if n in dict(evs) else a + b * at
+    return seconds, {"constant_s": a, "seconds_per_sample": b, "samples": at,
+                     "probe": [[m, x, ev] for x, ev, m in pts]}
 
 
 def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
@@ -624,23 +725,34 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
         s = _extrapolated(resolved, top, n) if grows else shapes(resolved)
     runtime: tuple[float, float] | None = None
     spr: float | None = None
+    eval_s: float | None = None
     tfit: dict[str, Any] = {}
+    efit: dict[str, Any] = {}
     if probe or timed:
         timed_at = {m for m in sizes if m >= PROBE_N[0] or m == sizes[-1]} if timed else set()
         got = _probe(resolved.config, [(m, scaled_data(spec, m, n),
                                         probe_rounds(m) if m in timed_at else 0)
                                        for m in sizes])["probe"]
+        rows = [(r[0], r[1], r[2], r[3] if len(r) > 3 else None) for r in got]
+        firsts = [(r[0], r[4]) for r in got if len(r) > 4 and r[4] is not None]
         if probe:
             residual = [(m, grow - sum(counted_parts(replace(probed[m], runtime=False))
-                                       .values())) for m, grow, _ in got]
+                                       .values())) for m, grow, _, _ in rows]
             runtime = fit_runtime(residual)
-        pts = [(m, t) for m, _, t in got if t is not None]
+        pts = [(m, t) for m, _, t, _ in rows if t is not None]
         if pts:
             upper = [(m, t) for m, t in pts if m >= TIME_FIT_FROM]
             a, b, e = fit_time(upper if len(upper) >= 2 else pts, exponents=(1.0,))
             spr = dict(pts)[n] if n in dict(pts) else a + b * n ** e
             tfit = {"constant_s": a, "coefficient_s": b, "exponent": e,
                     "probe": [list(p) for p in pts]}
+        evs = [(m, ev) for m, _, _, ev in rows if ev is not None]
+        if evs:
+            eval_s, efit = _eval_fit(evs, probed, s, n)
+        if firsts:  # the first evaluation's one-time extra, a line in n as a round's
+            upper = [(m, t) for m, t in firsts if m >= TIME_FIT_FROM]
+            a, b, e = fit_time(upper if len(upper) >= 2 else firsts, exponents=(1.0,))
+            efit["first_extra_s"] = dict(firsts)[n] if n in dict(firsts) else a + b * n ** e
     parts = counted_parts(replace(s, runtime=False))
     if runtime is None:
         parts["runtime"] = RUNTIME_BYTES + CLIENT_BYTES * n
@@ -653,7 +765,9 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
     fits = (largest_n(lambda k: _peak(_scaled(s, k), k, runtime), avail) if grows
             else max_clients(s, avail, runtime))
     plan = Plan(n_clients=n, num_params=s.num_params, parts=parts, seconds_per_round=spr,
-                available_bytes=avail, max_clients=fits, runtime_fit=fit, time_fit=tfit)
+                available_bytes=avail, max_clients=fits, runtime_fit=fit, time_fit=tfit,
+                eval_seconds=eval_s, rounds=int(resolved.config["rounds"]),
+                evaluations=int(s.evaluations), eval_fit=efit)
     if avail is not None and plan.peak_bytes > avail:
         raise PlanError(_refusal(n, plan.peak_bytes, avail, "the run", plan.max_clients))
     return plan
