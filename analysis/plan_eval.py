@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         print(rows[-1], flush=True)
     doc = Document().heading("How close the plan's training, evaluation and run seconds are "
                              "to a run")
-    doc.paragraph(f"Measured {datetime.date.today()} on {cpu_model()}, topofl "
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    doc.paragraph(f"Measured {datetime.date.today()} on {cpu_model()} ({os.cpu_count()} cores, "
+             f"load average at the end {load}), topofl "
              f"{tf.__version__}, one torch thread, CPU seconds; `python analysis/plan_eval.py "
              f"--n {' '.join(map(str, args.n))} --rounds {args.rounds} --eval-every "
              f"{args.eval_every}` (see its docstring for what each column measures).")
