@@ -35,18 +35,11 @@ _KEYS = ("data", "n_clients", "partition", "partition_params", "model", "model_p
          "seeds")
 
 
-def setting_section(md: str) -> str:
-    """The body of the page's ``## Setting`` section (``""`` without one)."""
-    if "## Setting\n" not in md:
-        return ""
-    return md.split("## Setting\n", 1)[1].split("\n## ", 1)[0]
-
-
 def _tables(md: str) -> list[tuple[str, dict[str, str]]]:
     """``(panel heading, {setting: value})`` of each table of the ``## Setting`` section."""
-    body = setting_section(md)
-    if not body:
+    if "## Setting\n" not in md:
         return []
+    body = md.split("## Setting\n", 1)[1].split("\n## ", 1)[0]
     out: list[tuple[str, dict[str, str]]] = []
     heading = ""
     rows: dict[str, str] = {}

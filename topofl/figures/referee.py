@@ -89,10 +89,11 @@ def entries(folder: str | Path | None = None) -> dict[str, dict[str, Any]]:
 def _settings(md: str) -> dict[str, str]:
     """``{setting: value}`` of the page's ``## Setting`` tables (the distinct values of a
     setting across its panels joined by ``" / "``)."""
-    from topofl.figures.facts import setting_section
-
+    if "## Setting\n" not in md:
+        return {}
+    body = md.split("## Setting\n", 1)[1].split("\n## ", 1)[0]
     seen: dict[str, list[str]] = {}
-    for m in re.finditer(r"^\| (\w+) \| (.*?) \|$", setting_section(md), re.M):
+    for m in re.finditer(r"^\| (\w+) \| (.*?) \|$", body, re.M):
         if m.group(1) in ("setting",):
             continue
         values = seen.setdefault(m.group(1), [])
