@@ -33,8 +33,9 @@ rounds to a target, so that seeds agreeing exactly are decided against that grid
   one-sided tests), fails when both lie outside on one side;
 * less spread never weakens a check: the bounds only narrow as the seeds agree;
 * a check on curves that had not flattened (:func:`convergence`: a compared curve still moved
-  by the margin or more over the last quarter of its rounds) is *inconclusive (not
-  converged)*, whatever its bounds say, unless the claim is read at this horizon
+  by the margin or more over its window, the last quarter of the result's horizon in rounds
+  of the paper's local work, or its runs were shorter than that window) is *inconclusive
+  (not converged)*, whatever its bounds say, unless the claim is read at this horizon
   (``horizon=`` says why: the paper's own rounds, a speed over the first rounds, rounds to a
   target);
 * a check over seeds on a run that stopped before the paper's rounds is *inconclusive

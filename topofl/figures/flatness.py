@@ -3,16 +3,25 @@ the curves a check compares.
 
 :func:`mean_curve` is a cell's curve with its seeds averaged, :func:`late_gain` how much it
 still rose over the last quarter of its rounds. :func:`convergence` reads, seed by seed, the
-gain of each compared curve over that quarter (of the metric's mean, of the spread between the
+gain of each compared curve over its *window* (of the metric's mean, of the spread between the
 best and the worst client, or of the variance between the clients) against the check's margin:
 a :class:`Convergence`, which a check (:mod:`topofl.figures.checks`) takes as ``converged=``
 and which makes a pass or a fail on curves that had not flattened *inconclusive (not
 converged)*.
+
+The window is fixed in local work, not a fraction of the run: a quarter of the result's horizon
+(the paper's rounds, or the rounds a field result declared before its runs), in rounds of the
+paper's local work per round (the ``default`` and ``full`` scales of a figure config keep the
+local work of its base keys; only ``--quick`` changes it). :func:`topofl.figures.panels` fixes
+it on each curve it loads (:func:`fix_window`); a run shorter than its window does not cover it
+and is never read as flat. Outside a figure (no window fixed, none given) the window is the last
+quarter of the run's rounds.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +30,8 @@ import numpy as np
 
 from topofl.figures.measures import OverSeeds, _metric, per_seed
 
-__all__ = ["mean_curve", "late_gain", "Convergence", "convergence"]
+__all__ = ["mean_curve", "late_gain", "Convergence", "convergence", "fix_window",
+           "window_of"]
 
 
 def mean_curve(records: Any, metric: str = "test_acc_mean") -> tuple[Any, Any]:
@@ -71,15 +81,59 @@ def late_gain(records: Any, metric: str = "test_acc_mean") -> tuple[float, int, 
     return 100 * gain, a, b
 
 
+# ------------------------------------------------------------------------------ the window
+
+_WINDOWS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def fix_window(records: Any, rounds: int) -> None:
+    """Fix the flatness window of one curve (its runs, a Records): the last ``rounds`` rounds
+    of a run, read by :func:`convergence` when it is given no ``window``.
+
+    :func:`topofl.figures.panels` fixes a quarter of the curve's horizon (``horizon // 4``):
+    the paper's rounds, or those a field result declared; a curve loaded otherwise keeps the
+    default, the last quarter of its own rounds.
+
+    Raises
+    ------
+    ValueError
+        ``rounds`` not a positive integer.
+
+    Examples
+    --------
+    >>> r = tf.records.Records(rows=[
+    ...     {"run": "a", "round": t, "client": None, "metric": "acc", "value": 0.1 * t}
+    ...     for t in range(8)])
+    >>> tf.figures.flatness.fix_window(r, 100)
+    >>> tf.figures.flatness.window_of(r)
+    100
+    """
+    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
+        raise ValueError(f"a window is a positive number of rounds, got {rounds!r}")
+    _WINDOWS[records] = int(rounds)
+
+
+def window_of(records: Any) -> int | None:
+    """The window :func:`fix_window` fixed on ``records``, or ``None``."""
+    try:
+        return _WINDOWS.get(records)
+    except TypeError:  # not weakly referable: nothing was fixed on it
+        return None
+
+
 # ------------------------------------------------------------------------------ convergence
 
 
-def _late_gain_of(x: np.ndarray, y: np.ndarray) -> tuple[float, int, int]:
+def _late_gain_of(x: np.ndarray, y: np.ndarray, window: int | None = None
+                  ) -> tuple[float, int, int]:
     """``(gain, a, b)`` of one curve (rounds completed ``x``, values ``y``): see
     :func:`late_gain`. The gain is the least-squares line through the evaluations from round
     ``a`` to ``b``, over that span (not the difference of two single evaluations, which the
-    noise of one evaluation would decide)."""
-    i = max(int((x <= x[-1] - x[-1] // 4).sum()) - 1, 0)
+    noise of one evaluation would decide). ``a`` is the last evaluation at or before
+    ``b - window`` (``window``: the last quarter of the run when ``None``); a run whose first
+    evaluation comes after that does not cover its window, and its span is shorter than it."""
+    back = x[-1] // 4 if window is None else window
+    i = max(int((x <= x[-1] - back).sum()) - 1, 0)
     xs, ys = x[i:].astype(float), y[i:].astype(float)
     if xs.size < 2 or xs[-1] == xs[0]:
         return 0.0, int(x[i]), int(x[-1])
@@ -91,8 +145,9 @@ def _late_gain_of(x: np.ndarray, y: np.ndarray) -> tuple[float, int, int]:
 class Convergence:
     """Whether the compared curves of a check flattened (built by :func:`convergence`).
 
-    ``gains`` holds, per curve (its label), the gain of each seed's curve over the last quarter
-    of its rounds (in the metric's units), ``span`` the rounds ``(a, b)`` of that quarter and
+    ``gains`` holds, per curve (its label), the gain of each seed's curve over its window (in
+    the metric's units), ``span`` the rounds ``(a, b)`` read (``a`` the last evaluation at or
+    before ``b - window``), ``window`` the window in rounds (0: the last quarter of the run) and
     ``tolerance`` the largest seed-mean gain (either sign) of a flat curve. :attr:`flat` is
     true when every curve's mean gain is smaller than the tolerance. ``of`` names the curve
     read when it is not the metric's mean (``"spread"``: the gap between the best and the worst
@@ -104,11 +159,23 @@ class Convergence:
     span: tuple[int, int]
     tolerance: float
     of: str = ""
+    window: int = 0
+    short: tuple[str, ...] = ()
+
+    @property
+    def covered(self) -> bool:
+        """The reading spans its whole window (``window`` rounds; always, when none was
+        fixed): a run shorter than its window cannot show that it flattened. ``short`` lists
+        the curves with a run that ran all its rounds and still ended inside its window (a run
+        stopped early, non-finite, is read over the last quarter of what it ran, at its last
+        evaluation)."""
+        return not self.short
 
     @property
     def flat(self) -> bool:
-        """Every compared curve moved by less than :attr:`tolerance` over the last quarter."""
-        return all(abs(g.mean) < self.tolerance for _, g in self.gains)
+        """The reading covers its window and every compared curve moved by less than
+        :attr:`tolerance` over it."""
+        return self.covered and all(abs(g.mean) < self.tolerance for _, g in self.gains)
 
     @property
     def rising(self) -> list[str]:
@@ -126,6 +193,10 @@ class Convergence:
         moved = f"{label} {scale * g.mean:+.2f} ± {scale * g.std:.2f}{unit}"
         curve = f"{self.of} curve" if self.of else "curve"
         rising = ", ".join(self.rising) + (f" ({self.of})" if self.of else "")
+        if not self.covered:
+            return (f"not converged ({', '.join(self.short)}: runs shorter than their fixed "
+                    f"window of {self.window} rounds, a quarter of the horizon, cannot show "
+                    f"that they flattened; rounds {a}-{b} read; largest {moved})")
         if self.flat:
             return (f"flat (rounds {a}-{b}: every {curve} moved by less than "
                     f"{scale * self.tolerance:g}{unit}; largest {moved})")
@@ -137,15 +208,20 @@ class Convergence:
         (and the curve read, where not the metric's mean)."""
         return {"flat": self.flat, "tolerance": self.tolerance, "span": list(self.span),
                 "gains": {label: {"values": list(g.values), "seeds": list(g.seeds)}
-                          for label, g in self.gains}, **({"of": self.of} if self.of else {})}
+                          for label, g in self.gains}, **({"of": self.of} if self.of else {}),
+                **({"window": self.window} if self.window else {}),
+                **({"short": list(self.short)} if self.short else {})}
 
 
 def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
                 tolerance: float = 0.01, spread: bool = False,
-                of: str | None = None) -> Convergence:
-    r"""The convergence reading of the curves a check compares: each curve's gain over the last
-    quarter of its rounds, seed by seed, against ``tolerance`` (the check's margin, in the
-    units of the curve read; 0.01 = one accuracy point).
+                of: str | None = None, window: int | None = None) -> Convergence:
+    r"""The convergence reading of the curves a check compares: each curve's gain over its
+    window (the last ``window`` rounds; by default the window :func:`fix_window` fixed on the
+    curve, else the last quarter of its rounds), seed by seed, against ``tolerance`` (the
+    check's margin, in the units of the curve read; 0.01 = one accuracy point). A reading
+    whose runs are shorter than the largest window of its curves does not cover it and is
+    not flat (:attr:`Convergence.covered`).
 
     A check reads convergence from the curve of the quantity it tests: a check of the final
     spread between clients (:func:`~topofl.figures.measures.final_spread`) gives
@@ -161,7 +237,7 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     metric : str
         The curve's metric (``<metric>_mean`` when recorded).
     tolerance : float
-        The largest seed-mean gain (either sign) over the last quarter of a flat curve.
+        The largest seed-mean gain (either sign) over the window of a flat curve.
     spread : bool, default False
         Read the curve of ``<metric>_max - <metric>_min`` (the gap between the best and the
         worst client) instead of the metric's mean; the same as ``of="spread"``.
@@ -172,11 +248,14 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
         ``record_clients=True``) in %² at each evaluated round,
         $\frac1n \sum_k (100 a_k - \bar a)^2$ with $\bar a$ the clients' mean in %, as
         :func:`~topofl.algorithms.client_accuracy_stats` (``tolerance`` in %² then).
+    window : int, optional
+        The window in rounds for every curve, in place of the ones fixed on them.
 
     Raises
     ------
     ValueError
-        No curve, a tolerance not > 0, an unknown ``of`` or one that contradicts ``spread``;
+        No curve, a tolerance not > 0, a window not a positive integer, an unknown ``of`` or
+        one that contradicts ``spread``;
         the spread without ``<metric>_max`` and ``<metric>_min`` recorded; the variance of a
         run without per-client rows of ``metric``, or with a client's value missing (NaN) at
         an evaluation.
@@ -220,7 +299,19 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     (False, 96.0, 'variance')
     >>> print(c.describe())
     not converged (rounds 6-8: A (variance) still moved by 5 %² or more; largest A +96.00 ± 0.00 %²)
-    """
+
+    A window fixed in rounds, not a fraction of the run: the flat curve above read over its last
+    2 rounds, then a run of 4 rounds that cannot cover a window of 100.
+
+    >>> c = tf.figures.convergence({"A": done}, "acc", window=2)
+    >>> c.flat, c.span, c.window
+    (True, (2, 4), 2)
+    >>> short = tf.figures.convergence({"A": done}, "acc", window=100)
+    >>> short.covered, short.flat
+    (False, False)
+    >>> print(short.describe())
+    not converged (A: runs shorter than their fixed window of 100 rounds, a quarter of the horizon, cannot show that they flattened; rounds 1-4 read; largest A +50.32 ± 6.89)
+    """  # noqa: E501
     if not cells:
         raise ValueError("convergence needs at least one curve")
     if not tolerance > 0:
@@ -229,9 +320,15 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
         raise ValueError(f"of must be None, 'spread' or 'variance', got {of!r}")
     if spread and of not in (None, "spread"):
         raise ValueError(f"spread=True reads the spread's curve, not of={of!r}: give one")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                               or window < 1):
+        raise ValueError(f"window must be a positive number of rounds, got {window!r}")
     read = "spread" if spread else (of or "")
     gains: list[tuple[str, OverSeeds]] = []
     span = (0, 0)
+    windows = [window if window is not None else window_of(rec) for rec in cells.values()]
+    fixed = max((w for w in windows if w), default=None)
+    short: set[str] = set()
     for label, rec in cells.items():
         name = _metric(rec, metric)
 
@@ -243,17 +340,34 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
             x, y = run.series(name)
             return np.asarray(x, dtype=int), np.asarray(y, dtype=float)
 
-        def one(run: Any) -> float:
+        def one(run: Any, label: str = str(label)) -> float:
             x, y = curve(run)
             if not len(x):
                 return math.nan
-            return _late_gain_of(x + 1, y)[0]
+            w = fixed if _ran_all(run, x) else None
+            if w is not None and x[0] + 1 > x[-1] + 1 - w:
+                short.add(label)
+            return _late_gain_of(x + 1, y, w)[0]
 
         gains.append((str(label), per_seed(rec, one)))
-        x, _ = curve(rec.for_run(rec.runs[0]))
+        first = rec.for_run(rec.runs[0])
+        x, _ = curve(first)
         if len(x):
-            span = _late_gain_of(x + 1, np.zeros(len(x)))[1:]
-    return Convergence(tuple(gains), span, float(tolerance), read)
+            span = _late_gain_of(x + 1, np.zeros(len(x)),
+                                 fixed if _ran_all(first, x) else None)[1:]
+    return Convergence(tuple(gains), span, float(tolerance), read, fixed or 0,
+                       tuple(lab for lab in map(str, cells) if lab in short))
+
+
+def _ran_all(run: Any, x: np.ndarray) -> bool:
+    """Whether a run (one run's Records; ``x`` its evaluated rounds, 0-based) ran the rounds
+    its config set: its last evaluation within one evaluation interval of the end. A run the
+    engine stopped early (a non-finite model, the divergence guard) ends before."""
+    cfg = run.configs.get(run.runs[0], {}) if run.runs else {}
+    rounds, every = cfg.get("rounds"), cfg.get("eval_every", 1)
+    if not isinstance(rounds, int) or not isinstance(every, int):
+        return True
+    return int(x[-1]) + 1 + max(every, 1) > rounds
 
 
 def _spread_curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from topofl import algorithms, data, plotting
 from topofl.figures.config import FigureError, _fmt, load_config
+from topofl.figures.flatness import fix_window
 from topofl.figures.measures import _metric, final, mean_over_rounds, per_seed
 from topofl.figures.runs import FigureArgs, sweep
 from topofl.records import Records
@@ -145,12 +146,13 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
         seeds: list[int] = []
         stand: dict[str, str] = {}
         paper: list[int] = []
+        horizon: dict[str, int] = {}
         for cfg_or_name, fixed in _sources(source):
             cfg = (load_config(cfg_or_name, args.scale)
                    if isinstance(cfg_or_name, (str, os.PathLike)) else cfg_or_name)
+            full = _horizon(cfg_or_name)
             if isinstance(cfg_or_name, (str, os.PathLike)):
-                full = load_config(cfg_or_name, "full").get("rounds")
-                if isinstance(full, int) and full not in paper:
+                if full is not None and full not in paper:
                     paper.append(full)
             notes += [n for n in cfg.get("_notes", []) if n not in notes]
             seeds += [s for s in cfg.get("_seeds", []) if s not in seeds]
@@ -161,6 +163,8 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
                     raise FigureError(f"panel {title!r}: the runs of {cfg.get('_name')} need "
                                       "a label function (or give the labels)")
                 key = fixed if fixed is not None else str(label(rec.configs[r]))  # type: ignore[misc]
+                if full is not None:
+                    horizon[key] = max(horizon.get(key, 0), full)
                 group = groups.setdefault(key, [])
                 if group and not _same_but_seed(group[0][0].configs[group[0][1]],
                                                 rec.configs[r]):
@@ -180,10 +184,32 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
                     provenances={k: v for p in parts for k, v in p.provenances.items()})
             panel.configs[key] = dict(rec.configs[first])
             panel.epochs[key] = epochs_per_round(rec.configs[first])
+            if horizon.get(key, 0) >= 4:  # the flatness window: a quarter of the horizon
+                fix_window(panel.runs[key], horizon[key] // 4)
         panel.setting = _setting_of([c for rec in panel.runs.values()
                                      for c in rec.configs.values()])
         out[title] = panel
     return out
+
+
+def _horizon(source: Any) -> int | None:
+    """The horizon of a figure config (a name, or a config that names its file in ``_name``):
+    the rounds of its ``full`` scale, the paper's (its base ``rounds`` where it has no full
+    scale: the horizon a field result declared); ``None`` for a config of no file.
+
+    The ``default`` and ``full`` scales of a figure config change its rounds, evaluations and
+    seeds, never its local work per round (a test holds every config to it), so a quarter of
+    this horizon in rounds is a window fixed in local work (:mod:`topofl.figures.flatness`).
+    """
+    name = source if isinstance(source, (str, os.PathLike)) else (
+        source.get("_name") if isinstance(source, Mapping) else None)
+    if name is None:
+        return None
+    try:
+        full = load_config(name, "full").get("rounds")
+    except (OSError, ValueError):  # a config of no file under that name
+        return None
+    return full if isinstance(full, int) and not isinstance(full, bool) else None
 
 
 def curves(found: Mapping[str, Panel], metric: str = "test_acc", *, band: bool | str = True,

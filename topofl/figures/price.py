@@ -244,7 +244,7 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
                      "one doubling of the rounds past the paper's horizon")
             out.append(Need(kind, parts, h, gpu(h), (
                 f"{what}: read before the paper's horizon or on curves that still moved "
-                f"over the last quarter of the run; {where} "
+                f"over their window (a quarter of the horizon); {where} "
                 f"costs about {_hours(h)} more here (the committed run's "
                 f"{seconds:.0f} s x {factor - 1:.2g}), {_gpu(gpu(h))}, and more doublings "
                 "until the curves flatten.")))

@@ -67,7 +67,8 @@ def _reading(d: dict[str, Any], name: str) -> Convergence:
                   for k, g in d.get("gains", {}).items())
     span = tuple(d.get("span", (0, 0)))
     c = Convergence(gains, (int(span[0]), int(span[1])), float(d["tolerance"]),
-                    str(d.get("of", "")))
+                    str(d.get("of", "")), int(d.get("window", 0)),
+                    tuple(str(s) for s in d.get("short", ())))
     if c.flat != bool(d["flat"]):
         raise FigureError(f"check {name!r}: its convergence reading does not rebuild (flat "
                           f"{d['flat']} recorded, {c.flat} from its gains)")
