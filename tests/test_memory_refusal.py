@@ -111,6 +111,35 @@ def test_a_run_within_its_estimate_runs_and_one_byte_less_is_refused(
         tf.run(**SMALL)
 
 
+def test_a_refusal_names_the_settings_that_fit_and_each_one_fits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, item 3: where the per-client rows of the records are what does not fit, the
+    refusal names record_clients=False, the smallest eval_every and the most rounds that fit,
+    and a run with any one of them passes the same limit."""
+    cfg = {**SMALL, "n_clients": 200, "rounds": 400, "eval_every": 1, "spectral": False}
+    p = tf.api.prepare(**cfg)
+    ds = tf.data.load("digits")
+    model = tf.models.build_model("logistic", ds.input_shape, ds.num_classes, seed=0)
+    parts = plan_mod.estimate(p, model=model, dataset=ds)[1]
+    records = parts["records"]
+    assert records > 0.3 * sum(parts.values())  # the rows: a third of the estimate
+    limit = sum(parts.values()) - records // 2  # half the rows' bytes too many
+    monkeypatch.setenv(ENV, str(limit))
+    with pytest.raises(InsufficientMemoryError) as info:
+        tf.run(**cfg)
+    msg = str(info.value)
+    assert "; it fits with record_clients=False (the per-client rows of the records" in msg
+    every = int(msg.split("with eval_every=")[1].split(" ")[0].replace(",", ""))
+    rounds = int(msg.split("or with rounds=")[1].split(" ")[0].replace(",", ""))
+    assert 1 < every <= 4 and 100 <= rounds < 400
+    for fix in ({"record_clients": False}, {"eval_every": every}, {"rounds": rounds}):
+        pp = tf.api.prepare(**{**cfg, **fix})
+        assert sum(plan_mod.estimate(pp, model=model, dataset=ds)[1].values()) <= limit, fix
+    if every > 2:  # the smallest: one less does not fit
+        less = tf.api.prepare(**{**cfg, "eval_every": every - 1})
+        assert sum(plan_mod.estimate(less, model=model, dataset=ds)[1].values()) > limit
+
+
 def test_ten_million_mlp_clients_are_refused_in_seconds_without_allocating() -> None:
     """The issue's run: 10^7 MLP clients, one sample each; refused before the data is drawn
     (the synthetic set's shapes are in its name), in a fresh interpreter, with the peak

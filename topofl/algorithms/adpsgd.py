@@ -61,10 +61,10 @@ from topofl.algorithms._common import check_event
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.event_time import (
     EventTime,
-    events,
+    Replay,
     one_process,
     pair_layers,
-    per_client,
+    replay,
     window_records,
     window_sent,
 )
@@ -252,22 +252,10 @@ def adpsgd(
 # ------------------------------------------------------------------- the event reference
 
 
-class Events(NamedTuple):
-    """What :func:`simulate_events` returns.
-
-    Attributes
-    ----------
-    x : Tensor
-        ``[n, P]``: the models at ``end_time``.
-    steps : list of int
-        Each client's number of events.
-    log : list of tuple
-        ``(time, client, partner, staleness)`` of every event, in order.
-    """
-
-    x: Tensor
-    steps: list[int]
-    log: list[tuple[float, int, int, int]]
+#: What :func:`simulate_events` returns: :class:`~topofl.engine.event_time.Replay` (the models
+#: at ``end_time``, each client's number of events, and ``(time, client, partner,
+#: staleness)`` of every event, in order).
+Events = Replay
 
 
 def simulate_events(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int], Tensor],
@@ -284,13 +272,10 @@ def simulate_events(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
 
     The reference the windowed :func:`adpsgd` is tested against.
     """
-    n = x0.shape[0]
-    x = x0.clone()
     read = x0.clone()
-    steps, touched = [0] * n, [0] * n
-    log: list[tuple[float, int, int, int]] = []
-    d = per_client(tuple(float(v) for v in durations), n)
-    for t, i, _, j in events(topology, d, end_time, pair_seed):
+    touched = [0] * x0.shape[0]
+
+    def event(x: Tensor, t: float, i: int, j: int) -> int:
         z, delta = read[i].clone(), torch.zeros_like(read[i])
         for _ in range(local_steps):
             g = grad(z, i)
@@ -299,10 +284,10 @@ def simulate_events(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
         avg = (x[i] + x[j]) / 2
         x[j] = avg
         x[i] = avg + delta
-        log.append((t, i, j, touched[i]))
-        touched[i] = 0
+        stale, touched[i] = touched[i], 0
         if j != i:
             touched[j] += 1
         read[i] = x[i]
-        steps[i] += 1
-    return Events(x, steps, log)
+        return stale
+
+    return replay(x0, topology, durations, end_time, event, pair_seed=pair_seed)

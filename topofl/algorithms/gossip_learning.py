@@ -89,9 +89,8 @@ from topofl.algorithms._common import check_event
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.event_time import (
     EventTime,
-    events,
     one_process,
-    per_client,
+    replay,
     window_records,
     window_sent,
 )
@@ -283,24 +282,26 @@ def gossip_learning(
 
     Examples
     --------
-    Clients minimising ``(x - i)^2 / 2`` on a ring, client ``i`` sending every ``2**i`` units
-    of time. A client's gradient acts when it receives, and its model spreads when it sends:
-    client 0 sends most, so the models settle near 0.9, pulled towards its optimum 0, not
-    the plain mean 1.5 (the bias of asynchrony under heterogeneous speeds). With
-    ``layers = n`` and ``window`` the fastest duration, the windowed run equals the
-    event-by-event one to the last bit.
+    Five clients minimising ``(x - i)^2 / 2`` on the complete graph, clients 0 and 1 sending
+    every unit of time, 2 and 3 every 2 units, 4 every 4, receivers merging by age
+    (``merge="age"``). A client's gradient acts when it receives, and its model spreads when
+    it sends: the fast clients' optima 0 and 1 pull the models to 1.5-1.8, under the plain
+    mean 2 (the bias of asynchrony under heterogeneous speeds). With ``layers = n`` and
+    ``window`` the fastest duration, the windowed run equals the event-by-event one to the last
+    bit.
 
     >>> import torch
     >>> from topofl.algorithms.gossip_learning import simulate_gossip
-    >>> c = torch.arange(4.0, dtype=torch.float64).unsqueeze(1)
-    >>> algo = tf.algorithms.gossip_learning(0.05, durations=[1.0, 2.0, 4.0, 8.0], layers=4)
-    >>> trace = tf.engine.run_rounds(algo, torch.zeros_like(c), tf.topologies.ring(4),
-    ...                              lambda z, phase, rnd: z - c, rounds=400)
-    >>> [round(v, 1) for v in trace.evaluated().flatten().tolist()]
-    [0.8, 0.8, 0.9, 1.1]
-    >>> ref = simulate_gossip(torch.zeros_like(c), tf.topologies.ring(4),
-    ...                       lambda z, i: z - c[i], [1.0, 2.0, 4.0, 8.0], lr=0.05,
-    ...                       end_time=400.0)
+    >>> c = torch.arange(5.0, dtype=torch.float64).unsqueeze(1)
+    >>> speeds = [1.0, 1.0, 2.0, 2.0, 4.0]
+    >>> algo = tf.algorithms.gossip_learning(0.05, durations=speeds, layers=5, merge="age")
+    >>> graph = tf.topologies.complete(5)
+    >>> trace = tf.engine.run_rounds(algo, torch.zeros_like(c), graph,
+    ...                              lambda z, phase, rnd: z - c, rounds=200)
+    >>> [round(v, 2) for v in trace.evaluated().flatten().tolist()]
+    [1.52, 1.47, 1.62, 1.78, 1.75]
+    >>> ref = simulate_gossip(torch.zeros_like(c), graph, lambda z, i: z - c[i], speeds,
+    ...                       lr=0.05, end_time=200.0, merge="age")
     >>> bool(torch.equal(ref.x, trace.state.x))
     True
     """
@@ -328,18 +329,10 @@ def gossip_learning(
 
 
 class Pushes(NamedTuple):
-    """What :func:`simulate_gossip` returns.
-
-    Attributes
-    ----------
-    x : Tensor
-        ``[n, P]``: the models at ``end_time``.
-    steps : list of int
-        Each client's number of sends.
-    age : list of int
-        The age of each client's model.
-    log : list of tuple
-        ``(time, sender, receiver, staleness)`` of every send, in order.
+    """What :func:`simulate_gossip` returns: the fields of
+    :class:`~topofl.engine.event_time.Replay` (the models at ``end_time``, each client's number
+    of sends, and ``(time, sender, receiver, staleness)`` of every send) and ``age``, the age
+    of each client's model.
     """
 
     x: Tensor
@@ -363,13 +356,10 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
     The reference the windowed :func:`gossip_learning` is tested against.
     """
     _check_merge(merge)
-    n = x0.shape[0]
-    x = x0.clone()
-    steps, age = [0] * n, [0] * n
-    log: list[tuple[float, int, int, int]] = []
-    d = per_client(tuple(float(v) for v in durations), n)
-    for t, i, _, j in events(topology, d, end_time, pair_seed):
-        log.append((t, i, j, max(0, age[j] - age[i])))
+    age = [0] * x0.shape[0]
+
+    def event(x: Tensor, t: float, i: int, j: int) -> int:
+        stale = max(0, age[j] - age[i])
         if merge == "mean":
             z = (x[j] + x[i]) / 2
         else:
@@ -380,5 +370,7 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
             z = z - lr * grad(z, j)
         x[j] = z
         age[j] += local_steps
-        steps[i] += 1
-    return Pushes(x, steps, age, log)
+        return stale
+
+    r = replay(x0, topology, durations, end_time, event, pair_seed=pair_seed)
+    return Pushes(r.x, r.steps, age, r.log)

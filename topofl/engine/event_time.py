@@ -46,7 +46,7 @@ import functools
 import heapq
 import math
 import numbers
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -75,6 +75,8 @@ __all__ = [
     "EventTime",
     "Event",
     "events",
+    "Replay",
+    "replay",
     "CLOCKED",
 ]
 
@@ -633,3 +635,71 @@ def events(topology: Topology, durations: np.ndarray, end_time: float,
         yield Event(float(t), i, k, int(partners(topology, pair_seed, [i], [k])[0]))
         steps[i] = k + 1
         heapq.heappush(heap, ((steps[i] + 1.0) * d[i], i))
+
+
+class Replay(NamedTuple):
+    """What :func:`replay` returns (an event-by-event reference's run).
+
+    Attributes
+    ----------
+    x : Tensor
+        ``[n, P]``: the models at ``end_time``.
+    steps : list of int
+        Each client's number of events (computations, sends).
+    log : list of tuple
+        ``(time, client, partner, staleness)`` of every event, in order; the staleness is
+        what the event said (:func:`replay`'s ``event``).
+    """
+
+    x: Tensor
+    steps: list[int]
+    log: list[tuple[float, int, int, int]]
+
+
+def replay(x0: Tensor, topology: Topology, durations: Sequence[float], end_time: float,
+           event: Callable[[Tensor, float, int, int], int], *, pair_seed: int = 0) -> Replay:
+    """Run an event-time algorithm the slow, obvious way: its events one at a time, in the
+    order of :func:`events`, each applied by ``event(x, time, client, partner)`` to the models
+    ``x`` in place (it returns the event's staleness, for the log).
+
+    The one loop the event-by-event references of AD-PSGD
+    (:func:`topofl.algorithms.adpsgd.simulate_events`) and gossip learning
+    (:func:`topofl.algorithms.gossip_learning.simulate_gossip`) share; what an event does is
+    theirs.
+
+    Parameters
+    ----------
+    x0 : Tensor
+        ``[n, P]`` initial models (copied, never written).
+    topology : Topology
+    durations : sequence of float
+        One duration for every client, or one for all (:func:`per_client`).
+    end_time : float
+        The events with a time ``<= end_time`` run.
+    event : callable
+        ``event(x, time, client, partner) -> staleness``.
+    pair_seed : int, default 0
+
+    Examples
+    --------
+    Each event moves the client's value to its partner's average with it:
+
+    >>> import torch
+    >>> from topofl.engine.event_time import replay
+    >>> def average(x, t, i, j):
+    ...     x[i] = x[j] = (x[i] + x[j]) / 2
+    ...     return 0
+    >>> r = replay(torch.tensor([[0.0], [4.0]]), tf.topologies.complete(2), [1.0, 1.5], 1.5,
+    ...            average)
+    >>> r.x.flatten().tolist(), r.steps, [e[:3] for e in r.log]
+    ([2.0, 2.0], [1, 1], [(1.0, 0, 1), (1.5, 1, 0)])
+    """
+    n = x0.shape[0]
+    x = x0.clone()
+    steps = [0] * n
+    log: list[tuple[float, int, int, int]] = []
+    d = per_client(tuple(float(v) for v in durations), n)
+    for t, i, _, j in events(topology, d, end_time, pair_seed):
+        log.append((t, i, j, int(event(x, t, i, j))))
+        steps[i] += 1
+    return Replay(x, steps, log)

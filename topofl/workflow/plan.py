@@ -103,7 +103,7 @@ from topofl.workflow.memory import (
     run_shapes,
     transients,
 )
-from topofl.workflow.memory.refusal import _peak, _refusal, _synthetic_shapes
+from topofl.workflow.memory.refusal import _peak, _refusal, _synthetic_shapes, ways_to_fit
 from topofl.workflow.memory.shapes import _row_nnz_of
 
 __all__ = ["Plan", "Shapes", "counted_parts", "make_plan", "max_clients", "run_shapes",
@@ -769,5 +769,6 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
                 eval_seconds=eval_s, rounds=int(resolved.config["rounds"]),
                 evaluations=int(s.evaluations), eval_fit=efit)
     if avail is not None and plan.peak_bytes > avail:
-        raise PlanError(_refusal(n, plan.peak_bytes, avail, "the run", plan.max_clients))
+        raise PlanError(_refusal(n, plan.peak_bytes, avail, "the run", plan.max_clients,
+                                 ways_to_fit(s, parts, plan.peak_bytes, avail)))
     return plan

@@ -37,7 +37,8 @@ from topofl.workflow.memory.parts import (
 )
 from topofl.workflow.memory.shapes import Shapes, _span, run_shapes, state_bytes
 
-__all__ = ["estimate", "max_clients", "largest_n", "check_fits", "check_run", "check_stack",
+__all__ = ["estimate", "max_clients", "largest_n", "ways_to_fit", "check_fits", "check_run",
+           "check_stack",
            "check_before_load", "check_batch_memory", "DEVICE_PARTS"]
 
 
@@ -90,10 +91,53 @@ def largest_n(peak: Callable[[int], float], available: int | None) -> int | None
     return lo
 
 
-def _refusal(n: int, need: float, have: int, what: str, fits: int | None = None) -> str:
+def _refusal(n: int, need: float, have: int, what: str, fits: int | None = None,
+             ways: str = "") -> str:
     tail = "" if fits is None else f"; the largest n that fits is {fits:,}"
     return (f"{n} clients do not fit: {what} needs {fmt_bytes(need)} ({int(need):,} bytes), "
-            f"{fmt_bytes(have)} ({have:,} bytes) available{tail}")
+            f"{fmt_bytes(have)} ({have:,} bytes) available{tail}{ways}")
+
+
+def ways_to_fit(s: Shapes, parts: Mapping[str, int], need: float, limit: int) -> str:
+    """The settings that would make a refused run fit at its own ``n``, as the end of its
+    refusal (``""`` when none does): the per-client rows the records keep grow with the
+    evaluations, so ``record_clients=False`` (without them), a larger ``eval_every`` (the
+    smallest that fits) or fewer ``rounds`` (the most that fit at this ``eval_every``), each
+    named only where the estimate less what it saves fits in ``limit``.
+
+    Examples
+    --------
+    100 evaluations of 10^6 clients' rows (70 GB) against 20 GB:
+
+    >>> s = Shapes(n=10**6, num_params=650, dtype_bytes=4, sample_bytes=256, num_classes=10,
+    ...            batch_size=16, input_shape=(1, 8, 8), per_client_state={"parameters": 2600,
+    ...            "optimizer": 0, "algorithm": 0}, dataset_bytes=0, data_bytes=0,
+    ...            longest_test=4, w_row_nnz=3.0, evaluations=100, client_rows=3,
+    ...            rounds=100)
+    >>> parts = {"parameters": 4 * 10**9, "records": 70 * 10**9}
+    >>> print(ways_to_fit(s, parts, 74 * 10**9, 20 * 10**9))
+    ; it fits with record_clients=False (the per-client rows of the records, 65.2 GiB, are not kept), with eval_every=5 (20 evaluations keep 13 GiB of per-client rows) or with rounds=22 at eval_every=1
+    >>> ways_to_fit(s, parts, 74 * 10**9, 3 * 10**9)  # the rest alone does not fit
+    ''
+    """  # noqa: E501
+    records = int(parts.get("records", 0))
+    rest = need - records
+    if records <= 0 or rest > limit or s.evaluations < 1:
+        return ""
+    ways = [f"record_clients=False (the per-client rows of the records, {fmt_bytes(records)}, "
+            "are not kept)"]
+    per_eval = records / s.evaluations
+    keep = int((limit - rest) // per_eval) if per_eval > 0 else s.evaluations
+    if 1 <= keep < s.evaluations and s.rounds > 0:
+        every = -(-s.rounds // keep)
+        evals = -(-s.rounds // every)
+        ways.append(f"eval_every={every:,} ({evals:,} evaluations keep "
+                    f"{fmt_bytes(evals * per_eval)} of per-client rows)")
+        cur = -(-s.rounds // s.evaluations)  # the run's eval_every, as its evaluations say
+        if cur * keep < s.rounds:
+            ways.append(f"rounds={cur * keep:,} at eval_every={cur:,}")
+    return "; it fits with " + (", with ".join(ways[:-1]) + " or with " + ways[-1]
+                                if len(ways) > 1 else ways[0])
 
 
 #: The parts that live on the run's device (the rest, on the host: the dataset's arrays, the
@@ -188,11 +232,12 @@ def check_fits(what: str, s: Shapes, parts: Mapping[str, int], *, lower: bool = 
         tail = "" if fits is None else (
             "; not even one client fits" if fits == 0 else
             f"; the largest n that fits is {fits:,}")
+        ways = "" if where else ways_to_fit(s, parts, need, limit)
         raise InsufficientMemoryError(
             f"{s.n:,} clients do not fit: {what} needs {'at least ' if lower else ''}about "
             f"{fmt_bytes(need)}{where} ({need:,} bytes; {biggest}) by topofl's estimate "
             f"(topofl.workflow.plan{', before ' + before if lower else ''}), but {source} "
-            f"leaves {fmt_bytes(limit)} ({limit:,} bytes){tail} "
+            f"leaves {fmt_bytes(limit)} ({limit:,} bytes){tail}{ways} "
             f"({MEMORY_LIMIT_ENV}=BYTES sets the limit)",
             need=need, limit=limit, max_clients=fits)
 

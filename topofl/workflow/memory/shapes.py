@@ -66,6 +66,7 @@ class Shapes:
     samples: int = 0  # samples of every split of every client (their int64 indices)
     evaluations: int = 0  # evaluations of the run (each keeps per-client rows in the records)
     client_rows: int = 0  # per-client records rows per evaluation
+    rounds: int = 0  # the run's rounds (0: not known; what a refusal may suggest cutting)
     spectral: bool = False  # the spectral summary of a static graph of the n clients
     shared_params: int = -1  # the entries the consensus distance reads (-1: num_params)
     w_row_bytes: float = 0.0  # bytes a row of the topology's scipy W holds (0: estimated)
@@ -257,7 +258,7 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
         global_test=n_global if run.eval_global else 0,
         eval_global_samples=run.eval_global_samples,
         longest_val=longest_val if run.eval_val else 0, samples=samples,
-        evaluations=evaluations, client_rows=rows_per_eval, spectral=spectral,
+        evaluations=evaluations, client_rows=rows_per_eval, rounds=rounds, spectral=spectral,
         shared_params=_span(layout.cols(algorithm.shared)), w_row_bytes=w_row,
         load_bytes=_load_bytes(prepared.call["data"], dataset),
         device=str(torch.device(run.device)), predicts=algorithm.predict is not None,
