@@ -10,7 +10,9 @@ head). Personalized test accuracy: each client's model on its own test split, av
 The headline is the paper's four comparisons in each column (each module helps, with and
 without the other), each read on the two compared curves once converged, with one accuracy
 point of margin; where the paper's own gain is under the margin its claim there is "at least
-as good" (a tie passes). DFedPGP best of the four cells is secondary.
+as good" (a tie passes). DFedPGP best of the four cells is secondary. Each column is gated as
+every DFedPGP table is (issue 56, item 3): by Table 1's fidelity gate where Table 1 runs the
+column at this scale (the same runs), else by the gate of the three controls that ran here.
 
     python paper_figures/fig_dfedpgp_table4.py [--quick | --full] [--update-results]
 """
@@ -57,23 +59,25 @@ def main(args: figures.FigureArgs) -> figures.Result:
         for i, s in enumerate(SPLITS):
             row[f"paper {SPLITS[s]} (%)"] = f"{PAPER[m][i]:.2f}"
         rows.append(row)
-    checks = []
+    checks, gates = [], []
     for i, s in enumerate(SPLITS):
         if s not in found:
             checks += [_dfedpgp.not_run(f"{a} > {b} ({SPLITS[s]}: {what})", headline=True)
                        for a, b, what in PAIRS]
             continue
         runs = found[s].runs
+        gates.append(_gate(args, acc, s))
         for a, b, what in PAIRS:
             gain = PAPER[a][i] - PAPER[b][i]
-            checks.append(figures.above(
+            checks.append(figures.gated(figures.above(
                 f"{a} > {b} ({SPLITS[s]}: {what})", acc[(a, s)] - acc[(b, s)], margin=margin,
                 tie=_dfedpgp.paper_tie(gain, margin), headline=True, fmt=".4f",
                 converged=figures.convergence({a: runs[a], b: runs[b]}, "test_acc",
-                                              tolerance=margin)))
+                                              tolerance=margin)), gates[-1]))
         lead = PAPER["DFedPGP"][i] - max(PAPER[m][i] for m in CELLS if m != "DFedPGP")
-        checks.append(_dfedpgp.best(found, acc, s, "DFedPGP", "accuracy, of the four cells",
-                                    margin=margin, tie=_dfedpgp.paper_tie(lead, margin))[0])
+        checks.append(figures.gated(_dfedpgp.best(
+            found, acc, s, "DFedPGP", "accuracy, of the four cells", margin=margin,
+            tie=_dfedpgp.paper_tie(lead, margin))[0], gates[-1]))
     measured = ("; ".join(f"{m} " + " / ".join(f"{100 * acc[(m, s)]:.1f}" for s in splits)
                           for m in CELLS) + f" ({' / '.join(SPLITS[s] for s in splits)}, %)")
     notes = ["The paper's gains under the margin (" + ", ".join(
@@ -85,8 +89,25 @@ def main(args: figures.FigureArgs) -> figures.Result:
         notes.append(f"Tested at this scale: the column(s) {', '.join(splits)}; the other is "
                      "not run (inconclusive); `--full` runs both.")
     return figures.Result(None, measured, checks, pd.DataFrame(rows), panels=found,
-                          notes=notes, setting=figures.merged_setting(found),
+                          notes=notes, setting=figures.merged_setting(found), gates=gates,
                           paper_rounds=_dfedpgp.PAPER_ROUNDS)
+
+
+def _gate(args: figures.FigureArgs, acc: dict[tuple[str, str], figures.OverSeeds],
+          split: str) -> figures.Gate:
+    """The fidelity gate of a column, as every DFedPGP table is gated: the cells are Table 1's
+    runs, so where Table 1 runs the column at this scale its gate is Table 1's (all its
+    controls, read from its cached runs); elsewhere the gate of the three controls that ran
+    here (DFedAvgM, DFedAvgM-P, OSGP against the paper's Table 1 column; DFedAvgM-P, not a
+    row of Table 1, has its Table 4 value), which three controls cannot pass (the exact
+    one-sided p of tau over 3 is at least 1/6)."""
+    if split in _dfedpgp.kept("split", [split], args.scale):
+        _, t1 = _dfedpgp.grid_panels(args, keep={"method": _dfedpgp.ROWS, "split": [split]},
+                                     share=_dfedpgp.TABLE1)
+        return _dfedpgp.gate(_dfedpgp.accuracy(t1), split, result=args.name)
+    i = list(SPLITS).index(split)
+    paper = {m: PAPER[m][i] for m in CELLS if m != "DFedPGP"}
+    return _dfedpgp.gate(acc, split, paper=paper, result=args.name)
 
 
 if __name__ == "__main__":

@@ -94,3 +94,30 @@ def test_a_result_given_in_two_files_or_bad_toml_is_refused(tmp_path: Path) -> N
     (bad / "c.toml").write_text("[x\n", encoding="utf-8")
     with pytest.raises(ValueError, match="not valid TOML"):
         referee.entries(bad)
+
+
+@pytest.mark.parametrize("scale", ["quick", "full", "default"])
+def test_a_page_of_another_scale_says_the_entry_is_the_committed_pages(
+        tmp_path: Path, scale: str) -> None:
+    """An entry describes the committed default-scale page: a ``--quick`` or ``--full`` page
+    whose checks differ is written with a line saying so (the run is not lost to a
+    ValueError); a default-scale page that does not match its entry is refused."""
+    from topofl.figures import facts
+
+    name = "dfedpgp_table4"
+    js, md = tmp_path / f"{name}.json", tmp_path / f"{name}.md"
+    v = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+    v["scale"] = scale
+    v["checks"] = [c for c in v["checks"] if "Dir-0.3: DFedPGP above" not in c["name"]]
+    js.write_text(json.dumps(v), encoding="utf-8")
+    md.write_text((RESULTS / f"{name}.md").read_text(encoding="utf-8"), encoding="utf-8")
+    if scale == "default":
+        with pytest.raises(ValueError, match="must name exactly one check, found 0"):
+            facts.apply(js, md)
+        return
+    facts.apply(js, md)
+    page = md.read_text(encoding="utf-8")
+    assert ("The entry in `paper_figures/referee/` describes the committed result (the "
+            "default scale); it does not match this page's checks") in page
+    assert "### Reproduction summary" not in page
+    assert json.loads(js.read_text(encoding="utf-8"))["referee"] is None

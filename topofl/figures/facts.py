@@ -329,10 +329,16 @@ def apply(js: str | Path, md: str | Path) -> list[dict[str, Any]]:
     from topofl.figures import referee
 
     entry = referee.entries().get(js.stem)
-    checked = None if entry is None else referee.check_entry(js.stem, entry, text,
-                                                             v.get("checks") or [])
+    checked, unmatched = None, ""
+    if entry is not None:
+        try:
+            checked = referee.check_entry(js.stem, entry, text, v.get("checks") or [])
+        except ValueError as e:  # an entry describes the default scale's page
+            if v.get("scale", "default") == "default":
+                raise
+            unmatched = str(e).split(": ", 1)[-1]
     at = text.index("## Setting\n") if "## Setting\n" in text else len(text)
-    text = text[:at] + _section(rows) + referee.section(checked) + text[at:]
+    text = text[:at] + _section(rows) + referee.section(checked, unmatched) + text[at:]
     v["facts"] = rows
     v["referee"] = checked
     js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -176,11 +176,17 @@ def check_entry(name: str, entry: Mapping[str, Any], md: str,
     return out
 
 
-def section(checked: Mapping[str, Any] | None) -> str:
+def section(checked: Mapping[str, Any] | None, unmatched: str = "") -> str:
     """The page's Markdown of a checked entry (:func:`check_entry`); for ``None``, the line
-    saying that the result has no entry."""
+    saying that the result has no entry, or (``unmatched``: why) that its entry, written for
+    the committed default-scale result, does not match this page (a ``--quick`` or ``--full``
+    run, whose checks differ)."""
     from topofl._utils.markdown import table
 
+    if checked is None and unmatched:
+        return ("### Reproduction\n\nThe entry in `paper_figures/referee/` describes the "
+                "committed result (the default scale); it does not match this page's checks "
+                f"({unmatched}), so it is not shown here.\n\n")
     if checked is None:
         return ("### Reproduction\n\nNo entry in `paper_figures/referee/` for this result: its "
                 "summary, the sources of its settings and the paper's numbers are not "
