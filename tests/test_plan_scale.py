@@ -172,3 +172,34 @@ def test_plan_times_an_evaluation_apart_in_the_samples_it_scores(
     untimed = make_plan(cfg, timed=False, probe=False, available=None)
     assert untimed.eval_seconds is None and untimed.run_seconds is None
     assert "seconds" not in untimed.summary()
+
+
+def test_plan_reports_the_process_peak_the_interpreter_added(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, item 3: beside the run's parts, the process's peak (what top shows): the
+    parts and the interpreter with its imports, the probe's resident memory before its run."""
+    import topofl.workflow.plan as plan_mod
+
+    def fake_probe(cfg: object, ns: list[tuple[int, object, int]]) -> dict[str, object]:
+        return {"probe": [[m, 10**8, None, None, None] for m, _, _ in ns],
+                "baseline": 300 * 2**20}
+
+    monkeypatch.setattr(plan_mod, "_probe", fake_probe)
+    plan = make_plan(_synth(5000), timed=False, probe=True, available=None)
+    assert plan.interpreter_bytes == 300 * 2**20
+    assert plan.process_peak_bytes == plan.peak_bytes + 300 * 2**20
+    js = plan.as_json()
+    assert js["process_peak_bytes"] == plan.process_peak_bytes
+    assert js["interpreter_bytes"] == 300 * 2**20
+    assert "peak memory of the process (what top shows" in plan.summary()
+    assert "300 MiB measured" in plan.summary()
+    bare = make_plan(_synth(5000), timed=False, probe=False, available=None)
+    assert bare.process_peak_bytes is None and "of the process" not in bare.summary()
+
+
+def test_the_probe_measures_the_interpreter_it_runs_in() -> None:
+    import topofl.workflow.plan as plan_mod
+
+    got = plan_mod._probe(_synth(64), [(64, _synth(64)["data"], 0)])
+    assert isinstance(got["baseline"], int)
+    assert 50 * 2**20 < got["baseline"] < 4 * 2**30  # torch and topofl imported

@@ -184,11 +184,22 @@ class Plan:
     rounds: int = 0
     evaluations: int = 0
     eval_fit: dict[str, Any] = field(default_factory=dict)
+    interpreter_bytes: int | None = None
 
     @property
     def peak_bytes(self) -> int:
-        """The predicted peak: the sum of the parts."""
+        """The predicted peak of what the run allocates: the sum of the parts."""
         return sum(self.parts.values())
+
+    @property
+    def process_peak_bytes(self) -> int | None:
+        """The process's predicted peak resident memory, what ``top`` shows: :attr:`peak_bytes`
+        and the interpreter with its imports (``interpreter_bytes``, the resident memory of
+        the plan's probe process once ``torch`` and ``topofl`` are imported, measured);
+        ``None`` when no probe ran."""
+        if self.interpreter_bytes is None:
+            return None
+        return self.peak_bytes + self.interpreter_bytes
 
     @property
     def run_seconds(self) -> float | None:
@@ -203,6 +214,8 @@ class Plan:
         """The plan as one JSON object (``peak_bytes``, its parts, ``seconds_per_round``,
         ``max_clients`` ...)."""
         return {"peak_bytes": self.peak_bytes, "parts": dict(self.parts),
+                "interpreter_bytes": self.interpreter_bytes,
+                "process_peak_bytes": self.process_peak_bytes,
                 "n_clients": self.n_clients, "num_params": self.num_params,
                 "seconds_per_round": self.seconds_per_round,
                 "seconds_per_round_means": "a training round: local steps and gossip, the "
@@ -216,8 +229,13 @@ class Plan:
     def summary(self) -> str:
         """The plan as a few lines of text."""
         lines = [f"plan: {self.n_clients} clients x {self.num_params:,} parameters",
-                 f"peak memory: {fmt_bytes(self.peak_bytes)} ({self.peak_bytes:,} bytes)"]
+                 f"peak memory of the run: {fmt_bytes(self.peak_bytes)} "
+                 f"({self.peak_bytes:,} bytes)"]
         lines += [f"    {k}: {fmt_bytes(v)}" for k, v in self.parts.items()]
+        if self.process_peak_bytes is not None:
+            lines.append(f"peak memory of the process (what top shows: the run and the "
+                         f"interpreter with its imports, {fmt_bytes(self.interpreter_bytes or 0)}"
+                         f" measured): {fmt_bytes(self.process_peak_bytes)}")
         if self.seconds_per_round is not None:
             lines.append(f"seconds a training round (local steps and gossip, evaluations "
                          f"left out): {self.seconds_per_round:.4g}")
@@ -361,8 +379,8 @@ torch.set_num_threads(int(sys.argv[2]))
 cfg = json.loads(sys.argv[1])
 from topofl._utils.userimports import load_imports
 load_imports(cfg.get("imports"))  # the user's modules, before the meter starts
+out = {"probe": [], "baseline": _status("VmRSS")}  # the interpreter and its imports
 mark = start_peak()
-out = {"probe": []}
 for n, data, rounds in json.loads(sys.argv[3]):
     run = {**cfg, "n_clients": n, "data": data}
     if rounds:
@@ -724,15 +742,19 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
     else:
         s = _extrapolated(resolved, top, n) if grows else shapes(resolved)
     runtime: tuple[float, float] | None = None
+    interpreter: int | None = None
     spr: float | None = None
     eval_s: float | None = None
     tfit: dict[str, Any] = {}
     efit: dict[str, Any] = {}
     if probe or timed:
         timed_at = {m for m in sizes if m >= PROBE_N[0] or m == sizes[-1]} if timed else set()
-        got = _probe(resolved.config, [(m, scaled_data(spec, m, n),
-                                        probe_rounds(m) if m in timed_at else 0)
-                                       for m in sizes])["probe"]
+        probed_out = _probe(resolved.config, [(m, scaled_data(spec, m, n),
+                                               probe_rounds(m) if m in timed_at else 0)
+                                              for m in sizes])
+        got = probed_out["probe"]
+        if isinstance(probed_out.get("baseline"), int):
+            interpreter = int(probed_out["baseline"])
         rows = [(r[0], r[1], r[2], r[3] if len(r) > 3 else None) for r in got]
         firsts = [(r[0], r[4]) for r in got if len(r) > 4 and r[4] is not None]
         if probe:
@@ -767,7 +789,7 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
     plan = Plan(n_clients=n, num_params=s.num_params, parts=parts, seconds_per_round=spr,
                 available_bytes=avail, max_clients=fits, runtime_fit=fit, time_fit=tfit,
                 eval_seconds=eval_s, rounds=int(resolved.config["rounds"]),
-                evaluations=int(s.evaluations), eval_fit=efit)
+                evaluations=int(s.evaluations), eval_fit=efit, interpreter_bytes=interpreter)
     if avail is not None and plan.peak_bytes > avail:
         raise PlanError(_refusal(n, plan.peak_bytes, avail, "the run", plan.max_clients,
                                  ways_to_fit(s, parts, plan.peak_bytes, avail)))
