@@ -228,9 +228,15 @@ def all_eigenvalues_metric(W: Any) -> float:
 
     Raises
     ------
+    TypeError
+        If ``W`` is a time-varying graph (one-peer exponential, Base-(k+1), a sequence of
+        matrices): the metric is defined for one symmetric ``W``; pass one round's
+        (``tv.at(t)``).
     ValueError
-        If ``W`` is not doubly stochastic or not symmetric (its eigenvalues then do not
-        give the norms the analysis uses); if a mode other than the consensus one never
+        If ``W`` is not doubly stochastic or not symmetric: a directed graph (topofl's
+        ``exponential``, whose ``W`` is not symmetric, is refused: its undirected version
+        ``undirected_exponential`` is defined), or any ``W`` whose eigenvalues do not
+        give the norms the analysis uses; if a mode other than the consensus one never
         decays, $|\lambda_k| = 1$ for some $k \ge 2$ -- the eigenvalue 1 with multiplicity
         above 1 (a disconnected graph) or the eigenvalue $-1$ (bipartite, no self-weights):
         the sum is then infinite, and an error says which instead of returning ``inf``
@@ -263,6 +269,12 @@ def all_eigenvalues_metric(W: Any) -> float:
     0.2875
     >>> tf.spectral.all_eigenvalues_metric(tf.topologies.complete(8))
     0.0
+    >>> tf.spectral.all_eigenvalues_metric(tf.topologies.exponential(8))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: all_eigenvalues_metric needs a symmetric W ... this W is not symmetric
+    >>> round(tf.spectral.all_eigenvalues_metric(tf.topologies.undirected_exponential(8)), 6)
+    0.045037
 
     A ring of a million nodes (closed form; about $n/8$, from the slow modes
     $\lambda_k^2/(1-\lambda_k^2) \approx 3n^2/(8\pi^2k^2)$ at both ends of the spectrum), and
