@@ -159,15 +159,13 @@ def main(args: figures.FigureArgs) -> figures.Result:
          "Dirichlet(0.1) final": fin[(d, g)], "IID final": fin[("iid", g)]}
         for spec, (g, peers) in GRAPHS.items()])
 
-    def pts(x: figures.OverSeeds) -> str:
-        return f"{100 * x.mean:+.1f} ± {100 * x.std:.1f}"
-
+    gaps = {a: fin[(d, a)] - fin[(d, b)] for a, b in ((b2, one), (b5, exp))}
+    pts = {a: f"{100 * x.mean:+.1f} ± {100 * x.std:.1f}" for a, x in gaps.items()}
     measured = (
         f"n = {N}, Dirichlet(0.1), final accuracy: Base-2 {fin[(d, b2)]:.3f} vs 1-peer "
-        f"exponential {fin[(d, one)]:.3f} ({pts(fin[(d, b2)] - fin[(d, one)])} points); Base-5 "
-        f"{fin[(d, b5)]:.3f} vs exponential {fin[(d, exp)]:.3f} "
-        f"({pts(fin[(d, b5)] - fin[(d, exp)])} points); complete {fin[(d, 'complete')]:.3f}, "
-        f"ring {fin[(d, 'ring')]:.3f}")
+        f"exponential {fin[(d, one)]:.3f} ({pts[b2]} points); Base-5 {fin[(d, b5)]:.3f} vs "
+        f"exponential {fin[(d, exp)]:.3f} ({pts[b5]} points); complete "
+        f"{fin[(d, 'complete')]:.3f}, ring {fin[(d, 'ring')]:.3f}")
     return figures.Result(fig, measured, head + more, numbers, panels=found,
                           paper_rounds=[])  # the paper's horizon (500 epochs of LeNet) differs
 

@@ -107,3 +107,19 @@ def quick_out_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not _QUICK_OUT:  # each importing module instantiates the fixture: one folder for all
         _QUICK_OUT.append(tmp_path_factory.mktemp("figures_quick"))
     return _QUICK_OUT[0]
+
+
+def raw_config(config: str) -> dict[str, Any]:
+    """The TOML of ``paper_figures/configs/<config>.toml`` as written (no scale applied)."""
+    import tomllib
+
+    return tomllib.loads((FIGS / "configs" / f"{config}.toml").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(name="close_figures")
+def close_figures_fixture() -> Any:
+    """Close every matplotlib figure a test left open (``@pytest.mark.usefixtures``)."""
+    import matplotlib.pyplot as plt
+
+    yield
+    plt.close("all")

@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-import tomllib
 
 import topofl as tf
 from tests._figures import (
     assert_readable,
+    close_figures_fixture,  # noqa: F401  (the close_figures fixture)
     quick_out_fixture,  # noqa: F401  (the quick_out fixture)
+    raw_config,
     run_quick,
     script,
     verdict,
@@ -38,16 +39,8 @@ SHARED = {"data": "fashion_mnist", "n_clients": 25, "model": "logistic", "lr": 0
           "spectral": False, "stand_in": {"data": "mnist5k:seed=0"}}
 
 
-def _raw(config: str) -> dict[str, Any]:
-    return tomllib.loads((ROOT / "configs" / f"{config}.toml").read_text(encoding="utf-8"))
-
-
-@pytest.fixture(autouse=True)
-def _close_figures() -> Any:
-    import matplotlib.pyplot as plt
-
-    yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("close_figures")
+_raw = raw_config
 
 
 @pytest.mark.parametrize("name", [BASE, TELE])
