@@ -168,7 +168,26 @@ class Convergence:
         fixed): a run shorter than its window cannot show that it flattened. ``short`` lists
         the curves with a run that ran all its rounds and still ended inside its window (a run
         stopped early, non-finite, is read over the last quarter of what it ran, at its last
-        evaluation)."""
+        evaluation).
+
+        Examples
+        --------
+        A window fixed in rounds, not a fraction of the run: a flat curve read over its last 2
+        rounds, then the same 4-round run against a window of 100, which it cannot cover.
+
+        >>> r = tf.records.Records(rows=[
+        ...     {"run": f"s{s}", "round": t, "client": None, "metric": "acc", "value": v}
+        ...     for s, c in enumerate([[0.1, 0.7, 0.71, 0.71], [0.2, 0.7, 0.70, 0.705]])
+        ...     for t, v in enumerate(c)], configs={"s0": {"seed": 0}, "s1": {"seed": 1}})
+        >>> c = tf.figures.convergence({"A": r}, "acc", window=2)
+        >>> c.flat, c.span, c.window, c.covered
+        (True, (2, 4), 2, True)
+        >>> short = tf.figures.convergence({"A": r}, "acc", window=100)
+        >>> short.covered, short.flat, short.short
+        (False, False, ('A',))
+        >>> print(short.describe())
+        not converged (A: runs shorter than their fixed window of 100 rounds, a quarter of the horizon, cannot show that they flattened; rounds 1-4 read; largest A +50.32 ± 6.89)
+        """  # noqa: E501
         return not self.short
 
     @property
@@ -300,30 +319,8 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     >>> print(c.describe())
     not converged (rounds 6-8: A (variance) still moved by 5 %² or more; largest A +96.00 ± 0.00 %²)
 
-    A window fixed in rounds, not a fraction of the run: the flat curve above read over its last
-    2 rounds, then a run of 4 rounds that cannot cover a window of 100.
-
-    >>> c = tf.figures.convergence({"A": done}, "acc", window=2)
-    >>> c.flat, c.span, c.window
-    (True, (2, 4), 2)
-    >>> short = tf.figures.convergence({"A": done}, "acc", window=100)
-    >>> short.covered, short.flat
-    (False, False)
-    >>> print(short.describe())
-    not converged (A: runs shorter than their fixed window of 100 rounds, a quarter of the horizon, cannot show that they flattened; rounds 1-4 read; largest A +50.32 ± 6.89)
-    """  # noqa: E501
-    if not cells:
-        raise ValueError("convergence needs at least one curve")
-    if not tolerance > 0:
-        raise ValueError(f"tolerance must be > 0, got {tolerance!r}")
-    if of not in (None, "spread", "variance"):
-        raise ValueError(f"of must be None, 'spread' or 'variance', got {of!r}")
-    if spread and of not in (None, "spread"):
-        raise ValueError(f"spread=True reads the spread's curve, not of={of!r}: give one")
-    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
-                               or window < 1):
-        raise ValueError(f"window must be a positive number of rounds, got {window!r}")
-    read = "spread" if spread else (of or "")
+    """
+    read = _check_reading(cells, tolerance, spread, of, window)
     gains: list[tuple[str, OverSeeds]] = []
     span = (0, 0)
     windows = [window if window is not None else window_of(rec) for rec in cells.values()]
@@ -333,12 +330,7 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
         name = _metric(rec, metric)
 
         def curve(run: Any, name: str = name) -> tuple[np.ndarray, np.ndarray]:
-            if read == "spread":
-                return _spread_curve(run, metric)
-            if read == "variance":
-                return _variance_curve(run, metric)
-            x, y = run.series(name)
-            return np.asarray(x, dtype=int), np.asarray(y, dtype=float)
+            return _curve(run, metric, name, read)
 
         def one(run: Any, label: str = str(label)) -> float:
             x, y = curve(run)
@@ -357,6 +349,34 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
                                  fixed if _ran_all(first, x) else None)[1:]
     return Convergence(tuple(gains), span, float(tolerance), read, fixed or 0,
                        tuple(lab for lab in map(str, cells) if lab in short))
+
+
+def _check_reading(cells: Mapping[str, Any], tolerance: float, spread: bool, of: str | None,
+                   window: int | None) -> str:
+    """The curve a :func:`convergence` reads (``""``, ``"spread"`` or ``"variance"``), once
+    its arguments are checked (a one-line ``ValueError`` for each bad one)."""
+    if not cells:
+        raise ValueError("convergence needs at least one curve")
+    if not tolerance > 0:
+        raise ValueError(f"tolerance must be > 0, got {tolerance!r}")
+    if of not in (None, "spread", "variance"):
+        raise ValueError(f"of must be None, 'spread' or 'variance', got {of!r}")
+    if spread and of not in (None, "spread"):
+        raise ValueError(f"spread=True reads the spread's curve, not of={of!r}: give one")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                               or window < 1):
+        raise ValueError(f"window must be a positive number of rounds, got {window!r}")
+    return "spread" if spread else (of or "")
+
+
+def _curve(run: Any, metric: str, name: str, read: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(rounds, values)`` of the curve a reading reads in one run."""
+    if read == "spread":
+        return _spread_curve(run, metric)
+    if read == "variance":
+        return _variance_curve(run, metric)
+    x, y = run.series(name)
+    return np.asarray(x, dtype=int), np.asarray(y, dtype=float)
 
 
 def _ran_all(run: Any, x: np.ndarray) -> bool:
