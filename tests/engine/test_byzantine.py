@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 import topofl as tf
 from topofl.engine.byzantine import Attack, Byzantine, alie_z, check_byzantine
 from topofl.engine.config import RunConfig, config_header
-from topofl.engine.pieces.robust import adaptive_radii, aggregate, neighbourhoods, robust_gossip
+from topofl.engine.pieces.robust import (
+    adaptive_radii,
+    aggregate,
+    neighbourhoods,
+    rank_radii,
+    robust_gossip,
+)
 
 RULES = [("mean", {}), ("clipped", {"tau": 0.7}), ("trimmed_mean", {"trim": 1}),
          ("median", {})]
@@ -401,6 +407,77 @@ def test_adaptive_clipping_equals_reference(topo, name, delta):
     assert torch.allclose(radii, want_r, rtol=0, atol=1e-12)
 
 
+def authors_scp(x, W, msgs):
+    """The authors' ``SelfCenteredClipping`` with ``tau=None`` (epfml/byzantine-robust-
+    decentralized-optimizer, ``codes/aggregator.py``), one node at a time: tau the second
+    largest of the distances to the in-neighbours (``sorted(distances)[-2]``, the only one's
+    with one neighbour), each neighbour's message clipped around the node, then the node's
+    row of W applied to itself and the clipped messages (``DecentralizedAggregator``)."""
+    n = x.shape[0]
+    out = torch.empty_like(x)
+    radii = []
+    for i in range(n):
+        nbrs = [j for j in range(n) if j != i and W[i, j] != 0]
+        distances = [(msgs[i, j] - x[i]).norm() for j in nbrs]
+        tau = (sorted(distances)[-2] if len(distances) >= 2 else distances[-1]
+               if distances else torch.tensor(0.0, dtype=x.dtype))
+        radii.append(float(tau))
+        zs = []
+        for j in nbrs:
+            v = msgs[i, j] - x[i]
+            v_norm = torch.norm(v)
+            scale = min(1, tau / v_norm)
+            zs.append(x[i] + v * scale)
+        out[i] = W[i, i] * x[i] + sum((W[i, j] * z for j, z in zip(nbrs, zs)),
+                                      torch.zeros_like(x[i]))
+    return out, torch.tensor(radii, dtype=x.dtype)
+
+
+IRREGULAR = [tf.topologies.erdos_renyi(10, 0.35, seed=s) for s in (1, 2, 3)] + [
+    tf.topologies.star(7), tf.topologies.grid(3, 4), tf.topologies.exponential(9)]
+
+
+@pytest.mark.parametrize("topo", GRAPHS + IRREGULAR, ids=lambda t: f"{t.name}{t.n}")
+@pytest.mark.parametrize("name", ["sign_flip", "alie", "dissensus", "gaussian"])
+def test_rank_clipping_equals_the_authors_code_on_any_graph(topo, name):
+    """Issue 59, item 5: tau="rank" is the authors' rule on irregular graphs too, where the
+    weight budget of tau="adaptive" clips other neighbours."""
+    x, W, byz = _case(topo, 2)
+    attack = _attack(name, byz)
+    nb = neighbourhoods(topo, x.device, x.dtype)
+    msgs = ref_messages(x, W, byz, attack)
+    want, want_r = authors_scp(x, W, msgs)
+    got = aggregate(x, nb, "clipped", tau="rank", attack=attack)
+    assert torch.allclose(got, want, rtol=0, atol=1e-12)
+    assert torch.allclose(rank_radii(x, nb, attack=attack), want_r, rtol=0, atol=1e-12)
+
+
+def test_rank_and_a_weight_budget_differ_on_an_irregular_graph():
+    """The two per-node rules agree on a regular graph with a budget of one neighbour's
+    weight, and not on the star, whose hub weighs its leaves 1/6 each and whose leaves weigh
+    the hub 5/6."""
+    ring = tf.topologies.ring(8)
+    x, _, _ = _case(ring, 0)
+    nb = neighbourhoods(ring, x.device, x.dtype)
+    assert torch.equal(rank_radii(x, nb), adaptive_radii(x, nb, 1 / 3))
+    star = tf.topologies.star(6)
+    x, _, _ = _case(star, 0)
+    nb = neighbourhoods(star, x.device, x.dtype)
+    assert not torch.equal(rank_radii(x, nb), adaptive_radii(x, nb, 1 / 6))
+    # a leaf has one in-neighbour, the hub: the rank rule leaves it unclipped
+    d = torch.linalg.vector_norm(x - x[0], dim=1)
+    assert torch.allclose(rank_radii(x, nb)[1:], d[1:], rtol=0, atol=0)
+
+
+def test_a_rank_run_and_its_header():
+    res = _run(aggregator="clipped", tau="rank", byzantine={"attack": "alie", "nodes": [3]})
+    assert res.algorithm.hparams["tau"] == "rank" and "delta" not in res.algorithm.hparams
+    assert 0 <= res.records.final("honest_test_acc_mean") <= 1
+    cfg = tf.config.validate({"topology": "ring", "n_clients": 10, "rounds": 3,
+                              "aggregator": "clipped", "tau": "rank"})
+    assert cfg["tau"] == "rank"
+
+
 def test_adaptive_radius_with_tied_distances():
     # node 0 of complete(5): neighbours at distances 1, 3, 3, 3 (weights 1/5)
     x = torch.tensor([[0.0], [1.0], [3.0], [-3.0], [3.0]], dtype=torch.float64)
@@ -468,7 +545,8 @@ def test_adaptive_clipping_in_blocks_gives_the_same_numbers(monkeypatch):
 
 
 @pytest.mark.parametrize("kw,match", [
-    ({"aggregator": "clipped", "tau": "auto"}, "tau must be a number >= 0 or 'adaptive'"),
+    ({"aggregator": "clipped", "tau": "auto"}, "tau must be a number >= 0, 'adaptive' or 'rank'"),
+    ({"aggregator": "clipped", "tau": "rank", "delta": 0.2}, "delta is the clipped weight"),
     ({"aggregator": "clipped", "tau": "adaptive"}, "needs delta"),
     ({"aggregator": "clipped", "tau": "adaptive", "delta": 1.5}, r"delta must be in \[0, 1\]"),
     ({"aggregator": "clipped", "tau": "adaptive", "delta": "x"}, "delta must be a number"),

@@ -103,11 +103,13 @@ def dsgd(kw: DSGDKeywords) -> Algorithm:
         senders' messages are the attack's vectors. A robust rule runs alone (no stack), in
         one process, without lost messages or Clique Averaging. At ``"mean"`` the records
         header and the run hash are those of a run without these settings.
-    tau : float or "adaptive", optional
+    tau : float, "adaptive" or "rank", optional
         ``aggregator="clipped"``'s clipping radius (``>= 0``; ``inf``: plain gossip), or
         ``"adaptive"``: each node clips its farthest in-neighbours, of total weight at most
         ``delta``, to the next one's distance
-        (:func:`~topofl.engine.pieces.robust.adaptive_radii`).
+        (:func:`~topofl.engine.pieces.robust.adaptive_radii`), or ``"rank"``: the authors'
+        code's rule on any graph, each node's farthest in-neighbour pulled in to the second
+        farthest's distance (:func:`~topofl.engine.pieces.robust.rank_radii`).
     trim : int, default 0
         ``aggregator="trimmed_mean"``'s values dropped at each end, per coordinate.
     delta : float, optional

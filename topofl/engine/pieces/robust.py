@@ -19,7 +19,13 @@ receives (a Byzantine sender's attack vector, :mod:`topofl.engine.byzantine`):
   farthest's distance, the rule of the authors' code ([1]_, its ``scp`` aggregator, except
   at a node with one in-neighbour, which that code leaves unclipped and this rule clips to
   0; the paper's analysis sets $\tau_i$ from the honest neighbours' spread and the
-  Byzantine weight $\delta_i$ around node $i$, which a node cannot observe);
+  Byzantine weight $\delta_i$ around node $i$, which a node cannot observe); or
+  ``tau="rank"``, the authors' code's rule itself on any graph (:func:`rank_radii`): $\tau_i$
+  the second-largest of the distances $d_{ij}$ (ties kept, as a sort gives them), the only
+  one's at a node with one in-neighbour (nothing clipped there), 0 at a node without any:
+  whatever the weights, the farthest neighbour is pulled in to the second farthest's
+  distance (on an irregular graph the weight budget of ``"adaptive"`` clips other
+  neighbours);
 * ``"trimmed_mean"`` (BRIDGE-T, Yang and Bajwa 2019): per coordinate, the mean of the
   neighbourhood's values ($x_i$ and the $m_{ij}$, unweighted) without its ``trim`` largest
   and ``trim`` smallest (every neighbourhood needs at least ``2 trim + 1`` models);
@@ -69,7 +75,8 @@ from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.protocol import Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["AGGREGATORS", "robust_gossip", "aggregate", "adaptive_radii", "neighbourhoods",
+__all__ = ["AGGREGATORS", "robust_gossip", "aggregate", "adaptive_radii", "rank_radii",
+           "neighbourhoods",
            "Neighbourhoods", "check_aggregator"]
 
 #: The rules a node aggregates its neighbourhood with.
@@ -133,6 +140,8 @@ def neighbourhoods(topology: Topology, device: torch.device, dtype: torch.dtype
 
 #: ``tau``'s value for ClippedGossip's per-node radius (:func:`adaptive_radii`).
 ADAPTIVE = "adaptive"
+#: ``tau``'s value for the authors' code's per-node radius (:func:`rank_radii`).
+RANK = "rank"
 
 
 def check_aggregator(aggregator: str, tau: float | str | None, trim: int,
@@ -148,11 +157,11 @@ def check_aggregator(aggregator: str, tau: float | str | None, trim: int,
             raise ValueError(f"tau is the clipping radius of aggregator='clipped', not of "
                              f"{aggregator!r}")
         if isinstance(tau, str):
-            if tau != ADAPTIVE:
-                raise ValueError(f"tau must be a number >= 0 or {ADAPTIVE!r} (each node's "
-                                 f"radius from its neighbours' distances), got {tau!r}")
+            if tau not in (ADAPTIVE, RANK):
+                raise ValueError(f"tau must be a number >= 0, {ADAPTIVE!r} or {RANK!r} (each "
+                                 f"node's radius from its neighbours' distances), got {tau!r}")
         elif isinstance(tau, bool) or not isinstance(tau, (int, float)) or math.isnan(tau):
-            raise TypeError(f"tau must be a number >= 0 or {ADAPTIVE!r}, got "
+            raise TypeError(f"tau must be a number >= 0, {ADAPTIVE!r} or {RANK!r}, got "
                             f"{type(tau).__name__} {tau!r}")
         elif tau < 0:
             raise ValueError(f"tau must be >= 0 (a clipping radius), got {tau!r}")
@@ -245,6 +254,47 @@ def adaptive_radii(x: Tensor, nb: Neighbourhoods, delta: float, *,
     return out
 
 
+def rank_radii(x: Tensor, nb: Neighbourhoods, *, attack: Attack | None = None) -> Tensor:
+    r"""``[n]``: every node's ClippedGossip radius $\tau_i$ for ``tau="rank"`` (module
+    docstring), the rule of the authors' code: the second-largest distance
+    $\lVert m_{ij} - x_i \rVert_2$ over its in-neighbours, the only one's for a node with one
+    in-neighbour, 0 for a node without any.
+
+    Examples
+    --------
+    Node 0 of a 4-node complete graph sees neighbours at distances 1, 2 and 10: the farthest
+    is pulled in to 2, whatever the weights; on a path 0 - 1 - 2 the end node 0 has one
+    in-neighbour, which is not clipped.
+
+    >>> import torch
+    >>> x = torch.tensor([[0.0], [1.0], [2.0], [10.0]], dtype=torch.float64)
+    >>> nb = neighbourhoods(tf.topologies.complete(4), x.device, x.dtype)
+    >>> rank_radii(x, nb).tolist()
+    [2.0, 1.0, 2.0, 9.0]
+    >>> path = tf.Topology.from_adjacency([[0, 1, 0], [1, 0, 1], [0, 1, 0]])
+    >>> rank_radii(x[:3], neighbourhoods(path, x.device, x.dtype)).tolist()
+    [1.0, 1.0, 1.0]
+    """
+    out = torch.empty(x.shape[0], dtype=x.dtype, device=x.device)
+    for a, b, M, part in _blocks(x, nb, attack):
+        norm = torch.linalg.vector_norm(M - M[:, :1], dim=2)
+        out[a:b] = _rank_radii(norm, part)
+    return out
+
+
+def _rank_radii(norm: Tensor, nb: Neighbourhoods) -> Tensor:
+    """``[r]``: the rank rule's radii from the distances ``norm`` ``[r, K]`` (slot 0: the
+    node itself, not a neighbour)."""
+    nbr = nb.valid.clone()
+    nbr[:, 0] = False
+    key = torch.where(nbr, norm, torch.full_like(norm, -math.inf))  # non-neighbours last
+    top = key.topk(min(2, key.shape[1]), dim=1).values
+    degree = nbr.sum(dim=1)
+    second = top[:, -1] if top.shape[1] > 1 else top[:, 0]
+    radius = torch.where(degree >= 2, second, top[:, 0])
+    return torch.where(degree >= 1, radius, torch.zeros_like(radius))
+
+
 def _radii(norm: Tensor, nb: Neighbourhoods, delta: float) -> Tensor:
     """``[r]``: the adaptive radii from the distances ``norm`` ``[r, K]`` (slot 0: the
     node itself, not a neighbour)."""
@@ -275,8 +325,9 @@ def _rule(M: Tensor, nb: Neighbourhoods, rule: str, tau: float | str, trim: int,
         own = M[:, 0]
         d = M - own.unsqueeze(1)
         norm = torch.linalg.vector_norm(d, dim=2, keepdim=True)
-        if isinstance(tau, str):  # "adaptive": each node's own radius
-            radius = _radii(norm.squeeze(2), nb, delta).view(-1, 1, 1)
+        if isinstance(tau, str):  # "adaptive" or "rank": each node's own radius
+            radius = (_radii(norm.squeeze(2), nb, delta) if tau == ADAPTIVE
+                      else _rank_radii(norm.squeeze(2), nb)).view(-1, 1, 1)
             scale = torch.where(norm > radius, radius / norm, torch.ones_like(norm))
         else:
             scale = torch.where(norm > tau, tau / norm, torch.ones_like(norm))
@@ -304,9 +355,9 @@ def robust_gossip(rule: str = "mean", *, tau: float | str | None = None, trim: i
     Parameters
     ----------
     rule : {"mean", "clipped", "trimmed_mean", "median"}
-    tau : float or "adaptive", optional
+    tau : float, "adaptive" or "rank", optional
         ``clipped``'s radius (``>= 0``; ``inf``: plain gossip; ``"adaptive"``: each node's
-        own, :func:`adaptive_radii`).
+        own, :func:`adaptive_radii`; ``"rank"``: the authors' code's, :func:`rank_radii`).
     trim : int, default 0
         ``trimmed_mean``'s values dropped at each end.
     part : {"all", "body"}
