@@ -294,6 +294,7 @@ def _records_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str,
                                          ("sim_time", 0.5))])
     return [
         ("records.load_many", R.load_many, {"paths": [path], "rename": False}),
+        ("records.copy_records", R.copy_records, {"src": path, "dst": tmp / "copy.jsonl"}),
         ("records.rounds_to", R.rounds_to,
          {"records": rec, "target": 0.5, "metric": "m", "run": None}),
         ("records.Records.rounds_to", rec.rounds_to, {"target": 0.5, "metric": "m", "run": None}),
@@ -388,7 +389,8 @@ READS_FILES = {"records.load", "records.load_many", "data.load.root",
                    "data.digits_resized", "data.mnist1d", "data.mnist5k", "data.label_flip_plan",
                    "data.flip_labels"))}
 #: Targets that write: a path that cannot be written is an OSError.
-WRITES_FILES = {"records.Recorder", "run", "run.settings", "engine.run"}
+WRITES_FILES = {"records.Recorder", "records.copy_records", "run", "run.settings",
+                "engine.run"}
 #: The bad values tried on each parameter of topofl.run by the default suite (each call that
 #: passes validation trains a round).
 BAD_SHORT: list[Any] = [None, "abc", -1, 1.5, math.nan, [], _Opaque()]

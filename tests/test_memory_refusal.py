@@ -112,11 +112,11 @@ def test_a_run_within_its_estimate_runs_and_one_byte_less_is_refused(
 
 
 def test_a_refusal_names_the_settings_that_fit_and_each_one_fits(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Issue 58, item 3: where the per-client rows of the records are what does not fit, the
-    refusal names record_clients=False, the smallest eval_every and the most rounds that fit,
-    and a run with any one of them passes the same limit."""
-    cfg = {**SMALL, "n_clients": 200, "rounds": 400, "eval_every": 1, "spectral": False}
+    refusal names a records_path, record_clients=False, the smallest eval_every and the most
+    rounds that fit, and a run with any one of them passes the same limit."""
+    cfg = {**SMALL, "n_clients": 200, "rounds": 20_000, "eval_every": 1, "spectral": False}
     p = tf.api.prepare(**cfg)
     ds = tf.data.load("digits")
     model = tf.models.build_model("logistic", ds.input_shape, ds.num_classes, seed=0)
@@ -128,11 +128,13 @@ def test_a_refusal_names_the_settings_that_fit_and_each_one_fits(
     with pytest.raises(InsufficientMemoryError) as info:
         tf.run(**cfg)
     msg = str(info.value)
-    assert "; it fits with record_clients=False (the per-client rows of the records" in msg
+    assert "; it fits with a records_path (the per-client rows of the records" in msg
+    assert "with record_clients=False (they are not recorded)" in msg
     every = int(msg.split("with eval_every=")[1].split(" ")[0].replace(",", ""))
     rounds = int(msg.split("or with rounds=")[1].split(" ")[0].replace(",", ""))
-    assert 1 < every <= 4 and 100 <= rounds < 400
-    for fix in ({"record_clients": False}, {"eval_every": every}, {"rounds": rounds}):
+    assert 1 < every <= 4 and 5_000 <= rounds < 20_000
+    for fix in ({"records_path": str(tmp_path / "r.jsonl")}, {"record_clients": False},
+                {"eval_every": every}, {"rounds": rounds}):
         pp = tf.api.prepare(**{**cfg, **fix})
         assert sum(plan_mod.estimate(pp, model=model, dataset=ds)[1].values()) <= limit, fix
     if every > 2:  # the smallest: one less does not fit

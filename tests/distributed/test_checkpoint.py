@@ -16,6 +16,7 @@ import torch
 import topofl as tf
 from tests.distributed._launch import launch
 from topofl.distributed import checkpoint as sharded
+from topofl.records.columns import copy_records
 
 N, ROUNDS = 6, 3  # checkpoints at round 2 only: the resumed runs write none
 KW: dict[str, Any] = dict(n_clients=N, seed=0, dtype="float64", batch_size=8,
@@ -92,7 +93,7 @@ def test_sharded_checkpoint_resumes_on_other_ranks_and_in_one_process(
     assert float(full["state"]["weight"].sum()) == pytest.approx(N, abs=1e-9)  # mass kept
     backup = tmp_path / "ck_round2"
     shutil.copytree(ck, backup)
-    shutil.copy(tmp_path / "run.jsonl", tmp_path / "run_round2.jsonl")
+    copy_records(tmp_path / "run.jsonl", tmp_path / "run_round2.jsonl")
 
     # on 3 ranks (each reads the runs of ids that hold its clients): the uninterrupted records
     out3 = launch(3, _resume, tmp, timeout=60.0, wait=600.0)
@@ -103,7 +104,7 @@ def test_sharded_checkpoint_resumes_on_other_ranks_and_in_one_process(
     # in one process: the engine's own loader reads a sharded directory (load_full)
     shutil.rmtree(ck)
     shutil.copytree(backup, ck)
-    shutil.copy(tmp_path / "run_round2.jsonl", tmp_path / "run.jsonl")
+    copy_records(tmp_path / "run_round2.jsonl", tmp_path / "run.jsonl")
     one = tf.run(_algo(), _topo(), "digits", "mlp", ROUNDS, resume=str(ck), **KW,
                  **_paths(tmp))
     assert _close(whole, _rows(one))

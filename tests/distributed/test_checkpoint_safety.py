@@ -27,6 +27,7 @@ from topofl.cli import main
 from topofl.distributed import checkpoint as sharded
 from topofl.distributed.checkpoint import load_any
 from topofl.exceptions import CheckpointError
+from topofl.records.columns import copy_records
 
 N = 6
 KW: dict[str, Any] = dict(n_clients=N, seed=0, dtype="float64", batch_size=8, progress=False,
@@ -254,7 +255,7 @@ def test_a_crash_between_the_renames_falls_back_to_the_old_copy(
     # one process: the round-1 copy, with a warning; the run continues as if uninterrupted
     with pytest.warns(UserWarning, match=r"gone does not exist; loading .*gone.old instead"):
         assert load_any(gone)["round"] == 1
-    shutil.copy(written / "r1.jsonl", tmp_path / "one.jsonl")
+    copy_records(written / "r1.jsonl", tmp_path / "one.jsonl")
     with pytest.warns(UserWarning, match="an interrupted save left"):
         one = tf.run("dsgd", "ring", "digits", "logistic", 2, **KW, resume=str(gone),
                      checkpoint_path=str(gone), records_path=str(tmp_path / "one.jsonl"))
@@ -269,7 +270,7 @@ def test_two_ranks_fall_back_to_the_old_copy(written: Path, tmp_path: Path) -> N
     gone = tmp_path / "gone"  # what a crash between rank 0's renames leaves
     shutil.copytree(written / "ck1", tmp_path / "gone.old")
     shutil.copytree(written / "ck2", tmp_path / "gone.tmp")
-    shutil.copy(written / "r1.jsonl", tmp_path / "two.jsonl")
+    copy_records(written / "r1.jsonl", tmp_path / "two.jsonl")
     out = launch(2, _resume, str(gone), str(tmp_path / "two.jsonl"), timeout=60.0, wait=600.0)
     assert all(s == "ok" for s, _ in out.values()), out
     rounds = sorted({r["round"] for r in tf.records.load(written / "r2.jsonl").rows})

@@ -17,6 +17,7 @@ import torch
 import topofl as tf
 from tests.distributed._launch import launch
 from topofl.distributed import checkpoint as sharded
+from topofl.records.columns import copy_records
 
 N, ROUNDS = 6, 3  # checkpoints at round 2 only: the resumed runs write none
 KW: dict[str, Any] = dict(seed=0, dtype="float64", batch_size=8, model_params={"hidden": [8]},
@@ -109,7 +110,7 @@ def test_checkpoint_on_two_ranks_resumes_on_three_and_in_one_process(
     assert all(v.shape[0] == N for v in full["state"].values() if v.dim())
     backup = tmp_path / "ck_round2"
     shutil.copytree(ck, backup)
-    shutil.copy(tmp_path / "run.jsonl", tmp_path / "run_round2.jsonl")
+    copy_records(tmp_path / "run.jsonl", tmp_path / "run_round2.jsonl")
 
     out3 = launch(3, _resume, name, tmp, timeout=60.0, wait=600.0)
     assert all(s == "ok" for s, _ in out3.values()), out3
@@ -117,7 +118,7 @@ def test_checkpoint_on_two_ranks_resumes_on_three_and_in_one_process(
 
     shutil.rmtree(ck)
     shutil.copytree(backup, ck)
-    shutil.copy(tmp_path / "run_round2.jsonl", tmp_path / "run.jsonl")
+    copy_records(tmp_path / "run_round2.jsonl", tmp_path / "run.jsonl")
     one = tf.run(_algo(name), _topo(name), _data(), "mlp", ROUNDS, resume=str(ck), **KW,
                  **_paths(tmp))
     _check(whole, _rows(one))

@@ -58,5 +58,6 @@ def test_a_users_tmp_survives_sharded_saves_and_a_users_old_is_refused(tmp_path:
     assert {k: after[k] for k in before} == before  # the user's files, as they were
     assert sharded.load_full(a / "ck", torch.device("cpu"))["round"] == 3
     # no temporary folder, no .old left; nothing written for the refused run
-    assert sorted(p.name for p in a.iterdir()) == ["ck", "ck.tmp", "r.jsonl"]
+    assert sorted(p.name for p in a.iterdir()) == ["ck", "ck.tmp", "r.clients.arrows",
+                                                   "r.jsonl"]
     assert sorted(p.name for p in b.iterdir()) == ["ck.old"]

@@ -151,7 +151,8 @@ def test_the_users_tmp_and_old_beside_the_checkpoint_survive_a_run(tmp_path: Pat
     after = _tree(tmp_path)
     assert {k: after[k] for k in before} == before  # every file of the user's, as it was
     # and nothing else is left: the runs' outputs, no temporary file
-    assert set(after) - set(before) == {"ck.pt", "other.pt", "r.jsonl", "o.jsonl"}
+    assert set(after) - set(before) == {"ck.pt", "other.pt", "r.jsonl", "o.jsonl",
+                                        "r.clients.arrows", "o.clients.arrows"}
 
 
 def test_a_failed_write_removes_its_own_temporary_file_and_nothing_else(
@@ -229,8 +230,9 @@ def test_a_users_file_beside_the_records_survives_their_rewrite(tmp_path: Path,
     _run(2, records_path="r.jsonl", checkpoint_path="r.pt")
     _run(3, records_path="r.jsonl", checkpoint_path="r.pt", resume="r.pt")
     assert (tmp_path / "r.jsonl.tmp").read_text() == "mine"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.jsonl", "r.jsonl.tmp",
-                                                          "r.jsonl.tmp.d", "r.pt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.clients.arrows", "r.jsonl",
+                                                          "r.jsonl.tmp", "r.jsonl.tmp.d",
+                                                          "r.pt"]
     out = tmp_path / "sweep"
     out.mkdir()
     (out / "run.done.tmp").write_text("mine too")

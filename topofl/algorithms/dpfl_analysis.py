@@ -243,12 +243,11 @@ def client_accuracy_stats(records: Records, *, run: str | None = None, metric: s
         where = "at its best validation loss"
     else:
         if round is None:
-            seen = [r["round"] for r in records.rows
-                    if r["metric"] == metric and r["client"] is not None and r["run"] == rid]
-            if not seen:
+            try:
+                round = int(records.clients(metric, run=rid)[0][-1])
+            except KeyError:
                 raise ValueError(f"these records hold no per-client {metric!r} (run the "
-                                 "algorithm with record_clients=True)")
-            round = max(seen)
+                                 "algorithm with record_clients=True)") from None
         acc = 100.0 * records.per_client(metric, int(round), run=rid)
         where = f"at round {round}"
     if np.isnan(acc).any():

@@ -474,7 +474,7 @@ def _accuracy_row(full: Tensor, keep: Tensor | None, config: RunConfig | None,
         row["test_loss"] = float((loss[has] / count[has]).mean())
     if config is not None and recorder is not None and config.record_clients:
         per_client = torch.where(has, correct / count.clamp_min(1), torch.nan).cpu().numpy()
-        recorder.log_clients("test_acc", per_client.tolist(), t)
+        recorder.log_clients("test_acc", per_client, t)
     if full.shape[1] > 3:
         g = full if keep is None else full[keep]
         gc, gl, gn = g[:, 3], g[:, 4], g[:, 5]
@@ -494,8 +494,8 @@ def _val_row(val: Tensor, keep: Tensor | None, recorder: Recorder, t: int) -> di
         row.update(_stats("val_acc", (correct[has] / count[has]).cpu().numpy()))
         row["val_loss"] = float((loss[has] / count[has]).mean())
     per = count.clamp_min(1)
-    recorder.log_clients("val_loss", torch.where(has, loss / per, torch.nan).cpu().tolist(), t)
-    recorder.log_clients("val_acc", torch.where(has, correct / per, torch.nan).cpu().tolist(),
+    recorder.log_clients("val_loss", torch.where(has, loss / per, torch.nan).cpu().numpy(), t)
+    recorder.log_clients("val_acc", torch.where(has, correct / per, torch.nan).cpu().numpy(),
                          t)
     return row
 

@@ -33,7 +33,7 @@ One gossip round of D-SGD on a 4-ring: 8 models of 10 float32 numbers (40 bytes 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -535,14 +535,14 @@ class Ledger:
             out["server_bytes_received"] = int(self.bytes_received[-1])
         return out
 
-    def client_rows(self) -> dict[str, Sequence[int]]:
+    def client_rows(self) -> dict[str, np.ndarray]:
         """Per-client totals (the server left out): ``bytes_sent``, ``bytes_received``,
-        ``messages_sent``, ``messages_received``, each ``n`` values."""
+        ``messages_sent``, ``messages_received``, each ``n`` int64 values (copies)."""
         n = self.n
-        return {"bytes_sent": self.bytes_sent[:n].tolist(),
-                "bytes_received": self.bytes_received[:n].tolist(),
-                "messages_sent": self.messages_sent[:n].tolist(),
-                "messages_received": self.messages_received[:n].tolist()}
+        return {"bytes_sent": self.bytes_sent[:n].copy(),
+                "bytes_received": self.bytes_received[:n].copy(),
+                "messages_sent": self.messages_sent[:n].copy(),
+                "messages_received": self.messages_received[:n].copy()}
 
     def state(self) -> dict[str, Any]:
         """What a checkpoint keeps (plain lists and ints; with ``lossy``, the dropped

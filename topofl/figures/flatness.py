@@ -410,22 +410,17 @@ def _variance_curve(run: Any, metric: str) -> tuple[np.ndarray, np.ndarray]:
     """``(rounds, variance)`` of one run: at each round with per-client rows of ``metric``,
     the population variance of the clients' values in %² (as
     :func:`~topofl.algorithms.client_accuracy_stats`)."""
-    at: dict[int, list[tuple[int, float]]] = {}
-    for r in run.rows:
-        if r["metric"] == metric and r["client"] is not None:
-            v = r["value"]
-            at.setdefault(int(r["round"]), []).append(
-                (int(r["client"]), math.nan if v is None else float(v)))
-    if not at:
+    try:
+        rounds, values = run.clients(metric)
+    except KeyError:
         raise ValueError(f"the variance between clients of {metric!r} needs its per-client "
                          f"rows (a run with record_clients=True); run {run.runs[0]!r} has "
-                         "none")
-    rounds = sorted(at)
+                         "none") from None
     out = np.empty(len(rounds), dtype=float)
-    for i, t in enumerate(rounds):
-        acc = 100.0 * np.array([v for _, v in sorted(at[t])], dtype=float)
+    for i, t in enumerate(rounds.tolist()):
+        acc = 100.0 * values[i]
         if np.isnan(acc).any():
-            missing = [k for k, v in sorted(at[t]) if math.isnan(v)]
+            missing = np.flatnonzero(np.isnan(acc)).tolist()
             raise ValueError(f"client(s) {missing} have no {metric!r} at round {t} of run "
                              f"{run.runs[0]!r} (NaN): the variance between clients needs "
                              "every client's value")

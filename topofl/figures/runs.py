@@ -183,7 +183,7 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
     ...        "rounds": 2, "spectral": False, "sweep": {"seed": [0, 1]}, "_name": "toy"}
     >>> rec = tf.figures.runs.sweep(cfg, args)  # one line a run on stderr
     >>> rec.runs, sorted(p.suffix for p in (d / "runs" / "toy").glob("seed=0.*"))
-    (['seed=0', 'seed=1'], ['.ckpt', '.code', '.done', '.jsonl', '.lock'])
+    (['seed=0', 'seed=1'], ['.arrows', '.ckpt', '.code', '.done', '.jsonl', '.lock'])
     """
     run_cfg = _clean(cfg)
     name = str(cfg.get("_name") or args.name)

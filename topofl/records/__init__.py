@@ -7,9 +7,13 @@ recorded have only ``config``, then the engine's description). Every following l
 
     {"run": "dsgd-ring", "round": 10, "client": null, "metric": "test_acc_mean", "value": 0.83}
 
-``client`` is ``null`` for aggregate metrics and the client index for per-client ones. The writer
-appends and flushes after every round, so a crash loses nothing already computed; figures and
-reports read these files and never re-run training.
+``client`` is ``null`` for aggregate metrics and the client index for per-client ones. A run's
+per-client values are written as columns, one array a metric an evaluation, to the *client
+file* ``<stem>.clients.arrows`` beside the ``.jsonl`` file (:mod:`~topofl.records.columns`);
+:func:`load` reads both, and every query and ``Records.rows`` answer for them as for rows (so
+a run's records are the two files: :func:`copy_records` copies both). The writer appends and
+flushes after every round, so a crash loses nothing already computed; figures and reports
+read these files and never re-run training.
 
 Examples
 --------
@@ -32,6 +36,7 @@ The package
 -----------
 - :mod:`~topofl.records.writer`: :class:`Recorder` (append, flush, resume).
 - :mod:`~topofl.records.reader`: :func:`load`, :func:`load_many` (and the checks of every line).
+- :mod:`~topofl.records.columns`: the per-client values as columns (the client file).
 - :mod:`~topofl.records.queries`: :class:`Records`, whose methods are the queries, one name per
   question (:meth:`~Records.rounds_to`, :meth:`~Records.bytes_to`, :meth:`~Records.messages_to`,
   :meth:`~Records.time_to`, :meth:`~Records.best`, :meth:`~Records.final`,
@@ -57,6 +62,7 @@ algorithm, :func:`topofl.algorithms.malicious_share`.
 
 from __future__ import annotations
 
+from topofl.records.columns import copy_records
 from topofl.records.curves import area_under_curve
 from topofl.records.queries import COSTS, Records, RunStatus
 from topofl.records.reader import load, load_many
@@ -65,8 +71,8 @@ from topofl.records.writer import (
     header_run_hash as header_run_hash,  # (topofl._utils.runhash's docs)
 )
 
-__all__ = ["COSTS", "Recorder", "Records", "RunStatus", "area_under_curve", "cost_to", "load",
-           "load_many", "rounds_to"]
+__all__ = ["COSTS", "Recorder", "Records", "RunStatus", "area_under_curve", "copy_records",
+           "cost_to", "load", "load_many", "rounds_to"]
 
 
 def _records(records: Records) -> Records:

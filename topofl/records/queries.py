@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from topofl.records._format import _as_float, _number
+from topofl.records.columns import ClientBlock, block_value, client_table, merged_points, regroup
 from topofl.records.curves import _check_target, _first_reach, area_under_curve
 
 __all__ = ["COSTS", "Records", "RunStatus"]
@@ -114,17 +115,25 @@ class Records:
         Run id -> the header's ``config``, ``provenance`` and ``engine`` (see :func:`load`).
     provenance, engine : dict, optional
         The header's ``provenance`` and ``engine`` of a single run.
+    blocks : iterable of ClientBlock, optional
+        Per-client values as columns (:mod:`topofl.records.columns`: what :func:`load` reads
+        from a run's client file): each stands for one row a client at its place among
+        ``rows``.
 
     Attributes
     ----------
     rows : list of dict
+        Every row, those the blocks stand for included (built from the blocks on first use:
+        the queries :meth:`per_client`, :meth:`clients` and :meth:`selected` read the blocks'
+        arrays without it).
     configs, provenances, engines : dict
         Run id -> header parts, one entry per loaded run.
     sources : dict
         Run id -> the file it was read from (filled by :func:`load` and :func:`load_many`).
     cut : dict
-        Run id -> bytes of a final line cut short by a crash mid-write, which :func:`load`
-        dropped (runs whose file ends cleanly are absent): such a run was interrupted.
+        Run id -> bytes of a final line (or a last block of its client file) cut short by a
+        crash mid-write, which :func:`load` dropped (runs whose file ends cleanly are
+        absent): such a run was interrupted.
     unreadable : dict
         File -> why it could not be read, for the files :func:`load_many` skipped with
         ``on_error="skip"``.
@@ -140,15 +149,21 @@ class Records:
         provenances: Mapping[str, Mapping[str, Any]] | None = None,
         engine: Mapping[str, Any] | None = None,
         engines: Mapping[str, Mapping[str, Any]] | None = None,
+        blocks: Iterable[ClientBlock] | None = None,
     ) -> None:
         _check_records_args(rows, config=config, provenance=provenance, engine=engine,
                             configs=configs, provenances=provenances, engines=engines)
-        self.rows: list[dict[str, Any]] = list(rows) if rows is not None else []
-        for k, r in enumerate(self.rows):
+        self._rows: list[dict[str, Any]] = list(rows) if rows is not None else []
+        for k, r in enumerate(self._rows):
             if not isinstance(r, Mapping) or "run" not in r:
                 raise TypeError(f"rows[{k}] must be a row dict with a 'run' key, got "
                                 f"{type(r).__name__} {r!r}"[:200])
-        row_runs = list(dict.fromkeys(r["run"] for r in self.rows))
+        self._blocks: list[ClientBlock] = list(blocks) if blocks is not None else []
+        for k, b in enumerate(self._blocks):
+            if not isinstance(b, ClientBlock):
+                raise TypeError(f"blocks[{k}] must be a ClientBlock, got {type(b).__name__}")
+        row_runs = list(dict.fromkeys([*(r["run"] for r in self._rows),
+                                       *(b.run for b in self._blocks)]))
 
         def per_run(
             many: Mapping[str, Mapping[str, Any]] | None, one: Mapping[str, Any] | None
@@ -167,11 +182,31 @@ class Records:
         self._index: dict[tuple[str, str, int | None], list[tuple[int, Any]]] = {}
         self._indexed = -1
 
+    # ------------------------------------------------------------------ rows and blocks
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row as a dict, in the order written (the blocks' rows at their places)."""
+        if self._blocks:
+            self._rows = regroup(self._rows, self._blocks)
+            self._blocks = []
+        return self._rows
+
+    @rows.setter
+    def rows(self, rows: list[dict[str, Any]]) -> None:
+        self._rows, self._blocks = rows, []
+
+    @property
+    def blocks(self) -> list[ClientBlock]:
+        """The per-client values held as columns (:class:`~topofl.records.columns.ClientBlock`,
+        ``[]`` once :attr:`rows` has been built from them)."""
+        return list(self._blocks)
+
     # ------------------------------------------------------------------ runs and headers
     @property
     def runs(self) -> list[str]:
         """Run identifiers: those with a header, then those seen in the rows, in order."""
-        return list(dict.fromkeys([*self.configs, *(r["run"] for r in self.rows)]))
+        return list(dict.fromkeys([*self.configs, *(r["run"] for r in self._rows),
+                                   *(b.run for b in self._blocks)]))
 
     def subset(self, runs: Sequence[str]) -> Records:
         """The records of ``runs`` only (rows, headers, sources and cut lines), in that order.
@@ -188,7 +223,8 @@ class Records:
         def pick(d: Mapping[str, Any]) -> dict[str, Any]:
             return {r: d[r] for r in runs if r in d}
 
-        out = Records(rows=[r for r in self.rows if r["run"] in keep], configs=pick(self.configs),
+        rows, blocks = self._kept(keep)
+        out = Records(rows=rows, configs=pick(self.configs), blocks=blocks,
                       provenances=pick(self.provenances), engines=pick(self.engines))
         out.sources = pick(self.sources)
         out.cut = pick(self.cut)
@@ -197,7 +233,14 @@ class Records:
     @property
     def metrics(self) -> list[str]:
         """Names of the recorded metrics (of all runs), sorted."""
-        return sorted({r["metric"] for r in self.rows})
+        return sorted({r["metric"] for r in self._rows} | {b.metric for b in self._blocks})
+
+    def _kept(self, runs: set[str]) -> tuple[list[dict[str, Any]], list[ClientBlock]]:
+        """The rows and blocks of ``runs``, each block's place counted among the kept rows."""
+        kept = np.cumsum([0] + [r["run"] in runs for r in self._rows])
+        return ([r for r in self._rows if r["run"] in runs],
+                [b.renamed(b.run, int(kept[min(b.at, len(self._rows))]) - b.at)
+                 for b in self._blocks if b.run in runs])
 
     def _header(self, k: int, name: str) -> dict[str, Any]:
         runs = self.runs
@@ -242,8 +285,9 @@ class Records:
     def for_run(self, run: str) -> Records:
         """The records of one run (rows and header), as a single-run :class:`Records`."""
         run = str(self._run(run))
+        rows, blocks = self._kept({run})
         out = Records(
-            rows=[r for r in self.rows if r["run"] == run],
+            rows=rows, blocks=blocks,
             configs={run: self.configs[run]} if run in self.configs else {},
             provenances={run: self.provenances[run]} if run in self.provenances else {},
             engines={run: self.engines[run]} if run in self.engines else {},
@@ -254,13 +298,16 @@ class Records:
 
     # ------------------------------------------------------------------ queries
     def _points(self, run: str | None, metric: str, client: int | None) -> list[tuple[int, Any]]:
-        if self._indexed != len(self.rows):
+        if self._indexed != len(self._rows):
             index: dict[tuple[str, str, int | None], list[tuple[int, Any]]] = {}
-            for r in self.rows:
+            for r in self._rows:
                 index.setdefault((r["run"], r["metric"], r["client"]), []).append(
                     (r["round"], r["value"]))
-            self._index, self._indexed = index, len(self.rows)
-        return [] if run is None else self._index.get((run, metric, client), [])
+            self._index, self._indexed = index, len(self._rows)
+        pts = [] if run is None else self._index.get((run, metric, client), [])
+        if client is None or not self._blocks or run is None:
+            return pts
+        return merged_points(self._rows, self._blocks, run, metric, client)
 
     def run_id(self, run: str | None = None) -> str | None:
         """The run a query is about: ``run`` when it is loaded, else the only run loaded
@@ -317,7 +364,8 @@ class Records:
         """
         rid = self._run(run)
         rounds = 0 if rid is None else max(
-            (int(r["round"]) + 1 for r in self.rows if r["run"] == rid), default=0)
+            [*(int(r["round"]) + 1 for r in self._rows if r["run"] == rid),
+             *(b.round + 1 for b in self._blocks if b.run == rid)], default=0)
         planned = _planned_rounds(self.configs.get(rid, {}) if rid is not None else {},
                                   self.engines.get(rid, {}) if rid is not None else {})
         reasons = []
@@ -373,13 +421,49 @@ class Records:
         name = self._run(run)
         pts = sorted(
             ((r["client"], r["value"])
-             for r in self.rows
+             for r in self._rows
              if r["metric"] == metric and r["round"] == round and r["client"] is not None
              and r["run"] == name), key=lambda p: p[0]
         )
+        mine = [b for b in self._blocks
+                if b.run == name and b.metric == metric and b.round == round]
+        if len(mine) == 1 and not pts:
+            return mine[0].values.astype(np.float64)  # the columns: no row built (a copy)
+        pts = sorted([*pts, *((i, block_value(v)) for b in mine
+                              for i, v in enumerate(b.values.tolist()))], key=lambda p: p[0])
         if not pts:
             raise KeyError(f"per-client metric {metric!r} not recorded at round {round}")
         return np.array([_number(v, metric, name, round, c) for c, v in pts])
+
+    def clients(self, metric: str, *, run: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(rounds, values)`` of a per-client metric of one run: ``values[k, i]`` is client
+        ``i``'s value at ``rounds[k]`` (sorted), NaN where it has none (or recorded ``null``).
+
+        Read from the blocks' arrays without building a row (the per-client values of a run
+        written since they are columns, :mod:`topofl.records.columns`), or from the rows.
+
+        Raises
+        ------
+        KeyError
+            If ``metric`` was never recorded per client for this run.
+        TypeError, ValueError
+            As :meth:`series`.
+
+        Examples
+        --------
+        >>> rows = [{"run": "r", "round": t, "client": c, "metric": "acc", "value": v}
+        ...         for t, c, v in [(0, 0, 0.5), (0, 1, 0.25), (4, 1, 0.75)]]
+        >>> rounds, values = Records(rows=rows).clients("acc")
+        >>> rounds.tolist(), values.tolist()
+        ([0, 4], [[0.5, 0.25], [nan, 0.75]])
+        """
+        _check_metric(metric)
+        name = self._run(run)
+        rounds, values, _ = client_table(self._rows, self._blocks, name, metric)
+        if not rounds.size:
+            raise KeyError(f"per-client metric {metric!r} not recorded"
+                           + ("" if run is None else f" in run {run!r}"))
+        return rounds, values
 
     def selected(self, metric: str = "test_acc", by: str = "val_loss", *, mode: str = "min",
                  run: str | None = None) -> np.ndarray:
@@ -426,30 +510,29 @@ class Records:
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
         name = self._run(run)
-        self._points(name, metric, None)  # builds the index
-        found: dict[str, dict[int, dict[int, Any]]] = {metric: {}, by: {}}
-        for (r, m, c), pts in self._index.items():
-            if r == name and c is not None and m in found:
-                found[m][int(c)] = dict(pts)
+        tables = {m: client_table(self._rows, self._blocks, name, m) for m in (metric, by)}
         for m in (metric, by):
-            if not found[m]:
+            if not tables[m][0].size:
                 raise KeyError(
                     f"per-client metric {m!r} not recorded" + ("" if run is None else
                                                                f" in run {run!r}")
                     + ("; a run records val_loss and val_acc per client with "
                        "RunConfig(eval_val=True)" if m.startswith("val_") else ""))
-        n = 1 + max(max(found[metric]), max(found[by]))
-        out = np.full(n, np.nan)
+        (t_m, v_m, has_m), (t_b, v_b, has_b) = tables[metric], tables[by]
+        n = max(v_m.shape[1], v_b.shape[1])
+        rounds = np.intersect1d(t_m, t_b)  # sorted: the earliest round first on a tie
+        vm = _widen(v_m[np.searchsorted(t_m, rounds)], n)
+        hm = _widen(has_m[np.searchsorted(t_m, rounds)], n, fill=False)
+        vb = _widen(v_b[np.searchsorted(t_b, rounds)], n)
+        hb = _widen(has_b[np.searchsorted(t_b, rounds)], n, fill=False)
         sign = 1.0 if mode == "min" else -1.0
-        for c, values in found[metric].items():
-            keys = found[by].get(c, {})
-            best: tuple[float, int] | None = None
-            for t in sorted(set(values) & set(keys)):
-                v = _number(keys[t], by, name, t, c)  # NaN, inf, -inf: no model to select
-                if math.isfinite(v) and (best is None or sign * v < best[0]):
-                    best = (sign * v, t)
-            if best is not None:
-                out[c] = _number(values[best[1]], metric, name, best[1], c)
+        # NaN, inf, -inf: no model to select
+        score = np.where(hm & hb & np.isfinite(vb), sign * vb, np.inf)
+        out = np.full(n, np.nan)
+        if rounds.size:
+            pick = np.argmin(score, axis=0)
+            ok = np.isfinite(score[pick, np.arange(n)])
+            out[ok] = vm[pick[ok], np.flatnonzero(ok)]
         return out
 
     def rounds_to(
@@ -713,10 +796,19 @@ class Records:
         return iter(self.rows)
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self._rows) + sum(int(b.values.size) for b in self._blocks)
 
     def __repr__(self) -> str:
-        return f"Records(runs={self.runs}, rows={len(self.rows)}, metrics={len(self.metrics)})"
+        return f"Records(runs={self.runs}, rows={len(self)}, metrics={len(self.metrics)})"
+
+
+def _widen(a: np.ndarray, n: int, fill: Any = math.nan) -> np.ndarray:
+    """``a`` ``[R, m]`` padded with ``fill`` to ``[R, n]`` columns."""
+    if a.shape[1] == n:
+        return a
+    out = np.full((a.shape[0], n), fill, dtype=a.dtype)
+    out[:, :a.shape[1]] = a
+    return out
 
 
 def _warn_nan(metric: str, run: str | None, where: str) -> None:

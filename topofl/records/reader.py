@@ -16,6 +16,7 @@ from typing import Any
 
 from topofl._utils.validation import check_path
 from topofl.records._format import ROW_KEYS, _header_run_id, _value_problem
+from topofl.records.columns import client_path, read_blocks
 from topofl.records.queries import Records
 
 __all__ = ["load", "load_many"]
@@ -125,6 +126,10 @@ def load(path: str | os.PathLike[str]) -> Records:
     row. A row of another run id is corruption (one changed character would otherwise load as
     a run of its own).
 
+    The run's per-client values written as columns, in the client file beside ``path``
+    (:func:`~topofl.records.columns.client_path`), are read with it
+    (:attr:`Records.blocks`; every query answers for them as for rows).
+
     A crash mid-write can only cut the *last* line short, and the writer ends every complete
     line with a newline: so a final line with no newline that does not parse, but starts a
     JSON object, is a partial row and is ignored (:attr:`Records.cut` says so). Anything else
@@ -141,7 +146,7 @@ def load(path: str | os.PathLike[str]) -> Records:
     ValueError
         If ``path`` is a directory or holds no complete line, or a line is not UTF-8, not
         JSON, not an object, or not a valid header or row; the message names the file and the
-        line (1-based).
+        line (1-based). If its client file is not one (the message names it).
 
     Examples
     --------
@@ -227,15 +232,21 @@ def _records(p: Path, header: dict[str, Any], rows: list[dict[str, Any]], cut: i
     runs = list(dict.fromkeys(r["run"] for r in rows))
     if not runs and header:
         runs = [header.get("run") or _header_run_id(config, engine) or p.stem]
+    columns = client_path(p)
+    blocks, cut_values = (read_blocks(columns, runs[0]) if runs and columns.is_file()
+                          else ([], 0))
+    # values written after the last row that survived (a crash between the two files) are
+    # not part of the run's records: its rows say where it stopped
+    blocks = [b for b in blocks if b.at <= len(rows)]
     out = Records(
         config=config, rows=rows, provenance=provenance, engine=engine,
         configs={run: config for run in runs},
         provenances={run: provenance for run in runs},
-        engines={run: engine for run in runs},
+        engines={run: engine for run in runs}, blocks=blocks,
     )
     out.sources = {run: str(p) for run in runs}
-    if cut:
-        out.cut = {run: cut for run in runs}
+    if cut or cut_values:
+        out.cut = {run: cut + cut_values for run in runs}
     return out
 
 
@@ -330,8 +341,10 @@ def load_many(
             out.sources[new] = str(f)
             if run in r.cut:
                 out.cut[new] = r.cut[run]
-        out.rows.extend(
+        shift = len(out._rows)
+        out._blocks.extend(b.renamed(rename_map.get(b.run, b.run), shift) for b in r._blocks)
+        out._rows.extend(
             {**row, "run": rename_map[row["run"]]} if row["run"] in rename_map else row
-            for row in r.rows
+            for row in r._rows
         )
     return out

@@ -1,4 +1,5 @@
-"""Writing run records: :class:`Recorder` appends one JSON line per row and flushes every round.
+"""Writing run records: :class:`Recorder` appends one JSON line per row and flushes every round;
+per-client values go as columns to the client file beside it (:mod:`topofl.records.columns`).
 
 A resumed run's recorder first checks the file it continues (:func:`_resumable`: a complete
 header of the same run hash, rows of this run only, every round the checkpoint covers), then
@@ -20,6 +21,7 @@ from topofl._utils.files import replace_text
 from topofl._utils.runhash import header_hash_problem
 from topofl.exceptions import CheckpointError
 from topofl.records._format import _header_run_id, _value_problem
+from topofl.records.columns import ClientBlock, ClientWriter, client_path, read_blocks, write_blocks
 from topofl.records.queries import Records
 from topofl.records.reader import load
 
@@ -59,7 +61,9 @@ class Recorder:
         file is replaced. With ``resume`` the file must exist: it is checked first (a complete
         header line, the run hash, the rows), then its rows of rounds ``>= resume_round`` are
         dropped (the resumed run writes them again, so each round is written once) and the
-        rest is kept.
+        rest is kept. The per-client values of :meth:`log_clients` go to the client file
+        beside it (:func:`~topofl.records.columns.client_path`), which is replaced, cut and
+        kept alike; in memory (``path`` ``None``) they are kept as arrays.
     run : str
         Run identifier stored in every row.
     resume : bool, default False
@@ -111,23 +115,33 @@ class Recorder:
         self.config: dict[str, Any] = {}
         self.provenance: dict[str, Any] = {}
         self.engine: dict[str, Any] = {}
+        self.blocks: list[ClientBlock] = []  # per-client values, in memory (no path)
         self._fh: IO[str] | None = None
+        self._columns: ClientWriter | None = None
         self._header_line: str | None = None  # resumed: the header as it is on disk
         if self.path is None:
             return
+        columns = client_path(self.path)
         if not resume:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
+            columns.unlink(missing_ok=True)  # another run's values
+            self._columns = ClientWriter(columns)
             return
         # resume: check everything before the file is touched
         first, old = _resumable(self.path, self.run, run_hash, expect_rounds)
         self.config = dict(old.config)
         self.provenance = dict(old.provenance)
         self.engine = dict(old.engine)
-        keep = [r for r in old.rows if resume_round is None or int(r["round"]) < resume_round]
+        keep = [r for r in old._rows if resume_round is None or int(r["round"]) < resume_round]
         self._rewrite(first, keep)
         self.rows = keep
         self._header_line = first
+        self._columns = ClientWriter(columns)
+        if columns.exists():
+            write_blocks(columns, [b for b in old._blocks
+                                   if resume_round is None or b.round < resume_round],
+                         keep_open=self._columns)
 
     def _rewrite(self, header: str, rows: list[dict[str, Any]]) -> None:
         """Replace the file by ``header`` and ``rows`` (atomically, durably); append after."""
@@ -214,10 +228,31 @@ class Recorder:
         for k, v in values.items():
             self.log(k, v, round, client)
 
-    def log_clients(self, metric: str, values: Sequence[float], round: int) -> None:
-        """Record one value per client."""
-        for i, v in enumerate(values):
-            self.log(metric, v, round, i)
+    def log_clients(self, metric: str, values: Sequence[float] | np.ndarray, round: int) -> None:
+        """Record one value per client (client ``i``'s is ``values[i]``; ``None`` or NaN:
+        none): one :class:`~topofl.records.columns.ClientBlock`, written to the client file
+        (or kept in memory without a path) in one copy.
+
+        Raises
+        ------
+        TypeError
+            If ``values`` is not a flat sequence of numbers (or ``None``).
+        """
+        try:
+            arr = np.array(values)
+            arr = arr.astype(np.int64 if arr.dtype.kind in "iu" else np.float64)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is None or arr.ndim != 1 or isinstance(values, (str, bytes, Mapping)):
+            shown = repr(values)
+            raise TypeError(f"the values of {metric!r} must be a flat sequence of numbers (one "
+                            f"a client), got {type(values).__name__} "
+                            f"{shown if len(shown) <= 80 else shown[:77] + '...'}")
+        block = ClientBlock(self.run, str(metric), int(round), len(self.rows), arr)
+        if self._columns is not None:
+            self._columns.write(block)
+        else:
+            self.blocks.append(block)
 
     def flush(self, *, sync: bool = True) -> None:
         """Flush to disk (called by the engine after every round); ``sync=False`` hands the
@@ -226,6 +261,10 @@ class Recorder:
             self._fh.flush()
             if sync:
                 os.fsync(self._fh.fileno())
+        if self._columns is not None:
+            self._columns.flush()
+            if sync:
+                self._columns.sync()
 
     def sync(self) -> None:
         """Wait until the rows flushed so far are on the disk (``os.fsync``). Another thread
@@ -233,6 +272,8 @@ class Recorder:
         fh = self._fh
         if fh is not None:
             os.fsync(fh.fileno())
+        if self._columns is not None:
+            self._columns.sync()
 
     def close(self) -> None:
         """Flush and close the file."""
@@ -240,12 +281,20 @@ class Recorder:
             self._fh.flush()
             self._fh.close()
             self._fh = None
+        if self._columns is not None:
+            self._columns.close()
 
     def records(self) -> Records:
-        """The rows written so far, as :class:`Records`."""
+        """The rows written so far, as :class:`Records` (the per-client values of a file
+        read from its client file in place, not copied)."""
+        blocks = self.blocks
+        if self._columns is not None:
+            self._columns.flush()
+            there = self._columns.path.exists()
+            blocks = read_blocks(self._columns.path, self.run)[0] if there else []
         return Records(rows=list(self.rows), configs={self.run: dict(self.config)},
                        provenances={self.run: dict(self.provenance)},
-                       engines={self.run: dict(self.engine)})
+                       engines={self.run: dict(self.engine)}, blocks=list(blocks))
 
     def __enter__(self) -> Recorder:
         return self
@@ -309,12 +358,13 @@ def _resumable(path: Path, run: str, run_hash: str | None,
     except ValueError as exc:  # corrupt: nothing may be appended to it
         raise CheckpointError(f"{exc} (refused to resume into it: restore the file or start "
                               "the run anew)") from None
-    others = sorted({r["run"] for r in old.rows} - {run})
+    others = sorted({r["run"] for r in old._rows} - {run})
     if others:
         raise CheckpointError(
             f"{what} holds rows of the run id(s) {others}, expected only {run!r}: not this "
             "run's records file")
-    have = {int(r["round"]) for r in old.rows}
+    _check_client_file(path, head, old)
+    have = {int(r["round"]) for r in old._rows}
     lost = sorted(set(expect_rounds or ()) - have)
     if lost:
         shown = ", ".join(map(str, lost[:8])) + (", ..." if len(lost) > 8 else "")
@@ -324,3 +374,22 @@ def _resumable(path: Path, run: str, run_hash: str | None,
             "(evaluated before it): rows are missing (the file was cut or replaced); restore "
             "it or start the run anew")
     return raw.decode("utf-8").rstrip("\n"), old
+
+
+def _check_client_file(path: Path, head: dict[str, Any], old: Records) -> None:
+    """Refuse to resume a run that recorded per-client values whose client file is gone (a
+    records file copied or moved without it): its values of the rounds before would be
+    silently missing."""
+    declared = [part.get("record_clients") for part in
+                (head.get("config"), (head.get("engine") or {}).get("run"))
+                if isinstance(part, Mapping)]
+    if True not in declared or client_path(path).exists() or old._blocks:
+        return
+    if any(r["client"] is not None for r in old._rows):  # the format before the columns
+        return
+    evaluated = {r["round"] for r in old._rows if str(r["metric"]).startswith("test_acc")}
+    if evaluated:
+        raise CheckpointError(
+            f"records file {path} belongs to a run that recorded per-client values, but their "
+            f"client file {client_path(path)} is missing (a records file copied or moved "
+            "without it?): restore it beside the records file, or start the run anew")

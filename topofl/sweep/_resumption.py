@@ -15,6 +15,7 @@ from topofl.config import ConfigError, read_header, validate
 from topofl.distributed.checkpoint import load_any
 from topofl.engine.config import ADDED_SETTINGS
 from topofl.exceptions import CheckpointError
+from topofl.records.columns import client_path
 from topofl.records.writer import jsonable
 from topofl.sweep._planning import _WHERE, SweepRun
 
@@ -68,8 +69,8 @@ def conflict(run: SweepRun, out: str | os.PathLike[str]) -> str | None:
 
 
 def discard(out: str | os.PathLike[str], name: str) -> None:
-    """Remove the records, checkpoint and finished marker of the run ``name`` from ``out``
-    (the next :func:`run_sweep` runs it from round 0).
+    """Remove the records (with their client file), checkpoint and finished marker of the run
+    ``name`` from ``out`` (the next :func:`run_sweep` runs it from round 0).
 
     Examples
     --------
@@ -80,7 +81,8 @@ def discard(out: str | os.PathLike[str], name: str) -> None:
     >>> sorted(p.name for p in d.iterdir())
     []
     """
-    for path in run_files(out, name):
+    files = run_files(out, name)
+    for path in (*files, client_path(files.records)):
         path.unlink(missing_ok=True)
 
 

@@ -55,10 +55,12 @@ RUNTIME_BYTES = 100 * 2**20
 #: what those of 100,000 left over (``analysis/memory_model.md``).
 CLIENT_BYTES = 512
 
-#: Bytes of one records row held in memory (a ``dict`` of five entries and its value):
-#: measured with ``tracemalloc`` over 100,000 rows of ``Recorder.log_clients``: 220, plus the
-#: pointer :meth:`Recorder.records` copies.
-ROW_BYTES = 232
+#: Bytes of one per-client value a run without a records file holds in memory: a float64 in
+#: the array of its evaluation (:class:`topofl.records.columns.ClientBlock`; 232 when they
+#: were one ``dict`` a client). With ``records_path`` the values go to the client file beside
+#: it as they are computed and the run holds none (:func:`~topofl.workflow.memory.shapes`
+#: counts no per-client rows then).
+ROW_BYTES = 8
 
 #: The dense spectral summary's working set, in ``n x n`` float64 matrices (up to
 #: :data:`topofl.spectral.summarize.SUMMARY_DENSE_MAX` nodes; one matrix up to 4096 nodes,

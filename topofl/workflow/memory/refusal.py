@@ -100,8 +100,9 @@ def _refusal(n: int, need: float, have: int, what: str, fits: int | None = None,
 
 def ways_to_fit(s: Shapes, parts: Mapping[str, int], need: float, limit: int) -> str:
     """The settings that would make a refused run fit at its own ``n``, as the end of its
-    refusal (``""`` when none does): the per-client rows the records keep grow with the
-    evaluations, so ``record_clients=False`` (without them), a larger ``eval_every`` (the
+    refusal (``""`` when none does): the per-client rows a run without a records file keeps
+    grow with the evaluations, so a ``records_path`` (they go to its client file),
+    ``record_clients=False`` (without them), a larger ``eval_every`` (the
     smallest that fits) or fewer ``rounds`` (the most that fit at this ``eval_every``), each
     named only where the estimate less what it saves fits in ``limit``.
 
@@ -116,7 +117,7 @@ def ways_to_fit(s: Shapes, parts: Mapping[str, int], need: float, limit: int) ->
     ...            rounds=100)
     >>> parts = {"parameters": 4 * 10**9, "records": 70 * 10**9}
     >>> print(ways_to_fit(s, parts, 74 * 10**9, 20 * 10**9))
-    ; it fits with record_clients=False (the per-client rows of the records, 65.2 GiB, are not kept), with eval_every=5 (20 evaluations keep 13 GiB of per-client rows) or with rounds=22 at eval_every=1
+    ; it fits with a records_path (the per-client rows of the records, 65.2 GiB, are written to its client file, not kept), with record_clients=False (they are not recorded), with eval_every=5 (20 evaluations keep 13 GiB of per-client rows) or with rounds=22 at eval_every=1
     >>> ways_to_fit(s, parts, 74 * 10**9, 3 * 10**9)  # the rest alone does not fit
     ''
     """  # noqa: E501
@@ -124,8 +125,9 @@ def ways_to_fit(s: Shapes, parts: Mapping[str, int], need: float, limit: int) ->
     rest = need - records
     if records <= 0 or rest > limit or s.evaluations < 1:
         return ""
-    ways = [f"record_clients=False (the per-client rows of the records, {fmt_bytes(records)}, "
-            "are not kept)"]
+    ways = ["a records_path (the per-client rows of the records, "
+            f"{fmt_bytes(records)}, are written to its client file, not kept)",
+            "record_clients=False (they are not recorded)"]
     per_eval = records / s.evaluations
     keep = int((limit - rest) // per_eval) if per_eval > 0 else s.evaluations
     if 1 <= keep < s.evaluations and s.rounds > 0:

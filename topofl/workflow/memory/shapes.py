@@ -242,7 +242,7 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
     rounds, every = int(run.rounds), int(run.eval_every)
     evaluations = rounds // every + (1 if rounds % every else 0)
     rows_per_eval = 0
-    if run.record_clients:
+    if run.record_clients and run.records_path is None:  # a file: written, not held
         rows_per_eval = 1 + (2 if run.ledger else 0) + (2 if run.eval_val else 0)
     return Shapes(
         n=n, num_params=layout.num_params, dtype_bytes=dtype.itemsize,
