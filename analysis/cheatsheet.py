@@ -125,6 +125,7 @@ PARAMS: dict[str, Callable[[int, int], dict[str, Any]]] = {
     "random_directed": lambda n, c: {"k": min(DEGREE, n - 1)},
     "random_directed_push": lambda n, c: {"k": min(DEGREE, n - 1)},
     "random_matching": lambda n, c: {},
+    "partite_match": lambda n, c: {"k": min(PEERS, n - 1)},
     "random_undirected": lambda n, c: {"k": _even_degree(n)},
     "el_oracle": lambda n, c: {"s": _even_degree(n)},
     "el_local": lambda n, c: {"s": min(DEGREE, n - 1)},
@@ -144,7 +145,8 @@ PARAM_NOTES = (
     f"families with a degree take {DEGREE} neighbours (the torus's degree; lowered where "
     f"n x degree must be even); torus, grid and circulant are near-square "
     f"(rows x cols, offsets 1 and rows); D-Cliques and random cliques have cliques of the "
-    f"number of classes; k-peer exponential and Base-(k+1) take k = {PEERS} (base 4); "
+    f"number of classes; k-peer exponential, Base-(k+1) and the (k+1)-partite random match "
+    f"take k = {PEERS} (base 4, groups of 4); "
     f"Erdős-Rényi has p = {DEGREE}/(n-1) (expected degree {DEGREE}); Watts-Strogatz rewires "
     f"with p = 0.1; Teleportation activates ceil(sqrt(n)) nodes a round, on a ring"
 )

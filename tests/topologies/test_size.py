@@ -29,6 +29,7 @@ CASES = [
     (tf.topologies.watts_strogatz, (10**9, 4, 0.1), {"seed": 0}),
     (tf.topologies.random_directed, (10**9, 5), {"seed": 0}),
     (tf.topologies.random_matching, (10**10,), {"seed": 0}),
+    (tf.topologies.partite_match, (10**10, 2), {"seed": 0}),
 ]
 
 

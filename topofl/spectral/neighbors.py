@@ -40,7 +40,8 @@ periodic ``TimeVarying``              exact: a Lyapunov equation for the product
 random i.i.d. schedule with a         exact expected value over the schedule's distribution:
 closed form (EL-Oracle, EL-Local,     ``"closed_form"``, from the two second moments of
 random k-regular, random pull,        :class:`MixingMoments` (:func:`expected_mixing`)
-random matching)
+random matching, (k+1)-partite
+random match)
 any other non-periodic                Monte-Carlo estimate (``"monte_carlo"``): the covariance
 ``TimeVarying``                       recursion $\Sigma_{t+1} = W(t)(\gamma\Sigma_t + I)W(t)^\top$
                                       run exactly (the noise is integrated out) along rounds
@@ -223,6 +224,13 @@ def _matching_moments(n: int) -> MixingMoments:
     return _doubly(n, c, "random_matching")
 
 
+def _partite_moments(n: int, k: int) -> MixingMoments:
+    # Random groups of k + 1 (the n mod (k+1) left over form one smaller group) average
+    # exactly: a node's row holds 1/|group| entries 1/|group|, so sum_j W_ij^2 = 1/|group|,
+    # and summed over the nodes it counts the groups: c = ceil(n / (k+1)) / n.
+    return _doubly(n, (-(-n // (k + 1))) / n, "partite_match")
+
+
 def _teleportation_moments(n: int, k: int, graph: str) -> MixingMoments:
     # k uniform active nodes mix (each active row: 1/w entries w), the others keep their model:
     # c = (k/n) w + (1 - k/n); exchangeable and doubly stochastic. The random regular slot
@@ -243,6 +251,7 @@ _CLOSED_FORMS: dict[str, tuple[tuple[str, ...], Callable[..., MixingMoments]]] =
     "el_local": (("n", "s"), _el_local_moments),
     "random_directed": (("n", "k", "mode"), lambda n, k, mode: _pull_moments(n, k)),
     "random_matching": (("n",), _matching_moments),
+    "partite_match": (("n", "k"), _partite_moments),
     "teleportation": (("n", "k", "graph"), _teleportation_moments),
 }
 
@@ -268,8 +277,10 @@ def expected_mixing(graph: Any) -> MixingMoments:
     (a uniform random ``s``-regular graph, weights ``1/(s+1)``: $c = 1/(s+1)$),
     :func:`~topofl.topologies.el_local` (``s`` random out-neighbours, receivers average),
     :func:`~topofl.topologies.random_directed` in ``"pull"`` mode,
-    :func:`~topofl.topologies.random_matching` and :func:`~topofl.topologies.teleportation`
-    (``k`` uniform active nodes mix, the others keep their model).
+    :func:`~topofl.topologies.random_matching`, :func:`~topofl.topologies.partite_match`
+    (random groups of ``k + 1`` average: $c = \lceil n/(k+1) \rceil / n$) and
+    :func:`~topofl.topologies.teleportation` (``k`` uniform active nodes mix, the others keep
+    their model).
 
     Parameters
     ----------

@@ -37,6 +37,7 @@ from topofl.topologies import directed as _directed
 from topofl.topologies import epidemic as _epidemic
 from topofl.topologies import exponential as _exponential
 from topofl.topologies import learned as _learned
+from topofl.topologies import partite_match as _partite_match
 from topofl.topologies import random as _random
 from topofl.topologies import teleportation as _teleportation
 from topofl.topologies._registry import (
@@ -56,6 +57,7 @@ from topofl.topologies.directed import *  # noqa: F403
 from topofl.topologies.epidemic import *  # noqa: F403
 from topofl.topologies.exponential import *  # noqa: F403
 from topofl.topologies.learned import *  # noqa: F403
+from topofl.topologies.partite_match import *  # noqa: F403
 from topofl.topologies.random import *  # noqa: F403
 from topofl.topologies.teleportation import *  # noqa: F403
 
@@ -73,6 +75,7 @@ __all__ = [
     *_cliques.__all__,
     *_exponential.__all__,
     *_directed.__all__,
+    *_partite_match.__all__,
     *_epidemic.__all__,
     *_learned.__all__,
     *_teleportation.__all__,
