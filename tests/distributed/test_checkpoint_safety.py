@@ -281,7 +281,8 @@ def test_two_ranks_fall_back_to_the_old_copy(written: Path, tmp_path: Path) -> N
     assert sharded.load_full(gone, torch.device("cpu"))["round"] == 2
     # gone.tmp is no name of topofl's (its temporaries are .gone.topofl-tmp-...): a user's
     # folder there, even one holding a checkpoint, is left as it was
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["gone", "gone.tmp", "two.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gone", "gone.tmp",
+                                                          "two.clients.arrows", "two.jsonl"]
     assert sharded.load_full(tmp_path / "gone.tmp", torch.device("cpu"))["round"] == 2
 
 
