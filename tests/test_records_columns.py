@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -276,3 +277,31 @@ def test_resuming_a_run_whose_client_file_is_gone_is_refused(tmp_path: Path) -> 
     with Recorder(moved, run="dsgd-ring", resume=True, resume_round=1,
                   expect_rounds=[1]) as rec:
         assert rec.rows
+
+
+def test_a_recorder_without_a_file_spills_to_a_temporary_one_and_removes_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Beyond SPILL_BYTES a recorder without a path moves its per-client values to a
+    temporary client file: it holds no more, answers as before, and the file is gone once it
+    closes (its records still read, from the mapping)."""
+    import topofl.records.writer as writer
+
+    monkeypatch.setattr(writer, "SPILL_BYTES", 10_000)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    reference = Recorder(None, run="r")
+    monkeypatch.setattr(writer, "SPILL_BYTES", 10**12)
+    for t in range(5):
+        reference.log("m", float(t), t)
+        reference.log_clients("acc", np.arange(1000.0) + t, t)
+    monkeypatch.setattr(writer, "SPILL_BYTES", 10_000)
+    rec = Recorder(None, run="r")
+    for t in range(5):
+        rec.log("m", float(t), t)
+        rec.log_clients("acc", np.arange(1000.0) + t, t)
+        assert len(rec.blocks) <= 1  # spilled at the second block
+    assert [p.suffix for p in tmp_path.iterdir()] == [".arrows"]
+    live = rec.records()
+    rec.close()
+    assert list(tmp_path.iterdir()) == []
+    _same_answers(live, reference.records())
+    _same_answers(rec.records(), reference.records())

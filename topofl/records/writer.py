@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
+import weakref
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +27,12 @@ from topofl.records.columns import ClientBlock, ClientWriter, client_path, read_
 from topofl.records.queries import Records
 from topofl.records.reader import load
 
-__all__ = ["Recorder", "header_run_hash"]
+__all__ = ["Recorder", "header_run_hash", "SPILL_BYTES"]
+
+#: Bytes of per-client values a recorder without a file holds in memory; beyond them it moves
+#: them to a temporary client file, read in place, and removed when it closes (so a run's
+#: memory stays flat in its evaluations without a ``records_path`` too).
+SPILL_BYTES = 64 * 2**20
 
 
 def jsonable(value: Any) -> Any:
@@ -63,7 +70,9 @@ class Recorder:
         dropped (the resumed run writes them again, so each round is written once) and the
         rest is kept. The per-client values of :meth:`log_clients` go to the client file
         beside it (:func:`~topofl.records.columns.client_path`), which is replaced, cut and
-        kept alike; in memory (``path`` ``None``) they are kept as arrays.
+        kept alike; in memory (``path`` ``None``) they are kept as arrays, up to
+        :data:`SPILL_BYTES`, then in a temporary client file removed when the recorder
+        closes.
     run : str
         Run identifier stored in every row.
     resume : bool, default False
@@ -118,6 +127,9 @@ class Recorder:
         self.blocks: list[ClientBlock] = []  # per-client values, in memory (no path)
         self._fh: IO[str] | None = None
         self._columns: ClientWriter | None = None
+        self._spill: str | None = None  # no path: the temporary client file, once spilled
+        self._held = 0
+        self._closed: list[ClientBlock] | None = None
         self._header_line: str | None = None  # resumed: the header as it is on disk
         if self.path is None:
             return
@@ -251,8 +263,17 @@ class Recorder:
         block = ClientBlock(self.run, str(metric), int(round), len(self.rows), arr)
         if self._columns is not None:
             self._columns.write(block)
-        else:
-            self.blocks.append(block)
+            return
+        self.blocks.append(block)
+        self._held += arr.nbytes
+        if self._held > SPILL_BYTES and self.path is None:
+            fd, name = tempfile.mkstemp(prefix="topofl-clients-", suffix=".arrows")
+            os.close(fd)
+            weakref.finalize(self, _unlink, name)
+            self._spill, self._columns = name, ClientWriter(name)
+            for b in self.blocks:
+                self._columns.write(b)
+            self.blocks = []
 
     def flush(self, *, sync: bool = True) -> None:
         """Flush to disk (called by the engine after every round); ``sync=False`` hands the
@@ -263,7 +284,7 @@ class Recorder:
                 os.fsync(self._fh.fileno())
         if self._columns is not None:
             self._columns.flush()
-            if sync:
+            if sync and self._spill is None:
                 self._columns.sync()
 
     def sync(self) -> None:
@@ -272,7 +293,7 @@ class Recorder:
         fh = self._fh
         if fh is not None:
             os.fsync(fh.fileno())
-        if self._columns is not None:
+        if self._columns is not None and self._spill is None:
             self._columns.sync()
 
     def close(self) -> None:
@@ -283,12 +304,15 @@ class Recorder:
             self._fh = None
         if self._columns is not None:
             self._columns.close()
+        if self._spill is not None and self._closed is None:  # read in place, then removed
+            self._closed = read_blocks(self._spill, self.run)[0]
+            _unlink(self._spill)
 
     def records(self) -> Records:
         """The rows written so far, as :class:`Records` (the per-client values of a file
         read from its client file in place, not copied)."""
-        blocks = self.blocks
-        if self._columns is not None:
+        blocks = self.blocks if self._closed is None else self._closed
+        if self._columns is not None and self._closed is None:
             self._columns.flush()
             there = self._columns.path.exists()
             blocks = read_blocks(self._columns.path, self.run)[0] if there else []
@@ -393,3 +417,11 @@ def _check_client_file(path: Path, head: dict[str, Any], old: Records) -> None:
             f"records file {path} belongs to a run that recorded per-client values, but their "
             f"client file {client_path(path)} is missing (a records file copied or moved "
             "without it?): restore it beside the records file, or start the run anew")
+
+
+def _unlink(name: str) -> None:
+    """Remove a spilled client file (what maps it keeps reading it)."""
+    try:
+        os.unlink(name)
+    except OSError:
+        pass

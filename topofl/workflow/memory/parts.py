@@ -22,6 +22,7 @@ from topofl.engine.evaluation import (
 )
 from topofl.engine.gossip import Mixer
 from topofl.engine.local import stream_rows
+from topofl.records.writer import SPILL_BYTES
 from topofl.spectral import DENSE_FALLBACK_MAX
 from topofl.spectral.summarize import SUMMARY_DENSE_MAX as _SUMMARY_DENSE_MAX
 from topofl.workflow.memory.shapes import Shapes
@@ -59,7 +60,8 @@ CLIENT_BYTES = 512
 #: the array of its evaluation (:class:`topofl.records.columns.ClientBlock`; 232 when they
 #: were one ``dict`` a client). With ``records_path`` the values go to the client file beside
 #: it as they are computed and the run holds none (:func:`~topofl.workflow.memory.shapes`
-#: counts no per-client rows then).
+#: counts no per-client rows then); without, it holds at most
+#: :data:`~topofl.records.writer.SPILL_BYTES` of them (the rest in a temporary file).
 ROW_BYTES = 8
 
 #: The dense spectral summary's working set, in ``n x n`` float64 matrices (up to
@@ -251,7 +253,7 @@ def counted_parts(s: Shapes, n: int | None = None) -> dict[str, int]:
     out = {"parameters": n * st["parameters"], "optimizer": n * st["optimizer"],
            "algorithm": n * st["algorithm"], "gossip": gossip, "gradients": buffers + local,
            "data": data, "evaluation": evaluation, "spectral": spectral,
-           "records": n * s.client_rows * s.evaluations * ROW_BYTES}
+           "records": min(n * s.client_rows * s.evaluations * ROW_BYTES, SPILL_BYTES)}
     # before the state exists: loading the dataset, then splitting it (the dataset's arrays,
     # the samples of every client written into one array, and one block of rows gathered
     # from the source before its cast): the peak when larger

@@ -28,6 +28,7 @@ from topofl.engine import ParamLayout
 from topofl.engine.config import DTYPES
 from topofl.exceptions import InsufficientMemoryError
 from topofl.models import build_model
+from topofl.records.writer import SPILL_BYTES
 from topofl.workflow.memory.parts import (
     PARTS,
     RUNTIME_BYTES,
@@ -101,24 +102,25 @@ def _refusal(n: int, need: float, have: int, what: str, fits: int | None = None,
 def ways_to_fit(s: Shapes, parts: Mapping[str, int], need: float, limit: int) -> str:
     """The settings that would make a refused run fit at its own ``n``, as the end of its
     refusal (``""`` when none does): the per-client rows a run without a records file keeps
-    grow with the evaluations, so a ``records_path`` (they go to its client file),
+    grow with the evaluations up to :data:`~topofl.records.writer.SPILL_BYTES`, so a
+    ``records_path`` (they go to its client file),
     ``record_clients=False`` (without them), a larger ``eval_every`` (the
     smallest that fits) or fewer ``rounds`` (the most that fit at this ``eval_every``), each
     named only where the estimate less what it saves fits in ``limit``.
 
     Examples
     --------
-    100 evaluations of 10^6 clients' rows (70 GB) against 20 GB:
+    100 evaluations of 10^5 clients' rows (24 MB) where 16 MB more fit:
 
-    >>> s = Shapes(n=10**6, num_params=650, dtype_bytes=4, sample_bytes=256, num_classes=10,
+    >>> s = Shapes(n=10**5, num_params=650, dtype_bytes=4, sample_bytes=256, num_classes=10,
     ...            batch_size=16, input_shape=(1, 8, 8), per_client_state={"parameters": 2600,
     ...            "optimizer": 0, "algorithm": 0}, dataset_bytes=0, data_bytes=0,
     ...            longest_test=4, w_row_nnz=3.0, evaluations=100, client_rows=3,
     ...            rounds=100)
-    >>> parts = {"parameters": 4 * 10**9, "records": 70 * 10**9}
-    >>> print(ways_to_fit(s, parts, 74 * 10**9, 20 * 10**9))
-    ; it fits with a records_path (the per-client rows of the records, 65.2 GiB, are written to its client file, not kept), with record_clients=False (they are not recorded), with eval_every=5 (20 evaluations keep 13 GiB of per-client rows) or with rounds=22 at eval_every=1
-    >>> ways_to_fit(s, parts, 74 * 10**9, 3 * 10**9)  # the rest alone does not fit
+    >>> parts = {"parameters": 4 * 10**8, "records": 24 * 10**6}
+    >>> print(ways_to_fit(s, parts, 424 * 10**6, 416 * 10**6))
+    ; it fits with a records_path (the per-client rows of the records, 22.9 MiB, are written to its client file, not kept), with record_clients=False (they are not recorded), with eval_every=2 (50 evaluations keep 11.4 MiB of per-client rows) or with rounds=66 at eval_every=1
+    >>> ways_to_fit(s, parts, 424 * 10**6, 3 * 10**8)  # the rest alone does not fit
     ''
     """  # noqa: E501
     records = int(parts.get("records", 0))
@@ -130,7 +132,9 @@ def ways_to_fit(s: Shapes, parts: Mapping[str, int], need: float, limit: int) ->
             "record_clients=False (they are not recorded)"]
     per_eval = records / s.evaluations
     keep = int((limit - rest) // per_eval) if per_eval > 0 else s.evaluations
-    if 1 <= keep < s.evaluations and s.rounds > 0:
+    # held at SPILL_BYTES (the rest spilled to a temporary file): fewer evaluations hold the
+    # same until they are under it
+    if 1 <= keep < s.evaluations and s.rounds > 0 and records < SPILL_BYTES:
         every = -(-s.rounds // keep)
         evals = -(-s.rounds // every)
         ways.append(f"eval_every={every:,} ({evals:,} evaluations keep "
