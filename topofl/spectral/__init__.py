@@ -69,6 +69,7 @@ from topofl.spectral.consensus import (
     disagreement,
     finite_time_consensus,
     mixing_product,
+    period_consensus_error,
 )
 from topofl.spectral.gaps import algebraic_connectivity, eigenvalues, spectral_gap
 from topofl.spectral.neighbors import (
@@ -103,6 +104,7 @@ __all__ = [
     "disagreement",
     "consensus_rate",
     "finite_time_consensus",
+    "period_consensus_error",
     "neighborhood_skew",
     "neighborhood_heterogeneity",
     "Spectrum",

@@ -167,6 +167,98 @@ def finite_time_consensus(
     return None
 
 
+#: Nodes up to which :func:`period_consensus_error` forms the period's product densely (an SVD
+#: of an ``n x n`` matrix); above, the largest singular value comes from ARPACK on the
+#: product applied as a sequence of sparse rounds.
+PERIOD_DENSE_MAX = 512
+
+
+def period_consensus_error(tv: Any, rounds: int | None = None, *, start: int = 0) -> float:
+    r"""How far one period of gossip is from exact averaging: $\|W(s+p-1) \cdots W(s) -
+    J\|_2$, with $J = \mathbf{1}\mathbf{1}^\top / n$.
+
+    The spectral norm of the product of one period's matrices less the averaging matrix: the
+    largest factor by which a period can leave a disagreement vector. It is 0 (to rounding)
+    where :func:`finite_time_consensus` finds exact averaging within the period (Base-(k+1),
+    null-cascade, the one-peer exponential graph at a power of 2) and says by how much a
+    period misses it where that returns ``None`` (the one-peer exponential graph at
+    ``n = 12``); for a static ``W`` (period 1) it is $\|W - J\|_2$, one less the spectral
+    gap for a symmetric doubly stochastic ``W``.
+
+    Parameters
+    ----------
+    tv : TimeVarying or Topology
+    rounds : int, optional
+        The rounds ``p`` of the product, ``>= 1``; by default the sequence's period (1 for a
+        ``Topology``). A random sequence (no period) needs it.
+    start : int, default 0
+        The first round ``s``.
+
+    Returns
+    -------
+    float
+        Computed densely (an SVD) up to :data:`PERIOD_DENSE_MAX` nodes, above by ARPACK
+        (``scipy.sparse.linalg.svds``) on the product applied round by round.
+
+    Raises
+    ------
+    ValueError
+        If ``tv`` has no period and ``rounds`` is not given, or ``rounds`` or ``start`` is not
+        a valid count.
+
+    Examples
+    --------
+    >>> exact = tf.topologies.one_peer_exponential(16)  # period 4: exact averaging
+    >>> round(tf.spectral.period_consensus_error(exact), 12)
+    0.0
+    >>> round(tf.spectral.period_consensus_error(tf.topologies.one_peer_exponential(12)), 4)
+    0.2091
+    >>> ring = tf.topologies.ring(8)  # a static symmetric W: one less its spectral gap
+    >>> gap = tf.spectral.spectral_gap(ring)
+    >>> abs(tf.spectral.period_consensus_error(ring) - (1 - gap)) < 1e-12
+    True
+    """
+    g = as_time_varying(tv)
+    if rounds is None:
+        if g.period is None:
+            raise ValueError(f"{g.name!r} is a random sequence with no period: pass rounds= "
+                             "(how many rounds the product takes)")
+        rounds = int(g.period)
+    p = check_int(rounds, "rounds", low=1)
+    start = check_int(start, "start", low=0)
+    _check_round_memory(p, g.n, "rounds")
+    n = g.n
+    if n <= PERIOD_DENSE_MAX:
+        _check_time(g, p, "rounds", cols=n)
+        return float(np.linalg.norm(mixing_product(g, start, start + p) - 1.0 / n, 2))
+    _check_time(g, p, "rounds", cols=64)
+    from scipy.sparse.linalg import ArpackError, LinearOperator, svds
+
+    Ws = [g.at(start + r).W for r in range(p)]
+    Ts = [W.T.tocsr() for W in reversed(Ws)]
+
+    def apply(mats: list[sp.csr_array], v: np.ndarray) -> np.ndarray:
+        x = np.asarray(v, dtype=np.float64)
+        mean = x.mean(axis=0)  # J x
+        for M in mats:
+            x = np.asarray(M @ x)
+        return x - mean
+
+    op = LinearOperator((n, n), matvec=lambda v: apply(Ws, v), rmatvec=lambda v: apply(Ts, v),
+                        matmat=lambda v: apply(Ws, v), rmatmat=lambda v: apply(Ts, v),
+                        dtype=np.float64)
+    v0 = np.cos(np.arange(n, dtype=np.float64))  # fixed: the same answer every call
+    try:
+        return float(svds(op, k=1, v0=v0, return_singular_vectors=False)[0])
+    except ArpackError as exc:
+        if "-9" not in str(exc):  # not "ARPACK error -9: Starting vector is zero"
+            raise
+    # (P - J)^T (P - J) v0 vanished: the period averages exactly (to rounding); the largest
+    # of its columns' norms over a fixed block of vectors says how exactly
+    V = np.cos(np.outer(np.arange(n, dtype=np.float64), np.arange(1, 9)))
+    return float(np.max(np.linalg.norm(apply(Ws, V), axis=0) / np.linalg.norm(V, axis=0)))
+
+
 def _gossip_mode(Ws: Sequence[sp.csr_array]) -> str:
     kinds = _per_object(stochasticity, Ws)
     if any(k == "none" for k in kinds):

@@ -49,6 +49,12 @@ key                                   meaning
                                       undefined)
 ``consensus_rate``                    :func:`consensus_rate` over the horizon
 ``finite_time_consensus``             :func:`finite_time_consensus` within the horizon
+``period_consensus_error``            :func:`period_consensus_error`: how far one
+                                      period's product is from ``J`` (spectral
+                                      norm; a static ``W``: ``W - J``); ``None`` for a
+                                      random sequence or a round that is not
+                                      stochastic. **Only when asked for**
+                                      (``metrics=``), as ``all_eigenvalues_metric``
 ``rounds_to_1e-6_bound``              $\lceil \ln 10^6 / -\ln(1 - \gamma) \rceil$ with
                                       $\gamma$ = ``spectral_gap``: the rounds after
                                       which $(1 - \gamma)^t \le 10^{-6}$, a guaranteed
@@ -121,7 +127,11 @@ from topofl.spectral._common import (
     _is_symmetric,
 )
 from topofl.spectral.connectivity import _diameter_of_pattern, b_connectivity, is_strongly_connected
-from topofl.spectral.consensus import consensus_rate, finite_time_consensus
+from topofl.spectral.consensus import (
+    consensus_rate,
+    finite_time_consensus,
+    period_consensus_error,
+)
 from topofl.spectral.gaps import algebraic_connectivity, spectral_gap
 from topofl.spectral.large import LargeSpectra, bounded_diameter, circulant_row
 from topofl.spectral.neighbors import (
@@ -154,10 +164,13 @@ _SUMMARY_KEYS = (
 )
 #: Keys computed only when ``metrics`` names them: the default row (``metrics=None``) keeps
 #: the keys it had, which training records (``graph.*``) and the behaviour snapshot hold.
-_OPT_IN_KEYS = ("all_eigenvalues_metric",)
+_OPT_IN_KEYS = ("all_eigenvalues_metric", "period_consensus_error")
 #: Every valid key, in the order summary() returns them.
-_ALL_KEYS = (*_SUMMARY_KEYS[:_SUMMARY_KEYS.index("spectrum_relaxation") + 1], *_OPT_IN_KEYS,
-             *_SUMMARY_KEYS[_SUMMARY_KEYS.index("spectrum_relaxation") + 1:])
+_ALL_KEYS = (*_SUMMARY_KEYS[:_SUMMARY_KEYS.index("spectrum_relaxation") + 1], *_OPT_IN_KEYS[:1],
+             *_SUMMARY_KEYS[_SUMMARY_KEYS.index("spectrum_relaxation") + 1:
+                            _SUMMARY_KEYS.index("finite_time_consensus") + 1],
+             *_OPT_IN_KEYS[1:],
+             *_SUMMARY_KEYS[_SUMMARY_KEYS.index("finite_time_consensus") + 1:])
 _PUSHSUM_KEYS = tuple(k for k in _SUMMARY_KEYS if k.startswith("pushsum_"))
 _PUSHSUM_MEASURED_KEYS = ("pushsum_q_measured", "pushsum_C_measured")
 _SPECTRUM_KEYS = ("spectrum_mean_sq", "spectrum_relaxation")
@@ -555,6 +568,7 @@ class _Summary:
                 ("pushsum", need_pushsum),
                 ("consensus_rate", need_rate),
                 ("finite_time_consensus", need_ftc),
+                ("period_consensus_error", want("period_consensus_error")),
                 ("effective_neighbors", need_neff),
                 ("neighborhood_skew", skews and want("neighborhood_skew")),
                 ("neighborhood_heterogeneity", skews and want("neighborhood_heterogeneity")),
@@ -679,6 +693,10 @@ class _Summary:
                 out["finite_time_consensus"] = _static_finite_time(self.Ws[0])
             else:
                 out["finite_time_consensus"] = finite_time_consensus(g, h)
+        if self.stage("period_consensus_error"):
+            stochastic = all(stochasticity(M, atol=STOCHASTIC_ATOL) != "none" for M in self.Ws)
+            out["period_consensus_error"] = (period_consensus_error(g) if stochastic and (
+                not self.is_tv or g.period is not None) else None)
         if self.stage("effective_neighbors"):
             out["effective_neighbors"], out["effective_neighbors_method"] = _effective_neighbors(
                 g, self.is_tv, self.Ws, self.gamma, self.measured, self.sym_eigs)
