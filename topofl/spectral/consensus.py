@@ -242,7 +242,8 @@ def period_consensus_error(tv: Any, rounds: int | None = None, *, start: int = 0
         mean = x.mean(axis=0)  # J x
         for M in mats:
             x = np.asarray(M @ x)
-        return x - mean
+        out: np.ndarray = x - mean
+        return out
 
     op = LinearOperator((n, n), matvec=lambda v: apply(Ws, v), rmatvec=lambda v: apply(Ts, v),
                         matmat=lambda v: apply(Ws, v), rmatmat=lambda v: apply(Ts, v),
