@@ -6,6 +6,7 @@ lists its filters and the frequencies each one nulls.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,11 +16,7 @@ import numpy as np
 from topofl._utils.validation import check_int, check_time
 from topofl.graph import TimeVarying, Topology
 from topofl.graph.checks import check_w_size
-from topofl.topologies.exponential._common import (
-    _circulant,
-    _smallest_factorization,
-    _with_weights,
-)
+from topofl.topologies.exponential._common import _circulant, _with_weights
 
 __all__ = ["null_cascade", "null_cascade_schedule", "CascadeFilter"]
 
@@ -118,11 +115,45 @@ def _snf_multiplier(p: int, pairs: Sequence[int]) -> tuple[int, np.ndarray] | No
     return None
 
 
+#: Relative difference below which two weights of a filter count as equal for the tie of
+#: :func:`_cascade_round` (an SNF's coefficients are palindromic; rounding leaves its two
+#: mirrored largest weights a few ulps apart, which ``argmax`` alone would read as a winner).
+TIE_RTOL = 1e-12
+
+
+def _fewest_messages(m: int, b: int) -> list[int] | None:
+    """The factors in ``[2, b]`` whose product is ``m``: the fewest (rounds), and among as
+    few the smallest sum (a factor ``f`` costs a node ``f - 1`` messages), descending; None if
+    ``m`` has a prime above ``b``.
+
+    Examples
+    --------
+    >>> _fewest_messages(12, 6), _fewest_messages(60, 6), _fewest_messages(7, 4)
+    ([4, 3], [5, 4, 3], None)
+    """
+    @functools.cache
+    def best(r: int) -> tuple[int, int, tuple[int, ...]] | None:
+        if r == 1:
+            return (0, 0, ())
+        out: tuple[int, int, tuple[int, ...]] | None = None
+        for f in range(min(b, r), 1, -1):
+            if r % f == 0 and (sub := best(r // f)) is not None:
+                cand = (sub[0] + 1, sub[1] + f, tuple(sorted((f, *sub[2]), reverse=True)))
+                if out is None or cand[:2] < out[:2]:
+                    out = cand
+        return out
+
+    res = best(m)
+    return None if res is None else list(res[2])
+
+
 def _cascade_round(kind: str, n: int, factor: int, base: int, residues: Sequence[int],
                    multiplier: int, expansion: int, coefficients: np.ndarray) -> CascadeFilter:
     """The filter with taps ``t * expansion`` (``t = 0..c``) shifted so that its largest weight
-    (the first, on ties) sits on the node itself (Alg. 2, ``CirculantShifting``)."""
-    t_max = int(np.argmax(coefficients))
+    (the first, on ties within :data:`TIE_RTOL`) sits on the node itself (Alg. 2,
+    ``CirculantShifting``)."""
+    top = float(coefficients.max())
+    t_max = int(np.flatnonzero(coefficients >= top - TIE_RTOL * abs(top))[0])
     offsets = tuple(int(((t - t_max) * expansion) % n) for t in range(coefficients.size))
     return CascadeFilter(kind, factor, base, tuple(int(r) for r in residues), multiplier,
                          expansion, offsets, tuple(float(w) for w in coefficients))
@@ -192,7 +223,7 @@ def null_cascade_schedule(n: int, k: int) -> list[CascadeFilter]:
     primes = _prime_factors(n)
     small = math.prod(p for p in primes if p <= k + 1)
     large = sorted((p for p in primes if p > k + 1), reverse=True)
-    factors = sorted(_smallest_factorization(small, k + 1) or [], reverse=True)
+    factors = _fewest_messages(small, k + 1) or []
     c = 2 * (k // 2)  # Definition 8: an even number of taps beyond the node itself
     # a lower bound: an SNF round took 9e-5 s to choose (n = 100003, k = 2 and 5; 2-core VM)
     check_time(2e-5 * sum((p - 1) // c + 1 for p in large), f"null_cascade(n={n}, k={k})")
@@ -270,8 +301,11 @@ def null_cascade(n: int, k: int = 2) -> TimeVarying:
     * **The factorisation** (Alg. 1, line 2) is not unique, and the period depends on it. Its
       examples use the one that minimises Table 1's formula ((60, 3) as 5 x 4 x 3, (60, 2) as
       5 x 3 x 2 x 2); so is this one: splitting a factor above ``k + 1`` never lengthens the
-      period, and the primes up to ``k + 1`` are packed into the fewest factors ``<= k + 1``
-      (the same packing as :func:`base_graph`'s hyper-hypercube).
+      period, and the primes up to ``k + 1`` are packed into the fewest factors ``<= k + 1``.
+      Where several packings are as short (33 of the 1188 (n, k) with ``n < 200``,
+      ``2 <= k <= 7``), the one with the fewest messages is taken: a factor ``f`` costs each
+      node ``f - 1`` messages, so (12, 5) is 4 x 3 (5 messages a period), not 6 x 2 (6)
+      (:func:`base_graph`'s hyper-hypercube packs as few factors, the largest first).
     * **Alg. 4's search** multiplies the roots by ``m_tmp = 1, 2, ...`` until the coefficients
       are positive; its lines 31-41 (further filters for the factors of ``m_tmp``) are garbled in
       the text and would add rounds beyond Table 1's formula (at (17, 2) the paper's own period
@@ -287,7 +321,11 @@ def null_cascade(n: int, k: int = 2) -> TimeVarying:
       writes ``q + phi n / m``. The reading here is the one under which Alg. 4's ``m_tmp`` works.
     * **Alg. 2's shift** is written both as ``h((i - u) mod n)`` and as the sequence starting
       at ``h(u)``; the second puts the largest weight on the node itself, as its comment says,
-      and is used. On a tie (an SNF whose two outer weights are its largest) the first is kept.
+      and is used. On a tie (an SNF whose two mirrored weights are its largest) the first is
+      kept: weights within a relative ``1e-12`` count as equal (:data:`TIE_RTOL`), since
+      rounding leaves an SNF's palindromic coefficients a few ulps apart (in 30 of 1548
+      (n, k) with ``n < 260``, ``k <= 7``, all at ``k >= 6``, ``argmax`` alone kept the
+      second).
     * **The paper's own numbers disagree in places**: Example 4 writes tau = 4 at (15, 2) but
       lists three rounds (Table 2 and Sec. 4 say 3, as here); Table 5 gives 3 at (30, 3), where
       the formula and this construction give 2 + ceil(4/2) = 4 (``30 = 2 x 3 x 5``; with
