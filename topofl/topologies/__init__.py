@@ -21,6 +21,9 @@ Conventions of the constructors
 * Every family is in :data:`REGISTRY` with its parameters, so tests, the CLI (``topofl list``) and
   reports can iterate over them; :func:`build` builds a graph from a spec such as
   ``"torus:rows=4,cols=8"``.
+* Schedules combine built graphs: :func:`switch` (one graph until a round, then another) and
+  :func:`periodic_averaging` (a graph with an exact global average every ``every`` rounds);
+  they take graph objects, so they are not spec families.
 
 Examples
 --------
@@ -39,6 +42,7 @@ from topofl.topologies import exponential as _exponential
 from topofl.topologies import learned as _learned
 from topofl.topologies import partite_match as _partite_match
 from topofl.topologies import random as _random
+from topofl.topologies import schedules as _schedules
 from topofl.topologies import teleportation as _teleportation
 from topofl.topologies._registry import (
     REGISTRY,
@@ -59,6 +63,7 @@ from topofl.topologies.exponential import *  # noqa: F403
 from topofl.topologies.learned import *  # noqa: F403
 from topofl.topologies.partite_match import *  # noqa: F403
 from topofl.topologies.random import *  # noqa: F403
+from topofl.topologies.schedules import *  # noqa: F403
 from topofl.topologies.teleportation import *  # noqa: F403
 
 __all__ = [
@@ -79,4 +84,5 @@ __all__ = [
     *_epidemic.__all__,
     *_learned.__all__,
     *_teleportation.__all__,
+    *_schedules.__all__,
 ]

@@ -322,10 +322,8 @@ def null_cascade(n: int, k: int = 2) -> TimeVarying:
     * **Alg. 2's shift** is written both as ``h((i - u) mod n)`` and as the sequence starting
       at ``h(u)``; the second puts the largest weight on the node itself, as its comment says,
       and is used. On a tie (an SNF whose two mirrored weights are its largest) the first is
-      kept: weights within a relative ``1e-12`` count as equal (:data:`TIE_RTOL`), since
-      rounding leaves an SNF's palindromic coefficients a few ulps apart (in 30 of 1548
-      (n, k) with ``n < 260``, ``k <= 7``, all at ``k >= 6``, ``argmax`` alone kept the
-      second).
+      kept, within a relative ``1e-12`` (:data:`TIE_RTOL`: rounding leaves an SNF's mirrored
+      weights ulps apart, and ``argmax`` alone kept the second in 30 of 1548 (n, k)).
     * **The paper's own numbers disagree in places**: Example 4 writes tau = 4 at (15, 2) but
       lists three rounds (Table 2 and Sec. 4 say 3, as here); Table 5 gives 3 at (30, 3), where
       the formula and this construction give 2 + ceil(4/2) = 4 (``30 = 2 x 3 x 5``; with

@@ -1,0 +1,127 @@
+r"""Schedules of graphs: one graph until a round, then another; a graph with periodic global
+averaging.
+
+* :func:`switch` -- graph ``first`` for rounds ``0 .. at - 1``, then ``then`` (its own round
+  ``t - at`` at round ``t``): a sparse graph early and a dense one late, or the reverse.
+* :func:`periodic_averaging` -- graph ``base``, with every ``every``-th round replaced by the
+  exact average of all nodes (``W = J``, the complete graph's uniform weights): the periodic
+  global averaging the null-cascade paper cites (Chen et al. 2021, "Accelerating gossip SGD
+  with periodic global averaging"), or a local-SGD style merge every ``every`` rounds.
+
+Both take graphs (a :class:`~topofl.graph.Topology` or a
+:class:`~topofl.graph.TimeVarying`) already built, so any family, seed and weights combine, and
+return a :class:`~topofl.graph.TimeVarying` that the engine, :func:`topofl.spectral.summary`
+and every spectral function read as any other sequence.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from topofl._utils.validation import check_int
+from topofl.graph import TimeVarying, as_time_varying
+from topofl.topologies.classic import complete
+
+__all__ = ["switch", "periodic_averaging"]
+
+
+def _sequence(graph: Any, name: str) -> TimeVarying:
+    try:
+        return as_time_varying(graph)
+    except TypeError:
+        raise TypeError(f"{name} must be a Topology or a TimeVarying, got "
+                        f"{type(graph).__name__}") from None
+
+
+def _same_n(a: TimeVarying, b: TimeVarying, names: str) -> None:
+    if a.n != b.n:
+        raise ValueError(f"{names} must have the same number of nodes, got n={a.n} and n={b.n}")
+
+
+def switch(first: Any, then: Any, *, at: int) -> TimeVarying:
+    r"""Graph ``first`` for rounds ``0 .. at - 1``, then graph ``then``.
+
+    Round ``t >= at`` is ``then``'s round ``t - at`` (a time-varying ``then`` starts from its
+    own first round at the switch). The sequence has no period (it changes once): spectral
+    measures over a horizon (:func:`topofl.spectral.summary`) describe the rounds they see,
+    so take them from each part where the two differ.
+
+    Parameters
+    ----------
+    first, then : Topology or TimeVarying
+        On the same nodes.
+    at : int
+        The first round of ``then``, ``>= 1``.
+
+    Returns
+    -------
+    TimeVarying
+        Named ``"switch"``, with ``params`` ``{"first", "then", "at"}`` (the parts' names).
+
+    Raises
+    ------
+    TypeError
+        If ``first`` or ``then`` is not a graph, or ``at`` not an int.
+    ValueError
+        If ``at < 1`` or the graphs' ``n`` differ.
+
+    Examples
+    --------
+    >>> tv = tf.topologies.switch(tf.topologies.ring(8), tf.topologies.complete(8), at=3)
+    >>> [tv.at(t).name for t in range(5)], tv.period
+    (['ring', 'ring', 'ring', 'complete', 'complete'], None)
+    """
+    a, b = _sequence(first, "first"), _sequence(then, "then")
+    _same_n(a, b, "first and then")
+    T = check_int(at, "at", low=1)
+    return TimeVarying(a.n, lambda t: a.at(t) if t < T else b.at(t - T), name="switch",
+                       params={"first": a.name, "then": b.name, "at": T})
+
+
+def periodic_averaging(base: Any, *, every: int) -> TimeVarying:
+    r"""Graph ``base`` with every ``every``-th round an exact global average.
+
+    Rounds ``every - 1, 2 every - 1, ...`` are the complete graph with uniform weights
+    ($W = \mathbf{1}\mathbf{1}^\top / n$: every node holds the average after them); the
+    others are ``base``'s own. The period is ``lcm(every, base.period)`` (``None`` when
+    ``base`` has none), so :func:`topofl.spectral.finite_time_consensus` is ``every`` from
+    round 0 and :func:`topofl.spectral.period_consensus_error` is 0 whenever a period
+    contains an averaging round.
+
+    A global average costs ``n (n - 1)`` messages in one round as gossip (an all-reduce or a
+    server would spend ``2 n``); the ledger counts what the graph sends.
+
+    Parameters
+    ----------
+    base : Topology or TimeVarying
+    every : int
+        ``>= 1``; 1 averages every round.
+
+    Returns
+    -------
+    TimeVarying
+        Named ``"periodic_averaging"``, ``params`` ``{"base", "every"}``.
+
+    Raises
+    ------
+    TypeError
+        If ``base`` is not a graph or ``every`` not an int.
+    ValueError
+        If ``every < 1``, or the complete graph on ``n`` nodes would not fit in memory.
+
+    Examples
+    --------
+    >>> tv = tf.topologies.periodic_averaging(tf.topologies.ring(8), every=4)
+    >>> [tv.at(t).name for t in range(5)], tv.period
+    (['ring', 'ring', 'ring', 'complete', 'ring'], 4)
+    >>> tf.spectral.finite_time_consensus(tv, 8)
+    4
+    """
+    g = _sequence(base, "base")
+    H = check_int(every, "every", low=1)
+    J = complete(g.n)
+    period = None if g.period is None else math.lcm(H, g.period)
+    return TimeVarying(g.n, lambda t: J if (t + 1) % H == 0 else g.at(t),
+                       name="periodic_averaging", params={"base": g.name, "every": H},
+                       period=period)
