@@ -39,6 +39,9 @@ STEPS: dict[str, dict[str, Any]] = {
     "perfedavg": {"local_steps": 2},
     "fedprox": {"local_steps": 2},
     "fedprox_ft": {"local_steps": 2},
+    # issue 59: server baselines with a server state (control variates, server moments)
+    "scaffold": {"local_steps": 2},
+    "fedopt": {"local_steps": 2, "optimizer": "yogi"},
     # issue 46: event time, heterogeneous durations, a window that defers events
     "adpsgd": {"local_steps": 2, "durations": [1.0, 1.3, 2.0, 0.8, 3.5, 1.0, 0.9, 2.2],
                "window": 0.8},
@@ -159,6 +162,11 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     # issue 15: kNN-Per trains FedAvg's global model (the kNN acts only at prediction)
     "knn_per": ({"local_steps": 5}, True, None),
     "fedprox": ({"local_steps": 5}, True, None),
+    # issue 59: SCAFFOLD's control variates remove the client drift of several local steps:
+    # the optimum of the sum with a constant step, on heterogeneous clients too
+    "scaffold": ({"local_steps": 5}, False, None),
+    # FedAdam: FedAvg's fixed point (a common minimiser) reached by the server's steps
+    "fedopt": ({"local_steps": 5, "server_lr": 0.01}, True, None),
     # issue 35: exact with a constant step (closed forms in test_tracking.py)
     "dsgt": ({}, False, tf.topologies.ring(6)),
     "extra": ({}, False, tf.topologies.ring(6)),

@@ -204,6 +204,10 @@ CASES: dict[str, Case] = {
     "apfl": ({}, None, lambda r: [_server(P)] * 2),
     "perfedavg": ({}, None, lambda r: [_server(P)] * 2),
     "knn_per": ({}, None, lambda r: [_server(P)] * 2),
+    # issue 59: SCAFFOLD's messages carry the model and a control variate each way (twice
+    # FedAvg's bytes, FedAvg's messages); FedOpt's are FedAvg's
+    "scaffold": ({}, None, lambda r: [(_server(P)[0], 2 * _server(P)[1])] * 2),
+    "fedopt": ({}, None, lambda r: [_server(P)] * 2),
     # the personalized model down with the pull direction attached, the model up
     "pfedgraph": ({}, None, lambda r: [(2 * N, 3 * N * P * F)] * 2),
     "dpfl": (dict(budget=None, tau_init=0.0), None, _dpfl_greedy),
@@ -237,6 +241,10 @@ EXTRA: dict[str, tuple[str, Case]] = {
     "pfeddst_random": ("pfeddst", (dict(peers=2, selection="random"), None,
                                    lambda r: [(N * 2, N * 2 * BODY * F)] * 2)),
     "fedavg_sampled": ("fedavg", (dict(participation=0.5), None, lambda r: [_server(P, 2)] * 2)),
+    "scaffold_sampled": ("scaffold", (dict(participation=0.5), None,
+                                      lambda r: [(4, 2 * _server(P, 2)[1])] * 2)),
+    "fedopt_sampled": ("fedopt", (dict(participation=0.5, optimizer="yogi"), None,
+                                  lambda r: [_server(P, 2)] * 2)),
     "sgp_sampled": ("sgp", (dict(participation=0.5),
                             lambda: tf.topologies.ring(N, weights="push_sum"),
                             None)),  # checked against the active graph below

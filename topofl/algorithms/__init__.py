@@ -34,6 +34,7 @@ from topofl.algorithms.extra import extra
 from topofl.algorithms.fedavg import fedavg
 from topofl.algorithms.fedavg_ft import fedavg_ft
 from topofl.algorithms.fedbabu import fedbabu
+from topofl.algorithms.fedopt import fedopt
 from topofl.algorithms.fedper import fedper
 from topofl.algorithms.fedprox import fedprox
 from topofl.algorithms.fedprox_ft import fedprox_ft
@@ -47,6 +48,7 @@ from topofl.algorithms.osgp import osgp
 from topofl.algorithms.perfedavg import perfedavg
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
 from topofl.algorithms.pfedgraph import pfedgraph
+from topofl.algorithms.scaffold import scaffold
 from topofl.algorithms.sgp import sgp
 from topofl.algorithms.teleport import teleport
 
@@ -68,6 +70,8 @@ __all__ = [
     "fedavg_ft",
     "fedprox",
     "fedprox_ft",
+    "scaffold",
+    "fedopt",
     "sgp",
     "osgp",
     "dfedpgp",

@@ -58,6 +58,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+import torch
 from torch import Tensor
 
 from topofl._utils.validation import check_choice, check_int, check_real
@@ -76,8 +78,10 @@ from topofl.engine.pieces import (
     SGD,
     Sampled,
     compose_init,
+    data_sizes,
     exact_average,
     restart_momentum,
+    round_active,
     server_average,
 )
 from topofl.engine.protocol import Algorithm, Part, Phase, Round, Services, State, parameters
@@ -259,8 +263,8 @@ def _fedavg_factory(build: Callable[..., Algorithm], *, finetune: bool
 
 
 def fedavg_algorithm(name: str, hp: FedAvgParams, *, hparams: dict[str, Any] | None = None,
-                     local: Any = None, evaluate: Any = None, round_start: Any = None
-                     ) -> Algorithm:
+                     local: Any = None, evaluate: Any = None, round_start: Any = None,
+                     communicate: Any = None, init: tuple[Any, ...] = ()) -> Algorithm:
     """The FedAvg family: local SGD on the whole model (``local``, by default
     :class:`~topofl.engine.pieces.SGD` with momentum kept across rounds), then the server's
     average written to every client.
@@ -268,14 +272,15 @@ def fedavg_algorithm(name: str, hp: FedAvgParams, *, hparams: dict[str, Any] | N
     Full participation with the plain mean is :func:`~topofl.engine.pieces.exact_average`
     (the historical ``fedavg``, unchanged to the bit); otherwise the round's participants
     (``participation``, ``sample_seed``) train (:class:`~topofl.engine.pieces.Sampled`) and
-    :func:`~topofl.engine.pieces.server_average` averages them.
+    :func:`~topofl.engine.pieces.server_average` averages them. A server step of its own
+    (SCAFFOLD, FedOpt) is ``communicate``; ``init`` lists further pieces that add state.
     """
     sgd = SGD(hp.sgd.momentum, hp.sgd.weight_decay) if local is None else local
     sampled = hp.participation < 1.0
-    if sampled or hp.weighting != "uniform":
+    if communicate is None and (sampled or hp.weighting != "uniform"):
         communicate = server_average("all", participation=hp.participation,
                                      sample_seed=hp.sample_seed, weighting=hp.weighting)
-    else:
+    elif communicate is None:
         communicate = exact_average()
     piece = Sampled(sgd, hp.participation, hp.sample_seed) if sampled else sgd
     fields: dict[str, Any] = {}
@@ -285,7 +290,7 @@ def fedavg_algorithm(name: str, hp: FedAvgParams, *, hparams: dict[str, Any] | N
         name=name,
         hparams=dict(hp.as_dict(), **(hparams or {})),
         phases=(Phase("all", hp.sgd.steps, hp.sgd.epochs, hp.sgd.lr),),
-        init=compose_init(piece),
+        init=compose_init(piece, *init),
         local=piece,
         communicate=communicate,
         evaluate=parameters if evaluate is None else evaluate,
@@ -295,6 +300,61 @@ def fedavg_algorithm(name: str, hp: FedAvgParams, *, hparams: dict[str, Any] | N
         absent="server",
         **fields,
     )
+
+
+class ServerRound(NamedTuple):
+    """Who the server hears from in a round, and how much each counts (:func:`server_round`).
+
+    Attributes
+    ----------
+    weights : Tensor
+        ``[m]`` each of this process's clients' weight in the mean over the round's
+        participants: its training-set size (``weighting="data_size"``) or 1, and 0 for a
+        client that does not take part.
+    base : Tensor
+        ``[m]`` the same weights, participating or not (SCAFFOLD's $p_i$ before
+        normalisation over every client).
+    active : ndarray or None
+        ``(n,)`` bool: the round's participants, ``None`` when every client takes part.
+    """
+
+    weights: Tensor
+    base: Tensor
+    active: np.ndarray | None
+
+
+def server_round(hp: FedAvgParams, state: State, rnd: Round, env: Services) -> ServerRound:
+    """The round's participants (:func:`~topofl.engine.pieces.round_active`: sampled and
+    online) and their weights in the server's mean, on ``state.x``'s device and dtype."""
+    x = state.x
+    active = round_active(rnd, env.n, hp.participation, hp.sample_seed)
+    base = torch.ones(x.shape[0], dtype=x.dtype, device=x.device)
+    if hp.weighting == "data_size":
+        base = data_sizes(env).to(device=x.device, dtype=x.dtype)
+    if active is None:
+        return ServerRound(base, base, None)
+    mask = env.clients.own(torch.as_tensor(active, device=x.device)).to(x.dtype)
+    return ServerRound(base * mask, base, active)
+
+
+def participant_sums(sr: ServerRound, env: Services, what: str, *blocks: Tensor
+                     ) -> tuple[list[Tensor], Tensor]:
+    """The sums over the round's participants of each ``[m, P_k]`` block's rows, weighted by
+    ``sr.weights``, and ``[2]``: the sum of the weights and of ``sr.base`` (every client's);
+    over every process, in one collective (``what`` names it)."""
+    w = sr.weights
+    sums = torch.cat([w @ b for b in blocks] + [w.sum().view(1), sr.base.sum().view(1)])
+    sums = env.clients.reduce_(sums, what)
+    return list(torch.split(sums[:-2], [b.shape[1] for b in blocks])), sums[-2:]
+
+
+def server_model(anchor: Tensor, env: Services) -> tuple[Tensor, Tensor]:
+    """``(ref, anchor - ref)``: client 0's model at the round's start (``[P]``, on every
+    process) and each row's difference to it; the server's model is ``ref`` plus the
+    participants' mean of the differences (0 but in a first round from clients' own
+    initial models, ``init="independent"``, where it is the participants' mean, FedAvg's)."""
+    ref = row(env.clients, anchor, 0)
+    return ref, anchor - ref
 
 
 _FINETUNE_STREAM = 11  # local_train stream of the +FT baselines' evaluation-time fine-tuning
@@ -358,4 +418,5 @@ def check_finetune(hp: FedAvgParams, steps: Any, epochs: Any, lr: Any) -> Finetu
 
 __all__ = ["server_algorithm", "server_factory", "server_work_factory", "Work", "sgd_hparams",
            "same_head", "State", "FedAvgParams", "fedavg_factory", "fedavg_ft_factory",
-           "fedavg_algorithm", "Finetune", "check_finetune"]
+           "fedavg_algorithm", "ServerRound", "server_round", "participant_sums", "server_model",
+           "Finetune", "check_finetune"]

@@ -60,6 +60,7 @@ KINDS = {
     "compressed": "a compressed model difference (CHOCO-SGD: top-k/rand-k values, QSGD levels)",
     "indices": "the 32-bit coordinate indices of a top-k/rand-k message (CHOCO-SGD)",
     "norm": "the norm of a QSGD-quantized vector (one number, CHOCO-SGD)",
+    "control": "a control variate attached to a model (SCAFFOLD's c down, its change up)",
 }
 
 

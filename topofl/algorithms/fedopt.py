@@ -1,0 +1,193 @@
+r"""FedOpt: FedAvg whose server applies an optimizer (Adam, Yogi, Adagrad, SGD) to the mean update.
+
+References
+----------
+.. [1] S. J. Reddi, Z. Charles, M. Zaheer, Z. Garrett, K. Rush, J. Konečný, S. Kumar,
+   H. B. McMahan, "Adaptive federated optimization", ICLR 2021 (Algorithm 2: FedAdagrad,
+   FedYogi, FedAdam).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from topofl._utils.validation import check_choice, check_real
+from topofl.algorithms._server import (
+    FedAvgParams,
+    fedavg_algorithm,
+    fedavg_factory,
+    participant_sums,
+    server_model,
+    server_round,
+)
+from topofl.algorithms.base import register_algorithm
+from topofl.engine.ledger import dtype_bits
+from topofl.engine.pieces import hold, server_flows
+from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
+
+__all__ = ["fedopt", "FedOptState", "OPTIMIZERS"]
+
+#: The server optimizers (Reddi et al., Algorithm 2, and SGD: FedAvg with a server rate).
+OPTIMIZERS = ("adam", "yogi", "adagrad", "sgd")
+
+
+@dataclass
+class FedOptState:
+    r"""FedOpt's state besides the models (``State.own``); every row of ``m`` and ``v`` holds
+    the server's (the same for every client).
+
+    Attributes
+    ----------
+    anchor : Tensor
+        ``[n, P]`` the server model $x_t$ each client received at the start of the round.
+    m : Tensor or None
+        ``[n, P]`` the first moment $m_t$ (0 at the start); ``None`` for ``"sgd"``.
+    v : Tensor or None
+        ``[n, P]`` the second moment $v_t$ ($v_{-1} = \tau^2$); ``None`` for ``"sgd"``.
+    """
+
+    anchor: Tensor
+    m: Tensor | None = None
+    v: Tensor | None = None
+
+
+@dataclass(frozen=True)
+class _ServerOptimizer:
+    """FedOpt's communicate piece: the mean update of the participants, then the server's
+    optimizer step from the round's starting model."""
+
+    hp: FedAvgParams
+    optimizer: str
+    lr: float
+    beta1: float
+    beta2: float
+    tau: float
+
+    def init_(self, state: State, env: Services) -> None:
+        """:class:`FedOptState`: ``m = 0`` and ``v = tau**2`` (none for ``"sgd"``)."""
+        x = state.x
+        adaptive = self.optimizer != "sgd"
+        hold(state, FedOptState(
+            anchor=x.clone(), m=torch.zeros_like(x) if adaptive else None,
+            v=torch.full_like(x, self.tau**2) if adaptive else None))
+
+    def round_start(self, state: State, rnd: Round, env: Services) -> None:
+        """Remember the model received ($x_t$)."""
+        state.own_as(FedOptState).anchor.copy_(state.x)
+
+    def step_(self, own: FedOptState, delta: Tensor) -> Tensor:
+        """The server's step $x_{t+1} - x_t$ for the pseudo-gradient ``delta`` ``[P]``,
+        updating the moments in place (Algorithm 2)."""
+        if own.m is None or own.v is None:  # sgd
+            return delta * self.lr
+        own.m.mul_(self.beta1).add_(delta, alpha=1 - self.beta1)
+        d2 = delta * delta
+        if self.optimizer == "adam":
+            own.v.mul_(self.beta2).add_(d2, alpha=1 - self.beta2)
+        elif self.optimizer == "adagrad":
+            own.v.add_(d2)
+        else:  # yogi: v - (1 - beta2) d^2 sign(v - d^2)
+            own.v.sub_(torch.sign(own.v - d2).mul_(d2), alpha=1 - self.beta2)
+        return own.m / own.v.sqrt().add_(self.tau) * self.lr
+
+    def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
+        """The participants' (weighted) mean update, the server step, the model to all."""
+        own = state.own_as(FedOptState)
+        x = state.x
+        sr = server_round(self.hp, state, rnd, env)
+        ref, off = server_model(own.anchor, env)
+        (delta, shift), den = participant_sums(sr, env, "FedOpt's server step",
+                                               x - own.anchor, off)
+        if float(den[0]) > 0:  # else nobody took part: nothing moved
+            x.copy_(ref.add_(shift / den[0])).add_(self.step_(own, delta / den[0]))
+        return Sent.of(*server_flows(env.n, sr.active, x.shape[1], dtype_bits(x.dtype)),
+                       active=sr.active)
+
+
+@register_algorithm("fedopt")
+@fedavg_factory
+def fedopt(hp: FedAvgParams, *, optimizer: str = "adam", server_lr: float | None = None,
+           beta1: float = 0.9, beta2: float = 0.99, tau: float = 1e-3) -> Algorithm:
+    r"""FedOpt: FedAvg whose server takes an optimizer step on the clients' mean update.
+
+    Each round the participants $S$ take local SGD steps from the server model $x_t$, as in
+    :func:`~topofl.algorithms.fedavg`, and send their updates $\Delta_i = x_i - x_t$; the
+    server treats their mean $\Delta_t = \frac1{|S|} \sum_{i \in S} \Delta_i$ as a
+    pseudo-gradient (Reddi et al., Algorithm 2, with $m_{-1} = 0$, $v_{-1} = \tau^2$):
+
+    * $m_t = \beta_1 m_{t-1} + (1 - \beta_1) \Delta_t$;
+    * ``"adagrad"``: $v_t = v_{t-1} + \Delta_t^2$; ``"adam"``:
+      $v_t = \beta_2 v_{t-1} + (1 - \beta_2) \Delta_t^2$; ``"yogi"``:
+      $v_t = v_{t-1} - (1 - \beta_2) \Delta_t^2 \operatorname{sign}(v_{t-1} - \Delta_t^2)$;
+    * $x_{t+1} = x_t + \eta \frac{m_t}{\sqrt{v_t} + \tau}$ (per coordinate),
+
+    and sends $x_{t+1}$ to every client. ``"sgd"`` is $x_{t+1} = x_t + \eta \Delta_t$: at
+    $\eta = 1$, FedAvg exactly (its pieces, the same numbers).
+
+    It takes FedAvg's keywords (``lr`` is the clients' rate $\eta_l$; ``momentum``,
+    ``weight_decay``, ``local_steps``, ``local_epochs``, ``decay``, ``participation``,
+    ``sample_seed``, ``weighting``: the mean is weighted by training-set size with
+    ``"data_size"``), and its partial participation: the sampled (and online) clients train.
+
+    Parameters
+    ----------
+    optimizer : {"adam", "yogi", "adagrad", "sgd"}, default "adam"
+        FedAdam, FedYogi, FedAdagrad, or SGD with a server rate.
+    server_lr : float, optional
+        The server's rate $\eta > 0$; default 1 for ``"sgd"`` (FedAvg), 0.1 for the adaptive
+        optimizers (tune it, as Reddi et al. do per task).
+    beta1 : float in [0, 1), default 0.9
+        $\beta_1$ (not used by ``"sgd"``).
+    beta2 : float in [0, 1), default 0.99
+        $\beta_2$ (used by ``"adam"`` and ``"yogi"``).
+    tau : float, default 1e-3
+        The adaptivity $\tau > 0$ (not used by ``"sgd"``).
+
+    Returns
+    -------
+    Algorithm
+        ``uses_topology=False``: run it with ``topology=None``. ``state.own`` is a
+        :class:`FedOptState`.
+
+    Notes
+    -----
+    Algorithm 2 applies no bias correction to $m_t$ and $v_t$ (Adam's would), and neither
+    does this. The server's rate does not decay (``decay`` acts on the clients' rate).
+    Messages: ``2 m`` per round with ``m`` participants, the model down and the update up,
+    as FedAvg's. Each client keeps three more ``[P]`` buffers than FedAvg ($x_t$ and its
+    copies of $m_t$, $v_t$; one for ``"sgd"``).
+
+    Examples
+    --------
+    Client $i$ minimises $(x - i)^2 / 2$ (the optimum of the sum is 1.5); FedAdam's steps of
+    about $\eta$ per round reach it:
+
+    >>> import torch
+    >>> c = torch.arange(4.0, dtype=torch.float64).unsqueeze(1)
+    >>> algo = tf.algorithms.fedopt(lr=0.1, optimizer="adam", server_lr=0.05)
+    >>> trace = tf.engine.run_rounds(algo, torch.zeros_like(c), None,
+    ...                              lambda z, phase, rnd: z - c, rounds=300)
+    >>> round(trace.evaluated()[0].item(), 3), trace.messages[0]
+    (1.5, 8)
+    >>> tf.algorithms.fedopt(optimizer="lamb")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: optimizer must be one of ...
+    """
+    name = check_choice(optimizer, "optimizer", OPTIMIZERS)
+    default_lr = 1.0 if name == "sgd" else 0.1
+    eta = default_lr if server_lr is None else check_real(server_lr, "server_lr", low=0,
+                                                           low_open=True)
+    b1 = check_real(beta1, "beta1", low=0, high=1, high_open=True)
+    b2 = check_real(beta2, "beta2", low=0, high=1, high_open=True)
+    t = check_real(tau, "tau", low=0, low_open=True)
+    recorded: dict[str, Any] = dict(optimizer=name, server_lr=eta, beta1=b1, beta2=b2, tau=t)
+    if name == "sgd" and eta == 1.0:  # FedAvg's pieces exactly (the fused path too)
+        return fedavg_algorithm("fedopt", hp, hparams=recorded)
+    server = _ServerOptimizer(hp, name, eta, b1, b2, t)
+    return fedavg_algorithm("fedopt", hp, hparams=recorded, communicate=server,
+                            init=(server,), round_start=server.round_start)
