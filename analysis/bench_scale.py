@@ -82,6 +82,7 @@ import numpy as np
 import topofl
 import topofl.api as api
 import topofl.data as data_mod
+import topofl.engine.lane as lane
 import topofl.engine.loop as loop
 from topofl.workflow.plan import PEAK_METER
 exec(PEAK_METER)
@@ -128,10 +129,12 @@ loop.LocalStepper = Stepper
 
 class Rec(loop.Recorder):
     pass
-for m in ("log_config", "log", "log_many", "log_clients", "flush", "close", "sync"):
+for m in ("log_config", "log", "log_many", "log_clients", "flush", "close", "sync",
+          "records"):
     if hasattr(loop.Recorder, m):
         setattr(Rec, m, timed("records", getattr(loop.Recorder, m)))
 loop.Recorder = Rec
+lane.Recorder = Rec  # where the engine opens it (the lane's set-up)
 
 run_loop = loop.run_loop
 
