@@ -113,6 +113,12 @@ class RunConfig:
         alike (``eval_every=1`` selects among all rounds). Needs ``record_clients`` and data
         with a validation split (a partition with ``val > 0``). At the default the records
         header and the run hash are those of a run without this setting.
+    balanced_accuracy : bool, default False
+        Also record every client's balanced accuracy on its test split (the mean over the
+        classes it holds of the share of that class predicted right; sklearn's
+        ``balanced_accuracy_score``): the rows ``test_bacc_*`` and, with ``record_clients``,
+        per client ``test_bacc``. At the default the records header and the run hash are
+        those of a run without this setting.
     spectral : bool, default True
         Record the round's ``topofl.spectral.summary`` (once for a static graph).
     checkpoint_every : int, default 0
@@ -198,6 +204,7 @@ class RunConfig:
     eval_global_samples: int | str = "auto"
     record_clients: bool = True
     eval_val: bool = False
+    balanced_accuracy: bool = False
     spectral: bool = True
     checkpoint_every: int = 0
     checkpoint_path: str | None = None
@@ -231,7 +238,8 @@ class RunConfig:
                 raise ValueError(
                     f"divergence must be > 1 (a factor of the first round's loss), or 0 or None "
                     f"to turn the check off, got {self.divergence!r}")
-        for name in ("fuse", "eval_global", "record_clients", "eval_val", "spectral"):
+        for name in ("fuse", "eval_global", "record_clients", "eval_val", "spectral",
+                     "balanced_accuracy"):
             check_bool(getattr(self, name), name)
         _check_global_samples(self.eval_global_samples)
         if self.eval_val and not self.record_clients:
@@ -275,7 +283,8 @@ class RunConfig:
 #: describes itself (header, run hash) as runs recorded before them did.
 ADDED_SETTINGS: dict[str, Any] = {"network": None, "availability": None, "ledger": True,
                                   "momentum_state": "algorithm", "eval_val": False,
-                                  "eval_global_samples": "auto", "byzantine": None}
+                                  "eval_global_samples": "auto", "byzantine": None,
+                                  "balanced_accuracy": False}
 
 
 def _check_global_samples(value: Any) -> None:

@@ -346,9 +346,13 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     val = None
     if config.eval_val:
         full, val = full[:, :-3], full[:, -3:]
+    balanced = None
+    if config.balanced_accuracy:
+        balanced = clients.all_rows(class_sums(executor, x_eval, data, "test", adjust),
+                                    "evaluation")
     scored = None if algorithm.scored is None else scored_clients(algorithm, rnd, env)
     row = evaluation_row(clients, algorithm, env, x_eval, full, config, recorder, t,
-                         scored=scored, val=val)
+                         scored=scored, val=val, balanced=balanced)
     row.update(global_row(config, env.n, data))
     return row
 
@@ -366,6 +370,65 @@ def split_sums(executor: Any, x_eval: Tensor, data: Any, split: str, chunk: int 
     batches = ((b.x, b.y, b.mask) for b in data.eval_batches(split, batch_size=size))
     return torch.stack(score_chunks(executor, x_eval, batches, m, shared=False,
                                     adjust=adjust), dim=1)
+
+
+def class_sums(executor: Any, x_eval: Tensor, data: Any, split: str,
+               adjust: Adjust | None = None) -> Tensor:
+    """``[m, 2 C]`` per-class sums of every client's model ``x_eval`` on its own ``split`` of
+    ``data``: the right predictions of each class, then the samples of each class (for
+    :func:`balanced_row`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.engine.evaluation import class_sums
+    >>> class Linear:  # the executor's forward pass: one weight matrix a client
+    ...     def logits(self, flat, x, shared_input):
+    ...         return torch.einsum("nsd,ncd->nsc", x, flat.view(flat.shape[0], 2, 2))
+    >>> class Batch:
+    ...     x, y, mask = torch.eye(2).expand(1, 2, 2), torch.tensor([[0, 1]]), None
+    >>> class Data:
+    ...     num_classes, input_shape = 2, (2,)
+    ...     def sizes(self, split): return [2]
+    ...     def eval_batches(self, split, batch_size): return [Batch]
+    >>> class_sums(Linear(), torch.tensor([[0.0, 1, 1, 0]]), Data(), "test").tolist()
+    [[0.0, 0.0, 1.0, 1.0]]
+    """
+    m, C = int(x_eval.shape[0]), int(data.num_classes)
+    chunk = eval_chunk(m, C, 4 * int(np.prod(data.input_shape)))
+    size = min(chunk, max(1, int(np.max(data.sizes(split)))))
+    out = torch.zeros((m, 2 * C), dtype=torch.float64, device=x_eval.device)
+    for b in data.eval_batches(split, batch_size=size):
+        inputs = b.x.to(x_eval.dtype)
+        logits = executor.logits(x_eval, inputs, shared_input=False)
+        if adjust is not None:
+            logits = adjust(inputs, logits, False)
+        w = torch.ones(b.y.shape, dtype=torch.float64, device=out.device) if b.mask is None \
+            else b.mask.to(torch.float64)
+        y = b.y.to(out.device).long()
+        out[:, :C].scatter_add_(1, y, (logits.argmax(dim=-1) == y).double() * w)
+        out[:, C:].scatter_add_(1, y, w)
+    return out
+
+
+def balanced_row(sums: Tensor, keep: Tensor | None, config: RunConfig, recorder: Recorder,
+                 t: int) -> dict[str, Any]:
+    """``test_bacc_*`` over the clients ``keep`` (``None``: every client) with test samples,
+    from :func:`class_sums` ``[n, 2 C]``: a client's balanced accuracy is the mean over the
+    classes it holds of the share of that class predicted right; per client ``test_bacc``
+    (NaN without test samples or not kept) to ``recorder`` with ``config.record_clients``."""
+    C = sums.shape[1] // 2
+    right, count = sums[:, :C], sums[:, C:]
+    held = count > 0
+    classes = held.sum(dim=1)
+    bacc = torch.where(held, right / count.clamp_min(1), 0.0).sum(dim=1) / classes.clamp_min(1)
+    has = classes > 0 if keep is None else (classes > 0) & keep
+    row: dict[str, Any] = {}
+    if bool(has.any()):
+        row.update(_stats("test_bacc", bacc[has].cpu().numpy()))
+    if config.record_clients:
+        recorder.log_clients("test_bacc", torch.where(has, bacc, torch.nan).cpu().numpy(), t)
+    return row
 
 
 def check_eval_val(config: RunConfig, data: Any) -> None:
@@ -408,8 +471,8 @@ def check_finite(clients: Clients, x_eval: Tensor, t: int, recorder: Recorder) -
 
 def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval: Tensor,
                    full: Tensor, config: RunConfig, recorder: Recorder, t: int, *,
-                   scored: np.ndarray | None = None, val: Tensor | None = None
-                   ) -> dict[str, Any]:
+                   scored: np.ndarray | None = None, val: Tensor | None = None,
+                   balanced: Tensor | None = None) -> dict[str, Any]:
     """The evaluation row of round ``t`` from every client's sums ``full`` ``[n, 3 or 6]``
     (correct, loss, count on its test split, then on the global test set when scored); the
     per-client accuracies go to ``recorder`` when ``config.record_clients``.
@@ -417,7 +480,9 @@ def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval
     ``scored`` (``(n,)`` bool, the algorithm's ``scored`` hook) restricts every statistic
     over clients to those clients (the others hold no model: their per-client accuracy is
     NaN); ``None``: every client. ``val`` (``[n, 3]``, with ``config.eval_val``): the same
-    sums on every client's validation split, for the ``val_*`` rows.
+    sums on every client's validation split, for the ``val_*`` rows; ``balanced``
+    (``[n, 2 C]``, with ``config.balanced_accuracy``): :func:`class_sums` on the test splits,
+    for the ``test_bacc_*`` rows.
     """
     if scored is not None:
         row = _scored_row(clients, algorithm, env, x_eval, full, config, recorder, t, scored)
@@ -431,6 +496,9 @@ def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval
         mean = clients.mean(shared, "consensus distance")
         dist = squared_distances(shared, mean)
         row["consensus_distance"] = float(clients.mean(dist, "consensus distance"))
+    if balanced is not None:
+        keep = None if scored is None else torch.as_tensor(scored, device=balanced.device)
+        row.update(balanced_row(balanced, keep, config, recorder, t))
     byzantine = getattr(env, "byzantine", None)
     if byzantine is not None:
         row.update(honest_row(np.asarray(byzantine, dtype=bool), algorithm, env, x_eval, full,
