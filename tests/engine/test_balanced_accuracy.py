@@ -85,3 +85,25 @@ def test_the_default_leaves_the_run_hash_and_rows_as_they_were() -> None:
     assert on.records.engine["run_hash"] != plain.records.engine["run_hash"]
     with pytest.raises(TypeError, match="balanced_accuracy"):
         tf.run("dsgd", **kw, balanced_accuracy="yes")
+
+
+def test_a_stacked_pass_records_what_each_run_records_alone() -> None:
+    from topofl.engine.stack import Member, run_stacked
+    from topofl.records.queries import Records
+
+    members = []
+    for seed, graph in ((0, "ring"), (1, "complete")):
+        data = tf.data.federate("digits", "dirichlet", 6, seed=seed, alpha=0.5)
+        config = tf.engine.RunConfig(rounds=2, seed=seed, dtype="float64", batch_size=8,
+                                     balanced_accuracy=True)
+        members.append(Member(config, tf.topologies.build(graph, n=6),
+                              tf.algorithms.ALGORITHMS["dsgd"](0.1), data,
+                              tf.models.build_model("logistic", data.input_shape, 10,
+                                                    seed=seed)))
+    for m, res in zip(members, run_stacked(members)):
+        alone: Records = tf.engine.run(*m[:5]).records
+        for t in (0, 1):
+            np.testing.assert_allclose(res.records.per_client("test_bacc", t),
+                                       alone.per_client("test_bacc", t), rtol=0, atol=1e-12)
+        assert res.records.final("test_bacc_mean") == pytest.approx(
+            alone.final("test_bacc_mean"), abs=1e-12)
