@@ -125,14 +125,19 @@ def test_a_run_writes_its_per_client_values_as_columns(tmp_path: Path) -> None:
     assert all(isinstance(r["value"], int) for r in on_disk.rows if r["metric"] == "bytes_sent")
 
 
+def _rounds(path: Path, rounds: int, values: Any) -> None:
+    """A run ``r`` of ``rounds`` rounds: ``acc_mean`` and per client ``acc`` (``values(t)``)."""
+    with Recorder(path, run="r") as rec:
+        rec.log_config({"rounds": rounds})
+        for t in range(rounds):
+            rec.log("acc_mean", 0.1 * t, t)
+            rec.log_clients("acc", values(t), t)
+
+
 def test_a_resumed_run_keeps_the_values_before_its_round_and_writes_the_rest(
         tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    with Recorder(path, run="r") as rec:
-        rec.log_config({"rounds": 4})
-        for t in range(4):
-            rec.log("acc_mean", 0.1 * t, t)
-            rec.log_clients("acc", [0.1 * t, 0.2 * t], t)
+    _rounds(path, 4, lambda t: [0.1 * t, 0.2 * t])
     whole = load(path)
     with Recorder(path, run="r", resume=True, resume_round=2,
                   expect_rounds=[0, 1]) as rec:
@@ -147,11 +152,7 @@ def test_a_resumed_run_keeps_the_values_before_its_round_and_writes_the_rest(
 def test_a_crash_cuts_only_the_last_block_and_values_past_the_rows_are_not_kept(
         tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
-    with Recorder(path, run="r") as rec:
-        rec.log_config({"rounds": 3})
-        for t in range(3):
-            rec.log("acc_mean", 0.5, t)
-            rec.log_clients("acc", np.full(1000, 0.5), t)
+    _rounds(path, 3, lambda t: np.full(1000, 0.5))
     cols = client_path(path)
     data = cols.read_bytes()
     cols.write_bytes(data[:-3000])  # the last block cut (and the stream's end)

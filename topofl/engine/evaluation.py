@@ -381,17 +381,13 @@ def class_sums(executor: Any, x_eval: Tensor, data: Any, split: str,
     Examples
     --------
     >>> import torch
+    >>> from types import SimpleNamespace as NS
     >>> from topofl.engine.evaluation import class_sums
-    >>> class Linear:  # the executor's forward pass: one weight matrix a client
-    ...     def logits(self, flat, x, shared_input):
-    ...         return torch.einsum("nsd,ncd->nsc", x, flat.view(flat.shape[0], 2, 2))
-    >>> class Batch:
-    ...     x, y, mask = torch.eye(2).expand(1, 2, 2), torch.tensor([[0, 1]]), None
-    >>> class Data:
-    ...     num_classes, input_shape = 2, (2,)
-    ...     def sizes(self, split): return [2]
-    ...     def eval_batches(self, split, batch_size): return [Batch]
-    >>> class_sums(Linear(), torch.tensor([[0.0, 1, 1, 0]]), Data(), "test").tolist()
+    >>> swap = NS(logits=lambda flat, x, shared_input: torch.tensor([[[0.0, 1], [1, 0]]]))
+    >>> batch = NS(x=torch.zeros(1, 2, 1), y=torch.tensor([[0, 1]]), mask=None)  # 1 client
+    >>> data = NS(num_classes=2, input_shape=(1,), sizes=lambda split: [2],
+    ...           eval_batches=lambda split, batch_size: [batch])
+    >>> class_sums(swap, torch.zeros(1, 1), data, "test").tolist()  # both wrong, one a class
     [[0.0, 0.0, 1.0, 1.0]]
     """
     m, C = int(x_eval.shape[0]), int(data.num_classes)
