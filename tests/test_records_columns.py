@@ -306,3 +306,13 @@ def test_a_recorder_without_a_file_spills_to_a_temporary_one_and_removes_it(
     assert list(tmp_path.iterdir()) == []
     _same_answers(live, reference.records())
     _same_answers(rec.records(), reference.records())
+
+
+@pytest.mark.parametrize("bad", ["", ".", "runs/.."])
+def test_a_records_path_that_names_no_file_is_refused_in_one_line(bad: str) -> None:
+    with pytest.raises(ValueError, match="path must name a records file"):
+        Recorder(bad, run="r")
+    with pytest.raises(ValueError, match="records_path must name a file"):
+        tf.engine.RunConfig(rounds=1, records_path=bad)
+    with pytest.raises(ValueError, match="needs a file name"):
+        client_path(bad)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -265,6 +266,9 @@ class RunConfig:
         if self.stream_rows is not None:
             check_int(self.stream_rows, "stream_rows", low=1)
         check_path(self.records_path, "records_path")
+        if self.records_path is not None and Path(self.records_path).name in ("", ".", ".."):
+            raise ValueError(f"records_path must name a file (such as 'runs/run.jsonl'), got "
+                             f"{str(self.records_path)!r}")
         check_path(self.checkpoint_path, "checkpoint_path")
         check_type(self.run_id, str, "run_id")
 

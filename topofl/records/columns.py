@@ -192,6 +192,8 @@ def client_path(path: str | os.PathLike[str]) -> Path:
     'runs/ring.clients.arrows'
     """
     p = Path(path)
+    if p.name in ("", ".", ".."):
+        raise ValueError(f"a records file needs a file name, got {str(path)!r}")
     return p.with_name(p.stem + SUFFIX) if p.suffix == ".jsonl" else p.with_name(p.name + SUFFIX)
 
 

@@ -119,6 +119,9 @@ class Recorder:
         expect_rounds: Collection[int] | None = None,
     ) -> None:
         self.run = str(run)
+        if path is not None and Path(path).name in ("", ".", ".."):
+            raise ValueError(f"path must name a records file (such as 'runs/run.jsonl'), got "
+                             f"{str(path)!r}")
         self.path = None if path is None else Path(path)
         self.rows: list[dict[str, Any]] = []
         self.config: dict[str, Any] = {}
