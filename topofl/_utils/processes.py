@@ -171,9 +171,14 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
     for proc in procs:
         with contextlib.suppress(Exception):
             proc.kill()
-    for proc in procs:  # SIGKILL cannot be ignored: wait until each is reaped (a loaded
-        with contextlib.suppress(Exception):  # machine can take seconds), boundedly
-            proc.join(30)
+    # SIGKILL cannot be ignored: wait until each is reaped (a loaded machine can take
+    # seconds), boundedly. The pool's own thread may reap a worker first: our join then
+    # returns with no exit code until that thread has recorded it, so wait for the code.
+    deadline = time.monotonic() + 30
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            while proc.exitcode is None and time.monotonic() < deadline:
+                proc.join(0.05)
 
 
 @contextlib.contextmanager
