@@ -86,3 +86,60 @@ def test_no_two_algorithm_functions_share_a_body() -> None:
         by_body[_normalized(body)].append(name)
     copies = sorted(names for names in by_body.values() if len(names) > 1)
     assert not copies, f"functions with the same body (move it to one place): {copies}"
+
+
+#: the most lines a module may have (issue 55)
+MAX_MODULE_LINES = 800
+#: the most lines of code a function may span, its docstring left out (issue 55)
+MAX_CODE_LINES = 100
+#: the most parameters a function may take (issue 55; the front door takes its settings as
+#: one :class:`~topofl.engine.config.RunConfig` and keywords, ``**settings``)
+MAX_PARAMETERS = 10
+#: the most modules at the top of ``topofl/`` besides its packages (issue 55)
+MAX_TOP_MODULES = 12
+
+
+def _code_lines(node: Function) -> int:
+    """``node``'s lines from ``def`` to its end, its docstring left out."""
+    doc = 0
+    first = node.body[0]
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        assert first.end_lineno is not None
+        doc = first.end_lineno - first.lineno + 1
+    return _length(node) - doc
+
+
+def test_no_module_is_longer_than_the_limit() -> None:
+    long = sorted(f"{p.relative_to(ROOT.parent).as_posix()}: {n} lines"
+                  for p in ROOT.rglob("*.py")
+                  if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES)
+    assert not long, f"modules longer than {MAX_MODULE_LINES} lines (split them): {long}"
+
+
+def test_no_function_has_more_code_or_parameters_than_the_limits() -> None:
+    code = sorted(f"{name}: {_code_lines(node)}" for name, node in _functions(ROOT)
+                  if _code_lines(node) > MAX_CODE_LINES)
+    assert not code, f"functions with over {MAX_CODE_LINES} lines of code: {code}"
+
+    def count(node: Function) -> int:
+        a = node.args
+        return len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
+
+    many = sorted(f"{name}: {count(node)}" for name, node in _functions(ROOT)
+                  if count(node) > MAX_PARAMETERS)
+    assert not many, f"functions with over {MAX_PARAMETERS} parameters: {many}"
+
+
+def test_the_top_of_the_package_holds_few_modules() -> None:
+    top = sorted(p.name for p in ROOT.glob("*.py"))
+    assert len(top) <= MAX_TOP_MODULES, f"{len(top)} modules at the top of topofl/: {top}"
+
+
+def test_the_shape_limits_see_what_they_must() -> None:
+    tree = ast.parse("def f(a, b, c, d, e, f, g, h, i, j, *, k):\n    '''doc\n    '''\n"
+                     "    return 1\n")
+    node = tree.body[0]
+    assert isinstance(node, ast.FunctionDef)
+    assert _code_lines(node) == 2 and _length(node) == 4
+    assert len(node.args.args) + len(node.args.kwonlyargs) == 11

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -19,11 +19,11 @@ from topofl.graph import Topology
 from topofl.records import Recorder
 from topofl.spectral import summary
 
-__all__ = ["evaluate", "check_finite", "evaluation_row", "score_chunks", "eval_chunk",
-           "split_sums", "check_eval_val", "record_realized", "spectral_row", "Divergence",
-           "global_subsample", "global_scored", "shared_sums", "GLOBAL_SUBSAMPLE_SEED",
-           "row_blocks", "eval_block_rows", "shared_block", "squared_distances",
-           "EVAL_BLOCK_ENTRIES"]
+__all__ = ["evaluate", "check_finite", "evaluation_row", "EvalSums", "score_chunks",
+           "eval_chunk", "split_sums", "check_eval_val", "record_realized", "spectral_row",
+           "Divergence", "global_subsample", "global_scored", "shared_sums",
+           "GLOBAL_SUBSAMPLE_SEED", "row_blocks", "eval_block_rows", "shared_block",
+           "squared_distances", "EVAL_BLOCK_ENTRIES"]
 
 #: The seed of the global test subsample (:func:`global_subsample`): one subsample per test
 #: set and size, whatever the run's seed, so that runs compared seed by seed or across seeds
@@ -351,8 +351,8 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
         balanced = clients.all_rows(class_sums(executor, x_eval, data, "test", adjust),
                                     "evaluation")
     scored = None if algorithm.scored is None else scored_clients(algorithm, rnd, env)
-    row = evaluation_row(clients, algorithm, env, x_eval, full, config, recorder, t,
-                         scored=scored, val=val, balanced=balanced)
+    row = evaluation_row(clients, algorithm, env, x_eval, EvalSums(full, val, balanced), config,
+                         recorder, t, scored=scored)
     row.update(global_row(config, env.n, data))
     return row
 
@@ -465,21 +465,32 @@ def check_finite(clients: Clients, x_eval: Tensor, t: int, recorder: Recorder) -
         raise nonfinite_parameters_error(t, found[0])
 
 
+class EvalSums(NamedTuple):
+    """Every client's evaluation sums, as :func:`evaluation_row` reads them.
+
+    ``full`` ``[n, 3 or 6]``: correct, loss, count on the client's test split, then on the
+    global test set when scored; ``val`` (``[n, 3]``, with ``config.eval_val``): the same sums
+    on every client's validation split, for the ``val_*`` rows; ``balanced`` (``[n, 2 C]``,
+    with ``config.balanced_accuracy``): :func:`class_sums` on the test splits, for the
+    ``test_bacc_*`` rows.
+    """
+
+    full: Tensor
+    val: Tensor | None = None
+    balanced: Tensor | None = None
+
+
 def evaluation_row(clients: Clients, algorithm: Algorithm, env: Services, x_eval: Tensor,
-                   full: Tensor, config: RunConfig, recorder: Recorder, t: int, *,
-                   scored: np.ndarray | None = None, val: Tensor | None = None,
-                   balanced: Tensor | None = None) -> dict[str, Any]:
-    """The evaluation row of round ``t`` from every client's sums ``full`` ``[n, 3 or 6]``
-    (correct, loss, count on its test split, then on the global test set when scored); the
+                   sums: EvalSums, config: RunConfig, recorder: Recorder, t: int, *,
+                   scored: np.ndarray | None = None) -> dict[str, Any]:
+    """The evaluation row of round ``t`` from every client's :class:`EvalSums`; the
     per-client accuracies go to ``recorder`` when ``config.record_clients``.
 
     ``scored`` (``(n,)`` bool, the algorithm's ``scored`` hook) restricts every statistic
     over clients to those clients (the others hold no model: their per-client accuracy is
-    NaN); ``None``: every client. ``val`` (``[n, 3]``, with ``config.eval_val``): the same
-    sums on every client's validation split, for the ``val_*`` rows; ``balanced``
-    (``[n, 2 C]``, with ``config.balanced_accuracy``): :func:`class_sums` on the test splits,
-    for the ``test_bacc_*`` rows.
+    NaN); ``None``: every client.
     """
+    full, val, balanced = sums
     if scored is not None:
         row = _scored_row(clients, algorithm, env, x_eval, full, config, recorder, t, scored)
         if val is not None:

@@ -39,6 +39,7 @@ from topofl._utils.validation import check_path
 from topofl.engine.availability import Frozen, local_rates, round_view
 from topofl.engine.config import DTYPES, RunConfig
 from topofl.engine.evaluation import (
+    EvalSums,
     check_finite,
     class_sums,
     evaluate,
@@ -402,8 +403,8 @@ def _evaluate(loop: Loop, ln: Lane, t: int, bytes_per_message: int, t_start: flo
         if cfg.balanced_accuracy:  # the lane's test splits' classes, as the run alone
             balanced = clients.all_rows(class_sums(ln.env.executor, x_eval, ln.env.data,
                                                    "test"), "evaluation")
-        row = evaluation_row(clients, ln.algorithm, ln.env, x_eval, full, cfg, recorder, t,
-                             val=val, balanced=balanced)
+        row = evaluation_row(clients, ln.algorithm, ln.env, x_eval,
+                             EvalSums(full, val, balanced), cfg, recorder, t)
         row.update(global_row(cfg, ln.n, ln.env.data))
     row["train_loss"] = ln.train_loss[0] / max(1, ln.train_loss[1])
     ln.train_loss = [0.0, 0]

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from topofl.records._format import _as_float, _number
+from topofl.records._format import _number
 from topofl.records.columns import ClientBlock, block_value, client_table, merged_points, regroup
-from topofl.records.curves import _check_target, _first_reach, area_under_curve
+from topofl.records.curves import _check_target, _first_reach
+from topofl.records.tables import rows_frame, summary_frame
 
 __all__ = ["COSTS", "Records", "RunStatus"]
 
@@ -715,29 +716,7 @@ class Records:
         0      ring      30    0.6   0.6  0.45        NaN
         1  complete      30    0.9   0.9  0.75       20.0
         """
-        import pandas as pd
-
-        if target is not None:
-            _check_target(target)
-        out = []
-        for run in self.runs:
-            row: dict[str, Any] = {"run": run}
-            try:
-                rounds, vals = self.series(metric, run=run)
-            except KeyError:
-                rounds, vals = np.zeros(0, dtype=np.int64), np.zeros(0)
-            have = rounds.size > 0
-            row["rounds"] = int(rounds[-1]) + 1 if have else math.nan
-            row["final"] = float(vals[-1]) if have else math.nan
-            row["best"] = float(np.nanmax(vals)) if np.any(~np.isnan(vals)) else math.nan
-            row["auc"] = area_under_curve(rounds + 1, vals) if have else math.nan
-            if target is not None:
-                k = _first_reach(rounds, vals, target)
-                row["rounds_to"] = math.nan if k is None else k
-            out.append(row)
-        cols = ["run", "rounds", "final", "best", "auc"] + (["rounds_to"] if target is not None
-                                                            else [])
-        return pd.DataFrame(out, columns=cols)
+        return summary_frame(self, metric, target)
 
     def to_pandas(self, wide: bool = False) -> Any:
         """The rows as a pandas DataFrame.
@@ -767,26 +746,7 @@ class Records:
         0   a      0    <NA>  0.5   1.5
         1   a      1    <NA>  0.7   NaN
         """
-        import pandas as pd
-
-        long = pd.DataFrame({
-            "run": pd.Series([str(r["run"]) for r in self.rows], dtype=object),
-            "round": pd.Series([int(r["round"]) for r in self.rows], dtype="int64"),
-            "client": pd.array([r["client"] for r in self.rows], dtype="Int64"),
-            "metric": pd.Series([str(r["metric"]) for r in self.rows], dtype=object),
-            "value": pd.Series([_as_float(r["value"]) for r in self.rows], dtype="float64"),
-        })
-        if not wide:
-            return long
-        keys = ["run", "round", "client"]
-        dedup = long.drop_duplicates(subset=[*keys, "metric"], keep="last")
-        out = dedup.pivot(index=keys, columns="metric", values="value")
-        out.columns.name = None
-        out = out.reset_index()
-        order = {run: k for k, run in enumerate(self.runs)}
-        out["_order"] = out["run"].map(order)
-        out = out.sort_values(["_order", "round", "client"], na_position="first", kind="stable")
-        return out.drop(columns="_order").reset_index(drop=True)
+        return rows_frame(self.rows, self.runs, wide)
 
     def to_rows(self) -> list[dict[str, Any]]:
         """Rows as plain dicts."""
