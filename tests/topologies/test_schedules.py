@@ -76,3 +76,84 @@ def test_a_run_on_periodic_averaging_agrees_exactly_after_each_averaging_round()
                   seed=0, dtype="float64", spectral=False)
     np.testing.assert_allclose(ring.records.series("consensus_distance")[1][0], dist[0],
                                rtol=1e-12)  # round 0: the same ring round
+
+
+# --- schedules as specs ------------------------------------------------------------------------
+
+_PARTS = ["ring", "complete", "(random_regular:d=3)", "(exponential)", "one_peer_exponential",
+          "(erdos_renyi:p=0.7)"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(first=st.sampled_from(_PARTS), then=st.sampled_from(_PARTS),
+       at=st.integers(1, 6), seed=st.integers(0, 50))
+def test_a_switch_spec_is_the_switch_of_its_parts_built_alone(first: str, then: str, at: int,
+                                                              seed: int) -> None:
+    n = 8
+    tv = tf.topologies.build(f"switch:first={first},then={then},at={at}", n=n, seed=seed)
+
+    def alone(part: str) -> tf.TimeVarying:
+        return tf.graph.as_time_varying(tf.topologies.build(part.strip("()"), n=n, seed=seed))
+
+    a, b = alone(first), alone(then)
+    assert tv.n == n and tv.period is None and tv.params["at"] == at
+    for t in range(at + 5):
+        want = a.at(t) if t < at else b.at(t - at)
+        np.testing.assert_array_equal(_dense(tv.at(t)), _dense(want))
+
+
+@settings(max_examples=25, deadline=None)
+@given(base=st.sampled_from(_PARTS), every=st.integers(1, 5), n=st.integers(2, 9))
+def test_a_periodic_averaging_spec_averages_exactly_every_every_rounds(base: str, every: int,
+                                                                       n: int) -> None:
+    if "random_regular" in base and n * 3 % 2:
+        base = "ring"
+    if "random_regular" in base and n < 4 or ("exponential" in base and n < 2):
+        base = "complete"
+    tv = tf.topologies.build(f"periodic_averaging:base={base},every={every}", n=n, seed=1)
+    J = np.full((n, n), 1.0 / n)
+    for t in range(3 * every):
+        if (t + 1) % every == 0:
+            np.testing.assert_allclose(_dense(tv.at(t)), J, rtol=0, atol=1e-15)
+    assert 1 <= finite_time_consensus(tv, 3 * every) <= every  # its base may average sooner
+
+
+def test_schedule_specs_are_checked_and_refused_in_one_line() -> None:
+    family, kwargs = tf.topologies.check_spec("switch:first=(ring),then=(random_regular:d=4),"
+                                              "at=1e1")
+    assert family.name == "switch" and kwargs == {"first": "ring",
+                                                  "then": "random_regular:d=4", "at": 10}
+    bad = {
+        "switch:first=ring,at=3": "switch needs the parameter\\(s\\) then",
+        "switch:first=ring,then=ring,at=0": "at must be >= 1",
+        "switch:first=ring,then=ring,at=2,every=3": "unknown parameter\\(s\\) \\['every'\\]",
+        "periodic_averaging:base=3,every=2": "base must be a graph spec",
+        "periodic_averaging:base=(ring:n=5),every=2,n=6": "base \\(ring:n=5\\) has n=5",
+        "periodic_averaging:base=(ring,every=2": "a '\\(' without its '\\)'",
+        "periodic_averaging:base=ring),every=2": "a '\\)' without its '\\('",
+        "switch:first=rnig,then=ring,at=2": "did you mean 'ring'",
+    }
+    for spec, match in bad.items():
+        with pytest.raises(ValueError, match=match) as info:
+            tf.topologies.build(spec, n=8)
+        assert "\n" not in str(info.value)
+
+
+def test_a_run_and_a_config_take_a_schedule_spec_and_record_it(tmp_path) -> None:
+    spec = "periodic_averaging:base=ring,every=2"
+    data = tf.data.federate("digits", "iid", 8, seed=0)
+    by_spec = tf.run("dsgd", topology=spec, data=data, rounds=4, seed=0, dtype="float64",
+                     spectral=False)
+    by_object = tf.run("dsgd", topology=tf.topologies.periodic_averaging(
+        tf.topologies.ring(8), every=2), data=data, rounds=4, seed=0, dtype="float64",
+        spectral=False)
+    for metric in ("consensus_distance", "test_acc_mean"):
+        np.testing.assert_array_equal(by_spec.records.series(metric)[1],
+                                      by_object.records.series(metric)[1])
+    assert by_spec.records.config["topology"] == spec
+    # a switch between D-Cliques (built from the clients' labels) and the complete graph
+    res = tf.run("dsgd", data="digits", partition="dirichlet", partition_params={"alpha": 0.1},
+                 n_clients=20, topology="switch:first=(dcliques),then=complete,at=2",
+                 rounds=3, seed=0, dtype="float64", spectral=False)
+    dist = res.records.series("consensus_distance")[1]
+    assert dist[0] > 1e-8 and dist[2] < 1e-20

@@ -27,26 +27,63 @@ def parse_value(text: str) -> Any:
     return text
 
 
+def _items(rest: str, spec: str, what: str) -> list[str]:
+    """``rest`` split at its commas outside parentheses (a nested spec's own commas kept)."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(rest):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"{what} spec {spec!r}: a ')' without its '('")
+        elif ch == "," and depth == 0:
+            items.append(rest[start:i])
+            start = i + 1
+    if depth:
+        raise ValueError(f"{what} spec {spec!r}: a '(' without its ')'")
+    items.append(rest[start:])
+    return [s.strip() for s in items if s.strip()]
+
+
+def _wrapped(value: str) -> bool:
+    """Whether ``value`` is one group in parentheses, ``"(...)"`` (not ``"(a)(b)"``)."""
+    if not value.startswith("("):
+        return False
+    depth = 0
+    for i, ch in enumerate(value):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            return i == len(value) - 1
+    return False
+
+
 def parse_spec(spec: str, what: str = "graph", example: str = "ring:n=16"
                ) -> tuple[str, dict[str, Any]]:
     """Parse ``"name:key=value,..."`` into ``(name, kwargs)``; ``what`` names the kind in errors.
+
+    A value in parentheses is kept as the text inside them, commas included: a spec within a
+    spec (``switch:first=(random_regular:d=4),then=complete,at=50``).
 
     Examples
     --------
     >>> from topofl._utils.spec import parse_spec
     >>> parse_spec("synthetic:n_samples=500,seed=0", "dataset")
     ('synthetic', {'n_samples': 500, 'seed': 0})
+    >>> parse_spec("switch:first=(random_regular:d=4,seed=1),at=5")
+    ('switch', {'first': 'random_regular:d=4,seed=1', 'at': 5})
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a {what} spec must be a non-empty string like {example!r}, "
                          f"got {spec!r}")
     name, _, rest = spec.strip().partition(":")
     kwargs: dict[str, Any] = {}
-    for item in filter(None, (s.strip() for s in rest.split(","))):
+    for item in _items(rest, spec, what):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise ValueError(
                 f"{what} spec {spec!r}: expected key=value pairs after ':', got {item!r}"
             )
-        kwargs[key.strip()] = parse_value(value.strip())
+        value = value.strip()
+        kwargs[key.strip()] = value[1:-1].strip() if _wrapped(value) else parse_value(value)
     return name.strip(), kwargs

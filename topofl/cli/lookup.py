@@ -152,6 +152,8 @@ def _list(section: str | None) -> int:
 
             for name in sorted(topologies.REGISTRY):
                 print(topologies.REGISTRY[name].describe())
+            for name in sorted(topologies.SCHEDULES):  # specs whose parameters are specs
+                print(f"schedule {topologies.SCHEDULES[name].describe()}")
         elif sec == "algorithms":
             from topofl.algorithms import ALGORITHMS
 

@@ -46,6 +46,7 @@ from topofl.topologies import schedules as _schedules
 from topofl.topologies import teleportation as _teleportation
 from topofl.topologies._registry import (
     REGISTRY,
+    SCHEDULES,
     GraphFamily,
     Param,
     Registry,
@@ -68,6 +69,7 @@ from topofl.topologies.teleportation import *  # noqa: F403
 
 __all__ = [
     "REGISTRY",
+    "SCHEDULES",
     "GraphFamily",
     "Param",
     "Registry",

@@ -22,8 +22,8 @@ from topofl._utils.validation import did_you_mean_each, unknown_name
 from topofl.graph import GraphLike
 from topofl.graph.checks import check_w_size
 
-__all__ = ["Param", "GraphFamily", "Registry", "REGISTRY", "register", "parse_spec", "check_spec",
-           "build"]
+__all__ = ["Param", "GraphFamily", "Registry", "REGISTRY", "SCHEDULES", "register", "parse_spec",
+           "check_spec", "build"]
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,11 @@ class Registry(Mapping[str, GraphFamily]):
 
 REGISTRY = Registry()
 
+#: The schedules a spec may name beside the families (``switch``, ``periodic_averaging``;
+#: :mod:`topofl.topologies.schedules`): their parameters are specs of other graphs, so they
+#: combine families rather than being one (not in :data:`REGISTRY`).
+SCHEDULES: dict[str, GraphFamily] = {}
+
 
 def register(family: GraphFamily) -> GraphFamily:
     """Add a family to :data:`REGISTRY` (idempotent for the same function).
@@ -278,9 +283,13 @@ def check_spec(spec: str) -> tuple[GraphFamily, dict[str, Any]]:
     ValueError: graph spec 'ring:m=3': unknown parameter(s) ['m']; parameters of ring: n
     """
     name, kwargs = parse_spec(spec)
-    if name not in REGISTRY:
-        raise ValueError(f"graph spec {spec!r}: " + unknown_name("graph family", name, REGISTRY))
-    family = REGISTRY[name]
+    if name in SCHEDULES:
+        family = SCHEDULES[name]
+    elif name in REGISTRY:
+        family = REGISTRY[name]
+    else:
+        raise ValueError(f"graph spec {spec!r}: " + unknown_name(
+            "graph family", name, [*REGISTRY, *SCHEDULES]))  # the known list: schedules too
     known = _spec_keys(family)
     unknown = sorted(set(kwargs) - set(known))
     if unknown:

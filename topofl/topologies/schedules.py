@@ -12,6 +12,24 @@ Both take graphs (a :class:`~topofl.graph.Topology` or a
 :class:`~topofl.graph.TimeVarying`) already built, so any family, seed and weights combine, and
 return a :class:`~topofl.graph.TimeVarying` that the engine, :func:`topofl.spectral.summary`
 and every spectral function read as any other sequence.
+
+Specs
+-----
+A spec names a schedule as it names a family (``topofl.run(topology=...)``, a config's
+``topology``, ``topofl spectral``), its graphs written as specs in parentheses:
+
+* ``switch:first=(SPEC),then=(SPEC),at=T``
+* ``periodic_averaging:base=(SPEC),every=H``
+
+e.g. ``switch:first=(random_regular:d=4),then=complete,at=50`` or
+``periodic_averaging:base=ring,every=100`` (a spec without commas needs no parentheses).
+The parts take the run's ``n`` (and its clients' labels, for ``dcliques``) when they leave it
+out, and the run's ``seed``: both parts of a ``switch`` draw with the same seed.
+
+>>> tv = tf.topologies.build("periodic_averaging:base=(random_regular:d=3),every=4", n=8,
+...                          seed=0)
+>>> tv.name, tv.params["base"], tv.period, tv.at(3).name
+('periodic_averaging', 'random_regular', 4, 'complete')
 """
 
 from __future__ import annotations
@@ -19,8 +37,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from topofl._utils.rng import Seed
 from topofl._utils.validation import check_int
-from topofl.graph import TimeVarying, as_time_varying
+from topofl.graph import GraphLike, TimeVarying, as_time_varying
+from topofl.topologies._registry import SCHEDULES, GraphFamily, Param, build
 from topofl.topologies.classic import complete
 
 __all__ = ["switch", "periodic_averaging"]
@@ -125,3 +145,47 @@ def periodic_averaging(base: Any, *, every: int) -> TimeVarying:
     return TimeVarying(g.n, lambda t: J if (t + 1) % H == 0 else g.at(t),
                        name="periodic_averaging", params={"base": g.name, "every": H},
                        period=period)
+
+
+def _part(spec: Any, name: str, n: int | None, labels: Any, seed: Seed) -> GraphLike:
+    """The graph of a schedule spec's part ``name`` (itself a spec)."""
+    if not isinstance(spec, str):
+        raise ValueError(f"{name} must be a graph spec such as (random_regular:d=4), got "
+                         f"{type(spec).__name__} {spec!r}"[:300])
+    graph = build(spec, seed=seed, n=n, label_distributions=labels)
+    if n is not None and graph.n != n:
+        raise ValueError(f"{name} ({spec}) has n={graph.n} nodes, the schedule n={n}")
+    return graph
+
+
+def _switch_spec(first: str, then: str, at: int, n: int | None = None, *, seed: Seed,
+                 labels: Any = None) -> TimeVarying:
+    return switch(_part(first, "first", n, labels, seed), _part(then, "then", n, labels, seed),
+                  at=at)
+
+
+def _periodic_spec(base: str, every: int, n: int | None = None, *, seed: Seed,
+                   labels: Any = None) -> TimeVarying:
+    return periodic_averaging(_part(base, "base", n, labels, seed), every=every)
+
+
+_N = Param("n", int, "number of nodes (the run's, when left out)", low=1)
+SCHEDULES["switch"] = GraphFamily(
+    "switch", switch,
+    (Param("first", str, "the graph of rounds 0 .. at - 1, a spec"),
+     Param("then", str, "the graph from round at on, a spec"),
+     Param("at", int, "the first round of then", low=1), _N),
+    lambda n, rng: {"n": n, "first": "ring", "then": "complete", "at": 3},
+    random=True, time_varying=True,
+    description="graph first until round at, then graph then (its own rounds from 0)",
+    from_spec=_switch_spec,
+    from_labels=lambda labels, **kw: _switch_spec(**kw, n=len(labels), labels=labels))
+SCHEDULES["periodic_averaging"] = GraphFamily(
+    "periodic_averaging", periodic_averaging,
+    (Param("base", str, "the graph of the other rounds, a spec"),
+     Param("every", int, "rounds between two exact global averages", low=1), _N),
+    lambda n, rng: {"n": n, "base": "ring", "every": 4},
+    random=True, time_varying=True,
+    description="graph base with every every-th round an exact global average (W = J)",
+    from_spec=_periodic_spec,
+    from_labels=lambda labels, **kw: _periodic_spec(**kw, n=len(labels), labels=labels))
