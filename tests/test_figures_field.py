@@ -26,7 +26,7 @@ from topofl.figures.redecide import redecide
 RESULTS = Path(__file__).resolve().parents[1] / "paper_figures" / "results"
 
 FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging",
-         "field_async", "field_clipped_gossip", "field_morph")
+         "field_async", "field_clipped_gossip", "field_morph", "field_consensus_test1")
 
 
 @pytest.fixture(autouse=True)
@@ -139,6 +139,14 @@ def test_field_quick_content(name: str, quick_out: Path) -> None:
     if name == "field_exact_averaging":  # graph math: no seeds, decided at every scale
         assert v["seeds"] == [] and v["verdict"] != "inconclusive at this scale"
         assert all(c["outcome"] in ("pass", "fail") for c in v["checks"])
+        return
+    if name == "field_consensus_test1":  # graph math over 10 trials: the headline is exact
+        assert v["seeds"] == [] and v["verdict"] == "holds"
+        heads = [c for c in v["checks"] if c["headline"]]
+        assert len(heads) == 3 and all(c["rule"] == "exact" for c in heads)
+        for c in v["checks"]:
+            if "values" in c:  # a Monte Carlo check: over the trials, read at Fig. 3's rounds
+                assert c["seeds"] == list(range(10)) and "horizon" in c, c["name"]
         return
     assert v["seeds"] == [0] and v["verdict"] == "inconclusive at this scale"  # one seed
     for c in v["checks"]:
