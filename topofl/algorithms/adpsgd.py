@@ -51,7 +51,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -75,6 +75,7 @@ from topofl.engine.event_time import idle_reason as idle_reason
 from topofl.engine.event_time import partners as partners
 from topofl.engine.pieces import compose_init
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
+from topofl.engine.transit import bipartite_split, check_times
 from topofl.graph import Topology
 
 __all__ = ["adpsgd", "ADPSGDState", "simulate_events"]
@@ -133,13 +134,15 @@ class _AsyncSGD(LocalUpdate):
         own.delta[:, cols] -= step
 
 
-def _communicate(clocks: EventTime) -> Callable[[State, Round, Services], Sent]:
+def _communicate(clocks: EventTime, split: str | None
+                 ) -> Callable[[State, Round, Services], Sent]:
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         if rnd.topology is None:
             raise ValueError("adpsgd pairs neighbours of a graph: pass a topology")
         own = state.own_as(ADPSGDState)
         n = int(env.n)
-        due = clocks.windows(n).due(own.steps, rnd.t, rnd.topology, clocks.pair_seed)
+        active = None if split is None else bipartite_split(rnd.topology)
+        due = clocks.windows(n).due(own.steps, rnd.t, rnd.topology, clocks.pair_seed, active)
         order, mates = due.clients, due.partners
         layer = pair_layers(order, mates)
         x, dev = state.x, state.x.device
@@ -176,6 +179,8 @@ def adpsgd(
     local_steps: int = 1,
     pair_seed: int = 0,
     decay: float = 1.0,
+    offsets: float | Sequence[float] | None = None,
+    split: str | None = None,
 ) -> Algorithm:
     r"""AD-PSGD (Lian et al. 2018) in event time, one window of virtual time per round.
 
@@ -197,6 +202,17 @@ def adpsgd(
     pair_seed : int, default 0
         Seed of the partner draws (:func:`~topofl.engine.event_time.partners`).
     decay : float, default 1
+    offsets : float or sequence of float, optional
+        Each client's clock start $o_i$ (non-negative): its ``k``-th computation finishes
+        at $o_i + k\,d_i$. ``None``: 0.
+    split : {"bipartite"}, optional
+        Lian et al.'s deployment (Section 4 of the paper): the graph's two sides are *active*
+        and *passive* clients (:func:`~topofl.engine.transit.bipartite_split`, the side of
+        each component's smallest node active); only an active client's event averages, with
+        a passive neighbour, and a passive client's event applies its update alone (it is
+        averaged when an active neighbour picks it). No two active clients ever wait on each
+        other, which is how the paper avoids deadlock. A graph that is not bipartite is
+        refused. ``None``: every client initiates (Algorithm 1).
 
     Returns
     -------
@@ -233,16 +249,27 @@ def adpsgd(
     True
     """
     hp = check_event(lr, durations, window, local_steps, pair_seed, decay)
-    clocks = hp.clocks()
+    start = check_times(offsets, "offsets")
+    if split is not None and not isinstance(split, str):
+        raise TypeError(f"split must be None or 'bipartite', got {type(split).__name__}")
+    if split not in (None, "bipartite"):
+        raise ValueError(f"split must be None or 'bipartite', got {split!r}"[:300])
+    clocks = hp.clocks()._replace(offsets=start)
     local = _AsyncSGD(clocks)
+    hparams: dict[str, Any] = dict(
+        lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
+        local_steps=hp.local_steps, pair_seed=hp.pair_seed, decay=hp.decay)
+    if start is not None:  # recorded only when set: a default run's header as before
+        hparams["offsets"] = list(start) if isinstance(start, tuple) else start
+    if split is not None:
+        hparams["split"] = split
     return Algorithm(
         name="adpsgd",
-        hparams=dict(lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
-                     local_steps=hp.local_steps, pair_seed=hp.pair_seed, decay=hp.decay),
+        hparams=hparams,
         phases=(Phase("all", hp.local_steps, None, hp.lr),),
         init=compose_init(local),
         local=local,
-        communicate=_communicate(clocks),
+        communicate=_communicate(clocks, split),
         decay=hp.decay,
         **clocks.fields("adpsgd's events pair clients of one run in an order of their own: it "
                         "runs alone"),
@@ -260,7 +287,9 @@ Events = Replay
 
 def simulate_events(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int], Tensor],
                     durations: Sequence[float], *, lr: float, end_time: float,
-                    pair_seed: int = 0, local_steps: int = 1) -> Events:
+                    pair_seed: int = 0, local_steps: int = 1,
+                    offsets: Sequence[float] | None = None, split: str | None = None
+                    ) -> Events:
     """The slow, obvious event-by-event AD-PSGD: a heap of finish times, one event at a time.
 
     Client ``i`` finishes its ``k``-th computation at ``k * durations[i]``; the events with a
@@ -270,8 +299,12 @@ def simulate_events(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
     ``local_steps`` SGD steps (``grad(z, i)``: its gradient at ``z`` ``[P]``) taken from the
     model it read at its previous event, and reads its model again.
 
+    ``offsets`` start the clients' clocks; with ``split="bipartite"`` only the active
+    clients average (:func:`~topofl.engine.transit.bipartite_split`).
+
     The reference the windowed :func:`adpsgd` is tested against.
     """
+    active = None if split is None else bipartite_split(topology)
     read = x0.clone()
     touched = [0] * x0.shape[0]
 
@@ -290,4 +323,5 @@ def simulate_events(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
         read[i] = x[i]
         return stale
 
-    return replay(x0, topology, durations, end_time, event, pair_seed=pair_seed)
+    return replay(x0, topology, durations, end_time, event, pair_seed=pair_seed,
+                  offsets=offsets, active=active)

@@ -73,11 +73,15 @@ References
 .. [2] I. Hegedűs, G. Danner, M. Jelasity, "Gossip Learning as a Decentralized Alternative to
    Federated Learning", DAIS 2019; "Decentralized learning works: An empirical comparison of
    gossip learning and federated learning", JPDC 148, 2021.
+.. [3] M. Polato, gossipy (github.com/makgyver/gossipy), whose ticks ``timing="tick"``
+   replays (``analysis/async_timing.md``).
+.. [4] The sacs-epfl decentralized-learning-simulator, whose gossip (start shifts, transfer
+   times) ``timing={"delay": ..., "offsets": ...}`` replays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -90,6 +94,7 @@ from topofl.algorithms.base import register_algorithm
 from topofl.engine.event_time import (
     EventTime,
     one_process,
+    per_client,
     replay,
     window_records,
     window_sent,
@@ -97,9 +102,11 @@ from topofl.engine.event_time import (
 from topofl.engine.event_time import push_layers as push_layers
 from topofl.engine.pieces import compose_init
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
+from topofl.engine.transit import messages, read_timing, slots, transit
 from topofl.graph import Topology
 
-__all__ = ["gossip_learning", "GossipLearningState", "simulate_gossip", "MERGES"]
+__all__ = ["gossip_learning", "GossipLearningState", "GossipTransitState", "simulate_gossip",
+           "MERGES"]
 
 #: the merge rules: plain average, or weighted by the models' ages
 MERGES = ("mean", "age")
@@ -230,6 +237,133 @@ def _communicate(local: _Gossip) -> Callable[[State, Round, Services], Sent]:
 
 
 
+class GossipTransitState(NamedTuple):
+    """What gossip learning keeps with ``timing``, ``delay`` or ``offsets`` set: the fields of
+    :class:`GossipLearningState`, each sender's messages delivered, and the messages in
+    flight (a sender's ``slots`` rows, :func:`~topofl.engine.transit.slots`).
+
+    Attributes
+    ----------
+    steps, updates, age : Tensor
+        ``[n]`` int64, as in :class:`GossipLearningState`.
+    delivered : Tensor
+        ``[n]`` int64: each client's messages received by their receivers.
+    inbox : Tensor
+        ``[n * slots, P]``: the models in flight (copied at their send).
+    inbox_age : Tensor
+        ``[n * slots]`` int64: their ages.
+    """
+
+    steps: Tensor
+    updates: Tensor
+    age: Tensor
+    delivered: Tensor
+    inbox: Tensor
+    inbox_age: Tensor
+
+
+class _Transit(LocalUpdate):
+    """Gossip learning with sends and receives apart (:mod:`topofl.engine.transit`): a
+    layer copies its sends into the inbox, merges its receives, then trains them."""
+
+    def __init__(self, clocks: EventTime, steps: int, layers: int, merge: str, timing: str,
+                 delay: float | tuple[float, ...] | None) -> None:
+        self.clocks, self.steps, self.layers, self.merge = clocks, steps, layers, merge
+        self.timing, self.delay = timing, 0.0 if delay is None else delay
+        self.plan: Any = None
+        self.cursor = 0
+
+    def _lag(self, n: int) -> np.ndarray:
+        return per_client(self.delay, n, "delay")
+
+    def init_(self, state: State, env: Services) -> None:
+        n = one_process(env, "gossip_learning", "push events")
+        win = self.clocks.windows(n)  # one duration (and offset) per client
+        self.slots = slots(win.durations, self._lag(n))
+        x = state.x
+        zeros = [torch.zeros(n, dtype=torch.int64, device=x.device) for _ in range(4)]
+        state.own = GossipTransitState(
+            steps=zeros[0], updates=zeros[1], age=zeros[2], delivered=zeros[3],
+            inbox=x.new_zeros(n * self.slots, x.shape[1]),
+            inbox_age=torch.zeros(n * self.slots, dtype=torch.int64, device=x.device))
+
+    def start(self, state: State, rnd: Round, env: Services) -> None:
+        """``round_start``: the window's sends and receives, their layers; layer 0."""
+        if rnd.topology is None:
+            raise ValueError("gossip_learning sends to neighbours of a graph: pass a topology")
+        own, n = state.own_as(GossipTransitState), int(env.n)
+        self.plan = transit(self.clocks.windows(n), own.steps, own.delivered, rnd.t,
+                            rnd.topology, self.clocks.pair_seed, delay=self._lag(n),
+                            timing=self.timing, slots=self.slots, layers=self.layers)
+        self.stale = np.zeros(len(self.plan.layer), dtype=np.int64)
+        self.cursor = 0
+        self._layer(state, 0)
+
+    def _layer(self, state: State, layer: int) -> None:
+        """Copy the layer's sends into the inbox, then merge its receives."""
+        plan, own, x = self.plan, state.own_as(GossipTransitState), state.x
+        here = plan.layer == layer
+        for receive in (False, True):
+            e = np.flatnonzero(here & (plan.receive == receive))
+            if not len(e):
+                continue
+            slot = torch.as_tensor(plan.slot[e], device=x.device)
+            if not receive:
+                i = torch.as_tensor(plan.sender[e], device=x.device)
+                own.inbox[slot], own.inbox_age[slot] = x[i], own.age[i]
+                continue
+            j = torch.as_tensor(plan.receiver[e], device=x.device)
+            ai, aj = own.inbox_age[slot], own.age[j]
+            self.stale[e] = (aj - ai).clamp_min(0).cpu().numpy()
+            new = _merged(x[j], own.inbox[slot], aj, ai, self.merge)
+            own.age[j] = torch.maximum(ai, aj)
+            x[j] = new
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """The models (a layer's receivers hold their merged models)."""
+        return state.x
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """``x -= lr g`` on the current layer's receivers; a layer's last step ends it."""
+        plan, own = self.plan, state.own_as(GossipTransitState)
+        layer = self.cursor // self.steps
+        rows = torch.as_tensor(plan.receiver[(plan.layer == layer) & plan.receive],
+                               device=state.x.device)
+        mask = torch.zeros(state.x.shape[0], dtype=lr.dtype, device=lr.device)
+        mask[rows] = 1.0
+        cols = env.layout.cols(phase.part)
+        state.x[:, cols] -= (lr * mask).unsqueeze(1) * grads[:, cols]
+        self.cursor += 1
+        if self.cursor % self.steps == 0:
+            own.age[rows] += self.steps
+            own.updates[rows] += 1
+            self._layer(state, layer + 1)
+
+    def communicate(self, state: State, rnd: Round, env: Services) -> Sent:
+        """Count the sends and deliveries run; what the window sent."""
+        plan, own, dev = self.plan, state.own_as(GossipTransitState), state.x.device
+        run = plan.layer < self.layers
+        sends, gets = run & ~plan.receive, run & plan.receive
+        n = int(env.n)
+        own.steps.add_(torch.as_tensor(np.bincount(plan.sender[sends], minlength=n),
+                                       device=dev))
+        own.delivered.add_(torch.as_tensor(np.bincount(plan.sender[gets], minlength=n),
+                                           device=dev))
+        records = window_records(plan.end, plan.layer[sends], plan.late[sends],
+                                 np.zeros(int(sends.sum()), dtype=np.int64), own.steps,
+                                 held=plan.held)  # staleness: over the receives, below
+        records["async_layers"] = int(plan.layer[run].max()) + 1 if run.any() else 0
+        for key in ("staleness_mean", "staleness_max"):
+            records.pop(key, None)
+        if gets.any():
+            stale = self.stale[gets]
+            records.update(staleness_mean=float(stale.mean()), staleness_max=int(stale.max()))
+        records["async_delivered"] = int(gets.sum())
+        return window_sent(n, state.x, plan.sender[sends], plan.receiver[sends],
+                           plan.receiver[gets], records)
+
+
 def _check_merge(merge: Any) -> None:
     if not isinstance(merge, str):
         raise TypeError(f"merge must be a str, one of {MERGES}, got {type(merge).__name__}")
@@ -247,6 +381,7 @@ def gossip_learning(
     merge: str = "mean",
     pair_seed: int = 0,
     decay: float = 1.0,
+    timing: str | Mapping[str, Any] = "continuous",
 ) -> Algorithm:
     r"""Gossip learning (Ormándi et al. 2013; Hegedűs et al. 2019, 2021) in event time, one
     window of virtual time per round.
@@ -273,12 +408,32 @@ def gossip_learning(
     pair_seed : int, default 0
         Seed of the partner draws (:func:`~topofl.engine.event_time.partners`).
     decay : float, default 1
+    timing : str or mapping, default "continuous"
+        The order of one instant's events, ``"continuous"`` (a receive right after its
+        send) or ``"tick"`` (gossipy's: every send of an instant reads the models before the
+        instant's receives), or a mapping (a TOML table) of ``order`` (one of them),
+        ``delay`` (each sender's delivery time $\Delta_i$, one for all or one per client: a
+        model sent at $T$ is merged at $T + \Delta_i$; 0 by default) and ``offsets`` (each
+        client's clock start $o_i$: its ``k``-th send at $o_i + k\,d_i$; 0 by default).
+        See :mod:`topofl.engine.transit`.
 
     Returns
     -------
     Algorithm
         Runs in one process, alone (no stack), without lost messages, clients offline or
         Byzantine nodes, and refuses a ``[network]`` clock (its time is its own event time).
+
+    Notes
+    -----
+    With a ``timing`` other than ``"continuous"``, sends and receives are events apart
+    (:func:`~topofl.engine.transit.transit`): a window needs up to ``2 n`` layers to hold
+    nothing (a send and a receive per client), the records add ``async_delivered``, and the
+    run equals :func:`simulate_gossip` with the same settings whenever no window holds an
+    event. These settings replay gossipy's simulator (order ``"tick"``, its constant
+    ``delay`` in ticks, its nodes' time-outs as ``offsets``; ``window`` 1 per tick) and the
+    sacs-epfl simulator's gossip (``offsets`` its start shifts, its period as ``durations``,
+    its transfer time as ``delay``); ``analysis/async_timing.md`` measures both, to the bit.
+    Left at ``"continuous"``, the run, its records and its header are as before.
 
     Examples
     --------
@@ -308,21 +463,36 @@ def gossip_learning(
     hp = check_event(lr, durations, window, local_steps, pair_seed, decay)
     depth = check_int(layers, "layers", low=1)
     _check_merge(merge)
-    local = _Gossip(hp.clocks(), hp.local_steps, depth, merge)
+    order, lag, start = read_timing(timing)
+    hparams: dict[str, Any] = dict(
+                   lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
+                   local_steps=hp.local_steps, layers=depth, merge=merge,
+                   pair_seed=hp.pair_seed, decay=hp.decay)
+    local: _Gossip | _Transit
+    if order == "continuous" and lag is None and start is None:  # as before, to the bit
+        local = _Gossip(hp.clocks(), hp.local_steps, depth, merge)
+        talk = _communicate(local)
+    else:
+        hparams["timing"] = dict(order=order, delay=_recorded(lag), offsets=_recorded(start))
+        local = _Transit(hp.clocks()._replace(offsets=start), hp.local_steps, depth, merge,
+                         order, lag)
+        talk = local.communicate
     return Algorithm(
         name="gossip_learning",
-        hparams=dict(lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
-                     local_steps=hp.local_steps, layers=depth, merge=merge,
-                     pair_seed=hp.pair_seed, decay=hp.decay),
+        hparams=hparams,
         phases=(Phase("all", hp.local_steps * depth, None, hp.lr),),
         init=compose_init(local),
         local=local,
-        communicate=_communicate(local),
+        communicate=talk,
         round_start=local.start,
         decay=hp.decay,
         **local.clocks.fields("gossip_learning's sends reach clients of one run in an order of "
                               "their own: it runs alone"),
     )
+
+
+def _recorded(times: float | tuple[float, ...] | None) -> float | list[float] | None:
+    return list(times) if isinstance(times, tuple) else times
 
 
 # ------------------------------------------------------------------- the event reference
@@ -343,7 +513,8 @@ class Pushes(NamedTuple):
 
 def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int], Tensor],
                     durations: Sequence[float], *, lr: float, end_time: float,
-                    pair_seed: int = 0, local_steps: int = 1, merge: str = "mean") -> Pushes:
+                    pair_seed: int = 0, local_steps: int = 1, merge: str = "mean",
+                    timing: str | Mapping[str, Any] = "continuous") -> Pushes:
     """The slow, obvious event-by-event gossip learning: a heap of send times, one at a time.
 
     Client ``i`` sends its ``k``-th model at ``k * durations[i]``; the sends with a time
@@ -353,9 +524,18 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
     takes ``local_steps`` SGD steps from the merged model (``grad(z, j)``: its gradient at
     ``z`` ``[P]``) and its age grows by ``local_steps``.
 
+    With a ``timing`` other than ``"continuous"`` (:func:`gossip_learning`'s), sends and
+    receives are steps apart, in
+    the order of :func:`~topofl.engine.transit.messages`: a send copies the sender's model
+    and age, its receive merges the copy. The log then lists the receives.
+
     The reference the windowed :func:`gossip_learning` is tested against.
     """
     _check_merge(merge)
+    how = read_timing(timing)
+    if how != ("continuous", None, None):
+        return _simulate_messages(x0, topology, grad, durations, lr, end_time, pair_seed,
+                                  local_steps, merge, how)
     age = [0] * x0.shape[0]
 
     def event(x: Tensor, t: float, i: int, j: int) -> int:
@@ -374,3 +554,36 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
 
     r = replay(x0, topology, durations, end_time, event, pair_seed=pair_seed)
     return Pushes(r.x, r.steps, age, r.log)
+
+
+def _simulate_messages(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int], Tensor],
+                       durations: Sequence[float], lr: float, end_time: float, pair_seed: int,
+                       local_steps: int, merge: str, how: tuple[str, Any, Any]) -> Pushes:
+    """:func:`simulate_gossip` with sends and receives apart (the message reference)."""
+    timing, lag, start = how
+    n = x0.shape[0]
+    d = per_client(tuple(float(v) for v in durations), n)
+    x, age, steps = x0.clone(), [0] * n, [0] * n
+    inbox: dict[tuple[int, int], tuple[Tensor, int]] = {}
+    log: list[tuple[float, int, int, int]] = []
+    for m in messages(topology, d, end_time, pair_seed, timing=timing,
+                      delay=per_client(0.0 if lag is None else lag, n, "delay"),
+                      offsets=None if start is None else per_client(start, n, "offsets")):
+        i, j = m.sender, m.receiver
+        if m.kind == "send":
+            inbox[(i, m.number)] = (x[i].clone(), age[i])
+            steps[i] += 1
+            continue
+        xi, ai = inbox.pop((i, m.number))
+        log.append((m.time, i, j, max(0, age[j] - ai)))
+        if merge == "mean":
+            z = (x[j] + xi) / 2
+        else:
+            a = ai / (ai + age[j]) if ai + age[j] > 0 else 0.0
+            z = (1 - a) * x[j] + a * xi
+        age[j] = max(ai, age[j])
+        for _ in range(local_steps):
+            z = z - lr * grad(z, j)
+        x[j] = z
+        age[j] += local_steps
+    return Pushes(x, steps, age, log)

@@ -64,6 +64,7 @@ __all__ = [
     "idle_reason",
     "heavy_tailed_durations",
     "partners",
+    "initiated",
     "per_client",
     "Windows",
     "Due",
@@ -147,9 +148,10 @@ def check_durations(durations: Any) -> float | tuple[float, ...]:
     return tuple(out)
 
 
-def per_client(durations: float | Sequence[float], n: int) -> np.ndarray:
-    """``(n,)`` float64: checked ``durations`` (:func:`check_durations`) as one time per
-    client, else a one-line ``ValueError`` naming both counts.
+def per_client(durations: float | Sequence[float], n: int, name: str = "durations"
+               ) -> np.ndarray:
+    """``(n,)`` float64: checked ``durations`` (:func:`check_durations`; or the times
+    ``name``) as one time per client, else a one-line ``ValueError`` naming both counts.
 
     Examples
     --------
@@ -164,13 +166,13 @@ def per_client(durations: float | Sequence[float], n: int) -> np.ndarray:
     if isinstance(durations, float):
         return np.full(n, durations)
     if len(durations) != n:
-        raise ValueError(f"durations must hold one time per client: {n} clients, got "
+        raise ValueError(f"{name} must hold one time per client: {n} clients, got "
                          f"{len(durations)} times")
     return np.asarray(durations, dtype=np.float64)
 
 
-def idle_reason(durations: float | tuple[float, ...], window: float, rounds: int
-                ) -> str | None:
+def idle_reason(durations: float | tuple[float, ...], window: float, rounds: int,
+                offsets: float | tuple[float, ...] | None = None) -> str | None:
     r"""Why an event-time run of ``rounds`` windows holds no event at all, or ``None``.
 
     Round ``t`` is the window $(t\,\delta, (t+1)\,\delta]$ and client ``i``'s first event
@@ -188,7 +190,12 @@ def idle_reason(durations: float | tuple[float, ...], window: float, rounds: int
     >>> idle_reason(1e300, 1.0, 3)  # doctest: +ELLIPSIS
     "no client's first event falls within the run's virtual time: the fastest client's ..."
     """
-    first = durations if isinstance(durations, float) else min(durations)
+    if offsets is not None:  # the first events o_i + d_i, as the windows compute them
+        n = 1 if isinstance(durations, float) and isinstance(offsets, float) else max(
+            len(v) for v in (durations, offsets) if not isinstance(v, float))
+        first = float(min(per_client(offsets, n, "offsets") + per_client(durations, n)))
+    else:
+        first = durations if isinstance(durations, float) else min(durations)
     end = rounds * window  # the end of the last window, as the windows compute it
     if rounds < 1 or first <= end:
         return None
@@ -199,8 +206,9 @@ def idle_reason(durations: float | tuple[float, ...], window: float, rounds: int
     while rounds * wide < first:
         wide = math.nextafter(wide, math.inf)
     count = str(need) if need < 10**15 else f"{float(need):.3g}"
+    at = "min(durations)" if offsets is None else "min(offsets + durations)"
     return (f"no client's first event falls within the run's virtual time: the fastest "
-            f"client's first event is at min(durations) = {first!r}, after the end of the "
+            f"client's first event is at {at} = {first!r}, after the end of the "
             f"last window, rounds * window = {rounds} * {window!r} = {end!r}; the run would "
             f"train no client and send no message. Set durations <= {end!r}, window >= "
             f"{wide!r} or rounds >= {count}")
@@ -307,6 +315,25 @@ def partners(topology: Topology, seed: int, clients: Any, events: Any) -> np.nda
     return out.astype(np.int64)
 
 
+def initiated(clients: np.ndarray, mates: np.ndarray, active: np.ndarray | None
+              ) -> np.ndarray:
+    """The partners of ``clients``' events when only the ``active`` clients (a ``(n,)``
+    bool mask; ``None``: all) initiate an exchange: a passive client's event is its own
+    (its partner is itself: it applies its update and averages with nobody).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl.engine.event_time import initiated
+    >>> initiated(np.array([0, 1]), np.array([1, 0]), np.array([True, False])).tolist()
+    [1, 1]
+    """
+    if active is None:
+        return mates
+    out: np.ndarray = np.where(active[clients], mates, clients)
+    return out
+
+
 # ---------------------------------------------------------------------------------- windows
 
 
@@ -368,17 +395,23 @@ class Windows(NamedTuple):
 
     durations: np.ndarray
     width: float
+    offsets: np.ndarray | None = None
 
     @classmethod
-    def of(cls, durations: float | Sequence[float], width: float, n: int) -> Windows:
+    def of(cls, durations: float | Sequence[float], width: float, n: int,
+           offsets: float | Sequence[float] | None = None) -> Windows:
         """The windows of ``n`` clients (``durations`` one time for all, or one per client:
-        :func:`per_client`)."""
-        return cls(per_client(durations, n), width)
+        :func:`per_client`; ``offsets`` likewise, each client's clock start $o_i$, or
+        ``None``: 0)."""
+        return cls(per_client(durations, n), width,
+                   None if offsets is None else per_client(offsets, n, "offsets"))
 
     def finish(self, steps: Tensor | np.ndarray) -> np.ndarray:
-        """``(n,)``: each client's next event time $(k_i + 1)\\,d_i$ (``steps``: ``[n]``, the
-        $k_i$ events done)."""
+        """``(n,)``: each client's next event time $o_i + (k_i + 1)\\,d_i$ (``steps``:
+        ``[n]``, the $k_i$ events done; $o_i$ the offsets, none: 0)."""
         out: np.ndarray = (_counts(steps).astype(np.float64) + 1.0) * self.durations
+        if self.offsets is not None:
+            out = self.offsets + out
         return out
 
     def end(self, t: int) -> float:
@@ -391,15 +424,16 @@ class Windows(NamedTuple):
         return out
 
     def due(self, steps: Tensor | np.ndarray, t: int, topology: Topology,
-            pair_seed: int) -> Due:
+            pair_seed: int, active: np.ndarray | None = None) -> Due:
         """Window ``t``'s due events (one per client), in the order of ``(time, client)``,
-        with their partners on ``topology`` (seed ``pair_seed``)."""
+        with their partners on ``topology`` (seed ``pair_seed``; a client outside
+        ``active``, a ``(n,)`` bool mask, is its own partner: :func:`initiated`)."""
         k = _counts(steps)
         finish = self.finish(k)
         start, end = t * self.width, self.end(t)
         due = np.flatnonzero(finish <= end)
         order = due[np.lexsort((due, finish[due]))]
-        mates = partners(topology, pair_seed, order, k[order])
+        mates = initiated(order, partners(topology, pair_seed, order, k[order]), active)
         return Due(order, mates, finish[order] <= start, start, end)
 
     def surplus(self, steps: Tensor | np.ndarray, t: int) -> int:
@@ -415,6 +449,12 @@ class Windows(NamedTuple):
         3
         """
         end, d = self.end(t), self.durations
+        if self.offsets is not None:
+            o = self.offsets
+            m = np.floor((end - o) / d)
+            m = np.where(o + (m + 1.0) * d <= end, m + 1.0, m)  # the largest m with
+            m = np.where(o + m * d > end, m - 1.0, m)  # o + m d <= end
+            return int(np.maximum(m - _counts(steps).astype(np.float64) - 1.0, 0.0).sum())
         m = np.floor(end / d)
         m = np.where((m + 1.0) * d <= end, m + 1.0, m)  # the largest m with m d <= end, in
         m = np.where(m * d > end, m - 1.0, m)  # the arithmetic of the finish times
@@ -433,6 +473,9 @@ class EventTime(NamedTuple):
         The virtual time $\\delta$ of one round (:func:`check_window`).
     pair_seed : int
         The seed of :func:`partners`.
+    offsets : float or tuple of float, optional
+        Each client's clock start $o_i$ (its ``k``-th event at $o_i + k\\,d_i$;
+        :func:`check_times`); ``None``: 0.
 
     Examples
     --------
@@ -445,10 +488,11 @@ class EventTime(NamedTuple):
     durations: float | tuple[float, ...]
     window: float
     pair_seed: int
+    offsets: float | tuple[float, ...] | None = None
 
     def windows(self, n: int) -> Windows:
         """The windows of the run's ``n`` clients."""
-        return Windows.of(self.durations, self.window, n)
+        return Windows.of(self.durations, self.window, n, self.offsets)
 
     def fields(self, stacks: str) -> dict[str, Any]:
         """The :class:`~topofl.engine.protocol.Algorithm` fields every event-time algorithm
@@ -458,7 +502,8 @@ class EventTime(NamedTuple):
         algorithm's words), no ``[network]`` clock (:data:`CLOCKED`) and the refusal of a run
         without an event (``idle``: :func:`idle_reason`)."""
         return dict(requires=None, absent="refuse", lost=None, stacks=stacks, clocked=CLOCKED,
-                    idle=functools.partial(idle_reason, self.durations, self.window))
+                    idle=functools.partial(idle_reason, self.durations, self.window,
+                                           offsets=self.offsets))
 
 
 # ----------------------------------------------------------------------------------- layers
@@ -603,7 +648,8 @@ class Event(NamedTuple):
 
 
 def events(topology: Topology, durations: np.ndarray, end_time: float,
-           pair_seed: int = 0) -> Iterator[Event]:
+           pair_seed: int = 0, *, offsets: np.ndarray | None = None,
+           active: np.ndarray | None = None) -> Iterator[Event]:
     """The events with a time ``<= end_time``, one at a time in the order of ``(time,
     client)``: a heap of each client's next time, the slow, obvious order the windows are
     tested against.
@@ -616,6 +662,11 @@ def events(topology: Topology, durations: np.ndarray, end_time: float,
         ``(n,)``: each client's time per event (:func:`per_client`).
     end_time : float
     pair_seed : int, default 0
+    offsets : ndarray, optional
+        ``(n,)``: each client's clock start (its ``k``-th event at ``offsets[i] + k d_i``).
+    active : ndarray of bool, optional
+        ``(n,)``: the clients that initiate; the others are their own partners
+        (:func:`initiated`).
 
     Examples
     --------
@@ -626,15 +677,20 @@ def events(topology: Topology, durations: np.ndarray, end_time: float,
     [(1.0, 0, 0, 1), (1.5, 1, 0, 0), (2.0, 0, 1, 1), (3.0, 0, 2, 1), (3.0, 1, 1, 0)]
     """
     d = durations
+    o = np.zeros(len(d)) if offsets is None else offsets
     steps = [0] * len(d)
-    heap = [(float(d[i]), i) for i in range(len(d))]
+    heap = [(float(o[i] + 1.0 * d[i]) if offsets is not None else float(d[i]), i)
+            for i in range(len(d))]
     heapq.heapify(heap)
     while heap and heap[0][0] <= end_time:
         t, i = heapq.heappop(heap)
         k = steps[i]
-        yield Event(float(t), i, k, int(partners(topology, pair_seed, [i], [k])[0]))
+        mate = int(initiated(np.array([i]), partners(topology, pair_seed, [i], [k]),
+                             active)[0])
+        yield Event(float(t), i, k, mate)
         steps[i] = k + 1
-        heapq.heappush(heap, ((steps[i] + 1.0) * d[i], i))
+        nxt = (steps[i] + 1.0) * d[i]
+        heapq.heappush(heap, (float(o[i] + nxt) if offsets is not None else nxt, i))
 
 
 class Replay(NamedTuple):
@@ -657,7 +713,9 @@ class Replay(NamedTuple):
 
 
 def replay(x0: Tensor, topology: Topology, durations: Sequence[float], end_time: float,
-           event: Callable[[Tensor, float, int, int], int], *, pair_seed: int = 0) -> Replay:
+           event: Callable[[Tensor, float, int, int], int], *, pair_seed: int = 0,
+           offsets: Sequence[float] | None = None, active: np.ndarray | None = None
+           ) -> Replay:
     """Run an event-time algorithm the slow, obvious way: its events one at a time, in the
     order of :func:`events`, each applied by ``event(x, time, client, partner)`` to the models
     ``x`` in place (it returns the event's staleness, for the log).
@@ -679,6 +737,8 @@ def replay(x0: Tensor, topology: Topology, durations: Sequence[float], end_time:
     event : callable
         ``event(x, time, client, partner) -> staleness``.
     pair_seed : int, default 0
+    offsets, active : optional
+        The clients' clock starts and initiators (:func:`events`).
 
     Examples
     --------
@@ -699,7 +759,8 @@ def replay(x0: Tensor, topology: Topology, durations: Sequence[float], end_time:
     steps = [0] * n
     log: list[tuple[float, int, int, int]] = []
     d = per_client(tuple(float(v) for v in durations), n)
-    for t, i, _, j in events(topology, d, end_time, pair_seed):
+    o = None if offsets is None else per_client(tuple(float(v) for v in offsets), n, "offsets")
+    for t, i, _, j in events(topology, d, end_time, pair_seed, offsets=o, active=active):
         log.append((t, i, j, int(event(x, t, i, j))))
         steps[i] += 1
     return Replay(x, steps, log)

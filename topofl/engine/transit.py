@@ -1,0 +1,375 @@
+r"""Messages in event time: start offsets, delivery delays and same-instant ticks.
+
+:mod:`~topofl.engine.event_time` gives client ``i`` its ``k``-th event at $o_i + k\,d_i$
+(``offsets`` $o_i$, 0 by default; ``durations`` $d_i$). A *push* event (gossip learning's
+send) here is split in two: the **send** at $T = o_i + k\,d_i$ reads the sender's model (and
+its age) into a message, and the **receive** at $T + \Delta_i$ (``delay`` $\Delta_i$, the
+sender's delivery time; 0 by default) merges the message into the receiver. What the two
+do is the algorithm's; when they happen, in what order, and how a window batches them, is this
+module's. Two timings order the events of one instant:
+
+``timing="continuous"``
+    Events run in the order of $(T, s, \mathrm{kind})$: time, then the sending client $s$
+    (of a send, or of the message a receive delivers), a send before a receive. With no
+    delay each receive directly follows its send, which is the order of
+    :func:`~topofl.engine.event_time.events` (today's default, unchanged). The sacs-epfl
+    decentralized-learning simulator's gossip (start offsets, then a send every period, a
+    transfer time per model) replays in this timing (its ties, rare with real-valued times,
+    go by the order its events were created).
+``timing="tick"``
+    gossipy's simulator (Polato 2022): all sends of an instant read the models *before*
+    any receive of that instant (each timed-out node's model is copied into its message
+    first), then the instant's receives run in the order of (send time, sender) -- the
+    order its message queue of that tick holds them (gossipy walks the nodes in an order
+    it shuffles every round; here ties go by client id).
+
+The windowed fast path (:func:`transit`) runs window ``t``'s events as *layers*: a layer
+first copies its sends into the message slots, then merges its receives (and the
+algorithm trains the receivers). An event's layer is the first that keeps every dependency
+of the event order (a send reads its sender after that client's last receive; a receive
+writes its receiver after its last receive and not before its last send, reads its message
+not before the send, and delivers a sender's messages in order); an event whose layer is
+``layers`` or more is *held* to the next window, as is a client's second send of a window
+and a send whose sender has ``slots`` messages in flight. Whenever no window holds an
+event, the windowed run equals :func:`messages`, the slow reference, event for event.
+Everything is a pure function of the counts of sends and deliveries, so a resumed run equals
+an uninterrupted one.
+
+References
+----------
+.. [1] M. Polato, "gossipy: a Python framework for simulating gossip learning", 2022
+   (github.com/makgyver/gossipy: ``GossipSimulator.start``, ``ConstantDelay``).
+.. [2] The sacs-epfl decentralized-learning-simulator (github.com/sacs-epfl/
+   decentralized-learning-simulator: ``GossipClient.init_client`` draws each client's start
+   shift, ``BWScheduler`` a model's transfer time).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from torch import Tensor
+
+from topofl.engine.event_time import Windows, _counts, _neighbours, events, partners
+from topofl.graph import Topology
+
+__all__ = ["TIMINGS", "check_times", "check_timing", "read_timing", "bipartite_split", "slots",
+           "Message",
+           "messages", "Transit", "transit"]
+
+#: the orders of one instant's events: gossip learning's own, and gossipy's ticks
+TIMINGS = ("continuous", "tick")
+
+
+def check_timing(timing: Any) -> str:
+    """``timing`` as one of :data:`TIMINGS`, else a one-line error.
+
+    Examples
+    --------
+    >>> from topofl.engine.transit import check_timing
+    >>> check_timing("tick")
+    'tick'
+    """
+    if not isinstance(timing, str):
+        raise TypeError(f"timing must be a str, one of {TIMINGS}, got "
+                        f"{type(timing).__name__} {timing!r}"[:300])
+    if timing not in TIMINGS:
+        raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}"[:300])
+    return timing
+
+
+def read_timing(timing: Any) -> tuple[str, float | tuple[float, ...] | None,
+                                      float | tuple[float, ...] | None]:
+    """``timing`` (an order of :data:`TIMINGS`, or a mapping with the keys ``order``,
+    ``delay`` and ``offsets``, each optional) as ``(order, delay, offsets)``, checked
+    (:func:`check_timing`, :func:`check_times`), else a one-line error.
+
+    Examples
+    --------
+    >>> from topofl.engine.transit import read_timing
+    >>> read_timing("tick"), read_timing({"delay": 2, "offsets": [0, 1]})
+    (('tick', None, None), ('continuous', 2.0, (0.0, 1.0)))
+    >>> read_timing({"lag": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: timing's keys are order, delay and offsets, got 'lag'
+    """
+    if isinstance(timing, str) or not isinstance(timing, Mapping):
+        return check_timing(timing), None, None
+    for key in timing:
+        if key not in ("order", "delay", "offsets"):
+            raise ValueError(f"timing's keys are order, delay and offsets, got {key!r}"[:300])
+    return (check_timing(timing.get("order", "continuous")),
+            check_times(timing.get("delay"), "delay"),
+            check_times(timing.get("offsets"), "offsets"))
+
+
+def check_times(times: Any, name: str) -> float | tuple[float, ...] | None:
+    """``times`` (``None``, one time for every client, or one per client) checked
+    non-negative and finite, else a one-line ``ValueError``: the start ``offsets`` of the
+    clients' clocks and the ``delay`` of their messages.
+
+    Examples
+    --------
+    >>> from topofl.engine.transit import check_times
+    >>> check_times([0, 2.5], "offsets"), check_times(None, "delay")
+    ((0.0, 2.5), None)
+    >>> check_times(-1, "delay")
+    Traceback (most recent call last):
+    ...
+    ValueError: delay must be a non-negative finite time (or one per client), got -1
+    """
+    if times is None:
+        return None
+    if isinstance(times, numbers.Real) and not isinstance(times, bool):
+        if not (math.isfinite(float(times)) and float(times) >= 0):
+            raise ValueError(f"{name} must be a non-negative finite time (or one per "
+                             f"client), got {times!r}")
+        return float(times) + 0.0  # -0.0 as 0.0
+    if isinstance(times, (str, bytes)) or not isinstance(times, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a non-negative time or a sequence of them (one per "
+                        f"client), got {type(times).__name__} {times!r}"[:300])
+    out = []
+    for i, v in enumerate(times):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must hold real numbers, got {type(v).__name__} {v!r} "
+                            f"for client {i}"[:300])
+        if not (math.isfinite(float(v)) and float(v) >= 0):
+            raise ValueError(f"{name} must be non-negative finite times, got {float(v)!r} "
+                             f"for client {i}")
+        out.append(float(v) + 0.0)
+    if not out:
+        raise ValueError(f"{name} must hold one time per client, got an empty sequence")
+    return tuple(out)
+
+
+
+
+def bipartite_split(topology: Topology) -> np.ndarray:
+    """``(n,)`` bool: the *active* clients of Lian et al.'s (2018) deployment of AD-PSGD on
+    a bipartite graph, the side of each connected component that holds its smallest node
+    (the even nodes of an even ring); the other side is passive. A graph that is not
+    bipartite (an odd cycle) is refused in one line.
+
+    Examples
+    --------
+    >>> from topofl.engine.transit import bipartite_split
+    >>> bipartite_split(tf.topologies.ring(6)).tolist()
+    [True, False, True, False, True, False]
+    >>> bipartite_split(tf.topologies.ring(5))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: split='bipartite' needs a bipartite graph ..., got ring with an odd cycle ...
+    """
+    indptr, indices = _neighbours(topology)
+    n = len(indptr) - 1
+    side = np.full(n, -1, dtype=np.int64)
+    for root in range(n):  # breadth first from each component's smallest node
+        if side[root] >= 0:
+            continue
+        side[root], queue = 0, [root]
+        while queue:
+            i = queue.pop()
+            for j in indices[indptr[i]:indptr[i + 1]].tolist():
+                if side[j] < 0:
+                    side[j] = 1 - side[i]
+                    queue.append(j)
+                elif side[j] == side[i]:
+                    raise ValueError(f"split='bipartite' needs a bipartite graph (two sides, "
+                                     f"every edge between them), got {topology.name} with an "
+                                     f"odd cycle through node {root}")
+    out: np.ndarray = side == 0
+    return out
+
+
+
+
+def slots(durations: np.ndarray, delay: np.ndarray) -> int:
+    r"""Message slots per sender: $\max_i \lfloor \Delta_i / d_i \rfloor + 2$, enough for
+    every message in flight when no event is held (a sender has at most
+    $\lfloor \Delta_i / d_i \rfloor + 1$ in flight at a window's start, plus its send).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl.engine.transit import slots
+    >>> slots(np.array([1.0, 2.0]), np.array([2.5, 0.0]))
+    4
+    """
+    return int(np.floor(delay / durations).max()) + 2
+
+
+class Message(NamedTuple):
+    """One step of :func:`messages`: a send or a receive of the message ``number`` of
+    ``sender`` (its events before the send), sent at ``sent`` and received at ``sent``
+    plus the sender's delay."""
+
+    time: float
+    kind: str  # "send" or "receive"
+    sender: int
+    receiver: int
+    number: int
+    sent: float
+
+
+def _key(m: Message, timing: str) -> tuple[Any, ...]:
+    phase = 0 if m.kind == "send" else 1
+    if timing == "tick":
+        return (m.time, phase, m.sent, m.sender)
+    return (m.time, m.sender, phase)
+
+
+def messages(topology: Topology, durations: np.ndarray, end_time: float, pair_seed: int = 0,
+             *, offsets: np.ndarray | None = None, delay: np.ndarray | None = None,
+             timing: str = "continuous") -> Iterator[Message]:
+    """The sends with a time ``<= end_time`` and their receives with a time ``<=
+    end_time``, one at a time in the order of ``timing`` (the module docstring): every
+    step listed, then sorted, the slow, obvious order :func:`transit` is tested against.
+
+    Examples
+    --------
+    Two clients, client 1's messages taking 0.5: in tick timing client 1's send at 2.0
+    reads its model before client 0's message of 2.0 arrives.
+
+    >>> import numpy as np
+    >>> from topofl.engine.transit import messages
+    >>> [(m.time, m.kind, m.sender) for m in messages(tf.topologies.complete(2),
+    ...  np.array([1.0, 2.0]), 2.0, delay=np.array([0.0, 0.5]), timing="tick")]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [(1.0, 'send', 0), (1.0, 'receive', 0), (2.0, 'send', 0), (2.0, 'send', 1),
+     (2.0, 'receive', 0)]
+    """
+    n = len(durations)
+    lag = np.zeros(n) if delay is None else delay
+    steps: list[Message] = []
+    for ev in events(topology, durations, end_time, pair_seed, offsets=offsets):
+        steps.append(Message(ev.time, "send", ev.client, ev.partner, ev.number, ev.time))
+        arrive = ev.time + float(lag[ev.client])
+        if arrive <= end_time:
+            steps.append(Message(arrive, "receive", ev.client, ev.partner, ev.number,
+                                 ev.time))
+    yield from sorted(steps, key=lambda m: _key(m, timing))
+
+
+class Transit(NamedTuple):
+    """A window's sends and receives in order, with their layers (:func:`transit`).
+
+    Attributes
+    ----------
+    receive : ndarray of bool
+        ``(e,)``: a receive (else a send).
+    sender, receiver, number : ndarray of int64
+        ``(e,)``: the message's clients and its number among the sender's.
+    slot : ndarray of int64
+        ``(e,)``: where the message waits, ``sender * slots + number % slots``.
+    layer : ndarray of int64
+        ``(e,)``: its layer (``>= layers``: held to the next window).
+    late : ndarray of bool
+        ``(e,)``: due at or before the window's start (deferred from an earlier one).
+    held : int
+        Events held: a layer too deep, a send beyond a client's first of the window or with
+        its slots full.
+    end : float
+        The window's end.
+    """
+
+    receive: np.ndarray
+    sender: np.ndarray
+    receiver: np.ndarray
+    number: np.ndarray
+    slot: np.ndarray
+    layer: np.ndarray
+    late: np.ndarray
+    held: int
+    end: float
+
+
+def _deliveries(win: Windows, k: np.ndarray, done: np.ndarray, sending: np.ndarray,
+                lag: np.ndarray, end: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The messages in flight (or sent this window) that arrive by ``end``: senders,
+    numbers, arrival and send times."""
+    rows, nums = [], []
+    upto = k + sending  # messages sent once this window's sends ran
+    for i in np.flatnonzero(upto > done).tolist():
+        for q in range(int(done[i]), int(upto[i])):
+            rows.append(i)
+            nums.append(q)
+    s = np.asarray(rows, dtype=np.int64)
+    m = np.asarray(nums, dtype=np.int64)
+    sent = Windows(win.durations[s], win.width,
+                   None if win.offsets is None else win.offsets[s]).finish(m)
+    arrive = sent + lag[s]
+    keep = arrive <= end
+    return s[keep], m[keep], np.stack([arrive[keep], sent[keep]])
+
+
+def _layers(receive: np.ndarray, sender: np.ndarray, receiver: np.ndarray,
+            number: np.ndarray) -> np.ndarray:
+    """Each ordered event's layer (the module docstring's dependencies)."""
+    wrote: dict[int, int] = {}
+    read: dict[int, int] = {}
+    sent_at: dict[tuple[int, int], int] = {}
+    last: dict[int, int] = {}
+    out = np.empty(len(receive), dtype=np.int64)
+    for e, (r, i, j, k) in enumerate(zip(receive.tolist(), sender.tolist(),
+                                         receiver.tolist(), number.tolist())):
+        if not r:
+            out[e] = sent_at[(i, k)] = wrote.get(i, -1) + 1
+            read[i] = max(read.get(i, 0), int(out[e]))
+            continue
+        layer = max(sent_at.get((i, k), 0), wrote.get(j, -1) + 1, read.get(j, 0),
+                    last.get(i, 0))
+        out[e] = wrote[j] = last[i] = layer
+    return out
+
+
+def transit(win: Windows, steps: Tensor | np.ndarray, delivered: Tensor | np.ndarray, t: int,
+            topology: Topology, pair_seed: int, *, delay: np.ndarray, timing: str,
+            slots: int, layers: int) -> Transit:
+    """Window ``t``'s sends and receives in the order of ``timing``, with their layers:
+    the batched plan of :func:`messages` (``steps``, ``delivered``: ``[n]``, each client's
+    messages sent and delivered so far; ``delay``: ``(n,)``; ``layers``: the window's
+    depth).
+
+    Examples
+    --------
+    Two clients sending every unit, messages taking 1.5: in window 1 (times (1, 2]) both
+    send and client 0's first message (sent at 1.0) is not there yet.
+
+    >>> import numpy as np
+    >>> from topofl.engine.event_time import Windows
+    >>> from topofl.engine.transit import transit
+    >>> plan = transit(Windows.of(1.0, 1.0, 2), np.array([1, 1]), np.array([0, 0]), 1,
+    ...                tf.topologies.complete(2), 0, delay=np.array([1.5, 1.5]),
+    ...                timing="continuous", slots=3, layers=4)
+    >>> plan.receive.tolist(), plan.sender.tolist(), plan.held
+    ([False, False], [0, 1], 0)
+    """
+    k, done = _counts(steps).astype(np.int64), _counts(delivered).astype(np.int64)
+    due = win.due(k, t, topology, pair_seed)
+    full = (k - done + 1 > slots)[due.clients]
+    s_cli, s_mate = due.clients[~full], due.partners[~full]
+    sending = np.zeros(len(k), dtype=np.int64)
+    sending[s_cli] = 1
+    r_cli, r_num, times = _deliveries(win, k, done, sending, delay, due.end)
+    r_mate = partners(topology, pair_seed, r_cli, r_num)
+    s_time = win.finish(k)[s_cli]
+    receive = np.concatenate([np.zeros(len(s_cli), bool), np.ones(len(r_cli), bool)])
+    sender = np.concatenate([s_cli, r_cli])
+    receiver = np.concatenate([s_mate, r_mate])
+    number = np.concatenate([k[s_cli], r_num])
+    at = np.concatenate([s_time, times[0]])
+    sent = np.concatenate([s_time, times[1]])
+    phase = receive.astype(np.int64)
+    keys = (sender, sent, phase, at) if timing == "tick" else (phase, sender, at)
+    order = np.lexsort(keys)
+    receive, sender, receiver = receive[order], sender[order], receiver[order]
+    number, at = number[order], at[order]
+    layer = _layers(receive, sender, receiver, number)
+    held = int(full.sum()) + win.surplus(k, t) + int((layer >= layers).sum())
+    return Transit(receive, sender, receiver, number, sender * slots + number % slots, layer,
+                   at <= due.start, held, due.end)
