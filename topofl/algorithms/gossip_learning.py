@@ -152,7 +152,54 @@ class _Window(NamedTuple):
     stale: np.ndarray
 
 
-class _Gossip(LocalUpdate):
+def _merge_into(x: Tensor, age: Tensor, j: Tensor, xi: Tensor, ai: Tensor,
+                merge: str) -> np.ndarray:
+    """Receivers ``j`` merge the received models ``xi`` of ages ``ai`` (in place, ages
+    max-merged); the staleness of each receive, ``max(0, age_j - age_i)``."""
+    aj = age[j]
+    stale = (aj - ai).clamp_min(0).cpu().numpy()
+    x[j] = _merged(x[j], xi, aj, ai, merge)
+    age[j] = torch.maximum(ai, aj)
+    return stale
+
+
+class _Layers(LocalUpdate):
+    """A window's layers of receives, each merged then trained ``steps`` times (the layer
+    bookkeeping of :class:`_Gossip` and :class:`_Transit`)."""
+
+    steps: int
+    cursor: int
+
+    def _receivers(self, layer: int) -> np.ndarray:
+        """The clients that receive (then train) in ``layer``."""
+        raise NotImplementedError
+
+    def _layer(self, state: State, layer: int) -> None:
+        """Run ``layer``'s merges."""
+        raise NotImplementedError
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """The models (a layer's receivers hold their merged models)."""
+        return state.x
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """``x -= lr g`` on the current layer's receivers; a layer's last step ends it."""
+        own: Any = state.own
+        layer = self.cursor // self.steps
+        rows = torch.as_tensor(self._receivers(layer), device=state.x.device)
+        mask = torch.zeros(state.x.shape[0], dtype=lr.dtype, device=lr.device)
+        mask[rows] = 1.0
+        cols = env.layout.cols(phase.part)
+        state.x[:, cols] -= (lr * mask).unsqueeze(1) * grads[:, cols]
+        self.cursor += 1
+        if self.cursor % self.steps == 0:
+            own.age[rows] += self.steps
+            own.updates[rows] += 1
+            self._layer(state, layer + 1)
+
+
+class _Gossip(_Layers):
     """The window's layers: merge a layer's receivers, then train them ``steps`` times."""
 
     def __init__(self, clocks: EventTime, steps: int, layers: int, merge: str) -> None:
@@ -179,9 +226,9 @@ class _Gossip(LocalUpdate):
         self.win = _Window(due.clients, due.partners, layer, due.late, held, float(due.end),
                            np.zeros(len(due.clients), dtype=np.int64))
         self.cursor = 0
-        self._merge_layer(state, 0)
+        self._layer(state, 0)
 
-    def _merge_layer(self, state: State, layer: int) -> None:
+    def _layer(self, state: State, layer: int) -> None:
         win = self.win
         assert win is not None
         e = np.flatnonzero(win.layer == layer)
@@ -190,33 +237,12 @@ class _Gossip(LocalUpdate):
         own, x = state.own_as(GossipLearningState), state.x
         i = torch.as_tensor(win.senders[e], device=x.device)
         j = torch.as_tensor(win.receivers[e], device=x.device)
-        ai, aj = own.age[i], own.age[j]
-        win.stale[e] = (aj - ai).clamp_min(0).cpu().numpy()
-        new = _merged(x[j], x[i], aj, ai, self.merge)
-        own.age[j] = torch.maximum(ai, aj)
-        x[j] = new
+        win.stale[e] = _merge_into(x, own.age, j, x[i], own.age[i], self.merge)
 
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """The models (a layer's receivers hold their merged models)."""
-        return state.x
-
-    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
-               env: Services) -> None:
-        """``x -= lr g`` on the current layer's receivers; a layer's last step ends it."""
+    def _receivers(self, layer: int) -> np.ndarray:
         win = self.win
         assert win is not None
-        own = state.own_as(GossipLearningState)
-        layer = self.cursor // self.steps
-        rows = torch.as_tensor(win.receivers[win.layer == layer], device=state.x.device)
-        mask = torch.zeros(state.x.shape[0], dtype=lr.dtype, device=lr.device)
-        mask[rows] = 1.0
-        cols = env.layout.cols(phase.part)
-        state.x[:, cols] -= (lr * mask).unsqueeze(1) * grads[:, cols]
-        self.cursor += 1
-        if self.cursor % self.steps == 0:
-            own.age[rows] += self.steps
-            own.updates[rows] += 1
-            self._merge_layer(state, layer + 1)
+        return np.asarray(win.receivers[win.layer == layer])
 
 
 def _communicate(local: _Gossip) -> Callable[[State, Round, Services], Sent]:
@@ -262,7 +288,7 @@ class GossipTransitState(NamedTuple):
     inbox_age: Tensor
 
 
-class _Transit(LocalUpdate):
+class _Transit(_Layers):
     """Gossip learning with sends and receives apart (:mod:`topofl.engine.transit`): a
     layer copies its sends into the inbox, merges its receives, then trains them."""
 
@@ -313,32 +339,12 @@ class _Transit(LocalUpdate):
                 own.inbox[slot], own.inbox_age[slot] = x[i], own.age[i]
                 continue
             j = torch.as_tensor(plan.receiver[e], device=x.device)
-            ai, aj = own.inbox_age[slot], own.age[j]
-            self.stale[e] = (aj - ai).clamp_min(0).cpu().numpy()
-            new = _merged(x[j], own.inbox[slot], aj, ai, self.merge)
-            own.age[j] = torch.maximum(ai, aj)
-            x[j] = new
+            self.stale[e] = _merge_into(x, own.age, j, own.inbox[slot], own.inbox_age[slot],
+                                        self.merge)
 
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """The models (a layer's receivers hold their merged models)."""
-        return state.x
-
-    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
-               env: Services) -> None:
-        """``x -= lr g`` on the current layer's receivers; a layer's last step ends it."""
-        plan, own = self.plan, state.own_as(GossipTransitState)
-        layer = self.cursor // self.steps
-        rows = torch.as_tensor(plan.receiver[(plan.layer == layer) & plan.receive],
-                               device=state.x.device)
-        mask = torch.zeros(state.x.shape[0], dtype=lr.dtype, device=lr.device)
-        mask[rows] = 1.0
-        cols = env.layout.cols(phase.part)
-        state.x[:, cols] -= (lr * mask).unsqueeze(1) * grads[:, cols]
-        self.cursor += 1
-        if self.cursor % self.steps == 0:
-            own.age[rows] += self.steps
-            own.updates[rows] += 1
-            self._layer(state, layer + 1)
+    def _receivers(self, layer: int) -> np.ndarray:
+        plan = self.plan
+        return np.asarray(plan.receiver[(plan.layer == layer) & plan.receive])
 
     def communicate(self, state: State, rnd: Round, env: Services) -> Sent:
         """Count the sends and deliveries run; what the window sent."""
