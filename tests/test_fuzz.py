@@ -246,8 +246,13 @@ def _topology_targets() -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
 
 def _algorithm_targets() -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
     # every factory's defaults build an algorithm: each of its parameters is fuzzed from there
+    # (and from a compressor, where one turns on a path of its own: issue 59, item 7)
+    A = tf.algorithms
     return [(f"algorithms.{name}", fn, {})
-            for name, fn in sorted(tf.algorithms.ALGORITHMS.items())]
+            for name, fn in sorted(A.ALGORITHMS.items())] + [
+        ("algorithms.dsgd[compressor]", A.dsgd, {"compressor": "qsgd"}),
+        ("algorithms.dsgt[compressor]", A.dsgt, {"compressor": "randk"}),
+    ]
 
 
 _MODEL_KW: dict[str, dict[str, Any]] = {

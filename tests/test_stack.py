@@ -52,6 +52,10 @@ ALGORITHMS = {
     "choco-randk": lambda lr: tf.algorithms.choco(lr=lr, compressor="randk", ratio=0.3,
                                                   compress_seed=3, momentum=0.5),
     "choco-qsgd": lambda lr: tf.algorithms.choco(lr=lr, compressor="qsgd", levels=4),
+    "dsgd-randk": lambda lr: tf.algorithms.dsgd(lr=lr, compressor="randk", ratio=0.3,
+                                                compress_seed=2, nesterov=True, momentum=0.5),
+    "dsgt-beer-qsgd": lambda lr: tf.algorithms.dsgt(lr=lr, compressor="qsgd", levels=4,
+                                                    compress_seed=1),
     "el": lambda lr: tf.algorithms.el(lr=lr, local_steps=2, momentum=0.5),
 }
 GRAPHS = {
@@ -209,7 +213,8 @@ def test_lanes_share_a_global_test_set_only_when_it_is_equal() -> None:
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("algo", ["dsgd-momentum", "el", "choco-randk", "dsgt", "extra"])
+@pytest.mark.parametrize("algo", ["dsgd-momentum", "el", "choco-randk", "dsgt", "extra",
+                                  "dsgt-beer-qsgd"])
 def test_stacked_gossip_is_the_runs_own_product(algo: str, dtype: str) -> None:
     # each run's rows are mixed with its own W (dense or sparse as alone); EL's re-weighted
     # graph (Erdos-Renyi's Metropolis weights are not uniform) block by block; EXTRA needs a

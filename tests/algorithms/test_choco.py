@@ -25,9 +25,10 @@ from tests.algorithms.test_tracking import (
     _problem,
 )
 from topofl._utils.rng import generator_at
-from topofl.algorithms.choco import _STREAM, compress, kept, qsgd_bits, qsgd_scale
+from topofl.algorithms.choco import compress, kept, qsgd_bits, qsgd_scale
 from topofl.engine import run_rounds, toy_services
 from topofl.engine.availability import Availability
+from topofl.engine.pieces.compression import STREAM
 
 D = torch.float64
 N, P = 8, 30
@@ -57,10 +58,10 @@ def _q_ref(v: np.ndarray, compressor: str, ratio: float, levels: int, seed: int,
             q[j] = v[j]
     elif compressor == "randk":
         k = kept(ratio, p)
-        for j in generator_at(seed, _STREAM, t, i).choice(p, k, replace=False):
+        for j in generator_at(seed, STREAM, t, i).choice(p, k, replace=False):
             q[j] = v[j]
     else:
-        u = generator_at(seed, _STREAM, t, i).random(p)
+        u = generator_at(seed, STREAM, t, i).random(p)
         norm = math.sqrt(sum(c * c for c in v))
         tau = 1 + min(p / levels**2, math.sqrt(p) / levels)
         for j in range(p):

@@ -10,7 +10,8 @@ import numpy as np
 
 from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.engine.event_time import EventTime, check_durations, check_window
-from topofl.engine.pieces import SGD, compose_init, with_participation
+from topofl.engine.pieces import SGD, Compression, compose_init, with_participation
+from topofl.engine.pieces.compression import COMPRESSORS
 from topofl.engine.protocol import Algorithm, Phase
 
 Epochs = float | tuple[float, ...] | None
@@ -112,6 +113,56 @@ def check_event(lr: Any, durations: Any, window: Any, local_steps: Any, pair_see
     return EventParams(check_lr(lr), check_durations(durations), check_window(window),
                        check_int(local_steps, "local_steps", low=1),
                        check_int(pair_seed, "pair_seed", low=0), check_decay(decay))
+
+
+class CompressionParams(NamedTuple):
+    """Checked settings of a compressed gossip (CHOCO's, D-SGD's and DSGT's ``compressor``):
+    the compressor and the consensus step size ``gamma``."""
+
+    compression: Compression
+    gamma: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as recorded in the run config."""
+        c = self.compression
+        return dict(compressor=c.compressor, ratio=c.ratio, levels=c.levels, gamma=self.gamma,
+                    compress_seed=c.seed)
+
+
+#: The settings of a compressed gossip and their defaults (:func:`choco`'s).
+COMPRESSION_DEFAULTS: dict[str, Any] = dict(ratio=0.1, levels=16, gamma=0.2, compress_seed=0)
+
+
+def check_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
+                      compress_seed: Any) -> CompressionParams:
+    """Validate a compressor (one of ``COMPRESSORS``) and its settings: ``ratio`` in (0, 1],
+    ``levels >= 1``, ``gamma`` in (0, 1], ``compress_seed >= 0``."""
+    return CompressionParams(
+        Compression(check_choice(compressor, "compressor", COMPRESSORS),
+                    check_real(ratio, "ratio", low=0, high=1, low_open=True),
+                    check_int(levels, "levels", low=1),
+                    check_int(compress_seed, "compress_seed", low=0)),
+        check_real(gamma, "gamma", low=0, high=1, low_open=True))
+
+
+def check_optional_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
+                               compress_seed: Any) -> CompressionParams | None:
+    """:func:`check_compression` for a factory whose ``compressor`` defaults to ``None`` (no
+    compression), its settings to ``None`` (then :data:`COMPRESSION_DEFAULTS`): ``None``
+    without a compressor, and a ``ValueError`` for a setting given without one."""
+    given = dict(ratio=ratio, levels=levels, gamma=gamma, compress_seed=compress_seed)
+    if compressor is None:
+        for name, value in given.items():
+            if value is not None:
+                raise ValueError(f"{name} is a setting of the compressed gossip: it needs "
+                                 f"compressor= one of {list(COMPRESSORS)}, got {name}={value!r} "
+                                 "with compressor=None")
+        return None
+    if not isinstance(compressor, str):
+        raise TypeError(f"compressor must be None or a str (one of {list(COMPRESSORS)}), got "
+                        f"{type(compressor).__name__} {compressor!r}")
+    full = {k: COMPRESSION_DEFAULTS[k] if v is None else v for k, v in given.items()}
+    return check_compression(compressor, **full)
 
 
 WEIGHTINGS = ("uniform", "data_size")

@@ -6,6 +6,9 @@ References
    NeurIPS 2017 (D-SGD).
 .. [2] A. Bellet, A.-M. Kermarrec, E. Lavoie, "D-Cliques", Fig. 2 (D-SGD), Fig. 7 (Clique
    Averaging), eq. (4)-(5) (momentum with Clique Averaging).
+.. [3] A. Koloskova, S. U. Stich, M. Jaggi, "Decentralized stochastic optimization and gossip
+   algorithms with compressed communication", ICML 2019 (Algorithm 2, CHOCO-SGD: D-SGD's
+   gossip compressed, with error feedback; ``compressor=``).
 """
 
 from __future__ import annotations
@@ -13,12 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topofl._utils.validation import check_bool
-from topofl.algorithms._common import check_sgd
+from topofl.algorithms._common import (
+    CompressionParams,
+    SGDParams,
+    check_optional_compression,
+    check_sgd,
+    sgd_algorithm,
+)
 from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Flow, clique_arcs
 from topofl.engine.pieces import (
     SGD,
     CliqueAveraged,
+    CompressedGossip,
     clique_index,
     compose_init,
     gossip,
@@ -46,6 +56,23 @@ def _gossip_and_gradients(state: State, rnd: Round, env: Services) -> Sent:
     return Sent.of(grads, Flow(model.kind, model.arcs, model.size, model.bits, stage=1))
 
 
+def _compressed(hp: SGDParams, sgd: SGD, cp: CompressionParams, aggregator: str,
+                ca: bool) -> Algorithm:
+    """D-SGD with a ``compressor``: local SGD, then CHOCO-Gossip (CHOCO-SGD, as
+    :func:`~topofl.algorithms.choco` builds it, D-SGD's hyper-parameters recorded first)."""
+    c = cp.compression.compressor
+    if aggregator != "mean":
+        raise ValueError(f"aggregator={aggregator!r} does not combine with compressor={c!r}: "
+                         "compressed gossip mixes public copies by W (aggregator='mean')")
+    if ca:
+        raise ValueError(f"clique_averaging=True does not combine with compressor={c!r}: "
+                         "expected clique_averaging=False")
+    comm = CompressedGossip(cp.compression, cp.gamma)
+    return sgd_algorithm("dsgd", hp, comm, local=sgd, init=(comm,), requires="doubly",
+                         extra_hparams=dict(nesterov=sgd.nesterov, clique_averaging=False,
+                                            **cp.as_dict()), stacks=True)
+
+
 @dataclass(frozen=True)
 class DSGDKeywords:
     """D-SGD's hyper-parameters as a call gives them (documented at :func:`dsgd`)."""
@@ -62,6 +89,11 @@ class DSGDKeywords:
     tau: float | str | None = None
     trim: int = 0
     delta: float | None = None
+    compressor: str | None = None
+    ratio: float | None = None
+    levels: int | None = None
+    gamma: float | None = None
+    compress_seed: int | None = None
 
 
 @register_algorithm("dsgd")
@@ -115,12 +147,21 @@ def dsgd(kw: DSGDKeywords) -> Algorithm:
     delta : float, optional
         ``tau="adaptive"``'s budget: the largest in-neighbour weight a node clips (``[0, 1]``;
         0 is plain gossip).
+    compressor : {"topk", "randk", "qsgd"}, optional
+        Compressed gossip with error feedback through public copies (CHOCO-Gossip): D-SGD is
+        then CHOCO-SGD, :func:`~topofl.algorithms.choco` (the same pieces and numbers, named
+        ``"dsgd"``), without lost messages, Byzantine nodes, a robust ``aggregator`` or Clique
+        Averaging. ``None``: exact gossip (recorded hyper-parameters and run hash as before).
+    ratio, levels, gamma, compress_seed : optional
+        The compressor's settings as :func:`~topofl.algorithms.choco` reads them (defaults
+        0.1, 16, 0.2 and 0), given only with a ``compressor``.
 
     Returns
     -------
     Algorithm
         :class:`~topofl.engine.pieces.SGD` (or :class:`~topofl.engine.pieces.CliqueAveraged`)
-        composed with :func:`~topofl.engine.pieces.gossip`.
+        composed with :func:`~topofl.engine.pieces.gossip` (or
+        :class:`~topofl.engine.pieces.CompressedGossip`).
 
     Examples
     --------
@@ -146,6 +187,10 @@ def dsgd(kw: DSGDKeywords) -> Algorithm:
         raise ValueError(f"aggregator={aggregator!r} does not combine with clique_averaging")
     sgd = SGD(hp.momentum, hp.weight_decay, nesterov)
     hparams = dict(hp.as_dict(), nesterov=nesterov, clique_averaging=ca)
+    cp = check_optional_compression(kw.compressor, kw.ratio, kw.levels, kw.gamma,
+                                    kw.compress_seed)
+    if cp is not None:
+        return _compressed(hp, sgd, cp, aggregator, ca)
     if robust:  # at "mean": the header (and run hash) of runs recorded before the rules
         hparams.update(aggregator=aggregator, tau=tau, trim=trim)
         if delta is not None:  # tau="adaptive" only (check_aggregator)

@@ -58,6 +58,7 @@ KINDS = {
     "probe": "a model sent to be scored on a peer's data (PFedDST's loss array)",
     "loss": "a loss value sent back (one number)",
     "compressed": "a compressed model difference (CHOCO-SGD: top-k/rand-k values, QSGD levels)",
+    "compressed_tracker": "a compressed tracker difference (DSGT with a compressor: BEER)",
     "indices": "the 32-bit coordinate indices of a top-k/rand-k message (CHOCO-SGD)",
     "norm": "the norm of a QSGD-quantized vector (one number, CHOCO-SGD)",
     "control": "a control variate attached to a model (SCAFFOLD's c down, its change up)",

@@ -140,6 +140,11 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "choco_randk": ("choco", ring, dict(compressor="randk", ratio=0.3,
                                             compress_seed=3, momentum=0.5)),
         "choco_qsgd": ("choco", ring, dict(compressor="qsgd", levels=4, gamma=0.3)),
+        # issue 59, item 7: D-SGD's compressed gossip (CHOCO), DSGT's (BEER)
+        "dsgd_compressed": ("dsgd", ring, dict(compressor="randk", ratio=0.3, gamma=0.3,
+                                               compress_seed=2, momentum=0.5, nesterov=True)),
+        "dsgt_beer": ("dsgt", ring, dict(compressor="qsgd", levels=4, gamma=0.3,
+                                         compress_seed=1)),
         # issue 46: AD-PSGD in event time (heterogeneous durations, a window deferring events)
         "adpsgd": ("adpsgd", ring, dict(durations=[(1.0, 1.5, 2.0, 0.7, 3.0)[i % 5]
                                                    for i in range(n)],

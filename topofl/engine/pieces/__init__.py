@@ -4,6 +4,7 @@ One module per kind: :mod:`~topofl.engine.pieces.local` (local SGD and the updat
 it), :mod:`~topofl.engine.pieces.cliques` (Clique Averaging),
 :mod:`~topofl.engine.pieces.participation` (who takes part in a round),
 :mod:`~topofl.engine.pieces.communication` (gossip, push-sum),
+:mod:`~topofl.engine.pieces.compression` (compressors and compressed gossip),
 :mod:`~topofl.engine.pieces.server` (server averages) and :mod:`~topofl.engine.pieces.state`
 (what pieces keep in a state, building and resetting it); every name is importable from
 ``topofl.engine.pieces``.
@@ -24,7 +25,9 @@ overlap, with its de-biased ``evaluate``), :func:`exact_average` (FedAvg's mean)
 :func:`server_average` (sampled, optionally data-size weighted mean of a part),
 :func:`robust_gossip` (each node's clipped, trimmed-mean or median aggregate of its
 neighbourhood, :mod:`~topofl.engine.pieces.robust`; every client in one process),
-:func:`no_communication`. Round hooks: :func:`restart_momentum`.
+:class:`CompressedGossip` (CHOCO-Gossip: compressed differences of public copies, error
+feedback, :mod:`~topofl.engine.pieces.compression`), :func:`no_communication`. Round hooks:
+:func:`restart_momentum`.
 
 The buffers hold the rows of the clients this process owns (``env.clients``; every client in
 one process, a rank's in a distributed run): pieces reach other clients' rows only through
@@ -60,6 +63,12 @@ from topofl.engine.pieces.communication import (
     graph_of,
     neighbourhood_sum_,
     no_communication,
+)
+from topofl.engine.pieces.compression import (
+    ChocoState,
+    CompressedGossip,
+    Compression,
+    consensus_step_,
 )
 from topofl.engine.pieces.local import SGD, Proximal, sgd_step
 from topofl.engine.pieces.participation import (
@@ -109,6 +118,9 @@ __all__ = [
     "no_communication",
     "robust_gossip",
     "AGGREGATORS",
+    "Compression",
+    "CompressedGossip",
+    "consensus_step_",
     "exact_average",
     "server_average",
     "server_flows",
@@ -116,6 +128,7 @@ __all__ = [
     # state and round hooks
     "PushSumState",
     "ProximalState",
+    "ChocoState",
     "hold",
     "debias_",
     "compose_init",

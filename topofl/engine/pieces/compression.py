@@ -1,0 +1,291 @@
+r"""Compressed gossip with error feedback: the compressors, their messages, CHOCO-Gossip.
+
+A compressor $Q$ (:func:`compress`: top-k, rand-k, rescaled QSGD) shrinks what a client sends;
+error feedback keeps, for every client, a *public copy* $\hat v_i$ of a vector $v_i$ that its
+neighbours hold too: a round sends only $q_i = Q(v_i - \hat v_i)$, every holder adds it,
+$\hat v_i \leftarrow \hat v_i + q_i$, and the client moves towards its neighbours' copies,
+$v_i \leftarrow v_i + \gamma \sum_j w_{ij} (\hat v_j - \hat v_i)$
+(:func:`consensus_step_`). :class:`Compression` is a compressor with its settings, what a
+round sends (:meth:`Compression.message`) and how the ledger counts it
+(:meth:`Compression.flows`); :class:`CompressedGossip` is CHOCO-Gossip on the model (CHOCO-SGD,
+and D-SGD with a ``compressor``); BEER's gradient tracking runs the same two steps on the model
+and on the tracker (:func:`topofl.algorithms.dsgt`).
+
+References
+----------
+.. [1] A. Koloskova, S. U. Stich, M. Jaggi, "Decentralized stochastic optimization and gossip
+   algorithms with compressed communication", ICML 2019 (Algorithm 1, CHOCO-Gossip;
+   Algorithm 2, CHOCO-SGD).
+.. [2] D. Alistarh, D. Grubic, J. Li, R. Tomioka, M. Vojnovic, "QSGD: communication-efficient
+   SGD via gradient quantization and encoding", NeurIPS 2017.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from topofl._utils.rng import generator_at
+from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
+from topofl.engine.pieces.communication import graph_of
+from topofl.engine.pieces.participation import online_rows
+from topofl.engine.pieces.state import hold
+from topofl.engine.protocol import Communicate, Round, Sent, Services, State, run_ids
+from topofl.graph import Topology
+
+__all__ = ["COMPRESSORS", "INDEX_BITS", "STREAM", "kept", "qsgd_scale", "qsgd_bits",
+           "compress", "Compression", "consensus_step_", "ChocoState", "CompressedGossip"]
+
+#: The compressors ``Q`` (see :func:`compress`).
+COMPRESSORS = ("topk", "randk", "qsgd")
+
+#: Bits of one coordinate index in a top-k / rand-k message (an int32).
+INDEX_BITS = 32
+
+#: Tag of the compressors' random streams: client ``i`` at round ``t`` draws from
+#: ``(seed, STREAM, t, i)`` (a second compressed vector of the round adds 1 to the tag).
+STREAM = 0xC40C
+
+
+def kept(ratio: float, size: int) -> int:
+    """The ``k`` of top-k / rand-k: ``max(1, ceil(ratio * size))`` coordinates of ``size``
+    (the product rounded to 9 decimals first, so that ``0.1 * 30`` keeps 3).
+
+    Examples
+    --------
+    >>> from topofl.engine.pieces.compression import kept
+    >>> kept(0.1, 30), kept(0.1, 31), kept(0.001, 30), kept(1.0, 7)
+    (3, 4, 1, 7)
+    """
+    return max(1, min(int(size), math.ceil(round(float(ratio) * int(size), 9))))
+
+
+def qsgd_scale(levels: int, size: int) -> float:
+    r"""CHOCO's rescaling of QSGD, $1/\tau$ with $\tau = 1 + \min(d / s^2, \sqrt d / s)$
+    ($d$ = ``size`` coordinates, $s$ = ``levels``): it makes the quantizer a contraction,
+    $E\|Q(v) - v\|^2 \le (1 - 1/\tau) \|v\|^2$ (Koloskova et al., Section 5).
+
+    Examples
+    --------
+    >>> from topofl.engine.pieces.compression import qsgd_scale
+    >>> qsgd_scale(16, 256), round(qsgd_scale(4, 10_000), 4)
+    (0.5, 0.0385)
+    """
+    s, d = int(levels), int(size)
+    return 1.0 / (1.0 + min(d / s**2, math.sqrt(d) / s))
+
+
+def qsgd_bits(levels: int) -> int:
+    """Bits of one quantized coordinate: its level in ``0..levels`` (``ceil(log2(levels +
+    1))`` bits) and its sign (1 bit).
+
+    Examples
+    --------
+    >>> from topofl.engine.pieces.compression import qsgd_bits
+    >>> qsgd_bits(1), qsgd_bits(15), qsgd_bits(16)
+    (2, 5, 6)
+    """
+    return max(1, math.ceil(math.log2(int(levels) + 1))) + 1
+
+
+def _uniforms(seed: int, stream: int, t: int, ids: np.ndarray, size: int, like: Tensor
+              ) -> Tensor:
+    """``[m, size]``: row ``r`` the uniforms of client ``ids[r]`` at round ``t``."""
+    u = np.stack([generator_at(seed, stream, t, int(i)).random(size) for i in ids])
+    return torch.from_numpy(u).to(device=like.device, dtype=like.dtype)
+
+
+def _random_indices(seed: int, stream: int, t: int, ids: np.ndarray, size: int, k: int,
+                    device: torch.device) -> Tensor:
+    """``[m, k]``: row ``r`` the ``k`` distinct coordinates client ``ids[r]`` keeps at ``t``."""
+    idx = np.stack([generator_at(seed, stream, t, int(i)).choice(size, k, replace=False)
+                    for i in ids])
+    return torch.from_numpy(idx.astype(np.int64)).to(device)
+
+
+def compress(v: Tensor, compressor: str, *, ratio: float = 0.1, levels: int = 16,
+             t: int = 0, ids: np.ndarray | None = None, seed: int = 0,
+             stream: int = STREAM) -> Tensor:
+    r"""``Q(v)`` row by row: each row of ``v`` (``[m, P]``) compressed as one vector.
+
+    * ``"topk"``: the ``k`` = :func:`kept` ``(ratio, P)`` entries of largest magnitude kept,
+      the others 0 (deterministic).
+    * ``"randk"``: ``k`` distinct coordinates drawn uniformly kept, unscaled (the paper's
+      biased rand-k, $E[Q(v)] = (k/P)\, v$).
+    * ``"qsgd"``: QSGD with ``levels`` $= s$ levels, rescaled by :func:`qsgd_scale`:
+      $Q(v)_j = \frac{1}{\tau} \|v\|_2\, \mathrm{sign}(v_j)\, \xi_j / s$ with $\xi_j$ the
+      level $\lfloor s |v_j| / \|v\| \rfloor$ rounded up with probability its fractional
+      part, so $E[\tau\, Q(v)] = v$.
+
+    The random ones draw row ``r`` from the stream ``(seed, stream, t, ids[r])`` (``ids``:
+    the rows' client ids, default ``0..m-1``): a pure function of the seed, the round and the
+    client.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.engine.pieces.compression import compress
+    >>> v = torch.tensor([[0.5, -3.0, 1.0, 2.0]], dtype=torch.float64)
+    >>> compress(v, "topk", ratio=0.5).tolist()
+    [[0.0, -3.0, 0.0, 2.0]]
+    >>> q = compress(v, "randk", ratio=0.5, t=3, seed=1)
+    >>> int((q != 0).sum()), bool(((q == 0) | (q == v)).all())
+    (2, True)
+    >>> torch.equal(q, compress(v, "randk", ratio=0.5, t=3, seed=1))
+    True
+    """
+    m, p = v.shape
+    if ids is None:
+        ids = np.arange(m, dtype=np.int64)
+    if m == 0 or p == 0:
+        return torch.zeros_like(v)
+    if compressor == "qsgd":
+        s = float(levels)
+        norm = torch.linalg.vector_norm(v, dim=1, keepdim=True)
+        safe = torch.where(norm > 0, norm, torch.ones_like(norm))
+        scaled = v.abs() * (s / safe)
+        low = torch.floor(scaled)
+        up = _uniforms(seed, stream, t, ids, p, v) < (scaled - low)
+        level = low + up.to(v.dtype)
+        return torch.sign(v) * level * (safe * (qsgd_scale(levels, p) / s))
+    k = kept(ratio, p)
+    if compressor == "topk":
+        idx = v.abs().topk(k, dim=1, sorted=False).indices
+    elif compressor == "randk":
+        idx = _random_indices(seed, stream, t, ids, p, k, v.device)
+    else:
+        raise ValueError(f"compressor must be one of {list(COMPRESSORS)}, got {compressor!r}")
+    return torch.zeros_like(v).scatter_(1, idx, v.gather(1, idx))
+
+
+@dataclass(frozen=True)
+class Compression:
+    """A compressor with its settings (checked by the factory that builds it): ``compressor``
+    one of :data:`COMPRESSORS`, top-k / rand-k's ``ratio``, QSGD's ``levels``, and the
+    ``seed`` of rand-k's and QSGD's draws (see :func:`compress`)."""
+
+    compressor: str
+    ratio: float = 0.1
+    levels: int = 16
+    seed: int = 0
+
+    def message(self, v: Tensor, rnd: Round, env: Services, *, stream: int = STREAM
+                ) -> Tensor:
+        """``[m, P]`` what each of this process's clients sends, ``Q(v)`` row by row (drawn
+        by the client's id in its run, :func:`~topofl.engine.protocol.run_ids`); 0 from a
+        client absent from the round (it sends nothing: its public copy stays)."""
+        q = compress(v, self.compressor, ratio=self.ratio, levels=self.levels, t=rnd.t,
+                     ids=run_ids(env), seed=self.seed, stream=stream)
+        on = online_rows(rnd, env)
+        if on is not None:
+            q.mul_(on.to(device=q.device, dtype=q.dtype).unsqueeze(1))
+        return q
+
+    def flows(self, arcs: Arcs, size: int, bits: int, kind: str = "compressed"
+              ) -> tuple[Flow, ...]:
+        """One message per arc, kind ``kind``: top-k / rand-k send ``k`` values of ``bits``
+        bits with their ``k`` indices attached (kind ``"indices"``), or the dense ``size``
+        values when that is no larger; QSGD ``size`` levels of :func:`qsgd_bits` bits with
+        the norm attached (kind ``"norm"``, one ``bits``-bit number).
+
+        Examples
+        --------
+        >>> from topofl.engine.pieces.compression import Compression
+        >>> from topofl.engine.ledger import graph_arcs
+        >>> arcs = graph_arcs(tf.topologies.ring(3))
+        >>> [(f.kind, f.bytes) for f in Compression("topk", 0.1).flows(arcs, 100, 32)]
+        [('compressed', 240), ('indices', 240)]
+        >>> [(f.kind, f.bytes) for f in Compression("qsgd", levels=16).flows(arcs, 100, 32)]
+        [('compressed', 450), ('norm', 24)]
+        """
+        if self.compressor == "qsgd":
+            return (Flow(kind, arcs, size, qsgd_bits(self.levels)),
+                    Flow("norm", arcs, 1, bits, attached=True))
+        k = kept(self.ratio, size)
+        if k * (bits + INDEX_BITS) >= size * bits:  # the dense difference is no larger
+            return (Flow(kind, arcs, size, bits),)
+        return (Flow(kind, arcs, k, bits),
+                Flow("indices", arcs, k, INDEX_BITS, attached=True))
+
+
+def consensus_step_(env: Services, topology: Topology, v: Tensor, public: Tensor,
+                    gamma: float) -> None:
+    r"""In place: $v_i \leftarrow v_i + \gamma \sum_j w_{ij} (\hat v_j - \hat v_i)$, i.e.
+    ``v += gamma * (W public - public)`` with ``W`` the ``topology``'s mixing matrix (through
+    ``env.mixer``: the rows of other ranks arrive through its exchange).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.engine.pieces.compression import consensus_step_
+    >>> v = torch.zeros(3, 1, dtype=torch.float64)
+    >>> public = torch.tensor([[0.0], [3.0], [6.0]], dtype=torch.float64)
+    >>> consensus_step_(tf.engine.toy_services(3), tf.topologies.ring(3), v, public, 0.5)
+    >>> v.flatten().tolist()
+    [1.5, 0.0, -1.5]
+    """
+    mixed = public.clone()
+    env.mixer.mix_(topology, mixed)  # sum_j w_ij v^_j
+    v.add_(mixed.sub_(public), alpha=gamma)
+
+
+@dataclass
+class ChocoState:
+    r"""The state CHOCO-Gossip keeps besides the models (``State.own``).
+
+    Attributes
+    ----------
+    public : Tensor
+        ``[n, P]`` the public estimates $\hat x_i$ ($\hat x_i^0 = 0$); client ``i``'s
+        neighbours hold the same copy of it (see :func:`topofl.algorithms.choco`'s Notes).
+    """
+
+    public: Tensor
+
+
+@dataclass(frozen=True)
+class CompressedGossip(Communicate):
+    r"""CHOCO-Gossip on the model (Koloskova et al. 2019, Algorithm 2, lines 4-8): with
+    $W$ the round's mixing matrix,
+
+    1. $q_i = Q(x_i - \hat x_i)$, sent to every neighbour;
+    2. $\hat x_j \leftarrow \hat x_j + q_j$ for ``i`` and its neighbours;
+    3. $x_i \leftarrow x_i + \gamma \sum_j w_{ij} (\hat x_j - \hat x_i)$.
+
+    Messages: one per arc of the round's graph, kind ``"compressed"``
+    (:meth:`Compression.flows`). ``state.own`` is a :class:`ChocoState`.
+
+    Examples
+    --------
+    Without compression (``ratio=1`` top-k) and with $\gamma = 1$, one round is gossip
+    ``X <- W X`` (here on a 3-ring, whose Metropolis weights are all 1/3):
+
+    >>> import torch
+    >>> from topofl.engine.pieces.compression import Compression, CompressedGossip
+    >>> env = tf.engine.toy_services(3)
+    >>> comm = CompressedGossip(Compression("topk", ratio=1.0), gamma=1.0)
+    >>> state = tf.engine.State(x=torch.tensor([[0.0], [3.0], [6.0]], dtype=torch.float64))
+    >>> comm.init_(state, env)
+    >>> comm(state, tf.engine.Round(0, tf.topologies.ring(3)), env).messages
+    6
+    >>> state.x.flatten().tolist()
+    [3.0, 3.0, 3.0]
+    """
+
+    compression: Compression
+    gamma: float
+
+    def init_(self, state: State, env: Services) -> None:
+        hold(state, ChocoState(public=torch.zeros_like(state.x)))
+
+    def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
+        topo = graph_of(rnd)
+        public = state.own_as(ChocoState).public
+        public.add_(self.compression.message(state.x - public, rnd, env))  # x^_j += q_j
+        consensus_step_(env, topo, state.x, public, self.gamma)
+        size, bits = int(state.x.shape[1]), dtype_bits(state.x.dtype)
+        return Sent.of(*self.compression.flows(graph_arcs(topo), size, bits))
