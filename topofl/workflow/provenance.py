@@ -11,7 +11,7 @@ Examples
 --------
 >>> from topofl.workflow.provenance import hparam_signature, provenance
 >>> sorted(hparam_signature("dsgd"))[:3], sorted(provenance())[:3]
-(['aggregator', 'clique_averaging', 'decay'], ['command', 'cpu', 'cpu_model'])
+(['aggregator', 'clique_averaging', 'compress_seed'], ['command', 'cpu', 'cpu_model'])
 """
 
 from __future__ import annotations
