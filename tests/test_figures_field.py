@@ -26,7 +26,8 @@ from topofl.figures.redecide import redecide
 RESULTS = Path(__file__).resolve().parents[1] / "paper_figures" / "results"
 
 FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging",
-         "field_async", "field_clipped_gossip", "field_morph", "field_consensus_test1")
+         "field_async", "field_clipped_gossip", "field_morph", "field_consensus_test1",
+         "field_single_merge")
 
 
 @pytest.fixture(autouse=True)
@@ -180,6 +181,25 @@ def test_field_choco_bytes_match_the_ledger(quick_out: Path) -> None:
     assert per_round["field_choco_qsgd"] < per_round["field_choco_dsgd"] / 4
     head = next(c for c in v["checks"] if c["headline"])
     assert head["kind"] == "below" and head["threshold"] == 1.0 and "horizon" in head
+
+
+@pytest.mark.figures
+def test_field_single_merge_is_the_ring_until_its_merge(quick_out: Path) -> None:
+    """The merge arm runs the ring's rounds (same seed, same numbers) and, at its last round,
+    the exact global average: its models then agree, its accuracy is the merged model's."""
+    run_quick("field_single_merge", quick_out)
+    rec = tf.records.load_many(quick_out / "runs" / "field_single_merge" / "field_single_merge")
+    by = {str(rec.configs[r]["topology"]).split(":")[0]: r for r in rec.runs}
+    ring, merged = by["ring"], by["periodic_averaging"]
+    rounds, acc = rec.series("global_acc_mean", run=merged)
+    r_rounds, r_acc = rec.series("global_acc_mean", run=ring)
+    assert rounds.tolist() == r_rounds.tolist() and len(rounds) >= 2
+    np.testing.assert_array_equal(acc[:-1], r_acc[:-1])
+    assert acc[-1] != r_acc[-1]
+    dist = rec.series("consensus_distance", run=merged)[1]
+    assert dist[-1] < 1e-10 < rec.series("consensus_distance", run=ring)[1][-1]
+    # the merged model's accuracy is every client's: min = max
+    assert rec.final("global_acc_min", run=merged) == rec.final("global_acc_max", run=merged)
 
 
 # ------------------------------------------------------------------ async: virtual time

@@ -107,7 +107,8 @@ def test_a_large_window_defers_events_and_still_averages_pairs() -> None:
     (dict(window=float("inf")), "window must be a positive finite time"),
     (dict(durations=[1.0, -2.0]), "durations must be positive finite times, got -2.0 for "
                                   "client 1"),
-    (dict(durations=0.0), "durations must be a positive finite time, got 0.0"),
+    (dict(durations=0.0), "durations must be a positive finite time \\(or one per client\\), "
+                          "got 0.0"),
     (dict(durations=[]), "one time per client"),
 ])
 def test_bad_inputs_are_refused_in_one_line(kw: dict[str, Any], match: str) -> None:

@@ -61,6 +61,7 @@ from topofl.graph import Topology
 __all__ = [
     "check_window",
     "check_durations",
+    "client_times",
     "idle_reason",
     "heavy_tailed_durations",
     "partners",
@@ -126,25 +127,44 @@ def check_durations(durations: Any) -> float | tuple[float, ...]:
     ...
     ValueError: durations must be positive finite times, got -2.0 for client 1
     """
-    if isinstance(durations, numbers.Real) and not isinstance(durations, bool):
-        d = float(durations)
-        if not (math.isfinite(d) and d > 0):
-            raise ValueError(f"durations must be a positive finite time, got {durations!r}")
-        return d
-    if isinstance(durations, (str, bytes)) or not isinstance(durations, (Sequence, np.ndarray)):
-        raise TypeError(f"durations must be a positive time or a sequence of them (one per "
-                        f"client), got {type(durations).__name__} {durations!r}"[:300])
+    return client_times(durations, "durations", positive=True)
+
+
+def client_times(times: Any, name: str, *, positive: bool) -> float | tuple[float, ...]:
+    """``times`` (one time for every client, or one per client) checked finite and positive
+    (``positive=True``: :func:`check_durations`) or non-negative (the start offsets and
+    delays of :mod:`topofl.engine.transit`), else a one-line error naming ``name``.
+
+    Examples
+    --------
+    >>> from topofl.engine.event_time import client_times
+    >>> client_times(0, "offsets", positive=False), client_times((2, 3), "d", positive=True)
+    (0.0, (2.0, 3.0))
+    """
+    kind = "positive" if positive else "non-negative"
+
+    def ok(v: float) -> bool:
+        return math.isfinite(v) and (v > 0 if positive else v >= 0)
+
+    if isinstance(times, numbers.Real) and not isinstance(times, bool):
+        if not ok(float(times)):
+            raise ValueError(f"{name} must be a {kind} finite time (or one per client), got "
+                             f"{times!r}")
+        return float(times) + 0.0  # -0.0 as 0.0
+    if isinstance(times, (str, bytes)) or not isinstance(times, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a {kind} time or a sequence of them (one per "
+                        f"client), got {type(times).__name__} {times!r}"[:300])
     out = []
-    for i, v in enumerate(durations):
+    for i, v in enumerate(times):
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise TypeError(f"durations must hold real numbers, got {type(v).__name__} "
-                            f"{v!r} for client {i}")
-        if not (math.isfinite(float(v)) and float(v) > 0):
-            raise ValueError(f"durations must be positive finite times, got {float(v)!r} "
-                             f"for client {i}")
-        out.append(float(v))
+            raise TypeError(f"{name} must hold real numbers, got {type(v).__name__} {v!r} "
+                            f"for client {i}"[:300])
+        if not ok(float(v)):
+            raise ValueError(f"{name} must be {kind} finite times, got {float(v)!r} for "
+                             f"client {i}")
+        out.append(float(v) + 0.0)
     if not out:
-        raise ValueError("durations must hold one time per client, got an empty sequence")
+        raise ValueError(f"{name} must hold one time per client, got an empty sequence")
     return tuple(out)
 
 

@@ -46,15 +46,13 @@ References
 
 from __future__ import annotations
 
-import math
-import numbers
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
 from torch import Tensor
 
-from topofl.engine.event_time import Windows, _counts, _neighbours, events, partners
+from topofl.engine.event_time import Windows, _counts, _neighbours, client_times, events, partners
 from topofl.graph import Topology
 
 __all__ = ["TIMINGS", "check_times", "check_timing", "read_timing", "bipartite_split", "slots",
@@ -123,28 +121,7 @@ def check_times(times: Any, name: str) -> float | tuple[float, ...] | None:
     ...
     ValueError: delay must be a non-negative finite time (or one per client), got -1
     """
-    if times is None:
-        return None
-    if isinstance(times, numbers.Real) and not isinstance(times, bool):
-        if not (math.isfinite(float(times)) and float(times) >= 0):
-            raise ValueError(f"{name} must be a non-negative finite time (or one per "
-                             f"client), got {times!r}")
-        return float(times) + 0.0  # -0.0 as 0.0
-    if isinstance(times, (str, bytes)) or not isinstance(times, (Sequence, np.ndarray)):
-        raise TypeError(f"{name} must be a non-negative time or a sequence of them (one per "
-                        f"client), got {type(times).__name__} {times!r}"[:300])
-    out = []
-    for i, v in enumerate(times):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise TypeError(f"{name} must hold real numbers, got {type(v).__name__} {v!r} "
-                            f"for client {i}"[:300])
-        if not (math.isfinite(float(v)) and float(v) >= 0):
-            raise ValueError(f"{name} must be non-negative finite times, got {float(v)!r} "
-                             f"for client {i}")
-        out.append(float(v) + 0.0)
-    if not out:
-        raise ValueError(f"{name} must hold one time per client, got an empty sequence")
-    return tuple(out)
+    return None if times is None else client_times(times, name, positive=False)
 
 
 
