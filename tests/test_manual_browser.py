@@ -6,8 +6,11 @@ command CI uses (warnings are errors), or reuses a built one named by ``TOPOFL_M
 serves it with ``http.server`` on 127.0.0.1 and asks Chromium (``chromium --headless
 --dump-dom``: the page as the browser holds it once its scripts ran) for the home page, an API
 page, a gallery page (whose figure the browser must fetch, as a PNG), the paper results and
-the search page; then it follows every internal link of the site. It needs the ``docs`` extra
-and Debian's ``chromium`` package, and skips, naming what is missing, without them.
+the search page; every page of the gallery (each example executed at build, each showing its
+figures); the pages that must scan (the home page, the guide, the gallery), measured in a
+1280 x 900 window, where no code block may need a horizontal scroll bar; then it follows
+every internal link of the site. It needs the ``docs`` extra and Debian's ``chromium``
+package, and skips, naming what is missing, without them.
 """
 
 from __future__ import annotations
@@ -72,10 +75,49 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "html"
 
 
+#: What a page asked with ``?measure`` runs once it is laid out: the code blocks wider than
+#: their box (their ``scrollWidth`` beyond their ``clientWidth``: a horizontal scroll bar) and
+#: whether the page itself is wider than the window, written into an element that
+#: ``--dump-dom`` then shows.
+_MEASURE = b"""<script>
+window.addEventListener("load", () => {
+  const wide = [...document.querySelectorAll("pre")]
+    .filter((p) => p.offsetParent !== null && p.scrollWidth > p.clientWidth + 1)
+    .map((p) => p.scrollWidth + ">" + p.clientWidth + ": " + p.textContent.split("\\n")
+      .reduce((a, b) => (b.length > a.length ? b : a), "").slice(0, 120));
+  const out = document.createElement("pre");
+  out.id = "overflow-report";
+  out.hidden = true;
+  out.textContent = JSON.stringify({
+    window: window.innerWidth,
+    page: document.documentElement.scrollWidth > document.documentElement.clientWidth + 1,
+    blocks: document.querySelectorAll("pre").length, wide: wide});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    """Serves the site; remembers every request with its status (what the browser fetched)."""
+    """Serves the site; remembers every request with its status (what the browser fetched).
+    An HTML page asked with ``?measure`` comes with :data:`_MEASURE` before ``</body>``."""
 
     seen: list[tuple[str, int]]
+
+    def send_head(self):  # type: ignore[no-untyped-def]
+        path, _, query = self.path.partition("?")
+        if "measure" not in query.split("&") or not path.endswith(".html"):
+            return super().send_head()
+        file = Path(self.translate_path(path))
+        if not file.is_file():
+            return super().send_head()
+        body = file.read_bytes().replace(b"</body>", _MEASURE + b"</body>", 1)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        import io
+
+        return io.BytesIO(body)
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         self.seen.append((urllib.parse.unquote(self.path.split("?")[0]), int(code)))
@@ -100,14 +142,16 @@ def server(site: Path) -> Iterator[tuple[str, list[tuple[str, int]]]]:
         httpd.server_close()
 
 
-def _dom(url: str, tmp_path: Path, *, wait_ms: int = 3000) -> str:
-    """The page at ``url`` as headless Chromium holds it once its scripts ran."""
+def _dom(url: str, tmp_path: Path, *, wait_ms: int = 3000, window: str = "1280,900") -> str:
+    """The page at ``url`` as headless Chromium holds it once its scripts ran, laid out in a
+    window of ``window`` pixels."""
     chromium = _chromium()
     assert chromium is not None
     done = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-extensions", "--disable-background-networking",
          f"--user-data-dir={tmp_path / 'profile'}", f"--virtual-time-budget={wait_ms}",
+         f"--window-size={window}", "--hide-scrollbars",
          "--dump-dom", url],
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "<html" in done.stdout, done.stderr[-2000:]
@@ -207,6 +251,91 @@ def test_a_gallery_page_shows_its_figure(server: tuple[str, list[tuple[str, int]
         status, kind, body = _get(url)
         assert status == 200 and kind == "image/png" and body.startswith(PNG), (url, kind)
         assert len(body) > 10_000  # a drawn figure, not an empty canvas
+
+
+#: The gallery's examples, one page each (sphinx-gallery runs them at every build).
+EXAMPLES = sorted(p.stem for p in (ROOT / "analysis" / "manual" / "examples").glob("plot_*.py"))
+
+
+def test_the_gallery_answers_the_library_s_questions() -> None:
+    """At least a dozen examples, each with its title (the gallery's card)."""
+    assert len(EXAMPLES) >= 12, EXAMPLES
+    for stem in EXAMPLES:
+        text = (ROOT / "analysis" / "manual" / "examples" / f"{stem}.py").read_text()
+        assert re.match(r'"""\n.+\n=+\n', text), f"{stem}.py opens without a title"
+
+
+@pytest.mark.parametrize("stem", EXAMPLES)
+def test_every_gallery_page_shows_its_figures(server: tuple[str, list[tuple[str, int]]],
+                                              tmp_path: Path, stem: str) -> None:
+    """Each example's page, as the browser shows it: the script's output (it ran at build)
+    and every figure it drew, fetched by the browser as a drawn PNG."""
+    base, seen = server
+    page = base + f"gallery/{stem}.html"
+    dom = _dom(page, tmp_path)
+    assert "sphx-glr-script-out" in dom, f"{stem}: no output of the executed script"
+    figures = [src for src in _parse(dom).images if f"sphx_glr_{stem}_" in src
+               and "thumb" not in src]
+    assert figures, f"no figure on the gallery page of {stem}"
+    for src in figures:
+        url = urllib.parse.urljoin(page, src)
+        path = urllib.parse.urlparse(url).path
+        assert (path, 200) in seen, f"the browser did not load {path}"
+        status, kind, body = _get(url)
+        assert status == 200 and kind == "image/png" and body.startswith(PNG), (url, kind)
+        assert len(body) > 5_000, (url, len(body))  # a drawn figure, not an empty canvas
+
+
+def _overflow(url: str, tmp_path: Path) -> dict[str, object]:
+    """What :data:`_MEASURE` found on the page at ``url`` (laid out at 1280 x 900)."""
+    import html as _html
+    import json
+
+    dom = _dom(url + "?measure", tmp_path)
+    found = re.search(r'<pre id="overflow-report"[^>]*>(.*?)</pre>', dom, re.S)
+    assert found, f"the measuring script did not run on {url}"
+    return dict(json.loads(_html.unescape(found.group(1))))
+
+
+def test_the_overflow_check_sees_a_wide_code_block(tmp_path: Path) -> None:
+    """The check below fails where it should: a page whose code block is wider than its box."""
+    site = tmp_path / "site"
+    site.mkdir()
+    long_line = "x = " + " + ".join(f"value_{k}" for k in range(40))
+    (site / "wide.html").write_text(
+        "<html><body><div style='width: 400px'><div class='highlight'><pre style='overflow: "
+        f"auto'>{long_line}\nshort</pre></div></div><pre>fits</pre></body></html>")
+    seen: list[tuple[str, int]] = []
+    handler = type("Handler", (_Handler,), {"seen": seen})
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        report = _overflow(f"http://127.0.0.1:{httpd.server_address[1]}/wide.html", tmp_path)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert report["blocks"] == 2 and len(report["wide"]) == 1, report  # type: ignore[arg-type]
+    assert "value_10" in str(report["wide"])  # its longest line, named
+
+
+def _scanned_pages() -> list[str]:
+    """The pages a reader scans: home, getting started, every guide page, every gallery page."""
+    guide = sorted(p.stem for p in (ROOT / "analysis" / "manual" / "guide").glob("*.md"))
+    return (["index.html", "getting_started.html", "gallery/index.html"]
+            + [f"guide/{g}.html" for g in guide] + [f"gallery/{e}.html" for e in EXAMPLES])
+
+
+@pytest.mark.parametrize("page", _scanned_pages())
+def test_no_code_block_overflows(server: tuple[str, list[tuple[str, int]]], tmp_path: Path,
+                                 page: str) -> None:
+    """In a 1280 x 900 window, no code block of the page needs a horizontal scroll bar and the
+    page is no wider than the window."""
+    base, _ = server
+    report = _overflow(base + page, tmp_path)
+    assert report["window"] == 1280, report
+    assert not report["wide"], f"{page}: code wider than its block: {report['wide']}"
+    assert not report["page"], f"{page}: the page is wider than the window"
 
 
 def test_the_results_page_renders(server: tuple[str, list[tuple[str, int]]],

@@ -70,7 +70,8 @@ def test_the_metadata_is_complete() -> None:
     assert set(extras) == {"mnist", "test", "package", "docs", "dev"}
     assert extras["test"] | extras["package"] <= extras["dev"]
     assert {"build", "twine", "hatchling"} <= extras["package"]
-    assert {"sphinx", "numpydoc", "myst-parser", "sphinx-gallery"} <= extras["docs"]
+    assert {"sphinx", "numpydoc", "myst-parser", "sphinx-gallery",
+            "pydata-sphinx-theme"} <= extras["docs"]
     module, _, func = PROJECT["scripts"]["topofl"].partition(":")
     assert callable(getattr(importlib.import_module(module), func))
 

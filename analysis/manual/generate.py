@@ -518,3 +518,14 @@ if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     generate()
     print(OUT)
+
+
+# ------------------------------------------------------------------------ the gallery
+def tight_figures(block: Any, block_vars: Any, gallery_conf: Any, **kwargs: Any) -> str:
+    """sphinx-gallery's matplotlib scraper, saving each figure with ``bbox_inches="tight"``:
+    a legend drawn below the axes (as :func:`topofl.plotting.metric_scatter` draws it) is
+    kept in the picture. ``conf.py`` names it by its dotted path, which Sphinx can cache."""
+    from sphinx_gallery.scrapers import matplotlib_scraper
+
+    return str(matplotlib_scraper(block, block_vars, gallery_conf, bbox_inches="tight",
+                                  **kwargs))
