@@ -234,3 +234,14 @@ def test_the_probe_imports_nothing_from_the_current_folder_but_the_configs_impor
     assert json.loads(capsys.readouterr().out)["n_clients"] == 8
     marks = sorted(p.name for p in tmp_path.glob("imported-by-*"))
     assert len(marks) == 2 and f"imported-by-{os.getpid()}" in marks
+
+
+def test_a_graph_without_a_member_at_the_smallest_probe_is_probed_larger() -> None:
+    """random_regular:d=10 has no member on 2 clients: the smallest probe doubles until it
+    has one, and the plan counts the graph's 11 entries a row (a ring's 3)."""
+    cfg = dict(algorithm="dsgd", n_clients=5_000, rounds=4, seed=0, model="logistic",
+               data="synthetic:n_samples=20000,dim=8,num_classes=4,seed=0", batch_size=8)
+    regular = plan_mod.make_plan({**cfg, "topology": "random_regular:d=10"}, timed=False,
+                                 probe=False)
+    ring = plan_mod.make_plan({**cfg, "topology": "ring"}, timed=False, probe=False)
+    assert regular.parts["gossip"] > 1.5 * ring.parts["gossip"]  # W and scratch

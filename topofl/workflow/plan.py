@@ -492,7 +492,8 @@ def _probe_shapes(resolved: config_mod.Resolved, m: int, *, fewest: bool = False
     own data is split over its own ``n`` clients (:func:`_split_refusal`) and, refused, its
     message (the user's numbers) is raised; accepted, the probe's size is the problem, and
     with ``fewest`` (the smallest probe: a pathological partition of one class a client needs
-    as many clients as classes) the probe is tried at twice the clients, up to ``n``.
+    as many clients as classes) the probe is tried at twice the clients, up to ``n``, as it is
+    when the config's graph has no member of the probe's size (``random_regular:d=10``).
 
     Raises
     ------
@@ -517,7 +518,12 @@ def _probe_shapes(resolved: config_mod.Resolved, m: int, *, fewest: bool = False
                                   f"clients, on data {scaled_data(spec, m, n)!r})") from exc
             m = min(n, 2 * m)
             continue
-        return m, _shapes_of(resolved, ds, data)
+        try:
+            return m, _shapes_of(resolved, ds, data)
+        except ValueError:
+            if m >= n or not fewest:
+                raise
+            m = min(n, 2 * m)  # a graph with no member this small (random_regular:d=10 at 2)
 
 
 def scaled_data(spec: Any, m: int, n: int) -> Any:
