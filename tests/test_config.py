@@ -113,8 +113,11 @@ def test_resolved_hyperparameters_are_the_factory_defaults(name: str) -> None:
         assert cfg[k] == default, (name, k)
     # and the run settings are RunConfig's defaults
     fields = tf.engine.RunConfig.__dataclass_fields__
-    for k in ("batch_size", "eval_every", "dtype", "executor", "init", "spectral"):
+    for k in ("batch_size", "dtype", "executor", "init", "spectral"):
         assert cfg[k] == fields[k].default
+    # eval_every="auto": the number the run will resolve for its clients (1 up to 1,000)
+    assert fields["eval_every"].default == "auto" and cfg["eval_every"] == 1 == \
+        tf.engine.config.auto_eval_every(cfg["n_clients"])
     assert cfg["run_id"] is None and "progress" not in cfg
     assert list(cfg)[:10] == ["algorithm", "topology", "data", "n_clients", "partition",
                               "partition_params", "model", "model_params", "rounds", "seed"]

@@ -47,7 +47,7 @@ from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, s
 from topofl.distributed.sharded import Sharded
 from topofl.engine.availability import check_absent
 from topofl.engine.byzantine import check_byzantine
-from topofl.engine.config import config_header
+from topofl.engine.config import config_header, resolve_eval_every
 from topofl.engine.drops import check_drop
 from topofl.engine.extend import (
     check_algorithm,
@@ -679,7 +679,7 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
     if check:  # the run's estimate, before the engine allocates its clients
         plan.check_run(p, model=model, data=data,
                        topology=topology if p.algorithm.uses_topology else None)
-    config = p.run
+    config = resolve_eval_every(p.run, data, p.algorithm)  # "auto": the number
     if not p.settings.get("run_id"):
         config = dataclasses.replace(config, run_id=f"{p.algorithm.name}-"
                                                     f"{getattr(topology, 'name', 'none')}")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -32,7 +34,8 @@ from topofl.records.writer import jsonable
 
 __all__ = ["RunConfig", "DTYPES", "config_header", "RESUME_FREE", "run_hash", "config_diff",
            "header_hash_problem", "ADDED_SETTINGS", "EVAL_GLOBAL_BUDGET",
-           "EVAL_GLOBAL_MIN_SAMPLES", "global_samples"]
+           "EVAL_GLOBAL_MIN_SAMPLES", "global_samples", "AUTO_EVAL_CLIENTS", "auto_eval_every",
+           "resolve_eval_every", "EVAL_SAMPLE_COST"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MOMENTUM_STATES = ("algorithm", "keep", "restart")
@@ -54,8 +57,16 @@ class RunConfig:
         Number of communication rounds.
     batch_size : int, default 32
         Mini-batch size of every local step.
-    eval_every : int, default 1
+    eval_every : int or "auto", default "auto"
         Evaluate (and record) every ``eval_every`` rounds, and after the last round.
+        ``"auto"`` is 1 for at most :data:`AUTO_EVAL_CLIENTS` (1,000) clients; above, the
+        rounds whose training costs about two evaluations (:func:`auto_eval_every`: scoring a
+        client's test split and its global test samples against its batch size times its
+        local steps; 76 at the defaults' 1,000 global samples and a batch of 8, 19 at a
+        batch of 32), so that evaluating takes about a third of a large run. The run
+        resolves it before anything is recorded: its records header, run hash and
+        checkpoints hold the number (a run of at most 1,000 clients is that of
+        ``eval_every=1``). An int is used as given at any ``n``.
     seed : int, default 0
         Seeds the initial model, the data batches ``(seed, round, step)`` and nothing else.
     device : str, default "cpu"
@@ -191,7 +202,7 @@ class RunConfig:
 
     rounds: int
     batch_size: int = 32
-    eval_every: int = 1
+    eval_every: int | str = "auto"
     seed: int = 0
     device: str = "cpu"
     dtype: str = "float32"
@@ -217,6 +228,15 @@ class RunConfig:
     availability: Mapping[str, Any] | None = None
     ledger: bool = True
     byzantine: Mapping[str, Any] | None = None
+
+    @property
+    def interval(self) -> int:
+        """``eval_every`` as a number of rounds, once resolved (:func:`resolve_eval_every`:
+        the run resolves ``"auto"`` from its number of clients)."""
+        if isinstance(self.eval_every, str):
+            raise ValueError("eval_every='auto' needs the run's number of clients: resolve it "
+                             "with topofl.engine.config.resolve_eval_every(config, n)")
+        return int(self.eval_every)
 
     def __post_init__(self) -> None:
         check_bool(self.ledger, "ledger")
@@ -249,7 +269,11 @@ class RunConfig:
         if self.progress is not None:
             check_bool(self.progress, "progress")
         check_int(self.batch_size, "batch_size", low=1)
-        check_int(self.eval_every, "eval_every", low=1)
+        if isinstance(self.eval_every, str) and self.eval_every != "auto":
+            raise ValueError(f"eval_every must be an int >= 1 or 'auto', got "
+                             f"{self.eval_every!r}"[:300])
+        if self.eval_every != "auto":
+            check_int(self.eval_every, "eval_every", low=1)
         check_rounds(self.rounds, self.eval_every)  # int64, records in memory, a year
         check_int(self.seed, "seed", low=0)
         check_choice(self.dtype, "dtype", DTYPES)
@@ -289,6 +313,72 @@ ADDED_SETTINGS: dict[str, Any] = {"network": None, "availability": None, "ledger
                                   "momentum_state": "algorithm", "eval_val": False,
                                   "eval_global_samples": "auto", "byzantine": None,
                                   "balanced_accuracy": False}
+
+
+#: ``eval_every="auto"`` evaluates every round up to this many clients (every committed
+#: result and test), less often above (:func:`auto_eval_every`).
+AUTO_EVAL_CLIENTS = 1_000
+#: What scoring one sample costs against training on one (a forward pass against a forward,
+#: a backward and an update), as measured on this project's CPU: 0.22-0.29 for logistic
+#: regression at 10^4-10^6 clients (``analysis/eval_defaults.md``).
+EVAL_SAMPLE_COST = 0.3
+
+
+def auto_eval_every(n_clients: int, scored: float = 1.0, trained: float = 1.0) -> int:
+    """``eval_every="auto"``'s interval: 1 up to :data:`AUTO_EVAL_CLIENTS` clients; above,
+    ``ceil(2 * EVAL_SAMPLE_COST * scored / trained)``, the rounds whose training costs about
+    twice what one evaluation does, so that evaluating takes about a third of a run (at most
+    half, the evaluation after the last round included).
+
+    ``scored`` is the samples a client scores at an evaluation (its test split, the global
+    test samples, its validation split), ``trained`` those it trains on in a round (batch
+    size times local steps).
+
+    Examples
+    --------
+    >>> from topofl.engine.config import auto_eval_every
+    >>> auto_eval_every(500, 1002, 8), auto_eval_every(10**6, 1002, 8)
+    (1, 76)
+    >>> auto_eval_every(10**6, 1002, 32), auto_eval_every(10**6, 2, 32)
+    (19, 1)
+    """
+    n = check_int(n_clients, "n_clients", low=1)
+    if n <= AUTO_EVAL_CLIENTS:
+        return 1
+    return max(1, math.ceil(2 * EVAL_SAMPLE_COST * float(scored) / max(float(trained), 1.0)))
+
+
+def resolve_eval_every(config: RunConfig, data: Any, algorithm: Any = None, *,
+                       n: int | None = None) -> RunConfig:
+    """``config`` with ``eval_every="auto"`` replaced by :func:`auto_eval_every`'s number for
+    ``data`` (its clients, their test splits, the global test samples scored) and
+    ``algorithm`` (its local steps a round; 1 when not given): what a run records and hashes.
+    An int is kept. ``n`` (default ``data``'s) is the run's clients when ``data`` is a
+    planner's probe of a few of them.
+
+    Examples
+    --------
+    >>> from topofl.engine.config import RunConfig, resolve_eval_every
+    >>> data = tf.data.federate("digits", "iid", 10, seed=0)
+    >>> resolve_eval_every(RunConfig(rounds=5), data).eval_every
+    1
+    >>> resolve_eval_every(RunConfig(rounds=5, eval_every=3), data).eval_every
+    3
+    """
+    if config.eval_every != "auto":
+        return config
+    n = int(data.num_clients) if n is None else int(n)
+    if n <= AUTO_EVAL_CLIENTS:
+        return replace(config, eval_every=1)
+    scored = float(np.mean(data.sizes("test")))
+    test = getattr(data, "global_test", None)
+    if config.eval_global and test is not None:
+        scored += global_samples(config.eval_global_samples, n, int(test[0].shape[0]))
+    if config.eval_val:
+        scored += float(np.mean(data.sizes("val")))
+    phases = getattr(algorithm, "phases", ()) or ()
+    steps = sum(int(ph.steps or 1) for ph in phases) or 1
+    return replace(config, eval_every=auto_eval_every(n, scored, config.batch_size * steps))
 
 
 def _check_global_samples(value: Any) -> None:
@@ -393,6 +483,7 @@ def config_header(config: RunConfig, algorithm: Algorithm, topology: GraphLike |
     described with ``"replaced": true`` (and so gets a run hash of its own: a run of the
     replacement is never taken for one of the algorithm it replaced).
     """
+    config = resolve_eval_every(config, data, algorithm)  # "auto": the number
     cfg = asdict(config)
     cfg.pop("progress", None)
     for key, default in ADDED_SETTINGS.items():  # at their defaults: the hash of older runs

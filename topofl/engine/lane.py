@@ -30,7 +30,7 @@ from topofl._utils.files import remove_orphans
 from topofl.engine.availability import Availability, check_absent
 from topofl.engine.byzantine import Attack, Byzantine, check_byzantine, no_attacker
 from topofl.engine.clock import Clock, Network, check_clocked
-from topofl.engine.config import DTYPES, RunConfig, config_header
+from topofl.engine.config import DTYPES, RunConfig, config_header, resolve_eval_every
 from topofl.engine.drops import Drops, LaneDrops, check_drop
 from topofl.engine.evaluation import Divergence, check_eval_val
 from topofl.engine.executors import make_executor
@@ -254,9 +254,10 @@ class Lane:
         ``init=False`` leaves the state as the initial parameters (``State(x=x0)``: a stack
         initialises every lane's rows at once); ``warn_level`` is the disconnected-graph
         warning's ``stacklevel``."""
-        config, topology, data, model = run.config, run.topology, run.data, run.model
+        topology, data, model = run.topology, run.data, run.model
         algorithm = checked_pieces(run.algorithm)  # what a user's pieces return, checked
         n = int(data.num_clients)
+        config = resolve_eval_every(run.config, data, algorithm)  # "auto": the number
         tv = graphs(topology, algorithm, n)
         check_drop(algorithm, config.network)
         check_clocked(algorithm, config.network)

@@ -129,7 +129,7 @@ def run(
     t_start = time.perf_counter()
     lane = Lane.build(0, Member(config, topology, algorithm, data, model, header),
                       placement or OneProcess(), start=0, recorder=recorder, resume=resume)
-    loop = Loop([lane], config, lane.algorithm, lane.state, lane.env, lane.env.data,
+    loop = Loop([lane], lane.config, lane.algorithm, lane.state, lane.env, lane.env.data,
                 lane.env.executor, background=False)
     [rnd] = run_loop(loop, t_start, close=recorder is None)
     return lane.result(lane.state, rnd)
@@ -381,7 +381,7 @@ def _warn_if_idle(ln: Lane, ran: int) -> None:
 
 
 def _eval_due(cfg: RunConfig, t: int, last: bool) -> bool:
-    return (t + 1) % cfg.eval_every == 0 or last
+    return (t + 1) % cfg.interval == 0 or last
 
 
 def _evaluate(loop: Loop, ln: Lane, t: int, bytes_per_message: int, t_start: float,
@@ -420,7 +420,7 @@ def _evaluate(loop: Loop, ln: Lane, t: int, bytes_per_message: int, t_start: flo
             if name.startswith("bytes"):
                 recorder.log_clients(name, values, t)
     static = ln.tv is not None and ln.tv.period == 1
-    first_eval = min(cfg.eval_every, cfg.rounds) - 1  # a static graph's rows go here
+    first_eval = min(cfg.interval, cfg.rounds) - 1  # a static graph's rows go here
     if clients.writes and cfg.spectral and ln.base is not None and (
             not static or t == first_eval):
         recorder.log_many(spectral_row(ln.base, ln.tv, ln.spectral_cache,

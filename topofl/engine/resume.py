@@ -163,7 +163,7 @@ def _check_checkpoint(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any],
                      else type(w).__name__)
             raise CheckpointError(f"{where}: state tensor {name!r} is {found}, expected "
                                   f"{tuple(v.shape)} {v.dtype}")
-    ee = config.eval_every  # the same as the checkpoint's: it is in the run hash
+    ee = config.interval  # the same as the checkpoint's: it is in the run hash
     evaluated = set(range(ee - 1, k, ee))
     if isinstance(old_rounds, int) and 0 < old_rounds <= k:
         evaluated.add(old_rounds - 1)  # the last round of the run that wrote it

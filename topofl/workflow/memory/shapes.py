@@ -21,7 +21,7 @@ import torch
 from topofl.data.datasets.bundled import synthetic_bytes
 from topofl.data.federated import FederatedData
 from topofl.engine import ParamLayout, toy_services
-from topofl.engine.config import DTYPES
+from topofl.engine.config import DTYPES, resolve_eval_every
 from topofl.engine.executors import has_conv
 from topofl.graph import Topology
 
@@ -239,7 +239,12 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
     spectral = bool(run.spectral and nnz) and (
         topology is None or isinstance(topology, Topology)
         or getattr(topology, "period", None) == 1)
-    rounds, every = int(run.rounds), int(run.eval_every)
+    every = 1  # "auto" before the data (at most as many evaluations as the run's)
+    if data is not None:
+        every = int(resolve_eval_every(run, data, algorithm, n=n).eval_every)
+    elif run.eval_every != "auto":
+        every = int(run.eval_every)
+    rounds = int(run.rounds)
     evaluations = rounds // every + (1 if rounds % every else 0)
     rows_per_eval = 0
     if run.record_clients and run.records_path is None:  # a file: written, not held
