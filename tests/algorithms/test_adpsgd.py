@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import topofl as tf
+from tests.algorithms._event_runs import run_on_ring
 from tests.engine._crash import Crash, CrashingData
 from topofl.algorithms.adpsgd import simulate_events
 from topofl.engine import RunConfig, run_rounds
@@ -134,14 +135,7 @@ def data() -> Any:
 def _run(data: Any, rounds: int, **kw: Any) -> Any:
     algo = tf.algorithms.adpsgd(0.1, durations=[1.0, 1.3, 2.0, 0.8, 3.5, 1.0, 0.9, 2.2],
                                 window=0.8, local_steps=2)
-    cfg = dict(rounds=rounds, seed=0, batch_size=16, eval_every=2, dtype="float64",
-               spectral=False)
-    resume = kw.pop("resume", None)
-    d = kw.pop("run_data", data)
-    cfg.update(kw)
-    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
-    return tf.engine.run(RunConfig(**cfg), tf.topologies.ring(8), algo, d, model,
-                         resume=resume)
+    return run_on_ring(algo, data, rounds, **kw)
 
 
 def test_engine_records_event_time_and_resumes_exactly(data: Any, tmp_path: Path) -> None:

@@ -23,10 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
+from tests.algorithms._event_runs import run_on_ring
 from tests.engine._crash import Crash, CrashingData
 from topofl.algorithms.adpsgd import simulate_events
 from topofl.algorithms.gossip_learning import simulate_gossip
-from topofl.engine import RunConfig, run_rounds
+from topofl.engine import run_rounds
 from topofl.engine.event_time import Windows, events, partners
 from topofl.engine.transit import (
     bipartite_split,
@@ -344,14 +345,7 @@ def _run(data: Any, rounds: int, **kw: Any) -> Any:
                                          window=0.8, local_steps=2, layers=3, merge="age",
                                          timing=dict(order="tick", delay=[0.5, 2.0] * 4,
                                                      offsets=0.3))
-    cfg = dict(rounds=rounds, seed=0, batch_size=16, eval_every=2, dtype="float64",
-               spectral=False)
-    resume = kw.pop("resume", None)
-    d = kw.pop("run_data", data)
-    cfg.update(kw)
-    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
-    return tf.engine.run(RunConfig(**cfg), tf.topologies.ring(8), algo, d, model,
-                         resume=resume)
+    return run_on_ring(algo, data, rounds, **kw)
 
 
 def test_engine_resumes_messages_in_flight_exactly(data: Any, tmp_path: Path) -> None:
