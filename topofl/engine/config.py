@@ -269,10 +269,11 @@ class RunConfig:
         if self.progress is not None:
             check_bool(self.progress, "progress")
         check_int(self.batch_size, "batch_size", low=1)
-        if isinstance(self.eval_every, str) and self.eval_every != "auto":
-            raise ValueError(f"eval_every must be an int >= 1 or 'auto', got "
-                             f"{self.eval_every!r}"[:300])
-        if self.eval_every != "auto":
+        if isinstance(self.eval_every, str):
+            if self.eval_every != "auto":
+                raise ValueError(f"eval_every must be an int >= 1 or 'auto', got "
+                                 f"{self.eval_every!r}"[:300])
+        else:
             check_int(self.eval_every, "eval_every", low=1)
         check_rounds(self.rounds, self.eval_every)  # int64, records in memory, a year
         check_int(self.seed, "seed", low=0)

@@ -491,9 +491,7 @@ def _probe_shapes(resolved: config_mod.Resolved, m: int, *, fewest: bool = False
     A probe whose data the partition refuses is not what the user asked for: the config's
     own data is split over its own ``n`` clients (:func:`_split_refusal`) and, refused, its
     message (the user's numbers) is raised; accepted, the probe's size is the problem, and
-    with ``fewest`` (the smallest probe: a pathological partition of one class a client needs
-    as many clients as classes) the probe is tried at twice the clients, up to ``n``, as it is
-    when the config's graph has no member of the probe's size (``random_regular:d=10``).
+    with ``fewest`` (the smallest probe: too small for some splits, graphs) it doubles to n.
 
     Raises
     ------
