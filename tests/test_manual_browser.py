@@ -61,7 +61,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if not (path / "index.html").is_file():
             pytest.fail(f"{MANUAL_DIR_ENV}={given} holds no built manual (no index.html)")
         return path
-    missing = [m for m in ("sphinx", "numpydoc", "myst_parser", "sphinx_gallery")
+    missing = [m for m in ("sphinx", "numpydoc", "myst_parser", "sphinx_gallery", "sphinx_design")
                if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"the docs extra is not installed (no {', '.join(missing)}): "

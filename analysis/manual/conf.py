@@ -53,6 +53,8 @@ extensions = [
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
+    # the home page's grid of cards (its CSS and JS ship with it: no CDN)
+    "sphinx_design",
     "sphinx.ext.mathjax",
     # MathJax served from the built site (the package ships MathJax 3): no CDN, the manual
     # works offline
@@ -86,7 +88,7 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "remove_config_comments": True,
     "matplotlib_animations": False,
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "generate.GalleryOrder",  # a reading order, not A to Z
     "show_memory": False,
     "write_computation_times": False,  # its pages load DataTables from a CDN
     "plot_gallery": "True",
