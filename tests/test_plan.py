@@ -22,6 +22,7 @@ from topofl.workflow.plan import (
     Plan,
     PlanError,
     make_plan,
+    max_clients,
     shapes,
     transients,
 )
@@ -245,3 +246,25 @@ def test_a_graph_without_a_member_at_the_smallest_probe_is_probed_larger() -> No
                                  probe=False)
     ring = plan_mod.make_plan({**cfg, "topology": "ring"}, timed=False, probe=False)
     assert regular.parts["gossip"] > 1.5 * ring.parts["gossip"]  # W and scratch
+
+
+def test_one_largest_n_a_config_whatever_is_free_at_the_call(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 58, item 3: two calls gave 3.8 M and 5.6 M clients, the memory free at each call
+    being another. The largest n against the machine's memory is one number; the one against
+    what is free follows it, and both are the largest n whose peak fits."""
+    cfg = {**LOGISTIC, "data": SYNTH, "n_clients": 100}
+    monkeypatch.setattr(plan_mod, "memory_total", lambda device="cpu": (8 * 2**30, "MemTotal"))
+    got = []
+    for free in (3 * 2**30, 5 * 2**30):
+        monkeypatch.setattr(plan_mod, "memory_limit", lambda device="cpu", f=free: (f, "test"))
+        got.append(make_plan(cfg, timed=False, probe=False))
+    assert got[0].machine_max_clients == got[1].machine_max_clients
+    assert got[0].machine_bytes == 8 * 2**30
+    assert got[0].max_clients < got[1].max_clients < got[0].machine_max_clients
+    s = shapes(config_mod.resolve(cfg))
+    for plan, limit in ((got[0], 3 * 2**30), (got[1], 5 * 2**30), (got[0], 8 * 2**30)):
+        k = plan.max_clients if limit < 8 * 2**30 else plan.machine_max_clients
+        assert max_clients(s, limit) == k
+    assert "in this machine's 8 GiB" in got[0].summary()
+    assert got[0].as_json()["machine_max_clients"] == got[0].machine_max_clients

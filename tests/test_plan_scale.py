@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from topofl.engine.config import global_samples
 from topofl.workflow.plan import (
     PROBE_N,
     RUNTIME_SLOPE_MAX,
@@ -146,18 +148,31 @@ def test_plan_times_an_evaluation_apart_in_the_samples_it_scores(
 
     cfg = {**_synth(20_000), "rounds": 50, "eval_every": 10}
     resolved = config_mod.resolve(cfg)
-    at = {m: plan_mod.eval_samples(plan_mod._probe_shapes(resolved, m)[1])
-          for m in (*PROBE_N, plan_mod.LARGE_PROBE_N)}
+    seen: dict[str, Any] = {}
 
-    def fake_probe(cfg: object, ns: list[tuple[int, object, int]]) -> dict[str, object]:
-        return {"probe": [[m, 10**8, 1e-3 + 3e-6 * m, 0.05 + 2e-8 * at[m], 1e-4 * m] if r
-                          else [m, 10**8, None, None, None] for m, _, r in ns]}
+    def scored(probe_cfg: dict[str, Any], m: int, data: object) -> float:
+        # what the probe's own run of m clients scores (its config and data, as run)
+        at = config_mod.resolve({**probe_cfg, "n_clients": m, "data": data})
+        return plan_mod.eval_samples(plan_mod.shapes(at))
+
+    def fake_probe(cfg: Any, ns: list[tuple[int, object, int]]) -> dict[str, object]:
+        seen.update(cfg=cfg, ns=ns)
+        return {"probe": [[m, 10**8, 1e-3 + 3e-6 * m, 0.05 + 2e-8 * scored(cfg, m, data),
+                           1e-4 * m] if r else [m, 10**8, None, None, None]
+                          for m, data, r in ns]}
 
     monkeypatch.setattr(plan_mod, "_probe", fake_probe)
     plan = make_plan(cfg, timed=True, probe=True, available=None)
     top = plan_mod._probe_shapes(resolved, plan_mod.LARGE_PROBE_N)[1]
     samples = plan_mod.eval_samples(plan_mod._extrapolated(resolved, top, 20_000))
     assert plan.eval_fit["samples"] == samples
+    # every probe client is scored on as many global test samples as a client of the run
+    g = global_samples("auto", 20_000, 200_000)  # 1,000 of the run's 200,000
+    assert seen["cfg"]["eval_global_samples"] == g == 1000
+    assert samples == 20_000 * (g + 10)  # and its 10 local test samples
+    for m, data, _ in seen["ns"]:
+        sh = plan_mod.shapes(config_mod.resolve({**seen["cfg"], "n_clients": m, "data": data}))
+        assert global_samples(sh.eval_global_samples, m, sh.global_test) == g, (m, data)
     assert plan.eval_seconds == pytest.approx(0.05 + 2e-8 * samples, rel=1e-6)
     assert plan.eval_fit["first_extra_s"] == pytest.approx(1e-4 * 20_000, rel=1e-6)
     assert plan.rounds == 50 and plan.evaluations == 5

@@ -23,7 +23,12 @@ from topofl.engine.config import (
     global_samples,
     run_hash,
 )
-from topofl.engine.evaluation import GLOBAL_SUBSAMPLE_SEED, global_subsample, shared_sums
+from topofl.engine.evaluation import (
+    GLOBAL_SUBSAMPLE_SEED,
+    global_subsample,
+    logsumexp_argmax,
+    shared_sums,
+)
 from topofl.engine.layout import ParamLayout
 from topofl.engine.stack import Member, run_stacked
 
@@ -196,3 +201,28 @@ def test_stacked_runs_score_the_subsample_of_their_runs_alone() -> None:
         for metric in ("global_acc_mean", "global_acc_min", "global_loss", "global_samples"):
             np.testing.assert_allclose(res.records.series(metric)[1],
                                        alone.records.series(metric)[1], rtol=1e-10)
+
+
+_LOGIT = st.one_of(st.floats(-30, 30, width=32), st.sampled_from([0.0, 1.0, float("inf"),
+                                                                   float("-inf")]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 7), st.integers(2, 12), st.data())
+def test_fused_reduction_equals_logsumexp_and_argmax(rows: int, cols: int, classes: int,
+                                                     data: Any) -> None:
+    """The one-pass loss and prediction are ``torch.logsumexp``'s and ``argmax``'s to the bit,
+    ties (the first largest) and infinite logits included."""
+    flat = data.draw(st.lists(_LOGIT, min_size=rows * cols * classes,
+                              max_size=rows * cols * classes))
+    logits = torch.tensor(flat, dtype=torch.float32).view(rows, cols, classes)
+    lse, pred = logsumexp_argmax(logits)
+    ref = torch.logsumexp(logits, dim=-1)
+    assert torch.equal(pred, logits.argmax(dim=-1))
+    assert torch.equal(lse.isnan(), ref.isnan())
+    assert torch.equal(lse.nan_to_num(0.0), ref.nan_to_num(0.0))
+    loss = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, classes), torch.zeros(rows * cols, dtype=torch.long),
+        reduction="none").view(rows, cols)
+    finite = torch.isfinite(logits).all(dim=-1)
+    assert torch.allclose((lse - logits[..., 0])[finite], loss[finite], rtol=1e-6, atol=1e-6)

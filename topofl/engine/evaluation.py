@@ -253,6 +253,33 @@ def shared_block(samples: int, classes: int) -> tuple[int, int]:
     return max(1, EVAL_BLOCK_BYTES // per), cols
 
 
+def logsumexp_argmax(logits: Tensor) -> tuple[Tensor, Tensor]:
+    """``(torch.logsumexp(logits, -1), logits.argmax(-1))`` from one pass for the largest logit.
+
+    The cross-entropy of a sample is the log-sum-exp of its logits less its label's logit,
+    its prediction the first largest logit: :func:`torch.max` finds both the largest value,
+    which the log-sum-exp subtracts, and its first index, where ``logsumexp`` and ``argmax``
+    make a pass each (the last dimension, ten classes, is the slow axis of both: the fused
+    form saves about a third of the reduction). The steps are ``logsumexp``'s own (an
+    infinite largest value subtracted as 0), so the bits are the same.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.engine.evaluation import logsumexp_argmax
+    >>> logits = torch.tensor([[1.0, 3.0, 3.0], [0.0, -1.0, float("inf")]])
+    >>> lse, pred = logsumexp_argmax(logits)
+    >>> pred.tolist()  # the first largest
+    [1, 2]
+    >>> torch.equal(lse, torch.logsumexp(logits, dim=-1))
+    True
+    """
+    largest, pred = logits.max(dim=-1)
+    shift = largest.masked_fill(largest.abs() == float("inf"), 0)
+    lse = (logits - shift.unsqueeze(-1)).exp_().sum(dim=-1).log_().add_(shift)
+    return lse, pred
+
+
 def shared_sums(executor: Any, x_eval: Tensor, x: Tensor, y: Tensor,
                 adjust: Adjust | None = None) -> Tensor:
     """``[m, 3]`` sums (correct, loss, count) of every client's model ``x_eval`` on the same
@@ -289,12 +316,9 @@ def shared_sums(executor: Any, x_eval: Tensor, x: Tensor, y: Tensor,
         for a in range(0, m, rows):
             b = min(m, a + rows)
             logits = executor.logits(x_eval[a:b], xc, shared_input=True)  # [rows, cols, C]
-            # the cross-entropy as logsumexp less the label's logit, the prediction the first
-            # largest logit (argmax): score_chunks' numbers, 4x faster than cross_entropy's
-            # kernel on [rows * cols, C] here
-            loss = torch.logsumexp(logits, dim=-1) - logits[:, at, yc]
-            out[a:b, 0] += (logits.argmax(dim=-1) == yc).sum(dim=1).double()
-            out[a:b, 1] += loss.double().sum(dim=1)
+            lse, pred = logsumexp_argmax(logits)
+            out[a:b, 0] += (pred == yc).sum(dim=1).double()
+            out[a:b, 1] += (lse - logits[:, at, yc]).double().sum(dim=1)
     out[:, 2] = float(s)
     return out
 

@@ -61,9 +61,6 @@ that fits; the environment variable ``TOPOFL_MEMORY_LIMIT`` (bytes) replaces the
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -73,17 +70,17 @@ import torch
 
 from topofl import config as config_mod
 from topofl import topologies
-from topofl._utils.processes import child_command
 from topofl._utils.spec import parse_spec
-from topofl._utils.validation import check_device, fmt_bytes, memory_limit
+from topofl._utils.validation import check_device, fmt_bytes, memory_limit, memory_total
 from topofl.data import load
 from topofl.data.datasets.bundled import synthetic_bytes
 from topofl.data.federated import federate
 from topofl.engine import ParamLayout, toy_services
-from topofl.engine.config import DTYPES, global_samples
+from topofl.engine.config import DTYPES, EVAL_GLOBAL_BUDGET, global_samples
 from topofl.engine.evaluation import check_eval_val
 from topofl.exceptions import ConfigError, InsufficientMemoryError
 from topofl.models import build_model
+from topofl.spectral.summarize import SUMMARY_DENSE_MAX
 from topofl.workflow.memory import (
     CLIENT_BYTES,
     PARTS,
@@ -105,13 +102,15 @@ from topofl.workflow.memory import (
 )
 from topofl.workflow.memory.refusal import _peak, _refusal, _synthetic_shapes, ways_to_fit
 from topofl.workflow.memory.shapes import _row_nnz_of
+from topofl.workflow.probe import PEAK_METER, ROUND_CLOCK, ProbeError, _probe, probe_rounds
 
 __all__ = ["Plan", "Shapes", "counted_parts", "make_plan", "max_clients", "run_shapes",
            "activation_bytes", "PlanError", "ProbeError", "PARTS", "PROBE_N", "RUNTIME_BYTES",
            "CLIENT_BYTES", "ROW_BYTES", "scaled_data", "fit_runtime", "fit_time", "estimate",
            "largest_n", "check_fits", "check_run", "TIME_FIT_FROM", "LARGE_PROBE_N",
            "LARGE_PROBE_BYTES",
-           "check_stack", "check_before_load", "transients", "InsufficientMemoryError"]
+           "check_stack", "check_before_load", "transients", "InsufficientMemoryError",
+           "PEAK_METER", "ROUND_CLOCK", "probe_rounds"]
 
 #: The numbers of clients of the probe, each capped by the plan's ``n`` (and the fewest
 #: clients the algorithm accepts probed first): its memory at each, its time at each.
@@ -140,11 +139,6 @@ class PlanError(RuntimeError):
     """A plan that does not fit in the memory this machine has (``topofl plan`` exits 1)."""
 
 
-class ProbeError(RuntimeError):
-    """The plan's probe run (a subprocess running the config) failed for a reason that is not
-    the config's (``topofl plan`` exits 1 with its last line)."""
-
-
 @dataclass
 class Plan:
     """A run's predicted memory (bytes by part), time per round and the clients that fit.
@@ -169,7 +163,15 @@ class Plan:
     available_bytes : int or None
         :func:`~topofl._utils.validation.available_memory` when the plan was made.
     max_clients : int or None
-        The largest ``n`` whose predicted peak fits in ``available_bytes`` (``None``: unknown).
+        The largest ``n`` whose predicted peak fits in ``available_bytes`` (``None``: unknown):
+        what fits now, beside the other processes.
+    machine_bytes : int or None
+        :func:`~topofl._utils.validation.memory_total`: the memory this machine gives a
+        process, whatever the others hold (``available_bytes`` when the caller gave it).
+    machine_max_clients : int or None
+        The largest ``n`` whose process peak (the predicted peak and the interpreter with its
+        imports, where measured) fits in ``machine_bytes``: one number a config and machine,
+        where ``max_clients`` follows the memory free at the call.
     """
 
     n_clients: int
@@ -185,6 +187,8 @@ class Plan:
     evaluations: int = 0
     eval_fit: dict[str, Any] = field(default_factory=dict)
     interpreter_bytes: int | None = None
+    machine_bytes: int | None = None
+    machine_max_clients: int | None = None
 
     @property
     def peak_bytes(self) -> int:
@@ -223,6 +227,8 @@ class Plan:
                 "eval_seconds": self.eval_seconds, "rounds": self.rounds,
                 "evaluations": self.evaluations, "run_seconds": self.run_seconds,
                 "available_bytes": self.available_bytes, "max_clients": self.max_clients,
+                "machine_bytes": self.machine_bytes,
+                "machine_max_clients": self.machine_max_clients,
                 "runtime_fit": dict(self.runtime_fit), "time_fit": dict(self.time_fit),
                 "eval_fit": dict(self.eval_fit)}
 
@@ -250,6 +256,10 @@ class Plan:
                          f"{self.run_seconds:.4g}, {100 * share:.0f} % of it evaluating")
         avail = "unknown" if self.available_bytes is None else fmt_bytes(self.available_bytes)
         lines.append(f"available memory: {avail}; largest n that fits: {self.max_clients}")
+        if self.machine_bytes is not None:
+            lines.append(f"largest n that fits in this machine's {fmt_bytes(self.machine_bytes)}"
+                         f" (the process's peak, whatever other processes hold now): "
+                         f"{self.machine_max_clients}")
         return "\n".join(lines)
 
 
@@ -286,149 +296,6 @@ def _shapes_of(resolved: config_mod.Resolved, ds: Any, data: Any) -> Shapes:
         topo = topologies.build(cfg["topology"], seed=cfg["seed"], n=data.num_clients,
                                 label_distributions=data.label_distributions)
     return run_shapes(prepared, model=model, data=data, dataset=ds, topology=topo)
-
-
-#: Peak resident memory of this process from here on, in bytes: on Linux the kernel's
-#: high-water mark is reset (``/proc/self/clear_refs``) and ``VmHWM`` read against the resident
-#: size at the reset, so a transient peak of the imports does not hide the run's; elsewhere
-#: ``ru_maxrss`` growth (a lower bound). Shared by the probe and analysis/plan_accuracy.py.
-PEAK_METER = r"""
-import resource
-def _status(key):
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-def start_peak():
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        base = _status("VmRSS")
-    except OSError:
-        base = None
-    if base is None:
-        return ("maxrss", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-    return ("hwm", base)
-def peak_since(mark):
-    kind, base = mark
-    if kind == "hwm":
-        return _status("VmHWM") - base
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
-"""
-
-#: Seconds of a training round and of an evaluation: ``timed_rounds(cfg)`` runs ``cfg`` with
-#: the start of each round and the end of the run clocked (a wrapper of the loop's round
-#: function), evaluated every ``rounds // 3`` rounds (and at the last) where it runs 9 rounds
-#: or more, else at its last round only, and returns ``(train, evaluation, first)``: the
-#: median duration of its rounds but the first (allocation) and the evaluated ones; the
-#: second evaluation's round less that (a warm evaluation: the scoring and the records it
-#: writes); what the first evaluation's round takes beyond a warm one (a static graph's
-#: spectral summary, the first allocations); ``None`` for what the run cannot tell.
-#: ``round_seconds(cfg)`` is ``train``. At one torch thread the clock is the process's CPU
-#: time (what a round takes on an idle core: a shared machine's load, which stretches the
-#: wall time by whatever the other processes take, is left out), else the wall time. Shared
-#: by the probe and analysis/plan_scale.py.
-ROUND_CLOCK = r"""
-import time
-import torch as _torch
-import topofl.engine.loop as _loop
-from topofl import config as _config
-_stamps = []
-_round_of = _loop._round
-def _clock():
-    return time.process_time() if _torch.get_num_threads() == 1 else time.perf_counter()
-def _clocked(loop, t):
-    _stamps.append(_clock())
-    return _round_of(loop, t)
-_loop._round = _clocked
-def timed_rounds(run_cfg):
-    rounds = int(run_cfg["rounds"])
-    every = rounds // 3 if rounds >= 9 else rounds
-    _stamps.clear()
-    _config.execute({**run_cfg, "eval_every": every})
-    _stamps.append(_clock())
-    dur = [b - a for a, b in zip(_stamps, _stamps[1:])]
-    evaluated = [t for t in range(rounds) if (t + 1) % every == 0 or t == rounds - 1]
-    d = sorted(dur[t] for t in range(1, rounds) if t not in evaluated)
-    if len(dur) != rounds or not d:
-        return None, None, None
-    train = d[len(d) // 2]
-    if len(evaluated) < 3:
-        return train, None, None
-    warm = max(0.0, dur[evaluated[1]] - train)
-    return train, warm, max(0.0, dur[evaluated[0]] - train - warm)
-def round_seconds(run_cfg):
-    return timed_rounds(run_cfg)[0]
-"""
-
-
-def probe_rounds(n: int) -> int:
-    """Rounds of a timed run at ``n`` clients: about 8,192 client-rounds, 10 at least."""
-    return 2 + max(8, 8192 // n)
-
-
-_PROBE = PEAK_METER + ROUND_CLOCK + r"""
-import json, sys
-import torch
-import topofl
-torch.set_num_threads(int(sys.argv[2]))
-cfg = json.loads(sys.argv[1])
-from topofl._utils.userimports import load_imports
-load_imports(cfg.get("imports"))  # the user's modules, before the meter starts
-out = {"probe": [], "baseline": _status("VmRSS")}  # the interpreter and its imports
-mark = start_peak()
-for n, data, rounds in json.loads(sys.argv[3]):
-    run = {**cfg, "n_clients": n, "data": data}
-    if rounds:
-        spr, ev, first = timed_rounds({**run, "rounds": rounds})
-    else:
-        _config.execute({**run, "rounds": 1})
-        spr = ev = first = None
-    out["probe"].append([n, peak_since(mark), spr, ev, first])
-print(json.dumps(out))
-"""
-
-
-def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, Any]:
-    """Run the config in a fresh interpreter at each ``(n, data, rounds)`` of ``ns`` (in
-    order): the peak memory growth after its run at that ``n`` and, with ``rounds``, its
-    seconds a training round over that many rounds (else one round, untimed). The child ends
-    with this process and imports nothing from the current directory but the config's own
-    ``imports`` (:func:`topofl._utils.processes.child_command`): a plan stopped by a timeout or a
-    SIGKILL leaves no probe running, and a ``json.py`` beside the config is not imported.
-
-    Raises
-    ------
-    topofl.exceptions.ConfigError
-        When the run refused the config (its ``ValueError`` or ``TypeError``, in one line).
-    ProbeError
-        When it failed otherwise (its last line).
-    """
-    run_cfg = {**cfg, "records_path": None, "checkpoint_every": 0, "progress": False}
-    run_cfg.pop("checkpoint_path", None)
-    threads = str(torch.get_num_threads())
-    proc = subprocess.run(  # a child that ends with this process, however it is stopped
-        child_command(_PROBE, json.dumps(run_cfg), threads, json.dumps(ns)),
-        capture_output=True, text=True, env={**os.environ, "TOPOFL_TRACEBACK": "1"},
-        check=False)
-    sizes = [m for m, _, _ in ns]
-    if proc.returncode:
-        tail = (proc.stderr.strip().splitlines()[-1:] or ["no output"])[0]
-        name, _, msg = tail.partition(": ")
-        if name.rpartition(".")[2] in _CONFIG_ERRORS:
-            raise ConfigError(f"{msg} (the plan's probe run of n = {sizes} clients)")
-        raise ProbeError(f"the plan's probe run of n = {sizes} clients failed: {tail}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
-
-
-#: Exceptions of a probe run that mean the config was refused (reported as a ConfigError).
-_CONFIG_ERRORS = frozenset({"ValueError", "TypeError", "ConfigError", "ConfigTypeError",
-                            "InsufficientMemoryError", "NotConnectedError", "KeyError"})
 
 
 def _min_clients(prepared: Any, resolved: config_mod.Resolved) -> int:
@@ -524,16 +391,20 @@ def _probe_shapes(resolved: config_mod.Resolved, m: int, *, fewest: bool = False
             m = min(n, 2 * m)  # a graph with no member this small (random_regular:d=10 at 2)
 
 
-def scaled_data(spec: Any, m: int, n: int) -> Any:
+def scaled_data(spec: Any, m: int, n: int, *, least_test: int = 0) -> Any:
     """The dataset of a probe of ``m`` of the config's ``n`` clients: a ``"synthetic:..."``
     spec with its samples (``n_samples``, and ``n_test`` when given) scaled by ``m / n``
     (rounded up), so that a probe's client holds as many samples as the run's; any other
-    dataset as it is (its size does not grow with ``n``).
+    dataset as it is (its size does not grow with ``n``). With ``least_test``, a scaled
+    spec's ``n_test`` is raised to that many samples where it is smaller or not given (the
+    plan passes it only where the scaled set is smaller).
 
     Examples
     --------
     >>> scaled_data("synthetic:n_samples=50000,dim=40,seed=0", 64, 1000)
     'synthetic:n_samples=3200,dim=40,seed=0'
+    >>> scaled_data("synthetic:n_samples=50000,n_test=10000,dim=40", 64, 1000, least_test=1000)
+    'synthetic:n_samples=3200,n_test=1000,dim=40'
     >>> scaled_data("digits", 64, 1000)
     'digits'
     """
@@ -547,6 +418,8 @@ def scaled_data(spec: Any, m: int, n: int) -> Any:
         v = opts.get(key, default)
         if isinstance(v, int) and not isinstance(v, bool) and v > 0:
             opts[key] = -(-v * m // n)
+    if least_test:
+        opts["n_test"] = max(int(least_test), int(opts.get("n_test") or 0))
     return "synthetic:" + ",".join(f"{k}={v}" for k, v in opts.items())
 
 
@@ -683,6 +556,76 @@ def _eval_fit(evs: list[tuple[int, float]], probed: Mapping[int, Shapes], s: Sha
                      "probe": [[m, x, ev] for x, ev, m in pts]}
 
 
+def _line_at(points: Sequence[tuple[int, float]], n: int) -> tuple[float, dict[str, Any]]:
+    """``(seconds, fit)`` at ``n`` clients from probes' ``(m, seconds)``: the probe at ``n``
+    itself, else the line ``a + b * n`` (:func:`fit_time`) through the probes of at least
+    :data:`TIME_FIT_FROM` clients (all of them where fewer than two are)."""
+    upper = [(m, t) for m, t in points if m >= TIME_FIT_FROM]
+    a, b, e = fit_time(upper if len(upper) >= 2 else points, exponents=(1.0,))
+    at = dict(points)
+    return (at[n] if n in at else a + b * n ** e), {"constant_s": a, "coefficient_s": b,
+                                                    "exponent": e}
+
+
+def _time_fits(rows: Sequence[tuple[int, Any, Any, Any]], firsts: list[tuple[int, float]],
+               scored: Mapping[int, Shapes], s: Shapes
+               ) -> tuple[float | None, dict[str, Any], float | None, dict[str, Any]]:
+    """``(seconds_per_round, time_fit, eval_seconds, eval_fit)`` at the run's ``s.n`` from the
+    probes' rows ``(m, peak, train, evaluation)`` and first evaluations' extras."""
+    n, spr, eval_s = s.n, None, None
+    tfit: dict[str, Any] = {}
+    efit: dict[str, Any] = {}
+    pts = [(m, t) for m, _, t, _ in rows if t is not None]
+    if pts:
+        spr, tfit = _line_at(pts, n)
+        tfit["probe"] = [list(p) for p in pts]
+    evs = [(m, ev) for m, _, _, ev in rows if ev is not None]
+    if evs:
+        eval_s, efit = _eval_fit(evs, scored, s, n)
+    if firsts:  # the first evaluation's one-time extra, a line in n as a round's, through the
+        # probes whose spectral summary is computed as the run's (dense or sparse)
+        firsts = [(m, t) for m, t in firsts
+                  if (m > SUMMARY_DENSE_MAX) == (n > SUMMARY_DENSE_MAX)] or firsts
+        efit["first_extra_s"] = _line_at(firsts, n)[0]
+    return spr, tfit, eval_s, efit
+
+
+#: The most (client, sample) pairs a probe of the plan may score on the global test set when
+#: it scores as many samples a client as the run (:func:`_scored_like_the_run`).
+PROBE_SCORED_PAIRS = 4 * EVAL_GLOBAL_BUDGET
+
+
+def _scored_like_the_run(resolved: config_mod.Resolved, probed: Mapping[int, Shapes], s: Shapes,
+                         sizes: Sequence[int]
+                         ) -> tuple[dict[str, Any], dict[int, Any], dict[int, Shapes]]:
+    """``(config, data, shapes)`` of the probes, whose clients are scored on as many global
+    test samples as a client of the run (``g``, :func:`~topofl.engine.config.global_samples`
+    at the run's ``n``): the config with ``eval_global_samples = g``, each probe's data (a
+    ``"synthetic:..."`` set scaled down with its global test set raised to ``g`` samples
+    where it has fewer) and its shapes.
+
+    A probe of ``m`` clients scored as its own size would score them (its global test set
+    scaled by ``m / n``, or the whole of a fixed one) costs another mix of work a client and
+    work a sample than the run: a line through such probes, in the samples scored, took the
+    clients' own work for the samples' and missed the run's evaluation by +183 % at 10^6
+    clients (``analysis/plan_eval_large.md``). Where scoring ``g`` samples a client would
+    take a probe past :data:`PROBE_SCORED_PAIRS` pairs (the run's own setting is ``"all"``
+    or a large number), the probes are scored as before.
+    """
+    n, spec = s.n, resolved.config["data"]
+    specs = {m: scaled_data(spec, m, n) for m in sizes}
+    g = global_samples(s.eval_global_samples, n, s.global_test) if s.global_test else 0
+    if not g or g * max(sizes) > PROBE_SCORED_PAIRS:
+        return dict(resolved.config), specs, dict(probed)
+    shapes_at: dict[int, Shapes] = {}
+    for m in sizes:
+        if probed[m].global_test < g and specs[m] != spec:
+            specs[m] = scaled_data(spec, m, n, least_test=g)
+            shapes_at[m] = shapes(resolved, n=m, data_spec=specs[m])
+        shapes_at[m] = replace(shapes_at.get(m, probed[m]), eval_global_samples=g)
+    return {**resolved.config, "eval_global_samples": g}, specs, shapes_at
+
+
 def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
               available: int | None = -1) -> Plan:
     """Plan a config: predicted peak memory by part, seconds per round, the clients that fit.
@@ -747,38 +690,24 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
         s = _extrapolated(resolved, top, n) if grows else shapes(resolved)
     runtime: tuple[float, float] | None = None
     interpreter: int | None = None
-    spr: float | None = None
-    eval_s: float | None = None
+    spr = eval_s = None
     tfit: dict[str, Any] = {}
     efit: dict[str, Any] = {}
     if probe or timed:
         timed_at = {m for m in sizes if m >= PROBE_N[0] or m == sizes[-1]} if timed else set()
-        probed_out = _probe(resolved.config, [(m, scaled_data(spec, m, n),
-                                               probe_rounds(m) if m in timed_at else 0)
-                                              for m in sizes])
+        probe_cfg, specs, scored = _scored_like_the_run(resolved, probed, s, sizes)
+        probed_out = _probe(probe_cfg, [(m, specs[m], probe_rounds(m) if m in timed_at else 0)
+                                        for m in sizes])
         got = probed_out["probe"]
         if isinstance(probed_out.get("baseline"), int):
             interpreter = int(probed_out["baseline"])
         rows = [(r[0], r[1], r[2], r[3] if len(r) > 3 else None) for r in got]
         firsts = [(r[0], r[4]) for r in got if len(r) > 4 and r[4] is not None]
         if probe:
-            residual = [(m, grow - sum(counted_parts(replace(probed[m], runtime=False))
+            residual = [(m, grow - sum(counted_parts(replace(scored[m], runtime=False))
                                        .values())) for m, grow, _, _ in rows]
             runtime = fit_runtime(residual)
-        pts = [(m, t) for m, _, t, _ in rows if t is not None]
-        if pts:
-            upper = [(m, t) for m, t in pts if m >= TIME_FIT_FROM]
-            a, b, e = fit_time(upper if len(upper) >= 2 else pts, exponents=(1.0,))
-            spr = dict(pts)[n] if n in dict(pts) else a + b * n ** e
-            tfit = {"constant_s": a, "coefficient_s": b, "exponent": e,
-                    "probe": [list(p) for p in pts]}
-        evs = [(m, ev) for m, _, _, ev in rows if ev is not None]
-        if evs:
-            eval_s, efit = _eval_fit(evs, probed, s, n)
-        if firsts:  # the first evaluation's one-time extra, a line in n as a round's
-            upper = [(m, t) for m, t in firsts if m >= TIME_FIT_FROM]
-            a, b, e = fit_time(upper if len(upper) >= 2 else firsts, exponents=(1.0,))
-            efit["first_extra_s"] = dict(firsts)[n] if n in dict(firsts) else a + b * n ** e
+        spr, tfit, eval_s, efit = _time_fits(rows, firsts, scored, s)
     parts = counted_parts(replace(s, runtime=False))
     if runtime is None:
         parts["runtime"] = RUNTIME_BYTES + CLIENT_BYTES * n
@@ -788,12 +717,18 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
         parts["runtime"] = int(round(runtime[0] + runtime[1] * n))
         fit = {"constant_bytes": runtime[0], "bytes_per_client": runtime[1],
                "probe": [list(p) for p in residual]}
-    fits = (largest_n(lambda k: _peak(_scaled(s, k), k, runtime), avail) if grows
-            else max_clients(s, avail, runtime))
+    def peak_at(k: int) -> float:
+        return _peak(_scaled(s, k), k, runtime) if grows else _peak(s, k, runtime)
+
+    total = memory_total(prepared.run.device)[0] if available == -1 else available
+    fits = largest_n(peak_at, avail)
+    whole = (None if total is None
+             else largest_n(lambda k: peak_at(k) + (interpreter or 0), total))
     plan = Plan(n_clients=n, num_params=s.num_params, parts=parts, seconds_per_round=spr,
                 available_bytes=avail, max_clients=fits, runtime_fit=fit, time_fit=tfit,
                 eval_seconds=eval_s, rounds=int(resolved.config["rounds"]),
-                evaluations=int(s.evaluations), eval_fit=efit, interpreter_bytes=interpreter)
+                evaluations=int(s.evaluations), eval_fit=efit, interpreter_bytes=interpreter,
+                machine_bytes=total, machine_max_clients=whole)
     if avail is not None and plan.peak_bytes > avail:
         raise PlanError(_refusal(n, plan.peak_bytes, avail, "the run", plan.max_clients,
                                  ways_to_fit(s, parts, plan.peak_bytes, avail)))

@@ -36,6 +36,7 @@ from topofl._utils.validation.memory import (
     graph_bytes,
     memory_limit,
     memory_override,
+    memory_total,
 )
 from topofl._utils.validation.memory import fmt_bytes as fmt_bytes
 from topofl._utils.validation.names import (
@@ -68,6 +69,7 @@ __all__ = [
     "available_memory",
     "memory_limit",
     "memory_override",
+    "memory_total",
     "MEMORY_LIMIT_ENV",
     "check_memory",
     "graph_bytes",

@@ -22,18 +22,24 @@ BYTES_PER_NODE = 1500
 BYTES_PER_ARC = 400
 
 
-def _meminfo_available() -> int | None:
+def _meminfo(key: str, pages: str) -> int | None:
+    """``/proc/meminfo``'s ``key`` (``MemAvailable``, ``MemTotal``) in bytes, else the
+    ``os.sysconf`` page count ``pages`` times the page size."""
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        return int(os.sysconf(pages)) * int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, OSError, ValueError):
         return None
+
+
+def _meminfo_available() -> int | None:
+    return _meminfo("MemAvailable", "SC_AVPHYS_PAGES")
 
 
 #: Environment variable that sets the bytes a run may allocate, in place of what
@@ -174,6 +180,55 @@ def memory_limit(device: Any = "cpu") -> tuple[int | None, str]:
     if not found:
         return None, "unknown"
     return min(found)
+
+
+def memory_total(device: Any = "cpu") -> tuple[int | None, str]:
+    """``(bytes, source)``: the memory this machine gives one process on ``device``, whatever
+    other processes hold now (:func:`memory_limit` is what is left of it at the call).
+
+    :data:`MEMORY_LIMIT_ENV`, when set, is the answer; otherwise, on the CPU, the smallest of
+    the kernel's ``MemTotal``, the cgroup's memory limit and the soft ``RLIMIT_AS`` /
+    ``RLIMIT_DATA``; on a CUDA device, its total memory. ``(None, "unknown")`` when nothing
+    says. The same at every call on one machine: the plan's largest ``n`` against it is one
+    number a config.
+
+    Examples
+    --------
+    >>> from topofl._utils.validation.memory import memory_limit, memory_total
+    >>> total, source = memory_total()
+    >>> total is None or total >= (memory_limit()[0] or 0)
+    True
+    """
+    forced = memory_override()
+    if forced is not None:
+        return forced, MEMORY_LIMIT_ENV
+    dev = str(device)
+    if dev.startswith("cuda"):
+        import torch
+
+        if torch.cuda.is_available():
+            return int(torch.cuda.mem_get_info(torch.device(dev))[1]), f"total memory of {dev}"
+        return None, "unknown"
+    found: list[tuple[int, str]] = []
+    total = _meminfo("MemTotal", "SC_PHYS_PAGES")
+    if total is not None:
+        found.append((total, "MemTotal"))
+    for limit_file in ("/sys/fs/cgroup/memory.max",
+                       "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        limit = _read_int(limit_file)
+        if limit is not None and limit < _NO_CGROUP_V1_LIMIT:
+            found.append((limit, "the cgroup memory limit"))
+            break
+    try:
+        import resource
+
+        for name in ("RLIMIT_AS", "RLIMIT_DATA"):
+            soft = resource.getrlimit(getattr(resource, name))[0]
+            if soft != resource.RLIM_INFINITY and soft >= 0:
+                found.append((int(soft), name))
+    except ImportError:  # pragma: no cover - not on POSIX
+        pass
+    return min(found) if found else (None, "unknown")
 
 
 def available_memory() -> int | None:

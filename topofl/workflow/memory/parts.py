@@ -169,10 +169,11 @@ def _shared_pass(s: Shapes, n: int, scored: int) -> tuple[int, int]:
     (:func:`~topofl.engine.evaluation.shared_block`), whatever ``n``. Per (client, sample),
     the batched executor holds the previous block's logits beside the forward pass (its
     activations and its output; or its output, the executor's copy and the previous block's
-    logits: ``3 * num_classes`` values at least), and an int64 prediction; the per-client
-    loop holds the previous block's logits and the clients' outputs beside one client's
-    activations a thread, or beside the outputs' stacked copy, and an int64 prediction a
-    pair.
+    logits: ``3 * num_classes`` values at least), and the reduction's rows (an int64
+    prediction and the log-sum-exp's largest logit and sum: 16 bytes); the per-client loop
+    holds the previous block's logits and the clients' outputs beside one client's
+    activations a thread, or beside the outputs' stacked copy, and the reduction's 16 bytes
+    a pair.
 
     The blocks of logits come and go at every block: one of at most :data:`HEAP_BLOCK_MAX`
     is then reused from glibc's heap, which keeps up to twice that block free at its top
@@ -187,9 +188,9 @@ def _shared_pass(s: Shapes, n: int, scored: int) -> tuple[int, int]:
     r = min(n, rows)
     logits = r * cols * C * d  # one block of logits
     if s.loop_threads:
-        live = max(2 * logits + min(r, s.loop_threads) * cols * act, 3 * logits) + r * cols * 8
+        live = max(2 * logits + min(r, s.loop_threads) * cols * act, 3 * logits) + r * cols * 16
     else:
-        live = r * cols * (max(act + C * d, 3 * C * d) + 8)
+        live = r * cols * (max(act + C * d, 3 * C * d) + 16)
     return live, 2 * logits if logits <= HEAP_BLOCK_MAX else 0
 
 
