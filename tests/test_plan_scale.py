@@ -173,6 +173,7 @@ def test_plan_times_an_evaluation_apart_in_the_samples_it_scores(
     for m, data, _ in seen["ns"]:
         sh = plan_mod.shapes(config_mod.resolve({**seen["cfg"], "n_clients": m, "data": data}))
         assert global_samples(sh.eval_global_samples, m, sh.global_test) == g, (m, data)
+        assert sh.global_test > g  # a subsample, as the run scores: the same pass
     assert plan.eval_seconds == pytest.approx(0.05 + 2e-8 * samples, rel=1e-6)
     assert plan.eval_fit["first_extra_s"] == pytest.approx(1e-4 * 20_000, rel=1e-6)
     assert plan.rounds == 50 and plan.evaluations == 5
