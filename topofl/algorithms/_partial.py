@@ -16,7 +16,13 @@ from topofl.algorithms._common import (
     check_work,
 )
 from topofl.algorithms.base import keywords
-from topofl.engine.pieces import require_split, with_participation
+from topofl.engine.pieces import (
+    SGD,
+    compose_init,
+    require_split,
+    restart_momentum,
+    with_participation,
+)
 from topofl.engine.protocol import Algorithm, Phase, Services, State
 
 # Section 5.1 of DFedPGP: "train the shared part for 5 epochs per round [...] and train 1 epoch
@@ -147,4 +153,18 @@ def split_check(name: str) -> Any:
     return check
 
 
-__all__ = ["PartialParams", "check_partial", "partial_factory", "split_check", "State"]
+def partial_algorithm(name: str, hp: PartialParams, sgd: SGD, communicate: Any, *,
+                      init: tuple[Any, ...] = (), **fields: Any) -> Algorithm:
+    """The head-then-body algorithm ``name``: ``sgd`` on the head, then on the body
+    (:attr:`PartialParams.phases`, the momentum restarted every round), then ``communicate``
+    of the body; the model must split (:func:`split_check`). ``init`` lists further pieces
+    that add state, ``fields`` the other :class:`~topofl.engine.Algorithm` fields
+    (``requires``, ``lost``, ...)."""
+    return Algorithm(name=name, hparams=hp.as_dict(), phases=hp.phases,
+                     init=compose_init(sgd, *init, check=split_check(name)), local=sgd,
+                     communicate=communicate, round_start=restart_momentum(), shared="body",
+                     decay=hp.decay, **fields)
+
+
+__all__ = ["PartialParams", "check_partial", "partial_factory", "partial_algorithm",
+           "split_check", "State"]

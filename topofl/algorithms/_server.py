@@ -337,24 +337,28 @@ def server_round(hp: FedAvgParams, state: State, rnd: Round, env: Services) -> S
     return ServerRound(base * mask, base, active)
 
 
-def participant_sums(sr: ServerRound, env: Services, what: str, *blocks: Tensor
-                     ) -> tuple[list[Tensor], Tensor]:
-    """The sums over the round's participants of each ``[m, P_k]`` block's rows, weighted by
-    ``sr.weights``, and ``[2]``: the sum of the weights and of ``sr.base`` (every client's);
-    over every process, in one collective (``what`` names it)."""
+def server_sums(sr: ServerRound, anchor: Tensor, env: Services, what: str, *blocks: Tensor
+                ) -> tuple[Tensor | None, list[Tensor], Tensor]:
+    """What a server step reads, over every process in one collective (``what`` names it):
+    ``(start, sums, den)``.
+
+    ``start`` ``[P]`` is the server's model at the round's start: client 0's row of ``anchor``
+    (``[m, P]``, each client's model at the round's start) plus the participants' mean
+    difference to it (0 but in a first round from clients' own initial models,
+    ``init="independent"``, where it is the participants' mean, FedAvg's); ``None`` when
+    nobody took part (nothing moves). ``sums`` are the sums over the round's participants of
+    each ``[m, P_k]`` block's rows, weighted by ``sr.weights``; ``den`` ``[2]`` the sum of the
+    weights and of ``sr.base`` (every client's).
+    """
+    ref = row(env.clients, anchor, 0)  # from the process that holds client 0
+    parts = [*blocks, anchor - ref]
     w = sr.weights
-    sums = torch.cat([w @ b for b in blocks] + [w.sum().view(1), sr.base.sum().view(1)])
-    sums = env.clients.reduce_(sums, what)
-    return list(torch.split(sums[:-2], [b.shape[1] for b in blocks])), sums[-2:]
-
-
-def server_model(anchor: Tensor, env: Services) -> tuple[Tensor, Tensor]:
-    """``(ref, anchor - ref)``: client 0's model at the round's start (``[P]``, on every
-    process) and each row's difference to it; the server's model is ``ref`` plus the
-    participants' mean of the differences (0 but in a first round from clients' own
-    initial models, ``init="independent"``, where it is the participants' mean, FedAvg's)."""
-    ref = row(env.clients, anchor, 0)
-    return ref, anchor - ref
+    total = torch.cat([w @ b for b in parts] + [w.sum().view(1), sr.base.sum().view(1)])
+    total = env.clients.reduce_(total, what)
+    *sums, shift = torch.split(total[:-2], [b.shape[1] for b in parts])
+    den = total[-2:]
+    start = ref.add_(shift / den[0]) if float(den[0]) > 0 else None
+    return start, sums, den
 
 
 _FINETUNE_STREAM = 11  # local_train stream of the +FT baselines' evaluation-time fine-tuning
@@ -418,5 +422,5 @@ def check_finetune(hp: FedAvgParams, steps: Any, epochs: Any, lr: Any) -> Finetu
 
 __all__ = ["server_algorithm", "server_factory", "server_work_factory", "Work", "sgd_hparams",
            "same_head", "State", "FedAvgParams", "fedavg_factory", "fedavg_ft_factory",
-           "fedavg_algorithm", "ServerRound", "server_round", "participant_sums", "server_model",
-           "Finetune", "check_finetune"]
+           "fedavg_algorithm", "ServerRound", "server_round", "server_sums", "Finetune",
+           "check_finetune"]

@@ -13,9 +13,9 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._partial import PartialParams, partial_factory, split_check
+from topofl.algorithms._partial import PartialParams, partial_algorithm, partial_factory
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.pieces import SGD, compose_init, gossip, restart_momentum
+from topofl.engine.pieces import SGD, gossip
 from topofl.engine.protocol import Algorithm
 
 __all__ = ["dfedavgm_p"]
@@ -83,17 +83,5 @@ def dfedavgm_p(hp: PartialParams) -> Algorithm:
     (['head', 'body'], 'body', 'doubly')
     """
     sgd = SGD(hp.momentum, hp.weight_decay)
-    return Algorithm(
-        name="dfedavgm_p",
-        hparams=hp.as_dict(),
-        phases=hp.phases,
-        init=compose_init(sgd, check=split_check("dfedavgm_p")),
-        local=sgd,
-        communicate=gossip("body"),
-        round_start=restart_momentum(),
-        requires="doubly",
-        shared="body",
-        lost="renormalise",
-        decay=hp.decay,
-        stacks=True,
-    )
+    return partial_algorithm("dfedavgm_p", hp, sgd, gossip("body"), requires="doubly",
+                             lost="renormalise", stacks=True)

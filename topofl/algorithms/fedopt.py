@@ -20,9 +20,8 @@ from topofl.algorithms._server import (
     FedAvgParams,
     fedavg_algorithm,
     fedavg_factory,
-    participant_sums,
-    server_model,
     server_round,
+    server_sums,
 )
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import dtype_bits
@@ -99,11 +98,10 @@ class _ServerOptimizer:
         own = state.own_as(FedOptState)
         x = state.x
         sr = server_round(self.hp, state, rnd, env)
-        ref, off = server_model(own.anchor, env)
-        (delta, shift), den = participant_sums(sr, env, "FedOpt's server step",
-                                               x - own.anchor, off)
-        if float(den[0]) > 0:  # else nobody took part: nothing moved
-            x.copy_(ref.add_(shift / den[0])).add_(self.step_(own, delta / den[0]))
+        start, (delta,), den = server_sums(sr, own.anchor, env, "FedOpt's server step",
+                                           x - own.anchor)
+        if start is not None:  # else nobody took part: nothing moved
+            x.copy_(start).add_(self.step_(own, delta / den[0]))
         return Sent.of(*server_flows(env.n, sr.active, x.shape[1], dtype_bits(x.dtype)),
                        active=sr.active)
 

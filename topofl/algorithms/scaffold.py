@@ -22,9 +22,8 @@ from topofl.algorithms._server import (
     FedAvgParams,
     fedavg_algorithm,
     fedavg_factory,
-    participant_sums,
-    server_model,
     server_round,
+    server_sums,
 )
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits
@@ -111,17 +110,16 @@ def _server_step(hp: FedAvgParams, server_lr: float
         x = state.x
         sr = server_round(hp, state, rnd, env)
         took = (sr.weights > 0).unsqueeze(1)
-        ref, off = server_model(own.anchor, env)
         dy = x - own.anchor  # y_i - x
         # option II: c_i+ - c_i = -c + (x - y_i) / (K lr)
         dc = dy.div(torch.where(took, own.lr_sum.unsqueeze(1), 1.0)).neg_()
         dc.sub_(own.server_control).mul_(took)
-        (d_x, d_c, shift), den = participant_sums(sr, env, "SCAFFOLD's server step",
-                                                  dy, dc, off)
-        if float(den[0]) > 0:  # else nobody took part: nothing moved
+        start, (d_x, d_c), den = server_sums(sr, own.anchor, env, "SCAFFOLD's server step",
+                                             dy, dc)
+        if start is not None:  # else nobody took part: nothing moved
             own.control.add_(dc)
             own.server_control.add_(d_c / den[1])
-            x.copy_(ref.add_(shift / den[0]).add_(d_x / den[0], alpha=server_lr))
+            x.copy_(start.add_(d_x / den[0], alpha=server_lr))
         flows: list[Flow] = []
         for f in server_flows(env.n, sr.active, x.shape[1], dtype_bits(x.dtype)):
             flows += [f, dataclasses.replace(f, kind="control", attached=True)]
