@@ -21,8 +21,10 @@ def test_committed_markdown_is_computed_from_the_committed_json() -> None:
     for code, rows in codes.items():
         assert set(rows) == set(bench.WORKLOADS)
         for name, r in rows.items():
-            assert (f"| {code} | {name} | {r['P']:,} | {r['executor']} | {r['local_ms']:.2f} "
-                    f"| {r['floor_ms']:.2f} | **{r['local_over_floor']:.2f}x** |") in md
+            nb = f"{r.get('n', bench.N)} x {r.get('batch', bench.BATCH)}"
+            assert (f"| {code} | {name} | {nb} | {r['P']:,} | {r['executor']} | "
+                    f"{r['local_ms']:.2f} | {r['floor_ms']:.2f} | "
+                    f"**{r['local_over_floor']:.2f}x** |") in md
     assert bench.reading(codes, data["profile"]) in md
     assert bench.profile_report(data["profile"]) in md
     assert codes[list(codes)[-1]]["mlp 40-64-10"]["P"] == 40 * 64 + 64 + 64 * 10 + 10
@@ -39,7 +41,7 @@ def test_measure_runs_on_a_tiny_workload(monkeypatch: pytest.MonkeyPatch) -> Non
     bench = load("bench_floor")
     monkeypatch.setattr(bench, "N", 3)
     monkeypatch.setattr(bench, "BATCH", 2)
-    monkeypatch.setattr(bench, "WORKLOADS", {"mlp": ("mlp", (6,), {"hidden": (4,)})})
+    monkeypatch.setattr(bench, "WORKLOADS", {"mlp": ("mlp", (6,), {"hidden": (4,)}, 3, 2, 1)})
     threads = torch.get_num_threads()
     try:
         (row,) = bench.measure(1).values()  # on one thread, as it measures

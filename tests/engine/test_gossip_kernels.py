@@ -4,6 +4,8 @@ column slices, and where it must not apply (the CSR kernel then runs, unchanged)
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -196,3 +198,65 @@ def test_mixer_checks_its_new_options() -> None:
         Mixer(CPU, torch.float32, band_min_n=-1)
     with pytest.raises(ValueError, match="block_bytes must be >= 1 or None, got 0"):
         Mixer(CPU, torch.float32, block_bytes=0)
+
+
+WIDE = {  # 5 offsets a row or more: the band kernel's matrix form on rows of 64+ columns
+    "circulant [1,2,3]": lambda: tf.topologies.circulant(300, [1, 2, 3]),
+    "circulant [1,3,7]": lambda: tf.topologies.circulant(130, [1, 3, 7]),
+    "weights per slot": lambda: _slot_weights(200, [-2, -1, 0, 1, 2], [0.1, 0.2, 0.3, 0.2, 0.2]),
+}
+
+
+def _slot_weights(n: int, offsets: list[int], weights: list[float]) -> tf.Topology:
+    """A circulant pattern whose offsets have weights of their own (the same on every row)."""
+    rows = np.repeat(np.arange(n), len(offsets))
+    cols = (rows + np.tile(offsets, n)) % n
+    W = sp.csr_array((np.tile(weights, n), (rows, cols)), shape=(n, n))
+    return tf.Topology.from_matrix(W, name="slot-weighted circulant")
+
+
+@pytest.mark.parametrize("name", list(WIDE))
+@pytest.mark.parametrize(("p", "block_bytes"), [(64, 8 * 64 * 24), (100, 8 * 100 * 9),
+                                                (650, 8 * 650 * 16), (97, 8 * 97 * 40)])
+@pytest.mark.parametrize("part", [False, True])
+def test_band_matrix_form_equals_the_dense_product(name: str, p: int, block_bytes: int | None,
+                                                   part: bool, monkeypatch: Any) -> None:
+    """Wide bands in matrix form (each 8 rows one product with their window of ``X``, a
+    block one batched product): ``W @ X`` to 1e-12 in float64, the CSR kernel to float32
+    rounding (1e-5), on a column slice of a larger buffer too, and the form is really used."""
+    topo = WIDE[name]()
+    mixer = _band(block_bytes=block_bytes)
+    plan = band_plan(topo.W)
+    assert plan is not None and plan.k >= 5
+    products = []
+    bmm = torch.bmm
+    monkeypatch.setattr(torch, "bmm", lambda *a, **k: products.append(1) or bmm(*a, **k))
+    big = _x(topo.n, p + 9, torch.float64, seed=p)
+    X = big[:, 4: 4 + p] if part else big[:, :p]
+    before = big.clone()
+    ref = topo.to_dense() @ X.numpy()
+    mixer.mix_(topo, X)
+    assert products, "the matrix form was not used"
+    np.testing.assert_allclose(X.numpy(), ref, rtol=1e-12, atol=1e-12)
+    if part:
+        np.testing.assert_array_equal(big[:, :4].numpy(), before[:, :4].numpy())
+        np.testing.assert_array_equal(big[:, 4 + p:].numpy(), before[:, 4 + p:].numpy())
+    Y = _x(topo.n, p, torch.float32, seed=p)
+    a, b = Y.clone(), Y.clone()
+    Mixer(CPU, torch.float32, band_min_n=None).mix_(topo, a)
+    _band(torch.float32, block_bytes=block_bytes).mix_(topo, b)
+    np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_band_matrix_form_only_for_wide_bands() -> None:
+    """A ring (3 offsets), narrow rows or per-row weights keep the shifted adds."""
+    X = torch.zeros(1)
+    wide = band_plan(tf.topologies.circulant(300, [1, 2, 3]).W)
+    assert wide is not None and Mixer._panel(wide, 64, 100, X) is not None
+    assert Mixer._panel(wide, 63, 100, X) is None  # rows under 64 columns
+    assert Mixer._panel(wide, 64, 7, X) is None  # blocks under 8 rows
+    ring = band_plan(tf.topologies.ring(300).W)
+    assert ring is not None and Mixer._panel(ring, 650, 100, X) is None
+    rows = band_plan(_circulant_rows(97, [-2, -1, 0, 1, 5], 0).W)
+    assert rows is not None and rows.row_weights is not None
+    assert Mixer._panel(rows, 650, 100, X) is None

@@ -490,7 +490,11 @@ def test_only_plain_stacks_skip_vmap() -> None:
     hooked[1].register_forward_hook(lambda *a: None)
     assert stack(hooked) is None
     cnn = tf.models.build_model("cnn1d", (1, 12), 4, seed=0)
-    assert BatchedExecutor(cnn, ParamLayout.from_model(cnn)).stack is None
+    assert BatchedExecutor(cnn, ParamLayout.from_model(cnn)).stack is not None  # 1-d convolutions
+    assert stack(nn.Sequential(nn.Conv1d(1, 2, 3), nn.Linear(3, 2))) is None  # no Flatten
+    dilated = nn.Sequential(nn.Conv1d(1, 2, 3, dilation=2), nn.Flatten(), nn.Linear(2, 2))
+    assert stack(dilated) is None
+    assert stack(nn.Sequential(nn.Flatten(), nn.Linear(4, 4), nn.Conv1d(1, 2, 3))) is None
     lin = tf.models.build_model("logistic", (1, 12), 4, seed=0)
     ex = BatchedExecutor(lin, ParamLayout.from_model(lin))
     assert ex.stack is not None and ex.linear is not None  # the closed form comes first

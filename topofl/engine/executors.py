@@ -14,7 +14,7 @@ for bit):
 * :class:`LoopExecutor` is the obvious reference: one forward + autograd pass per client over
   views into the same buffer. It is the debugger's path: its errors name the client. On CPU it can
   spread the clients over a few Python threads that each run their clients' operations on one
-  core (``threads``), which is how :func:`make_executor` runs convolutional models there.
+  core (``threads``), which is how :func:`make_executor` runs 2-d convolutional models there.
 
 Both write the gradients into a preallocated ``[n_clients, P]`` buffer (only the columns of the
 part being trained), so the optimizer update is one fused operation on the flat buffer.
@@ -30,7 +30,7 @@ import copy
 import threading
 import types
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -43,7 +43,7 @@ from topofl.engine.protocol import Part
 from topofl.models import SplitModel, check_model_input
 
 __all__ = ["Executor", "BatchedExecutor", "LoopExecutor", "make_executor", "ClientError",
-]
+           "loop_on_cpu"]
 
 
 class ClientError(RuntimeError):
@@ -102,9 +102,27 @@ def _loss(logits: Tensor, y: Tensor) -> Tensor:
     return F.cross_entropy(logits, y)
 
 
-def has_conv(model: nn.Module) -> bool:
-    """Whether ``model`` holds a convolution (the loop executor is then faster on CPU)."""
-    return any(isinstance(m, nn.modules.conv._ConvNd) for m in model.modules())
+def loop_on_cpu(model: nn.Module) -> bool:
+    """Whether ``executor="auto"`` runs ``model`` with the per-client loop on the CPU: when it
+    holds a convolution over two or more dimensions (``Conv2d``, ``Conv3d``, their transposes).
+
+    Batched, such a convolution becomes a grouped one, which oneDNN runs slower than the
+    per-client ones in channels-last format (GN-LeNet, 20 clients x 16 CIFAR-sized images, one
+    thread: the loop 0.62x the shared-weight floor, batched 1.36x, ``analysis/bench_floor.md``).
+    A model whose convolutions are all 1-d (``cnn1d``) runs batched, each convolution one
+    batched product (:func:`_stack_forward`): 100 clients x 50 signals, one thread, 1.25x the
+    floor against 2.08x with the loop, and the two executors' parameters agree within float32
+    rounding (``tests/engine/test_conv_executors.py``).
+
+    Examples
+    --------
+    >>> loop_on_cpu(tf.models.build_model("cnn1d", (1, 40), 10, seed=0))
+    False
+    >>> loop_on_cpu(tf.models.build_model("gn_lenet", (3, 32, 32), 10, seed=0))
+    True
+    """
+    return any(isinstance(m, nn.modules.conv._ConvNd) and len(m.kernel_size) >= 2
+               for m in model.modules())
 
 
 def _has_conv2d(model: nn.Module) -> bool:
@@ -157,15 +175,28 @@ def _softmax_regression(model: nn.Module, names: tuple[str, ...]) -> tuple[str, 
     return weight, bias
 
 
-#: One layer of a plain stack (:func:`_plain_stack`): ``("flatten", None, None)``,
-#: ``("linear", weight name, bias name or None)`` or ``("relu", None, None)``.
-_Layer = tuple[str, str | None, str | None]
+#: One layer of a plain stack (:func:`_plain_stack`): ``("flatten", None, None, None)``,
+#: ``("linear", weight name, bias name or None, None)``, ``("relu", None, None, None)`` or
+#: ``("conv1d", weight name, bias name or None, (kernel, stride, padding))``.
+_Layer = tuple[str, str | None, str | None, tuple[int, int, int] | None]
+
+
+def _plain_conv1d(m: nn.Module) -> tuple[int, int, int] | None:
+    """``(kernel, stride, padding)`` of an exact ``nn.Conv1d`` with zero padding of a fixed
+    size, no dilation and no groups; ``None`` otherwise."""
+    if type(m) is not nn.Conv1d or m.padding_mode != "zeros" or isinstance(m.padding, str):
+        return None
+    if tuple(m.dilation) != (1,) or m.groups != 1:
+        return None
+    return int(m.kernel_size[0]), int(m.stride[0]), int(m.padding[0])
 
 
 def _plain_stack(model: nn.Module, names: Sequence[str]) -> tuple[_Layer, ...] | None:
     """The layers of ``model`` when it is a plain stack of ``nn.Flatten()``, ``nn.Linear`` and
     ``nn.ReLU()`` (an MLP: topofl's ``mlp``, an ``nn.Sequential`` of them, a ``SplitModel``
-    of two such stacks), a ``Flatten`` only before the first ``Linear``; ``None`` otherwise.
+    of two such stacks), a ``Flatten`` only before the first ``Linear``, optionally after
+    plain ``nn.Conv1d`` layers (topofl's ``cnn1d``: zero padding, no dilation, no groups)
+    that come before the ``Flatten``; ``None`` otherwise.
 
     Only the exact classes count (a subclass may override ``forward``), without hooks, and
     the layers must hold every parameter of ``names`` once.
@@ -176,8 +207,13 @@ def _plain_stack(model: nn.Module, names: Sequence[str]) -> tuple[_Layer, ...] |
     >>> from topofl.engine.executors import _plain_stack
     >>> m = tf.models.build_model("mlp", (5,), 3, seed=0, hidden=(4,))
     >>> _plain_stack(m, [k for k, _ in m.named_parameters()])  # doctest: +NORMALIZE_WHITESPACE
-    (('flatten', None, None), ('linear', 'body.fc1.weight', 'body.fc1.bias'),
-     ('relu', None, None), ('linear', 'head.weight', 'head.bias'))
+    (('flatten', None, None, None), ('linear', 'body.fc1.weight', 'body.fc1.bias', None),
+     ('relu', None, None, None), ('linear', 'head.weight', 'head.bias', None))
+    >>> c = tf.models.build_model("cnn1d", (1, 40), 10, seed=0)
+    >>> [(k, g) for k, _, _, g in _plain_stack(c, [k for k, _ in c.named_parameters()])]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('conv1d', (5, 2, 1)), ('relu', None), ('conv1d', (3, 2, 1)), ('relu', None),
+     ('conv1d', (3, 2, 1)), ('relu', None), ('flatten', None), ('linear', None)]
     >>> _plain_stack(nn.Sequential(nn.Linear(3, 2), nn.Tanh()), ["0.weight", "0.bias"]) is None
     True
     """
@@ -193,23 +229,62 @@ def _plain_stack(model: nn.Module, names: Sequence[str]) -> tuple[_Layer, ...] |
         if kind is nn.Sequential:
             return all(visit(c, f"{prefix}{k}.") for k, c in m.named_children())
         if kind is nn.Flatten and m.start_dim == 1 and m.end_dim == -1:
-            layers.append(("flatten", None, None))
-            return not any(k == "linear" for k, _, _ in layers[:-1])
+            layers.append(("flatten", None, None, None))
+            return not any(k in ("linear", "flatten") for k, _, _, _ in layers[:-1])
         if kind is nn.Linear:
             layers.append(("linear", prefix + "weight",
-                           None if m.bias is None else prefix + "bias"))
+                           None if m.bias is None else prefix + "bias", None))
             return True
         if kind is nn.ReLU and not m.inplace:
-            layers.append(("relu", None, None))
+            layers.append(("relu", None, None, None))
             return True
+        geometry = _plain_conv1d(m)
+        if geometry is not None:
+            layers.append(("conv1d", prefix + "weight",
+                           None if m.bias is None else prefix + "bias", geometry))
+            return not any(k in ("linear", "flatten") for k, _, _, _ in layers[:-1])
         return False
 
     if not visit(model, ""):
         return None
-    held = [k for _, w, b in layers for k in (w, b) if k is not None]
-    if sorted(held) != sorted(names) or not any(k == "linear" for k, _, _ in layers):
+    held = [k for _, w, b, _ in layers for k in (w, b) if k is not None]
+    kinds = [k for k, _, _, _ in layers]
+    if sorted(held) != sorted(names) or "linear" not in kinds:
         return None
+    if "conv1d" in kinds and "flatten" not in kinds:
+        return None  # the convolutions' [b, C, L] outputs must be flattened before a Linear
     return tuple(layers)
+
+
+class _Windows(torch.autograd.Function):
+    """The convolution windows of channels-last activations: ``h`` ``[m, b, L, C]`` ->
+    ``[m, b * L_out, kernel * C]``, row ``(i, l)`` holding ``h[:, i, l * stride + j, :]`` for
+    ``j < kernel`` (what ``unfold`` cuts, with the channels innermost so that each tap is a
+    contiguous run of ``C``). Its backward adds each tap's gradient into a strided view of one
+    zero tensor (``kernel`` adds), where ``unfold``'s generic backward took about twice as long
+    (cnn1d, 100 clients x 50 signals, one core)."""
+
+    @staticmethod
+    def forward(h: Tensor, kernel: int, stride: int) -> Tensor:
+        m, b, L, C = h.shape
+        lout = (L - kernel) // stride + 1
+        return h.unfold(2, kernel, stride).transpose(3, 4).reshape(m, b * lout, kernel * C)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+        h, kernel, stride = inputs
+        ctx.shape, ctx.kernel, ctx.stride = h.shape, kernel, stride
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> tuple[Tensor, None, None]:
+        m, b, L, C = ctx.shape
+        k, s = ctx.kernel, ctx.stride
+        lout = (L - k) // s + 1
+        taps = g.view(m, b, lout, k, C)
+        dh = g.new_zeros(m, b, L, C)
+        for j in range(k):
+            dh[:, :, j: j + s * (lout - 1) + 1: s].add_(taps[:, :, :, j])
+        return dh, None, None
 
 
 def _stack_forward(layers: tuple[_Layer, ...], params: dict[str, Tensor], x: Tensor) -> Tensor:
@@ -219,11 +294,39 @@ def _stack_forward(layers: tuple[_Layer, ...], params: dict[str, Tensor], x: Ten
     plus the bias) on the same shapes and strides, so the same kernels and the same numbers,
     bit for bit on any one CPU, with the same backward, and without
     ``vmap``'s own work on every call (about 0.2 ms of a 5 ms local step of 100 MLP 40-64-10
-    clients x 50 samples on one core, ``analysis/bench_floor.md``)."""
+    clients x 50 samples on one core, ``analysis/bench_floor.md``).
+
+    On the CPU a ``Conv1d`` runs as batched products over the clients too (not as
+    ``vmap``'s grouped convolution, so the same numbers to float32 rounding only): the
+    activations are held channels-last, ``[m, b, L, C]``, each output position's window is
+    cut out (:class:`_Windows`, ``[m, b * L_out, kernel * C]``) and multiplied by the clients'
+    weights ``[m, kernel * C, C_out]`` with one ``baddbmm`` (the bias added in it); the
+    ``Flatten`` after the convolutions puts the channels first again, as ``nn.Flatten``
+    orders them.
+    cnn1d, 100 clients x 50 signals on one core: 64.4 ms a local step against 106.4 ms with
+    the grouped convolutions, whose backward pass dominated, and 135.8 ms with the per-client
+    loop (``analysis/bench_floor.md``)."""
     m, b = x.shape[0], x.shape[1]
     h = x
-    for kind, w, bias in layers:
-        if kind == "flatten":
+    channels_last = False
+    for kind, w, bias, geometry in layers:
+        if kind == "conv1d":
+            assert geometry is not None and w is not None  # set by _plain_stack
+            k, stride, pad = geometry
+            if not channels_last:
+                h, channels_last = h.transpose(2, 3), True  # [m, b, L, C]
+            if pad:
+                h = F.pad(h, (0, 0, pad, pad))
+            weight = params[w]  # [m, C_out, C, kernel]
+            # the windows, [m, b * L_out, kernel * C]
+            cols: Tensor = _Windows.apply(h, k, stride)  # type: ignore[no-untyped-call]
+            lout = cols.shape[1] // b
+            wt = weight.transpose(2, 3).reshape(m, weight.shape[1], -1).transpose(1, 2)
+            h = (torch.bmm(cols, wt) if bias is None else  # [m, b L_out, C_out]
+                 torch.baddbmm(params[bias].unsqueeze(1), cols, wt)).view(m, b, lout, -1)
+        elif kind == "flatten":
+            if channels_last:
+                h, channels_last = h.transpose(2, 3), False
             h = h.reshape(m, b, -1)
         elif kind == "relu":
             h = torch.relu(h)
@@ -318,7 +421,11 @@ class BatchedExecutor(_InputCheck):
         self.linear = _softmax_regression(model, layout.names) if closed_form else None
         #: the layers of a plain MLP, run without ``vmap`` in the gradient (:func:`_plain_stack`)
         self.stack = _plain_stack(model, layout.names)
-        self._flattens = self.stack is not None and any(k == "flatten" for k, _, _ in self.stack)
+        kinds = () if self.stack is None else tuple(k for k, _, _, _ in self.stack)
+        self._flattens = "flatten" in kinds
+        #: the input rank the stack takes without vmap: [m, b, C, L] for 1-d convolutions
+        #: (on the CPU, where it was measured; elsewhere they stay vmap's grouped ones)
+        self._stack_rank = 4 if "conv1d" in kinds else None
         self._scratch: dict[tuple[int, torch.dtype, torch.device], Tensor] = {}
         self._call = _Stateless(model, layout.names)
         if self._call.module is not None:
@@ -358,7 +465,9 @@ class BatchedExecutor(_InputCheck):
         train = set(train_names)
         with torch.enable_grad():
             params = {k: v[c].detach().requires_grad_(k in train) for k, v in views.items()}
-            if self.stack is not None and (x.dim() == 3 or self._flattens):
+            if self.stack is not None and (
+                    x.dim() == self._stack_rank and x.device.type == "cpu"
+                    if self._stack_rank is not None else x.dim() == 3 or self._flattens):
                 logits = _stack_forward(self.stack, params, x)  # [m, b, C]
             else:
                 logits = self._forward(False)(params, x)
@@ -617,10 +726,14 @@ def make_executor(
     ``"batched"`` is :class:`BatchedExecutor` (``chunk_size`` clients per ``vmap`` call) and
     ``"loop"`` the sequential per-client reference :class:`LoopExecutor`. ``"auto"`` picks
 
-    * for convolutional models on CPU: the per-client loop spread over
-      ``torch.get_num_threads()`` threads, one core per client at a time
-      (``LoopExecutor(threads=None)``, channels-last inputs);
-    * otherwise (other models, other devices): the batched executor.
+    * for models with a 2-d (or 3-d) convolution on CPU (:func:`loop_on_cpu`: GN-LeNet, the
+      DPFL CNN, ResNet-18): the per-client loop spread over ``torch.get_num_threads()``
+      threads, one core per client at a time (``LoopExecutor(threads=None)``, channels-last
+      inputs);
+    * otherwise (other models, 1-d convolutional ones such as ``cnn1d`` included, other
+      devices): the batched executor. Until issue 58 a 1-d CNN took the loop on CPU too; its
+      numbers now differ from that in float32 rounding (parameters within 1e-6 of the largest
+      after 10 steps, ``tests/engine/test_conv_executors.py``).
 
     Notes
     -----
@@ -653,7 +766,7 @@ def make_executor(
     if kind == "loop":
         return LoopExecutor(model, layout)
     if kind == "auto":
-        if device.type == "cpu" and has_conv(model):
+        if device.type == "cpu" and loop_on_cpu(model):
             return LoopExecutor(model, layout, threads=None)
         return BatchedExecutor(model, layout, chunk_size)
     raise ValueError(f"executor must be one of ['auto', 'batched', 'loop'], got {kind!r}")

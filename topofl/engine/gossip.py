@@ -64,16 +64,31 @@ intra-op grain, on one thread. (**) the machine was quiet (the two-thread copy t
 against 386 ms at one thread): there the band kernel, on one core, is up to 3.7x a copy on two.
 At P = 10 and n <= 100,000 (``X`` in cache, under 2 ms) it is no faster than CSR.
 
+**Wide bands** (from 5 offsets a row, on rows of 64 columns or more: a circulant of offsets 1,
+2, 3 has 7) take the band kernel's matrix form (issue 58): each run of 8 rows of ``W X`` is one
+product of an ``[8, 8 + lead + trail]`` matrix holding the weights with the window of ``X`` the
+rows read, and a block of rows one batched product over its overlapping windows (a strided view
+of ``X``, no copy), so that an element's ``k`` terms are added in registers instead of in ``k``
+passes over the block. It multiplies ``8 + lead + trail`` terms an element, zeros included, and
+on a shared 2-core AMD EPYC, where a copy streams about twice as fast as on the Xeon above,
+took circulant [1, 2, 3] from 3.1-4.3x to 2.7-3.6x a copy at 10,000 to 1,000,000 clients and
+P = 650 and 7,850 (the same at n = 10,000, P = 650; ``analysis/bench_gossip.md``):
+short of 2x, as every pure-torch form measured there (a strided-view sum, depthwise
+convolutions, MKL's CSR product on blocks of rows) was. Rings and one-peer rounds (2-3 terms)
+keep the shifted adds.
+
 Its sums are those of the CSR kernel in another order, so the two agree to rounding (at most
 9.2e-08 relative in float32 there), not bit for bit: MKL's CSR product is a chain of fused
 multiply-adds in ``W``'s CSR order except on tiles 4, 8, ..., 24 columns wide (another order,
-float32 and float64), and the band kernel adds a row's terms by offset (at the rows that wrap
-around, another order than CSR's). Hence its threshold: every committed result has at most
-1,000 clients, and below ``band_min_n`` every product is the CSR kernel's, bit for bit as
-before. Graphs without a band plan (random regular, the exponential graph, the torus, whose
-offsets change at the ends of its rows) keep the CSR kernel: a gather of ``k`` neighbours a
-row from a copy of a column tile (``index_select``, or ``embedding_bag`` with weights) measured
-slower than MKL's CSR product on random regular graphs, and so did a torus cut into phases.
+float32 and float64; on the Xeon above: on an AMD EPYC it differs from that chain at every width
+from 1 to 40, ``analysis/bench_gossip.md``), and the band kernel adds a row's terms by offset
+(at the rows that wrap around, another order than CSR's). Hence its threshold: every committed
+result has at most 1,000 clients, and below ``band_min_n`` every product is the CSR kernel's,
+bit for bit as before. Graphs without a band plan (random regular, the exponential graph, the
+torus, whose offsets change at the ends of its rows) keep the CSR kernel: a gather of ``k``
+neighbours a row from a copy of a column tile (``index_select``, or ``embedding_bag`` with
+weights) measured slower than MKL's CSR product on random regular graphs, and so did a torus cut
+into phases.
 """
 
 from __future__ import annotations
@@ -189,6 +204,9 @@ def band_plan(W: sp.csr_array, *, device: torch.device | str = "cpu",
 
 
 _BLOCK_BYTES = 1 << 18  # the band kernel's block of rows at one thread
+_PANEL = 8  # rows of one product of the band kernel's matrix form (wide bands)
+_PANEL_MIN_K = 5  # from this many offsets a row, wide enough rows take the matrix form
+_PANEL_MIN_P = 64
 _GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller ops run serially
 
 
@@ -409,6 +427,9 @@ class Mixer(TopologyCache):
         if block is None:
             block = _BLOCK_BYTES if torch.get_num_threads() == 1 else (_GRAIN - 1) * item
         R = min(n, max(1, block // (p * item)))
+        panel = self._panel(plan, p, R, Xc)
+        if panel is not None:
+            R -= R % _PANEL
         held = -(-lead // R)  # blocks computed but not yet written
         buf = self._scratch(((held + 1) * R + trail) * p, Xc)
         accs = [buf[i * R * p: (i + 1) * R * p].view(R, p) for i in range(held + 1)]
@@ -420,7 +441,14 @@ class Mixer(TopologyCache):
         for i, r0 in enumerate(range(0, n, R)):
             r1 = min(n, r0 + R)
             o = accs[i % (held + 1)][: r1 - r0]
-            if rw is None and r0 >= lead and r1 + trail <= n:  # X alone: one slice a term
+            if (panel is not None and r0 >= lead and r1 + trail <= n
+                    and (r1 - r0) % _PANEL == 0):  # X alone, the matrix form
+                m = (r1 - r0) // _PANEL
+                s0, s1 = Xc.stride()
+                windows = Xc.as_strided((m, _PANEL + lead + trail, p), (_PANEL * s0, s0, s1),
+                                        Xc.storage_offset() + (r0 - lead) * s0)
+                torch.bmm(panel.expand(m, -1, -1), windows, out=o.view(m, _PANEL, p))
+            elif rw is None and r0 >= lead and r1 + trail <= n:  # X alone: one slice a term
                 for j, (d, w) in enumerate(terms):
                     _term(o, Xc[r0 + d: r1 + d], w, None, j == 0)
             else:
@@ -440,6 +468,30 @@ class Mixer(TopologyCache):
         while pending:
             a0, a1, done = pending.popleft()
             Xc[a0:a1].copy_(done)
+
+    @staticmethod
+    def _panel(plan: BandPlan, p: int, R: int, like: Tensor) -> Tensor | None:
+        """The band kernel's matrix form for wide bands, or ``None``: ``[8, 8 + lead +
+        trail]``, row ``i`` holding the weights at columns ``i + lead + d``, so that 8 rows of
+        ``W X`` are one product with the window of ``X`` they read, and a block of rows one
+        batched product over its overlapping windows (a view: ``X`` read once, all ``k``
+        terms of an element added in registers, against ``k`` passes over the block for the
+        shifted adds). It adds ``8 + lead + trail`` products an element, zeros included, so
+        it is used from ``_PANEL_MIN_K = 5`` offsets a row (e.g. a circulant of offsets 1, 2,
+        3: 7 terms, 14 products) on rows of at least 64 columns, with the same weight for
+        every row of a slot. A non-finite entry of ``X`` then also turns the other rows of
+        its 8-row panel to NaN (``0 * inf``), as a diverged run has no finite rows left to
+        keep."""
+        if (plan.row_weights is not None or plan.k < _PANEL_MIN_K or p < _PANEL_MIN_P
+                or R < _PANEL):
+            return None
+        B = torch.zeros(_PANEL, _PANEL + plan.lead + plan.trail, dtype=like.dtype,
+                        device=like.device)
+        for d, w in zip(plan.deltas, plan.weights):
+            assert w is not None  # every slot's weight is shared when row_weights is None
+            for i in range(_PANEL):
+                B[i, i + plan.lead + d] = w
+        return B
 
     def mix_vector_(self, topology: Topology, w: Tensor) -> None:
         """In place ``w <- W w`` for a ``[n]`` vector (push-sum weights)."""

@@ -64,7 +64,7 @@ from topofl._utils.processes import child_command
 from topofl._utils.validation import fmt_bytes, graph_bytes
 from topofl.data import Dataset, federate
 from topofl.engine import ParamLayout, Round, toy_services
-from topofl.engine.executors import has_conv, make_executor
+from topofl.engine.executors import loop_on_cpu, make_executor
 from topofl.engine.gossip import Mixer
 from topofl.engine.layout import init_parameters
 from topofl.engine.local import LocalStepper
@@ -258,7 +258,7 @@ def case_parts(model_name: str, n: int, batch: int, *, shape: Sequence[int],
     dev = torch.device(device)
     sample = 4 * int(np.prod(shape)) + 8
     train, test = SAMPLES_PER_CLIENT * n, 2000
-    loop = dev.type == "cpu" and has_conv(model)
+    loop = dev.type == "cpu" and loop_on_cpu(model)
     state = state_bytes(algorithms.dsgd(lr=LR), layout, torch.float32, n)
     act = activation_bytes(model, shape)
     s = Shapes(n=n, num_params=layout.num_params, dtype_bytes=4, sample_bytes=sample - 8,

@@ -22,7 +22,7 @@ from topofl.data.datasets.bundled import synthetic_bytes
 from topofl.data.federated import FederatedData
 from topofl.engine import ParamLayout, toy_services
 from topofl.engine.config import DTYPES, resolve_eval_every
-from topofl.engine.executors import has_conv
+from topofl.engine.executors import loop_on_cpu
 from topofl.graph import Topology
 
 __all__ = ["Shapes", "run_shapes", "state_bytes", "state_parts", "activation_bytes"]
@@ -189,7 +189,7 @@ def _executor_kind(run: Any, model: torch.nn.Module) -> str:
     """``"batched"`` or ``"loop"``: what :func:`topofl.engine.executors.make_executor` builds."""
     if run.executor != "auto":
         return str(run.executor)
-    return "loop" if torch.device(run.device).type == "cpu" and has_conv(model) else "batched"
+    return "loop" if torch.device(run.device).type == "cpu" and loop_on_cpu(model) else "batched"
 
 
 def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
