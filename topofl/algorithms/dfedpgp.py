@@ -41,6 +41,12 @@ Where Section 5.1 of [1]_ is silent, DFedPGP reads it so:
   mode="push")``. Appendix B's pull form with uniform in-weights is row stochastic and would
   make push-sum biased; it is not accepted (``requires="column"``).
 
+Runs stack (``stacks=True``, :mod:`topofl.engine.stack`: a sweep's seeds and learning rates as
+one batched pass, each run recording what it records alone): every piece changes a client's
+row from that row alone (the head, the local steps, the de-biasing) or through the mixer (the
+push-sum of the body and the weights). With ``participation < 1`` they run alone (the sample
+is drawn among every row of the pass).
+
 References
 ----------
 .. [1] Y. Liu, Y. Shi, Q. Li, B. Wu, X. Wang, L. Shen, "Decentralized Directed Collaboration
@@ -56,9 +62,9 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._partial import PartialParams, partial_factory, split_check
+from topofl.algorithms._partial import PartialParams, partial_algorithm, partial_factory
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.pieces import SGD, PushSum, compose_init, restart_momentum
+from topofl.engine.pieces import SGD, PushSum
 from topofl.engine.protocol import Algorithm
 
 __all__ = ["dfedpgp"]
@@ -172,17 +178,8 @@ def dfedpgp(hp: PartialParams) -> Algorithm:
     sgd = SGD(hp.momentum, hp.weight_decay, debias="body")
     # lines 14-17: push p_ji u_i and p_ji mu_i, sum what arrives, de-bias z_i = u_i / mu_i
     push = PushSum("body")
-    return Algorithm(
-        name="dfedpgp",
-        hparams=hp.as_dict(),
-        phases=hp.phases,
-        init=compose_init(sgd, push, check=split_check("dfedpgp")),
-        local=sgd,
-        communicate=push,
+    return partial_algorithm(
+        "dfedpgp", hp, sgd, push, init=(push,),
         evaluate=push.evaluate,  # output of Algorithm 1: the personalized model (z_i, v_i)
-        round_start=restart_momentum(),
-        requires="column",
-        shared="body",
-        lost="mass",
-        decay=hp.decay,
-    )
+        requires="column", lost="mass",
+        stacks=True)  # a row changes from itself or through the mixer (module docstring)

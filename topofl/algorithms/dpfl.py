@@ -283,6 +283,8 @@ def dpfl(kw: DPFLKeywords) -> Algorithm:
         its edges ``j -> k`` for ``j`` in ``C_k``, density and reciprocity).
         ``state.own`` is a :class:`DPFLState` (the masks $\Omega$ and $C$, the weights, the
         best models with ``select="best_val"``), checkpointed with the models.
+        Its runs do not stack: ``Algorithm.stacks`` says why (the graph crosses the runs of
+        a stacked pass), and a sweep runs them one by one.
 
     Raises
     ------
@@ -328,7 +330,36 @@ def dpfl(kw: DPFLKeywords) -> Algorithm:
     return whole_model_algorithm(
         "dpfl", hp, init=init_state, local=hp.sgd, communicate=communicate,
         evaluate=functools.partial(evaluate, hp=hp),
-        round_start=functools.partial(round_start, hp=hp), uses_topology=False, absent="stale")
+        round_start=functools.partial(round_start, hp=hp), uses_topology=False, absent="stale",
+        stacks=_stacks_reason(hp))
+
+
+def _stacks_reason(hp: DPFLParams) -> str:
+    """Why DPFL's runs cannot stack (:mod:`topofl.engine.stack`): it builds its own graph
+    over every client it is given, outside the mixer. A stacked pass holds several runs'
+    clients as the rows of one state, and the graph would cross them.
+
+    Examples
+    --------
+    >>> print(tf.algorithms.dpfl(graph="random", tau_init=0, budget=0.1).stacks)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    dpfl(graph='random') draws each client's collaborators at random among all the clients of
+    the pass (a stack's rows, not its run's) with a budget resolved from their number, so a run
+    would average with other runs' clients
+    """
+    if hp.graph == "greedy":
+        how = ("dpfl picks each client's candidates and collaborators greedily (BGGC, GGC) "
+               "from the validation losses of candidate averages")
+    else:
+        how = "dpfl(graph='random') draws each client's collaborators at random"
+    data = [what for what, used in (
+        ("validation losses (env.losses)", hp.graph == "greedy" or hp.select == "best_val"),
+        ("pre-processing epochs (env.local_train)", hp.tau_init > 0)) if used]
+    served = ("" if not data else f"; its {' and '.join(data)} draw data outside the local "
+              "phases, which a stack does not serve")
+    budget = " with a budget resolved from their number" if isinstance(hp.budget, float) else ""
+    return (f"{how} among all the clients of the pass (a stack's rows, not its run's){budget}, "
+            f"so a run would average with other runs' clients{served}")
 
 
 @dataclass(frozen=True)

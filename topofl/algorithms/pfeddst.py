@@ -412,6 +412,8 @@ def pfeddst(kw: PFedDSTKeywords) -> Algorithm:
     Returns
     -------
     Algorithm
+        Its runs do not stack: ``Algorithm.stacks`` says why (the selection crosses the runs
+        of a stacked pass), and a sweep runs them one by one.
 
     Raises
     ------
@@ -483,7 +485,22 @@ def _algorithm(hp: PFedDSTParams) -> Algorithm:
         decay=hp.decay,
         uses_topology=hp.candidates == "neighbors",
         absent="stale",
+        stacks=_stacks_reason(hp),
     )
+
+
+def _stacks_reason(hp: PFedDSTParams) -> str:
+    """Why PFedDST's runs cannot stack (:mod:`topofl.engine.stack`): the selection crosses
+    the runs whose clients a stacked pass holds as the rows of one state."""
+    if hp.selection == "random":
+        return ("pfeddst(selection='random') draws each client's peers from an [n, n] array "
+                "of keys over all the clients of the pass (a stack's rows, not its run's), so "
+                "a run would pull bodies from other runs' clients")
+    return ("pfeddst scores each client's candidate peers by the loss of its model on a batch "
+            "of each peer's data (env.cross_losses, data drawn outside the local phases, which "
+            "a stack does not serve) and by the cosine distance of their heads, and selects "
+            "among all the clients of the pass (a stack's rows, not its run's), so a run would "
+            "pull bodies from other runs' clients")
 
 
 @dataclass(frozen=True)

@@ -193,11 +193,16 @@ class Loop:
     score: Callable[[Sequence[Lane], State, Any], dict[int, tuple[Tensor, Tensor]]] | None = (
         None)
     stream_rows: int | None = None
+    #: the lanes (positions) past their own steps of the phase under way: their run alone
+    #: takes no such step, so their guards neither watch nor settle it
+    resting: frozenset[int] = frozenset()
 
     def watch(self, loss: Tensor, first_row: int) -> None:
         """The local stepper's check of a block of rows' losses, by the lanes' guards."""
         stop = first_row + loss.shape[0]
-        for ln in self.lanes:
+        for i, ln in enumerate(self.lanes):
+            if i in self.resting:
+                continue
             a, b = max(first_row, ln.rows.start), min(stop, ln.rows.stop)
             if a < b:
                 ln.guard.watch(loss[a - first_row:b - first_row], a - ln.rows.start)
@@ -286,29 +291,34 @@ def _round(loop: Loop, t: int) -> tuple[Round, Tensor | None]:
 
 
 def _local_phases(loop: Loop, local_step: LocalStepper, rnd: Round,
-                  online_rows: Tensor | None, t: int) -> tuple[int, list[Tensor]]:
+                  online_rows: Tensor | None, t: int) -> tuple[list[int], list[Tensor]]:
     """The algorithm's local phases of round ``t`` over every row, each lane at its own
     learning rate (``lr * decay**t``) and number of steps per client (offline clients take
-    none); each lane's guard settles its rows' losses. Returns the steps taken and every
-    lane's samples per client (for the clock)."""
+    none); each lane's guard settles its rows' losses in the steps its run alone takes (a
+    stack's phase lasts its longest lane's). Returns each lane's steps taken and samples per
+    client (for the clock)."""
     config, lanes, dtype = loop.config, loop.lanes, DTYPES[loop.config.dtype]
-    step = 0
+    step, taken = 0, [0] * len(lanes)
     samples = [torch.zeros_like(ln.sizes) for ln in lanes]  # every client's, for the clock
     for p, phase in enumerate(loop.algorithm.phases):
-        rates, todos, most = [], [], 0
+        rates, todos, ends = [], [], []
         for ln, s in zip(lanes, samples):
             ph = ln.algorithm.phases[p]
             todo_all = steps_per_client(ph.steps, ph.epochs, ln.sizes, config.batch_size)
             s += todo_all * config.batch_size
             rates.append(ph.lr * ln.algorithm.decay**t)
             todos.append(ln.site.clients.own(todo_all))
-            most = max(most, int(todo_all.max()))
-        for k in range(most):
+            ends.append(int(todo_all.max()))
+        for k in range(max(ends)):
             parts = [(todo > k).to(dtype) * lr_t for todo, lr_t in zip(todos, rates)]
             lr = parts[0] if len(parts) == 1 else torch.cat(parts)  # 0 once a client is done
             lr = local_rates(lr, online_rows)  # 0 for offline clients
+            loop.resting = frozenset(i for i, e in enumerate(ends) if k >= e)
             loss = local_step(loop.state, rnd, loop.env, phase, step, lr)
-            for ln in lanes:
+            for i, ln in enumerate(lanes):
+                if k >= ends[i]:
+                    continue
+                taken[i] += 1
                 try:
                     mean = ln.guard.settle(ln.site.clients,
                                            loss if len(lanes) == 1 else loss[ln.rows], t,
@@ -321,10 +331,11 @@ def _local_phases(loop: Loop, local_step: LocalStepper, rnd: Round,
                 ln.train_loss[1] += 1
                 ln.guard.first_loss(mean)  # the initial models' loss: set once per run
             step += 1
-    return step, samples
+    loop.resting = frozenset()
+    return taken, samples
 
 
-def _communicate(loop: Loop, rnd: Round, frozen: Frozen | None, t: int, steps: int,
+def _communicate(loop: Loop, rnd: Round, frozen: Frozen | None, t: int, steps: Sequence[int],
                  samples: Sequence[Tensor], bytes_per_message: int) -> None:
     """The algorithm's communication over every row (with each lane's lost messages), then
     each lane's part of what was sent to its ledger, clock and records."""
@@ -338,11 +349,11 @@ def _communicate(loop: Loop, rnd: Round, frozen: Frozen | None, t: int, steps: i
     sent = algorithm.communicate(loop.state, rnd, loop.env)
     if frozen is not None:  # "stale": the absent clients' state stands still
         frozen.restore(loop.state)
-    for ln, s in zip(lanes, samples):
+    for ln, s, k in zip(lanes, samples, steps):
         ln.sent = sent if len(lanes) == 1 else split_sent(sent, ln, algorithm.name)
-        ln.messages = _account(ln.costs, ln.algorithm, ln.sent, ln.online, steps, s, t,
+        ln.messages = _account(ln.costs, ln.algorithm, ln.sent, ln.online, k, s, t,
                                ln.recorder, ln.messages, bytes_per_message)
-        ln.idle_rounds += _idle(ln.sent, ln.online, steps)
+        ln.idle_rounds += _idle(ln.sent, ln.online, k)
         if ln.sent.realized is not None and ln.site.clients.writes:
             record_realized(ln.recorder, ln.sent.realized, t)
         if ln.sent.records and ln.site.clients.writes:

@@ -3,23 +3,24 @@
 A sweep's runs (graphs x seeds x learning rates ...) that share the algorithm, the model's
 parameter layout and the run settings that shape the arithmetic run side by side: their clients
 are the rows of one ``[sum of clients, P]`` buffer, every local step draws every run's batches
-(each from its own data and seed) and takes one batched gradient and update with per-client
-learning rates (each run's own), and gossip applies the block-diagonal matrix of the runs'
-graphs of the round block by block (each run's rows with its own ``W_t``, the product the run
-alone computes, to rounding). The evaluation is batched too: the runs' clients' test splits
-side by side in one pass, and a global test set once through the rows of every run that
-shares it. What belongs to a run stays its own: its records file, divergence guard, bytes
-ledger, spectral rows and checkpoint, each computed by the code a run alone uses, on that run's
-rows. The runs' file writes of a round (records to the disk, then checkpoints) go side by side
-in background threads while the next round computes, each as durable as the run alone makes it
-before that run's next checkpoint. A run's records and parameters are those of the same run
-alone (the same batches, the same per-client arithmetic), except ``wall_time``, to rounding:
-the stack's batched steps, block products and evaluation sums run other shapes than the run
-alone (and slices of a larger buffer), whose kernels MKL and ATen pick by the shape and the
-CPU, so in float64 they agree to ~1e-10 relative and in float32 within its rounding (a few
-units in the last place, compounded over the rounds); counts and discrete outcomes (the
-batches drawn, the bytes sent) are the same. Two code paths never promise the same bits
-across CPUs: the same run twice does.
+(each from its own data and seed, at the run's own step) and takes one batched gradient and
+update with per-client learning rates (each run's own; a phase lasts its longest run's, and a
+run past its own steps rests at rate 0, its guard and step count untouched), and gossip applies
+the block-diagonal matrix of the runs' graphs of the round block by block (each run's rows with
+its own ``W_t``, the product the run alone computes, to rounding). The evaluation is batched
+too: the runs' clients' test splits side by side in one pass, and a global test set once
+through the rows of every run that shares it. What belongs to a run stays its own: its records
+file, divergence guard, bytes ledger, spectral rows and checkpoint, each computed by the code a
+run alone uses, on that run's rows. The runs' file writes of a round (records to the disk, then
+checkpoints) go side by side in background threads while the next round computes, each as
+durable as the run alone makes it before that run's next checkpoint. A run's records and
+parameters are those of the same run alone (the same batches, the same per-client arithmetic),
+except ``wall_time``, to rounding: the stack's batched steps, block products and evaluation
+sums run other shapes than the run alone (and slices of a larger buffer), whose kernels MKL and
+ATen pick by the shape and the CPU, so in float64 they agree to ~1e-10 relative and in float32
+within its rounding (a few units in the last place, compounded over the rounds); counts and
+discrete outcomes (the batches drawn, the bytes sent) are the same. Two code paths never
+promise the same bits across CPUs: the same run twice does.
 
 A stack is a placement of the one round loop (:func:`topofl.engine.loop.run_loop`), as
 torch.distributed is: every run is a :class:`~topofl.engine.lane.Lane` whose rows sit side by
@@ -91,8 +92,9 @@ def _without_lr(algorithm: Algorithm) -> tuple[Any, ...]:
 
 
 def stack_key(config: RunConfig, algorithm: Algorithm) -> tuple[Any, ...] | None:
-    """What runs must share to stack (``None``: this run cannot stack); runs with equal keys,
-    the same model layout and equal local steps per phase stack.
+    """What runs must share to stack (``None``: this run cannot stack); runs with equal keys
+    and the same model layout stack (their local steps may differ: a phase of the stack lasts
+    its longest run's, and a run past its own steps rests).
 
     Examples
     --------
@@ -156,8 +158,6 @@ def stack_problem(members: Sequence[Member]) -> str | None:
             return f"run {i} has another model shape than run 0"
         if tuple(m.data.input_shape) != tuple(first.data.input_shape):
             return f"run {i} has another input shape than run 0"
-        if _steps(m) != _steps(first):
-            return f"run {i} takes another number of local steps per phase than run 0"
     return None
 
 
@@ -165,10 +165,14 @@ def _layout_key(model: nn.Module) -> tuple[Any, ...]:
     return tuple((k, tuple(v.shape)) for k, v in model.named_parameters())
 
 
-def _steps(m: Member) -> tuple[int, ...]:
-    sizes = torch.as_tensor(np.array(m.data.sizes("train")))
-    return tuple(int(steps_per_client(p.steps, p.epochs, sizes, m.config.batch_size).max())
-                 for p in m.algorithm.phases)
+def _phase_steps(lanes: Sequence[Lane], batch_size: int) -> np.ndarray:
+    """``[phases, lanes]``: the local steps each lane's run alone takes in each phase (its
+    clients' most, :func:`~topofl.engine.local.steps_per_client`), as the loop counts them."""
+    phases = range(len(lanes[0].algorithm.phases))
+    return np.array([[int(steps_per_client(ln.algorithm.phases[p].steps,
+                                           ln.algorithm.phases[p].epochs, ln.sizes,
+                                           batch_size).max()) for ln in lanes]
+                     for p in phases], dtype=np.int64)
 
 
 class _BlockMixer(Mixer):
@@ -245,10 +249,18 @@ class _BlockMixer(Mixer):
 
 class _StackData:
     """The data of every run of a stack, as the local stepper reads it: run ``r``'s batches
-    are its own data's (its seed, its samples), in its rows of the stack."""
+    are its own data's (its seed, its samples), in its rows of the stack.
 
-    def __init__(self, data: Sequence[Any], rows: Sequence[slice]) -> None:
+    The runs may take different numbers of local steps per phase (``steps``, ``[phases,
+    runs]``): a phase of the stack lasts its longest run's, so the stack's step ``s`` is step
+    ``k`` of phase ``p`` and run ``r``'s own step ``k`` of that phase, the one its run alone
+    numbers ``steps[:p, r].sum() + k`` (a run past its steps rests: its draw is unused)."""
+
+    def __init__(self, data: Sequence[Any], rows: Sequence[slice], steps: np.ndarray) -> None:
         self.parts = list(zip(data, rows))
+        self._ends = np.cumsum(steps.max(axis=1))  # the stack's step at each phase's end
+        self._own = np.cumsum(steps, axis=0) - steps  # each run's first step of each phase
+        self._steps = steps
         self.num_clients = int(rows[-1].stop)
         self.device = data[0].device
         self.input_shape = tuple(data[0].input_shape)
@@ -256,15 +268,27 @@ class _StackData:
         self.sampler = (StackedSampler(data) if all(type(d) is FederatedData for d in data)
                         and len({str(d.device) for d in data}) == 1 else None)
 
+    def own_steps(self, step: int) -> list[int]:
+        """Each run's own step for the stack's step ``step`` (a resting run: the step of the
+        first run still stepping, whose draw it shares)."""
+        p = min(int(np.searchsorted(self._ends, step, side="right")), len(self._ends) - 1)
+        k = step - (int(self._ends[p - 1]) if p else 0)
+        own = [int(self._own[p, r]) + k if k < self._steps[p, r] else -1
+               for r in range(len(self.parts))]
+        stepping = next((s for s in own if s >= 0), step)
+        return [stepping if s < 0 else s for s in own]
+
     def sample(self, round: int, step: int, batch_size: int, *,
                out: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
-        """Every run's clients' batches (``FederatedData.sample`` of each), into ``out``."""
+        """Every run's clients' batches (``FederatedData.sample`` of each at its own step),
+        into ``out``."""
         xo, yo = out
-        if self.sampler is None:
-            for d, rows in self.parts:
-                d.sample(round, step, batch_size, out=(xo[rows], yo[rows]))
+        steps = self.own_steps(step)
+        if self.sampler is None or len(set(steps)) > 1:
+            for (d, rows), s in zip(self.parts, steps):
+                d.sample(round, s, batch_size, out=(xo[rows], yo[rows]))
             return xo, yo
-        idx = self.sampler.indices(round, step, batch_size)
+        idx = self.sampler.indices(round, steps[0], batch_size)
         for d, rows in self.parts:
             d.take(idx[rows], out=(xo[rows], yo[rows]))
         return xo, yo
@@ -371,7 +395,8 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
     state = algorithm.init(torch.cat([ln.state.x for ln in lanes]), env_all)
     for ln in lanes:
         ln.state = state.rows(ln.rows)
-    data = _StackData([ln.site.data for ln in lanes], [ln.rows for ln in lanes])
+    data = _StackData([ln.site.data for ln in lanes], [ln.rows for ln in lanes],
+                      _phase_steps(lanes, config.batch_size))
     # every lane's clients in this process: one batched evaluation of the lanes due
     batched = all(type(ln.site.clients) is LocalClients for ln in lanes)
     loop = Loop(lanes, config, algorithm, state, env_all, data, executor, background=True,
@@ -429,15 +454,67 @@ def _global_size(ln: Lane) -> int:
                           int(ln.env.data.global_test[0].shape[0]))
 
 
+#: the most parameter bytes (rows x P x element size) of one pass of a global test set shared
+#: by several lanes; a lane over it scores it alone. The pass is memory-bound and its
+#: per-element cost grows with its block: measured on digits (3 runs, thread CPU time of one
+#: evaluation), an MLP of 64 hidden units (19 KB a row) scores 3 x 16 rows in 14.3 ms as one
+#: pass and 12.0 ms lane by lane (3 x 64 rows: 47.8 and 36.0 ms); the logistic model (2.6 KB a
+#: row, 6 x 16 rows) in 12.9 ms as one pass and 15.6 ms lane by lane
+_GLOBAL_BYTES = 512 * 1024
+
+
+def _blocks(group: list[int], due: Sequence[Lane], xs: Sequence[Tensor]) -> list[list[int]]:
+    """``group`` (positions in ``due``) as consecutive blocks of at most ``_GLOBAL_BYTES``
+    of parameters (a lane is never cut; one over the limit is a block of its own)."""
+    blocks: list[list[int]] = []
+    size = 0
+    for i in group:
+        k = xs[i].shape[0] * xs[i].shape[1] * xs[i].element_size()
+        if blocks and size + k <= _GLOBAL_BYTES:
+            blocks[-1].append(i)
+            size += k
+        else:
+            blocks.append([i])
+            size = k
+    return blocks
+
+
+def _score_global(group: list[int], due: Sequence[Lane], xs: list[Tensor],
+                  out: dict[int, tuple[Tensor, Tensor]], executor: Any, classes: int,
+                  sample_bytes: int) -> None:
+    """The lanes ``group`` (positions in ``due``, sharing a global test set and its samples)
+    scored on it in one pass through their rows, their sums appended to ``out``."""
+    xg_all = torch.cat([xs[i] for i in group]) if len(group) > 1 else xs[group[0]]
+    m = int(xg_all.shape[0])
+    first = due[group[0]]
+    sub = global_scored(first.config, first.env.n, first.env.data)
+    if sub is not None:  # the same fixed subsample as each run alone scores
+        sums = shared_sums(executor, xg_all, sub[0], sub[1])
+    else:
+        chunk = eval_chunk(m, classes, sample_bytes)
+        xg, yg = first.env.data.global_test
+        gb = ((xg[a:a + chunk], yg[a:a + chunk], None)
+              for a in range(0, int(xg.shape[0]), chunk))
+        sums = torch.stack(score_chunks(executor, xg_all, gb, m, shared=True), dim=1)
+    at = 0
+    for i in group:
+        ln = due[i]
+        k = ln.rows.stop - ln.rows.start
+        x, mine = out[ln.index]
+        out[ln.index] = (x, torch.cat([mine, sums[at:at + k]], dim=1))
+        at += k
+
+
 def _score_lanes(due: Sequence[Lane], state: State, executor: Any
                  ) -> dict[int, tuple[Tensor, Tensor]]:
     """Every due lane's evaluated parameters and per-client sums ``[m, 3 or 6]`` (correct,
     loss, count on its clients' test splits, then on its global test set), as
     :func:`~topofl.engine.evaluation.evaluate` computes them for the run alone, from one
     batched pass over the lanes' rows: the test splits side by side, each global test set
-    once through the rows of the lanes that share it. A client's sums are over the same
-    samples with the same per-sample arithmetic (counts equal; float64 sums of the losses
-    may group their terms otherwise, a few units in the last place)."""
+    once through the rows of the lanes that share it (in blocks of ``_GLOBAL_BYTES``). A
+    client's sums are over the same samples with the same per-sample arithmetic (counts
+    equal; float64 sums of the losses may group their terms otherwise, a few units in the
+    last place)."""
     xs = [ln.algorithm.evaluate(state.rows(ln.rows), ln.rnd, ln.env) for ln in due]
     x_all = xs[0] if len(xs) == 1 else torch.cat(xs)
     n = int(x_all.shape[0])
@@ -451,29 +528,11 @@ def _score_lanes(due: Sequence[Lane], state: State, executor: Any
     starts = np.cumsum([0] + [ln.rows.stop - ln.rows.start for ln in due])
     own = {ln.index: slice(int(a), int(b)) for ln, a, b in zip(due, starts, starts[1:])}
     out = {ln.index: (x, test[own[ln.index]]) for ln, x in zip(due, xs)}
-    # lanes that share a global test set and the samples of it they score: one pass
+    # lanes that share a global test set and the samples of it they score: one pass a block
+    # of them (_GLOBAL_BYTES)
     keys = {i: (ln.global_set, _global_size(ln)) for i, ln in enumerate(due)
             if ln.global_set is not None}
     for key in sorted(set(keys.values())):
-        group = [i for i, k in keys.items() if k == key]
-        xg_all = (x_all if len(group) == len(due)
-                  else torch.cat([xs[i] for i in group]) if len(group) > 1 else xs[group[0]])
-        m = int(xg_all.shape[0])
-        first = due[group[0]]
-        sub = global_scored(first.config, first.env.n, first.env.data)
-        if sub is not None:  # the same fixed subsample as each run alone scores
-            sums = shared_sums(executor, xg_all, sub[0], sub[1])
-        else:
-            chunk = eval_chunk(m, classes, sample_bytes)
-            xg, yg = first.env.data.global_test
-            gb = ((xg[a:a + chunk], yg[a:a + chunk], None)
-                  for a in range(0, int(xg.shape[0]), chunk))
-            sums = torch.stack(score_chunks(executor, xg_all, gb, m, shared=True), dim=1)
-        at = 0
-        for i in group:
-            ln = due[i]
-            k = ln.rows.stop - ln.rows.start
-            x, mine = out[ln.index]
-            out[ln.index] = (x, torch.cat([mine, sums[at:at + k]], dim=1))
-            at += k
+        for group in _blocks([i for i, k in keys.items() if k == key], due, xs):
+            _score_global(group, due, xs, out, executor, classes, sample_bytes)
     return out
