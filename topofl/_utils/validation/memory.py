@@ -137,6 +137,26 @@ def memory_override() -> int | None:
     return int(value)
 
 
+def _forced_or_cuda(device: Any, *, total: bool) -> tuple[int | None, str] | None:
+    """:func:`memory_limit`'s and :func:`memory_total`'s answer before the CPU's: the
+    :data:`MEMORY_LIMIT_ENV` override, else a CUDA device's free (or ``total``) memory;
+    ``None`` on the CPU."""
+    forced = memory_override()
+    if forced is not None:
+        return forced, MEMORY_LIMIT_ENV
+    dev = str(device)
+    if not dev.startswith("cuda"):
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return None, "unknown"
+    free, whole = torch.cuda.mem_get_info(torch.device(dev))
+    if total:
+        return int(whole), f"total memory of {dev} (torch.cuda.mem_get_info)"
+    return int(free), f"free memory of {dev} (torch.cuda.mem_get_info)"
+
+
 def memory_limit(device: Any = "cpu") -> tuple[int | None, str]:
     """``(bytes, source)``: what this process may still allocate on ``device``, and where the
     figure comes from; ``(None, "unknown")`` when nothing says.
@@ -156,17 +176,9 @@ def memory_limit(device: Any = "cpu") -> tuple[int | None, str]:
     (1000000, 'TOPOFL_MEMORY_LIMIT')
     >>> del os.environ["TOPOFL_MEMORY_LIMIT"]
     """
-    forced = memory_override()
-    if forced is not None:
-        return forced, MEMORY_LIMIT_ENV
-    dev = str(device)
-    if dev.startswith("cuda"):
-        import torch
-
-        if torch.cuda.is_available():
-            free, _total = torch.cuda.mem_get_info(torch.device(dev))
-            return int(free), f"free memory of {dev} (torch.cuda.mem_get_info)"
-        return None, "unknown"
+    early = _forced_or_cuda(device, total=False)
+    if early is not None:
+        return early
     found: list[tuple[int, str]] = []
     meminfo = _meminfo_available()
     if meminfo is not None:
@@ -199,16 +211,9 @@ def memory_total(device: Any = "cpu") -> tuple[int | None, str]:
     >>> total is None or total >= (memory_limit()[0] or 0)
     True
     """
-    forced = memory_override()
-    if forced is not None:
-        return forced, MEMORY_LIMIT_ENV
-    dev = str(device)
-    if dev.startswith("cuda"):
-        import torch
-
-        if torch.cuda.is_available():
-            return int(torch.cuda.mem_get_info(torch.device(dev))[1]), f"total memory of {dev}"
-        return None, "unknown"
+    early = _forced_or_cuda(device, total=True)
+    if early is not None:
+        return early
     found: list[tuple[int, str]] = []
     total = _meminfo("MemTotal", "SC_PHYS_PAGES")
     if total is not None:
