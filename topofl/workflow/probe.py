@@ -68,7 +68,8 @@ def peak_since(mark):
 #: spectral summary, the first allocations); ``None`` for what the run cannot tell.
 #: ``round_seconds(cfg)`` is ``train``. At one torch thread the clock is the process's CPU
 #: time (what a round takes on an idle core: a shared machine's load, which stretches the
-#: wall time by whatever the other processes take, is left out), else the wall time. Shared
+#: wall time by whatever the other processes take, is left out), else the wall time; on a
+#: GPU, the wall time after ``torch.cuda.synchronize()`` (its kernels run asynchronously). Shared
 #: by the probe and analysis/plan_scale.py.
 ROUND_CLOCK = r"""
 import time
@@ -78,6 +79,9 @@ from topofl import config as _config
 _stamps = []
 _round_of = _loop._round
 def _clock():
+    if _torch.cuda.is_initialized():  # a GPU's work is asynchronous: wait for it, wall clock
+        _torch.cuda.synchronize()
+        return time.perf_counter()
     return time.process_time() if _torch.get_num_threads() == 1 else time.perf_counter()
 def _clocked(loop, t):
     _stamps.append(_clock())
