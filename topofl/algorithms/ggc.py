@@ -322,8 +322,7 @@ def aggregation_matrix(collaborators: Tensor, weights: Tensor) -> Tensor:
     """
     n = weights.shape[0]
     eye = torch.eye(n, dtype=torch.bool, device=collaborators.device)
-    m = (collaborators.to(torch.bool) | eye).to(weights.dtype) * weights.unsqueeze(0)
-    return m / m.sum(dim=1, keepdim=True)
+    return aggregation_rows(collaborators, weights, eye)
 
 
 def _check_batched(x: Tensor, candidates: Tensor, weights: Tensor,

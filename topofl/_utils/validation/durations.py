@@ -5,10 +5,9 @@ cannot fit).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from topofl._utils.validation.memory import check_memory
+from topofl._utils.validation.memory import _env_number, check_memory
 from topofl._utils.validation.scalars import check_int
 
 __all__ = ["max_seconds", "check_time", "check_rounds", "MAX_SECONDS", "MAX_SECONDS_ENV",
@@ -25,14 +24,13 @@ MAX_SECONDS_ENV = "TOPOFL_MAX_SECONDS"
 def max_seconds() -> float:
     """The limit of :func:`check_time`: ``$TOPOFL_MAX_SECONDS`` if set (``inf`` or a number
     of seconds), else :data:`MAX_SECONDS`."""
-    raw = os.environ.get(MAX_SECONDS_ENV, "").strip()
-    if not raw:
+    got = _env_number(MAX_SECONDS_ENV)
+    if got is None:
         return MAX_SECONDS
-    try:
-        v = float(raw)
-    except ValueError:
+    v, raw = got
+    if v is None:
         raise ValueError(f"{MAX_SECONDS_ENV} must be a number of seconds (or inf), got "
-                         f"{raw!r}") from None
+                         f"{raw!r}")
     if not v > 0:
         raise ValueError(f"{MAX_SECONDS_ENV} must be > 0, got {raw!r}")
     return v

@@ -22,16 +22,25 @@ BYTES_PER_NODE = 1500
 BYTES_PER_ARC = 400
 
 
-def _meminfo(key: str, pages: str) -> int | None:
-    """``/proc/meminfo``'s ``key`` (``MemAvailable``, ``MemTotal``) in bytes, else the
-    ``os.sysconf`` page count ``pages`` times the page size."""
+def _proc_kib(path: str, key: str) -> int | None:
+    """The ``kB`` field ``key`` of the ``/proc`` file ``path`` (``key: <number> kB`` lines) in
+    bytes; ``None`` when the file cannot be read or has no such field."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
+        with open(path, encoding="ascii") as fh:
             for line in fh:
                 if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return None
+
+
+def _meminfo(key: str, pages: str) -> int | None:
+    """``/proc/meminfo``'s ``key`` (``MemAvailable``, ``MemTotal``) in bytes, else the
+    ``os.sysconf`` page count ``pages`` times the page size."""
+    found = _proc_kib("/proc/meminfo", key)
+    if found is not None:
+        return found
     try:
         return int(os.sysconf(pages)) * int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, OSError, ValueError):
@@ -76,14 +85,7 @@ def _cgroup_available() -> int | None:
 
 def _status_bytes(key: str) -> int | None:
     """A ``kB`` field of ``/proc/self/status`` (``VmSize``, ``VmData`` ...) in bytes."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    return _proc_kib("/proc/self/status", key)
 
 
 def _rlimit_available() -> tuple[int, str] | None:
@@ -100,6 +102,35 @@ def _rlimit_available() -> tuple[int, str] | None:
             continue
         found.append((max(0, soft - (_status_bytes(key) or 0)), name))
     return min(found) if found else None
+
+
+def _env_number(name: str) -> tuple[float | None, str] | None:
+    """The environment variable ``name`` read as a number: ``(value, text)``, ``text`` its
+    stripped value and ``value`` what ``float`` makes of it (``None`` when it is not a number);
+    ``None`` when the variable is unset or blank. The caller checks the range and words the
+    error.
+
+    Examples
+    --------
+    >>> import os
+    >>> from topofl._utils.validation.memory import _env_number
+    >>> os.environ["TOPOFL_EXAMPLE"] = " 2e9 "
+    >>> _env_number("TOPOFL_EXAMPLE")
+    (2000000000.0, '2e9')
+    >>> os.environ["TOPOFL_EXAMPLE"] = "lots"
+    >>> _env_number("TOPOFL_EXAMPLE")
+    (None, 'lots')
+    >>> del os.environ["TOPOFL_EXAMPLE"]
+    >>> _env_number("TOPOFL_EXAMPLE") is None
+    True
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return float(text), text
+    except ValueError:
+        return None, text
 
 
 def memory_override() -> int | None:
@@ -124,14 +155,11 @@ def memory_override() -> int | None:
     ValueError: TOPOFL_MEMORY_LIMIT must be a number of bytes >= 0 (e.g. 8e9), got 'lots'
     >>> del os.environ["TOPOFL_MEMORY_LIMIT"]
     """
-    text = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
-    if not text:
+    got = _env_number(MEMORY_LIMIT_ENV)
+    if got is None:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
+    value, text = got
+    if value is None or not math.isfinite(value) or value < 0:
         raise ValueError(f"{MEMORY_LIMIT_ENV} must be a number of bytes >= 0 (e.g. 8e9), "
                          f"got {text!r}")
     return int(value)
