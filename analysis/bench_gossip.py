@@ -93,19 +93,21 @@ def case(topo: tf.Topology, P: int, threads: int) -> dict[str, Any]:
     Y = torch.empty_like(X)
     csr = Mixer(torch.device("cpu"), torch.float32, band_min_n=None)
     band = Mixer(torch.device("cpu"), torch.float32, band_min_n=0)
-    shifted = ShiftedAdds(torch.device("cpu"), torch.float32, band_min_n=0)
+    shifted = ShiftedAdds(torch.device("cpu"), torch.float32, band_min_n=0, jit=False)
+    torch_band = Mixer(torch.device("cpu"), torch.float32, band_min_n=0, jit=False)
     default = Mixer(torch.device("cpu"), torch.float32)
     has_band = band.kernel(topo) == "band"
     # the kernels' products of a few columns (64: wide enough for the matrix form), float32
     rel = {}
     a = X[:, :64].clone()
     csr.mix_(topo, a)
-    for name, m in (("band", band), ("shifted", shifted)) if has_band else ():
+    for name, m in (("band", band), ("shifted", shifted), ("torch", torch_band)) if has_band \
+            else ():
         b = X[:, :64].clone()
         m.mix_(topo, b)
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-6)
         rel[name] = float((a - b).abs().max() / a.abs().max())
-    kernels = {"csr": csr, **({"band": band} if has_band else {})}
+    kernels = {"csr": csr, **({"band": band, "torch": torch_band} if has_band else {})}
     # the shifted adds are timed where the band kernel takes its matrix form
     if has_band and P >= 64 and topo.W.nnz // n >= 5:
         kernels["shifted"] = shifted
@@ -129,7 +131,8 @@ def case(topo: tf.Topology, P: int, threads: int) -> dict[str, Any]:
     med = {k: statistics.median(v) for k, v in t.items()}
     return {"n": n, "P": P, "threads": threads, "k": topo.W.nnz // n,
             "kernel": band.kernel(topo), "default": default.kernel(topo), "reps": reps,
-            "rel": rel.get("band"), "rel_shifted": rel.get("shifted"), "load": (l0, load()),
+            "rel": rel.get("band"), "rel_shifted": rel.get("shifted"),
+            "rel_torch": rel.get("torch"), "load": (l0, load()),
             **med}
 
 
@@ -194,10 +197,12 @@ def report(rows: list[dict[str, Any]], info: dict[str, str], wall: float,
              f"{wall:.0f} s.")
     L.append("")
     L.append("float32 ``[n, P]``; *copy*: ``Y.copy_(X)`` into a preallocated buffer; *csr*: "
-             "the tiled CSR kernel (what every graph took before); *band*: the band kernel "
-             "(in its matrix form from 5 offsets a row and 64 columns); *shifted*: the band "
-             "kernel's shifted adds alone, as before issue 58 (timed where the matrix form "
-             "applies, else the band column is that kernel); "
+             "the tiled CSR kernel (what every graph took before); *band*: the band kernel as "
+             "`Mixer` runs it by default, compiled with Numba on rows of 16 columns or more "
+             "(`topofl.engine._band_jit`: one pass, row by row), else torch's; *torch band*: "
+             "torch's band kernel (`jit=False`: shifted adds, in matrix form from 5 offsets "
+             "a row and 64 columns); *shifted*: torch's shifted adds alone, as before issue 58 "
+             "(timed where the matrix form applies); "
              "*x copy*: median over the repetitions of the kernel's time over the copy timed "
              "just before it; *default*: the kernel `Mixer(device, dtype)` picks "
              "(`band_min_n = 2048`); *rel diff*: max |band - csr| / max |csr| on 64 columns; "
@@ -211,9 +216,9 @@ def report(rows: list[dict[str, Any]], info: dict[str, str], wall: float,
     for threads in sorted({r["threads"] for r in rows}):
         L += ["", f"## {threads} thread{'s' if threads > 1 else ''}", ""]
         L.append("| graph | n | P | k | default | copy ms | csr ms | csr x copy | "
-                 "shifted x copy | band ms | band x copy | csr / band | rel diff | reps | "
-                 "load |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "shifted x copy | torch band x copy | band ms | band x copy | csr / band | "
+                 "rel diff | reps | load |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if r["threads"] != threads:
                 continue
@@ -222,6 +227,7 @@ def report(rows: list[dict[str, Any]], info: dict[str, str], wall: float,
                      f"| {fmt_ms(r['copy'])} | {fmt_ms(r['csr'])} | "
                      + (f"**{r['r_csr']:.2f}**" if not has else f"{r['r_csr']:.2f}") + " | "
                      + (f"{r['r_shifted']:.2f}" if "r_shifted" in r else "") + " | "
+                     + (f"{r['r_torch']:.2f}" if "r_torch" in r else "") + " | "
                      + (f"{fmt_ms(r['band'])} | **{r['r_band']:.2f}** | "
                         f"{r['r_csr'] / r['r_band']:.1f}x | {r['rel']:.1e}" if has
                         else " | | | ")
@@ -242,10 +248,11 @@ def report(rows: list[dict[str, Any]], info: dict[str, str], wall: float,
         if circ:
             L.append(f"- {threads} thread(s), circulant [1,2,3] (7 terms a row), P >= 64, "
                      "from 2,048 clients (where the band kernel is the default): the "
-                     "band kernel's matrix form " + "; ".join(
+                     "band kernel " + "; ".join(
                          f"n = {r['n']:,} P = {r['P']:,}: {r['r_shifted']:.2f} -> "
-                         f"{r['r_band']:.2f}x a copy" for r in circ) + " (shifted adds -> "
-                     "matrix form, timed side by side).")
+                         f"{r['r_torch']:.2f} -> {r['r_band']:.2f}x a copy" for r in circ)
+                     + " (torch's shifted adds -> torch's matrix form -> compiled, timed side "
+                     "by side).")
         rr = [r for r in rows if r["threads"] == threads and r["graph"].startswith("random")]
         if rr:
             L.append(f"- {threads} thread(s), random_regular(6) (7 entries a row at random "
@@ -265,7 +272,9 @@ def report(rows: list[dict[str, Any]], info: dict[str, str], wall: float,
             L.append(f"- {threads} thread(s), ring, buffers of 10^8 elements and more (what a "
                      f"copy streams from memory): band {min(r['r_band'] for r in big):.2f}-"
                      f"{worst['r_band']:.2f}x a copy (worst at n = {worst['n']:,}, P = "
-                     f"{worst['P']:,}), csr {min(r['r_csr'] for r in big):.2f}-"
+                     f"{worst['P']:,}), torch's band kernel "
+                     f"{min(r['r_torch'] for r in big):.2f}-{max(r['r_torch'] for r in big):.2f}"
+                     f"x, csr {min(r['r_csr'] for r in big):.2f}-"
                      f"{max(r['r_csr'] for r in big):.2f}x.")
         slower = [r for r in rows if r["threads"] == threads and r["default"] == "band"
                   and "band" in r and r["band"] > r["csr"]]
@@ -288,9 +297,11 @@ def report(rows: list[dict[str, Any]], info: dict[str, str], wall: float,
                  "for both: the copy and the CSR kernel run such regions; the band kernel, at "
                  "more than one thread, keeps each operation under torch's intra-op grain (one "
                  "thread). Read those rows with their load.")
-    rels = [r[k] for r in rows for k in ("rel", "rel_shifted") if r.get(k) is not None]
-    L.append(f"- The band kernel's products (both forms) differ from the CSR kernel's by at "
-             f"most {max(rels):.1e} relative (float32), as two orders of the same sums do.")
+    rels = [r[k] for r in rows for k in ("rel", "rel_shifted", "rel_torch")
+            if r.get(k) is not None]
+    L.append("- The band kernel's products (compiled, and torch's both forms) differ from the "
+             f"CSR kernel's by at most {max(rels):.1e} relative (float32), as two orders of "
+             "the same sums do.")
     return "\n".join(L) + "\n"
 
 

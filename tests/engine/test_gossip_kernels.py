@@ -24,7 +24,8 @@ def _x(n: int, p: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
 
 
 def _band(dtype: torch.dtype = torch.float64, **kw: int) -> Mixer:
-    return Mixer(CPU, dtype, band_min_n=0, **kw)
+    """torch's band kernel (the compiled one: ``tests/engine/test_band_jit.py``)."""
+    return Mixer(CPU, dtype, band_min_n=0, jit=False, **kw)
 
 
 def _circulant_rows(n: int, offsets: list[int], seed: int) -> tf.Topology:

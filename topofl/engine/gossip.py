@@ -77,6 +77,15 @@ short of 2x, as every pure-torch form measured there (a strided-view sum, depthw
 convolutions, MKL's CSR product on blocks of rows) was. Rings and one-peer rounds (2-3 terms)
 keep the shifted adds.
 
+**Compiled** (issue 58): where Numba imports (a dependency of the package) and rows have at
+least 16 columns, the band kernel runs as one compiled pass, row by row
+(:mod:`topofl.engine._band_jit`): an element's ``k`` terms added in a register, the result
+row held in a small ring of rows in cache until the last row that reads it is done. On the
+shared 2-core AMD EPYC above, one thread, 10,000 to 1,000,000 clients and P = 650 and 7,850:
+rings and one-peer rounds at 1.19-1.65x a copy and circulant [1, 2, 3] at 1.93-2.11x, against
+2.10-4.75x for torch's forms (``analysis/bench_gossip.md``). At P = 10 (under 16 columns)
+torch's forms run. ``Mixer(..., jit=False)`` keeps torch's forms.
+
 Its sums are those of the CSR kernel in another order, so the two agree to rounding (at most
 9.2e-08 relative in float32 there), not bit for bit: MKL's CSR product is a chain of fused
 multiply-adds in ``W``'s CSR order except on tiles 4, 8, ..., 24 columns wide (another order,
@@ -104,6 +113,7 @@ import scipy.sparse as sp
 import torch
 from torch import Tensor
 
+from topofl.engine import _band_jit
 from topofl.graph import Topology
 
 __all__ = ["BandPlan", "Mixer", "band_plan"]
@@ -207,6 +217,7 @@ _BLOCK_BYTES = 1 << 18  # the band kernel's block of rows at one thread
 _PANEL = 8  # rows of one product of the band kernel's matrix form (wide bands)
 _PANEL_MIN_K = 5  # from this many offsets a row, wide enough rows take the matrix form
 _PANEL_MIN_P = 64
+_JIT_MIN_P = 16  # rows narrower than this keep torch's blocks (a row's loop is too short)
 _GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller ops run serially
 
 
@@ -281,6 +292,12 @@ class Mixer(TopologyCache):
         kernel's many small operations runs on one thread: measured on a shared 2-core
         machine, parallel regions of two threads made it 10-40x slower (every operation
         waits for the busier core).
+    jit : bool or None, default None
+        Whether the band kernel runs compiled with Numba (:mod:`topofl.engine._band_jit`: one
+        pass, row by row, on rows of at least 16 columns; the same bits as torch's shifted
+        adds where torch's kernels use fused multiply-adds). ``None``: when Numba imports
+        here; ``False``: torch's shifted adds and matrix form; ``True``: Numba or a
+        ``RuntimeError``.
 
     Examples
     --------
@@ -312,8 +329,15 @@ class Mixer(TopologyCache):
         tile_bytes: int = 1 << 20,
         band_min_n: int | None = 2048,
         block_bytes: int | None = None,
+        jit: bool | None = None,
     ) -> None:
         super().__init__()
+        if jit is not None and not isinstance(jit, bool):
+            raise TypeError(f"jit must be True, False or None, got {type(jit).__name__}")
+        if jit and not _band_jit.available():
+            raise RuntimeError("jit=True needs Numba, which does not import here "
+                               "(pip install numba, or jit=None to fall back to torch)")
+        self.jit = _band_jit.available() if jit is None else jit
         if band_min_n is not None and int(band_min_n) < 0:
             raise ValueError(f"band_min_n must be >= 0 or None, got {band_min_n}")
         if block_bytes is not None and int(block_bytes) < 1:
@@ -422,6 +446,13 @@ class Mixer(TopologyCache):
         rows). ``X`` is read once and written once."""
         n, p = Xc.shape
         lead, trail = plan.lead, plan.trail
+        if self.jit and p >= _JIT_MIN_P and not Xc.requires_grad:
+            x = Xc.numpy()
+            slots = (plan.row_weights.numpy() if plan.row_weights is not None else
+                     np.broadcast_to(np.asarray(plan.weights, dtype=x.dtype)[:, None],
+                                     (plan.k, n)))
+            _band_jit.band_(x, plan.deltas, slots, lead, trail)
+            return
         item = Xc.element_size()
         block = self.block_bytes
         if block is None:
