@@ -30,3 +30,24 @@ def test_cuda_run_matches_cpu(name: str) -> None:
     assert gpu.state.x.device.type == "cuda"
     np.testing.assert_allclose(gpu.state.x.cpu().numpy(), cpu.state.x.numpy(), rtol=1e-7,
                                atol=1e-9)
+
+
+def test_the_probes_clock_waits_for_the_gpu() -> None:
+    """The planner's round clock (``ROUND_CLOCK``) counts a GPU's asynchronous work: a kernel
+    that spins for about 2e9 GPU cycles (about a second) lies between two readings, where the
+    process's CPU time would read almost nothing (the launch returns at once)."""
+    import topofl.engine.loop as loop
+    from topofl.workflow.probe import ROUND_CLOCK
+
+    scope: dict[str, object] = {}
+    round_of = loop._round
+    try:
+        exec(ROUND_CLOCK, scope)  # it also wraps the loop's round function: put back below
+    finally:
+        loop._round = round_of
+    clock = scope["_clock"]
+    torch.zeros(1, device="cuda")  # CUDA initialized, as in a run on the GPU
+    t0 = clock()  # type: ignore[operator]
+    torch.cuda._sleep(2 * 10**9)
+    t1 = clock()  # type: ignore[operator]
+    assert t1 - t0 > 0.2
