@@ -92,7 +92,7 @@ def case(topo: tf.Topology, P: int, threads: int) -> dict[str, Any]:
     X = torch.randn(n, P, generator=g)
     Y = torch.empty_like(X)
     csr = Mixer(torch.device("cpu"), torch.float32, band_min_n=None)
-    band = Mixer(torch.device("cpu"), torch.float32, band_min_n=0)
+    band = Mixer(torch.device("cpu"), torch.float32, band_min_n=0, jit=True)
     shifted = ShiftedAdds(torch.device("cpu"), torch.float32, band_min_n=0, jit=False)
     torch_band = Mixer(torch.device("cpu"), torch.float32, band_min_n=0, jit=False)
     default = Mixer(torch.device("cpu"), torch.float32)
@@ -197,9 +197,10 @@ def report(rows: list[dict[str, Any]], info: dict[str, str], wall: float,
              f"{wall:.0f} s.")
     L.append("")
     L.append("float32 ``[n, P]``; *copy*: ``Y.copy_(X)`` into a preallocated buffer; *csr*: "
-             "the tiled CSR kernel (what every graph took before); *band*: the band kernel as "
-             "`Mixer` runs it by default, compiled with Numba on rows of 16 columns or more "
-             "(`topofl.engine._band_jit`: one pass, row by row), else torch's; *torch band*: "
+             "the tiled CSR kernel (what every graph took before); *band*: the band kernel "
+             "compiled with Numba (`jit=True`, `topofl.engine._band_jit`: one pass, row by "
+             "row; `Mixer`'s default on buffers of 1 GiB or more) on rows of 16 columns or "
+             "more, else torch's; *torch band*: "
              "torch's band kernel (`jit=False`: shifted adds, in matrix form from 5 offsets "
              "a row and 64 columns); *shifted*: torch's shifted adds alone, as before issue 58 "
              "(timed where the matrix form applies); "

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
-from topofl.engine import _band_jit
+from topofl.engine import _band_jit, gossip
 from topofl.engine.gossip import Mixer, band_plan
 
 CPU = torch.device("cpu")
@@ -50,7 +50,25 @@ def _x(n: int, p: int, dtype: torch.dtype, seed: int = 0) -> torch.Tensor:
 def test_numba_is_installed() -> None:
     # a dependency of the package: the default band kernel at scale is the compiled one
     assert _band_jit.available()
-    assert Mixer(CPU, torch.float32).jit is True
+
+
+def test_by_default_the_compiled_kernel_runs_from_one_gib(monkeypatch: Any) -> None:
+    """``jit=None`` compiles only on buffers of ``_JIT_MIN_BYTES`` or more (Numba and LLVM
+    take about 0.4 GB once a process); ``jit=False`` never."""
+    calls: list[int] = []
+    band = _band_jit.band_
+    monkeypatch.setattr(_band_jit, "band_", lambda *a, **k: calls.append(1) or band(*a, **k))
+    topo = tf.topologies.ring(64)
+    X = _x(64, 32, torch.float64)
+    Mixer(CPU, torch.float64, band_min_n=0).mix_(topo, X)
+    assert not calls
+    monkeypatch.setattr(gossip, "_JIT_MIN_BYTES", 64 * 32 * 8)
+    ref = topo.to_dense() @ X.numpy()
+    Mixer(CPU, torch.float64, band_min_n=0).mix_(topo, X)
+    assert calls == [1]
+    np.testing.assert_allclose(X.numpy(), ref, rtol=1e-12, atol=1e-12)
+    Mixer(CPU, torch.float64, band_min_n=0, jit=False).mix_(topo, X)
+    assert calls == [1]
 
 
 @pytest.mark.parametrize("name", list(GRAPHS))
@@ -159,6 +177,10 @@ def test_jit_errors(monkeypatch: Any) -> None:
     assert not _band_jit.available()
     with pytest.raises(RuntimeError, match="jit=True needs Numba"):
         Mixer(CPU, torch.float32, jit=True)
-    assert Mixer(CPU, torch.float32).jit is False  # falls back to torch's kernel
+    monkeypatch.setattr(gossip, "_JIT_MIN_BYTES", 0)  # it would compile, were Numba here
+    X = _x(3000, 32, torch.float32)
+    ref = tf.topologies.ring(3000).to_dense() @ X.numpy()
+    Mixer(CPU, torch.float32).mix_(tf.topologies.ring(3000), X)  # falls back to torch's kernel
+    np.testing.assert_allclose(X.numpy(), ref, rtol=1e-5, atol=1e-6)
     with pytest.raises(RuntimeError, match="needs Numba"):
         _band_jit.band_(np.zeros((4, 2)), (0,), np.ones((1, 4)), 0, 0)

@@ -77,7 +77,8 @@ short of 2x, as every pure-torch form measured there (a strided-view sum, depthw
 convolutions, MKL's CSR product on blocks of rows) was. Rings and one-peer rounds (2-3 terms)
 keep the shifted adds.
 
-**Compiled** (issue 58): where Numba imports (a dependency of the package) and rows have at
+**Compiled** (issue 58): on buffers of 1 GiB or more (Numba and LLVM take about 0.4 GB of
+memory once a process), where Numba imports (a dependency of the package) and rows have at
 least 16 columns, the band kernel runs as one compiled pass, row by row
 (:mod:`topofl.engine._band_jit`): an element's ``k`` terms added in a register, the result
 row held in a small ring of rows in cache until the last row that reads it is done. On the
@@ -218,6 +219,10 @@ _PANEL = 8  # rows of one product of the band kernel's matrix form (wide bands)
 _PANEL_MIN_K = 5  # from this many offsets a row, wide enough rows take the matrix form
 _PANEL_MIN_P = 64
 _JIT_MIN_P = 16  # rows narrower than this keep torch's blocks (a row's loop is too short)
+#: by default the compiled band kernel runs on buffers of this many bytes or more: loading
+#: Numba and LLVM and compiling take about 0.4 GB of resident memory and a second, once a
+#: process (measured: 109 MB imported, 286 MB more at the first compile)
+_JIT_MIN_BYTES = 1 << 30
 _GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller ops run serially
 
 
@@ -294,9 +299,10 @@ class Mixer(TopologyCache):
         waits for the busier core).
     jit : bool or None, default None
         Whether the band kernel runs compiled with Numba (:mod:`topofl.engine._band_jit`: one
-        pass, row by row, on rows of at least 16 columns; the same bits as torch's shifted
-        adds where torch's kernels use fused multiply-adds). ``None``: when Numba imports
-        here; ``False``: torch's shifted adds and matrix form; ``True``: Numba or a
+        pass, row by row, on rows of at least 16 columns; equal to torch's forms to
+        rounding). ``None``: on buffers of at least 1 GiB (Numba, LLVM and the compiled
+        code take about 0.4 GB once a process), when Numba imports here; ``False``: torch's
+        shifted adds and matrix form; ``True``: at every size, Numba or a
         ``RuntimeError``.
 
     Examples
@@ -337,7 +343,7 @@ class Mixer(TopologyCache):
         if jit and not _band_jit.available():
             raise RuntimeError("jit=True needs Numba, which does not import here "
                                "(pip install numba, or jit=None to fall back to torch)")
-        self.jit = _band_jit.available() if jit is None else jit
+        self.jit = jit
         if band_min_n is not None and int(band_min_n) < 0:
             raise ValueError(f"band_min_n must be >= 0 or None, got {band_min_n}")
         if block_bytes is not None and int(block_bytes) < 1:
@@ -446,7 +452,9 @@ class Mixer(TopologyCache):
         rows). ``X`` is read once and written once."""
         n, p = Xc.shape
         lead, trail = plan.lead, plan.trail
-        if self.jit and p >= _JIT_MIN_P and not Xc.requires_grad:
+        if (p >= _JIT_MIN_P and not Xc.requires_grad and self.jit is not False
+                and (self.jit or n * p * Xc.element_size() >= _JIT_MIN_BYTES)
+                and _band_jit.available()):
             x = Xc.numpy()
             slots = (plan.row_weights.numpy() if plan.row_weights is not None else
                      np.broadcast_to(np.asarray(plan.weights, dtype=x.dtype)[:, None],
