@@ -192,6 +192,29 @@ def test_a_stack_that_cannot_fit_is_refused(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(tf.api.launch_stacked(calls)) == 3
 
 
+def test_the_compiled_band_kernel_is_counted_where_it_runs() -> None:
+    """A graph with a band plan (a ring) is marked in the shapes, and its gossip part gains
+    ``JIT_BYTES`` on the CPU from ``band_min_n`` clients and a 1 GiB buffer; a random graph
+    never does."""
+    from dataclasses import replace
+
+    from topofl.workflow.memory.parts import JIT_BYTES
+
+    for topology, band in (("ring", True), ("random_regular:d=4", False)):
+        call = tf.api.prepare("dsgd", topology, rounds=2, n_clients=64, seed=0,
+                              spectral=False)
+        one = tf.api.build(call)
+        s = plan_mod.run_shapes(call, model=one[4], data=one[3], topology=one[1])
+        assert s.band is band
+        big = replace(s, n=10**6, num_params=650)  # a 2.6 GB float32 buffer
+        small = replace(big, num_params=65)  # 260 MB
+        extra = (plan_mod.counted_parts(big)["gossip"]
+                 - plan_mod.counted_parts(replace(big, band=False))["gossip"])
+        assert extra == (JIT_BYTES if band else 0)
+        assert (plan_mod.counted_parts(small)["gossip"]
+                == plan_mod.counted_parts(replace(small, band=False))["gossip"])
+
+
 # ----------------------------------------------------------------------------- the model
 _MEASURE = PEAK_METER + r"""
 import json, sys, warnings

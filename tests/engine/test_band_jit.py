@@ -53,7 +53,7 @@ def test_numba_is_installed() -> None:
 
 
 def test_by_default_the_compiled_kernel_runs_from_one_gib(monkeypatch: Any) -> None:
-    """``jit=None`` compiles only on buffers of ``_JIT_MIN_BYTES`` or more (Numba and LLVM
+    """``jit=None`` compiles only on buffers of ``JIT_MIN_BYTES`` or more (Numba and LLVM
     take about 0.4 GB once a process); ``jit=False`` never."""
     calls: list[int] = []
     band = _band_jit.band_
@@ -62,7 +62,7 @@ def test_by_default_the_compiled_kernel_runs_from_one_gib(monkeypatch: Any) -> N
     X = _x(64, 32, torch.float64)
     Mixer(CPU, torch.float64, band_min_n=0).mix_(topo, X)
     assert not calls
-    monkeypatch.setattr(gossip, "_JIT_MIN_BYTES", 64 * 32 * 8)
+    monkeypatch.setattr(gossip, "JIT_MIN_BYTES", 64 * 32 * 8)
     ref = topo.to_dense() @ X.numpy()
     Mixer(CPU, torch.float64, band_min_n=0).mix_(topo, X)
     assert calls == [1]
@@ -177,7 +177,7 @@ def test_jit_errors(monkeypatch: Any) -> None:
     assert not _band_jit.available()
     with pytest.raises(RuntimeError, match="jit=True needs Numba"):
         Mixer(CPU, torch.float32, jit=True)
-    monkeypatch.setattr(gossip, "_JIT_MIN_BYTES", 0)  # it would compile, were Numba here
+    monkeypatch.setattr(gossip, "JIT_MIN_BYTES", 0)  # it would compile, were Numba here
     X = _x(3000, 32, torch.float32)
     ref = tf.topologies.ring(3000).to_dense() @ X.numpy()
     Mixer(CPU, torch.float32).mix_(tf.topologies.ring(3000), X)  # falls back to torch's kernel

@@ -222,7 +222,7 @@ _JIT_MIN_P = 16  # rows narrower than this keep torch's blocks (a row's loop is 
 #: by default the compiled band kernel runs on buffers of this many bytes or more: loading
 #: Numba and LLVM and compiling take about 0.4 GB of resident memory and a second, once a
 #: process (measured: 109 MB imported, 286 MB more at the first compile)
-_JIT_MIN_BYTES = 1 << 30
+JIT_MIN_BYTES = 1 << 30
 _GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller ops run serially
 
 
@@ -453,7 +453,7 @@ class Mixer(TopologyCache):
         n, p = Xc.shape
         lead, trail = plan.lead, plan.trail
         if (p >= _JIT_MIN_P and not Xc.requires_grad and self.jit is not False
-                and (self.jit or n * p * Xc.element_size() >= _JIT_MIN_BYTES)
+                and (self.jit or n * p * Xc.element_size() >= JIT_MIN_BYTES)
                 and _band_jit.available()):
             x = Xc.numpy()
             slots = (plan.row_weights.numpy() if plan.row_weights is not None else

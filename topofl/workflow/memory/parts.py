@@ -20,7 +20,7 @@ from topofl.engine.evaluation import (
     eval_chunk,
     shared_block,
 )
-from topofl.engine.gossip import Mixer
+from topofl.engine.gossip import JIT_MIN_BYTES, Mixer
 from topofl.engine.local import stream_rows
 from topofl.records.writer import SPILL_BYTES
 from topofl.spectral import DENSE_FALLBACK_MAX
@@ -29,7 +29,7 @@ from topofl.workflow.memory.shapes import Shapes
 
 __all__ = ["counted_parts", "transients", "PARTS", "RUNTIME_BYTES", "CLIENT_BYTES", "ROW_BYTES",
            "HEAP_BLOCK_MAX", "SPECTRAL_DENSE_COPIES", "SPECTRAL_FIXED_BYTES",
-           "SPECTRAL_NNZ_BYTES"]
+           "SPECTRAL_NNZ_BYTES", "JIT_BYTES", "jit_bytes"]
 
 #: The parts of a plan's peak, in the order they are reported.
 PARTS = ("parameters", "optimizer", "algorithm", "gossip", "gradients", "data", "evaluation",
@@ -41,6 +41,7 @@ _GATHER_BLOCK_BYTES = 8 * GATHER_BLOCK_VALUES
 
 #: The mixer's default scratch tile (its columns hold about this many bytes).
 _TILE_BYTES: int = (Mixer.__init__.__kwdefaults__ or {}).get("tile_bytes", 1 << 20)
+_BAND_MIN_N: int = (Mixer.__init__.__kwdefaults__ or {}).get("band_min_n", 2048)
 
 
 #: Bytes the process grows by whatever the config (code imported and initialised by a run:
@@ -49,6 +50,9 @@ _TILE_BYTES: int = (Mixer.__init__.__kwdefaults__ or {}).get("tile_bytes", 1 << 
 #: logistic-regression clients less their counted parts was 96 to 99 MB
 #: (``analysis/memory_model.md``); rounded up.
 RUNTIME_BYTES = 100 * 2**20
+#: Numba and LLVM loaded and the band kernel compiled, once a process (measured: 109 MB
+#: imported, 286 MB more at the first compile; :mod:`topofl.engine._band_jit`)
+JIT_BYTES = 395 * 2**20
 
 #: Bytes per client the process holds besides the counted parts (Python objects and small
 #: arrays per client: the ledger's counters, the batch sizes, the evaluation's per-client
@@ -247,7 +251,7 @@ def counted_parts(s: Shapes, n: int | None = None) -> dict[str, int]:
             scratch = min(n * P, n * tile) * d
         else:
             scratch = n * P * d
-        gossip = topo_w + torch_w + n * d + scratch
+        gossip = topo_w + torch_w + n * d + scratch + jit_bytes(s, n)
     buffers = rows * ((0 if s.fused else P * d) + s.batch_size * (s.sample_bytes + 8))
     data = _data_held(s, n)
     local, evaluation, spectral = transients(s, n)
@@ -263,6 +267,24 @@ def counted_parts(s: Shapes, n: int | None = None) -> dict[str, int]:
     if s.runtime:
         out["runtime"] = RUNTIME_BYTES + CLIENT_BYTES * n
     return out
+
+
+def jit_bytes(s: Shapes, n: int) -> int:
+    """:data:`JIT_BYTES` where the run's gossip takes the compiled band kernel (a band plan,
+    on the CPU, from the mixer's ``band_min_n`` clients and its 1 GiB buffer), else 0.
+
+    Examples
+    --------
+    >>> from topofl.workflow.memory.parts import jit_bytes
+    >>> s = Shapes(n=10**6, num_params=650, dtype_bytes=4, sample_bytes=256, num_classes=10,
+    ...            batch_size=16, input_shape=(64,), per_client_state={}, dataset_bytes=0,
+    ...            data_bytes=0, longest_test=4, w_row_nnz=3.0, band=True)
+    >>> jit_bytes(s, 10**6) == JIT_BYTES, jit_bytes(s, 10**5)  # 2.6 GB, then 260 MB of X
+    (True, 0)
+    """
+    if not (s.band and s.device.startswith("cpu") and n >= _BAND_MIN_N):
+        return 0
+    return JIT_BYTES if n * s.num_params * s.dtype_bytes >= JIT_MIN_BYTES else 0
 
 
 def _data_held(s: Shapes, n: int) -> int:

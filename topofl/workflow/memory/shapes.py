@@ -23,6 +23,7 @@ from topofl.data.federated import FederatedData
 from topofl.engine import ParamLayout, toy_services
 from topofl.engine.config import DTYPES, resolve_eval_every
 from topofl.engine.executors import loop_on_cpu
+from topofl.engine.gossip import band_plan
 from topofl.graph import Topology
 
 __all__ = ["Shapes", "run_shapes", "state_bytes", "state_parts", "activation_bytes"]
@@ -75,6 +76,9 @@ class Shapes:
     #: the algorithm's ``predict`` hook (its global subsample is scored as the whole set)
     predicts: bool = False
     runtime: bool = False  # count RUNTIME_BYTES and CLIENT_BYTES (the static estimate)
+    #: the graph has a band plan (:func:`topofl.engine.gossip.band_plan`): on the CPU, from
+    #: ``band_min_n`` clients and a 1 GiB buffer, the compiled band kernel loads Numba and LLVM
+    band: bool = False
 
 
 def state_bytes(algorithm: Any, layout: ParamLayout, dtype: torch.dtype, n: int
@@ -229,13 +233,14 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
         samples = int(dataset.y_train.size) + n_global
         longest_test = longest_val = 0
         data_bytes = samples * (sample_bytes + 8)
-    nnz, w_row = 0.0, 0.0
+    nnz, w_row, band = 0.0, 0.0, False
     if algorithm.uses_topology and prepared.call["topology"] is not None:
         nnz = _row_nnz_of(topology) if topology is not None else 1.0
         if topology is not None:
             W = topology.W if hasattr(topology, "W") else topology.at(0).W
             if hasattr(W, "indptr"):
                 w_row = (W.data.nbytes + W.indices.nbytes + W.indptr.nbytes) / W.shape[0]
+                band = band_plan(W) is not None
     spectral = bool(run.spectral and nnz) and (
         topology is None or isinstance(topology, Topology)
         or getattr(topology, "period", None) == 1)
@@ -267,7 +272,7 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
         shared_params=_span(layout.cols(algorithm.shared)), w_row_bytes=w_row,
         load_bytes=_load_bytes(prepared.call["data"], dataset),
         device=str(torch.device(run.device)), predicts=algorithm.predict is not None,
-        runtime=True)
+        runtime=True, band=band)
 
 
 def _load_bytes(name: Any, dataset: Any) -> int:
