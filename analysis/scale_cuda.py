@@ -6,9 +6,9 @@ logistic regression on a ring of ``n`` clients of a synthetic Gaussian mixture (
 features, 10 training samples a client in 2 label shards), ``device="cuda"`` and **every other
 setting at its default** (100 rounds, ``eval_every="auto"``, the global test set's
 ``eval_global_samples="auto"`` subsample, per-client records written to the run's client file).
-The start of each round and the end of the run are clocked on the wall clock after a
-``torch.cuda.synchronize()`` (a wrapper of the loop's round function, as
-:data:`topofl.workflow.plan.ROUND_CLOCK` does on the CPU):
+The start of each round and the end of the run are clocked by
+:data:`topofl.workflow.probe.ROUND_CLOCK` (a wrapper of the loop's round function; on a GPU,
+the wall clock after ``torch.cuda.synchronize()``):
 
 - *training round*: the median of the rounds that do not evaluate, but the first;
 - *evaluation*: the median over the evaluated rounds but the first of their duration less a
@@ -42,24 +42,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from topofl.workflow.probe import ROUND_CLOCK
+
 HERE = Path(__file__).resolve().parent
 
-_CHILD = r"""
+# the loop's rounds clocked by the planner's own clock, which waits for CUDA and reads the
+# wall clock when CUDA is in use (topofl.workflow.probe.ROUND_CLOCK)
+_CHILD = ROUND_CLOCK + r"""
 import json, sys, time
 import torch
-import topofl.engine.loop as _loop
-from topofl import config as _config
-_stamps = []
-_round_of = _loop._round
 _cuda = torch.cuda.is_available()
-def _clock():
-    if _cuda:
-        torch.cuda.synchronize()
-    return time.perf_counter()
-def _clocked(loop, t):
-    _stamps.append(_clock())
-    return _round_of(loop, t)
-_loop._round = _clocked
 cfg = json.loads(sys.argv[1])
 t0 = time.perf_counter()
 res = _config.execute(cfg)
