@@ -169,6 +169,19 @@ def test_narrow_rows_keep_torchs_blocks(monkeypatch: Any) -> None:
     np.testing.assert_allclose(X.numpy(), ref, rtol=1e-12, atol=1e-12)
 
 
+def test_other_dtypes_keep_torchs_kernel(monkeypatch: Any) -> None:
+    """Only float32 and float64 are compiled; a bfloat16 buffer takes torch's forms."""
+    calls: list[int] = []
+    monkeypatch.setattr(_band_jit, "band_", lambda *a, **k: calls.append(1))
+    topo = tf.topologies.ring(64)
+    X = _x(64, 32, torch.float64)
+    ref = topo.to_dense() @ X.numpy()
+    Y = X.to(torch.bfloat16)
+    Mixer(CPU, torch.bfloat16, band_min_n=0, jit=True).mix_(topo, Y)
+    assert not calls
+    np.testing.assert_allclose(Y.double().numpy(), ref, rtol=0.05, atol=0.05)
+
+
 def test_jit_errors(monkeypatch: Any) -> None:
     with pytest.raises(TypeError, match="jit must be True, False or None, got str"):
         Mixer(CPU, torch.float32, jit="yes")  # type: ignore[arg-type]

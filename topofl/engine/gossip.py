@@ -453,6 +453,7 @@ class Mixer(TopologyCache):
         n, p = Xc.shape
         lead, trail = plan.lead, plan.trail
         if (p >= _JIT_MIN_P and not Xc.requires_grad and self.jit is not False
+                and Xc.dtype in (torch.float32, torch.float64)  # what Numba compiles here
                 and (self.jit or n * p * Xc.element_size() >= JIT_MIN_BYTES)
                 and _band_jit.available()):
             x = Xc.numpy()
