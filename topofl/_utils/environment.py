@@ -15,7 +15,11 @@ kind (:func:`topofl._utils.cpu.cpu_kind`):
 - **networkx**, whose random graph generators draw from the seed (their algorithms change
   across versions), and **Python** (its ``random`` module, which networkx drives);
 - **the processor**: vendor, family and model, which MKL and OpenBLAS read to choose their
-  code (two AVX512 machines of one vendor and two generations can run different kernels).
+  code (two AVX512 machines of one vendor and two generations can run different kernels);
+- **Numba and its LLVM** (``llvmlite``), which compile the band gossip kernel
+  (:mod:`topofl.engine._band_jit`, buffers of 1 GiB and more by default): LLVM chooses the
+  instructions and may fuse a product into the next sum. Recorded since that kernel exists
+  (:data:`LATER_BIT_FIELDS`), without importing Numba.
 
 :func:`numeric_environment` records all of it, :func:`bits` keeps the part that decides the
 bits (:data:`BIT_FIELDS`; the rest names things for a reader) and :func:`differences` says
@@ -31,12 +35,15 @@ Examples
 (True, True)
 >>> differences(env, {**env, "numpy": "1.26.4"})  # doctest: +ELLIPSIS
 ['numpy ... vs 1.26.4']
+>>> differences(env, {k: v for k, v in env.items() if k != "numba"})  # recorded before it
+[]
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import os
 import platform
 import re
@@ -51,13 +58,20 @@ import torch
 from topofl._utils.cpu import _cpuinfo, cpu_kind, cpu_model
 
 __all__ = ["numeric_environment", "bits", "differences", "summary", "BIT_FIELDS",
-           "INFORMATIVE_FIELDS"]
+           "LATER_BIT_FIELDS", "INFORMATIVE_FIELDS"]
 
 #: The fields of :func:`numeric_environment` that decide the bits of a computation (two
 #: environments equal on all of them compute the same bits for the same code and seed).
 BIT_FIELDS = ("python", "torch", "torch_build", "torch_capability", "torch_blas", "mkl_cbwr",
               "numpy", "numpy_simd", "numpy_blas", "scipy", "scipy_blas", "networkx",
-              "cpu", "cpu_id")
+              "cpu", "cpu_id", "numba")
+#: The fields of :data:`BIT_FIELDS` recorded only since a later version, which decide the bits
+#: of a part of the library that did not exist before them (``numba``: the compiled band
+#: kernel). :func:`differences` compares them only where both environments recorded them: an
+#: environment recorded before the field ran no code whose bits it decides, so its absence
+#: is not a difference (which would be a false "environment differs" on every older record).
+#: A field that decided bits before it was recorded is not one of these.
+LATER_BIT_FIELDS = ("numba",)
 #: The fields that name things for a reader, or that were measured not to move the bits
 #: (``blas_threads``: one OpenBLAS thread instead of two moved no value of the snapshot,
 #: ``analysis/environment_bits.md``; the count follows the machine's cores). torch's thread
@@ -104,6 +118,23 @@ def _blas_of(package: str) -> tuple[str, int | None]:
     return "not loaded", None
 
 
+def _version(dist: str) -> str | None:
+    """An installed distribution's version from its metadata (without importing it)."""
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _numba() -> str:
+    """Numba's version and its LLVM binding's, e.g. ``"0.62.1 (llvmlite 0.45.1)"``, or
+    ``"not installed"`` (the compiled kernel then never runs: torch's kernel does)."""
+    numba, llvmlite = _version("numba"), _version("llvmlite")
+    if numba is None:
+        return "not installed"
+    return f"{numba} (llvmlite {llvmlite or 'not installed'})"
+
+
 @functools.lru_cache(maxsize=1)
 def _cpu_id() -> str:
     """The processor's vendor, family, model and stepping (what MKL and OpenBLAS read)."""
@@ -147,6 +178,7 @@ def numeric_environment() -> dict[str, Any]:
         "networkx": networkx.__version__,
         "cpu": cpu_kind(),
         "cpu_id": _cpu_id(),
+        "numba": _numba(),
         "cpu_model": cpu_model(),
         "blas_threads": {"numpy": numpy_threads, "scipy": scipy_threads},
     }
@@ -162,14 +194,23 @@ def differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     """Where two environments differ in a field that decides the bits, in words
     (``"numpy 2.2.6 vs 2.4.6"``); empty: they compute the same bits.
 
+    A field of :data:`LATER_BIT_FIELDS` counts only where both environments recorded it (a
+    value, not ``None``); any other field missing on one side is a difference
+    (``"not recorded"``).
+
     Examples
     --------
     >>> differences({"numpy": "2.2.6", "cpu_model": "A"}, {"numpy": "2.4.6", "cpu_model": "B"})
     ['numpy 2.2.6 vs 2.4.6']
+    >>> differences({"numba": "0.61.0 (llvmlite 0.44.0)"}, {}), differences({"numba": "0.61.0"},
+    ...                                                               {"numba": "0.62.1"})
+    ([], ['numba 0.61.0 vs 0.62.1'])
     """
     out = []
     for f in BIT_FIELDS:
         x, y = a.get(f), b.get(f)
+        if f in LATER_BIT_FIELDS and (x is None or y is None):
+            continue
         if x != y:
             out.append(f"{f} {x if x is not None else 'not recorded'} vs "
                        f"{y if y is not None else 'not recorded'}")
