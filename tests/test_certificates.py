@@ -816,3 +816,11 @@ def test_a_tree_reads_its_rule_where_it_keeps_its_fingerprint_module() -> None:
     assert tree_fingerprint({**new, "cli.py": b"print(2)\n"}) == tree_fingerprint(new)
     with pytest.raises(ValueError, match="the tree has no _utils/fingerprint.py"):
         tree_fingerprint({"_version.py": old["_version.py"], "core.py": b"x=1\n"})
+
+
+def test_every_committed_result_is_current() -> None:
+    """Each committed result's code leads to the current code through the committed
+    certificates (the chain only: ``topofl figure index --check`` also re-runs them). A result
+    left stale, as field_single_merge was for a day when its certificates all started from a
+    sibling code, fails here."""
+    assert figure_results.stale() == {}
