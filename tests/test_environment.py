@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from topofl._utils.environment import (BIT_FIELDS, LATER_BIT_FIELDS, bits, differences,
-                                       numeric_environment)
+from topofl._utils.environment import (
+    BIT_FIELDS,
+    LATER_BIT_FIELDS,
+    bits,
+    differences,
+    numeric_environment,
+)
 from topofl.figures.certificates import environment_of
 
 ROOT = Path(__file__).resolve().parents[1]
