@@ -549,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
     from topofl.tools.bench import loadavg, machine_info
     info = machine_info()
     load0, t0 = loadavg(), time.perf_counter()
+    # the commit the cases start from (read before them: one committed during a long run is
+    # not theirs)
+    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True, check=False).stdout.strip()
     results: list[dict[str, Any]] = []
     if a.from_json:
         runs = [json.loads(Path(f).read_text()) for f in a.from_json]
@@ -584,8 +588,6 @@ def main(argv: list[str] | None = None) -> int:
             floors[n] = f
             print(f"floor n={n:,}: {f['floor']:.3g} s, data alone {_s(f['data'])} s",
                   flush=True)
-    rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                         capture_output=True, text=True, check=False).stdout.strip()
     if a.from_json:
         rev = saved.get("commit", rev)
         if a.json:  # the runs merged into one file (which --from-json reads back)
