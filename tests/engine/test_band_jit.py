@@ -157,28 +157,32 @@ def test_a_nan_row_reaches_only_its_neighbours() -> None:
     assert bad == [9, 10, 11]
 
 
-def test_narrow_rows_keep_torchs_blocks(monkeypatch: Any) -> None:
-    """Rows under 16 columns take torch's shifted adds (a row's compiled loop is too short)."""
+@pytest.fixture
+def compiled_calls(monkeypatch: Any) -> list[int]:
+    """The calls of the compiled kernel, which is replaced by a spy that computes nothing."""
     calls: list[int] = []
     monkeypatch.setattr(_band_jit, "band_", lambda *a, **k: calls.append(1))
+    return calls
+
+
+def test_narrow_rows_keep_torchs_blocks(compiled_calls: list[int]) -> None:
+    """Rows under 16 columns take torch's shifted adds (a row's compiled loop is too short)."""
     topo = tf.topologies.ring(50)
     X = _x(50, 15, torch.float64)
     ref = topo.to_dense() @ X.numpy()
     Mixer(CPU, torch.float64, band_min_n=0, jit=True).mix_(topo, X)
-    assert not calls
+    assert not compiled_calls
     np.testing.assert_allclose(X.numpy(), ref, rtol=1e-12, atol=1e-12)
 
 
-def test_other_dtypes_keep_torchs_kernel(monkeypatch: Any) -> None:
+def test_other_dtypes_keep_torchs_kernel(compiled_calls: list[int]) -> None:
     """Only float32 and float64 are compiled; a bfloat16 buffer takes torch's forms."""
-    calls: list[int] = []
-    monkeypatch.setattr(_band_jit, "band_", lambda *a, **k: calls.append(1))
     topo = tf.topologies.ring(64)
     X = _x(64, 32, torch.float64)
     ref = topo.to_dense() @ X.numpy()
     Y = X.to(torch.bfloat16)
     Mixer(CPU, torch.bfloat16, band_min_n=0, jit=True).mix_(topo, Y)
-    assert not calls
+    assert not compiled_calls
     np.testing.assert_allclose(Y.double().numpy(), ref, rtol=0.05, atol=0.05)
 
 
