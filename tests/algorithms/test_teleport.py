@@ -259,3 +259,88 @@ def test_teleportation_active_refuses_a_draw_beyond_memory_before_drawing(
         tf.topologies.teleportation_active(10**7, 10**6, 0, seed=0)
     a = tf.topologies.teleportation_active(10**12, 3, 5, seed=0)
     assert a.shape == (3,) and len(set(a.tolist())) == 3 and a.max() < 10**12
+
+
+# ------------------------------------------------ O(k) rounds: the same numbers as O(n) ones
+# A round moves only the k active rows: the engine takes their gradients alone
+# (ActiveSGD.moving / update_rows), the gossip and teleport write the k receiving rows
+# (Mixer.mix_rows_) and the global test set scores the k models; every other row's loss is
+# still computed (train_loss is the mean over all n rows). Each must give the bits of the
+# full-row form it replaces: the same kernels on the same per-row shapes.
+
+
+def _full_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every round over all n rows, as before the O(k) forms."""
+    import importlib
+
+    mod = importlib.import_module("topofl.algorithms.teleport")
+    ev = importlib.import_module("topofl.engine.evaluation")
+    monkeypatch.setattr(mod.ActiveSGD, "moving", None, raising=False)
+    monkeypatch.setattr(mod, "Mixer", type("NotTheMixer", (), {}))
+    monkeypatch.setattr(ev, "_scored_rows", lambda algorithm, rnd, env: None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("n", "k", "graph", "model"), [
+    (40, 4, "ring", "logistic"), (40, 3, "complete", "logistic"),
+    (30, 8, "random_regular", "logistic"), (24, 5, "ring", "mlp")])
+def test_k_row_rounds_equal_all_row_rounds_bit_for_bit(
+        monkeypatch: pytest.MonkeyPatch, dtype: str, n: int, k: int, graph: str,
+        model: str) -> None:
+    d = tf.data.federate("digits", "shards", n, shards_per_client=1, seed=0, val=0.1)
+    m = tf.models.build_model(model, d.input_shape, d.num_classes, seed=0)
+    cfg = RunConfig(rounds=6, batch_size=B, dtype=dtype, spectral=False, eval_every=2,
+                    eval_val=True, record_clients=True)
+    algo = tf.algorithms.teleport(lr=0.2, k=k, graph=graph, sample_seed=2, local_steps=2,
+                                  weight_decay=1e-3)
+    fast = tf.engine.run(cfg, None, algo, d, m)
+    with monkeypatch.context() as mp:
+        _full_rows(mp)
+        full = tf.engine.run(cfg, None, algo, d, m)
+    assert _rows(fast) == _rows(full)
+    assert torch.equal(fast.state.x, full.state.x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(("n", "k", "graph", "p"), [
+    (9, 2, "ring", 1100), (50, 4, "ring", 1100), (50, 4, "ring", 650), (50, 7, "complete", 333),
+    (64, 8, "random_regular", 1000), (300, 16, "ring", 7850), (320, 4, "ring", 7850)])
+def test_mix_rows_equals_the_full_map_bit_for_bit(dtype: torch.dtype, n: int, k: int,
+                                                   graph: str, p: int) -> None:
+    from topofl.algorithms.teleport import teleport_rows
+    from topofl.topologies.teleportation import slot_pairs
+
+    mixer = tf.engine.gossip.Mixer(torch.device("cpu"), dtype)
+    pairs = (slot_pairs(np.random.SeedSequence(3), k) if graph == "random_regular" else None)
+    gen = np.random.default_rng(n * k)
+    for t in range(4):
+        active = gen.choice(n, k, replace=False)
+        following = gen.choice(n, k, replace=False)
+        M = teleport_map(n, active, following, graph, pairs)
+        assert not mixer.takes_dense(n, M.nnz)
+        X = torch.randn(n, p, dtype=dtype, generator=torch.Generator().manual_seed(t))
+        Y = X.clone()
+        mixer.mix_(tf.Topology.from_matrix(M), X)
+        mixer.mix_rows_(teleport_rows(n, active, graph, pairs), following, Y)
+        assert torch.equal(X, Y), (n, k, graph, t)
+
+
+def test_mix_rows_refuses_bad_shapes() -> None:
+    import scipy.sparse as sp
+
+    mixer = tf.engine.gossip.Mixer(torch.device("cpu"), torch.float64)
+    X = torch.zeros(5, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"W must be \(len\(dst\), n\) = \(2, 5\)"):
+        mixer.mix_rows_(sp.csr_array(np.ones((2, 3))), np.array([2, 3]), X)
+    with pytest.raises(ValueError, match="dst must not repeat"):
+        mixer.mix_rows_(sp.csr_array(np.ones((2, 5))), np.array([3, 3]), X)
+
+
+def test_slot_draws_kept_are_the_draws() -> None:
+    from topofl.algorithms.teleport import Slots
+
+    slots = Slots(4, 7)
+    for t in (5, 3, 5, 9, 0, 3, 12, 5):  # out of order, repeated, beyond the kept few
+        a = slots.draw(30, t)
+        assert a.tolist() == teleportation_active(30, 4, t, seed=7).tolist()
+        assert not a.flags.writeable

@@ -13,6 +13,7 @@ from torch import Tensor
 from topofl._utils.rng import as_generator
 from topofl.engine.clients import Clients, first_bad
 from topofl.engine.config import RunConfig, global_samples
+from topofl.engine.local import row_runs
 from topofl.engine.protocol import Adjust, Algorithm, Round, Services, State
 from topofl.exceptions import ConvergenceError
 from topofl.graph import Topology
@@ -361,9 +362,13 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     elif with_global:
         xg, yg = data.global_test
         g = int(xg.shape[0])
-        gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, g, chunk))
-        parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True,
-                                              adjust=adjust), dim=1))
+        rows = None if adjust is not None else _scored_rows(algorithm, rnd, env)
+        if rows is None:
+            gb = ((xg[a:a + chunk], yg[a:a + chunk], None) for a in range(0, g, chunk))
+            parts.append(torch.stack(score_chunks(executor, x_eval, gb, m, shared=True,
+                                                  adjust=adjust), dim=1))
+        else:  # the global test set's sums of the scored rows only (the others unread)
+            parts.append(_rows_global_sums(executor, x_eval, xg, yg, chunk, rows))
     if config.eval_val:  # gathered with the rest: one collective
         parts.append(split_sums(executor, x_eval, data, "val", chunk, adjust))
     full = clients.all_rows(torch.cat(parts, dim=1), "evaluation")  # [n, 3, 6 (, +3)] sums
@@ -458,6 +463,36 @@ def check_eval_val(config: RunConfig, data: Any) -> None:
         raise ValueError("eval_val=True scores every client on its validation split, but no "
                          "client of the data has one: federate the data with a validation "
                          "share (e.g. partition parameter val=0.2) or set eval_val=False")
+
+
+def _rows_global_sums(executor: Any, x_eval: Tensor, xg: Tensor, yg: Tensor, chunk: int,
+                      rows: np.ndarray) -> Tensor:
+    """``[m, 3]`` the global test set's sums (correct, loss, count) of the rows ``rows`` of
+    ``x_eval`` (zeros in the others), as :func:`score_chunks` of every row gives them: taken
+    on views of runs of adjacent rows (:func:`topofl.engine.local.row_runs`), each row at
+    its own address (a gathered copy moves a row's parameters, and a matrix product may
+    then round otherwise)."""
+    m, g = int(x_eval.shape[0]), int(xg.shape[0])
+    sums = torch.zeros(m, 3, dtype=torch.float64, device=x_eval.device)
+    for a, b in row_runs(rows, m):
+        gb = ((xg[c:c + chunk], yg[c:c + chunk], None) for c in range(0, g, chunk))
+        sums[a:b] = torch.stack(score_chunks(executor, x_eval[a:b], gb, b - a, shared=True),
+                                dim=1)
+    out = torch.zeros_like(sums)
+    idx = torch.as_tensor(rows, device=x_eval.device)
+    return out.index_copy_(0, idx, sums.index_select(0, idx))
+
+
+def _scored_rows(algorithm: Algorithm, rnd: Round, env: Services) -> np.ndarray | None:
+    """Sorted ``int64``: this process's rows that ``algorithm.scored`` scores at round
+    ``rnd.t``, when they are not all of them (``None``: every row is scored, or the
+    algorithm scores every client)."""
+    if algorithm.scored is None:
+        return None
+    mine = scored_clients(algorithm, rnd, env)[env.clients.ids]
+    if bool(mine.all()):
+        return None
+    return np.flatnonzero(mine).astype(np.int64)
 
 
 def scored_clients(algorithm: Algorithm, rnd: Round, env: Services) -> np.ndarray:

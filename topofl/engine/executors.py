@@ -54,9 +54,12 @@ class Executor(Protocol):
     """What the engine needs from an executor.
 
     Optional, looked up with ``getattr`` by :class:`~topofl.engine.local.LocalStepper`: ``streams``
-    (bool: stream the local step over blocks of clients by default) and ``fuses_sgd`` (bool)
+    (bool: stream the local step over blocks of clients by default), ``fuses_sgd`` (bool)
     with ``sgd_(flat, x, y, part, lr) -> losses`` (a plain SGD step in place, without a
-    gradient buffer), both provided by :class:`BatchedExecutor`.
+    gradient buffer), both provided by :class:`BatchedExecutor`, and ``losses(flat, x, y)
+    -> [n]`` (the losses ``grad`` returns, from the same forward pass, without a gradient:
+    a local step that moves a few rows takes the gradients of those rows only),
+    provided by both executors.
     """
 
     def grad(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, out: Tensor) -> Tensor:
@@ -457,6 +460,19 @@ class BatchedExecutor(_InputCheck):
                 out_views[k][c].copy_(g)
         return losses
 
+    def losses(self, flat: Tensor, x: Tensor, y: Tensor) -> Tensor:
+        """``[n]``: the losses :meth:`grad` returns (its forward pass, chunk by chunk, the
+        same numbers), without a gradient."""
+        self._check_input(x.shape[2:], flat.dtype)
+        views = self.layout.views(flat)
+        losses = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)
+        for c in self._chunks(flat.shape[0]):
+            if self.linear is not None:
+                losses[c] = self._linear_backward(views, x[c], y[c], c, None)[0]
+            else:
+                losses[c] = self._autograd(views, x[c], y[c], (), c)[0]
+        return losses
+
     def _autograd(self, views: dict[str, Tensor], x: Tensor, y: Tensor,
                   train_names: tuple[str, ...], c: slice) -> tuple[Tensor, tuple[Tensor, ...]]:
         """The clients ``c``'s mean cross-entropies ``[m]`` and their gradients with respect
@@ -677,6 +693,17 @@ class LoopExecutor(_InputCheck):
     # ------------------------------------------------------------------ executor API
     def grad(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, out: Tensor) -> Tensor:
         views, out_views, train_names, losses = self._grad_start(flat, x, part, out)
+        return self._grad(flat, x, y, part, views, out_views, train_names, losses)
+
+    def losses(self, flat: Tensor, x: Tensor, y: Tensor) -> Tensor:
+        """``[n]``: the losses :meth:`grad` returns (the same forward pass), no gradient."""
+        self._check_input(x.shape[2:], flat.dtype)
+        losses = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)
+        return self._grad(flat, x, y, "all", self.layout.views(flat), {}, (), losses)
+
+    def _grad(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, views: dict[str, Tensor],
+              out_views: dict[str, Tensor], train_names: tuple[str, ...],
+              losses: Tensor) -> Tensor:
         train_set = set(train_names)
         n = flat.shape[0]
 

@@ -120,9 +120,11 @@ from topofl.graph import Topology
 __all__ = ["BandPlan", "Mixer", "band_plan"]
 
 
-def _csr_int32(topology: Topology, device: torch.device, dtype: torch.dtype) -> Tensor:
-    """``W`` as a torch CSR tensor with int32 indices (MKL's fast path on CPU)."""
-    A = topology.W
+def _csr_int32(topology: Topology | sp.csr_array, device: torch.device,
+               dtype: torch.dtype) -> Tensor:
+    """``W`` (a topology's, or a canonical scipy CSR matrix) as a torch CSR tensor with int32
+    indices (MKL's fast path on CPU)."""
+    A = topology.W if isinstance(topology, Topology) else topology
     idx_dtype = torch.int32 if A.nnz < 2**31 else torch.int64
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
@@ -358,10 +360,14 @@ class Mixer(TopologyCache):
         self._buffers: dict[tuple[int, torch.dtype], Tensor] = {}
 
     def _is_dense(self, topology: Topology) -> bool:
-        n = topology.n
+        return self.takes_dense(topology.n, topology.W.nnz)
+
+    def takes_dense(self, n: int, nnz: int) -> bool:
+        """Whether :meth:`mix_` applies a ``W`` of ``n`` rows and ``nnz`` non-zeros with the
+        dense product here (else a sparse kernel: CSR, or the band kernel for a band)."""
         if self.dense_max is not None:
             return n <= self.dense_max
-        return n <= 8 or topology.W.nnz >= self.dense_fill * n * n
+        return n <= 8 or nnz >= self.dense_fill * n * n
 
     def _build(self, topology: Topology) -> dict[str, Any]:
         dense = self._is_dense(topology)
@@ -442,6 +448,61 @@ class Mixer(TopologyCache):
                 torch.mm(W, src, out=tile_x)
             else:
                 torch.addmm(tile_x, W, src, beta=0, out=tile_x)
+
+    def mix_rows_(self, W: sp.csr_array, dst: np.ndarray, X: Tensor) -> None:
+        """In place: ``X[dst] <- W X``, the other rows unchanged (every row is read before
+        any is written), for a map that moves only the ``m = len(dst)`` rows ``dst`` of
+        ``X`` (``n`` rows) and reads only a few: ``O(m)`` rows of work where :meth:`mix_` of
+        the full ``n x n`` map (rows ``dst`` of it ``W``, every other row ``e_i``) takes
+        ``O(n)``.
+
+        ``W`` (``m x n``, canonical CSR) is the full map's rows ``dst``. On the CPU the rows
+        ``W`` reads are copied into the tile buffer :meth:`mix_` uses, each at its own row,
+        and the CSR kernel takes them on the same column tiles: so each row of ``dst``
+        gets the bits :meth:`mix_` of the full map gives it where that map takes the CSR
+        kernel (:meth:`takes_dense` false, not a band). A source row at another position
+        of the buffer (another address modulo the vector width) gets other bits from MKL's
+        kernel, measured; ``tests/algorithms/test_teleport.py`` checks the equality on
+        Teleportation's maps.
+
+        Examples
+        --------
+        Rows 0 and 3 of five receive the mean of rows 1 and 2; the other rows keep theirs.
+
+        >>> import numpy as np, scipy.sparse as sp, torch
+        >>> mixer = tf.engine.gossip.Mixer(torch.device("cpu"), torch.float64)
+        >>> X = torch.arange(5.0, dtype=torch.float64).unsqueeze(1)
+        >>> W = sp.csr_array(np.array([[0, 0.5, 0.5, 0, 0], [0, 0.5, 0.5, 0, 0]]))
+        >>> mixer.mix_rows_(W, np.array([0, 3]), X)
+        >>> X.flatten().tolist()
+        [1.5, 1.0, 2.0, 1.5, 4.0]
+        """
+        dst = np.array(dst, dtype=np.int64)
+        n, p = X.shape
+        if W.shape != (dst.size, n):
+            raise ValueError(f"W must be (len(dst), n) = ({dst.size}, {n}), got {W.shape}")
+        if dst.size != np.unique(dst).size:
+            raise ValueError("dst must not repeat a row")
+        if dst.size == 0 or p == 0:
+            return
+        dev = X.device
+        di = torch.as_tensor(dst, device=dev)
+        if dev.type != "cpu":
+            Wt = torch.as_tensor(W.toarray(), dtype=X.dtype, device=dev)
+            X.index_copy_(0, di, Wt @ X)
+            return
+        read = torch.as_tensor(np.unique(W.indices).astype(np.int64), device=dev)
+        Wc = _csr_int32(sp.csr_array(W), dev, X.dtype)
+        tile = min(p, self._tile(n, X.element_size()))
+        buf = self._scratch(n * tile, X)
+        out = torch.empty(dst.size, p, dtype=X.dtype, device=dev)
+        for a in range(0, p, tile):
+            b = min(p, a + tile)
+            src = buf[: n * (b - a)].view(n, b - a)  # mix_'s tile buffer; the rows W reads
+            src.index_copy_(0, read, X[:, a:b].index_select(0, read))
+            o = out[:, a:b]
+            torch.addmm(o, Wc, src, beta=0, out=o)
+        X.index_copy_(0, di, out)
 
     def _band_(self, plan: BandPlan, Xc: Tensor) -> None:
         """Shifted adds, in place, block of rows by block of rows: a block's ``k`` terms are

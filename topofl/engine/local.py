@@ -11,7 +11,7 @@ from torch import Tensor
 
 from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
 
-__all__ = ["LocalStepper", "stream_rows", "steps_per_client"]
+__all__ = ["LocalStepper", "row_runs", "stream_rows", "steps_per_client"]
 
 
 def steps_per_client(phase_steps: int | None, epochs: Any, sizes: Tensor, batch: int) -> Tensor:
@@ -145,6 +145,16 @@ class LocalStepper:
         fused = getattr(local, "fused", None)
         self.rows = n if not rowwise else max(1, min(n, int(rows)))
         self.kernel = fused(executor) if fuse and fused is not None else None
+        # a piece that moves few rows a step (LocalUpdate.moving): their gradients only,
+        # every row's loss from the executor's forward pass
+        moving = getattr(local, "moving", None)
+        self.moving = (moving if moving is not None and self.kernel is None
+                       and self.rows >= n and getattr(executor, "losses", None) is not None
+                       else None)
+        if self.moving is not None and getattr(local, "update_rows", None) is None:
+            raise TypeError(f"{type(local).__name__} has moving but no update_rows: a local "
+                            "update that moves few rows applies their step with update_rows "
+                            "(LocalUpdate's docstring)")
         self.executor, self.local, self.data = executor, local, data
         self.batch_size, self.dtype, self.n = int(batch_size), dtype, n
         self.check = check
@@ -188,8 +198,64 @@ class LocalStepper:
                 self.check(loss, first)
             return loss
         g = self.grads[: point.shape[0]]  # type: ignore[index]  # None only when fused
+        rows = None if self.moving is None else self.moving(rnd, env)
+        if rows is not None:
+            return self._step_rows(state, point, x, y, phase, lr, rnd, env, rows, g)
         loss = self.executor.grad(point, x, y, phase.part, g)
         if self.check is not None:
             self.check(loss, first)
         self.local.update(state, g, phase, lr, rnd, env)
         return loss
+
+    def _step_rows(self, state: State, point: Tensor, x: Tensor, y: Tensor, phase: Phase,
+                   lr: Tensor, rnd: Round, env: Services, rows: Any, g: Tensor) -> Tensor:
+        """The step of a piece that moves only ``rows`` (``LocalUpdate.moving``): every
+        row's loss from the forward pass :meth:`grad` takes (the same numbers), the gradients
+        of ``rows`` alone, then ``update_rows``.
+
+        The gradients are taken on views of runs of adjacent rows (:func:`row_runs`), not on
+        a gathered copy: MKL's batched product gives a row other bits where its parameters
+        start at another address modulo the vector width (a row of 650 floats of a copy
+        does, measured on an AVX512 EPYC), so each row keeps the address it has in the
+        full step, and a run of two rows at least keeps torch's batched kernel."""
+        loss: Tensor = self.executor.losses(point, x, y)
+        if self.check is not None:
+            self.check(loss, 0)
+        idx = np.asarray(rows, dtype=np.int64)
+        if idx.size:
+            for a, b in row_runs(idx, self.n):
+                self.executor.grad(point[a:b], x[a:b], y[a:b], phase.part, g[a:b])
+            update_rows = self.local.update_rows  # type: ignore[attr-defined]  # with moving
+            update_rows(state, g, torch.as_tensor(idx, device=point.device), phase, lr, rnd,
+                        env)
+        return loss
+
+
+def row_runs(rows: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """The runs ``(start, stop)`` of adjacent rows that cover the sorted ``rows`` of ``n``,
+    each of two rows at least where ``n >= 2`` (a lone row takes a neighbour: a batched
+    product of one matrix runs another kernel).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl.engine.local import row_runs
+    >>> row_runs(np.array([0, 1, 2, 7, 9]), 10)
+    [(0, 3), (7, 9), (8, 10)]
+    >>> row_runs(np.array([9]), 10), row_runs(np.array([0]), 1)
+    ([(8, 10)], [(0, 1)])
+    """
+    runs: list[tuple[int, int]] = []
+    for r in np.asarray(rows, dtype=np.int64).tolist():
+        if runs and r < runs[-1][1]:
+            continue  # taken with the run before
+        if runs and r == runs[-1][1]:
+            runs[-1] = (runs[-1][0], r + 1)
+        else:
+            runs.append((r, r + 1))
+    out = []
+    for a, b in runs:
+        if b - a == 1 and n >= 2:
+            a, b = (a, b + 1) if b < n else (a - 1, b)
+        out.append((a, b))
+    return out

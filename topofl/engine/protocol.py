@@ -399,6 +399,19 @@ class LocalUpdate(Protocol):
         ``fused = None``. A kernel ``kernel(executor, state, x, y, phase, lr) -> losses [n]``
         computes the same numbers as ``point``, the gradient and ``update`` in one executor
         pass, without a gradient buffer. Read once per run.
+    moving(rnd, env) -> ndarray or None
+        Optional, default ``None`` (every row may move). The rows (sorted int64 indices into
+        the ``n`` rows) that the step of round ``rnd.t`` can move, when they are few: every
+        other row's learning rate is then ``0`` for this piece whatever ``lr`` says. The
+        engine then takes the gradients of these rows only (the losses of every row still,
+        from the same forward pass) and calls ``update_rows`` instead of :meth:`update`
+        (the same numbers; :func:`topofl.algorithms.teleport`'s ``k`` active rows of ``n``).
+        Called before every local step that is neither fused nor streamed, on an executor
+        with ``losses`` (both of topofl's).
+    update_rows(state, grads, rows, phase, lr, rnd, env) -> None
+        Required with ``moving``. :meth:`update` on the rows ``rows`` (an int64 tensor)
+        only: their gradients are the rows ``rows`` of ``grads`` (``[n, P]``; its other rows
+        hold anything), ``lr`` the ``[n]`` rates.
 
     Examples
     --------
