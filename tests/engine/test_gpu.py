@@ -51,3 +51,18 @@ def test_the_probes_clock_waits_for_the_gpu() -> None:
     torch.cuda._sleep(2 * 10**9)
     t1 = clock()  # type: ignore[operator]
     assert t1 - t0 > 0.2
+
+
+def test_teleport_on_cuda_matches_cpu() -> None:
+    """Teleportation's k-row rounds (the moving rows' gradients, ``Mixer.mix_rows_``'s dense
+    product of the rows read on a GPU, the k models' global scores) equal the CPU's to
+    rounding."""
+    data = tf.data.federate("digits", "shards", 30, shards_per_client=1, seed=0)
+    kw = dict(data=data, model="logistic", rounds=6, seed=0, batch_size=8, dtype="float64",
+              spectral=False, eval_every=2, k=4, sample_seed=1, local_steps=2)
+    cpu = tf.run("teleport", device="cpu", **kw)
+    gpu = tf.run("teleport", device="cuda", **kw)
+    np.testing.assert_allclose(gpu.state.x.cpu().numpy(), cpu.state.x.numpy(), rtol=1e-7,
+                               atol=1e-9)
+    assert gpu.records.final("global_acc_mean") == pytest.approx(
+        cpu.records.final("global_acc_mean"), abs=1e-9)

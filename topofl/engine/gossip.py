@@ -463,7 +463,8 @@ class Mixer(TopologyCache):
         kernel (:meth:`takes_dense` false, not a band). A source row at another position
         of the buffer (another address modulo the vector width) gets other bits from MKL's
         kernel, measured; ``tests/algorithms/test_teleport.py`` checks the equality on
-        Teleportation's maps.
+        Teleportation's maps. On another device, a dense product of the rows read: equal to
+        :meth:`mix_` to rounding.
 
         Examples
         --------
@@ -487,11 +488,12 @@ class Mixer(TopologyCache):
             return
         dev = X.device
         di = torch.as_tensor(dst, device=dev)
-        if dev.type != "cpu":
-            Wt = torch.as_tensor(W.toarray(), dtype=X.dtype, device=dev)
-            X.index_copy_(0, di, Wt @ X)
+        cols = np.unique(W.indices).astype(np.int64)
+        read = torch.as_tensor(cols, device=dev)
+        if dev.type != "cpu":  # a dense (m, read) product of the rows read (to rounding)
+            Wt = torch.as_tensor(sp.csr_array(W)[:, cols].toarray(), dtype=X.dtype, device=dev)
+            X.index_copy_(0, di, Wt @ X.index_select(0, read))
             return
-        read = torch.as_tensor(np.unique(W.indices).astype(np.int64), device=dev)
         Wc = _csr_int32(sp.csr_array(W), dev, X.dtype)
         tile = min(p, self._tile(n, X.element_size()))
         buf = self._scratch(n * tile, X)

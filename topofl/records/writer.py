@@ -279,8 +279,9 @@ class Recorder:
             self.blocks = []
 
     def flush(self, *, sync: bool = True) -> None:
-        """Flush to disk (called by the engine after every round); ``sync=False`` hands the
-        rows to the operating system without waiting for the disk (:meth:`sync` then does)."""
+        """Flush to disk (the engine calls it after every round: with ``sync=False``, except
+        before a checkpoint and at the end); ``sync=False`` hands the rows to the operating
+        system without waiting for the disk (:meth:`sync` then does)."""
         if self._fh is not None:
             self._fh.flush()
             if sync:
