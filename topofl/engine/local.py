@@ -197,10 +197,10 @@ class LocalStepper:
             if self.check is not None:  # here after the step: a diverged client is not finite
                 self.check(loss, first)
             return loss
-        g = self.grads[: point.shape[0]]  # type: ignore[index]  # None only when fused
         rows = None if self.moving is None else self.moving(rnd, env)
         if rows is not None:
-            return self._step_rows(state, point, x, y, phase, lr, rnd, env, rows, g)
+            return self._step_rows(state, point, x, y, phase, lr, rnd, env, rows)
+        g = self.grads[: point.shape[0]]  # type: ignore[index]  # None only when fused
         loss = self.executor.grad(point, x, y, phase.part, g)
         if self.check is not None:
             self.check(loss, first)
@@ -208,7 +208,7 @@ class LocalStepper:
         return loss
 
     def _step_rows(self, state: State, point: Tensor, x: Tensor, y: Tensor, phase: Phase,
-                   lr: Tensor, rnd: Round, env: Services, rows: Any, g: Tensor) -> Tensor:
+                   lr: Tensor, rnd: Round, env: Services, rows: Any) -> Tensor:
         """The step of a piece that moves only ``rows`` (``LocalUpdate.moving``): every
         row's loss from the forward pass :meth:`grad` takes (the same numbers), the gradients
         of ``rows`` alone, then ``update_rows``.
@@ -222,6 +222,7 @@ class LocalStepper:
         if self.check is not None:
             self.check(loss, 0)
         idx = np.asarray(rows, dtype=np.int64)
+        g: Tensor = self.grads  # type: ignore[assignment]  # [n, P]: moving is not fused
         if idx.size:
             for a, b in row_runs(idx, self.n):
                 self.executor.grad(point[a:b], x[a:b], y[a:b], phase.part, g[a:b])
