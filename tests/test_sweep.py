@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -524,6 +525,40 @@ def test_cut_keeps_the_order_and_balances_the_parts(size: int, cap: int) -> None
     assert max(map(len, parts)) <= cap
     assert max(map(len, parts)) - min(map(len, parts)) <= 1
     assert len(parts) == -(-size // cap)
+
+
+def test_cut_balances_the_work_of_runs_of_several_sizes() -> None:
+    """field_teleportation_fmnist's 15 ring runs (5 seeds of 20, 80 and 320 clients) for two
+    workers: by count they were cut 8 | 7 (340 | 1,760 clients); by work 12 | 3."""
+    from topofl.sweep._stacking import _cut, _work
+
+    cfgs = [{"n_clients": n, "rounds": 24000} for n in (20, 80, 320) for _ in range(5)]
+    work = [_work(c) for c in cfgs]
+    parts = _cut(list(range(15)), 8, work)  # type: ignore[arg-type]
+    assert [len(p) for p in parts] == [12, 3]
+    sums = [sum(work[i] for i in p) / 24000 for p in parts]
+    assert sums == [1140.0, 960.0]
+    assert _work({"n_clients": 10}) == 1000.0 and _work({"data": object()}) == 100 * 100.0
+    assert _work({"n_clients": True, "rounds": 5}) == 1.0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_cut_by_work_keeps_the_order_and_the_number_of_parts(seed: int) -> None:
+    from topofl.sweep._stacking import _cut
+
+    gen = np.random.default_rng(seed)
+    size, cap = int(gen.integers(1, 30)), int(gen.integers(1, 10))
+    work = gen.integers(1, 1000, size).astype(float).tolist()
+    parts = _cut(list(range(size)), cap, work)  # type: ignore[arg-type]
+    assert [x for p in parts for x in p] == list(range(size))
+    assert len(parts) == -(-size // cap) and all(parts)
+    # each cut lies where the work before it comes nearest its share (among the allowed)
+    done = np.concatenate([[0.0], np.cumsum(work)])
+    b = np.cumsum([len(p) for p in parts])[:-1]
+    for i, cut in enumerate(b, start=1):
+        share = done[-1] * i / len(parts)
+        lo, hi = (b[i - 2] + 1 if i > 1 else 1), size - (len(parts) - i)
+        assert abs(done[cut] - share) == min(abs(done[c] - share) for c in range(lo, hi + 1))
 
 
 def test_overwrite_reruns_finished_runs_that_stack(tmp_path: Path) -> None:
