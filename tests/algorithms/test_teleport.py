@@ -283,7 +283,7 @@ def _full_rows(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(("n", "k", "graph", "model"), [
     (40, 4, "ring", "logistic"), (40, 3, "complete", "logistic"),
-    (30, 8, "random_regular", "logistic"), (24, 5, "ring", "mlp")])
+    (30, 8, "random_regular", "logistic"), (24, 5, "ring", "mlp"), (12, 7, "ring", "logistic")])
 def test_k_row_rounds_equal_all_row_rounds_bit_for_bit(
         monkeypatch: pytest.MonkeyPatch, dtype: str, n: int, k: int, graph: str,
         model: str) -> None:

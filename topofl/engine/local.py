@@ -198,7 +198,8 @@ class LocalStepper:
                 self.check(loss, first)
             return loss
         rows = None if self.moving is None else self.moving(rnd, env)
-        if rows is not None:
+        if rows is not None and 2 * len(rows) <= point.shape[0]:  # else the full step is
+            # cheaper (it takes one forward pass, the rows' step two): the same numbers
             return self._step_rows(state, point, x, y, phase, lr, rnd, env, rows)
         g = self.grads[: point.shape[0]]  # type: ignore[index]  # None only when fused
         loss = self.executor.grad(point, x, y, phase.part, g)

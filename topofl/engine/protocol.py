@@ -407,7 +407,8 @@ class LocalUpdate(Protocol):
         from the same forward pass) and calls ``update_rows`` instead of :meth:`update`
         (the same numbers; :func:`topofl.algorithms.teleport`'s ``k`` active rows of ``n``).
         Called before every local step that is neither fused nor streamed, on an executor
-        with ``losses`` (both of topofl's).
+        with ``losses`` (both of topofl's); with more than half the rows, the engine takes
+        the full step (:meth:`update`), which is then cheaper.
     update_rows(state, grads, rows, phase, lr, rnd, env) -> None
         Required with ``moving``. :meth:`update` on the rows ``rows`` (an int64 tensor)
         only: their gradients are the rows ``rows`` of ``grads`` (``[n, P]``; its other rows
