@@ -300,9 +300,13 @@ def transients(s: Shapes, n: int | None = None) -> tuple[int, int, int]:
     n = s.n if n is None else n
     rows = _rows(s, n)
     act_rows = min(rows, s.loop_threads) if s.loop_threads else rows
-    local = (rows * s.num_params * s.dtype_bytes
-             + act_rows * s.batch_size * (7 * s.activation_bytes // 5)
-             + n * s.batch_size * 8)
+    if s.moving:  # every row's forward pass without a graph (the evaluation's 3/4 of the
+        # activations); a few rows' gradients, counted in the buffers
+        local = act_rows * s.batch_size * (3 * s.activation_bytes // 4) + n * s.batch_size * 8
+    else:
+        local = (rows * s.num_params * s.dtype_bytes
+                 + act_rows * s.batch_size * (7 * s.activation_bytes // 5)
+                 + n * s.batch_size * 8)
     spectral = 0
     if s.spectral:
         if n <= _SUMMARY_DENSE_MAX:

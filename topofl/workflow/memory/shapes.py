@@ -53,6 +53,9 @@ class Shapes:
     activation_bytes: int = 0
     #: the local step's update is fused into the gradient pass (no ``[rows, P]`` gradient buffer)
     fused: bool = True
+    #: the local update moves few rows a step (``LocalUpdate.moving``): its step is every
+    #: row's forward pass (no autograd graph) and the gradients of those rows
+    moving: bool = False
     #: the local step streams blocks of clients (:func:`~topofl.engine.local.stream_rows`); else all
     #: clients at once; ``stream_rows`` overrides the block
     streams: bool = True
@@ -221,6 +224,9 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
     fused_of = getattr(local, "fused", None)
     fused = bool(run.fuse and fused_of is not None and fused_of(stand_in) is not None)
     rowwise = bool(getattr(local, "rowwise", False))
+    # a local update that moves few rows (LocalUpdate.moving: Teleportation): every row's
+    # forward pass without a graph, the gradients of a few rows
+    moving = bool(not fused and not rowwise and getattr(local, "moving", None) is not None)
     if data is not None:
         n_global = int(data.global_test[0].shape[0])
         sizes = {k: data.sizes(k) for k in ("train", "val", "test")}
@@ -262,7 +268,7 @@ def run_shapes(prepared: Any, *, model: torch.nn.Module, dataset: Any = None,
                           state_bytes(algorithm, layout, dtype, n).items()},
         dataset_bytes=_dataset_bytes(dataset) if dataset is not None else 0,
         data_bytes=data_bytes, longest_test=longest_test, w_row_nnz=nnz,
-        activation_bytes=activation_bytes(model, input_shape), fused=fused,
+        activation_bytes=activation_bytes(model, input_shape), fused=fused, moving=moving,
         streams=rowwise and kind == "batched", stream_rows=run.stream_rows,
         loop_threads=(torch.get_num_threads() if kind == "loop" else 0),
         global_test=n_global if run.eval_global else 0,
