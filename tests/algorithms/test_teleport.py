@@ -297,8 +297,20 @@ def test_k_row_rounds_equal_all_row_rounds_bit_for_bit(
     with monkeypatch.context() as mp:
         _full_rows(mp)
         full = tf.engine.run(cfg, None, algo, d, m)
-    assert _rows(fast) == _rows(full)
-    assert torch.equal(fast.state.x, full.state.x)
+    if dtype == "float64":  # the same kernels on the same rows at the same addresses
+        assert _rows(fast) == _rows(full)
+        assert torch.equal(fast.state.x, full.state.x)
+    else:  # bit for bit here (AVX512 EPYC); another CPU's float32 kernels: within rounding
+        a, b = _rows(fast), _rows(full)
+        assert [(r["round"], r["client"], r["metric"]) for r in a] == \
+            [(r["round"], r["client"], r["metric"]) for r in b]
+        for r, q in zip(a, b):
+            if isinstance(q["value"], float):
+                assert r["value"] == pytest.approx(q["value"], rel=1e-5, abs=1e-6,
+                                                   nan_ok=True)
+            else:
+                assert r["value"] == q["value"]
+        torch.testing.assert_close(fast.state.x, full.state.x, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -322,7 +334,10 @@ def test_mix_rows_equals_the_full_map_bit_for_bit(dtype: torch.dtype, n: int, k:
         Y = X.clone()
         mixer.mix_(tf.Topology.from_matrix(M), X)
         mixer.mix_rows_(teleport_rows(n, active, graph, pairs), following, Y)
-        assert torch.equal(X, Y), (n, k, graph, t)
+        if dtype == torch.float64:
+            assert torch.equal(X, Y), (n, k, graph, t)
+        else:  # bit for bit here; another CPU's float32 kernels: within rounding
+            torch.testing.assert_close(X, Y, rtol=1e-6, atol=1e-6)
 
 
 def test_mix_rows_refuses_bad_shapes() -> None:

@@ -74,8 +74,12 @@ def test_moving_rows_step_equals_the_full_step(dtype: torch.dtype, model: str, n
             out.append(step(s, tf.engine.Round(t), env, algo.phases[0], 0, lr))
         states.append(s.x)
         losses.append(torch.stack(out))
-    assert torch.equal(states[0], states[1])
-    assert torch.equal(losses[0], losses[1])
+    if dtype == torch.float64:
+        assert torch.equal(states[0], states[1])
+        assert torch.equal(losses[0], losses[1])
+    else:  # bit for bit here; another CPU's float32 kernels: within rounding
+        torch.testing.assert_close(states[0], states[1], rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(losses[0], losses[1], rtol=1e-6, atol=1e-7)
     # the rows that rested did not move
     assert not torch.equal(states[0], x0)
 
