@@ -33,9 +33,10 @@ def sgd_step(
     $g \leftarrow g + \lambda\, x_{wd}$; $m \leftarrow \mu m + g$;
     $x \leftarrow x - \eta_i (g + \mu m)$ (Nesterov) or $x - \eta_i m$ (heavy ball), with
     $\eta$ the ``[n]`` per-client learning rates (0 freezes a client: neither its parameters
-    nor its momentum move). ``decay_point`` is where
-    weight decay is evaluated (``x`` by default; the de-biased ``z`` for push-sum). ``g`` is
-    overwritten.
+    nor its momentum move, and its rows are neither read nor written: where some rates are 0
+    the moving rows step on copies of themselves, the same numbers). ``decay_point`` is where
+    weight decay is evaluated (``x`` by default; the de-biased ``z`` for push-sum). ``g`` may
+    be overwritten.
 
     Examples
     --------
@@ -48,18 +49,48 @@ def sgd_step(
     >>> round(float(x), 6), float(m)
     (1.62, 2.0)
     """
+    idle = lr == 0
+    if bool(idle.any()):
+        _moving_rows_step(x, g, lr, torch.nonzero(~idle).flatten(), momentum_buf=momentum_buf,
+                          momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
+                          decay_point=decay_point)
+        return
     if weight_decay:
         g.add_(x if decay_point is None else decay_point, alpha=weight_decay)
     if momentum_buf is not None and momentum:
-        if bool((lr == 0).any()):  # clients past their own step count keep their momentum
-            frozen = (lr == 0).unsqueeze(1)
-            momentum_buf.copy_(torch.where(frozen, momentum_buf, momentum_buf * momentum + g))
-        else:
-            momentum_buf.mul_(momentum).add_(g)
+        momentum_buf.mul_(momentum).add_(g)
         step = g.add_(momentum_buf, alpha=momentum) if nesterov else momentum_buf
     else:
         step = g
     x.addcmul_(step, lr.unsqueeze(1), value=-1.0)
+
+
+def _moving_rows_step(x: Tensor, g: Tensor, lr: Tensor, rows: Tensor, *,
+                      momentum_buf: Tensor | None, momentum: float, weight_decay: float,
+                      nesterov: bool, decay_point: Tensor | None) -> None:
+    """:func:`sgd_step` where some rates are 0: the step of the ``rows`` whose rate is not,
+    on copies of them, written back; the other rows (clients past their own step count,
+    offline or not sampled) keep their parameters and their momentum untouched.
+
+    The arithmetic of a moving row is the element-wise arithmetic of the full step, so its
+    numbers are the same (element-wise kernels give an element the same bits wherever it
+    sits, ``tests/engine/test_pieces.py``); an idle row costs nothing, where the full step
+    took every row through about six passes (the momentum kept by ``torch.where``) and wrote
+    an idle row ``x - 0 * step``: the same value, except where the step was not finite (NaN)
+    or the parameter was ``-0.0`` (``+0.0`` after a negative step)."""
+    if not rows.numel():
+        return
+
+    def pick(t: Tensor | None) -> Tensor | None:
+        return None if t is None else t.index_select(0, rows)
+
+    xs, bs = x.index_select(0, rows), pick(momentum_buf)
+    sgd_step(xs, g.index_select(0, rows), lr.index_select(0, rows), momentum_buf=bs,
+             momentum=momentum, weight_decay=weight_decay, nesterov=nesterov,
+             decay_point=pick(decay_point))
+    x.index_copy_(0, rows, xs)
+    if momentum_buf is not None and bs is not None:
+        momentum_buf.index_copy_(0, rows, bs)
 
 
 @dataclass(frozen=True)
