@@ -74,6 +74,11 @@ class _APFL:
 
     rowwise = True  # each client's step reads its own rows
 
+    @property
+    def skips_idle(self) -> bool:
+        """As the inner piece (alpha moves where the rate is not 0 only)."""
+        return self.sgd.skips_idle
+
     def init_(self, state: State, env: Services) -> None:
         self.sgd.init_(state, env)
         x = state.x

@@ -47,6 +47,11 @@ class _Personal:
     lam: float
     rowwise = False
 
+    @property
+    def skips_idle(self) -> bool:
+        """As the inner piece (the pull towards ``w^t`` reads the client's own rows)."""
+        return self.sgd.skips_idle
+
     def init_(self, state: State, env: Services) -> None:
         self.sgd.init_(state, env)
         state.own = DittoState(

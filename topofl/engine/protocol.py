@@ -409,6 +409,14 @@ class LocalUpdate(Protocol):
         Called before every local step that is neither fused nor streamed, on an executor
         with ``losses`` (both of topofl's); with more than half the rows, the engine takes
         the full step (:meth:`update`), which is then cheaper.
+    skips_idle : bool
+        Optional, default ``False``. ``True`` when :meth:`update` reads a row's gradient
+        only to move that row, so that the gradient of a row whose rate is ``0`` is never
+        needed. Where few rows have a rate (clients past their own number of steps), the
+        engine may then take the gradients of the others only, on a copy of their rows that
+        gives the same numbers (``BatchedExecutor.residue_period``), the losses of every row
+        still (from the executor's forward pass); the gradients of the rows at rate ``0``
+        then hold anything. Read once per run.
     update_rows(state, grads, rows, phase, lr, rnd, env) -> None
         Required with ``moving``. :meth:`update` on the rows ``rows`` (an int64 tensor)
         only: their gradients are the rows ``rows`` of ``grads`` (``[n, P]``; its other rows

@@ -121,6 +121,12 @@ class SGD:
         return True
 
     @property
+    def skips_idle(self) -> bool:
+        """A row's gradient moves that row alone, and a row at rate 0 does not move: the
+        engine may leave such rows' gradients out (``LocalUpdate.skips_idle``)."""
+        return True
+
+    @property
     def plain(self) -> bool:
         """``x <- x - lr * grad(x)`` exactly: no momentum, no weight decay, no de-biasing."""
         return self.debias is None and not self.momentum and not self.weight_decay
@@ -212,6 +218,11 @@ class Proximal(_Wrapper):
     def wrapped(self) -> SGD:
         """The inner :class:`SGD`."""
         return self.inner
+
+    @property
+    def skips_idle(self) -> bool:
+        """As the inner piece (the term reads the client's own row)."""
+        return self.inner.skips_idle
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:

@@ -117,6 +117,11 @@ class Sampled(_Wrapper):
         """The inner piece."""
         return self.inner
 
+    @property
+    def skips_idle(self) -> bool:
+        """As the inner piece (the mask only sets more rates to 0)."""
+        return bool(getattr(self.inner, "skips_idle", False))
+
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
         """The inner update with the non-participants' rates set to 0."""
