@@ -16,12 +16,15 @@ Usage: ``python analysis/bench_stack.py [--repeat 3] [--threads 1]``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import resource
 import statistics
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,54 @@ CASES = {
     "evaluate every 10 rounds": {"eval_every": 10},
     "evaluate every 10 rounds, mlp": {"eval_every": 10, "model": "mlp"},
 }
+
+
+#: (module, attribute, part): the parts of a sweep whose thread CPU seconds the parts table
+#: adds up (an outermost call only; the writer threads' own time included)
+PARTS = (("topofl.api", "build", "building each run (data, model, graph, header)"),
+         ("topofl.engine.local", "LocalStepper.__call__", "local steps"),
+         ("topofl.engine.loop", "_communicate", "gossip"),
+         ("topofl.engine.loop", "_evaluate", "evaluation rows (per run)"),
+         ("topofl.engine.stack", "_score_lanes", "evaluation passes (stacked, shared)"),
+         ("topofl.engine.writes", "Writes.round_end", "records and checkpoints (in the loop)"),
+         ("topofl.engine.writes", "lane_writes", "records and checkpoints (writer threads)"))
+
+
+@contextlib.contextmanager
+def _parts() -> Iterator[dict[str, float]]:
+    """Thread CPU seconds of each of :data:`PARTS` while the block runs (the functions
+    wrapped, then put back)."""
+    import importlib
+
+    acc: dict[str, float] = dict.fromkeys((p for _, _, p in PARTS), 0.0)
+    lock, depth = threading.Lock(), threading.local()
+    undo = []
+    for mod_name, attr, part in PARTS:
+        owner: Any = importlib.import_module(mod_name)
+        *path, name = attr.split(".")
+        for a in path:
+            owner = getattr(owner, a)
+        fn = getattr(owner, name)
+
+        def wrapped(*a: Any, _fn: Any = fn, _part: str = part, **k: Any) -> Any:
+            d = getattr(depth, "d", 0)
+            depth.d = d + 1
+            t = time.thread_time()
+            try:
+                return _fn(*a, **k)
+            finally:
+                depth.d = d
+                if d == 0:
+                    with lock:
+                        acc[_part] += time.thread_time() - t
+
+        setattr(owner, name, wrapped)
+        undo.append((owner, name, fn))
+    try:
+        yield acc
+    finally:
+        for owner, name, fn in undo:
+            setattr(owner, name, fn)
 
 
 def _cpu() -> float:
@@ -96,6 +147,17 @@ def _step_table(steps: int = 40, passes: int = 3) -> list[tuple[int, float, floa
     return [(m, m * size * 4 / 1e6, best[m], best[m] / base) for m in WIDTHS]
 
 
+#: the evaluation parts of :data:`PARTS` (per run, then the stacked passes)
+EVAL = ("evaluation rows (per run)", "evaluation passes (stacked, shared)")
+
+
+def _saved(parts: dict[bool, tuple[float, dict[str, float]]], names: tuple[str, ...]) -> str:
+    """``"a -> b CPU s"``: the parts ``names`` one by one, then stacked."""
+    one = sum(parts[False][1][n] for n in names)
+    both = sum(parts[True][1][n] for n in names)
+    return f"{one:.2f} CPU s one by one, {both:.2f} stacked"
+
+
 def _span(xs: list[float]) -> str:
     """Fractions as a range of percentages, e.g. ``"15-23 %"``."""
     lo, hi = min(xs), max(xs)
@@ -124,6 +186,14 @@ def main() -> None:
         print(f"{name}: stacked {wall[True]:.2f} s ({cpu[True]:.2f} CPU s), one by one "
               f"{wall[False]:.2f} s ({cpu[False]:.2f}), ratio {wall[True] / wall[False]:.2f} "
               f"({cpu[True] / cpu[False]:.2f} CPU)")
+    mlp = {**BASE, **CASES["evaluate every 10 rounds, mlp"]}
+    parts: dict[bool, tuple[float, dict[str, float]]] = {}
+    for _ in range(args.repeat):
+        for stack in (True, False):
+            with _parts() as acc:
+                _, c = _time(mlp, stack)
+            if stack not in parts or c < parts[stack][0]:
+                parts[stack] = (c, dict(acc))
     steps = _step_table()
     lines = [
         "# Six small runs: stacked vs one by one",
@@ -157,6 +227,20 @@ def main() -> None:
         *[f"| {n} | {a:.2f} | {b:.2f} | {a / b:.2f} | {c:.2f} | {d:.2f} | {c / d:.2f} |"
           for n, a, b, c, d in rows],
         "",
+        "## Where the mlp case's CPU goes",
+        "",
+        "Thread CPU seconds of each part of the sweep (its outermost calls; the writer "
+        "threads' own time included), the run of least process CPU of the repeats:",
+        "",
+        "| part | stacked (CPU s) | one by one (CPU s) |",
+        "|---|---:|---:|",
+        *[f"| {p} | {parts[True][1][p]:.2f} | {parts[False][1][p]:.2f} |"
+          for _, _, p in PARTS],
+        f"| the rest (sweep, spectra, provenance) | "
+        f"{parts[True][0] - sum(parts[True][1].values()):.2f} | "
+        f"{parts[False][0] - sum(parts[False][1].values()):.2f} |",
+        f"| all (process CPU) | {parts[True][0]:.2f} | {parts[False][0]:.2f} |",
+        "",
         "## The MLP's local step as the stack widens",
         "",
         "The local step of the mlp case alone (`BatchedExecutor.sgd_`, 64-200-200-10, "
@@ -183,6 +267,16 @@ def main() -> None:
         "and writes them several times (forward, backward, the gradients, the update) at 16 "
         "samples a client. Stacking cannot save CPU on it: what it saves elsewhere "
         "(one evaluation pass, the hashing) this extra cost takes back.",
+        "- Where the mlp case's CPU goes (the table above): stacking shares the per-call "
+        f"work of the local steps ({_saved(parts, ('local steps',))}); its evaluation is "
+        f"each lane's own arithmetic either way ({_saved(parts, EVAL)}: a row of this MLP "
+        "is 216 KiB, so each lane scores the global test set alone, `_GLOBAL_BYTES` in "
+        "`topofl.engine.stack`). Each run's own work stays too: its gossip, its records and "
+        "checkpoints (hashed and written for each run, which each run's resume reads), and "
+        "building each run. The stacked pass would have to cost "
+        f"{parts[True][0] - 0.8 * parts[False][0]:.2f} CPU s less to reach 0.8 of one by "
+        f"one's CPU (it costs {abs(parts[False][0] - parts[True][0]):.2f} "
+        f"{'less' if parts[True][0] <= parts[False][0] else 'more'} now).",
         "",
     ]
     Path(args.out).write_text("\n".join(lines), encoding="utf-8")
