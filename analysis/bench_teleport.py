@@ -18,15 +18,14 @@ Usage: ``python analysis/bench_teleport.py --before /tmp/wt_before [--rounds 100
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _checkouts import record_rows, run_child  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,30 +63,10 @@ def _data() -> str:
         return "mnist5k:seed=0"
 
 
-def _rows(path: Path) -> list[tuple[Any, ...]]:
-    out = []
-    for line in path.read_text().splitlines():
-        r = json.loads(line)
-        if r.get("header") or r["metric"] == "wall_time":
-            continue
-        out.append((r["round"], r["client"], r["metric"], r["value"]))
-    return out
-
-
-def _wall(path: Path) -> float:
-    walls = [json.loads(x)["value"] for x in path.read_text().splitlines()
-             if '"wall_time"' in x]
-    return float(walls[-1])
 
 
 def _once(code: Path, alg: str, n: int, rounds: int, data: str, out: Path) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(code), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-c", CHILD, alg, str(n), str(rounds), data,
-                           str(out)], cwd=code, env=env, check=True, capture_output=True,
-                          text=True)
-    res = json.loads(done.stdout.strip().splitlines()[-1])
-    res["wall_time"] = _wall(out)
-    return res
+    return run_child(code, CHILD, [alg, str(n), str(rounds), data, str(out)], out)
 
 
 def main() -> None:
@@ -113,7 +92,7 @@ def main() -> None:
                         best[key] = r
                     print(name, alg, n, rep, r, flush=True)
                 if len(paths) == 2:
-                    same[(alg, n)] = _rows(paths["after"]) == _rows(paths["before"])
+                    same[(alg, n)] = record_rows(paths["after"]) == record_rows(paths["before"])
     lines = [
         "# Teleportation's rounds: k rows of work, not n",
         "",

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 import topofl as tf
 from topofl.engine.executors import BatchedExecutor
 from topofl.engine.layout import ParamLayout
-from topofl.engine.local import LocalStepper, residue_slots
+from topofl.engine.local import LocalStepper
+from topofl.engine.residues import residue_slots
 
 
 @settings(max_examples=80, deadline=None)

@@ -1,20 +1,19 @@
 """Local computation for all clients at once: gradients and forward passes.
 
 Two executors compute the same numbers, to rounding (they run other kernels on other shapes:
-batched products over the clients against one product per client, which MKL and ATen block by
-shape and CPU, so float64 agrees to ~1e-10 or better and float32 within its rounding, not bit
-for bit):
+batched products over the clients against one product per client, which MKL and ATen block by shape
+and CPU, so float64 agrees to ~1e-10 or better and float32 within its rounding, not bit for bit):
 
 * :class:`BatchedExecutor` vectorises over clients with ``torch.func`` (``vmap`` of the forward
   over the stacked parameter views, then one ordinary backward pass), optionally in chunks of
   clients (to bound memory for convolutional models). A plain MLP (``Flatten``, ``Linear``,
-  ``ReLU``) runs the same batched operations without ``vmap`` (:func:`_stack_forward`), and
-  softmax regression has a closed form; plain SGD can be applied as each gradient comes
+  ``ReLU``) runs the same batched operations without ``vmap`` (:func:`_stack_forward`), and softmax
+  regression has a closed form; plain SGD can be applied as each gradient comes
   (:meth:`BatchedExecutor.sgd_`).
-* :class:`LoopExecutor` is the obvious reference: one forward + autograd pass per client over
-  views into the same buffer. It is the debugger's path: its errors name the client. On CPU it can
-  spread the clients over a few Python threads that each run their clients' operations on one
-  core (``threads``), which is how :func:`make_executor` runs 2-d convolutional models there.
+* :class:`LoopExecutor` is the obvious reference: one forward + autograd pass per client over views
+  into the same buffer. It is the debugger's path: its errors name the client. On CPU it can spread
+  the clients over a few Python threads that each run their clients' operations on one core
+  (``threads``), which is how :func:`make_executor` runs 2-d convolutional models there.
 
 Both write the gradients into a preallocated ``[n_clients, P]`` buffer (only the columns of the
 part being trained), so the optimizer update is one fused operation on the flat buffer.
@@ -27,7 +26,6 @@ that cannot be copied falls back to ``functional_call``.
 from __future__ import annotations
 
 import copy
-import math
 import threading
 import types
 from collections.abc import Callable, Sequence
@@ -41,6 +39,7 @@ from torch.func import functional_call, vmap
 from topofl.engine._threads import cpu_workers, run_on_cores
 from topofl.engine.layout import ParamLayout
 from topofl.engine.protocol import Part
+from topofl.engine.residues import plain_mlp_period
 from topofl.models import SplitModel, check_model_input
 
 __all__ = ["Executor", "BatchedExecutor", "LoopExecutor", "make_executor", "ClientError",
@@ -554,51 +553,11 @@ class BatchedExecutor(_InputCheck):
         return loss
 
     def residue_period(self, x: Tensor) -> int | None:
-        """The rows ``q`` for which :meth:`grad` of a copy of some clients' rows gives each
-        client the numbers it gets in the full call, when each copied row ``s`` of client
-        ``i`` has ``s = i (mod q)`` and the copies start at the addresses of the originals
-        modulo 64 bytes; ``None`` where no copy is known to (the samples ``x`` ``[m, b, ...]``
-        of the step decide the activations' sizes).
-
-        MKL's matrix products may round a client's numbers otherwise when its parameters, its
-        samples or its activations sit at another address modulo the vector width (measured
-        on an AVX512 EPYC: float32 gradients of a gathered copy moved in the last bits in
-        66 of 288 cases). A client's every tensor in the forward and backward pass of a plain
-        MLP (:func:`_plain_stack`, without convolutions: the parameter row, each parameter,
-        the samples, each layer's activations and the logits) is then at its own address
-        modulo 64 bytes in both calls: ``q`` is the least common multiple of ``64 / gcd(bytes,
-        64)`` over their sizes a client. Other models (the closed-form softmax regression,
-        convolutions, ``vmap``) answer ``None``.
-
-        Examples
-        --------
-        A row of 3,274 float32 parameters is 13,096 bytes, 8 apart from a multiple of 64:
-
-        >>> import torch
-        >>> from topofl.engine.executors import BatchedExecutor
-        >>> m = tf.models.build_model("mlp", (40,), 10, seed=0, hidden=[64])
-        >>> ex = BatchedExecutor(m, tf.engine.ParamLayout.from_model(m))
-        >>> ex.residue_period(torch.zeros(3, 16, 40)), ex.residue_period(torch.zeros(3, 5, 40))
-        (8, 8)
-        >>> ex.residue_period(torch.zeros(3, 16, 40, dtype=torch.float64))
-        4
-        """
-        if (self.stack is None or self.linear is not None or self._stack_rank is not None
-                or x.device.type != "cpu" or x.dim() < 3):
+        """:func:`~topofl.engine.residues.plain_mlp_period` of a plain MLP, else ``None``."""
+        if self.stack is None or self.linear is not None or self._stack_rank is not None:
             return None
-        b, el = int(x.shape[1]), x.element_size()
         shapes = dict(zip(self.layout.names, self.layout.shapes))
-        sizes = [self.layout.num_params, b * math.prod(x.shape[2:])]
-        for _, w, bias, _ in self.stack:
-            for name in (w, bias):
-                if name is not None:
-                    sizes.append(math.prod(shapes[name]))
-            if w is not None:
-                sizes.append(b * int(shapes[w][0]))  # this layer's activations
-        q = 1
-        for size in sizes:
-            q = math.lcm(q, 64 // math.gcd(size * el, 64))
-        return q
+        return plain_mlp_period(self.stack, shapes, self.layout.num_params, x)
 
     @property
     def fuses_sgd(self) -> bool:
@@ -606,22 +565,16 @@ class BatchedExecutor(_InputCheck):
         return True
 
     def sgd_(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, lr: Tensor) -> Tensor:
-        """One plain SGD step in place, ``flat[i, cols] -= lr[i] * grad_i``, without a gradient
-        buffer; returns the losses before the step ``[n]``.
-
-        For softmax regression in closed form, the gradient of each chunk of clients is
-        applied while it is in cache (a streamed D-SGD round of 1000 clients x 16 samples x 784
-        inputs on 2 cores: 23.5 ms instead of 25.4, see ``analysis/bench_engine.md``); the
-        learning rate scales ``softmax - onehot`` before the weight product, so the numbers
-        equal :meth:`grad` then the update to rounding. For other models each parameter's
-        gradient from autograd is applied to its view of ``flat`` with the update's own
-        ``addcmul_`` (the same gradient kernels on the same shapes and the same elementwise
-        update, so the same numbers, bit for bit on any one CPU, as :meth:`grad` followed by
-        :func:`~topofl.engine.pieces.sgd_step`), without copying it into a ``[n, P]``
-        buffer first (100 MLP 40-64-10 clients x 50 samples on one core: about 0.2 ms of a
+        """``flat[i, cols] -= lr[i] * grad_i`` in place, no gradient buffer; returns the losses
+        before the step ``[n]``. Softmax regression in closed form
+        applies each chunk's gradient while it is in cache (1000 clients x 16 samples x 784
+        inputs, 2 cores: 23.5 ms a round instead of 25.4, ``analysis/bench_engine.md``), the
+        rate scaling ``softmax - onehot``: :meth:`grad` then the update to rounding. Other
+        models apply each parameter's autograd gradient to its view of ``flat`` with the
+        update's own ``addcmul_``: bit for bit on any one CPU :meth:`grad` then
+        :func:`~topofl.engine.pieces.sgd_step`, without the ``[n, P]`` buffer (0.2 ms of a
         5 ms step, ``analysis/bench_floor.md``). A non-finite loss leaves non-finite
-        parameters (the caller raises on the returned losses).
-        """
+        parameters (the caller raises on the returned losses)."""
         self._check_input(x.shape[2:], flat.dtype)
         views = self.layout.views(flat)
         losses = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
+from topofl.engine.residues import residue_slots
 
 __all__ = ["LocalStepper", "row_runs", "stream_rows", "steps_per_client"]
 
@@ -300,33 +301,6 @@ class LocalStepper:
             self._scratch[key] = buf
         off = ((like.data_ptr() - buf.data_ptr()) % 64) // el
         return buf[off: off + numel].view(shape)
-
-
-def residue_slots(rows: np.ndarray, q: int) -> np.ndarray:
-    """Where each of the sorted ``rows`` goes in a copy that keeps every row's index modulo
-    ``q``: row ``i``, the ``j``-th of its class ``i mod q``, goes to slot ``j q + i mod q``.
-    Returns the row of every slot (``-1``: a slot no row fills), ``q`` times the largest
-    class long.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from topofl.engine.local import residue_slots
-    >>> residue_slots(np.array([1, 2, 5, 9, 10]), 4).tolist()
-    [-1, 1, 2, -1, -1, 5, 10, -1, -1, 9, -1, -1]
-    >>> residue_slots(np.array([3, 4]), 1).tolist()
-    [3, 4]
-    """
-    rows = np.asarray(rows, dtype=np.int64)
-    cls = rows % q
-    rank = np.zeros_like(rows)
-    for r in range(q):
-        hit = cls == r
-        rank[hit] = np.arange(int(hit.sum()))
-    width = int(rank.max()) + 1 if rows.size else 0
-    out = np.full(width * q, -1, dtype=np.int64)
-    out[rank * q + cls] = rows
-    return out
 
 
 def row_runs(rows: np.ndarray, n: int) -> list[tuple[int, int]]:

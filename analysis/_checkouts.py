@@ -1,0 +1,43 @@
+"""Runs of two checkouts side by side, for the benchmarks that time this code against
+another's (``bench_teleport.py``, ``bench_idle_rows.py``): a child interpreter on a
+checkout, one torch thread, and what its records file says."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def record_rows(path: Path) -> list[tuple[Any, ...]]:
+    """``(round, client, metric, value)`` of every record of ``path`` but its header and
+    its ``wall_time`` rows: what two runs of the same numbers share, bit for bit."""
+    out = []
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("header") or r["metric"] == "wall_time":
+            continue
+        out.append((r["round"], r["client"], r["metric"], r["value"]))
+    return out
+
+
+def last_wall(path: Path) -> float:
+    """The run's last ``wall_time`` record: its training rounds and evaluations, seconds."""
+    walls = [json.loads(x)["value"] for x in path.read_text().splitlines()
+             if '"wall_time"' in x]
+    return float(walls[-1])
+
+
+def run_child(code: Path, child: str, args: list[str], out: Path) -> dict[str, Any]:
+    """Run the script ``child`` with ``args`` on the checkout ``code`` (its own directory
+    and ``PYTHONPATH``, one thread); the JSON object it prints last, with the
+    ``wall_time`` of the records it wrote to ``out``."""
+    env = dict(os.environ, PYTHONPATH=str(code), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", child, *args], cwd=code, env=env,
+                          check=True, capture_output=True, text=True)
+    res: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    res["wall_time"] = last_wall(out)
+    return res
