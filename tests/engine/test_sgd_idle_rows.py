@@ -54,8 +54,8 @@ def _case(seed, n, p, dtype, idle_frac):
 def test_moving_rows_equal_the_full_step(seed, n, p, dtype, idle, momentum, weight_decay,
                                          nesterov, decay, cols):
     """Parameters and momentum equal the full step's, element for element, on whole rows and
-    on column blocks (a phase's columns are a strided view of the buffer); float64 and
-    float32 alike, as the arithmetic of a row is element-wise."""
+    on column blocks (a phase's columns are a strided view of the buffer): float64 bit for
+    bit, float32 within a stated tolerance."""
     x, g, buf, z, lr = _case(seed, n, p, dtype, idle)
     c = {"all": slice(0, p), "head": slice(0, max(1, p // 3)),
          "mid": slice(p // 4, max(p // 4 + 1, 3 * p // 4))}[cols]
@@ -65,8 +65,12 @@ def test_moving_rows_equal_the_full_step(seed, n, p, dtype, idle, momentum, weig
                     decay_point=z[:, c] if decay else None, **kw)
     sgd_step(x[:, c], g.clone()[:, c], lr, momentum_buf=buf[:, c],
              decay_point=z[:, c] if decay else None, **kw)
-    assert torch.equal(x, ref_x)
-    assert torch.equal(buf, ref_buf)
+    if dtype == torch.float64:
+        assert torch.equal(x, ref_x)
+        assert torch.equal(buf, ref_buf)
+    else:  # bit for bit on the AVX512 EPYC this was written on; another CPU may round otherwise
+        torch.testing.assert_close(x, ref_x, rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(buf, ref_buf, rtol=1e-6, atol=1e-7)
 
 
 def test_idle_rows_are_not_written():
