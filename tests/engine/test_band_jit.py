@@ -1,7 +1,8 @@
 """The band kernel compiled with Numba (``topofl.engine._band_jit``): against ``W @ X``, against
 torch's band kernel and a plain-Python loop (to rounding), in place on column slices, row
 weights, bands reaching one way only, bands too wide to write out, non-finite rows kept to
-their neighbours, and its errors."""
+their neighbours, and its errors; its forms (blocks of rows, the one-row loop prefetching)
+against the one-row loop bit for bit."""
 
 from __future__ import annotations
 
@@ -114,7 +115,7 @@ def test_wider_bands_take_the_generic_loop() -> None:
     ref = topo.to_dense() @ X.numpy()
     Mixer(CPU, torch.float64, band_min_n=0, jit=True).mix_(topo, X)
     np.testing.assert_allclose(X.numpy(), ref, rtol=1e-12, atol=1e-12)
-    assert _band_jit.MAX_K + 1 in _band_jit._KERNELS
+    assert (_band_jit.MAX_K + 1, 1, False) in _band_jit._KERNELS
 
 
 def test_compiled_band_equals_the_plain_python_loop() -> None:
@@ -201,3 +202,134 @@ def test_jit_errors(monkeypatch: Any) -> None:
     np.testing.assert_allclose(X.numpy(), ref, rtol=1e-5, atol=1e-6)
     with pytest.raises(RuntimeError, match="needs Numba"):
         _band_jit.band_(np.zeros((4, 2)), (0,), np.ones((1, 4)), 0, 0)
+
+
+# The forms of the compiled kernel against the one-row loop as first written (``_source(k)``,
+# no prefetching): bit for bit, each output's terms being added in the same order in every form.
+
+def _run_form(X: np.ndarray, deltas: tuple[int, ...], w: np.ndarray, rows: int,
+              ahead: int | None = None) -> None:
+    """``X <- W X`` in place with the kernel for ``len(deltas)`` offsets in blocks of
+    ``rows`` rows; ``ahead``: the one-row loop prefetching that many rows ahead (``None``: the
+    one-row loop without prefetching)."""
+    k = len(deltas)
+    lead, trail = max(0, -deltas[0]), max(0, deltas[-1])
+    kernel = _band_jit._kernel(k, rows, ahead is not None)
+    head = np.array(X[:trail])
+    ring = np.empty((lead + rows, X.shape[1]), dtype=X.dtype)
+    d = np.asarray(deltas, dtype=np.int64)
+    if ahead is not None and rows == 1 and k <= _band_jit.MAX_K:
+        kernel(X, d, w, head, ring, ahead)
+    else:
+        kernel(X, d, w, head, ring)
+
+
+def _offsets(k: int) -> list[tuple[int, ...]]:
+    """Bands of ``k`` offsets: contiguous and centred, one way only, and spread out."""
+    centred = tuple(range(-(k // 2), k - k // 2))
+    forward = tuple(range(k))
+    spread = tuple(sorted({3 * j - 2 * (k // 2) for j in range(k)}))
+    return [centred, forward, spread]
+
+
+def _check_forms(k: int, dtype: Any, shared: bool, sliced: bool, seed: int) -> None:
+    """Every form for ``k`` offsets (blocks of 2 to :func:`block_rows` rows, the one-row loop
+    prefetching 0, 1 and 3 rows ahead, ``band_`` itself, the generic loop past ``MAX_K``)
+    against the one-row loop without prefetching, bit for bit: bands centred, one way only and
+    spread out, n from the narrowest a plan allows (divisible by the block or not), P = 1 and
+    33, weights shared (broadcast, as ``Mixer`` passes them) or per row, rows contiguous or a
+    column slice of a wider buffer."""
+    rng = np.random.default_rng(seed)
+    for deltas in _offsets(k):
+        lead, trail = max(0, -deltas[0]), max(0, deltas[-1])
+        least = max(deltas[-1] - deltas[0] + 1, 2 * max(lead, trail) + 1)  # a plan's offsets
+        for n in (least, least + 1, least + 2, max(least, 23)):
+            for P in (1, 33):
+                w = (np.broadcast_to(rng.uniform(0.1, 1, k).astype(dtype)[:, None], (k, n))
+                     if shared else rng.uniform(-1, 1, (k, n)).astype(dtype))
+                big = rng.standard_normal((n, P + 5)).astype(dtype)
+
+                def fresh(big: np.ndarray = big, P: int = P) -> np.ndarray:
+                    return big.copy()[:, 2: 2 + P] if sliced else big[:, :P].copy()
+
+                ref = fresh()
+                if k <= _band_jit.MAX_K:
+                    _run_form(ref, deltas, w, 1)
+                else:
+                    _band_jit.band_(ref, deltas, w, lead, trail)  # the generic loop
+                forms: list[tuple[int, int | None]] = [(1, 0), (1, 1), (1, 3)]
+                if k <= _band_jit.MAX_K:
+                    forms += [(r, None) for r in range(2, _band_jit.block_rows(k) + 1)]
+                for rows, ahead in forms:
+                    X = fresh()
+                    _run_form(X, deltas, w, rows, ahead)
+                    np.testing.assert_array_equal(X, ref, err_msg=f"{deltas} {n} {P} {rows}")
+                X = fresh()
+                _band_jit.band_(X, deltas, w, lead, trail)
+                np.testing.assert_array_equal(X, ref, err_msg=f"{deltas} {n} {P}")
+
+
+# By default the ``k`` where the forms change (4 rows a block up to 7, 3 from 8, 2 from 14, the
+# generic loop past MAX_K); every ``k`` under ``-m slow`` (each kernel compiles in about a second).
+_FORM_EDGES = (1, 2, 3, 7, 8, 14, _band_jit.MAX_K + 1)
+
+
+def _every_k(ks: Any, edges: tuple[int, ...]) -> list[Any]:
+    return [k if k in edges else pytest.param(k, marks=pytest.mark.slow) for k in ks]
+
+
+@pytest.mark.parametrize("k", _every_k(range(1, _band_jit.MAX_K + 2), _FORM_EDGES))
+def test_every_form_equals_the_one_row_loop_bit_for_bit(k: int) -> None:
+    """float64, ``k = 1`` to ``MAX_K + 1``: weights shared for odd ``k``, per row for even."""
+    _check_forms(k, np.float64, shared=k % 2 == 1, sliced=False, seed=k)
+
+
+@pytest.mark.parametrize("k", _every_k([2, 3, 7, 13], (3,)))
+def test_every_form_equals_the_one_row_loop_bit_for_bit_float32_slices(k: int) -> None:
+    """float32, on column slices of a wider buffer (rows strided) and on contiguous rows."""
+    _check_forms(k, np.float32, shared=False, sliced=True, seed=100 + k)
+    _check_forms(k, np.float32, shared=True, sliced=False, seed=200 + k)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("deltas", [(-1, 0, 1), tuple(range(-3, 4)), (0, 5), (-2, 0, 1)])
+def test_band_picks_each_form_on_wide_rows_bit_for_bit(dtype: Any,
+                                                       deltas: tuple[int, ...]) -> None:
+    """Rows wider than ``L1_BYTES`` allows take blocks of rows (C-contiguous ``X``) or the
+    one-row loop (a column slice), narrower ones the one-row loop prefetching (from
+    ``PREFETCH_MIN_BYTES``) or not: the same bits as the one-row loop without prefetching, and
+    ``W @ X`` to rounding."""
+    k = len(deltas)
+    lead, trail = max(0, -deltas[0]), max(0, deltas[-1])
+    itemsize = np.dtype(dtype).itemsize
+    R = _band_jit.block_rows(k)
+    wide = _band_jit.L1_BYTES * (5 - R) // ((k + 2) * itemsize) + 3
+    fetched = _band_jit.PREFETCH_MIN_BYTES // itemsize + 1
+    short = _band_jit.PREFETCH_MIN_BYTES // itemsize - 1
+    forms = {(wide, False): (R, False), (wide, True): (1, False), (fetched, False): (1, True),
+             (short, False): (1, False)}
+    rng = np.random.default_rng(7)
+    for n in (37, 40):
+        for (P, sliced), form in forms.items():
+            assert _band_jit._form(k, P * itemsize, not sliced) == form
+            w = rng.uniform(0.1, 1, (k, n)).astype(dtype)
+            big = rng.standard_normal((n, P + 3)).astype(dtype)
+            X = big.copy()[:, 1: 1 + P] if sliced else big[:, :P].copy()
+            ref = X.copy()
+            _run_form(ref, deltas, w, 1)
+            dense = np.zeros((n, n))
+            for j, d in enumerate(deltas):
+                dense[np.arange(n), (np.arange(n) + d) % n] += w[j]
+            expect = dense @ X.astype(np.float64)
+            _band_jit.band_(X, deltas, w, lead, trail)
+            np.testing.assert_array_equal(X, ref)
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(X, expect, rtol=tol, atol=tol)
+
+
+def test_block_rows_keeps_llvms_runtime_checks_within_128_pairs() -> None:
+    for k in range(1, _band_jit.MAX_K + 1):
+        r = _band_jit.block_rows(k)
+        assert 2 <= r <= 4
+        assert r * (r - 1) // 2 + r * r * k <= 128
+        assert r == 4 or (r + 1) * r // 2 + (r + 1) ** 2 * k > 128

@@ -79,12 +79,13 @@ keep the shifted adds.
 
 **Compiled** (issue 58): on buffers of 1 GiB or more (Numba and LLVM take about 0.4 GB of
 memory once a process), where Numba imports (a dependency of the package) and rows have at
-least 16 columns, the band kernel runs as one compiled pass, row by row
-(:mod:`topofl.engine._band_jit`): an element's ``k`` terms added in a register, the result
-row held in a small ring of rows in cache until the last row that reads it is done. On the
-shared 2-core AMD EPYC above, one thread, 10,000 to 1,000,000 clients and P = 650 and 7,850:
-rings and one-peer rounds at 1.19-1.65x a copy and circulant [1, 2, 3] at 1.93-2.11x, against
-2.10-4.75x for torch's forms (``analysis/bench_gossip.md``). At P = 10 (under 16 columns)
+least 16 columns, the band kernel runs as one compiled pass (:mod:`topofl.engine._band_jit`):
+an element's ``k`` terms added in a register, the result row held in a small ring of rows in
+cache until the last row that reads it is done; rows that fit in L1 prefetch the rows ahead,
+wider rows go in blocks of rows that share each source row's cache lines (every form the same
+bits). On the shared 2-core AMD EPYC above, one thread, 10,000 to 1,000,000 clients and P =
+650 and 7,850: rings and one-peer rounds at 0.67-1.28x a copy and circulant [1, 2, 3] at
+1.11-1.45x (torch's forms: 3.27-4.59x; ``analysis/bench_gossip.md``). At P = 10 (under 16 columns)
 torch's forms run. ``Mixer(..., jit=False)`` keeps torch's forms.
 
 Its sums are those of the CSR kernel in another order, so the two agree to rounding (at most
