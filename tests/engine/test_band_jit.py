@@ -2,7 +2,7 @@
 torch's band kernel and a plain-Python loop (to rounding), in place on column slices, row
 weights, bands reaching one way only, bands too wide to write out, non-finite rows kept to
 their neighbours, and its errors; its forms (blocks of rows, the one-row loop prefetching)
-against the one-row loop bit for bit."""
+against the one-row loop (float64 bit for bit, float32 within 1e-6)."""
 
 from __future__ import annotations
 
@@ -224,6 +224,16 @@ def _run_form(X: np.ndarray, deltas: tuple[int, ...], w: np.ndarray, rows: int,
         kernel(X, d, w, head, ring)
 
 
+def _same(X: np.ndarray, ref: np.ndarray, msg: str = "") -> None:
+    """float64: bit for bit; float32: within 1e-6 of the largest (another CPU's LLVM may fuse
+    one form's products otherwise; on this project's CPUs every form gave the same bits)."""
+    if X.dtype == np.float64:
+        np.testing.assert_array_equal(X, ref, err_msg=msg)
+    else:
+        tol = 1e-6 * max(1.0, float(np.abs(ref).max()))
+        np.testing.assert_allclose(X, ref, rtol=1e-6, atol=tol, err_msg=msg)
+
+
 def _offsets(k: int) -> list[tuple[int, ...]]:
     """Bands of ``k`` offsets: contiguous and centred, one way only, and spread out."""
     centred = tuple(range(-(k // 2), k - k // 2))
@@ -263,10 +273,10 @@ def _check_forms(k: int, dtype: Any, shared: bool, sliced: bool, seed: int) -> N
                 for rows, ahead in forms:
                     X = fresh()
                     _run_form(X, deltas, w, rows, ahead)
-                    np.testing.assert_array_equal(X, ref, err_msg=f"{deltas} {n} {P} {rows}")
+                    _same(X, ref, f"{deltas} {n} {P} {rows}")
                 X = fresh()
                 _band_jit.band_(X, deltas, w, lead, trail)
-                np.testing.assert_array_equal(X, ref, err_msg=f"{deltas} {n} {P}")
+                _same(X, ref, f"{deltas} {n} {P}")
 
 
 # By default the ``k`` where the forms change (4 rows a block up to 7, 3 from 8, 2 from 14, the
@@ -285,7 +295,7 @@ def test_every_form_equals_the_one_row_loop_bit_for_bit(k: int) -> None:
 
 
 @pytest.mark.parametrize("k", _every_k([2, 3, 7, 13], (3,)))
-def test_every_form_equals_the_one_row_loop_bit_for_bit_float32_slices(k: int) -> None:
+def test_every_form_agrees_with_the_one_row_loop_float32_slices(k: int) -> None:
     """float32, on column slices of a wider buffer (rows strided) and on contiguous rows."""
     _check_forms(k, np.float32, shared=False, sliced=True, seed=100 + k)
     _check_forms(k, np.float32, shared=True, sliced=False, seed=200 + k)
@@ -293,7 +303,7 @@ def test_every_form_equals_the_one_row_loop_bit_for_bit_float32_slices(k: int) -
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("deltas", [(-1, 0, 1), tuple(range(-3, 4)), (0, 5), (-2, 0, 1)])
-def test_band_picks_each_form_on_wide_rows_bit_for_bit(dtype: Any,
+def test_band_picks_each_form_on_wide_rows(dtype: Any,
                                                        deltas: tuple[int, ...]) -> None:
     """Rows wider than ``L1_BYTES`` allows take blocks of rows (C-contiguous ``X``) or the
     one-row loop (a column slice), narrower ones the one-row loop prefetching (from
@@ -322,7 +332,7 @@ def test_band_picks_each_form_on_wide_rows_bit_for_bit(dtype: Any,
                 dense[np.arange(n), (np.arange(n) + d) % n] += w[j]
             expect = dense @ X.astype(np.float64)
             _band_jit.band_(X, deltas, w, lead, trail)
-            np.testing.assert_array_equal(X, ref)
+            _same(X, ref)
             tol = 1e-5 if dtype == np.float32 else 1e-12
             np.testing.assert_allclose(X, expect, rtol=tol, atol=tol)
 
