@@ -25,7 +25,8 @@ __all__ = ["knn_per", "knn_probabilities"]
 
 
 def knn_probabilities(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor, *, k: int,
-                      num_classes: int, temperature: float) -> Tensor:
+                      num_classes: int, temperature: float, slice_clients: int | None = None
+                      ) -> Tensor:
     r"""Class probabilities of a kernel-weighted k-nearest-neighbour vote, per client.
 
     For client $i$ and query $q$, with $\mathcal{N}_k(q)$ the $k$ stored features of client
@@ -48,6 +49,11 @@ def knn_probabilities(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor
     num_classes : int
     temperature : float
         $T > 0$ (the larger, the closer to a plain majority vote).
+    slice_clients : int or None, default None
+        The number of clients the slices of queries are sized for (below); ``None``: the
+        ``n`` of ``query``. The evaluation passes the run's when it scores only some of its
+        clients (those with a sample in a padded batch), so that their slices, and so their
+        numbers, are the ones of the whole batch.
 
     Returns
     -------
@@ -86,7 +92,8 @@ def knn_probabilities(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor
         return torch.full((n, m, num_classes), 1.0 / num_classes, dtype=query.dtype,
                           device=query.device)
     keys = keys.to(query.dtype)
-    rows = max(_MIN_ROWS, DISTANCE_ELEMENTS // max(1, n * keys.shape[1]))
+    clients = n if slice_clients is None else int(slice_clients)
+    rows = max(_MIN_ROWS, DISTANCE_ELEMENTS // max(1, clients * keys.shape[1]))
     if m <= rows:
         return _vote(query, keys, labels, valid, k, num_classes, temperature)
     # slices of near-equal size, each of at least rows / 2 >= 32 queries
@@ -197,10 +204,17 @@ def knn_per(
     def predict(x_eval: Tensor, rnd: Round, env: Services) -> Adjust:
         keys, labels, valid = env.split_features(x_eval, "train")
 
-        def adjust(inputs: Tensor, logits: Tensor, shared_input: bool) -> Tensor:
-            q = env.features(x_eval, inputs, shared_input=shared_input)
-            p_knn = knn_probabilities(q, keys, labels, valid, k=k,
-                                      num_classes=logits.shape[-1], temperature=temperature)
+        def adjust(inputs: Tensor, logits: Tensor, shared_input: bool,
+                   rows: Tensor | None = None) -> Tensor:
+            # rows: the clients the batch's rows belong to (the evaluation scores only those
+            # with a sample in a padded batch); None: every client
+            xe, ks, ls, vs = (x_eval, keys, labels, valid) if rows is None else (
+                x_eval.index_select(0, rows), keys.index_select(0, rows),
+                labels.index_select(0, rows), valid.index_select(0, rows))
+            q = env.features(xe, inputs, shared_input=shared_input)
+            p_knn = knn_probabilities(q, ks, ls, vs, k=k, num_classes=logits.shape[-1],
+                                      temperature=temperature,
+                                      slice_clients=int(x_eval.shape[0]))
             p = torch.softmax(logits, dim=-1).mul_(1.0 - lam).add_(p_knn.to(logits.dtype),
                                                                     alpha=lam)
             return p.clamp_min_(torch.finfo(p.dtype).tiny).log_()

@@ -15,6 +15,7 @@ from topofl.engine.clients import Clients, first_bad
 from topofl.engine.config import RunConfig, global_samples
 from topofl.engine.local import row_runs
 from topofl.engine.protocol import Adjust, Algorithm, Round, Services, State
+from topofl.engine.scoring import score_chunks
 from topofl.exceptions import ConvergenceError
 from topofl.graph import Topology
 from topofl.records import Recorder
@@ -72,33 +73,6 @@ def nonfinite_parameters_error(t: int, client: int) -> ConvergenceError:
     """The error of NaN or infinite parameters at an evaluation (one message for every loop)."""
     return ConvergenceError(
         f"training diverged at round {t}: the parameters of client {client} are not finite")
-
-
-def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int,
-                  shared: bool, adjust: Adjust | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    """Sum correct predictions, losses and counts per client over padded batches.
-
-    ``adjust(inputs, logits, shared)`` (an algorithm's ``predict`` hook) replaces the logits
-    by the scores the algorithm predicts with.
-    """
-    correct = torch.zeros(n, dtype=torch.float64, device=x_eval.device)
-    loss = torch.zeros_like(correct)
-    count = torch.zeros_like(correct)
-    for x, y, mask in batches:
-        inputs = x.to(x_eval.dtype)
-        logits = executor.logits(x_eval, inputs, shared_input=shared)
-        if adjust is not None:
-            logits = adjust(inputs, logits, shared)
-        yy = y.unsqueeze(0).expand(logits.shape[:2]) if shared else y
-        ok = (logits.argmax(dim=-1) == yy).double()
-        ls = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), yy.reshape(-1), reduction="none"
-        ).reshape(yy.shape).double()
-        m = torch.ones_like(ok) if mask is None else mask.double()
-        correct += (ok * m).sum(dim=1)
-        loss += (ls * m).sum(dim=1)
-        count += m.sum(dim=1)
-    return correct, loss, count
 
 
 #: Entries of the ``[rows, P]`` temporaries that the check of the parameters

@@ -351,7 +351,10 @@ def toy_services(n: int, p: int = 1, *, layout: ParamLayout | None = None,
 
 
 Kernel = Callable[[Any, State, Tensor, Tensor, Phase, Tensor], Tensor]
-#: ``adjust(inputs, logits, shared_input) -> scores``: see ``Algorithm.predict``
+#: ``adjust(inputs, logits, shared_input) -> scores``: see ``Algorithm.predict``; a hook that
+#: also takes the keyword ``rows`` (``[k]`` int64, the clients its inputs and logits are the
+#: rows of; ``None``: every client) lets the evaluation score only the clients with a sample in
+#: a padded batch (:func:`topofl.engine.scoring.score_chunks`)
 Adjust = Callable[[Tensor, Tensor, bool], Tensor]
 
 
@@ -604,7 +607,10 @@ class Algorithm(NamedTuple):
         batch's inputs (``[n, m, ...]``, or ``[m, ...]`` shared by every client) and the
         model's logits on them (``[n, m, C]``) to the scores evaluation uses instead: the
         argmax is the prediction and the cross-entropy of the scores the loss (so
-        log-probabilities are right). ``None``: the logits.
+        log-probabilities are right). An ``adjust`` that also takes the keyword ``rows``
+        (the clients the batch's rows belong to, ``None`` for all) is called on the clients
+        with a sample in each padded batch only (kNN-Per's does); one without it on every
+        client's rows. ``None``: the logits.
     scored : ``(rnd, env) -> ndarray (n,) bool`` or None, default None
         Which clients hold a model the evaluation of round ``rnd.t`` scores, when not all
         of them do (Teleportation: only the ``k`` rows that hold its ``k`` models, the
