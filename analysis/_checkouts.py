@@ -11,6 +11,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
+#: The start of a child script (``run_child``) that runs a committed config: ``argv`` is
+#: ``NAME ROUNDS RECORDS``; it loads ``paper_figures/configs/NAME`` at its default scale with
+#: the first value of each of its sweep's keys, one torch thread, ``ROUNDS`` rounds, records to
+#: ``RECORDS``, and leaves the keywords in ``cfg`` (``topofl.config.execute(cfg)`` runs them).
+CONFIG_CHILD = r"""
+import json, sys, time, torch
+torch.set_num_threads(1)
+import topofl
+from topofl import figures
+name, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+cfg = dict(figures.load_config(name, "default"))
+for k, v in (cfg.pop("sweep", None) or {}).items():
+    cfg[k] = v[0]
+for k in list(cfg):
+    if k.startswith("_") or k in ("figure", "out", "seeds", "grid", "grid_keep"):
+        cfg.pop(k)
+cfg.pop("checkpoint_every", None)
+cfg.update(rounds=rounds, records_path=out, progress=False)
+"""
+
 
 def record_rows(path: Path) -> list[tuple[Any, ...]]:
     """``(round, client, metric, value)`` of every record of ``path`` but its header and

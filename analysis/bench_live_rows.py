@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _checkouts import record_rows, run_child  # beside this script
+from _checkouts import CONFIG_CHILD, record_rows, run_child  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,20 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = ["dpfl_fig6_patho_knn_per", "dpfl_fig6_patho_fedavg", "dpfl_fig6_patho_dpfl",
          "dpfl_fig6_dir_knn_per"]
 
-CHILD = r"""
-import json, sys, time, torch
-torch.set_num_threads(1)
-import topofl
-from topofl import figures
-name, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-cfg = dict(figures.load_config(name, "default"))
-for k, v in (cfg.pop("sweep", None) or {}).items():
-    cfg[k] = v[0]
-for k in list(cfg):
-    if k.startswith("_") or k in ("figure", "out", "seeds", "grid", "grid_keep"):
-        cfg.pop(k)
-cfg.pop("checkpoint_every", None)
-cfg.update(rounds=rounds, records_path=out, progress=False)
+CHILD = CONFIG_CHILD + r"""
 c = time.process_time()
 topofl.config.execute(cfg)
 print(json.dumps({"cpu": time.process_time() - c, "code": topofl.figures.code_fingerprint()}))
