@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,28 @@ def run_child(code: Path, child: str, args: list[str], out: Path) -> dict[str, A
     res: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     res["wall_time"] = last_wall(out)
     return res
+
+
+def alternate(codes: list[tuple[str, Path]], cases: list[str], child: str, rounds: int,
+              repeat: int) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[str, bool]]:
+    """Run ``child`` (a :data:`CONFIG_CHILD` script) for every config of ``cases`` on every
+    checkout of ``codes`` (``[(who, path)]``), ``repeat`` times, the checkouts' order reversed
+    every other time: ``(best, same)``, the run of least ``wall_time`` by ``(who, case)`` and,
+    with two checkouts, whether every repetition's records were equal (:func:`record_rows`)."""
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    same: dict[str, bool] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in cases:
+            for rep in range(repeat):
+                paths = {}
+                for who, code in (codes if rep % 2 == 0 else codes[::-1]):
+                    out = Path(tmp) / f"{who}-{name}-{rep}.jsonl"
+                    r = run_child(code, child, [name, str(rounds), str(out)], out)
+                    paths[who] = out
+                    if (who, name) not in best or r["wall_time"] < best[(who, name)]["wall_time"]:
+                        best[(who, name)] = r
+                    print(who, name, rep, r, flush=True)
+                if len(paths) == 2:
+                    a, b = (record_rows(p) for p in paths.values())
+                    same[name] = same.get(name, True) and a == b
+    return best, same

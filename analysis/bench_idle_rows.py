@@ -20,12 +20,10 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from _checkouts import CONFIG_CHILD, record_rows, run_child  # beside this script
+from _checkouts import CONFIG_CHILD, alternate  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,12 +53,6 @@ print(json.dumps({"cpu": time.process_time() - c, "code": topofl.figures.code_fi
 """
 
 
-
-
-def _once(code: Path, name: str, rounds: int, out: Path) -> dict[str, Any]:
-    return run_child(code, CHILD, [name, str(rounds), str(out)], out)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", type=Path, default=None)
@@ -68,23 +60,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     codes = [("after", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
-    best: dict[tuple[str, str], dict[str, Any]] = {}
-    same: dict[str, bool] = {}
     t0 = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in CASES:
-            for rep in range(args.repeat):
-                paths = {}
-                for who, code in (codes if rep % 2 == 0 else codes[::-1]):
-                    out = Path(tmp) / f"{who}-{name}-{rep}.jsonl"
-                    r = _once(code, name, args.rounds, out)
-                    paths[who] = out
-                    if (who, name) not in best or r["wall_time"] < best[(who, name)]["wall_time"]:
-                        best[(who, name)] = r
-                    print(who, name, rep, r, flush=True)
-                if len(paths) == 2:
-                    same[name] = same.get(name, True) and (
-                        record_rows(paths["after"]) == record_rows(paths["before"]))
+    best, same = alternate(codes, CASES, CHILD, args.rounds, args.repeat)
     lines = [
         "# Local SGD with idle clients: the step of the moving rows alone",
         "",

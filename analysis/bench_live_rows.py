@@ -21,12 +21,10 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from _checkouts import CONFIG_CHILD, record_rows, run_child  # beside this script
+from _checkouts import CONFIG_CHILD, alternate  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,22 +46,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
     codes = [("after", ROOT), ("before", args.before.resolve())]
-    best: dict[tuple[str, str], dict[str, Any]] = {}
-    same: dict[str, bool] = {}
     t0 = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
-        for name in CASES:
-            for rep in range(args.repeat):
-                paths = {}
-                for who, code in (codes if rep % 2 == 0 else codes[::-1]):
-                    out = Path(tmp) / f"{who}-{name}-{rep}.jsonl"
-                    r = run_child(code, CHILD, [name, str(args.rounds), str(out)], out)
-                    paths[who] = out
-                    if (who, name) not in best or r["wall_time"] < best[(who, name)]["wall_time"]:
-                        best[(who, name)] = r
-                    print(who, name, rep, r, flush=True)
-                same[name] = same.get(name, True) and (
-                    record_rows(paths["after"]) == record_rows(paths["before"]))
+    best, same = alternate(codes, CASES, CHILD, args.rounds, args.repeat)
     first = CASES[0]
     lines = [
         "# Evaluation of padded splits: only the clients with a sample in a batch",
