@@ -131,6 +131,27 @@ def test_sweep_reuses_runs_and_reruns_a_changed_setting(tmp_path: Path) -> None:
         pytest.approx(direct.series("global_acc_mean")[1].tolist())
 
 
+def test_rerun_stamps_the_runs_with_the_code_that_reran_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of certified-equivalent code are reused; with --rerun they are computed again, and
+    their stamp (what the result's run_codes names) is the code that computed them."""
+    cfg = {**BASE, "sweep": {"topology": ["ring"]}, "_name": "toy"}
+    (name,) = figures.runs.sweep(cfg, _args(tmp_path)).runs
+    stamp = tmp_path / "runs" / "toy" / f"{name}.code"
+    ring = tmp_path / "runs" / "toy" / f"{name}.jsonl"
+    code, old = figures.code_fingerprint(), "0.1.0+000000000000"
+    stamp.write_text(old + "\n", encoding="utf-8")
+    monkeypatch.setattr(figures.runs, "current_codes", lambda: {code, old})
+    before = ring.stat().st_mtime_ns
+    reused = _args(tmp_path)
+    figures.runs.sweep(cfg, reused)
+    assert ring.stat().st_mtime_ns == before and reused.run_codes == {old}
+    rerun = _args(tmp_path, rerun=True)
+    figures.runs.sweep(cfg, rerun)
+    assert ring.stat().st_mtime_ns != before
+    assert rerun.run_codes == {code} and stamp.read_text(encoding="utf-8").strip() == code
+
+
 def test_sweep_stacks_and_counts_a_stacks_time_once(tmp_path: Path) -> None:
     """The figure harness stacks the runs that can stack; the time to regenerate counts a
     stack's wall time once (each of its k runs a k-th), not once per run."""

@@ -198,7 +198,7 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
         there = _sweep.run_files(out, run.name).records.exists()
         if there and (stored not in same or _sweep.conflict(run, out) is not None):
             _sweep.discard(out, run.name)
-        if not there or stored not in same:
+        if args.rerun or not there or stored not in same:  # --rerun: this code runs it
             stamp.write_text(code + "\n", encoding="utf-8")
     t0 = time.perf_counter()
     outcomes = _sweep.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun,
