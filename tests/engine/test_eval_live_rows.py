@@ -2,11 +2,14 @@
 (:func:`topofl.engine.scoring.live_rows`): the same sums as scoring every client's rows.
 
 The reference is the obvious pass: every batch scored for every client, padding included
-(``live_rows`` patched to say "every client"). Bit for bit, float32 included, for the executors
-that compute a client's logits alike whatever the other clients of the call
-(``rows_independent``: the per-client loop, the batched executor of a linear stack on the CPU);
-the others (cnn1d's batched convolutions, whose float32 logits moved in their last bits when
-scored on some clients) score every row, as before.
+(``live_rows`` patched to say "every client"), for the executors that compute a client's logits
+alike whatever the other clients of the call (``rows_independent``: the per-client loop, the
+batched executor of a linear stack on the CPU); the others (cnn1d's batched convolutions, whose
+float32 logits moved in their last bits when scored on some clients) score every row, as
+before. Stated tolerance: float64 bit for bit; float32 within ``1e-6`` of the largest sum
+(measured: bit for bit with this AVX-512 machine's kernels, which the committed results ran;
+under ATen's default kernels, ``ATEN_CPU_CAPABILITY=default``, logistic regression and the MLP
+moved by 2e-9 and 5e-9 of the largest sum, batched products of another number of clients).
 """
 
 from __future__ import annotations
@@ -81,7 +84,10 @@ def test_live_rows_give_every_clients_sums(name: str, shape: tuple[int, ...], ki
     _all_rows(monkeypatch)
     slow = split_sums(ex, flat, data, "test", chunk=4)
     assert torch.equal(fast[:, 2], torch.as_tensor(sizes, dtype=torch.float64))
-    assert torch.equal(fast, slow)
+    if dtype == torch.float64 or name == "cnn1d":  # cnn1d: the same pass, every row
+        assert torch.equal(fast, slow)
+    else:
+        assert float((fast - slow).abs().max()) <= 1e-6 * float(slow.abs().max())
 
 
 @settings(max_examples=25, deadline=None)

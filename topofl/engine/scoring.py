@@ -22,16 +22,19 @@ def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int,
     ``adjust(inputs, logits, shared)`` (an algorithm's ``predict`` hook) replaces the logits
     by the scores the algorithm predicts with.
 
-    A batch of the clients' own samples (``shared`` False, with a ``mask``) scores only the
-    clients with a real sample in it (:func:`live_rows`), where the executor computes each
-    client's logits alike whatever the other clients of the call (:func:`rows_independent`):
-    at the end of a padded split, where only the largest clients still hold samples, the
-    others' rows are padding that adds nothing to any sum. Each scored client's logits, losses
-    and sums are then those of the whole batch, bit for bit (its forward pass and its row's
-    reductions take the same operations; the clients left out would add ``0``;
-    ``tests/engine/test_eval_live_rows.py``). With an ``adjust`` hook it applies only when the
-    hook takes the keyword ``rows`` (the clients its inputs and logits are the rows of,
-    :data:`~topofl.engine.protocol.Adjust`); a hook without it sees every client's rows.
+    A batch of the clients' own samples (``shared`` False, with a ``mask``) scores only the clients
+    with a real sample in it (:func:`live_rows`), where the executor computes each client's
+    logits alike whatever the other clients of the call (:func:`rows_independent`): at the end
+    of a padded split, where only the largest clients still hold samples, the others' rows are
+    padding that adds nothing to any sum. Each scored client's sums are then those of the whole
+    batch (the clients left out would add ``0``): bit for bit where torch's batched kernels
+    compute a client's entry alike whatever the number of clients (measured with the AVX-512
+    kernels of the machine the committed results ran on, float32 included:
+    ``analysis/bench_live_rows.md``), else within float32 rounding (ATen's default kernels: 5e-9
+    of the largest sum; ``tests/engine/test_eval_live_rows.py``). With an ``adjust`` hook it
+    applies only when the hook takes the keyword ``rows`` (the clients its inputs and logits are
+    the rows of, :data:`~topofl.engine.protocol.Adjust`); a hook without it sees every client's
+    rows.
     """
     correct = torch.zeros(n, dtype=torch.float64, device=x_eval.device)
     loss = torch.zeros_like(correct)
@@ -78,13 +81,14 @@ def live_rows(mask: Tensor) -> Tensor | None:
 
 
 def rows_independent(executor: Any, device: torch.device) -> bool:
-    """Whether ``executor``'s logits of a client are the same bits whatever the other clients
-    of the call: the per-client loop (:class:`~topofl.engine.executors.LoopExecutor`), and on
-    the CPU the batched executor of a plain stack of linear layers (logistic regression, an
-    MLP: batched matrix products, one per client). Not the batched executor's convolutions
-    (``vmap``'s grouped convolutions pick their algorithm by the number of groups: cnn1d's
-    float32 logits moved in their last bits), nor a GPU's batched products, nor an executor
-    this function does not know.
+    """Whether ``executor`` computes a client's logits with the same operations whatever the other
+    clients of the call (the same bits where the batched kernels are alike for any number of
+    clients, :func:`score_chunks`): the per-client loop
+    (:class:`~topofl.engine.executors.LoopExecutor`), and on the CPU the batched executor of a
+    plain stack of linear layers (logistic regression, an MLP: batched matrix products, one per
+    client). Not the batched executor's convolutions (``vmap``'s grouped convolutions pick their
+    algorithm by the number of groups: cnn1d's float32 logits moved in their last bits), nor a
+    GPU's batched products, nor an executor this function does not know.
 
     Examples
     --------
