@@ -140,7 +140,7 @@ def test_loop_counts_the_activations_of_one_client_a_thread() -> None:
     q = 8 * 10 + 3 * 32 * 32 * 4  # the chunk's bytes a pair: 64 MiB // (50 * q) samples
     assert eval_chunk(50, 10, 3 * 32 * 32 * 4) == (64 << 20) // (50 * q) == 108
     pairs = (64 << 20) // q  # 5,426: the most pairs of a chunk near 50 clients (50 x 108 here)
-    per = 8 * 10 + 48
+    per = 5 * 10 + 24
     assert _eval_passes(s, 50)[1] == pairs * (per + 3 * act // 4)
     for threads in (1, 2):
         loop = replace(s, loop_threads=threads)
@@ -198,7 +198,7 @@ def test_plan_of_gn_lenet_counts_the_loop() -> None:
     # the global test set (355 samples) in chunks of 108: the scores of the most pairs of a
     # chunk (64 MiB // (8 * 10 + 12,288) = 5,426), one client's activations; it was 1,286 MB
     # with every client's activations (analysis/plan_accuracy.md, before)
-    assert plan.parts["evaluation"] == 5_426 * (8 * 10 + 48) + 108 * act == 26_400_040
+    assert plan.parts["evaluation"] == 5_426 * (5 * 10 + 24) + 108 * act == 26_107_036
 
 
 @pytest.mark.parametrize("family", ["ring", "exponential"])
