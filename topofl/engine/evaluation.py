@@ -365,8 +365,9 @@ def split_sums(executor: Any, x_eval: Tensor, data: Any, split: str, chunk: int 
     """``[m, 3]`` sums (correct, loss, count) of every client's model ``x_eval`` on its own
     ``split`` (``"train"``, ``"val"`` or ``"test"``) of ``data``, ``chunk`` samples a client at
     most in one forward pass (default :func:`eval_chunk`'s; never more than the largest
-    client holds: padding costs forward passes). A chunk scores only the clients with a
-    sample in it (:func:`~topofl.engine.scoring.score_chunks`), so uneven splits cost the
+    client holds: padding costs forward passes). Where the executor allows it
+    (:func:`~topofl.engine.scoring.rows_independent`), a chunk scores only the clients with
+    a sample in it (:func:`~topofl.engine.scoring.score_chunks`), so uneven splits cost the
     chunks each client fills, not every client the largest one's."""
     m = int(x_eval.shape[0])
     if chunk is None:
