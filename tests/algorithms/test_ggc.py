@@ -247,5 +247,5 @@ def test_the_module_needs_no_engine() -> None:
     imported = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for a in node.names}
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert {m for m in imported if m.startswith("topofl")} == {"topofl._utils.rng",
-                                                                "topofl._utils.validation"}
+    assert {m for m in imported if m.startswith("topofl")} == {
+        "topofl._utils.callables", "topofl._utils.rng", "topofl._utils.validation"}

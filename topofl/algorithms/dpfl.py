@@ -503,7 +503,7 @@ def preprocess(state: State, rnd: Round, env: Services, hp: DPFLParams) -> None:
         # every client is a candidate of every active one: a dense need, all rows
         src = clients.all_rows(x)
         omega, decisions = greedy_rows(x, ids, src, np.arange(n), everyone, p_all,
-                                       lambda z: env.losses(z, "val"), cap, seeds,
+                                       functools.partial(env.losses, split="val"), cap, seeds,
                                        running_sums=True)
         pending = bggc_received(everyone, decisions, cap, [
             generator_at(hp.graph_seed, _PRE_TAG, int(k)) for k in ids])
@@ -532,8 +532,9 @@ def select_collaborators(state: State, t: int, p_all: Tensor, env: Services,
     # the candidates' models (at most B_c per client) and this process's own
     need = np.union1d(torch.nonzero(omega.cpu().any(dim=0)).flatten().numpy(), ids)
     (src,) = clients.fetch(need, x)
-    chosen, _ = greedy_rows(x, ids, src, need, omega, p_all, lambda z: env.losses(z, "val"),
-                            hp.cap(n), seeds, running_sums=False)
+    val = functools.partial(env.losses, split="val")  # takes rows: scores the deciding ones
+    chosen, _ = greedy_rows(x, ids, src, need, omega, p_all, val, hp.cap(n), seeds,
+                            running_sums=False)
     collab.copy_(chosen)
     return clients.all_rows(omega.to(torch.uint8)).bool()  # every candidate's model
 

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from topofl._utils.callables import takes_keyword
 from topofl._utils.rng import Seed, as_generator
 from topofl._utils.validation import check_int
 
@@ -371,7 +372,7 @@ def greedy_rows(
     src_ids: np.ndarray,
     candidates: Tensor,
     weights: Tensor,
-    losses: Callable[[Tensor], Tensor],
+    losses: Callable[..., Tensor],
     budget: int | None,
     seeds: Sequence[Seed],
     running_sums: bool,
@@ -381,7 +382,12 @@ def greedy_rows(
     ``src`` ``[R, P]`` the models of the clients ``src_ids`` (increasing; every candidate and,
     for GGC, every client of ``ids``), ``seeds`` one per row. ``(C rows [m, n], decisions
     [m])``; with every client (``ids = src_ids = 0..n-1``) it is :func:`ggc_batched`'s and
-    :func:`bggc_batched`'s computation."""
+    :func:`bggc_batched`'s computation.
+
+    A step scores only the clients still deciding (a candidate left, the budget not reached)
+    where ``losses`` takes the keyword ``rows`` (``losses(z, rows=r) -> [len(r)]``, the losses
+    of the rows ``r`` of ``z``, e.g. ``env.losses(z, "val", rows=r)``); the others' losses
+    would decide nothing. Where it does not, every row is scored at every step."""
     m, n = int(x.shape[0]), int(weights.shape[0])
     dev, dt = x.device, x.dtype
     cand = candidates.to(device=dev, dtype=torch.bool)
@@ -396,6 +402,19 @@ def greedy_rows(
 
     def average(mask: Tensor) -> Tensor:
         return aggregation_rows(mask, p, me).index_select(1, cols) @ src
+
+    some = takes_keyword(losses, "rows")
+
+    def rewards(z: Tensor, active: Tensor) -> Tensor:
+        """``-losses(z)`` in float64 on the rows ``active`` (0 elsewhere where only those are
+        scored: no decision reads them)."""
+        if not some or bool(active.all()):
+            return -losses(z).double()
+        out = torch.zeros(m, dtype=torch.float64, device=dev)
+        idx = torch.nonzero(active).flatten()
+        if idx.numel():
+            out[idx] = -losses(z, rows=idx).double()
+        return out
 
     # every client's visiting order and coins, exactly as in ggc/bggc
     cand_cpu = cand.cpu()
@@ -446,8 +465,8 @@ def greedy_rows(
             rem_m[ra, ja] = False
             cand_add = average(add_m)
             cand_rem = average(rem_m)
-        r_add = -losses(cand_add).double()
-        r_rem = -losses(cand_rem).double()
+        r_add = rewards(cand_add, active)
+        r_rem = rewards(cand_rem, active)
         a = (r_add - r_x).clamp_min(0.0)
         b = (r_rem - r_y).clamp_min(0.0)
         total = a + b

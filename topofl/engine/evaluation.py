@@ -15,7 +15,7 @@ from topofl.engine.clients import Clients, first_bad
 from topofl.engine.config import RunConfig, global_samples
 from topofl.engine.local import row_runs
 from topofl.engine.protocol import Adjust, Algorithm, Round, Services, State
-from topofl.engine.scoring import score_chunks
+from topofl.engine.scoring import rows_independent, score_chunks, takes_rows
 from topofl.exceptions import ConvergenceError
 from topofl.graph import Topology
 from topofl.records import Recorder
@@ -361,21 +361,52 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
 
 
 def split_sums(executor: Any, x_eval: Tensor, data: Any, split: str, chunk: int | None = None,
-               adjust: Adjust | None = None) -> Tensor:
+               adjust: Adjust | None = None, *, rows: Tensor | None = None) -> Tensor:
     """``[m, 3]`` sums (correct, loss, count) of every client's model ``x_eval`` on its own
     ``split`` (``"train"``, ``"val"`` or ``"test"``) of ``data``, ``chunk`` samples a client at
     most in one forward pass (default :func:`eval_chunk`'s; never more than the largest
     client holds: padding costs forward passes). Where the executor allows it
     (:func:`~topofl.engine.scoring.rows_independent`), a chunk scores only the clients with
     a sample in it (:func:`~topofl.engine.scoring.score_chunks`), so uneven splits cost the
-    chunks each client fills, not every client the largest one's."""
+    chunks each client fills, not every client the largest one's.
+
+    ``rows`` (increasing indices of ``x_eval``'s rows) asks for those clients' sums alone,
+    ``[len(rows), 3]``: where the executor allows it only their rows are scored, in the chunks
+    of the whole call (the same per-client sums, :func:`~topofl.engine.scoring.score_chunks`),
+    else every row is and the call picks theirs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> data = tf.data.federate("digits", "iid", 4, seed=0, val=0.2)
+    >>> model = tf.models.build_model("logistic", (1, 8, 8), 10, seed=0)
+    >>> from topofl.engine import ParamLayout
+    >>> from topofl.engine.executors import BatchedExecutor
+    >>> ex = BatchedExecutor(model, ParamLayout.from_model(model))
+    >>> x = torch.randn(4, 650, generator=torch.Generator().manual_seed(0))
+    >>> from topofl.engine.evaluation import split_sums
+    >>> every = split_sums(ex, x, data, "val")
+    >>> some = split_sums(ex, x, data, "val", rows=torch.tensor([1, 3]))
+    >>> bool((some == every[[1, 3]]).all())
+    True
+    """
     m = int(x_eval.shape[0])
     if chunk is None:
         chunk = eval_chunk(m, int(data.num_classes), 4 * int(np.prod(data.input_shape)))
     size = min(chunk, max(1, int(np.max(data.sizes(split)))))
     batches = ((b.x, b.y, b.mask) for b in data.eval_batches(split, batch_size=size))
-    return torch.stack(score_chunks(executor, x_eval, batches, m, shared=False,
+    if rows is not None and rows_independent(executor, x_eval.device) and (
+            adjust is None or takes_rows(adjust)):
+        rows = rows.to(device=x_eval.device, dtype=torch.long)
+        picked = ((x.index_select(0, rows.to(x.device)), y.index_select(0, rows.to(y.device)),
+                   None if mask is None else mask.index_select(0, rows.to(mask.device)))
+                  for x, y, mask in batches)
+        return torch.stack(score_chunks(executor, x_eval.index_select(0, rows), picked,
+                                        int(rows.numel()), shared=False, adjust=adjust,
+                                        clients=rows), dim=1)
+    sums = torch.stack(score_chunks(executor, x_eval, batches, m, shared=False,
                                     adjust=adjust), dim=1)
+    return sums if rows is None else sums.index_select(0, rows.to(sums.device))
 
 
 def class_sums(executor: Any, x_eval: Tensor, data: Any, split: str,

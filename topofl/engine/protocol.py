@@ -239,8 +239,9 @@ class Services(Protocol):
                     epochs: float | None = None, stream: int = 0) -> Tensor:
         """Plain SGD on ``x`` [n, P] in place on each client's training batches; losses [n]."""
 
-    def losses(self, x: Tensor, split: str = "val") -> Tensor:
-        """Mean loss of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]``."""
+    def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None) -> Tensor:
+        """Mean loss of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]`` (with ``rows``,
+        increasing row indices, those rows' alone: ``[len(rows)]``)."""
 
     def accuracies(self, x: Tensor, split: str = "val") -> Tensor:
         """Accuracy of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]`` float64."""
@@ -308,7 +309,7 @@ class ToyServices:
         """Not available without data (raises)."""
         raise self._no_data("local_train")
 
-    def losses(self, x: Tensor, split: str = "val") -> Tensor:
+    def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None) -> Tensor:
         """Not available without data (raises)."""
         raise self._no_data("losses")
 

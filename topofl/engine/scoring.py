@@ -3,21 +3,26 @@ scoring in each batch only the clients with a real sample in it (:func:`live_row
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from topofl._utils.callables import takes_keyword
 from topofl.engine.executors import BatchedExecutor, LoopExecutor
 from topofl.engine.protocol import Adjust
 
-__all__ = ["live_rows", "rows_independent", "score_chunks"]
+__all__ = ["live_rows", "rows_independent", "score_chunks", "takes_rows"]
 
 
-def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int,
-                  shared: bool, adjust: Adjust | None = None) -> tuple[Tensor, Tensor, Tensor]:
+def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int, shared: bool,
+                 adjust: Adjust | None = None, clients: Tensor | None = None
+                 ) -> tuple[Tensor, Tensor, Tensor]:
     """Sum correct predictions, losses and counts per client over padded batches.
+
+    ``clients`` names the run's client of each row of ``x_eval`` and of the batches (default:
+    row ``i`` is client ``i``), what an ``adjust`` hook's ``rows`` names: a call on some
+    clients' rows (:func:`~topofl.engine.evaluation.split_sums`' ``rows``).
 
     ``adjust(inputs, logits, shared)`` (an algorithm's ``predict`` hook) replaces the logits
     by the scores the algorithm predicts with.
@@ -39,13 +44,13 @@ def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int,
     correct = torch.zeros(n, dtype=torch.float64, device=x_eval.device)
     loss = torch.zeros_like(correct)
     count = torch.zeros_like(correct)
-    subsets = (not shared and (adjust is None or _takes_rows(adjust))
+    subsets = (not shared and (adjust is None or takes_rows(adjust))
                and rows_independent(executor, x_eval.device))
     for x, y, mask in batches:
         inputs = x.to(x_eval.dtype)
         rows = live_rows(mask) if subsets and mask is not None else None
         if rows is None:
-            sums = _batch_sums(executor, x_eval, inputs, y, mask, shared, adjust, None)
+            sums = _batch_sums(executor, x_eval, inputs, y, mask, shared, adjust, clients)
             correct += sums[0]
             loss += sums[1]
             count += sums[2]
@@ -54,7 +59,7 @@ def score_chunks(executor: Any, x_eval: Tensor, batches: Any, n: int,
             continue
         sums = _batch_sums(executor, x_eval.index_select(0, rows), inputs.index_select(0, rows),
                            y.index_select(0, rows), mask.index_select(0, rows), shared, adjust,
-                           rows)
+                           rows if clients is None else clients.index_select(0, rows))
         correct.index_add_(0, rows, sums[0])
         loss.index_add_(0, rows, sums[1])
         count.index_add_(0, rows, sums[2])
@@ -113,13 +118,17 @@ def rows_independent(executor: Any, device: torch.device) -> bool:
     return executor.stack is not None and all(k != "conv1d" for k, _, _, _ in executor.stack)
 
 
-def _takes_rows(adjust: Adjust) -> bool:
-    """Whether the hook ``adjust`` takes the keyword ``rows`` (the clients of its rows)."""
-    try:
-        params = inspect.signature(adjust).parameters
-    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
-        return False
-    return "rows" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+def takes_rows(fn: Any) -> bool:
+    """Whether the callable ``fn`` (an ``adjust`` hook, a losses function) takes the keyword
+    ``rows`` (the clients of its rows).
+
+    Examples
+    --------
+    >>> from topofl.engine.scoring import takes_rows
+    >>> takes_rows(lambda z, rows=None: z), takes_rows(lambda z: z), takes_rows(len)
+    (True, False, False)
+    """
+    return takes_keyword(fn, "rows")
 
 
 def _batch_sums(executor: Any, x_eval: Tensor, inputs: Tensor, y: Tensor, mask: Tensor | None,
@@ -129,7 +138,7 @@ def _batch_sums(executor: Any, x_eval: Tensor, inputs: Tensor, y: Tensor, mask: 
     clients ``rows`` of the run, or all of them for ``None``)."""
     logits = executor.logits(x_eval, inputs, shared_input=shared)
     if adjust is not None:
-        hook: Any = adjust  # a hook that takes ``rows`` (_takes_rows) when rows is given
+        hook: Any = adjust  # a hook that takes ``rows`` (takes_rows) when rows is given
         logits = hook(inputs, logits, shared) if rows is None else \
             hook(inputs, logits, shared, rows=rows)
     yy = y.unsqueeze(0).expand(logits.shape[:2]) if shared else y

@@ -113,20 +113,26 @@ class DataServices:
             count += active
         return total / count.clamp_min(1)
 
-    def _score(self, x: Tensor, split: str) -> tuple[Tensor, Tensor, Tensor]:
-        correct, loss, count = split_sums(self.executor, x, self.data, split).unbind(1)
+    def _score(self, x: Tensor, split: str, rows: Tensor | None = None
+               ) -> tuple[Tensor, Tensor, Tensor]:
+        sums = split_sums(self.executor, x, self.data, split, rows=rows)
+        correct, loss, count = sums.unbind(1)
         if bool((count == 0).any()):
             i = int(torch.nonzero(count == 0)[0, 0])
+            i = i if rows is None else int(rows[i])
             raise ValueError(
                 f"client {i} has no {split!r} samples; build the data with a {split} split "
                 f"(e.g. federate(..., {split}=0.1))"
             )
         return correct, loss, count
 
-    def losses(self, x: Tensor, split: str = "val") -> Tensor:
+    def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None) -> Tensor:
         """``[n]``: mean loss of row ``i`` of ``x`` on client ``i``'s ``split`` (``"train"``,
-        ``"val"`` or ``"test"``)."""
-        _, loss, count = self._score(x, split)
+        ``"val"`` or ``"test"``). With ``rows`` (increasing row indices) only those rows'
+        losses, ``[len(rows)]``, the same numbers: only their rows are scored where the
+        executor computes a client's loss alike whatever the others
+        (:func:`~topofl.engine.scoring.rows_independent`), else every row is."""
+        _, loss, count = self._score(x, split, rows)
         return (loss / count).to(x.dtype)
 
     def accuracies(self, x: Tensor, split: str = "val") -> Tensor:
