@@ -1,6 +1,7 @@
 """Runs of two checkouts side by side, for the benchmarks that time this code against
-another's (``bench_teleport.py``, ``bench_idle_rows.py``): a child interpreter on a
-checkout, one torch thread, and what its records file says."""
+another's (``bench_teleport.py``, ``bench_idle_rows.py``, ``bench_live_rows.py``,
+``bench_ggc_rows.py``, ``bench_rerun_split.py``): a child interpreter on a checkout, one torch
+thread, and what its records file says."""
 
 from __future__ import annotations
 
@@ -13,23 +14,39 @@ from pathlib import Path
 from typing import Any
 
 #: The start of a child script (``run_child``) that runs a committed config: ``argv`` is
-#: ``NAME ROUNDS RECORDS``; it loads ``paper_figures/configs/NAME`` at its default scale with
-#: the first value of each of its sweep's keys, one torch thread, ``ROUNDS`` rounds, records to
-#: ``RECORDS``, and leaves the keywords in ``cfg`` (``topofl.config.execute(cfg)`` runs them).
+#: ``CASE ROUNDS RECORDS``; ``CASE`` names ``paper_figures/configs/NAME``, a grid config's cell
+#: as ``NAME:LABEL+LABEL`` (one label an axis), and may end with ``?KEY=NUMBER`` (that value in
+#: place of the key's sweep). It loads the config at its default scale with the first value of
+#: each of its sweep's keys, one torch thread, ``ROUNDS`` rounds, records to ``RECORDS``, and
+#: leaves the keywords in ``cfg`` (``topofl.config.execute(cfg)`` runs them).
 CONFIG_CHILD = r"""
 import json, sys, time, torch
 torch.set_num_threads(1)
 import topofl
 from topofl import figures
-name, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+case, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+case, _, setting = case.partition("?")
+name, _, cell = case.partition(":")
 cfg = dict(figures.load_config(name, "default"))
+if cell:
+    cfg = dict(figures.grid(cfg)[tuple(cell.split("+"))])
 for k, v in (cfg.pop("sweep", None) or {}).items():
     cfg[k] = v[0]
 for k in list(cfg):
     if k.startswith("_") or k in ("figure", "out", "seeds", "grid", "grid_keep"):
         cfg.pop(k)
 cfg.pop("checkpoint_every", None)
+if setting:
+    key, value = setting.split("=")
+    cfg[key] = float(value)
 cfg.update(rounds=rounds, records_path=out, progress=False)
+"""
+
+#: :data:`CONFIG_CHILD` that runs the config and prints its CPU seconds and code fingerprint
+TIMED_CHILD = CONFIG_CHILD + r"""
+c = time.process_time()
+topofl.config.execute(cfg)
+print(json.dumps({"cpu": time.process_time() - c, "code": topofl.figures.code_fingerprint()}))
 """
 
 

@@ -22,38 +22,13 @@ import platform
 import time
 from pathlib import Path
 
-from _checkouts import alternate  # beside this script
+from _checkouts import TIMED_CHILD, alternate  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: committed configs: no budget (the sweep's first value, 1.0 N) and B_c = 0.2 N
 CASES = ["dpfl_fig6_dir_dpfl", "dpfl_fig6_dir_dpfl?budget=0.2", "dpfl_fig5_dpfl",
          "dpfl_fig5_dpfl?budget=0.2", "dpfl_table1_dir_dpfl?budget=0.2"]
-
-#: the child: ``argv`` is ``CASE ROUNDS RECORDS``, ``CASE`` a config's name and optionally
-#: ``?key=value`` (a number) in place of that key's sweep
-CHILD = r"""
-import json, sys, time, torch
-torch.set_num_threads(1)
-import topofl
-from topofl import figures
-case, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-name, _, setting = case.partition("?")
-cfg = dict(figures.load_config(name, "default"))
-for k, v in (cfg.pop("sweep", None) or {}).items():
-    cfg[k] = v[0]
-for k in list(cfg):
-    if k.startswith("_") or k in ("figure", "out", "seeds", "grid", "grid_keep"):
-        cfg.pop(k)
-cfg.pop("checkpoint_every", None)
-if setting:
-    key, value = setting.split("=")
-    cfg[key] = float(value)
-cfg.update(rounds=rounds, records_path=out, progress=False)
-c = time.process_time()
-topofl.config.execute(cfg)
-print(json.dumps({"cpu": time.process_time() - c, "code": topofl.figures.code_fingerprint()}))
-"""
 
 
 def main() -> None:
@@ -64,7 +39,7 @@ def main() -> None:
     args = ap.parse_args()
     codes = [("after", ROOT), ("before", args.before.resolve())]
     t0 = time.time()
-    best, same = alternate(codes, CASES, CHILD, args.rounds, args.repeat)
+    best, same = alternate(codes, CASES, TIMED_CHILD, args.rounds, args.repeat)
     first = CASES[0]
     lines = [
         "# DPFL's greedy selection: only the clients still deciding are scored",

@@ -24,19 +24,13 @@ import platform
 import time
 from pathlib import Path
 
-from _checkouts import CONFIG_CHILD, alternate  # beside this script
+from _checkouts import TIMED_CHILD, alternate  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: committed configs (paper_figures/configs): uneven test splits (Patho(3)) and an even-ish one
 CASES = ["dpfl_fig6_patho_knn_per", "dpfl_fig6_patho_fedavg", "dpfl_fig6_patho_dpfl",
          "dpfl_fig6_dir_knn_per"]
-
-CHILD = CONFIG_CHILD + r"""
-c = time.process_time()
-topofl.config.execute(cfg)
-print(json.dumps({"cpu": time.process_time() - c, "code": topofl.figures.code_fingerprint()}))
-"""
 
 
 def main() -> None:
@@ -47,7 +41,7 @@ def main() -> None:
     args = ap.parse_args()
     codes = [("after", ROOT), ("before", args.before.resolve())]
     t0 = time.time()
-    best, same = alternate(codes, CASES, CHILD, args.rounds, args.repeat)
+    best, same = alternate(codes, CASES, TIMED_CHILD, args.rounds, args.repeat)
     first = CASES[0]
     lines = [
         "# Evaluation of padded splits: only the clients with a sample in a batch",

@@ -27,7 +27,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _checkouts import alternate  # beside this script
+from _checkouts import TIMED_CHILD, alternate  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,30 +40,6 @@ RESULTS = {
                                             "DFedAvgM", "Dis-PFL", "OSGP", "DFedPGP")]),
 }
 
-#: the child: ``argv`` is ``CASE ROUNDS RECORDS``; a grid config's cell or a plain config's
-#: first value of each of its sweep's keys, at the default scale, one torch thread
-CHILD = r"""
-import json, sys, time, torch
-torch.set_num_threads(1)
-import topofl
-from topofl import figures
-case, rounds, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-name, _, cell = case.partition(":")
-cfg = dict(figures.load_config(name, "default"))
-if cell:
-    cfg = dict(figures.grid(cfg)[tuple(cell.split("+"))])
-for k, v in (cfg.pop("sweep", None) or {}).items():
-    cfg[k] = v[0]
-for k in list(cfg):
-    if k.startswith("_") or k in ("figure", "out", "seeds", "grid", "grid_keep"):
-        cfg.pop(k)
-cfg.pop("checkpoint_every", None)
-cfg.update(rounds=rounds, records_path=out, progress=False)
-c = time.process_time()
-topofl.config.execute(cfg)
-print(json.dumps({"cpu": time.process_time() - c, "code": topofl.figures.code_fingerprint()}))
-"""
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -75,7 +51,7 @@ def main() -> None:
     old_code, commit, cases = RESULTS[args.result]
     codes = [("after", ROOT), ("before", args.before.resolve())]
     t0 = time.time()
-    best, same = alternate(codes, cases, CHILD, args.rounds, args.repeat)
+    best, same = alternate(codes, cases, TIMED_CHILD, args.rounds, args.repeat)
     found = best[("before", cases[0])]["code"]
     if found != old_code:
         raise SystemExit(f"--before computes {found}, not {old_code}: check out {commit}")
