@@ -365,6 +365,18 @@ def aggregation_rows(mask: Tensor, p: Tensor, me: Tensor) -> Tensor:
     return w / w.sum(dim=1, keepdim=True)
 
 
+def _rewards(losses: Callable[..., Tensor], z: Tensor, active: Tensor, some: bool) -> Tensor:
+    """``-losses(z)`` in float64 on the rows ``active``; with ``some`` (``losses`` takes
+    ``rows``) only those rows are scored and the others hold 0 (no decision reads them)."""
+    if not some or bool(active.all()):
+        return -losses(z).double()
+    out = torch.zeros(z.shape[0], dtype=torch.float64, device=z.device)
+    idx = torch.nonzero(active).flatten()
+    if idx.numel():
+        out[idx] = -losses(z, rows=idx).double()
+    return out
+
+
 def greedy_rows(
     x: Tensor,
     ids: np.ndarray,
@@ -404,17 +416,6 @@ def greedy_rows(
         return aggregation_rows(mask, p, me).index_select(1, cols) @ src
 
     some = takes_keyword(losses, "rows")
-
-    def rewards(z: Tensor, active: Tensor) -> Tensor:
-        """``-losses(z)`` in float64 on the rows ``active`` (0 elsewhere where only those are
-        scored: no decision reads them)."""
-        if not some or bool(active.all()):
-            return -losses(z).double()
-        out = torch.zeros(m, dtype=torch.float64, device=dev)
-        idx = torch.nonzero(active).flatten()
-        if idx.numel():
-            out[idx] = -losses(z, rows=idx).double()
-        return out
 
     # every client's visiting order and coins, exactly as in ggc/bggc
     cand_cpu = cand.cpu()
@@ -465,8 +466,8 @@ def greedy_rows(
             rem_m[ra, ja] = False
             cand_add = average(add_m)
             cand_rem = average(rem_m)
-        r_add = rewards(cand_add, active)
-        r_rem = rewards(cand_rem, active)
+        r_add = _rewards(losses, cand_add, active, some)
+        r_rem = _rewards(losses, cand_rem, active, some)
         a = (r_add - r_x).clamp_min(0.0)
         b = (r_rem - r_y).clamp_min(0.0)
         total = a + b

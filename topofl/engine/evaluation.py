@@ -367,26 +367,18 @@ def split_sums(executor: Any, x_eval: Tensor, data: Any, split: str, chunk: int 
     most in one forward pass (default :func:`eval_chunk`'s; never more than the largest
     client holds: padding costs forward passes). Where the executor allows it
     (:func:`~topofl.engine.scoring.rows_independent`), a chunk scores only the clients with
-    a sample in it (:func:`~topofl.engine.scoring.score_chunks`), so uneven splits cost the
-    chunks each client fills, not every client the largest one's.
-
-    ``rows`` (increasing indices of ``x_eval``'s rows) asks for those clients' sums alone,
-    ``[len(rows), 3]``: where the executor allows it only their rows are scored, in the chunks
-    of the whole call (the same per-client sums, :func:`~topofl.engine.scoring.score_chunks`),
-    else every row is and the call picks theirs.
+    a sample in it (:func:`~topofl.engine.scoring.score_chunks`). ``rows`` (increasing row
+    indices) asks for those clients' sums, ``[len(rows), 3]``: only their rows are scored
+    where the executor allows it (in the whole call's chunks), else every row is.
 
     Examples
     --------
     >>> import torch
     >>> data = tf.data.federate("digits", "iid", 4, seed=0, val=0.2)
-    >>> model = tf.models.build_model("logistic", (1, 8, 8), 10, seed=0)
-    >>> from topofl.engine import ParamLayout
-    >>> from topofl.engine.executors import BatchedExecutor
-    >>> ex = BatchedExecutor(model, ParamLayout.from_model(model))
-    >>> x = torch.randn(4, 650, generator=torch.Generator().manual_seed(0))
-    >>> from topofl.engine.evaluation import split_sums
-    >>> every = split_sums(ex, x, data, "val")
-    >>> some = split_sums(ex, x, data, "val", rows=torch.tensor([1, 3]))
+    >>> ex = tf.engine.executors.BatchedExecutor(m := tf.models.build_model(
+    ...     "logistic", (1, 8, 8), 10, seed=0), tf.engine.ParamLayout.from_model(m))
+    >>> x, sums = torch.randn(4, 650), tf.engine.evaluation.split_sums
+    >>> some, every = sums(ex, x, data, "val", rows=torch.tensor([1, 3])), sums(ex, x, data, "val")
     >>> bool((some == every[[1, 3]]).all())
     True
     """
