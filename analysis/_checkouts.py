@@ -104,3 +104,17 @@ def alternate(codes: list[tuple[str, Path]], cases: list[str], child: str, round
                     a, b = (record_rows(p) for p in paths.values())
                     same[name] = same.get(name, True) and a == b
     return best, same
+
+
+def ratio_table(best: dict[tuple[str, str], dict[str, Any]], same: dict[str, bool],
+                cases: list[str], first: str = "config") -> list[str]:
+    """The markdown table of :func:`alternate`'s ``(best, same)``: a row a case (its name in
+    the column ``first``, a ``?`` shown as a comma), its seconds before and after, their ratio,
+    and whether the records were equal."""
+    lines = [f"| {first} | s before | s after | after / before | records equal, bit for bit |",
+             "|---|---:|---:|---:|---|"]
+    for c in cases:
+        b, a = best[("before", c)]["wall_time"], best[("after", c)]["wall_time"]
+        lines.append(f"| {c.replace('?', ', ')} | {b:.2f} | {a:.2f} | {a / b:.2f} | "
+                     f"{'yes' if same[c] else 'NO'} |")
+    return lines

@@ -22,7 +22,7 @@ import platform
 import time
 from pathlib import Path
 
-from _checkouts import TIMED_CHILD, alternate  # beside this script
+from _checkouts import TIMED_CHILD, alternate, ratio_table  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,14 +56,7 @@ def main() -> None:
         "over every other client), so a case's time is not a steady round's. *Records "
         "equal*: every record of the two runs but the wall times, bit for bit.",
         "",
-        "| config | s before | s after | after / before | records equal, bit for bit |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for case in CASES:
-        b, a = best[("before", case)], best[("after", case)]
-        lines.append(f"| {case.replace('?', ', ')} | {b['wall_time']:.2f} | "
-                     f"{a['wall_time']:.2f} | {a['wall_time'] / b['wall_time']:.2f} | "
-                     f"{'yes' if same[case] else 'NO'} |")
+    ] + ratio_table(best, same, CASES)
     (ROOT / "analysis" / "bench_ggc_rows.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

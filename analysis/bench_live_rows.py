@@ -24,7 +24,7 @@ import platform
 import time
 from pathlib import Path
 
-from _checkouts import TIMED_CHILD, alternate  # beside this script
+from _checkouts import TIMED_CHILD, alternate, ratio_table  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,14 +58,7 @@ def main() -> None:
         "include its pre-processing, so its time is not a steady round's. *Records equal*: "
         "every record of the two runs but the wall times, bit for bit.",
         "",
-        "| config | s before | s after | after / before | records equal, bit for bit |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for name in CASES:
-        b, a = best[("before", name)], best[("after", name)]
-        lines.append(f"| {name} | {b['wall_time']:.2f} | {a['wall_time']:.2f} | "
-                     f"{a['wall_time'] / b['wall_time']:.2f} | "
-                     f"{'yes' if same[name] else 'NO'} |")
+    ] + ratio_table(best, same, CASES)
     (ROOT / "analysis" / "bench_live_rows.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

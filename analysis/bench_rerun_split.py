@@ -27,7 +27,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _checkouts import TIMED_CHILD, alternate  # beside this script
+from _checkouts import TIMED_CHILD, alternate, ratio_table  # beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,13 +73,7 @@ def main() -> None:
         f"{args.repeat}, the two checkouts alternating; seconds are the run's `wall_time` "
         "record.",
         "",
-        "| case | s before | s after | after / before | records equal, bit for bit |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for c, r in zip(cases, ratios):
-        b, a = best[("before", c)], best[("after", c)]
-        lines.append(f"| {c} | {b['wall_time']:.2f} | {a['wall_time']:.2f} | {r:.2f} | "
-                     f"{'yes' if same[c] else 'no'} |")
+    ] + ratio_table(best, same, cases, first="case")
     lines += ["", f"All cases: {before:.2f} s before, {after:.2f} s after, **{after / before:.2f}"
               f"x** (the cases' median ratio {statistics.median(ratios):.2f}). The result's runs "
               "weigh its configs by their rounds and seeds, so the sum is a guide, not the "
