@@ -37,6 +37,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
 from topofl.engine._threads import cpu_workers, run_on_cores
+from topofl.engine.crossentropy import cross_entropy_rows
 from topofl.engine.layout import ParamLayout
 from topofl.engine.protocol import Part
 from topofl.engine.residues import plain_mlp_period
@@ -488,9 +489,8 @@ class BatchedExecutor(_InputCheck):
             else:
                 logits = self._forward(False)(params, x)
             m, b = logits.shape[0], logits.shape[1]
-            loss = F.cross_entropy(
-                logits.reshape(m * b, -1), y.reshape(m * b), reduction="none"
-            ).view(m, b).mean(1)
+            loss = cross_entropy_rows(logits.reshape(m * b, -1), y.reshape(m * b))
+            loss = loss.view(m, b).mean(1)
             wrt = [params[k] for k in train_names]
             grads = torch.autograd.grad(loss.sum(), wrt) if wrt else ()
         return loss.detach(), grads

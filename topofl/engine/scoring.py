@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from topofl._utils.callables import takes_keyword
+from topofl.engine.crossentropy import cross_entropy_rows
 from topofl.engine.executors import BatchedExecutor, LoopExecutor
 from topofl.engine.protocol import Adjust
 
@@ -143,8 +144,7 @@ def _batch_sums(executor: Any, x_eval: Tensor, inputs: Tensor, y: Tensor, mask: 
             hook(inputs, logits, shared, rows=rows)
     yy = y.unsqueeze(0).expand(logits.shape[:2]) if shared else y
     ok = (logits.argmax(dim=-1) == yy).double()
-    ls = torch.nn.functional.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), yy.reshape(-1), reduction="none"
-    ).reshape(yy.shape).double()
+    ls = cross_entropy_rows(logits.reshape(-1, logits.shape[-1]), yy.reshape(-1)
+                            ).reshape(yy.shape).double()
     m = torch.ones_like(ok) if mask is None else mask.double()
     return (ok * m).sum(dim=1), (ls * m).sum(dim=1), m.sum(dim=1)

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from topofl.engine.clients import Clients, LocalClients
+from topofl.engine.crossentropy import cross_entropy_rows
 from topofl.engine.evaluation import eval_chunk, split_sums
 from topofl.engine.executors import BatchedExecutor, LoopExecutor
 from topofl.engine.layout import ParamLayout
@@ -35,9 +36,8 @@ def batch_losses(executor: Any, x: Tensor, xb: Tensor, yb: Tensor, idx: Tensor) 
         sel = idx[:, j]
         logits = executor.logits(x, xb.index_select(0, sel))
         yy = yb.index_select(0, sel)
-        ls = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), yy.reshape(-1), reduction="none"
-        ).reshape(yy.shape)
+        ls = cross_entropy_rows(logits.reshape(-1, logits.shape[-1]), yy.reshape(-1)
+                                ).reshape(yy.shape)
         out[:, j] = ls.mean(dim=1)
     return out
 
