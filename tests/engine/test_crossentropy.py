@@ -91,3 +91,31 @@ def test_a_label_out_of_range_is_a_value_error(label):
 def test_no_samples():
     out = cross_entropy_rows(torch.zeros(0, 10), torch.zeros(0, dtype=torch.long))
     assert out.shape == (0,)
+
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("hidden,b", [([8], 8), ([64], 50), ([32, 16], 7)])
+def test_the_executors_gradients_are_the_same_bits(monkeypatch, dtype, hidden, b):
+    """The batched executor's gradients of an MLP (its products' backward passes run on the
+    gradient of the logits) with the loss against F.cross_entropy's: the same bits. A
+    gradient handed back transposed, though of the same values, moved them (the backward
+    of ``_PaddedTranspose`` makes it contiguous)."""
+    import topofl as tf
+    from topofl.engine import executors
+    from topofl.engine.layout import ParamLayout
+
+    model = tf.models.build_model("mlp", (40,), 10, seed=0, hidden=hidden)
+    layout = ParamLayout.from_model(model)
+    gen = torch.Generator().manual_seed(b)
+    n = 12
+    flat = (torch.randn(n, layout.num_params, generator=gen) * 0.3).to(dtype)
+    x = torch.randn(n, b, 40, generator=gen).to(dtype)
+    y = torch.randint(0, 10, (n, b), generator=gen)
+    out = []
+    for fn in (cross_entropy_rows, _reference):
+        monkeypatch.setattr(executors, "cross_entropy_rows", fn)
+        g = torch.zeros(n, layout.num_params, dtype=dtype)
+        loss = executors.BatchedExecutor(model, layout).grad(flat, x, y, "all", g)
+        out.append((loss, g))
+    assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][1], out[1][1])

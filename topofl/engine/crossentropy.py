@@ -34,6 +34,8 @@ True
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -89,5 +91,21 @@ def cross_entropy_rows(logits: Tensor, y: Tensor) -> Tensor:
     n, c = logits.shape
     if n and bool(((y < 0) | (y >= c)).any()):
         raise ValueError(f"labels must lie in [0, {c}), got {int(y.min())}..{int(y.max())}")
-    lp = F.log_softmax(F.pad(logits.t(), (0, -n % PAD)), dim=0)  # [C, N + pad], contiguous
+    lp = F.log_softmax(_PaddedTranspose.apply(logits), dim=0)  # type: ignore[no-untyped-call]
     return lp[:, :n].gather(0, y.view(1, n)).view(n).neg()
+
+
+class _PaddedTranspose(torch.autograd.Function):
+    """``[N, C]`` -> ``[C, N + pad]`` (contiguous, zeros after the samples), whose backward
+    gives a contiguous ``[N, C]`` gradient: the layout ``F.cross_entropy``'s has, on which the
+    products of the backward pass before it choose their kernels (a transposed gradient,
+    though of the same values, moves their bits)."""
+
+    @staticmethod
+    def forward(ctx: Any, logits: Tensor) -> Tensor:
+        ctx.n = logits.shape[0]
+        return F.pad(logits.t(), (0, -ctx.n % PAD))
+
+    @staticmethod
+    def backward(ctx: Any, g: Tensor) -> Tensor:
+        return g[:, :ctx.n].t().contiguous()
