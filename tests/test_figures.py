@@ -164,6 +164,10 @@ def test_sweep_stacks_and_counts_a_stacks_time_once(tmp_path: Path) -> None:
     assert [m["stacked"] for m in markers] == [4] * 4
     walls = [float(rec.series("wall_time", run=r)[1][-1]) for r in rec.runs]
     assert args.run_seconds == pytest.approx(sum(walls) / 4)  # one pass: each a 4th
+    # a script that reads runs again (a gate over Table 1's runs beside its own cells) counts
+    # each run once in the time to regenerate
+    again = figures.runs.sweep(dict(cfg), args)
+    assert again.runs == rec.runs and args.run_seconds == pytest.approx(sum(walls) / 4)
     alone = tf.run(**{**BASE, "topology": "complete", "seed": 1}).records
     # float32, stacked vs alone: the stack's batched products run other shapes, whose kernels
     # MKL and ATen pick by shape and CPU, so the two agree to rounding (~1e-7), not bit for

@@ -54,6 +54,7 @@ class FigureArgs:
     started: float = field(default_factory=time.perf_counter)
     sweep_seconds: float = 0.0  # spent in :func:`sweep` (running or reading runs)
     run_seconds: float = 0.0    # the training time the runs recorded (``wall_time``)
+    counted: set[str] = field(default_factory=set)  # the runs in run_seconds (read once)
     update_results: bool = False
     run_codes: set[str] = field(default_factory=set)  # the fingerprints that computed the runs
     stack: bool = True  # run the runs that can stack as stacked passes (``--stack off``: alone)
@@ -215,7 +216,9 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
                           for r in planned)
     args.sweep_seconds += time.perf_counter() - t0
     for run_id in rec.runs:
-        if "wall_time" in rec.metrics:
+        key = str((out / run_id).resolve())  # a run a script reads twice counts once
+        if "wall_time" in rec.metrics and key not in args.counted:
+            args.counted.add(key)
             _, wall = rec.series("wall_time", run=run_id)
             # a stack of k runs took its wall time once: each of its runs counts its k-th
             args.run_seconds += float(wall[-1]) / _stacked(out, run_id) if wall.size else 0.0
