@@ -119,3 +119,14 @@ def test_the_executors_gradients_are_the_same_bits(monkeypatch, dtype, hidden, b
         loss = executors.BatchedExecutor(model, layout).grad(flat, x, y, "all", g)
         out.append((loss, g))
     assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][1], out[1][1])
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(0, 3000), c=st.integers(1, 20),
+       dtype=st.sampled_from([torch.float32, torch.float64]), seed=st.integers(0, 2**31 - 1))
+def test_without_a_gradient_the_same_bits(n, c, dtype, seed):
+    """The evaluation's path (no gradient: log_softmax in place in the padded copy)."""
+    z, y, _ = _case(n, c, dtype, 30.0, seed)
+    with torch.no_grad():
+        assert torch.equal(cross_entropy_rows(z, y), _reference(z, y))
+    assert torch.equal(cross_entropy_rows(z, y), _reference(z, y))  # z needs no gradient

@@ -91,7 +91,14 @@ def cross_entropy_rows(logits: Tensor, y: Tensor) -> Tensor:
     n, c = logits.shape
     if n and bool(((y < 0) | (y >= c)).any()):
         raise ValueError(f"labels must lie in [0, {c}), got {int(y.min())}..{int(y.max())}")
-    lp = F.log_softmax(_PaddedTranspose.apply(logits), dim=0)  # type: ignore[no-untyped-call]
+    if torch.is_grad_enabled() and logits.requires_grad:
+        lp = F.log_softmax(_PaddedTranspose.apply(logits), dim=0)  # type: ignore[no-untyped-call]
+        return lp[:, :n].gather(0, y.view(1, n)).view(n).neg()
+    # without a gradient, in place in the padded copy: the evaluation's peak memory is then
+    # F.cross_entropy's (its log_softmax's [N, C] beside the logits), which the planner counts
+    # (each output of the kernel reads only its own input, after the column's max and sum)
+    lp = _padded_t(logits.detach())
+    torch.log_softmax(lp, 0, out=lp)
     return lp[:, :n].gather(0, y.view(1, n)).view(n).neg()
 
 
@@ -104,8 +111,16 @@ class _PaddedTranspose(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, logits: Tensor) -> Tensor:
         ctx.n = logits.shape[0]
-        return F.pad(logits.t(), (0, -ctx.n % PAD))
+        return _padded_t(logits)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:
         return g[:, :ctx.n].t().contiguous()
+
+
+def _padded_t(logits: Tensor) -> Tensor:
+    """``[C, N + pad]`` contiguous: ``logits.t()``, then zeros up to a multiple of PAD."""
+    n, c = logits.shape
+    out = logits.new_zeros(c, n + (-n % PAD))
+    out[:, :n] = logits.t()
+    return out
