@@ -71,6 +71,7 @@ PORTABILITY_MODULES = (
     "tests/engine/test_streaming.py",
     "tests/engine/test_eval_live_rows.py",
     "tests/algorithms/test_ggc_active_rows.py",
+    "tests/engine/test_crossentropy.py",
     "tests/models/test_vmap.py",
     "tests/distributed/test_equivalence.py",
 )
