@@ -4,7 +4,7 @@
 ``log_softmax`` over the last dimension. With the AVX-512 kernels and a few classes
 (``C`` under a vector's lanes: 16 in float32, 8 in float64) that kernel is slow: each row is
 a partial vector reduced lane by lane, about 150 ns a row for ten classes (0.77 ms of a
-5,000-row forward pass on one core of the machine the committed results ran on, 1.29 ms with
+5,000-row forward pass on one core of the machine the committed results ran on, 1.21 ms with
 the backward pass, a quarter of a local step of 100 MLP clients x 50 samples:
 ``analysis/bench_crossentropy.md``). Its kernel over a leading dimension, on the transposed
 logits ``[C, N]``, runs the same steps on sixteen rows at once: the largest logit, the
