@@ -693,13 +693,28 @@ def fmt_ms(s: float) -> str:
     return f"{ms:.2f}" if ms < 10 else f"{ms:.1f}" if ms < 100 else f"{ms:.0f}"
 
 
+def _command(quick: bool) -> str:
+    """The command line that ran, less ``--out`` and its file (where the report goes)."""
+    argv, words = sys.argv[1:], []
+    skip = False
+    for a in argv:
+        if skip or a == "--out":
+            skip = not skip and a == "--out"
+            continue
+        if not a.startswith("--out="):
+            words.append(a)
+    if quick and "--quick" not in words:
+        words.insert(0, "--quick")
+    return " ".join(["python analysis/bench_engine.py", *words])
+
+
 def report(results: list[dict[str, Any]], peak: float, bw_dram: float, info: dict[str, str],
            memory: list[list[str]] | None, quiet: Quiet, quick: bool, wall: float,
            blocks: dict[tuple[str, int], int]) -> str:
     L: list[str] = []
     L.append("# Engine benchmark: topofl vs a peer-style simulator")
     L.append("")
-    L.append(f"`python analysis/bench_engine.py{' --quick' if quick else ''}` (see its docstring "
+    L.append(f"`{_command(quick)}` (see its docstring "
              f"for what is timed), {info['date']}. Machine: {info['cpu']}; Python "
              f"{info['python']}, torch {info['torch']}, numpy {info['numpy']}, topofl "
              f"{info['topofl']}; `torch.set_num_threads({info['threads']})`, "

@@ -154,12 +154,20 @@ def gossip(ns: list[int], widths: list[int], reps: int = 20) -> list[dict[str, A
             X = torch.randn(n, P, device=dev)
             Y = torch.empty_like(X)
             copy_ms = timed(partial(Y.copy_, X))
+            del Y  # the mixer's product needs a buffer of X's size on the GPU (cuSPARSE)
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
             for name, top in graphs.items():
-                ms = timed(partial(mixer.mix_, top, X))
+                try:
+                    ms = timed(partial(mixer.mix_, top, X))
+                except torch.OutOfMemoryError:
+                    rows.append(dict(graph=name, n=n, P=P, copy_ms=copy_ms, error="out of memory"))
+                    print(rows[-1], flush=True)
+                    break
                 rows.append(dict(graph=name, n=n, P=P, copy_ms=copy_ms, mix_ms=ms,
                                  ratio=ms / copy_ms))
                 print(rows[-1], flush=True)
-            del X, Y
+            del X
             if dev.type == "cuda":
                 torch.cuda.empty_cache()
     return rows
@@ -197,7 +205,8 @@ def render(data: dict[str, Any]) -> str:
     doc.heading("Gossip on the GPU against a copy", level=2)
     doc.table(["graph", "n", "P", "copy ms", "mixer ms", "x copy"],
               [[g["graph"], f"{g['n']:,}", f"{g['P']:,}", f"{g['copy_ms']:.3f}",
-                f"{g['mix_ms']:.3f}", f"**{g['ratio']:.2f}**"] for g in data["gossip"]])
+                f"{g['mix_ms']:.3f}" if "error" not in g else g["error"],
+                f"**{g['ratio']:.2f}**" if "error" not in g else ""] for g in data["gossip"]])
     if data.get("reading"):
         doc.paragraph(data["reading"])
     return doc.text()
@@ -226,8 +235,6 @@ def main(argv: list[str] | None = None) -> int:
                                     else "cpu", torch=torch.__version__,
                                     topofl=tf.__version__, host=os.uname().nodename,
                                     runs=[], gossip=[])
-        data["gossip"] = gossip(args.gossip_n, args.widths)
-        Path(args.json).write_text(json.dumps(data, indent=1), encoding="utf-8")
         with tempfile.TemporaryDirectory() as folder:
             for n in args.n:
                 try:
@@ -236,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
                     data["runs"].append(dict(n=n, error=[f"over {args.timeout:.0f} s"]))
                 print(data["runs"][-1], flush=True)
                 Path(args.json).write_text(json.dumps(data, indent=1), encoding="utf-8")
+        data["gossip"] = gossip(args.gossip_n, args.widths)
+        Path(args.json).write_text(json.dumps(data, indent=1), encoding="utf-8")
     data = json.loads(Path(args.json).read_text(encoding="utf-8"))
     Path(args.out).write_text(render(data), encoding="utf-8")
     print(args.out)
