@@ -316,3 +316,84 @@ def test_a_records_path_that_names_no_file_is_refused_in_one_line(bad: str) -> N
         tf.engine.RunConfig(rounds=1, records_path=bad)
     with pytest.raises(ValueError, match="needs a file name"):
         client_path(bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rounds=st.integers(1, 5), per_round=st.lists(st.integers(0, 3), min_size=5, max_size=5),
+       at=st.integers(1, 5), cut=st.floats(0.0, 1.0))
+def test_a_resume_refuses_a_client_file_that_lost_blocks_the_checkpoint_covers(
+        rounds: int, per_round: list[int], at: int, cut: float) -> None:
+    """A checkpoint after round ``at - 1`` stores the recorder's block count then; a client
+    file cut anywhere afterwards is refused on resume exactly when it lost one of those
+    blocks (the reference: which (metric, round) blocks of rounds < ``at`` still read), and
+    the refusal leaves both files as they were; an accepted resume keeps their values."""
+    at = min(at, rounds)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "r.jsonl"
+        counted = None
+        with Recorder(path, run="r") as rec:
+            rec.log_config({"rounds": rounds})
+            for t in range(rounds):
+                for k in range(per_round[t]):
+                    rec.log_clients(f"m{k}", [float(t), float(k), math.nan], t)
+                rec.log("acc_mean", float(t), t)
+                if t == at - 1:
+                    counted = rec.client_blocks
+        assert counted == sum(per_round[:at])
+        whole = load(path)
+        cpath = client_path(path)
+        if not cpath.exists():
+            cpath.write_bytes(b"")
+        cpath.write_bytes(cpath.read_bytes()[: int(cut * cpath.stat().st_size)])
+        try:
+            left = {(b.metric, b.round) for b in read_blocks(cpath, "r")[0]}
+        except ValueError:  # cut inside the stream's schema: not a client file any more
+            with pytest.raises(CheckpointError, match="not a client file"):
+                Recorder(path, run="r", resume=True, resume_round=at, expect_blocks=counted)
+            return
+        lost = {(b.metric, b.round) for b in whole.blocks if b.round < at} - left
+        before = (path.read_bytes(), cpath.read_bytes())
+        if lost:
+            with pytest.raises(CheckpointError, match=rf"holds {counted - len(lost)} "
+                               rf"per-client block\(s\) of rounds < {at}, but the run had "
+                               rf"written {counted}"):
+                Recorder(path, run="r", resume=True, resume_round=at,
+                         expect_rounds=range(at), expect_blocks=counted)
+            assert (path.read_bytes(), cpath.read_bytes()) == before
+            # a checkpoint written before the count was stored: accepted as before
+            Recorder(path, run="r", resume=True, resume_round=at).close()
+            return
+        with Recorder(path, run="r", resume=True, resume_round=at, expect_rounds=range(at),
+                      expect_blocks=counted) as rec:
+            assert rec.client_blocks == counted
+        kept = load(path)
+        assert [(b.metric, b.round, b.values.tobytes()) for b in kept.blocks] == [
+            (b.metric, b.round, b.values.tobytes()) for b in whole.blocks if b.round < at]
+
+
+@pytest.mark.parametrize("damage", ["half", "empty"])
+def test_a_run_resumed_on_a_damaged_client_file_is_refused(tmp_path: Path,
+                                                            damage: str) -> None:
+    """The round loop stores its recorder's block count in each checkpoint, and a resume on
+    a client file cut or emptied since (outside damage: the file is synced before each
+    checkpoint) is refused in one line, nothing changed; the intact file resumes."""
+    from topofl.engine.checkpoint import load_checkpoint
+
+    path, ck = tmp_path / "r.jsonl", tmp_path / "r.ckpt"
+    kw: dict[str, Any] = dict(n_clients=4, batch_size=4, progress=False, spectral=False,
+                              run_id="r", records_path=str(path), checkpoint_path=str(ck),
+                              checkpoint_every=2, seed=0)
+    tf.run("dsgd", "ring", "digits", "logistic", 4, **kw)
+    blocks = load(path).blocks
+    assert blocks and load_checkpoint(ck)["client_blocks"] == len(blocks)
+    cpath = client_path(path)
+    intact = cpath.read_bytes()
+    cpath.write_bytes(intact[: len(intact) // 2] if damage == "half" else b"")
+    before = (path.read_bytes(), cpath.read_bytes())
+    with pytest.raises(CheckpointError, match=r"r\.clients\.arrows holds \d+ per-client "
+                       rf"block\(s\) of rounds < 4, but the run had written {len(blocks)}"):
+        tf.run("dsgd", "ring", "digits", "logistic", 6, **kw, resume=str(ck))
+    assert (path.read_bytes(), cpath.read_bytes()) == before
+    cpath.write_bytes(intact)
+    tf.run("dsgd", "ring", "digits", "logistic", 6, **kw, resume=str(ck))
+    assert max(b.round for b in load(path).blocks) == 5

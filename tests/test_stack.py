@@ -120,6 +120,11 @@ def test_stack_checkpoints_resume_as_the_run_alone(tmp_path: Any) -> None:
                                      "records_path": str(tmp_path / f"{s}.jsonl")})
         members.append(m._replace(config=cfg))
     run_stacked(members)
+    from topofl.engine.checkpoint import load_checkpoint
+    for s in (0, 1):  # each lane's checkpoint counts its own blocks (written in a thread)
+        blocks = tf.records.load(tmp_path / f"{s}.jsonl").blocks
+        assert blocks and load_checkpoint(tmp_path / f"{s}.ckpt")["client_blocks"] == len(
+            blocks)
     for s, m in enumerate(members):
         alone_cfg = tf.engine.RunConfig(**{**m.config.__dict__, "checkpoint_every": 0,
                                            "checkpoint_path": None, "records_path": None})

@@ -291,7 +291,7 @@ class Lane:
             recorder = clients.agree("opening the records file", lambda: Recorder(
                 config.records_path if clients.writes else None, run=config.run_id,
                 resume=resume is not None, resume_round=begin.round, run_hash=desc["run_hash"],
-                expect_rounds=begin.evaluated))
+                expect_rounds=begin.evaluated, expect_blocks=begin.client_blocks))
         log_header(recorder, run.header, {**desc, **site.header})
         sizes = torch.as_tensor(np.array(data.sizes("train")), device=device)
         costs = Costs.build(config, n, model, tuple(data.input_shape), begin)

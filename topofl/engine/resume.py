@@ -36,6 +36,9 @@ class Resumed:
         The bytes ledger's and the virtual clock's state at the checkpoint
         (:meth:`topofl.engine.ledger.Ledger.state`, :meth:`topofl.engine.clock.Clock.state`),
         when the run kept them.
+    client_blocks : int or None
+        The per-client blocks the run's recorder held at the checkpoint (its client file must
+        hold them; ``None``: a checkpoint written before it was stored).
     """
 
     round: int = 0
@@ -46,6 +49,7 @@ class Resumed:
     evaluated: list[int] | None = None
     ledger: dict[str, Any] | None = None
     clock: dict[str, Any] | None = None
+    client_blocks: int | None = None
 
 
 def resume_from(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any], state: State,
@@ -68,13 +72,25 @@ def resume_from(ck: Mapping[str, Any], path: Any, desc: Mapping[str, Any], state
     return Resumed(int(ck["round"]), int(ck["messages"]), float(ck["wall"]),
                    [float(ck["train_loss_sum"]), int(ck["train_loss_count"])],
                    None if ref is None else float(ref), evaluated,
-                   ck.get("ledger"), ck.get("clock"))
+                   ck.get("ledger"), ck.get("clock"), _client_blocks(ck, path))
+
+
+def _client_blocks(ck: Mapping[str, Any], path: Any) -> int | None:
+    """The checkpoint's ``client_blocks`` (``None`` when it has none), or raise."""
+    k = ck.get("client_blocks")
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise CheckpointError(f"checkpoint {path}: client_blocks must be a count (an int >= "
+                              f"0), found {k!r}: not written by topofl's round loop")
+    return k
 
 
 def checkpoint_meta(round_: int, messages: int, wall: float, train_loss: list[Any],
                     loss_ref: float | None, desc: Mapping[str, Any], *,
                     ledger: Mapping[str, Any] | None = None,
-                    clock: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                    clock: Mapping[str, Any] | None = None,
+                    client_blocks: int | None = None) -> dict[str, Any]:
     """A round-loop checkpoint's entries besides ``state`` (what :func:`resume_from` reads)."""
     out = {
         "round": round_,
@@ -90,6 +106,8 @@ def checkpoint_meta(round_: int, messages: int, wall: float, train_loss: list[An
         out["ledger"] = dict(ledger)
     if clock is not None:
         out["clock"] = dict(clock)
+    if client_blocks is not None:
+        out["client_blocks"] = int(client_blocks)
     return out
 
 

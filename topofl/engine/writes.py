@@ -58,7 +58,8 @@ class Writes:
                     t + 1, ln.messages, ln.start.wall + time.perf_counter() - t_start,
                     ln.train_loss, ln.guard.loss_ref, ln.desc,
                     ledger=None if ln.costs.ledger is None else ln.costs.ledger.state(),
-                    clock=None if ln.costs.clock is None else ln.costs.clock.state()))
+                    clock=None if ln.costs.clock is None else ln.costs.clock.state(),
+                    client_blocks=ln.recorder.client_blocks))
             if self.io is not None:
                 self.pending.append(self.io.submit(lane_writes, ln, save))
             elif save is not None:

@@ -85,14 +85,25 @@ class Recorder:
     expect_rounds : collection of int, optional
         With ``resume``, rounds the file must have rows of (those the checkpoint's run
         evaluated): a file cut short or replaced is refused, not silently continued.
+    expect_blocks : int, optional
+        With ``resume``, how many per-client blocks of rounds ``< resume_round`` the client
+        file must hold (:attr:`client_blocks` when the checkpoint was written): a client file
+        cut short, emptied or replaced is refused, not continued with values missing.
+
+    Attributes
+    ----------
+    client_blocks : int
+        The per-client blocks this recorder holds (:meth:`log_clients` calls, those a resumed
+        run kept included); a checkpoint stores it as ``expect_blocks`` of its resume.
 
     Raises
     ------
     CheckpointError
         With ``resume``: the file does not exist, its first line is not a complete header,
         the header's run hash is not ``run_hash``, it holds rows of another run id, it has
-        no row of one of ``expect_rounds``, or it is not a valid records file (the message of
-        :func:`load`, naming the line). Nothing is changed on disk then.
+        no row of one of ``expect_rounds``, its client file holds fewer blocks than
+        ``expect_blocks``, or it is not a valid records file (the message of :func:`load`,
+        naming the line). Nothing is changed on disk then.
 
     Examples
     --------
@@ -117,6 +128,7 @@ class Recorder:
         resume_round: int | None = None,
         run_hash: str | None = None,
         expect_rounds: Collection[int] | None = None,
+        expect_blocks: int | None = None,
     ) -> None:
         self.run = str(run)
         if path is not None and Path(path).name in ("", ".", ".."):
@@ -134,6 +146,7 @@ class Recorder:
         self._held = 0
         self._closed: list[ClientBlock] | None = None
         self._header_line: str | None = None  # resumed: the header as it is on disk
+        self.client_blocks = 0
         if self.path is None:
             return
         columns = client_path(self.path)
@@ -145,6 +158,8 @@ class Recorder:
             return
         # resume: check everything before the file is touched
         first, old = _resumable(self.path, self.run, run_hash, expect_rounds)
+        kept = [b for b in old._blocks if resume_round is None or b.round < resume_round]
+        _check_blocks(self.path, len(kept), expect_blocks, resume_round)
         self.config = dict(old.config)
         self.provenance = dict(old.provenance)
         self.engine = dict(old.engine)
@@ -154,9 +169,8 @@ class Recorder:
         self._header_line = first
         self._columns = ClientWriter(columns)
         if columns.exists():
-            write_blocks(columns, [b for b in old._blocks
-                                   if resume_round is None or b.round < resume_round],
-                         keep_open=self._columns)
+            write_blocks(columns, kept, keep_open=self._columns)
+        self.client_blocks = len(kept)
 
     def _rewrite(self, header: str, rows: list[dict[str, Any]]) -> None:
         """Replace the file by ``header`` and ``rows`` (atomically, durably); append after."""
@@ -264,6 +278,7 @@ class Recorder:
                             f"a client), got {type(values).__name__} "
                             f"{shown if len(shown) <= 80 else shown[:77] + '...'}")
         block = ClientBlock(self.run, str(metric), int(round), len(self.rows), arr)
+        self.client_blocks += 1
         if self._columns is not None:
             self._columns.write(block)
             return
@@ -421,6 +436,20 @@ def _check_client_file(path: Path, head: dict[str, Any], old: Records) -> None:
             f"records file {path} belongs to a run that recorded per-client values, but their "
             f"client file {client_path(path)} is missing (a records file copied or moved "
             "without it?): restore it beside the records file, or start the run anew")
+
+
+def _check_blocks(path: Path, have: int, expect: int | None, resume_round: int | None) -> None:
+    """Refuse to resume a run whose client file holds fewer per-client blocks before the
+    checkpoint's round than the run had written when it wrote the checkpoint (the file is
+    synced first, so a crash cuts only later blocks): its values would be silently missing."""
+    if expect is None or have >= expect:
+        return
+    before = "" if resume_round is None else f" of rounds < {resume_round}"
+    raise CheckpointError(
+        f"client file {client_path(path)} holds {have} per-client block(s){before}, but the "
+        f"run had written {expect} when it wrote the checkpoint: the file was cut, emptied or "
+        "replaced (its records file's rows are kept); restore it beside the records file, or "
+        "start the run anew")
 
 
 def _unlink(name: str) -> None:
