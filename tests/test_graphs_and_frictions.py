@@ -80,6 +80,17 @@ def test_the_directed_graph_advice_can_be_followed() -> None:
         assert res.records.final("messages") > 0
 
 
+def test_a_push_sum_algorithm_on_a_pull_graph_is_told_to_keep_itself() -> None:
+    # before: dfedpgp on random_directed was told to switch to "sgp" or "osgp"
+    with pytest.raises(ConfigError) as info:
+        tf.run("dfedpgp", topology="random_directed:k=2", **_RUN)
+    msg = str(info.value)
+    assert "keep dfedpgp with topology" in msg and '"sgp"' not in msg
+    spec = msg.split('with topology "')[1].split('"')[0]
+    assert spec == "random_directed_push:k=2"
+    assert tf.run("dfedpgp", topology=spec, model="mlp", **_RUN).records.final("messages") > 0
+
+
 def test_push_sum_on_a_row_stochastic_graph_names_the_push_variant() -> None:
     why = tf.engine.extend.stochasticity_problem(tf.algorithms.sgp(),
                                        tf.topologies.random_directed(10, 3, seed=0))

@@ -230,9 +230,11 @@ def stochasticity_problem(algorithm: Algorithm, topology: Any) -> str | None:
              else f"{topo.stochasticity}-stochastic")
     head = (f"{algorithm.name} needs a {algorithm.requires}-stochastic W, but {topo.name}'s W "
             f"is {found}")
-    if algorithm.requires == "column":
+    if algorithm.requires == "column":  # a push-sum algorithm: keep it, change the graph
         return (f"{head}: push-sum needs column-stochastic weights (each sender splits its "
-                f"mass over its out-neighbours); {push}")
+                f'mass over its out-neighbours); keep {algorithm.name} with topology '
+                f'"random_directed_push:k={k}" (or a Topology built with weights="push_sum": '
+                'Topology.from_networkx(G, weights="push_sum"))')
     el = ('; or train it with algorithm "el" (Epidemic Learning: each node averages what it '
           "receives, its own model included; for el_local and el_oracle)"
           if algorithm.requires == "doubly" and topo.stochasticity == "row" else "")

@@ -336,13 +336,14 @@ _RD_PARAMS = (
 register(GraphFamily(
     "random_directed", random_directed, _RD_PARAMS, _rd_example,
     random=True, time_varying=True, stochastic="row", undirected=False,
-    description="DFedPGP: each client pulls from k random in-neighbours per round "
-    "(row-stochastic; random_directed_push is the push-sum variant)",
+    description="each client pulls from k random in-neighbours per round (row-stochastic: "
+    "DFedPGP's Appendix B pull form; the push-sum algorithms take random_directed_push)",
     from_spec=_random_directed_pull))
 register(GraphFamily(
     "random_directed_push", random_directed_push, _RD_PARAMS, _rd_example,
     random=True, time_varying=True, stochastic="column", undirected=False,
-    description="each client pushes to k random out-neighbours per round (column-stochastic)"))
+    description="each client pushes to k random out-neighbours per round (column-stochastic: "
+    "push-sum, the graph of DFedPGP's experiments, SGP and OSGP)"))
 register(GraphFamily(
     "random_matching", random_matching, (Param("n", int, "number of nodes", low=2),),
     lambda n, rng: None if n < 2 else {"n": n},
