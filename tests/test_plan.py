@@ -188,7 +188,8 @@ def test_a_probe_the_partition_finds_too_small_grows_until_it_takes_it(
            "partition_params": {"classes_per_client": 1}}
     asked: list[list[int]] = []
 
-    def probe(run_cfg: object, ns: list[tuple[int, object, int]]) -> dict[str, object]:
+    def probe(run_cfg: object, ns: list[tuple[int, object, int]],
+              timeout: float | None = None) -> dict[str, object]:
         asked.append([m for m, _, _ in ns])
         return {"probe": [[m, 150e6 + 1000 * m, None] for m, _, _ in ns]}
 
@@ -268,3 +269,32 @@ def test_one_largest_n_a_config_whatever_is_free_at_the_call(
         assert max_clients(s, limit) == k
     assert "in this machine's 8 GiB" in got[0].summary()
     assert got[0].as_json()["machine_max_clients"] == got[0].machine_max_clients
+
+
+def test_a_probe_that_does_not_end_is_stopped_and_named(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """A round of 10^12 local steps never ends: the plan stops its probe after
+    ``probe_timeout`` seconds and says why and what to do (before: ``topofl plan`` hung,
+    even with ``--no-time``); the probe's child is gone."""
+    import time
+
+    slow = {**LOGISTIC, "n_clients": 8, "local_steps": 10**12}
+    t0 = time.monotonic()
+    with pytest.raises(plan_mod.ProbeError, match=r"did not end within 5 s, so it was "
+                       r"stopped: .*local_steps.*--probe-timeout SECONDS"):
+        make_plan(slow, timed=False, available=None, probe_timeout=5)
+    assert time.monotonic() - t0 < 60
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    assert "1000000000000" not in ps.stdout  # the child holding the config was killed
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(slow))
+    assert cli.main(["plan", str(cfg), "--no-time", "--probe-timeout", "3"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did not end within 3 s" in err[0]
+    for bad in ("0", "-1", "nan", "inf", "soon"):
+        assert cli.main(["plan", str(cfg), "--probe-timeout", bad]) == 2
+        assert "--probe-timeout" in capsys.readouterr().err
+    for bad_value in (0, -1.0, float("nan"), True, "5"):
+        with pytest.raises(ValueError, match="probe_timeout must be a positive number"):
+            make_plan(slow, probe_timeout=bad_value)  # type: ignore[arg-type]

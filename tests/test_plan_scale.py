@@ -109,7 +109,8 @@ def test_plan_time_is_the_line_through_the_large_probes(monkeypatch: pytest.Monk
 
     seen: list[list[int]] = []
 
-    def fake_probe(cfg: object, ns: list[tuple[int, object, int]]) -> dict[str, object]:
+    def fake_probe(cfg: object, ns: list[tuple[int, object, int]],
+                   timeout: float | None = None) -> dict[str, object]:
         # a round: 1 ms of fixed cost, 3 us a client, and a cache step below 1024 clients
         # that a power law through every probe would extrapolate
         seen.append([m for m, _, _ in ns])
@@ -155,7 +156,8 @@ def test_plan_times_an_evaluation_apart_in_the_samples_it_scores(
         at = config_mod.resolve({**probe_cfg, "n_clients": m, "data": data})
         return plan_mod.eval_samples(plan_mod.shapes(at))
 
-    def fake_probe(cfg: Any, ns: list[tuple[int, object, int]]) -> dict[str, object]:
+    def fake_probe(cfg: Any, ns: list[tuple[int, object, int]],
+                   timeout: float | None = None) -> dict[str, object]:
         seen.update(cfg=cfg, ns=ns)
         return {"probe": [[m, 10**8, 1e-3 + 3e-6 * m, 0.05 + 2e-8 * scored(cfg, m, data),
                            1e-4 * m] if r else [m, 10**8, None, None, None]
@@ -196,7 +198,8 @@ def test_plan_reports_the_process_peak_the_interpreter_added(
     parts and the interpreter with its imports, the probe's resident memory before its run."""
     import topofl.workflow.plan as plan_mod
 
-    def fake_probe(cfg: object, ns: list[tuple[int, object, int]]) -> dict[str, object]:
+    def fake_probe(cfg: object, ns: list[tuple[int, object, int]],
+                   timeout: float | None = None) -> dict[str, object]:
         return {"probe": [[m, 10**8, None, None, None] for m, _, _ in ns],
                 "baseline": 300 * 2**20}
 

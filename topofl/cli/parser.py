@@ -6,6 +6,7 @@ as one line (:class:`_UsageError`, reported by :func:`topofl.cli.main`).
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any, NoReturn
 
 from topofl.cli.errors import TRACEBACK_ENV, _UsageError
@@ -22,6 +23,17 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    """A ``--probe-timeout``: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text}")
     return value
 
 
@@ -95,6 +107,9 @@ def _add_run_parsers(sub: Any) -> None:
     p_plan.add_argument("--json", action="store_true", help="print one JSON object")
     p_plan.add_argument("--no-time", action="store_true",
                         help="do not time rounds (seconds_per_round is null)")
+    p_plan.add_argument("--probe-timeout", type=_positive_seconds, default=600.0,
+                        metavar="SECONDS",
+                        help="stop the probe run after this many seconds (600)")
 
 
 def _add_bench_parser(sub: Any) -> None:

@@ -231,7 +231,7 @@ def _plan(args: argparse.Namespace) -> int:
 
     from topofl.workflow.plan import make_plan
 
-    plan = make_plan(kwargs, timed=not args.no_time)
+    plan = make_plan(kwargs, timed=not args.no_time, probe_timeout=args.probe_timeout)
     print(json.dumps(plan.as_json()) if args.json else plan.summary())
     return 0
 

@@ -105,8 +105,9 @@ from topofl.workflow.memory.shapes import _row_nnz_of
 from topofl.workflow.probe import PEAK_METER, ROUND_CLOCK, ProbeError, _probe, probe_rounds
 
 __all__ = ["Plan", "Shapes", "counted_parts", "make_plan", "max_clients", "run_shapes",
-           "activation_bytes", "PlanError", "ProbeError", "PARTS", "PROBE_N", "RUNTIME_BYTES",
-           "CLIENT_BYTES", "ROW_BYTES", "scaled_data", "fit_runtime", "fit_time", "estimate",
+           "activation_bytes", "PlanError", "ProbeError", "PARTS", "PROBE_N", "PROBE_TIMEOUT",
+           "RUNTIME_BYTES", "CLIENT_BYTES", "ROW_BYTES", "scaled_data", "fit_runtime", "fit_time",
+           "estimate",
            "largest_n", "check_fits", "check_run", "TIME_FIT_FROM", "LARGE_PROBE_N",
            "LARGE_PROBE_BYTES",
            "check_stack", "check_before_load", "transients", "InsufficientMemoryError",
@@ -631,8 +632,16 @@ def _scored_like_the_run(resolved: config_mod.Resolved, probed: Mapping[int, Sha
     return {**resolved.config, "eval_global_samples": g}, specs, shapes_at
 
 
+#: Seconds the probe's child process may take before the plan stops it (``make_plan``'s
+#: ``probe_timeout``, ``topofl plan --probe-timeout``): a plan answers in seconds to a minute
+#: at every n on a laptop-sized machine, so a probe still running after ten minutes holds a
+#: config whose round alone takes minutes at a few thousand clients.
+PROBE_TIMEOUT: float = 600.0
+
+
 def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
-              available: int | None = -1) -> Plan:
+              available: int | None = -1,
+              probe_timeout: float | None = PROBE_TIMEOUT) -> Plan:
     """Plan a config: predicted peak memory by part, seconds per round, the clients that fit.
 
     Parameters
@@ -647,6 +656,9 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
     available : int or None
         Bytes available (default: :func:`~topofl._utils.validation.memory_limit` on the config's
         device).
+    probe_timeout : float or None, default :data:`PROBE_TIMEOUT`
+        Seconds the probe's subprocess may run (``None``: no limit); past them it is stopped
+        and :class:`ProbeError` says so.
 
     Raises
     ------
@@ -657,7 +669,14 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
     PlanError
         When the counted parts alone, or the whole predicted peak, exceed the memory
         available: nothing is run (only the data of a few clients is built) in the first case.
+    ProbeError
+        When the probe run failed, or did not end within ``probe_timeout`` seconds.
     """
+    if probe_timeout is not None and (
+            isinstance(probe_timeout, bool) or not isinstance(probe_timeout, (int, float))
+            or not np.isfinite(probe_timeout) or probe_timeout <= 0):
+        raise ValueError(f"probe_timeout must be a positive number of seconds or None, got "
+                         f"{probe_timeout!r}")
     resolved = config_mod.resolve(cfg)
     prepared = resolved.prepared
     n = int(resolved.config["n_clients"])
@@ -702,7 +721,7 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
         timed_at = {m for m in sizes if m >= PROBE_N[0] or m == sizes[-1]} if timed else set()
         probe_cfg, specs, scored = _scored_like_the_run(resolved, probed, s, sizes)
         probed_out = _probe(probe_cfg, [(m, specs[m], probe_rounds(m) if m in timed_at else 0)
-                                        for m in sizes])
+                                        for m in sizes], probe_timeout)
         got = probed_out["probe"]
         if isinstance(probed_out.get("baseline"), int):
             interpreter = int(probed_out["baseline"])

@@ -135,7 +135,8 @@ print(json.dumps(out))
 """
 
 
-def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, Any]:
+def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]],
+           timeout: float | None = None) -> dict[str, Any]:
     """Run the config in a fresh interpreter at each ``(n, data, rounds)`` of ``ns`` (in
     order): the peak memory growth after its run at that ``n`` and, with ``rounds``, its
     seconds a training round over that many rounds (else one round, untimed). The child ends
@@ -148,16 +149,28 @@ def _probe(cfg: Mapping[str, Any], ns: list[tuple[int, Any, int]]) -> dict[str, 
     topofl.exceptions.ConfigError
         When the run refused the config (its ``ValueError`` or ``TypeError``, in one line).
     ProbeError
-        When it failed otherwise (its last line).
+        When it failed otherwise (its last line), or did not end within ``timeout`` seconds
+        (then it is stopped).
     """
     run_cfg = {**cfg, "records_path": None, "checkpoint_every": 0, "progress": False}
     run_cfg.pop("checkpoint_path", None)
     threads = str(torch.get_num_threads())
-    proc = subprocess.run(  # a child that ends with this process, however it is stopped
-        child_command(_PROBE, json.dumps(run_cfg), threads, json.dumps(ns)),
-        capture_output=True, text=True, env={**os.environ, "TOPOFL_TRACEBACK": "1"},
-        check=False)
     sizes = [m for m, _, _ in ns]
+    try:
+        proc = subprocess.run(  # a child that ends with this process, however it is stopped
+            child_command(_PROBE, json.dumps(run_cfg), threads, json.dumps(ns)),
+            capture_output=True, text=True, env={**os.environ, "TOPOFL_TRACEBACK": "1"},
+            check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:  # the child is killed and waited for by run()
+        timed = [m for m, _, r in ns if r]
+        what = "one round at each size" + (f", then a few timed rounds at n = {timed}"
+                                            if timed else "")
+        raise ProbeError(
+            f"the plan's probe run of n = {sizes} clients ({what}) did not end within "
+            f"{timeout:g} s, so it was stopped: a round of this config is that slow here (its "
+            "local_steps or local_epochs, its model or data); plan a smaller setting, or give "
+            "the probe more time (topofl plan --probe-timeout SECONDS, "
+            "make_plan(probe_timeout=...))") from None
     if proc.returncode:
         tail = (proc.stderr.strip().splitlines()[-1:] or ["no output"])[0]
         name, _, msg = tail.partition(": ")
