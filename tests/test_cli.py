@@ -304,7 +304,9 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], prefix: str = "topofl ru
         (["--set", "data=mnist"], 1, "FileNotFoundError: mnist not found"),
         (["--set", "device=cuda:7"], 2, "needs CUDA, which is not available here"),
         (["--set", "device=gpu"], 2, "device must be a torch device such as 'cpu'"),
-        (["--resume", "nosuch.pt"], 2, "checkpoint nosuch.pt does not exist"),
+        (["--resume", "nosuch.pt"], 2, "checkpoint nosuch.pt does not exist (a run writes "
+         "its first one after checkpoint_every rounds: one stopped before has none; start it "
+         "anew, with overwrite)"),
         (["--resume", "."], 2, "checkpoint . is a folder"),
         (["--set", "lr=1e38"], 1, "ConvergenceError: training diverged at round "),
         (["--set", "eval_global=no"], 2,

@@ -244,7 +244,9 @@ def load_checkpoint(path: str | os.PathLike[str], device: torch.device | str = "
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     p = Path(path)
     if not p.exists():
-        raise CheckpointError(f"checkpoint {p} does not exist")
+        raise CheckpointError(f"checkpoint {p} does not exist (a run writes its first one "
+                              "after checkpoint_every rounds: one stopped before has none; start "
+                              "it anew, with overwrite)")
     if p.is_dir():
         raise CheckpointError(f"checkpoint {p} is a folder, expected a checkpoint file (a "
                               "sharded checkpoint is read by topofl.run, or "
