@@ -63,7 +63,14 @@ def parse_spec(spec: str, what: str = "graph", example: str = "ring:n=16"
     """Parse ``"name:key=value,..."`` into ``(name, kwargs)``; ``what`` names the kind in errors.
 
     A value in parentheses is kept as the text inside them, commas included: a spec within a
-    spec (``switch:first=(random_regular:d=4),then=complete,at=50``).
+    spec (``switch:first=(random_regular:d=4),then=complete,at=50``). A key given twice
+    (``ring:n=5,n=6``) is refused.
+
+    Raises
+    ------
+    ValueError
+        If ``spec`` is not a non-empty string, an item is not ``key=value``, the parentheses do
+        not match, or a key is repeated.
 
     Examples
     --------
@@ -85,5 +92,10 @@ def parse_spec(spec: str, what: str = "graph", example: str = "ring:n=16"
                 f"{what} spec {spec!r}: expected key=value pairs after ':', got {item!r}"
             )
         value = value.strip()
-        kwargs[key.strip()] = value[1:-1].strip() if _wrapped(value) else parse_value(value)
+        key = key.strip()
+        if key in kwargs:
+            raise ValueError(
+                f"{what} spec {spec!r}: the key {key!r} is given twice (each key at most once)"
+            )
+        kwargs[key] = value[1:-1].strip() if _wrapped(value) else parse_value(value)
     return name.strip(), kwargs

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from topofl import mixing
 from topofl._utils.validation import (
     arc_pattern,
+    check_device,
     check_graph,
     check_graph_size,
     check_int,
@@ -207,9 +208,29 @@ def _to_pyg(W: sp.csr_array) -> Data:
 def _to_torch(
     W: sp.csr_array, device: torch.device | str | None, dtype: torch.dtype | None
 ) -> torch.Tensor:
-    """``W`` as a sparse CSR ``torch.Tensor`` (float64 unless ``dtype`` is given)."""
+    """``W`` as a sparse CSR ``torch.Tensor`` (float64 unless ``dtype`` is given).
+
+    ``device`` is None (torch's default device) or a device that exists here (see
+    :func:`~topofl._utils.validation.check_device`); ``dtype`` is None or a ``torch.dtype``.
+
+    Raises
+    ------
+    TypeError
+        If ``device`` is not a str, int or ``torch.device``, or ``dtype`` is not a
+        ``torch.dtype``.
+    ValueError
+        If ``device`` names no device torch knows, one not available here, or one topofl does
+        not compute on (``"meta"`` ...).
+    """
     import torch
 
+    if device is not None:
+        device = check_device(device)
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise TypeError(
+            f"dtype must be a torch.dtype (such as torch.float32) or None, got "
+            f"{type(dtype).__name__} {dtype!r}"
+        )
     dt = torch.float64 if dtype is None else dtype
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")

@@ -18,7 +18,7 @@ from topofl._utils.registries import check_name
 from topofl._utils.rng import Seed
 from topofl._utils.spec import parse_spec as _parse_spec
 from topofl._utils.spec import parse_value
-from topofl._utils.validation import did_you_mean_each, unknown_name
+from topofl._utils.validation import check_int, did_you_mean_each, unknown_name
 from topofl.graph import GraphLike
 from topofl.graph.checks import check_w_size
 
@@ -230,7 +230,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
     """Parse ``"family:key=value,key=value"`` into ``(family, kwargs)``.
 
     Values are read as bool, None, int, float, or else kept as strings (``"1e9"`` is the float
-    ``1e9`` here; :func:`build` converts it to the int a parameter needs, exactly).
+    ``1e9`` here; :func:`build` converts it to the int a parameter needs, exactly). A key
+    given twice (``"ring:n=5,n=6"``) is refused with a ``ValueError``.
 
     Examples
     --------
@@ -330,13 +331,16 @@ def build(spec: str, *, seed: Seed = 0, n: int | None = None,
     seed : int or Generator, default 0
     n : int, optional
         The number of clients of a run: the ``n`` of a family that has one when the spec
-        leaves it out (``"ring"`` is ``ring(n)``).
+        leaves it out (``"ring"`` is ``ring(n)``). An int or a numpy integer: a float (even a
+        whole one), a bool or a string is refused, as by the families' own constructors.
     label_distributions : array ``(n, L)``, optional
         The clients' training label counts: a family built from them (``dcliques``) uses
         them instead of the spec's ``n``.
 
     Raises
     ------
+    TypeError
+        If ``n`` is given and is not an integer.
     ValueError
         For a malformed spec, an unknown family or parameter, a bad parameter, or a graph too
         large for the available memory.
@@ -361,7 +365,9 @@ def build_checked(spec: str, family: GraphFamily, kwargs: Mapping[str, Any], *, 
                   n: int | None = None, label_distributions: Any = None) -> GraphLike:
     """:func:`build` of a spec that :func:`check_spec` has read into ``family, kwargs``: the
     spec is not parsed again (``topofl.run`` checks it before reading any data and builds it
-    after). ``spec`` names the graph in errors."""
+    after). ``spec`` names the graph in errors; ``n`` is checked as in :func:`build`."""
+    if n is not None:
+        n = check_int(n, "n")
     kwargs = dict(kwargs)
     name = family.name
     try:
@@ -369,7 +375,7 @@ def build_checked(spec: str, family: GraphFamily, kwargs: Mapping[str, Any], *, 
             kwargs.pop("n", None)  # the data decide
             return family.from_labels(label_distributions, **kwargs, seed=seed)
         if n is not None and "n" not in kwargs and any(p.name == "n" for p in family.params):
-            kwargs["n"] = int(n)
+            kwargs["n"] = n
         size = kwargs.get("n")
         if isinstance(size, int) and not isinstance(size, bool) and size > 0:
             # A lower bound for every family (the W of n nodes and a ring's 2n arcs), checked

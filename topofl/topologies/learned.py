@@ -33,12 +33,16 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
-from topofl._utils.validation import check_int, check_real
+from topofl._utils.validation import check_int, check_matrix, check_real, check_stochastic
 from topofl.graph import Topology
 from topofl.topologies._registry import GraphFamily, Param, register
 from topofl.topologies.cliques._input import _fingerprint, _label_matrix, _normalised
 
 __all__ = ["stl_fw", "stl_fw_objective"]
+
+#: How far from 1 a row sum of the ``W`` given to :func:`stl_fw_objective` may be (the
+#: tolerance of :mod:`topofl.spectral`'s stochastic checks).
+_ROW_ATOL = 1e-6
 
 
 def stl_fw_objective(W: Any, label_distributions: Any, lam: float) -> float:
@@ -47,7 +51,10 @@ def stl_fw_objective(W: Any, label_distributions: Any, lam: float) -> float:
     Parameters
     ----------
     W : array_like, sparse matrix or Topology
-        ``(n, n)`` mixing matrix.
+        ``(n, n)`` row-stochastic mixing matrix: finite, non-negative entries and every row
+        summing to 1 (to ``1e-6``), as the neighbourhood heterogeneity of its first term
+        (:func:`topofl.spectral.neighborhood_heterogeneity`) needs; STL-FW itself evaluates it
+        on doubly stochastic matrices.
     label_distributions : array_like
         ``(n, K)`` per-node class counts or proportions (rows normalised here).
     lam : float
@@ -56,6 +63,15 @@ def stl_fw_objective(W: Any, label_distributions: Any, lam: float) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    TypeError
+        If ``W`` is not a numeric matrix.
+    ValueError
+        If ``W`` is not ``(n, n)`` for the ``n`` label distributions, has a NaN, inf or
+        negative entry or a row that does not sum to 1; for bad ``label_distributions`` or
+        ``lam < 0``.
 
     Examples
     --------
@@ -68,12 +84,15 @@ def stl_fw_objective(W: Any, label_distributions: Any, lam: float) -> float:
     >>> tf.topologies.stl_fw_objective(np.full((2, 2), 0.5), P, 1.0)
     0.0
     """
+    # Checked first (a clear error rather than numpy's), then converted as it always was.
+    M = W.W if isinstance(W, Topology) else check_matrix(W, "W")
     A = W.W.toarray() if isinstance(W, Topology) else (
         W.toarray() if sp.issparse(W) else np.asarray(W, dtype=np.float64))
     P = _normalised(_label_matrix(label_distributions))
     n = P.shape[0]
     if A.shape != (n, n):
         raise ValueError(f"W must be ({n}, {n}) for {n} label distributions, got {A.shape}")
+    check_stochastic(M, "row", atol=_ROW_ATOL, name="W")
     lam = check_real(lam, "lam", low=0.0)
     return _objective(A, P, lam)
 

@@ -108,7 +108,7 @@ def check_matrix(W: Any, name: str = "W") -> sp.csr_array:
             _check_real(raw, name)
             arr = np.asarray(raw.real if np.iscomplexobj(raw) else raw, dtype=np.float64)
         except (TypeError, ValueError) as exc:
-            if "must be real" in str(exc):
+            if str(exc).startswith(f"{name} must be real"):  # ours, not numpy's
                 raise
             raise TypeError(
                 f"{name} must be a numeric (n, n) array or sparse matrix, got {_type_name(W)}"

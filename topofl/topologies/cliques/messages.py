@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from topofl._utils.validation import check_choice
+from topofl._utils.validation import check_bool, check_choice
 from topofl.graph import Topology
 
 #: How gradient messages are counted under Clique Averaging (see :func:`messages_per_node`).
@@ -31,7 +31,9 @@ def messages_per_node(
         The communication graph; with ``gradients="clique"`` it must carry ``groups`` (the
         cliques, as :func:`dcliques` and :func:`connect_cliques` set them).
     clique_averaging : bool, default True
-        Count the gradient messages of Clique Averaging on top of the models.
+        Count the gradient messages of Clique Averaging on top of the models. A ``bool`` (or
+        ``numpy.bool_``): other values, even truthy ones such as ``"no"`` or ``1``, are
+        refused.
     gradients : {"paper", "clique"}, default "paper"
         How gradient messages are counted (only with ``clique_averaging``):
 
@@ -51,7 +53,8 @@ def messages_per_node(
     Raises
     ------
     TypeError
-        If ``topology`` is not a :class:`~topofl.graph.Topology`.
+        If ``topology`` is not a :class:`~topofl.graph.Topology`, or ``clique_averaging`` is
+        not a bool.
     ValueError
         For an unknown ``gradients``, or ``gradients="clique"`` on a topology without groups.
 
@@ -86,6 +89,7 @@ def messages_per_node(
     """
     if not isinstance(topology, Topology):
         raise TypeError(f"topology must be a topofl Topology, got {type(topology).__name__}")
+    clique_averaging = check_bool(clique_averaging, "clique_averaging")
     gradients = check_choice(gradients, "gradients", GRADIENT_COUNTS)
     out = topology.out_degree
     models = int(out.sum())
