@@ -35,6 +35,16 @@ def mixing_product(tv: Any, start: int, stop: int) -> np.ndarray:
     numpy.ndarray
         ``(n, n)`` float64: ``x_stop = P x_start``.
 
+    Raises
+    ------
+    InsufficientMemoryError
+        If the dense ``(n, n)`` result (even the identity of an empty range) and its products
+        would not fit in memory.
+    ValueError
+        If the rounds applied one by one (those of ``start..stop-1``, or one whole period)
+        would take longer than ``TOPOFL_MAX_SECONDS`` (default 60 s, by a lower-bound
+        estimate).
+
     Notes
     -----
     For a periodic sequence (a ``Topology`` has period 1) the product of whole periods is a
@@ -61,12 +71,15 @@ def mixing_product(tv: Any, start: int, stop: int) -> np.ndarray:
     p = g.period
     if p is None or steps <= 2 * p:
         _check_round_memory(steps, n, "stop - start")
+        # the (n, n) result, and the product that replaces it each round
+        check_memory(8.0 * n * n * (2 if steps else 1), f"the dense ({n}, {n}) product")
         _check_time(g, steps, "stop - start", cols=n)
         P = np.eye(n)
         for t in range(start, stop):
             P = np.asarray(g.at(t).W @ P)
         return P
     check_memory(8.0 * n * n * 4, f"the dense ({n}, {n}) products")
+    _check_time(g, p, "period", cols=n)  # one whole period is applied round by round
     # P = R . Q^k . L: L the rounds up to a period boundary, Q one whole period from there,
     # R the rest; W(t) depends on t mod p only.
     head = (-start) % p

@@ -10,7 +10,13 @@ import scipy.sparse as sp
 import scipy.sparse.csgraph as csgraph
 import scipy.sparse.linalg as sla
 
-from topofl._utils.validation import arc_pattern, check_choice, check_int, stochasticity
+from topofl._utils.validation import (
+    arc_pattern,
+    check_bool,
+    check_choice,
+    check_int,
+    stochasticity,
+)
 from topofl.spectral._common import (
     GapKind,
     Method,
@@ -253,6 +259,8 @@ def algebraic_connectivity(
 
     Raises
     ------
+    TypeError
+        If ``weighted`` is not a bool.
     ValueError
         If ``n < 2``.
 
@@ -270,6 +278,7 @@ def algebraic_connectivity(
     5.0
     """
     _check_method(method)
+    weighted = check_bool(weighted, "weighted")
     M = _as_csr(topology, name="topology")
     n = M.shape[0]
     if n < 2:

@@ -79,6 +79,7 @@ import scipy.sparse as sp
 from scipy.special import roots_legendre
 
 from topofl._utils.validation import (
+    check_bool,
     check_choice,
     check_int,
     check_memory,
@@ -408,6 +409,28 @@ def _check_solve_time(n: int, solve: str, what: str, times: int = 1) -> None:
                f"{what} on n={n} nodes ({times} dense {solve} solve(s), O(n^3))")
 
 
+#: A lower bound on the seconds one round of a period costs :func:`_periodic`, besides its
+#: dense ``n x n`` passes: the round's ``W(t)`` built and tested for row-stochasticity
+#: (47-50 us alone) and applied three times (110 us a round in all, measured at n = 4 over a
+#: period of 3000 rounds).
+_PERIOD_ROUND_SECONDS = 3e-5
+#: A lower bound on the seconds per entry of a dense ``n x n`` pass (scipy's and NumPy's
+#: multiply-adds); :func:`_periodic` makes at least 12 such passes a round.
+_PERIOD_ENTRY_SECONDS = 1e-10
+
+
+def _check_period_time(tv: TimeVarying, what: str) -> None:
+    """Refuse at once the exact periodic path (:func:`_periodic`) when visiting every round of
+    the period (its ``W(t)`` built, tested and applied to dense ``n x n`` matrices) would take
+    longer than the limit (:func:`~topofl._utils.validation.check_time`)."""
+    p = tv.period
+    assert p is not None
+    n = tv.n
+    per = _PERIOD_ROUND_SECONDS + 12.0 * _PERIOD_ENTRY_SECONDS * float(n) * float(n)
+    check_time(p * per, f"{what} on {tv.name!r} (n={n}), exact over the {p:,} rounds of its "
+               "period")
+
+
 def _static_solve(M: sp.csr_array, per_node: bool) -> str:
     """Which dense solve :func:`_static` does for ``M``."""
     if _is_symmetric(M):
@@ -548,9 +571,14 @@ def random_walk_variance(
 
     Raises
     ------
+    TypeError
+        If ``per_node`` is not a bool.
     ValueError
         If a ``W(t)`` is not row-stochastic (the message says if it is push-sum's
-        column-stochastic kind), ``gamma`` is outside ``[0, 1)`` or ``n > 4096``.
+        column-stochastic kind), ``gamma`` is outside ``[0, 1)`` or ``n > 4096``; or when the
+        exact computation would take longer than ``TOPOFL_MAX_SECONDS`` (default 60 s, by a
+        lower-bound estimate): the dense solves, or the rounds of a long period (e.g.
+        ``periodic_averaging`` with a huge ``every``).
 
     Examples
     --------
@@ -562,6 +590,7 @@ def random_walk_variance(
     rounds = check_int(rounds, "rounds", low=1)
     if burn_in is not None:
         burn_in = check_int(burn_in, "burn_in", low=0)
+    per_node = check_bool(per_node, "per_node")
     if not isinstance(graph, TimeVarying):
         M = _as_csr(graph)
         _row_stochastic(M, "W")
@@ -578,6 +607,7 @@ def random_walk_variance(
             _check_solve_time(tv.n, _static_solve(M, per_node), "random_walk_variance")
             mean, var, method = _static(M, g, per_node)
         else:
+            _check_period_time(tv, "random_walk_variance")
             _check_solve_time(tv.n, "lyapunov", "random_walk_variance")
             mean, var, method = _periodic(tv, g, per_node)
         return _result(g, mean, var, method)

@@ -22,7 +22,7 @@ from topofl.topologies.cliques._input import (
     _seed_param,
 )
 from topofl.topologies.cliques.clique_skew import _skews
-from topofl.topologies.cliques.inter import _INTER_DOC, _build
+from topofl.topologies.cliques.inter import _INTER_DOC, _build, _check_small_world
 from topofl.topologies.cliques.privacy import _private_histograms
 from topofl.topologies.cliques.swap import _greedy_swap, _resolve_steps
 
@@ -95,7 +95,11 @@ def dcliques(
         For a bad ``label_distributions`` (non-2-D, negative, non-finite, a zero row),
         ``clique_size`` outside ``[2, n]``, an unknown ``inter``, ``c < 1``, negative ``steps``,
         ``epsilon <= 0`` or non-integer counts with ``epsilon``, and a ``remove_intra_edges``
-        that is negative or too large for the smallest clique.
+        that is negative or too large for the smallest clique; or, with
+        ``inter="small_world"``, a ``c`` too large for its links to be attached within
+        ``TOPOFL_MAX_SECONDS`` (the message names the largest ``c`` that is).
+    InsufficientMemoryError
+        With ``inter="small_world"``, if the links of ``c`` would not fit in memory.
     NotConnectedError
         If no connected way to remove the intra-clique edges was found.
 
@@ -135,6 +139,8 @@ def dcliques(
     m = _check_clique_size(clique_size, n)
     inter = check_choice(inter, "inter", INTER_CLIQUE)
     c = check_int(c, "c", low=1)
+    if inter == "small_world":
+        _check_small_world(len(_clique_sizes(n, m)), c, "dcliques")
     steps = _resolve_steps(steps, n, m)
     remove = _check_removal(remove_intra_edges, _clique_sizes(n, m))
     eps = _check_epsilon(epsilon, arr)

@@ -10,7 +10,13 @@ import networkx as nx
 import numpy as np
 
 from topofl._utils.rng import Seed, as_generator
-from topofl._utils.validation import check_choice, check_int
+from topofl._utils.validation import (
+    check_choice,
+    check_int,
+    check_memory,
+    check_time,
+    max_seconds,
+)
 from topofl.exceptions import NotConnectedError
 from topofl.graph import Topology
 from topofl.topologies.cliques._input import (
@@ -22,6 +28,12 @@ from topofl.topologies.cliques._input import (
 
 # Rejection sampling of the intra-clique edges to remove: draws per clique before giving up.
 _REMOVE_TRIES = 1000
+#: Lower bounds on what one link of the paper's small world (:func:`_small_world_paper_links`)
+#: costs before its edge is added: listing it and attaching it to two members. Measured
+#: (process CPU time): 1.8-4.7 us a link (2 cliques of 2 at c = 2e5, 50 of 10 at c = 2000,
+#: 64 of 1 at c = 2000), and 128-160 bytes a link at the peak (``tracemalloc``).
+_LINK_SECONDS = 6e-7
+_LINK_BYTES = 100.0
 
 
 def _small_world_offsets(k: int, c: int) -> list[int]:
@@ -47,6 +59,24 @@ def _small_world_paper_links(k: int, c: int) -> list[tuple[int, int]]:
                     if b != a:
                         links.append((a, b))
     return links
+
+
+def _check_small_world(k: int, c: int, what: str) -> None:
+    """Refuse at once a ``c`` for which the paper's small world on ``k`` cliques would list
+    and attach more links, one by one, than the time limit
+    (:func:`~topofl._utils.validation.max_seconds`) or the memory allows. Every clique adds
+    ``2 c ceil(log2 k)`` links, each attached to members drawn afresh, so no larger ``c``
+    gives the same graph; the message names the largest ``c`` within the time limit."""
+    if k < 2:
+        return
+    per_c = 2 * k * (k - 1).bit_length()  # links added by each unit of c
+    links = per_c * c
+    c_max = max(1, int(max_seconds() // (_LINK_SECONDS * per_c)))
+    about = (f"{what} with inter='small_world' and c={c} on {k} cliques, which attaches "
+             f"{links:,} inter-clique links one by one ({per_c:,} per unit of c; c={c_max:,} at "
+             "most within the time limit, and the paper uses c=2),")
+    check_time(links * _LINK_SECONDS, about)
+    check_memory(links * _LINK_BYTES, about)
 
 
 def _clique_links(k: int, inter: str, c: int) -> list[tuple[int, int]]:
@@ -198,7 +228,10 @@ _INTER_DOC = """\
         * ``"fully_connected"``: one edge between every pair of cliques ($K(K-1)/2$ edges).
     c : int, default 2
         Small world only (both variants): how many of the closest cliques of each distance
-        scale to link (``>= 1``); the paper uses 2.
+        scale to link (``>= 1``); the paper uses 2. With ``"small_world"`` each unit of ``c``
+        adds $2 K \\lceil \\log_2 K \\rceil$ links, attached one by one: a ``c`` whose links
+        would take longer than ``TOPOFL_MAX_SECONDS`` (default 60 s, by a lower-bound
+        estimate; about ``c = 2.5e7`` for two cliques) or not fit in memory is refused.
     remove_intra_edges : int, default 0
         Remove this many intra-clique edges from every clique (Sec. IV-F, Fig. 15-16), drawn
         uniformly among the choices that keep the clique connected (so the graph stays
@@ -247,7 +280,11 @@ def connect_cliques(
     ------
     ValueError
         If ``cliques`` is not a partition of ``0..n-1``, ``inter`` is unknown, ``c < 1``, or
-        ``remove_intra_edges`` is negative or too large for the smallest clique.
+        ``remove_intra_edges`` is negative or too large for the smallest clique; or, with
+        ``inter="small_world"``, if ``c`` is too large for its links to be attached within
+        ``TOPOFL_MAX_SECONDS`` (the message names the largest ``c`` that is).
+    InsufficientMemoryError
+        With ``inter="small_world"``, if the links of ``c`` would not fit in memory.
     NotConnectedError
         If no connected way to remove the edges was found (only when the removal is close to
         its maximum on large cliques).
@@ -275,6 +312,8 @@ def connect_cliques(
     parts, n = _partition(cliques)
     inter = check_choice(inter, "inter", INTER_CLIQUE)
     c = check_int(c, "c", low=1)
+    if inter == "small_world":
+        _check_small_world(len(parts), c, "connect_cliques")
     remove = _check_removal(remove_intra_edges, (m.size for m in parts))
     rng = as_generator(seed)
     G = _build(parts, n, inter, c, remove, rng)

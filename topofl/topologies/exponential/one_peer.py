@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from topofl._utils.validation import check_int
 from topofl.graph import TimeVarying, Topology
+from topofl.graph.checks import check_w_size
 from topofl.topologies.exponential._common import _ceil_log2, _circulant, _with_weights
 
 __all__ = ["one_peer_exponential"]
@@ -30,6 +31,15 @@ def one_peer_exponential(n: int) -> TimeVarying:
     TimeVarying
         Period ``tau``; ``at(t)`` has ``name="one_peer_exponential"``.
 
+    Raises
+    ------
+    TypeError
+        If ``n`` is not an int.
+    ValueError
+        If ``n < 2``.
+    InsufficientMemoryError
+        If one round's ``W`` on ``n`` nodes would not fit in memory.
+
     Notes
     -----
     When ``n = 2^tau``, the product $W(\tau-1) \cdots W(0) = \prod_k (I + P^{2^k})/2 =
@@ -51,6 +61,7 @@ def one_peer_exponential(n: int) -> TimeVarying:
     3
     """
     n = check_int(n, "n", low=2)
+    check_w_size(n, n, f"one_peer_exponential(n={n})")
     tau = _ceil_log2(n)
 
     def at(t: int) -> Topology:
