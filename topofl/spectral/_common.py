@@ -36,6 +36,50 @@ _FLOOR = 1e-12
 # crossover with one BFS per node, analysis/bench_spectral.md).
 _BITSET_MAX_LEVELS = 64
 
+#: Lower bounds on the seconds one of the rounds :func:`~topofl.spectral.summary` examines
+#: (one period, or ``spectral_rounds`` draws) costs, used to refuse at once (with the
+#: estimate) a call whose per-round metrics would run longer than ``TOPOFL_MAX_SECONDS``:
+#: every round is built (``tv.at(t)``), then each per-round metric asked for is computed on
+#: it anew. Measured (process CPU time, this project's machine): ``at(t)`` of
+#: ``periodic_averaging(ring(4))`` 2.7 us; the stochasticity test of a round (``stochastic``,
+#: and before each gap) 47-50 us at n = 1, 2, 4; a round's gap, algebraic connectivity or
+#: diameter below ``SUMMARY_EXACT_MAX`` at least 124 us (n = 1). The constants are 2.5-3x
+#: under those.
+_ROUND_BUILD_SECONDS = 1e-6
+_ROUND_CHECK_SECONDS = 1.5e-5
+_ROUND_SOLVE_SECONDS = 4e-5
+
+
+def _check_rounds_time(g: TimeVarying, r: int, keys: Sequence[str], *, exact: bool,
+                       measured: bool, labels: bool) -> None:
+    """Refuse at once a :func:`~topofl.spectral.summary` whose ``r`` rounds examined (one
+    period, or the ``spectral_rounds`` draws) would take too long to build and measure one by
+    one: a lower bound (:data:`_ROUND_BUILD_SECONDS` and the per-round metrics ``keys`` need, which
+    :meth:`_Summary.plan` runs) over :func:`~topofl._utils.validation.max_seconds`;
+    ``exact``: its gaps, connectivity and diameter are computed exactly (not bounded)."""
+    if r <= 1:
+        return
+    need = set(keys)
+
+    def want(*names: str) -> bool:
+        return not need.isdisjoint(names)
+
+    checks = sum((
+        want("stochastic") or (measured and want(
+            "consensus_rate", "rounds_to_1e-6_measured", "finite_time_consensus")),
+        want("spectral_gap", "rounds_to_1e-6_bound"),
+        want("spectral_gap_norm"),
+        labels and want("neighborhood_skew"),
+        labels and want("neighborhood_heterogeneity"),
+    ))
+    solves = sum((exact and want("diameter"),
+                  exact and g.n >= 2 and want("algebraic_connectivity")))
+    per = _ROUND_BUILD_SECONDS + checks * _ROUND_CHECK_SECONDS + solves * _ROUND_SOLVE_SECONDS
+    over = "its period" if g.period is not None else "spectral_rounds"
+    check_time(r * per, f"summary of {g.name!r} (n={g.n}), whose per-round metrics are "
+               f"computed on each of the {r:,} rounds of {over}")
+
+
 # ============================================================================ input helpers
 def _as_csr(W: Any, name: str = "W") -> sp.csr_array:
     if isinstance(W, Topology):

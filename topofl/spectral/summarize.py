@@ -114,7 +114,6 @@ from topofl._utils.validation import (
     check_bool,
     check_int,
     check_real,
-    check_time,
     did_you_mean_each,
     stochasticity,
 )
@@ -126,6 +125,7 @@ from topofl.spectral._common import (
     Method,
     _check_horizon,
     _check_method,
+    _check_rounds_time,
     _is_symmetric,
 )
 from topofl.spectral.connectivity import _diameter_of_pattern, b_connectivity, is_strongly_connected
@@ -194,17 +194,6 @@ SUMMARY_EXACT_MAX = SUMMARY_DENSE_MAX
 # Above SUMMARY_EXACT_MAX the measured push-sum spread follows one start round on this many
 # columns (pushsum_constants' default: 4 starts, 128 columns; 32x the products).
 _BOUNDED_PUSHSUM_COLUMNS = 16
-#: Lower bounds on the seconds one of the rounds summary() examines (one period, or
-#: ``spectral_rounds`` draws) costs, used to refuse at once (with the estimate) a call whose
-#: per-round metrics would run longer than ``TOPOFL_MAX_SECONDS``: every round is built
-#: (``tv.at(t)``), then each per-round metric asked for is computed on it anew. Measured
-#: (process CPU time, this project's machine): ``at(t)`` of ``periodic_averaging(ring(4))``
-#: 2.7 us; the stochasticity test of a round (``stochastic``, and before each gap) 47-50 us
-#: at n = 1, 2, 4; a round's gap, algebraic connectivity or diameter below
-#: ``SUMMARY_EXACT_MAX`` at least 124 us (n = 1). The constants are 2.5-3x under those.
-_ROUND_BUILD_SECONDS = 1e-6
-_ROUND_CHECK_SECONDS = 1.5e-5
-_ROUND_SOLVE_SECONDS = 4e-5
 
 
 def _check_metrics(metrics: Any) -> tuple[str, ...]:
@@ -427,8 +416,8 @@ def _start(
     spectral_rounds = check_int(spectral_rounds, "spectral_rounds", low=1)
     gamma = check_real(gamma, "gamma", low=0.0, high=1.0, high_open=True)
     r = min(h, period if period is not None else spectral_rounds)
-    _check_rounds_time(g, r, keys, method=method, measured=measured,
-                       labels=label_distributions is not None)
+    _check_rounds_time(g, r, keys, exact=not (g.n > SUMMARY_EXACT_MAX and method == "auto"),
+                       measured=measured, labels=label_distributions is not None)
     tops = [g.at(t) for t in range(r)]
     out: dict[str, Any] = dict.fromkeys(_ALL_KEYS)
     out.update(
@@ -437,36 +426,6 @@ def _start(
     run = _Summary(g, is_tv, h, tops, [t.W for t in tops], set(keys), method, measured, seed,
                    gamma, label_distributions, out)
     return run
-
-
-def _check_rounds_time(g: TimeVarying, r: int, keys: Sequence[str], *, method: Method,
-                       measured: bool, labels: bool) -> None:
-    """Refuse at once a summary whose ``r`` rounds examined (one period, or the
-    ``spectral_rounds`` draws) would take too long to build and measure one by one: a lower
-    bound (:data:`_ROUND_BUILD_SECONDS` and the per-round metrics ``keys`` need, which
-    :meth:`_Summary.plan` runs) over :func:`~topofl._utils.validation.max_seconds`."""
-    if r <= 1:
-        return
-    need = set(keys)
-
-    def want(*names: str) -> bool:
-        return not need.isdisjoint(names)
-
-    exact = not (g.n > SUMMARY_EXACT_MAX and method == "auto")  # not :attr:`_Summary.bounded`
-    checks = sum((
-        want("stochastic") or (measured and want(
-            "consensus_rate", "rounds_to_1e-6_measured", "finite_time_consensus")),
-        want("spectral_gap", "rounds_to_1e-6_bound"),
-        want("spectral_gap_norm"),
-        labels and want("neighborhood_skew"),
-        labels and want("neighborhood_heterogeneity"),
-    ))
-    solves = sum((exact and want("diameter"),
-                  exact and g.n >= 2 and want("algebraic_connectivity")))
-    per = _ROUND_BUILD_SECONDS + checks * _ROUND_CHECK_SECONDS + solves * _ROUND_SOLVE_SECONDS
-    over = "its period" if g.period is not None else "spectral_rounds"
-    check_time(r * per, f"summary of {g.name!r} (n={g.n}), whose per-round metrics are "
-               f"computed on each of the {r:,} rounds of {over}")
 
 
 def _if_stochastic(

@@ -93,13 +93,10 @@ def dcliques(
     ------
     ValueError
         For a bad ``label_distributions`` (non-2-D, negative, non-finite, a zero row),
-        ``clique_size`` outside ``[2, n]``, an unknown ``inter``, ``c < 1``, negative ``steps``,
+        ``clique_size`` outside ``[2, n]``, an unknown ``inter``, ``c < 1`` (or a small-world
+        ``c`` whose links overrun ``TOPOFL_MAX_SECONDS`` or the memory), negative ``steps``,
         ``epsilon <= 0`` or non-integer counts with ``epsilon``, and a ``remove_intra_edges``
-        that is negative or too large for the smallest clique; or, with
-        ``inter="small_world"``, a ``c`` too large for its links to be attached within
-        ``TOPOFL_MAX_SECONDS`` (the message names the largest ``c`` that is).
-    InsufficientMemoryError
-        With ``inter="small_world"``, if the links of ``c`` would not fit in memory.
+        that is negative or too large for the smallest clique.
     NotConnectedError
         If no connected way to remove the intra-clique edges was found.
 
@@ -139,8 +136,7 @@ def dcliques(
     m = _check_clique_size(clique_size, n)
     inter = check_choice(inter, "inter", INTER_CLIQUE)
     c = check_int(c, "c", low=1)
-    if inter == "small_world":
-        _check_small_world(len(_clique_sizes(n, m)), c, "dcliques")
+    _check_small_world(inter, len(_clique_sizes(n, m)), c, "dcliques")
     steps = _resolve_steps(steps, n, m)
     remove = _check_removal(remove_intra_edges, _clique_sizes(n, m))
     eps = _check_epsilon(epsilon, arr)
@@ -152,13 +148,11 @@ def dcliques(
     true_skews = _skews(P, P.mean(axis=0), parts)
     G = _build(parts, n, inter, c, remove, rng)
     params = {
-        "n": n,
-        "num_classes": int(arr.shape[1]),
+        "n": n, "num_classes": int(arr.shape[1]),
         "labels_sha1": _fingerprint(arr),
         "clique_size": m,
         "num_cliques": len(parts),
-        "inter": inter,
-        "c": c,
+        "inter": inter, "c": c,
         "steps": steps,
         "remove_intra_edges": remove,
         "epsilon": eps,

@@ -61,13 +61,14 @@ def _small_world_paper_links(k: int, c: int) -> list[tuple[int, int]]:
     return links
 
 
-def _check_small_world(k: int, c: int, what: str) -> None:
-    """Refuse at once a ``c`` for which the paper's small world on ``k`` cliques would list
+def _check_small_world(inter: str, k: int, c: int, what: str) -> None:
+    """With ``inter="small_world"``: refuse at once a ``c`` for which the paper's small world
+    on ``k`` cliques would list
     and attach more links, one by one, than the time limit
     (:func:`~topofl._utils.validation.max_seconds`) or the memory allows. Every clique adds
     ``2 c ceil(log2 k)`` links, each attached to members drawn afresh, so no larger ``c``
     gives the same graph; the message names the largest ``c`` within the time limit."""
-    if k < 2:
+    if inter != "small_world" or k < 2:
         return
     per_c = 2 * k * (k - 1).bit_length()  # links added by each unit of c
     links = per_c * c
@@ -312,8 +313,7 @@ def connect_cliques(
     parts, n = _partition(cliques)
     inter = check_choice(inter, "inter", INTER_CLIQUE)
     c = check_int(c, "c", low=1)
-    if inter == "small_world":
-        _check_small_world(len(parts), c, "connect_cliques")
+    _check_small_world(inter, len(parts), c, "connect_cliques")
     remove = _check_removal(remove_intra_edges, (m.size for m in parts))
     rng = as_generator(seed)
     G = _build(parts, n, inter, c, remove, rng)
