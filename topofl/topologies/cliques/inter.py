@@ -63,8 +63,7 @@ def _small_world_paper_links(k: int, c: int) -> list[tuple[int, int]]:
 
 def _check_small_world(inter: str, k: int, c: int, what: str) -> None:
     """With ``inter="small_world"``: refuse at once a ``c`` for which the paper's small world
-    on ``k`` cliques would list
-    and attach more links, one by one, than the time limit
+    on ``k`` cliques would list and attach more links, one by one, than the time limit
     (:func:`~topofl._utils.validation.max_seconds`) or the memory allows. Every clique adds
     ``2 c ceil(log2 k)`` links, each attached to members drawn afresh, so no larger ``c``
     gives the same graph; the message names the largest ``c`` within the time limit."""
