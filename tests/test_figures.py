@@ -619,7 +619,7 @@ def test_a_spread_check_reads_convergence_from_the_spread_curve() -> None:
     assert "B (spread) still moved" in check.reason and "would be pass" in check.reason
     assert check.as_dict()["convergence"]["of"] == "spread"
     # the reading rebuilds from the JSON (topofl figure redecide)
-    rebuilt = figures.redecide._reading(check.as_dict()["convergence"], check.name)
+    rebuilt = figures.replication._reading(check.as_dict()["convergence"], check.name)
     assert rebuilt == spr
     with pytest.raises(ValueError, match="acc_max"):
         figures.convergence({"A": _cell([0.1, 0.2])}, "acc", spread=True)
@@ -691,7 +691,7 @@ def test_a_variance_check_reads_convergence_from_the_variance_curve() -> None:
     assert "would be pass" in check.reason
     assert figures.below("same", gap, margin=5.0, converged=acc).outcome == "pass"
     assert check.as_dict()["convergence"]["of"] == "variance"
-    rebuilt = figures.redecide._reading(check.as_dict()["convergence"], check.name)
+    rebuilt = figures.replication._reading(check.as_dict()["convergence"], check.name)
     assert rebuilt == var and rebuilt.describe() == var.describe()
     assert "+17.33 ± 5.66 %²" in var.describe()  # (40/3 + 64/3) / 2, in %², not x 100
 
@@ -1239,8 +1239,9 @@ def test_an_ordinal_gate_is_recorded_and_decides_a_committed_result_again(
     gated = [c for c in v["checks"] if c.get("gate") == "CIFAR-10"]
     assert len(gated) == 2 and all(c["outcome"] == "inconclusive" and "does not reproduce"
                                    in c["reason"] for c in gated)
-    # the MNIST parts are measured ties, the gated CIFAR-10 ones undecided: no part passes
-    assert r.after == "no practical effect at this scale" and len(heads) == 4
+    # the MNIST parts are measured ties, the gated CIFAR-10 ones undecided: no part passes,
+    # and a tie beside an undecided part is no absence of effect
+    assert r.after == "inconclusive at this scale" and len(heads) == 4
     md = (tmp_path / "dcliques_12.md").read_text(encoding="utf-8")
     assert "## Fidelity gate" in md and '"a sentence of the paper"' in md
     assert "`[gates.ordinal]`" in md and "| **no** |" in md

@@ -80,7 +80,7 @@ def test_the_verdict_of_ties() -> None:
     t = figures.above("t", 0.004, margin=0.01)
     i = figures.above("i", S((0.1,), (0,)), horizon=H)
     assert figures.verdict([t]) == "no practical effect at this scale"
-    assert figures.verdict([t, i]) == "no practical effect at this scale"
+    assert figures.verdict([t, i]) == "inconclusive at this scale"  # a part undecided
     assert figures.verdict([t, p]) == "partly"
     assert figures.verdict([t, f]) == "does not hold"
     assert figures.verdict([i]) == "inconclusive at this scale"

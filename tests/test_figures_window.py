@@ -20,7 +20,7 @@ import topofl as tf
 from topofl import figures
 from topofl.figures import flatness
 from topofl.figures.panel import _horizon
-from topofl.figures.redecide import _reading
+from topofl.figures.replication import _reading
 
 ROOT = Path(__file__).resolve().parents[1] / "paper_figures"
 #: the config keys that set a round's local work (steps, epochs, and what an epoch is)

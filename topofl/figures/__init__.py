@@ -48,6 +48,7 @@ from topofl._utils.fingerprint import code_fingerprint
 from topofl.figures import facts as facts  # the module (topofl figure facts)
 from topofl.figures import price as price  # the module (a page's price)
 from topofl.figures import redecide as redecide  # the module (topofl figure redecide)
+from topofl.figures import replication as replication  # the module (close calls)
 from topofl.figures.checks import Check, above, below, fact, verdict, within
 from topofl.figures.config import claim_of, grid, load_config, margin
 from topofl.figures.flatness import Convergence, convergence, mean_curve

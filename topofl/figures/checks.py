@@ -47,11 +47,14 @@ Exact quantities (a graph's structure, statistics over a fixed set of constructi
 numbers or :func:`fact`\ s and pass or fail. Each result names its **headline** check (the
 paper's central statement); the verdict (:func:`verdict`) is the headline's: **holds** (every
 part passes), **does not hold** (a part fails: a conjunction with one failed part is
-refuted, and the result says how many parts pass), **no practical effect at this scale** (no
-part passes or fails and a part is a measured tie: the claimed effect is absent at this
-scale) or **inconclusive at this scale** (too little evidence: every undecided part's bounds
-cover its margin), with "k of n secondary checks pass" beside it; **partly** for a headline of
-several parts of which some pass and the others are ties or inconclusive.
+refuted, and the result says how many parts pass), **no practical effect at this scale**
+(every part is a measured tie: the claimed effect is absent at this scale) or **inconclusive
+at this scale** (too little evidence: a part's bounds cover its margin, its curves still
+moved, or a close call was not replicated), with "k of n secondary checks pass" beside it;
+**partly** for a headline of several parts of which some pass and the others are ties or
+inconclusive. A pass or fail whose decisive bound lies within one standard error of its edge
+stands only if 3 fresh seeds, declared before they run, agree
+(:mod:`topofl.figures.replication`).
 """
 
 from __future__ import annotations
@@ -87,8 +90,10 @@ LEVEL = 0.95
 #: The rule's name, recorded in every result (results of the older rules have another or none).
 RULE = ("paired one-sided 95 % bounds against the claim's margin (superiority beyond it, "
         "non-inferiority within it; a claimed superiority with both bounds within ± the "
-        "margin is no practical effect), spread at least the metric's resolution, at "
-        "convergence and at the paper's horizon")
+        "margin is no practical effect, a verdict only when every headline part is such a "
+        "tie), spread at least the metric's resolution, at convergence and at the paper's "
+        "horizon; a decision within one standard error of its edge stands only if 3 fresh "
+        "seeds, declared before they run, agree")
 
 
 @dataclass(frozen=True)
@@ -512,8 +517,9 @@ def verdict(checks: Iterable[Check]) -> str:
     headline of several parts, a conjunction such as "best in every column", a failed part
     refutes it whatever the others gave: the result says how many parts pass);
     ``"partly"``: some parts pass and the others are ties or inconclusive; ``"no practical
-    effect at this scale"``: none passes or fails and a part is a measured tie
-    (``"no effect"``); ``"inconclusive at this scale"``: none passes, fails or ties.
+    effect at this scale"``: every part is a measured tie (``"no effect"``), none undecided;
+    ``"inconclusive at this scale"``: none passes or fails, and a part is undecided (a tie
+    beside an undecided part is not an absence of effect: that part may still show one).
 
     Examples
     --------
@@ -522,8 +528,10 @@ def verdict(checks: Iterable[Check]) -> str:
     >>> [tf.figures.verdict(c) for c in ([pas], [fail, und], [pas, und], [und], [pas, fail])]
     ['holds', 'does not hold', 'partly', 'inconclusive at this scale', 'does not hold']
     >>> tie = tf.figures.above("d", 0.2, margin=1.0)  # an exact effect inside the margin
-    >>> tie.outcome, tf.figures.verdict([tie, und]), tf.figures.verdict([tie, pas])
+    >>> tie.outcome, tf.figures.verdict([tie]), tf.figures.verdict([tie, pas])
     ('no effect', 'no practical effect at this scale', 'partly')
+    >>> tf.figures.verdict([tie, und])  # an undecided part: no absence measured
+    'inconclusive at this scale'
     >>> main = tf.figures.fact("central", True, headline=True)
     >>> tf.figures.verdict([main, fail])  # a failed secondary check leaves it standing
     'holds'
@@ -542,7 +550,7 @@ def verdict(checks: Iterable[Check]) -> str:
         return "holds"
     if passed:
         return "partly"
-    if "no effect" in outcomes:
+    if "no effect" in outcomes and "inconclusive" not in outcomes:
         return "no practical effect at this scale"
     return "inconclusive at this scale"
 

@@ -409,12 +409,15 @@ def claim_of(name: str, claims: str | os.PathLike[str] | None = None) -> dict[st
 
     Examples
     --------
-    >>> sorted(tf.figures.claim_of("dcliques_09"))
+    >>> sorted(tf.figures.claim_of("dcliques_01"))
     ['claim', 'margins', 'notes', 'title']
 
     ``margins`` maps a kind of quantity (``accuracy``, ``spread`` ...) to ``{"value",
     "reason"}``: the file's ``[margins]`` table, updated by the figure's own
-    ``[<name>.margins]`` (:func:`margin`).
+    ``[<name>.margins]`` (:func:`margin`). Where the table has them, ``second_look`` lists
+    what was added after the results were seen (seeds, rounds; named on the verdict line) and
+    ``replication`` is the :class:`~topofl.figures.replication.Replication` of a close call
+    (its fresh seeds, declared before they ran).
     """
     path = Path(claims) if claims is not None else _presets_root() / "claims.toml"
     table_ = read_config(path)
@@ -439,8 +442,27 @@ def claim_of(name: str, claims: str | os.PathLike[str] | None = None) -> dict[st
                 raise FigureError(f"{path}: {where} {key} must be {{value = a number >= 0, "
                                   f"reason = \"...\"}}, got {m!r}")
             margins[str(key)] = {"value": float(m["value"]), "reason": str(m["reason"]).strip()}
-    return {"title": entry["title"], "claim": entry["claim"].strip(),
-            "notes": [str(n).strip() for n in notes], "margins": margins}
+    second = entry.get("second_look", [])
+    if not isinstance(second, list) or not all(isinstance(x, str) for x in second):
+        raise FigureError(f"{path}: [{name}] second_look must be a list of strings (what was "
+                          f"added after the results were seen, and why), got {second!r}")
+    out = {"title": entry["title"], "claim": entry["claim"].strip(),
+           "notes": [str(n).strip() for n in notes], "margins": margins}
+    if second:
+        out["second_look"] = [" ".join(x.split()) for x in second]
+    rep = entry.get("replication")
+    if rep is not None:
+        from topofl.figures.replication import Replication
+
+        ok = (isinstance(rep, Mapping) and isinstance(rep.get("fresh"), list)
+              and set(rep) <= {"fresh", "declared"})
+        try:
+            if not ok:
+                raise ValueError("it needs fresh = [3 seeds] and declared = \"...\" only")
+            out["replication"] = Replication(tuple(rep["fresh"]), str(rep.get("declared", "")))
+        except ValueError as e:
+            raise FigureError(f"{path}: [{name}.replication] {e}, got {rep!r}") from None
+    return out
 
 
 #: The kinds of margin each figure's checks looked up (:func:`margin`): its result lists these.

@@ -12,7 +12,9 @@ it would take (:func:`price`), from what the result recorded alone:
   short of it);
 * **columns not run**: the hours ``analysis/columns_cost.md`` measured for them;
 * **a stand-in that passes its gate** (or its calibration): no amount of compute on this
-  stand-in decides those parts; the paper's data or a better stand-in does.
+  stand-in decides those parts; the paper's data or a better stand-in does;
+* **a replication** of a close call (:mod:`topofl.figures.replication`): 3 fresh seeds,
+  declared before they run, priced at the committed run's time per seed.
 
 Hours *here* are the committed run's recorded wall time (``seconds``: the machine that made it,
 shared with other jobs), scaled. The *one GPU* figure is an estimate, not a measurement: the
@@ -48,9 +50,9 @@ _MAX_SEEDS = 1000
 @dataclass(frozen=True)
 class Need:
     """What one kind of missing evidence would take: ``kind`` (``"seeds"``, ``"rounds"``,
-    ``"columns"``, ``"stand-in"``, ``"other"``), the undecided headline parts it covers,
-    ``hours`` here (``None``: no compute on this stand-in decides them, or not costed),
-    ``gpu_hours`` (an estimate, ``None`` where no basis) and the sentence that says it."""
+    ``"columns"``, ``"stand-in"``, ``"replication"``, ``"other"``), the undecided headline
+    parts it covers, ``hours`` here (``None``: no compute on this stand-in decides them, or not
+    costed), ``gpu_hours`` (an estimate, ``None`` where no basis) and the sentence that says it."""
 
     kind: str
     parts: tuple[str, ...]
@@ -164,6 +166,10 @@ def _kind(c: Mapping[str, Any]) -> str:
         return "stand-in"
     if r.startswith(("not converged", "before the paper's horizon")):
         return "rounds"
+    if r.startswith("a close call, not yet replicated"):
+        return "replication"
+    if r.startswith("did not replicate"):
+        return "other"
     if "values" in c and c.get("kind") in ("above", "below", "within"):
         return "seeds"
     return "other"
@@ -248,6 +254,13 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
                 f"costs about {_hours(h)} more here (the committed run's "
                 f"{seconds:.0f} s x {factor - 1:.2g}), {_gpu(gpu(h))}, and more doublings "
                 "until the curves flatten.")))
+        elif kind == "replication":
+            h = here * 3 / seeds
+            out.append(Need(kind, parts, h, gpu(h), (
+                f"{what}: a close call (its decisive bound within one standard error of its "
+                "edge) stands only if 3 fresh seeds, declared before they run (the result's "
+                "`[<name>.replication]` in `paper_figures/claims.toml`), agree: about "
+                f"{_hours(h)} here, {_gpu(gpu(h))}.")))
         elif kind == "seeds":
             need = [seeds_needed(c) for c in cs]
             if any(n is None for n in need):

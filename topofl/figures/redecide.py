@@ -27,28 +27,19 @@ from topofl.figures import facts, price
 from topofl.figures.checks import (
     RULE,
     Check,
-    Convergence,
-    above,
     at_horizon,
-    below,
     secondary,
     verdict,
-    within,
 )
 from topofl.figures.config import FigureError, _root, claim_of, mark_document
 from topofl.figures.gate import AnyGate, gate_bars, gate_from_dict, gated, rebar
-from topofl.figures.measures import OverSeeds
+from topofl.figures.replication import rebuild, replicate_all
 from topofl.figures.writing import gate_paragraph, gate_table, rule_paragraph, verdict_line
 
 __all__ = ["Redecision", "redecide", "apply_gates"]
 
 #: How a check reads once a failed gate made it inconclusive (:func:`~topofl.figures.gated`).
 _GATED = "inconclusive at this scale (the stand-in does not reproduce"
-
-#: The reason a script gives a check it cannot decide on its stand-in (``_pfeddst.untestable``,
-#: ``_dfedpgp.uncalibrated``): the prefix kept when the check is read again.
-_MARKED = re.compile(r"^(untestable on this stand-in[^()]*\([^()]*\))")
-
 
 @dataclass(frozen=True)
 class Redecision:
@@ -61,72 +52,12 @@ class Redecision:
     moved: tuple[tuple[str, str, str], ...]
 
 
-def _reading(d: dict[str, Any], name: str) -> Convergence:
-    """The convergence reading of a check's JSON, rebuilt; it must say what it recorded."""
-    gains = tuple((str(k), OverSeeds(tuple(g["values"]), tuple(g["seeds"])))
-                  for k, g in d.get("gains", {}).items())
-    span = tuple(d.get("span", (0, 0)))
-    c = Convergence(gains, (int(span[0]), int(span[1])), float(d["tolerance"]),
-                    str(d.get("of", "")), int(d.get("window", 0)),
-                    tuple(str(s) for s in d.get("short", ())))
-    if c.flat != bool(d["flat"]):
-        raise FigureError(f"check {name!r}: its convergence reading does not rebuild (flat "
-                          f"{d['flat']} recorded, {c.flat} from its gains)")
-    return c
-
-
 def _setting_step(md: str) -> float:
     """The largest ``eval_every`` in a result's setting tables (the evaluation grid of its
     rounds-to-target checks); 1 when none is listed."""
     steps = [float(x) for row in re.findall(r"^\| eval_every \| ([^|]+) \|$", md, re.M)
              for x in row.split(" / ") if x.strip().replace(".", "", 1).isdigit()]
     return max(steps, default=1.0)
-
-
-def _rebuild(c: dict[str, Any], step: float, drop_horizon: str | None = None) -> Check | None:
-    """The check of ``c`` (a result JSON's check) decided again, or ``None`` to keep it; a
-    horizon starting with ``drop_horizon`` no longer exempts it (its convergence reading
-    decides)."""
-    if "values" not in c or c.get("kind") not in ("above", "below", "within"):
-        return None
-    if drop_horizon and str(c.get("horizon", "")).startswith(drop_horizon) \
-            and isinstance(c.get("convergence"), dict):
-        c = {k: v for k, v in c.items() if k != "horizon"}
-    if "not run" in str(c.get("reason", "")):
-        return None
-    res = c.get("resolution")
-    if res is None:  # decided before resolutions were recorded: rounds to a target on a grid
-        integral = all(float(v).is_integer() for v in c["values"])
-        res = step if integral and "rounds" in c["name"] else 0.0
-    x = OverSeeds(tuple(c["values"]), tuple(c["seeds"]), float(res),
-                  tuple(c.get("censored", ())))
-    reading: dict[str, Any] = {}
-    if "horizon" in c:
-        reading["horizon"] = c["horizon"]
-    if isinstance(c.get("convergence"), dict):
-        reading["converged"] = _reading(c["convergence"], c["name"])
-    if not reading:
-        raise FigureError(f"check {c['name']!r} has per-seed values but no convergence reading "
-                          "or horizon to decide them")
-    fmt = _fmt_of(c)
-    if c["kind"] == "within":
-        new = within(c["name"], x, float(c["margin"]), headline=bool(c["headline"]), fmt=fmt,
-                     **reading)
-    else:
-        side = above if c["kind"] == "above" else below
-        new = side(c["name"], x, float(c["threshold"]), margin=float(c["margin"]),
-                   tie=str(c.get("tie", "inconclusive")), headline=bool(c["headline"]),
-                   fmt=fmt, **reading)
-    marked = _MARKED.match(str(c.get("reason", "")))
-    if marked:
-        why = marked.group(1)
-        reason = (f"{why}; would be {new.outcome} ({new.reason})"
-                  if new.outcome in ("pass", "fail", "no effect") else f"{why}; {new.reason}")
-        new = Check(new.name, "inconclusive", new.measured, new.rule, reason, new.headline,
-                    new.detail)
-    # keep what the script measured and showed (the same values: only the rule is new)
-    return Check(new.name, new.outcome, str(c.get("measured", new.measured)), new.rule,
-                 new.reason, new.headline, new.detail)
 
 
 def _ungated(c: Check) -> Check:
@@ -137,12 +68,6 @@ def _ungated(c: Check) -> Check:
     m = re.fullmatch(r"would be (pass|fail|no effect) [(](.*)[)]", rest, re.S)
     outcome, reason = (m.group(1), m.group(2)) if m else ("inconclusive", rest)
     return Check(c.name, outcome, c.measured, c.rule, reason, c.headline, c.detail)
-
-
-def _fmt_of(c: dict[str, Any]) -> str:
-    """The number format the script used for the check (read back from its ``rule``)."""
-    m = re.search(r"[-\d]\.(\d+)", str(c.get("rule", "")))
-    return f".{len(m.group(1))}f" if m else ".3f"
 
 
 def _as_check(c: dict[str, Any]) -> Check:
@@ -191,7 +116,7 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
     md = md_path.read_text(encoding="utf-8")
     step = _setting_step(md)
     old = [_as_check(c) for c in v.get("checks", [])]
-    new = [(_rebuild(c, step, drop_horizon) or o) for c, o in zip(v.get("checks", []), old)]
+    new = [(rebuild(c, step, drop_horizon) or o) for c, o in zip(v.get("checks", []), old)]
     bars = gate_bars(name)  # the bars as declared now (a recorded gate keeps its values)
     gates = [rebar(gate_from_dict(g), bars) for g in v.get("gates", [])]
     by_name = {g.name: g for g in gates}
@@ -205,6 +130,8 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         new[i] = Check(n.name, n.outcome, n.measured, n.rule, n.reason, n.headline,
                        {**(n.detail or {}), "gate": g.name})
     new = [at_horizon(n, v.get("rounds")) for n in new]
+    meta = _claim(name)
+    new = replicate_all(new, meta.get("replication"))
     before, after = str(v.get("verdict")), verdict(new) if new else str(v.get("verdict"))
     moved = tuple((o.name, o.outcome, n.outcome) for o, n in zip(old, new)
                   if o.outcome != n.outcome)
@@ -219,7 +146,16 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         if margins:
             v["margins"] = margins
         js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        md = mark_document(_markdown(md, new, margins, gates), v.get("stand_in") or {})
+        second = list(meta.get("second_look", ()))
+        v.pop("second_look", None)
+        v.pop("replication", None)
+        if second:
+            v["second_look"] = second
+        if meta.get("replication"):
+            rep = meta["replication"]
+            v["replication"] = {"fresh": list(rep.fresh), "declared": rep.declared}
+        js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        md = mark_document(_markdown(md, new, margins, gates, second), v.get("stand_in") or {})
         md_path.write_text(md, encoding="utf-8")
         price.apply(js, md_path)
         facts.apply(js, md_path)  # its referee part quotes the checks' outcomes
@@ -237,13 +173,22 @@ def _margins(name: str, used: dict[str, Any]) -> dict[str, Any]:
             for k, m in used.items()}
 
 
+def _claim(name: str) -> dict[str, Any]:
+    """The claim's table of ``name`` as ``claims.toml`` states it now (``{}`` when none)."""
+    try:
+        return claim_of(name)
+    except FigureError:
+        return {}
+
+
 def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = None,
-              gates: list[AnyGate] | None = None) -> str:
+              gates: list[AnyGate] | None = None, second_look: list[str] | None = None) -> str:
     """``md`` with its verdict line, its table of checks, the rule's paragraph, the margins'
     reasons and the fidelity gates rewritten."""
     from topofl._utils.markdown import table
 
-    md = re.sub(r"^\*\*Verdict:\*\* .*$", lambda _: verdict_line(checks), md, count=1,
+    md = re.sub(r"^\*\*Verdict:\*\* .*$", lambda _: verdict_line(checks, second_look or ()), md,
+                count=1,
                 flags=re.M)
     start = md.index("## Checks\n")
     rule_at = md.index("The rule (", start)

@@ -34,6 +34,12 @@ from topofl.figures.config import (
 from topofl.figures.gate import AnyGate, Gate, OrdinalGate
 from topofl.figures.measures import OverSeeds
 from topofl.figures.panel import Panel
+from topofl.figures.replication import (
+    DID_NOT_REPLICATE,
+    NOT_REPLICATED,
+    Replication,
+    replicate_all,
+)
 from topofl.figures.runs import FigureArgs, parse_args
 
 __all__ = ["Claim", "Ran", "Result", "write", "script"]
@@ -57,10 +63,13 @@ def rule_paragraph() -> str:
             "pass); it is inconclusive otherwise (too little evidence), "
             "with one seed, when the curves it compares had not flattened (unless the claim "
             "is read at this horizon, as its row says), or when the run stopped before the "
-            "paper's rounds (before the paper's horizon). The verdict is the headline's (a "
-            "headline of several parts with a failed part does not hold; one whose parts "
-            "neither pass nor fail and tie in one is no practical effect at this scale); the "
-            "per-seed values are in the JSON.")
+            "paper's rounds (before the paper's horizon). A headline pass or fail whose "
+            "decisive bound lies within one standard error of its edge (a close call) stands "
+            "only if 3 fresh seeds, declared before they run, agree (same side, and the "
+            "pooled seeds decide it alike). The verdict is the headline's (a headline of "
+            "several parts with a failed part does not hold; one whose parts are all ties is "
+            "no practical effect at this scale, a tie beside an undecided part is "
+            "inconclusive); the per-seed values are in the JSON.")
 
 
 def gate_paragraph(gates: Sequence[AnyGate]) -> str:
@@ -107,9 +116,19 @@ def _mean_of(v: float | OverSeeds) -> float:
     return v.mean if isinstance(v, OverSeeds) else float(v)
 
 
-def verdict_line(checks: Sequence[Check]) -> str:
+def verdict_line(checks: Sequence[Check], second_look: Sequence[str] = ()) -> str:
     """The ``**Verdict:**`` paragraph of a result's Markdown: the verdict, how many parts of
-    the headline pass, how many secondary checks do."""
+    the headline pass, how many secondary checks do, the close calls and their replication
+    (:mod:`topofl.figures.replication`), and any second look (seeds or rounds added after the
+    results were seen).
+
+    Examples
+    --------
+    >>> c = tf.figures.fact("a", True)
+    >>> line = tf.figures.writing.verdict_line([c], ["rounds doubled after a first reading"])
+    >>> line.split("; ")[-1]
+    'second look: rounds doubled after a first reading)'
+    """
     checks = list(checks)
     head = headline_of(checks)
     passed, total = secondary(checks)
@@ -118,6 +137,15 @@ def verdict_line(checks: Sequence[Check]) -> str:
                  "the headline pass (the paper's statement is their conjunction)")
     side_text = (f"; {passed} of {total} secondary checks pass" if total else
                  "; no secondary checks")
+    close = [c for c in head if "close_call" in (c.detail or {})]
+    for kind, start in (("replicated on fresh seeds", "replicated"),
+                        (DID_NOT_REPLICATE, DID_NOT_REPLICATE),
+                        ("not yet replicated", NOT_REPLICATED)):
+        k = sum(c.reason.startswith(start) for c in close)
+        if k:
+            side_text += f"; {k} close call{'s' if k > 1 else ''} {kind}"
+    if second_look:
+        side_text += "; second look: " + "; ".join(second_look)
     return f"**Verdict:** {verdict(checks)} ({head_text}{side_text})"
 
 
@@ -203,7 +231,9 @@ def _setting_and_numbers(
 class Claim:
     """The paper's claim a result tests, as ``paper_figures/claims.toml`` states it
     (:func:`~topofl.figures.claim_of`): the result's ``title``, the claim's ``text`` with its
-    numbers, and the practical ``margins`` that apply (kind -> ``{"value", "reason"}``).
+    numbers, the practical ``margins`` that apply (kind -> ``{"value", "reason"}``), what a
+    ``second_look`` added after the results were seen, and the ``replication`` of its close
+    calls (:mod:`topofl.figures.replication`).
 
     Examples
     --------
@@ -215,6 +245,8 @@ class Claim:
     title: str
     text: str
     margins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    second_look: tuple[str, ...] = ()
+    replication: Replication | None = None
 
 
 @dataclass(frozen=True)
@@ -349,6 +381,7 @@ def write(
     True
     """
     checks = [at_horizon(c, ran.rounds) for c in checks]  # read at the paper's horizon
+    checks = replicate_all(checks, claim.replication)  # a close call stands if fresh seeds agree
     png, md, js = _save_figure(args, fig)
     code = code_fingerprint()
     # time to regenerate from scratch: the runs' own training time (also when they were
@@ -356,7 +389,7 @@ def write(
     seconds = time.perf_counter() - args.started - args.sweep_seconds + args.run_seconds
     doc = (Document().heading(claim.title).paragraph(f"**Paper:** {claim.text}")
            .paragraph(f"**Measured** ({args.scale} scale, {ran.seed_text()}): {measured}")
-           .paragraph(verdict_line(checks)))
+           .paragraph(verdict_line(checks, claim.second_look)))
     if fig is not None:
         doc.image(f"{args.name}.png", args.name)
     _checks_and_gates(doc, checks, claim.margins, gates)
@@ -368,6 +401,10 @@ def write(
     md.write_text(mark_document(doc.text(), dict(ran.stand_in)), encoding="utf-8")
     record = {"name": args.name, "title": claim.title, "claim": claim.text,
               "measured": measured, **_verdict_fields(checks),
+              **({"second_look": list(claim.second_look)} if claim.second_look else {}),
+              **({"replication": {"fresh": list(claim.replication.fresh),
+                                  "declared": claim.replication.declared}}
+                 if claim.replication else {}),
               "margins": {k: dict(m) for k, m in claim.margins.items()},
               **ran.fields(), "code": code,
               **({"gates": [g.as_dict() for g in gates]} if gates else {}),
@@ -446,7 +483,8 @@ def _finish(args: FigureArgs, result: Result) -> Path:
                rounds={"run": ran, "paper": paper})
     claim = Claim(meta["title"], meta["claim"],
                   {k: m for k, m in meta["margins"].items()
-                   if k in MARGINS_USED.get(args.name, set())})
+                   if k in MARGINS_USED.get(args.name, set())},
+                  tuple(meta.get("second_look", ())), meta.get("replication"))
     return write(args, result.fig, claim=claim, setting=setting_, numbers=result.numbers,
                  measured=result.measured, checks=result.checks, notes=notes, ran=runs,
                  gates=result.gates)
