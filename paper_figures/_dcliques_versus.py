@@ -85,12 +85,14 @@ def build(args: figures.FigureArgs, panels: Mapping[str, Any],
           label: Callable[[Mapping[str, Any]], str], first: str, second: str, *,
           suptitle: str, names: tuple[str, str] | None = None,
           extra: Callable[[dict[str, figures.Panel]], tuple[list[Any], str]] | None = None,
-          **curves: Any) -> figures.Result:
+          slight: bool = False, **curves: Any) -> figures.Result:
     """Run the panels, draw them, and check ``first`` against ``second`` in each panel
     (``names``: how the checks call them); ``extra(found)`` adds checks and a sentence to the
     measured line. The speed and spread
     checks of every panel are the headline (the paper's "faster and with lower variance", on
-    each dataset); ``extra``'s are secondary unless marked."""
+    each dataset); ``extra``'s are secondary unless marked. ``slight``: the paper calls the
+    speed-up slight, so the speed is read as "at least as fast" (the margin policy of
+    ``claims.toml``: a lead the paper calls slight is not one of a practical margin)."""
     one, two = names or (first, second)
     found = figures.panels(args, panels, label)
     fig, numbers = figures.curves(found, "global_acc", band="lines", suptitle=suptitle,
@@ -106,8 +108,11 @@ def build(args: figures.FigureArgs, panels: Mapping[str, Any],
         tiny += [f"{short}: {what} {100 * d:.2f} points" for what, d in
                  (("mean accuracy over the run", area[0] - area[1]),
                   ("final spread", spread[0] - spread[1])) if abs(d.mean) < 0.001]
-        checks += [figures.above(f"{short}: {one} faster than {two} (mean accuracy over the "
-                                 "run)", area[0] - area[1], margin=acc, headline=True,
+        speed = (f"{short}: {one} at least as fast as {two} (mean accuracy over the run; the "
+                 "paper: 'slightly accelerates')" if slight else
+                 f"{short}: {one} faster than {two} (mean accuracy over the run)")
+        checks += [figures.above(speed, area[0] - area[1], margin=acc, headline=True,
+                                 tie="pass" if slight else "inconclusive",
                                  **reading(panel, (first, second), acc, speed=True)),
                    figures.below(f"{short}: {one} lower final spread between nodes than {two}",
                                  spread[0] - spread[1], margin=spr, headline=True,

@@ -24,7 +24,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     res = _dcliques_versus.build(
         args, {"MNIST (logistic regression), D-Cliques": "dcliques_09_mnist"},
         lambda c: CA if c["clique_averaging"] else NO_CA, CA, NO_CA,
-        names=("Clique Averaging", "none"), suptitle="", titles=True)
+        names=("Clique Averaging", "none"), suptitle="", titles=True, slight=True)
     rec = next(iter(res.panels.values())).runs  # type: ignore[union-attr]
     lows = [float(r.series("global_acc_min", run=run)[1].min())
             for r in rec.values() for run in r.runs]
