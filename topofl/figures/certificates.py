@@ -54,10 +54,23 @@ by :func:`rerecord` alone, which verifies each here and seals its commit's value
 machine's environment (the earlier digest kept as ``first``).
 
 Reading a commit from git and taking its snapshot is :mod:`topofl.figures.commits`. The re-runs
-are what a check costs (16 s a commit); what each established is remembered, and re-validated
-before it counts, by :mod:`topofl.figures.verified`. What a check still trusts: the certified
-commit's own snapshot module and the rest of its non-result code, which it runs, and whoever
-can read the key of that memory (delete its file, or the key, to re-run every commit).
+are what a check costs (~17 s of one core a commit; :func:`check` runs each commit once, however
+many certificates name it, ``jobs`` at a time); what each established is remembered, and
+re-validated before it counts, by :mod:`topofl.figures.verified`. :func:`check` reports each
+certificate's :class:`Verdict` as soon as it is decided, saying which path it took: its
+sealed values equal its commit's here ``bitwise``, or ``within rounding`` because its
+environment differs from this one in the fields named (an environment is a field of the
+certificate: anyone who edits it and reseals the record moves the certificate to that path,
+so :data:`BIT_VARIABLES` set in the shell are warned of and ``--strict`` fails what is not
+bitwise), or ``failed``.
+
+A seal (the digest) makes an accidental edit evident: it covers every field that decides the
+check and the values. It is no signature (an unkeyed hash: anyone can edit and reseal); what
+protects the results is checks 1 and 3, which no edit of the files changes: the commit's files
+are the code ``from`` and compute here, to the last bit, what the current code computes. What
+a check still trusts: the certified commit's own snapshot module and the rest of its
+non-result code, which it runs, and whoever can read the key of that memory (delete its file,
+or the key, to re-run every commit).
 
 Examples
 --------
@@ -78,6 +91,7 @@ ValueError: .../equivalence.json: certificate 0 misses ['digest', 'environment',
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -93,11 +107,25 @@ from topofl._utils.environment import bits, differences, numeric_environment
 from topofl._utils.files import replace_text
 from topofl._utils.fingerprint import code_fingerprint
 from topofl.figures import snapshot
-from topofl.figures.commits import _COMMIT, commit_fingerprint, snapshot_of_commit
-from topofl.figures.verified import _Cache, _cache_path, _environment_digest
+from topofl.figures.commits import (
+    _COMMIT,
+    commit_fingerprint,
+    snapshot_of_commit,
+    snapshots_of_commits,
+)
+from topofl.figures.verified import (
+    BIT_VARIABLES,
+    Verdict,
+    _Cache,
+    _cache_path,
+    _environment_digest,
+    summary,
+    variable_warnings,
+)
 
-__all__ = ["EQUIVALENCE_FILE", "VALUES_DIR", "certify", "environment_of", "equivalent_codes",
-           "read", "rerecord", "values_of", "verify"]
+__all__ = ["BIT_VARIABLES", "EQUIVALENCE_FILE", "VALUES_DIR", "Verdict", "certify", "check",
+           "environment_of", "equivalent_codes", "read", "rerecord", "summary", "values_of",
+           "variable_warnings", "verify"]
 
 EQUIVALENCE_FILE = "equivalence.json"  # beside the committed results
 #: The folder beside it that holds the sealed records, ``<digest>.json.gz``.
@@ -401,10 +429,37 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
            of_commit: Callable[[str, int], Mapping[str, Any]] | None = None,
            code_of: Callable[[str], str] | None = None,
            cache: str | os.PathLike[str] | None = None,
-           notes: list[str] | None = None) -> list[str]:
-    """Check every certificate the results of code ``code`` rely on; the problems, one line
-    each (empty: every one verified). See the module docstring for the three checks and the
-    cache.
+           notes: list[str] | None = None, jobs: int = 1) -> list[str]:
+    """Check every certificate the results of code ``code`` rely on (:func:`check`); the
+    problems, one line each (empty: every one verified). ``notes`` receives one line per
+    certificate that verified although its values differ from this environment's within the
+    rounding measured between environments (naming both)."""
+    where = Path(results) / EQUIVALENCE_FILE
+    problems = []
+    for v in check(results, code, current=current, of_commit=of_commit, code_of=code_of,
+                   cache=cache, jobs=jobs):
+        head = f"{where}: certificate {v.index} ({v.cert['from']} -> {v.cert['to']})"
+        if v.outcome == "failed":
+            problems.append(f"{head}: {v.detail}")
+        elif v.outcome == "rounding" and notes is not None:
+            notes.append(f"{head}: {v.detail}")
+    return problems
+
+
+def check(results: str | os.PathLike[str], code: str | None = None, *,
+          current: Mapping[str, Any] | None = None,
+          of_commit: Callable[[str, int], Mapping[str, Any]] | None = None,
+          code_of: Callable[[str], str] | None = None,
+          cache: str | os.PathLike[str] | None = None, jobs: int = 1,
+          report: Callable[[Verdict], None] | None = None,
+          progress: Callable[[str], None] | None = None) -> list[Verdict]:
+    """Check every certificate the results of code ``code`` rely on: one :class:`Verdict`
+    each, in the order of ``equivalence.json``. See the module docstring for the three
+    checks and the cache.
+
+    Each commit is re-run once however many certificates name it, ``jobs`` at a time; a
+    certificate is decided as soon as its commit's re-run finishes (``report`` receives its
+    verdict then), and a verified re-run is remembered at once, by this process alone.
 
     Parameters
     ----------
@@ -417,46 +472,83 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
         ``environment`` is the one the check runs in (default: this process's).
     of_commit : callable, optional
         ``(commit, threads) -> {values, ...}``: default
-        :func:`~topofl.figures.commits.snapshot_of_commit`.
+        :func:`~topofl.figures.commits.snapshot_of_commit`, called from ``jobs`` threads.
     code_of : callable, optional
         ``commit -> fingerprint`` by the current code: default
         :func:`~topofl.figures.commits.commit_fingerprint`.
     cache : path, optional
         Where re-runs are remembered (default: ``paper_figures/out/``).
-    notes : list, optional
-        Receives one line per certificate that verified although its values differ from this
-        environment's within the rounding measured between environments (naming both).
+    jobs : int, default 1
+        How many commits are re-run at once (each in an interpreter of its own).
+    report : callable, optional
+        Receives each verdict as it is decided.
+    progress : callable, optional
+        Receives a line on what the check does next (the current snapshot, the re-runs).
     """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an integer of at least 1, got {jobs!r}")
     certs = read(results)
-    where = Path(results) / EQUIVALENCE_FILE
     if code is None:
         code = current["code"] if current is not None else code_fingerprint()
     used = _chain(code, certs)[1]
     if not used:
         return []
+    tell = progress or (lambda line: None)
+    if current is None:
+        tell("taking the current code's snapshot (every certified commit must compute its "
+             "values here bit for bit; ~20 s)")
     now = current if current is not None else snapshot.take()
+    here = now.get("environment") or numeric_environment()
     store = _Cache(Path(cache) if cache is not None else _cache_path())
-    problems = []
+    found: list[Verdict] = []
+
+    def decided(v: Verdict) -> None:
+        found.append(v)
+        if report is not None:
+            report(v)
+
+    waiting: dict[tuple[str, int], list[tuple[int, dict[str, Any], dict[str, Any]]]] = {}
     for k in used:
         c = certs[k]
-        said: list[str] = []
-        why = _verify_one(results, c, now, store, of_commit or snapshot_of_commit,
-                          code_of or commit_fingerprint, said)
-        head = f"{where}: certificate {k} ({c['from']} -> {c['to']})"
-        if why:
-            problems.append(f"{head}: {why}")
-        elif notes is not None:
-            notes += [f"{head}: {line}" for line in said]
-    return problems
+        ready = _prepare(results, c, now, here, code_of or commit_fingerprint)
+        if isinstance(ready, str):
+            decided(Verdict(k, c, "failed", len(used), detail=ready))
+            continue
+        recorded, fact = ready
+        mine = {key: now["values"][key] for key in recorded if key in now["values"]}
+        if len(mine) == len(recorded) and store.holds({**fact, "digest": snapshot.digest(mine)}):
+            decided(_decide(k, c, len(used), recorded, mine, now, here, cached=True))
+        else:
+            waiting.setdefault((c["from_commit"], c["threads"]), []).append((k, recorded, fact))
+    if waiting:
+        tell(f"re-running {len(waiting)} certified commit(s), {jobs} at a time (~16 s of one "
+             "core each)")
+    with contextlib.closing(snapshots_of_commits(waiting, jobs=jobs, of_commit=of_commit)
+                            ) as runs:
+        for key, got in runs:
+            if isinstance(got, Exception) and not isinstance(
+                    got, (ValueError, OSError, subprocess.SubprocessError)):
+                raise got
+            for k, recorded, fact in waiting[key]:
+                c = certs[k]
+                if isinstance(got, Exception):
+                    decided(Verdict(k, c, "failed", len(used),
+                                    detail=f"cannot be verified: {got}"))
+                    continue
+                v = _decide(k, c, len(used), recorded, got.get("values"), now, here)
+                if v.outcome != "failed":  # remembered at once: an interrupted check resumes
+                    store.add({**fact, "digest": snapshot.digest(got["values"])})
+                decided(v)
+    return sorted(found, key=lambda v: v.index)
 
 
-def _verify_one(results: str | os.PathLike[str], c: Mapping[str, Any],
-                now: Mapping[str, Any], store: _Cache,
-                of_commit: Callable[[str, int], Mapping[str, Any]],
-                code_of: Callable[[str], str], notes: list[str]) -> str | None:
-    """Why the certificate ``c`` fails (the checks of the module docstring), or ``None``."""
-    here = now.get("environment") or numeric_environment()
-    theirs, commit = environment_of(c), c["from_commit"][:12]
+def _prepare(results: str | os.PathLike[str], c: Mapping[str, Any], now: Mapping[str, Any],
+             here: Mapping[str, Any], code_of: Callable[[str], str]
+             ) -> str | tuple[dict[str, Any], dict[str, Any]]:
+    """What can be checked of certificate ``c`` before its commit runs (its torch, its sealed
+    values, its commit's code); why it fails, or its sealed values and the fact a re-run
+    would establish (:mod:`topofl.figures.verified`)."""
+    theirs = environment_of(c)
     if theirs.get("torch") != here.get("torch", now.get("torch")):
         return (f"taken with torch {theirs.get('torch')}, this is {here.get('torch')}: verify "
                 "with the torch that took it")
@@ -466,41 +558,45 @@ def _verify_one(results: str | os.PathLike[str], c: Mapping[str, Any],
     except (ValueError, OSError, subprocess.SubprocessError) as exc:
         return f"cannot be verified: {exc}"
     if code != c["from"]:
-        return (f"commit {commit} is code {code}, not {c['from']} (its files, fingerprinted "
-                "by the current code)")
-    fact = {"commit": c["from_commit"], "code": code, "environment": _environment_digest(here),
-            "threads": c["threads"]}
-    mine = {key: now["values"][key] for key in recorded if key in now["values"]}
-    if len(mine) == len(recorded) and store.holds({**fact, "digest": snapshot.digest(mine)}):
-        values: Any = mine  # the commit computes the current code's values here (remembered)
-    else:
-        try:
-            values = of_commit(c["from_commit"], c["threads"]).get("values")
-        except (ValueError, OSError, subprocess.SubprocessError) as exc:
-            return f"cannot be verified: {exc}"
+        return (f"commit {c['from_commit'][:12]} is code {code}, not {c['from']} (its files, "
+                "fingerprinted by the current code)")
+    return recorded, {"commit": c["from_commit"], "code": code,
+                      "environment": _environment_digest(here), "threads": c["threads"]}
+
+
+def _decide(k: int, c: Mapping[str, Any], of: int, recorded: Mapping[str, Any], values: Any,
+            now: Mapping[str, Any], here: Mapping[str, Any], *, cached: bool = False
+            ) -> Verdict:
+    """Checks 2 and 3 of the module docstring on the values of ``c``'s commit here."""
+    commit = c["from_commit"][:12]
     if not isinstance(values, dict):
-        return f"the snapshot of commit {commit} holds no values"
-    why = _against_record(recorded, values, theirs, here, commit, notes)
-    if why:
-        return why
-    moved = snapshot.compare({"values": values}, now, kept_only=True)
-    if moved:
-        return (f"the current code moves {len(moved)} of the {len(values)} values of "
-                f"{c['from']}: {', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}")
-    if values is not mine:
-        store.add({**fact, "digest": snapshot.digest(values)})
-    return None
+        return Verdict(k, c, "failed", of, cached,
+                       detail=f"the snapshot of commit {commit} holds no values")
+    theirs = environment_of(c)
+    why, note, largest = _against_record(recorded, values, theirs, here, commit)
+    if why is None:
+        moved = snapshot.compare({"values": values}, now, kept_only=True)
+        if moved:
+            why = (f"the current code moves {len(moved)} of the {len(values)} values of "
+                   f"{c['from']}: {', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''}")
+    if why is not None:
+        return Verdict(k, c, "failed", of, cached, detail=why)
+    fields = tuple(d.split(" ", 1)[0] for d in differences(theirs, here))
+    if note is None:
+        return Verdict(k, c, "bitwise", of, cached, fields)
+    return Verdict(k, c, "rounding", of, cached, fields, detail=note, largest=largest)
 
 
 def _against_record(recorded: Mapping[str, Any], values: Mapping[str, Any],
-                    theirs: Mapping[str, Any], here: Mapping[str, Any], commit: str,
-                    notes: list[str]) -> str | None:
+                    theirs: Mapping[str, Any], here: Mapping[str, Any], commit: str
+                    ) -> tuple[str | None, str | None, str]:
     """Check 2: the sealed values against the commit's here (bitwise in the certificate's
-    environment, else within the measured rounding); why not, or ``None`` (a note when they
-    differ within rounding)."""
+    environment, else within the measured rounding): ``(why not, None, "")``; ``(None, None,
+    "")`` when they are the same bits; ``(None, a note, the largest difference)`` when they
+    differ within rounding."""
     if snapshot.digest(dict(recorded)) == snapshot.digest(
             {k: values[k] for k in recorded if k in values}):
-        return None  # the same bits
+        return None, None, ""  # the same bits
     apart = differences(theirs, here)
     worst, at = snapshot.largest_difference(
         {k: v for k, v in recorded.items() if k not in snapshot.DISCRETE}, values)
@@ -517,18 +613,20 @@ def _against_record(recorded: Mapping[str, Any], values: Mapping[str, Any],
                 f" of {len(recorded)} ({', '.join(moved[:5])}{' ...' if len(moved) > 5 else ''};"
                 f" largest relative difference {worst:.3g} at {at}) although this environment "
                 "equals the certificate's in every field that decides the bits: edited, or the "
-                "environments differ in something they do not record")
+                "environments differ in something they do not record"), None, ""
     off = snapshot.compare({"values": recorded}, {"values": values}, rounding=True)
     if off:
         return (f"the snapshot of commit {commit} here differs from its sealed values beyond "
                 f"the rounding measured between environments in {len(off)} of {len(recorded)}: "
                 f"{', '.join(off[:5])}{' ...' if len(off) > 5 else ''} (largest relative "
                 f"difference {worst:.3g} at {at}; {envs}; topofl.figures.snapshot.env_rtol): "
-                "edited")
-    notes.append("differs within this environment's rounding ("
-                 + (f"largest relative difference {worst:.3g} at {at}; " if worst else "")
-                 + f"{envs})")
-    return None
+                "edited"), None, ""
+    largest = (f"largest relative difference {worst:.3g} at {at}" if worst else "") + (
+        f"{'; ' if worst else ''}another branch on a last bit in {', '.join(branched)}"
+        if branched else "")
+    return None, ("differs within this environment's rounding ("
+                  + (f"largest relative difference {worst:.3g} at {at}; " if worst else "")
+                  + f"{envs})"), largest
 
 
 def rerecord(results: str | os.PathLike[str], *,

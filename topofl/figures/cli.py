@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import json
 import runpy
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from topofl._utils.fingerprint import code_fingerprint
-from topofl.figures.certificates import EQUIVALENCE_FILE, certify, rerecord, verify
+from topofl.figures.certificates import (
+    EQUIVALENCE_FILE,
+    Verdict,
+    certify,
+    check,
+    rerecord,
+    summary,
+    variable_warnings,
+)
 from topofl.figures.commits import clean_commit
 from topofl.figures.config import FigureError, _root
 from topofl.figures.redecide import redecide
@@ -21,17 +31,19 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> int:
-    """``topofl figure list | index [--check] | snapshot ... | NAME [--quick|--full] [...]``.
+    """``topofl figure list | index [--check [--jobs N] [--strict]] | snapshot ... | NAME
+    [--quick|--full] [...]``.
 
     Examples
     --------
     >>> tf.figures.cli.main(["--help"])  # doctest: +ELLIPSIS
-    usage: topofl figure list | index [--check] | snapshot ... | redecide ... | NAME ...
+    usage: topofl figure list | index [--check [--jobs N] [--strict]] | snapshot ... | NAME ...
     0
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(f"usage: {prog} list | index [--check] | snapshot (--out FILE | --certify FILE | "
+        print(f"usage: {prog} list | index [--check [--jobs N] [--strict]] | snapshot (--out "
+              "FILE | --certify FILE | "
               "--rerecord) "
               "| redecide [--dry-run] [--drop-horizon TEXT] [NAME ...] | facts [NAME ...] "
               "| NAME [--quick | "
@@ -39,10 +51,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
               "\n\nRegenerate a paper figure (from a clone of the repository) into "
               "paper_figures/out/<scale>/; --update-results rewrites the committed "
               "paper_figures/results/. `index` rebuilds the index of paper_figures/README.md; "
-              "`index --check` lists the committed results computed by other code (exit "
-              "status 1 if any). `snapshot --out FILE` saves what the result code computes on "
-              "fixed small inputs (before a refactor); `snapshot --certify FILE` takes it "
-              "again and, when nothing moved, certifies the new code equivalent to the old "
+              "`index --check` lists the committed results computed by other code and "
+              "verifies every certificate they rely on by re-running its commit (--jobs N at "
+              "a time), one line each as it is decided: bitwise, within rounding (naming the "
+              "environment fields that differ) or failed; exit status 1 if a result is stale "
+              "or a certificate fails (--strict: or is not bitwise). `snapshot --out FILE` "
+              "saves what the result code computes on fixed small inputs (before a refactor); "
+              "`snapshot --certify FILE` takes it again and, when nothing moved, certifies "
+              "the new code equivalent to the old "
               "(topofl.figures.snapshot). `redecide` decides committed results again under the "
               "current rule from their own per-seed values (every result without NAMEs; "
               "topofl.figures.redecide). `facts` recomputes each result's data, model size "
@@ -55,21 +71,11 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
                 print(f"{name:<24} {title}")
             return 0
         if argv[0] == "index":
-            extra = [a for a in argv[1:] if a != "--check"]
-            if extra:
-                raise FigureError(f"unknown argument(s) {extra}: `{prog} index [--check]`")
             if "--check" in argv[1:]:
-                notes: list[str] = []
-                bad = verify(_root() / "results", notes=notes)
-                for line in [*notes, *bad]:
-                    print(line)
-                old = stale()
-                for name, why in old.items():
-                    print(f"{name}: {why}")
-                print(f"{len(old)} of {len(_results(_root() / 'results'))} committed results "
-                      f"are stale (code now {code_fingerprint()}); {len(bad)} certificate(s) "
-                      "fail verification", file=sys.stderr)
-                return 1 if old or bad else 0
+                return _check(argv[1:], prog)
+            if argv[1:]:
+                raise FigureError(f"unknown argument(s) {argv[1:]}: `{prog} index [--check "
+                                  "[--jobs N] [--strict]]`")
             readme = _root() / "README.md"
             _write_index(readme)
             print(readme)
@@ -102,6 +108,64 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "topofl figure") -> i
         return 1
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
+
+
+def _check(argv: list[str], prog: str) -> int:
+    """``index --check [--jobs N] [--strict]``: the stale results, then every certificate
+    they rely on verified, one line each as it is decided, then the summary (stderr)."""
+    jobs, strict, rest = 1, False, [a for a in argv if a != "--check"]
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--strict":
+            strict = True
+        elif arg == "--jobs" or arg.startswith("--jobs="):
+            text = arg.partition("=")[2] if "=" in arg else (rest.pop(0) if rest else "")
+            if not text.isdigit() or int(text) < 1:
+                raise FigureError(f"--jobs needs a whole number of at least 1, got {text!r}")
+            jobs = int(text)
+        else:
+            raise FigureError(f"unknown argument {arg!r}: `{prog} index --check [--jobs N] "
+                              "[--strict]`")
+    for warning in variable_warnings():
+        print(f"{prog} index --check: warning: {warning}", file=sys.stderr, flush=True)
+    old = stale()
+    for name, why in old.items():
+        print(f"{name}: {why}", flush=True)
+    done = 0
+
+    def report(v: Verdict) -> None:
+        nonlocal done
+        done += 1
+        line = v.line() + (" (not bitwise: fails under --strict)"
+                           if strict and v.outcome == "rounding" else "")
+        print(f"[{done}/{v.of}] {line}", flush=True)
+
+    def progress(line: str) -> None:
+        print(f"{prog} index --check: {line}", file=sys.stderr, flush=True)
+
+    previous = _on_sigterm()
+    try:
+        found = check(_root() / "results", jobs=jobs, report=report, progress=progress)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    failed = sum(v.outcome == "failed" or (strict and v.outcome == "rounding") for v in found)
+    print(f"certificates: {summary(found, strict=strict)}; {len(old)} of "
+          f"{len(_results(_root() / 'results'))} committed results are stale (code now "
+          f"{code_fingerprint()})", file=sys.stderr, flush=True)
+    return 1 if old or failed else 0
+
+
+def _on_sigterm() -> Any:
+    """Make SIGTERM end a check as an interruption does (its re-runs stopped, what verified
+    kept); the handler it replaces, or ``None`` (not the main thread)."""
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread
+        return None
 
 
 def _redecide(argv: list[str], prog: str) -> int:

@@ -7,8 +7,12 @@ or a compiled module is refused, :func:`commit_fingerprint`), fingerprinted by t
 fingerprint code (:func:`topofl._utils.fingerprint.tree_fingerprint`: what the commit's own
 code would report about itself is never asked), and its snapshot
 (:func:`topofl.figures.snapshot.take`) is taken in a fresh interpreter whose every ``topofl``
-module comes from that tree (:func:`snapshot_of_commit`). :func:`clean_commit` names the commit
-whose ``topofl/`` is the code running now.
+module comes from that tree (:func:`snapshot_of_commit`). :func:`snapshots_of_commits` takes
+several at once (``topofl figure index --check --jobs N``: one fresh interpreter a commit, each
+at the certificate's torch thread count), yielding each as it finishes; when its caller stops
+reading (interrupted) it ends them, and an interpreter whose caller died (killed: its pipe
+closed) ends itself. :func:`clean_commit` names the commit whose ``topofl/`` is the code
+running now.
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable, Generator, Iterable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from topofl._utils.fingerprint import tree_fingerprint
 
-__all__ = ["clean_commit", "commit_fingerprint", "snapshot_of_commit"]
+__all__ = ["clean_commit", "commit_fingerprint", "snapshot_of_commit", "snapshots_of_commits"]
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -57,9 +64,14 @@ def clean_commit() -> str | None:
 
 #: Run in a fresh interpreter inside an exported tree: its snapshot, into the file argv[2].
 #: An editable install's import hook would fill a module the old tree lacks from the installed
-#: checkout: it is removed, and every topofl module must come from the tree.
+#: checkout: it is removed, and every topofl module must come from the tree. Its standard input
+#: is a pipe its caller holds open: at its end (the caller gone, even killed) it ends itself.
 _PROBE = """
-import json, os, sys
+import json, os, sys, threading
+def _orphaned():
+    sys.stdin.buffer.read()
+    os._exit(3)
+threading.Thread(target=_orphaned, daemon=True).start()
 sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
 try:
     from topofl.figures.snapshot import take
@@ -159,11 +171,122 @@ def snapshot_of_commit(commit: str, threads: int = 1,
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        found = Path(tmp) / "snapshot.json"
-        out = subprocess.run([sys.executable, "-c", _PROBE, str(threads), str(found)], cwd=tree,
-                             env=env, capture_output=True, timeout=900, check=False)
-        if out.returncode:
-            last = out.stderr.decode().strip().splitlines()[-1:] or ["(no message)"]
-            raise ValueError(f"the snapshot of commit {commit[:12]} failed: {last[0][:300]}")
+        found, errors = Path(tmp) / "snapshot.json", Path(tmp) / "stderr.txt"
+        with open(errors, "wb") as err:
+            code = _run_probe([sys.executable, "-c", _PROBE, str(threads), str(found)], tree,
+                              env, err)
+        if code:
+            lines = errors.read_bytes().decode(errors="replace").strip().splitlines()
+            last = (lines[-1:] or ["(no message)"])[0] if code > 0 else f"stopped (signal {-code})"
+            raise ValueError(f"the snapshot of commit {commit[:12]} failed: {last[:300]}")
         got: dict[str, Any] = json.loads(found.read_text(encoding="utf-8"))
     return got
+
+
+class _Batch:
+    """The snapshot interpreters of one :func:`snapshots_of_commits` call, which an
+    interrupted caller ends (:meth:`stop`)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.live: set[subprocess.Popen[bytes]] = set()
+        self.stopped = False
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            live = list(self.live)
+        for proc in live:
+            if proc.poll() is None:
+                proc.kill()
+
+
+_BATCH = threading.local()  # the batch a worker thread runs for (none: a call of its own)
+
+
+def _run_probe(argv: list[str], cwd: Path, env: Mapping[str, str], err: Any) -> int:
+    """Run the probe, its standard input a pipe held open until it ends; its exit status (the
+    signal's negative when killed: after 900 s, or its batch stopped)."""
+    batch: _Batch | None = getattr(_BATCH, "batch", None)
+    lock = batch.lock if batch is not None else threading.Lock()
+    with lock:
+        if batch is not None and batch.stopped:
+            return -15
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        if batch is not None:
+            batch.live.add(proc)
+    try:
+        return proc.wait(timeout=900)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+    finally:
+        if proc.poll() is None:  # interrupted while it waited
+            proc.kill()
+            proc.wait()
+        if proc.stdin is not None:
+            proc.stdin.close()
+        if batch is not None:
+            with batch.lock:
+                batch.live.discard(proc)
+
+
+def _in_batch(batch: _Batch, run: Callable[[str, int], Mapping[str, Any]], commit: str,
+              threads: int) -> Mapping[str, Any]:
+    _BATCH.batch = batch
+    try:
+        return run(commit, threads)
+    finally:
+        _BATCH.batch = None
+
+
+def snapshots_of_commits(runs: Iterable[tuple[str, int]], *, jobs: int = 1,
+                         of_commit: Callable[[str, int], Mapping[str, Any]] | None = None
+                         ) -> Generator[tuple[tuple[str, int], Mapping[str, Any] | Exception],
+                                        None, None]:
+    """The snapshots of several ``(commit, threads)``, ``jobs`` at a time, each yielded as it
+    finishes: ``((commit, threads), its snapshot or the error that stopped it)``.
+
+    ``of_commit`` takes one (default :func:`snapshot_of_commit`: a fresh interpreter of its
+    own, so that ``jobs`` interpreters run at once, each at its ``threads``), in a worker
+    thread; the caller reads the results in its own thread, as they finish, while the next
+    run. When it stops reading (an interruption), the queued runs are dropped and the running
+    interpreters ended.
+
+    Examples
+    --------
+    >>> found = snapshots_of_commits([("a" * 40, 1), ("b" * 40, 1)], jobs=2,
+    ...                              of_commit=lambda c, t: {"values": {"x": c[:1]}})
+    >>> sorted((key[0][:1], got["values"]["x"]) for key, got in found)
+    [('a', 'a'), ('b', 'b')]
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be an integer of at least 1, got {jobs!r}")
+    run = of_commit or snapshot_of_commit
+    todo, batch = list(dict.fromkeys(runs)), _Batch()
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="topofl-snapshot")
+    running: dict[Future[Mapping[str, Any]], tuple[str, int]] = {}
+
+    def start() -> None:
+        while todo and len(running) < jobs:
+            key = todo.pop(0)
+            running[pool.submit(_in_batch, batch, run, *key)] = key
+
+    finished = False
+    try:
+        start()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                key = running.pop(fut)
+                exc = fut.exception()
+                if exc is not None and not isinstance(exc, Exception):
+                    raise exc  # an interruption inside the run
+                start()  # the next runs while this one is read
+                yield key, exc if exc is not None else fut.result()
+        finished = True
+    finally:
+        if not finished:
+            batch.stop()
+        pool.shutdown(wait=finished, cancel_futures=True)
