@@ -49,10 +49,15 @@ def main(args: figures.FigureArgs) -> figures.Result:
     checks = [
         figures.above("the heterogeneity gap exists: the complete graph's final accuracy above "
                       "the ring's (the paper's control)", gap, margin=acc, **flat),
+        # the headline: the authors' strongest sentence, one merge "can recover the
+        # performance of federated learning" (the complete graph), read as at least as good
+        figures.above("one merge recovers federated learning's performance: the merged ring's "
+                      "accuracy not below the complete graph's (at least as good)",
+                      final[MERGE] - final[COMPLETE], margin=acc, tie="pass", headline=True,
+                      **flat),
         figures.above("one merge recovers most of the gap: the merged ring's accuracy above the "
                       "midpoint of the ring's and the complete graph's", final[MERGE]
-                      - 0.5 * (final[RING] + final[COMPLETE]), margin=acc, headline=True,
-                      **flat),
+                      - 0.5 * (final[RING] + final[COMPLETE]), margin=acc, **flat),
         figures.above("the merge improves on the ring's models", final[MERGE] - final[RING],
                       margin=acc, **flat),
         figures.within("the merged ring is close to the complete graph (FL)",

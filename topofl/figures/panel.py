@@ -46,7 +46,9 @@ class Panel:
         What ran (:func:`setting`), the configs' notes, the seeds, and the stand-ins used
         (paper dataset -> offline dataset).
     paper_rounds
-        The paper's rounds of the configs named by file (their ``--full`` scale).
+        The horizons of the panel's configs that have a file (named, or naming it in
+        ``_name``): the paper's rounds (their ``--full`` scale), or the rounds a field result
+        declared before its runs (their base ``rounds``).
     """
 
     title: str
@@ -150,10 +152,9 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
         for cfg_or_name, fixed in _sources(source):
             cfg = (load_config(cfg_or_name, args.scale)
                    if isinstance(cfg_or_name, (str, os.PathLike)) else cfg_or_name)
-            full = _horizon(cfg_or_name)
-            if isinstance(cfg_or_name, (str, os.PathLike)):
-                if full is not None and full not in paper:
-                    paper.append(full)
+            full = _horizon(cfg_or_name)  # a config by name, or one that names its file
+            if full is not None and full not in paper:
+                paper.append(full)
             notes += [n for n in cfg.get("_notes", []) if n not in notes]
             seeds += [s for s in cfg.get("_seeds", []) if s not in seeds]
             stand.update(cfg.get("_stand_in", {}))
