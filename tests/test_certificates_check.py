@@ -319,27 +319,49 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+#: A tree whose snapshot takes ``SLEEP`` seconds (after writing its process id to
+#: ``PID_FILE``).
 _TREE = {"topofl/__init__.py": "", "topofl/figures/__init__.py": "",
          "topofl/figures/snapshot.py": textwrap.dedent("""
              import os, sys, time
              def take(threads):
                  open(os.environ["PID_FILE"], "w").write(str(os.getpid()))
-                 time.sleep(120)
+                 time.sleep(float(os.environ["SLEEP"]))
+                 return {"torch": "t", "values": {"x": [threads]}}
          """)}
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def test_a_snapshot_interpreter_ends_when_its_check_is_killed(tmp_path: Path) -> None:
+def _tree(tmp_path: Path) -> Path:
     tree = tmp_path / "tree"
     for rel, text in _TREE.items():
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_text(text)
+    return tree
+
+
+def test_a_snapshot_interpreter_that_finishes_exits_cleanly(tmp_path: Path) -> None:
+    # the thread that watches its caller must not keep it from exiting (an abort at exit,
+    # signal 6, failed every re-run once)
+    tree, out = _tree(tmp_path), tmp_path / "out.json"
+    env = {**os.environ, "PYTHONPATH": str(tree), "PID_FILE": str(tmp_path / "pid"),
+           "SLEEP": "0"}
+    with open(tmp_path / "err", "wb") as err:
+        code = commits._run_probe([sys.executable, "-c", commits._PROBE, "1", str(out)], tree,
+                                  env, err)
+    assert code == 0, (tmp_path / "err").read_text()[-2000:]
+    assert json.loads(out.read_text()) == {"torch": "t", "values": {"x": [1]}}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_snapshot_interpreter_ends_when_its_check_is_killed(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
     pid_file = tmp_path / "pid"
     parent = textwrap.dedent(f"""
         import os, subprocess, sys
         from pathlib import Path
         from topofl.figures import commits
-        env = {{**os.environ, "PYTHONPATH": {str(tree)!r}, "PID_FILE": {str(pid_file)!r}}}
+        env = {{**os.environ, "PYTHONPATH": {str(tree)!r}, "PID_FILE": {str(pid_file)!r},
+               "SLEEP": "120"}}
         commits._run_probe([sys.executable, "-c", commits._PROBE, "1", "out.json"],
                            Path({str(tree)!r}), env, subprocess.DEVNULL)
     """)

@@ -66,10 +66,13 @@ def clean_commit() -> str | None:
 #: An editable install's import hook would fill a module the old tree lacks from the installed
 #: checkout: it is removed, and every topofl module must come from the tree. Its standard input
 #: is a pipe its caller holds open: at its end (the caller gone, even killed) it ends itself.
+#: (The pipe is read from its descriptor: a thread blocked in ``sys.stdin`` would hold the
+#: reader's lock, which the interpreter takes when it exits, and abort it.)
 _PROBE = """
 import json, os, sys, threading
 def _orphaned():
-    sys.stdin.buffer.read()
+    while os.read(0, 4096):
+        pass
     os._exit(3)
 threading.Thread(target=_orphaned, daemon=True).start()
 sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
