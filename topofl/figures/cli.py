@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import runpy
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from topofl._utils.fingerprint import code_fingerprint
+from topofl._utils.processes import sigterm_raises
 from topofl.figures.certificates import (
     EQUIVALENCE_FILE,
     Verdict,
@@ -143,29 +142,14 @@ def _check(argv: list[str], prog: str) -> int:
     def progress(line: str) -> None:
         print(f"{prog} index --check: {line}", file=sys.stderr, flush=True)
 
-    previous = _on_sigterm()
-    try:
+    # a SIGTERM ends the check as Ctrl-C does: its re-runs stopped, what verified kept
+    with sigterm_raises(lambda signum: SystemExit(128 + signum)):
         found = check(_root() / "results", jobs=jobs, report=report, progress=progress)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     failed = sum(v.outcome == "failed" or (strict and v.outcome == "rounding") for v in found)
     print(f"certificates: {summary(found, strict=strict)}; {len(old)} of "
           f"{len(_results(_root() / 'results'))} committed results are stale (code now "
           f"{code_fingerprint()})", file=sys.stderr, flush=True)
     return 1 if old or failed else 0
-
-
-def _on_sigterm() -> Any:
-    """Make SIGTERM end a check as an interruption does (its re-runs stopped, what verified
-    kept); the handler it replaces, or ``None`` (not the main thread)."""
-    def stop(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    try:
-        return signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread
-        return None
 
 
 def _redecide(argv: list[str], prog: str) -> int:
