@@ -30,6 +30,7 @@ from torch.utils.data import Dataset as TorchDataset
 
 from topofl import data as data_mod
 from topofl import distributed, topologies
+from topofl._utils.files import real_path
 from topofl._utils.userimports import imports_problem, load_imports, recorded_imports, with_imports
 from topofl._utils.validation import (
     check_bool,
@@ -63,6 +64,7 @@ from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
 from topofl.graph import GraphLike, TimeVarying, Topology
 from topofl.models import MODELS, build_model, check_model_input
 from topofl.topologies import GraphFamily, build_checked
+from topofl.workflow.outputs import old_checkpoint_problem, records_target_problem
 from topofl.workflow.provenance import (
     describe_run,
     model_signature,
@@ -195,6 +197,12 @@ class Prepared:
         The user's modules the call's ``imports`` named, imported before any name was looked
         up (:func:`topofl._utils.userimports.load_imports`: module, file, SHA-256 of the source),
         recorded in the records header; ``()`` for none.
+    outputs : dict
+        ``records_path`` and ``checkpoint_path`` (those the call gives) as the files they
+        name, resolved when the call was checked (:func:`topofl._utils.files.real_path`:
+        links and ``..`` applied, as the system would once the missing folders exist): what
+        :func:`build` looks at before it replaces anything, and what the run writes. The
+        header keeps the paths as given.
     """
 
     call: Mapping[str, Any]
@@ -204,6 +212,7 @@ class Prepared:
     run: RunConfig
     graph: tuple[GraphFamily, Mapping[str, Any]] | None = None
     imports: tuple[Mapping[str, Any], ...] = ()
+    outputs: Mapping[str, Path] = dataclasses.field(default_factory=dict)
 
     @property
     def rounds(self) -> int:
@@ -432,7 +441,10 @@ def _prepare(given: RunCall, kwargs: dict[str, Any]) -> Prepared:
     call = {"algorithm": algorithm, "topology": topology, "data": data, "model": model,
             "n_clients": n_clients, "partition": partition, "partition_params": partition_params,
             "model_params": model_params}
-    return Prepared(call, algo, dict(kwargs), settings, run, graph, imports)
+    # the files the run may write, as the system will open them: looked at, then written
+    outputs = {k: real_path(v) for k in ("records_path", "checkpoint_path")
+               if (v := getattr(run, k)) is not None}
+    return Prepared(call, algo, dict(kwargs), settings, run, graph, imports, outputs)
 
 
 def _check_keys(algorithm: str | Algorithm, hparams: Mapping[str, Any],
@@ -632,18 +644,18 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
     p, call = prepared, dict(prepared.call)
     if "device" in p.settings:  # the machine's, not the call's: checked where the run starts
         check_device(p.settings["device"])
-    out_path = p.run.records_path
-    if out_path is not None and resume is None and not overwrite and Path(out_path).exists():
-        raise OutputExistsError(
-            f"{out_path} exists; pass overwrite=True (topofl run --overwrite) to replace it, or "
-            "resume=CHECKPOINT to continue it"
-        )
+    out_path = p.outputs.get("records_path")
+    if out_path is not None and resume is None and not overwrite:
+        why = records_target_problem(p.run.records_path, out_path)
+        if why is not None:
+            raise OutputExistsError(f"{why}; pass overwrite=True (topofl run --overwrite) to "
+                                    "replace it, or resume=CHECKPOINT to continue it")
     if out_path is not None and resume is not None:  # the same names must run the same code
         recorded = recorded_imports(out_path)
         why = None if recorded is None else imports_problem(recorded, p.imports)
         if why is not None:
-            raise ConfigError(f"cannot resume {out_path}: {why}; resume with the imports its "
-                              "header lists, unchanged, or start a new run")
+            raise ConfigError(f"cannot resume {p.run.records_path}: {why}; resume with the "
+                              "imports its header lists, unchanged, or start a new run")
     from topofl.workflow import memory as plan  # the memory model
 
     check = not distributed.is_distributed()  # a rank holds a share: its placement decides
@@ -698,16 +710,21 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
     prov["replayable"] = not not_replayable
     if not_replayable:
         prov["not_replayable"] = not_replayable
+    # written where the checks looked (the header above keeps the paths as given)
+    if p.outputs:
+        where: dict[str, Any] = {k: str(v) for k, v in p.outputs.items()}
+        config = dataclasses.replace(config, **where)
     if config.checkpoint_every:  # guarded as records_path is: replaced only when asked
-        why = checkpoint_target_problem(
-            str(config.checkpoint_path),
-            config_header(config, p.algorithm, topology, data, model)["run_hash"],
-            overwrite=overwrite, resume=resume)
+        run_hash = config_header(config, p.algorithm, topology, data, model)["run_hash"]
+        why = checkpoint_target_problem(str(config.checkpoint_path), run_hash,
+                                        overwrite=overwrite, resume=resume)
+        if why is None and not overwrite:  # the copy a save removes beside it: not another's
+            why = old_checkpoint_problem(p.run.checkpoint_path,
+                                         p.outputs["checkpoint_path"], run_hash)
         if why is not None:
             raise OutputExistsError(why)
     return (config, topology, p.algorithm, data, model,
             {"config": resolved, "provenance": prov})
-
 
 
 def placement() -> Placement:

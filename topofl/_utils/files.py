@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["fsync_dir", "private_sibling", "remove_orphans", "replace_text", "TMP_MARK",
-           "ORPHAN_AGE", "ORPHAN_MAX_AGE", "machine_token"]
+           "ORPHAN_AGE", "ORPHAN_MAX_AGE", "machine_token", "real_path"]
 
 #: What every temporary name topofl creates beside a file holds: ``.<name>.topofl-tmp-...``.
 TMP_MARK = ".topofl-tmp-"
@@ -34,6 +34,31 @@ _TAIL = re.compile(r"(\d+)(?:-([0-9a-f]{8}))?-[0-9a-f]{16}")
 
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 _PID_NS = "/proc/self/ns/pid"
+
+
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as the file the system would open once its missing folders exist: absolute,
+    each link among its parts that exist followed and each ``..`` applied after it
+    (:func:`os.path.realpath`, not strict).
+
+    What a writer checks before it looks whether something is there, and what it then writes:
+    ``g/../f/keep.jsonl`` is ``f/keep.jsonl`` whether ``g`` exists or not (the writer makes
+    the missing folders of the path it was given, so ``g`` would be made and ``..`` would
+    leave it), and a link to a user's file is that file. ``~`` is not expanded (a shell
+    does it).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from topofl._utils.files import real_path
+    >>> folder = os.path.realpath(tempfile.mkdtemp())
+    >>> os.mkdir(os.path.join(folder, "f"))
+    >>> os.symlink(os.path.join(folder, "f"), os.path.join(folder, "link"))
+    >>> [os.path.relpath(real_path(os.path.join(folder, p)), folder)
+    ...  for p in ("g/../f/keep.jsonl", "link/keep.jsonl", "link/../f/x")]
+    ['f/keep.jsonl', 'f/keep.jsonl', 'f/x']
+    """
+    return Path(os.path.realpath(os.fspath(path)))
 
 
 def machine_token() -> str | None:

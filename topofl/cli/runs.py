@@ -241,10 +241,14 @@ def _bench(args: argparse.Namespace, command: str) -> int:
 
     import torch
 
+    from topofl._utils.files import real_path
     from topofl.tools.bench import run_bench, to_markdown
 
-    if args.out and os.path.exists(args.out) and not args.force:  # before hours of timing
-        raise OutputExistsError(f"{args.out} exists; pass --force to replace it (or another "
+    # the file the system will open (links and `..` applied), looked at before hours of timing
+    out = None if not args.out else real_path(args.out)
+    if out is not None and os.path.lexists(out) and not args.force:
+        shown = args.out if args.out == str(out) else f"{args.out} ({out})"
+        raise OutputExistsError(f"{shown} exists; pass --force to replace it (or another "
                                 "--out)")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -253,8 +257,9 @@ def _bench(args: argparse.Namespace, command: str) -> int:
                        input_shape=args.input_shape, hidden=args.hidden,
                        log=lambda line: print(line, file=sys.stderr, flush=True))
     text = to_markdown(result, command)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as fh:
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "w", encoding="utf-8") as fh:
             fh.write(text)
         print(f"wrote {args.out}", file=sys.stderr)
     if args.json:
