@@ -159,6 +159,39 @@ def test_two_jobs_run_at_once(tmp_path: Path, small: dict) -> None:
         "bitwise", "rounding", "failed"]
 
 
+def test_the_commits_run_while_the_current_snapshot_is_taken(
+        tmp_path: Path, small: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a first check (nothing remembered): the current snapshot waits until A's re-run has
+    # started, which a check that ran the commits only after it would never do
+    values = small["values"]
+    certs = [base._cert(small, **{"from": CODES[k], "from_commit": k}) for k in (A, B)]
+    base._commit(tmp_path, certs, values, values)
+    runs = _Commits({A: values, B: values})
+    a_started = threading.Event()
+    take = snapshot.take
+
+    def of_commit(commit: str, threads: int) -> Mapping[str, Any]:
+        a_started.set()
+        return runs(commit, threads)
+
+    def taken(*args: Any, **kw: Any) -> dict[str, Any]:
+        assert a_started.wait(20), "no commit ran while the current snapshot was taken"
+        return take(*args, **kw)
+
+    monkeypatch.setattr(snapshot, "PARTS", {p: snapshot.PARTS[p] for p in base.SMALL})
+    monkeypatch.setattr(snapshot, "take", taken)
+    said: list[str] = []
+    kw = {**_kw(tmp_path, small, runs), "current": None, "of_commit": of_commit}
+    found = certificates.check(tmp_path, small["code"], jobs=2, progress=said.append, **kw)
+    assert _found(found) == [(0, "bitwise", False, ()), (1, "bitwise", False, ())]
+    assert sorted(runs.calls) == [A, B]
+    assert said[0].startswith("checking 2 certificate(s): their commits re-run 2 at a time")
+    # a second check: both remembered, nothing runs
+    found = certificates.check(tmp_path, small["code"], jobs=2, **kw)
+    assert _found(found) == [(0, "bitwise", True, ()), (1, "bitwise", True, ())]
+    assert sorted(runs.calls) == [A, B]
+
+
 @pytest.fixture
 def checked(tmp_path: Path, small: dict, monkeypatch: pytest.MonkeyPatch) -> Any:
     """``topofl figure index --check`` on a folder of the three certificates (no result),
@@ -296,15 +329,19 @@ def test_an_interrupted_batch_ends_its_interpreters(tmp_path: Path) -> None:
                                       err)
         return {"values": {}, "code": code}
 
-    runs = commits.snapshots_of_commits([(A, 1), (B, 1)], jobs=2, of_commit=of_commit)
-    assert next(runs)[0] == (A, 1)
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() or not pid_file.read_text():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    started = 0.0
+    with pytest.raises(KeyboardInterrupt):
+        with commits.Reruns(jobs=2, of_commit=of_commit) as runs:
+            runs.add(A, 1)
+            runs.add(B, 1)
+            assert next(runs.finished())[0] == (A, 1)
+            deadline = time.monotonic() + 60
+            while not pid_file.exists() or not pid_file.read_text():
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            started = time.monotonic()
+            raise KeyboardInterrupt  # Ctrl-C while B runs: its interpreter is ended
     pid = int(pid_file.read_text())
-    started = time.monotonic()
-    runs.close()  # the caller stops reading: B's interpreter is ended
     while _alive(pid):
         assert time.monotonic() - started < 20, "the interpreter outlived its check"
         time.sleep(0.05)

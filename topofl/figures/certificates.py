@@ -91,7 +91,6 @@ ValueError: .../equivalence.json: certificate 0 misses ['digest', 'environment',
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import os
@@ -107,12 +106,7 @@ from topofl._utils.environment import bits, differences, numeric_environment
 from topofl._utils.files import replace_text
 from topofl._utils.fingerprint import code_fingerprint
 from topofl.figures import snapshot
-from topofl.figures.commits import (
-    _COMMIT,
-    commit_fingerprint,
-    snapshot_of_commit,
-    snapshots_of_commits,
-)
+from topofl.figures.commits import _COMMIT, Reruns, commit_fingerprint, snapshot_of_commit
 from topofl.figures.verified import (
     BIT_VARIABLES,
     Verdict,
@@ -494,11 +488,7 @@ def check(results: str | os.PathLike[str], code: str | None = None, *,
     if not used:
         return []
     tell = progress or (lambda line: None)
-    if current is None:
-        tell("taking the current code's snapshot (every certified commit must compute its "
-             "values here bit for bit; ~20 s)")
-    now = current if current is not None else snapshot.take()
-    here = now.get("environment") or numeric_environment()
+    here = (current or {}).get("environment") or numeric_environment()
     store = _Cache(Path(cache) if cache is not None else _cache_path())
     found: list[Verdict] = []
 
@@ -508,34 +498,44 @@ def check(results: str | os.PathLike[str], code: str | None = None, *,
             report(v)
 
     waiting: dict[tuple[str, int], list[tuple[int, dict[str, Any], dict[str, Any]]]] = {}
-    for k in used:
-        c = certs[k]
-        ready = _prepare(results, c, now, here, code_of or commit_fingerprint)
-        if isinstance(ready, str):
-            decided(Verdict(k, c, "failed", len(used), detail=ready))
-            continue
-        recorded, fact = ready
-        mine = {key: now["values"][key] for key in recorded if key in now["values"]}
-        if len(mine) == len(recorded) and store.holds({**fact, "digest": snapshot.digest(mine)}):
-            decided(_decide(k, c, len(used), recorded, mine, now, here, cached=True))
-        else:
-            waiting.setdefault((c["from_commit"], c["threads"]), []).append((k, recorded, fact))
-    if waiting:
-        tell(f"re-running {len(waiting)} certified commit(s), {jobs} at a time (~16 s of one "
-             "core each)")
-    with contextlib.closing(snapshots_of_commits(waiting, jobs=jobs, of_commit=of_commit)
-                            ) as runs:
-        for key, got in runs:
+    later = []
+    tell(f"checking {len(used)} certificate(s): their commits re-run {jobs} at a time "
+         "(~20 s of one core each; one line a certificate as it is decided)")
+    with Reruns(jobs=jobs, of_commit=of_commit) as runs:
+        for k in used:  # what needs no run; a commit this machine never verified runs now
+            ready = _prepare(results, certs[k], current or {}, here,
+                             code_of or commit_fingerprint)
+            if isinstance(ready, str):
+                decided(Verdict(k, certs[k], "failed", len(used), detail=ready))
+            elif current is None and not store.named(ready[1]):
+                key = (certs[k]["from_commit"], certs[k]["threads"])
+                waiting.setdefault(key, []).append((k, *ready))
+                runs.add(*key)
+            else:
+                later.append((k, *ready))
+        if current is None:
+            tell("taking the current code's snapshot meanwhile (every certified commit must "
+                 "compute its values here bit for bit)")
+        now = current if current is not None else snapshot.take()
+        for k, recorded, fact in later:  # remembered, unless the current code moved
+            key = (certs[k]["from_commit"], certs[k]["threads"])
+            mine = {v: now["values"][v] for v in recorded if v in now["values"]}
+            if key not in waiting and len(mine) == len(recorded) and store.holds(
+                    {**fact, "digest": snapshot.digest(mine)}):
+                decided(_decide(k, certs[k], len(used), recorded, mine, now, here, cached=True))
+            else:
+                waiting.setdefault(key, []).append((k, recorded, fact))
+                runs.add(*key)
+        for key, got in runs.finished():
             if isinstance(got, Exception) and not isinstance(
                     got, (ValueError, OSError, subprocess.SubprocessError)):
                 raise got
             for k, recorded, fact in waiting[key]:
-                c = certs[k]
                 if isinstance(got, Exception):
-                    decided(Verdict(k, c, "failed", len(used),
+                    decided(Verdict(k, certs[k], "failed", len(used),
                                     detail=f"cannot be verified: {got}"))
                     continue
-                v = _decide(k, c, len(used), recorded, got.get("values"), now, here)
+                v = _decide(k, certs[k], len(used), recorded, got.get("values"), now, here)
                 if v.outcome != "failed":  # remembered at once: an interrupted check resumes
                     store.add({**fact, "digest": snapshot.digest(got["values"])})
                 decided(v)

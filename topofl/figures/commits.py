@@ -7,32 +7,34 @@ or a compiled module is refused, :func:`commit_fingerprint`), fingerprinted by t
 fingerprint code (:func:`topofl._utils.fingerprint.tree_fingerprint`: what the commit's own
 code would report about itself is never asked), and its snapshot
 (:func:`topofl.figures.snapshot.take`) is taken in a fresh interpreter whose every ``topofl``
-module comes from that tree (:func:`snapshot_of_commit`). :func:`snapshots_of_commits` takes
-several at once (``topofl figure index --check --jobs N``: one fresh interpreter a commit, each
-at the certificate's torch thread count), yielding each as it finishes; when its caller stops
-reading (interrupted) it ends them, and an interpreter whose caller died (killed: its pipe
-closed) ends itself. :func:`clean_commit` names the commit whose ``topofl/`` is the code
-running now.
+module comes from that tree (:func:`snapshot_of_commit`). :class:`Reruns` takes several at
+once (``topofl figure index --check --jobs N``: one fresh interpreter a commit, each at the
+certificate's torch thread count), giving each back as it finishes; an interrupted caller
+ends them, and an interpreter whose caller died (killed: its pipe closed) ends itself.
+:func:`clean_commit` names the commit whose ``topofl/`` is the code running now.
 """
 
 from __future__ import annotations
 
+import collections
+import functools
 import importlib.machinery
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Generator, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from topofl._utils.fingerprint import tree_fingerprint
 
-__all__ = ["clean_commit", "commit_fingerprint", "snapshot_of_commit", "snapshots_of_commits"]
+__all__ = ["Reruns", "clean_commit", "commit_fingerprint", "snapshot_of_commit"]
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -187,7 +189,7 @@ def snapshot_of_commit(commit: str, threads: int = 1,
 
 
 class _Batch:
-    """The snapshot interpreters of one :func:`snapshots_of_commits` call, which an
+    """The snapshot interpreters of one :class:`Reruns`, which an
     interrupted caller ends (:meth:`stop`)."""
 
     def __init__(self) -> None:
@@ -244,52 +246,85 @@ def _in_batch(batch: _Batch, run: Callable[[str, int], Mapping[str, Any]], commi
         _BATCH.batch = None
 
 
-def snapshots_of_commits(runs: Iterable[tuple[str, int]], *, jobs: int = 1,
-                         of_commit: Callable[[str, int], Mapping[str, Any]] | None = None
-                         ) -> Generator[tuple[tuple[str, int], Mapping[str, Any] | Exception],
-                                        None, None]:
-    """The snapshots of several ``(commit, threads)``, ``jobs`` at a time, each yielded as it
-    finishes: ``((commit, threads), its snapshot or the error that stopped it)``.
+class Reruns:
+    """Snapshots of commits taken ``jobs`` at a time, each from the moment it is added
+    (:meth:`add`), read back as they finish (:meth:`finished`); used as a context manager.
 
     ``of_commit`` takes one (default :func:`snapshot_of_commit`: a fresh interpreter of its
-    own, so that ``jobs`` interpreters run at once, each at its ``threads``), in a worker
-    thread; the caller reads the results in its own thread, as they finish, while the next
-    run. When it stops reading (an interruption), the queued runs are dropped and the running
-    interpreters ended.
+    own, so that ``jobs`` interpreters run at once, each at its ``threads``) in a worker
+    thread; a finished run starts the next at once, while the caller reads it in its own
+    thread. Leaving the block by an exception (an interruption) drops the queued runs and
+    ends the running interpreters.
 
     Examples
     --------
-    >>> found = snapshots_of_commits([("a" * 40, 1), ("b" * 40, 1)], jobs=2,
-    ...                              of_commit=lambda c, t: {"values": {"x": c[:1]}})
-    >>> sorted((key[0][:1], got["values"]["x"]) for key, got in found)
+    >>> with Reruns(jobs=2, of_commit=lambda c, t: {"values": {"x": c[:1]}}) as runs:
+    ...     runs.add("a" * 40, 1), runs.add("b" * 40, 1), runs.add("a" * 40, 1)
+    ...     sorted((key[0][:1], got["values"]["x"]) for key, got in runs.finished())
+    (True, True, False)
     [('a', 'a'), ('b', 'b')]
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be an integer of at least 1, got {jobs!r}")
-    run = of_commit or snapshot_of_commit
-    todo, batch = list(dict.fromkeys(runs)), _Batch()
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="topofl-snapshot")
-    running: dict[Future[Mapping[str, Any]], tuple[str, int]] = {}
 
-    def start() -> None:
-        while todo and len(running) < jobs:
-            key = todo.pop(0)
-            running[pool.submit(_in_batch, batch, run, *key)] = key
+    def __init__(self, *, jobs: int = 1,
+                 of_commit: Callable[[str, int], Mapping[str, Any]] | None = None) -> None:
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+            raise ValueError(f"jobs must be an integer of at least 1, got {jobs!r}")
+        self._jobs, self._run = jobs, of_commit or snapshot_of_commit
+        self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="topofl-snapshot")
+        self._batch = _Batch()
+        self._lock = threading.RLock()  # a run that is done when submitted reports at once
+        self._todo: collections.deque[tuple[str, int]] = collections.deque()
+        self._added: set[tuple[str, int]] = set()
+        self._running = self._unread = 0
+        self._done: queue.SimpleQueue[tuple[tuple[str, int], Any]] = queue.SimpleQueue()
 
-    finished = False
-    try:
-        start()
-        while running:
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in done:
-                key = running.pop(fut)
-                exc = fut.exception()
-                if exc is not None and not isinstance(exc, Exception):
-                    raise exc  # an interruption inside the run
-                start()  # the next runs while this one is read
-                yield key, exc if exc is not None else fut.result()
-        finished = True
-    finally:
-        if not finished:
-            batch.stop()
-        pool.shutdown(wait=finished, cancel_futures=True)
+    def add(self, commit: str, threads: int) -> bool:
+        """Take the snapshot of ``commit`` at ``threads`` (once: ``False`` when it was added
+        before)."""
+        with self._lock:
+            if (commit, threads) in self._added:
+                return False
+            self._added.add((commit, threads))
+            self._todo.append((commit, threads))
+            self._unread += 1
+        self._fill()
+        return True
+
+    def _fill(self) -> None:
+        with self._lock:
+            while self._todo and self._running < self._jobs and not self._batch.stopped:
+                key = self._todo.popleft()
+                self._running += 1
+                fut = self._pool.submit(_in_batch, self._batch, self._run, *key)
+                fut.add_done_callback(functools.partial(self._finished, key))
+
+    def _finished(self, key: tuple[str, int], fut: Future[Mapping[str, Any]]) -> None:
+        with self._lock:
+            self._running -= 1
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        self._done.put((key, exc if exc is not None else fut.result()))
+        self._fill()
+
+    def finished(self) -> Iterator[tuple[tuple[str, int], Mapping[str, Any] | Exception]]:
+        """``((commit, threads), its snapshot or the error that stopped it)`` for every run
+        added (those added meanwhile too), in the order they finish."""
+        while True:
+            with self._lock:
+                if not self._unread:
+                    return
+            key, got = self._done.get()
+            with self._lock:
+                self._unread -= 1
+            if isinstance(got, BaseException) and not isinstance(got, Exception):
+                raise got  # an interruption inside a run
+            yield key, got
+
+    def __enter__(self) -> Reruns:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: Any) -> None:
+        if kind is not None:
+            self._batch.stop()
+        self._pool.shutdown(wait=kind is None, cancel_futures=True)

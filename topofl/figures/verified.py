@@ -118,6 +118,11 @@ class _Cache:
                            [fact[f] for f in _FACT]])
         return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
+    def named(self, fact: Mapping[str, Any]) -> bool:
+        """Whether an entry is kept under the name of ``fact`` (its commit, threads and
+        environment), whatever it states: without one, the commit must run."""
+        return self._name(fact) in self._entries()
+
     def holds(self, fact: Mapping[str, Any]) -> bool:
         """Whether an entry states ``fact``, under this user's key."""
         entry, key = self._entries().get(self._name(fact)), _key(create=False)
