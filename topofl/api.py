@@ -41,8 +41,9 @@ from topofl._utils.validation import (
     did_you_mean_each,
     unknown_name,
 )
-from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm
+from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm, takers
 from topofl.data.datasets import DATASETS
+from topofl.data.datasets.registry import check_dataset, unknown_dataset
 from topofl.data.federated import as_dataset, federate
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
 from topofl.distributed.sharded import Sharded
@@ -64,6 +65,7 @@ from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
 from topofl.graph import GraphLike, TimeVarying, Topology
 from topofl.models import MODELS, build_model, check_model_input
 from topofl.topologies import GraphFamily, build_checked
+from topofl.topologies.schedules import late_switch
 from topofl.workflow.outputs import old_checkpoint_problem, records_target_problem
 from topofl.workflow.provenance import (
     describe_run,
@@ -423,6 +425,9 @@ def _prepare(given: RunCall, kwargs: dict[str, Any]) -> Prepared:
     check_idle(algo, run.rounds)  # settings under which the run would do nothing
     topology = _as_topology(topology)
     graph = _check_topology(topology)
+    late = late_switch(topology, run.rounds) if run.rounds >= 1 else None
+    if late is not None:  # the run would be first's alone, silently
+        raise ValueError(f"topology {_graph_name(topology)!r}: {late}"[:600])
     if not isinstance(data, data_mod.FederatedData):
         _check_data(data, n_clients, partition, partition_params)
     _check_graph_size(topology, graph, data, n_clients, partition)
@@ -457,9 +462,14 @@ def _check_keys(algorithm: str | Algorithm, hparams: Mapping[str, Any],
         accepted, known = set(), "no hyper-parameters (the Algorithm is built)"
     unknown = sorted(set(hparams) - accepted)
     if unknown:
+        name = algorithm if isinstance(algorithm, str) else str(algorithm.name)
+        elsewhere = {k: takers(k, but=name) for k in unknown}  # the wrong algorithm, not a typo
+        near = [k for k in unknown if not elsewhere[k]]
+        hint = "".join(f" ({k} is a hyper-parameter of {', '.join(names)}, not of {name})"
+                       for k, names in elsewhere.items() if names)
         raise ConfigTypeError(
-            f"unknown key(s) {unknown}"
-            f"{did_you_mean_each(unknown, accepted | fields | {'imports'})}; "
+            f"unknown key(s) {unknown}{hint}"
+            f"{did_you_mean_each(near, accepted | fields | {'imports'})}; "
             f"accepted: {', '.join(sorted(RUN_KEYS))}, the run settings "
             f"{', '.join(sorted(fields))} and {known}"
         )
@@ -534,8 +544,9 @@ def _check_data(data: Any, n_clients: Any, partition: Any, partition_params: Any
     """What :func:`topofl.data.federate` will be given, checked without reading the data."""
     if isinstance(data, str):
         if data.partition(":")[0] not in DATASETS:
-            raise ValueError(unknown_name("dataset", data, DATASETS, sort=False) + " (a spec "
+            raise ValueError(unknown_dataset(data.partition(":")[0], sort=False) + " (a spec "
                              "such as 'synthetic:n_samples=5000,seed=0' passes options)")
+        check_dataset(data, required=False)  # its options, as load checks them (nothing read)
     elif not (isinstance(data, (data_mod.Dataset, TorchDataset)) or (
             isinstance(data, tuple) and len(data) == 2
             and all(isinstance(d, TorchDataset) for d in data))):

@@ -6,6 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+#: The deepest a spec may nest specs in parentheses (``switch:first=(switch:first=(...)...)``
+#: is two levels). Each level is a graph built within the one above, so a spec nested
+#: hundreds deep would exhaust Python's stack; it is refused by its depth before any parsing.
+MAX_SPEC_DEPTH = 16
+
 
 def parse_value(text: str) -> Any:
     """A spec value as bool, None, int, float, or else the string itself."""
@@ -25,6 +30,25 @@ def parse_value(text: str) -> Any:
     except ValueError:
         pass
     return text
+
+
+def spec_depth(spec: str) -> int:
+    """How deep ``spec`` nests parentheses (``0`` for none), in one pass.
+
+    Examples
+    --------
+    >>> from topofl._utils.spec import spec_depth
+    >>> spec_depth("ring"), spec_depth("switch:first=(switch:first=(ring),then=ring),then=x")
+    (0, 2)
+    """
+    depth = deepest = 0
+    for ch in spec:
+        if ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    return deepest
 
 
 def _items(rest: str, spec: str, what: str) -> list[str]:
@@ -70,7 +94,7 @@ def parse_spec(spec: str, what: str = "graph", example: str = "ring:n=16"
     ------
     ValueError
         If ``spec`` is not a non-empty string, an item is not ``key=value``, the parentheses do
-        not match, or a key is repeated.
+        not match, a key is repeated, or specs nest deeper than :data:`MAX_SPEC_DEPTH`.
 
     Examples
     --------
@@ -79,10 +103,21 @@ def parse_spec(spec: str, what: str = "graph", example: str = "ring:n=16"
     ('synthetic', {'n_samples': 500, 'seed': 0})
     >>> parse_spec("switch:first=(random_regular:d=4,seed=1),at=5")
     ('switch', {'first': 'random_regular:d=4,seed=1', 'at': 5})
+    >>> parse_spec("switch:first=(" * 17 + "ring" + "),then=ring,at=1" * 17)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: graph spec 'switch:first=(switch:first=(...' nests specs 17 deep: at most 16 ...
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a {what} spec must be a non-empty string like {example!r}, "
-                         f"got {spec!r}")
+                         f"got {spec!r}"[:300])
+    depth = spec_depth(spec)
+    if depth > MAX_SPEC_DEPTH:
+        shown = spec if len(spec) <= 60 else spec[:30] + "..."
+        raise ValueError(f"{what} spec {shown!r} nests specs {depth} deep: at most "
+                         f"{MAX_SPEC_DEPTH} levels of parentheses "
+                         "(topofl._utils.spec.MAX_SPEC_DEPTH)")
     name, _, rest = spec.strip().partition(":")
     kwargs: dict[str, Any] = {}
     for item in _items(rest, spec, what):

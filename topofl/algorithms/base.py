@@ -167,6 +167,23 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     return factory(**hparams)
 
 
+def takers(key: str, *, but: str | None = None) -> list[str]:
+    """The names of the algorithms of :data:`ALGORITHMS` (``but`` apart) whose factory takes
+    the keyword ``key``: what to say about a key one algorithm does not take (another one's
+    hyper-parameter is not a misspelling, it is the wrong algorithm).
+
+    Examples
+    --------
+    >>> from topofl.algorithms.base import takers
+    >>> takers("timing")
+    ['gossip_learning']
+    >>> takers("no_such_key")
+    []
+    """
+    return sorted(name for name, factory in ALGORITHMS.items()
+                  if name != but and key in inspect.signature(factory).parameters)
+
+
 def heterogeneous_epochs(
     n: int, levels: tuple[float, ...] = (1, 2, 3, 4, 5), *, seed: Seed | None = None
 ) -> tuple[float, ...]:

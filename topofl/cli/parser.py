@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 from topofl.cli.errors import TRACEBACK_ENV, _UsageError
 from topofl.cli.lookup import _SECTIONS
+from topofl.workflow.limits import MAX_PROBE_TIMEOUT
 
 __all__: list[str] = []
 
@@ -27,13 +28,18 @@ def _positive(text: str) -> int:
 
 
 def _positive_seconds(text: str) -> float:
-    """A ``--probe-timeout``: a finite number of seconds > 0."""
+    """A ``--probe-timeout``: a finite number of seconds > 0, at most
+    :data:`~topofl.workflow.limits.MAX_PROBE_TIMEOUT`."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text}")
+    if value > MAX_PROBE_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_PROBE_TIMEOUT:.0f} seconds (a week: "
+            f"topofl.workflow.limits.MAX_PROBE_TIMEOUT), got {text}")
     return value
 
 
@@ -109,7 +115,8 @@ def _add_run_parsers(sub: Any) -> None:
                         help="do not time rounds (seconds_per_round is null)")
     p_plan.add_argument("--probe-timeout", type=_positive_seconds, default=600.0,
                         metavar="SECONDS",
-                        help="stop the probe run after this many seconds (600)")
+                        help="stop the probe run after this many seconds (600; at most a "
+                        "week, 604800)")
 
 
 def _add_bench_parser(sub: Any) -> None:

@@ -417,9 +417,23 @@ def check_byzantine(algorithm: Any, byzantine: Any, network: Any = None) -> None
     Traceback (most recent call last):
     ...
     ValueError: sgp does not send its models through gossip or robust_gossip ...
+    >>> check_byzantine(tf.algorithms.dsgd(compressor="topk"), {"attack": "ipm", "share": 0.1})
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: dsgd with compressor='topk' sends compressed differences ...; drop compressor ...
     """
     if byzantine is None:
         return
+    compressor = (getattr(algorithm, "hparams", None) or {}).get("compressor")
+    if not getattr(algorithm, "byzantine", False) and compressor is not None:
+        fix = ("drop compressor (dsgd without it runs with [byzantine], with any aggregator)"
+               if algorithm.name == "dsgd" else "use dsgd without compressor (with any "
+               "aggregator)")
+        raise ValueError(f"{algorithm.name} with compressor={compressor!r} sends compressed "
+                         "differences of its model (CHOCO-Gossip), not the model, so an "
+                         f"attack has no message to corrupt: it cannot run with [byzantine]; "
+                         f"{fix}")
     if not getattr(algorithm, "byzantine", False):
         raise ValueError(f"{algorithm.name} does not send its models through gossip or "
                          "robust_gossip (Algorithm.byzantine is False): it cannot run with "

@@ -56,11 +56,15 @@ from topofl.engine.event_time import Windows, _counts, _neighbours, client_times
 from topofl.graph import Topology
 
 __all__ = ["TIMINGS", "check_times", "check_timing", "read_timing", "bipartite_split", "slots",
-           "Message",
+           "MAX_SLOTS", "Message",
            "messages", "Transit", "transit"]
 
 #: the orders of one instant's events: gossip learning's own, and gossipy's ticks
 TIMINGS = ("continuous", "tick")
+
+#: The most message slots a sender may need (:func:`slots`): each holds a copy of its model,
+#: so a ``delay`` of more windows than this is refused before any is allocated.
+MAX_SLOTS = 2**31 - 1
 
 
 def check_timing(timing: Any) -> str:
@@ -176,8 +180,23 @@ def slots(durations: np.ndarray, delay: np.ndarray) -> int:
     >>> from topofl.engine.transit import slots
     >>> slots(np.array([1.0, 2.0]), np.array([2.5, 0.0]))
     4
+    >>> slots(np.array([1.0]), np.array([1e300]))  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    ValueError: timing's delay=1e+300 is 1e+300 windows of client 0 (its window 1): a sender
+    keeps a copy of its model for each message in flight, at most 2,147,483,647
+    (topofl.engine.transit.MAX_SLOTS); give a delay under 2.15e+09 windows
     """
-    return int(np.floor(delay / durations).max()) + 2
+    with np.errstate(over="ignore"):
+        ratio = delay / durations
+    i = int(np.argmax(ratio))
+    if not ratio[i] < MAX_SLOTS - 2:  # an inf too
+        raise ValueError(
+            f"timing's delay={delay[i]:g} is {ratio[i]:.3g} windows of client {i} (its window "
+            f"{durations[i]:g}): a sender keeps a copy of its model for each message in "
+            f"flight, at most {MAX_SLOTS:,} (topofl.engine.transit.MAX_SLOTS); give a delay "
+            f"under {MAX_SLOTS - 2:.3g} windows")
+    return int(np.floor(ratio).max()) + 2
 
 
 class Message(NamedTuple):

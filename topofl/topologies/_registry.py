@@ -116,16 +116,31 @@ class GraphFamily:
         """
         return _missing(self.from_spec if self.from_spec is not None else self.func, kwargs)
 
+    def needs(self, kwargs: Mapping[str, Any], *, but: tuple[str, ...] = ()) -> str | None:
+        """What spec-style ``kwargs`` miss (:meth:`missing`, less the names ``but``), as the
+        one line that refuses them, or ``None``.
+
+        Examples
+        --------
+        >>> print(tf.topologies.REGISTRY["torus"].needs({"rows": 4}))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        torus needs the parameter(s) cols (a spec such as torus:rows=4,cols=...); parameters
+        of torus: rows, cols
+        """
+        missing = [m for m in self.missing(kwargs) if m not in but]
+        if not missing:
+            return None
+        known = ", ".join(p.name for p in self.params)
+        spec = ",".join([f"{k}={v}" for k, v in kwargs.items()] + [f"{m}=..." for m in missing])
+        return (f"{self.name} needs the parameter(s) {', '.join(missing)} (a spec such as "
+                f"{self.name}:{spec}); parameters of {self.name}: {known}")
+
     def build(self, *, seed: Seed | None = None, **kwargs: Any) -> GraphLike:
         """Build from spec-style keyword arguments; ``seed`` is passed to random families only."""
         fn = self.from_spec if self.from_spec is not None else self.func
-        missing = self.missing(kwargs)
-        if missing:
-            known = ", ".join(p.name for p in self.params)
-            spec = ",".join([f"{k}={v}" for k, v in kwargs.items()]
-                            + [f"{m}=..." for m in missing])
-            raise ValueError(f"{self.name} needs the parameter(s) {', '.join(missing)} (a spec "
-                             f"such as {self.name}:{spec}); parameters of {self.name}: {known}")
+        why = self.needs(kwargs)
+        if why is not None:
+            raise ValueError(why)
         if self.random:
             if seed is None:
                 raise TypeError(f"{self.name} is random: pass seed=<int>")
@@ -270,7 +285,8 @@ def check_spec(spec: str) -> tuple[GraphFamily, dict[str, Any]]:
     ------
     ValueError
         For a malformed spec, an unknown family or parameter (the message lists the known
-        ones), or an int parameter that is not a whole number.
+        ones), a parameter without a default left out (``n`` apart, which a run gives), or
+        an int parameter that is not a whole number.
 
     Examples
     --------
@@ -297,6 +313,9 @@ def check_spec(spec: str) -> tuple[GraphFamily, dict[str, Any]]:
         raise ValueError(f"graph spec {spec!r}: unknown parameter(s) {unknown}"
                          f"{did_you_mean_each(unknown, known)}; parameters of {name}: "
                          f"{', '.join(known)}")
+    why = family.needs(kwargs, but=("n",))  # n: the run's number of clients when left out
+    if why is not None:
+        raise ValueError(f"graph spec {spec!r}: {why}")
     return family, _spec_ints(spec, family, kwargs)
 
 

@@ -40,7 +40,7 @@ from typing import Any
 from topofl._utils.rng import Seed
 from topofl._utils.validation import check_int
 from topofl.graph import GraphLike, TimeVarying, as_time_varying
-from topofl.topologies._registry import SCHEDULES, GraphFamily, Param, build
+from topofl.topologies._registry import SCHEDULES, GraphFamily, Param, build, check_spec
 from topofl.topologies.classic import complete
 
 __all__ = ["switch", "periodic_averaging"]
@@ -167,6 +167,53 @@ def _switch_spec(first: str, then: str, at: int, n: int | None = None, *, seed: 
 def _periodic_spec(base: str, every: int, n: int | None = None, *, seed: Seed,
                    labels: Any = None) -> TimeVarying:
     return periodic_averaging(_part(base, "base", n, labels, seed), every=every)
+
+
+def late_switch(topology: Any, rounds: int) -> str | None:
+    """Why a run of ``rounds`` rounds never reaches the second graph of a ``switch`` in
+    ``topology`` (a spec string, or a :class:`~topofl.graph.TimeVarying` named ``"switch"``),
+    or ``None``: its ``at`` is not before the last round ``rounds - 1``, so the run is that of
+    ``first`` alone. A spec's switches within ``first`` (from round 0) and ``then`` (from
+    round ``at``) are checked too.
+
+    Examples
+    --------
+    >>> from topofl.topologies.schedules import late_switch
+    >>> late_switch("switch:first=ring,then=complete,at=3", 10) is None
+    True
+    >>> print(late_switch("switch:first=ring,then=complete,at=5", 3))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    switch at=5 is past the run's last round (rounds=3: rounds 0..2), so its graph then
+    (complete) is never used: give at <= 2, or rounds >= 6
+    """
+    def problem(spec: Any, left: int) -> str | None:
+        if not isinstance(spec, str) or "switch" not in spec:
+            return None
+        family, kwargs = check_spec(spec)
+        if family.name != "switch":
+            return None
+        at = kwargs.get("at")
+        if not isinstance(at, int) or isinstance(at, bool):
+            return None  # the switch's own check says what at must be
+        if at >= left:
+            return _late(at, kwargs.get("then"), left, rounds)
+        return problem(kwargs.get("first"), left) or problem(kwargs.get("then"), left - at)
+
+    if isinstance(topology, TimeVarying) and topology.name == "switch":
+        at = topology.params.get("at")
+        if isinstance(at, int) and at >= rounds:
+            return _late(at, topology.params.get("then"), rounds, rounds)
+        return None
+    return problem(topology, rounds)
+
+
+def _late(at: int, then: Any, left: int, rounds: int) -> str:
+    where = "" if left == rounds else f" (a switch within then, {rounds - left} rounds in)"
+    fix = [f"at <= {left - 1}"] if left > 1 else []
+    fix.append(f"rounds >= {rounds - left + at + 1}")
+    return (f"switch at={at} is past the run's last round (rounds={rounds}: rounds "
+            f"0..{rounds - 1}){where}, so its graph then ({then}) is never used: give "
+            f"{', or '.join(fix)}")
 
 
 _N = Param("n", int, "number of nodes (the run's, when left out)", low=1)

@@ -81,6 +81,7 @@ from topofl.engine.evaluation import check_eval_val
 from topofl.exceptions import ConfigError, InsufficientMemoryError
 from topofl.models import build_model
 from topofl.spectral.summarize import SUMMARY_DENSE_MAX
+from topofl.workflow.limits import MAX_PROBE_TIMEOUT
 from topofl.workflow.memory import (
     CLIENT_BYTES,
     PARTS,
@@ -657,7 +658,8 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
         Bytes available (default: :func:`~topofl._utils.validation.memory_limit` on the config's
         device).
     probe_timeout : float or None, default :data:`PROBE_TIMEOUT`
-        Seconds the probe's subprocess may run (``None``: no limit); past them it is stopped
+        Seconds the probe's subprocess may run (``None``: no limit), at most
+        :data:`~topofl.workflow.limits.MAX_PROBE_TIMEOUT` (a week); past them it is stopped
         and :class:`ProbeError` says so.
 
     Raises
@@ -674,9 +676,10 @@ def make_plan(cfg: Mapping[str, Any], *, timed: bool = True, probe: bool = True,
     """
     if probe_timeout is not None and (
             isinstance(probe_timeout, bool) or not isinstance(probe_timeout, (int, float))
-            or not np.isfinite(probe_timeout) or probe_timeout <= 0):
-        raise ValueError(f"probe_timeout must be a positive number of seconds or None, got "
-                         f"{probe_timeout!r}")
+            or not 0 < probe_timeout <= MAX_PROBE_TIMEOUT):  # NaN and inf too
+        raise ValueError(f"probe_timeout must be a positive number of seconds, at most "
+                         f"{MAX_PROBE_TIMEOUT:.0f} (a week: topofl.workflow.limits."
+                         f"MAX_PROBE_TIMEOUT), or None, got {probe_timeout!r}"[:300])
     resolved = config_mod.resolve(cfg)
     prepared = resolved.prepared
     n = int(resolved.config["n_clients"])

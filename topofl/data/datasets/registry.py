@@ -48,12 +48,97 @@ _OFFLINE = frozenset(
 )
 
 
+#: Names people write for a dataset that are none of its spellings (case, ``-`` and ``_``
+#: apart): an unknown name among them is answered with the key it stands for.
+NICKNAMES: Mapping[str, str] = {"fmnist": "fashion_mnist", "fashion": "fashion_mnist",
+                                "cifar": "cifar10", "emnist": "femnist"}
+
+
 def _canonical(name: str) -> str | None:
     key = name.lower().replace("-", "").replace("_", "")
     for k in DATASETS:
         if k.replace("_", "") == key:
             return k
     return None
+
+
+def unknown_dataset(name: Any, *, sort: bool = True) -> str:
+    """The message of a dataset name that is not one: the likely key (:data:`NICKNAMES`
+    first, then the closest spelling) and the known ones.
+
+    Examples
+    --------
+    >>> from topofl.data.datasets.registry import unknown_dataset
+    >>> unknown_dataset("fmnist").split(";")[0]
+    "unknown dataset 'fmnist' (did you mean 'fashion_mnist'?)"
+    """
+    names = sorted(DATASETS) if sort else list(DATASETS)
+    meant = NICKNAMES.get(name.lower().replace("-", "").replace("_", "")) \
+        if isinstance(name, str) else None
+    if meant in DATASETS:
+        return f"unknown dataset {name!r} (did you mean {meant!r}?); known: {', '.join(names)}"
+    return unknown_name("dataset", name, names, sort=False)
+
+
+def check_dataset(name: str, *, root: PathLike | None = None, download: bool = False,
+                  required: bool = True, **options: Any
+                  ) -> tuple[str, PathLike | None, bool, dict[str, Any]]:
+    """What :func:`load` checks before it reads anything: ``(key, root, download,
+    options)``, the spec's options merged with the keywords (``topofl.run`` checks a data
+    spec with it before any data is read, ``required=False``: the options a loader needs
+    and the spec leaves out are then left to :func:`load`).
+
+    A spec's ``root`` and ``download`` are those of :func:`load` for a dataset that reads
+    files (``"fashion_mnist:root=/usr/share/datasets"``: what a config can name).
+
+    Examples
+    --------
+    >>> from topofl.data.datasets.registry import check_dataset
+    >>> check_dataset("fashion_mnist:root=/data,download=true")
+    ('fashion_mnist', '/data', True, {})
+    >>> check_dataset("digits:root=/data")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown option(s) ['root'] for dataset 'digits'; accepted: none
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    if ":" in name:
+        base, spec_options = parse_spec(name, "dataset", "synthetic:n_samples=5000,seed=0")
+        clash = sorted(set(spec_options) & {*options, *(("root",) if root is not None else ()),
+                                            *(("download",) if download else ())})
+        if clash:
+            raise ValueError(f"option(s) {clash} given both in the spec {name!r} and as "
+                             "keywords; give each once")
+        name, options = base, {**spec_options, **options}
+    key = _canonical(name)
+    if key is None:
+        raise ValueError(unknown_dataset(name))
+    reads = not (key in _OFFLINE or key not in _REGISTRY.builtin or key in _REGISTRY.originals)
+    if reads:  # a spec's root and download: load's keywords
+        root = options.pop("root", root)
+        download = options.pop("download", download)
+    check_path(root, "root")
+    if not isinstance(download, bool):
+        raise TypeError(f"download must be a bool, got {type(download).__name__}")
+    fn = DATASETS[key]
+    accepted = [p for p in inspect.signature(fn).parameters if p not in ("root", "download")]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {unknown} for dataset {key!r}"
+            f"{did_you_mean_each(unknown, accepted)}; accepted: {accepted or 'none'}"
+        )
+    needed = [p.name for p in inspect.signature(fn).parameters.values()
+              if p.default is inspect.Parameter.empty
+              and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+              and p.name not in ("root", "download") and p.name not in options]
+    if needed and required:
+        example = ",".join(f"{r}=0" for r in needed)
+        raise TypeError(
+            f"dataset {key!r} needs the option(s) {needed} (a seeded draw has no default "
+            f"seed): name them in the spec, e.g. '{key}:{example}', or pass them as keywords")
+    return key, (root if reads else None), (download if reads else False), options
 
 
 def load(
@@ -117,38 +202,9 @@ def load(
     cifar100, cinic10, digits, digits16, digits28, digits32rgb, digits_resized, fashion_mnist,
     femnist, mnist, mnist1d, mnist5k, synthetic, tiny_imagenet
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {type(name).__name__}")
-    if ":" in name:
-        base, spec_options = parse_spec(name, "dataset", "synthetic:n_samples=5000,seed=0")
-        clash = sorted(set(spec_options) & set(options))
-        if clash:
-            raise ValueError(f"option(s) {clash} given both in the spec {name!r} and as "
-                             "keywords; give each once")
-        name, options = base, {**spec_options, **options}
-    check_path(root, "root")
-    key = _canonical(name)
-    if key is None:
-        raise ValueError(unknown_name("dataset", name, DATASETS))
-    if not isinstance(download, bool):
-        raise TypeError(f"download must be a bool, got {type(download).__name__}")
+    key, root, download, options = check_dataset(name, root=root, download=download,
+                                                 **options)
     fn = DATASETS[key]
-    accepted = [p for p in inspect.signature(fn).parameters if p not in ("root", "download")]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise ValueError(
-            f"unknown option(s) {unknown} for dataset {key!r}"
-            f"{did_you_mean_each(unknown, accepted)}; accepted: {accepted or 'none'}"
-        )
-    required = [p.name for p in inspect.signature(fn).parameters.values()
-                if p.default is inspect.Parameter.empty
-                and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-                and p.name not in ("root", "download") and p.name not in options]
-    if required:
-        example = ",".join(f"{r}=0" for r in required)
-        raise TypeError(
-            f"dataset {key!r} needs the option(s) {required} (a seeded draw has no default "
-            f"seed): name them in the spec, e.g. '{key}:{example}', or pass them as keywords")
     if key in _OFFLINE or key not in _REGISTRY.builtin or key in _REGISTRY.originals:
         return fn(**options)
     return fn(root, download=download, **options)

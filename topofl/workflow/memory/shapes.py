@@ -9,9 +9,11 @@ the forward pass's activations with hooks on one zero sample (:func:`activation_
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from types import SimpleNamespace
 from typing import Any
 
@@ -84,41 +86,120 @@ class Shapes:
     band: bool = False
 
 
-def state_bytes(algorithm: Any, layout: ParamLayout, dtype: torch.dtype, n: int
-                 ) -> dict[str, int]:
-    """Bytes of the state ``algorithm.init`` builds for ``n`` clients, by part.
+#: Equally spaced sizes; the first three give the polynomial, the fourth checks it.
+FIT_SIZES = (256, 512, 768, 1024)
+#: Above this many clients :func:`state_bytes` builds the state at the few sizes of
+#: :data:`FIT_SIZES` and extends the polynomial through them to ``n`` (exact for a state whose
+#: size is linear or quadratic in the clients, checked on a fourth size), so that its time and
+#: memory do not grow with ``n`` (the ``meta`` state of 10^9 clients is free, but the services
+#: built for it hold every client's id), nor with the sizes a search for the largest ``n``
+#: that fits tries.
+FIT_ABOVE = FIT_SIZES[-1]
+#: The polynomials of the last few algorithms (a search for the largest ``n`` asks dozens of
+#: times), each kept with its algorithm (so that its ``id`` stays its own).
+_FITS: dict[tuple[int, ParamLayout, torch.dtype], tuple[Any, Any]] = {}
 
-    Built on the ``meta`` device (shapes without memory: exact at any ``n``); an algorithm
-    whose ``init`` needs real tensors is built on the CPU for the fewest clients it accepts
-    (2, 4, ... up to 64: Teleportation needs ``n >= k``) and its per-client tensors scaled to
-    ``n``; one whose ``init`` needs the run's data even then is counted as the parameters and
-    one momentum buffer.
-    """
-    def count(state: Any, m: int, scale: int) -> dict[str, int]:
-        out = {"parameters": 0, "optimizer": 0, "algorithm": 0}
-        for name, t in state.tensors().items():
-            part = ("parameters" if name == "x" else "optimizer" if name == "momentum"
-                    else "algorithm")
-            b = t.numel() * t.element_size()
-            per_client = t.dim() > 0 and t.shape[0] == m
-            out[part] += (b // m) * scale if per_client and scale != m else b
-        return out
+_PARTS = ("parameters", "optimizer", "algorithm")
 
+
+def _count(state: Any, m: int, scale: int) -> dict[str, int]:
+    """Bytes of ``state`` (built for ``m`` clients) by part, its per-client tensors scaled to
+    ``scale`` clients."""
+    out = dict.fromkeys(_PARTS, 0)
+    for name, t in state.tensors().items():
+        part = ("parameters" if name == "x" else "optimizer" if name == "momentum"
+                else "algorithm")
+        b = t.numel() * t.element_size()
+        per_client = t.dim() > 0 and t.shape[0] == m
+        out[part] += (b // m) * scale if per_client and scale != m else b
+    return out
+
+
+def _on_meta(algorithm: Any, layout: ParamLayout, dtype: torch.dtype, n: int
+             ) -> dict[str, int] | None:
+    """:func:`state_bytes` of ``n`` clients built on the ``meta`` device, ``None`` when the
+    algorithm's ``init`` needs real numbers."""
     meta = torch.device("meta")
     try:
         ctx = toy_services(n, layout=layout, dtype=dtype,
                            train_sizes=torch.ones(n, dtype=torch.int64, device=meta))
-        return count(algorithm.init(torch.zeros(n, layout.num_params, dtype=dtype,
-                                                device=meta), ctx), n, n)
+        return _count(algorithm.init(torch.zeros(n, layout.num_params, dtype=dtype,
+                                                 device=meta), ctx), n, n)
     except Exception:  # noqa: BLE001 - an init that needs real numbers: the CPU below
-        pass
+        return None
+
+
+def _polynomial(algorithm: Any, layout: ParamLayout, dtype: torch.dtype
+                ) -> dict[str, tuple[int, int, int]] | None:
+    """Each part's state at :data:`FIT_SIZES`'s first size and its first two forward
+    differences, ``None`` when the state cannot be built there on the ``meta`` device or the
+    fourth size is off the polynomial of the first three."""
+    key = (id(algorithm), layout, dtype)
+    if key in _FITS and _FITS[key][0] is algorithm:
+        return _FITS[key][1]  # type: ignore[no-any-return]
+    built = [_on_meta(algorithm, layout, dtype, m) for m in FIT_SIZES]
+    out: dict[str, tuple[int, int, int]] | None = {}
+    for part in _PARTS:
+        if out is None or any(x is None for x in built):
+            out = None
+            break
+        b = [int(x[part]) for x in built if x is not None]
+        d1, d2 = b[1] - b[0], b[2] - 2 * b[1] + b[0]
+        if b[0] + 3 * d1 + 3 * d2 != b[3]:  # neither linear nor quadratic in the clients
+            out = None
+            break
+        out[part] = (b[0], d1, d2)
+    if len(_FITS) >= 8:
+        _FITS.pop(next(iter(_FITS)))
+    _FITS[key] = (algorithm, out)
+    return out
+
+
+def _fitted(algorithm: Any, layout: ParamLayout, dtype: torch.dtype, n: int
+            ) -> dict[str, int] | None:
+    """:func:`state_bytes` of ``n`` clients from :func:`_polynomial` (Newton's forward
+    differences), ``None`` when there is none."""
+    poly = _polynomial(algorithm, layout, dtype)
+    if poly is None:
+        return None
+    k = Fraction(n - FIT_SIZES[0], FIT_SIZES[1] - FIT_SIZES[0])
+    return {part: max(0, math.ceil(b0 + k * d1 + k * (k - 1) / 2 * d2))
+            for part, (b0, d1, d2) in poly.items()}
+
+
+def state_bytes(algorithm: Any, layout: ParamLayout, dtype: torch.dtype, n: int
+                 ) -> dict[str, int]:
+    """Bytes of the state ``algorithm.init`` builds for ``n`` clients, by part.
+
+    Built on the ``meta`` device (shapes without memory: exact at any ``n``; above
+    :data:`FIT_ABOVE` clients from its sizes at :data:`FIT_SIZES`, in time and memory that
+    do not grow with ``n``); an algorithm whose ``init`` needs real tensors is built on the
+    CPU for the fewest clients it accepts (2, 4, ... up to 64: Teleportation needs
+    ``n >= k``) and its per-client tensors scaled to ``n``; one whose ``init`` needs the
+    run's data even then is counted as the parameters and one momentum buffer.
+
+    Examples
+    --------
+    >>> from topofl.engine import ParamLayout
+    >>> from topofl.models import build_model
+    >>> layout = ParamLayout.from_model(build_model("logistic", (1, 8, 8), 10, seed=0))
+    >>> state_bytes(tf.algorithms.dsgd(), layout, torch.float32, 10**9)  # 650 x 4 bytes each
+    {'parameters': 2600000000000, 'optimizer': 0, 'algorithm': 0}
+    """
+    if n > FIT_ABOVE:
+        fitted = _fitted(algorithm, layout, dtype, n)
+        if fitted is not None:
+            return fitted
+    exact = _on_meta(algorithm, layout, dtype, n)
+    if exact is not None:
+        return exact
     m, last = min(n, 2), None
     while True:
         ctx = toy_services(m, layout=layout, dtype=dtype,
                            train_sizes=torch.ones(m, dtype=torch.int64))
         try:
-            return count(algorithm.init(torch.zeros(m, layout.num_params, dtype=dtype), ctx),
-                         m, n)
+            return _count(algorithm.init(torch.zeros(m, layout.num_params, dtype=dtype), ctx),
+                          m, n)
         except ValueError as exc:  # too few clients for it (teleport: k > n)
             last = exc
         if m >= min(n, 64):
