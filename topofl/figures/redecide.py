@@ -33,7 +33,7 @@ from topofl.figures.checks import (
 )
 from topofl.figures.config import FigureError, _root, claim_of, mark_document
 from topofl.figures.gate import AnyGate, gate_bars, gate_from_dict, gated, rebar
-from topofl.figures.replication import rebuild, replicate_all
+from topofl.figures.replication import pooled_look, rebuild, replicate_all
 from topofl.figures.writing import gate_paragraph, gate_table, rule_paragraph, verdict_line
 
 __all__ = ["Redecision", "redecide", "apply_gates"]
@@ -146,7 +146,8 @@ def redecide(name: str, results: str | os.PathLike[str] | None = None, *,
         if margins:
             v["margins"] = margins
         js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        second = list(meta.get("second_look", ()))
+        second = [*meta.get("second_look", ()),
+                  *pooled_look(meta.get("replication"), v.get("seeds") or [])]
         v.pop("second_look", None)
         v.pop("replication", None)
         if second:

@@ -34,7 +34,7 @@ from topofl.figures.checks import Check, Convergence, above, below, within
 from topofl.figures.config import FigureError
 from topofl.figures.measures import OverSeeds
 
-__all__ = ["Replication", "close_call", "replicate", "rebuild", "FRESH_SEEDS"]
+__all__ = ["Replication", "close_call", "replicate", "rebuild", "pooled_look", "FRESH_SEEDS"]
 
 #: How many fresh seeds a close call needs, declared before they run.
 FRESH_SEEDS = 3
@@ -280,6 +280,24 @@ def replicate(check: Check, replication: Replication | None) -> Check:
     why = ("the fresh seeds' mean lies on the other side" if not same
            else "the pooled seeds do not decide it the same way")
     return _with(check, "inconclusive", f"{DID_NOT_REPLICATE}: {why}; {text}", **record)
+
+
+def pooled_look(replication: Replication | None, seeds: Sequence[int]) -> list[str]:
+    """The second look a replication also is: its fresh seeds, once they ran, are pooled into
+    every check of the result, not only the close call's (``[]`` before they ran).
+
+    Examples
+    --------
+    >>> tf.figures.replication.pooled_look(Replication((3, 4, 5), "x"), range(6))
+    ['the fresh seeds [3, 4, 5] of the replication pooled into every other check (6 seeds)']
+    >>> tf.figures.replication.pooled_look(Replication((3, 4, 5), "x"), range(3))
+    []
+    """
+    seeds = list(seeds)
+    if replication is None or not set(replication.fresh) <= set(seeds):
+        return []
+    return [f"the fresh seeds {list(replication.fresh)} of the replication pooled into every "
+            f"other check ({len(seeds)} seeds)"]
 
 
 def replicate_all(checks: Sequence[Check], replication: Replication | None) -> list[Check]:

@@ -38,6 +38,7 @@ from topofl.figures.replication import (
     DID_NOT_REPLICATE,
     NOT_REPLICATED,
     Replication,
+    pooled_look,
     replicate_all,
 )
 from topofl.figures.runs import FigureArgs, parse_args
@@ -382,6 +383,7 @@ def write(
     """
     checks = [at_horizon(c, ran.rounds) for c in checks]  # read at the paper's horizon
     checks = replicate_all(checks, claim.replication)  # a close call stands if fresh seeds agree
+    looks = [*claim.second_look, *pooled_look(claim.replication, ran.seeds)]
     png, md, js = _save_figure(args, fig)
     code = code_fingerprint()
     # time to regenerate from scratch: the runs' own training time (also when they were
@@ -389,7 +391,7 @@ def write(
     seconds = time.perf_counter() - args.started - args.sweep_seconds + args.run_seconds
     doc = (Document().heading(claim.title).paragraph(f"**Paper:** {claim.text}")
            .paragraph(f"**Measured** ({args.scale} scale, {ran.seed_text()}): {measured}")
-           .paragraph(verdict_line(checks, claim.second_look)))
+           .paragraph(verdict_line(checks, looks)))
     if fig is not None:
         doc.image(f"{args.name}.png", args.name)
     _checks_and_gates(doc, checks, claim.margins, gates)
@@ -401,7 +403,7 @@ def write(
     md.write_text(mark_document(doc.text(), dict(ran.stand_in)), encoding="utf-8")
     record = {"name": args.name, "title": claim.title, "claim": claim.text,
               "measured": measured, **_verdict_fields(checks),
-              **({"second_look": list(claim.second_look)} if claim.second_look else {}),
+              **({"second_look": looks} if looks else {}),
               **({"replication": {"fresh": list(claim.replication.fresh),
                                   "declared": claim.replication.declared}}
                  if claim.replication else {}),
