@@ -30,6 +30,7 @@ import itertools
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -397,6 +398,40 @@ def load_config(name: str | os.PathLike[str], scale: str = "default") -> dict[st
     return cfg
 
 
+#: How many fresh seeds a close call needs, declared before they run
+#: (:mod:`topofl.figures.replication`).
+FRESH_SEEDS = 3
+
+
+@dataclass(frozen=True)
+class Replication:
+    """The fresh seeds of a result, declared before they ran (``claims.toml``
+    ``[<name>.replication]``): ``fresh`` the seeds, ``declared`` when and what had been seen
+    (the rule that reads them: :mod:`topofl.figures.replication`).
+
+    Examples
+    --------
+    >>> tf.figures.replication.Replication((3, 4, 5), "2026-11-28, before the fresh runs").fresh
+    (3, 4, 5)
+    >>> tf.figures.replication.Replication((3, 3, 4), "x")
+    Traceback (most recent call last):
+    ...
+    ValueError: a replication needs 3 distinct fresh seeds, got (3, 3, 4)
+    """
+
+    fresh: tuple[int, ...]
+    declared: str
+
+    def __post_init__(self) -> None:
+        if len(set(self.fresh)) < FRESH_SEEDS or len(set(self.fresh)) != len(self.fresh) \
+                or not all(isinstance(s, int) and not isinstance(s, bool) for s in self.fresh):
+            raise ValueError(f"a replication needs {FRESH_SEEDS} distinct fresh seeds, got "
+                             f"{self.fresh!r}")
+        if not isinstance(self.declared, str) or not self.declared.strip():
+            raise ValueError("a replication must say when its fresh seeds were declared "
+                             f"(declared = \"...\"), got {self.declared!r}")
+
+
 def claim_of(name: str, claims: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """``{"title", "claim", "notes"}`` of the figure ``name`` from ``paper_figures/claims.toml``
     (one table per figure: its result's title, the paper's claim as the script reads it, and
@@ -452,8 +487,6 @@ def claim_of(name: str, claims: str | os.PathLike[str] | None = None) -> dict[st
         out["second_look"] = [" ".join(x.split()) for x in second]
     rep = entry.get("replication")
     if rep is not None:
-        from topofl.figures.replication import Replication
-
         ok = (isinstance(rep, Mapping) and isinstance(rep.get("fresh"), list)
               and set(rep) <= {"fresh", "declared"})
         try:

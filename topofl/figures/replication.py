@@ -27,17 +27,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from topofl.figures.checks import Check, Convergence, above, below, within
-from topofl.figures.config import FigureError
+from topofl.figures.config import FRESH_SEEDS, FigureError, Replication
 from topofl.figures.measures import OverSeeds
 
 __all__ = ["Replication", "close_call", "replicate", "rebuild", "pooled_look", "FRESH_SEEDS"]
-
-#: How many fresh seeds a close call needs, declared before they run.
-FRESH_SEEDS = 3
 
 #: The reason a script gives a check it cannot decide on its stand-in (``_pfeddst.untestable``,
 #: ``_dfedpgp.uncalibrated``): the prefix kept when the check is read again.
@@ -53,34 +49,6 @@ _KINDS = ("above", "below", "within")
 _UNDECIDABLE = ("inconclusive at this scale (the stand-in", "untestable", "not converged",
                 "before the paper's horizon", "one seed", "a value is not finite",
                 "not measured")
-
-
-@dataclass(frozen=True)
-class Replication:
-    """The fresh seeds of a result, declared before they ran (``claims.toml``
-    ``[<name>.replication]``): ``fresh`` the seeds, ``declared`` when and what had been seen.
-
-    Examples
-    --------
-    >>> Replication((3, 4, 5), "2026-11-28, before the fresh runs").fresh
-    (3, 4, 5)
-    >>> Replication((3, 3, 4), "x")
-    Traceback (most recent call last):
-    ...
-    ValueError: a replication needs 3 distinct fresh seeds, got (3, 3, 4)
-    """
-
-    fresh: tuple[int, ...]
-    declared: str
-
-    def __post_init__(self) -> None:
-        if len(set(self.fresh)) < FRESH_SEEDS or len(set(self.fresh)) != len(self.fresh) \
-                or not all(isinstance(s, int) and not isinstance(s, bool) for s in self.fresh):
-            raise ValueError(f"a replication needs {FRESH_SEEDS} distinct fresh seeds, got "
-                             f"{self.fresh!r}")
-        if not isinstance(self.declared, str) or not self.declared.strip():
-            raise ValueError("a replication must say when its fresh seeds were declared "
-                             f"(declared = \"...\"), got {self.declared!r}")
 
 
 def _edge_gap(d: Mapping[str, Any], outcome: str) -> float | None:
