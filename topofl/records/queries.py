@@ -404,8 +404,17 @@ class Records:
         name = self._run(run)
         pts = self._points(name, metric, client)
         if not pts:
+            whole = {r["client"] is None for r in self._rows
+                     if r["run"] == name and r["metric"] == metric}
+            whole |= {False for b in self._blocks if b.run == name and b.metric == metric}
+            if whole and client is None:  # recorded, one value a client: not the run's
+                raise KeyError(f"metric {metric!r} of run {name!r} is recorded per client, "
+                               f"not as one value of the run: read per_client({metric!r}, "
+                               f"round), clients({metric!r}) or series({metric!r}, client=i)")
             hint = ("; a run records global_* only when its data has a global test set "
                     "(a dataset's own test split)" if str(metric).startswith("global_") else "")
+            hint += "; it is recorded for the run as a whole (client=None)" if True in whole \
+                else ("; it is recorded for other clients" if whole else "")
             raise KeyError(
                 f"metric {metric!r} (client={client}) not recorded"
                 + ("" if run is None else f" in run {run!r}") + f"; have {self.metrics}{hint}"
