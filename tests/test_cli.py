@@ -260,11 +260,18 @@ def test_toml_run_and_replay(tmp_path: Any, capsys: pytest.CaptureFixture[str]) 
     assert f"replay of {out}: reproduced" in text and "wall-clock metrics wall_time" in text
     assert tf.config.compare_rows(rec.rows, tf.records.load(again).rows) is None
     assert tf.records.load(again).provenance["command"].startswith("topofl run --replay")
-    # a replay whose rows differ says so and exits 1: doctor the source's header
+    # a replay whose rows differ says so and exits 1: doctor the source's header (a header
+    # edited by hand no longer matches its checksum and is refused: re-seal it)
+    from topofl.records._seal import seal_header
+
     lines = out.read_text().splitlines()
     head = json.loads(lines[0])
     head["config"]["lr"] = 0.31
     out.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    assert main(["run", "--replay", str(out)]) == 2
+    assert "line 1: the header does not match its checksum" in capsys.readouterr().err
+    del head["crc"]
+    out.write_text("\n".join([seal_header(json.dumps(head)), *lines[1:]]) + "\n")
     assert main(["run", "--replay", str(out)]) == 1
     assert re.search(r"NOT reproduced: row \d+ differs: round 0 ", capsys.readouterr().out)
     assert main(["run", str(cfg), "--replay", str(out)]) == 2

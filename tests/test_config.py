@@ -141,7 +141,7 @@ def test_header_holds_the_resolved_config_and_provenance(tmp_path: Path) -> None
     before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     tf.run(**TINY, momentum=0.5, records_path=str(path))
     head = json.loads(path.read_text().splitlines()[0])
-    assert set(head) == {"header", "run", "config", "provenance", "engine"}
+    assert set(head) == {"header", "run", "config", "provenance", "engine", "crc"}
     assert head["run"] == "dsgd-ring"  # the run id every row carries (records.load checks it)
     # exactly what `topofl run` would resolve from the same keywords
     want = tf.config.validate({**TINY, "momentum": 0.5, "records_path": str(path)})

@@ -562,7 +562,7 @@ NOT_FUZZED = {
                     "default_root", "Partition", "PartitionSplit", "PARTITIONS",
                     "FederatedData", "EvalBatch", "Segments", "SPLITS", "LabelFlip",
                     "register_dataset", "unregister_dataset"},  # the registry: tests/data
-    "topofl.records": {"RunStatus"},
+    "topofl.records": {"RunStatus", "DamagedRecordsWarning"},
     "topofl.models": {"SplitModel", "BasicBlock", "MODELS", "INIT_STREAM",
                       "register_model", "unregister_model"},  # change the registry, as register
 }
@@ -828,10 +828,10 @@ def test_config_bad_values() -> None:
 
 
 # ------------------------------------------------------------------ records (issue 23)
-def _good_records(tmp: Path) -> Path:
+def _good_records(tmp: Path, run: str = "dsgd-ring") -> Path:
     p = tmp / "good.jsonl"
-    with tf.records.Recorder(p, run="dsgd-ring") as rec:
-        rec.log_config({"rounds": 3, "run_id": "dsgd-ring"})
+    with tf.records.Recorder(p, run=run) as rec:
+        rec.log_config({"rounds": 3, "run_id": run})
         for t in range(3):
             rec.log("test_acc_mean", 0.1 * (t + 1), t)
             rec.log_clients("test_acc", [0.1, 0.2], t)
@@ -926,10 +926,13 @@ def test_cli_study_of_broken_records(tmp_path: Path, capsys: pytest.CaptureFixtu
 
     d = tmp_path / "runs"
     d.mkdir()
-    good = _good_records(d)
+    _good_records(d)
     (d / "empty.jsonl").write_bytes(b"")
     (d / "binary.jsonl").write_bytes(bytes(range(256)))
-    (d / "cut.jsonl").write_bytes(good.read_bytes()[:-30].replace(b"dsgd-ring", b"cut-run"))
+    (tmp_path / "src").mkdir()  # a run of its own, cut (its rows renamed would fail their crc)
+    cut = _good_records(tmp_path / "src", run="cut-run")
+    (d / "cut.jsonl").write_bytes(cut.read_bytes()[:-30])
+    (d / "cut.clients.arrows").write_bytes((tmp_path / "src" / "good.clients.arrows").read_bytes())
     assert main(["study", str(d), "--out", str(tmp_path / "o"), "--no-figures"]) == 0
     err = capsys.readouterr().err
     assert "empty.jsonl is unreadable" in err and "binary.jsonl is unreadable" in err

@@ -550,16 +550,11 @@ def test_rows_cut_at_a_line_end_are_caught_by_the_planned_rounds(sweep: Path) ->
 def test_a_missing_final_value_is_named_not_averaged_away(tmp_path: Path, value: Any) -> None:
     folder = tmp_path / "runs"
     folder.mkdir()
-    for seed, last in ((0, 0.6), (1, value)):
+    for seed, last in ((0, 0.6), (1, value)):  # (a row edited by hand fails its checksum)
         path = _write_run(folder, f"ring-{seed}", _config("ring", seed),
-                          [(9, 0.2), (19, 0.4), (29, 0.6)], {"spectral_gap": 0.05})
-        if last is not value:
-            continue
-        lines = path.read_text().splitlines()
-        row = json.loads(lines[-1])
+                          [(9, 0.2), (19, 0.4), (29, last)], {"spectral_gap": 0.05})
+        row = json.loads(path.read_text().splitlines()[-1])
         assert row["round"] == 29 and row["metric"] == "test_acc_mean"
-        row["value"] = last
-        path.write_text("\n".join([*lines[:-1], json.dumps(row)]) + "\n")
     res = S.study(folder, target=0.5, bootstrap=S.Bootstrap(n_boot=10))
     assert res.incomplete == {"ring-1": "its last test_acc_mean (round 29) is missing (null or "
                                         "NaN)"}
@@ -568,12 +563,8 @@ def test_a_missing_final_value_is_named_not_averaged_away(tmp_path: Path, value:
     with pytest.raises(S.IncompleteRunsError, match="ring-1"):
         S.study(folder, target=0.5, selection=S.Selection(strict=True),
                 bootstrap=S.Bootstrap(n_boot=10))
-    for seed in (0,):
-        p = folder / f"ring-{seed}.jsonl"
-        lines = p.read_text().splitlines()
-        row = json.loads(lines[-1])
-        row["value"] = None
-        p.write_text("\n".join([*lines[:-1], json.dumps(row)]) + "\n")
+    _write_run(folder, "ring-0", _config("ring", 0), [(9, 0.2), (19, 0.4), (29, None)],
+               {"spectral_gap": 0.05})
     with pytest.raises(ValueError, match="no run recorded the metric.*2 incomplete run"):
         S.study(folder, bootstrap=S.Bootstrap(n_boot=10))
 

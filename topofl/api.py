@@ -64,6 +64,7 @@ from topofl.engine.stack import Member, run_stacked
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
 from topofl.graph import GraphLike, TimeVarying, Topology
 from topofl.models import MODELS, build_model, check_model_input
+from topofl.records.columns import claim_client_file
 from topofl.topologies import GraphFamily, build_checked
 from topofl.topologies.schedules import late_switch
 from topofl.workflow.outputs import old_checkpoint_problem, records_target_problem
@@ -734,6 +735,8 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
                                          p.outputs["checkpoint_path"], run_hash)
         if why is not None:
             raise OutputExistsError(why)
+    if out_path is not None and resume is None and overwrite:  # replaced, as asked
+        claim_client_file(out_path, overwrite=True)  # (the Recorder refuses it otherwise)
     return (config, topology, p.algorithm, data, model,
             {"config": resolved, "provenance": prov})
 

@@ -104,7 +104,7 @@ def test_sharded_checkpoint_resumes_on_other_ranks_and_in_one_process(
     # in one process: the engine's own loader reads a sharded directory (load_full)
     shutil.rmtree(ck)
     shutil.copytree(backup, ck)
-    copy_records(tmp_path / "run_round2.jsonl", tmp_path / "run.jsonl")
+    copy_records(tmp_path / "run_round2.jsonl", tmp_path / "run.jsonl", overwrite=True)
     one = tf.run(_algo(), _topo(), "digits", "mlp", ROUNDS, resume=str(ck), **KW,
                  **_paths(tmp))
     assert _close(whole, _rows(one))

@@ -118,7 +118,7 @@ def test_checkpoint_on_two_ranks_resumes_on_three_and_in_one_process(
 
     shutil.rmtree(ck)
     shutil.copytree(backup, ck)
-    copy_records(tmp_path / "run_round2.jsonl", tmp_path / "run.jsonl")
+    copy_records(tmp_path / "run_round2.jsonl", tmp_path / "run.jsonl", overwrite=True)
     one = tf.run(_algo(name), _topo(name), _data(), "mlp", ROUNDS, resume=str(ck), **KW,
                  **_paths(tmp))
     _check(whole, _rows(one))

@@ -13,7 +13,11 @@ file* ``<stem>.clients.arrows`` beside the ``.jsonl`` file (:mod:`~topofl.record
 :func:`load` reads both, and every query and ``Records.rows`` answer for them as for rows (so
 a run's records are the two files: :func:`copy_records` copies both). The writer appends and
 flushes after every round, so a crash loses nothing already computed; figures and reports
-read these files and never re-run training.
+read these files and never re-run training. Every line carries a checksum, the client file
+the run's identity and a checksum per block (:mod:`~topofl.records._seal`): :func:`load`
+refuses records that do not match them (the message names the lines or blocks and their
+rounds) and warns (:class:`DamagedRecordsWarning`) when a client file the rows count on is
+missing, so damage is never read as data; a crash's cut is still read, and said so.
 
 Examples
 --------
@@ -62,6 +66,7 @@ algorithm, :func:`topofl.algorithms.malicious_share`.
 
 from __future__ import annotations
 
+from topofl.records._integrity import DamagedRecordsWarning
 from topofl.records.columns import copy_records
 from topofl.records.curves import area_under_curve
 from topofl.records.queries import COSTS, Records, RunStatus
@@ -71,8 +76,8 @@ from topofl.records.writer import (
     header_run_hash as header_run_hash,  # (topofl._utils.runhash's docs)
 )
 
-__all__ = ["COSTS", "Recorder", "Records", "RunStatus", "area_under_curve", "copy_records",
-           "cost_to", "load", "load_many", "rounds_to"]
+__all__ = ["COSTS", "DamagedRecordsWarning", "Recorder", "Records", "RunStatus",
+           "area_under_curve", "copy_records", "cost_to", "load", "load_many", "rounds_to"]
 
 
 def _records(records: Records) -> Records:

@@ -85,3 +85,12 @@ def _header_run_id(config: Mapping[str, Any], engine: Mapping[str, Any]) -> str 
         if isinstance(run, Mapping) and isinstance(run.get("run_id"), str):
             return str(run["run_id"])
     return None
+
+
+def header_run_hash(header: Mapping[str, Any]) -> str | None:
+    """The run hash a records header carries (``engine.run_hash``, else ``config.run_hash``)."""
+    for part in ("engine", "config"):
+        d = header.get(part)
+        if isinstance(d, Mapping) and isinstance(d.get("run_hash"), str):
+            return str(d["run_hash"])
+    return None

@@ -20,18 +20,24 @@ for each client, at the block's place): :meth:`~topofl.records.Records.per_clien
 :meth:`~topofl.records.Records.clients` and :meth:`~topofl.records.Records.selected` read the
 arrays, anything that iterates the rows sees them as rows.
 
-A crash can cut only the last block: :func:`read_blocks` drops it and says how many bytes it
-dropped, as :func:`topofl.records.load` does for a cut line.
+Each block's record batch carries its number and a CRC-32 of what it holds (batch metadata
+``topofl:seq`` and ``topofl:crc``), the stream the run's identity (schema metadata
+``topofl:run`` and ``topofl:run_hash``), and a writer that closes the file ends it with an
+empty batch counting the blocks (``topofl:blocks``): :func:`topofl.records.load` checks them
+against the rows (:mod:`topofl.records._seal`). A crash can cut only the last block:
+:func:`read_blocks` drops it and says how many bytes it dropped, as
+:func:`topofl.records.load` does for a cut line.
 
 pyarrow is imported on first use only.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -39,10 +45,22 @@ import numpy as np
 
 from topofl._utils.files import fsync_dir, private_sibling
 from topofl._utils.validation import check_path
+from topofl.exceptions import OutputExistsError
 from topofl.records._format import _number
+from topofl.records._seal import (
+    BLOCKS,
+    CHECKS,
+    CHECKS_VALUE,
+    CRC,
+    RUN,
+    RUN_HASH,
+    SEQ,
+    block_crc,
+)
 
-__all__ = ["ClientBlock", "ClientWriter", "block_value", "client_path", "client_table",
-           "copy_records", "merged_points", "read_blocks", "regroup", "write_blocks"]
+__all__ = ["ClientBlock", "ClientStream", "ClientWriter", "block_value", "claim_client_file",
+           "client_path", "client_table", "copy_records", "identity", "merged_points",
+           "read_blocks", "read_stream", "regroup", "write_blocks"]
 
 #: The client file's ending: ``run.jsonl`` -> ``run.clients.arrows``.
 SUFFIX = ".clients.arrows"
@@ -197,18 +215,31 @@ def client_path(path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.stem + SUFFIX) if p.suffix == ".jsonl" else p.with_name(p.name + SUFFIX)
 
 
-def copy_records(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+def copy_records(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
+                 overwrite: bool = False) -> None:
     """Copy the records file ``src`` to ``dst`` with its client file (a run's records are the
-    two files; a client file at ``dst`` that ``src`` has none of is removed).
+    two files).
+
+    Parameters
+    ----------
+    src, dst : path
+        The records file (``.jsonl``) to copy and where to; their client files
+        (:func:`client_path`) go with them.
+    overwrite : bool, default False
+        Replace ``dst`` and its client file where either exists (a client file at ``dst`` that
+        ``src`` has none of is then removed); without it an existing one is an error and
+        nothing is written.
 
     Raises
     ------
     TypeError
-        If ``src`` or ``dst`` is not a path.
+        If ``src`` or ``dst`` is not a path, or ``overwrite`` not a bool.
     FileNotFoundError
         If ``src`` does not exist.
     ValueError
-        If ``src`` is a folder, or ``dst`` is ``src``.
+        If ``src`` is a folder, ``dst`` is ``src``, or ``dst`` or its client file is a folder.
+    topofl.exceptions.OutputExistsError
+        A ``FileExistsError``: ``dst`` or its client file exists and ``overwrite`` is false.
 
     Examples
     --------
@@ -222,40 +253,129 @@ def copy_records(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> No
     ['a.clients.arrows', 'a.jsonl', 'b.clients.arrows', 'b.jsonl']
     >>> tf.records.load(os.path.join(d, "b.jsonl")).per_client("acc", 0).tolist()
     [0.5, 0.75]
+    >>> tf.records.copy_records(os.path.join(d, "a.jsonl"), os.path.join(d, "b.jsonl"))
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topofl.exceptions.OutputExistsError: ...b.jsonl exists; pass overwrite=True to replace it ...
     """
     import shutil
 
     src, dst = Path(check_path(src, "src", optional=False)), Path(check_path(dst, "dst",
                                                                             optional=False))
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"overwrite must be a bool, got {type(overwrite).__name__} "
+                        f"{overwrite!r}")
     if not src.is_file():
         if src.exists():
             raise ValueError(f"src must be a records file, got the folder {src}")
         raise FileNotFoundError(f"no records file {src}")
     if dst.exists() and dst.samefile(src):
         raise ValueError(f"src and dst are the same file, {src}: nothing to copy")
-    shutil.copyfile(src, dst)
+    there = [q for q in (dst, client_path(dst)) if q.exists() or q.is_symlink()]
+    for q in there:
+        if q.is_dir() and not q.is_symlink():
+            raise ValueError(f"{q} is a folder, expected a file or nothing there: "
+                             "copy_records replaces files, never folders")
+    if there and not overwrite:
+        raise OutputExistsError(
+            f"{there[0]} exists; pass overwrite=True to replace it (copy_records replaces "
+            "nothing without it)")
     if client_path(src).exists():
         shutil.copyfile(client_path(src), client_path(dst))
     else:
         client_path(dst).unlink(missing_ok=True)
+    shutil.copyfile(src, dst)
 
 
-def _schema() -> Any:
+def claim_client_file(path: str | os.PathLike[str], *, overwrite: bool) -> None:
+    """Make way for a new run's client file beside the records file ``path``, or refuse.
+
+    A client file beside an existing records file is that file's, replaced with it (the
+    caller replaces the records file, :func:`topofl.run` only with ``overwrite``), and is
+    removed. One beside no records file was not written with the run about to start there (a
+    user's file, or one left by a records file moved away): it is removed only with
+    ``overwrite``. A folder there never is.
+
+    Raises
+    ------
+    topofl.exceptions.OutputExistsError
+        A ``FileExistsError``: the client file exists beside no records file and
+        ``overwrite`` is false, or it is a folder.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> mine = os.path.join(d, "exp.clients.arrows")
+    >>> _ = open(mine, "w").write("a user's file")
+    >>> claim_client_file(os.path.join(d, "exp.jsonl"), overwrite=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    topofl.exceptions.OutputExistsError: ...exp.clients.arrows exists, but ...exp.jsonl does not...
+    >>> claim_client_file(os.path.join(d, "exp.jsonl"), overwrite=True)
+    >>> os.listdir(d)
+    []
+    """
+    c = client_path(path)
+    if not (c.exists() or c.is_symlink()):
+        return
+    if c.is_dir() and not c.is_symlink():
+        raise OutputExistsError(f"{c} is a folder where the run's client file goes (beside "
+                                f"{path}): move it away; a run never replaces a folder")
+    if not (overwrite or Path(path).exists()):
+        raise OutputExistsError(
+            f"{c} exists, but {path} does not: it is not the client file of a run at {path}, "
+            "and the run would replace it; move it away, or pass overwrite=True (topofl run "
+            "--overwrite) to replace it")
+    c.unlink(missing_ok=True)
+
+
+def identity(run: str, run_hash: str | None) -> dict[bytes, bytes]:
+    """The schema metadata of run ``run``'s client file: its run id and run hash
+    (:func:`topofl.records.header_run_hash`; empty when it has none).
+
+    Examples
+    --------
+    >>> identity("a", "0123456789abcdef")[b"topofl:run_hash"]
+    b'0123456789abcdef'
+    """
+    return {RUN: run.encode(), RUN_HASH: (run_hash or "").encode(), CHECKS: CHECKS_VALUE}
+
+
+@functools.cache
+def _columns() -> Any:
     import pyarrow as pa
 
     return pa.schema([("metric", pa.string()), ("round", pa.int64()), ("at", pa.int64()),
                       ("integer", pa.bool_()), ("values", pa.list_(pa.float64()))])
 
 
-def _batch(block: ClientBlock) -> Any:
+def _schema(meta: Mapping[bytes, bytes] | None = None) -> Any:
+    """The client file's schema (with ``meta`` as its metadata)."""
+    return _columns() if meta is None else _columns().with_metadata(dict(meta))
+
+
+def _batch(block: ClientBlock, seq: int) -> tuple[Any, dict[bytes, bytes]]:
+    """Block ``block`` as a record batch, with its batch metadata: number ``seq``, its CRC."""
     import pyarrow as pa
 
     integer = block.values.dtype.kind in "iu"
     values = np.ascontiguousarray(block.values, dtype=np.float64)
     lists = pa.ListArray.from_arrays(pa.array([0, values.size], pa.int32()), pa.array(values))
-    return pa.record_batch([pa.array([block.metric]), pa.array([block.round], pa.int64()),
-                            pa.array([block.at], pa.int64()), pa.array([integer]), lists],
-                           schema=_schema())
+    batch = pa.record_batch([pa.array([block.metric]), pa.array([block.round], pa.int64()),
+                             pa.array([block.at], pa.int64()), pa.array([integer]), lists],
+                            schema=_schema())
+    crc = block_crc(block.metric, block.round, block.at, integer, values)
+    return batch, {SEQ: b"%d" % seq, CRC: b"%08x" % crc}
+
+
+def _end(stream: Any, count: int) -> None:
+    """End ``stream`` with the closing batch (no rows) that counts its ``count`` blocks."""
+    import pyarrow as pa
+
+    empty = pa.record_batch([pa.array([], t) for t in _schema().types], schema=_schema())
+    stream.write_batch(empty, custom_metadata={BLOCKS: b"%d" % count})
 
 
 class ClientWriter:
@@ -263,32 +383,45 @@ class ClientWriter:
 
     The file is created (replacing any) on the first block, so a run that records no
     per-client values leaves none. :meth:`flush` hands what was written to the operating
-    system, :meth:`sync` waits for the disk, :meth:`close` ends the stream.
+    system, :meth:`sync` waits for the disk, :meth:`close` ends the stream with its count of
+    blocks.
 
     Parameters
     ----------
     path : path
         The client file (:func:`client_path` of the records file).
+    identity : mapping, optional
+        The stream's schema metadata (:func:`identity`); it may be set until the first block.
+
+    Attributes
+    ----------
+    count : int
+        The blocks in the stream (the next one's number).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str],
+                 identity: Mapping[bytes, bytes] | None = None) -> None:
         self.path = Path(path)
+        self.identity = identity
+        self.count = 0
         self._fh: IO[bytes] | None = None
         self._stream: Any = None
 
-    def adopt(self, fh: IO[bytes], stream: Any) -> None:
-        """Continue an open stream (:func:`write_blocks` with ``keep_open``)."""
-        self._fh, self._stream = fh, stream
+    def adopt(self, fh: IO[bytes], stream: Any, count: int) -> None:
+        """Continue an open stream of ``count`` blocks (:func:`write_blocks`, ``keep_open``)."""
+        self._fh, self._stream, self.count = fh, stream, count
 
     def write(self, block: ClientBlock) -> None:
-        """Append one block (one copy of its values)."""
+        """Append one block (one copy of its values), numbered :attr:`count`."""
         if self._stream is None:
             import pyarrow as pa
 
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "wb")  # noqa: SIM115
-            self._stream = pa.ipc.new_stream(self._fh, _schema())
-        self._stream.write_batch(_batch(block))
+            self._stream = pa.ipc.new_stream(self._fh, _schema(self.identity))
+        batch, meta = _batch(block, self.count)
+        self._stream.write_batch(batch, custom_metadata=meta)
+        self.count += 1
 
     def flush(self) -> None:
         if self._fh is not None:
@@ -302,6 +435,7 @@ class ClientWriter:
 
     def close(self) -> None:
         if self._stream is not None:
+            _end(self._stream, self.count)
             self._stream.close()
             self._stream = None
         if self._fh is not None:
@@ -310,9 +444,12 @@ class ClientWriter:
 
 
 def write_blocks(path: str | os.PathLike[str], blocks: Iterable[ClientBlock], *,
-                 keep_open: ClientWriter | None = None) -> None:
-    """Replace the client file ``path`` by ``blocks``, atomically and durably (written beside
-    it, fsynced, renamed over it); with ``keep_open`` that writer goes on appending to it.
+                 keep_open: ClientWriter | None = None,
+                 identity: Mapping[bytes, bytes] | None = None) -> None:
+    """Replace the client file ``path`` by ``blocks`` (numbered from 0; ``identity``: the
+    stream's schema metadata, :func:`identity`), atomically and durably (written beside it,
+    fsynced, renamed over it); with ``keep_open`` that writer goes on appending to it, else
+    the stream is closed.
 
     Examples
     --------
@@ -329,10 +466,15 @@ def write_blocks(path: str | os.PathLike[str], blocks: Iterable[ClientBlock], *,
     p = Path(path)
     tmp = private_sibling(p)
     fh = open(tmp, "wb")  # noqa: SIM115
+    count = 0
     try:
-        stream = pa.ipc.new_stream(fh, _schema())
+        stream = pa.ipc.new_stream(fh, _schema(identity))
         for b in blocks:
-            stream.write_batch(_batch(b))
+            stream.write_batch(*_batch(b, count))
+            count += 1
+        if keep_open is None:
+            _end(stream, count)
+            stream.close()
         fh.flush()
         os.fsync(fh.fileno())
         os.replace(tmp, p)
@@ -342,63 +484,174 @@ def write_blocks(path: str | os.PathLike[str], blocks: Iterable[ClientBlock], *,
         raise
     fsync_dir(p.parent)
     if keep_open is not None:
-        keep_open.adopt(fh, stream)
+        keep_open.adopt(fh, stream, count)
     else:
-        stream.close()
         fh.close()
+
+
+#: The end-of-stream marker a closed Arrow stream ends with.
+_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+
+@dataclass
+class ClientStream:
+    """A client file as :func:`read_stream` read it.
+
+    Attributes
+    ----------
+    blocks : list of ClientBlock
+        The blocks read, in the file's order.
+    seals : list of (int, int) or None
+        Per block: the number and CRC it carries (``None``: none).
+    crcs : list of int
+        Per block: the CRC of what it holds, as read
+        (:func:`~topofl.records._seal.block_crc`).
+    identity : dict or None
+        The stream's schema metadata (:func:`identity`; ``None``: none, as written before).
+    end : int or None
+        The count of blocks of the closing batch (``None``: none was read).
+    cut : int
+        Bytes from where the stream could not be read on to the file's end (0: read to it).
+    why : str
+        Why it could not be read there (``""`` when ``cut`` is 0).
+    eos : bool
+        Whether the file ends with the end-of-stream marker (a writer closed it).
+    """
+
+    blocks: list[ClientBlock] = field(default_factory=list)
+    seals: list[tuple[int, int] | None] = field(default_factory=list)
+    crcs: list[int] = field(default_factory=list)
+    identity: dict[bytes, bytes] | None = None
+    end: int | None = None
+    cut: int = 0
+    why: str = ""
+    eos: bool = False
+
+    @property
+    def sealed(self) -> bool:
+        """Whether the stream carries the checks (:mod:`topofl.records._seal`)."""
+        return self.identity is not None and self.identity.get(CHECKS) == CHECKS_VALUE
 
 
 def read_blocks(path: str | os.PathLike[str], run: str) -> tuple[list[ClientBlock], int]:
     """The blocks of the client file ``path`` (as run ``run``'s) and the bytes of a last
     block cut short by a crash, which are dropped (0: none). The values are read in place
-    from the file mapped into memory (not copied).
+    from the file mapped into memory (not copied); their checks are
+    :func:`topofl.records.load`'s.
 
     Raises
     ------
     ValueError
-        If the file is not an Arrow stream of client blocks (its schema, or bytes that are
-        not a block before its last one); the message names the file.
+        If the file is not an Arrow stream of client blocks (its schema, or bytes after the
+        end of its stream); the message names the file.
+    """
+    s = read_stream(path, run)
+    return s.blocks, s.cut
+
+
+def read_stream(path: str | os.PathLike[str], run: str) -> ClientStream:
+    """The client file ``path`` as read (:class:`ClientStream`): its blocks as run ``run``'s,
+    what each carries, and where the stream stops being readable. The values are read in
+    place from the file mapped into memory.
+
+    Raises
+    ------
+    ValueError
+        If the file is not an Arrow stream of client blocks (its schema, or bytes after the
+        end of its stream); the message names the file.
     """
     import pyarrow as pa
 
     p = Path(path)
     source = pa.memory_map(str(p))
     size = source.size()
+    out = ClientStream()
     if size == 0:
-        return [], 0
+        return out
+    out.eos = size >= len(_EOS) and source.read_at(len(_EOS), size - len(_EOS)) == _EOS
     try:
         reader = pa.ipc.open_stream(source)
-    except (pa.ArrowInvalid, OSError) as exc:
+    except (pa.ArrowException, OSError) as exc:
+        head = source.read_at(min(size, 8), 0)
+        if _EOS[:len(head[:4])] == head[:4] and (
+                len(head) < 8 or size < 8 + int.from_bytes(head[4:], "little", signed=True)):
+            out.cut, out.why = size, "its schema cut short"  # a crash before its first block
+            return out
         raise ValueError(f"{p}: not a client file (an Arrow stream of per-client values): "
                          f"{exc}") from None
     if not reader.schema.equals(_schema()):
         raise ValueError(f"{p}: not a client file: its columns are {reader.schema.names}, "
                          f"expected {_schema().names}")
-    blocks: list[ClientBlock] = []
+    meta = reader.schema.metadata
+    out.identity = dict(meta) if meta else None
     done = source.tell()
     while True:
         try:
-            batch = reader.read_next_batch()
+            batch, custom = reader.read_next_batch_with_custom_metadata()
         except StopIteration:
             break
-        except (pa.ArrowInvalid, OSError):
-            return blocks, size - done  # the last block, cut short by a crash
+        except (pa.ArrowException, OSError) as exc:  # the last block, cut short by a crash?
+            if out.end is not None and _EOS.startswith(source.read_at(size - done, done)):
+                return out  # its end-of-stream marker cut short: nothing lost
+            out.cut, out.why = size - done, _first_line(exc)
+            return out
+        try:
+            batch.validate(full=True)
+            read = _blocks_of(batch, run)
+        except (pa.ArrowException, ValueError, TypeError, AttributeError, IndexError,
+                OverflowError) as exc:  # bytes that do not decode: the stream stops here
+            out.cut, out.why = size - done, _first_line(exc)
+            return out
         done = source.tell()
-        blocks.extend(_blocks_of(batch, run))
+        custom = dict(custom) if custom else {}
+        if batch.num_rows == 0:  # the closing batch
+            out.end = _count(custom.get(BLOCKS))
+            continue
+        seal = _seal_of(custom) if batch.num_rows == 1 else None
+        for block, crc in read:
+            out.blocks.append(block)
+            out.seals.append(seal)
+            out.crcs.append(crc)
     if source.tell() < size:
-        raise ValueError(f"{p}: {size - source.tell()} bytes follow the end of its stream: "
-                         "not a client file written by a run")
-    return blocks, 0
+        after = ("" if not out.blocks else f" after block {len(out.blocks) - 1} "
+                 f"({out.blocks[-1].metric!r}, round {out.blocks[-1].round})")
+        raise ValueError(f"{p}: {size - source.tell()} bytes follow the end of its "
+                         f"stream{after}: not a client file written by a run (a block zeroed "
+                         "or damaged?)")
+    return out
 
 
-def _blocks_of(batch: Any, run: str) -> Sequence[ClientBlock]:
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().split("\n")[0]
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _count(raw: bytes | None) -> int | None:
+    try:
+        return None if raw is None else int(raw)
+    except ValueError:
+        return -1  # a count that is not one: never a block count
+
+
+def _seal_of(custom: Mapping[bytes, bytes]) -> tuple[int, int] | None:
+    """A block's ``(number, CRC)`` from its batch metadata, ``None`` if it carries none."""
+    try:
+        return int(custom[SEQ]), int(custom[CRC], 16)
+    except (KeyError, ValueError):
+        return None
+
+
+def _blocks_of(batch: Any, run: str) -> list[tuple[ClientBlock, int]]:
+    """The blocks of a record batch and the CRC of what each holds."""
     lists = batch.column(4)
     out = []
     for k in range(batch.num_rows):
         values = lists[k].values.to_numpy(zero_copy_only=False)
-        if batch.column(3)[k].as_py():
+        metric = str(batch.column(0)[k].as_py())
+        rnd, at = int(batch.column(1)[k].as_py()), int(batch.column(2)[k].as_py())
+        integer = bool(batch.column(3)[k].as_py())
+        crc = block_crc(metric, rnd, at, integer, values)
+        if integer:
             values = values.astype(np.int64)
-        out.append(ClientBlock(run, str(batch.column(0)[k].as_py()),
-                               int(batch.column(1)[k].as_py()), int(batch.column(2)[k].as_py()),
-                               values))
+        out.append((ClientBlock(run, metric, rnd, at, values), crc))
     return out

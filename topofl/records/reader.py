@@ -9,17 +9,30 @@ valid line is refused with the file and the line.
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from topofl._utils.validation import check_path
-from topofl.records._format import ROW_KEYS, _header_run_id, _value_problem
-from topofl.records.columns import client_path, read_blocks
+from topofl.records._format import ROW_KEYS, _header_run_id, _value_problem, header_run_hash
+from topofl.records._integrity import (
+    Damage,
+    DamagedRecordsWarning,
+    Line,
+    check_blocks,
+    check_rows,
+    identity_damage,
+)
+from topofl.records._seal import torn_seal, unseal
+from topofl.records.columns import client_path, read_stream
 from topofl.records.queries import Records
 
-__all__ = ["load", "load_many"]
+__all__ = ["load", "load_many", "DamagedRecordsWarning"]
+
+_log = logging.getLogger("topofl.records")
 
 
 def _row_error(p: Path, k: int, what: str) -> ValueError:
@@ -137,6 +150,19 @@ def load(path: str | os.PathLike[str]) -> Records:
     that are not the start of a JSON object -- is corruption and is refused, and so is a file
     with no complete line at all (empty, or a header cut short: not a run's records).
 
+    **Checksums.** Records written since they carry them (:mod:`topofl.records._seal`) are
+    checked, so that damage is never read as data nor taken for a crash's cut: the header's
+    CRC, every row's link in the rows' chain (a row edited, removed, moved or duplicated
+    breaks it there), the client file's run identity (another run's is refused), every
+    block's CRC and number, and that it holds every block the rows count (a block removed,
+    or one that cannot be read with complete rows or the stream's end after it, is damage,
+    not a cut). What would leave data wrong or partly missing is refused; a client file
+    that is missing, empty or a folder leaves every per-client value out, with a
+    :class:`~topofl.records.DamagedRecordsWarning` naming the rounds. A final line or last
+    block cut short by a crash, which no later row counts on, is still dropped and said so
+    (:attr:`Records.cut`). Files written before the checksums are read as then (logged at
+    INFO level: ``no checksums: written before records carried them``).
+
     Raises
     ------
     TypeError
@@ -146,7 +172,15 @@ def load(path: str | os.PathLike[str]) -> Records:
     ValueError
         If ``path`` is a directory or holds no complete line, or a line is not UTF-8, not
         JSON, not an object, or not a valid header or row; the message names the file and the
-        line (1-based). If its client file is not one (the message names it).
+        line (1-based). If its client file is not one (the message names it). If the file or
+        its client file does not match its checksums: the message names both files, the
+        lines or blocks and their rounds.
+
+    Warns
+    -----
+    DamagedRecordsWarning
+        When its rows count per-client blocks but its client file is missing, empty or a
+        folder (the message names the rows and rounds whose values are left out).
 
     Examples
     --------
@@ -165,7 +199,39 @@ def load(path: str | os.PathLike[str]) -> Records:
     Traceback (most recent call last):
     ...
     ValueError: ...run.jsonl: line 3: 'value' of 'm' must be a number (or null, ...), found "x" ...
+
+    A row edited by hand no longer matches its checksum:
+
+    >>> with tf.records.Recorder(path, run="a") as rec:
+    ...     rec.log_config({"rounds": 2})
+    ...     for t in range(2):
+    ...         rec.log("m", 0.5 * t, t)
+    >>> text = open(path).read()
+    >>> _ = open(path, "w").write(text.replace('"value": 0.5', '"value": 0.9'))
+    >>> tf.records.load(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...run.jsonl: line 3 (round 1, 'm') does not match its checksum: the row ...
     """
+    records, damages = _read(path)
+    report(damages)
+    return records
+
+
+def report(damages: Sequence[Damage], stacklevel: int = 3) -> None:
+    """Raise the first damage that is refused (a ``ValueError``); warn of the others
+    (:class:`~topofl.records.DamagedRecordsWarning`)."""
+    for d in damages:
+        if d.refuse:
+            raise ValueError(d.message)
+    for d in damages:
+        warnings.warn(d.message, DamagedRecordsWarning, stacklevel=stacklevel)
+
+
+def _read(path: str | os.PathLike[str]) -> tuple[Records, list[Damage]]:
+    """:func:`load`'s records and the damages found (not raised: a resumed run decides by
+    the rounds they touch); a file that is not records at all is refused as :func:`load`
+    says."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__} {path!r}")
     p = Path(path)
@@ -180,7 +246,10 @@ def load(path: str | os.PathLike[str]) -> Records:
     # ``lines[-1]`` is what follows the last newline: empty for a complete file.
     partial = len(lines) - 1
     header: dict[str, Any] | None = None
+    head: Line | None = None
+    first: Line | None = None  # the first line: the file carries checksums if it does
     rows: list[dict[str, Any]] = []
+    seals: list[Line] = []
     cut = 0
     owner: str | None = None  # the run id every row must carry (a file with a header)
     named_by = ""
@@ -192,6 +261,11 @@ def load(path: str | os.PathLike[str]) -> Records:
             obj = _parse_line(p, k + 1, raw)
         except ValueError:
             if k == partial and k > 0 and _cut_line(raw):
+                if first is not None and first.seal is not None and torn_seal(raw):
+                    raise _row_error(
+                        p, k + 1, f"{len(raw)} bytes without a newline that hold more than a "
+                        "row cut short by a crash can (bytes after its checksum): the line is "
+                        "damaged, not cut short") from None
                 cut = len(raw)
                 break  # a row cut short by a crash mid-write
             if k == partial and k == 0 and _cut_line(raw):
@@ -201,10 +275,13 @@ def load(path: str | os.PathLike[str]) -> Records:
             raise
         if not isinstance(obj, dict):
             raise _row_error(p, k + 1, f"must be a JSON object, found {type(obj).__name__}")
+        text, seal = unseal(raw) or (None, None)
+        line = Line(k + 1, text, seal, obj.pop("crc", None) is not None)
+        first = first or line
         if obj.get("header") is True:
             _check_header(p, k + 1, obj)
             if header is None:
-                header = obj
+                header, head = obj, line
                 owner = obj.get("run") or _header_run_id(obj.get("config") or {},
                                                          obj.get("engine") or {})
                 named_by = f"the header, line {k + 1}"
@@ -220,21 +297,40 @@ def load(path: str | os.PathLike[str]) -> Records:
                     f"{owner!r} (named by {named_by}): a records file holds one run, so the "
                     "row is corrupt")
         rows.append(obj)
-    return _records(p, header or {}, rows, cut)
+        seals.append(line)
+    return _records(p, header or {}, head, rows, seals, cut)
 
 
-def _records(p: Path, header: dict[str, Any], rows: list[dict[str, Any]], cut: int) -> Records:
-    """The :class:`Records` of file ``p`` read as ``header`` (empty: none) and ``rows``, its
-    final row ``cut`` short after that many bytes (0: none)."""
+def _records(p: Path, header: dict[str, Any], head: Line | None, rows: list[dict[str, Any]],
+             seals: list[Line], cut: int) -> tuple[Records, list[Damage]]:
+    """The :class:`Records` of file ``p`` read as ``header`` (empty: none; its line
+    ``head``) and ``rows`` (their lines ``seals``), its final row ``cut`` short after that
+    many bytes (0: none), with its client file; and the damages their checksums show."""
     config = dict(header.get("config") or {})
     provenance = dict(header.get("provenance") or {})
     engine = dict(header.get("engine") or {})
     runs = list(dict.fromkeys(r["run"] for r in rows))
     if not runs and header:
         runs = [header.get("run") or _header_run_id(config, engine) or p.stem]
+    run_hash = header_run_hash(header) if header else None
+    run = runs[0] if runs else p.stem
+    sealed, damages, counts = check_rows(p, head, rows, seals, run, run_hash)
     columns = client_path(p)
-    blocks, cut_values = (read_blocks(columns, runs[0]) if runs and columns.is_file()
-                          else ([], 0))
+    stream = read_stream(columns, run) if runs and columns.is_file() else None
+    if sealed:
+        state = "is a folder" if columns.is_dir() else "is missing"
+        found, cut_values = check_blocks(p, columns, state, stream, rows, seals, counts, run,
+                                         run_hash)
+        damages += found
+    else:
+        if rows or header:
+            _log.info("%s: no checksums: written before records carried them (topofl "
+                      "0.1.0); read without checking them", p)
+        cut_values = 0 if stream is None else stream.cut
+        wrong = None if stream is None or not stream.sealed or run_hash is None else \
+            identity_damage(p, columns, stream, run, run_hash)
+        damages += [] if wrong is None else [wrong]
+    blocks = [] if stream is None else stream.blocks
     # values written after the last row that survived (a crash between the two files) are
     # not part of the run's records: its rows say where it stopped
     blocks = [b for b in blocks if b.at <= len(rows)]
@@ -247,7 +343,7 @@ def _records(p: Path, header: dict[str, Any], rows: list[dict[str, Any]], cut: i
     out.sources = {run: str(p) for run in runs}
     if cut or cut_values:
         out.cut = {run: cut + cut_values for run in runs}
-    return out
+    return out, damages
 
 
 def load_many(

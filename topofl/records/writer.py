@@ -1,13 +1,18 @@
 """Writing run records: :class:`Recorder` appends one JSON line per row and flushes every round;
 per-client values go as columns to the client file beside it (:mod:`topofl.records.columns`).
 
-A resumed run's recorder first checks the file it continues (:func:`_resumable`: a complete
-header of the same run hash, rows of this run only, every round the checkpoint covers), then
-drops the rows the resumed run writes again; the file is rewritten atomically and durably.
+Every line carries a checksum and the client file the run's identity and a checksum per
+block (:mod:`topofl.records._seal`); a block is handed to the operating system before the row
+after it, so a crash leaves a prefix of each file. A resumed run's recorder first checks the
+file it continues (:func:`_resumable`: a complete header of the same run hash, rows of this
+run only, every round the checkpoint covers, no damage to the rounds it keeps, exactly the
+blocks the checkpoint counted), then drops the rows the resumed run writes again; the files
+are rewritten atomically and durably.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -22,10 +27,20 @@ import numpy as np
 from topofl._utils.files import replace_text
 from topofl._utils.runhash import header_hash_problem
 from topofl.exceptions import CheckpointError
-from topofl.records._format import _header_run_id, _value_problem
-from topofl.records.columns import ClientBlock, ClientWriter, client_path, read_blocks, write_blocks
+from topofl.records._format import _header_run_id, _value_problem, header_run_hash
+from topofl.records._integrity import Damage
+from topofl.records._seal import seal_header, seal_row, seed, unseal
+from topofl.records.columns import (
+    ClientBlock,
+    ClientWriter,
+    claim_client_file,
+    client_path,
+    identity,
+    read_blocks,
+    write_blocks,
+)
 from topofl.records.queries import Records
-from topofl.records.reader import load
+from topofl.records.reader import _read
 
 __all__ = ["Recorder", "header_run_hash", "SPILL_BYTES"]
 
@@ -66,13 +81,14 @@ class Recorder:
     path : str or Path or None
         File to write; ``None`` keeps the rows in memory only. Without ``resume`` an existing
         file is replaced. With ``resume`` the file must exist: it is checked first (a complete
-        header line, the run hash, the rows), then its rows of rounds ``>= resume_round`` are
-        dropped (the resumed run writes them again, so each round is written once) and the
-        rest is kept. The per-client values of :meth:`log_clients` go to the client file
-        beside it (:func:`~topofl.records.columns.client_path`), which is replaced, cut and
-        kept alike; in memory (``path`` ``None``) they are kept as arrays, up to
-        :data:`SPILL_BYTES`, then in a temporary client file removed when the recorder
-        closes.
+        header line, the run hash, the rows, their checksums), then its rows of rounds
+        ``>= resume_round`` are dropped (the resumed run writes them again, so each round is
+        written once) and the rest is kept. The per-client values of :meth:`log_clients` go
+        to the client file beside it (:func:`~topofl.records.columns.client_path`), which is
+        replaced with an existing records file, cut and kept alike (one beside no records
+        file is not this run's: refused without ``overwrite``); in memory (``path``
+        ``None``) they are kept as arrays, up to :data:`SPILL_BYTES`, then in a temporary
+        client file removed when the recorder closes.
     run : str
         Run identifier stored in every row.
     resume : bool, default False
@@ -88,7 +104,12 @@ class Recorder:
     expect_blocks : int, optional
         With ``resume``, how many per-client blocks of rounds ``< resume_round`` the client
         file must hold (:attr:`client_blocks` when the checkpoint was written): a client file
-        cut short, emptied or replaced is refused, not continued with values missing.
+        cut short, emptied or replaced is refused, not continued with values missing (nor
+        with blocks the checkpoint did not count).
+    overwrite : bool, default False
+        Without ``resume``: replace a client file found where this run's goes while no
+        records file is at ``path`` (without it that is an error: the file is not this
+        run's).
 
     Attributes
     ----------
@@ -101,9 +122,13 @@ class Recorder:
     CheckpointError
         With ``resume``: the file does not exist, its first line is not a complete header,
         the header's run hash is not ``run_hash``, it holds rows of another run id, it has
-        no row of one of ``expect_rounds``, its client file holds fewer blocks than
-        ``expect_blocks``, or it is not a valid records file (the message of :func:`load`,
-        naming the line). Nothing is changed on disk then.
+        no row of one of ``expect_rounds``, its client file holds another number of blocks
+        than ``expect_blocks`` or is another run's, or it is not a valid records file or is
+        damaged in the rounds it keeps (the message of :func:`load`, naming the lines or
+        blocks). Nothing is changed on disk then.
+    topofl.exceptions.OutputExistsError
+        Without ``resume``: a client file (or a folder) is where this run's goes, beside no
+        records file, and ``overwrite`` is false.
 
     Examples
     --------
@@ -129,6 +154,7 @@ class Recorder:
         run_hash: str | None = None,
         expect_rounds: Collection[int] | None = None,
         expect_blocks: int | None = None,
+        overwrite: bool = False,
     ) -> None:
         self.run = str(run)
         if path is not None and Path(path).name in ("", ".", ".."):
@@ -147,37 +173,75 @@ class Recorder:
         self._closed: list[ClientBlock] | None = None
         self._header_line: str | None = None  # resumed: the header as it is on disk
         self.client_blocks = 0
+        self._chain: int | None = None  # the last row's CRC (None: no row yet)
+        self._block_at: list[int] = []  # the place of every block among the rows
+        self._unflushed = False  # a block not yet handed to the operating system
         if self.path is None:
             return
         columns = client_path(self.path)
         if not resume:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            claim_client_file(self.path, overwrite=overwrite)  # not another's: refused
             self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115
-            columns.unlink(missing_ok=True)  # another run's values
             self._columns = ClientWriter(columns)
             return
         # resume: check everything before the file is touched
-        first, old = _resumable(self.path, self.run, run_hash, expect_rounds)
+        first, old, damages = _resumable(self.path, self.run, run_hash, expect_rounds)
         kept = [b for b in old._blocks if resume_round is None or b.round < resume_round]
         _check_blocks(self.path, len(kept), expect_blocks, resume_round)
+        for d in damages:  # what is dropped anyway (rounds >= resume_round) may be damaged
+            if d.missing and expect_blocks is not None:
+                continue  # the blocks before resume_round are all there: counted
+            if d.since is None or resume_round is None or d.since < resume_round:
+                raise CheckpointError(f"{d.message} (refused to resume into it: restore the "
+                                      "file or start the run anew)")
         self.config = dict(old.config)
         self.provenance = dict(old.provenance)
         self.engine = dict(old.engine)
         keep = [r for r in old._rows if resume_round is None or int(r["round"]) < resume_round]
+        self._block_at = [b.at for b in kept]
         self._rewrite(first, keep)
         self.rows = keep
         self._header_line = first
-        self._columns = ClientWriter(columns)
+        self._columns = ClientWriter(columns, self._identity())
         if columns.exists():
-            write_blocks(columns, kept, keep_open=self._columns)
+            write_blocks(columns, kept, keep_open=self._columns, identity=self._identity())
         self.client_blocks = len(kept)
 
+    def _reidentify(self) -> None:
+        """Rewrite the client file with this run's identity (its header's run hash changed:
+        a resumed recorder given another engine description)."""
+        cols = self._columns
+        if cols is None or self._spill is not None or not cols.path.exists():
+            return
+        cols.close()
+        write_blocks(cols.path, read_blocks(cols.path, self.run)[0], keep_open=cols,
+                     identity=self._identity())
+
+    def _run_hash(self) -> str | None:
+        return header_run_hash({"config": self.config, "engine": self.engine})
+
+    def _identity(self) -> dict[bytes, bytes]:
+        """The client file's schema metadata: this run's id and run hash."""
+        return identity(self.run, self._run_hash())
+
+    def _sealed(self, row: Mapping[str, Any], blocks: int) -> str:
+        """``row`` as its line (no newline), chained after the rows before it."""
+        prev = seed(self.run, self._run_hash()) if self._chain is None else self._chain
+        line, self._chain = seal_row(json.dumps(row), blocks, prev)
+        return line
+
     def _rewrite(self, header: str, rows: list[dict[str, Any]]) -> None:
-        """Replace the file by ``header`` and ``rows`` (atomically, durably); append after."""
+        """Replace the file by ``header`` (its text without checksum) and ``rows``, their
+        checksums computed anew (atomically, durably); append after."""
         assert self.path is not None
         if self._fh is not None:
             self._fh.close()
-        replace_text(self.path, [header + "\n", *(json.dumps(r) + "\n" for r in rows)])
+        self._chain = None
+        lines = [seal_header(header) + "\n"]
+        for i, r in enumerate(rows):
+            lines.append(self._sealed(r, bisect.bisect_right(self._block_at, i)) + "\n")
+        replace_text(self.path, lines)
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
 
     def log_config(self, config: Mapping[str, Any], *,
@@ -201,6 +265,7 @@ class Recorder:
         if self._header_line is not None:  # resumed
             if new_config == self.config and (new_engine is None or new_engine == self.engine):
                 return
+            before = self._run_hash()
             self.config = new_config
             if new_engine is not None:
                 self.engine = new_engine
@@ -211,6 +276,8 @@ class Recorder:
                 head["engine"] = self.engine
             self._header_line = json.dumps(head)
             self._rewrite(self._header_line, self.rows)
+            if self._run_hash() != before:
+                self._reidentify()
             return
         self.config = new_config
         if provenance is not None:
@@ -225,7 +292,7 @@ class Recorder:
                 head["provenance"] = self.provenance
             if engine is not None:
                 head["engine"] = self.engine
-            self._fh.write(json.dumps(head) + "\n")
+            self._fh.write(seal_header(json.dumps(head)) + "\n")
             self._fh.flush()
 
     def log(self, metric: str, value: Any, round: int, client: int | None = None) -> None:
@@ -250,7 +317,11 @@ class Recorder:
         }
         self.rows.append(row)
         if self._fh is not None:
-            self._fh.write(json.dumps(row) + "\n")
+            if self._unflushed:  # the blocks before it reach the system before the row
+                assert self._columns is not None
+                self._columns.flush()
+                self._unflushed = False
+            self._fh.write(self._sealed(row, self.client_blocks) + "\n")
 
     def log_many(self, values: Mapping[str, Any], round: int, client: int | None = None) -> None:
         """Record several metrics of one round."""
@@ -280,7 +351,11 @@ class Recorder:
         block = ClientBlock(self.run, str(metric), int(round), len(self.rows), arr)
         self.client_blocks += 1
         if self._columns is not None:
+            if self._columns.count == 0:
+                self._columns.identity = self._identity()
             self._columns.write(block)
+            self._block_at.append(block.at)
+            self._unflushed = True
             return
         self.blocks.append(block)
         self._held += arr.nbytes
@@ -288,7 +363,7 @@ class Recorder:
             fd, name = tempfile.mkstemp(prefix="topofl-clients-", suffix=".arrows")
             os.close(fd)
             weakref.finalize(self, _unlink, name)
-            self._spill, self._columns = name, ClientWriter(name)
+            self._spill, self._columns = name, ClientWriter(name, self._identity())
             for b in self.blocks:
                 self._columns.write(b)
             self.blocks = []
@@ -346,18 +421,11 @@ class Recorder:
         self.close()
 
 
-def header_run_hash(header: Mapping[str, Any]) -> str | None:
-    """The run hash a records header carries (``engine.run_hash``, else ``config.run_hash``)."""
-    for part in ("engine", "config"):
-        d = header.get(part)
-        if isinstance(d, Mapping) and isinstance(d.get("run_hash"), str):
-            return str(d["run_hash"])
-    return None
-
-
 def _resumable(path: Path, run: str, run_hash: str | None,
-               expect_rounds: Collection[int] | None) -> tuple[str, Records]:
-    """The header line and the records of a file a resumed run may continue, or raise."""
+               expect_rounds: Collection[int] | None) -> tuple[str, Records, list[Damage]]:
+    """The header line (its text without checksum), the records of a file a resumed run may
+    continue, or raise; and the damage its checksums show (refused by the caller where it
+    touches the rounds the run keeps)."""
     what = f"records file {path}"
     if not path.exists():
         rows = "" if not expect_rounds else f" and its rows of rounds 0..{max(expect_rounds)}"
@@ -397,7 +465,7 @@ def _resumable(path: Path, run: str, run_hash: str | None,
             "with this run's; give this run its own records_path, or resume with the records "
             "file the checkpoint was written with")
     try:
-        old = load(path)
+        old, damages = _read(path)
     except ValueError as exc:  # corrupt: nothing may be appended to it
         raise CheckpointError(f"{exc} (refused to resume into it: restore the file or start "
                               "the run anew)") from None
@@ -416,7 +484,8 @@ def _resumable(path: Path, run: str, run_hash: str | None,
             f"{what} has {has} but none of the round(s) {shown}, which the checkpoint covers "
             "(evaluated before it): rows are missing (the file was cut or replaced); restore "
             "it or start the run anew")
-    return raw.decode("utf-8").rstrip("\n"), old
+    line = raw.rstrip(b"\n")
+    return (unseal(line) or (line, ""))[0].decode("utf-8"), old, damages
 
 
 def _check_client_file(path: Path, head: dict[str, Any], old: Records) -> None:
@@ -439,17 +508,19 @@ def _check_client_file(path: Path, head: dict[str, Any], old: Records) -> None:
 
 
 def _check_blocks(path: Path, have: int, expect: int | None, resume_round: int | None) -> None:
-    """Refuse to resume a run whose client file holds fewer per-client blocks before the
-    checkpoint's round than the run had written when it wrote the checkpoint (the file is
-    synced first, so a crash cuts only later blocks): its values would be silently missing."""
-    if expect is None or have >= expect:
+    """Refuse to resume a run whose client file holds another number of per-client blocks
+    before the checkpoint's round than the run had written when it wrote the checkpoint (the
+    file is synced first, so a crash cuts only later blocks): values would be silently
+    missing, or ones the run never wrote kept."""
+    if expect is None or have == expect:
         return
     before = "" if resume_round is None else f" of rounds < {resume_round}"
+    how = ("the file was cut, emptied or replaced" if have < expect
+           else "blocks were added (duplicated, or another run's)")
     raise CheckpointError(
         f"client file {client_path(path)} holds {have} per-client block(s){before}, but the "
-        f"run had written {expect} when it wrote the checkpoint: the file was cut, emptied or "
-        "replaced (its records file's rows are kept); restore it beside the records file, or "
-        "start the run anew")
+        f"run had written {expect} when it wrote the checkpoint: {how} (its records file's "
+        "rows are kept); restore it beside the records file, or start the run anew")
 
 
 def _unlink(name: str) -> None:
