@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from topofl import figures
+from topofl.figures.config import FigureError
 
 TABLE1 = "dfedpgp_table1"
 PAPER_ROUNDS = [500]  # Section 5.1: "500 communication rounds"
@@ -141,7 +142,41 @@ def gate(acc: Mapping[tuple[str, str], figures.OverSeeds], split: str, *,
     return figures.fidelity_gate(split, controls,  # the stand-in in % as the paper's table
                                  {m: 100 * acc[(m, split)] for m in controls
                                   if (m, split) in acc},
-                                 tau_min=bars["tau"], top_share=bars["top_share"])
+                                 tau_min=bars["tau"], top_share=bars["top_share"],
+                                 p_max=bars["p_max"])
+
+
+def declared_gate(result: str) -> tuple[str, dict[str, float]]:
+    """The column of Table 1 and the paper's values of its controls that ``result``'s gate
+    was declared against, before any of its runs (``claims.toml`` ``[<result>.gates]``:
+    ``column``, one of :data:`COLUMNS`, and ``paper``, control -> %, DFedPGP not among them)."""
+    bars = figures.gate_bars(result)
+    column, paper = bars.get("column"), bars.get("paper")
+    if column not in COLUMNS or not isinstance(paper, Mapping) or "DFedPGP" in paper \
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                       for v in paper.values()):
+        raise FigureError(
+            f"claims.toml [{result}.gates] must declare column = one of {COLUMNS} and paper = "
+            f"{{control = the paper's %}} (DFedPGP is the tested method, not a control), got "
+            f"column {column!r}, paper {paper!r}")
+    return str(column), {str(m): float(v) for m, v in paper.items()}
+
+
+def on_its_data(config: str, scale: str) -> None:
+    """Refuse to run ``config`` at the default or full scale on anything but its own data:
+    a result whose gate was declared for one data set (a gate is a claim about that data)
+    does not decide on the offline stand-in that replaces it where its files are absent
+    (``--quick``, a smoke run, may)."""
+    if scale == "quick":
+        return
+    cells = figures.grid(figures.load_config(config, scale))
+    swapped = {k: v for c in cells.values() for k, v in c.get("_stand_in", {}).items()}
+    if swapped:
+        raise FigureError(
+            f"{config}: the {scale} scale runs only on its own data, whose gate was declared "
+            f"(claims.toml); its files are absent here ({', '.join(swapped)} would run as "
+            f"{', '.join(sorted(set(swapped.values())))}): put them in place (`topofl list "
+            "datasets`; analysis/manual/guide/data.md says where they are looked for)")
 
 
 def not_run(name: str, why: str = "not run at this scale", *, headline: bool = False

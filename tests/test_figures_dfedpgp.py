@@ -22,7 +22,8 @@ from topofl import figures
 from topofl import sweep as sw
 
 FIGS = Path(__file__).resolve().parents[1] / "paper_figures"
-CONFIGS = ["dfedpgp_table1", "dfedpgp_table3", "dfedpgp_fig3a", "dfedpgp_fig3b"]
+CONFIGS = ["dfedpgp_table1", "dfedpgp_table3", "dfedpgp_fig3a", "dfedpgp_fig3b",
+           "dfedpgp_gate_fmnist"]
 
 
 def _records(rows: dict[str, list[float]]) -> tf.records.Records:
@@ -215,7 +216,7 @@ def test_presets_hold_the_papers_setting(name: str) -> None:
             assert cfg["local_epochs_v"] == 1
         if "participation" in cfg:
             assert cfg["participation"] == 0.1
-        if name == "dfedpgp_table1":
+        if name in ("dfedpgp_table1", "dfedpgp_gate_fmnist"):
             assert cfg["n_clients"] == 100 and cfg["sweep"]["seed"] == [0, 1, 2]
             work = cfg.get("local_epochs", cfg.get("local_epochs_u", cfg.get("body_epochs")))
             assert work == 5, cell
@@ -235,6 +236,10 @@ def test_presets_hold_the_papers_setting(name: str) -> None:
         assert {m for m, _ in cells} >= {"Local", "FedAvg", "FedPer", "FedRep", "FedBABU",
                                          "Ditto", "DFedAvgM", "OSGP", "Dis-PFL", "DFedPGP"}
         assert len({s for _, s in cells}) == 8
+    if name == "dfedpgp_gate_fmnist":  # Table 1's rows, one column, on Fashion-MNIST
+        cells = _cells(name, "full")
+        assert {m for m, _ in cells} == set(_helpers().ROWS)
+        assert [s for s in dict.fromkeys(s for _, s in cells)] == ["Fashion-MNIST Dir-0.3"]
     if name == "dfedpgp_fig3a":
         cfg = figures.load_config(name, "full")
         assert [t.split("k=")[1] for t in cfg["sweep"]["topology"]] == ["2", "5", "10", "20",
