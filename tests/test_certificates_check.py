@@ -185,7 +185,10 @@ def test_the_commits_run_while_the_current_snapshot_is_taken(
     found = certificates.check(tmp_path, small["code"], jobs=2, progress=said.append, **kw)
     assert _found(found) == [(0, "bitwise", False, ()), (1, "bitwise", False, ())]
     assert sorted(runs.calls) == [A, B]
-    assert said[0].startswith("checking 2 certificate(s): their commits re-run 2 at a time")
+    assert said[0].startswith("checking 2 certificate(s), one line each as it is decided; "
+                              "the commits not remembered re-run 2 at a time")
+    assert said[1].startswith("taking the current code's snapshot while 2 commit(s) this "
+                              "machine never verified re-run")
     # a second check: both remembered, nothing runs
     found = certificates.check(tmp_path, small["code"], jobs=2, **kw)
     assert _found(found) == [(0, "bitwise", True, ()), (1, "bitwise", True, ())]

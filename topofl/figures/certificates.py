@@ -451,9 +451,11 @@ def check(results: str | os.PathLike[str], code: str | None = None, *,
     each, in the order of ``equivalence.json``. See the module docstring for the three
     checks and the cache.
 
-    Each commit is re-run once however many certificates name it, ``jobs`` at a time; a
-    certificate is decided as soon as its commit's re-run finishes (``report`` receives its
-    verdict then), and a verified re-run is remembered at once, by this process alone.
+    Each commit is re-run once however many certificates name it, ``jobs`` at a time
+    (:class:`~topofl.figures.commits.Reruns`); those this machine never verified start at
+    once, while the others are read and the current snapshot is taken. A certificate is
+    decided as soon as its commit's re-run finishes (``report`` receives its verdict then),
+    and a verified re-run is remembered at once, by this process alone.
 
     Parameters
     ----------
@@ -499,8 +501,8 @@ def check(results: str | os.PathLike[str], code: str | None = None, *,
 
     waiting: dict[tuple[str, int], list[tuple[int, dict[str, Any], dict[str, Any]]]] = {}
     later = []
-    tell(f"checking {len(used)} certificate(s): their commits re-run {jobs} at a time "
-         "(~20 s of one core each; one line a certificate as it is decided)")
+    tell(f"checking {len(used)} certificate(s), one line each as it is decided; the commits "
+         f"not remembered re-run {jobs} at a time (~20 s of one core each)")
     with Reruns(jobs=jobs, of_commit=of_commit) as runs:
         for k in used:  # what needs no run; a commit this machine never verified runs now
             ready = _prepare(results, certs[k], current or {}, here,
@@ -514,8 +516,10 @@ def check(results: str | os.PathLike[str], code: str | None = None, *,
             else:
                 later.append((k, *ready))
         if current is None:
-            tell("taking the current code's snapshot meanwhile (every certified commit must "
-                 "compute its values here bit for bit)")
+            tell("taking the current code's snapshot" + (
+                f" while {len(waiting)} commit(s) this machine never verified re-run"
+                if waiting else "") + " (every certified commit must compute its values here "
+                "bit for bit)")
         now = current if current is not None else snapshot.take()
         for k, recorded, fact in later:  # remembered, unless the current code moved
             key = (certs[k]["from_commit"], certs[k]["threads"])
