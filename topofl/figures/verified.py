@@ -1,8 +1,9 @@
-"""The remembered re-runs of :func:`topofl.figures.certificates.verify`: what a re-run of a
+"""The remembered re-runs of :func:`topofl.figures.certificates.check`: what a re-run of a
 certified commit established, kept so that the next check need not re-run it.
 
-The re-runs are what a check costs (16 s a commit; 6 min 16 s for the 21 commits of the
-committed certificates, on this session's shared 2-core VM); what it found is remembered in
+The re-runs are what a check costs (~25 s of one core a commit; 26 CPU minutes for the 64
+commits of the committed certificates, 40 min with ``--jobs 2`` on this project's shared
+2-core VM while other jobs held its cores); what it found is remembered in
 ``paper_figures/out/.verified-certificates.json``, one entry a commit, written (atomically) as
 soon as its certificate verified, so an interrupted check keeps what it did. The entry is not
 trusted, it is re-validated: it holds the fact a re-run established -- commit ``C``, whose
