@@ -48,7 +48,7 @@ def test_a_spec_nested_too_deep_is_refused_by_its_depth_at_once(depth: int) -> N
         t0 = time.perf_counter()
         with pytest.raises(ValueError) as exc:
             call()
-        assert time.perf_counter() - t0 < 2
+        assert time.perf_counter() - t0 < 20  # 87 s before at 5000 deep; loose: shared CPUs
         _one_line(exc, f"nests specs {depth} deep", "at most 16 levels",
                   "topofl._utils.spec.MAX_SPEC_DEPTH", "'switch:first=(switch:first=(")
         assert len(str(exc.value)) < 300
@@ -64,7 +64,7 @@ def test_the_command_line_refuses_a_deep_spec_in_one_line(
     t0 = time.perf_counter()
     assert main(["run", "--topology", _nested(5000), "--set", "rounds=2", "--set",
                  "n_clients=4"]) == 2
-    assert time.perf_counter() - t0 < 2
+    assert time.perf_counter() - t0 < 20  # loose: a shared machine's wall clock
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "nests specs 5000 deep" in err[0]
 
@@ -114,7 +114,7 @@ def test_refusing_a_billion_clients_takes_no_time_and_no_memory(
     t0 = time.perf_counter()
     with pytest.raises(InsufficientMemoryError) as exc:
         tf.run("dsgd", "ring", data=data, n_clients=10**9, rounds=1)
-    assert time.perf_counter() - t0 < 2
+    assert time.perf_counter() - t0 < 20  # 73 s before; loose: a shared machine's wall clock
     _one_line(exc, "1,000,000,000 clients do not fit", "the largest n that fits is")
 
 
@@ -134,7 +134,7 @@ def test_the_state_of_many_clients_is_counted_in_constant_time() -> None:
             algorithm, layout, torch.float32, n)
         t0 = time.perf_counter()
         big = state_bytes(algorithm, layout, torch.float32, 10**12)
-        assert time.perf_counter() - t0 < 1
+        assert time.perf_counter() - t0 < 10  # numpy.arange(10**12) before; loose bound
         assert big["parameters"] == 10**12 * 650 * 4
 
 
