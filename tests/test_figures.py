@@ -1073,8 +1073,7 @@ def test_redecide_rebuilds_a_results_checks_from_its_per_seed_values(tmp_path: P
 def test_redecide_cli_lists_each_result(capsys: pytest.CaptureFixture[str]) -> None:
     assert figure_cli.main(["redecide", "--dry-run", "dcliques_09", "dpfl_table1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == ["dcliques_09: no practical effect at this scale -> no practical effect at "
-                   "this scale",
+    assert out == ["dcliques_09: partly -> partly",
                    "dpfl_table1: inconclusive at this scale -> inconclusive at this scale"]
     assert figure_cli.main(["redecide", "--bogus"]) == 2
 

@@ -82,8 +82,12 @@ def test_mnist_default_scale_shrinks_only_rounds(name: str) -> None:
     batch = read_config(FIGS / "configs" / f"{name}.toml")["stand_in"]["batch_size"]
     assert (cfg["data"], cfg["batch_size"], cfg["n_clients"]) == (stand_in, batch, 100)
     assert any(f"batch_size = {batch}" in n for n in cfg["_notes"])
-    assert {k: v for k, v in cfg.items() if k not in ("rounds", "eval_every")} == {
-        k: v for k, v in full.items() if k not in ("rounds", "eval_every")}
+    # the default scale may add seeds (a price paid, or a replication); nothing else differs
+    assert {k: v for k, v in cfg.items() if k not in ("rounds", "eval_every", "sweep", "_seeds")} == {
+        k: v for k, v in full.items() if k not in ("rounds", "eval_every", "sweep", "_seeds")}
+    assert {k: v for k, v in cfg["sweep"].items() if k != "seed"} == {
+        k: v for k, v in full["sweep"].items() if k != "seed"}
+    assert cfg["sweep"]["seed"][:len(full["sweep"]["seed"])] == full["sweep"]["seed"]
     run = tf.sweep.plan(figures.config._clean(cfg))[0]
     resolved = tf.config.validate(run.config)
     epochs = cfg["rounds"] * figures.panel.epochs_per_round(resolved)

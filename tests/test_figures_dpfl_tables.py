@@ -268,7 +268,11 @@ def test_dpfl_default_scales_run_the_papers_rounds() -> None:
                          ("dpfl_table3", 98), ("dpfl_fig3", 98), ("dpfl_fig2", 98),
                          ("dpfl_fig4_greedy", 98), ("dpfl_fig4_no_greedy", 98),
                          ("dpfl_fig5_dpfl", 48), ("dpfl_fig5_local", 50)):
-        assert load_config(name, "default")["rounds"] == rounds, name
+        # --full runs the paper's rounds; the default scale runs them, or doublings of them
+        # where the horizon rule read a compared curve as still moving (claims.toml second_look)
+        assert load_config(name, "full")["rounds"] == rounds, name
+        default = load_config(name, "default")["rounds"]
+        assert default in (rounds, 2 * rounds, 4 * rounds, 8 * rounds), name
     # Table 3: rounds before columns, one budget at the default scale, all four at --full
     assert load_config("dpfl_table3", "default")["sweep"]["budget"] == [0.1]
     assert load_config("dpfl_table3", "full")["sweep"]["budget"] == [1.0, 0.2, 0.1, 0.05]
