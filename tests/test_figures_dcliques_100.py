@@ -83,8 +83,9 @@ def test_mnist_default_scale_shrinks_only_rounds(name: str) -> None:
     assert (cfg["data"], cfg["batch_size"], cfg["n_clients"]) == (stand_in, batch, 100)
     assert any(f"batch_size = {batch}" in n for n in cfg["_notes"])
     # the default scale may add seeds (a price paid, or a replication); nothing else differs
-    assert {k: v for k, v in cfg.items() if k not in ("rounds", "eval_every", "sweep", "_seeds")} == {
-        k: v for k, v in full.items() if k not in ("rounds", "eval_every", "sweep", "_seeds")}
+    scaled = ("rounds", "eval_every", "sweep", "_seeds")
+    assert {k: v for k, v in cfg.items() if k not in scaled} == {
+        k: v for k, v in full.items() if k not in scaled}
     assert {k: v for k, v in cfg["sweep"].items() if k != "seed"} == {
         k: v for k, v in full["sweep"].items() if k != "seed"}
     assert cfg["sweep"]["seed"][:len(full["sweep"]["seed"])] == full["sweep"]["seed"]
