@@ -1073,8 +1073,11 @@ def test_redecide_rebuilds_a_results_checks_from_its_per_seed_values(tmp_path: P
 def test_redecide_cli_lists_each_result(capsys: pytest.CaptureFixture[str]) -> None:
     assert figure_cli.main(["redecide", "--dry-run", "dcliques_09", "dpfl_table1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == ["dcliques_09: partly -> partly",
-                   "dpfl_table1: inconclusive at this scale -> inconclusive at this scale"]
+    src = Path(__file__).resolve().parents[1] / "paper_figures" / "results"
+    verdicts = {n: json.loads((src / f"{n}.json").read_text(encoding="utf-8"))["verdict"]
+                for n in ("dcliques_09", "dpfl_table1")}
+    # the committed verdicts redecide to themselves
+    assert out == [f"{n}: {v} -> {v}" for n, v in verdicts.items()]
     assert figure_cli.main(["redecide", "--bogus"]) == 2
 
 
@@ -1299,9 +1302,21 @@ def test_a_dropped_horizon_leaves_the_convergence_reading_to_decide(tmp_path: Pa
     js = tmp_path / "dpfl_table1.json"
     v = json.loads(js.read_text(encoding="utf-8"))
     heads = [c for c in v["checks"] if c["headline"] and "values" in c]
-    assert heads and all(not c["convergence"]["flat"] for c in heads)
+    # committed at twice the paper's rounds, where every compared curve is flat; made to read
+    # as at the paper's own rounds, where the best baseline still gained about 1.1 points
+    assert heads and all(c["convergence"]["flat"] for c in heads)
     for c in heads:
-        c["horizon"] = "the paper's own 100 rounds (DPFL: 98 after its 2 of pre-processing)"
+        for curve, gain in c["convergence"]["gains"].items():
+            if not curve.startswith("DPFL"):
+                gain["values"] = [0.011, 0.012, 0.010]
+        c["convergence"]["flat"] = False
+    js.write_text(json.dumps(v), encoding="utf-8")
+    assert figures.redecide.redecide("dpfl_table1", tmp_path).after == (
+        "inconclusive at this scale")
+    v = json.loads(js.read_text(encoding="utf-8"))
+    for c in v["checks"]:
+        if c["headline"] and "values" in c:
+            c["horizon"] = "the paper's own 100 rounds (DPFL: 98 after its 2 of pre-processing)"
     js.write_text(json.dumps(v), encoding="utf-8")
     r = figures.redecide.redecide("dpfl_table1", tmp_path)
     assert r.after == "does not hold" and {b for _, _, b in r.moved} == {"fail"}
