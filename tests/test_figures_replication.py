@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,23 @@ def test_redecide_applies_the_rule_and_prices_the_fresh_seeds(tmp_path: Path) ->
     assert "; 1 close call not yet replicated" in md
     assert "3 fresh seeds, declared before they run" in md and "about 1 min here" in md
     assert figures.redecide.redecide("toy", tmp_path).after == "inconclusive at this scale"
+
+
+def test_every_declared_second_look_is_on_its_committed_verdict_line() -> None:
+    """A second look (seeds or rounds added after a result was seen) is declared in
+    ``claims.toml`` when its run lands, so each committed page's verdict line names it; one
+    declared before its run would put a look that never happened on the page at the next
+    redecide."""
+    import tomllib
+
+    figs = Path(__file__).resolve().parents[1] / "paper_figures"
+    claims = tomllib.loads((figs / "claims.toml").read_text(encoding="utf-8"))
+    looks = {k: v["second_look"] for k, v in claims.items()
+             if isinstance(v, dict) and v.get("second_look")}
+    assert looks  # the rounds and seeds paid for issue 80
+    for name, texts in looks.items():
+        page = (figs / "results" / f"{name}.md").read_text(encoding="utf-8")
+        line = next(ln for ln in page.splitlines() if ln.startswith("**Verdict:**"))
+        line = re.sub(r" \[stand-in: [^\]]*\]", "", line)  # a paper's dataset, as pages name it
+        for text in texts:
+            assert " ".join(text.split()) in line, (name, text)
