@@ -432,3 +432,27 @@ def test_the_cache_is_written_under_a_lock(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert all(store.holds(f) for f in facts)
+
+
+def test_the_key_is_made_once_and_never_read_half_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the race CI met: a thread reading the key between another's create and write found it
+    # empty and remembered nothing; every thread must get the one whole key
+    for attempt in range(20):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"cache-{attempt}"))
+        got: list[bytes | None] = []
+        barrier = threading.Barrier(8)
+
+        def make() -> None:
+            barrier.wait()
+            got.append(verified._key(create=True))
+
+        threads = [threading.Thread(target=make) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(got) == 8 and got[0] is not None and len(got[0]) == 32
+        assert all(k == got[0] for k in got)
+        assert [p.name for p in verified._key_path().parent.iterdir()] == [
+            verified._key_path().name]  # no private name left behind

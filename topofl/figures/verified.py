@@ -69,15 +69,22 @@ def _key(*, create: bool) -> bytes | None:
     except FileNotFoundError:
         if not create:
             return None
+        # written whole under a private name, then linked in: another thread or check never
+        # reads a key half written, and the first link wins (``link`` refuses an existing name)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(8)}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(secrets.token_bytes(32))
+            os.link(tmp, path)
         except FileExistsError:
             pass  # made by another check meanwhile
         except OSError:
             return None
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         return _key(create=False)
     except OSError:
         return None
