@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import topofl as tf
+from topofl.algorithms.hparams import flat_parameters
 from topofl.config import ConfigError, ConfigTypeError
 
 TINY: dict[str, Any] = {"algorithm": "dsgd", "topology": "ring", "data": "digits",
@@ -107,7 +108,7 @@ def test_impossible_values(cfg: dict[str, Any], match: str) -> None:
 @pytest.mark.parametrize("name", sorted(tf.algorithms.ALGORITHMS))
 def test_resolved_hyperparameters_are_the_factory_defaults(name: str) -> None:
     cfg = tf.config.validate({"algorithm": name, "rounds": 2, "topology": "ring"})
-    params = inspect.signature(tf.algorithms.ALGORITHMS[name]).parameters
+    params = flat_parameters(tf.algorithms.ALGORITHMS[name])
     for k, p in params.items():
         default = list(p.default) if isinstance(p.default, tuple) else p.default
         assert cfg[k] == default, (name, k)

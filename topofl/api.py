@@ -42,6 +42,7 @@ from topofl._utils.validation import (
     unknown_name,
 )
 from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm, takers
+from topofl.algorithms.hparams import flat_parameters
 from topofl.data.datasets import DATASETS
 from topofl.data.datasets.registry import check_dataset, unknown_dataset
 from topofl.data.federated import as_dataset, federate
@@ -457,7 +458,7 @@ def _check_keys(algorithm: str | Algorithm, hparams: Mapping[str, Any],
                 fields: set[str]) -> None:
     """Refuse keywords that are neither run settings nor the algorithm's hyper-parameters."""
     if isinstance(algorithm, str):
-        accepted = set(inspect.signature(ALGORITHMS[algorithm]).parameters)
+        accepted = set(flat_parameters(ALGORITHMS[algorithm]))
         known = f"the {algorithm} hyper-parameters {', '.join(sorted(accepted))}"
     else:
         accepted, known = set(), "no hyper-parameters (the Algorithm is built)"

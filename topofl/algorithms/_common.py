@@ -2,64 +2,24 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from topofl._utils.validation import check_choice, check_int, check_real
+from topofl.algorithms.hparams import (  # noqa: F401  (re-exported to the algorithm modules)
+    WEIGHTINGS,
+    Epochs,
+    LocalSGD,
+    check_decay,
+    check_lr,
+    check_momentum,
+    check_wd,
+    check_work,
+)
 from topofl.engine.event_time import EventTime, check_durations, check_window
 from topofl.engine.pieces import SGD, Compression, compose_init, with_participation
 from topofl.engine.pieces.compression import COMPRESSORS
 from topofl.engine.protocol import Algorithm, Phase
-
-Epochs = float | tuple[float, ...] | None
-
-
-def check_lr(lr: Any, name: str = "lr") -> float:
-    return check_real(lr, name, low=0, low_open=True)
-
-
-def check_momentum(m: Any) -> float:
-    return check_real(m, "momentum", low=0, high=1, high_open=True)
-
-
-def check_decay(d: Any) -> float:
-    return check_real(d, "decay", low=0, high=1, low_open=True)
-
-
-def check_wd(wd: Any) -> float:
-    return check_real(wd, "weight_decay", low=0)
-
-
-def check_work(steps: Any, epochs: Any, *, steps_name: str = "local_steps",
-               epochs_name: str = "local_epochs", default_steps: int | None = 1,
-               default_epochs: float | None = None,
-               allow_zero: bool = False) -> tuple[int | None, Epochs]:
-    """The local work of one phase: ``(steps, None)`` or ``(None, epochs)``.
-
-    ``epochs`` is a positive number, or a sequence of them (one per client). Neither given:
-    ``(default_steps, None)``, or ``(None, default_epochs)`` when ``default_steps`` is None.
-    ``allow_zero`` accepts 0 (no work).
-    """
-    if steps is not None and epochs is not None:
-        raise ValueError(f"give either {steps_name} or {epochs_name}, not both")
-    if epochs is not None:
-        if not isinstance(epochs, numbers.Real) and (
-                isinstance(epochs, (list, tuple)) or np.ndim(epochs) == 1):
-            items = epochs.tolist() if hasattr(epochs, "tolist") else list(epochs)
-            vals = tuple(check_real(e, f"{epochs_name}[{i}]", low=0, low_open=not allow_zero)
-                         for i, e in enumerate(items))
-            if not vals:
-                raise ValueError(f"{epochs_name} must not be an empty sequence")
-            return None, vals
-        return None, check_real(epochs, epochs_name, low=0, low_open=not allow_zero)
-    if steps is not None:
-        return check_int(steps, steps_name, low=0 if allow_zero else 1), None
-    if default_steps is not None:
-        return default_steps, None
-    return None, default_epochs
 
 
 class SGDParams(NamedTuple):
@@ -165,9 +125,6 @@ def check_optional_compression(compressor: Any, ratio: Any, levels: Any, gamma: 
     return check_compression(compressor, **full)
 
 
-WEIGHTINGS = ("uniform", "data_size")
-
-
 class ServerParams(NamedTuple):
     """Checked hyper-parameters of the server-based baselines (FedPer, FedRep, ...)."""
 
@@ -204,6 +161,13 @@ def check_participation(participation: Any, sample_seed: Any) -> tuple[float, in
     """Validate the fraction of clients active per round and the seed of their sampling."""
     return (check_real(participation, "participation", low=0, high=1, low_open=True),
             check_int(sample_seed, "sample_seed", low=0))
+
+
+def sgd_params(sgd: LocalSGD, *, default_steps: int = 1) -> SGDParams:
+    """A :class:`~topofl.algorithms.hparams.LocalSGD` group as the checked record the
+    algorithms build from (neither ``local_steps`` nor ``local_epochs``: ``default_steps``)."""
+    return check_sgd(sgd.lr, sgd.momentum, sgd.weight_decay, sgd.decay, sgd.local_steps,
+                     sgd.local_epochs, default_steps=default_steps)
 
 
 def sgd_factory(*, default_momentum: float = 0.0, default_steps: int = 1,

@@ -20,6 +20,7 @@ import numpy as np
 from topofl._utils.registries import Extensible
 from topofl._utils.rng import Seed, as_generator
 from topofl._utils.validation import check_bool, check_int, check_real, unknown_name
+from topofl.algorithms.hparams import flat_parameters
 from topofl.engine.protocol import Algorithm
 
 __all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "keywords", "unregister_algorithm",
@@ -80,6 +81,7 @@ def keywords(spec: type[K], *, positional: int = 1
 
 
 Factory = Callable[..., Algorithm]
+A = TypeVar("A", bound=Factory)
 
 #: The registry: topofl's own algorithms (defined in ``topofl.algorithms``) are built in.
 _REGISTRY: Extensible[Factory] = Extensible("algorithm", {}, home="topofl.algorithms.")
@@ -89,7 +91,7 @@ _REGISTRY: Extensible[Factory] = Extensible("algorithm", {}, home="topofl.algori
 ALGORITHMS: Mapping[str, Factory] = _REGISTRY.view
 
 
-def register_algorithm(name: str, *, replace: bool = False) -> Callable[[Factory], Factory]:
+def register_algorithm(name: str, *, replace: bool = False) -> Callable[[A], A]:
     """Decorator adding an algorithm factory to :data:`ALGORITHMS`, so ``topofl.run(name)``
     and a config's ``algorithm = "name"`` build it (with the run's hyper-parameters as its
     keywords).
@@ -123,7 +125,13 @@ def register_algorithm(name: str, *, replace: bool = False) -> Callable[[Factory
     ...
     TypeError: an algorithm name must be a non-empty str of letters, digits, ... got str ''
     """
-    return _REGISTRY.register(name, "factory", replace=replace)
+    add = _REGISTRY.register(name, "factory", replace=replace)
+
+    def register(factory: A) -> A:  # the factory's own type kept, for mypy and editors
+        add(factory)
+        return factory
+
+    return register
 
 
 def unregister_algorithm(name: str) -> None:
@@ -161,7 +169,7 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     if name not in ALGORITHMS:
         raise ValueError(unknown_name("algorithm", name, ALGORITHMS))
     factory = ALGORITHMS[name]
-    for p in inspect.signature(factory).parameters.values():
+    for p in flat_parameters(factory).values():
         if isinstance(p.default, bool) and p.name in hparams:  # "no" is not False
             check_bool(hparams[p.name], p.name)
     return factory(**hparams)
@@ -181,7 +189,7 @@ def takers(key: str, *, but: str | None = None) -> list[str]:
     []
     """
     return sorted(name for name, factory in ALGORITHMS.items()
-                  if name != but and key in inspect.signature(factory).parameters)
+                  if name != but and key in flat_parameters(factory))
 
 
 def heterogeneous_epochs(

@@ -13,17 +13,20 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from topofl._utils.validation import check_bool
-from topofl.algorithms._common import (
-    CompressionParams,
-    SGDParams,
-    check_optional_compression,
-    check_sgd,
-    sgd_algorithm,
+from topofl.algorithms._common import CompressionParams, SGDParams, check_sgd, sgd_algorithm
+from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Aggregation,
+    AggregationKeywords,
+    Compressor,
+    CompressorKeywords,
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
 )
-from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Flow, clique_arcs
 from topofl.engine.pieces import (
     SGD,
@@ -35,8 +38,10 @@ from topofl.engine.pieces import (
     no_round_start,
     robust_gossip,
 )
-from topofl.engine.pieces.robust import check_aggregator
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
+
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
 
 __all__ = ["dsgd", "DSGDKeywords"]
 
@@ -73,32 +78,18 @@ def _compressed(hp: SGDParams, sgd: SGD, cp: CompressionParams, aggregator: str,
                                             **cp.as_dict()), stacks=True)
 
 
-@dataclass(frozen=True)
-class DSGDKeywords:
-    """D-SGD's hyper-parameters as a call gives them (documented at :func:`dsgd`)."""
+#: D-SGD's default groups (D-SGD proper: one local step, exact gossip)
+_SGD, _EXACT, _NO_COMPRESSION = LocalSGD(), Aggregation(), Compressor()
 
-    lr: float = 0.1
-    momentum: float = 0.0
-    nesterov: bool = False
-    weight_decay: float = 0.0
-    clique_averaging: bool = False
-    local_steps: int | None = None
-    local_epochs: float | None = None
-    decay: float = 1.0
-    aggregator: str = "mean"
-    tau: float | str | None = None
-    trim: int = 0
-    delta: float | None = None
-    compressor: str | None = None
-    ratio: float | None = None
-    levels: int | None = None
-    gamma: float | None = None
-    compress_seed: int | None = None
+
+class DSGDKeywords(LocalSGDKeywords, AggregationKeywords, CompressorKeywords, total=False):
+    """D-SGD's flat keywords: the fields of its groups (documented at :func:`dsgd`)."""
 
 
 @register_algorithm("dsgd")
-@keywords(DSGDKeywords)
-def dsgd(kw: DSGDKeywords) -> Algorithm:
+def dsgd(sgd: LocalSGD | float = _SGD, aggregation: Aggregation = _EXACT,
+         compression: Compressor = _NO_COMPRESSION, *, nesterov: bool = False,
+         clique_averaging: bool = False, **keywords: Unpack[DSGDKeywords]) -> Algorithm:
     r"""Decentralized SGD: local SGD step(s), then one gossip step ``X <- W_t X``.
 
     With ``clique_averaging=True`` (D-Cliques, Fig. 7) each node replaces its gradient by the
@@ -176,21 +167,22 @@ def dsgd(kw: DSGDKeywords) -> Algorithm:
     >>> [round(v, 3) for v in trace.evaluated().flatten().tolist()]
     [1.5, 1.5, 1.5, 1.5]
     """
-    hp = check_sgd(kw.lr, kw.momentum, kw.weight_decay, kw.decay, kw.local_steps,
-                   kw.local_epochs)
-    nesterov = check_bool(kw.nesterov, "nesterov")
-    ca = check_bool(kw.clique_averaging, "clique_averaging")
-    aggregator, tau, trim, delta = kw.aggregator, kw.tau, kw.trim, kw.delta
-    check_aggregator(aggregator, tau, trim, delta)
-    robust = aggregator != "mean"
+    kw = Keywords("dsgd", keywords)
+    local, agg, comp = kw.take(sgd, _SGD), kw.take(aggregation), kw.take(compression)
+    kw.done()
+    hp = check_sgd(local.lr, local.momentum, local.weight_decay, local.decay,
+                   local.local_steps, local.local_epochs)
+    nesterov = check_bool(nesterov, "nesterov")
+    ca = check_bool(clique_averaging, "clique_averaging")
+    aggregator, tau, trim, delta = agg.aggregator, agg.tau, agg.trim, agg.delta
+    robust = agg.robust
     if robust and ca:
         raise ValueError(f"aggregator={aggregator!r} does not combine with clique_averaging")
-    sgd = SGD(hp.momentum, hp.weight_decay, nesterov)
+    opt = SGD(hp.momentum, hp.weight_decay, nesterov)
     hparams = dict(hp.as_dict(), nesterov=nesterov, clique_averaging=ca)
-    cp = check_optional_compression(kw.compressor, kw.ratio, kw.levels, kw.gamma,
-                                    kw.compress_seed)
+    cp = comp.checked()
     if cp is not None:
-        return _compressed(hp, sgd, cp, aggregator, ca)
+        return _compressed(hp, opt, cp, aggregator, ca)
     if robust:  # at "mean": the header (and run hash) of runs recorded before the rules
         hparams.update(aggregator=aggregator, tau=tau, trim=trim)
         if delta is not None:  # tau="adaptive" only (check_aggregator)
@@ -201,8 +193,8 @@ def dsgd(kw: DSGDKeywords) -> Algorithm:
         name="dsgd",
         hparams=hparams,
         phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
-        init=compose_init(sgd),
-        local=CliqueAveraged(sgd) if ca else sgd,
+        init=compose_init(opt),
+        local=CliqueAveraged(opt) if ca else opt,
         communicate=communicate,
         round_start=_require_groups if ca else no_round_start,
         requires="doubly",

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_factory
+from typing import TYPE_CHECKING
+
+from topofl.algorithms._common import sgd_algorithm, sgd_params
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import Keywords, LocalSGD, LocalSGDKeywords
 from topofl.engine.pieces import no_communication
 from topofl.engine.protocol import Algorithm
 
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
 __all__ = ["local"]
+
+_SGD = LocalSGD()
 
 
 @register_algorithm("local")
-@sgd_factory()
-def local(hp: SGDParams) -> Algorithm:
+def local(sgd: LocalSGD | float = _SGD, **keywords: Unpack[LocalSGDKeywords]) -> Algorithm:
     """Local training only: every client trains on its own data and never communicates.
 
     Takes the local-SGD keywords of :func:`~topofl.algorithms.dsgd` (``lr``, ``momentum``,
@@ -23,5 +30,8 @@ def local(hp: SGDParams) -> Algorithm:
     >>> tf.algorithms.local(lr=0.1).uses_topology
     False
     """
+    kw = Keywords("local", keywords)
+    hp = sgd_params(kw.take(sgd, _SGD))
+    kw.done()
     return sgd_algorithm("local", hp, no_communication, requires=None, uses_topology=False,
                          stacks=True)

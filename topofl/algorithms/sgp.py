@@ -15,12 +15,30 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_factory
+from typing import TYPE_CHECKING
+
+from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_params
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.pieces import SGD, PushSum
+from topofl.algorithms.hparams import (
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+)
+from topofl.engine.pieces import SGD, PushSum, with_participation
 from topofl.engine.protocol import Algorithm
 
-__all__ = ["sgp"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["sgp", "SGPKeywords"]
+
+_SGD, _EVERY_CLIENT = LocalSGD(), Sampling()
+
+
+class SGPKeywords(LocalSGDKeywords, SamplingKeywords, total=False):
+    """SGP's flat keywords: the fields of its groups."""
 
 
 def push_sum_sgd(name: str, overlap: bool, hp: SGDParams) -> Algorithm:
@@ -33,8 +51,8 @@ def push_sum_sgd(name: str, overlap: bool, hp: SGDParams) -> Algorithm:
 
 
 @register_algorithm("sgp")
-@sgd_factory(participation=True)
-def sgp(hp: SGDParams) -> Algorithm:
+def sgp(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
+        **keywords: Unpack[SGPKeywords]) -> Algorithm:
     r"""Stochastic Gradient Push over column-stochastic, possibly directed time-varying ``W_t``.
 
     Per round: gradient at $z_i = x_i / w_i$, step on $x_i$, then $x \leftarrow W_t x$,
@@ -59,4 +77,7 @@ def sgp(hp: SGDParams) -> Algorithm:
     >>> round(float(trace.state.weight.sum()), 12)
     3.0
     """
-    return push_sum_sgd("sgp", False, hp)
+    kw = Keywords("sgp", keywords)
+    hp, active = sgd_params(kw.take(sgd, _SGD)), kw.take(sampling)
+    kw.done()
+    return with_participation(push_sum_sgd("sgp", False, hp), *active.checked())

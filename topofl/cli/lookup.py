@@ -128,11 +128,12 @@ def _print_params(func: Any, skip: Sequence[str]) -> None:
 
 
 def _params(func: Any, skip: Sequence[str]) -> list[str]:
-    """``name: type = default`` for the parameters of ``func`` a config can set."""
-    import inspect
+    """``name: type = default`` for the parameters of ``func`` a config can set (an algorithm
+    factory's groups expanded into their fields: the flat keywords)."""
+    from topofl.algorithms.hparams import flat_parameters  # the CLI imports what a command uses
 
     out = []
-    for p in inspect.signature(func).parameters.values():
+    for p in flat_parameters(func).values():
         if p.name in skip or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
             continue
         ann = "" if p.annotation is p.empty else f": {p.annotation}"

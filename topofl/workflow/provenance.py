@@ -36,6 +36,7 @@ from topofl._utils.registries import replaced
 from topofl._utils.validation import unknown_name
 from topofl._version import __version__
 from topofl.algorithms.base import ALGORITHMS
+from topofl.algorithms.hparams import flat_parameters
 from topofl.data.partition import PARTITIONS
 from topofl.exceptions import ConfigError
 from topofl.models import MODELS
@@ -59,7 +60,7 @@ def hparam_signature(algorithm: str) -> dict[str, inspect.Parameter]:
     """The keyword arguments of a registry algorithm's factory (its hyper-parameters)."""
     if algorithm not in ALGORITHMS:
         raise ConfigError(unknown_name("algorithm", algorithm, ALGORITHMS))
-    return dict(inspect.signature(ALGORITHMS[algorithm]).parameters)
+    return flat_parameters(ALGORITHMS[algorithm])
 
 
 def _extra_params(func: Any, skip: Sequence[str]) -> dict[str, inspect.Parameter]:

@@ -1,0 +1,486 @@
+r"""Hyper-parameter groups: typed records that check themselves, shared by the algorithms.
+
+An algorithm factory's signature names *groups*, not fields: ``dsgd(sgd: LocalSGD = ...,
+aggregation: Aggregation = ..., compressor: Compressor = ..., *, nesterov, clique_averaging,
+**keywords)``. Each group is a frozen dataclass (:class:`Group`) whose ``__post_init__`` runs
+the checks, so a bad value fails where the group is made, with the field's name. The flat
+keywords users write (``dsgd(lr=0.5, momentum=0.9)``, a config's ``lr = 0.5``, ``--set
+lr=0.5``) are the groups' field names: :class:`Keywords` routes each to the group that has the
+field (``dataclasses.replace`` on the factory's default, checked again), and refuses an
+unknown one as Python refuses an unknown keyword. The factories type ``**keywords`` with a
+``TypedDict`` of those field names (``Unpack[DSGDKeywords]``), so mypy and editors check a
+call's keywords too; a test holds each ``TypedDict`` to its factory's groups' fields.
+
+:func:`flat_parameters` lists a factory's flat keywords with their defaults (its groups
+expanded, its other keywords as they are): what ``topofl.run`` accepts, what a config's
+schema, the resolved config and ``topofl list algorithms`` read.
+
+The groups:
+
+==================  =========================================================================
+:class:`LocalSGD`   ``lr``, ``momentum``, ``weight_decay``, ``local_steps`` or
+                    ``local_epochs``, ``decay`` (the local SGD of one phase)
+:class:`Optimizer`  ``lr``, ``momentum``, ``weight_decay``, ``decay`` (the local optimiser of
+                    an algorithm whose phases count their own work)
+:class:`Sampling`   ``participation``, ``sample_seed`` (a fraction of the clients active per
+                    round, drawn from the stream ``(sample_seed, t)``)
+:class:`Aggregation`  ``aggregator``, ``tau``, ``trim``, ``delta`` (how a node combines its
+                    neighbourhood's models: gossip's mean, or a robust rule)
+:class:`Compressor` ``compressor``, ``ratio``, ``levels``, ``gamma``, ``compress_seed``
+                    (compressed gossip with error feedback, CHOCO-Gossip)
+:class:`Finetune`   ``finetune_steps``, ``finetune_epochs``, ``finetune_lr`` (evaluation-time
+                    fine-tuning of the +FT baselines)
+==================  =========================================================================
+
+Gossip is one of three: exact (the default :class:`Aggregation` and no :class:`Compressor`),
+robust (an :class:`Aggregation` rule other than ``"mean"``) or compressed (a
+:class:`Compressor`); an algorithm that takes both groups refuses a robust rule with a
+compressor.
+
+Examples
+--------
+>>> from topofl.algorithms.hparams import LocalSGD
+>>> LocalSGD(lr=0.5, local_epochs=2).work()
+(None, 2.0)
+>>> LocalSGD(lr=-1)
+Traceback (most recent call last):
+...
+ValueError: lr must be > 0, got -1
+>>> tf.algorithms.dsgd(lr=0.5, momentum=0.9).hparams["momentum"]
+0.9
+>>> tf.algorithms.dsgd(sgd=LocalSGD(lr=0.5), momentum=0.9).hparams["lr"]
+0.5
+>>> tf.algorithms.dsgd(lrr=0.5)
+Traceback (most recent call last):
+...
+TypeError: dsgd() got an unexpected keyword argument 'lrr' (did you mean 'lr'?)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypedDict, TypeVar
+
+import numpy as np
+
+from topofl._utils.validation import check_choice, check_int, check_real
+from topofl.engine.pieces.robust import check_aggregator
+
+__all__ = ["Group", "LocalSGD", "Optimizer", "Sampling", "Aggregation", "Compressor",
+           "Finetune", "Keywords", "flat_parameters", "LocalSGDKeywords", "OptimizerKeywords",
+           "SamplingKeywords", "AggregationKeywords", "CompressorKeywords", "FinetuneKeywords",
+           "WEIGHTINGS"]
+
+G = TypeVar("G", bound="Group")
+
+#: How a server weighs the participants in its mean: equally, or by training-set size.
+WEIGHTINGS = ("uniform", "data_size")
+
+Epochs = float | tuple[float, ...] | None
+
+
+class Group:
+    """Base of the hyper-parameter groups (each a frozen dataclass): the flat keywords a group
+    answers to are its fields; :meth:`with_keywords` is ``dataclasses.replace`` (the checks of
+    ``__post_init__`` run again)."""
+
+    def with_keywords(self: G, **keywords: Any) -> G:
+        """A copy with the fields ``keywords`` names changed (checked again)."""
+        return dataclasses.replace(self, **keywords)  # type: ignore[type-var]
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The fields, in order: the flat keywords this group answers to."""
+        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------ the checks
+
+
+def check_lr(lr: Any, name: str = "lr") -> float:
+    return check_real(lr, name, low=0, low_open=True)
+
+
+def check_momentum(m: Any) -> float:
+    return check_real(m, "momentum", low=0, high=1, high_open=True)
+
+
+def check_decay(d: Any) -> float:
+    return check_real(d, "decay", low=0, high=1, low_open=True)
+
+
+def check_wd(wd: Any) -> float:
+    return check_real(wd, "weight_decay", low=0)
+
+
+def check_work(steps: Any, epochs: Any, *, steps_name: str = "local_steps",
+               epochs_name: str = "local_epochs", default_steps: int | None = 1,
+               default_epochs: float | None = None,
+               allow_zero: bool = False) -> tuple[int | None, Epochs]:
+    """The local work of one phase: ``(steps, None)`` or ``(None, epochs)``.
+
+    ``epochs`` is a positive number, or a sequence of them (one per client). Neither given:
+    ``(default_steps, None)``, or ``(None, default_epochs)`` when ``default_steps`` is None.
+    ``allow_zero`` accepts 0 (no work).
+
+    Examples
+    --------
+    >>> check_work(None, [1, 2])
+    (None, (1.0, 2.0))
+    >>> check_work(3, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: give either local_steps or local_epochs, not both
+    """
+    if steps is not None and epochs is not None:
+        raise ValueError(f"give either {steps_name} or {epochs_name}, not both")
+    if epochs is not None:
+        if not isinstance(epochs, numbers.Real) and (
+                isinstance(epochs, (list, tuple)) or np.ndim(epochs) == 1):
+            items = epochs.tolist() if hasattr(epochs, "tolist") else list(epochs)
+            vals = tuple(check_real(e, f"{epochs_name}[{i}]", low=0, low_open=not allow_zero)
+                         for i, e in enumerate(items))
+            if not vals:
+                raise ValueError(f"{epochs_name} must not be an empty sequence")
+            return None, vals
+        return None, check_real(epochs, epochs_name, low=0, low_open=not allow_zero)
+    if steps is not None:
+        return check_int(steps, steps_name, low=0 if allow_zero else 1), None
+    if default_steps is not None:
+        return default_steps, None
+    return None, default_epochs
+
+
+# ------------------------------------------------------------------------------ the groups
+
+
+@dataclass(frozen=True)
+class LocalSGD(Group):
+    """The local SGD of one phase.
+
+    Attributes
+    ----------
+    lr : float, default 0.1
+        The learning rate, ``lr * decay**t`` at round ``t`` (``> 0``).
+    momentum : float, default 0
+        Heavy-ball momentum, in ``[0, 1)``.
+    weight_decay : float, default 0
+        ``>= 0``.
+    local_steps, local_epochs
+        The local work of a round: a number of steps, or local epochs (a number, or one per
+        client: ``ceil(epochs * m_i / batch_size)`` steps for client ``i``); not both. Neither:
+        the algorithm's default (one step for most).
+    decay : float, default 1
+        The learning rate's decay per round, in ``(0, 1]``.
+    """
+
+    lr: float = 0.1
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    local_steps: int | None = None
+    local_epochs: float | tuple[float, ...] | None = None
+    decay: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_lr(self.lr)
+        check_momentum(self.momentum)
+        check_wd(self.weight_decay)
+        check_decay(self.decay)
+        check_work(self.local_steps, self.local_epochs)
+
+    def work(self, default_steps: int | None = 1, default_epochs: float | None = None
+             ) -> tuple[int | None, Epochs]:
+        """The checked ``(steps, epochs)`` of a round (neither given: the defaults)."""
+        return check_work(self.local_steps, self.local_epochs, default_steps=default_steps,
+                          default_epochs=default_epochs)
+
+
+@dataclass(frozen=True)
+class Optimizer(Group):
+    """The local optimiser of an algorithm whose local work is its own (phases with their own
+    step counts: APFL, Ditto, FedRep, Per-FedAvg, ...): :class:`LocalSGD` without
+    ``local_steps`` and ``local_epochs``.
+
+    Attributes
+    ----------
+    lr : float, default 0.1
+    momentum : float, default 0
+    weight_decay : float, default 0
+    decay : float, default 1
+    """
+
+    lr: float = 0.1
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    decay: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_lr(self.lr)
+        check_momentum(self.momentum)
+        check_wd(self.weight_decay)
+        check_decay(self.decay)
+
+
+class OptimizerKeywords(TypedDict, total=False):
+    """:class:`Optimizer`'s fields as flat keywords."""
+
+    lr: float
+    momentum: float
+    weight_decay: float
+    decay: float
+
+
+class LocalSGDKeywords(TypedDict, total=False):
+    """:class:`LocalSGD`'s fields as flat keywords (for ``**keywords: Unpack[...]``)."""
+
+    lr: float
+    momentum: float
+    weight_decay: float
+    local_steps: int | None
+    local_epochs: float | tuple[float, ...] | None
+    decay: float
+
+
+@dataclass(frozen=True)
+class Sampling(Group):
+    """A fraction of the clients active per round.
+
+    Attributes
+    ----------
+    participation : float, default 1
+        In ``(0, 1]``: ``max(1, floor(participation * n))`` clients a round, sampled without
+        replacement from the stream ``(sample_seed, t)`` (a resumed run samples the same).
+    sample_seed : int, default 0
+    """
+
+    participation: float = 1.0
+    sample_seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_real(self.participation, "participation", low=0, high=1, low_open=True)
+        check_int(self.sample_seed, "sample_seed", low=0)
+
+    def checked(self) -> tuple[float, int]:
+        """``(participation, sample_seed)`` as checked numbers."""
+        return (check_real(self.participation, "participation", low=0, high=1, low_open=True),
+                check_int(self.sample_seed, "sample_seed", low=0))
+
+
+class SamplingKeywords(TypedDict, total=False):
+    """:class:`Sampling`'s fields as flat keywords."""
+
+    participation: float
+    sample_seed: int
+
+
+@dataclass(frozen=True)
+class Aggregation(Group):
+    """How a node combines its neighbourhood's models
+    (:mod:`topofl.engine.pieces.robust`).
+
+    Attributes
+    ----------
+    aggregator : {"mean", "clipped", "trimmed_mean", "median"}, default "mean"
+        ``"mean"`` is gossip ``X <- W_t X``; the others are robust rules.
+    tau : float, "adaptive" or "rank", optional
+        ``"clipped"``'s clipping radius.
+    trim : int, default 0
+        ``"trimmed_mean"``'s values dropped at each end, per coordinate.
+    delta : float, optional
+        ``tau="adaptive"``'s budget.
+    """
+
+    aggregator: str = "mean"
+    tau: float | str | None = None
+    trim: int = 0
+    delta: float | None = None
+
+    def __post_init__(self) -> None:
+        check_aggregator(self.aggregator, self.tau, self.trim, self.delta)
+
+    @property
+    def robust(self) -> bool:
+        """Whether the rule is a robust one (not gossip's mean)."""
+        return self.aggregator != "mean"
+
+
+class AggregationKeywords(TypedDict, total=False):
+    """:class:`Aggregation`'s fields as flat keywords."""
+
+    aggregator: str
+    tau: float | str | None
+    trim: int
+    delta: float | None
+
+
+@dataclass(frozen=True)
+class Compressor(Group):
+    """Compressed gossip with error feedback through public copies (CHOCO-Gossip).
+
+    Attributes
+    ----------
+    compressor : {"topk", "randk", "qsgd"}, optional
+        ``None``: no compression (then the settings below must be ``None`` too).
+    ratio : float, optional
+        The fraction of coordinates ``topk``/``randk`` keep, in ``(0, 1]`` (default 0.1).
+    levels : int, optional
+        ``qsgd``'s quantisation levels, ``>= 1`` (default 16).
+    gamma : float, optional
+        The consensus step size, in ``(0, 1]`` (default 0.2).
+    compress_seed : int, optional
+        The seed of the random compressors' draws, ``>= 0`` (default 0).
+    """
+
+    compressor: str | None = None
+    ratio: float | None = None
+    levels: int | None = None
+    gamma: float | None = None
+    compress_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        self.checked()
+
+    def checked(self) -> Any:
+        """The checked settings (a ``CompressionParams``), ``None`` without a compressor; a
+        setting given without one is a ``ValueError``."""
+        from topofl.algorithms._common import check_optional_compression  # uses the engine's
+
+        return check_optional_compression(self.compressor, self.ratio, self.levels,
+                                          self.gamma, self.compress_seed)
+
+
+class CompressorKeywords(TypedDict, total=False):
+    """:class:`Compressor`'s fields as flat keywords."""
+
+    compressor: str | None
+    ratio: float | None
+    levels: int | None
+    gamma: float | None
+    compress_seed: int | None
+
+
+@dataclass(frozen=True)
+class Finetune(Group):
+    """Evaluation-time fine-tuning (the +FT baselines, FedBABU).
+
+    Attributes
+    ----------
+    finetune_steps, finetune_epochs
+        Steps or epochs (one number; 0: no fine-tuning); neither: the algorithm's default.
+    finetune_lr : float, optional
+        Its learning rate (default: the local SGD's).
+    """
+
+    finetune_steps: int | None = None
+    finetune_epochs: float | None = None
+    finetune_lr: float | None = None
+
+    def __post_init__(self) -> None:
+        check_work(self.finetune_steps, self.finetune_epochs, steps_name="finetune_steps",
+                   epochs_name="finetune_epochs", allow_zero=True)
+        if self.finetune_lr is not None:
+            check_lr(self.finetune_lr, "finetune_lr")
+
+
+class FinetuneKeywords(TypedDict, total=False):
+    """:class:`Finetune`'s fields as flat keywords."""
+
+    finetune_steps: int | None
+    finetune_epochs: float | None
+    finetune_lr: float | None
+
+
+# ------------------------------------------------------------------------------ flat keywords
+
+
+class Keywords:
+    """Route a factory's flat keywords to its groups: ``take`` each group, then ``done``.
+
+    Parameters
+    ----------
+    factory : str
+        The factory's name, for the messages.
+    given : mapping
+        The flat keywords of the call (its ``**keywords``).
+
+    Examples
+    --------
+    >>> kw = Keywords("toy", {"lr": 0.5, "participation": 0.5})
+    >>> kw.take(LocalSGD()).lr, kw.take(Sampling()).participation
+    (0.5, 0.5)
+    >>> kw.done()
+    >>> kw = Keywords("toy", {"lrr": 0.5})
+    >>> kw.take(LocalSGD()).lr
+    0.1
+    >>> kw.done()
+    Traceback (most recent call last):
+    ...
+    TypeError: toy() got an unexpected keyword argument 'lrr' (did you mean 'lr'?)
+    """
+
+    def __init__(self, factory: str, given: Mapping[str, Any]) -> None:
+        self.factory = factory
+        self.left = dict(given)
+        self.seen: set[str] = set()
+
+    def take(self, group: G | float, default: G | None = None) -> G:
+        """``group`` with the flat keywords that name its fields applied. A real number for
+        ``group`` is the learning rate of ``default`` (``dsgd(0.5)``: ``lr=0.5``)."""
+        if isinstance(group, numbers.Real) and not isinstance(group, bool):
+            if default is None or "lr" not in default.field_names():
+                raise TypeError(f"{self.factory}() takes a number only as its learning rate, "
+                                f"got {group!r} for a group without one")
+            if "lr" in self.left:
+                raise TypeError(f"{self.factory}() got multiple values for argument 'lr'")
+            group = default.with_keywords(lr=group)
+        if not isinstance(group, Group):
+            expected = type(default).__name__ if default is not None else "a group"
+            raise TypeError(f"{self.factory}() expected a {expected}, got "
+                            f"{type(group).__name__} {group!r}"[:300])
+        names = group.field_names()
+        self.seen.update(names)
+        mine = {k: self.left.pop(k) for k in names if k in self.left}
+        return group.with_keywords(**mine) if mine else group
+
+    def done(self) -> None:
+        """Refuse the keywords no group took, as Python refuses an unknown keyword."""
+        if not self.left:
+            return
+        key = sorted(self.left)[0]
+        near = difflib.get_close_matches(key, sorted(self.seen), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise TypeError(f"{self.factory}() got an unexpected keyword argument {key!r}{hint}")
+
+
+def flat_parameters(factory: Callable[..., Any]) -> dict[str, inspect.Parameter]:
+    """The flat keywords of an algorithm factory, with their defaults: each parameter whose
+    default is a :class:`Group` expanded into its fields (the default's values), the others as
+    they are (``**keywords`` left out).
+
+    Examples
+    --------
+    >>> list(flat_parameters(tf.algorithms.local))
+    ['lr', 'momentum', 'weight_decay', 'local_steps', 'local_epochs', 'decay']
+    """
+    out: dict[str, inspect.Parameter] = {}
+    kind = inspect.Parameter.KEYWORD_ONLY
+    for p in inspect.signature(factory).parameters.values():
+        if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            continue
+        if isinstance(p.default, Group):
+            for f in dataclasses.fields(p.default):  # type: ignore[arg-type]
+                out[f.name] = inspect.Parameter(f.name, kind, default=getattr(p.default, f.name),
+                                                annotation=f.type)
+        else:
+            out[p.name] = p
+    return out
+
+
+def check_weighting(weighting: Any) -> str:
+    """``weighting`` checked: one of :data:`WEIGHTINGS`."""
+    return check_choice(weighting, "weighting", WEIGHTINGS)
