@@ -45,7 +45,7 @@ Examples
 >>> LocalSGD(lr=-1)
 Traceback (most recent call last):
 ...
-ValueError: lr must be > 0, got -1
+ValueError: lr must be in (0, inf], got -1
 >>> tf.algorithms.dsgd(lr=0.5, momentum=0.9).hparams["momentum"]
 0.9
 >>> tf.algorithms.dsgd(sgd=LocalSGD(lr=0.5), momentum=0.9).hparams["lr"]
