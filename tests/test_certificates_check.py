@@ -443,7 +443,7 @@ def test_the_key_is_made_once_and_never_read_half_written(
         got: list[bytes | None] = []
         barrier = threading.Barrier(8)
 
-        def make() -> None:
+        def make(barrier: threading.Barrier = barrier, got: list[bytes | None] = got) -> None:
             barrier.wait()
             got.append(verified._key(create=True))
 

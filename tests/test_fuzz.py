@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import topofl as tf
+from topofl.algorithms.hparams import flat_parameters
 from topofl.exceptions import ConvergenceError
 
 TIME_LIMIT_S = 10.0
@@ -433,6 +434,8 @@ def _params(fn: Callable[..., Any], kw: dict[str, Any]) -> list[str]:
     sig = inspect.signature(fn)
     rest = [p.name for p in sig.parameters.values()
             if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in kw]
+    if fn in tf.algorithms.ALGORITHMS.values():  # and its groups' fields, the flat keywords
+        rest += [k for k in flat_parameters(fn) if k not in kw and k not in rest]
     return [*kw, *rest]
 
 
@@ -517,6 +520,7 @@ def _names_the_parameter(fn: Callable[..., Any], kw: dict[str, Any], key: str,
 #: What an error may call a parameter instead of its name (a run's data is "dataset", ...).
 _ALIASES: dict[str, tuple[str, ...]] = {
     "data": ("dataset", "FederatedData"),
+    "training": ("lr_u",),  # dfedpgp(0.1): a number for its training group is lr_u
     "topology": ("graph", "spec"),
     "partition": ("partition scheme",),
     "n_clients": ("clients",),
@@ -660,7 +664,7 @@ def test_models_too_large_are_refused_before_allocation() -> None:
 REAL_PARAMS = sorted(
     (name, p.name)
     for name, fn in tf.algorithms.ALGORITHMS.items()
-    for p in inspect.signature(fn).parameters.values()
+    for p in flat_parameters(fn).values()
     if isinstance(p.default, float)
 )
 #: The documented range of the hyper-parameters every local-SGD algorithm shares:
@@ -700,8 +704,7 @@ def test_algorithm_hyperparameters_over_their_range(case: tuple[str, str], v: fl
 @pytest.mark.parametrize("name", sorted(tf.algorithms.ALGORITHMS))
 def test_algorithm_flags_are_bools(name: str) -> None:
     fn = tf.algorithms.ALGORITHMS[name]
-    flags = [p.name for p in inspect.signature(fn).parameters.values()
-             if isinstance(p.default, bool)]
+    flags = [p.name for p in flat_parameters(fn).values() if isinstance(p.default, bool)]
     for flag in flags:
         for bad in ("no", "false", 0, 1, None, np.int64(1)):
             with pytest.raises(TypeError, match=f"{flag} must be a bool .*got"):

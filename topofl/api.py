@@ -4,6 +4,8 @@ The face of the package: :func:`run` is :func:`prepare` (the call checked and th
 built, without touching any data) then :func:`launch` (the data, graph and model built, the
 placement chosen, the engine run). A config (:mod:`topofl.config`) is checked into the same
 :class:`Prepared` call, so a validated config runs with the algorithm it was checked with.
+The checks of a call's graph, data and model (before anything is built) are written in
+``topofl/_api_checks.py``.
 
 Examples
 --------
@@ -16,36 +18,38 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 from torch import nn
-from torch.utils.data import Dataset as TorchDataset
 
 from topofl import data as data_mod
 from topofl import distributed, topologies
+from topofl._api_checks import FEDERATE_OPTIONS as FEDERATE_OPTIONS
+from topofl._api_checks import (
+    _as_topology,
+    _check_data,
+    _check_graph_size,
+    _check_options,
+    _check_topology,
+    _graph_name,
+)
 from topofl._utils.files import real_path
 from topofl._utils.userimports import imports_problem, load_imports, recorded_imports, with_imports
 from topofl._utils.validation import (
     check_bool,
     check_device,
-    check_int,
     check_path,
-    check_type,
     did_you_mean_each,
     unknown_name,
 )
 from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm, takers
-from topofl.algorithms.hparams import flat_parameters
-from topofl.data.datasets import DATASETS
-from topofl.data.datasets.registry import check_dataset, unknown_dataset
-from topofl.data.federated import as_dataset, federate
+from topofl.algorithms.hparams import flat_parameters, flatten_groups
+from topofl.data.federated import as_dataset
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
 from topofl.distributed.sharded import Sharded
 from topofl.engine.availability import check_absent
@@ -63,7 +67,7 @@ from topofl.engine.loop import run as engine_run
 from topofl.engine.placement import FileCheckpointer, OneProcess, Placement
 from topofl.engine.stack import Member, run_stacked
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
-from topofl.graph import GraphLike, TimeVarying, Topology
+from topofl.graph import GraphLike
 from topofl.models import MODELS, build_model, check_model_input
 from topofl.records.columns import claim_client_file
 from topofl.topologies import GraphFamily, build_checked
@@ -72,7 +76,6 @@ from topofl.workflow.outputs import old_checkpoint_problem, records_target_probl
 from topofl.workflow.provenance import (
     describe_run,
     model_signature,
-    partition_signature,
     provenance,
     replaced_entries,
 )
@@ -170,9 +173,6 @@ def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[RunCall, dict[
         raise TypeError(f"a run call got {exc}") from None
     rest = dict(bound.arguments.pop("kwargs", {}))
     return RunCall(**bound.arguments), rest
-
-#: The options of :func:`topofl.data.federate` that ``partition_params`` may also hold.
-FEDERATE_OPTIONS = ("val", "test", "flip_labels")
 
 
 @dataclass(frozen=True)
@@ -406,6 +406,8 @@ def _prepare(given: RunCall, kwargs: dict[str, Any]) -> Prepared:
                         f"Algorithm, got {type(algorithm).__name__} {algorithm!r}"[:300])
     fields = RunConfig.field_names() - {"rounds", "seed"}
     settings = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
+    if isinstance(algorithm, str):  # [sgd], sgd=LocalSGD(...): recorded as their flat keys
+        kwargs = flatten_groups(ALGORITHMS[algorithm], kwargs)
     _check_keys(algorithm, kwargs, fields)
     run_id = settings.get("run_id")
     run = RunConfig(rounds=given.rounds, seed=given.seed,
@@ -475,132 +477,6 @@ def _check_keys(algorithm: str | Algorithm, hparams: Mapping[str, Any],
             f"accepted: {', '.join(sorted(RUN_KEYS))}, the run settings "
             f"{', '.join(sorted(fields))} and {known}"
         )
-
-
-def _graph_name(topology: Any) -> str:
-    return topology if isinstance(topology, str) else str(getattr(topology, "name", topology))
-
-
-def _as_topology(topology: Any) -> Any:
-    """A networkx graph or a PyG ``Data`` as a :class:`Topology` (the rule of :func:`run`'s
-    ``topology``); anything else as it is."""
-    build: Callable[..., Topology]
-    if isinstance(topology, nx.Graph):
-        build, what, call = Topology.from_networkx, "networkx", "from_networkx(G"
-    elif hasattr(topology, "edge_index") and not isinstance(topology, (Topology, TimeVarying)):
-        build, what, call = Topology.from_pyg, "pyg", "from_pyg(data"
-    else:
-        return topology
-    try:
-        return build(topology, name=what)
-    except ValueError as exc:
-        if "undirected" not in str(exc):
-            raise
-        kind = "networkx" if what == "networkx" else "PyG"
-        extra = "" if what == "networkx" else " without edge_weight"
-        raise ValueError(f"topology (a {kind} {type(topology).__name__}{extra}, given Metropolis "
-                         f"weights): {exc}; build tf.Topology.{call}, weights=\"push_sum\") "
-                         "(for sgp, osgp, dfedpgp) or weights=\"uniform\" and pass that"
-                         ) from None
-
-
-def _check_topology(topology: Any) -> tuple[GraphFamily, Mapping[str, Any]] | None:
-    """The checked spec of a ``topology`` string (the run's one parse of it), else ``None``."""
-    if isinstance(topology, str):
-        return topologies.check_spec(topology)
-    if topology is not None and not isinstance(topology, (Topology, TimeVarying)):
-        raise TypeError(f"topology must be a graph spec string, a Topology, a TimeVarying or "
-                        f"None, got {type(topology).__name__} {topology!r}"[:300])
-    return None
-
-
-def _check_graph_size(topology: Any, graph: tuple[GraphFamily, Mapping[str, Any]] | None,
-                      data: Any, n_clients: Any, partition: Any) -> None:
-    """A graph whose number of nodes is known before the data is read (a Topology, a
-    TimeVarying, a spec with ``n=``) against the clients' number when that is known too
-    (``n_clients``, or FederatedData's): the engine's check, made before data and model are
-    built."""
-    if isinstance(topology, (Topology, TimeVarying)):
-        nodes: Any = topology.n
-    elif graph is not None and graph[0].from_labels is None:  # from_labels: the data decide
-        family, kwargs = graph
-        if family.missing({**kwargs, "n": None}):
-            return  # a spec that misses a parameter: building it says which, first
-        nodes = kwargs.get("n")
-    else:
-        return
-    if isinstance(data, data_mod.FederatedData):
-        clients: Any = data.num_clients
-    elif partition == "natural":  # one client per group of the data: known once it is read
-        return
-    else:
-        clients = n_clients
-    if (isinstance(nodes, int) and isinstance(clients, int) and not isinstance(nodes, bool)
-            and nodes != clients):
-        raise ValueError(f"the topology has n={nodes} nodes but the data has {clients} clients"
-                         f" (n_clients={clients}): make them equal, or leave n out of the "
-                         "graph spec (it then takes the number of clients)")
-
-
-def _check_data(data: Any, n_clients: Any, partition: Any, partition_params: Any) -> None:
-    """What :func:`topofl.data.federate` will be given, checked without reading the data."""
-    if isinstance(data, str):
-        if data.partition(":")[0] not in DATASETS:
-            raise ValueError(unknown_dataset(data.partition(":")[0], sort=False) + " (a spec "
-                             "such as 'synthetic:n_samples=5000,seed=0' passes options)")
-        check_dataset(data, required=False)  # its options, as load checks them (nothing read)
-    elif not (isinstance(data, (data_mod.Dataset, TorchDataset)) or (
-            isinstance(data, tuple) and len(data) == 2
-            and all(isinstance(d, TorchDataset) for d in data))):
-        raise TypeError(f"data must be a dataset name, a topofl Dataset or FederatedData, a "
-                        f"torch.utils.data.Dataset or a (train, test) pair of them, got "
-                        f"{type(data).__name__} {data!r}"[:300])
-    if not (n_clients is None and partition == "natural"):  # natural: one client per group
-        check_int(n_clients, "n_clients", low=1)
-    check_type(partition, str, "partition")
-    options = {**partition_signature(partition), **_federate_options()}
-    _check_options(partition_params, "partition_params", options,
-                   data_mod.PARTITIONS[partition], federate)
-
-
-def _check_options(given: Any, what: str, params: Mapping[str, inspect.Parameter],
-                   *functions: Callable[..., Any]) -> None:
-    """A table of keyword arguments (``partition_params``, ``model_params``) checked against
-    ``params`` (the signature they go to): unknown and missing keys, and the types the
-    functions' annotations give."""
-    if given is None:
-        given = {}
-    if not isinstance(given, Mapping):
-        raise TypeError(f"{what} must be a mapping, got {type(given).__name__} {given!r}"[:300])
-    unknown = sorted(set(given) - set(params), key=str)
-    if unknown:
-        raise TypeError(f"unknown key(s) {unknown} in {what}"
-                        f"{did_you_mean_each(unknown, params)}; accepted: {sorted(params)}")
-    for k, p in params.items():
-        if k not in given and p.default is p.empty:
-            raise ValueError(f"{what} needs {what}.{k}")
-    hints: dict[str, Any] = {}
-    for fn in reversed(functions):
-        hints.update(_hints(fn))
-    for k, value in given.items():
-        check_type(value, hints.get(k, Any), f"{what}.{k}")
-
-
-@functools.lru_cache(maxsize=128)
-def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    """The evaluated annotations of ``fn``'s parameters (of a class: its constructor's);
-    ``{}`` when they cannot be evaluated (then the types are not checked)."""
-    try:  # eval_str: the strings of `from __future__ import annotations` as types
-        params = inspect.signature(fn, eval_str=True).parameters.values()
-    except Exception:  # noqa: BLE001 - a user's annotation we cannot read: no type check
-        return {}
-    return {p.name: p.annotation for p in params if p.annotation is not p.empty}
-
-
-@functools.lru_cache(maxsize=1)
-def _federate_options() -> dict[str, inspect.Parameter]:
-    params = inspect.signature(federate).parameters
-    return {k: params[k] for k in FEDERATE_OPTIONS}
 
 
 def launch(prepared: Prepared, *, resume: Any = None, overwrite: bool = False) -> Result:

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+import topofl
+
 #: Option flags of every doctest of topofl (``doctest_optionflags`` in ``pyproject.toml``):
 #: whitespace runs compare equal, and floats compare to the precision the expected output is
 #: written with.
@@ -41,8 +43,6 @@ def _in_a_clone() -> bool:
 
 @pytest.fixture(autouse=True)
 def _doctest_names(doctest_namespace: dict[str, Any], request: pytest.FixtureRequest) -> None:
-    import topofl
-
     doctest_namespace["tf"] = topofl
     doctest_namespace["np"] = np
     runner = getattr(request.node, "runner", None)  # a doctest's item holds its runner

@@ -34,7 +34,8 @@ __all__ = ["NOT_RESULT_CODE", "code_fingerprint", "tree_fingerprint"]
 #: environment a run had.
 NOT_RESULT_CODE = ("__main__.py", "cli/", "tools/", "figures/", "_utils/fingerprint.py",
                    "plotting/", "report.py", "study/", "sweep/", "_utils/markdown.py",
-                   "workflow/plan.py", "_utils/heartbeat.py", "_utils/processes.py",
+                   "workflow/plan.py", "workflow/_plan_fits.py",
+                   "_utils/heartbeat.py", "_utils/processes.py",
                    "distributed/", "conftest.py", "_utils/environment.py")
 
 

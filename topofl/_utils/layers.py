@@ -55,7 +55,7 @@ LAYERS: tuple[Layer, ...] = (
           "the algorithms as compositions of the engine's pieces; clients across "
           "torch.distributed ranks"),
     Layer("the front door: a run call, configs, sweeps and their checks",
-          ("api", "config", "sweep", "workflow"),
+          ("api", "_api_checks", "config", "sweep", "workflow"),
           "topofl.run and its one check, TOML configs, sweeps, and behind them a run's "
           "provenance, memory model and plan"),
     Layer("outputs: figures, studies, reports, tools",

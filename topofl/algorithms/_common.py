@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.algorithms.hparams import (  # noqa: F401  (re-exported to the algorithm modules)
+    COMPRESSION_DEFAULTS,
     WEIGHTINGS,
+    CompressionParams,
     Epochs,
     LocalSGD,
+    check_compression,
     check_decay,
     check_lr,
     check_momentum,
+    check_optional_compression,
     check_wd,
     check_work,
 )
 from topofl.engine.event_time import EventTime, check_durations, check_window
-from topofl.engine.pieces import SGD, Compression, compose_init, with_participation
-from topofl.engine.pieces.compression import COMPRESSORS
+from topofl.engine.pieces import SGD, compose_init
 from topofl.engine.protocol import Algorithm, Phase
 
 
@@ -75,56 +78,6 @@ def check_event(lr: Any, durations: Any, window: Any, local_steps: Any, pair_see
                        check_int(pair_seed, "pair_seed", low=0), check_decay(decay))
 
 
-class CompressionParams(NamedTuple):
-    """Checked settings of a compressed gossip (CHOCO's, D-SGD's and DSGT's ``compressor``):
-    the compressor and the consensus step size ``gamma``."""
-
-    compression: Compression
-    gamma: float
-
-    def as_dict(self) -> dict[str, Any]:
-        """The settings as recorded in the run config."""
-        c = self.compression
-        return dict(compressor=c.compressor, ratio=c.ratio, levels=c.levels, gamma=self.gamma,
-                    compress_seed=c.seed)
-
-
-#: The settings of a compressed gossip and their defaults (:func:`choco`'s).
-COMPRESSION_DEFAULTS: dict[str, Any] = dict(ratio=0.1, levels=16, gamma=0.2, compress_seed=0)
-
-
-def check_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
-                      compress_seed: Any) -> CompressionParams:
-    """Validate a compressor (one of ``COMPRESSORS``) and its settings: ``ratio`` in (0, 1],
-    ``levels >= 1``, ``gamma`` in (0, 1], ``compress_seed >= 0``."""
-    return CompressionParams(
-        Compression(check_choice(compressor, "compressor", COMPRESSORS),
-                    check_real(ratio, "ratio", low=0, high=1, low_open=True),
-                    check_int(levels, "levels", low=1),
-                    check_int(compress_seed, "compress_seed", low=0)),
-        check_real(gamma, "gamma", low=0, high=1, low_open=True))
-
-
-def check_optional_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
-                               compress_seed: Any) -> CompressionParams | None:
-    """:func:`check_compression` for a factory whose ``compressor`` defaults to ``None`` (no
-    compression), its settings to ``None`` (then :data:`COMPRESSION_DEFAULTS`): ``None``
-    without a compressor, and a ``ValueError`` for a setting given without one."""
-    given = dict(ratio=ratio, levels=levels, gamma=gamma, compress_seed=compress_seed)
-    if compressor is None:
-        for name, value in given.items():
-            if value is not None:
-                raise ValueError(f"{name} is a setting of the compressed gossip: it needs "
-                                 f"compressor= one of {list(COMPRESSORS)}, got {name}={value!r} "
-                                 "with compressor=None")
-        return None
-    if not isinstance(compressor, str):
-        raise TypeError(f"compressor must be None or a str (one of {list(COMPRESSORS)}), got "
-                        f"{type(compressor).__name__} {compressor!r}")
-    full = {k: COMPRESSION_DEFAULTS[k] if v is None else v for k, v in given.items()}
-    return check_compression(compressor, **full)
-
-
 class ServerParams(NamedTuple):
     """Checked hyper-parameters of the server-based baselines (FedPer, FedRep, ...)."""
 
@@ -168,46 +121,6 @@ def sgd_params(sgd: LocalSGD, *, default_steps: int = 1) -> SGDParams:
     algorithms build from (neither ``local_steps`` nor ``local_epochs``: ``default_steps``)."""
     return check_sgd(sgd.lr, sgd.momentum, sgd.weight_decay, sgd.decay, sgd.local_steps,
                      sgd.local_epochs, default_steps=default_steps)
-
-
-def sgd_factory(*, default_momentum: float = 0.0, default_steps: int = 1,
-                participation: bool = False
-                ) -> Callable[[Callable[[SGDParams], Algorithm]], Callable[..., Algorithm]]:
-    """Turn ``build(hp: SGDParams) -> Algorithm`` into a factory taking the local-SGD keywords.
-
-    The factory is ``(lr=0.1, *, momentum, weight_decay=0, local_steps=None,
-    local_epochs=None, decay=1)``, checked with :func:`check_sgd`; it has ``build``'s name
-    and docstring, and an ordinary signature (``inspect.signature`` lists the keywords). With
-    ``participation=True`` (gossip and push-sum algorithms) it also takes ``participation=1``
-    and ``sample_seed=0``: a fraction of the clients active per round
-    (:func:`~topofl.engine.pieces.with_participation`).
-    """
-
-    def deco(build: Callable[[SGDParams], Algorithm]) -> Callable[..., Algorithm]:
-        def plain(lr: float = 0.1, *, momentum: float = default_momentum,
-                  weight_decay: float = 0.0, local_steps: int | None = None,
-                  local_epochs: float | tuple[float, ...] | None = None,
-                  decay: float = 1.0) -> Algorithm:
-            return build(check_sgd(lr, momentum, weight_decay, decay, local_steps,
-                                   local_epochs, default_steps=default_steps))
-
-        def sampled(lr: float = 0.1, *, momentum: float = default_momentum,
-                    weight_decay: float = 0.0, local_steps: int | None = None,
-                    local_epochs: float | tuple[float, ...] | None = None,
-                    decay: float = 1.0, participation: float = 1.0,
-                    sample_seed: int = 0) -> Algorithm:
-            frac, seed = check_participation(participation, sample_seed)
-            algo = build(check_sgd(lr, momentum, weight_decay, decay, local_steps,
-                                   local_epochs, default_steps=default_steps))
-            return with_participation(algo, frac, seed)
-
-        factory = sampled if participation else plain
-
-        factory.__name__ = factory.__qualname__ = build.__name__
-        factory.__doc__, factory.__module__ = build.__doc__, build.__module__
-        return factory
-
-    return deco
 
 
 def sgd_algorithm(name: str, hp: SGDParams, communicate: Any, *, local: Any = None,

@@ -1,13 +1,14 @@
 """The :class:`~topofl.engine.Algorithm` of the one-phase algorithms that train and share the
-whole model (DPFL, Dis-PFL, pFedGraph)."""
+whole model (DPFL, Dis-PFL, pFedGraph), and their checked local training."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from topofl.algorithms.hparams import check_decay, check_lr, check_momentum, check_wd, check_work
 from topofl.engine.pieces import restart_momentum
 from topofl.engine.protocol import Algorithm, Phase
 
@@ -62,3 +63,43 @@ class WholeModelParams:
         out.update(momentum=self.momentum, weight_decay=self.weight_decay, decay=self.decay)
         out["local_steps"], out["local_epochs"] = self.work
         return out
+
+
+class LocalTraining(Protocol):
+    """A group of the local training's fields: :class:`~topofl.algorithms.hparams.LocalSGD`,
+    or an algorithm's own with the same fields (DPFL's)."""
+
+    @property
+    def lr(self) -> float: ...
+    @property
+    def momentum(self) -> float: ...
+    @property
+    def weight_decay(self) -> float: ...
+    @property
+    def decay(self) -> float: ...
+    @property
+    def local_steps(self) -> int | None: ...
+    @property
+    def local_epochs(self) -> Any: ...
+
+
+def local_training(sgd: LocalTraining, *, default_steps: int | None = None,
+                   default_epochs: float | None = None) -> dict[str, Any]:
+    """The checked fields of :class:`WholeModelParams` (``lr``, ``momentum``,
+    ``weight_decay``, ``decay`` and ``work``) from a group of the local training's fields;
+    neither ``local_steps`` nor ``local_epochs``: ``default_steps`` steps, or
+    ``default_epochs`` epochs when ``default_steps`` is ``None``.
+
+    Examples
+    --------
+    >>> from topofl.algorithms._one_phase import local_training
+    >>> from topofl.algorithms.hparams import LocalSGD
+    >>> local_training(LocalSGD(lr=1, local_steps=3))
+    {'lr': 1.0, 'momentum': 0.0, 'weight_decay': 0.0, 'decay': 1.0, 'work': (3, None)}
+    >>> local_training(LocalSGD(), default_epochs=5.0)["work"]
+    (None, 5.0)
+    """
+    return dict(lr=check_lr(sgd.lr), momentum=check_momentum(sgd.momentum),
+                weight_decay=check_wd(sgd.weight_decay), decay=check_decay(sgd.decay),
+                work=check_work(sgd.local_steps, sgd.local_epochs, default_steps=default_steps,
+                                default_epochs=default_epochs))

@@ -1,28 +1,26 @@
-"""Hyper-parameters shared by DFedPGP and its ablation DFedAvgM-P (defaults of DFedPGP, 5.1)."""
+"""Hyper-parameters shared by DFedPGP and its ablation DFedAvgM-P (defaults of DFedPGP, 5.1):
+the two-phase partial training (:class:`PartialTraining`), the factories' keywords routed to
+it (:func:`partial_hparams`) and the algorithm they build (:func:`partial_algorithm`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
-from topofl.algorithms._common import (
+from topofl.algorithms.hparams import (
     Epochs,
+    Group,
+    Keywords,
+    Sampling,
     check_decay,
     check_lr,
     check_momentum,
-    check_participation,
     check_wd,
     check_work,
 )
-from topofl.algorithms.base import keywords
-from topofl.engine.pieces import (
-    SGD,
-    compose_init,
-    require_split,
-    restart_momentum,
-    with_participation,
-)
+from topofl.engine.pieces import SGD, compose_init, require_split, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Services, State
 
 # Section 5.1 of DFedPGP: "train the shared part for 5 epochs per round [...] and train 1 epoch
@@ -94,12 +92,38 @@ class PartialParams(NamedTuple):
 
 
 @dataclass(frozen=True)
-class PartialKeywords:
-    """The hyper-parameters of :func:`~topofl.algorithms.dfedpgp` and
-    :func:`~topofl.algorithms.dfedavgm_p` as a call gives them (documented there)."""
+class PartialTraining(Group):
+    """The two-phase partial training of DFedPGP and DFedAvgM-P: local momentum SGD on the
+    personal head $v$, then on the shared body $u$ (the fields are documented at
+    :func:`~topofl.algorithms.dfedpgp`; the defaults are Section 5.1's).
+
+    The head's learning rate ``lr_v`` is not a field: the factories take it as their second
+    parameter (by position too, ``dfedpgp(0.1, 0.05)``), and :meth:`checked` reads it.
+
+    Attributes
+    ----------
+    lr_u : float, optional
+        The body's learning rate (default 0.1).
+    momentum, weight_decay, decay : float
+        0.9, 5e-3 and 0.99.
+    local_epochs_u, local_steps_u, local_epochs_v, local_steps_v
+        The local work on the body (default 5 epochs) and on the head (default 1 epoch).
+    lr, local_steps, local_epochs : optional
+        The library-wide aliases of ``lr_u`` (which also sets ``lr_v``) and of the body's
+        local work.
+
+    Examples
+    --------
+    >>> from topofl.algorithms._partial import PartialTraining
+    >>> PartialTraining(lr=0.3, local_steps=2).checked().phases[1].steps
+    2
+    >>> PartialTraining(lr_u=0.1, lr=0.2)
+    Traceback (most recent call last):
+    ...
+    ValueError: give lr_u or its alias lr, not both (got lr_u=0.1, lr=0.2)
+    """
 
     lr_u: float | None = None
-    lr_v: float | None = None
     momentum: float = MOMENTUM
     weight_decay: float = WEIGHT_DECAY
     decay: float = DECAY
@@ -110,38 +134,63 @@ class PartialKeywords:
     lr: float | None = None
     local_steps: int | None = None
     local_epochs: float | tuple[float, ...] | None = None
-    participation: float = 1.0
-    sample_seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.checked()
+
+    def checked(self, lr_v: float | None = None) -> PartialParams:
+        """The checked hyper-parameters with the head's learning rate ``lr_v`` (default: the
+        body's), the learning rates and the local work resolved."""
+        eta_u, eta_v = _resolve_lrs(self.lr_u, lr_v, self.lr)
+        momentum = check_momentum(self.momentum)
+        weight_decay = check_wd(self.weight_decay)
+        decay = check_decay(self.decay)
+        steps_u, epochs_u = _body_work(self.local_steps_u, self.local_epochs_u,
+                                       self.local_steps, self.local_epochs)
+        steps_v, epochs_v = check_work(self.local_steps_v, self.local_epochs_v,
+                                       steps_name="local_steps_v", epochs_name="local_epochs_v",
+                                       default_steps=None, default_epochs=EPOCHS_V)
+        return PartialParams(eta_u, eta_v, momentum, weight_decay, decay, steps_u, epochs_u,
+                             steps_v, epochs_v)
 
 
-def check_partial(kw: PartialKeywords) -> PartialParams:
-    """Validate the hyper-parameters of :func:`~topofl.algorithms.dfedpgp` (and DFedAvgM-P)."""
-    eta_u, eta_v = _resolve_lrs(kw.lr_u, kw.lr_v, kw.lr)
-    momentum = check_momentum(kw.momentum)
-    weight_decay = check_wd(kw.weight_decay)
-    decay = check_decay(kw.decay)
-    steps_u, epochs_u = _body_work(kw.local_steps_u, kw.local_epochs_u, kw.local_steps,
-                                   kw.local_epochs)
-    steps_v, epochs_v = check_work(kw.local_steps_v, kw.local_epochs_v,
-                                   steps_name="local_steps_v", epochs_name="local_epochs_v",
-                                   default_steps=None, default_epochs=EPOCHS_V)
-    return PartialParams(eta_u, eta_v, momentum, weight_decay, decay, steps_u, epochs_u,
-                         steps_v, epochs_v)
+class PartialTrainingKeywords(TypedDict, total=False):
+    """:class:`PartialTraining`'s fields as flat keywords."""
+
+    lr_u: float | None
+    momentum: float
+    weight_decay: float
+    decay: float
+    local_epochs_u: float | tuple[float, ...] | None
+    local_steps_u: int | None
+    local_epochs_v: float | tuple[float, ...] | None
+    local_steps_v: int | None
+    lr: float | None
+    local_steps: int | None
+    local_epochs: float | tuple[float, ...] | None
 
 
-def partial_factory(build: Callable[[PartialParams], Algorithm]) -> Callable[..., Algorithm]:
-    """Turn ``build(hp: PartialParams)`` into a factory taking DFedPGP's keywords
-    (:class:`PartialKeywords`, see :func:`~topofl.algorithms.dfedpgp`; ``lr_u`` and ``lr_v``
-    also by position) and ``participation``/``sample_seed``
-    (:func:`~topofl.engine.pieces.with_participation`), with ``build``'s name and docstring."""
+#: the default groups of DFedPGP and DFedAvgM-P: Section 5.1's training, every client active
+TRAINING, EVERY_CLIENT = PartialTraining(), Sampling()
 
-    def checked(kw: PartialKeywords) -> Algorithm:
-        frac, seed = check_participation(kw.participation, kw.sample_seed)
-        return with_participation(build(check_partial(kw)), frac, seed)
 
-    checked.__name__ = checked.__qualname__ = build.__name__
-    checked.__doc__, checked.__module__ = build.__doc__, build.__module__
-    return keywords(PartialKeywords, positional=2)(checked)
+def partial_hparams(name: str, training: PartialTraining | float, lr_v: float | None,
+                    sampling: Sampling, keywords: Mapping[str, Any]
+                    ) -> tuple[PartialParams, tuple[float, int]]:
+    """The checked hyper-parameters of the factory ``name`` (``dfedpgp`` or ``dfedavgm_p``)
+    and its ``(participation, sample_seed)``: the flat ``keywords`` routed to ``training``
+    and ``sampling``. A number for ``training`` is ``lr_u`` (``dfedpgp(0.1)``), ``lr_v`` the
+    factory's second parameter (``dfedpgp(0.1, 0.05)``)."""
+    given = dict(keywords)
+    if isinstance(training, numbers.Real) and not isinstance(training, bool):
+        if "lr_u" in given:
+            raise TypeError(f"{name}() got multiple values for argument 'lr_u'")
+        given["lr_u"], training = training, TRAINING
+    kw = Keywords(name, given)
+    kw.seen.add("lr_v")  # a keyword too (the second parameter): for the misspelling hint
+    hp, active = kw.take(training, TRAINING).checked(lr_v), kw.take(sampling)
+    kw.done()
+    return hp, active.checked()
 
 
 def split_check(name: str) -> Any:
@@ -166,5 +215,5 @@ def partial_algorithm(name: str, hp: PartialParams, sgd: SGD, communicate: Any, 
                      decay=hp.decay, **fields)
 
 
-__all__ = ["PartialParams", "check_partial", "partial_factory", "partial_algorithm",
-           "split_check", "State"]
+__all__ = ["PartialParams", "PartialTraining", "PartialTrainingKeywords", "partial_hparams",
+           "partial_algorithm", "split_check", "State"]

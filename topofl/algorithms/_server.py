@@ -38,6 +38,16 @@ Conventions shared by the four (see each factory for the paper passages):
 * Local optimisers restart each round (momentum buffers are zeroed in ``round_start``), as a
   client that builds its SGD optimizer when it receives the server's model does.
 
+Their factories, and the FedAvg family's (:func:`fedavg_algorithm`), name hyper-parameter
+groups (:mod:`topofl.algorithms.hparams`): the local optimiser (``sgd``, a
+:class:`~topofl.algorithms.hparams.LocalSGD` where a round is one phase of local work, an
+:class:`~topofl.algorithms.hparams.Optimizer` where the phases count their own), the round's
+participants (``sampling``, a :class:`~topofl.algorithms.hparams.Sampling`), the server's
+``weighting`` (a plain keyword), the fine-tuning of the +FT baselines and FedBABU
+(``finetune``, a :class:`~topofl.algorithms.hparams.Finetune`), and a group of their own where
+they have many settings. :func:`server_params`, :func:`local_work`, :func:`fedavg_params` and
+:func:`check_finetune` turn the groups into the checked records the builders read.
+
 References
 ----------
 .. [1] M. G. Arivazhagan, V. Aggarwal, A. K. Singh, S. Choudhary, "Federated learning with
@@ -54,23 +64,21 @@ References
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._utils.validation import check_choice, check_int, check_real
-from topofl.algorithms._common import (
-    WEIGHTINGS,
+from topofl.algorithms._common import ServerParams, SGDParams, check_server, sgd_params
+from topofl.algorithms.hparams import (
     Epochs,
-    ServerParams,
-    SGDParams,
+    Finetune,
+    LocalSGD,
+    Optimizer,
+    Sampling,
     check_lr,
-    check_server,
-    check_sgd,
+    check_weighting,
     check_work,
 )
 from topofl.engine.clients import row
@@ -115,60 +123,23 @@ def server_algorithm(name: str, hp: ServerParams, hparams: dict[str, Any],
     )
 
 
-_KW = inspect.Parameter.KEYWORD_ONLY
-#: the keywords every server baseline takes, with their defaults, after ``lr`` and its own
-_SHARED = (("momentum", 0.0, float), ("weight_decay", 0.0, float), ("decay", 1.0, float),
-           ("participation", 1.0, float), ("sample_seed", 0, int), ("weighting", "uniform", str))
-
-
-#: the local work of :func:`server_work_factory`'s baselines, right after ``lr``
-_WORK = (("local_steps", "int | None"), ("local_epochs", "float | tuple[float, ...] | None"))
-
 #: checked local work: ``(steps, None)`` or ``(None, epochs)`` (:func:`check_work`)
 Work = tuple[int | None, Epochs]
 
 
-def server_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
-    """Turn ``build(hp: ServerParams, *, <its own keywords>)`` into a factory taking ``lr``, its
-    own keywords and the shared ones (``momentum``, ``weight_decay``, ``decay``,
-    ``participation``, ``sample_seed``, ``weighting``), checked with :func:`check_server`.
-
-    The factory's ``inspect.signature`` lists every keyword (``topofl.run`` validates against
-    it); an unknown keyword is a ``TypeError``.
-    """
-    return _server_factory(build, work=False)
+def server_params(sgd: LocalSGD | Optimizer, sampling: Sampling, weighting: Any
+                  ) -> ServerParams:
+    """The checked record a server baseline builds from: its local optimiser's fields
+    (``lr``, ``momentum``, ``weight_decay``, ``decay``), its ``sampling`` and its
+    ``weighting`` (one of :data:`~topofl.algorithms.hparams.WEIGHTINGS`)."""
+    return check_server(sgd.lr, sgd.momentum, sgd.weight_decay, sgd.decay,
+                        sampling.participation, sampling.sample_seed, weighting)
 
 
-def server_work_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
-    """:func:`server_factory` for a baseline whose local work is one phase's: the factory also
-    takes ``local_steps`` and ``local_epochs`` right after ``lr`` (one step by default), and
-    ``build(hp: ServerParams, work: Work, *, <its own keywords>)`` gets them checked."""
-    return _server_factory(build, work=True)
-
-
-def _server_factory(build: Callable[..., Algorithm], *, work: bool) -> Callable[..., Algorithm]:
-    own = list(inspect.signature(build).parameters.values())[2 if work else 1:]
-    lr = inspect.Parameter("lr", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=0.1,
-                           annotation="float")
-    local = [inspect.Parameter(k, _KW, default=None, annotation=t) for k, t in _WORK]
-    shared = [inspect.Parameter(k, _KW, default=d, annotation=t.__name__)
-              for k, d, t in _SHARED]
-    sig = inspect.Signature([lr, *(local if work else []), *own, *shared],
-                            return_annotation="Algorithm")
-
-    def factory(*args: Any, **kwargs: Any) -> Algorithm:
-        bound = sig.bind(*args, **kwargs)
-        bound.apply_defaults()
-        kw = dict(bound.arguments)
-        hp = check_server(kw.pop("lr"), *(kw.pop(k) for k, _, _ in _SHARED))
-        if work:
-            return build(hp, check_work(kw.pop("local_steps"), kw.pop("local_epochs")), **kw)
-        return build(hp, **kw)
-
-    factory.__signature__ = sig  # type: ignore[attr-defined]  # read by inspect.signature
-    factory.__name__ = factory.__qualname__ = build.__name__
-    factory.__doc__, factory.__module__ = build.__doc__, build.__module__
-    return factory
+def local_work(sgd: LocalSGD) -> Work:
+    """The checked local work of a round of ``sgd`` (neither ``local_steps`` nor
+    ``local_epochs``: one step)."""
+    return check_work(sgd.local_steps, sgd.local_epochs)
 
 
 def sgd_hparams(hp: ServerParams, work: Work) -> dict[str, Any]:
@@ -199,67 +170,10 @@ class FedAvgParams(NamedTuple):
                     sample_seed=self.sample_seed, weighting=self.weighting)
 
 
-#: FedAvg's keywords after ``lr``, with their defaults (``local_*``: one step by default)
-_FEDAVG = (("momentum", 0.0, "float"), ("weight_decay", 0.0, "float"),
-           ("local_steps", None, "int | None"),
-           ("local_epochs", None, "float | tuple[float, ...] | None"), ("decay", 1.0, "float"),
-           ("participation", 1.0, "float"), ("sample_seed", 0, "int"),
-           ("weighting", "uniform", "str"))
-
-
-#: the fine-tuning keywords of :func:`fedavg_ft_factory`'s baselines, after their own
-_FINETUNE = (("finetune_steps", "int | None"), ("finetune_epochs", "float | None"),
-             ("finetune_lr", "float | None"))
-
-
-def fedavg_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
-    """Turn ``build(hp: FedAvgParams, *, <its own keywords>)`` into a factory taking ``lr``,
-    FedAvg's keywords (``momentum``, ``weight_decay``, ``local_steps``, ``local_epochs``,
-    ``decay``, ``participation``, ``sample_seed``, ``weighting``) and its own, with an ordinary
-    ``inspect.signature``; an unknown keyword is a ``TypeError``."""
-    return _fedavg_factory(build, finetune=False)
-
-
-def fedavg_ft_factory(build: Callable[..., Algorithm]) -> Callable[..., Algorithm]:
-    """:func:`fedavg_factory` for a +FT baseline: the factory also takes ``finetune_steps``,
-    ``finetune_epochs`` and ``finetune_lr`` after its own keywords, and
-    ``build(hp: FedAvgParams, ft: Finetune, *, <its own keywords>)`` gets them checked with
-    :func:`check_finetune`."""
-    return _fedavg_factory(build, finetune=True)
-
-
-def _fedavg_factory(build: Callable[..., Algorithm], *, finetune: bool
-                    ) -> Callable[..., Algorithm]:
-    own = list(inspect.signature(build).parameters.values())[2 if finetune else 1:]
-    lr = inspect.Parameter("lr", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=0.1,
-                           annotation="float")
-    shared = [inspect.Parameter(k, _KW, default=d, annotation=t) for k, d, t in _FEDAVG]
-    tuning = [inspect.Parameter(k, _KW, default=None, annotation=t) for k, t in _FINETUNE]
-    sig = inspect.Signature([lr, *shared, *own, *(tuning if finetune else [])],
-                            return_annotation="Algorithm")
-
-    def factory(*args: Any, **kwargs: Any) -> Algorithm:
-        bound = sig.bind(*args, **kwargs)
-        bound.apply_defaults()
-        kw = dict(bound.arguments)
-        sgd = check_sgd(kw.pop("lr"), kw.pop("momentum"), kw.pop("weight_decay"),
-                        kw.pop("decay"), kw.pop("local_steps"), kw.pop("local_epochs"))
-        hp = FedAvgParams(
-            sgd,
-            check_real(kw.pop("participation"), "participation", low=0, high=1,
-                       low_open=True),
-            check_int(kw.pop("sample_seed"), "sample_seed", low=0),
-            check_choice(kw.pop("weighting"), "weighting", WEIGHTINGS),
-        )
-        if finetune:
-            ft = check_finetune(hp, *(kw.pop(k) for k, _ in _FINETUNE))
-            return build(hp, ft, **kw)
-        return build(hp, **kw)
-
-    factory.__signature__ = sig  # type: ignore[attr-defined]  # read by inspect.signature
-    factory.__name__ = factory.__qualname__ = build.__name__
-    factory.__doc__, factory.__module__ = build.__doc__, build.__module__
-    return factory
+def fedavg_params(sgd: LocalSGD, sampling: Sampling, weighting: Any) -> FedAvgParams:
+    """The checked record the FedAvg family builds from: the local SGD, the sampling of the
+    round's participants and the server's ``weighting``."""
+    return FedAvgParams(sgd_params(sgd), *sampling.checked(), check_weighting(weighting))
 
 
 def fedavg_algorithm(name: str, hp: FedAvgParams, *, hparams: dict[str, Any] | None = None,
@@ -364,7 +278,7 @@ def server_sums(sr: ServerRound, anchor: Tensor, env: Services, what: str, *bloc
 _FINETUNE_STREAM = 11  # local_train stream of the +FT baselines' evaluation-time fine-tuning
 
 
-class Finetune(NamedTuple):
+class Tuning(NamedTuple):
     """Checked evaluation-time fine-tuning (the +FT baselines, FedBABU): steps or epochs,
     learning rate, the part of the model it trains and the ``local_train`` stream of its
     batches."""
@@ -391,36 +305,38 @@ class Finetune(NamedTuple):
         return x
 
     @classmethod
-    def check(cls, steps: Any, epochs: Any, lr: Any, *, default_lr: float,
-              default_steps: int = 1, part: Part = "all",
-              stream: int = _FINETUNE_STREAM) -> Finetune:
-        """``finetune_steps``, ``finetune_epochs`` (one number; 0: no fine-tuning) and
-        ``finetune_lr`` checked; neither steps nor epochs: ``default_steps`` steps."""
-        fs, fe = check_work(steps, epochs, steps_name="finetune_steps",
-                            epochs_name="finetune_epochs", default_steps=default_steps,
-                            allow_zero=True)
+    def check(cls, finetune: Finetune, *, default_lr: float, default_steps: int = 1,
+              part: Part = "all", stream: int = _FINETUNE_STREAM) -> Tuning:
+        """A :class:`~topofl.algorithms.hparams.Finetune` group's ``finetune_steps``,
+        ``finetune_epochs`` (one number; 0: no fine-tuning) and ``finetune_lr`` checked;
+        neither steps nor epochs: ``default_steps`` steps, no ``finetune_lr``:
+        ``default_lr``."""
+        fs, fe = check_work(finetune.finetune_steps, finetune.finetune_epochs,
+                            steps_name="finetune_steps", epochs_name="finetune_epochs",
+                            default_steps=default_steps, allow_zero=True)
         if isinstance(fe, tuple):
             raise TypeError("finetune_epochs must be one number, not one per client")
+        lr = finetune.finetune_lr
         flr = default_lr if lr is None else check_lr(lr, "finetune_lr")
         return cls(fs, fe, flr, part, stream)
 
 
-def check_finetune(hp: FedAvgParams, steps: Any, epochs: Any, lr: Any) -> Finetune:
-    """Fine-tuning defaults to twice a round's local work (DPFL's "2 * tau local epochs")."""
-    if steps is None and epochs is None:
+def check_finetune(hp: FedAvgParams, finetune: Finetune) -> Tuning:
+    """The +FT baselines' fine-tuning: by default twice a round's local work (DPFL's
+    "2 * tau local epochs"), at the local SGD's learning rate."""
+    if finetune.finetune_steps is None and finetune.finetune_epochs is None:
         if isinstance(hp.sgd.epochs, tuple):
             raise ValueError(
                 "with local_epochs given per client, give finetune_steps or finetune_epochs "
                 "explicitly (the default is twice a round's local work)"
             )
         if hp.sgd.epochs is not None:
-            epochs = 2 * hp.sgd.epochs
+            finetune = finetune.with_keywords(finetune_epochs=2 * hp.sgd.epochs)
         else:
-            steps = 2 * (hp.sgd.steps or 1)
-    return Finetune.check(steps, epochs, lr, default_lr=hp.sgd.lr)
+            finetune = finetune.with_keywords(finetune_steps=2 * (hp.sgd.steps or 1))
+    return Tuning.check(finetune, default_lr=hp.sgd.lr)
 
 
-__all__ = ["server_algorithm", "server_factory", "server_work_factory", "Work", "sgd_hparams",
-           "same_head", "State", "FedAvgParams", "fedavg_factory", "fedavg_ft_factory",
-           "fedavg_algorithm", "ServerRound", "server_round", "server_sums", "Finetune",
-           "check_finetune"]
+__all__ = ["server_algorithm", "server_params", "local_work", "Work", "sgd_hparams",
+           "same_head", "State", "FedAvgParams", "fedavg_params", "fedavg_algorithm",
+           "ServerRound", "server_round", "server_sums", "Tuning", "check_finetune"]

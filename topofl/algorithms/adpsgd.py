@@ -51,13 +51,23 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from topofl.algorithms._common import check_event
+from topofl.algorithms._event import (
+    ONE_STEP,
+    UNIT_CLOCKS,
+    EventClocks,
+    EventClocksKeywords,
+    EventSGD,
+    EventSGDKeywords,
+    event_hparams,
+    event_params,
+    recorded_times,
+)
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.event_time import (
     EventTime,
@@ -78,7 +88,11 @@ from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, S
 from topofl.engine.transit import bipartite_split, check_times
 from topofl.graph import Topology
 
-__all__ = ["adpsgd", "ADPSGDState", "simulate_events"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["adpsgd", "ADPSGDKeywords", "ADPSGDState", "EventSGD", "EventClocks",
+           "simulate_events"]
 
 
 class ADPSGDState(NamedTuple):
@@ -170,22 +184,24 @@ def _communicate(clocks: EventTime, split: str | None
     return communicate
 
 
+class ADPSGDKeywords(EventSGDKeywords, EventClocksKeywords, total=False):
+    """AD-PSGD's flat keywords: the fields of its groups (documented at :func:`adpsgd`)."""
+
+
 @register_algorithm("adpsgd")
-def adpsgd(
-    lr: float = 0.1,
-    *,
-    durations: float | Sequence[float] = 1.0,
-    window: float = 1.0,
-    local_steps: int = 1,
-    pair_seed: int = 0,
-    decay: float = 1.0,
-    offsets: float | Sequence[float] | None = None,
-    split: str | None = None,
-) -> Algorithm:
+def adpsgd(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT_CLOCKS, *,
+           offsets: float | Sequence[float] | None = None, split: str | None = None,
+           **keywords: Unpack[ADPSGDKeywords]) -> Algorithm:
     r"""AD-PSGD (Lian et al. 2018) in event time, one window of virtual time per round.
 
     Parameters
     ----------
+    sgd : EventSGD or float, default EventSGD()
+        The local SGD of a computation (``lr``, ``local_steps``, ``decay``, also given as
+        flat keywords); a number is its ``lr`` (``adpsgd(0.05)``).
+    clocks : EventClocks, default EventClocks()
+        The clients' clocks (``durations``, ``window``, ``pair_seed``, also given as flat
+        keywords).
     lr : float, default 0.1
         Learning rate $\gamma$ (``lr * decay**t`` in window ``t``).
     durations : float or sequence of float, default 1
@@ -247,20 +263,25 @@ def adpsgd(
     ...                       end_time=400.0)
     >>> bool(torch.equal(ref.x, trace.state.x))
     True
+
+    The groups, or their fields as flat keywords, make the same algorithm:
+
+    >>> from topofl.algorithms.adpsgd import EventClocks, EventSGD
+    >>> grouped = tf.algorithms.adpsgd(EventSGD(lr=0.05, local_steps=2), EventClocks(window=0.5))
+    >>> grouped.hparams == tf.algorithms.adpsgd(0.05, local_steps=2, window=0.5).hparams
+    True
     """
-    hp = check_event(lr, durations, window, local_steps, pair_seed, decay)
+    hp = event_params("adpsgd", sgd, clocks, keywords)
     start = check_times(offsets, "offsets")
     if split is not None and not isinstance(split, str):
         raise TypeError(f"split must be None or 'bipartite', got {type(split).__name__}")
     if split not in (None, "bipartite"):
         raise ValueError(f"split must be None or 'bipartite', got {split!r}"[:300])
-    clocks = hp.clocks()._replace(offsets=start)
-    local = _AsyncSGD(clocks)
-    hparams: dict[str, Any] = dict(
-        lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
-        local_steps=hp.local_steps, pair_seed=hp.pair_seed, decay=hp.decay)
+    times = hp.clocks()._replace(offsets=start)
+    local = _AsyncSGD(times)
+    hparams = event_hparams(hp)
     if start is not None:  # recorded only when set: a default run's header as before
-        hparams["offsets"] = list(start) if isinstance(start, tuple) else start
+        hparams["offsets"] = recorded_times(start)
     if split is not None:
         hparams["split"] = split
     return Algorithm(
@@ -269,10 +290,10 @@ def adpsgd(
         phases=(Phase("all", hp.local_steps, None, hp.lr),),
         init=compose_init(local),
         local=local,
-        communicate=_communicate(clocks, split),
+        communicate=_communicate(times, split),
         decay=hp.decay,
-        **clocks.fields("adpsgd's events pair clients of one run in an order of their own: it "
-                        "runs alone"),
+        **times.fields("adpsgd's events pair clients of one run in an order of their own: it "
+                       "runs alone"),
     )
 
 

@@ -12,19 +12,31 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import torch
 from torch import Tensor
 
 from topofl._utils.validation import check_bool, check_int, check_memory, check_real
-from topofl.algorithms._common import ServerParams, check_lr
-from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms._server import server_params
+from topofl.algorithms._server_personal import PersonalStep, personal_algorithm
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.pieces import SGD, Sampled, compose_init, restart_momentum
+from topofl.algorithms.hparams import (
+    Group,
+    Keywords,
+    Optimizer,
+    OptimizerKeywords,
+    Sampling,
+    SamplingKeywords,
+    check_lr,
+)
+from topofl.engine.pieces import SGD, Sampled
 from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
 
-__all__ = ["apfl", "APFLState"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["apfl", "APFLState", "APFLMixing", "APFLKeywords"]
 
 
 @dataclass
@@ -49,10 +61,6 @@ class APFLState:
     personal_momentum: Tensor | None = None
 
 
-def _personal_momentum(state: State) -> Tensor | None:
-    return state.own_as(APFLState).personal_momentum
-
-
 def _mix(state: State, out: Tensor | None = None) -> Tensor:
     """$\bar v = \alpha v + (1 - \alpha) w$ row by row (exactly $v$ at $\alpha = 1$, $w$ at 0)."""
     own = state.own_as(APFLState)
@@ -63,70 +71,89 @@ def _mix(state: State, out: Tensor | None = None) -> Tensor:
 
 
 @dataclass(frozen=True)
-class _APFL:
+class _APFL(PersonalStep):
     """APFL's local piece: ``"global"`` phases step $w$ (``state.x``) with plain local SGD;
     ``"personal"`` phases take the gradient at $\\bar v$ and step $v$ and $\\alpha$."""
 
-    sgd: SGD
     alpha0: float
     alpha_scale: float  # alpha's rate = alpha_scale * the step's learning rate
     adapt: bool
 
     rowwise = True  # each client's step reads its own rows
 
-    @property
-    def skips_idle(self) -> bool:
-        """As the inner piece (alpha moves where the rate is not 0 only)."""
-        return self.sgd.skips_idle
-
-    def init_(self, state: State, env: Services) -> None:
-        self.sgd.init_(state, env)
-        x = state.x
-        state.own = APFLState(
-            personal=x.clone(),
+    def record(self, x: Tensor, momentum: Tensor | None) -> APFLState:
+        return APFLState(
+            personal=x,
             alpha=torch.full((x.shape[0],), self.alpha0, dtype=x.dtype, device=x.device),
-            mix=torch.empty_like(x),
-            personal_momentum=None if state.momentum is None else torch.zeros_like(x))
+            mix=torch.empty_like(x), personal_momentum=momentum)
 
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        if phase.name != "personal":
-            return state.x
-        return _mix(state, out=state.own_as(APFLState).mix)
+    def own(self, state: State) -> APFLState:
+        return state.own_as(APFLState)
 
-    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
-               env: Services) -> None:
-        if phase.name != "personal":
-            self.sgd.update(state, grads, phase, lr, rnd, env)
-            return
-        own = state.own_as(APFLState)
+    def personal_point(self, state: State) -> Tensor:
+        return _mix(state, out=self.own(state).mix)
+
+    def personal_gradient(self, state: State, grads: Tensor, lr: Tensor) -> None:
+        own = self.own(state)
         v, alpha = own.personal, own.alpha
         if self.adapt:  # d/d alpha of F(alpha v + (1 - alpha) w) = <v - w, grad F(v_bar)>
             d_alpha = ((v - state.x) * grads).sum(dim=1)
             new_alpha = (alpha - self.alpha_scale * lr * d_alpha).clamp_(0.0, 1.0)
         grads.mul_(alpha.unsqueeze(1))  # grad_v F(alpha v + (1 - alpha) w) = alpha grad F
-        personal = State(x=v, momentum=own.personal_momentum)
-        self.sgd.update(personal, grads, phase, lr, rnd, env)
-        if self.adapt:
+        if self.adapt:  # alpha is read no more in this step
             alpha.copy_(torch.where(lr > 0, new_alpha, alpha))
 
-    def fused(self, executor: Any) -> None:
-        return None
+    def evaluate(self, state: State, rnd: Round, env: Services) -> Tensor:
+        return _mix(state)
 
 
-def _personalized(state: State, rnd: Round, env: Services) -> Tensor:
-    return _mix(state)
+@dataclass(frozen=True)
+class APFLMixing(Group):
+    r"""APFL's mixing weight $\alpha$ of the personal and the global model.
+
+    Attributes
+    ----------
+    alpha : float in [0, 1], default 0.5
+        Initial mixing weight of every client.
+    adapt_alpha : bool, default True
+        Learn $\alpha_i$ (APFL's adaptive variant) or keep it fixed.
+    alpha_lr : float, optional
+        $\eta_\alpha$ (default: the local ``lr``).
+    """
+
+    alpha: float = 0.5
+    adapt_alpha: bool = True
+    alpha_lr: float | None = None
+
+    def __post_init__(self) -> None:
+        self.checked(1.0)  # the checks (the default rate filled in does not matter)
+
+    def checked(self, lr: float) -> tuple[float, bool, float]:
+        """``(alpha, adapt_alpha, alpha_lr)`` checked (no ``alpha_lr``: ``lr``)."""
+        return (check_real(self.alpha, "alpha", low=0, high=1),
+                check_bool(self.adapt_alpha, "adapt_alpha"),
+                lr if self.alpha_lr is None else check_lr(self.alpha_lr, "alpha_lr"))
+
+
+class APFLMixingKeywords(TypedDict, total=False):
+    """:class:`APFLMixing`'s fields as flat keywords."""
+
+    alpha: float
+    adapt_alpha: bool
+    alpha_lr: float | None
+
+
+class APFLKeywords(OptimizerKeywords, SamplingKeywords, APFLMixingKeywords, total=False):
+    """APFL's flat keywords: the fields of its groups."""
+
+
+_SGD, _EVERY_CLIENT, _MIXING = Optimizer(), Sampling(), APFLMixing()
 
 
 @register_algorithm("apfl")
-@server_factory
-def apfl(
-    hp: ServerParams,
-    *,
-    alpha: float = 0.5,
-    adapt_alpha: bool = True,
-    alpha_lr: float | None = None,
-    local_steps: int = 1,
-) -> Algorithm:
+def apfl(sgd: Optimizer | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
+         mixing: APFLMixing = _MIXING, *, weighting: str = "uniform", local_steps: int = 1,
+         **keywords: Unpack[APFLKeywords]) -> Algorithm:
     r"""APFL: each client mixes a personal model with the global one, the mixing weight learned.
 
     Client $i$ holds its copy $w_i$ of the global model, a personal model $v_i$ and
@@ -145,6 +172,13 @@ def apfl(
 
     Parameters
     ----------
+    sgd : Optimizer or float, default Optimizer()
+        The local optimiser of $w$ and $v$ (a number: its ``lr``): ``lr``, ``momentum``,
+        ``weight_decay``, ``decay`` below.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed``.
+    mixing : APFLMixing, default APFLMixing()
+        The mixing weight: ``alpha``, ``adapt_alpha``, ``alpha_lr`` below.
     lr : float, default 0.1
         $\eta$, for $w$ and $v$ (``lr * decay**t`` at round ``t``).
     alpha : float in [0, 1], default 0.5
@@ -196,23 +230,20 @@ def apfl(
     >>> [round(v, 3) for v in trace.state.own.alpha.tolist()]
     [0.999, 0.999]
     """
-    a0 = check_real(alpha, "alpha", low=0, high=1)
-    adapt = check_bool(adapt_alpha, "adapt_alpha")
-    alr = hp.lr if alpha_lr is None else check_lr(alpha_lr, "alpha_lr")
+    kw = Keywords("apfl", keywords)
+    opt, active, mix = kw.take(sgd, _SGD), kw.take(sampling), kw.take(mixing)
+    kw.done()
+    hp = server_params(opt, active, weighting)
+    a0, adapt, alr = mix.checked(hp.lr)
     k = check_int(local_steps, "local_steps", low=1)
     check_memory(16.0 * k, f"apfl(local_steps={k}): two phases a step")
     piece = _APFL(SGD(hp.momentum, hp.weight_decay), a0, alr / hp.lr, adapt)
     local = Sampled(piece, hp.participation, hp.sample_seed) if hp.participation < 1 else piece
     pair = (Phase("all", 1, None, hp.lr, name="personal"), Phase("all", 1, None, hp.lr,
                                                                  name="global"))
-    return server_algorithm(
+    return personal_algorithm(
         "apfl", hp,
         dict(lr=hp.lr, alpha=a0, adapt_alpha=adapt, alpha_lr=alr, momentum=hp.momentum,
              weight_decay=hp.weight_decay, local_steps=k, decay=hp.decay),
-        pair * k,
-        shared="all",
-        evaluate=_personalized,
-        local=local,
-        init=compose_init(local),
-        round_start=restart_momentum(_personal_momentum),
+        pair * k, piece, local,
     )

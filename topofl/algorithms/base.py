@@ -9,9 +9,6 @@ belong to the engine, :mod:`topofl.engine.protocol` and :mod:`topofl.engine.piec
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -23,62 +20,8 @@ from topofl._utils.validation import check_bool, check_int, check_real, unknown_
 from topofl.algorithms.hparams import flat_parameters
 from topofl.engine.protocol import Algorithm
 
-__all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "keywords", "unregister_algorithm",
+__all__ = ["ALGORITHMS", "Algorithm", "register_algorithm", "unregister_algorithm",
            "get_algorithm", "heterogeneous_epochs"]
-
-K = TypeVar("K")
-
-
-def keywords(spec: type[K], *, positional: int = 1
-             ) -> Callable[[Callable[[K], Algorithm]], Callable[..., Algorithm]]:
-    """Turn ``build(kw)`` into an algorithm factory that takes keywords.
-
-    ``spec`` is a frozen dataclass of the algorithm's hyper-parameters as a user gives them:
-    their names, types and defaults, written once. The factory's signature is built from it
-    (the first ``positional`` by position or by name, the others by name only: what
-    ``inspect.signature``, the registry, a config's keys and the manual read); a call is
-    bound to it as Python binds one (the same ``TypeError`` for an unknown or repeated
-    keyword), and ``build`` receives the ``spec`` record, checks it and builds the algorithm.
-    The factory keeps ``build``'s name and docstring.
-
-    Examples
-    --------
-    >>> from dataclasses import dataclass
-    >>> @dataclass(frozen=True)
-    ... class Toy:
-    ...     lr: float = 0.1
-    ...     steps: int = 1
-    >>> @keywords(Toy)
-    ... def toy(kw: Toy) -> str:
-    ...     return f"lr={kw.lr}, steps={kw.steps}"
-    >>> toy(0.5, steps=2), str(inspect.signature(toy))
-    ('lr=0.5, steps=2', "(lr: 'float' = 0.1, *, steps: 'int' = 1) -> 'Algorithm'")
-    >>> toy(rate=1)
-    Traceback (most recent call last):
-    ...
-    TypeError: toy() got an unexpected keyword argument 'rate'
-    """
-    kind = inspect.Parameter
-    signature = inspect.Signature(
-        [kind(f.name, kind.POSITIONAL_OR_KEYWORD if i < positional else kind.KEYWORD_ONLY,
-              default=f.default, annotation=f.type)
-         for i, f in enumerate(dataclasses.fields(spec))],  # type: ignore[arg-type]
-        return_annotation="Algorithm")
-
-    def wrap(build: Callable[[K], Algorithm]) -> Callable[..., Algorithm]:
-        @functools.wraps(build)
-        def factory(*args: Any, **kwargs: Any) -> Algorithm:
-            try:
-                bound = signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{build.__name__}() {exc}") from None
-            return build(spec(**bound.arguments))
-
-        factory.__signature__ = signature  # type: ignore[attr-defined]
-        return factory
-
-    return wrap
-
 
 Factory = Callable[..., Algorithm]
 A = TypeVar("A", bound=Factory)

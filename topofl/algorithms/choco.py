@@ -14,10 +14,17 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from topofl.algorithms._common import check_compression, check_sgd, sgd_algorithm
-from topofl.algorithms.base import keywords, register_algorithm
+from topofl.algorithms._common import sgd_algorithm, sgd_params
+from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Compressor,
+    CompressorKeywords,
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+)
 from topofl.engine.pieces.compression import (
     COMPRESSORS,
     INDEX_BITS,
@@ -30,30 +37,23 @@ from topofl.engine.pieces.compression import (
 )
 from topofl.engine.protocol import Algorithm
 
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
 __all__ = ["choco", "ChocoKeywords", "ChocoState", "COMPRESSORS", "INDEX_BITS", "kept",
            "qsgd_scale", "qsgd_bits", "compress"]
 
+#: CHOCO-SGD's default groups: one local SGD step, top-10 % compression with ``gamma=0.2``
+_SGD, _TOPK = LocalSGD(), Compressor("topk", 0.1, 16, 0.2, 0)
 
-@dataclass(frozen=True)
-class ChocoKeywords:
-    """The hyper-parameters of :func:`choco` as a call gives them (documented there)."""
 
-    lr: float = 0.1
-    compressor: str = "topk"
-    ratio: float = 0.1
-    levels: int = 16
-    gamma: float = 0.2
-    momentum: float = 0.0
-    weight_decay: float = 0.0
-    local_steps: int | None = None
-    local_epochs: float | None = None
-    decay: float = 1.0
-    compress_seed: int = 0
+class ChocoKeywords(LocalSGDKeywords, CompressorKeywords, total=False):
+    """CHOCO-SGD's flat keywords: the fields of its groups (documented at :func:`choco`)."""
 
 
 @register_algorithm("choco")
-@keywords(ChocoKeywords)
-def choco(kw: ChocoKeywords) -> Algorithm:
+def choco(sgd: LocalSGD | float = _SGD, compression: Compressor = _TOPK,
+          **keywords: Unpack[ChocoKeywords]) -> Algorithm:
     r"""CHOCO-SGD (Koloskova, Stich & Jaggi 2019, Algorithm 2): D-SGD with compressed gossip.
 
     Every client keeps its model $x_i$ and a public estimate $\hat x_i$ ($\hat x_i^0 = 0$),
@@ -70,6 +70,14 @@ def choco(kw: ChocoKeywords) -> Algorithm:
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default ``LocalSGD()``
+        The local SGD of step 1 (a number: its learning rate, ``choco(0.5)``); its fields are
+        also taken flat: ``lr``, ``momentum``, ``weight_decay``, ``local_steps``,
+        ``local_epochs``, ``decay`` below.
+    compression : Compressor, default ``Compressor("topk", 0.1, 16, 0.2, 0)``
+        $Q$ and the consensus step; its fields are also taken flat: ``compressor``, ``ratio``,
+        ``levels``, ``gamma``, ``compress_seed`` below (a setting left ``None``: the default
+        written there). Its ``compressor`` may not be ``None``: CHOCO always compresses.
     lr : float, default 0.1
         The SGD step $\eta$ (``lr * decay**t`` at round ``t``).
     compressor : {"topk", "randk", "qsgd"}, default "topk"
@@ -146,9 +154,13 @@ def choco(kw: ChocoKeywords) -> Algorithm:
     >>> float((x - run(tf.algorithms.dsgd(lr=0.05), lazy)).abs().max()) < 1e-12
     True
     """
-    hp = check_sgd(kw.lr, kw.momentum, kw.weight_decay, kw.decay, kw.local_steps,
-                   kw.local_epochs)
-    cp = check_compression(kw.compressor, kw.ratio, kw.levels, kw.gamma, kw.compress_seed)
+    kw = Keywords("choco", keywords)
+    hp, comp = sgd_params(kw.take(sgd, _SGD)), kw.take(compression)
+    kw.done()
+    cp = comp.checked()
+    if cp is None:  # Compressor() given: no compressor, what dsgd runs
+        raise TypeError(f"choco() compresses its gossip: compressor must be one of "
+                        f"{list(COMPRESSORS)}, got None (exact gossip: dsgd)")
     comm = CompressedGossip(cp.compression, cp.gamma)
     return sgd_algorithm("choco", hp, comm, init=(comm,), requires="doubly",
                          extra_hparams=cp.as_dict(), stacks=True)

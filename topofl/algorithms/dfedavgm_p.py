@@ -13,17 +13,35 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._partial import PartialParams, partial_algorithm, partial_factory
+from typing import TYPE_CHECKING
+
+from topofl.algorithms._partial import (
+    EVERY_CLIENT,
+    TRAINING,
+    PartialTraining,
+    PartialTrainingKeywords,
+    partial_algorithm,
+    partial_hparams,
+)
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.pieces import SGD, gossip
+from topofl.algorithms.hparams import Sampling, SamplingKeywords
+from topofl.engine.pieces import SGD, gossip, with_participation
 from topofl.engine.protocol import Algorithm
 
-__all__ = ["dfedavgm_p"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["dfedavgm_p", "DFedAvgMPKeywords"]
+
+
+class DFedAvgMPKeywords(PartialTrainingKeywords, SamplingKeywords, total=False):
+    """DFedAvgM-P's flat keywords: :func:`~topofl.algorithms.dfedpgp`'s."""
 
 
 @register_algorithm("dfedavgm_p")
-@partial_factory
-def dfedavgm_p(hp: PartialParams) -> Algorithm:
+def dfedavgm_p(training: PartialTraining | float = TRAINING, lr_v: float | None = None, *,
+               sampling: Sampling = EVERY_CLIENT, **keywords: Unpack[DFedAvgMPKeywords]
+               ) -> Algorithm:
     r"""DFedAvgM-P: DFedAvgM with a personal head and undirected gossip of the body only.
 
     The "partial personalization, undirected communication" cell of Table 4 of [1]_: DFedPGP
@@ -33,8 +51,16 @@ def dfedavgm_p(hp: PartialParams) -> Algorithm:
 
     Parameters
     ----------
-    lr_u, lr_v, momentum, weight_decay, decay, local_epochs_u, local_steps_u, local_epochs_v,
-    local_steps_v, lr, local_steps, local_epochs
+    training : PartialTraining or float, optional
+        The two-phase partial training, as in :func:`dfedpgp` (a number is ``lr_u``).
+    lr_v : float, optional
+        The head's learning rate, also by position, as in :func:`dfedpgp`.
+    sampling : Sampling, optional
+        The clients active per round, as in :func:`dfedpgp`.
+    **keywords
+        The groups' fields as flat keywords:
+    lr_u, momentum, weight_decay, decay, local_epochs_u, local_steps_u, local_epochs_v,
+    local_steps_v, lr, local_steps, local_epochs, participation, sample_seed
         As in :func:`dfedpgp`, with the same defaults (Section 5.1 of [1]_), so that the
         ablation changes the communication only.
 
@@ -82,6 +108,8 @@ def dfedavgm_p(hp: PartialParams) -> Algorithm:
     >>> [p.part for p in algo.phases], algo.shared, algo.requires
     (['head', 'body'], 'body', 'doubly')
     """
+    hp, active = partial_hparams("dfedavgm_p", training, lr_v, sampling, keywords)
     sgd = SGD(hp.momentum, hp.weight_decay)
-    return partial_algorithm("dfedavgm_p", hp, sgd, gossip("body"), requires="doubly",
-                             lost="renormalise", stacks=True)
+    return with_participation(
+        partial_algorithm("dfedavgm_p", hp, sgd, gossip("body"), requires="doubly",
+                          lost="renormalise", stacks=True), *active)

@@ -62,17 +62,35 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._partial import PartialParams, partial_algorithm, partial_factory
+from typing import TYPE_CHECKING
+
+from topofl.algorithms._partial import (
+    EVERY_CLIENT,
+    TRAINING,
+    PartialTraining,
+    PartialTrainingKeywords,
+    partial_algorithm,
+    partial_hparams,
+)
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.pieces import SGD, PushSum
+from topofl.algorithms.hparams import Sampling, SamplingKeywords
+from topofl.engine.pieces import SGD, PushSum, with_participation
 from topofl.engine.protocol import Algorithm
 
-__all__ = ["dfedpgp"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["dfedpgp", "DFedPGPKeywords"]
+
+
+class DFedPGPKeywords(PartialTrainingKeywords, SamplingKeywords, total=False):
+    """DFedPGP's flat keywords: the fields of its groups (documented at :func:`dfedpgp`)."""
 
 
 @register_algorithm("dfedpgp")
-@partial_factory
-def dfedpgp(hp: PartialParams) -> Algorithm:
+def dfedpgp(training: PartialTraining | float = TRAINING, lr_v: float | None = None, *,
+            sampling: Sampling = EVERY_CLIENT, **keywords: Unpack[DFedPGPKeywords]
+            ) -> Algorithm:
     r"""DFedPGP: partial personalization with push-sum over directed time-varying graphs.
 
     Algorithm 1 of Liu et al. [1]_. Client $i$ holds the biased shared body $u_i$, its push-sum
@@ -92,10 +110,17 @@ def dfedpgp(hp: PartialParams) -> Algorithm:
 
     Parameters
     ----------
+    training : PartialTraining or float, optional
+        The head-then-body training (:class:`~topofl.algorithms._partial.PartialTraining`:
+        the keywords ``lr_u`` to ``local_epochs`` below); a number is ``lr_u``.
+    lr_v : float, optional
+        Learning rate $\eta_v$ of the personal head (default ``lr_u``), second by position.
+    sampling : Sampling, optional
+        ``participation`` and ``sample_seed`` below (:class:`~topofl.algorithms.hparams.Sampling`).
+    **keywords
+        The groups' fields as flat keywords:
     lr_u : float, default 0.1
         Learning rate $\eta_u$ of the shared body (``lr_u * decay**t`` at round ``t``).
-    lr_v : float, optional
-        Learning rate $\eta_v$ of the personal head; defaults to ``lr_u``.
     momentum : float, default 0.9
         Local heavy-ball momentum, restarted every round.
     weight_decay : float, default 5e-3
@@ -140,9 +165,7 @@ def dfedpgp(hp: PartialParams) -> Algorithm:
     round; these are the defaults. Where the paper is silent ($\eta_v$, the momentum, the
     weight decay, the experiments' graph), the module docstring says how it is read. With a
     doubly stochastic ``W`` the weights stay 1 and DFedPGP is exactly :func:`dfedavgm_p`
-    (tested).
-
-    Cost per round: one ``[n, P_body]`` gossip and one ``[n]`` weight gossip, plus an
+    (tested). Cost per round: one ``[n, P_body]`` gossip and one ``[n]`` weight gossip, plus an
     ``O(n P)`` de-biasing before each local step (negligible next to the gradients).
 
     References
@@ -172,14 +195,16 @@ def dfedpgp(hp: PartialParams) -> Algorithm:
     >>> round(float(trace.state.weight.sum()), 12)
     3.0
     """
+    hp, active = partial_hparams("dfedpgp", training, lr_v, sampling, keywords)
     # head phase: grad_v F_i(z_i^{t,0}, v_i^{t,k}) (line 6); body phase: grad_u F_i(z_i^{t,k},
     # v_i^{t+1}) with z_i^{t,k} = u_i^{t,k} / mu_i^t (lines 10-11): both at (u / mu, v); the
     # gradient (weight decay included) is applied to the biased numerator u (line 10)
     sgd = SGD(hp.momentum, hp.weight_decay, debias="body")
     # lines 14-17: push p_ji u_i and p_ji mu_i, sum what arrives, de-bias z_i = u_i / mu_i
     push = PushSum("body")
-    return partial_algorithm(
+    algo = partial_algorithm(
         "dfedpgp", hp, sgd, push, init=(push,),
         evaluate=push.evaluate,  # output of Algorithm 1: the personalized model (z_i, v_i)
         requires="column", lost="mass",
         stacks=True)  # a row changes from itself or through the mixer (module docstring)
+    return with_participation(algo, *active)

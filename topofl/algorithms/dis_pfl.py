@@ -41,7 +41,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import torch
@@ -49,10 +49,10 @@ from torch import Tensor
 
 from topofl._utils.rng import generator_at
 from topofl._utils.validation import check_choice, check_int, check_real
-from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
-from topofl.algorithms._one_phase import WholeModelParams, whole_model_algorithm
+from topofl.algorithms._one_phase import WholeModelParams, local_training, whole_model_algorithm
 from topofl.algorithms._partial import DECAY, EPOCHS_U, LR, MOMENTUM, WEIGHT_DECAY
-from topofl.algorithms.base import keywords, register_algorithm
+from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import Group, Keywords, LocalSGD, LocalSGDKeywords
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import (
     SGD,
@@ -63,7 +63,11 @@ from topofl.engine.pieces import (
 from topofl.engine.protocol import Algorithm, Kernel, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["dis_pfl", "DisPFLKeywords", "DisPFLState", "erk_densities", "layer_sizes",
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["dis_pfl", "DisPFLKeywords", "SparseMasks", "SparseMasksKeywords", "DisPFLState",
+           "erk_densities", "layer_sizes",
            "masked_average", "prune_regrow_"]
 
 _MASK_TAG = 0xD15  # stream of the initial masks: (mask_seed, tag, client)
@@ -273,27 +277,66 @@ def _masked_sums_(topo: Topology, x: Tensor, mask: Tensor, env: Services) -> Ten
 
 
 @dataclass(frozen=True)
-class DisPFLKeywords:
-    """The hyper-parameters of :func:`dis_pfl` as a call gives them (documented there)."""
+class SparseMasks(Group):
+    """Dis-PFL's personal sparse masks: their density, their layer-wise distribution and
+    their prune-and-regrow schedule (the fields are documented at :func:`dis_pfl`).
 
-    lr: float = LR
+    Examples
+    --------
+    >>> from topofl.algorithms.dis_pfl import SparseMasks
+    >>> SparseMasks(density=0.2).checked()["density"]
+    0.2
+    >>> SparseMasks(regrow="magnitude")
+    Traceback (most recent call last):
+    ...
+    ValueError: regrow must be one of ['gradient', 'random'], got 'magnitude'
+    """
+
     density: float = 0.5
     distribution: str = "erk"
     anneal: float = 0.5
     anneal_rounds: int = 500
     regrow: str = "random"
     mask_seed: int = 0
-    evaluate: str = "trained"
-    momentum: float = MOMENTUM
-    weight_decay: float = WEIGHT_DECAY
-    decay: float = DECAY
-    local_steps: int | None = None
-    local_epochs: float | tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.checked()
+
+    def checked(self) -> dict[str, Any]:
+        """The checked fields, as :class:`DisPFLParams` takes them."""
+        return dict(density=check_real(self.density, "density", low=0, high=1, low_open=True),
+                    distribution=check_choice(self.distribution, "distribution",
+                                              ("erk", "uniform")),
+                    anneal=check_real(self.anneal, "anneal", low=0, high=1),
+                    anneal_rounds=check_int(self.anneal_rounds, "anneal_rounds", low=1),
+                    regrow=check_choice(self.regrow, "regrow", ("random", "gradient")),
+                    mask_seed=check_int(self.mask_seed, "mask_seed", low=0))
+
+
+class SparseMasksKeywords(TypedDict, total=False):
+    """:class:`SparseMasks`'s fields as flat keywords."""
+
+    density: float
+    distribution: str
+    anneal: float
+    anneal_rounds: int
+    regrow: str
+    mask_seed: int
+
+
+class DisPFLKeywords(LocalSGDKeywords, SparseMasksKeywords, total=False):
+    """Dis-PFL's flat keywords: the fields of its groups (documented at :func:`dis_pfl`)."""
+
+
+#: Dis-PFL's default groups: DFedPGP's Section 5.1 optimiser (5 local epochs), and the masks
+#: of Dai et al.'s released CIFAR-10 script
+_SGD = LocalSGD(lr=LR, momentum=MOMENTUM, weight_decay=WEIGHT_DECAY, decay=DECAY)
+_MASKS = SparseMasks()
 
 
 @register_algorithm("dis_pfl")
-@keywords(DisPFLKeywords)
-def dis_pfl(kw: DisPFLKeywords) -> Algorithm:
+def dis_pfl(sgd: LocalSGD | float = _SGD, masks: SparseMasks = _MASKS, *,
+            evaluate: str = "trained", **keywords: Unpack[DisPFLKeywords]) -> Algorithm:
     r"""Dis-PFL: personalized sparse masks, decentralized masked averaging, prune and regrow.
 
     Client $i$ holds a model $\theta_i$ and a 0/1 mask $m_i$ over all its parameters; its
@@ -312,6 +355,19 @@ def dis_pfl(kw: DisPFLKeywords) -> Algorithm:
 
     Parameters
     ----------
+    sgd : LocalSGD or float, optional
+        The local training (:class:`~topofl.algorithms.hparams.LocalSGD`: the flat keywords
+        ``lr``, ``momentum``, ``weight_decay``, ``decay``, ``local_steps`` and
+        ``local_epochs`` below, with their defaults); a number is ``lr`` (``dis_pfl(0.1)``).
+    masks : SparseMasks, optional
+        The sparse masks (:class:`SparseMasks`: the flat keywords ``density`` to
+        ``mask_seed`` below, with their defaults).
+    evaluate : {"trained", "aggregated"}, default "trained"
+        The model scored: the locally trained sparse model of the round (the personalized
+        model; kept in ``state.own.trained``, one more ``[n, P]`` buffer), or the
+        aggregated model restricted to the new mask (the start of the next round).
+    **keywords
+        The groups' fields as flat keywords (each replaces the field of its group):
     lr : float, default 0.1
         Local learning rate (``lr * decay**t`` at round ``t``).
     density : float in (0, 1], default 0.5
@@ -333,10 +389,6 @@ def dis_pfl(kw: DisPFLKeywords) -> Algorithm:
         Seed of the initial masks (client $i$'s from the stream ``(mask_seed, i)``) and of the
         random regrowth (client $i$'s at round $t$ from ``(mask_seed, t, i)``): a client's
         mask does not depend on the other clients, nor on how a distributed run places them.
-    evaluate : {"trained", "aggregated"}, default "trained"
-        The model scored: the locally trained sparse model of the round (the personalized
-        model; kept in ``state.own.trained``, one more ``[n, P]`` buffer), or the
-        aggregated model restricted to the new mask (the start of the next round).
     momentum : float, default 0.9
         Local heavy-ball momentum, restarted every round.
     weight_decay : float, default 5e-3
@@ -382,22 +434,11 @@ def dis_pfl(kw: DisPFLKeywords) -> Algorithm:
     >>> [round(v, 3) for v in trace.evaluated().flatten().tolist()]
     [1.5, 1.5, 1.5, 1.5]
     """
-    (lr, density, distribution, anneal, anneal_rounds, regrow, mask_seed, evaluate, momentum,
-     weight_decay, decay, local_steps, local_epochs) = (
-        kw.lr, kw.density, kw.distribution, kw.anneal, kw.anneal_rounds, kw.regrow, kw.mask_seed,
-        kw.evaluate, kw.momentum, kw.weight_decay, kw.decay, kw.local_steps, kw.local_epochs)
-    hp = DisPFLParams(
-        lr=check_lr(lr), density=check_real(density, "density", low=0, high=1, low_open=True),
-        distribution=check_choice(distribution, "distribution", ("erk", "uniform")),
-        anneal=check_real(anneal, "anneal", low=0, high=1),
-        anneal_rounds=check_int(anneal_rounds, "anneal_rounds", low=1),
-        regrow=check_choice(regrow, "regrow", ("random", "gradient")),
-        mask_seed=check_int(mask_seed, "mask_seed", low=0),
-        evaluate=check_choice(evaluate, "evaluate", ("trained", "aggregated")),
-        momentum=check_momentum(momentum), weight_decay=check_wd(weight_decay),
-        decay=check_decay(decay),
-        work=check_work(local_steps, local_epochs, default_steps=None,
-                        default_epochs=EPOCHS_U))
+    kw = Keywords("dis_pfl", keywords)
+    local, sparse = kw.take(sgd, _SGD), kw.take(masks)
+    kw.done()
+    hp = DisPFLParams(**local_training(local, default_epochs=EPOCHS_U), **sparse.checked(),
+                      evaluate=check_choice(evaluate, "evaluate", ("trained", "aggregated")))
     return whole_model_algorithm("dis_pfl", hp, init=init_state, local=hp.local,
                                  communicate=communicate,
                                  evaluate=functools.partial(scored, hp=hp))

@@ -3,19 +3,31 @@ r"""Ditto: a personal model per client, pulled towards a FedAvg global model."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
-import torch
 from torch import Tensor
 
 from topofl._utils.validation import check_real
-from topofl.algorithms._common import ServerParams, check_lr, check_work
-from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms._server import Work, local_work, server_params
+from topofl.algorithms._server_personal import PersonalStep, personal_algorithm
 from topofl.algorithms.base import register_algorithm
-from topofl.engine.pieces import SGD, Sampled, compose_init, restart_momentum
-from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
+from topofl.algorithms.hparams import (
+    Group,
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+    check_lr,
+    check_work,
+)
+from topofl.engine.pieces import SGD, Sampled
+from topofl.engine.protocol import Algorithm, Phase, State
 
-__all__ = ["ditto", "DittoState"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["ditto", "DittoState", "DittoPersonal", "DittoKeywords"]
 
 
 @dataclass
@@ -34,66 +46,80 @@ class DittoState:
     personal_momentum: Tensor | None = None
 
 
-def _personal_momentum(state: State) -> Tensor | None:
-    return state.own_as(DittoState).personal_momentum
-
-
 @dataclass(frozen=True)
-class _Personal:
+class _Personal(PersonalStep):
     """Ditto's local piece: the ``"personal"`` phase steps the personal models (gradient plus
     ``lam * (v - w^t)``) with the same sampled SGD as the global model's own phase."""
 
-    sgd: Sampled
     lam: float
     rowwise = False
 
-    @property
-    def skips_idle(self) -> bool:
-        """As the inner piece (the pull towards ``w^t`` reads the client's own rows)."""
-        return self.sgd.skips_idle
+    def record(self, x: Tensor, momentum: Tensor | None) -> DittoState:
+        return DittoState(personal=x, personal_momentum=momentum)
 
-    def init_(self, state: State, env: Services) -> None:
-        self.sgd.init_(state, env)
-        state.own = DittoState(
-            personal=state.x.clone(),
-            personal_momentum=None if state.momentum is None else torch.zeros_like(state.x))
+    def own(self, state: State) -> DittoState:
+        return state.own_as(DittoState)
 
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        return state.own_as(DittoState).personal if phase.name == "personal" else state.x
-
-    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
-               env: Services) -> None:
-        if phase.name != "personal":
-            self.sgd.update(state, grads, phase, lr, rnd, env)
-            return
-        own = state.own_as(DittoState)
-        v = own.personal
+    def personal_gradient(self, state: State, grads: Tensor, lr: Tensor) -> None:
         if self.lam:
             # state.x is still w^t here: the personal phase runs before the global one
+            v = self.own(state).personal
             grads.add_(v, alpha=self.lam).add_(state.x, alpha=-self.lam)
-        personal = State(x=v, momentum=own.personal_momentum)
-        self.sgd.update(personal, grads, phase, lr, rnd, env)
-
-    def fused(self, executor: Any) -> None:
-        return None
 
 
-def _personal_models(state: State, rnd: Round, env: Services) -> Tensor:
-    return state.own_as(DittoState).personal
+@dataclass(frozen=True)
+class DittoPersonal(Group):
+    r"""Ditto's personal problem: its pull towards the global model and its local work.
+
+    Attributes
+    ----------
+    lam : float, default 0.75
+        $\lambda \ge 0$.
+    personal_lr : float, optional
+        $\eta_v$ (default: the global model's ``lr``).
+    personal_steps, personal_epochs
+        Local work on the personal model (default: the same as the global model's).
+    """
+
+    lam: float = 0.75
+    personal_lr: float | None = None
+    personal_steps: int | None = None
+    personal_epochs: float | tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.checked(1.0, (1, None))  # the checks (the defaults filled in do not matter)
+
+    def checked(self, lr: float, work: Work) -> tuple[float, float, Work]:
+        """``(lam, personal_lr, (personal_steps, personal_epochs))`` checked, the defaults
+        filled in: the global model's ``lr`` and local ``work``."""
+        lam = check_real(self.lam, "lam", low=0)
+        plr = lr if self.personal_lr is None else check_lr(self.personal_lr, "personal_lr")
+        if self.personal_steps is None and self.personal_epochs is None:
+            return lam, plr, work
+        return lam, plr, check_work(self.personal_steps, self.personal_epochs,
+                                    steps_name="personal_steps", epochs_name="personal_epochs")
+
+
+class DittoPersonalKeywords(TypedDict, total=False):
+    """:class:`DittoPersonal`'s fields as flat keywords."""
+
+    lam: float
+    personal_lr: float | None
+    personal_steps: int | None
+    personal_epochs: float | tuple[float, ...] | None
+
+
+class DittoKeywords(LocalSGDKeywords, SamplingKeywords, DittoPersonalKeywords, total=False):
+    """Ditto's flat keywords: the fields of its groups."""
+
+
+_SGD, _EVERY_CLIENT, _PERSONAL = LocalSGD(), Sampling(), DittoPersonal()
 
 
 @register_algorithm("ditto")
-@server_factory
-def ditto(
-    hp: ServerParams,
-    *,
-    lam: float = 0.75,
-    personal_lr: float | None = None,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
-    personal_steps: int | None = None,
-    personal_epochs: float | tuple[float, ...] | None = None,
-) -> Algorithm:
+def ditto(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
+          personal: DittoPersonal = _PERSONAL, *, weighting: str = "uniform",
+          **keywords: Unpack[DittoKeywords]) -> Algorithm:
     r"""Ditto: a personal model per client, pulled towards a FedAvg global model.
 
     Client $k$ keeps a personal model $v_k$ beside its copy of the global model $w$. Each round,
@@ -105,6 +131,16 @@ def ditto(
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default LocalSGD()
+        The global model's local SGD (a number: its ``lr``): ``lr``, ``momentum``,
+        ``weight_decay``, ``local_steps``, ``local_epochs``, ``decay`` below.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed``.
+    personal : DittoPersonal, default DittoPersonal()
+        The personal problem: ``lam``, ``personal_lr``, ``personal_steps``,
+        ``personal_epochs``.
+    weighting : {"uniform", "data_size"}, default "uniform"
+        As in :func:`~topofl.algorithms.fedavg`.
     lr : float, default 0.1
         Learning rate of the global model (``lr * decay**t`` at round ``t``).
     lam : float, default 0.75
@@ -119,7 +155,7 @@ def ditto(
         Local work on the global model: steps (default 1) or epochs.
     personal_steps, personal_epochs
         Local work on the personal model (default: the same as the global model's).
-    decay, participation, sample_seed, weighting
+    decay, participation, sample_seed
         As in :func:`~topofl.algorithms.fedavg` (same defaults).
 
     Returns
@@ -158,25 +194,18 @@ def ditto(
     >>> [round(v, 4) for v in trace.evaluated().flatten().tolist()]
     [0.75, 1.25, 1.75, 2.25]
     """
-    lam = check_real(lam, "lam", low=0)
-    plr = hp.lr if personal_lr is None else check_lr(personal_lr, "personal_lr")
-    gs, ge = check_work(local_steps, local_epochs)
-    if personal_steps is None and personal_epochs is None:
-        ps, pe = gs, ge
-    else:
-        ps, pe = check_work(personal_steps, personal_epochs, steps_name="personal_steps",
-                            epochs_name="personal_epochs")
-    local = _Personal(Sampled(SGD(hp.momentum, hp.weight_decay), hp.participation,
+    kw = Keywords("ditto", keywords)
+    local, active, own = kw.take(sgd, _SGD), kw.take(sampling), kw.take(personal)
+    kw.done()
+    hp, (gs, ge) = server_params(local, active, weighting), local_work(local)
+    lam, plr, (ps, pe) = own.checked(hp.lr, (gs, ge))
+    piece = _Personal(Sampled(SGD(hp.momentum, hp.weight_decay), hp.participation,
                               hp.sample_seed), lam)
-    return server_algorithm(
+    return personal_algorithm(
         "ditto", hp,
         dict(lr=hp.lr, lam=lam, personal_lr=plr, momentum=hp.momentum,
              weight_decay=hp.weight_decay, local_steps=gs, local_epochs=ge,
              personal_steps=ps, personal_epochs=pe, decay=hp.decay),
         (Phase("all", ps, pe, plr, name="personal"), Phase("all", gs, ge, hp.lr, name="global")),
-        shared="all",
-        evaluate=_personal_models,
-        local=local,
-        init=compose_init(local),
-        round_start=restart_momentum(_personal_momentum),
+        piece,
     )

@@ -101,33 +101,38 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from topofl._utils.rng import generator_at
-from topofl._utils.validation import check_choice, check_int, check_real
-from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
-from topofl.algorithms._one_phase import whole_model_algorithm
-from topofl.algorithms.base import keywords, register_algorithm
-from topofl.algorithms.ggc import (
-    aggregation_matrix,
-    aggregation_rows,
-    bggc_received,
-    check_budget,
-    greedy_rows,
+from topofl._utils.validation import check_choice
+from topofl.algorithms._dpfl_hparams import (
+    EPOCHS,
+    DPFLTraining,
+    DPFLTrainingKeywords,
+    GraphLearning,
+    GraphLearningKeywords,
+    resolve_budget,
 )
+from topofl.algorithms._one_phase import local_training, whole_model_algorithm
+from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.ggc import aggregation_matrix, aggregation_rows, bggc_received, greedy_rows
+from topofl.algorithms.hparams import Keywords
 from topofl.engine.ledger import Flow, arcs_of_mask, dtype_bits
 from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["dpfl", "DPFLKeywords", "resolve_budget", "DPFLParams", "DPFLState", "PRE_ROUND",
-           "preprocess", "select_collaborators", "aggregate_"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["dpfl", "DPFLKeywords", "DPFLTraining", "GraphLearning", "resolve_budget",
+           "DPFLParams", "DPFLState", "PRE_ROUND", "preprocess", "select_collaborators",
+           "aggregate_"]
 
 #: stream index of the pre-processing draws (BGGC); the rounds use ``(seed, _ROUND_TAG, t, k)``
 _PRE_TAG = 0
@@ -140,52 +145,6 @@ PRE_STREAM = 0
 PRE_ROUND = 0
 
 
-# --------------------------------------------------------------------------- validation
-
-
-def _check_budget_spec(budget: Any) -> int | float | None:
-    """DPFL's ``budget``: an int ``>= 1``, a fraction of ``N`` in ``(0, 1]`` or no budget."""
-    if isinstance(budget, float) and not math.isinf(budget):
-        if not 0.0 < budget <= 1.0:
-            raise ValueError(
-                f"budget (B_c) as a float is a fraction of the number of clients N and must be "
-                f"in (0, 1] (the paper's 0.2N, 0.1N, 0.05N are 0.2, 0.1, 0.05), got {budget!r}"
-            )
-        return float(budget)
-    return check_budget(budget)
-
-
-def resolve_budget(budget: int | float | None, n: int) -> int | None:
-    r"""The budget $B_c$ for ``n`` clients: an int as it is, a fraction ``f`` as
-    ``max(1, round(f n))`` (halves up), ``None``/``inf`` as no budget.
-
-    Examples
-    --------
-    >>> from topofl.algorithms.dpfl import resolve_budget
-    >>> [resolve_budget(f, 100) for f in (0.2, 0.1, 0.05)], resolve_budget(0.05, 10)
-    ([20, 10, 5], 1)
-    >>> resolve_budget(7, 100), resolve_budget(None, 100), resolve_budget(0.25, 10)
-    (7, None, 3)
-    """
-    spec = _check_budget_spec(budget)
-    if isinstance(spec, float):
-        return max(1, math.floor(spec * int(n) + 0.5))
-    return spec
-
-
-def _check_no_greedy(no_greedy: Any) -> str | tuple[int, ...] | None:
-    if no_greedy is None:
-        return None
-    if isinstance(no_greedy, str):
-        return check_choice(no_greedy, "no_greedy", ("flipped",))
-    if not isinstance(no_greedy, (list, tuple, np.ndarray)):
-        raise TypeError(
-            f"no_greedy must be None, 'flipped' or a sequence of client ids, got "
-            f"{type(no_greedy).__name__} {no_greedy!r}"
-        )
-    return tuple(sorted({check_int(i, "no_greedy[i]", low=0) for i in no_greedy}))
-
-
 def _edge_list(mask: Tensor, W: Tensor) -> tuple[list[list[int]], list[float]]:
     """``mask[k, j]`` (``j -> k``) as sorted ``[j, k]`` pairs and their weights ``W[k, j]``."""
     ks, js = torch.nonzero(mask.cpu(), as_tuple=True)
@@ -194,33 +153,20 @@ def _edge_list(mask: Tensor, W: Tensor) -> tuple[list[list[int]], list[float]]:
     return [[j, k] for j, k in pairs], [float(Wc[k, j]) for j, k in pairs]
 
 
-
 # --------------------------------------------------------------------------- the algorithm
 
 
-@dataclass(frozen=True)
-class DPFLKeywords:
-    """The hyper-parameters of :func:`dpfl` as a call gives them (documented there)."""
+class DPFLKeywords(DPFLTrainingKeywords, GraphLearningKeywords, total=False):
+    """DPFL's flat keywords: the fields of its groups (documented at :func:`dpfl`)."""
 
-    lr: float = 0.01
-    budget: int | float | None = 10
-    tau_init: float = 10
-    local_epochs: float | Sequence[float] | None = None
-    local_steps: int | None = None
-    refresh_every: int = 1
-    momentum: float = 0.9
-    weight_decay: float = 1e-3
-    weighting: str = "size"
-    graph_seed: int = 0
-    decay: float = 1.0
-    graph: str = "greedy"
-    no_greedy: str | Sequence[int] | None = None
-    select: str = "last"
+
+#: DPFL's default groups: Appendix F.3.3's local training, the greedy graph with B_c = 10
+_SGD, _GREEDY = DPFLTraining(), GraphLearning()
 
 
 @register_algorithm("dpfl")
-@keywords(DPFLKeywords)
-def dpfl(kw: DPFLKeywords) -> Algorithm:
+def dpfl(sgd: DPFLTraining | float = _SGD, graph_learning: GraphLearning = _GREEDY, *,
+         select: str = "last", **keywords: Unpack[DPFLKeywords]) -> Algorithm:
     r"""DPFL (Algorithm 1): greedy, budgeted, directed collaboration for personalized models.
 
     Pre-processing (BGGC picks each client's candidates $\Omega_k$), then every round local
@@ -229,6 +175,21 @@ def dpfl(kw: DPFLKeywords) -> Algorithm:
 
     Parameters
     ----------
+    sgd : DPFLTraining or float, optional
+        The local training (:class:`DPFLTraining`: the flat keywords ``lr``,
+        ``local_epochs``, ``local_steps``, ``momentum``, ``weight_decay`` and ``decay`` below,
+        with their defaults); a number is ``lr`` (``dpfl(0.05)``).
+    graph_learning : GraphLearning, optional
+        The collaboration graph's learning (:class:`GraphLearning`: the flat keywords
+        ``budget``, ``tau_init``, ``refresh_every``, ``weighting``, ``graph``,
+        ``graph_seed`` and ``no_greedy`` below, with their defaults).
+    select : {"last", "best_val"}, default "last"
+        What ``evaluate`` scores. ``"last"``: the current models, as for every topofl
+        algorithm. ``"best_val"``: DPFL's protocol (module docstring, *Model selection*):
+        after each round's averaging, a client whose validation loss is below its best so far
+        keeps a copy of its model, and that copy is scored.
+    **keywords
+        The groups' fields as flat keywords (each replaces the field of its group):
     lr : float, default 0.01
         SGD learning rate $\eta$ (Appendix F.3.3), of the local epochs and of pre-processing.
     budget : int, float, None or math.inf, default 10
@@ -269,11 +230,6 @@ def dpfl(kw: DPFLKeywords) -> Algorithm:
         ``"flipped"`` names the label-flipping clients of the data (``federate(...,
         flip_labels=0.4)``, read from ``env.flipped``), a sequence names client ids. Their
         $\Omega_k$ and $C_k$ are empty and they receive no messages.
-    select : {"last", "best_val"}, default "last"
-        What ``evaluate`` scores. ``"last"``: the current models, as for every topofl
-        algorithm. ``"best_val"``: DPFL's protocol (module docstring, *Model selection*):
-        after each round's averaging, a client whose validation loss is below its best so far
-        keeps a copy of its model, and that copy is scored.
 
     Returns
     -------
@@ -312,21 +268,11 @@ def dpfl(kw: DPFLKeywords) -> Algorithm:
     >>> len(res.records.series("realized_density")[0])  # one realized graph per round
     2
     """
-    (lr, budget, tau_init, local_epochs, local_steps, refresh_every, momentum, weight_decay,
-     weighting, graph_seed, decay, graph, no_greedy, select) = (
-        kw.lr, kw.budget, kw.tau_init, kw.local_epochs, kw.local_steps, kw.refresh_every,
-        kw.momentum, kw.weight_decay, kw.weighting, kw.graph_seed, kw.decay, kw.graph, kw.no_greedy,
-        kw.select)
-    hp = DPFLParams(
-        lr=check_lr(lr), tau_init=check_real(tau_init, "tau_init", low=0),
-        work=check_work(local_steps, local_epochs, default_steps=None, default_epochs=5.0),
-        refresh_every=check_int(refresh_every, "refresh_every", low=1),
-        momentum=check_momentum(momentum), weight_decay=check_wd(weight_decay),
-        weighting=check_choice(weighting, "weighting", ("size", "uniform")),
-        graph_seed=check_int(graph_seed, "graph_seed", low=0), decay=check_decay(decay),
-        graph=check_choice(graph, "graph", ("greedy", "random")),
-        budget=_check_budget_spec(budget), no_greedy=_check_no_greedy(no_greedy),
-        select=check_choice(select, "select", ("last", "best_val")))
+    kw = Keywords("dpfl", keywords)
+    local, learning = kw.take(sgd, _SGD), kw.take(graph_learning)
+    kw.done()
+    hp = DPFLParams(**local_training(local, default_epochs=EPOCHS), **learning.checked(),
+                    select=check_choice(select, "select", ("last", "best_val")))
     return whole_model_algorithm(
         "dpfl", hp, init=init_state, local=hp.sgd, communicate=communicate,
         evaluate=functools.partial(evaluate, hp=hp),

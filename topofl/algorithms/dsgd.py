@@ -16,11 +16,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topofl._utils.validation import check_bool
-from topofl.algorithms._common import CompressionParams, SGDParams, check_sgd, sgd_algorithm
+from topofl.algorithms._common import SGDParams, check_sgd, sgd_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Aggregation,
     AggregationKeywords,
+    CompressionParams,
     Compressor,
     CompressorKeywords,
     Keywords,

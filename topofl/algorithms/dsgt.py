@@ -45,19 +45,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
 from topofl._utils.validation import check_choice
-from topofl.algorithms._common import (
+from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Compressor,
+    CompressorKeywords,
+    Keywords,
     check_decay,
     check_lr,
-    check_optional_compression,
     check_wd,
 )
-from topofl.algorithms.base import register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import Compression, compose_init, consensus_step_, graph_of, hold
 from topofl.engine.pieces.compression import STREAM
@@ -71,6 +73,9 @@ from topofl.engine.protocol import (
     Services,
     State,
 )
+
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
 
 __all__ = ["dsgt", "TrackingState", "BeerState", "VARIANTS"]
 
@@ -202,19 +207,14 @@ class _Beer(Communicate):
         return Sent.of(*c.flows(arcs, size, bits), *flows)
 
 
+#: Gradient tracking's default: exact gossip (no compressor; BEER with one)
+_NO_COMPRESSION = Compressor()
+
+
 @register_algorithm("dsgt")
-def dsgt(
-    lr: float = 0.1,
-    *,
-    variant: str = "diging",
-    weight_decay: float = 0.0,
-    decay: float = 1.0,
-    compressor: str | None = None,
-    ratio: float | None = None,
-    levels: int | None = None,
-    gamma: float | None = None,
-    compress_seed: int | None = None,
-) -> Algorithm:
+def dsgt(lr: float = 0.1, compression: Compressor = _NO_COMPRESSION, *,
+         variant: str = "diging", weight_decay: float = 0.0, decay: float = 1.0,
+         **keywords: Unpack[CompressorKeywords]) -> Algorithm:
     r"""Gradient tracking: each client gossips a tracker of the average gradient with its model.
 
     With $g_i$ client $i$'s (stochastic) gradient, $W$ the round's mixing matrix, $\gamma$ the
@@ -237,6 +237,9 @@ def dsgt(
     weight_decay : float, default 0
         Added to the gradient ($g_i + \lambda x_i$: the tracked objective is regularised).
     decay : float, default 1
+    compression : Compressor, default ``Compressor()``
+        The compressed gossip (default: none, exact gossip); its fields are also taken flat:
+        ``compressor``, ``ratio``, ``levels``, ``gamma``, ``compress_seed`` below.
     compressor : {"topk", "randk", "qsgd"}, optional
         Gossip the model and the tracker compressed, each with error feedback through its
         public copy: BEER (Zhao et al. 2022, the module docstring), whose model update is
@@ -290,12 +293,15 @@ def dsgt(
     >>> [round(v, 8) for v in run(tf.algorithms.dsgt(lr=0.05, compressor="qsgd", levels=4))]
     [2.0, 2.0, 2.0, 2.0]
     """
+    kw = Keywords("dsgt", keywords)
+    comp = kw.take(compression)
+    kw.done()
     lr = check_lr(lr)
     variant = check_choice(variant, "variant", VARIANTS)
     wd = check_wd(weight_decay)
     decay = check_decay(decay)
     adapt_first = variant == "dsgt"
-    cp = check_optional_compression(compressor, ratio, levels, gamma, compress_seed)
+    cp = comp.checked()
     hparams = dict(lr=lr, variant=variant, weight_decay=wd, decay=decay)
     if cp is not None:  # without: the hparams (and run hash) recorded before BEER
         if adapt_first:

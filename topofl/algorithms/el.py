@@ -10,18 +10,23 @@ References
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from topofl._utils.validation import arc_pattern
-from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_factory
+from topofl.algorithms._common import sgd_algorithm, sgd_params
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import Keywords, LocalSGD, LocalSGDKeywords
 from topofl.engine.drops import lossy
 from topofl.engine.ledger import Flow, dtype_bits
 from topofl.engine.pieces import gossip, graph_of
 from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 from topofl.graph import Topology
+
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
 
 __all__ = ["el", "arrival_average"]
 
@@ -83,9 +88,12 @@ def _average_arrivals(state: State, rnd: Round, env: Services) -> Sent:
                    dropped=(Flow("model", lo.dropped, size, bits),))
 
 
+#: EL's default local SGD (one step a round)
+_SGD = LocalSGD()
+
+
 @register_algorithm("el")
-@sgd_factory()
-def el(hp: SGDParams) -> Algorithm:
+def el(sgd: LocalSGD | float = _SGD, **keywords: Unpack[LocalSGDKeywords]) -> Algorithm:
     r"""Epidemic Learning: local SGD, then $x_i \leftarrow$ the mean of $x_i$ and the models
     ``i`` received.
 
@@ -95,7 +103,16 @@ def el(hp: SGDParams) -> Algorithm:
     (de Vos et al., Algorithm 1): $x_i \leftarrow \frac{1}{K_i + 1}(x_i +
     \sum_{j \to i} x_j)$, the weights of :func:`arrival_average`, whatever weights the graph
     carries. Row-stochastic, not doubly: this is how ``el_local``, whose ``W`` D-SGD refuses,
-    trains. Takes the local-SGD keywords of :func:`~topofl.algorithms.dsgd`.
+    trains.
+
+    Parameters
+    ----------
+    sgd : LocalSGD or float, default ``LocalSGD()``
+        The local SGD of a round (a number: its learning rate, ``el(0.5)``); its fields are
+        also taken flat, as below.
+    lr, momentum, weight_decay, local_steps, local_epochs, decay
+        The local-SGD keywords of :func:`~topofl.algorithms.dsgd` (default: one local step,
+        no momentum), overriding ``sgd``'s fields.
 
     Returns
     -------
@@ -131,5 +148,8 @@ def el(hp: SGDParams) -> Algorithm:
     >>> round(float(x.max() - x.min()), 3), round(float(x.mean()), 1)
     (0.0, 3.5)
     """
+    kw = Keywords("el", keywords)
+    hp = sgd_params(kw.take(sgd, _SGD))
+    kw.done()
     return sgd_algorithm("el", hp, _average_arrivals, requires=None, lost="renormalise",
                          stacks=True)

@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from topofl.algorithms._common import check_decay, check_lr, check_wd
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.dsgt import standing
+from topofl.algorithms.hparams import check_decay, check_lr, check_wd
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import compose_init, graph_of, hold
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State

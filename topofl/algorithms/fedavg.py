@@ -8,16 +8,34 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._server import FedAvgParams, fedavg_algorithm, fedavg_factory
+from typing import TYPE_CHECKING
+
+from topofl.algorithms._server import fedavg_algorithm, fedavg_params
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+)
 from topofl.engine.protocol import Algorithm
 
-__all__ = ["fedavg"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["fedavg", "FedAvgKeywords"]
+
+_SGD, _EVERY_CLIENT = LocalSGD(), Sampling()
+
+
+class FedAvgKeywords(LocalSGDKeywords, SamplingKeywords, total=False):
+    """FedAvg's flat keywords: the fields of its groups (those of the FedAvg family)."""
 
 
 @register_algorithm("fedavg")
-@fedavg_factory
-def fedavg(hp: FedAvgParams) -> Algorithm:
+def fedavg(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *,
+           weighting: str = "uniform", **keywords: Unpack[FedAvgKeywords]) -> Algorithm:
     r"""FedAvg: local SGD step(s), then the server's average of the participants' models.
 
     With full participation (the default) this is the fully-connected ideal of the D-Cliques
@@ -34,6 +52,11 @@ def fedavg(hp: FedAvgParams) -> Algorithm:
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default LocalSGD()
+        The local SGD (a number: its ``lr``): ``lr``, ``momentum``, ``weight_decay``,
+        ``local_steps``, ``local_epochs``, ``decay`` below.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed`` below.
     lr : float, default 0.1
         Learning rate (``lr * decay**t`` at round ``t``).
     momentum : float, default 0
@@ -71,4 +94,7 @@ def fedavg(hp: FedAvgParams) -> Algorithm:
     >>> [round(v, 2) for v in trace.evaluated().flatten().tolist()], trace.messages[0]
     ([1.5, 1.5, 1.5, 1.5], 4)
     """
-    return fedavg_algorithm("fedavg", hp)
+    kw = Keywords("fedavg", keywords)
+    local, active = kw.take(sgd, _SGD), kw.take(sampling)
+    kw.done()
+    return fedavg_algorithm("fedavg", fedavg_params(local, active, weighting))

@@ -10,16 +10,37 @@ References
 
 from __future__ import annotations
 
-from topofl.algorithms._server import FedAvgParams, Finetune, fedavg_algorithm, fedavg_ft_factory
+from typing import TYPE_CHECKING
+
+from topofl.algorithms._server import check_finetune, fedavg_algorithm, fedavg_params
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Finetune,
+    FinetuneKeywords,
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+)
 from topofl.engine.protocol import Algorithm
 
-__all__ = ["fedavg_ft"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["fedavg_ft", "FedAvgFTKeywords"]
+
+_SGD, _EVERY_CLIENT, _FINETUNE = LocalSGD(), Sampling(), Finetune()
+
+
+class FedAvgFTKeywords(LocalSGDKeywords, SamplingKeywords, FinetuneKeywords, total=False):
+    """FedAvg+FT's flat keywords: the fields of its groups."""
 
 
 @register_algorithm("fedavg_ft")
-@fedavg_ft_factory
-def fedavg_ft(hp: FedAvgParams, ft: Finetune) -> Algorithm:
+def fedavg_ft(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
+              finetune: Finetune = _FINETUNE, *, weighting: str = "uniform",
+              **keywords: Unpack[FedAvgFTKeywords]) -> Algorithm:
     r"""FedAvg+FT: FedAvg, each client scored with the global model fine-tuned on its data.
 
     Training is :func:`~topofl.algorithms.fedavg` exactly (same keywords, same state, same
@@ -29,6 +50,18 @@ def fedavg_ft(hp: FedAvgParams, ft: Finetune) -> Algorithm:
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default LocalSGD()
+        The local SGD (a number: its ``lr``): ``lr``, ``momentum``, ``weight_decay``,
+        ``local_steps``, ``local_epochs``, ``decay``.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed``.
+    finetune : Finetune, default Finetune()
+        The fine-tuning before each evaluation: ``finetune_steps``, ``finetune_epochs``,
+        ``finetune_lr`` below.
+    weighting : {"uniform", "data_size"}, default "uniform"
+        As in :func:`~topofl.algorithms.fedavg`, as the groups' other fields (``lr``,
+        ``momentum``, ``weight_decay``, ``local_steps``, ``local_epochs``, ``decay``,
+        ``participation``, ``sample_seed``).
     finetune_steps, finetune_epochs
         Fine-tuning before each evaluation. Default: twice a round's local work (DPFL's
         "$2\tau$ local epochs" with $\tau$ the local epochs of a round): ``2 * local_epochs``
@@ -52,4 +85,9 @@ def fedavg_ft(hp: FedAvgParams, ft: Finetune) -> Algorithm:
     >>> algo.hparams["finetune_epochs"], algo.hparams["finetune_lr"]
     (10.0, 0.05)
     """
+    kw = Keywords("fedavg_ft", keywords)
+    local, active, tune = kw.take(sgd, _SGD), kw.take(sampling), kw.take(finetune)
+    kw.done()
+    hp = fedavg_params(local, active, weighting)
+    ft = check_finetune(hp, tune)
     return fedavg_algorithm("fedavg_ft", hp, hparams=ft.as_dict(), evaluate=ft.evaluate)

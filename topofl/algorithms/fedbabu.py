@@ -2,38 +2,48 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from topofl._utils.validation import check_choice
-from topofl.algorithms._common import ServerParams
 from topofl.algorithms._server import (
-    Finetune,
-    Work,
+    Tuning,
+    local_work,
     same_head,
     server_algorithm,
-    server_work_factory,
+    server_params,
     sgd_hparams,
 )
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Finetune,
+    FinetuneKeywords,
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+)
 from topofl.engine.pieces import SGD, Sampled, compose_init
 from topofl.engine.protocol import Algorithm, Part, Phase
 
-__all__ = ["fedbabu"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["fedbabu", "FedBABUKeywords"]
 
 _FINETUNE_STREAM = 7  # local_train stream of the evaluation-time fine-tuning
 
+_SGD, _EVERY_CLIENT, _FINETUNE = LocalSGD(), Sampling(), Finetune()
+
+
+class FedBABUKeywords(LocalSGDKeywords, SamplingKeywords, FinetuneKeywords, total=False):
+    """FedBABU's flat keywords: the fields of its groups."""
+
 
 @register_algorithm("fedbabu")
-@server_work_factory
-def fedbabu(
-    hp: ServerParams,
-    work: Work,
-    *,
-    finetune_steps: int | None = None,
-    finetune_epochs: float | None = None,
-    finetune_lr: float | None = None,
-    finetune_part: str = "head",
-) -> Algorithm:
+def fedbabu(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
+            finetune: Finetune = _FINETUNE, *, weighting: str = "uniform",
+            finetune_part: str = "head", **keywords: Unpack[FedBABUKeywords]) -> Algorithm:
     r"""FedBABU: train and average only the body under a fixed random head; fine-tune to evaluate.
 
     During training the head keeps its random initial value on every client (it is never
@@ -43,6 +53,14 @@ def fedbabu(
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default LocalSGD()
+        The local SGD of the body (a number: its ``lr``): ``lr``, ``momentum``,
+        ``weight_decay``, ``local_steps``, ``local_epochs``, ``decay`` below.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed`` below.
+    finetune : Finetune, default Finetune()
+        The fine-tuning before each evaluation: ``finetune_steps``, ``finetune_epochs``,
+        ``finetune_lr`` below.
     lr : float, default 0.1
         Learning rate of the body (``lr * decay**t`` at round ``t``).
     momentum : float, default 0
@@ -98,15 +116,18 @@ def fedbabu(
     >>> algo.phases[0].part, algo.shared, algo.hparams["finetune_part"]
     ('body', 'body', 'head')
     """
-    ft = Finetune.check(finetune_steps, finetune_epochs, finetune_lr, default_lr=hp.lr,
-                        default_steps=5, stream=_FINETUNE_STREAM)
+    kw = Keywords("fedbabu", keywords)
+    local, active, tune = kw.take(sgd, _SGD), kw.take(sampling), kw.take(finetune)
+    kw.done()
+    hp, work = server_params(local, active, weighting), local_work(local)
+    ft = Tuning.check(tune, default_lr=hp.lr, default_steps=5, stream=_FINETUNE_STREAM)
     ft = ft._replace(part=cast(Part, check_choice(finetune_part, "finetune_part",
                                                   ("head", "all"))))
-    sgd = Sampled(SGD(hp.momentum, hp.weight_decay), hp.participation, hp.sample_seed)
+    opt = Sampled(SGD(hp.momentum, hp.weight_decay), hp.participation, hp.sample_seed)
     return server_algorithm(
         "fedbabu", hp, dict(sgd_hparams(hp, work), **ft.as_dict(), finetune_part=ft.part),
         (Phase("body", *work, hp.lr, name="body"),),
         evaluate=ft.evaluate,
-        local=sgd,
-        init=compose_init(sgd, check=same_head),
+        local=opt,
+        init=compose_init(opt, check=same_head),
     )

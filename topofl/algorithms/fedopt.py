@@ -10,7 +10,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import torch
 from torch import Tensor
@@ -19,16 +19,27 @@ from topofl._utils.validation import check_choice, check_real
 from topofl.algorithms._server import (
     FedAvgParams,
     fedavg_algorithm,
-    fedavg_factory,
+    fedavg_params,
     server_round,
     server_sums,
 )
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Group,
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+)
 from topofl.engine.ledger import dtype_bits
 from topofl.engine.pieces import hold, server_flows
 from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 
-__all__ = ["fedopt", "FedOptState", "OPTIMIZERS"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["fedopt", "FedOptState", "OPTIMIZERS", "FedOptServer", "FedOptKeywords"]
 
 #: The server optimizers (Reddi et al., Algorithm 2, and SGD: FedAvg with a server rate).
 OPTIMIZERS = ("adam", "yogi", "adagrad", "sgd")
@@ -106,10 +117,62 @@ class _ServerOptimizer:
                        active=sr.active)
 
 
+@dataclass(frozen=True)
+class FedOptServer(Group):
+    r"""FedOpt's server optimizer and its settings (:func:`fedopt`).
+
+    Attributes
+    ----------
+    optimizer : {"adam", "yogi", "adagrad", "sgd"}, default "adam"
+    server_lr : float, optional
+        $\eta > 0$; default 1 for ``"sgd"``, 0.1 for the adaptive optimizers.
+    beta1, beta2 : float in [0, 1), default 0.9 and 0.99
+    tau : float, default 1e-3
+        The adaptivity $\tau > 0$.
+    """
+
+    optimizer: str = "adam"
+    server_lr: float | None = None
+    beta1: float = 0.9
+    beta2: float = 0.99
+    tau: float = 1e-3
+
+    def __post_init__(self) -> None:
+        self.checked()
+
+    def checked(self) -> tuple[str, float, float, float, float]:
+        """``(optimizer, server_lr, beta1, beta2, tau)`` checked, ``server_lr``'s default
+        filled in."""
+        name = check_choice(self.optimizer, "optimizer", OPTIMIZERS)
+        default_lr = 1.0 if name == "sgd" else 0.1
+        eta = default_lr if self.server_lr is None else check_real(
+            self.server_lr, "server_lr", low=0, low_open=True)
+        return (name, eta, check_real(self.beta1, "beta1", low=0, high=1, high_open=True),
+                check_real(self.beta2, "beta2", low=0, high=1, high_open=True),
+                check_real(self.tau, "tau", low=0, low_open=True))
+
+
+class FedOptServerKeywords(TypedDict, total=False):
+    """:class:`FedOptServer`'s fields as flat keywords."""
+
+    optimizer: str
+    server_lr: float | None
+    beta1: float
+    beta2: float
+    tau: float
+
+
+class FedOptKeywords(LocalSGDKeywords, SamplingKeywords, FedOptServerKeywords, total=False):
+    """FedOpt's flat keywords: the fields of its groups."""
+
+
+_SGD, _EVERY_CLIENT, _ADAM = LocalSGD(), Sampling(), FedOptServer()
+
+
 @register_algorithm("fedopt")
-@fedavg_factory
-def fedopt(hp: FedAvgParams, *, optimizer: str = "adam", server_lr: float | None = None,
-           beta1: float = 0.9, beta2: float = 0.99, tau: float = 1e-3) -> Algorithm:
+def fedopt(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
+           server: FedOptServer = _ADAM, *, weighting: str = "uniform",
+           **keywords: Unpack[FedOptKeywords]) -> Algorithm:
     r"""FedOpt: FedAvg whose server takes an optimizer step on the clients' mean update.
 
     Each round the participants $S$ take local SGD steps from the server model $x_t$, as in
@@ -133,6 +196,16 @@ def fedopt(hp: FedAvgParams, *, optimizer: str = "adam", server_lr: float | None
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default LocalSGD()
+        The clients' local SGD (a number: its ``lr``): ``lr``, ``momentum``,
+        ``weight_decay``, ``local_steps``, ``local_epochs``, ``decay``.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed``.
+    server : FedOptServer, default FedOptServer()
+        The server's optimizer: ``optimizer``, ``server_lr``, ``beta1``, ``beta2``, ``tau``
+        below.
+    weighting : {"uniform", "data_size"}, default "uniform"
+        As in :func:`~topofl.algorithms.fedavg`, as the groups' other fields.
     optimizer : {"adam", "yogi", "adagrad", "sgd"}, default "adam"
         FedAdam, FedYogi, FedAdagrad, or SGD with a server rate.
     server_lr : float, optional
@@ -176,16 +249,14 @@ def fedopt(hp: FedAvgParams, *, optimizer: str = "adam", server_lr: float | None
     ...
     ValueError: optimizer must be one of ...
     """
-    name = check_choice(optimizer, "optimizer", OPTIMIZERS)
-    default_lr = 1.0 if name == "sgd" else 0.1
-    eta = default_lr if server_lr is None else check_real(server_lr, "server_lr", low=0,
-                                                           low_open=True)
-    b1 = check_real(beta1, "beta1", low=0, high=1, high_open=True)
-    b2 = check_real(beta2, "beta2", low=0, high=1, high_open=True)
-    t = check_real(tau, "tau", low=0, low_open=True)
+    kw = Keywords("fedopt", keywords)
+    local, active, opt = kw.take(sgd, _SGD), kw.take(sampling), kw.take(server)
+    kw.done()
+    hp = fedavg_params(local, active, weighting)
+    name, eta, b1, b2, t = opt.checked()
     recorded: dict[str, Any] = dict(optimizer=name, server_lr=eta, beta1=b1, beta2=b2, tau=t)
     if name == "sgd" and eta == 1.0:  # FedAvg's pieces exactly (the fused path too)
         return fedavg_algorithm("fedopt", hp, hparams=recorded)
-    server = _ServerOptimizer(hp, name, eta, b1, b2, t)
-    return fedavg_algorithm("fedopt", hp, hparams=recorded, communicate=server,
-                            init=(server,), round_start=server.round_start)
+    step = _ServerOptimizer(hp, name, eta, b1, b2, t)
+    return fedavg_algorithm("fedopt", hp, hparams=recorded, communicate=step,
+                            init=(step,), round_start=step.round_start)

@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
-from topofl.algorithms._common import ServerParams
-from topofl.algorithms._server import Work, server_algorithm, server_work_factory, sgd_hparams
+from typing import TYPE_CHECKING
+
+from topofl.algorithms._server import local_work, server_algorithm, server_params, sgd_hparams
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+)
 from topofl.engine.protocol import Algorithm, Phase
 
-__all__ = ["fedper"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["fedper", "FedPerKeywords"]
+
+_SGD, _EVERY_CLIENT = LocalSGD(), Sampling()
+
+
+class FedPerKeywords(LocalSGDKeywords, SamplingKeywords, total=False):
+    """FedPer's flat keywords: the fields of its groups."""
 
 
 @register_algorithm("fedper")
-@server_work_factory
-def fedper(hp: ServerParams, work: Work) -> Algorithm:
+def fedper(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *,
+           weighting: str = "uniform", **keywords: Unpack[FedPerKeywords]) -> Algorithm:
     r"""FedPer: FedAvg on the *base* (body) layers, *personalization* (head) layers kept local.
 
     Every round each participating client trains its whole model (body and head together) with
@@ -21,6 +38,11 @@ def fedper(hp: ServerParams, work: Work) -> Algorithm:
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default LocalSGD()
+        The local SGD (a number: its ``lr``): ``lr``, ``momentum``, ``weight_decay``,
+        ``local_steps``, ``local_epochs``, ``decay`` below.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed`` below.
     lr, momentum, weight_decay, local_steps, local_epochs, decay, participation, sample_seed
         As in :func:`~topofl.algorithms.fedavg` (same defaults), except that the momentum
         restarts every round. DFedPGP's centralized baselines use ``participation=0.1``.
@@ -64,5 +86,9 @@ def fedper(hp: ServerParams, work: Work) -> Algorithm:
     >>> int(res.records.final("messages"))
     8
     """
+    kw = Keywords("fedper", keywords)
+    local, active = kw.take(sgd, _SGD), kw.take(sampling)
+    kw.done()
+    hp, work = server_params(local, active, weighting), local_work(local)
     return server_algorithm("fedper", hp, sgd_hparams(hp, work),
                             (Phase("all", *work, hp.lr, name="local"),))

@@ -10,15 +10,25 @@ References
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from topofl._utils.validation import check_real
-from topofl.algorithms._server import FedAvgParams, fedavg_algorithm, fedavg_factory
+from topofl.algorithms._server import FedAvgParams, fedavg_algorithm, fedavg_params
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+)
 from topofl.engine.pieces import SGD, Proximal
 from topofl.engine.protocol import Algorithm
 
-__all__ = ["fedprox"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["fedprox", "FedProxKeywords"]
 
 MU = 0.1  # DPFL, Appendix F.6: "For FedProx we use lambda = 0.1 for all datasets"
 
@@ -35,9 +45,17 @@ def prox_algorithm(name: str, hp: FedAvgParams, mu: Any, *,
                             round_start=prox.round_start, evaluate=evaluate)
 
 
+_SGD, _EVERY_CLIENT = LocalSGD(), Sampling()
+
+
+class FedProxKeywords(LocalSGDKeywords, SamplingKeywords, total=False):
+    """FedProx's flat keywords: the fields of its groups (FedAvg's)."""
+
+
 @register_algorithm("fedprox")
-@fedavg_factory
-def fedprox(hp: FedAvgParams, *, mu: float = MU) -> Algorithm:
+def fedprox(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *,
+            weighting: str = "uniform", mu: float = MU,
+            **keywords: Unpack[FedProxKeywords]) -> Algorithm:
     r"""FedProx: FedAvg whose local steps minimise $F_k(w) + \frac{\mu}{2}\|w - w^t\|^2$.
 
     Each participating client starts from the global model $w^t$ it received and takes local
@@ -49,6 +67,13 @@ def fedprox(hp: FedAvgParams, *, mu: float = MU) -> Algorithm:
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default LocalSGD()
+        The local SGD (a number: its ``lr``): ``lr``, ``momentum``, ``weight_decay``,
+        ``local_steps``, ``local_epochs``, ``decay``.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed``.
+    weighting : {"uniform", "data_size"}, default "uniform"
+        As in :func:`~topofl.algorithms.fedavg`, as the groups' fields.
     mu : float, default 0.1
         Proximal coefficient $\mu \ge 0$ (DPFL's setting, Appendix F.6, which calls it
         $\lambda$).
@@ -80,4 +105,7 @@ def fedprox(hp: FedAvgParams, *, mu: float = MU) -> Algorithm:
     >>> algo.hparams["mu"], algo.phases[0].steps, algo.uses_topology
     (0.01, 5, False)
     """
-    return prox_algorithm("fedprox", hp, mu)
+    kw = Keywords("fedprox", keywords)
+    local, active = kw.take(sgd, _SGD), kw.take(sampling)
+    kw.done()
+    return prox_algorithm("fedprox", fedavg_params(local, active, weighting), mu)

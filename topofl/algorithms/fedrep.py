@@ -2,25 +2,84 @@
 
 from __future__ import annotations
 
-from topofl.algorithms._common import ServerParams, check_lr, check_work
-from topofl.algorithms._server import server_algorithm, server_factory
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
+
+from topofl.algorithms._server import Work, server_algorithm, server_params
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Group,
+    Keywords,
+    Optimizer,
+    OptimizerKeywords,
+    Sampling,
+    SamplingKeywords,
+    check_lr,
+    check_work,
+)
 from topofl.engine.protocol import Algorithm, Phase
 
-__all__ = ["fedrep"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["fedrep", "FedRepPhases", "FedRepKeywords"]
+
+
+@dataclass(frozen=True)
+class FedRepPhases(Group):
+    """FedRep's two phases: the head's learning rate and the local work of each phase.
+
+    Attributes
+    ----------
+    head_lr : float, optional
+        Learning rate of the head (default: the body's ``lr``).
+    head_steps, head_epochs
+        Head updates per round: steps (default 10) or epochs.
+    body_steps, body_epochs
+        Body updates per round: steps (default 1) or epochs.
+    """
+
+    head_lr: float | None = None
+    head_steps: int | None = None
+    head_epochs: float | tuple[float, ...] | None = None
+    body_steps: int | None = None
+    body_epochs: float | tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.checked(1.0)  # the checks (the default rate filled in does not matter)
+
+    def checked(self, lr: float) -> tuple[float, Work, Work]:
+        """``(head_lr, head work, body work)`` checked, the defaults filled in (no
+        ``head_lr``: ``lr``)."""
+        hlr = lr if self.head_lr is None else check_lr(self.head_lr, "head_lr")
+        head = check_work(self.head_steps, self.head_epochs, steps_name="head_steps",
+                          epochs_name="head_epochs", default_steps=10)
+        body = check_work(self.body_steps, self.body_epochs, steps_name="body_steps",
+                          epochs_name="body_epochs")
+        return hlr, head, body
+
+
+class FedRepPhasesKeywords(TypedDict, total=False):
+    """:class:`FedRepPhases`' fields as flat keywords."""
+
+    head_lr: float | None
+    head_steps: int | None
+    head_epochs: float | tuple[float, ...] | None
+    body_steps: int | None
+    body_epochs: float | tuple[float, ...] | None
+
+
+class FedRepKeywords(OptimizerKeywords, SamplingKeywords, FedRepPhasesKeywords, total=False):
+    """FedRep's flat keywords: the fields of its groups."""
+
+
+_SGD, _EVERY_CLIENT, _PHASES = Optimizer(), Sampling(), FedRepPhases()
 
 
 @register_algorithm("fedrep")
-@server_factory
-def fedrep(
-    hp: ServerParams,
-    *,
-    head_lr: float | None = None,
-    head_steps: int | None = None,
-    head_epochs: float | tuple[float, ...] | None = None,
-    body_steps: int | None = None,
-    body_epochs: float | tuple[float, ...] | None = None,
-) -> Algorithm:
+def fedrep(sgd: Optimizer | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
+           phases: FedRepPhases = _PHASES, *, weighting: str = "uniform",
+           **keywords: Unpack[FedRepKeywords]) -> Algorithm:
     r"""FedRep: many local updates of the head, then a few of the shared representation.
 
     Each round a participating client first trains its head $h_i$ with the body frozen at the
@@ -29,6 +88,14 @@ def fedrep(
 
     Parameters
     ----------
+    sgd : Optimizer or float, default Optimizer()
+        The local optimiser (a number: its ``lr``): ``lr``, ``momentum``, ``weight_decay``,
+        ``decay`` below.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed`` below.
+    phases : FedRepPhases, default FedRepPhases()
+        The head's rate and each phase's work: ``head_lr``, ``head_steps``,
+        ``head_epochs``, ``body_steps``, ``body_epochs`` below.
     lr : float, default 0.1
         Learning rate of the body (``lr * decay**t`` at round ``t``).
     head_lr : float, optional
@@ -73,11 +140,11 @@ def fedrep(
     >>> algo.shared, algo.uses_topology
     ('body', False)
     """
-    hlr = hp.lr if head_lr is None else check_lr(head_lr, "head_lr")
-    hs, he = check_work(head_steps, head_epochs, steps_name="head_steps",
-                        epochs_name="head_epochs", default_steps=10)
-    bs, be = check_work(body_steps, body_epochs, steps_name="body_steps",
-                        epochs_name="body_epochs")
+    kw = Keywords("fedrep", keywords)
+    opt, active, work = kw.take(sgd, _SGD), kw.take(sampling), kw.take(phases)
+    kw.done()
+    hp = server_params(opt, active, weighting)
+    hlr, (hs, he), (bs, be) = work.checked(hp.lr)
     return server_algorithm(
         "fedrep", hp,
         dict(lr=hp.lr, head_lr=hlr, momentum=hp.momentum, weight_decay=hp.weight_decay,

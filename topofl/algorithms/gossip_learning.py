@@ -82,14 +82,24 @@ References
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from topofl._utils.validation import check_int
-from topofl.algorithms._common import check_event
+from topofl.algorithms._event import (
+    ONE_STEP,
+    UNIT_CLOCKS,
+    EventClocks,
+    EventClocksKeywords,
+    EventSGD,
+    EventSGDKeywords,
+    event_hparams,
+    event_params,
+    recorded_times,
+)
 from topofl.algorithms.base import register_algorithm
 from topofl.engine.event_time import (
     EventTime,
@@ -105,8 +115,11 @@ from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, S
 from topofl.engine.transit import messages, read_timing, slots, transit
 from topofl.graph import Topology
 
-__all__ = ["gossip_learning", "GossipLearningState", "GossipTransitState", "simulate_gossip",
-           "MERGES"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["gossip_learning", "GossipLearningKeywords", "GossipLearningState",
+           "GossipTransitState", "EventSGD", "EventClocks", "simulate_gossip", "MERGES"]
 
 #: the merge rules: plain average, or weighted by the models' ages
 MERGES = ("mean", "age")
@@ -262,7 +275,6 @@ def _communicate(local: _Gossip) -> Callable[[State, Round, Services], Sent]:
     return communicate
 
 
-
 class GossipTransitState(NamedTuple):
     """What gossip learning keeps with ``timing``, ``delay`` or ``offsets`` set: the fields of
     :class:`GossipLearningState`, each sender's messages delivered, and the messages in
@@ -376,24 +388,28 @@ def _check_merge(merge: Any) -> None:
     if merge not in MERGES:
         raise ValueError(f"merge must be one of {MERGES}, got {merge!r}")
 
+
+class GossipLearningKeywords(EventSGDKeywords, EventClocksKeywords, total=False):
+    """Gossip learning's flat keywords: the fields of its groups (documented at
+    :func:`gossip_learning`)."""
+
+
 @register_algorithm("gossip_learning")
-def gossip_learning(
-    lr: float = 0.1,
-    *,
-    durations: float | Sequence[float] = 1.0,
-    window: float = 1.0,
-    local_steps: int = 1,
-    layers: int = 1,
-    merge: str = "mean",
-    pair_seed: int = 0,
-    decay: float = 1.0,
-    timing: str | Mapping[str, Any] = "continuous",
-) -> Algorithm:
+def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT_CLOCKS, *,
+                    layers: int = 1, merge: str = "mean",
+                    timing: str | Mapping[str, Any] = "continuous",
+                    **keywords: Unpack[GossipLearningKeywords]) -> Algorithm:
     r"""Gossip learning (Ormándi et al. 2013; Hegedűs et al. 2019, 2021) in event time, one
     window of virtual time per round.
 
     Parameters
     ----------
+    sgd : EventSGD or float, default EventSGD()
+        The local SGD of a receive (``lr``, ``local_steps``, ``decay``, also given as flat
+        keywords); a number is its ``lr`` (``gossip_learning(0.05)``).
+    clocks : EventClocks, default EventClocks()
+        The clients' clocks (``durations``, ``window``, ``pair_seed``, also given as flat
+        keywords).
     lr : float, default 0.1
         Learning rate $\gamma$ (``lr * decay**t`` in window ``t``).
     durations : float or sequence of float, default 1
@@ -465,21 +481,25 @@ def gossip_learning(
     ...                       lr=0.05, end_time=200.0, merge="age")
     >>> bool(torch.equal(ref.x, trace.state.x))
     True
+
+    The local SGD of a receive as a group (:class:`EventSGD`):
+
+    >>> from topofl.algorithms.gossip_learning import EventSGD
+    >>> tf.algorithms.gossip_learning(EventSGD(lr=0.05, local_steps=2)).hparams["local_steps"]
+    2
     """
-    hp = check_event(lr, durations, window, local_steps, pair_seed, decay)
+    hp = event_params("gossip_learning", sgd, clocks, keywords)
     depth = check_int(layers, "layers", low=1)
     _check_merge(merge)
     order, lag, start = read_timing(timing)
-    hparams: dict[str, Any] = dict(
-                   lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
-                   local_steps=hp.local_steps, layers=depth, merge=merge,
-                   pair_seed=hp.pair_seed, decay=hp.decay)
+    hparams = event_hparams(hp, layers=depth, merge=merge)
     local: _Gossip | _Transit
     if order == "continuous" and lag is None and start is None:  # as before, to the bit
         local = _Gossip(hp.clocks(), hp.local_steps, depth, merge)
         talk = _communicate(local)
     else:
-        hparams["timing"] = dict(order=order, delay=_recorded(lag), offsets=_recorded(start))
+        hparams["timing"] = dict(order=order, delay=recorded_times(lag),
+                                 offsets=recorded_times(start))
         local = _Transit(hp.clocks()._replace(offsets=start), hp.local_steps, depth, merge,
                          order, lag)
         talk = local.communicate
@@ -495,10 +515,6 @@ def gossip_learning(
         **local.clocks.fields("gossip_learning's sends reach clients of one run in an order of "
                               "their own: it runs alone"),
     )
-
-
-def _recorded(times: float | tuple[float, ...] | None) -> float | list[float] | None:
-    return list(times) if isinstance(times, tuple) else times
 
 
 # ------------------------------------------------------------------- the event reference

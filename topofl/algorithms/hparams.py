@@ -64,17 +64,19 @@ import inspect
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict, TypeVar
+from typing import Any, NamedTuple, TypedDict, TypeVar
 
 import numpy as np
 
 from topofl._utils.validation import check_choice, check_int, check_real
+from topofl.engine.pieces import Compression
+from topofl.engine.pieces.compression import COMPRESSORS
 from topofl.engine.pieces.robust import check_aggregator
 
 __all__ = ["Group", "LocalSGD", "Optimizer", "Sampling", "Aggregation", "Compressor",
            "Finetune", "Keywords", "flat_parameters", "LocalSGDKeywords", "OptimizerKeywords",
            "SamplingKeywords", "AggregationKeywords", "CompressorKeywords", "FinetuneKeywords",
-           "WEIGHTINGS"]
+           "WEIGHTINGS", "group_parameters", "flatten_groups"]
 
 G = TypeVar("G", bound="Group")
 
@@ -318,6 +320,56 @@ class AggregationKeywords(TypedDict, total=False):
     delta: float | None
 
 
+class CompressionParams(NamedTuple):
+    """Checked settings of a compressed gossip (CHOCO's, D-SGD's and DSGT's ``compressor``):
+    the compressor and the consensus step size ``gamma``."""
+
+    compression: Compression
+    gamma: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as recorded in the run config."""
+        c = self.compression
+        return dict(compressor=c.compressor, ratio=c.ratio, levels=c.levels, gamma=self.gamma,
+                    compress_seed=c.seed)
+
+
+#: The settings of a compressed gossip and their defaults (:func:`choco`'s).
+COMPRESSION_DEFAULTS: dict[str, Any] = dict(ratio=0.1, levels=16, gamma=0.2, compress_seed=0)
+
+
+def check_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
+                      compress_seed: Any) -> CompressionParams:
+    """Validate a compressor (one of ``COMPRESSORS``) and its settings: ``ratio`` in (0, 1],
+    ``levels >= 1``, ``gamma`` in (0, 1], ``compress_seed >= 0``."""
+    return CompressionParams(
+        Compression(check_choice(compressor, "compressor", COMPRESSORS),
+                    check_real(ratio, "ratio", low=0, high=1, low_open=True),
+                    check_int(levels, "levels", low=1),
+                    check_int(compress_seed, "compress_seed", low=0)),
+        check_real(gamma, "gamma", low=0, high=1, low_open=True))
+
+
+def check_optional_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
+                               compress_seed: Any) -> CompressionParams | None:
+    """:func:`check_compression` for a factory whose ``compressor`` defaults to ``None`` (no
+    compression), its settings to ``None`` (then :data:`COMPRESSION_DEFAULTS`): ``None``
+    without a compressor, and a ``ValueError`` for a setting given without one."""
+    given = dict(ratio=ratio, levels=levels, gamma=gamma, compress_seed=compress_seed)
+    if compressor is None:
+        for name, value in given.items():
+            if value is not None:
+                raise ValueError(f"{name} is a setting of the compressed gossip: it needs "
+                                 f"compressor= one of {list(COMPRESSORS)}, got {name}={value!r} "
+                                 "with compressor=None")
+        return None
+    if not isinstance(compressor, str):
+        raise TypeError(f"compressor must be None or a str (one of {list(COMPRESSORS)}), got "
+                        f"{type(compressor).__name__} {compressor!r}")
+    full = {k: COMPRESSION_DEFAULTS[k] if v is None else v for k, v in given.items()}
+    return check_compression(compressor, **full)
+
+
 @dataclass(frozen=True)
 class Compressor(Group):
     """Compressed gossip with error feedback through public copies (CHOCO-Gossip).
@@ -345,11 +397,9 @@ class Compressor(Group):
     def __post_init__(self) -> None:
         self.checked()
 
-    def checked(self) -> Any:
-        """The checked settings (a ``CompressionParams``), ``None`` without a compressor; a
+    def checked(self) -> CompressionParams | None:
+        """The checked settings (a :class:`CompressionParams`), ``None`` without a compressor; a
         setting given without one is a ``ValueError``."""
-        from topofl.algorithms._common import check_optional_compression  # uses the engine's
-
         return check_optional_compression(self.compressor, self.ratio, self.levels,
                                           self.gamma, self.compress_seed)
 
@@ -431,17 +481,21 @@ class Keywords:
     def take(self, group: G | float, default: G | None = None) -> G:
         """``group`` with the flat keywords that name its fields applied. A real number for
         ``group`` is the learning rate of ``default`` (``dsgd(0.5)``: ``lr=0.5``)."""
-        if isinstance(group, numbers.Real) and not isinstance(group, bool):
-            if default is None or "lr" not in default.field_names():
-                raise TypeError(f"{self.factory}() takes a number only as its learning rate, "
-                                f"got {group!r} for a group without one")
+        if (isinstance(group, numbers.Real) and not isinstance(group, bool)
+                and default is not None and "lr" in default.field_names()):
             if "lr" in self.left:
                 raise TypeError(f"{self.factory}() got multiple values for argument 'lr'")
-            group = default.with_keywords(lr=group)
+            try:
+                group = default.with_keywords(lr=group)
+            except (TypeError, ValueError) as exc:  # named as given: a number for the group
+                raise type(exc)(f"{self.factory}() takes {_parameter_of(group)} as a number: "
+                                f"its learning rate, and {exc}") from None
         if not isinstance(group, Group):
-            expected = type(default).__name__ if default is not None else "a group"
-            raise TypeError(f"{self.factory}() expected a {expected}, got "
-                            f"{type(group).__name__} {group!r}"[:300])
+            expected = (type(default).__name__ if default is not None
+                        else "hyper-parameter group")
+            raise TypeError(f"{self.factory}() takes {_parameter_of(group)}: a {expected} "
+                            f"(or its fields as keywords), got {type(group).__name__} "
+                            f"{group!r}"[:300])
         names = group.field_names()
         self.seen.update(names)
         mine = {k: self.left.pop(k) for k in names if k in self.left}
@@ -455,6 +509,29 @@ class Keywords:
         near = difflib.get_close_matches(key, sorted(self.seen), n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         raise TypeError(f"{self.factory}() got an unexpected keyword argument {key!r}{hint}")
+
+
+def _parameter_of(value: Any) -> str:
+    """The name of the factory's parameter that holds ``value``, for the messages of a value
+    given for a group: among the callers of :meth:`Keywords.take` (three frames up), the first
+    whose function takes it as a group parameter, else the first that takes it at all."""
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    fallback = None
+    for _ in range(3):
+        if caller is None:
+            break
+        code = caller.f_code
+        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        given = [n for n in names if caller.f_locals.get(n) is value]
+        fn = caller.f_globals.get(code.co_name)
+        groups = group_parameters(fn) if inspect.isfunction(fn) else {}
+        for n in given:
+            if n in groups:
+                return f"{n}="
+        fallback = fallback or (given[0] if given else None)
+        caller = caller.f_back
+    return f"{fallback}=" if fallback else "a group"
 
 
 def flat_parameters(factory: Callable[..., Any]) -> dict[str, inspect.Parameter]:
@@ -478,6 +555,64 @@ def flat_parameters(factory: Callable[..., Any]) -> dict[str, inspect.Parameter]
                                                 annotation=f.type)
         else:
             out[p.name] = p
+    return out
+
+
+def group_parameters(factory: Callable[..., Any]) -> dict[str, Group]:
+    """The group parameters of an algorithm factory: name -> default group."""
+    return {p.name: p.default for p in inspect.signature(factory).parameters.values()
+            if isinstance(p.default, Group)}
+
+
+def flatten_groups(factory: Callable[..., Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's (or a config's) hyper-parameters with its groups flattened into their fields:
+    a key naming a group parameter of ``factory`` (``sgd``, ``aggregation`` ...) holds a table
+    of that group's fields (a config's ``[sgd]``: only the keys it gives) or the group itself
+    (every field). What :func:`topofl.run` records is the flat form, so a table and the flat
+    keys it holds make one run, one run hash.
+
+    Raises
+    ------
+    TypeError
+        A table key that is not a field of the group, a field given both in its table and
+        flat, or a group value that is neither a table nor the group.
+
+    Examples
+    --------
+    >>> flatten_groups(tf.algorithms.dsgd, {"sgd": {"lr": 0.5}, "compressor": "topk"})
+    {'lr': 0.5, 'compressor': 'topk'}
+    >>> flatten_groups(tf.algorithms.dsgd, {"sgd": {"rate": 0.5}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: [sgd] holds the fields of LocalSGD (lr, momentum, ..., decay), got 'rate'
+    """
+    groups = group_parameters(factory)
+    flat = {k for k in given if k not in groups}
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        if name not in groups:
+            out[name] = value
+            continue
+        kind = type(groups[name])
+        fields = kind.field_names()
+        if isinstance(value, Group):
+            if not isinstance(value, kind):
+                raise TypeError(f"{name} must be a {kind.__name__}, got "
+                                f"{type(value).__name__} {value!r}"[:300])
+            table = {f: getattr(value, f) for f in fields}
+        elif isinstance(value, Mapping):
+            table = dict(value)
+            for key in table:
+                if key not in fields:
+                    raise TypeError(f"[{name}] holds the fields of {kind.__name__} "
+                                    f"({', '.join(fields)}), got {key!r}")
+        else:
+            raise TypeError(f"{name} must be a {kind.__name__} or a table of its fields "
+                            f"({', '.join(fields)}), got {type(value).__name__} {value!r}"[:300])
+        for key, v in table.items():
+            if key in flat or key in out:
+                raise TypeError(f"{key} is given twice: in [{name}] and as a key of its own")
+            out[key] = v
     return out
 
 

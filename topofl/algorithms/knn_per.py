@@ -11,17 +11,30 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
 
 import torch
 from torch import Tensor
 
 from topofl._utils.validation import check_int, check_real
-from topofl.algorithms._common import ServerParams, check_work
-from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms._server import local_work, server_algorithm, server_params
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Group,
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+)
 from topofl.engine.protocol import Adjust, Algorithm, Phase, Round, Services
 
-__all__ = ["knn_per", "knn_probabilities"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["knn_per", "knn_probabilities", "KNN", "KNNPerKeywords"]
 
 
 def knn_probabilities(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor, *, k: int,
@@ -127,17 +140,81 @@ def _vote(query: Tensor, keys: Tensor, labels: Tensor, valid: Tensor, k: int,
                        torch.full_like(probs, 1.0 / num_classes))
 
 
+@dataclass(frozen=True)
+class KNN(Group):
+    r"""kNN-Per's nearest-neighbour classifier and its interpolation with the model.
+
+    Attributes
+    ----------
+    k : int, default 10
+        Neighbours per query.
+    interpolation : float in [0, 1], default 0.5
+        $\lambda$: the kNN classifier's weight.
+    temperature : float, default 1
+        $T > 0$ of the kernel weights $e^{-d/T}$.
+    """
+
+    k: int = 10
+    interpolation: float = 0.5
+    temperature: float = 1.0
+
+    def __post_init__(self) -> None:
+        self.checked()
+
+    def checked(self) -> tuple[int, float, float]:
+        """``(k, interpolation, temperature)`` checked."""
+        return (check_int(self.k, "k", low=1),
+                check_real(self.interpolation, "interpolation", low=0, high=1),
+                check_real(self.temperature, "temperature", low=0, low_open=True))
+
+
+class KNNKeywords(TypedDict, total=False):
+    """:class:`KNN`'s fields as flat keywords."""
+
+    k: int
+    interpolation: float
+    temperature: float
+
+
+class KNNPerKeywords(LocalSGDKeywords, SamplingKeywords, KNNKeywords, total=False):
+    """kNN-Per's flat keywords: the fields of its groups."""
+
+
+_SGD, _EVERY_CLIENT, _KNN = LocalSGD(), Sampling(), KNN()
+
+
+def _predictor(k: int, lam: float, temperature: float
+               ) -> Callable[[Tensor, Round, Services], Adjust]:
+    """kNN-Per's ``predict`` hook: the datastores of the clients' training splits, then the
+    model's softmax mixed with the kNN vote (:func:`knn_per`)."""
+
+    def predict(x_eval: Tensor, rnd: Round, env: Services) -> Adjust:
+        keys, labels, valid = env.split_features(x_eval, "train")
+
+        def adjust(inputs: Tensor, logits: Tensor, shared_input: bool,
+                   rows: Tensor | None = None) -> Tensor:
+            # rows: the clients the batch's rows belong to (the evaluation scores only those
+            # with a sample in a padded batch); None: every client
+            xe, ks, ls, vs = (x_eval, keys, labels, valid) if rows is None else (
+                x_eval.index_select(0, rows), keys.index_select(0, rows),
+                labels.index_select(0, rows), valid.index_select(0, rows))
+            q = env.features(xe, inputs, shared_input=shared_input)
+            p_knn = knn_probabilities(q, ks, ls, vs, k=k, num_classes=logits.shape[-1],
+                                      temperature=temperature,
+                                      slice_clients=int(x_eval.shape[0]))
+            p = torch.softmax(logits, dim=-1).mul_(1.0 - lam).add_(p_knn.to(logits.dtype),
+                                                                    alpha=lam)
+            return p.clamp_min_(torch.finfo(p.dtype).tiny).log_()
+
+        return adjust
+
+    return predict
+
+
 @register_algorithm("knn_per")
-@server_factory
-def knn_per(
-    hp: ServerParams,
-    *,
-    k: int = 10,
-    interpolation: float = 0.5,
-    temperature: float = 1.0,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
-) -> Algorithm:
+def knn_per(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
+            knn: KNN = _KNN, *, weighting: str = "uniform",
+            **keywords: Unpack[KNNPerKeywords]) -> Algorithm:
     r"""kNN-Per: FedAvg's global model, interpolated at prediction time with a local kNN.
 
     Training is FedAvg (local SGD, server average of the whole model). To predict, client $i$
@@ -149,6 +226,13 @@ def knn_per(
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default LocalSGD()
+        The local SGD (a number: its ``lr``): ``lr``, ``momentum``, ``weight_decay``,
+        ``local_steps``, ``local_epochs``, ``decay`` below.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed`` below.
+    knn : KNN, default KNN()
+        The kNN classifier: ``k``, ``interpolation``, ``temperature`` below.
     lr : float, default 0.1
         Local learning rate (``lr * decay**t`` at round ``t``).
     k : int, default 10
@@ -196,31 +280,11 @@ def knn_per(
     >>> algo.hparams["k"], algo.hparams["interpolation"], algo.predict is not None
     (5, 0.3, True)
     """
-    k = check_int(k, "k", low=1)
-    lam = check_real(interpolation, "interpolation", low=0, high=1)
-    temperature = check_real(temperature, "temperature", low=0, low_open=True)
-    steps, epochs = check_work(local_steps, local_epochs)
-
-    def predict(x_eval: Tensor, rnd: Round, env: Services) -> Adjust:
-        keys, labels, valid = env.split_features(x_eval, "train")
-
-        def adjust(inputs: Tensor, logits: Tensor, shared_input: bool,
-                   rows: Tensor | None = None) -> Tensor:
-            # rows: the clients the batch's rows belong to (the evaluation scores only those
-            # with a sample in a padded batch); None: every client
-            xe, ks, ls, vs = (x_eval, keys, labels, valid) if rows is None else (
-                x_eval.index_select(0, rows), keys.index_select(0, rows),
-                labels.index_select(0, rows), valid.index_select(0, rows))
-            q = env.features(xe, inputs, shared_input=shared_input)
-            p_knn = knn_probabilities(q, ks, ls, vs, k=k, num_classes=logits.shape[-1],
-                                      temperature=temperature,
-                                      slice_clients=int(x_eval.shape[0]))
-            p = torch.softmax(logits, dim=-1).mul_(1.0 - lam).add_(p_knn.to(logits.dtype),
-                                                                    alpha=lam)
-            return p.clamp_min_(torch.finfo(p.dtype).tiny).log_()
-
-        return adjust
-
+    kw = Keywords("knn_per", keywords)
+    local, active, vote = kw.take(sgd, _SGD), kw.take(sampling), kw.take(knn)
+    kw.done()
+    hp, (steps, epochs) = server_params(local, active, weighting), local_work(local)
+    k, lam, temperature = vote.checked()
     algo = server_algorithm(
         "knn_per", hp,
         dict(lr=hp.lr, k=k, interpolation=lam, temperature=temperature,
@@ -229,5 +293,4 @@ def knn_per(
         (Phase("all", steps, epochs, hp.lr, name="global"),),
         shared="all",
     )
-    return algo._replace(predict=predict)
-
+    return algo._replace(predict=_predictor(k, lam, temperature))

@@ -90,7 +90,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -99,8 +99,9 @@ from torch import Tensor
 
 from topofl._utils.rng import generator_at
 from topofl._utils.validation import check_int, check_real
-from topofl.algorithms._common import SGDParams, check_sgd
+from topofl.algorithms._common import SGDParams, sgd_params
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import Group, Keywords, LocalSGD, LocalSGDKeywords
 from topofl.engine.layout import ParamLayout
 from topofl.engine.ledger import Flow, arcs_of_mask, dtype_bits
 from topofl.engine.pieces import SGD
@@ -108,7 +109,11 @@ from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, Stat
 from topofl.graph import Topology
 from topofl.topologies import random_regular
 
-__all__ = ["morph", "layer_similarity", "morph_swap", "MorphParams", "MorphState"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["morph", "layer_similarity", "morph_swap", "MorphParams", "MorphState", "Rewiring",
+           "RewiringKeywords", "MorphKeywords"]
 
 _STACKS = ("morph compares each client's model with every other model of its run, outside "
            "the mixer: it runs alone")
@@ -265,6 +270,60 @@ def morph_swap(peers: Tensor, sim: Tensor, ids: Tensor, beta: float, u: Tensor
 
 
 @dataclass(frozen=True)
+class Rewiring(Group):
+    """Morph's graph: each node's in-degree and how it rewires (documented at :func:`morph`).
+
+    Attributes
+    ----------
+    degree : int, default 3
+        In-degree ``d >= 2`` of every node.
+    beta : float, default 500
+        Inverse temperature of the swaps' softmaxes (``>= 0``).
+    every : int, default 5
+        Rounds between swaps (``>= 1``).
+    graph_seed : int, default 0
+        Seed of the first graph and of the swaps (``>= 0``).
+
+    Examples
+    --------
+    >>> from topofl.algorithms.morph import Rewiring
+    >>> Rewiring(degree=7).checked()
+    (7, 500.0, 5, 0)
+    >>> Rewiring(degree=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: degree must be >= 2, got 1
+    """
+
+    degree: int = 3
+    beta: float = 500.0
+    every: int = 5
+    graph_seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.checked()
+
+    def checked(self) -> tuple[int, float, int, int]:
+        """``(degree, beta, every, graph_seed)`` as checked numbers."""
+        return (check_int(self.degree, "degree", low=2), check_real(self.beta, "beta", low=0),
+                check_int(self.every, "every", low=1),
+                check_int(self.graph_seed, "graph_seed", low=0))
+
+
+class RewiringKeywords(TypedDict, total=False):
+    """:class:`Rewiring`'s fields as flat keywords."""
+
+    degree: int
+    beta: float
+    every: int
+    graph_seed: int
+
+
+class MorphKeywords(LocalSGDKeywords, RewiringKeywords, total=False):
+    """Morph's flat keywords: the fields of its groups (documented at :func:`morph`)."""
+
+
+@dataclass(frozen=True)
 class MorphParams:
     """Morph's checked hyper-parameters."""
 
@@ -380,20 +439,18 @@ def communicate(state: State, rnd: Round, env: Services, *, hp: MorphParams) -> 
     return Sent.of(flow, realized=realized, records=records)
 
 
+#: Morph's default groups: the code's configs (plain SGD at 0.05, 10 local steps when neither
+#: ``local_steps`` nor ``local_epochs`` is given; in-degree 3, ``beta = 500``, a swap every 5
+#: rounds)
+_SGD, _REWIRING = LocalSGD(lr=0.05), Rewiring()
+
+#: The local steps of a round when neither ``local_steps`` nor ``local_epochs`` is given
+_DEFAULT_STEPS = 10
+
+
 @register_algorithm("morph")
-def morph(
-    lr: float = 0.05,
-    *,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
-    decay: float = 1.0,
-    degree: int = 3,
-    beta: float = 500.0,
-    every: int = 5,
-    graph_seed: int = 0,
-) -> Algorithm:
+def morph(sgd: LocalSGD | float = _SGD, rewiring: Rewiring = _REWIRING,
+          **keywords: Unpack[MorphKeywords]) -> Algorithm:
     r"""Morph: local SGD, uniform averaging with ``degree`` in-neighbours, and every ``every``
     rounds one in-neighbour swapped for a dissimilar model.
 
@@ -401,6 +458,13 @@ def morph(
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default ``LocalSGD(lr=0.05)``
+        The local SGD of a round (a number: its learning rate, ``morph(0.1)``); its fields are
+        also taken flat: ``lr``, ``momentum``, ``weight_decay``, ``local_steps``,
+        ``local_epochs``, ``decay`` below.
+    rewiring : Rewiring, default ``Rewiring()``
+        The graph and its swaps; its fields are also taken flat: ``degree``, ``beta``,
+        ``every``, ``graph_seed`` below.
     lr : float, default 0.05
         Local learning rate (the code's configs: 0.05).
     momentum, weight_decay, local_steps, local_epochs, decay
@@ -446,15 +510,11 @@ def morph(
     >>> tuple(res.state.own.peers.shape)
     (6, 2)
     """
-    params = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs,
-                       default_steps=10)
-    hp = MorphParams(
-        sgd_params=params,
-        degree=check_int(degree, "degree", low=2),
-        beta=check_real(beta, "beta", low=0),
-        every=check_int(every, "every", low=1),
-        graph_seed=check_int(graph_seed, "graph_seed", low=0),
-    )
+    kw = Keywords("morph", keywords)
+    params = sgd_params(kw.take(sgd, _SGD), default_steps=_DEFAULT_STEPS)
+    graph = kw.take(rewiring)
+    kw.done()
+    hp = MorphParams(params, *graph.checked())
     return Algorithm(
         name="morph",
         hparams=hp.as_dict(),

@@ -10,30 +10,29 @@ References
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from topofl._utils.validation import check_bool
-from topofl.algorithms._common import check_participation, check_sgd
+from topofl.algorithms._common import sgd_params
 from topofl.algorithms.base import register_algorithm
-from topofl.algorithms.sgp import push_sum_sgd
+from topofl.algorithms.hparams import Keywords, LocalSGD, Sampling
+from topofl.algorithms.sgp import SGPKeywords, push_sum_sgd
 from topofl.engine.pieces import restart_momentum as _restart
 from topofl.engine.pieces import with_participation
 from topofl.engine.protocol import Algorithm
 
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
 __all__ = ["osgp"]
+
+#: OSGP's default groups (SGP's: one local step, no momentum, every client active)
+_SGD, _EVERY_CLIENT = LocalSGD(), Sampling()
 
 
 @register_algorithm("osgp")
-def osgp(
-    lr: float = 0.1,
-    *,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
-    local_steps: int | None = None,
-    local_epochs: float | tuple[float, ...] | None = None,
-    decay: float = 1.0,
-    restart_momentum: bool = False,
-    participation: float = 1.0,
-    sample_seed: int = 0,
-) -> Algorithm:
+def osgp(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *,
+         restart_momentum: bool = False, **keywords: Unpack[SGPKeywords]) -> Algorithm:
     r"""Overlap SGP: messages sent at round ``t`` are received at round ``t + 1``.
 
     A node never waits for its in-neighbours: it keeps $W_{jj} x_j$ at once and adds what it
@@ -45,6 +44,11 @@ def osgp(
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default ``LocalSGD()``
+        The local SGD of a round (a number: its learning rate, ``osgp(0.5)``); its fields are
+        also taken flat, as below.
+    sampling : Sampling, default ``Sampling()``
+        The clients active per round (default: all); its fields are also taken flat.
     lr, momentum, weight_decay, local_steps, local_epochs, decay
         As in :func:`~topofl.algorithms.sgp` (default: one local step, no momentum).
     participation, sample_seed
@@ -94,11 +98,12 @@ def osgp(
     >>> tf.algorithms.osgp(momentum=0.9, restart_momentum=True).hparams["restart_momentum"]
     True
     """
-    hp = check_sgd(lr, momentum, weight_decay, decay, local_steps, local_epochs)
+    kw = Keywords("osgp", keywords)
+    hp, active = sgd_params(kw.take(sgd, _SGD)), kw.take(sampling)
+    kw.done()
     restart = check_bool(restart_momentum, "restart_momentum")
-    frac, seed = check_participation(participation, sample_seed)
     algo = push_sum_sgd("osgp", True, hp)
     algo = algo._replace(hparams={**hp.as_dict(), "restart_momentum": restart})
     if restart:
         algo = algo._replace(round_start=_restart())
-    return with_participation(algo, frac, seed)
+    return with_participation(algo, *active.checked())

@@ -12,18 +12,29 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from torch import Tensor
 
 from topofl._utils.validation import check_int, check_memory
-from topofl.algorithms._common import ServerParams, check_lr
-from topofl.algorithms._server import server_algorithm, server_factory
+from topofl.algorithms._server import server_algorithm, server_params
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Group,
+    Keywords,
+    Optimizer,
+    OptimizerKeywords,
+    Sampling,
+    SamplingKeywords,
+    check_lr,
+)
 from topofl.engine.pieces import SGD, Sampled, compose_init
 from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
 
-__all__ = ["perfedavg", "PerFedAvgState"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["perfedavg", "PerFedAvgState", "PerFedAvgAdaptation", "PerFedAvgKeywords"]
 
 ALPHA = 0.01  # DPFL, Appendix F.6: "we use the hyperparameter alpha = 0.01"
 _ADAPT_STREAM = 12  # local_train stream of the evaluation-time adaptation step(s)
@@ -73,15 +84,48 @@ class _MetaStep:
         return None
 
 
+@dataclass(frozen=True)
+class PerFedAvgAdaptation(Group):
+    r"""Per-FedAvg's adaptation step: its size, and how many a client takes to evaluate.
+
+    Attributes
+    ----------
+    alpha : float, default 0.01
+        $\alpha$, the inner step size (decayed with ``lr``).
+    adapt_steps : int, default 1
+        The adaptation steps of size $\alpha$ before each evaluation (0: none).
+    """
+
+    alpha: float = ALPHA
+    adapt_steps: int = 1
+
+    def __post_init__(self) -> None:
+        self.checked()
+
+    def checked(self) -> tuple[float, int]:
+        """``(alpha, adapt_steps)`` checked."""
+        return check_lr(self.alpha, "alpha"), check_int(self.adapt_steps, "adapt_steps", low=0)
+
+
+class PerFedAvgAdaptationKeywords(TypedDict, total=False):
+    """:class:`PerFedAvgAdaptation`'s fields as flat keywords."""
+
+    alpha: float
+    adapt_steps: int
+
+
+class PerFedAvgKeywords(OptimizerKeywords, SamplingKeywords, PerFedAvgAdaptationKeywords,
+                        total=False):
+    """Per-FedAvg's flat keywords: the fields of its groups."""
+
+
+_SGD, _EVERY_CLIENT, _ADAPTATION = Optimizer(), Sampling(), PerFedAvgAdaptation()
+
+
 @register_algorithm("perfedavg")
-@server_factory
-def perfedavg(
-    hp: ServerParams,
-    *,
-    alpha: float = ALPHA,
-    local_steps: int = 1,
-    adapt_steps: int = 1,
-) -> Algorithm:
+def perfedavg(sgd: Optimizer | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
+              adaptation: PerFedAvgAdaptation = _ADAPTATION, *, weighting: str = "uniform",
+              local_steps: int = 1, **keywords: Unpack[PerFedAvgKeywords]) -> Algorithm:
     r"""Per-FedAvg (first-order): FedAvg on the MAML objective $F_i(w - \alpha \nabla F_i(w))$.
 
     Each client is evaluated after adapting the global model with a gradient step on its own
@@ -98,6 +142,13 @@ def perfedavg(
 
     Parameters
     ----------
+    sgd : Optimizer or float, default Optimizer()
+        The local (outer) optimiser (a number: its ``lr``): ``lr``, ``momentum``,
+        ``weight_decay``, ``decay`` below.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed`` below.
+    adaptation : PerFedAvgAdaptation, default PerFedAvgAdaptation()
+        The inner and evaluation steps: ``alpha``, ``adapt_steps`` below.
     lr : float, default 0.1
         $\beta$, the outer (meta) step size (``lr * decay**t`` at round ``t``).
     alpha : float, default 0.01
@@ -131,10 +182,13 @@ def perfedavg(
     >>> [p.name for p in algo.phases], algo.hparams["alpha"]
     (['inner', 'outer', 'inner', 'outer', 'inner', 'outer'], 0.01)
     """
-    a = check_lr(alpha, "alpha")
+    kw = Keywords("perfedavg", keywords)
+    opt, active, inner = kw.take(sgd, _SGD), kw.take(sampling), kw.take(adaptation)
+    kw.done()
+    hp = server_params(opt, active, weighting)
+    a, adapt = inner.checked()
     k = check_int(local_steps, "local_steps", low=1)
     check_memory(16.0 * k, f"perfedavg(local_steps={k}): two phases a step")
-    adapt = check_int(adapt_steps, "adapt_steps", low=0)
     piece = _MetaStep(SGD(hp.momentum, hp.weight_decay))
     local = Sampled(piece, hp.participation, hp.sample_seed) if hp.participation < 1 else piece
 

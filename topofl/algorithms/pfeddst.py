@@ -111,200 +111,46 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from topofl._utils.rng import generator_at
-from topofl._utils.validation import check_choice, check_int, check_real
-from topofl.algorithms._common import check_decay, check_lr, check_momentum, check_wd, check_work
-from topofl.algorithms.base import keywords, register_algorithm
+from topofl.algorithms._pfeddst_selection import (
+    PeerSelection,
+    PeerSelectionKeywords,
+    pfeddst_scores,
+    pfeddst_select,
+    resolve_peers,
+)
+from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Group,
+    Keywords,
+    check_decay,
+    check_lr,
+    check_momentum,
+    check_wd,
+    check_work,
+)
 from topofl.engine.ledger import Arcs, Flow, arcs_of_mask, dtype_bits, graph_arcs
 from topofl.engine.pieces import SGD, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["pfeddst", "PFedDSTKeywords", "pfeddst_scores", "pfeddst_select", "PFedDSTParams",
-           "PFedDSTState", "select_peers", "aggregate_bodies_", "refresh_losses_"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
 
-_DEFAULT_PEERS = 10  # Section III-A: "10 clients are also chosen at each communication round"
-
-
-# --------------------------------------------------------------------------- the score (eq. 6-9)
-
-
-def _header_distance(heads: Tensor, rows: Tensor | None = None, eps: float = 1e-12) -> Tensor:
-    """``[m, n]`` matrix of ``1 - cos(h_i, h_j)`` for ``i`` in ``rows`` (all by default) and
-    every ``j`` (a zero head has cosine 0 with everything)."""
-    norms = heads.norm(dim=1).clamp_min(eps)
-    unit = heads / norms.unsqueeze(1)
-    mine = unit if rows is None else unit.index_select(0, rows)
-    dist: Tensor = 1.0 - mine @ unit.T
-    return dist
+__all__ = ["pfeddst", "PFedDSTKeywords", "PFedDSTTraining", "PeerSelection", "pfeddst_scores",
+           "pfeddst_select", "PFedDSTParams", "PFedDSTState", "select_peers",
+           "aggregate_bodies_", "refresh_losses_"]
 
 
-def pfeddst_scores(
-    losses: Tensor,
-    heads: Tensor,
-    last: Tensor,
-    round: float,
-    *,
-    alpha: float,
-    lam: float,
-    c: float | Tensor,
-    rows: Tensor | None = None,
-) -> Tensor:
-    r"""PFedDST's communication score of every peer for every client (eq. 9).
-
-    $S_{ij} = s_p^{ij}(\alpha s_l^{ij} - s_d^{ij} + c_{ij})$ with $s_l^{ij}$ = ``losses[i, j]``
-    (eq. 6), $s_d^{ij} = 1 - \cos(h_i, h_j)$ (eq. 7 turned into a distance) and
-    $s_p^{ij} = 1 - \exp(-\lambda(\text{round} - \text{last}_{ij}))$ (eq. 8).
-
-    Parameters
-    ----------
-    losses : Tensor
-        ``[n, n]`` loss array: ``losses[i, j]`` is the loss of client ``i``'s model on client
-        ``j``'s data (the loss score $s_l$; non-negative, it is a norm of a loss in eq. 6).
-    heads : Tensor
-        ``[n, h]`` flattened head (classifier) parameters of every client.
-    last : Tensor
-        ``[n, n]`` peer recency array: ``last[i, j]`` is the round in which ``i`` last selected
-        ``j`` (0 when never).
-    round : float
-        The current round, counted from 1 as in Algorithm 1.
-    alpha : float
-        Weight $\alpha \ge 0$ of the loss score.
-    lam : float
-        Rate $\lambda > 0$ of the exponential CDF of the recency score.
-    c : float or Tensor
-        Communication-cost score: a constant, or an ``[n, n]`` matrix ``c[i, j]``.
-    rows : Tensor, optional
-        ``[m]`` int64: score only the clients ``rows`` (a distributed rank's own). ``losses``,
-        ``last`` and a matrix ``c`` then hold their ``[m, n]`` rows; ``heads`` stays every
-        client's ``[n, h]``.
-
-    Returns
-    -------
-    Tensor
-        ``[n, n]`` (``[m, n]``) scores in the dtype of ``losses``; entry ``[r, rows[r]]`` (the
-        diagonal) is ``-inf`` (a client never selects itself).
-
-    Notes
-    -----
-    Eq. (7) of the paper is the cosine *similarity* of the two heads, yet eq. (9) subtracts
-    $s_d$ and the text says the score must grow as $s_d$ decreases, "reflecting a higher task
-    similarity" (Section II-B). A similarity would do the opposite, so $s_d$ is the cosine
-    *distance* $1 - \cos(h_i, h_j) \in [0, 2]$. Cost: $O(n^2 h)$.
-
-    Examples
-    --------
-    Three clients; with $\lambda = \ln 2$ at round 1 every recency score is $1 - 1/2$:
-
-    >>> import math, torch
-    >>> L = torch.tensor([[0.0, 2.0, 1.0], [1.0, 0.0, 1.0], [3.0, 1.0, 0.0]])
-    >>> H = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    >>> S = tf.algorithms.pfeddst_scores(L, H, torch.zeros(3, 3), 1, alpha=1.0,
-    ...                                  lam=math.log(2), c=2.0)
-    >>> S.tolist()
-    [[-inf, 2.0, 1.0], [1.5, -inf, 1.0], [2.0, 1.0, -inf]]
-    """
-    n = heads.shape[0] if heads.dim() == 2 else -1
-    m = n if rows is None else int(rows.numel())
-    what = "[n, n]" if rows is None else "[m, n] (the rows' rows)"
-    if losses.dim() != 2 or tuple(losses.shape) != (m, n) or tuple(last.shape) != (m, n):
-        raise ValueError(
-            f"losses and last must both have shape {what} = [{m}, {n}], got "
-            f"{tuple(losses.shape)} and {tuple(last.shape)}"
-        )
-    if heads.dim() != 2 or heads.shape[0] != n:
-        raise ValueError(f"heads must have shape [n={n}, h], got {tuple(heads.shape)}")
-    alpha = check_real(alpha, "alpha", low=0)
-    lam = check_real(lam, "lam", low=0, low_open=True)
-    dtype = losses.dtype
-    s_l = losses
-    s_d = _header_distance(heads.to(dtype), rows)
-    age = (float(round) - last.to(dtype)).clamp_min(0)
-    s_p = -torch.expm1(-lam * age)  # 1 - exp(-lam * age), accurate for small ages
-    cost = c if isinstance(c, Tensor) else torch.tensor(float(c), dtype=dtype)
-    S = s_p * (alpha * s_l - s_d + cost.to(device=losses.device, dtype=dtype))
-    if rows is None:
-        S.fill_diagonal_(-math.inf)
-    else:
-        S[torch.arange(m, device=S.device), rows.to(S.device)] = -math.inf
-    return S
-
-
-def pfeddst_select(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
-    """The ``k`` best-scored peers of every client (Algorithm 1, line 7).
-
-    Parameters
-    ----------
-    scores : Tensor
-        ``[n, n]`` scores (or some clients' ``[m, n]`` rows); ``-inf`` marks a peer that may
-        not be chosen (the client itself, a client outside its candidates).
-    k : int
-        Number of peers, ``0 <= k <= n - 1``.
-
-    Returns
-    -------
-    peers : Tensor
-        ``[n, k]`` (``[m, k]``) int64 indices, best first; ties go to the lower index.
-    valid : Tensor
-        ``[n, k]`` (``[m, k]``) bool: false where fewer than ``k`` peers could be chosen
-        (their ``peers`` entries are then meaningless).
-
-    Examples
-    --------
-    >>> import torch
-    >>> S = torch.tensor([[-float("inf"), 1.0, 3.0, 1.0],
-    ...                   [2.0, -float("inf"), -float("inf"), -float("inf")],
-    ...                   [0.0, 0.0, -float("inf"), 0.0],
-    ...                   [5.0, 4.0, 6.0, -float("inf")]])
-    >>> peers, valid = tf.algorithms.pfeddst_select(S, 2)
-    >>> peers.tolist(), valid.tolist()
-    ([[2, 1], [0, 1], [0, 1], [2, 0]], [[True, True], [True, False], [True, True], [True, True]])
-    """
-    if scores.dim() != 2 or scores.shape[0] > scores.shape[1]:
-        raise ValueError(f"scores must have shape [n, n] (or [m, n] rows, m <= n), got "
-                         f"{tuple(scores.shape)}")
-    n = scores.shape[1]
-    k = check_int(k, "k", low=0, high=max(0, n - 1))
-    vals, order = torch.sort(scores, dim=1, descending=True, stable=True)
-    return order[:, :k], torch.isfinite(vals[:, :k])
-
-
-# --------------------------------------------------------------------------- validation helpers
-
-
-def _check_cost(c: Any) -> float | list[list[float]]:
-    if isinstance(c, numbers.Real) and not isinstance(c, bool):
-        return check_real(c, "c")
-    if isinstance(c, bool) or not (isinstance(c, (list, tuple, Tensor)) or hasattr(c, "__array__")):
-        raise TypeError(f"c must be a real number or an [n, n] array, got {type(c).__name__}")
-    arr = np.asarray(c.detach().cpu() if isinstance(c, Tensor) else c, dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"c must be a real number or a square [n, n] array, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("c must be finite")
-    return [[float(v) for v in row] for row in arr]
-
-
-def _resolve_peers(peers: int | None, n: int) -> int:
-    if n < 2:
-        raise ValueError(f"pfeddst needs at least 2 clients to select peers from, got n={n}")
-    if peers is None:
-        return min(_DEFAULT_PEERS, n - 1)
-    if peers > n - 1:
-        raise ValueError(
-            f"peers={peers} requested, but a client has only n-1={n - 1} other clients to "
-            "select from"
-        )
-    return peers
+# --------------------------------------------------------------------------- helpers
 
 
 def _realized(selected: Tensor, params: dict[str, Any] | None = None) -> Topology:
@@ -331,8 +177,21 @@ def _others(n: int, device: torch.device, rows: Tensor | None = None) -> Tensor:
 
 
 @dataclass(frozen=True)
-class PFedDSTKeywords:
-    """The hyper-parameters of :func:`pfeddst` as a call gives them (documented there)."""
+class PFedDSTTraining(Group):
+    """PFedDST's local training with partial freezing: the body with the head frozen, then
+    the head with the body frozen (eqs. 3-4; the fields are documented at :func:`pfeddst`,
+    the defaults are Section III-A's).
+
+    Examples
+    --------
+    >>> from topofl.algorithms.pfeddst import PFedDSTTraining
+    >>> PFedDSTTraining(lr=0.2, head_steps=3).checked()["head_work"]
+    (3, None)
+    >>> PFedDSTTraining(head_epochs=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: head_epochs must be in (0, inf], got 0
+    """
 
     lr: float = 0.1
     head_lr: float | None = None
@@ -342,20 +201,52 @@ class PFedDSTKeywords:
     local_epochs: float | Sequence[float] | None = None
     head_steps: int | None = None
     head_epochs: float | Sequence[float] | None = None
-    peers: int | None = None
-    alpha: float = 0.1
-    lam: float = 1.0
-    c: float | Any = 2.0
-    selection: str = "score"
-    candidates: str = "all"
-    selection_seed: int = 0
     decay: float = 1.0
-    peer_accuracy: str | None = None
+
+    def __post_init__(self) -> None:
+        self.checked()
+
+    def checked(self) -> dict[str, Any]:
+        """The checked fields, as :class:`PFedDSTParams` takes them (``head_lr`` resolved,
+        the work of the two phases as ``(steps, epochs)``)."""
+        lr = check_lr(self.lr)
+        return dict(
+            lr=lr, head_lr=lr if self.head_lr is None else check_lr(self.head_lr, "head_lr"),
+            momentum=check_momentum(self.momentum), weight_decay=check_wd(self.weight_decay),
+            decay=check_decay(self.decay),
+            body_work=check_work(self.local_steps, self.local_epochs, default_steps=None,
+                                 default_epochs=5.0),
+            head_work=check_work(self.head_steps, self.head_epochs, steps_name="head_steps",
+                                 epochs_name="head_epochs", default_steps=None,
+                                 default_epochs=1.0))
+
+
+class PFedDSTTrainingKeywords(TypedDict, total=False):
+    """:class:`PFedDSTTraining`'s fields as flat keywords."""
+
+    lr: float
+    head_lr: float | None
+    momentum: float
+    weight_decay: float
+    local_steps: int | None
+    local_epochs: float | Sequence[float] | None
+    head_steps: int | None
+    head_epochs: float | Sequence[float] | None
+    decay: float
+
+
+class PFedDSTKeywords(PFedDSTTrainingKeywords, PeerSelectionKeywords, total=False):
+    """PFedDST's flat keywords: the fields of its groups (documented at :func:`pfeddst`)."""
+
+
+#: PFedDST's default groups: Section III-A's training, selection by score
+_TRAINING, _BY_SCORE = PFedDSTTraining(), PeerSelection()
 
 
 @register_algorithm("pfeddst")
-@keywords(PFedDSTKeywords)
-def pfeddst(kw: PFedDSTKeywords) -> Algorithm:
+def pfeddst(training: PFedDSTTraining | float = _TRAINING,
+            peer_selection: PeerSelection = _BY_SCORE,
+            **keywords: Unpack[PFedDSTKeywords]) -> Algorithm:
     r"""PFedDST (Fan et al., Algorithm 1): score-based peer selection and partial freezing.
 
     The round, the records and the readings of the paper: the module's docstring. The
@@ -364,6 +255,16 @@ def pfeddst(kw: PFedDSTKeywords) -> Algorithm:
 
     Parameters
     ----------
+    training : PFedDSTTraining or float, optional
+        The local training, body then head (:class:`PFedDSTTraining`: the flat keywords
+        ``lr`` to ``head_epochs`` and ``decay`` below, with their defaults); a number is
+        ``lr`` (``pfeddst(0.05)``).
+    peer_selection : PeerSelection, optional
+        The peers' scores and selection
+        (:class:`~topofl.algorithms._pfeddst_selection.PeerSelection`: the flat keywords
+        ``peers`` to ``selection_seed`` and ``peer_accuracy`` below, with their defaults).
+    **keywords
+        The groups' fields as flat keywords (each replaces the field of its group):
     lr : float, default 0.1
         Learning rate $\eta_e$ of the body (Section III-A: 0.1).
     head_lr : float, optional
@@ -439,29 +340,10 @@ def pfeddst(kw: PFedDSTKeywords) -> Algorithm:
     >>> int(res.records.final("messages.body")), int(res.records.final("messages"))
     (8, 72)
     """
-    (lr, head_lr, momentum, weight_decay, local_steps, local_epochs, head_steps, head_epochs, peers,
-     alpha, lam, c, selection, candidates, selection_seed, decay, peer_accuracy) = (
-        kw.lr, kw.head_lr, kw.momentum, kw.weight_decay, kw.local_steps, kw.local_epochs,
-        kw.head_steps, kw.head_epochs, kw.peers, kw.alpha, kw.lam, kw.c, kw.selection,
-        kw.candidates, kw.selection_seed, kw.decay, kw.peer_accuracy)
-    lr = check_lr(lr)
-    hp = PFedDSTParams(
-        lr=lr, head_lr=lr if head_lr is None else check_lr(head_lr, "head_lr"),
-        momentum=check_momentum(momentum), weight_decay=check_wd(weight_decay),
-        decay=check_decay(decay),
-        body_work=check_work(local_steps, local_epochs, default_steps=None,
-                             default_epochs=5.0),
-        head_work=check_work(head_steps, head_epochs, steps_name="head_steps",
-                             epochs_name="head_epochs", default_steps=None,
-                             default_epochs=1.0),
-        peers=None if peers is None else check_int(peers, "peers", low=1),
-        alpha=check_real(alpha, "alpha", low=0),
-        lam=check_real(lam, "lam", low=0, low_open=True), cost=_check_cost(c),
-        selection=check_choice(selection, "selection", ("score", "random")),
-        candidates=check_choice(candidates, "candidates", ("all", "neighbors")),
-        selection_seed=check_int(selection_seed, "selection_seed", low=0),
-        peer_accuracy=(None if peer_accuracy is None else
-                       check_choice(peer_accuracy, "peer_accuracy", ("val", "test"))))
+    kw = Keywords("pfeddst", keywords)
+    local, selection = kw.take(training, _TRAINING), kw.take(peer_selection)
+    kw.done()
+    hp = PFedDSTParams(**local.checked(), **selection.checked())
     return _algorithm(hp)
 
 
@@ -534,7 +416,7 @@ class PFedDSTParams:
 
     def k(self, n: int) -> int:
         """Peers selected per round among ``n`` clients."""
-        return _resolve_peers(self.peers, n)
+        return resolve_peers(self.peers, n)
 
     def as_dict(self) -> dict[str, Any]:
         """The hyper-parameters as recorded in the run config."""

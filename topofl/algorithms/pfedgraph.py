@@ -42,23 +42,24 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._utils.validation import check_choice, check_int, check_real
-from topofl.algorithms._common import (
+from topofl._utils.validation import check_choice, check_real
+from topofl.algorithms._one_phase import WholeModelParams, local_training, whole_model_algorithm
+from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
     WEIGHTINGS,
-    check_decay,
-    check_lr,
-    check_momentum,
-    check_wd,
-    check_work,
+    Group,
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
 )
-from topofl.algorithms._one_phase import WholeModelParams, whole_model_algorithm
-from topofl.algorithms.base import keywords, register_algorithm
 from topofl.engine.ledger import Flow, dtype_bits
 from topofl.engine.pieces import (
     SGD,
@@ -71,8 +72,12 @@ from topofl.engine.pieces import (
 from topofl.engine.protocol import Algorithm, Kernel, Part, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["pfedgraph", "PFedGraphKeywords", "project_simplex", "collaboration_weights",
-           "cosine_dissimilarity", "PFedGraphParams", "PFedGraphState", "infer_graph", "aggregate_"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["pfedgraph", "PFedGraphKeywords", "SimilarityGraph", "SimilarityGraphKeywords",
+           "project_simplex", "collaboration_weights", "cosine_dissimilarity",
+           "PFedGraphParams", "PFedGraphState", "infer_graph", "aggregate_"]
 
 
 @dataclass
@@ -224,27 +229,66 @@ class _Pulled:
 
 
 @dataclass(frozen=True)
-class PFedGraphKeywords:
-    """The hyper-parameters of :func:`pfedgraph` as a call gives them (documented there)."""
+class SimilarityGraph(Group):
+    """pFedGraph's collaboration graph, inferred from the similarity of the clients' updates,
+    and the local pull towards it (the fields are documented at :func:`pfedgraph`).
 
-    lr: float = 0.01
+    Examples
+    --------
+    >>> from topofl.algorithms.pfedgraph import SimilarityGraph
+    >>> SimilarityGraph(alpha=1).checked()["alpha"]
+    1.0
+    >>> SimilarityGraph(similarity="fc")
+    Traceback (most recent call last):
+    ...
+    ValueError: similarity must be one of ['all', 'head'], got 'fc'
+    """
+
     alpha: float = 0.8
     lam: float = 0.01
     similarity: str = "all"
     similarity_clip: float = 0.9
     weighting: str = "data_size"
-    participation: float = 1.0
-    sample_seed: int = 0
-    momentum: float = 0.9
-    weight_decay: float = 1e-5
-    decay: float = 1.0
-    local_steps: int | None = None
-    local_epochs: float | tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.checked()
+
+    def checked(self) -> dict[str, Any]:
+        """The checked fields, as :class:`PFedGraphParams` takes them."""
+        return dict(alpha=check_real(self.alpha, "alpha", low=0, low_open=True),
+                    lam=check_real(self.lam, "lam", low=0),
+                    similarity=cast(Part, check_choice(self.similarity, "similarity",
+                                                       ("all", "head"))),
+                    similarity_clip=check_real(self.similarity_clip, "similarity_clip", low=0,
+                                               high=1),
+                    weighting=check_choice(self.weighting, "weighting", WEIGHTINGS))
+
+
+class SimilarityGraphKeywords(TypedDict, total=False):
+    """:class:`SimilarityGraph`'s fields as flat keywords."""
+
+    alpha: float
+    lam: float
+    similarity: str
+    similarity_clip: float
+    weighting: str
+
+
+class PFedGraphKeywords(LocalSGDKeywords, SimilarityGraphKeywords, SamplingKeywords,
+                        total=False):
+    """pFedGraph's flat keywords: the fields of its groups (documented at :func:`pfedgraph`)."""
+
+
+#: pFedGraph's default groups: the released code's optimiser (200 local steps), graph and pull,
+#: every client active
+_SGD = LocalSGD(lr=0.01, momentum=0.9, weight_decay=1e-5)
+_GRAPH, _EVERY_CLIENT = SimilarityGraph(), Sampling()
 
 
 @register_algorithm("pfedgraph")
-@keywords(PFedGraphKeywords)
-def pfedgraph(kw: PFedGraphKeywords) -> Algorithm:
+def pfedgraph(sgd: LocalSGD | float = _SGD, collaboration: SimilarityGraph = _GRAPH,
+              sampling: Sampling = _EVERY_CLIENT, **keywords: Unpack[PFedGraphKeywords]
+              ) -> Algorithm:
     r"""pFedGraph: personalized aggregation along a collaboration graph inferred by the server.
 
     Each round $t$, every participating client $i$ (all of them by default):
@@ -263,6 +307,18 @@ def pfedgraph(kw: PFedGraphKeywords) -> Algorithm:
 
     Parameters
     ----------
+    sgd : LocalSGD or float, optional
+        The local training (:class:`~topofl.algorithms.hparams.LocalSGD`: the flat keywords
+        ``lr``, ``momentum``, ``weight_decay``, ``decay``, ``local_steps`` and
+        ``local_epochs`` below, with their defaults); a number is ``lr`` (``pfedgraph(0.1)``).
+    collaboration : SimilarityGraph, optional
+        The inferred graph and the pull towards it (:class:`SimilarityGraph`: the flat
+        keywords ``alpha`` to ``weighting`` below, with their defaults).
+    sampling : Sampling, optional
+        The clients sampled per round (:class:`~topofl.algorithms.hparams.Sampling`: the
+        flat keywords ``participation`` and ``sample_seed`` below; default every client).
+    **keywords
+        The groups' fields as flat keywords (each replaces the field of its group):
     lr : float, default 0.01
         Local learning rate (``lr * decay**t`` at round ``t``).
     alpha : float, default 0.8
@@ -325,22 +381,12 @@ def pfedgraph(kw: PFedGraphKeywords) -> Algorithm:
     >>> [[round(v, 2) for v in row] for row in tr.state.own.graph.tolist()]
     [[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]]
     """
-    (lr, alpha, lam, similarity, similarity_clip, weighting, participation, sample_seed, momentum,
-     weight_decay, decay, local_steps, local_epochs) = (
-        kw.lr, kw.alpha, kw.lam, kw.similarity, kw.similarity_clip, kw.weighting, kw.participation,
-        kw.sample_seed, kw.momentum, kw.weight_decay, kw.decay, kw.local_steps, kw.local_epochs)
-    hp = PFedGraphParams(
-        lr=check_lr(lr), alpha=check_real(alpha, "alpha", low=0, low_open=True),
-        lam=check_real(lam, "lam", low=0),
-        similarity=cast(Part, check_choice(similarity, "similarity", ("all", "head"))),
-        similarity_clip=check_real(similarity_clip, "similarity_clip", low=0, high=1),
-        weighting=check_choice(weighting, "weighting", WEIGHTINGS),
-        participation=check_real(participation, "participation", low=0, high=1,
-                                 low_open=True),
-        sample_seed=check_int(sample_seed, "sample_seed", low=0),
-        momentum=check_momentum(momentum), weight_decay=check_wd(weight_decay),
-        decay=check_decay(decay),
-        work=check_work(local_steps, local_epochs, default_steps=200))
+    kw = Keywords("pfedgraph", keywords)
+    local, graph, active = kw.take(sgd, _SGD), kw.take(collaboration), kw.take(sampling)
+    kw.done()
+    participation, sample_seed = active.checked()
+    hp = PFedGraphParams(**local_training(local, default_steps=200), **graph.checked(),
+                         participation=participation, sample_seed=sample_seed)
     return whole_model_algorithm("pfedgraph", hp, init=init_state, local=hp.local,
                                  communicate=communicate,
                                  uses_topology=False, absent="server")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -21,16 +21,26 @@ from topofl._utils.validation import check_real
 from topofl.algorithms._server import (
     FedAvgParams,
     fedavg_algorithm,
-    fedavg_factory,
+    fedavg_params,
     server_round,
     server_sums,
 )
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import (
+    Keywords,
+    LocalSGD,
+    LocalSGDKeywords,
+    Sampling,
+    SamplingKeywords,
+)
 from topofl.engine.ledger import Flow, dtype_bits
 from topofl.engine.pieces import SGD, hold, server_flows
 from topofl.engine.protocol import Algorithm, Kernel, Phase, Round, Sent, Services, State
 
-__all__ = ["scaffold", "ScaffoldState"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["scaffold", "ScaffoldState", "ScaffoldKeywords"]
 
 
 @dataclass
@@ -128,9 +138,17 @@ def _server_step(hp: FedAvgParams, server_lr: float
     return communicate
 
 
+_SGD, _EVERY_CLIENT = LocalSGD(), Sampling()
+
+
+class ScaffoldKeywords(LocalSGDKeywords, SamplingKeywords, total=False):
+    """SCAFFOLD's flat keywords: the fields of its groups (FedAvg's)."""
+
+
 @register_algorithm("scaffold")
-@fedavg_factory
-def scaffold(hp: FedAvgParams, *, server_lr: float = 1.0) -> Algorithm:
+def scaffold(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *,
+             weighting: str = "uniform", server_lr: float = 1.0,
+             **keywords: Unpack[ScaffoldKeywords]) -> Algorithm:
     r"""SCAFFOLD: FedAvg with control variates that correct each client's local drift.
 
     The server holds the model $x$ and a control variate $c$, client $i$ a control variate
@@ -150,6 +168,13 @@ def scaffold(hp: FedAvgParams, *, server_lr: float = 1.0) -> Algorithm:
 
     Parameters
     ----------
+    sgd : LocalSGD or float, default LocalSGD()
+        The local SGD (a number: its ``lr``): ``lr``, ``momentum``, ``weight_decay``,
+        ``local_steps``, ``local_epochs``, ``decay``.
+    sampling : Sampling, default Sampling()
+        The round's participants: ``participation``, ``sample_seed``.
+    weighting : {"uniform", "data_size"}, default "uniform"
+        As in :func:`~topofl.algorithms.fedavg`, as the groups' fields.
     server_lr : float, default 1
         The global step size $\eta_g > 0$.
 
@@ -199,8 +224,12 @@ def scaffold(hp: FedAvgParams, *, server_lr: float = 1.0) -> Algorithm:
     >>> round(run(tf.algorithms.fedavg(lr=0.1, local_steps=5)), 4)
     1.7642
     """
+    kw = Keywords("scaffold", keywords)
+    local, active = kw.take(sgd, _SGD), kw.take(sampling)
+    kw.done()
+    hp = fedavg_params(local, active, weighting)
     eta_g = check_real(server_lr, "server_lr", low=0, low_open=True)
-    local = _Corrected(SGD(hp.sgd.momentum, hp.sgd.weight_decay))
-    return fedavg_algorithm("scaffold", hp, hparams=dict(server_lr=eta_g), local=local,
-                            round_start=local.round_start,
+    corrected = _Corrected(SGD(hp.sgd.momentum, hp.sgd.weight_decay))
+    return fedavg_algorithm("scaffold", hp, hparams=dict(server_lr=eta_g), local=corrected,
+                            round_start=corrected.round_start,
                             communicate=_server_step(hp, eta_g))

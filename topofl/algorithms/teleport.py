@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -78,6 +78,7 @@ from topofl._utils.rng import as_seed_sequence
 from topofl._utils.validation import check_choice, check_int
 from topofl.algorithms._common import check_sgd
 from topofl.algorithms.base import register_algorithm
+from topofl.algorithms.hparams import Group, Keywords, check_decay, check_lr, check_wd, check_work
 from topofl.engine.gossip import Mixer
 from topofl.engine.ledger import Arcs, Flow, dtype_bits
 from topofl.engine.pieces import SGD
@@ -95,7 +96,11 @@ from topofl.engine.protocol import (
 from topofl.graph import Topology
 from topofl.topologies.teleportation import active_round_matrix, draw_active, slot_pairs
 
-__all__ = ["teleport", "teleport_map", "teleport_rows", "slot_matrix"]
+if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
+    from typing_extensions import Unpack
+
+__all__ = ["teleport", "teleport_map", "teleport_rows", "slot_matrix", "SlotSGD",
+           "SlotSGDKeywords"]
 
 _GRAPHS = ("ring", "complete", "random_regular")
 
@@ -322,23 +327,66 @@ class Teleport(Communicate):
         return Sent.of(*flows, active=self.slots.mask(n, t))
 
 
+@dataclass(frozen=True)
+class SlotSGD(Group):
+    """The local SGD of an active node (documented at :func:`teleport`):
+    :class:`~topofl.algorithms.hparams.LocalSGD` without ``momentum``, which would have to
+    teleport with its model.
+
+    Attributes
+    ----------
+    lr : float, default 0.1
+    weight_decay : float, default 0
+    local_steps, local_epochs
+        Steps or local epochs a round, not both (neither: one step).
+    decay : float, default 1
+
+    Examples
+    --------
+    >>> from topofl.algorithms.teleport import SlotSGD
+    >>> SlotSGD(lr=0.5, local_steps=2).with_keywords(decay=0.99).decay
+    0.99
+    >>> SlotSGD(weight_decay=-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: weight_decay must be in [0, inf], got -1
+    """
+
+    lr: float = 0.1
+    weight_decay: float = 0.0
+    local_steps: int | None = None
+    local_epochs: float | None = None
+    decay: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_work(self.local_steps, self.local_epochs)  # check_sgd's order: the work first
+        check_lr(self.lr)
+        check_wd(self.weight_decay)
+        check_decay(self.decay)
+
+
+class SlotSGDKeywords(TypedDict, total=False):
+    """:class:`SlotSGD`'s fields as flat keywords: teleport's (documented at :func:`teleport`)."""
+
+    lr: float
+    weight_decay: float
+    local_steps: int | None
+    local_epochs: float | None
+    decay: float
+
+
+#: Teleportation's default local SGD: one step a round, no momentum
+_SGD = SlotSGD()
+
+
 def _init(x0: Tensor, env: Services, *, slots: Slots) -> State:
     slots.draw(env.n, 0)  # k <= n
     return State(x=x0.clone())
 
 
 @register_algorithm("teleport")
-def teleport(
-    lr: float = 0.1,
-    *,
-    k: int = 8,
-    graph: str = "ring",
-    sample_seed: int = 0,
-    weight_decay: float = 0.0,
-    local_steps: int | None = None,
-    local_epochs: float | None = None,
-    decay: float = 1.0,
-) -> Algorithm:
+def teleport(sgd: SlotSGD | float = _SGD, *, k: int = 8, graph: str = "ring",
+             sample_seed: int = 0, **keywords: Unpack[SlotSGDKeywords]) -> Algorithm:
     r"""Teleportation: ``k`` models teleport to ``k`` random nodes, train there and gossip.
 
     See the module docstring for the algorithm, how it lives on the engine's rows and what
@@ -347,6 +395,10 @@ def teleport(
 
     Parameters
     ----------
+    sgd : SlotSGD or float, default ``SlotSGD()``
+        The local SGD of an active node (a number: its learning rate, ``teleport(0.2)``); its
+        fields are also taken flat: ``lr``, ``weight_decay``, ``local_steps``,
+        ``local_epochs``, ``decay`` below.
     lr : float, default 0.1
         Learning rate (``lr * decay**t`` at round ``t``).
     k : int, default 8
@@ -405,12 +457,16 @@ def teleport(
     >>> [round(v, 2) for v in trace.evaluated()[rows].flatten().tolist()]
     [3.5, 3.5, 3.5, 3.5]
     """
-    hp = check_sgd(lr, 0.0, weight_decay, decay, local_steps, local_epochs)
+    kw = Keywords("teleport", keywords)
+    local = kw.take(sgd, _SGD)
+    kw.done()
+    hp = check_sgd(local.lr, 0.0, local.weight_decay, local.decay, local.local_steps,
+                   local.local_epochs)
     k = check_int(k, "k", low=1)
     check_choice(graph, "graph", _GRAPHS)
     sample_seed = check_int(sample_seed, "sample_seed", low=0)
     slots = Slots(k, sample_seed)
-    sgd = SGD(0.0, hp.weight_decay)
+    opt = SGD(0.0, hp.weight_decay)
     edges: tuple[tuple[int, int], ...] = ()
     if graph == "random_regular":
         s, r = slot_pairs(as_seed_sequence(sample_seed), k)
@@ -430,7 +486,7 @@ def teleport(
         hparams=hparams,
         phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
         init=init,
-        local=ActiveSGD(sgd, slots),
+        local=ActiveSGD(opt, slots),
         communicate=Teleport(slots, graph, edges),
         requires=None,
         decay=hp.decay,

@@ -75,7 +75,7 @@ __all__ = ["main"]
 
 def _dispatch(args: argparse.Namespace, command: str) -> int:
     if args.command == "demo":
-        from topofl.tools.demo import run_demo
+        from topofl.tools.demo import run_demo  # the CLI imports what a command runs
 
         run_demo(args.out, rounds=args.rounds, seed=args.seed, eval_every=args.eval_every)
         return 0
@@ -90,7 +90,7 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
     if args.command == "quickstart":
         return _quickstart()
     if args.imports:  # list, spectral: the user's names, before any is looked up
-        from topofl._utils.userimports import load_imports
+        from topofl._utils.userimports import load_imports  # the CLI imports what a command runs
 
         load_imports(args.imports)
     if args.command == "list":
@@ -102,14 +102,14 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
 def _delegate(command: str, argv: Sequence[str]) -> int:
     """``topofl study`` / ``report`` / ``figure``: their modules parse their own arguments."""
     if command == "figure":
-        from topofl.figures.cli import main as figure_main
+        from topofl.figures.cli import main as figure_main  # the CLI imports what a command runs
 
         return figure_main(argv, prog="topofl figure")
     if command == "study":
-        from topofl.study.cli import main as study_main
+        from topofl.study.cli import main as study_main  # the CLI imports what a command runs
 
         return study_main(argv, prog="topofl study")
-    from topofl.report import main as report_main
+    from topofl.report import main as report_main  # the CLI imports what a command runs
 
     return report_main(argv, prog="topofl report")
 

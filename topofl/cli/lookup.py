@@ -23,7 +23,7 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def _graph_rows(graphs: list[tuple[str, Topology]]) -> list[list[str]]:
-    from topofl.spectral import summary
+    from topofl.spectral import summary  # the CLI imports what a command runs
 
     rows = []
     for label, t in graphs:
@@ -38,7 +38,7 @@ _HEADER = ["graph", "n", "edges/node", "spectral gap", "rounds_to_1e-6_bound"]
 
 
 def _quickstart() -> int:
-    from topofl import topologies
+    from topofl import topologies  # the CLI imports what a command runs
 
     graphs = [
         ("ring", topologies.ring(64)),
@@ -68,8 +68,8 @@ def _spectral(
     """Print :func:`topofl.spectral.summary` of each spec: a table, or one JSON object per line."""
     import json
 
-    from topofl import topologies
-    from topofl.spectral import summary
+    from topofl import topologies  # the CLI imports what a command runs
+    from topofl.spectral import summary  # the CLI imports what a command runs
 
     def fmt(x: object, spec: str = ".4f") -> str:
         return "-" if x is None else format(x, spec) if isinstance(x, float) else str(x)
@@ -149,31 +149,31 @@ def _list(section: str | None) -> int:
         if section is None:
             print(("\n" if k else "") + f"== {sec} ==")
         if sec == "graphs":
-            from topofl import topologies
+            from topofl import topologies  # the CLI imports what a command runs
 
             for name in sorted(topologies.REGISTRY):
                 print(topologies.REGISTRY[name].describe())
             for name in sorted(topologies.SCHEDULES):  # specs whose parameters are specs
                 print(f"schedule {topologies.SCHEDULES[name].describe()}")
         elif sec == "algorithms":
-            from topofl.algorithms import ALGORITHMS
+            from topofl.algorithms import ALGORITHMS  # the CLI imports what a command runs
 
             for name in sorted(ALGORITHMS):
                 print(f"{name}: {_first_line(ALGORITHMS[name])}")
                 _print_params(ALGORITHMS[name], ())
         elif sec == "models":
-            from topofl.models import MODELS
+            from topofl.models import MODELS  # the CLI imports what a command runs
 
             for name, fn in MODELS.items():
                 print(f"{name}: {_first_line(fn)} (config: model_params)")
                 _print_params(fn, ("input_shape", "num_classes"))
         elif sec == "datasets":
-            from topofl.data import DATASETS
+            from topofl.data import DATASETS  # the CLI imports what a command runs
 
             for name, load in DATASETS.items():
                 print(f"{name}: {_first_line(load)}")
         elif sec == "partitions":
-            from topofl.data import PARTITIONS
+            from topofl.data import PARTITIONS  # the CLI imports what a command runs
 
             for name, scheme in PARTITIONS.items():
                 print(f"{name}: {_first_line(scheme)} (config: partition_params)")
@@ -181,8 +181,8 @@ def _list(section: str | None) -> int:
         else:
             import dataclasses
 
-            from topofl.api import RunCall, run_defaults
-            from topofl.engine import RunConfig
+            from topofl.api import RunCall, run_defaults  # the CLI imports what a command runs
+            from topofl.engine import RunConfig  # the CLI imports what a command runs
 
             call = run_defaults()  # rounds, seed: topofl.run's defaults, a config's too
             print("the run call (topofl.api.RunCall: topofl.run's named parameters, config keys):")

@@ -9,6 +9,7 @@ import argparse
 import math
 from typing import Any, NoReturn
 
+from topofl import __version__
 from topofl.cli.errors import TRACEBACK_ENV, _UsageError
 from topofl.cli.lookup import _SECTIONS
 from topofl.workflow.limits import MAX_PROBE_TIMEOUT
@@ -169,8 +170,6 @@ def _add_import(parser: argparse.ArgumentParser, what: str) -> None:
 
 def _parser(description: str) -> argparse.ArgumentParser:
     """The parser of ``topofl COMMAND`` (``description``: its first line of help)."""
-    from topofl import __version__
-
     parser = _Parser(
         prog="topofl", description=description,
         epilog="Errors print one line on stderr and exit with status 2 (bad input) or 1 (a "

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from topofl._utils.configfiles import read_config
+from topofl._utils.spec import parse_value
 from topofl.exceptions import ConfigError, OutputExistsError
 
 __all__: list[str] = []
@@ -49,7 +50,6 @@ def _parse_set(items: Sequence[str], flags: Mapping[str, tuple[str, Any]] | None
                               f"--set {given[key]}; give it once")
     if not pairs:
         return {}
-    from topofl._utils.spec import parse_value
 
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -97,8 +97,11 @@ def _print_result(records: Any) -> None:
 def _environment_note(prov: Mapping[str, Any]) -> str:
     """Where the numeric environment a run recorded differs from this one (float sums round
     by it), as a note to a replay that did not reproduce; empty where it is the same."""
-    from topofl._utils.cpu import cpu_kind
-    from topofl._utils.environment import differences, numeric_environment
+    from topofl._utils.cpu import cpu_kind  # the CLI imports what a command runs
+    from topofl._utils.environment import (  # the CLI imports what a command runs
+        differences,
+        numeric_environment,
+    )
 
     recorded = prov.get("environment")
     if isinstance(recorded, Mapping):
@@ -119,7 +122,7 @@ def _environment_note(prov: Mapping[str, Any]) -> str:
 def _other_run(stored: Any, replayed: Mapping[str, Any]) -> str | None:
     """How the replay's run differs from the one a header describes (its run hash and the
     fields that change the numbers, versions aside), or ``None``."""
-    from topofl.engine.config import config_diff
+    from topofl.engine.config import config_diff  # the CLI imports what a command runs
 
     if not isinstance(stored, Mapping) or not isinstance(stored.get("run_hash"), str):
         return None  # a header without an engine description: nothing to compare
@@ -142,8 +145,8 @@ def _run(args: argparse.Namespace, command: str) -> int:
             raise ConfigError("--replay re-runs a records header: it takes no config, --set, "
                               "--algorithm, --topology, --resume or --import (the header's "
                               "imports are imported again)")
-        from topofl import config
-        from topofl.records import load
+        from topofl import config  # the CLI imports what a command runs
+        from topofl.records import load  # the CLI imports what a command runs
 
         threads = config.read_header(args.replay).get("provenance", {}).get("torch_threads")
         if isinstance(threads, int) and threads > 0:
@@ -178,7 +181,7 @@ def _run(args: argparse.Namespace, command: str) -> int:
              "topology": ("--topology", args.topology), "records_path": ("--out", args.out)}
     kwargs.update(_parse_set(args.set, flags))
     _add_imports(kwargs, args.imports)
-    from topofl import config
+    from topofl import config  # the CLI imports what a command runs
 
     kwargs.update({key: value for key, (_, value) in flags.items() if value})
     kwargs.setdefault("algorithm", "dsgd")
@@ -187,10 +190,10 @@ def _run(args: argparse.Namespace, command: str) -> int:
     # 100-client run's records (1.4 MB -> 100 kB for 50 rounds of a ring); --set turns them on
     kwargs.setdefault("record_clients", False)
     res = config.execute(kwargs, overwrite=args.overwrite, resume=args.resume, command=command)
-    from topofl.distributed import leave
+    from topofl.distributed import leave  # the CLI imports what a command runs
 
     leave()  # under torchrun: every rank finished before any closes its connections
-    from topofl.distributed.world import is_main_process
+    from topofl.distributed.world import is_main_process  # the CLI imports what a command runs
 
     if is_main_process():  # under torchrun: one summary, rank 0's
         print(f"records: {kwargs['records_path']}")
@@ -201,7 +204,7 @@ def _run(args: argparse.Namespace, command: str) -> int:
 def _sweep(args: argparse.Namespace, command: str) -> int:
     cfg = read_config(args.config)  # before torch is imported: its errors are reported at once
     _add_imports(cfg, args.imports)
-    from topofl import sweep
+    from topofl import sweep  # the CLI imports what a command runs
 
     shard = sweep.parse_shard(args.shard) if args.shard else None
     if args.dry_run:
@@ -229,7 +232,7 @@ def _plan(args: argparse.Namespace) -> int:
     kwargs.setdefault("algorithm", "dsgd")
     import json
 
-    from topofl.workflow.plan import make_plan
+    from topofl.workflow.plan import make_plan  # the CLI imports what a command runs
 
     plan = make_plan(kwargs, timed=not args.no_time, probe_timeout=args.probe_timeout)
     print(json.dumps(plan.as_json()) if args.json else plan.summary())
@@ -241,8 +244,8 @@ def _bench(args: argparse.Namespace, command: str) -> int:
 
     import torch
 
-    from topofl._utils.files import real_path
-    from topofl.tools.bench import run_bench, to_markdown
+    from topofl._utils.files import real_path  # the CLI imports what a command runs
+    from topofl.tools.bench import run_bench, to_markdown  # the CLI imports what a command runs
 
     # the file the system will open (links and `..` applied), looked at before hours of timing
     out = None if not args.out else real_path(args.out)

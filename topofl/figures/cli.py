@@ -11,6 +11,7 @@ from pathlib import Path
 
 from topofl._utils.fingerprint import code_fingerprint
 from topofl._utils.processes import sigterm_raises
+from topofl.figures import facts
 from topofl.figures.certificates import (
     EQUIVALENCE_FILE,
     Verdict,
@@ -183,8 +184,6 @@ def _pages(folder: Path) -> list[str]:
 def _facts(argv: list[str], prog: str) -> int:
     """``facts [NAME ...]``: each result's referee facts recomputed into its page, one line
     each."""
-    from topofl.figures import facts
-
     bad = [a for a in argv if a.startswith("-")]
     if bad:
         raise FigureError(f"unknown option(s) {bad}: `{prog} facts [NAME ...]`")

@@ -26,6 +26,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import topofl as tf
+from topofl._utils.configfiles import read_config
+from topofl._utils.markdown import table
+from topofl.figures import referee
+from topofl.figures.config import FigureError, _root
+
 __all__ = ["facts", "apply", "SECTION"]
 
 #: The heading of the facts' section in a result's Markdown.
@@ -83,8 +89,6 @@ def _kwargs(text: str) -> dict[str, Any] | None:
 
 @functools.lru_cache(maxsize=16)
 def _dataset(spec: str) -> Any:
-    import topofl as tf
-
     return tf.data.load(spec)
 
 
@@ -137,8 +141,6 @@ def _model_params(model: str, data: str, configs: Mapping[str, Mapping[str, Any]
 
 def _recomputed(panel: Mapping[str, str], configs: Mapping[str, Mapping[str, Any]]
                 ) -> dict[str, Any]:
-    import topofl as tf
-
     data = re.sub(r"\s*\(offline stand-in for [^)]*\)\s*$", "", panel.get("data", "")).strip()
     stand = re.search(r"\(offline stand-in for ([^)]*)\)", panel.get("data", ""))
     row: dict[str, Any] = {"data": data, "stand_in_for": stand.group(1) if stand else None}
@@ -254,8 +256,6 @@ def _ran_on(rows: list[dict[str, Any]]) -> str:
 
 
 def _section(rows: list[dict[str, Any]]) -> str:
-    from topofl._utils.markdown import table
-
     if not rows:
         return (SECTION + "\nNo training data: the result is computed from graphs or counts "
                 "alone (its setting says which).\n\n")
@@ -279,9 +279,6 @@ def configs_of(name: str, results: Path) -> dict[str, dict[str, Any]]:
     """The config tables of result ``name``: ``configs/<name>.toml`` and
     ``configs/<name>_*.toml`` (not those of a longer result name), and the configs its script
     and the ``_*.py`` modules it imports name as a string; ``{}`` outside a clone."""
-    from topofl._utils.configfiles import read_config
-    from topofl.figures.config import FigureError, _root
-
     try:
         root = _root()
     except FigureError:
@@ -326,7 +323,6 @@ def apply(js: str | Path, md: str | Path) -> list[dict[str, Any]]:
         a = text.index(SECTION)
         b = text.index("\n## ", a + len(SECTION)) + 1
         text = text[:a] + text[b:]
-    from topofl.figures import referee
 
     entry = referee.entries().get(js.stem)
     checked, unmatched = None, ""

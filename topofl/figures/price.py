@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from topofl.figures.config import FigureError, _root
+
 __all__ = ["GPU_RATIO", "Need", "price", "seeds_needed", "price_section", "apply", "COST_TABLE"]
 
 #: CPU time / H100 time of a comparable model's D-SGD round at n = 100 (``topofl.run``, one
@@ -192,8 +194,6 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
     :class:`Need` a kind; ``[]`` when the headline is decided. ``md`` is the result's
     Markdown (its setting table names the model), ``root`` the clone (for the cost table).
     """
-    from topofl.figures.config import FigureError, _root
-
     checks = [c for c in v.get("checks", []) if isinstance(c, Mapping)]
     heads = [c for c in checks if c.get("headline")] or checks
     undecided = [c for c in heads if c.get("outcome") == "inconclusive"]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from topofl._utils.markdown import table
 from topofl.figures import facts, price
 from topofl.figures.checks import (
     RULE,
@@ -186,8 +187,6 @@ def _markdown(md: str, checks: list[Check], margins: dict[str, Any] | None = Non
               gates: list[AnyGate] | None = None, second_look: list[str] | None = None) -> str:
     """``md`` with its verdict line, its table of checks, the rule's paragraph, the margins'
     reasons and the fidelity gates rewritten."""
-    from topofl._utils.markdown import table
-
     md = re.sub(r"^\*\*Verdict:\*\* .*$", lambda _: verdict_line(checks, second_look or ()), md,
                 count=1,
                 flags=re.M)

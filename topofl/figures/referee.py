@@ -38,6 +38,9 @@ from typing import Any
 
 import tomllib
 
+from topofl._utils.markdown import table
+from topofl.figures.config import FigureError, _root
+
 __all__ = ["entries", "check_entry", "section", "SOURCES", "KEY_SETTINGS", "SUMMARY"]
 
 #: Where a hyperparameter can come from.
@@ -77,8 +80,6 @@ def entries(folder: str | Path | None = None) -> dict[str, dict[str, Any]]:
     """Every result's entry of ``paper_figures/referee/*.toml`` (``{}`` outside a clone); a
     result given in two files is a ``ValueError``."""
     if folder is None:
-        from topofl.figures.config import FigureError, _root
-
         try:
             folder = _root() / "referee"
         except FigureError:
@@ -181,8 +182,6 @@ def section(checked: Mapping[str, Any] | None, unmatched: str = "") -> str:
     saying that the result has no entry, or (``unmatched``: why) that its entry, written for
     the committed default-scale result, does not match this page (a ``--quick`` or ``--full``
     run, whose checks differ)."""
-    from topofl._utils.markdown import table
-
     if checked is None and unmatched:
         return ("### Reproduction\n\nThe entry in `paper_figures/referee/` describes the "
                 "committed result (the default scale); it does not match this page's checks "

@@ -237,7 +237,9 @@ def _teleportation_moments(n: int, k: int, graph: str) -> MixingMoments:
     # c = (k/n) w + (1 - k/n); exchangeable and doubly stochastic. The random regular slot
     # graph is d-regular with weights 1/(d + 1), so given it the same holds.
     if graph == "random_regular":
-        from topofl.topologies.teleportation import teleportation_slot_degree
+        from topofl.topologies.teleportation import (  # loads every graph family, networkx
+            teleportation_slot_degree,
+        )
 
         w = 1.0 / (teleportation_slot_degree(k) + 1)
     else:

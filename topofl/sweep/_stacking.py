@@ -12,8 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from topofl import api
 from topofl._utils.processes import lock
 from topofl.config import command_line, resolve
+from topofl.engine.stack import Member, alone_reason, run_stacked, stack_key, stack_problem
 from topofl.exceptions import InsufficientMemoryError
 from topofl.sweep._execution import Outcome, _execute, _execute_locked, _summary, _write_json
 from topofl.sweep._planning import SweepRun, _text
@@ -28,8 +30,6 @@ _Item = tuple[SweepRun, dict[str, Any], str]
 
 def _stack_group(rcfg: Mapping[str, Any]) -> tuple[Any, ...] | str:
     """The group of runs a run may stack with, or why it runs alone."""
-    from topofl.engine.stack import alone_reason, stack_key
-
     prepared = resolve(rcfg).prepared
     why = alone_reason(prepared.run, prepared.algorithm)
     key = stack_key(prepared.run, prepared.algorithm)
@@ -162,9 +162,6 @@ def _execute_stack_locked(mine: Sequence[tuple[dict[str, Any], str]], out: str,
     built runs alone (and reports its error); when the others cannot stack, or the pass
     stops (a run diverges), each of them runs alone instead, from round 0, which gives each
     its own outcome."""
-    from topofl import api
-    from topofl.engine.stack import Member, run_stacked, stack_problem
-
     outcomes: list[Outcome] = []
     built: list[tuple[dict[str, Any], str, Member]] = []
     prepared: list[Any] = []

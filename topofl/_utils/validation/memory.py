@@ -8,6 +8,8 @@ import math
 import os
 from typing import Any
 
+from topofl.exceptions import InsufficientMemoryError
+
 __all__ = ["available_memory", "memory_limit", "memory_override", "MEMORY_LIMIT_ENV",
            "check_memory", "fmt_bytes", "graph_bytes", "check_graph_size", "BYTES_PER_NODE",
            "BYTES_PER_ARC"]
@@ -314,8 +316,6 @@ def check_memory(nbytes: float, what: str, *, per_client: float = 0.0) -> None:
     (estimated), but only 977 KiB is available; at most 2,500 clients fit
     >>> del os.environ["TOPOFL_MEMORY_LIMIT"]
     """
-    from topofl.exceptions import InsufficientMemoryError
-
     avail = available_memory()
     if avail is not None and nbytes > avail:
         fits = int(avail // per_client) if per_client > 0 else None
