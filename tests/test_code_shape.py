@@ -100,7 +100,12 @@ MAX_MODULE_LINES = 720
 MAX_CODE_LINES = 100
 #: the most parameters a function may take (issue 55; the front door takes its settings as
 #: one :class:`~topofl.engine.config.RunConfig` and keywords, ``**settings``)
-MAX_PARAMETERS = 10
+MAX_PARAMETERS = {
+    "*": 10,
+    # the front door's signature is written in source (issue 82): RunCall's ten fields, then
+    # overwrite; the settings and hyper-parameters come as keywords
+    "topofl/api.py::run": 11,
+}
 #: the most modules at the top of ``topofl/`` besides its packages (issue 55)
 MAX_TOP_MODULES = 12
 
@@ -133,8 +138,9 @@ def test_no_function_has_more_code_or_parameters_than_the_limits() -> None:
         return len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs)
 
     many = sorted(f"{name}: {count(node)}" for name, node in _functions(ROOT)
-                  if count(node) > MAX_PARAMETERS)
-    assert not many, f"functions with over {MAX_PARAMETERS} parameters: {many}"
+                  if count(node) > MAX_PARAMETERS.get(name.split(":")[0] + "::" + node.name,
+                                                      MAX_PARAMETERS["*"]))
+    assert not many, f"functions with over {MAX_PARAMETERS['*']} parameters: {many}"
 
 
 def test_the_top_of_the_package_holds_few_modules() -> None:

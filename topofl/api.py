@@ -18,7 +18,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -87,8 +86,9 @@ __all__ = ["run", "prepare", "launch", "Prepared", "RunCall"]
 
 @dataclass(frozen=True)
 class RunCall:
-    """The named parameters of a run call, written once: :func:`run` and :func:`prepare` take
-    them (their signatures are built from this class), a config's keys are them, the run
+    """The named parameters of a run call: :func:`run` and :func:`prepare` take them (their
+    signatures, written in their source, are held to this class by a test), a config's keys
+    are them, the run
     settings (:class:`~topofl.engine.RunConfig`) and the algorithm's hyper-parameters, and
     ``topofl list`` shows their defaults (:func:`run_defaults`). The first five may be given
     by position (:data:`POSITIONAL`), the others by name.
@@ -120,6 +120,7 @@ class RunCall:
 
     Examples
     --------
+    >>> import inspect
     >>> [p.name for p in inspect.signature(tf.run).parameters.values()][:6]
     ['algorithm', 'topology', 'data', 'model', 'rounds', 'seed']
     >>> tf.api.RunCall().n_clients, tf.api.RUN_KEYS == tuple(
@@ -144,35 +145,6 @@ POSITIONAL = ("algorithm", "topology", "data", "model", "rounds")
 #: The keys of a run call besides the run settings (:class:`~topofl.engine.RunConfig`) and
 #: the algorithm's hyper-parameters: :class:`RunCall`'s fields.
 RUN_KEYS = tuple(f.name for f in dataclasses.fields(RunCall))
-
-
-def _signature(*extra: inspect.Parameter, returns: str) -> inspect.Signature:
-    """The signature of a run call: :class:`RunCall`'s fields (the :data:`POSITIONAL` ones
-    first, by position or name; the others by name only), ``extra`` keyword-only parameters,
-    and ``**kwargs`` (the run settings and the hyper-parameters)."""
-    kind = inspect.Parameter
-    named = [kind(f.name, kind.POSITIONAL_OR_KEYWORD if f.name in POSITIONAL else
-                  kind.KEYWORD_ONLY, default=f.default, annotation=f.type)
-             for f in dataclasses.fields(RunCall)]
-    named.sort(key=lambda p: (p.kind, POSITIONAL.index(p.name) if p.name in POSITIONAL else 0))
-    return inspect.Signature([*named, *extra, kind("kwargs", kind.VAR_KEYWORD, annotation="Any")],
-                             return_annotation=returns)
-
-
-def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[RunCall, dict[str, Any]]:
-    """A run call's arguments as its :class:`RunCall` and the rest (settings, hyper-parameters,
-    ``resume``, ``imports``); a ``TypeError`` as Python's for too many positional arguments or
-    one given twice."""
-    try:
-        bound = _CALL.bind(*args, **kwargs)
-    except TypeError as exc:
-        if len(args) > len(POSITIONAL):
-            raise TypeError(f"a run call takes at most {len(POSITIONAL)} positional arguments "
-                            f"({', '.join(POSITIONAL)}), got {len(args)}: give the rest by "
-                            "name") from None
-        raise TypeError(f"a run call got {exc}") from None
-    rest = dict(bound.arguments.pop("kwargs", {}))
-    return RunCall(**bound.arguments), rest
 
 
 @dataclass(frozen=True)
@@ -229,7 +201,12 @@ class Prepared:
         return self.run.seed
 
 
-def run(*args: Any, overwrite: bool = False, **kwargs: Any) -> Result:
+def run(algorithm: str | Algorithm = "dsgd", topology: GraphLike | str | None = None,
+        data: Any = "digits", model: str | nn.Module = "logistic", rounds: int = 100, *,
+        seed: int = 0, n_clients: int = 100, partition: str = "shards",
+        partition_params: Mapping[str, Any] | None = None,
+        model_params: Mapping[str, Any] | None = None, overwrite: bool = False,
+        **kwargs: Any) -> Result:
     """Train with a named algorithm, topology, dataset and model; return records and state.
 
     Parameters
@@ -331,7 +308,10 @@ def run(*args: Any, overwrite: bool = False, **kwargs: Any) -> Result:
     resume = kwargs.pop("resume", None)
     check_bool(overwrite, "overwrite")
     check_path(resume, "resume")
-    return launch(prepare(*args, **kwargs), resume=resume, overwrite=overwrite)
+    call = prepare(algorithm, topology, data, model, rounds, seed=seed, n_clients=n_clients,
+                   partition=partition, partition_params=partition_params,
+                   model_params=model_params, **kwargs)
+    return launch(call, resume=resume, overwrite=overwrite)
 
 
 def run_defaults() -> dict[str, Any]:
@@ -347,7 +327,11 @@ def run_defaults() -> dict[str, Any]:
     return {f.name: f.default for f in dataclasses.fields(RunCall)}
 
 
-def prepare(*args: Any, **kwargs: Any) -> Prepared:
+def prepare(algorithm: str | Algorithm = "dsgd", topology: GraphLike | str | None = None,
+            data: Any = "digits", model: str | nn.Module = "logistic", rounds: int = 100, *,
+            seed: int = 0, n_clients: int = 100, partition: str = "shards",
+            partition_params: Mapping[str, Any] | None = None,
+            model_params: Mapping[str, Any] | None = None, **kwargs: Any) -> Prepared:
     """Check a :func:`run` call (same arguments, without ``resume`` and ``overwrite``) and build
     its algorithm, without reading any data.
 
@@ -383,7 +367,9 @@ def prepare(*args: Any, **kwargs: Any) -> Prepared:
     topofl.exceptions.ConfigTypeError: batch_size must be an int, got str '32'
     """
     try:
-        return _prepare(*_bind(args, kwargs))
+        given = RunCall(algorithm, topology, data, model, rounds, seed, n_clients, partition,
+                        partition_params, model_params)
+        return _prepare(given, dict(kwargs))
     except ConfigError:
         raise
     except TypeError as exc:  # one exception type per kind of mistake, whichever door
@@ -634,11 +620,3 @@ def placement() -> Placement:
         return Sharded()
     return OneProcess(FileCheckpointer(read=load_any, write=save_any))
 
-
-#: The signatures of the two doors, built from :class:`RunCall` (what ``help(tf.run)``,
-#: ``inspect.signature``, the manual and a config's schema read).
-_CALL = _signature(returns="Prepared")
-prepare.__signature__ = _CALL  # type: ignore[attr-defined]
-run.__signature__ = _signature(  # type: ignore[attr-defined]
-    inspect.Parameter("overwrite", inspect.Parameter.KEYWORD_ONLY, default=False,
-                      annotation="bool"), returns="Result")
