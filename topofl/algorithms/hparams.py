@@ -161,6 +161,14 @@ def check_work(steps: Any, epochs: Any, *, steps_name: str = "local_steps",
 # ------------------------------------------------------------------------------ the groups
 
 
+def _check_optimizer(group: Any) -> None:
+    """The checks of the optimiser's fields every SGD group has."""
+    check_lr(group.lr)
+    check_momentum(group.momentum)
+    check_wd(group.weight_decay)
+    check_decay(group.decay)
+
+
 @dataclass(frozen=True)
 class LocalSGD(Group):
     """The local SGD of one phase.
@@ -189,10 +197,7 @@ class LocalSGD(Group):
     decay: float = 1.0
 
     def __post_init__(self) -> None:
-        check_lr(self.lr)
-        check_momentum(self.momentum)
-        check_wd(self.weight_decay)
-        check_decay(self.decay)
+        _check_optimizer(self)
         check_work(self.local_steps, self.local_epochs)
 
     def work(self, default_steps: int | None = 1, default_epochs: float | None = None
@@ -222,10 +227,7 @@ class Optimizer(Group):
     decay: float = 1.0
 
     def __post_init__(self) -> None:
-        check_lr(self.lr)
-        check_momentum(self.momentum)
-        check_wd(self.weight_decay)
-        check_decay(self.decay)
+        _check_optimizer(self)
 
 
 class OptimizerKeywords(TypedDict, total=False):
