@@ -162,6 +162,26 @@ def test_a_switch_past_the_last_round_is_refused(spec: str, rounds: int,
     tf.api.prepare("dsgd", **{**RUN, "topology": tv, "rounds": 4})  # its last round: then's
 
 
+@pytest.mark.parametrize(("spec", "rounds", "needles"), [
+    ("periodic_averaging:base=ring,every=8", 5,
+     ["every=8 never averages in a run of 5 rounds", "first global average is round 7",
+      "give every <= 5, or rounds >= 8"]),
+    ("switch:first=ring,then=(periodic_averaging:base=ring,every=4),at=2", 5,
+     ["every=4 never averages in a run of 3 rounds", "within a switch, for its last 3 rounds",
+      "give every <= 3, or rounds >= 6"]),
+])
+def test_a_periodic_average_past_the_last_round_is_refused(spec: str, rounds: int,
+                                                           needles: list[str]) -> None:
+    # before (issue 81's note): the run was base's alone, silently
+    with pytest.raises(ConfigError) as exc:
+        tf.run("dsgd", **{**RUN, "topology": spec, "rounds": rounds})
+    _one_line(exc, f"topology {spec!r}", *needles)
+    tv = tf.topologies.periodic_averaging(tf.topologies.ring(4), every=4)
+    with pytest.raises(ConfigError, match="every=4 never averages in a run of 3 rounds"):
+        tf.api.prepare("dsgd", **{**RUN, "topology": tv, "rounds": 3})
+    tf.api.prepare("dsgd", **{**RUN, "topology": tv, "rounds": 4})  # its last round averages
+
+
 # ------------------------------------------------------------------ the wrong advice
 def test_compressor_with_byzantine_names_compressor() -> None:
     # before: "dsgd does not send its models ...; use dsgd (with any aggregator)" to dsgd

@@ -172,9 +172,11 @@ def _periodic_spec(base: str, every: int, n: int | None = None, *, seed: Seed,
 def late_switch(topology: Any, rounds: int) -> str | None:
     """Why a run of ``rounds`` rounds never reaches the second graph of a ``switch`` in
     ``topology`` (a spec string, or a :class:`~topofl.graph.TimeVarying` named ``"switch"``),
-    or ``None``: its ``at`` is not before the last round ``rounds - 1``, so the run is that of
-    ``first`` alone. A spec's switches within ``first`` (from round 0) and ``then`` (from
-    round ``at``) are checked too.
+    or never averages with a ``periodic_averaging`` (``every > rounds``), or ``None``: a
+    switch's ``at`` not before the last round ``rounds - 1`` makes the run that of ``first``
+    alone, and a period longer than the run makes it ``base``'s alone. A spec's switches and
+    periodic averages within ``first`` (from round 0) and ``then`` (from round ``at``) are
+    checked too.
 
     Examples
     --------
@@ -185,11 +187,19 @@ def late_switch(topology: Any, rounds: int) -> str | None:
     ... # doctest: +NORMALIZE_WHITESPACE
     switch at=5 is past the run's last round (rounds=3: rounds 0..2), so its graph then
     (complete) is never used: give at <= 2, or rounds >= 6
+    >>> print(late_switch("periodic_averaging:base=ring,every=20", 10))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    periodic_averaging every=20 never averages in a run of 10 rounds: its first global
+    average is round 19, the run's last round 9; give every <= 10, or rounds >= 20
+    >>> late_switch("periodic_averaging:base=ring,every=10", 10) is None
+    True
     """
     def problem(spec: Any, left: int) -> str | None:
-        if not isinstance(spec, str) or "switch" not in spec:
+        if not isinstance(spec, str) or not ("switch" in spec or "periodic_averaging" in spec):
             return None
         family, kwargs = check_spec(spec)
+        if family.name == "periodic_averaging":
+            return _never_averages(kwargs.get("every"), left, rounds)
         if family.name != "switch":
             return None
         at = kwargs.get("at")
@@ -199,12 +209,24 @@ def late_switch(topology: Any, rounds: int) -> str | None:
             return _late(at, kwargs.get("then"), left, rounds)
         return problem(kwargs.get("first"), left) or problem(kwargs.get("then"), left - at)
 
+    if isinstance(topology, TimeVarying) and topology.name == "periodic_averaging":
+        return _never_averages(topology.params.get("every"), rounds, rounds)
     if isinstance(topology, TimeVarying) and topology.name == "switch":
         at = topology.params.get("at")
         if isinstance(at, int) and at >= rounds:
             return _late(at, topology.params.get("then"), rounds, rounds)
         return None
     return problem(topology, rounds)
+
+
+def _never_averages(every: Any, left: int, rounds: int) -> str | None:
+    """Why a ``periodic_averaging`` of ``every`` run for ``left`` rounds never averages."""
+    if not isinstance(every, int) or isinstance(every, bool) or every <= left:
+        return None  # its own check says what every must be; or it averages
+    where = "" if left == rounds else f" (within a switch, for its last {left} rounds)"
+    return (f"periodic_averaging every={every} never averages in a run of {left} rounds"
+            f"{where}: its first global average is round {every - 1}, the run's last round "
+            f"{left - 1}; give every <= {left}, or rounds >= {rounds - left + every}")
 
 
 def _late(at: int, then: Any, left: int, rounds: int) -> str:
