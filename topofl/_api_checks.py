@@ -23,7 +23,7 @@ from topofl.data.datasets.registry import check_dataset, unknown_dataset
 from topofl.data.federated import federate
 from topofl.graph import TimeVarying, Topology
 from topofl.topologies import GraphFamily
-from topofl.workflow.provenance import partition_signature
+from topofl.workflow.schema import partition_signature
 
 #: The options of :func:`topofl.data.federate` that ``partition_params`` may also hold.
 FEDERATE_OPTIONS = ("val", "test", "flip_labels")

@@ -72,12 +72,8 @@ from topofl.records.columns import claim_client_file
 from topofl.topologies import GraphFamily, build_checked
 from topofl.topologies.schedules import late_switch
 from topofl.workflow.outputs import old_checkpoint_problem, records_target_problem
-from topofl.workflow.provenance import (
-    describe_run,
-    model_signature,
-    provenance,
-    replaced_entries,
-)
+from topofl.workflow.provenance import provenance
+from topofl.workflow.schema import describe_run, model_signature, replaced_entries
 
 #: What a user calls; the steps under them (``build``, ``launch_stacked``, ``placement``,
 #: ``run_defaults``, ``RUN_KEYS``) are importable from this module by name.

@@ -81,12 +81,8 @@ from topofl._utils.userimports import imports_problem, load_imports, replay_impo
 from topofl.engine.config import AUTO_EVAL_CLIENTS, RunConfig, header_hash_problem
 from topofl.engine.loop import Result
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
-from topofl.workflow.provenance import (
-    command_line,
-    describe_run,
-    hparam_signature,
-    provenance,
-)
+from topofl.workflow.provenance import command_line, provenance
+from topofl.workflow.schema import describe_run, hparam_signature
 
 __all__ = [
     "ConfigError",

@@ -24,7 +24,7 @@ from topofl.figures.flatness import fix_window
 from topofl.figures.measures import _metric, final, mean_over_rounds, per_seed
 from topofl.figures.runs import FigureArgs, sweep
 from topofl.records import Records
-from topofl.workflow.provenance import hparam_signature
+from topofl.workflow.schema import hparam_signature
 
 __all__ = ["Panel", "panels", "curves", "epochs_per_round", "setting", "merged_setting",
            "curve_table"]
