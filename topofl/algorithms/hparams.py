@@ -17,20 +17,20 @@ schema, the resolved config and ``topofl list algorithms`` read.
 
 The groups:
 
-==================  =========================================================================
-:class:`LocalSGD`   ``lr``, ``momentum``, ``weight_decay``, ``local_steps`` or
-                    ``local_epochs``, ``decay`` (the local SGD of one phase)
-:class:`Optimizer`  ``lr``, ``momentum``, ``weight_decay``, ``decay`` (the local optimiser of
-                    an algorithm whose phases count their own work)
-:class:`Sampling`   ``participation``, ``sample_seed`` (a fraction of the clients active per
-                    round, drawn from the stream ``(sample_seed, t)``)
-:class:`Aggregation`  ``aggregator``, ``tau``, ``trim``, ``delta`` (how a node combines its
-                    neighbourhood's models: gossip's mean, or a robust rule)
-:class:`Compressor` ``compressor``, ``ratio``, ``levels``, ``gamma``, ``compress_seed``
-                    (compressed gossip with error feedback, CHOCO-Gossip)
-:class:`Finetune`   ``finetune_steps``, ``finetune_epochs``, ``finetune_lr`` (evaluation-time
-                    fine-tuning of the +FT baselines)
-==================  =========================================================================
+======================  ========================================================================
+:class:`LocalSGD`       ``lr``, ``momentum``, ``weight_decay``, ``local_steps`` or
+                        ``local_epochs``, ``decay`` (the local SGD of one phase)
+:class:`Optimizer`      ``lr``, ``momentum``, ``weight_decay``, ``decay`` (the local
+                        optimiser of an algorithm whose phases count their own work)
+:class:`Sampling`       ``participation``, ``sample_seed`` (a fraction of the clients
+                        active per round, drawn from the stream ``(sample_seed, t)``)
+:class:`Aggregation`    ``aggregator``, ``tau``, ``trim``, ``delta`` (how a node combines
+                        its neighbourhood's models: gossip's mean, or a robust rule)
+:class:`Compressor`     ``compressor``, ``ratio``, ``levels``, ``gamma``,
+                        ``compress_seed`` (compressed gossip with error feedback, CHOCO-Gossip)
+:class:`Finetune`       ``finetune_steps``, ``finetune_epochs``, ``finetune_lr``
+                        (evaluation-time fine-tuning of the +FT baselines)
+======================  ========================================================================
 
 Gossip is one of three: exact (the default :class:`Aggregation` and no :class:`Compressor`),
 robust (an :class:`Aggregation` rule other than ``"mean"``) or compressed (a
