@@ -63,8 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
 #: sets (``ATEN_CPU_CAPABILITY=default``, and ``avx2`` with MKL's compatible path), which
 #: stands for another CPU kind on the same machine.
 PORTABILITY_MODULES = (
-    "tests/test_stack.py",
-    "tests/test_certificates.py",
+    "tests/engine/test_stack.py",
+    "tests/figures/test_certificates.py",
     "tests/algorithms/test_knn_per.py",
     "tests/algorithms/test_equivalences.py",
     "tests/engine/test_gossip_executors.py",

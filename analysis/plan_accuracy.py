@@ -45,7 +45,7 @@ NOTES = (
     "samples of the global test set) for a run measured at 345.6 MB: +299.8 %. The "
     "per-client loop executor, which `executor=\"auto\"` picks for convolutional models on "
     "the CPU, holds one client's activations a thread: 26.40 MB counted, where the global "
-    "pass's torch allocations peaked at 25.4 MB (`tests/test_memory_eval.py` compares the "
+    "pass's torch allocations peaked at 25.4 MB (`tests/workflow/test_memory_eval.py` compares the "
     "two). The measured peaks vary from run to run: two earlier runs of this script in this "
     "session measured 392.5 and 337.8 MB for the MLP (-20.9 %, -8.2 %), 292.9 and 286.6 MB "
     "for GN-LeNet (+5.3 %, +4.0 %).")

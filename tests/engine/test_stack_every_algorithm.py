@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import topofl as tf
-from tests.test_stack import assert_same_records
+from tests.engine.test_stack import assert_same_records
 from topofl.engine import pieces
 from topofl.engine.stack import Member, alone_reason, run_stacked, stack_problem
 
