@@ -453,6 +453,11 @@ class FinetuneKeywords(TypedDict, total=False):
 class Keywords:
     """Route a factory's flat keywords to its groups: ``take`` each group, then ``done``.
 
+    A flat keyword refines the group it belongs to, the default or one given:
+    ``dsgd(sgd=LocalSGD(momentum=0.9), lr=0.5)`` trains with ``LocalSGD(momentum=0.9,
+    lr=0.5)`` (a preset, tweaked). A config refuses the same field in its ``[sgd]`` table and
+    as a key of its own (:func:`flatten_groups`): both are the value, given twice.
+
     Parameters
     ----------
     factory : str
