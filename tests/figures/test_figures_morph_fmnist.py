@@ -26,7 +26,9 @@ NAME = "field_morph_fmnist"
 RESULTS = Path(__file__).resolve().parents[2] / "paper_figures" / "results"
 CONFIGS = ("field_morph_fmnist_morph", "field_morph_fmnist_dsgd", "field_morph_fmnist_el")
 #: the settings the Fashion-MNIST configs change from field_morph's (the data, its stand-in)
-CHANGED = {"data", "stand_in"}
+#: what the Fashion-MNIST replication changes from field_morph (seeds: field_morph's declared
+#: second look raised its own to 6; the replication keeps its 3)
+CHANGED = {"data", "stand_in", "seeds"}
 
 
 @pytest.fixture(autouse=True)

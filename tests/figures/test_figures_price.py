@@ -106,8 +106,8 @@ def test_columns_are_priced_from_the_cost_table() -> None:
 
 def test_apply_is_idempotent_and_a_decided_result_loses_its_price(tmp_path: Path) -> None:
     for ext in (".json", ".md"):
-        shutil.copy(RESULTS / f"dfedpgp_fig3b{ext}", tmp_path / f"dfedpgp_fig3b{ext}")
-    js, md = tmp_path / "dfedpgp_fig3b.json", tmp_path / "dfedpgp_fig3b.md"
+        shutil.copy(RESULTS / f"field_single_merge{ext}", tmp_path / f"field_single_merge{ext}")
+    js, md = tmp_path / "field_single_merge.json", tmp_path / "field_single_merge.md"
     before = md.read_text(encoding="utf-8")
     needs = price.apply(js, md)
     assert [n.kind for n in needs] == ["rounds"] and md.read_text(encoding="utf-8") == before
