@@ -25,7 +25,7 @@ _SUBMODULES = frozenset({
     "algorithms", "api", "config", "data", "distributed", "engine", "exceptions", "figures",
     "graph", "mixing",
     "models",
-    "plotting", "records", "report", "spectral", "study", "sweep", "topologies",
+    "plotting", "privacy", "records", "report", "spectral", "study", "sweep", "topologies",
 })
 _ATTRIBUTES = {  # name -> module that defines it
     "run": "topofl.api",
@@ -52,6 +52,7 @@ if _typing.TYPE_CHECKING:  # what the lazy attributes are, for type checkers
         mixing,
         models,
         plotting,
+        privacy,
         records,
         report,
         spectral,
@@ -79,6 +80,7 @@ __all__ = [
     "mixing",
     "topologies",
     "spectral",
+    "privacy",
     "data",
     "distributed",
     "engine",

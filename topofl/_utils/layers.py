@@ -43,8 +43,9 @@ LAYERS: tuple[Layer, ...] = (
           "fingerprint, the run hash"),
     Layer("graphs", ("graph", "mixing"),
           "Topology and TimeVarying (a graph and its mixing matrix W), the weight schemes"),
-    Layer("what consumes graphs without training", ("topologies", "spectral"),
-          "the graph families and their registry; spectral properties, bounds and predictors"),
+    Layer("what consumes graphs without training", ("topologies", "spectral", "privacy"),
+          "the graph families and their registry; spectral properties, bounds and predictors; "
+          "what each graph leaks: pairwise privacy accountants"),
     Layer("data, models and records", ("data", "models", "records"),
           "datasets, partitions and client data on a device; models with a body and a head; "
           "per-round records and their queries"),

@@ -96,7 +96,8 @@ def _dispatch(args: argparse.Namespace, command: str) -> int:
     if args.command == "list":
         return _list(args.section)
     return _spectral(args.specs, args.seed, args.horizon, args.json, args.metrics,
-                     args.progress)
+                     args.progress, privacy=args.privacy, sigma=args.sigma,
+                     privacy_rounds=args.privacy_rounds)
 
 
 def _delegate(command: str, argv: Sequence[str]) -> int:

@@ -64,11 +64,17 @@ def _spectral(
     as_json: bool = False,
     metrics: str | None = None,
     progress: bool = False,
+    *,
+    privacy: bool = False,
+    sigma: float = 1.0,
+    privacy_rounds: int = 10,
 ) -> int:
-    """Print :func:`topofl.spectral.summary` of each spec: a table, or one JSON object per line."""
+    """Print :func:`topofl.spectral.summary` of each spec: a table, or one JSON object per line;
+    with ``privacy``, :func:`topofl.privacy.privacy_summary` beside it."""
     import json
 
     from topofl import topologies  # the CLI imports what a command runs
+    from topofl.privacy import PRIVACY_KEYS  # the CLI imports what a command runs
     from topofl.spectral import summary  # the CLI imports what a command runs
 
     def fmt(x: object, spec: str = ".4f") -> str:
@@ -88,9 +94,15 @@ def _spectral(
     for spec in specs:
         s = summary(
             topologies.build(spec, seed=seed), horizon=horizon,
-            metrics=keys if keys is not None or as_json else [k for k, _, _ in columns],
+            metrics=keys if keys is not None or as_json
+            else [k for k, _, _ in columns if k not in PRIVACY_KEYS],
             progress=progress,
         )
+        if privacy:
+            s.update(_privacy(spec, seed, sigma, privacy_rounds))
+            if not as_json and not any(k in PRIVACY_KEYS for k, _, _ in columns):
+                columns += [(k, k.replace("_eps", " eps").replace("_", " "), ".3f")
+                            for k in PRIVACY_KEYS]
         if as_json:
             print(json.dumps({"spec": spec, **s}))
             continue
@@ -99,6 +111,14 @@ def _spectral(
         rows.append([spec, *(fmt(s[k], f) for k, _, f in columns)])
     if not as_json:
         print(_table(rows, ["graph", *(c for _, c, _ in columns)]))
+        if privacy:
+            print(
+                f"\nprivacy (sigma={sigma}, {privacy_rounds} gossip steps, delta=1e-5): the "
+                "epsilon from one node's data to another node's view; gossip: exact, noise "
+                "added once then averaged (max, mean, neighbours, others); muffliato: that "
+                "paper's bound; walk: a random walk of as many local steps (random_walk_rdp); "
+                "- where the accountant does not apply (push-sum weights, an asymmetric walk)."
+            )
         if keys is None:
             print(
                 "\ngap: 1 - max_{k>=2} |lambda_k(W)| (mean over rounds of a time-varying graph); "
@@ -111,6 +131,13 @@ def _spectral(
                 "every metric, --metrics a,b picks them."
             )
     return 0
+
+
+def _privacy(spec: str, seed: int, sigma: float, rounds: int) -> dict[str, float | None]:
+    from topofl import topologies  # the CLI imports what a command runs
+    from topofl.privacy import privacy_summary  # the CLI imports what a command runs
+
+    return privacy_summary(topologies.build(spec, seed=seed), sigma=sigma, rounds=rounds)
 
 
 _SECTIONS = ("graphs", "algorithms", "models", "datasets", "partitions", "settings")

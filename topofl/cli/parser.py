@@ -208,6 +208,15 @@ def _parser(description: str) -> argparse.ArgumentParser:
         help="only these summary keys (e.g. spectral_gap,b_connectivity); only their work is done",
     )
     p_spec.add_argument("--progress", action="store_true", help="progress bar on stderr")
+    p_spec.add_argument(
+        "--privacy", action="store_true",
+        help="add the pairwise privacy of noisy gossip averaging and of a random walk "
+             "(topofl.privacy.privacy_summary)",
+    )
+    p_spec.add_argument("--sigma", type=float, default=1.0,
+                        help="--privacy's noise multiplier (default 1)")
+    p_spec.add_argument("--privacy-rounds", type=int, default=10,
+                        help="--privacy's gossip steps (default 10)")
     _add_import(p_spec, "e.g. one that registers the graph family a spec names")
     sub.add_parser("study", help="topology-vs-convergence study of a folder of records")
     sub.add_parser("report", help="spectral comparison report of graphs given as specs")

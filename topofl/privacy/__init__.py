@@ -1,0 +1,34 @@
+r"""Privacy per topology: what each graph leaks to whom.
+
+Accountants that take a graph and return a pairwise privacy matrix
+(:class:`PairwisePrivacy`, ``epsilon[u, v]``: ``u``'s data from ``v``'s view):
+
+- gossip averaging with local noise: :func:`muffliato` (Cyffers et al. 2022, pairwise network
+  RDP) and :func:`gossip_linear` (the exact Gaussian view, the linear-systems analysis of
+  Koskela and Kulkarni 2025);
+- random-walk (token) algorithms: :func:`random_walk_rdp` (Cyffers et al. 2024, arXiv
+  2402.07471, Theorem 3) and :func:`random_walk_fdp` (PN-f-DP, Li et al. NeurIPS 2025: a mixture
+  of Gaussian mechanisms over the walk's first-hitting times, composed by the PRV accountant of
+  ``prv-accountant``).
+
+:func:`privacy_summary` puts one graph's privacy in a few numbers (the cheat sheet's column,
+``topofl spectral --privacy``). The conversions to ``(epsilon, delta)`` are in
+:mod:`topofl.privacy.conversions`.
+
+Examples
+--------
+>>> from topofl import privacy
+>>> from topofl.topologies import ring
+>>> round(privacy.muffliato(ring(8), sigma=2.0, rounds=10).max(), 3) > 0
+True
+"""
+
+from topofl.privacy.conversions import gdp_epsilon, zcdp_epsilon
+from topofl.privacy.gossip import gossip_linear, gossip_views, muffliato
+from topofl.privacy.pairwise import PairwisePrivacy
+from topofl.privacy.summarize import PRIVACY_KEYS, privacy_summary
+from topofl.privacy.walks import first_hitting, random_walk_fdp, random_walk_rdp
+
+__all__ = ["PRIVACY_KEYS", "PairwisePrivacy", "first_hitting", "gdp_epsilon", "gossip_linear",
+           "gossip_views", "muffliato", "privacy_summary", "random_walk_fdp", "random_walk_rdp",
+           "zcdp_epsilon"]

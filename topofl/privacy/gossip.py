@@ -1,0 +1,193 @@
+r"""Pairwise privacy of gossip averaging with local noise: Muffliato's bound and the exact
+linear-systems one.
+
+The protocol (Cyffers, Even, Bellet and Massoulié, "Muffliato", NeurIPS 2022, Algorithm 1 without
+its Chebyshev acceleration): each node ``u`` holds ``x_u`` (changing ``u``'s data moves it by at
+most the sensitivity), adds Gaussian noise once, ``x^0 = x + eta`` with
+``eta ~ N(0, sigma^2)`` per node (``sigma``: the noise multiplier, in units of the sensitivity),
+then gossips ``x^t = W_t x^{t-1}`` for ``t = 1..T``; at step ``t`` node ``v`` sees the values
+``x^t_w`` of its neighbours ``w`` (those with ``W_t[v, w] > 0``, ``w != v``), and knows its own
+``x_v`` and ``eta_v``. With ``P_t = W_t ... W_1``:
+
+- :func:`muffliato` is the paper's pairwise network RDP (Theorem 1, as its code
+  ``totilas/muffliato`` computes it in ``muffliato.simulation``): each message is a Gaussian
+  mechanism, composed, ``rho[u, v] = 1/(2 sigma^2) sum_t sum_{w ~ v} P_t[w, u]^2 / ||P_t[w]||^2``,
+  i.e. ``(alpha, alpha rho)``-RDP for every ``alpha``;
+- :func:`gossip_linear` reads the whole view as one linear Gaussian system (the linear-systems
+  analysis of Koskela and Kulkarni, arXiv 2505.19969): the view is a linear image
+  ``M (x + eta)`` of the noisy inputs, and once ``v``'s own column is removed it is a Gaussian
+  mechanism on ``x_u`` with ``mu[u, v]^2 = h_u / sigma^2``, where ``h_u`` is the leverage of
+  column ``u`` in ``M`` (the squared norm of ``e_u`` projected onto the row space of ``M``). This
+  is exact for the view, never above the local level ``1/sigma`` (the view is post-processing of
+  ``x + eta``). It is not always below Muffliato's bound: on a ring of 6 after 3 steps node 0
+  recovers ``x_3 + eta_3`` exactly from its two neighbours' 6 messages (exact ``rho = 0.5``,
+  the local level), where the per-message composition gives ``rho = 0.116``; for long runs
+  Muffliato's sum grows without bound while the exact value stays at the local level.
+
+Examples
+--------
+>>> from topofl.privacy import gossip_linear, muffliato
+>>> from topofl.topologies import complete, ring
+>>> m, g = muffliato(ring(6), sigma=1.0, rounds=3), gossip_linear(ring(6), sigma=1.0, rounds=3)
+>>> round(float(m.curve[3, 0]), 3), round(float(g.curve[3, 0] ** 2 / 2), 3)  # rho; exact: mu^2/2
+(0.116, 0.5)
+>>> gossip_linear(complete(4), sigma=2.0, rounds=3).curve.round(4)[0].tolist()
+[0.0, 0.2887, 0.2887, 0.2887]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from topofl.privacy.conversions import Conversion, check_delta, gdp_epsilon, zcdp_epsilon
+from topofl.privacy.pairwise import (
+    PairwisePrivacy,
+    adjacency_of,
+    at_round,
+    check_sigma,
+    mixing_matrices,
+)
+
+__all__ = ["muffliato", "gossip_linear", "gossip_views"]
+
+
+def _products(mats: list[np.ndarray], T: int) -> list[np.ndarray]:
+    """``P_t = W_t ... W_1`` for ``t = 1..T`` (0-based list)."""
+    P = np.eye(mats[0].shape[0])
+    out = []
+    for t in range(T):
+        P = at_round(mats, t) @ P
+        out.append(P)
+    return out
+
+
+def muffliato(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5,
+              method: Conversion = "balle2020") -> PairwisePrivacy:
+    r"""Muffliato's pairwise network RDP of noisy gossip averaging, as ``epsilon[u, v]``.
+
+    Parameters
+    ----------
+    topology : Topology, TimeVarying or array_like
+        The gossip matrices ``W_t`` (row-stochastic); a static one is ``W`` every step.
+    sigma : float
+        The noise multiplier: the standard deviation of the noise each node adds once, over
+        the sensitivity of its value.
+    rounds : int
+        The gossip steps ``T >= 1``.
+    delta : float, default 1e-5
+    method : {"balle2020", "zcdp"}, default "balle2020"
+        The RDP-to-DP conversion (:func:`~topofl.privacy.conversions.zcdp_epsilon`).
+
+    Returns
+    -------
+    PairwisePrivacy
+        ``curve`` is ``rho`` (the bound is ``(alpha, alpha rho)``-RDP; Muffliato's code
+        reports ``alpha rho`` at ``alpha = 2``).
+
+    Raises
+    ------
+    ValueError
+        ``sigma <= 0``, ``rounds < 1``, ``delta`` outside ``(0, 1)``, a matrix that is not
+        row-stochastic or has fewer than 2 nodes.
+
+    Notes
+    -----
+    Cost: ``T`` dense ``n x n`` products, ``O(T n^3)``.
+
+    Examples
+    --------
+    >>> from topofl.topologies import ring
+    >>> p = muffliato(ring(8), sigma=1.0, rounds=20)
+    >>> bool(abs(p.curve - p.curve.T).max() < 1e-12)           # a ring: symmetric
+    True
+    """
+    s = check_sigma(sigma)
+    d = check_delta(delta)
+    mats, T = mixing_matrices(topology, rounds, what="muffliato")
+    n = mats[0].shape[0]
+    rho_vu = np.zeros((n, n))  # [v, u] while summing
+    for t, P in enumerate(_products(mats, T)):
+        norms = np.einsum("ij,ij->i", P, P)
+        R = P**2 / np.where(norms > 0, norms, 1.0)[:, None]           # R[w, u]
+        A = at_round(mats, t) != 0
+        np.fill_diagonal(A, False)                                  # A[v, w]: w sends to v
+        rho_vu += A.astype(float) @ R
+    rho = rho_vu.T / (2.0 * s * s)
+    np.fill_diagonal(rho, 0.0)
+    return PairwisePrivacy(zcdp_epsilon(rho, d, method=method), d, "muffliato",
+                           {"sigma": s, "rounds": T, "method": method},
+                           adjacency_of(mats), rho, "rho")
+
+
+def gossip_views(topology: Any, rounds: Any, observer: int) -> np.ndarray:
+    """The rows of ``observer``'s view: ``P_t[w]`` for each step ``t`` and each neighbour ``w``
+    that sends to it at ``t``, stacked, ``(rows, n)`` (see the module's protocol).
+
+    Examples
+    --------
+    >>> from topofl.topologies import ring
+    >>> gossip_views(ring(5), 2, observer=0).shape
+    (4, 5)
+    """
+    mats, T = mixing_matrices(topology, rounds, what="gossip_views")
+    return _view(mats, T, observer, _products(mats, T))
+
+
+def _view(mats: list[np.ndarray], T: int, v: int, products: list[np.ndarray]) -> np.ndarray:
+    rows = []
+    for t, P in enumerate(products):
+        senders = np.flatnonzero(at_round(mats, t)[v] != 0)
+        rows.append(P[senders[senders != v]])
+    return np.concatenate(rows, axis=0) if rows else np.zeros((0, mats[0].shape[0]))
+
+
+def _leverage(M: np.ndarray) -> np.ndarray:
+    """Squared row norms of an orthonormal basis of ``M``'s row space, per column of ``M``;
+    the rank is numpy's ``matrix_rank`` tolerance (``s_max * max(shape) * eps``)."""
+    if M.shape[0] == 0:
+        return np.zeros(M.shape[1])
+    _, s, Vt = np.linalg.svd(M, full_matrices=False)
+    tol = s[0] * max(M.shape) * np.finfo(float).eps if s.size else 0.0
+    basis = Vt[s > tol]
+    h: np.ndarray = np.clip(np.einsum("ij,ij->j", basis, basis), 0.0, 1.0)
+    return h
+
+
+def gossip_linear(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5
+                  ) -> PairwisePrivacy:
+    r"""The exact pairwise privacy of noisy gossip averaging, from the view as a linear system.
+
+    Same protocol and parameters as :func:`muffliato`; ``curve`` is ``mu`` (``mu[u, v]``-GDP,
+    converted exactly by :func:`~topofl.privacy.conversions.gdp_epsilon`).
+
+    Returns
+    -------
+    PairwisePrivacy
+
+    Notes
+    -----
+    Per observer, one SVD of its view without its own column, ``O(T d n^2)`` for degree ``d``.
+    Once the view's rows span all ``n - 1`` other nodes every ``mu`` is the local level
+    ``1/sigma``. The rank is numpy's ``matrix_rank`` tolerance: a direction the view holds with
+    a singular value below it is counted as unseen.
+
+    Examples
+    --------
+    >>> from topofl.topologies import ring
+    >>> p = gossip_linear(ring(8), sigma=1.0, rounds=100)      # enough steps to see everything
+    >>> float(p.curve.max().round(12))
+    1.0
+    """
+    s = check_sigma(sigma)
+    d = check_delta(delta)
+    mats, T = mixing_matrices(topology, rounds, what="gossip_linear")
+    n = mats[0].shape[0]
+    products = _products(mats, T)
+    mu = np.zeros((n, n))
+    for v in range(n):
+        others = np.arange(n) != v
+        mu[others, v] = np.sqrt(_leverage(_view(mats, T, v, products)[:, others])) / s
+    return PairwisePrivacy(gdp_epsilon(mu, d), d, "gossip_linear", {"sigma": s, "rounds": T},
+                           adjacency_of(mats), mu, "mu")
