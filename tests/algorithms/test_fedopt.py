@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from tests.algorithms.test_scaffold import Problem, _batch_grad, _flat
-from topofl.algorithms._common import check_sgd
-from topofl.algorithms._server import FedAvgParams, fedavg_algorithm
+from topofl.algorithms._server import fedavg_algorithm, server_params
 from topofl.algorithms.fedopt import OPTIMIZERS, FedOptState, _ServerOptimizer
+from topofl.algorithms.hparams import LocalSGD, Sampling
 from topofl.engine import run_rounds, toy_services
 from topofl.engine.pieces import participants
 
@@ -174,8 +174,8 @@ def test_the_general_server_step_with_sgd_at_rate_1_is_fedavg(n: int, steps: int
                                                               participation: float,
                                                               seed: int) -> None:
     # the same without the shortcut to FedAvg's pieces: x_t + mean(y_i - x_t), to rounding
-    hp = FedAvgParams(check_sgd(0.3, 0.0, 0.0, 1.0, steps, None), participation, seed,
-                      "uniform")
+    hp = server_params(LocalSGD(lr=0.3, local_steps=steps),
+                       Sampling(participation=participation, sample_seed=seed), "uniform")
     server = _ServerOptimizer(hp, "sgd", 1.0, 0.9, 0.99, 1e-3)
     general = fedavg_algorithm("fedopt", hp, communicate=server, init=(server,),
                                round_start=server.round_start)

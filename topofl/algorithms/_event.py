@@ -2,13 +2,16 @@
 
 Both take the local SGD of one event (:class:`EventSGD`: ``lr``, ``local_steps``, ``decay``)
 and the clients' clocks (:class:`EventClocks`: ``durations``, ``window``, ``pair_seed``);
-:func:`event_params` routes a factory's flat keywords to the two and returns the checked
-record both build from (:class:`~topofl.algorithms._common.EventParams`).
+:func:`event_params` routes a factory's flat keywords to the two and returns them resolved:
+the records both build from.
 
 Examples
 --------
->>> event_params("toy", 0.5, EventClocks(window=0.5), {"durations": [1, 2]})
-EventParams(lr=0.5, durations=(1.0, 2.0), window=0.5, local_steps=1, pair_seed=0, decay=1.0)
+>>> step, clock = event_params("toy", 0.5, EventClocks(window=0.5), {"durations": [1, 2]})
+>>> step
+EventSGD(lr=0.5, local_steps=1, decay=1.0)
+>>> clock
+EventClocks(durations=(1.0, 2.0), window=0.5, pair_seed=0)
 >>> EventSGD(local_steps=0)
 Traceback (most recent call last):
 ...
@@ -22,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from topofl._utils.validation import check_int
-from topofl.algorithms._common import EventParams, check_event
 from topofl.algorithms.hparams import Group, Keywords, check_decay, check_lr
-from topofl.engine.event_time import check_durations, check_window
+from topofl.engine.event_time import EventTime, check_durations, check_window
 
 __all__ = ["EventSGD", "EventSGDKeywords", "EventClocks", "EventClocksKeywords",
            "ONE_STEP", "UNIT_CLOCKS", "event_params", "event_hparams", "recorded_times"]
@@ -52,6 +54,12 @@ class EventSGD(Group):
         check_lr(self.lr)
         check_int(self.local_steps, "local_steps", low=1)
         check_decay(self.decay)
+
+    def resolved(self) -> EventSGD:
+        """The group as the record an algorithm builds from: its numbers checked (``lr=1``:
+        ``1.0``)."""
+        return EventSGD(check_lr(self.lr), check_int(self.local_steps, "local_steps", low=1),
+                        check_decay(self.decay))
 
 
 class EventSGDKeywords(TypedDict, total=False):
@@ -86,6 +94,22 @@ class EventClocks(Group):
         check_window(self.window)
         check_int(self.pair_seed, "pair_seed", low=0)
 
+    def resolved(self) -> EventClocks:
+        """The group as the record an algorithm builds from: its numbers checked (a tuple of
+        floats for ``durations`` given one per client)."""
+        times = self.clocks()
+        return EventClocks(times.durations, times.window, times.pair_seed)
+
+    def clocks(self) -> EventTime:
+        """The event clocks these settings give (:class:`topofl.engine.event_time.EventTime`)."""
+        return EventTime(check_durations(self.durations), check_window(self.window),
+                         check_int(self.pair_seed, "pair_seed", low=0))
+
+    def recorded_durations(self) -> float | list[float]:
+        """``durations`` as the run config records them (a list where one per client)."""
+        d = self.clocks().durations
+        return list(d) if isinstance(d, tuple) else d
+
 
 class EventClocksKeywords(TypedDict, total=False):
     """:class:`EventClocks`'s fields as flat keywords."""
@@ -101,24 +125,23 @@ ONE_STEP, UNIT_CLOCKS = EventSGD(), EventClocks()
 
 
 def event_params(factory: str, sgd: EventSGD | float, clocks: EventClocks,
-                 keywords: Mapping[str, Any]) -> EventParams:
-    """The checked record of an event-time factory's two groups, its flat ``keywords``
-    applied (a number for ``sgd`` is the learning rate; an unknown keyword a ``TypeError``
-    that names ``factory``)."""
+                 keywords: Mapping[str, Any]) -> tuple[EventSGD, EventClocks]:
+    """An event-time factory's two groups, its flat ``keywords`` applied (a number for
+    ``sgd`` is the learning rate; an unknown keyword a ``TypeError`` that names
+    ``factory``), resolved: the records the algorithm builds from."""
     kw = Keywords(factory, keywords)
     step, clock = kw.take(sgd, ONE_STEP), kw.take(clocks, UNIT_CLOCKS)
     kw.done()
-    return check_event(step.lr, clock.durations, clock.window, step.local_steps,
-                       clock.pair_seed, step.decay)
+    return step.resolved(), clock.resolved()
 
 
-def event_hparams(hp: EventParams, **after_steps: Any) -> dict[str, Any]:
-    """The recorded hyper-parameters of an event-time run: ``hp``'s, with ``after_steps``
-    (the factory's own) between ``local_steps`` and ``pair_seed``, the order of the run
-    headers recorded before the groups."""
-    return dict(lr=hp.lr, durations=hp.recorded_durations(), window=hp.window,
-                local_steps=hp.local_steps, **after_steps, pair_seed=hp.pair_seed,
-                decay=hp.decay)
+def event_hparams(sgd: EventSGD, clocks: EventClocks, **after_steps: Any) -> dict[str, Any]:
+    """The recorded hyper-parameters of an event-time run: its two groups' (resolved), with
+    ``after_steps`` (the factory's own) between ``local_steps`` and ``pair_seed``, the order
+    of the run headers recorded before the groups."""
+    return dict(lr=sgd.lr, durations=clocks.recorded_durations(), window=clocks.window,
+                local_steps=sgd.local_steps, **after_steps, pair_seed=clocks.pair_seed,
+                decay=sgd.decay)
 
 
 def recorded_times(times: float | tuple[float, ...] | None) -> float | list[float] | None:

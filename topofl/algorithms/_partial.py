@@ -65,7 +65,8 @@ def _body_work(steps: Any, epochs: Any, steps_alias: Any, epochs_alias: Any
 
 
 class PartialParams(NamedTuple):
-    """Checked hyper-parameters of a head-then-body algorithm."""
+    """:meth:`PartialTraining.checked`'s output, not a group: it holds what the group derives
+    (``lr_v``, a factory parameter; the aliases folded in; the two :attr:`phases`)."""
 
     eta_u: float
     eta_v: float

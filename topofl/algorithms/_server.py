@@ -45,8 +45,9 @@ groups (:mod:`topofl.algorithms.hparams`): the local optimiser (``sgd``, a
 participants (``sampling``, a :class:`~topofl.algorithms.hparams.Sampling`), the server's
 ``weighting`` (a plain keyword), the fine-tuning of the +FT baselines and FedBABU
 (``finetune``, a :class:`~topofl.algorithms.hparams.Finetune`), and a group of their own where
-they have many settings. :func:`server_params`, :func:`local_work`, :func:`fedavg_params` and
-:func:`check_finetune` turn the groups into the checked records the builders read.
+they have many settings. :func:`server_params` gathers the first three into the record the
+builders read (:class:`ServerParams`: the groups themselves, resolved), and
+:func:`check_finetune` checks the fourth (:class:`Tuning`).
 
 References
 ----------
@@ -64,13 +65,13 @@ References
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from topofl.algorithms._common import ServerParams, SGDParams, check_server, sgd_params
 from topofl.algorithms.hparams import (
     Epochs,
     Finetune,
@@ -94,30 +95,78 @@ from topofl.engine.pieces import (
 )
 from topofl.engine.protocol import Algorithm, Part, Phase, Round, Services, State, parameters
 
+#: the local optimiser of a server baseline: a :class:`~topofl.algorithms.hparams.LocalSGD`
+#: (a round is one phase of local work) or an :class:`~topofl.algorithms.hparams.Optimizer`
+#: (the phases count their own)
+S = TypeVar("S", LocalSGD, Optimizer)
 
-def server_algorithm(name: str, hp: ServerParams, hparams: dict[str, Any],
+
+@dataclass(frozen=True)
+class ServerParams(Generic[S]):
+    """What a server baseline builds from (:func:`server_params`): its groups, checked.
+
+    Attributes
+    ----------
+    sgd : LocalSGD or Optimizer
+        The local optimiser, :meth:`~topofl.algorithms.hparams.LocalSGD.resolved` (its
+        numbers checked, a :class:`~topofl.algorithms.hparams.LocalSGD`'s work resolved).
+    sampling : Sampling
+        The round's participants, resolved.
+    weighting : str
+        How the server weighs them, one of :data:`~topofl.algorithms.hparams.WEIGHTINGS`.
+    """
+
+    sgd: S
+    sampling: Sampling
+    weighting: str
+
+    def sampled(self, piece: Any = None) -> Sampled:
+        """``piece`` (by default :class:`~topofl.engine.pieces.SGD` with the local optimiser's
+        momentum and weight decay) run by the round's participants only."""
+        piece = SGD(self.sgd.momentum, self.sgd.weight_decay) if piece is None else piece
+        return Sampled(piece, self.sampling.participation, self.sampling.sample_seed)
+
+    def server_dict(self) -> dict[str, Any]:
+        """The server's hyper-parameters as recorded in the run config (``participation``,
+        ``sample_seed``, ``weighting``: after the algorithm's own)."""
+        return dict(participation=self.sampling.participation,
+                    sample_seed=self.sampling.sample_seed, weighting=self.weighting)
+
+    def as_dict(self: ServerParams[LocalSGD]) -> dict[str, Any]:
+        """The hyper-parameters of a one-phase baseline (the FedAvg family) as recorded in
+        the run config: the local SGD's, then the server's."""
+        return dict(self.sgd.as_dict(), **self.server_dict())
+
+
+def server_params(sgd: S, sampling: Sampling, weighting: Any) -> ServerParams[S]:
+    """The checked record a server baseline builds from: its local optimiser ``sgd``
+    (resolved; a :class:`~topofl.algorithms.hparams.LocalSGD` without ``local_steps`` or
+    ``local_epochs``: one step), its ``sampling`` and its ``weighting`` (one of
+    :data:`~topofl.algorithms.hparams.WEIGHTINGS`)."""
+    return ServerParams(sgd.resolved(), sampling.resolved(), check_weighting(weighting))
+
+
+def server_algorithm(name: str, hp: ServerParams[Any], hparams: dict[str, Any],
                      phases: tuple[Phase, ...], *, shared: Part = "body", evaluate: Any = None,
                      local: Any = None, init: Any = None, round_start: Any = None
                      ) -> Algorithm:
     """A server-based baseline: sampled local SGD (momentum restarted every round: by
     default :func:`~topofl.engine.pieces.restart_momentum`, or ``round_start``), then the
     server's average of ``shared``; it ignores the graph."""
-    sgd = Sampled(SGD(hp.momentum, hp.weight_decay), hp.participation, hp.sample_seed)
-    local = sgd if local is None else local
+    local = hp.sampled() if local is None else local
     return Algorithm(
         name=name,
-        hparams=dict(hparams, participation=hp.participation, sample_seed=hp.sample_seed,
-                     weighting=hp.weighting),
+        hparams=dict(hparams, **hp.server_dict()),
         phases=phases,
         init=compose_init(local) if init is None else init,
         local=local,
-        communicate=server_average(shared, participation=hp.participation,
-                                   sample_seed=hp.sample_seed, weighting=hp.weighting),
+        communicate=server_average(shared, participation=hp.sampling.participation,
+                                   sample_seed=hp.sampling.sample_seed, weighting=hp.weighting),
         evaluate=parameters if evaluate is None else evaluate,
         round_start=restart_momentum() if round_start is None else round_start,
         requires=None,
         shared=shared,
-        decay=hp.decay,
+        decay=hp.sgd.decay,
         uses_topology=False,
         absent="server",
     )
@@ -127,28 +176,6 @@ def server_algorithm(name: str, hp: ServerParams, hparams: dict[str, Any],
 Work = tuple[int | None, Epochs]
 
 
-def server_params(sgd: LocalSGD | Optimizer, sampling: Sampling, weighting: Any
-                  ) -> ServerParams:
-    """The checked record a server baseline builds from: its local optimiser's fields
-    (``lr``, ``momentum``, ``weight_decay``, ``decay``), its ``sampling`` and its
-    ``weighting`` (one of :data:`~topofl.algorithms.hparams.WEIGHTINGS`)."""
-    return check_server(sgd.lr, sgd.momentum, sgd.weight_decay, sgd.decay,
-                        sampling.participation, sampling.sample_seed, weighting)
-
-
-def local_work(sgd: LocalSGD) -> Work:
-    """The checked local work of a round of ``sgd`` (neither ``local_steps`` nor
-    ``local_epochs``: one step)."""
-    return check_work(sgd.local_steps, sgd.local_epochs)
-
-
-def sgd_hparams(hp: ServerParams, work: Work) -> dict[str, Any]:
-    """The local SGD's hyper-parameters as a one-phase baseline records them (``lr``,
-    ``momentum``, ``weight_decay``, ``local_steps``, ``local_epochs``, ``decay``)."""
-    return dict(lr=hp.lr, momentum=hp.momentum, weight_decay=hp.weight_decay,
-                local_steps=work[0], local_epochs=work[1], decay=hp.decay)
-
-
 def same_head(x0: Any, env: Services) -> None:
     """``init`` check that gives every client the head of client 0 (the server's model)."""
     h = env.layout.cols("head")
@@ -156,29 +183,10 @@ def same_head(x0: Any, env: Services) -> None:
     x0[:, h] = head.unsqueeze(0).expand(x0.shape[0], -1)
 
 
-class FedAvgParams(NamedTuple):
-    """Checked hyper-parameters of the FedAvg family (FedAvg, FedProx and their +FT)."""
-
-    sgd: SGDParams
-    participation: float
-    sample_seed: int
-    weighting: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """The hyper-parameters as recorded in the run config."""
-        return dict(self.sgd.as_dict(), participation=self.participation,
-                    sample_seed=self.sample_seed, weighting=self.weighting)
-
-
-def fedavg_params(sgd: LocalSGD, sampling: Sampling, weighting: Any) -> FedAvgParams:
-    """The checked record the FedAvg family builds from: the local SGD, the sampling of the
-    round's participants and the server's ``weighting``."""
-    return FedAvgParams(sgd_params(sgd), *sampling.checked(), check_weighting(weighting))
-
-
-def fedavg_algorithm(name: str, hp: FedAvgParams, *, hparams: dict[str, Any] | None = None,
-                     local: Any = None, evaluate: Any = None, round_start: Any = None,
-                     communicate: Any = None, init: tuple[Any, ...] = ()) -> Algorithm:
+def fedavg_algorithm(name: str, hp: ServerParams[LocalSGD], *,
+                     hparams: dict[str, Any] | None = None, local: Any = None,
+                     evaluate: Any = None, round_start: Any = None, communicate: Any = None,
+                     init: tuple[Any, ...] = ()) -> Algorithm:
     """The FedAvg family: local SGD on the whole model (``local``, by default
     :class:`~topofl.engine.pieces.SGD` with momentum kept across rounds), then the server's
     average written to every client.
@@ -190,20 +198,21 @@ def fedavg_algorithm(name: str, hp: FedAvgParams, *, hparams: dict[str, Any] | N
     (SCAFFOLD, FedOpt) is ``communicate``; ``init`` lists further pieces that add state.
     """
     sgd = SGD(hp.sgd.momentum, hp.sgd.weight_decay) if local is None else local
-    sampled = hp.participation < 1.0
+    p, seed = hp.sampling.participation, hp.sampling.sample_seed
+    sampled = p < 1.0
     if communicate is None and (sampled or hp.weighting != "uniform"):
-        communicate = server_average("all", participation=hp.participation,
-                                     sample_seed=hp.sample_seed, weighting=hp.weighting)
+        communicate = server_average("all", participation=p, sample_seed=seed,
+                                     weighting=hp.weighting)
     elif communicate is None:
         communicate = exact_average()
-    piece = Sampled(sgd, hp.participation, hp.sample_seed) if sampled else sgd
+    piece = hp.sampled(sgd) if sampled else sgd
     fields: dict[str, Any] = {}
     if round_start is not None:
         fields["round_start"] = round_start
     return Algorithm(
         name=name,
         hparams=dict(hp.as_dict(), **(hparams or {})),
-        phases=(Phase("all", hp.sgd.steps, hp.sgd.epochs, hp.sgd.lr),),
+        phases=(Phase("all", hp.sgd.local_steps, hp.sgd.local_epochs, hp.sgd.lr),),
         init=compose_init(piece, *init),
         local=piece,
         communicate=communicate,
@@ -237,11 +246,12 @@ class ServerRound(NamedTuple):
     active: np.ndarray | None
 
 
-def server_round(hp: FedAvgParams, state: State, rnd: Round, env: Services) -> ServerRound:
+def server_round(hp: ServerParams[Any], state: State, rnd: Round, env: Services
+                 ) -> ServerRound:
     """The round's participants (:func:`~topofl.engine.pieces.round_active`: sampled and
     online) and their weights in the server's mean, on ``state.x``'s device and dtype."""
     x = state.x
-    active = round_active(rnd, env.n, hp.participation, hp.sample_seed)
+    active = round_active(rnd, env.n, hp.sampling.participation, hp.sampling.sample_seed)
     base = torch.ones(x.shape[0], dtype=x.dtype, device=x.device)
     if hp.weighting == "data_size":
         base = data_sizes(env).to(device=x.device, dtype=x.dtype)
@@ -321,22 +331,22 @@ class Tuning(NamedTuple):
         return cls(fs, fe, flr, part, stream)
 
 
-def check_finetune(hp: FedAvgParams, finetune: Finetune) -> Tuning:
+def check_finetune(hp: ServerParams[LocalSGD], finetune: Finetune) -> Tuning:
     """The +FT baselines' fine-tuning: by default twice a round's local work (DPFL's
     "2 * tau local epochs"), at the local SGD's learning rate."""
     if finetune.finetune_steps is None and finetune.finetune_epochs is None:
-        if isinstance(hp.sgd.epochs, tuple):
+        if isinstance(hp.sgd.local_epochs, tuple):
             raise ValueError(
                 "with local_epochs given per client, give finetune_steps or finetune_epochs "
                 "explicitly (the default is twice a round's local work)"
             )
-        if hp.sgd.epochs is not None:
-            finetune = finetune.with_keywords(finetune_epochs=2 * hp.sgd.epochs)
+        if hp.sgd.local_epochs is not None:
+            finetune = finetune.with_keywords(finetune_epochs=2 * hp.sgd.local_epochs)
         else:
-            finetune = finetune.with_keywords(finetune_steps=2 * (hp.sgd.steps or 1))
+            finetune = finetune.with_keywords(finetune_steps=2 * (hp.sgd.local_steps or 1))
     return Tuning.check(finetune, default_lr=hp.sgd.lr)
 
 
-__all__ = ["server_algorithm", "server_params", "local_work", "Work", "sgd_hparams",
-           "same_head", "State", "FedAvgParams", "fedavg_params", "fedavg_algorithm",
-           "ServerRound", "server_round", "server_sums", "Tuning", "check_finetune"]
+__all__ = ["ServerParams", "server_params", "server_algorithm", "Work", "same_head", "State",
+           "fedavg_algorithm", "ServerRound", "server_round", "server_sums", "Tuning",
+           "check_finetune"]

@@ -20,8 +20,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from topofl.algorithms._common import ServerParams
-from topofl.algorithms._server import server_algorithm
+from topofl.algorithms._server import ServerParams, server_algorithm
 from topofl.engine.pieces import SGD, Sampled, compose_init, restart_momentum
 from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
 
@@ -101,7 +100,7 @@ class PersonalStep(ABC):
         return None
 
 
-def personal_algorithm(name: str, hp: ServerParams, hparams: dict[str, Any],
+def personal_algorithm(name: str, hp: ServerParams[Any], hparams: dict[str, Any],
                        phases: tuple[Phase, ...], piece: PersonalStep,
                        local: Any = None) -> Algorithm:
     """The server baseline of ``piece`` (``local``: the piece as the algorithm runs it, by

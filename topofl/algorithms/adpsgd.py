@@ -271,15 +271,15 @@ def adpsgd(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT_CLOCKS, 
     >>> grouped.hparams == tf.algorithms.adpsgd(0.05, local_steps=2, window=0.5).hparams
     True
     """
-    hp = event_params("adpsgd", sgd, clocks, keywords)
+    step, clock = event_params("adpsgd", sgd, clocks, keywords)
     start = check_times(offsets, "offsets")
     if split is not None and not isinstance(split, str):
         raise TypeError(f"split must be None or 'bipartite', got {type(split).__name__}")
     if split not in (None, "bipartite"):
         raise ValueError(f"split must be None or 'bipartite', got {split!r}"[:300])
-    times = hp.clocks()._replace(offsets=start)
+    times = clock.clocks()._replace(offsets=start)
     local = _AsyncSGD(times)
-    hparams = event_hparams(hp)
+    hparams = event_hparams(step, clock)
     if start is not None:  # recorded only when set: a default run's header as before
         hparams["offsets"] = recorded_times(start)
     if split is not None:
@@ -287,11 +287,11 @@ def adpsgd(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT_CLOCKS, 
     return Algorithm(
         name="adpsgd",
         hparams=hparams,
-        phases=(Phase("all", hp.local_steps, None, hp.lr),),
+        phases=(Phase("all", step.local_steps, None, step.lr),),
         init=compose_init(local),
         local=local,
         communicate=_communicate(times, split),
-        decay=hp.decay,
+        decay=step.decay,
         **times.fields("adpsgd's events pair clients of one run in an order of their own: it "
                        "runs alone"),
     )

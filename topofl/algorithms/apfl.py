@@ -30,7 +30,7 @@ from topofl.algorithms.hparams import (
     SamplingKeywords,
     check_lr,
 )
-from topofl.engine.pieces import SGD, Sampled
+from topofl.engine.pieces import SGD
 from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
 
 if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
@@ -234,16 +234,17 @@ def apfl(sgd: Optimizer | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     opt, active, mix = kw.take(sgd, _SGD), kw.take(sampling), kw.take(mixing)
     kw.done()
     hp = server_params(opt, active, weighting)
-    a0, adapt, alr = mix.checked(hp.lr)
+    o = hp.sgd
+    a0, adapt, alr = mix.checked(o.lr)
     k = check_int(local_steps, "local_steps", low=1)
     check_memory(16.0 * k, f"apfl(local_steps={k}): two phases a step")
-    piece = _APFL(SGD(hp.momentum, hp.weight_decay), a0, alr / hp.lr, adapt)
-    local = Sampled(piece, hp.participation, hp.sample_seed) if hp.participation < 1 else piece
-    pair = (Phase("all", 1, None, hp.lr, name="personal"), Phase("all", 1, None, hp.lr,
-                                                                 name="global"))
+    piece = _APFL(SGD(o.momentum, o.weight_decay), a0, alr / o.lr, adapt)
+    local = hp.sampled(piece) if hp.sampling.participation < 1 else piece
+    pair = (Phase("all", 1, None, o.lr, name="personal"), Phase("all", 1, None, o.lr,
+                                                                name="global"))
     return personal_algorithm(
         "apfl", hp,
-        dict(lr=hp.lr, alpha=a0, adapt_alpha=adapt, alpha_lr=alr, momentum=hp.momentum,
-             weight_decay=hp.weight_decay, local_steps=k, decay=hp.decay),
+        dict(lr=o.lr, alpha=a0, adapt_alpha=adapt, alpha_lr=alr, momentum=o.momentum,
+             weight_decay=o.weight_decay, local_steps=k, decay=o.decay),
         pair * k, piece, local,
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topofl.algorithms._common import sgd_algorithm, sgd_params
+from topofl.algorithms._common import sgd_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Compressor,
@@ -155,7 +155,7 @@ def choco(sgd: LocalSGD | float = _SGD, compression: Compressor = _TOPK,
     True
     """
     kw = Keywords("choco", keywords)
-    hp, comp = sgd_params(kw.take(sgd, _SGD)), kw.take(compression)
+    hp, comp = kw.take(sgd, _SGD).resolved(), kw.take(compression)
     kw.done()
     cp = comp.checked()
     if cp is None:  # Compressor() given: no compressor, what dsgd runs

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topofl.algorithms._common import sgd_algorithm, sgd_params
+from topofl.algorithms._common import sgd_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Keywords,
@@ -69,7 +69,7 @@ def dfedavgm(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     """
     kw = Keywords("dfedavgm", keywords)
     active = kw.take(sampling)  # checked first, as before the groups
-    hp = sgd_params(kw.take(sgd, _SGD), default_steps=_DEFAULT_STEPS)
+    hp = kw.take(sgd, _SGD).resolved(default_steps=_DEFAULT_STEPS)
     kw.done()
     algo = sgd_algorithm("dfedavgm", hp, gossip(), round_start=restart_momentum(),
                          lost="renormalise", stacks=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TypedDict
 from torch import Tensor
 
 from topofl._utils.validation import check_real
-from topofl.algorithms._server import Work, local_work, server_params
+from topofl.algorithms._server import Work, server_params
 from topofl.algorithms._server_personal import PersonalStep, personal_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
@@ -21,7 +21,6 @@ from topofl.algorithms.hparams import (
     check_lr,
     check_work,
 )
-from topofl.engine.pieces import SGD, Sampled
 from topofl.engine.protocol import Algorithm, Phase, State
 
 if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
@@ -197,15 +196,15 @@ def ditto(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     kw = Keywords("ditto", keywords)
     local, active, own = kw.take(sgd, _SGD), kw.take(sampling), kw.take(personal)
     kw.done()
-    hp, (gs, ge) = server_params(local, active, weighting), local_work(local)
-    lam, plr, (ps, pe) = own.checked(hp.lr, (gs, ge))
-    piece = _Personal(Sampled(SGD(hp.momentum, hp.weight_decay), hp.participation,
-                              hp.sample_seed), lam)
+    hp = server_params(local, active, weighting)
+    o, gs, ge = hp.sgd, hp.sgd.local_steps, hp.sgd.local_epochs
+    lam, plr, (ps, pe) = own.checked(o.lr, (gs, ge))
+    piece = _Personal(hp.sampled(), lam)
     return personal_algorithm(
         "ditto", hp,
-        dict(lr=hp.lr, lam=lam, personal_lr=plr, momentum=hp.momentum,
-             weight_decay=hp.weight_decay, local_steps=gs, local_epochs=ge,
-             personal_steps=ps, personal_epochs=pe, decay=hp.decay),
-        (Phase("all", ps, pe, plr, name="personal"), Phase("all", gs, ge, hp.lr, name="global")),
+        dict(lr=o.lr, lam=lam, personal_lr=plr, momentum=o.momentum,
+             weight_decay=o.weight_decay, local_steps=gs, local_epochs=ge,
+             personal_steps=ps, personal_epochs=pe, decay=o.decay),
+        (Phase("all", ps, pe, plr, name="personal"), Phase("all", gs, ge, o.lr, name="global")),
         piece,
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topofl._utils.validation import check_bool
-from topofl.algorithms._common import SGDParams, check_sgd, sgd_algorithm
+from topofl.algorithms._common import sgd_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Aggregation,
@@ -62,7 +62,7 @@ def _gossip_and_gradients(state: State, rnd: Round, env: Services) -> Sent:
     return Sent.of(grads, Flow(model.kind, model.arcs, model.size, model.bits, stage=1))
 
 
-def _compressed(hp: SGDParams, sgd: SGD, cp: CompressionParams, aggregator: str,
+def _compressed(hp: LocalSGD, sgd: SGD, cp: CompressionParams, aggregator: str,
                 ca: bool) -> Algorithm:
     """D-SGD with a ``compressor``: local SGD, then CHOCO-Gossip (CHOCO-SGD, as
     :func:`~topofl.algorithms.choco` builds it, D-SGD's hyper-parameters recorded first)."""
@@ -171,8 +171,7 @@ def dsgd(sgd: LocalSGD | float = _SGD, aggregation: Aggregation = _EXACT,
     kw = Keywords("dsgd", keywords)
     local, agg, comp = kw.take(sgd, _SGD), kw.take(aggregation), kw.take(compression)
     kw.done()
-    hp = check_sgd(local.lr, local.momentum, local.weight_decay, local.decay,
-                   local.local_steps, local.local_epochs)
+    hp = local.resolved()
     nesterov = check_bool(nesterov, "nesterov")
     ca = check_bool(clique_averaging, "clique_averaging")
     aggregator, tau, trim, delta = agg.aggregator, agg.tau, agg.trim, agg.delta
@@ -193,7 +192,7 @@ def dsgd(sgd: LocalSGD | float = _SGD, aggregation: Aggregation = _EXACT,
     return Algorithm(
         name="dsgd",
         hparams=hparams,
-        phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
+        phases=(Phase("all", hp.local_steps, hp.local_epochs, hp.lr),),
         init=compose_init(opt),
         local=CliqueAveraged(opt) if ca else opt,
         communicate=communicate,

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from topofl._utils.validation import arc_pattern
-from topofl.algorithms._common import sgd_algorithm, sgd_params
+from topofl.algorithms._common import sgd_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import Keywords, LocalSGD, LocalSGDKeywords
 from topofl.engine.drops import lossy
@@ -149,7 +149,7 @@ def el(sgd: LocalSGD | float = _SGD, **keywords: Unpack[LocalSGDKeywords]) -> Al
     (0.0, 3.5)
     """
     kw = Keywords("el", keywords)
-    hp = sgd_params(kw.take(sgd, _SGD))
+    hp = kw.take(sgd, _SGD).resolved()
     kw.done()
     return sgd_algorithm("el", hp, _average_arrivals, requires=None, lost="renormalise",
                          stacks=True)

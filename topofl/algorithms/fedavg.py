@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topofl.algorithms._server import fedavg_algorithm, fedavg_params
+from topofl.algorithms._server import fedavg_algorithm, server_params
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Keywords,
@@ -97,4 +97,4 @@ def fedavg(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *,
     kw = Keywords("fedavg", keywords)
     local, active = kw.take(sgd, _SGD), kw.take(sampling)
     kw.done()
-    return fedavg_algorithm("fedavg", fedavg_params(local, active, weighting))
+    return fedavg_algorithm("fedavg", server_params(local, active, weighting))

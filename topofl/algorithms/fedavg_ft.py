@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topofl.algorithms._server import check_finetune, fedavg_algorithm, fedavg_params
+from topofl.algorithms._server import check_finetune, fedavg_algorithm, server_params
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Finetune,
@@ -88,6 +88,6 @@ def fedavg_ft(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     kw = Keywords("fedavg_ft", keywords)
     local, active, tune = kw.take(sgd, _SGD), kw.take(sampling), kw.take(finetune)
     kw.done()
-    hp = fedavg_params(local, active, weighting)
+    hp = server_params(local, active, weighting)
     ft = check_finetune(hp, tune)
     return fedavg_algorithm("fedavg_ft", hp, hparams=ft.as_dict(), evaluate=ft.evaluate)

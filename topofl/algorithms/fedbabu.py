@@ -5,14 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from topofl._utils.validation import check_choice
-from topofl.algorithms._server import (
-    Tuning,
-    local_work,
-    same_head,
-    server_algorithm,
-    server_params,
-    sgd_hparams,
-)
+from topofl.algorithms._server import Tuning, same_head, server_algorithm, server_params
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Finetune,
@@ -23,7 +16,7 @@ from topofl.algorithms.hparams import (
     Sampling,
     SamplingKeywords,
 )
-from topofl.engine.pieces import SGD, Sampled, compose_init
+from topofl.engine.pieces import compose_init
 from topofl.engine.protocol import Algorithm, Part, Phase
 
 if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
@@ -119,14 +112,15 @@ def fedbabu(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     kw = Keywords("fedbabu", keywords)
     local, active, tune = kw.take(sgd, _SGD), kw.take(sampling), kw.take(finetune)
     kw.done()
-    hp, work = server_params(local, active, weighting), local_work(local)
-    ft = Tuning.check(tune, default_lr=hp.lr, default_steps=5, stream=_FINETUNE_STREAM)
+    hp = server_params(local, active, weighting)
+    o = hp.sgd
+    ft = Tuning.check(tune, default_lr=o.lr, default_steps=5, stream=_FINETUNE_STREAM)
     ft = ft._replace(part=cast(Part, check_choice(finetune_part, "finetune_part",
                                                   ("head", "all"))))
-    opt = Sampled(SGD(hp.momentum, hp.weight_decay), hp.participation, hp.sample_seed)
+    opt = hp.sampled()
     return server_algorithm(
-        "fedbabu", hp, dict(sgd_hparams(hp, work), **ft.as_dict(), finetune_part=ft.part),
-        (Phase("body", *work, hp.lr, name="body"),),
+        "fedbabu", hp, dict(o.as_dict(), **ft.as_dict(), finetune_part=ft.part),
+        (Phase("body", o.local_steps, o.local_epochs, o.lr, name="body"),),
         evaluate=ft.evaluate,
         local=opt,
         init=compose_init(opt, check=same_head),

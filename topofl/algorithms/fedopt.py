@@ -17,9 +17,9 @@ from torch import Tensor
 
 from topofl._utils.validation import check_choice, check_real
 from topofl.algorithms._server import (
-    FedAvgParams,
+    ServerParams,
     fedavg_algorithm,
-    fedavg_params,
+    server_params,
     server_round,
     server_sums,
 )
@@ -70,7 +70,7 @@ class _ServerOptimizer:
     """FedOpt's communicate piece: the mean update of the participants, then the server's
     optimizer step from the round's starting model."""
 
-    hp: FedAvgParams
+    hp: ServerParams[LocalSGD]
     optimizer: str
     lr: float
     beta1: float
@@ -252,7 +252,7 @@ def fedopt(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     kw = Keywords("fedopt", keywords)
     local, active, opt = kw.take(sgd, _SGD), kw.take(sampling), kw.take(server)
     kw.done()
-    hp = fedavg_params(local, active, weighting)
+    hp = server_params(local, active, weighting)
     name, eta, b1, b2, t = opt.checked()
     recorded: dict[str, Any] = dict(optimizer=name, server_lr=eta, beta1=b1, beta2=b2, tau=t)
     if name == "sgd" and eta == 1.0:  # FedAvg's pieces exactly (the fused path too)

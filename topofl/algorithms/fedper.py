@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topofl.algorithms._server import local_work, server_algorithm, server_params, sgd_hparams
+from topofl.algorithms._server import server_algorithm, server_params
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Keywords,
@@ -89,6 +89,7 @@ def fedper(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *,
     kw = Keywords("fedper", keywords)
     local, active = kw.take(sgd, _SGD), kw.take(sampling)
     kw.done()
-    hp, work = server_params(local, active, weighting), local_work(local)
-    return server_algorithm("fedper", hp, sgd_hparams(hp, work),
-                            (Phase("all", *work, hp.lr, name="local"),))
+    hp = server_params(local, active, weighting)
+    o = hp.sgd
+    return server_algorithm("fedper", hp, o.as_dict(),
+                            (Phase("all", o.local_steps, o.local_epochs, o.lr, name="local"),))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from topofl._utils.validation import check_real
-from topofl.algorithms._server import FedAvgParams, fedavg_algorithm, fedavg_params
+from topofl.algorithms._server import ServerParams, fedavg_algorithm, server_params
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Keywords,
@@ -33,7 +33,7 @@ __all__ = ["fedprox", "FedProxKeywords"]
 MU = 0.1  # DPFL, Appendix F.6: "For FedProx we use lambda = 0.1 for all datasets"
 
 
-def prox_algorithm(name: str, hp: FedAvgParams, mu: Any, *,
+def prox_algorithm(name: str, hp: ServerParams[LocalSGD], mu: Any, *,
                    hparams: dict[str, Any] | None = None, evaluate: Any = None) -> Algorithm:
     """FedProx's pieces (:func:`fedprox`), shared with :func:`~topofl.algorithms.fedprox_ft`."""
     mu = check_real(mu, "mu", low=0)
@@ -108,4 +108,4 @@ def fedprox(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *,
     kw = Keywords("fedprox", keywords)
     local, active = kw.take(sgd, _SGD), kw.take(sampling)
     kw.done()
-    return prox_algorithm("fedprox", fedavg_params(local, active, weighting), mu)
+    return prox_algorithm("fedprox", server_params(local, active, weighting), mu)

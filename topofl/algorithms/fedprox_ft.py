@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topofl.algorithms._server import check_finetune, fedavg_params
+from topofl.algorithms._server import check_finetune, server_params
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.fedprox import MU, prox_algorithm
 from topofl.algorithms.hparams import (
@@ -73,6 +73,6 @@ def fedprox_ft(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     kw = Keywords("fedprox_ft", keywords)
     local, active, tune = kw.take(sgd, _SGD), kw.take(sampling), kw.take(finetune)
     kw.done()
-    hp = fedavg_params(local, active, weighting)
+    hp = server_params(local, active, weighting)
     ft = check_finetune(hp, tune)
     return prox_algorithm("fedprox_ft", hp, mu, hparams=ft.as_dict(), evaluate=ft.evaluate)

@@ -144,10 +144,11 @@ def fedrep(sgd: Optimizer | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     opt, active, work = kw.take(sgd, _SGD), kw.take(sampling), kw.take(phases)
     kw.done()
     hp = server_params(opt, active, weighting)
-    hlr, (hs, he), (bs, be) = work.checked(hp.lr)
+    o = hp.sgd
+    hlr, (hs, he), (bs, be) = work.checked(o.lr)
     return server_algorithm(
         "fedrep", hp,
-        dict(lr=hp.lr, head_lr=hlr, momentum=hp.momentum, weight_decay=hp.weight_decay,
-             head_steps=hs, head_epochs=he, body_steps=bs, body_epochs=be, decay=hp.decay),
-        (Phase("head", hs, he, hlr, name="head"), Phase("body", bs, be, hp.lr, name="body")),
+        dict(lr=o.lr, head_lr=hlr, momentum=o.momentum, weight_decay=o.weight_decay,
+             head_steps=hs, head_epochs=he, body_steps=bs, body_epochs=be, decay=o.decay),
+        (Phase("head", hs, he, hlr, name="head"), Phase("body", bs, be, o.lr, name="body")),
     )

@@ -488,30 +488,30 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
     >>> tf.algorithms.gossip_learning(EventSGD(lr=0.05, local_steps=2)).hparams["local_steps"]
     2
     """
-    hp = event_params("gossip_learning", sgd, clocks, keywords)
+    step, clock = event_params("gossip_learning", sgd, clocks, keywords)
     depth = check_int(layers, "layers", low=1)
     _check_merge(merge)
     order, lag, start = read_timing(timing)
-    hparams = event_hparams(hp, layers=depth, merge=merge)
+    hparams = event_hparams(step, clock, layers=depth, merge=merge)
     local: _Gossip | _Transit
     if order == "continuous" and lag is None and start is None:  # as before, to the bit
-        local = _Gossip(hp.clocks(), hp.local_steps, depth, merge)
+        local = _Gossip(clock.clocks(), step.local_steps, depth, merge)
         talk = _communicate(local)
     else:
         hparams["timing"] = dict(order=order, delay=recorded_times(lag),
                                  offsets=recorded_times(start))
-        local = _Transit(hp.clocks()._replace(offsets=start), hp.local_steps, depth, merge,
-                         order, lag)
+        local = _Transit(clock.clocks()._replace(offsets=start), step.local_steps, depth,
+                         merge, order, lag)
         talk = local.communicate
     return Algorithm(
         name="gossip_learning",
         hparams=hparams,
-        phases=(Phase("all", hp.local_steps * depth, None, hp.lr),),
+        phases=(Phase("all", step.local_steps * depth, None, step.lr),),
         init=compose_init(local),
         local=local,
         communicate=talk,
         round_start=local.start,
-        decay=hp.decay,
+        decay=step.decay,
         **local.clocks.fields("gossip_learning's sends reach clients of one run in an order of "
                               "their own: it runs alone"),
     )

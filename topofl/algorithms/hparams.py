@@ -9,7 +9,9 @@ lr=0.5``) are the groups' field names: :class:`Keywords` routes each to the grou
 field (``dataclasses.replace`` on the factory's default, checked again), and refuses an
 unknown one as Python refuses an unknown keyword. The factories type ``**keywords`` with a
 ``TypedDict`` of those field names (``Unpack[DSGDKeywords]``), so mypy and editors check a
-call's keywords too; a test holds each ``TypedDict`` to its factory's groups' fields.
+call's keywords too; a test holds each ``TypedDict`` to its factory's groups' fields. What an
+algorithm builds from is the group itself, resolved (:meth:`LocalSGD.resolved`: its numbers
+checked, its local work the default where none is given).
 
 :func:`flat_parameters` lists a factory's flat keywords with their defaults (its groups
 expanded, its other keywords as they are): what ``topofl.run`` accepts, what a config's
@@ -206,6 +208,27 @@ class LocalSGD(Group):
         return check_work(self.local_steps, self.local_epochs, default_steps=default_steps,
                           default_epochs=default_epochs)
 
+    def resolved(self, default_steps: int | None = 1, default_epochs: float | None = None
+                 ) -> LocalSGD:
+        """The group as the record an algorithm builds from: its numbers checked (``lr=1``:
+        ``1.0``) and its local work resolved (:meth:`work`: neither ``local_steps`` nor
+        ``local_epochs`` given, ``default_steps``, or ``default_epochs`` when that is None).
+
+        >>> hp = LocalSGD(lr=1, local_epochs=[1, 2]).resolved()
+        >>> hp.lr, hp.local_steps, hp.local_epochs, LocalSGD().resolved().local_steps
+        (1.0, None, (1.0, 2.0), 1)
+        """
+        steps, epochs = self.work(default_steps, default_epochs)
+        return LocalSGD(check_lr(self.lr), check_momentum(self.momentum),
+                        check_wd(self.weight_decay), steps, epochs, check_decay(self.decay))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The hyper-parameters as a run config records them (of the :meth:`resolved` group):
+        ``lr``, ``momentum``, ``weight_decay``, ``local_steps``, ``local_epochs``, ``decay``."""
+        return dict(lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay,
+                    local_steps=self.local_steps, local_epochs=self.local_epochs,
+                    decay=self.decay)
+
 
 @dataclass(frozen=True)
 class Optimizer(Group):
@@ -228,6 +251,12 @@ class Optimizer(Group):
 
     def __post_init__(self) -> None:
         _check_optimizer(self)
+
+    def resolved(self) -> Optimizer:
+        """The group as the record an algorithm builds from: its numbers checked (``lr=1``:
+        ``1.0``)."""
+        return Optimizer(check_lr(self.lr), check_momentum(self.momentum),
+                         check_wd(self.weight_decay), check_decay(self.decay))
 
 
 class OptimizerKeywords(TypedDict, total=False):
@@ -273,6 +302,11 @@ class Sampling(Group):
         """``(participation, sample_seed)`` as checked numbers."""
         return (check_real(self.participation, "participation", low=0, high=1, low_open=True),
                 check_int(self.sample_seed, "sample_seed", low=0))
+
+    def resolved(self) -> Sampling:
+        """The group as the record an algorithm builds from: its numbers checked
+        (:meth:`checked`)."""
+        return Sampling(*self.checked())
 
 
 class SamplingKeywords(TypedDict, total=False):

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from topofl._utils.validation import check_int, check_real
-from topofl.algorithms._server import local_work, server_algorithm, server_params
+from topofl.algorithms._server import server_algorithm, server_params
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Group,
@@ -283,14 +283,15 @@ def knn_per(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     kw = Keywords("knn_per", keywords)
     local, active, vote = kw.take(sgd, _SGD), kw.take(sampling), kw.take(knn)
     kw.done()
-    hp, (steps, epochs) = server_params(local, active, weighting), local_work(local)
+    hp = server_params(local, active, weighting)
+    o, steps, epochs = hp.sgd, hp.sgd.local_steps, hp.sgd.local_epochs
     k, lam, temperature = vote.checked()
     algo = server_algorithm(
         "knn_per", hp,
-        dict(lr=hp.lr, k=k, interpolation=lam, temperature=temperature,
-             momentum=hp.momentum, weight_decay=hp.weight_decay, local_steps=steps,
-             local_epochs=epochs, decay=hp.decay),
-        (Phase("all", steps, epochs, hp.lr, name="global"),),
+        dict(lr=o.lr, k=k, interpolation=lam, temperature=temperature,
+             momentum=o.momentum, weight_decay=o.weight_decay, local_steps=steps,
+             local_epochs=epochs, decay=o.decay),
+        (Phase("all", steps, epochs, o.lr, name="global"),),
         shared="all",
     )
     return algo._replace(predict=_predictor(k, lam, temperature))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topofl.algorithms._common import sgd_algorithm, sgd_params
+from topofl.algorithms._common import sgd_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import Keywords, LocalSGD, LocalSGDKeywords
 from topofl.engine.pieces import no_communication
@@ -31,7 +31,7 @@ def local(sgd: LocalSGD | float = _SGD, **keywords: Unpack[LocalSGDKeywords]) ->
     False
     """
     kw = Keywords("local", keywords)
-    hp = sgd_params(kw.take(sgd, _SGD))
+    hp = kw.take(sgd, _SGD).resolved()
     kw.done()
     return sgd_algorithm("local", hp, no_communication, requires=None, uses_topology=False,
                          stacks=True)

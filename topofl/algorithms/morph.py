@@ -99,7 +99,6 @@ from torch import Tensor
 
 from topofl._utils.rng import generator_at
 from topofl._utils.validation import check_int, check_real
-from topofl.algorithms._common import SGDParams, sgd_params
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import Group, Keywords, LocalSGD, LocalSGDKeywords
 from topofl.engine.layout import ParamLayout
@@ -327,7 +326,7 @@ class MorphKeywords(LocalSGDKeywords, RewiringKeywords, total=False):
 class MorphParams:
     """Morph's checked hyper-parameters."""
 
-    sgd_params: SGDParams
+    local_sgd: LocalSGD
     degree: int
     beta: float
     every: int
@@ -336,11 +335,11 @@ class MorphParams:
     @property
     def sgd(self) -> SGD:
         """The local optimizer."""
-        return SGD(self.sgd_params.momentum, self.sgd_params.weight_decay)
+        return SGD(self.local_sgd.momentum, self.local_sgd.weight_decay)
 
     def as_dict(self) -> dict[str, Any]:
         """The hyper-parameters as recorded in the run config."""
-        return dict(self.sgd_params.as_dict(), degree=self.degree, beta=self.beta,
+        return dict(self.local_sgd.as_dict(), degree=self.degree, beta=self.beta,
                     every=self.every, graph_seed=self.graph_seed)
 
 
@@ -511,14 +510,14 @@ def morph(sgd: LocalSGD | float = _SGD, rewiring: Rewiring = _REWIRING,
     (6, 2)
     """
     kw = Keywords("morph", keywords)
-    params = sgd_params(kw.take(sgd, _SGD), default_steps=_DEFAULT_STEPS)
+    params = kw.take(sgd, _SGD).resolved(default_steps=_DEFAULT_STEPS)
     graph = kw.take(rewiring)
     kw.done()
     hp = MorphParams(params, *graph.checked())
     return Algorithm(
         name="morph",
         hparams=hp.as_dict(),
-        phases=(Phase("all", params.steps, params.epochs, params.lr),),
+        phases=(Phase("all", params.local_steps, params.local_epochs, params.lr),),
         init=functools.partial(init_state, hp=hp),
         local=hp.sgd,
         communicate=functools.partial(communicate, hp=hp),

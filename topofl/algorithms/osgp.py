@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topofl._utils.validation import check_bool
-from topofl.algorithms._common import sgd_params
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import Keywords, LocalSGD, Sampling
 from topofl.algorithms.sgp import SGPKeywords, push_sum_sgd
@@ -99,7 +98,7 @@ def osgp(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *,
     True
     """
     kw = Keywords("osgp", keywords)
-    hp, active = sgd_params(kw.take(sgd, _SGD)), kw.take(sampling)
+    hp, active = kw.take(sgd, _SGD).resolved(), kw.take(sampling)
     kw.done()
     restart = check_bool(restart_momentum, "restart_momentum")
     algo = push_sum_sgd("osgp", True, hp)

@@ -28,7 +28,7 @@ from topofl.algorithms.hparams import (
     SamplingKeywords,
     check_lr,
 )
-from topofl.engine.pieces import SGD, Sampled, compose_init
+from topofl.engine.pieces import SGD, compose_init
 from topofl.engine.protocol import Algorithm, Phase, Round, Services, State
 
 if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
@@ -189,8 +189,9 @@ def perfedavg(sgd: Optimizer | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     a, adapt = inner.checked()
     k = check_int(local_steps, "local_steps", low=1)
     check_memory(16.0 * k, f"perfedavg(local_steps={k}): two phases a step")
-    piece = _MetaStep(SGD(hp.momentum, hp.weight_decay))
-    local = Sampled(piece, hp.participation, hp.sample_seed) if hp.participation < 1 else piece
+    o = hp.sgd
+    piece = _MetaStep(SGD(o.momentum, o.weight_decay))
+    local = hp.sampled(piece) if hp.sampling.participation < 1 else piece
 
     def evaluate(state: State, rnd: Round, env: Services) -> Tensor:
         x = state.x.clone()
@@ -198,11 +199,11 @@ def perfedavg(sgd: Optimizer | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
             env.local_train(x, "all", a, t=rnd.t, steps=adapt, stream=_ADAPT_STREAM)
         return x
 
-    pair = (Phase("all", 1, None, a, name="inner"), Phase("all", 1, None, hp.lr, name="outer"))
+    pair = (Phase("all", 1, None, a, name="inner"), Phase("all", 1, None, o.lr, name="outer"))
     return server_algorithm(
         "perfedavg", hp,
-        dict(lr=hp.lr, alpha=a, local_steps=k, adapt_steps=adapt, momentum=hp.momentum,
-             weight_decay=hp.weight_decay, decay=hp.decay),
+        dict(lr=o.lr, alpha=a, local_steps=k, adapt_steps=adapt, momentum=o.momentum,
+             weight_decay=o.weight_decay, decay=o.decay),
         pair * k,
         shared="all",
         evaluate=evaluate,

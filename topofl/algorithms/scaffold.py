@@ -19,9 +19,9 @@ from torch import Tensor
 
 from topofl._utils.validation import check_real
 from topofl.algorithms._server import (
-    FedAvgParams,
+    ServerParams,
     fedavg_algorithm,
-    fedavg_params,
+    server_params,
     server_round,
     server_sums,
 )
@@ -111,7 +111,7 @@ class _Corrected:
         return None
 
 
-def _server_step(hp: FedAvgParams, server_lr: float
+def _server_step(hp: ServerParams[LocalSGD], server_lr: float
                  ) -> Callable[[State, Round, Services], Sent]:
     """The server's step of Algorithm 1: its two updates from the participants' rows."""
 
@@ -227,7 +227,7 @@ def scaffold(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT, *
     kw = Keywords("scaffold", keywords)
     local, active = kw.take(sgd, _SGD), kw.take(sampling)
     kw.done()
-    hp = fedavg_params(local, active, weighting)
+    hp = server_params(local, active, weighting)
     eta_g = check_real(server_lr, "server_lr", low=0, low_open=True)
     corrected = _Corrected(SGD(hp.sgd.momentum, hp.sgd.weight_decay))
     return fedavg_algorithm("scaffold", hp, hparams=dict(server_lr=eta_g), local=corrected,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topofl.algorithms._common import SGDParams, sgd_algorithm, sgd_params
+from topofl.algorithms._common import sgd_algorithm
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.hparams import (
     Keywords,
@@ -41,7 +41,7 @@ class SGPKeywords(LocalSGDKeywords, SamplingKeywords, total=False):
     """SGP's flat keywords: the fields of its groups."""
 
 
-def push_sum_sgd(name: str, overlap: bool, hp: SGDParams) -> Algorithm:
+def push_sum_sgd(name: str, overlap: bool, hp: LocalSGD) -> Algorithm:
     """Local SGD at the de-biased point composed with push-sum (SGP, and OSGP with overlap)."""
     # the gradient is taken at z = x / w and applied to the numerator x (Assran et al., l. 5)
     sgd = SGD(hp.momentum, hp.weight_decay, debias="all")
@@ -78,6 +78,6 @@ def sgp(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     3.0
     """
     kw = Keywords("sgp", keywords)
-    hp, active = sgd_params(kw.take(sgd, _SGD)), kw.take(sampling)
+    hp, active = kw.take(sgd, _SGD).resolved(), kw.take(sampling)
     kw.done()
     return with_participation(push_sum_sgd("sgp", False, hp), *active.checked())

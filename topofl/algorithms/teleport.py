@@ -76,9 +76,16 @@ from torch import Tensor
 
 from topofl._utils.rng import as_seed_sequence
 from topofl._utils.validation import check_choice, check_int
-from topofl.algorithms._common import check_sgd
 from topofl.algorithms.base import register_algorithm
-from topofl.algorithms.hparams import Group, Keywords, check_decay, check_lr, check_wd, check_work
+from topofl.algorithms.hparams import (
+    Group,
+    Keywords,
+    LocalSGD,
+    check_decay,
+    check_lr,
+    check_wd,
+    check_work,
+)
 from topofl.engine.gossip import Mixer
 from topofl.engine.ledger import Arcs, Flow, dtype_bits
 from topofl.engine.pieces import SGD
@@ -359,7 +366,7 @@ class SlotSGD(Group):
     decay: float = 1.0
 
     def __post_init__(self) -> None:
-        check_work(self.local_steps, self.local_epochs)  # check_sgd's order: the work first
+        check_work(self.local_steps, self.local_epochs)  # the work first, as teleport always did
         check_lr(self.lr)
         check_wd(self.weight_decay)
         check_decay(self.decay)
@@ -460,8 +467,8 @@ def teleport(sgd: SlotSGD | float = _SGD, *, k: int = 8, graph: str = "ring",
     kw = Keywords("teleport", keywords)
     local = kw.take(sgd, _SGD)
     kw.done()
-    hp = check_sgd(local.lr, 0.0, local.weight_decay, local.decay, local.local_steps,
-                   local.local_epochs)
+    hp = LocalSGD(local.lr, 0.0, local.weight_decay, local.local_steps, local.local_epochs,
+                  local.decay).resolved()
     k = check_int(k, "k", low=1)
     check_choice(graph, "graph", _GRAPHS)
     sample_seed = check_int(sample_seed, "sample_seed", low=0)
@@ -479,12 +486,12 @@ def teleport(sgd: SlotSGD | float = _SGD, *, k: int = 8, graph: str = "ring",
         return slots.mask(env.n, rnd.t + 1)  # the k models, after the round's teleport
 
     hparams: dict[str, Any] = dict(lr=hp.lr, weight_decay=hp.weight_decay, decay=hp.decay,
-                                   local_steps=hp.steps, local_epochs=hp.epochs, k=k,
+                                   local_steps=hp.local_steps, local_epochs=hp.local_epochs, k=k,
                                    graph=graph, sample_seed=sample_seed)
     return Algorithm(
         name="teleport",
         hparams=hparams,
-        phases=(Phase("all", hp.steps, hp.epochs, hp.lr),),
+        phases=(Phase("all", hp.local_steps, hp.local_epochs, hp.lr),),
         init=init,
         local=ActiveSGD(opt, slots),
         communicate=Teleport(slots, graph, edges),
