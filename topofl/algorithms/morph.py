@@ -308,6 +308,10 @@ class Rewiring(Group):
                 check_int(self.every, "every", low=1),
                 check_int(self.graph_seed, "graph_seed", low=0))
 
+    def resolved(self) -> Rewiring:
+        """The group as the record Morph builds from: its numbers checked (:meth:`checked`)."""
+        return Rewiring(*self.checked())
+
 
 class RewiringKeywords(TypedDict, total=False):
     """:class:`Rewiring`'s fields as flat keywords."""
@@ -324,13 +328,30 @@ class MorphKeywords(LocalSGDKeywords, RewiringKeywords, total=False):
 
 @dataclass(frozen=True)
 class MorphParams:
-    """Morph's checked hyper-parameters."""
+    """Morph's checked hyper-parameters: its two groups, resolved."""
 
     local_sgd: LocalSGD
-    degree: int
-    beta: float
-    every: int
-    graph_seed: int
+    rewiring: Rewiring
+
+    @property
+    def degree(self) -> int:
+        """In-degree of every node."""
+        return self.rewiring.degree
+
+    @property
+    def beta(self) -> float:
+        """Inverse temperature of the swaps."""
+        return self.rewiring.beta
+
+    @property
+    def every(self) -> int:
+        """Rounds between swaps."""
+        return self.rewiring.every
+
+    @property
+    def graph_seed(self) -> int:
+        """Seed of the first graph and of the swaps."""
+        return self.rewiring.graph_seed
 
     @property
     def sgd(self) -> SGD:
@@ -513,7 +534,7 @@ def morph(sgd: LocalSGD | float = _SGD, rewiring: Rewiring = _REWIRING,
     params = kw.take(sgd, _SGD).resolved(default_steps=_DEFAULT_STEPS)
     graph = kw.take(rewiring)
     kw.done()
-    hp = MorphParams(params, *graph.checked())
+    hp = MorphParams(params, graph.resolved())
     return Algorithm(
         name="morph",
         hparams=hp.as_dict(),
