@@ -16,11 +16,15 @@ appears on the next run) and two sizes, the script
 * measures the graphs the runs used with :mod:`topofl.spectral` (spectral gap, the expected
   contraction of a random schedule, the effective number of neighbours, the neighbourhood
   heterogeneity under the skew, finite-time exact averaging);
+* measures what each graph leaks at n = 32 (:func:`topofl.privacy.privacy_summary`: the
+  pairwise privacy of noisy gossip averaging, exact and Muffliato's bound, and of a random
+  walk), without training;
 * writes ``analysis/cheatsheet.md`` (tables, and a "which graph when" section whose sentences
   are computed from the per-seed values: a comparison is stated only when a seed-paired 95 %
   test decides it by more than a practical margin, otherwise it is "inconclusive at this
   scale"), ``analysis/cheatsheet_runs.csv`` (the value of every run) and
-  ``analysis/cheatsheet_graphs.csv`` (the graph metrics of every run's graph).
+  ``analysis/cheatsheet_graphs.csv`` (the graph metrics of every run's graph) and
+  ``analysis/cheatsheet_privacy.csv`` (the privacy numbers of every family and seed).
 
 Usage::
 
@@ -87,14 +91,18 @@ class Scale:
     seeds: tuple[int, ...]
     rounds: int
     eval_every: int
+    privacy_n: int = 32
 
 
 SCALES = {
     "default": Scale(sizes=(16, 64), seeds=(0, 1, 2), rounds=200, eval_every=5),
     # 10 clients: the fewest that hold every digit with one class per client; 2 seeds: the
     # fewest a paired comparison takes (a smoke scale: its page states no finding)
-    "quick": Scale(sizes=(10,), seeds=(0, 1), rounds=4, eval_every=2),
+    "quick": Scale(sizes=(10,), seeds=(0, 1), rounds=4, eval_every=2, privacy_n=10),
 }
+
+#: the privacy section's protocol: noise multiplier, gossip steps, delta (topofl.privacy)
+PRIVACY_SIGMA, PRIVACY_ROUNDS, PRIVACY_DELTA = 1.0, 10, 1e-5
 
 
 # ------------------------------------------------------------------------------ parameters
@@ -390,6 +398,65 @@ def graph_metrics(spec: str, n: int, seed: int, level: str = "skew") -> dict[str
     out["clique_classes"] = [int((counts[list(g)].sum(axis=0) > 0).sum()) for g in groups] or None
     out["classes"] = int(counts.shape[1])
     return out
+
+
+def privacy_rows(scale: Scale, classes: int,
+                 registry: Mapping[str, GraphFamily] = REGISTRY) -> list[dict[str, Any]]:
+    """:func:`topofl.privacy.privacy_summary` of every family at ``scale.privacy_n`` nodes and
+    each seed (the graph built as the label-skew runs build theirs); a family without a spec at
+    that size gets one row with its ``note``."""
+    n = scale.privacy_n
+    rows: list[dict[str, Any]] = []
+    for name, family in registry.items():
+        spec, note = spec_of(family, n, classes)
+        if spec is None:
+            rows.append({"family": name, "n": n, "seed": None, "spec": None, "note": note})
+            continue
+        for seed in scale.seeds:
+            counts = _label_counts("skew", n, seed)
+            graph = tf.topologies.build(spec, seed=seed, n=n, label_distributions=counts)
+            rows.append({"family": name, "n": n, "seed": seed, "spec": spec, "note": "",
+                         **tf.privacy.privacy_summary(graph, sigma=PRIVACY_SIGMA,
+                                                      rounds=PRIVACY_ROUNDS,
+                                                      delta=PRIVACY_DELTA)})
+    return rows
+
+
+def privacy_section(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The page's "What each graph leaks" section: one line per family, means over seeds."""
+    keys = tf.privacy.PRIVACY_KEYS
+    n = rows[0]["n"] if rows else 0
+    doc = [
+        f"## What each graph leaks (n = {n})",
+        "",
+        f"Pairwise privacy (`topofl.privacy`): the epsilon at delta = {PRIVACY_DELTA:g} from one "
+        f"node's data to another node's view, when every node adds Gaussian noise of multiplier "
+        f"sigma = {PRIVACY_SIGMA:g} to its value once and the graph then averages for "
+        f"{PRIVACY_ROUNDS} gossip steps (Muffliato's protocol). *gossip*: exact "
+        "(`gossip_linear`, the view as a linear Gaussian system; at most the local level "
+        f"{tf.privacy.gdp_epsilon(1 / PRIVACY_SIGMA, PRIVACY_DELTA):.3f}, reached once the "
+        "view spans every node), max and mean over pairs, mean between neighbours and between "
+        "the others (a neighbour in any round read); *muffliato*: that paper's bound "
+        "(`muffliato`), mean over pairs: below the exact value at few steps, far above it "
+        f"later; *walk*: a random walk of {PRIVACY_ROUNDS} x n steps (`random_walk_rdp`, "
+        "Theorem 3 of arXiv 2402.07471), mean over pairs, for a static symmetric graph. Means "
+        "over the seeds' graphs; – : the accountant does not apply (push-sum's weights, a "
+        "time-varying or asymmetric walk) or no other pairs. Lower is more private.",
+        "",
+    ]
+    table = []
+    for family in dict.fromkeys(r["family"] for r in rows):
+        mine = [r for r in rows if r["family"] == family]
+        if mine[0]["spec"] is None:
+            table.append([f"`{family}`", f"not built: {mine[0]['note']}"] + ["–"] * len(keys))
+            continue
+        table.append([f"`{family}`", f"`{mine[0]['spec']}`"]
+                     + [_num(_mean_of([r[k] for r in mine if r[k] is not None])
+                             if all(r[k] is not None for r in mine) else None, ".3f")
+                        for k in keys])
+    doc += [md_table(["family", "spec", "gossip max", "gossip mean", "gossip neighbours",
+                      "gossip others", "muffliato mean", "walk mean"], table), ""]
+    return doc
 
 
 # ------------------------------------------------------------------------------ formatting
@@ -964,7 +1031,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             graph_rows.append({"family": c.family, "n": c.n, "seed": seed, "spec": c.spec,
                                "level": "skew", **g})
     say(f"graph metrics: {time.perf_counter() - t0 - trained:.0f} s")
+    privacy = privacy_rows(scale, classes)
+    say(f"privacy: {time.perf_counter() - t0 - trained:.0f} s")
     page = render(cells, runs, graphs, target, scale, name, args.target_fraction, seconds)
+    page += "\n" + "\n".join(privacy_section(privacy))
     stem = report.stem
     page = page.replace("{stem}", stem)
     report.parent.mkdir(parents=True, exist_ok=True)
@@ -974,6 +1044,7 @@ def main(argv: Sequence[str] | None = None) -> int:
          "algorithm": r.algorithm, "status": r.status, "target": target[(r.level, r.n)],
          **r.values, "records": os.path.relpath(r.path, report.parent)} for r in runs])
     write_csv(report.with_name(f"{stem}_graphs.csv"), graph_rows)
+    write_csv(report.with_name(f"{stem}_privacy.csv"), privacy)
     say(f"wrote {report} ({time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -157,6 +157,25 @@ def test_graph_metrics_are_topofl_spectral(quick: Quick) -> None:
             tf.spectral.neighborhood_heterogeneity(g, shares), rel=1e-9, abs=1e-12)
 
 
+def test_the_privacy_section_is_topofl_privacy(quick: Quick) -> None:
+    C, _, page_path = quick
+    page = page_path.read_text(encoding="utf-8")
+    n = C.SCALES["quick"].privacy_n
+    table = _table_rows(page, f"## What each graph leaks (n = {n})")
+    assert set(table) == set(REGISTRY)
+    # the ring's row: the accountants' means over the seeds (the ring is one graph)
+    want = tf.privacy.privacy_summary(tf.topologies.ring(n), sigma=C.PRIVACY_SIGMA,
+                                      rounds=C.PRIVACY_ROUNDS, delta=C.PRIVACY_DELTA)
+    assert table["ring"][2:] == [f"{want[k]:.3f}" for k in tf.privacy.PRIVACY_KEYS]
+    # push-sum's weights: no accountant
+    assert table["random_directed_push"][2:] == ["–"] * len(tf.privacy.PRIVACY_KEYS)
+    rows = _rows(page_path.with_name("page_privacy.csv"))
+    for r in (r for r in rows if r["family"] == "erdos_renyi"):
+        g = tf.topologies.build(r["spec"], seed=int(r["seed"]), n=n)
+        got = tf.privacy.gossip_linear(g, C.PRIVACY_SIGMA, C.PRIVACY_ROUNDS).mean()
+        assert float(r["gossip_eps_mean"]) == pytest.approx(got, rel=1e-12)
+
+
 def test_the_docstring_examples_run() -> None:
     C = load("cheatsheet")
     assert doctest.testmod(C, verbose=False).failed == 0
