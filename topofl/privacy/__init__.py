@@ -11,6 +11,8 @@ Accountants that take a graph and return a pairwise privacy matrix
   of Gaussian mechanisms over the walk's first-hitting times, composed by the PRV accountant of
   ``prv-accountant``).
 
+The empirical side: :func:`membership_attack`, every node's loss-threshold membership-inference
+attack on every other node, on a run's models (AUC and held-out advantage by graph distance).
 :func:`privacy_summary` puts one graph's privacy in a few numbers (the cheat sheet's column,
 ``topofl spectral --privacy``). The conversions to ``(epsilon, delta)`` are in
 :mod:`topofl.privacy.conversions`.
@@ -23,12 +25,13 @@ Examples
 True
 """
 
+from topofl.privacy.attack import MembershipAttack, membership_attack
 from topofl.privacy.conversions import gdp_epsilon, zcdp_epsilon
 from topofl.privacy.gossip import gossip_linear, gossip_views, muffliato
 from topofl.privacy.pairwise import PairwisePrivacy
 from topofl.privacy.summarize import PRIVACY_KEYS, privacy_summary
 from topofl.privacy.walks import first_hitting, random_walk_fdp, random_walk_rdp
 
-__all__ = ["PRIVACY_KEYS", "PairwisePrivacy", "first_hitting", "gdp_epsilon", "gossip_linear",
-           "gossip_views", "muffliato", "privacy_summary", "random_walk_fdp", "random_walk_rdp",
-           "zcdp_epsilon"]
+__all__ = ["PRIVACY_KEYS", "MembershipAttack", "PairwisePrivacy", "first_hitting", "gdp_epsilon",
+           "gossip_linear", "gossip_views", "membership_attack", "muffliato", "privacy_summary",
+           "random_walk_fdp", "random_walk_rdp", "zcdp_epsilon"]

@@ -1,0 +1,203 @@
+r"""Membership inference between nodes: the empirical side of the accountants.
+
+A loss-threshold attack (Yeom, Giacomelli, Fredrikson and Jha, "Privacy risk in machine learning:
+analyzing the connection to overfitting", CSF 2018): node ``v`` holds a model; to tell whether a
+sample was in node ``u``'s training set it thresholds the model's loss on it (members tend to have
+lower loss). For every pair ``(u, v)`` the attack scores, with ``v``'s model, ``samples`` of
+``u``'s training samples (members) and as many of ``u``'s held-out test samples (non-members,
+from the same local distribution, trained on by no node):
+
+- ``auc[u, v]``: the area under the attack's ROC curve, ``P(loss(member) < loss(non-member))``
+  (ties count one half): 0.5 is no signal;
+- ``advantage[u, v]``: ``TPR - FPR`` of a threshold chosen on one half of the samples and
+  measured on the other half (held out, so that no signal reads 0 on average, not the maximum
+  of noise); the attack's advantage of Yeom et al. in ``[-1, 1]``.
+
+``u == v`` (the diagonal) is the victim's own model. The matrices have the orientation of the
+accountants' ``epsilon[u, v]`` (``u``'s data, ``v``'s view), so :class:`MembershipAttack` reads
+by graph distance as :class:`~topofl.privacy.PairwisePrivacy` does.
+
+Examples
+--------
+>>> import numpy as np
+>>> from topofl.privacy.attack import auc, held_out_advantage
+>>> auc(np.array([0.1, 0.2]), np.array([0.3, 0.4])), auc(np.array([1.0]), np.array([1.0]))
+(1.0, 0.5)
+>>> held_out_advantage(np.array([0.1, 0.2, 0.1, 0.2]), np.array([0.5, 0.6, 0.5, 0.6]))
+1.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from scipy.stats import rankdata
+
+from topofl._utils.rng import generator_at
+from topofl._utils.validation import check_int
+from topofl.privacy.pairwise import PairwisePrivacy, adjacency_of
+
+__all__ = ["MembershipAttack", "auc", "held_out_advantage", "membership_attack"]
+
+
+def auc(member: np.ndarray, nonmember: np.ndarray) -> float:
+    """``P(member loss < non-member loss)``, ties one half (the Mann-Whitney statistic over
+    ``len(member) * len(nonmember)``)."""
+    a, b = np.asarray(member, dtype=float), np.asarray(nonmember, dtype=float)
+    if a.size == 0 or b.size == 0:
+        raise ValueError(f"auc needs samples on both sides, got {a.size} and {b.size}")
+    ranks = rankdata(np.concatenate([a, b]))  # average ranks: ties one half
+    u_stat = ranks[a.size:].sum() - b.size * (b.size + 1) / 2  # non-members above members
+    return float(u_stat / (a.size * b.size))
+
+
+def _best_threshold(member: np.ndarray, nonmember: np.ndarray) -> float:
+    """A threshold ``tau`` maximising ``P(member <= tau) - P(non-member <= tau)``: the middle of
+    the first interval between consecutive observed losses on which the gain is largest (the
+    gain is constant on it), the largest loss if that is where it is largest."""
+    cands = np.unique(np.concatenate([member, nonmember]))
+    tpr = np.searchsorted(np.sort(member), cands, side="right") / member.size
+    fpr = np.searchsorted(np.sort(nonmember), cands, side="right") / nonmember.size
+    i = int(np.argmax(tpr - fpr))
+    return float(cands[i] if i + 1 == cands.size else (cands[i] + cands[i + 1]) / 2)
+
+
+def held_out_advantage(member: np.ndarray, nonmember: np.ndarray) -> float:
+    """``TPR - FPR`` of the loss threshold chosen on the even-indexed samples (the middle of the
+    best interval, :func:`_best_threshold`), measured on the odd-indexed ones (each side needs
+    at least 2 samples)."""
+    a, b = np.asarray(member, dtype=float), np.asarray(nonmember, dtype=float)
+    if a.size < 2 or b.size < 2:
+        raise ValueError(f"held_out_advantage needs at least 2 samples a side, got {a.size} "
+                         f"and {b.size}")
+    tau = _best_threshold(a[0::2], b[0::2])
+    return float(np.mean(a[1::2] <= tau) - np.mean(b[1::2] <= tau))
+
+
+@dataclass(frozen=True)
+class MembershipAttack:
+    """The attack's matrices (``[u, v]``: victim ``u``, attacker ``v``) and how it ran.
+
+    Attributes
+    ----------
+    auc, advantage : numpy.ndarray
+        ``(n, n)``, the diagonal the victim's own model.
+    samples : int
+        Members (and non-members) per victim.
+    adjacency : numpy.ndarray
+        ``(n, n)`` bool, the run's graph (an edge either way), or ``None`` without one.
+    """
+
+    auc: np.ndarray
+    advantage: np.ndarray
+    samples: int
+    adjacency: np.ndarray | None
+
+    def by_distance(self, of: str = "advantage") -> dict[int, dict[str, float]]:
+        """Mean, min, max and count of ``of`` (``"advantage"`` or ``"auc"``) over the pairs at
+        each hop distance ``d >= 1`` (``0``: the diagonal, the victim's own model)."""
+        if self.adjacency is None:
+            raise ValueError("by_distance needs the run's graph; this attack has none")
+        values = {"advantage": self.advantage, "auc": self.auc}[of]
+        view = PairwisePrivacy(values, 0.0, "loss_threshold_mia", {}, self.adjacency)
+        out = view.by_distance()
+        diag = np.diag(values)
+        out[0] = {"mean": float(diag.mean()), "min": float(diag.min()),
+                  "max": float(diag.max()), "pairs": int(diag.size)}
+        return dict(sorted(out.items()))
+
+
+def membership_attack(result: Any, *, samples: int | None = None, seed: int = 0,
+                      victims: Sequence[int] | None = None) -> MembershipAttack:
+    r"""Every node's loss-threshold membership attack on every other node, on a run's models.
+
+    Parameters
+    ----------
+    result : topofl.engine.Result
+        What :func:`topofl.run` returns (its evaluated models, its data and its graph); every
+        client in this process.
+    samples : int, optional
+        Members and non-members per victim, ``>= 4`` and at most the smallest train or test
+        split of a client (default: 50, or that split if smaller).
+    seed : int, default 0
+        Draws which samples: victim ``u``'s from the stream ``(seed, u)``, so the same seed
+        picks the same samples whichever victims are attacked.
+    victims : sequence of int, optional
+        Only these victims' rows (the others ``nan``): a sample of pairs at scale.
+
+    Returns
+    -------
+    MembershipAttack
+
+    Raises
+    ------
+    TypeError
+        ``result`` is not a run's result trained on data.
+    ValueError
+        ``samples`` below 4 or above a victim's train or test split.
+
+    Notes
+    -----
+    The losses are the engine's own (its executor's mean cross-entropy on a batch of one
+    sample). The models are those after the run's last round; an attack over rounds runs on
+    shorter runs of the same seed (a run of ``r`` rounds is the first ``r`` of a longer one).
+    """
+    services = getattr(result, "services", None)
+    executor, data = getattr(services, "executor", None), getattr(services, "data", None)
+    if executor is None or data is None or not hasattr(result, "evaluated"):
+        raise TypeError("membership_attack needs what topofl.run returns (a run trained on "
+                        f"data), got {type(result).__name__}")
+    check_int(seed, "seed", low=0)
+    n = int(data.num_clients)
+    rows = list(range(n)) if victims is None else [check_int(v, "victims", low=0, high=n - 1)
+                                                   for v in victims]
+    small = min(int(np.min(data.sizes("train"))), int(np.min(data.sizes("test"))))
+    m = min(50, small) if samples is None else check_int(samples, "samples", low=4)
+    if m > small or m < 4:
+        raise ValueError(f"samples must be at most the smallest split ({small}) and >= 4, "
+                         f"got {m}")
+    flat = result.evaluated().detach()
+    if flat.shape[0] != n:
+        raise TypeError(f"membership_attack needs every client's model in this process, got "
+                        f"{flat.shape[0]} of {n}")
+    A, V = np.full((n, n), math.nan), np.full((n, n), math.nan)
+    for u in rows:
+        rng = generator_at(seed, u)  # victim u's samples, whichever victims are attacked
+        member = _losses(executor, flat, *_pick(data, u, "train", m, rng))
+        nonmember = _losses(executor, flat, *_pick(data, u, "test", m, rng))
+        for v in range(n):
+            A[u, v] = auc(member[v], nonmember[v])
+            V[u, v] = held_out_advantage(member[v], nonmember[v])
+    topology = getattr(getattr(result, "last", None), "topology", None)
+    adjacency = None
+    if topology is not None and hasattr(topology, "to_dense"):
+        adjacency = adjacency_of([np.asarray(topology.to_dense())])
+    return MembershipAttack(A, V, m, adjacency)
+
+
+def _pick(data: Any, u: int, split: str, m: int, rng: np.random.Generator
+          ) -> tuple[torch.Tensor, torch.Tensor]:
+    x, y = data.client(u, split)
+    idx = torch.as_tensor(np.sort(rng.choice(x.shape[0], size=m, replace=False)),
+                          device=x.device)
+    return x[idx], y[idx]
+
+
+def _losses(executor: Any, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    """``(n, m)``: the loss of every row's model on each of the ``m`` samples."""
+    n, m = flat.shape[0], x.shape[0]
+    out = np.empty((n, m))
+    step = max(1, 4096 // max(1, n))
+    with torch.no_grad():
+        for s in range(0, m, step):
+            k = min(m, s + step) - s
+            rep = flat.repeat_interleave(k, dim=0)                    # [n k, P]
+            xs = x[s:s + k].to(flat.dtype).unsqueeze(1).repeat(n, *[1] * x.dim())  # [n k, 1, ...]
+            ys = y[s:s + k].unsqueeze(1).repeat(n, 1)
+            out[:, s:s + k] = executor.losses(rep, xs, ys).view(n, k).cpu().numpy()
+    return out
