@@ -59,6 +59,20 @@ def test_report_files_and_rows(made: tuple[R.SpectralReport, list[Any], Path]) -
             assert len({line.replace("\\|", "").count("|") for line in lines}) == 1, block
 
 
+def test_report_privacy_section(made: tuple[R.SpectralReport, list[Any], Path]) -> None:
+    res, _, _ = made
+    md = res.markdown
+    section = md[md.index("## What each graph leaks"):]
+    want = tf.privacy.privacy_summary(tf.topologies.build("ring:n=8", seed=0))
+    row = next(line for line in section.splitlines() if line.startswith("| `ring:n=8`"))
+    assert [c.strip() for c in row.strip("|").split("|")][1:] == [
+        f"{want[k]:.3f}" for k in tf.privacy.PRIVACY_KEYS]
+    assert res.rows[0]["gossip_eps_mean"] == want["gossip_eps_mean"]
+    push = next(line for line in section.splitlines()
+                if line.startswith("| `random_directed_push"))
+    assert push.count("–") == len(tf.privacy.PRIVACY_KEYS)   # push-sum: no accountant
+
+
 def test_report_figures_are_readable(made: tuple[R.SpectralReport, list[Any], Path]) -> None:
     _, figures, _ = made
     assert len(figures) == 4

@@ -207,6 +207,28 @@ def test_random_walk_rdp_on_the_complete_graph_has_its_closed_form():
                                rtol=1e-12)
 
 
+def test_random_walk_rdp_finite_form_is_the_sum_over_steps():
+    g = erdos_renyi(9, 0.5, seed=2)
+    W = g.to_dense()
+    T, s = 30, 0.8
+    P, total = np.eye(9), np.zeros((9, 9))
+    for t in range(1, T + 1):
+        P = P @ W
+        total += P / t
+    want = T / (s * s * 9) * total
+    np.fill_diagonal(want, 0)
+    np.testing.assert_allclose(random_walk_rdp(g, s, T).curve, want, rtol=1e-10, atol=1e-14)
+
+
+def test_the_closed_form_is_refused_before_the_walk_mixes():
+    # a ring of 100 after 1000 steps: far pairs' closed form is negative, the sum is not
+    p = random_walk_rdp(ring(100), 1.0, 1000)
+    assert p.curve.min() >= 0 and p.by_distance()[1]["mean"] > p.by_distance()[50]["mean"]
+    with pytest.raises(ValueError, match="below zero for the pair") as info:
+        random_walk_rdp(ring(100), 1.0, 1000, form="pnfdp")
+    assert "\n" not in str(info.value)
+
+
 def test_random_walk_rdp_is_symmetric_and_monotone():
     g = random_regular(10, 3, seed=2)
     a, b = random_walk_rdp(g, 1.0, 50), random_walk_rdp(g, 1.0, 80)
@@ -282,6 +304,8 @@ def test_random_walk_fdp_decreases_with_noise_and_is_inf_free_at_moderate_noise(
     (lambda: random_walk_fdp(ring(4), 1.0, 3, pairs=[(0, 9)]), ValueError, "different nodes"),
     (lambda: random_walk_fdp(ring(4), 1.0, 3, pairs=[0]), TypeError, "pairs"),
     (lambda: random_walk_fdp(ring(4), 1.0, 3, local_steps=0), ValueError, "local_steps"),
+    (lambda: random_walk_rdp(ring(4), 1.0, 3, form="log"), ValueError, "form"),
+    (lambda: zcdp_epsilon(np.array([1.0, -2.0, 3.0]), 1e-5), ValueError, "one of 3 entries"),
 ])
 def test_bad_settings_are_refused_in_one_line(call, exc, match):
     with pytest.raises(exc, match=match) as info:

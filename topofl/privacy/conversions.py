@@ -45,18 +45,26 @@ def check_delta(delta: Any) -> float:
     return check_real(delta, "delta", low=0, high=1, low_open=True, high_open=True)
 
 
-def _balle2020(rho: float, log_inv_delta: float) -> float:
+def _balle2020(rho: np.ndarray, log_inv_delta: float) -> np.ndarray:
     # Balle et al. (2020), Theorem 21: (alpha, eps_a)-RDP gives (eps, delta)-DP with
     # eps = eps_a + log((alpha - 1) / alpha) - (log delta + log alpha) / (alpha - 1). With
     # eps_a = alpha * rho the derivative in alpha vanishes where rho (alpha - 1)^2 =
-    # log(1/delta) - log(alpha): one root in (1, 1 + sqrt(log(1/delta) / rho)], found by brentq.
-    def slope(a: float) -> float:
-        return rho * (a - 1.0) ** 2 - log_inv_delta + math.log(a)
-
-    # slope < 0 just above 1 (-log(1/delta) < 0) and slope(high) = log(high) > 0
-    a = brentq(slope, 1.0 + 1e-15, 1.0 + math.sqrt(log_inv_delta / rho), xtol=1e-15,
-               rtol=1e-15, maxiter=500)
-    return float(rho * a + math.log((a - 1.0) / a) + (log_inv_delta - math.log(a)) / (a - 1.0))
+    # log(1/delta) - log(alpha): one root in (1, 1 + sqrt(log(1/delta) / rho)] (the slope is
+    # negative just above 1 and log(high) > 0 at the top), found for every entry at once by
+    # bisection on s = alpha - 1 to the last bit.
+    low = np.zeros_like(rho)
+    high = np.sqrt(log_inv_delta / rho)
+    for _ in range(200):
+        mid = (low + high) / 2
+        if not np.any((mid > low) & (mid < high)):
+            break
+        neg = rho * mid * mid - log_inv_delta + np.log1p(mid) < 0
+        low = np.where(neg, mid, low)
+        high = np.where(neg, high, mid)
+    s = (low + high) / 2
+    a = 1.0 + s
+    out: np.ndarray = rho * a + np.log(s / a) + (log_inv_delta - np.log(a)) / s
+    return out
 
 
 def zcdp_epsilon(rho: Any, delta: Any, *, method: Conversion = "balle2020") -> Any:
@@ -95,14 +103,15 @@ def zcdp_epsilon(rho: Any, delta: Any, *, method: Conversion = "balle2020") -> A
     d = check_delta(delta)
     r = np.asarray(rho, dtype=float)
     if not np.all(np.isfinite(r)) or np.any(r < 0):
-        raise ValueError(f"rho must be finite and >= 0, got {rho!r}")
+        bad = r[~np.isfinite(r) | (r < 0)].reshape(-1)[0]
+        raise ValueError(f"rho must be finite and >= 0, got {bad!r}"
+                         + (f" (one of {r.size} entries)" if r.size > 1 else ""))
     log_inv = math.log(1.0 / d)
     flat = r.reshape(-1)
     out = np.zeros_like(flat)
-    for i, x in enumerate(flat):
-        if x > 0:
-            out[i] = (x + 2.0 * math.sqrt(x * log_inv) if how == "zcdp"
-                      else _balle2020(float(x), log_inv))
+    pos = flat > 0
+    x = flat[pos]
+    out[pos] = x + 2.0 * np.sqrt(x * log_inv) if how == "zcdp" else _balle2020(x, log_inv)
     return float(out[0]) if r.ndim == 0 else out.reshape(r.shape)
 
 
@@ -137,7 +146,9 @@ def gdp_epsilon(mu: Any, delta: Any) -> Any:
     d = check_delta(delta)
     m = np.asarray(mu, dtype=float)
     if np.any(np.isnan(m)) or np.any(m < 0):
-        raise ValueError(f"mu must be >= 0, got {mu!r}")
+        bad = m[np.isnan(m) | (m < 0)].reshape(-1)[0]
+        raise ValueError(f"mu must be >= 0, got {bad!r}"
+                         + (f" (one of {m.size} entries)" if m.size > 1 else ""))
     flat = m.reshape(-1)
     out = np.zeros_like(flat)
     for i, x in enumerate(flat):

@@ -7,10 +7,12 @@ the token whenever it visits ``v``; what it learns about ``u``'s data depends on
 token travelled from ``u`` to ``v``. ``rounds`` is ``T``, the walk's total steps.
 
 - :func:`random_walk_rdp`: Cyffers, Bellet and Basu, "Differentially private decentralized
-  learning with random walks" (arXiv 2402.07471), Theorem 3, as PN-f-DP's code
-  (``lx10077/PN-f-DP``, ``syhthetic_graph/main.py``, ``priv_global``) evaluates it:
-  ``rho[u, v] = T H_T / (sigma^2 n^2) + T / (sigma^2 n) [-log(I - W + 11^T/n)]_{uv}``, with
-  ``H_T`` the harmonic number, an ``(alpha, alpha rho)``-RDP bound for every ``alpha``.
+  learning with random walks" (arXiv 2402.07471), Theorem 3: an ``(alpha, alpha rho)``-RDP bound
+  for every ``alpha`` with ``rho[u, v] = T / (sigma^2 n) sum_{t=1..T} (W^t)_{uv} / t``; or the
+  closed form PN-f-DP's code (``lx10077/PN-f-DP``, ``syhthetic_graph/main.py``,
+  ``priv_global``) evaluates, ``T H_T / (sigma^2 n^2) + T / (sigma^2 n)
+  [-log(I - W + 11^T/n)]_{uv}`` (``H_T`` the harmonic number), the same sum with its mixing
+  part carried to infinitely many steps.
 - :func:`random_walk_fdp`: Li, Su, Wang, Long and Su, "Mitigating privacy-utility trade-off in
   decentralized federated learning via f-differential privacy" (NeurIPS 2025), pairwise network
   f-DP: one visit is a mixture of Gaussian mechanisms weighted by the first-hitting time ``t`` of
@@ -43,7 +45,7 @@ import numpy as np
 from prv_accountant import PrivacyRandomVariable, PRVAccountant
 from scipy.special import ndtr
 
-from topofl._utils.validation import check_int, check_real
+from topofl._utils.validation import check_choice, check_int, check_real
 from topofl.privacy.conversions import Conversion, check_delta, zcdp_epsilon
 from topofl.privacy.pairwise import PairwisePrivacy, adjacency_of, check_sigma, mixing_matrices
 
@@ -64,7 +66,7 @@ def _walk_matrix(topology: Any, rounds: Any, what: str) -> tuple[np.ndarray, int
 
 
 def random_walk_rdp(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5,
-                    method: Conversion = "balle2020") -> PairwisePrivacy:
+                    method: Conversion = "balle2020", form: str = "finite") -> PairwisePrivacy:
     r"""Pairwise network RDP of a random walk of ``rounds`` steps (2402.07471, Theorem 3).
 
     Parameters
@@ -78,6 +80,13 @@ def random_walk_rdp(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5
         ``T``, the walk's steps.
     delta : float, default 1e-5
     method : {"balle2020", "zcdp"}, default "balle2020"
+    form : {"finite", "pnfdp"}, default "finite"
+        ``"finite"``: the sum over the walk's steps,
+        ``rho = T / (sigma^2 n) sum_{t=1..T} W^t / t`` (never negative). ``"pnfdp"``: the
+        closed form PN-f-DP's code evaluates, ``T H_T / (sigma^2 n^2) + T / (sigma^2 n) L``
+        with ``L = sum_{t >= 1} (W^t - 11^T/n) / t = -log(I - W + 11^T/n)``: the same sum with
+        its mixing part carried to infinitely many steps. The two agree once ``W^T`` has
+        mixed; before, the closed form can fall below zero for distant pairs, and is refused.
 
     Returns
     -------
@@ -87,7 +96,8 @@ def random_walk_rdp(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5
     Raises
     ------
     ValueError
-        An asymmetric or disconnected (reducible) walk, besides the bad numbers.
+        An asymmetric or disconnected (reducible) walk; ``form="pnfdp"`` below zero for a
+        pair; besides the bad numbers.
 
     Examples
     --------
@@ -104,12 +114,27 @@ def random_walk_rdp(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5
     if lam[-2] > 1 - 1e-10:
         raise ValueError("random_walk_rdp needs a connected walk (eigenvalue 1 simple), got "
                          f"a second eigenvalue {lam[-2]:.12g}")
-    L = (V[:, :-1] * -np.log(1.0 - lam[:-1])) @ V[:, :-1].T
+    form = check_choice(form, "form", ("finite", "pnfdp"))
     harmonic = float(np.sum(1.0 / np.arange(1, T + 1)))
+    if form == "pnfdp":
+        weights = -np.log(1.0 - lam[:-1])
+    else:  # sum_{t <= T} lambda^t / t per eigenvalue, by its recursion
+        weights, power = np.zeros(n - 1), np.ones(n - 1)
+        for t in range(1, T + 1):
+            power = power * lam[:-1]
+            weights += power / t
+    L = (V[:, :-1] * weights) @ V[:, :-1].T
     rho = T * harmonic / (s * s * n * n) + T * L / (s * s * n)
     np.fill_diagonal(rho, 0.0)
+    if form == "pnfdp" and rho.min() < 0:
+        u, v = np.unravel_index(int(np.argmin(rho)), rho.shape)
+        raise ValueError(f"random_walk_rdp's pnfdp closed form is below zero for the pair "
+                         f"({u}, {v}) (rho = {rho[u, v]:.4g}): {T} steps have not mixed the "
+                         "walk; use form='finite'")
+    rho = np.maximum(rho, 0.0)  # the finite sum is >= 0; round-off below it
     return PairwisePrivacy(zcdp_epsilon(rho, d, method=method), d, "random_walk_rdp",
-                           {"sigma": s, "rounds": T, "method": method}, adjacency_of([W]),
+                           {"sigma": s, "rounds": T, "method": method, "form": form},
+                           adjacency_of([W]),
                            rho, "rho")
 
 
