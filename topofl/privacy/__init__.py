@@ -27,11 +27,12 @@ True
 
 from topofl.privacy.attack import MembershipAttack, membership_attack
 from topofl.privacy.conversions import gdp_epsilon, zcdp_epsilon
-from topofl.privacy.gossip import gossip_linear, gossip_views, muffliato
+from topofl.privacy.gossip import gossip_linear, gossip_views, muffliato, noisy_updates_spend
 from topofl.privacy.pairwise import PairwisePrivacy
 from topofl.privacy.summarize import PRIVACY_KEYS, privacy_summary
 from topofl.privacy.walks import first_hitting, random_walk_fdp, random_walk_rdp
 
 __all__ = ["PRIVACY_KEYS", "MembershipAttack", "PairwisePrivacy", "first_hitting", "gdp_epsilon",
-           "gossip_linear", "gossip_views", "membership_attack", "muffliato", "privacy_summary",
+           "gossip_linear", "gossip_views", "membership_attack", "muffliato",
+           "noisy_updates_spend", "privacy_summary",
            "random_walk_fdp", "random_walk_rdp", "zcdp_epsilon"]

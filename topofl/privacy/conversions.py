@@ -29,14 +29,17 @@ from typing import Any, Literal
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import ndtr
+from scipy.special import log_ndtr, ndtr
 
 from topofl._utils.validation import check_choice, check_real
 
 Conversion = Literal["balle2020", "zcdp"]
+#: the ``mu`` from which :func:`gdp_epsilon` says ``inf`` (epsilon would be above ``mu^2 / 2``,
+#: half a million)
+GDP_MU_MAX = 1000.0
 CONVERSIONS: tuple[str, ...] = ("balle2020", "zcdp")
 
-__all__ = ["CONVERSIONS", "Conversion", "check_delta", "gdp_delta", "gdp_epsilon",
+__all__ = ["CONVERSIONS", "Conversion", "GDP_MU_MAX", "check_delta", "gdp_delta", "gdp_epsilon",
            "zcdp_epsilon"]
 
 
@@ -120,7 +123,9 @@ def gdp_delta(mu: float, epsilon: float) -> float:
     ``Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2)``."""
     if mu <= 0:
         return 0.0
-    return float(ndtr(-epsilon / mu + mu / 2) - math.exp(epsilon) * ndtr(-epsilon / mu - mu / 2))
+    # the second term in logs: e^epsilon overflows long before the product does
+    power = epsilon + float(log_ndtr(-epsilon / mu - mu / 2))
+    return float(ndtr(-epsilon / mu + mu / 2) - (math.exp(power) if power < 700 else math.inf))
 
 
 def gdp_epsilon(mu: Any, delta: Any) -> Any:
@@ -130,7 +135,8 @@ def gdp_epsilon(mu: Any, delta: Any) -> Any:
     Parameters
     ----------
     mu : float or array_like
-        ``>= 0`` (``0``: no leak, ``epsilon = 0``); ``inf`` gives ``inf``.
+        ``>= 0`` (``0``: no leak, ``epsilon = 0``); from :data:`GDP_MU_MAX` on (``inf``
+        too), ``inf``: no guarantee worth a number (and beyond double precision's reach).
     delta : float
         In ``(0, 1)``.
 
@@ -152,7 +158,7 @@ def gdp_epsilon(mu: Any, delta: Any) -> Any:
     flat = m.reshape(-1)
     out = np.zeros_like(flat)
     for i, x in enumerate(flat):
-        if math.isinf(x):
+        if x >= GDP_MU_MAX:
             out[i] = math.inf
         elif x > 0 and gdp_delta(x, 0.0) > d:
             high = 1.0

@@ -5,7 +5,7 @@ Examples
 --------
 >>> from topofl.privacy import privacy_summary
 >>> from topofl.topologies import complete, ring
->>> r, c = privacy_summary(ring(16)), privacy_summary(complete(16))
+>>> r, c = privacy_summary(ring(32)), privacy_summary(complete(16))
 >>> r["gossip_eps_others"] < r["gossip_eps_neighbours"]      # the ring hides far nodes
 True
 >>> round(c["gossip_eps_max"], 4) == round(c["gossip_eps_mean"], 4)   # complete: one value

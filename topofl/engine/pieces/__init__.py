@@ -78,6 +78,7 @@ from topofl.engine.pieces.participation import (
     round_active,
     with_participation,
 )
+from topofl.engine.pieces.privacy import NoisyState, NoisyUpdates
 from topofl.engine.pieces.robust import AGGREGATORS, robust_gossip
 from topofl.engine.pieces.server import data_sizes, exact_average, server_average, server_flows
 from topofl.engine.pieces.state import (
@@ -118,6 +119,9 @@ __all__ = [
     "no_communication",
     "robust_gossip",
     "AGGREGATORS",
+    # privacy
+    "NoisyUpdates",
+    "NoisyState",
     "Compression",
     "CompressedGossip",
     "consensus_step_",
