@@ -106,11 +106,12 @@ def test_columns_are_priced_from_the_cost_table() -> None:
 
 def test_apply_is_idempotent_and_a_decided_result_loses_its_price(tmp_path: Path) -> None:
     for ext in (".json", ".md"):
-        shutil.copy(RESULTS / f"field_single_merge{ext}", tmp_path / f"field_single_merge{ext}")
-    js, md = tmp_path / "field_single_merge.json", tmp_path / "field_single_merge.md"
+        shutil.copy(RESULTS / f"dpfl_fig6{ext}", tmp_path / f"dpfl_fig6{ext}")
+    js, md = tmp_path / "dpfl_fig6.json", tmp_path / "dpfl_fig6.md"
     before = md.read_text(encoding="utf-8")
     needs = price.apply(js, md)
-    assert [n.kind for n in needs] == ["rounds"] and md.read_text(encoding="utf-8") == before
+    assert [n.kind for n in needs] == ["seeds", "rounds"]
+    assert md.read_text(encoding="utf-8") == before
     v = json.loads(js.read_text(encoding="utf-8"))
     v["verdict"] = "holds"
     js.write_text(json.dumps(v), encoding="utf-8")
