@@ -39,6 +39,9 @@ __all__ = ["PairwisePrivacy", "check_sigma", "mixing_matrices"]
 
 #: Tolerance on the row sums of a mixing matrix an accountant reads (float32-friendly).
 STOCHASTIC_ATOL = 1e-6
+#: The accountants are dense (``n x n`` matrices, one per round): the largest graph and the
+#: largest ``rounds * n^2`` they accept
+MAX_NODES, MAX_ENTRIES = 2_000, 250_000_000
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,11 @@ def mixing_matrices(topology: Any, rounds: Any, *, static: bool = False,
     (refused when ``static``) or a square array. Each matrix must be row-stochastic.
     """
     T = check_int(rounds, "rounds", low=1)
+    n = int(topology.n) if isinstance(topology, TimeVarying | Topology) else None
+    if n is not None and (n > MAX_NODES or T * n * n > MAX_ENTRIES):
+        raise ValueError(f"{what} is dense: it needs n <= {MAX_NODES} and rounds * n^2 <= "
+                         f"{MAX_ENTRIES:,} (2 GB of float64), got n = {n} and rounds = "
+                         f"{T}")
     if isinstance(topology, TimeVarying):
         if static:
             raise TypeError(f"{what} is stated for one fixed mixing matrix, got a TimeVarying "

@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from topofl._utils.validation import check_int
 from topofl.graph import TimeVarying, Topology
 from topofl.privacy.gossip import gossip_linear, muffliato
+from topofl.privacy.pairwise import MAX_ENTRIES, MAX_NODES
 from topofl.privacy.walks import random_walk_rdp
 
 __all__ = ["PRIVACY_KEYS", "privacy_summary"]
@@ -43,7 +45,10 @@ def privacy_summary(topology: Any, *, sigma: float = 1.0, rounds: int = 10,
     :func:`~topofl.privacy.random_walk_rdp` over ``rounds * n`` walk steps (as many local steps
     as the gossip run takes), ``None`` for a time-varying or asymmetric graph. Every value is
     ``None`` for a graph whose matrices are not row-stochastic (push-sum's column-stochastic
-    weights: its messages carry a weight the accountants do not model).
+    weights: its messages carry a weight the accountants do not model), and for a graph
+    beyond the dense accountants' reach (more than 2,000 nodes, or ``rounds * n^2`` above
+    250 million: ``topofl.privacy.pairwise.MAX_NODES`` and ``MAX_ENTRIES``), which a report
+    skips rather than fails on.
 
     Parameters
     ----------
@@ -60,6 +65,9 @@ def privacy_summary(topology: Any, *, sigma: float = 1.0, rounds: int = 10,
     out: dict[str, float | None] = dict.fromkeys(PRIVACY_KEYS)
     first = topology.at(0) if isinstance(topology, TimeVarying) else topology
     if isinstance(first, Topology) and not first.is_row_stochastic:
+        return out
+    n = int(topology.n)
+    if n > MAX_NODES or check_int(rounds, "rounds", low=1) * n * n > MAX_ENTRIES:
         return out
     g = gossip_linear(topology, sigma, rounds, delta=delta)
     nb = g.neighbours()
