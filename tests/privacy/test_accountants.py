@@ -306,6 +306,8 @@ def test_random_walk_fdp_decreases_with_noise_and_is_inf_free_at_moderate_noise(
     (lambda: random_walk_fdp(ring(4), 1.0, 3, local_steps=0), ValueError, "local_steps"),
     (lambda: random_walk_rdp(ring(4), 1.0, 3, form="log"), ValueError, "form"),
     (lambda: muffliato(ring(2_001), 1.0, 1), ValueError, "n <= 2000"),
+    (lambda: gdp_epsilon("a", 1e-5), TypeError, "mu must be a number"),
+    (lambda: zcdp_epsilon([1.0, "x"], 1e-5), TypeError, "rho must be a number"),
     (lambda: gossip_linear(ring(1_000), 1.0, 300), ValueError, "rounds = 300"),
     (lambda: zcdp_epsilon(np.array([1.0, -2.0, 3.0]), 1e-5), ValueError, "one of 3 entries"),
 ])

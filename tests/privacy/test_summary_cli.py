@@ -40,6 +40,8 @@ def test_the_complete_graph_closed_form_and_the_cases_without_an_accountant():
     # push-sum's column-stochastic weights: nothing; a time-varying graph: no walk bound
     assert set(privacy_summary(random_directed_push(8, 2, seed=0)).values()) == {None}
     assert set(privacy_summary(ring(2_001), rounds=1).values()) == {None}   # beyond the dense reach
+    with pytest.raises(TypeError, match="takes a Topology or a TimeVarying, got str"):
+        privacy_summary("ring")
     tv = privacy_summary(one_peer_exponential(8), rounds=3)
     assert tv["walk_eps_mean"] is None and tv["gossip_eps_mean"] > 0
     assert list(s) == list(PRIVACY_KEYS)

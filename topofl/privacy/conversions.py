@@ -43,6 +43,20 @@ __all__ = ["CONVERSIONS", "Conversion", "GDP_MU_MAX", "check_delta", "gdp_delta"
            "zcdp_epsilon"]
 
 
+def _numbers(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float array, or a ``TypeError`` naming ``name``."""
+    if isinstance(value, str | bytes) or (isinstance(value, np.ndarray) and value.dtype.kind
+                                          not in "biuf"):
+        raise TypeError(f"{name} must be a number or an array of numbers, got "
+                        f"{type(value).__name__} {value!r}"[:200])
+    try:
+        out: np.ndarray = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number or an array of numbers, got "
+                        f"{type(value).__name__}") from None
+    return out
+
+
 def check_delta(delta: Any) -> float:
     """``delta`` as a float in ``(0, 1)``."""
     return check_real(delta, "delta", low=0, high=1, low_open=True, high_open=True)
@@ -104,7 +118,7 @@ def zcdp_epsilon(rho: Any, delta: Any, *, method: Conversion = "balle2020") -> A
     """
     how = check_choice(method, "method", CONVERSIONS)
     d = check_delta(delta)
-    r = np.asarray(rho, dtype=float)
+    r = _numbers(rho, "rho")
     if not np.all(np.isfinite(r)) or np.any(r < 0):
         bad = r[~np.isfinite(r) | (r < 0)].reshape(-1)[0]
         raise ValueError(f"rho must be finite and >= 0, got {bad!r}"
@@ -150,7 +164,7 @@ def gdp_epsilon(mu: Any, delta: Any) -> Any:
     (1.9931, 0.0)
     """
     d = check_delta(delta)
-    m = np.asarray(mu, dtype=float)
+    m = _numbers(mu, "mu")
     if np.any(np.isnan(m)) or np.any(m < 0):
         bad = m[np.isnan(m) | (m < 0)].reshape(-1)[0]
         raise ValueError(f"mu must be >= 0, got {bad!r}"

@@ -62,6 +62,9 @@ def privacy_summary(topology: Any, *, sigma: float = 1.0, rounds: int = 10,
     dict
         The keys of :data:`PRIVACY_KEYS`.
     """
+    if not isinstance(topology, Topology | TimeVarying):
+        raise TypeError(f"privacy_summary takes a Topology or a TimeVarying, got "
+                        f"{type(topology).__name__}")
     out: dict[str, float | None] = dict.fromkeys(PRIVACY_KEYS)
     first = topology.at(0) if isinstance(topology, TimeVarying) else topology
     if isinstance(first, Topology) and not first.is_row_stochastic:
