@@ -111,6 +111,8 @@ def test_bad_settings_are_refused(overfit):
         membership_attack(tf.topologies.ring(4))
     with pytest.raises(ValueError, match="victims"):
         membership_attack(overfit, victims=[99])
+    with pytest.raises(ValueError, match="of must be one of"):
+        membership_attack(overfit, samples=12).by_distance("advantages")
     with pytest.raises(ValueError, match="at least 2 samples"):
         held_out_advantage(np.ones(1), np.ones(3))
     assert torch.is_tensor(overfit.evaluated())

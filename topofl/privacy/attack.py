@@ -39,8 +39,8 @@ import torch
 from scipy.stats import rankdata
 
 from topofl._utils.rng import generator_at
-from topofl._utils.validation import check_int
-from topofl.privacy.pairwise import PairwisePrivacy, adjacency_of
+from topofl._utils.validation import check_choice, check_int
+from topofl.privacy.pairwise import adjacency_of, by_distance, hop_distances
 
 __all__ = ["MembershipAttack", "auc", "held_out_advantage", "membership_attack"]
 
@@ -101,11 +101,11 @@ class MembershipAttack:
     def by_distance(self, of: str = "advantage") -> dict[int, dict[str, float]]:
         """Mean, min, max and count of ``of`` (``"advantage"`` or ``"auc"``) over the pairs at
         each hop distance ``d >= 1`` (``0``: the diagonal, the victim's own model)."""
+        values = {"advantage": self.advantage, "auc": self.auc}[check_choice(
+            of, "of", ("advantage", "auc"))]
         if self.adjacency is None:
             raise ValueError("by_distance needs the run's graph; this attack has none")
-        values = {"advantage": self.advantage, "auc": self.auc}[of]
-        view = PairwisePrivacy(values, 0.0, "loss_threshold_mia", {}, self.adjacency)
-        out = view.by_distance()
+        out = by_distance(values, hop_distances(self.adjacency))
         diag = np.diag(values)
         out[0] = {"mean": float(diag.mean()), "min": float(diag.min()),
                   "max": float(diag.max()), "pairs": int(diag.size)}

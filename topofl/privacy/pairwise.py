@@ -35,7 +35,7 @@ import scipy.sparse.csgraph as csgraph
 from topofl._utils.validation import check_int, check_matrix, check_real, check_stochastic
 from topofl.graph import TimeVarying, Topology
 
-__all__ = ["PairwisePrivacy", "check_sigma", "mixing_matrices"]
+__all__ = ["PairwisePrivacy", "by_distance", "check_sigma", "hop_distances", "mixing_matrices"]
 
 #: Tolerance on the row sums of a mixing matrix an accountant reads (float32-friendly).
 STOCHASTIC_ATOL = 1e-6
@@ -86,8 +86,7 @@ class PairwisePrivacy:
     def distance(self) -> np.ndarray:
         """``(n, n)`` hop distances on the (undirected) neighbour graph; ``inf`` if none."""
         if not self._distance:
-            g = sp.csr_array(self.adjacency.astype(float))
-            self._distance.append(csgraph.shortest_path(g, directed=False, unweighted=True))
+            self._distance.append(hop_distances(self.adjacency))
         return self._distance[0]
 
     def _off(self) -> np.ndarray:
@@ -111,17 +110,7 @@ class PairwisePrivacy:
     def by_distance(self) -> dict[int, dict[str, float]]:
         """``{d: {"mean", "min", "max", "pairs"}}`` over the pairs at hop distance ``d >= 1``
         (unreachable pairs under ``-1``)."""
-        dist = self.distance
-        out: dict[int, dict[str, float]] = {}
-        for d in sorted(set(dist[~np.eye(self.n, dtype=bool)].tolist())):
-            mask = (dist == d) & ~np.eye(self.n, dtype=bool)
-            vals = self.epsilon[mask]
-            vals = vals[~np.isnan(vals)]
-            if vals.size:
-                key = -1 if math.isinf(d) else int(d)
-                out[key] = {"mean": float(vals.mean()), "min": float(vals.min()),
-                            "max": float(vals.max()), "pairs": int(vals.size)}
-        return out
+        return by_distance(self.epsilon, self.distance)
 
     def summary(self) -> dict[str, float]:
         """The numbers a report prints: max, mean, neighbours, others, and the mean at the
@@ -132,6 +121,28 @@ class PairwisePrivacy:
         return {"max": self.max(), "mean": self.mean(), "neighbours": nb["neighbours"],
                 "others": nb["others"],
                 "farthest": by_d[far]["mean"] if far is not None else math.nan}
+
+
+def hop_distances(adjacency: np.ndarray) -> np.ndarray:
+    """``(n, n)`` hop distances on the undirected graph of ``adjacency``; ``inf`` if none."""
+    g = sp.csr_array(np.asarray(adjacency, dtype=float))
+    out: np.ndarray = csgraph.shortest_path(g, directed=False, unweighted=True)
+    return out
+
+
+def by_distance(values: np.ndarray, distance: np.ndarray) -> dict[int, dict[str, float]]:
+    """``{d: {"mean", "min", "max", "pairs"}}`` of the off-diagonal ``values`` (``nan`` left
+    out) grouped by ``distance`` (``d >= 1``; unreachable pairs under ``-1``)."""
+    off = ~np.eye(values.shape[0], dtype=bool)
+    out: dict[int, dict[str, float]] = {}
+    for d in sorted(set(distance[off].tolist())):
+        vals = values[(distance == d) & off]
+        vals = vals[~np.isnan(vals)]
+        if vals.size:
+            out[-1 if math.isinf(d) else int(d)] = {
+                "mean": float(vals.mean()), "min": float(vals.min()),
+                "max": float(vals.max()), "pairs": int(vals.size)}
+    return out
 
 
 def _mean(values: np.ndarray) -> float:
