@@ -31,13 +31,14 @@ def test_auc_is_scikit_learns_roc_auc(member, nonmember):
 def _advantage_slow(member: np.ndarray, nonmember: np.ndarray) -> float:
     a_fit, b_fit, a_test, b_test = member[0::2], nonmember[0::2], member[1::2], nonmember[1::2]
     cands = sorted(set(a_fit) | set(b_fit))
-    best, best_tau = -2.0, None
+    best, rule = -2.0, None
     for i, tau in enumerate(cands):
         gain = np.mean(a_fit <= tau) - np.mean(b_fit <= tau)
-        if gain > best:  # the first best; its interval's middle
+        if gain > best:  # the first best; its whole interval, up to the next observed loss
             best = gain
-            best_tau = tau if i + 1 == len(cands) else (tau + cands[i + 1]) / 2
-    return float(np.mean(a_test <= best_tau) - np.mean(b_test <= best_tau))
+            rule = ((lambda x, t=tau: x <= t) if i + 1 == len(cands)
+                    else (lambda x, t=cands[i + 1]: x < t))
+    return float(np.mean(rule(a_test)) - np.mean(rule(b_test)))
 
 
 @given(losses, losses)

@@ -56,27 +56,33 @@ def auc(member: np.ndarray, nonmember: np.ndarray) -> float:
     return float(u_stat / (a.size * b.size))
 
 
-def _best_threshold(member: np.ndarray, nonmember: np.ndarray) -> float:
-    """A threshold ``tau`` maximising ``P(member <= tau) - P(non-member <= tau)``: the middle of
-    the first interval between consecutive observed losses on which the gain is largest (the
-    gain is constant on it), the largest loss if that is where it is largest."""
+def _fitted_rule(member: np.ndarray, nonmember: np.ndarray) -> tuple[float, bool]:
+    """The loss-threshold rule maximising ``P(member flagged) - P(non-member flagged)`` on
+    these samples: ``(bound, strict)``, a loss is flagged a member when below ``bound``
+    (``strict``) or at most it. The gain is constant between consecutive observed losses; the
+    rule takes the whole first best interval, up to the next observed loss, so it depends on the
+    losses' order only (a monotone transform of the losses changes nothing)."""
     cands = np.unique(np.concatenate([member, nonmember]))
     tpr = np.searchsorted(np.sort(member), cands, side="right") / member.size
     fpr = np.searchsorted(np.sort(nonmember), cands, side="right") / nonmember.size
     i = int(np.argmax(tpr - fpr))
-    return float(cands[i] if i + 1 == cands.size else (cands[i] + cands[i + 1]) / 2)
+    return (float(cands[i]), False) if i + 1 == cands.size else (float(cands[i + 1]), True)
 
 
 def held_out_advantage(member: np.ndarray, nonmember: np.ndarray) -> float:
-    """``TPR - FPR`` of the loss threshold chosen on the even-indexed samples (the middle of the
-    best interval, :func:`_best_threshold`), measured on the odd-indexed ones (each side needs
-    at least 2 samples)."""
+    """``TPR - FPR`` of the loss-threshold rule fitted on the even-indexed samples
+    (:func:`_fitted_rule`), measured on the odd-indexed ones (each side needs at least 2
+    samples)."""
     a, b = np.asarray(member, dtype=float), np.asarray(nonmember, dtype=float)
     if a.size < 2 or b.size < 2:
         raise ValueError(f"held_out_advantage needs at least 2 samples a side, got {a.size} "
                          f"and {b.size}")
-    tau = _best_threshold(a[0::2], b[0::2])
-    return float(np.mean(a[1::2] <= tau) - np.mean(b[1::2] <= tau))
+    bound, strict = _fitted_rule(a[0::2], b[0::2])
+
+    def flagged(x: np.ndarray) -> float:
+        return float(np.mean(x < bound if strict else x <= bound))
+
+    return flagged(a[1::2]) - flagged(b[1::2])
 
 
 @dataclass(frozen=True)
