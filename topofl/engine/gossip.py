@@ -100,6 +100,26 @@ torus, whose offsets change at the ends of its rows) keep the CSR kernel: a gath
 neighbours a row from a copy of a column tile (``index_select``, or ``embedding_bag`` with
 weights) measured slower than MKL's CSR product on random regular graphs, and so did a torus cut
 into phases.
+
+**One thread for the CSR kernel** (issue 85, from ``serial_min_n = 2048`` clients). MKL's CSR
+product runs each column tile in a parallel region of torch's threads; where another process
+holds a core, every region waits for it: a round of ``P / tile`` regions (21 at 10^4 x 650) took
+31-42x a copy at 10^4 clients and 11-12x at 10^5 on the shared 2-core Xeon of
+``analysis/bench_gather_floor.md`` (random 6-regular and Erdős–Rényi graphs, float32, P = 650,
+two threads, CPU time: 0.32 s where the same tiles on one thread took 29 ms). On one thread the
+tiles are what they were (each source tile copied once into a buffer that stays in cache, the
+product written straight back into ``X``) and cost what a gather of the ``k + 1`` rows costs:
+1.09-1.32x the fastest gather measured there (NumPy ``take`` and reduce, torch
+``index_select`` and add, a compiled row loop serial or parallel, on rows renumbered by reverse
+Cuthill-McKee or not; 3.4-6.7x a copy), in place and with no buffer of ``X``'s size. Rows
+renumbered by reverse Cuthill-McKee gathered in 0.87-0.97x the time, but ``X``'s rows are the
+clients' and a random graph has no narrow band to use in place, so the kernel keeps their
+order. On an idle machine two threads can halve the product's time
+(``analysis/bench_gossip.md``, 10^6 x 650), and with more threads than
+:data:`SERIAL_MAX_THREADS` (the two measured) the kernel keeps torch's threads, since one
+thread was not measured against many there; ``Mixer(..., serial_min_n=None)`` keeps torch's
+threads at every size. The rows are split between threads, not a row's sum: the same bits
+either way (the tests). Below ``serial_min_n`` (every committed result) nothing changes.
 """
 
 from __future__ import annotations
@@ -226,6 +246,9 @@ _JIT_MIN_P = 16  # rows narrower than this keep torch's blocks (a row's loop is 
 #: Numba and LLVM and compiling take about 0.4 GB of resident memory and a second, once a
 #: process (measured: 109 MB imported, 286 MB more at the first compile)
 JIT_MIN_BYTES = 1 << 30
+#: The most torch threads at which the CSR kernel runs on one thread from ``serial_min_n``
+#: clients (:class:`Mixer`): the two threads of the shared machine where it was measured.
+SERIAL_MAX_THREADS = 2
 _GRAIN = 32768  # torch's intra-op grain (at::internal::GRAIN_SIZE): smaller ops run serially
 
 
@@ -293,6 +316,12 @@ class Mixer(TopologyCache):
         smaller ones, by the CSR kernel. Every committed result (at most 1,000 clients) was
         computed with the CSR kernel, and the two agree to rounding, not bit for bit (they
         add a row's terms in other orders).
+    serial_min_n : int or None, default 2048
+        On CPU, from this many clients the CSR kernel (a sparse ``W`` without a band plan)
+        runs on one thread when torch has at most :data:`SERIAL_MAX_THREADS` (2) threads,
+        torch's thread count restored after: robust to a shared machine,
+        where each of its parallel regions waits for the busiest core (``None``: torch's
+        threads at every size; ``0``: one thread at every size). The same sums either way.
     block_bytes : int or None, default None
         Target size of the block of rows the band kernel finishes before the next, so that
         it stays in cache while its ``k`` terms are added. ``None``: 256 KiB at one thread;
@@ -337,6 +366,7 @@ class Mixer(TopologyCache):
         dense_fill: float = 0.2,
         tile_bytes: int = 1 << 20,
         band_min_n: int | None = 2048,
+        serial_min_n: int | None = 2048,
         block_bytes: int | None = None,
         jit: bool | None = None,
     ) -> None:
@@ -349,6 +379,8 @@ class Mixer(TopologyCache):
         self.jit = jit
         if band_min_n is not None and int(band_min_n) < 0:
             raise ValueError(f"band_min_n must be >= 0 or None, got {band_min_n}")
+        if serial_min_n is not None and int(serial_min_n) < 0:
+            raise ValueError(f"serial_min_n must be >= 0 or None, got {serial_min_n}")
         if block_bytes is not None and int(block_bytes) < 1:
             raise ValueError(f"block_bytes must be >= 1 or None, got {block_bytes}")
         self.device = torch.device(device)
@@ -357,6 +389,7 @@ class Mixer(TopologyCache):
         self.dense_fill = float(dense_fill)
         self.tile_bytes = int(tile_bytes)
         self.band_min_n = None if band_min_n is None else int(band_min_n)
+        self.serial_min_n = None if serial_min_n is None else int(serial_min_n)
         self.block_bytes = None if block_bytes is None else int(block_bytes)
         self._buffers: dict[tuple[int, torch.dtype], Tensor] = {}
 
@@ -435,10 +468,23 @@ class Mixer(TopologyCache):
         if band is not None:
             self._band_(band, Xc)
             return
-        W = e["W"]
+        dense = e["dense"]
+        threads = torch.get_num_threads()
+        if (dense or threads == 1 or threads > SERIAL_MAX_THREADS or self.serial_min_n is None
+                or n < self.serial_min_n):
+            self._tiles_(e["W"], Xc, dense)
+            return
+        torch.set_num_threads(1)  # the CSR kernel on one thread (see the module's docstring)
+        try:
+            self._tiles_(e["W"], Xc, dense)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _tiles_(self, W: Tensor, Xc: Tensor, dense: bool) -> None:
+        """``Xc <- W Xc`` on CPU, column tile by column tile (the dense or CSR kernel)."""
+        n, p = Xc.shape
         tile = min(p, self._tile(n, Xc.element_size()))
         buf = self._scratch(n * tile, Xc)
-        dense = e["dense"]
         for a in range(0, p, tile):
             b = min(p, a + tile)
             tile_x = Xc[:, a:b]
