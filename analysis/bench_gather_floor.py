@@ -61,24 +61,6 @@ GATHERS = ("numpy take+reduceat", "torch index_select+index_add", "numba rows",
 BLOCK = 2048  # rows a block of the NumPy and torch gathers (their buffer: k+1 rows each)
 
 
-def _rows(X: Any, indptr: Any, indices: Any, data: Any, out: Any) -> None:
-    n, p = out.shape
-    for i in range(n):
-        o = out[i]
-        a0, a1 = indptr[i], indptr[i + 1]
-        if a0 == a1:
-            for c in range(p):
-                o[c] = 0
-            continue
-        w, s = data[a0], X[indices[a0]]
-        for c in range(p):
-            o[c] = w * s[c]
-        for e in range(a0 + 1, a1):
-            w, s = data[e], X[indices[e]]
-            for c in range(p):
-                o[c] = o[c] + w * s[c]
-
-
 def _prows(X: Any, indptr: Any, indices: Any, data: Any, out: Any) -> None:
     n, p = out.shape
     for i in prange(n):  # noqa: PLR1702 -- the loop Numba parallelizes
@@ -97,7 +79,8 @@ def _prows(X: Any, indptr: Any, indices: Any, data: Any, out: Any) -> None:
                 o[c] = o[c] + w * s[c]
 
 
-rows = njit(fastmath={"contract"}, boundscheck=False, nogil=True)(_rows)
+# without parallel=True, prange is range: the serial loop is the same function
+rows = njit(fastmath={"contract"}, boundscheck=False, nogil=True)(_prows)
 prows = njit(parallel=True, fastmath={"contract"}, boundscheck=False, nogil=True)(_prows)
 
 

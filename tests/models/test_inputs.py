@@ -1,14 +1,12 @@
 """The rule for a model's inputs: a real forward pass of two zero samples that changes nothing.
 
 The reference is the rule as it was (the model run on the ``meta`` device, a copy run for
-real only when that fails), kept here verbatim in :func:`_old_rule`: both accept the same
-models and refuse the others with the same message.
+real only when that fails), kept verbatim in ``analysis/bench_startup.py`` (``old_rule``):
+both accept the same models and refuse the others with the same message.
 """
 
 from __future__ import annotations
 
-import copy
-import math
 from typing import Any
 
 import pytest
@@ -16,61 +14,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import Tensor, nn
-from torch.func import functional_call
 
+from tests._analysis import load
 from topofl.models import check_model_input
-from topofl.models.inputs import check_shape
 
-
-def _old_rule(model: nn.Module, input_shape: tuple[int, ...], num_classes: int | None = None,
-              *, dtype: torch.dtype | None = None) -> None:
-    """The check before issue 85: the meta device, then a copy run on zeros."""
-    shape = check_shape(input_shape, "input_shape")
-    if dtype is None:
-        dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()),
-                     torch.float32)
-
-    def meta(t: Tensor) -> Tensor:
-        return torch.empty(t.shape, dtype=dtype if t.is_floating_point() else t.dtype,
-                           device="meta")
-
-    tensors = {k: meta(v) for k, v in (*model.named_parameters(), *model.named_buffers())}
-    x = torch.empty((2, *shape), dtype=dtype, device="meta")
-    first = next((m for m in model.modules() if any(True for _ in m.parameters(recurse=False))),
-                 None)
-    hint = ""
-    if isinstance(first, nn.Linear) and first.in_features != math.prod(shape):
-        hint = (f"; its first layer is an nn.Linear that takes {first.in_features} input "
-                f"features, and a sample has {math.prod(shape)} values")
-    elif isinstance(first, nn.Linear) and len(shape) > 1:
-        hint = ("; its first layer is an nn.Linear, which takes flat samples: wrap it as "
-                "nn.Sequential(nn.Flatten(), model)")
-    try:
-        out = functional_call(model, tensors, (x,))
-    except Exception:  # noqa: BLE001
-        try:
-            p0 = next(iter(model.parameters()), None)
-            dt = p0.dtype if p0 is not None and p0.is_floating_point() else torch.float32
-            device = p0.device if p0 is not None else torch.device("cpu")
-            with torch.no_grad():
-                out = copy.deepcopy(model)(torch.zeros((2, *shape), dtype=dt, device=device))
-        except Exception as exc:  # noqa: BLE001
-            msg = " ".join(str(exc).split()).rstrip(".")
-            raise ValueError(
-                f"the model does not take samples of input_shape={shape} (batches "
-                f"[B, {', '.join(map(str, shape))}]): {type(exc).__name__}: {msg}{hint}"
-            ) from None
-    if not isinstance(out, Tensor) or out.dim() != 2 or out.shape[0] != 2:
-        found = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
-        raise ValueError(
-            f"the model must map a batch [B, *input_shape] to logits [B, num_classes]; for "
-            f"input_shape={shape} and B=2 it returns {found}{hint}"
-        )
-    if num_classes is not None and out.shape[1] < num_classes:
-        raise ValueError(
-            f"the model returns {out.shape[1]} logits per sample, but the data has "
-            f"{num_classes} classes (num_classes={num_classes})"
-        )
+_old_rule = load("bench_startup").old_rule  # the rule before issue 85, kept verbatim there
 
 
 def _outcome(rule: Any, *args: Any, **kwargs: Any) -> str | None:
