@@ -27,7 +27,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "paper_figures" / "results"
 
 FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging",
          "field_async", "field_clipped_gossip", "field_morph", "field_consensus_test1",
-         "field_single_merge")
+         "field_single_merge", "field_pnfdp_matrices")
 
 
 @pytest.fixture(autouse=True)
@@ -140,6 +140,11 @@ def test_field_quick_content(name: str, quick_out: Path) -> None:
     if name == "field_exact_averaging":  # graph math: no seeds, decided at every scale
         assert v["seeds"] == [] and v["verdict"] != "inconclusive at this scale"
         assert all(c["outcome"] in ("pass", "fail") for c in v["checks"])
+        return
+    if name == "field_pnfdp_matrices":  # privacy accountants on two graphs: exact parts
+        assert v["seeds"] == [] and v["verdict"] == "holds"
+        heads = [c for c in v["checks"] if c["headline"]]
+        assert len(heads) == 4 and all(c["outcome"] == "pass" for c in heads)
         return
     if name == "field_consensus_test1":  # graph math over 10 trials: the headline is exact
         assert v["seeds"] == [] and v["verdict"] == "holds"
