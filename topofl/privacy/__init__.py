@@ -4,8 +4,9 @@ Accountants that take a graph and return a pairwise privacy matrix
 (:class:`PairwisePrivacy`, ``epsilon[u, v]``: ``u``'s data from ``v``'s view):
 
 - gossip averaging with local noise: :func:`muffliato` (Cyffers et al. 2022, pairwise network
-  RDP) and :func:`gossip_linear` (the exact Gaussian view, the linear-systems analysis of
-  Koskela and Kulkarni 2025);
+  RDP, plain or Chebyshev-accelerated gossip; :func:`muffliato_rounds` its number of steps)
+  and :func:`gossip_linear` (the exact Gaussian view, the linear-systems analysis of Koskela
+  and Kulkarni 2025);
 - random-walk (token) algorithms: :func:`random_walk_rdp` (Cyffers et al. 2024, arXiv
   2402.07471, Theorem 3) and :func:`random_walk_fdp` (PN-f-DP, Li et al. NeurIPS 2025: a mixture
   of Gaussian mechanisms over the walk's first-hitting times, composed by the PRV accountant of
@@ -27,12 +28,20 @@ True
 
 from topofl.privacy.attack import MembershipAttack, membership_attack
 from topofl.privacy.conversions import gdp_epsilon, zcdp_epsilon
-from topofl.privacy.gossip import gossip_linear, gossip_views, muffliato, noisy_updates_spend
+from topofl.privacy.gossip import (
+    chebyshev_gamma,
+    gossip_linear,
+    gossip_views,
+    muffliato,
+    muffliato_rounds,
+    noisy_updates_spend,
+)
 from topofl.privacy.pairwise import PairwisePrivacy
 from topofl.privacy.summarize import PRIVACY_KEYS, privacy_summary
 from topofl.privacy.walks import first_hitting, random_walk_fdp, random_walk_rdp
 
-__all__ = ["PRIVACY_KEYS", "MembershipAttack", "PairwisePrivacy", "first_hitting", "gdp_epsilon",
-           "gossip_linear", "gossip_views", "membership_attack", "muffliato",
+__all__ = ["PRIVACY_KEYS", "MembershipAttack", "PairwisePrivacy", "chebyshev_gamma",
+           "first_hitting", "gdp_epsilon", "gossip_linear", "gossip_views", "membership_attack",
+           "muffliato", "muffliato_rounds",
            "noisy_updates_spend", "privacy_summary",
            "random_walk_fdp", "random_walk_rdp", "zcdp_epsilon"]

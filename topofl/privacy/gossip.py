@@ -41,8 +41,11 @@ import math
 from typing import Any
 
 import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
 
-from topofl._utils.validation import check_int
+from topofl._utils.validation import check_int, check_real
+from topofl.graph import TimeVarying
 from topofl.privacy.conversions import Conversion, check_delta, gdp_epsilon, zcdp_epsilon
 from topofl.privacy.pairwise import (
     PairwisePrivacy,
@@ -52,7 +55,8 @@ from topofl.privacy.pairwise import (
     mixing_matrices,
 )
 
-__all__ = ["muffliato", "gossip_linear", "gossip_views", "noisy_updates_spend"]
+__all__ = ["muffliato", "muffliato_rounds", "chebyshev_gamma", "gossip_linear", "gossip_views",
+           "noisy_updates_spend"]
 
 
 def _products(mats: list[np.ndarray], T: int) -> list[np.ndarray]:
@@ -66,7 +70,8 @@ def _products(mats: list[np.ndarray], T: int) -> list[np.ndarray]:
 
 
 def muffliato(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5,
-              method: Conversion = "balle2020") -> PairwisePrivacy:
+              method: Conversion = "balle2020", accelerate: bool | float = False
+              ) -> PairwisePrivacy:
     r"""Muffliato's pairwise network RDP of noisy gossip averaging, as ``epsilon[u, v]``.
 
     Parameters
@@ -81,6 +86,17 @@ def muffliato(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5,
     delta : float, default 1e-5
     method : {"balle2020", "zcdp"}, default "balle2020"
         The RDP-to-DP conversion (:func:`~topofl.privacy.conversions.zcdp_epsilon`).
+    accelerate : bool or float, default False
+        Chebyshev-accelerated gossip (Muffliato's Algorithm 1 as written, and as its code's
+        ``gossip_vector`` runs it): ``x^1 = W x^0`` and
+        ``x^{t+1} = gamma W x^t + (1 - gamma) x^{t-1}``, so node ``w``'s message at step ``t``
+        is row ``w`` of the polynomial ``P_t = gamma W P_{t-1} + (1 - gamma) P_{t-2}``
+        (``P_0 = I``, ``P_1 = W``) applied to the noisy inputs. ``True`` takes the paper's
+        ``gamma = 2 (1 - sqrt(lambda (1 - lambda / 4))) / (1 - lambda / 2)^2`` with
+        ``lambda`` the spectral gap ``1 - lambda_2(W)`` (:func:`chebyshev_gamma`); a number
+        is ``gamma`` itself, in ``[1, 2)``. Needs one symmetric ``W``. The authors' figure
+        script (``figa.py``) runs the accelerated iterates but counts the privacy loss on
+        the plain powers ``W^t``: that is ``accelerate=False``.
 
     Returns
     -------
@@ -92,11 +108,16 @@ def muffliato(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5,
     ------
     ValueError
         ``sigma <= 0``, ``rounds < 1``, ``delta`` outside ``(0, 1)``, a matrix that is not
-        row-stochastic or has fewer than 2 nodes.
+        row-stochastic or has fewer than 2 nodes, more than
+        :data:`~topofl.privacy.pairwise.STREAM_MAX_NODES` nodes; with ``accelerate``, a ``W``
+        that is not symmetric or not connected, or ``gamma`` outside ``[1, 2)``.
+    TypeError
+        ``accelerate`` with a :class:`~topofl.graph.TimeVarying`, or not a bool or a number.
 
     Notes
     -----
-    Cost: ``T`` dense ``n x n`` products, ``O(T n^3)``.
+    Cost: ``T`` sparse-by-dense products and ``T`` dense ``n x n`` passes, ``O(T n (n +
+    nnz))``; memory a few ``n x n`` float64 matrices (no matrix per round is kept).
 
     Examples
     --------
@@ -104,23 +125,104 @@ def muffliato(topology: Any, sigma: Any, rounds: Any, *, delta: Any = 1e-5,
     >>> p = muffliato(ring(8), sigma=1.0, rounds=20)
     >>> bool(abs(p.curve - p.curve.T).max() < 1e-12)           # a ring: symmetric
     True
+    >>> a = muffliato(ring(8), sigma=1.0, rounds=20, accelerate=True)
+    >>> round(a.params["gamma"], 4)          # gap 1 - (1 + 2 cos(pi/4)) / 3 on ring(8)
+    1.3977
     """
     s = check_sigma(sigma)
     d = check_delta(delta)
-    mats, T = mixing_matrices(topology, rounds, what="muffliato")
+    mats, T = mixing_matrices(topology, rounds, what="muffliato", streamed=True)
+    gamma = _gamma_of(accelerate, topology, mats)
     n = mats[0].shape[0]
+    steps = [sp.csr_array(M) for M in mats]
+    senders = []
+    for S in steps:
+        A = S.copy()
+        A.setdiag(0.0)
+        A.eliminate_zeros()
+        A.data[:] = 1.0
+        senders.append(A)                                           # A[v, w]: w sends to v
     rho_vu = np.zeros((n, n))  # [v, u] while summing
-    for t, P in enumerate(_products(mats, T)):
+    before, P = np.eye(n), np.eye(n)
+    for t in range(T):
+        WP = steps[t % len(steps)] @ P
+        before, P = P, (WP if t == 0 or gamma is None else gamma * WP + (1.0 - gamma) * before)
         norms = np.einsum("ij,ij->i", P, P)
-        R = P**2 / np.where(norms > 0, norms, 1.0)[:, None]           # R[w, u]
-        A = at_round(mats, t) != 0
-        np.fill_diagonal(A, False)                                  # A[v, w]: w sends to v
-        rho_vu += A.astype(float) @ R
+        rho_vu += senders[t % len(steps)] @ (P**2 / np.where(norms > 0, norms, 1.0)[:, None])
     rho = rho_vu.T / (2.0 * s * s)
     np.fill_diagonal(rho, 0.0)
-    return PairwisePrivacy(zcdp_epsilon(rho, d, method=method), d, "muffliato",
-                           {"sigma": s, "rounds": T, "method": method},
+    params: dict[str, Any] = {"sigma": s, "rounds": T, "method": method}
+    if gamma is not None:
+        params["gamma"] = gamma
+    return PairwisePrivacy(zcdp_epsilon(rho, d, method=method), d, "muffliato", params,
                            adjacency_of(mats), rho, "rho")
+
+
+def _symmetric_gap(topology: Any, mats: list[np.ndarray], what: str) -> float:
+    if isinstance(topology, TimeVarying):
+        raise TypeError(f"{what} is stated for one fixed symmetric W, got a TimeVarying "
+                        f"({topology.name}); pass one round's graph (tv.at(t))")
+    W = mats[0]
+    off = float(np.abs(W - W.T).max())
+    if off > 1e-10:
+        raise ValueError(f"{what} needs a symmetric W (its spectral gap), got one off by "
+                         f"{off:.3g}; reweight the graph (e.g. weights='metropolis')")
+    n = W.shape[0]
+    lam2 = float(scipy.linalg.eigh(W, eigvals_only=True, subset_by_index=[n - 2, n - 2])[0])
+    gap = 1.0 - lam2
+    if not gap > 1e-12:
+        raise ValueError(f"{what} needs a connected graph (spectral gap 1 - lambda_2(W) > 0), "
+                         f"got a gap of {gap:.3g}")
+    return gap
+
+
+def chebyshev_gamma(gap: Any) -> float:
+    r"""Muffliato's Chebyshev constant, ``2 (1 - sqrt(l (1 - l/4))) / (1 - l/2)^2``.
+
+    ``l`` is the spectral gap ``1 - lambda_2(W)`` of the gossip matrix, in ``(0, 1]``
+    (Cyffers et al. 2022, Algorithm 1; ``gamma_tcheb`` in ``totilas/muffliato``).
+
+    Examples
+    --------
+    >>> round(chebyshev_gamma(1.0), 4), round(chebyshev_gamma(1e-6), 4)  # complete; a path
+    (1.0718, 1.998)
+    """
+    g = check_real(gap, "gap", low=0, high=1, low_open=True)
+    return 2.0 * (1.0 - math.sqrt(g * (1.0 - g / 4.0))) / (1.0 - g / 2.0) ** 2
+
+
+def _gamma_of(accelerate: Any, topology: Any, mats: list[np.ndarray]) -> float | None:
+    if isinstance(accelerate, bool | np.bool_):
+        if not accelerate:
+            return None
+        return chebyshev_gamma(_symmetric_gap(topology, mats, "accelerated muffliato"))
+    if not isinstance(accelerate, int | float | np.integer | np.floating):
+        raise TypeError(f"accelerate must be a bool or the Chebyshev gamma (a number), got "
+                        f"{type(accelerate).__name__}")
+    _symmetric_gap(topology, mats, "accelerated muffliato")
+    return check_real(accelerate, "accelerate (gamma)", low=1, high=2, high_open=True)
+
+
+def muffliato_rounds(topology: Any, sigma: Any, *, accelerate: bool = True) -> int:
+    r"""The gossip steps Muffliato runs: ``ceil(log(n max(1/4, sigma^2) / sigma^2) / r)``.
+
+    ``r = sqrt(lambda)`` for the Chebyshev-accelerated gossip and ``r = lambda`` for the plain
+    one, ``lambda = 1 - lambda_2(W)`` the spectral gap of a symmetric ``W``: the step at which
+    the averaging error (inputs of variance ``1/4``) reaches the noise's (Cyffers et al. 2022;
+    ``T_mix`` and ``T_mix_randomized`` in ``totilas/muffliato``'s ``graphutils.py``).
+
+    Examples
+    --------
+    >>> from topofl.topologies import ring
+    >>> muffliato_rounds(ring(8), 1.0), muffliato_rounds(ring(8), 1.0, accelerate=False)
+    (5, 11)
+    """
+    s = check_sigma(sigma)
+    mats, _ = mixing_matrices(topology, 1, what="muffliato_rounds", streamed=True)
+    gap = _symmetric_gap(topology, mats, "muffliato_rounds")
+    rate = math.sqrt(gap) if accelerate else gap
+    n = mats[0].shape[0]
+    return math.ceil(math.log(n * max(0.25, s * s) / (s * s)) / rate)
 
 
 def gossip_views(topology: Any, rounds: Any, observer: int) -> np.ndarray:

@@ -42,6 +42,9 @@ STOCHASTIC_ATOL = 1e-6
 #: The accountants are dense (``n x n`` matrices, one per round): the largest graph and the
 #: largest ``rounds * n^2`` they accept
 MAX_NODES, MAX_ENTRIES = 2_000, 250_000_000
+#: The largest graph an accountant that keeps no per-round matrix accepts (:func:`muffliato
+#: <topofl.privacy.muffliato>`: a few ``n x n`` float64 matrices at a time, 134 MB each here)
+STREAM_MAX_NODES = 4_096
 
 
 @dataclass(frozen=True)
@@ -156,18 +159,30 @@ def check_sigma(sigma: Any) -> float:
 
 
 def mixing_matrices(topology: Any, rounds: Any, *, static: bool = False,
-                    what: str = "this accountant") -> tuple[list[np.ndarray], int]:
+                    what: str = "this accountant", streamed: bool = False
+                    ) -> tuple[list[np.ndarray], int]:
     """The dense float64 mixing matrices of rounds ``1..rounds`` (one if static) and ``rounds``.
 
     ``topology`` is a :class:`~topofl.graph.Topology`, a :class:`~topofl.graph.TimeVarying`
-    (refused when ``static``) or a square array. Each matrix must be row-stochastic.
+    (refused when ``static``) or a square array. Each matrix must be row-stochastic. An
+    accountant that keeps an ``n x n`` matrix per round is bounded by :data:`MAX_NODES` and
+    ``rounds * n^2 <= MAX_ENTRIES``; one that is ``streamed`` (keeps none) by
+    :data:`STREAM_MAX_NODES` and the matrices it reads (one static, one per round of a
+    period) times ``n^2 <= MAX_ENTRIES``.
     """
     T = check_int(rounds, "rounds", low=1)
     n = int(topology.n) if isinstance(topology, TimeVarying | Topology) else None
-    if n is not None and (n > MAX_NODES or T * n * n > MAX_ENTRIES):
-        raise ValueError(f"{what} is dense: it needs n <= {MAX_NODES} and rounds * n^2 <= "
-                         f"{MAX_ENTRIES:,} (2 GB of float64), got n = {n} and rounds = "
-                         f"{T}")
+    if n is not None:
+        top = STREAM_MAX_NODES if streamed else MAX_NODES
+        kept = T
+        if streamed:
+            period = topology.period if isinstance(topology, TimeVarying) else 1
+            kept = T if period is None else min(T, period)
+        if n > top or kept * n * n > MAX_ENTRIES:
+            limit = "the matrices it reads" if streamed else "rounds"
+            raise ValueError(f"{what} is dense: it needs n <= {top} and {limit} * n^2 <= "
+                             f"{MAX_ENTRIES:,} (2 GB of float64), got n = {n} and rounds = "
+                             f"{T}")
     if isinstance(topology, TimeVarying):
         if static:
             raise TypeError(f"{what} is stated for one fixed mixing matrix, got a TimeVarying "
