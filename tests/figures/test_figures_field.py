@@ -27,7 +27,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "paper_figures" / "results"
 
 FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging",
          "field_async", "field_clipped_gossip", "field_morph", "field_consensus_test1",
-         "field_single_merge", "field_pnfdp_matrices")
+         "field_single_merge", "field_pnfdp_matrices", "field_muffliato_distance")
 
 
 @pytest.fixture(autouse=True)
@@ -145,6 +145,13 @@ def test_field_quick_content(name: str, quick_out: Path) -> None:
         assert v["seeds"] == [] and v["verdict"] == "holds"
         heads = [c for c in v["checks"] if c["headline"]]
         assert len(heads) == 4 and all(c["outcome"] == "pass" for c in heads)
+        return
+    if name == "field_muffliato_distance":  # graph math on seeded draws: exact parts
+        assert v["seeds"] == [] and v["verdict"] in ("holds", "does not hold")
+        heads = [c for c in v["checks"] if c["headline"]]
+        # two parts for each of the 8 graphs (hypercube, 5 Erdos-Renyi draws, geometric, grid)
+        assert len(heads) == 16 and all(c["outcome"] in ("pass", "fail") for c in heads)
+        assert "grid (n = 121): the mean loss non-increasing" in md
         return
     if name == "field_consensus_test1":  # graph math over 10 trials: the headline is exact
         assert v["seeds"] == [] and v["verdict"] == "holds"
