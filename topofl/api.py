@@ -46,7 +46,7 @@ from topofl._utils.validation import (
     did_you_mean_each,
     unknown_name,
 )
-from topofl.algorithms.base import ALGORITHMS, Algorithm, get_algorithm, takers
+from topofl.algorithms.base import ALGORITHMS, DP_KEYS, Algorithm, get_algorithm, takers
 from topofl.algorithms.hparams import flat_parameters, flatten_groups
 from topofl.data.federated import as_dataset
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
@@ -443,7 +443,9 @@ def _check_keys(algorithm: str | Algorithm, hparams: Mapping[str, Any],
     """Refuse keywords that are neither run settings nor the algorithm's hyper-parameters."""
     if isinstance(algorithm, str):
         accepted = set(flat_parameters(ALGORITHMS[algorithm]))
-        known = f"the {algorithm} hyper-parameters {', '.join(sorted(accepted))}"
+        known = (f"the {algorithm} hyper-parameters {', '.join(sorted(accepted))} and the "
+                 f"noisy-update keys {', '.join(DP_KEYS)}")
+        accepted |= set(DP_KEYS)
     else:
         accepted, known = set(), "no hyper-parameters (the Algorithm is built)"
     unknown = sorted(set(hparams) - accepted)

@@ -89,13 +89,28 @@ def unregister_algorithm(name: str) -> None:
     _REGISTRY.unregister(name)
 
 
+#: The keys that give any registered algorithm differentially private updates (a config's or
+#: :func:`topofl.run`'s route to :func:`~topofl.algorithms.with_noisy_updates`): ``dp_clip``
+#: and ``dp_noise`` together turn it on; ``dp_seed`` and ``dp_delta`` take its defaults.
+DP_KEYS = ("dp_clip", "dp_noise", "dp_seed", "dp_delta")
+#: What a resolved config records for the keys of :data:`DP_KEYS` it does not give (when it
+#: gives one): those of :func:`~topofl.algorithms.with_noisy_updates`
+DP_DEFAULTS: dict[str, Any] = {"dp_clip": None, "dp_noise": None, "dp_seed": 0,
+                               "dp_delta": 1e-5}
+
+
 def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     """Build a registered algorithm from its name and hyper-parameters.
+
+    ``dp_clip`` and ``dp_noise`` (with ``dp_seed`` and ``dp_delta`` optional, :data:`DP_KEYS`)
+    build it with noisy updates: :func:`~topofl.algorithms.with_noisy_updates` of the
+    algorithm the other keys build.
 
     Raises
     ------
     ValueError
-        For an unknown name (the message lists the known ones).
+        For an unknown name (the message lists the known ones); ``dp_seed`` or ``dp_delta``
+        without ``dp_clip`` and ``dp_noise``, or one of these two without the other.
     TypeError
         For a hyper-parameter the algorithm does not take, or a value that is not a ``bool``
         for one whose default is (``nesterov="no"``).
@@ -108,14 +123,32 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     Traceback (most recent call last):
     ...
     TypeError: nesterov must be a bool (True or False), got str 'no'
+    >>> noisy = tf.algorithms.get_algorithm("dsgd", lr=0.1, dp_clip=1.0, dp_noise=8.0)
+    >>> noisy.hparams["dp_noise"], noisy.hparams["dp_seed"]
+    (8.0, 0)
     """
     if name not in ALGORITHMS:
         raise ValueError(unknown_name("algorithm", name, ALGORITHMS))
+    dp = {k: hparams.pop(k) for k in DP_KEYS if k in hparams}
     factory = ALGORITHMS[name]
     for p in flat_parameters(factory).values():
         if isinstance(p.default, bool) and p.name in hparams:  # "no" is not False
             check_bool(hparams[p.name], p.name)
-    return factory(**hparams)
+    algo = factory(**hparams)
+    if not dp:
+        return algo
+    missing = [k for k in ("dp_clip", "dp_noise") if k not in dp]
+    if missing:
+        raise ValueError(f"noisy updates need dp_clip and dp_noise together, got "
+                         f"{sorted(dp)} without {missing}")
+    from topofl.algorithms.private import with_noisy_updates  # it builds on this module
+
+    seed = check_int(dp.get("dp_seed", DP_DEFAULTS["dp_seed"]), "dp_seed", low=0)
+    delta = check_real(dp.get("dp_delta", DP_DEFAULTS["dp_delta"]), "dp_delta", low=0,
+                       high=1, low_open=True, high_open=True)
+    return with_noisy_updates(algo, check_real(dp["dp_clip"], "dp_clip", low=0, low_open=True),
+                              check_real(dp["dp_noise"], "dp_noise", low=0, low_open=True),
+                              seed=seed, delta=delta)
 
 
 def takers(key: str, *, but: str | None = None) -> list[str]:

@@ -5,7 +5,10 @@ robust aggregator or local epochs, EL, DFedAvgM ...) gets its round update clipp
 before it communicates (:class:`~topofl.engine.pieces.privacy.NoisyUpdates`), its
 hyper-parameters the ``dp_*`` settings, and its records the spend after every round
 (``dp_epsilon``, against any observer: :func:`topofl.privacy.noisy_updates_spend`) and the
-fraction of clients clipped (``dp_clipped``).
+fraction of clients clipped (``dp_clipped``). By name, in :func:`topofl.run` or a config file,
+``dp_clip`` and ``dp_noise`` (with ``dp_seed`` and ``dp_delta``) beside a registered algorithm's
+keys build the same algorithm (:func:`topofl.algorithms.get_algorithm`): the same run and run
+hash.
 
 Examples
 --------
