@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import math
 import numbers
 from collections.abc import Sequence
@@ -54,9 +54,17 @@ def check_model_input(model: nn.Module, input_shape: Sequence[int], num_classes:
     images of ``digits`` write ``nn.Sequential(nn.Flatten(), nn.Linear(64, 10))`` (the
     message says so).
 
-    The check runs the model on the ``meta`` device (shapes only: no memory, no arithmetic,
-    nothing of ``model`` changed); only if that fails (an operation without a meta
-    implementation, ``.item()`` in ``forward``) is a copy of the model run on a batch of zeros.
+    The check runs the model, with its own parameters (not a copy), on a batch of two zero
+    samples on the parameters' device, under :func:`torch.no_grad`. Nothing of ``model``
+    changes (its buffers, e.g. BatchNorm's running statistics, are cloned for the pass; the
+    parameters, their gradients and the training flag are left as they are) and nor does any
+    global random state (the pass runs inside :func:`torch.random.fork_rng`, so ``Dropout``
+    draws nothing from the run's stream). A model whose parameters or buffers are on the
+    ``meta`` device is checked there (shapes only). The pass costs what a forward pass of two
+    samples costs: the ``meta`` device's pass, which the check ran before, first imports
+    sympy, ``torch._dynamo`` and ``torch._inductor`` through torch's Python meta kernels
+    (about 800 modules, 1.3-2.2 CPU s and some 75 MB once per process on two cores,
+    ``analysis/bench_startup.md``).
 
     Parameters
     ----------
@@ -98,12 +106,6 @@ def check_model_input(model: nn.Module, input_shape: Sequence[int], num_classes:
         dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()),
                      torch.float32)
 
-    def meta(t: Tensor) -> Tensor:
-        return torch.empty(t.shape, dtype=dtype if t.is_floating_point() else t.dtype,
-                           device="meta")
-
-    tensors = {k: meta(v) for k, v in (*model.named_parameters(), *model.named_buffers())}
-    x = torch.empty((2, *shape), dtype=dtype, device="meta")
     first = next((m for m in model.modules() if any(True for _ in m.parameters(recurse=False))),
                  None)
     hint = ""
@@ -114,16 +116,13 @@ def check_model_input(model: nn.Module, input_shape: Sequence[int], num_classes:
         hint = ("; its first layer is an nn.Linear, which takes flat samples: wrap it as "
                 "nn.Sequential(nn.Flatten(), model)")
     try:
-        out = functional_call(model, tensors, (x,))
-    except Exception:  # noqa: BLE001 - confirmed (or not) by a real forward pass below
-        try:  # e.g. ``.item()`` in forward, or an operation without a meta kernel
-            out = _real_forward(model, shape)
-        except Exception as exc:  # noqa: BLE001 - whatever the model raises, in one message
-            msg = " ".join(str(exc).split()).rstrip(".")
-            raise ValueError(
-                f"the model does not take samples of input_shape={shape} (batches "
-                f"[B, {', '.join(map(str, shape))}]): {type(exc).__name__}: {msg}{hint}"
-            ) from None
+        out = _forward(model, shape, dtype)
+    except Exception as exc:  # noqa: BLE001 - whatever the model raises, in one message
+        msg = " ".join(str(exc).split()).rstrip(".")
+        raise ValueError(
+            f"the model does not take samples of input_shape={shape} (batches "
+            f"[B, {', '.join(map(str, shape))}]): {type(exc).__name__}: {msg}{hint}"
+        ) from None
     if not isinstance(out, Tensor) or out.dim() != 2 or out.shape[0] != 2:
         found = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
         raise ValueError(
@@ -137,12 +136,40 @@ def check_model_input(model: nn.Module, input_shape: Sequence[int], num_classes:
         )
 
 
-def _real_forward(model: nn.Module, shape: tuple[int, ...]) -> Tensor:
-    """``model`` (a copy: BatchNorm statistics stay as they are) on a batch of two zero samples
-    in its own dtype and on its own device."""
-    p0 = next(iter(model.parameters()), None)
-    dtype = p0.dtype if p0 is not None and p0.is_floating_point() else torch.float32
-    device = p0.device if p0 is not None else torch.device("cpu")
-    with torch.no_grad():
-        out: Tensor = copy.deepcopy(model)(torch.zeros((2, *shape), dtype=dtype, device=device))
-    return out
+def _forward(model: nn.Module, shape: tuple[int, ...], dtype: torch.dtype) -> Any:
+    """``model``'s output on a batch ``[2, *shape]`` of zeros in ``dtype``, changing nothing.
+
+    Its own parameters (cast to ``dtype`` where they are floating and of another dtype) and
+    clones of its buffers, through :func:`~torch.func.functional_call`, without a gradient,
+    the random states of the CPU and of the model's devices restored afterwards. On the
+    ``meta`` device (shapes only) when a parameter or buffer of the model is there.
+    """
+    named = [*model.named_parameters(), *model.named_buffers()]
+    if any(t.device.type == "meta" for _, t in named):
+        def meta(t: Tensor) -> Tensor:
+            return torch.empty(t.shape, dtype=dtype if t.is_floating_point() else t.dtype,
+                               device="meta")
+
+        return functional_call(model, {k: meta(t) for k, t in named},
+                               (torch.empty((2, *shape), dtype=dtype, device="meta"),))
+
+    def cast(t: Tensor, copy: bool) -> Tensor:
+        if t.is_floating_point() and t.dtype != dtype:
+            return t.to(dtype)  # a new tensor
+        return t.clone() if copy else t
+
+    tensors = {k: cast(p, False) for k, p in model.named_parameters()}
+    tensors.update((k, cast(b, True)) for k, b in model.named_buffers())  # may move: copies
+    device = named[0][1].device if named else torch.device("cpu")
+    devices: dict[str, set[int]] = {}  # the accelerators whose random states to restore
+    for _, t in named:
+        if t.device.type != "cpu":
+            devices.setdefault(t.device.type, set()).add(
+                t.device.index if t.device.index is not None else 0)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.no_grad())
+        stack.enter_context(torch.random.fork_rng(devices=[]))  # the CPU's
+        for kind, index in sorted(devices.items()):
+            stack.enter_context(torch.random.fork_rng(devices=sorted(index), device_type=kind))
+        return functional_call(model, tensors, (torch.zeros((2, *shape), dtype=dtype,
+                                                             device=device),))

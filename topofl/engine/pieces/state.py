@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch import Tensor
 
 from topofl.engine.layout import ParamLayout, Part
@@ -75,11 +74,14 @@ def debias_(state: State, part: Part, layout: ParamLayout) -> Tensor:
     columns of ``part``, ``x`` on the others."""
     z = state.own_as(PushSumState).z
     w = state.push_weights().unsqueeze(1)
+    # In place (copy, then divide), not ``torch.div(..., out=z)``: the same elementwise
+    # quotients, and on the ``meta`` device (the memory planner's count of the state) no
+    # ``out=`` wrapper, whose first call imports ``torch._dynamo`` into the run's process.
     if part == "all":
-        torch.div(state.x, w, out=z)
+        z.copy_(state.x).div_(w)
         return z
-    cols = layout.cols(part)
-    torch.div(state.x[:, cols], w, out=z[:, cols])
+    cols = layout.cols(part)  # a slice: ``z[:, cols]`` is a view of ``z``
+    z[:, cols].copy_(state.x[:, cols]).div_(w)
     other = layout.cols("head" if part == "body" else "body")
     z[:, other].copy_(state.x[:, other])
     return z

@@ -46,10 +46,19 @@ _BAND_MIN_N: int = (Mixer.__init__.__kwdefaults__ or {}).get("band_min_n", 2048)
 
 #: Bytes the process grows by whatever the config (code imported and initialised by a run:
 #: torch's kernels, scipy, the records machinery; the allocator's arenas): the measured peak
-#: growth above the resident size after ``import torch, topofl`` of runs of 100
-#: logistic-regression clients less their counted parts was 96 to 99 MB
-#: (``analysis/memory_model.md``); rounded up.
-RUNTIME_BYTES = 100 * 2**20
+#: growth above the resident size after ``import torch, topofl`` less the counted parts, of
+#: runs of ``synthetic`` data (64 features, 20 samples a client, a ring, 2 rounds), each in a
+#: fresh process (2026-11-28, two loaded cores, torch 2.13; the cases of
+#: ``tests/workflow/test_memory_refusal.py``): logistic regression at 100 clients (D-SGD)
+#: 22 to 32 MB over 8 processes; at 1,000, 24 to 62 MB (D-SGD 7, SGP 8), 43 to 65 MB
+#: (Ditto, 3), 9 to 13 MB (Teleportation, 8); at 10,000, 20 to 97 MB (the same run's peak
+#: moves by up to 73 MB from one process to the next); the MLP's counted parts exceed its
+#: peaks. 44 MiB puts the estimates of those tests at 0.81 to 1.74 of their peaks (two runs of
+#: each). It was 100 MiB while every run imported sympy and ``torch._dynamo`` (74 MB: 36 and
+#: 38) through torch's Python meta kernels: the model's input check ran on the ``meta``
+#: device, and the count of the state there
+#: (:func:`~topofl.workflow.memory.shapes.state_bytes`) now stays clear of those kernels.
+RUNTIME_BYTES = 44 * 2**20
 #: Numba and LLVM loaded and the band kernel compiled, once a process (measured: 109 MB
 #: imported, 286 MB more at the first compile; :mod:`topofl.engine._band_jit`)
 JIT_BYTES = 395 * 2**20

@@ -9,6 +9,7 @@ the forward pass's activations with hooks on one zero sample (:func:`activation_
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 
 from topofl.data.datasets.bundled import synthetic_bytes
 from topofl.data.federated import FederatedData
@@ -117,16 +119,110 @@ def _count(state: Any, m: int, scale: int) -> dict[str, int]:
 
 def _on_meta(algorithm: Any, layout: ParamLayout, dtype: torch.dtype, n: int
              ) -> dict[str, int] | None:
-    """:func:`state_bytes` of ``n`` clients built on the ``meta`` device, ``None`` when the
-    algorithm's ``init`` needs real numbers."""
+    """:func:`state_bytes` of ``n`` clients built on the ``meta`` device (under
+    :class:`_ShapesOnly`), ``None`` when the algorithm's ``init`` needs real numbers."""
     meta = torch.device("meta")
     try:
-        ctx = toy_services(n, layout=layout, dtype=dtype,
-                           train_sizes=torch.ones(n, dtype=torch.int64, device=meta))
-        return _count(algorithm.init(torch.zeros(n, layout.num_params, dtype=dtype,
-                                                 device=meta), ctx), n, n)
+        with _ShapesOnly():
+            ctx = toy_services(n, layout=layout, dtype=dtype,
+                               train_sizes=torch.ones(n, dtype=torch.int64, device=meta))
+            return _count(algorithm.init(torch.zeros(n, layout.num_params, dtype=dtype,
+                                                     device=meta), ctx), n, n)
     except Exception:  # noqa: BLE001 - an init that needs real numbers: the CPU below
         return None
+
+
+def _broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of ``shapes`` (torch's rule), a ``RuntimeError`` when they do not
+    broadcast; in plain Python (:func:`torch.broadcast_shapes` imports sympy)."""
+    out: list[int] = []
+    for dims in itertools.zip_longest(*(s[::-1] for s in shapes), fillvalue=1):
+        sizes = {int(d) for d in dims if d != 1}
+        if len(sizes) > 1:
+            raise RuntimeError(f"shapes {list(shapes)} do not broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out[::-1])
+
+
+#: ``torch.*_like`` factories: on a contiguous ``meta`` tensor, ``preserve_format`` asks for
+#: the strides ``contiguous_format`` gives, without the elementwise stride rule of torch's
+#: Python meta kernel
+_LIKE = frozenset({torch.empty_like, torch.zeros_like, torch.ones_like, torch.full_like,
+                   torch.rand_like, torch.randn_like})
+#: In-place elementwise methods (``self`` keeps its shape, dtype and strides) and
+#: out-of-place binary ones (a new tensor of the broadcast shape and the promoted dtype, bool
+#: for the comparisons)
+_INPLACE = frozenset(getattr(torch.Tensor, f"{op}_") for op in (
+    "add", "sub", "mul", "div", "clamp", "clamp_min", "clamp_max", "lerp", "pow"))
+_BINARY = {getattr(torch.Tensor, op): op in ("gt", "ge", "lt", "le", "eq", "ne")
+           for op in ("add", "sub", "mul", "div", "gt", "ge", "lt", "le", "eq", "ne")}
+_TRUE_DIV = frozenset({torch.Tensor.div, torch.Tensor.div_})
+_SUB = frozenset({torch.Tensor.sub, torch.Tensor.sub_})
+#: ``all()`` and ``any()`` of a whole tensor: a ``bool`` scalar
+_ALL = frozenset({torch.Tensor.all, torch.Tensor.any, torch.all, torch.any})
+
+
+class _ShapesOnly(TorchFunctionMode):
+    """The state count's shapes on the ``meta`` device without torch's Python meta kernels
+    for the few operations an ``init`` uses: those kernels first import
+    ``torch.fx.experimental.symbolic_shapes`` (and sympy: 36 MB resident, 0.5 CPU s) and
+    their type-promotion wrapper ``torch._dynamo`` (38 MB more, 1.3 CPU s), into the run's
+    process, where nothing else needs them (measured on two cores, torch 2.13, 2026-11-28).
+
+    On ``meta`` tensors only (a ``meta`` tensor has a shape, a dtype and strides, no values):
+    a ``*_like`` factory of a contiguous tensor asks for ``contiguous_format``; an in-place
+    elementwise method checks that its tensor operands broadcast to ``self`` and that their
+    promoted dtype casts to ``self``'s (as on the CPU, where the meta kernel lets any cast
+    pass), and returns ``self``; an out-of-place binary one returns an empty tensor of the
+    broadcast shape and the promoted dtype (``bool`` for a comparison, the default float
+    dtype for a true division of integers); ``all()`` or ``any()`` of the whole
+    tensor an empty ``bool`` scalar. Every other call, and any call with ``out=``, goes to
+    torch as it is.
+
+    Examples
+    --------
+    >>> x = torch.zeros(3, 4, device="meta")
+    >>> with _ShapesOnly():
+    ...     z = torch.empty_like(x)
+    ...     same = z.div_(torch.ones(3, 1, device="meta")) is z
+    ...     c = x > 0
+    >>> tuple(z.shape), z.stride(), same, c.dtype, tuple(c.shape)
+    ((3, 4), (4, 1), True, torch.bool, (3, 4))
+    """
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        kwargs = kwargs or {}
+        a = args[0] if args else None
+        if isinstance(a, torch.Tensor) and a.is_meta and "out" not in kwargs:
+            if func in _LIKE:
+                if (kwargs.get("memory_format", torch.preserve_format) == torch.preserve_format
+                        and a.is_contiguous()):
+                    kwargs = {**kwargs, "memory_format": torch.contiguous_format}
+            elif func in _ALL:
+                if len(args) == 1 and not kwargs:
+                    return torch.empty((), dtype=torch.bool, device=a.device)
+            elif func in _INPLACE or func in _BINARY:
+                other = args[1] if len(args) > 1 else kwargs.get("other")
+                others = [t for t in (*args[1:], *kwargs.values()) if isinstance(t, torch.Tensor)]
+                if other is not None and all(t.is_meta for t in others):
+                    shape = _broadcast(tuple(a.shape), *(tuple(t.shape) for t in others))
+                    dt = torch.result_type(a, other)
+                    if (func in _TRUE_DIV and kwargs.get("rounding_mode") is None
+                            and not (dt.is_floating_point or dt.is_complex)):
+                        dt = torch.get_default_dtype()  # true division of integers
+                    if dt == torch.bool and func in _SUB:
+                        return func(*args, **kwargs)  # torch's error: no bool subtraction
+                    if func in _INPLACE:
+                        if shape != tuple(a.shape) or not torch.can_cast(dt, a.dtype):
+                            raise RuntimeError(
+                                f"{func.__name__}: operands of shapes "
+                                f"{[tuple(t.shape) for t in others]} and dtype {dt} do not "
+                                f"fit self's {tuple(a.shape)}, {a.dtype}")
+                        return a
+                    dt = torch.bool if _BINARY[func] else dt
+                    return torch.empty(shape, dtype=dt, device=a.device)
+        return func(*args, **kwargs)
 
 
 def _polynomial(algorithm: Any, layout: ParamLayout, dtype: torch.dtype
