@@ -32,7 +32,7 @@ import topofl as tf
 from topofl import config as config_mod
 from topofl._utils.cpu import cpu_model
 from topofl._utils.markdown import Document
-from topofl.workflow.plan import PEAK_METER, counted_parts, shapes
+from topofl.workflow.plan import CLIENT_BYTES, PEAK_METER, RUNTIME_BYTES, counted_parts, shapes
 
 _MEASURE = PEAK_METER + r"""
 import json, sys, time, warnings
@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         "when that peak is larger); the evaluation (its largest pass: logits, activations "
         "and inputs of one chunk of samples for every client, or the consensus distance's two "
         "`[n, P_shared]` temporaries); the spectral summary; the records' per-client rows "
-        "(232 bytes each); a runtime constant (100 MiB) and 512 bytes a client.",
+        f"(232 bytes each); a runtime constant ({RUNTIME_BYTES / 2**20:g} MiB) and "
+        f"{CLIENT_BYTES} bytes a client.",
         "The local step's, the evaluation's and the spectral summary's temporaries come one "
         "after the other but are added: the freed blocks stay resident in glibc's heap. "
         "Taking their largest instead fell to 0.67 of the measured peak (Teleportation, MLP, "
