@@ -28,6 +28,7 @@ from topofl.engine.availability import Availability
 from topofl.engine.byzantine import Byzantine
 from topofl.engine.checkpoint import check_output_paths
 from topofl.engine.clock import Network
+from topofl.engine.membership import Membership
 from topofl.engine.protocol import Algorithm
 from topofl.graph import GraphLike
 from topofl.records.writer import jsonable
@@ -168,6 +169,13 @@ class RunConfig:
         ``Algorithm.byzantine`` (``dsgd``, with any ``aggregator``), every client in one
         process, no lost messages; such a run does not stack. ``None`` (the default: the
         header and run hash of a run without it): every node is honest.
+    membership_attack : table or None
+        Run a loss-threshold membership-inference attack by every node against every victim
+        at every evaluation (:mod:`topofl.engine.membership`: ``samples``, ``seed``,
+        ``victims``) and record its ``mia_*`` rows: the advantage and AUC of the victim's own
+        model, of the others, and by hop distance on a static graph. Needs every client in
+        one process; such a run does not stack. ``None`` (the default: the header and run
+        hash of a run without it): no attack.
     ledger : bool, default True
         Count every message and byte per node and kind (:mod:`topofl.engine.ledger`) and
         record them; ``False`` keeps only the total of messages (a run's speed without the
@@ -228,6 +236,7 @@ class RunConfig:
     availability: Mapping[str, Any] | None = None
     ledger: bool = True
     byzantine: Mapping[str, Any] | None = None
+    membership_attack: Mapping[str, Any] | None = None
 
     @property
     def interval(self) -> int:
@@ -241,7 +250,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         check_bool(self.ledger, "ledger")
         for name, cls in (("network", Network), ("availability", Availability),
-                          ("byzantine", Byzantine)):
+                          ("byzantine", Byzantine), ("membership_attack", Membership)):
             table = getattr(self, name)
             if table is None:
                 continue
@@ -313,7 +322,7 @@ class RunConfig:
 ADDED_SETTINGS: dict[str, Any] = {"network": None, "availability": None, "ledger": True,
                                   "momentum_state": "algorithm", "eval_val": False,
                                   "eval_global_samples": "auto", "byzantine": None,
-                                  "balanced_accuracy": False}
+                                  "balanced_accuracy": False, "membership_attack": None}
 
 
 #: ``eval_every="auto"`` evaluates every round up to this many clients (every committed

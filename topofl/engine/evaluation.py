@@ -298,7 +298,8 @@ def global_row(config: RunConfig, n_clients: int, data: Any) -> dict[str, Any]:
 
 
 def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env: Services,
-             data: Any, config: RunConfig, recorder: Recorder) -> dict[str, Any]:
+             data: Any, config: RunConfig, recorder: Recorder, *,
+             x_eval: Tensor | None = None) -> dict[str, Any]:
     """Score ``algorithm.evaluate`` of every client: the evaluation row of round ``rnd.t``.
 
     Test accuracy statistics over clients (each on its own test split; per-client values go to
@@ -306,10 +307,12 @@ def evaluate(executor: Any, algorithm: Algorithm, state: State, rnd: Round, env:
     consensus distance of the shared part. Each process scores the clients it holds (``data``
     is theirs) and the per-client sums are gathered through ``env.clients``, so every process
     computes the same row. A non-finite parameter raises ``ConvergenceError`` (naming the
-    lowest such client, on every process).
+    lowest such client, on every process). ``x_eval``: what ``algorithm.evaluate`` returned
+    for this round, when the caller has it already.
     """
     t, clients = rnd.t, env.clients
-    x_eval = algorithm.evaluate(state, rnd, env)
+    if x_eval is None:
+        x_eval = algorithm.evaluate(state, rnd, env)
     check_finite(clients, x_eval, t, recorder)
     m = clients.m
     adjust = None if algorithm.predict is None else algorithm.predict(x_eval, rnd, env)

@@ -37,6 +37,7 @@ from topofl.engine.executors import make_executor
 from topofl.engine.extend import check_idle, checked_pieces
 from topofl.engine.layout import ParamLayout, init_parameters
 from topofl.engine.ledger import Arcs, Flow, Ledger
+from topofl.engine.membership import Membership, check_membership
 from topofl.engine.placement import Placement, Site
 from topofl.engine.protocol import Algorithm, Round, Sent, Services
 from topofl.engine.resume import Resumed, resume_from
@@ -44,6 +45,7 @@ from topofl.engine.services import DataServices
 from topofl.engine.state import State
 from topofl.graph import GraphLike, TimeVarying, Topology, as_time_varying
 from topofl.models import flops_per_sample
+from topofl.privacy.pairwise import adjacency_of, hop_distances
 from topofl.records import Recorder, Records
 
 __all__ = ["Member", "Result", "Costs", "Lane", "split_sent", "stack_drops", "graphs",
@@ -241,6 +243,9 @@ class Lane:
     global_set: int | None = None
     #: the rounds run here in which no client trained and no message was sent
     idle_rounds: int = 0
+    #: the ``membership_attack`` setting and the static graph's hop distances (or ``None``)
+    membership: Membership | None = None
+    hops: np.ndarray | None = None
 
     @classmethod
     def build(cls, index: int, run: Member, placement: Placement, *, start: int,
@@ -267,6 +272,8 @@ class Lane:
         check_eval_val(config, data)
         site = placement(config, tv if algorithm.uses_topology else None, data)
         clients, device, dtype = site.clients, site.device, DTYPES[config.dtype]
+        membership = check_membership(config.membership_attack, data, algorithm,
+                                      len(clients.ids))
         if clients.writes and tv is not None and tv.period == 1 and algorithm.uses_topology:
             _warn_if_disconnected(tv.at(0), stacklevel=warn_level)  # one for the run
         model = model.to(device=device, dtype=dtype)
@@ -311,6 +318,9 @@ class Lane:
         lane = cls(index, config, algorithm, slice(start, start + m), tv, site, env, state,
                    desc, recorder, costs, Divergence(config.divergence_factor, begin.loss_ref),
                    sizes, begin, messages=begin.messages, train_loss=list(begin.train_loss))
+        lane.membership = membership
+        if lane.membership is not None and tv is not None and tv.period == 1:
+            lane.hops = hop_distances(adjacency_of([np.asarray(tv.at(0).to_dense())]))
         before = max(0, begin.round - 1)
         lane.rnd = Round(before, None if tv is None else tv.at(before))
         return lane

@@ -54,6 +54,7 @@ from topofl.engine.lane import Costs, Lane, Member, Result, split_sent, stack_dr
 from topofl.engine.layout import init_parameters
 from topofl.engine.ledger import at_steps
 from topofl.engine.local import LocalStepper, steps_per_client, stream_rows
+from topofl.engine.membership import membership_rows
 from topofl.engine.placement import OneProcess, Placement
 from topofl.engine.protocol import Algorithm, Round, Sent, Services, State
 from topofl.engine.writes import Writes
@@ -401,8 +402,9 @@ def _evaluate(loop: Loop, ln: Lane, t: int, bytes_per_message: int, t_start: flo
     (``scored``: its evaluated parameters and per-client sums from a batched evaluation)."""
     cfg, costs, clients, recorder = ln.config, ln.costs, ln.site.clients, ln.recorder
     if scored is None:
+        x_eval = ln.algorithm.evaluate(loop.lane_state(ln), ln.rnd, ln.env)
         row = evaluate(loop.executor, ln.algorithm, loop.lane_state(ln), ln.rnd, ln.env,
-                       ln.env.data, cfg, recorder)
+                       ln.env.data, cfg, recorder, x_eval=x_eval)
     else:
         x_eval, full = scored
         check_finite(clients, x_eval, t, recorder)
@@ -417,6 +419,9 @@ def _evaluate(loop: Loop, ln: Lane, t: int, bytes_per_message: int, t_start: flo
         row = evaluation_row(clients, ln.algorithm, ln.env, x_eval,
                              EvalSums(full, val, balanced), cfg, recorder, t)
         row.update(global_row(cfg, ln.n, ln.env.data))
+    if ln.membership is not None:  # every node's attack on every victim (alone: no stack)
+        row.update(membership_rows(ln.membership, ln.env.executor, x_eval, ln.env.data,
+                                   ln.hops))
     row["train_loss"] = ln.train_loss[0] / max(1, ln.train_loss[1])
     ln.train_loss = [0.0, 0]
     if costs.ledger is not None:

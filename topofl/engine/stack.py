@@ -122,6 +122,8 @@ def alone_reason(config: RunConfig, algorithm: Algorithm) -> str | None:
     """
     if config.byzantine is not None:
         return "a run with [byzantine] runs alone"
+    if config.membership_attack is not None:
+        return "a run with [membership_attack] runs alone"
     if algorithm.stacks is not True:
         why = (algorithm.stacks if isinstance(algorithm.stacks, str)
                else f"{algorithm.name} does not stack (Algorithm.stacks is False)")

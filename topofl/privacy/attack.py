@@ -42,7 +42,8 @@ from topofl._utils.rng import generator_at
 from topofl._utils.validation import check_choice, check_int
 from topofl.privacy.pairwise import adjacency_of, by_distance, hop_distances
 
-__all__ = ["MembershipAttack", "auc", "held_out_advantage", "membership_attack"]
+__all__ = ["MembershipAttack", "attack_matrices", "attack_samples", "auc", "held_out_advantage",
+           "membership_attack"]
 
 
 def auc(member: np.ndarray, nonmember: np.ndarray) -> float:
@@ -162,28 +163,56 @@ def membership_attack(result: Any, *, samples: int | None = None, seed: int = 0,
     n = int(data.num_clients)
     rows = list(range(n)) if victims is None else [check_int(v, "victims", low=0, high=n - 1)
                                                    for v in victims]
-    small = min(int(np.min(data.sizes("train"))), int(np.min(data.sizes("test"))))
-    m = min(50, small) if samples is None else check_int(samples, "samples", low=4)
-    if m > small or m < 4:
-        raise ValueError(f"samples must be at most the smallest split ({small}) and >= 4, "
-                         f"got {m}")
+    m = attack_samples(data, samples)
     flat = result.evaluated().detach()
     if flat.shape[0] != n:
         raise TypeError(f"membership_attack needs every client's model in this process, got "
                         f"{flat.shape[0]} of {n}")
-    A, V = np.full((n, n), math.nan), np.full((n, n), math.nan)
-    for u in rows:
-        rng = generator_at(seed, u)  # victim u's samples, whichever victims are attacked
-        member = _losses(executor, flat, *_pick(data, u, "train", m, rng))
-        nonmember = _losses(executor, flat, *_pick(data, u, "test", m, rng))
-        for v in range(n):
-            A[u, v] = auc(member[v], nonmember[v])
-            V[u, v] = held_out_advantage(member[v], nonmember[v])
+    A, V = attack_matrices(executor, flat, data, rows, m, seed)
     topology = getattr(getattr(result, "last", None), "topology", None)
     adjacency = None
     if topology is not None and hasattr(topology, "to_dense"):
         adjacency = adjacency_of([np.asarray(topology.to_dense())])
     return MembershipAttack(A, V, m, adjacency)
+
+
+def attack_samples(data: Any, samples: int | None) -> int:
+    """The members (and non-members) per victim: ``samples``, or by default 50 or the
+    smallest train or test split of a client if smaller; ``ValueError`` below 4 or above that
+    split.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> data = NS(sizes=lambda split: [30, 80] if split == "train" else [12, 40])
+    >>> attack_samples(data, None), attack_samples(data, 8)
+    (12, 8)
+    """
+    small = min(int(np.min(data.sizes("train"))), int(np.min(data.sizes("test"))))
+    m = min(50, small) if samples is None else check_int(samples, "samples", low=4)
+    if m > small or m < 4:
+        raise ValueError(f"samples must be at most the smallest split ({small}) and >= 4, "
+                         f"got {m}")
+    return m
+
+
+def attack_matrices(executor: Any, flat: torch.Tensor, data: Any, victims: Sequence[int],
+                    samples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(auc, advantage)``, ``(n, n)`` each: the attack of every model (a row of ``flat``,
+    ``[n, P]``) on each victim ``u`` of ``victims`` (row ``u``; the other rows ``nan``), with
+    ``samples`` members and non-members of ``u`` drawn from the stream ``(seed, u)``.
+    :func:`membership_attack` on a run's result, and the engine's per-run attack
+    (``membership_attack`` setting of :class:`topofl.engine.RunConfig`), are this."""
+    n = int(flat.shape[0])
+    A, V = np.full((n, n), math.nan), np.full((n, n), math.nan)
+    for u in victims:
+        rng = generator_at(seed, u)  # victim u's samples, whichever victims are attacked
+        member = _losses(executor, flat, *_pick(data, u, "train", samples, rng))
+        nonmember = _losses(executor, flat, *_pick(data, u, "test", samples, rng))
+        for v in range(n):
+            A[u, v] = auc(member[v], nonmember[v])
+            V[u, v] = held_out_advantage(member[v], nonmember[v])
+    return A, V
 
 
 def _pick(data: Any, u: int, split: str, m: int, rng: np.random.Generator
@@ -195,15 +224,19 @@ def _pick(data: Any, u: int, split: str, m: int, rng: np.random.Generator
 
 
 def _losses(executor: Any, flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
-    """``(n, m)``: the loss of every row's model on each of the ``m`` samples."""
+    """``(n, m)``: the loss of every row's model on each of the ``m`` samples (the
+    executor's forward pass on samples every model shares, blocks of rows of about
+    ``2**20`` logits; the cross-entropy ``logsumexp - logit[y]``, computed in float64)."""
     n, m = flat.shape[0], x.shape[0]
     out = np.empty((n, m))
-    step = max(1, 4096 // max(1, n))
+    if m == 0 or n == 0:
+        return out
+    xs, at = x.to(flat.dtype), torch.arange(m, device=y.device)
     with torch.no_grad():
-        for s in range(0, m, step):
-            k = min(m, s + step) - s
-            rep = flat.repeat_interleave(k, dim=0)                    # [n k, P]
-            xs = x[s:s + k].to(flat.dtype).unsqueeze(1).repeat(n, *[1] * x.dim())  # [n k, 1, ...]
-            ys = y[s:s + k].unsqueeze(1).repeat(n, 1)
-            out[:, s:s + k] = executor.losses(rep, xs, ys).view(n, k).cpu().numpy()
+        classes = int(executor.logits(flat[:1], xs[:1], shared_input=True).shape[-1])
+        rows = max(1, (1 << 20) // (m * classes))
+        for a in range(0, n, rows):
+            z = executor.logits(flat[a:a + rows], xs, shared_input=True).double()  # [r, m, C]
+            loss = torch.logsumexp(z, dim=-1) - z[:, at, y]
+            out[a:a + loss.shape[0]] = loss.cpu().numpy()
     return out
