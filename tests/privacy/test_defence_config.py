@@ -47,10 +47,11 @@ def test_a_resolved_config_records_the_keys_only_when_given_and_replays():
     assert not [k for k in tf.config.validate(base) if k.startswith("dp_")]
     cfg = tf.config.validate({**base, "dp_clip": 1.0, "dp_noise": 8.0})
     assert {k: cfg[k] for k in cfg if k.startswith("dp_")} == {
-        "dp_clip": 1.0, "dp_noise": 8.0, "dp_seed": 0, "dp_delta": 1e-5}
+        "dp_clip": 1.0, "dp_noise": 8.0, "dp_seed": 0, "dp_delta": 1e-5, "dp_correlated": 0.0}
     assert tf.config.validate(cfg) == cfg          # the resolved form is a fixed point
     keys = tf.config.run_keys("dsgd")
     assert keys["dp_noise"] == "float" and keys["dp_seed"] == "int"
+    assert keys["dp_correlated"] == "float"
 
 
 def test_a_config_file_runs_noisy_updates(tmp_path):

@@ -91,26 +91,28 @@ def unregister_algorithm(name: str) -> None:
 
 #: The keys that give any registered algorithm differentially private updates (a config's or
 #: :func:`topofl.run`'s route to :func:`~topofl.algorithms.with_noisy_updates`): ``dp_clip``
-#: and ``dp_noise`` together turn it on; ``dp_seed`` and ``dp_delta`` take its defaults.
-DP_KEYS = ("dp_clip", "dp_noise", "dp_seed", "dp_delta")
+#: and ``dp_noise`` together turn it on; ``dp_seed``, ``dp_delta`` and ``dp_correlated``
+#: (DECOR's pair noise) take its defaults.
+DP_KEYS = ("dp_clip", "dp_noise", "dp_seed", "dp_delta", "dp_correlated")
 #: What a resolved config records for the keys of :data:`DP_KEYS` it does not give (when it
 #: gives one): those of :func:`~topofl.algorithms.with_noisy_updates`
 DP_DEFAULTS: dict[str, Any] = {"dp_clip": None, "dp_noise": None, "dp_seed": 0,
-                               "dp_delta": 1e-5}
+                               "dp_delta": 1e-5, "dp_correlated": 0.0}
 
 
 def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     """Build a registered algorithm from its name and hyper-parameters.
 
-    ``dp_clip`` and ``dp_noise`` (with ``dp_seed`` and ``dp_delta`` optional, :data:`DP_KEYS`)
-    build it with noisy updates: :func:`~topofl.algorithms.with_noisy_updates` of the
-    algorithm the other keys build.
+    ``dp_clip`` and ``dp_noise`` (with ``dp_seed``, ``dp_delta`` and ``dp_correlated``
+    optional, :data:`DP_KEYS`) build it with noisy updates:
+    :func:`~topofl.algorithms.with_noisy_updates` of the algorithm the other keys build.
 
     Raises
     ------
     ValueError
-        For an unknown name (the message lists the known ones); ``dp_seed`` or ``dp_delta``
-        without ``dp_clip`` and ``dp_noise``, or one of these two without the other.
+        For an unknown name (the message lists the known ones); ``dp_seed``, ``dp_delta`` or
+        ``dp_correlated`` without ``dp_clip`` and ``dp_noise``, or one of these two without
+        the other.
     TypeError
         For a hyper-parameter the algorithm does not take, or a value that is not a ``bool``
         for one whose default is (``nesterov="no"``).
@@ -146,9 +148,11 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     seed = check_int(dp.get("dp_seed", DP_DEFAULTS["dp_seed"]), "dp_seed", low=0)
     delta = check_real(dp.get("dp_delta", DP_DEFAULTS["dp_delta"]), "dp_delta", low=0,
                        high=1, low_open=True, high_open=True)
+    correlated = check_real(dp.get("dp_correlated", DP_DEFAULTS["dp_correlated"]),
+                            "dp_correlated", low=0)
     return with_noisy_updates(algo, check_real(dp["dp_clip"], "dp_clip", low=0, low_open=True),
                               check_real(dp["dp_noise"], "dp_noise", low=0, low_open=True),
-                              seed=seed, delta=delta)
+                              seed=seed, delta=delta, correlated=correlated)
 
 
 def takers(key: str, *, but: str | None = None) -> list[str]:

@@ -7,6 +7,8 @@ Accountants that take a graph and return a pairwise privacy matrix
   RDP, plain or Chebyshev-accelerated gossip; :func:`muffliato_rounds` its number of steps)
   and :func:`gossip_linear` (the exact Gaussian view, the linear-systems analysis of Koskela
   and Kulkarni 2025);
+- DECOR's pairwise-correlated noise (Allouah et al., ICML 2024): :func:`correlated_noise_spend`,
+  each node's spend against an eavesdropper and colluding nodes;
 - random-walk (token) algorithms: :func:`random_walk_rdp` (Cyffers et al. 2024, arXiv
   2402.07471, Theorem 3) and :func:`random_walk_fdp` (PN-f-DP, Li et al. NeurIPS 2025: a mixture
   of Gaussian mechanisms over the walk's first-hitting times, composed by the PRV accountant of
@@ -28,6 +30,7 @@ True
 
 from topofl.privacy.attack import MembershipAttack, membership_attack
 from topofl.privacy.conversions import gdp_epsilon, zcdp_epsilon
+from topofl.privacy.correlated import CorrelatedSpend, correlated_noise_spend
 from topofl.privacy.gossip import (
     chebyshev_gamma,
     gossip_linear,
@@ -40,8 +43,9 @@ from topofl.privacy.pairwise import PairwisePrivacy
 from topofl.privacy.summarize import PRIVACY_KEYS, privacy_summary
 from topofl.privacy.walks import first_hitting, random_walk_fdp, random_walk_rdp
 
-__all__ = ["PRIVACY_KEYS", "MembershipAttack", "PairwisePrivacy", "chebyshev_gamma",
-           "first_hitting", "gdp_epsilon", "gossip_linear", "gossip_views", "membership_attack",
+__all__ = ["PRIVACY_KEYS", "CorrelatedSpend", "MembershipAttack", "PairwisePrivacy",
+           "chebyshev_gamma", "correlated_noise_spend", "first_hitting", "gdp_epsilon",
+           "gossip_linear", "gossip_views", "membership_attack",
            "muffliato", "muffliato_rounds",
            "noisy_updates_spend", "privacy_summary",
            "random_walk_fdp", "random_walk_rdp", "zcdp_epsilon"]
