@@ -202,7 +202,7 @@ def _tables(recs: dict[str, list[Any]], acc: dict[str, Any], seeds: list[int]) -
 def main(args: figures.FigureArgs) -> figures.Result:
     sc = scale(args.scale == "quick")
     data, data_name = dataset()
-    folder = args.runs / NAME
+    folder = args.runs  # paper_figures/out/runs/<scale>/<name>/
     started = time.process_time()
     recs = {g: [run(g, s, sc, data, folder) for s in sc["seeds"]] for g in GRAPHS}
     cpu = time.process_time() - started

@@ -27,7 +27,8 @@ RESULTS = Path(__file__).resolve().parents[2] / "paper_figures" / "results"
 
 FIELD = ("field_tracking", "field_choco", "field_teleportation", "field_exact_averaging",
          "field_async", "field_clipped_gossip", "field_morph", "field_consensus_test1",
-         "field_single_merge", "field_pnfdp_matrices", "field_muffliato_distance")
+         "field_single_merge", "field_pnfdp_matrices", "field_muffliato_distance",
+         "field_mia_distance")
 
 
 @pytest.fixture(autouse=True)
@@ -152,6 +153,16 @@ def test_field_quick_content(name: str, quick_out: Path) -> None:
         # two parts for each of the 8 graphs (hypercube, 5 Erdos-Renyi draws, geometric, grid)
         assert len(heads) == 16 and all(c["outcome"] in ("pass", "fail") for c in heads)
         assert "grid (n = 121): the mean loss non-increasing" in md
+        return
+    if name == "field_mia_distance":  # training with the attack recorded, and graph math
+        assert v["seeds"] == [0] and v["verdict"] == "inconclusive at this scale"
+        heads = [c for c in v["checks"] if c["headline"]]
+        assert len(heads) == 2 and all("horizon" in c and "values" in c for c in heads)
+        exact = [c for c in v["checks"] if c["rule"] == "exact"]
+        assert len(exact) == 6 and all(c["outcome"] == "pass" for c in exact)  # muffliato
+        for graph in ("ring", "expander"):  # the page's final advantages are the records'
+            rec = tf.records.load(quick_out / "runs" / name / f"{graph}_s0_r6_m10.jsonl")
+            assert f"{float(rec.series('mia_adv_own')[1][-1]):.4f}" in md
         return
     if name == "field_consensus_test1":  # graph math over 10 trials: the headline is exact
         assert v["seeds"] == [] and v["verdict"] == "holds"
