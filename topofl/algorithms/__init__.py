@@ -48,7 +48,7 @@ from topofl.algorithms.osgp import osgp
 from topofl.algorithms.perfedavg import perfedavg
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
 from topofl.algorithms.pfedgraph import pfedgraph
-from topofl.algorithms.private import with_noisy_updates
+from topofl.algorithms.private import with_dp_sgd, with_noisy_updates
 from topofl.algorithms.scaffold import scaffold
 from topofl.algorithms.sgp import sgp
 from topofl.algorithms.teleport import teleport
@@ -96,5 +96,6 @@ __all__ = [
     "knn_per",
     "teleport",
     "morph",
+    "with_dp_sgd",
     "with_noisy_updates",
 ]

@@ -83,7 +83,12 @@ class LocalStepper:
       :class:`~topofl.engine.pieces.SGD` on the batched executor, with softmax regression in
       closed form or any other model through autograd), that kernel,
       the piece's own code, applies each block's gradient as it is computed, without a
-      gradient buffer.
+      gradient buffer;
+    * when the piece takes its gradients its own way (the optional member
+      ``take_gradient(executor, point, (x, y), phase, out, rnd, step, env, first)``, DP-SGD's
+      :class:`~topofl.engine.pieces.dpsgd.DPSGD`: ``first`` is the block's first row, ``step``
+      the round's step counter), that in place of ``executor.grad``, never fused nor on few
+      rows; every other piece's step is as without it.
 
     The numbers are the same either way up to rounding (the same batches, the same per-client
     arithmetic; a block's matrix products run other shapes, whose kernels MKL and ATen pick by
@@ -144,17 +149,24 @@ class LocalStepper:
         # class of one's own leaves them out; `fused` may also be the attribute None
         rowwise = bool(getattr(local, "rowwise", False))
         fused = getattr(local, "fused", None)
+        # a piece that takes its gradients its own way, ``take_gradient(executor, point,
+        # (x, y), phase, out, rnd, step, env, first) -> losses`` in place of ``executor.grad``
+        # (DP-SGD's clipped and noised per-sample gradients, topofl.engine.pieces.dpsgd):
+        # never fused, never on few rows; ``None`` for every other piece
+        self.take_gradient = getattr(local, "take_gradient", None)
+        self.at_step = 0
+        own = self.take_gradient is not None
         self.rows = n if not rowwise else max(1, min(n, int(rows)))
-        self.kernel = fused(executor) if fuse and fused is not None else None
+        self.kernel = fused(executor) if fuse and fused is not None and not own else None
         # a piece that moves few rows a step (LocalUpdate.moving): their gradients only,
         # every row's loss from the executor's forward pass
         moving = getattr(local, "moving", None)
-        self.moving = (moving if moving is not None and self.kernel is None
+        self.moving = (moving if moving is not None and self.kernel is None and not own
                        and self.rows >= n and getattr(executor, "losses", None) is not None
                        else None)
         # a piece that needs no gradient of a row whose rate is 0 (LocalUpdate.skips_idle),
         # on an executor that can take the other rows' gradients on a copy with their numbers
-        self.skips_idle = (self.kernel is None and self.moving is None
+        self.skips_idle = (self.kernel is None and self.moving is None and not own
                            and bool(getattr(local, "skips_idle", False))
                            and getattr(executor, "residue_period", None) is not None
                            and getattr(executor, "losses", None) is not None)
@@ -185,6 +197,7 @@ class LocalStepper:
         """Local step ``step`` of round ``rnd.t`` with per-client learning rates ``lr`` [n];
         returns every client's loss ``[n]`` (before the step)."""
         point = self.local.point(state, phase, env)
+        self.at_step = step  # the step's counter, for a piece's take_gradient
         if self.rows >= self.n:
             x, y = self.data.sample(rnd.t, step, self.batch_size, out=self.batch)
             return self._step(state, point, x, y, phase, lr, rnd, env, 0)
@@ -214,7 +227,11 @@ class LocalStepper:
             few = self._step_moving(state, point, x, y, phase, lr, rnd, env, first)
             if few is not None:
                 return few
-        loss = self.executor.grad(point, x, y, phase.part, g)
+        if self.take_gradient is None:
+            loss = self.executor.grad(point, x, y, phase.part, g)
+        else:
+            loss = self.take_gradient(self.executor, point, (x, y), phase, g, rnd,
+                                      self.at_step, env, first)
         if self.check is not None:
             self.check(loss, first)
         self.local.update(state, g, phase, lr, rnd, env)

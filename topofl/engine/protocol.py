@@ -403,6 +403,12 @@ class LocalUpdate(Protocol):
         ``fused = None``. A kernel ``kernel(executor, state, x, y, phase, lr) -> losses [n]``
         computes the same numbers as ``point``, the gradient and ``update`` in one executor
         pass, without a gradient buffer. Read once per run.
+    take_gradient(executor, point, (x, y), phase, out, rnd, step, env, first) -> losses
+        Optional, default none. The gradients the step applies, taken the piece's own way
+        into ``out`` (``[m, P]``) in place of the executor's mean gradient (DP-SGD's clipped
+        and noised per-sample gradients, :class:`~topofl.engine.pieces.dpsgd.DPSGD`;
+        ``step`` the round's local step, ``first`` the block's first row); a piece with it
+        is never fused and never stepped on few rows. Read once per run.
     moving(rnd, env) -> ndarray or None
         Optional, default ``None`` (every row may move). The rows (sorted int64 indices into
         the ``n`` rows) that the step of round ``rnd.t`` can move, when they are few: every

@@ -9,6 +9,8 @@ Accountants that take a graph and return a pairwise privacy matrix
   and Kulkarni 2025);
 - DECOR's pairwise-correlated noise (Allouah et al., ICML 2024): :func:`correlated_noise_spend`,
   each node's spend against an eavesdropper and colluding nodes;
+- DP-SGD in the local step (Abadi et al. 2016, :func:`topofl.algorithms.with_dp_sgd`):
+  :func:`dp_sgd_spend`, the subsampled Gaussian mechanism composed over the local steps;
 - random-walk (token) algorithms: :func:`random_walk_rdp` (Cyffers et al. 2024, arXiv
   2402.07471, Theorem 3) and :func:`random_walk_fdp` (PN-f-DP, Li et al. NeurIPS 2025: a mixture
   of Gaussian mechanisms over the walk's first-hitting times, composed by the PRV accountant of
@@ -31,6 +33,7 @@ True
 from topofl.privacy.attack import MembershipAttack, membership_attack
 from topofl.privacy.conversions import gdp_epsilon, zcdp_epsilon
 from topofl.privacy.correlated import CorrelatedSpend, correlated_noise_spend
+from topofl.privacy.dpsgd import dp_sgd_spend
 from topofl.privacy.gossip import (
     chebyshev_gamma,
     gossip_linear,
@@ -44,7 +47,8 @@ from topofl.privacy.summarize import PRIVACY_KEYS, privacy_summary
 from topofl.privacy.walks import first_hitting, random_walk_fdp, random_walk_rdp
 
 __all__ = ["PRIVACY_KEYS", "CorrelatedSpend", "MembershipAttack", "PairwisePrivacy",
-           "chebyshev_gamma", "correlated_noise_spend", "first_hitting", "gdp_epsilon",
+           "chebyshev_gamma", "correlated_noise_spend", "dp_sgd_spend", "first_hitting",
+           "gdp_epsilon",
            "gossip_linear", "gossip_views", "membership_attack",
            "muffliato", "muffliato_rounds",
            "noisy_updates_spend", "privacy_summary",

@@ -169,9 +169,10 @@ def correlated_noise_spend(topology: Any, noise: Any, correlated: Any, rounds: A
     :math:`\Sigma_t' = \sigma^2 I + \sigma_{cor}^2 L_{t,H}` the covariance of the honest
     nodes' noise once the known draws are removed (``L_{t,H}``: the Laplacian of the round's
     edges between honest nodes; :func:`inverse_diagonal`). This is the per-round quantity of
-    the paper's SecLDP privacy theorem (Theorem 1) and of its accountant (Algorithm 2, its
-    authors' ``rdp_account``: Rényi ``epsilon(alpha) = alpha * mu_t^2 / 2`` per round, the
-    same Gaussian mechanism). The rounds compose adaptively as Gaussian DP,
+    the paper's SecLDP analysis and of its companion accountant (its authors'
+    ``utils/dp_account.py``, ``elfirdoussilab1/DECOR``: Rényi
+    ``epsilon(alpha) = alpha * mu_t^2 / 2`` per round, the same Gaussian mechanism). The
+    rounds compose adaptively as Gaussian DP,
     :math:`\mu(u) = \sqrt{\sum_t \mu_t(u)^2}` (Dong, Roth and Su 2022, Corollary 2), converted
     exactly (:func:`~topofl.privacy.gdp_epsilon`) where the paper's code converts the Rényi
     curve with the looser ``rho + 2 sqrt(rho log(1/delta))``.
