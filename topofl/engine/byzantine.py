@@ -80,7 +80,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from topofl._utils.validation import check_choice, check_int, check_real, did_you_mean
+from topofl._utils.validation import check_choice, check_int, check_real, check_table
 
 __all__ = ["ATTACKS", "CHOICES", "Byzantine", "Attack", "attack_messages", "alie_z",
            "check_byzantine", "no_attacker"]
@@ -153,14 +153,7 @@ class Byzantine:
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> Byzantine:
         """The checked table (one-line ``ValueError``/``TypeError`` for a bad key or value)."""
-        if not isinstance(table, Mapping):
-            raise TypeError(f"byzantine must be a table (a mapping) or None, got "
-                            f"{type(table).__name__}")
-        unknown = sorted(set(table) - set(_KEYS))
-        if unknown:
-            raise ValueError(f"byzantine has no key {unknown[0]!r}"
-                             f"{did_you_mean(unknown[0], _KEYS)}; its keys are "
-                             f"{', '.join(_KEYS)}")
+        table = check_table(table, "byzantine", _KEYS)
         if "attack" not in table:
             raise ValueError(f"byzantine needs an attack, one of {', '.join(ATTACKS)}")
         attack = table["attack"]

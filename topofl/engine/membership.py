@@ -44,7 +44,7 @@ import numpy as np
 from torch import Tensor
 
 from topofl._utils.rng import generator_at
-from topofl._utils.validation import check_int, did_you_mean
+from topofl._utils.validation import check_int, check_table
 from topofl.privacy.attack import attack_matrices, attack_samples
 from topofl.privacy.pairwise import by_distance
 
@@ -76,14 +76,7 @@ class Membership:
     @classmethod
     def from_config(cls, table: Mapping[str, Any]) -> Membership:
         """The checked table (one-line ``ValueError``/``TypeError`` for a bad key or value)."""
-        if not isinstance(table, Mapping):
-            raise TypeError(f"membership_attack must be a table (a mapping) or None, got "
-                            f"{type(table).__name__}")
-        unknown = sorted(set(table) - set(_KEYS))
-        if unknown:
-            raise ValueError(f"membership_attack has no key {unknown[0]!r}"
-                             f"{did_you_mean(unknown[0], _KEYS)}; its keys are "
-                             f"{', '.join(_KEYS)}")
+        table = check_table(table, "membership_attack", _KEYS)
         samples = table.get("samples")
         if samples is not None:
             samples = check_int(samples, "membership_attack samples", low=4)

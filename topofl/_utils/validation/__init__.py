@@ -40,6 +40,7 @@ from topofl._utils.validation.memory import (
 )
 from topofl._utils.validation.memory import fmt_bytes as fmt_bytes
 from topofl._utils.validation.names import (
+    check_table,
     did_you_mean,
     did_you_mean_each,
     unknown_name,
@@ -55,6 +56,7 @@ from topofl._utils.validation.scalars import (
 from topofl._utils.validation.typecheck import check_type, type_text
 
 __all__ = [
+    "check_table",
     "check_bool",
     "check_int",
     "check_real",

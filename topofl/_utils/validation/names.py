@@ -4,10 +4,10 @@ datasets, partitions, choices, config keys) and its message.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
-__all__ = ["did_you_mean", "edit_distance", "did_you_mean_each", "unknown_name"]
+__all__ = ["did_you_mean", "edit_distance", "did_you_mean_each", "unknown_name", "check_table"]
 
 
 def did_you_mean(value: Any, known: Collection[str]) -> str:
@@ -103,3 +103,28 @@ def unknown_name(what: str, value: Any, known: Collection[str], *, sort: bool = 
     """
     names = sorted(known) if sort else list(known)
     return f"unknown {what} {value!r}{did_you_mean(value, names)}; known: {', '.join(names)}"
+
+
+def check_table(table: Any, name: str, keys: Collection[str]) -> Mapping[str, Any]:
+    """``table`` checked as a setting's table of ``keys``: a ``TypeError`` for a value that is
+    not a mapping, a one-line ``ValueError`` naming the first unknown key (with the likely
+    one) and the known ones.
+
+    Examples
+    --------
+    >>> from topofl._utils.validation.names import check_table
+    >>> check_table({"seed": 1}, "attack", ("seed", "samples"))
+    {'seed': 1}
+    >>> check_table({"sample": 1}, "attack", ("seed", "samples"))
+    Traceback (most recent call last):
+    ...
+    ValueError: attack has no key 'sample' (did you mean 'samples'?); its keys are seed, samples
+    """
+    if not isinstance(table, Mapping):
+        raise TypeError(f"{name} must be a table (a mapping) or None, got "
+                        f"{type(table).__name__}")
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise ValueError(f"{name} has no key {unknown[0]!r}{did_you_mean(unknown[0], keys)}; "
+                         f"its keys are {', '.join(keys)}")
+    return table
