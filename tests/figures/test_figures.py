@@ -152,6 +152,23 @@ def test_rerun_stamps_the_runs_with_the_code_that_reran_them(
     assert rerun.run_codes == {code} and stamp.read_text(encoding="utf-8").strip() == code
 
 
+def test_sweep_reads_a_run_that_diverged_before_its_first_evaluation(tmp_path: Path) -> None:
+    """A run stopped by the divergence guard in round 0 has no rows and no wall time: the
+    sweep returns it beside the others and counts only the others' time (it raised a raw
+    KeyError reading the diverged run's wall time)."""
+    args = _args(tmp_path)
+    cfg = {**BASE, "topology": "ring", "local_steps": 3, "sweep": {"lr": [0.1, 1e6]},
+           "_name": "toy"}
+    rec = figures.runs.sweep(cfg, args)
+    assert rec.runs == ["lr=0.1", "lr=1000000.0"]
+    done = json.loads((tmp_path / "runs" / "toy" / "lr=1000000.0.done").read_text())
+    assert done["status"] == "diverged"
+    with pytest.raises(KeyError):
+        rec.series("wall_time", run="lr=1000000.0")
+    wall = float(rec.series("wall_time", run="lr=0.1")[1][-1])
+    assert args.run_seconds == pytest.approx(wall)
+
+
 def test_sweep_stacks_and_counts_a_stacks_time_once(tmp_path: Path) -> None:
     """The figure harness stacks the runs that can stack; the time to regenerate counts a
     stack's wall time once (each of its k runs a k-th), not once per run."""

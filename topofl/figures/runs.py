@@ -219,7 +219,10 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
         key = str((out / run_id).resolve())  # a run a script reads twice counts once
         if "wall_time" in rec.metrics and key not in args.counted:
             args.counted.add(key)
-            _, wall = rec.series("wall_time", run=run_id)
+            try:
+                _, wall = rec.series("wall_time", run=run_id)
+            except KeyError:  # a run that diverged before its first evaluation: no time
+                continue
             # a stack of k runs took its wall time once: each of its runs counts its k-th
             args.run_seconds += float(wall[-1]) / _stacked(out, run_id) if wall.size else 0.0
     return rec
