@@ -199,6 +199,9 @@ def _tables(recs: dict[str, list[Any]], acc: dict[str, Any], seeds: list[int]) -
 
 @figures.script
 def main(args: figures.FigureArgs) -> figures.Result:
+    import torch
+
+    torch.set_num_threads(figures.THREADS)  # as the figures' sweeps run every run
     sc = scale(args.scale == "quick")
     data, data_name = dataset()
     folder = args.runs  # paper_figures/out/runs/<scale>/<name>/
@@ -236,7 +239,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
                             "distance")],
         dataset=("Fashion-MNIST" if data_name == "fashion_mnist"
                  else "mnist5k (the offline stand-in: Fashion-MNIST absent)"),
-        seeds=sc["seeds"])
+        seeds=sc["seeds"], records=[r for rs in recs.values() for r in rs])
 
 
 if __name__ == "__main__":

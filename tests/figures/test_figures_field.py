@@ -156,6 +156,7 @@ def test_field_quick_content(name: str, quick_out: Path) -> None:
         return
     if name == "field_mia_distance":  # training with the attack recorded, and graph math
         assert v["seeds"] == [0] and v["verdict"] == "inconclusive at this scale"
+        assert v["threads"] == [figures.THREADS]  # the records' provenance, without panels
         heads = [c for c in v["checks"] if c["headline"]]
         assert len(heads) == 2 and all("horizon" in c and "values" in c for c in heads)
         exact = [c for c in v["checks"] if c["rule"] == "exact"]

@@ -437,7 +437,9 @@ class Result:
     seeds, the dataset, the stand-ins, the rounds and the thread counts unless given (the
     paper's rounds from their configs' base ``rounds``; ``paper_rounds`` overrides);
     ``notes`` are added after the panels' notes and the claim's own
-    (``paper_figures/claims.toml``).
+    (``paper_figures/claims.toml``). ``records`` are the records of runs a script made
+    itself, without panels (each run's records file): their provenance gives the result's
+    thread counts, CPU kinds and numeric environments as the panels' runs do.
     """
 
     fig: Any
@@ -451,6 +453,7 @@ class Result:
     seeds: Sequence[int] | None = None
     paper_rounds: Sequence[int] | None = None
     gates: Sequence[AnyGate] = ()
+    records: Sequence[Any] = ()
 
 
 def _finish(args: FigureArgs, result: Result) -> Path:
@@ -470,13 +473,11 @@ def _finish(args: FigureArgs, result: Result) -> Path:
                for c in rec.configs.values()]
     policy = list(dict.fromkeys(str(c.get("momentum_state", "algorithm")) for c in configs))
     notes += _policy_notes(configs, policy)
-    threads = sorted({int(t) for p in found.values() for rec in p.runs.values()
-                      for prov in rec.provenances.values()
-                      if isinstance(t := prov.get("torch_threads"), int)})
-    cpus = sorted({c for p in found.values() for rec in p.runs.values()
-                   for prov in rec.provenances.values() if isinstance(c := prov.get("cpu"), str)})
-    envs = [e for p in found.values() for rec in p.runs.values()
-            for prov in rec.provenances.values() if isinstance(e := prov.get("environment"), dict)]
+    provs = [prov for rec in [r for p in found.values() for r in p.runs.values()]
+             + list(result.records) for prov in rec.provenances.values()]
+    threads = sorted({int(t) for prov in provs if isinstance(t := prov.get("torch_threads"), int)})
+    cpus = sorted({c for prov in provs if isinstance(c := prov.get("cpu"), str)})
+    envs = [e for prov in provs if isinstance(e := prov.get("environment"), dict)]
     ran = sorted({int(c["rounds"]) for c in configs if isinstance(c.get("rounds"), int)})
     paper = sorted({int(r) for r in (result.paper_rounds if result.paper_rounds is not None
                                      else [r for p in found.values() for r in p.paper_rounds])})
