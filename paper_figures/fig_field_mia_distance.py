@@ -63,22 +63,33 @@ def dataset() -> tuple[Any, str]:
     return tf.data.federate(small, "iid", N, seed=0), name
 
 
-def run(graph: str, seed: int, sc: dict[str, Any], data: Any, folder: Path) -> Any:
-    """One run's records, read back from ``folder`` when a complete one is there."""
+def run(graph: str, seed: int, sc: dict[str, Any], data: Any, folder: Path,
+        args: figures.FigureArgs) -> Any:
+    """One run's records, read back from ``folder`` when a complete one is there (of this
+    code or code certified equivalent to it: the stamp beside it names the code that ran
+    it, which the result lists); the run's recorded wall time counts in the result's time to
+    regenerate."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{graph}_s{seed}_r{sc['rounds']}_m{sc['samples']}.jsonl"
-    if path.exists():
+    stamp = path.with_suffix(".code")
+    rec = None
+    if path.exists() and stamp.exists() and (
+            stamp.read_text(encoding="utf-8").strip() in figures.runs.current_codes()):
         try:
             rec = tf.records.load(path)
-            if int(rec.series("test_acc_mean")[0][-1]) == sc["rounds"] - 1:
-                return rec
+            if int(rec.series("test_acc_mean")[0][-1]) != sc["rounds"] - 1:
+                rec = None
         except (KeyError, ValueError):
-            pass
-        path.unlink()  # a run killed midway: this script's own cache, run again
-    res = tf.run("dsgd", topology(graph), data=data, rounds=sc["rounds"],
-                 eval_every=sc["eval_every"], seed=seed, records_path=str(path),
-                 membership_attack={"samples": sc["samples"]}, **SETTINGS)
-    return res.records
+            rec = None
+    if rec is None:
+        path.unlink(missing_ok=True)  # killed midway or of other code: this script's cache
+        stamp.write_text(figures.code_fingerprint() + "\n", encoding="utf-8")
+        rec = tf.run("dsgd", topology(graph), data=data, rounds=sc["rounds"],
+                     eval_every=sc["eval_every"], seed=seed, records_path=str(path),
+                     membership_attack={"samples": sc["samples"]}, **SETTINGS).records
+    args.run_codes.add(stamp.read_text(encoding="utf-8").strip())
+    args.run_seconds += float(rec.series("wall_time")[1][-1])
+    return rec
 
 
 def far(rec: Any) -> int:
@@ -205,7 +216,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     sc = scale(args.scale == "quick")
     data, data_name = dataset()
     folder = args.runs  # paper_figures/out/runs/<scale>/<name>/
-    recs = {g: [run(g, s, sc, data, folder) for s in sc["seeds"]] for g in GRAPHS}
+    recs = {g: [run(g, s, sc, data, folder, args) for s in sc["seeds"]] for g in GRAPHS}
     wall = sum(float(r.series("wall_time")[1][-1]) for rs in recs.values() for r in rs)
     acc = accountant()
     finals = {g: [float(r.series("test_acc_mean")[1][-1]) for r in rs] for g, rs in recs.items()}
