@@ -157,7 +157,7 @@ def _mean_by_distance(rs: list[Any], kind: str) -> tuple[np.ndarray, np.ndarray,
 def _plot(recs: dict[str, list[Any]]) -> Any:
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
     colors = {"ring": "tab:blue", "expander": "tab:orange"}
     for graph, rs in recs.items():
         d, mean, vals = _mean_by_distance(rs, "adv")
@@ -173,13 +173,15 @@ def _plot(recs: dict[str, list[Any]]) -> Any:
     axes[0].set_xlabel("hop distance between victim and attacker")
     axes[0].set_ylabel("attack advantage (TPR - FPR, held out)")
     axes[0].set_title("after the last round (mean over seeds; min-max)")
-    axes[0].legend(fontsize=8)
     axes[1].axhline(0, color="black", lw=0.8)
     axes[1].set_xlabel("round")
     axes[1].set_ylabel("attack advantage")
     axes[1].set_title("over rounds: nearest and farthest attackers")
-    axes[1].legend(fontsize=8)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    for ax, x in zip(axes, (0.27, 0.76)):  # below each panel: no legend covers the data
+        handles, labels = ax.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(x, 0.12), ncol=2,
+                   fontsize=8, frameon=False)
     return fig
 
 

@@ -438,8 +438,9 @@ class Result:
     paper's rounds from their configs' base ``rounds``; ``paper_rounds`` overrides);
     ``notes`` are added after the panels' notes and the claim's own
     (``paper_figures/claims.toml``). ``records`` are the records of runs a script made
-    itself, without panels (each run's records file): their provenance gives the result's
-    thread counts, CPU kinds and numeric environments as the panels' runs do.
+    itself, without panels (each run's records file): their configs and provenance give the
+    result's rounds, optimizer-state policy, thread counts, CPU kinds and numeric
+    environments as the panels' runs do.
     """
 
     fig: Any
@@ -469,12 +470,11 @@ def _finish(args: FigureArgs, result: Result) -> Path:
              else list(dict.fromkeys(s for p in found.values() for s in p.seeds)))
     dataset = result.dataset or " / ".join(dict.fromkeys(p.data for p in found.values())) or None
     stand = {k: v for p in found.values() for k, v in p.stand_in.items()}
-    configs = [c for p in found.values() for rec in p.runs.values()
-               for c in rec.configs.values()]
+    ran_records = [r for p in found.values() for r in p.runs.values()] + list(result.records)
+    configs = [c for rec in ran_records for c in rec.configs.values()]
     policy = list(dict.fromkeys(str(c.get("momentum_state", "algorithm")) for c in configs))
     notes += _policy_notes(configs, policy)
-    provs = [prov for rec in [r for p in found.values() for r in p.runs.values()]
-             + list(result.records) for prov in rec.provenances.values()]
+    provs = [prov for rec in ran_records for prov in rec.provenances.values()]
     threads = sorted({int(t) for prov in provs if isinstance(t := prov.get("torch_threads"), int)})
     cpus = sorted({c for prov in provs if isinstance(c := prov.get("cpu"), str)})
     envs = [e for prov in provs if isinstance(e := prov.get("environment"), dict)]
