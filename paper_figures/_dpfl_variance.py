@@ -10,7 +10,7 @@ fidelity gate (the baselines ordered as in the paper's Table 1, :func:`gate`).""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import _dpfl_checks as dc  # beside this script
@@ -51,15 +51,47 @@ PAPER_TABLE1 = {
 }
 
 
+def column(name: str) -> int | None:
+    """The index in :data:`TABLE1_COLUMNS` of the Table 1 column a panel title names (e.g.
+    ``"(a) CINIC-10 Dir(0.1)"``), ``None`` when it names none.
+
+    >>> column("(b) CINIC-10 Patho(3)"), column("FEMNIST, natural split"), column("digits")
+    (3, 4, None)
+    """
+    col = next((c for c in TABLE1_COLUMNS if c.split(" ")[0] in name
+                and (c == "FEMNIST" or c.split(" ")[1] in name)), None)
+    return None if col is None else TABLE1_COLUMNS.index(col)
+
+
+def accuracy_tie(name: str, dpfl: str, baselines: Iterable[str], margin: float) -> str:
+    """The claim form of a DPFL budget's accuracy part in panel ``name`` (the ``tie`` of
+    :func:`topofl.figures.above`), by the margin policy of ``claims.toml`` ``[margins]``:
+    ``"pass"`` ("at least as good") where the paper's own lead of ``dpfl`` (e.g.
+    ``"DPFL (0.2N)"``) over the most accurate of ``baselines`` in the panel's Table 1 column is
+    under ``margin`` (points), ``"inconclusive"`` ("better by the margin") otherwise or where
+    the panel names no column.
+
+    >>> base = ["kNN-Per", "Ditto", "FedAvg"]
+    >>> accuracy_tie("(a) CINIC-10 Dir(0.1)", "DPFL (inf)", base, 1.0)  # 81.49 - 80.42
+    'inconclusive'
+    >>> accuracy_tie("(a) CINIC-10 Dir(0.1)", "DPFL (0.05N)", base, 1.0)  # 80.91 - 80.42
+    'pass'
+    """
+    i = column(name)
+    known = [b for b in baselines if b in PAPER_TABLE1]
+    if i is None or dpfl not in PAPER_TABLE1 or not known:
+        return "inconclusive"
+    lead = PAPER_TABLE1[dpfl][i] - max(PAPER_TABLE1[b][i] for b in known)
+    return "pass" if lead < margin else "inconclusive"
+
+
 def gate(name: str, result: str, accuracy: Mapping[str, Any]) -> figures.Gate | None:
     """The fidelity gate of a panel ``name`` (its title names a column of the paper's Table 1,
     e.g. ``"(a) CINIC-10 Dir(0.1)"``): the baselines' accuracies (every row but DPFL's) on the
     stand-in ordered as in the paper; ``None`` when the title names no column."""
-    col = next((c for c in TABLE1_COLUMNS if c.split(" ")[0] in name
-                and (c == "FEMNIST" or c.split(" ")[1] in name)), None)
-    if col is None:
+    i = column(name)
+    if i is None:
         return None
-    i = TABLE1_COLUMNS.index(col)
     bars = figures.gate_bars(result)
     base = [k for k in accuracy if not k.startswith("DPFL") and k in PAPER_TABLE1]
     return figures.fidelity_gate(name, {k: PAPER_TABLE1[k][i] for k in base},
@@ -161,6 +193,7 @@ def panels(args: figures.FigureArgs, titles: dict[str, str], *, total: int,
             readings[f"{short}: {k} vs {flat}, variance"] = var["converged"]
             pair = [figures.above(f"{short}: {k} more accurate than every baseline (points)",
                                   got[k][0] - best, margin=acc_margin, headline=True,
+                                  tie=accuracy_tie(short, k, base, acc_margin),
                                   fmt=".2f", **acc),
                     figures.below(f"{short}: {k} lower variance than every baseline (%²)",
                                   got[k][1] - low, margin=var_margin, headline=True,
