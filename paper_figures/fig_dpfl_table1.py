@@ -80,7 +80,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
             readings[f"{t}: {b} vs {top}"] = read["converged"]
             checks.append(figures.gated(figures.above(
                 f"{t}: {b} above every baseline (points)", cells[t][b] - best, margin=margin,
-                headline=True, fmt=".2f", **read), gates[-1]))
+                tie=dv.accuracy_tie(t, b, base, margin), headline=True, fmt=".2f", **read),
+                gates[-1]))
         parts.append(f"{t}: DPFL {min(cells[t][b].mean for b in budgets):.1f}-"
                      f"{max(cells[t][b].mean for b in budgets):.1f}% over the {len(budgets)} "
                      f"budgets vs best baseline {top} {cells[t][top]:.1f}%, Local "
