@@ -46,7 +46,14 @@ from topofl._utils.validation import (
     did_you_mean_each,
     unknown_name,
 )
-from topofl.algorithms.base import ALGORITHMS, DP_KEYS, Algorithm, get_algorithm, takers
+from topofl.algorithms.base import (
+    ALGORITHMS,
+    DP_KEYS,
+    DPSGD_KEYS,
+    Algorithm,
+    get_algorithm,
+    takers,
+)
 from topofl.algorithms.hparams import flat_parameters, flatten_groups
 from topofl.data.federated import as_dataset
 from topofl.distributed.checkpoint import checkpoint_target_problem, load_any, save_any
@@ -444,8 +451,9 @@ def _check_keys(algorithm: str | Algorithm, hparams: Mapping[str, Any],
     if isinstance(algorithm, str):
         accepted = set(flat_parameters(ALGORITHMS[algorithm]))
         known = (f"the {algorithm} hyper-parameters {', '.join(sorted(accepted))} and the "
-                 f"noisy-update keys {', '.join(DP_KEYS)}")
-        accepted |= set(DP_KEYS)
+                 f"noisy-update keys {', '.join(DP_KEYS)} and the DP-SGD keys "
+                 f"{', '.join(DPSGD_KEYS)}")
+        accepted |= set(DP_KEYS) | set(DPSGD_KEYS)
     else:
         accepted, known = set(), "no hyper-parameters (the Algorithm is built)"
     unknown = sorted(set(hparams) - accepted)

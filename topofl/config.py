@@ -144,6 +144,8 @@ def run_keys(algorithm: str = "dsgd") -> dict[str, str]:
     out.update({k: str(p.annotation) for k, p in hparam_signature(algorithm).items()})
     out.update(dict.fromkeys(("dp_clip", "dp_noise", "dp_delta", "dp_correlated"),
                              "float"), dp_seed="int")
+    out.update(dict.fromkeys(("dpsgd_clip", "dpsgd_noise", "dpsgd_delta"), "float"),
+               dpsgd_seed="int")
     out.update({f.name: str(f.type) for f in dataclasses.fields(RunConfig)
                 if f.name not in ("rounds", "seed")})
     return out

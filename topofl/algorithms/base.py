@@ -98,6 +98,14 @@ DP_KEYS = ("dp_clip", "dp_noise", "dp_seed", "dp_delta", "dp_correlated")
 #: gives one): those of :func:`~topofl.algorithms.with_noisy_updates`
 DP_DEFAULTS: dict[str, Any] = {"dp_clip": None, "dp_noise": None, "dp_seed": 0,
                                "dp_delta": 1e-5, "dp_correlated": 0.0}
+#: The keys that give any registered algorithm DP-SGD in its local step (a config's or
+#: :func:`topofl.run`'s route to :func:`~topofl.algorithms.with_dp_sgd`): ``dpsgd_clip`` and
+#: ``dpsgd_noise`` together turn it on; ``dpsgd_seed`` and ``dpsgd_delta`` take its defaults.
+DPSGD_KEYS = ("dpsgd_clip", "dpsgd_noise", "dpsgd_seed", "dpsgd_delta")
+#: What a resolved config records for the keys of :data:`DPSGD_KEYS` it does not give (when it
+#: gives one): those of :func:`~topofl.algorithms.with_dp_sgd`
+DPSGD_DEFAULTS: dict[str, Any] = {"dpsgd_clip": None, "dpsgd_noise": None, "dpsgd_seed": 0,
+                                  "dpsgd_delta": 1e-5}
 
 
 def get_algorithm(name: str, **hparams: Any) -> Algorithm:
@@ -105,14 +113,18 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
 
     ``dp_clip`` and ``dp_noise`` (with ``dp_seed``, ``dp_delta`` and ``dp_correlated``
     optional, :data:`DP_KEYS`) build it with noisy updates:
-    :func:`~topofl.algorithms.with_noisy_updates` of the algorithm the other keys build.
+    :func:`~topofl.algorithms.with_noisy_updates` of the algorithm the other keys build;
+    ``dpsgd_clip`` and ``dpsgd_noise`` (with ``dpsgd_seed`` and ``dpsgd_delta`` optional,
+    :data:`DPSGD_KEYS`) build it with DP-SGD in its local step:
+    :func:`~topofl.algorithms.with_dp_sgd`.
 
     Raises
     ------
     ValueError
         For an unknown name (the message lists the known ones); ``dp_seed``, ``dp_delta`` or
         ``dp_correlated`` without ``dp_clip`` and ``dp_noise``, or one of these two without
-        the other.
+        the other (and alike for the ``dpsgd_*`` keys); keys of both groups together (their
+        spends do not add up).
     TypeError
         For a hyper-parameter the algorithm does not take, or a value that is not a ``bool``
         for one whose default is (``nesterov="no"``).
@@ -128,15 +140,24 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     >>> noisy = tf.algorithms.get_algorithm("dsgd", lr=0.1, dp_clip=1.0, dp_noise=8.0)
     >>> noisy.hparams["dp_noise"], noisy.hparams["dp_seed"]
     (8.0, 0)
+    >>> get_algorithm("dsgd", lr=0.1, dpsgd_clip=1.0, dpsgd_noise=1.2).hparams["dpsgd_noise"]
+    1.2
     """
     if name not in ALGORITHMS:
         raise ValueError(unknown_name("algorithm", name, ALGORITHMS))
     dp = {k: hparams.pop(k) for k in DP_KEYS if k in hparams}
+    dpsgd = {k: hparams.pop(k) for k in DPSGD_KEYS if k in hparams}
+    if dp and dpsgd:
+        raise ValueError(f"noisy updates ({', '.join(sorted(dp))}) and DP-SGD "
+                         f"({', '.join(sorted(dpsgd))}) together: their spends do not add up "
+                         "here; give one of the two")
     factory = ALGORITHMS[name]
     for p in flat_parameters(factory).values():
         if isinstance(p.default, bool) and p.name in hparams:  # "no" is not False
             check_bool(hparams[p.name], p.name)
     algo = factory(**hparams)
+    if dpsgd:
+        return _with_dp_sgd(algo, dpsgd)
     if not dp:
         return algo
     missing = [k for k in ("dp_clip", "dp_noise") if k not in dp]
@@ -153,6 +174,22 @@ def get_algorithm(name: str, **hparams: Any) -> Algorithm:
     return with_noisy_updates(algo, check_real(dp["dp_clip"], "dp_clip", low=0, low_open=True),
                               check_real(dp["dp_noise"], "dp_noise", low=0, low_open=True),
                               seed=seed, delta=delta, correlated=correlated)
+
+
+def _with_dp_sgd(algo: Algorithm, dp: dict[str, Any]) -> Algorithm:
+    """``algo`` with DP-SGD from the ``dpsgd_*`` keys of a config (:data:`DPSGD_KEYS`)."""
+    missing = [k for k in ("dpsgd_clip", "dpsgd_noise") if k not in dp]
+    if missing:
+        raise ValueError(f"DP-SGD needs dpsgd_clip and dpsgd_noise together, got "
+                         f"{sorted(dp)} without {missing}")
+    from topofl.algorithms.private import with_dp_sgd  # it builds on this module
+
+    seed = check_int(dp.get("dpsgd_seed", DPSGD_DEFAULTS["dpsgd_seed"]), "dpsgd_seed", low=0)
+    delta = check_real(dp.get("dpsgd_delta", DPSGD_DEFAULTS["dpsgd_delta"]), "dpsgd_delta",
+                       low=0, high=1, low_open=True, high_open=True)
+    return with_dp_sgd(algo, check_real(dp["dpsgd_clip"], "dpsgd_clip", low=0, low_open=True),
+                       check_real(dp["dpsgd_noise"], "dpsgd_noise", low=0, low_open=True),
+                       seed=seed, delta=delta)
 
 
 def takers(key: str, *, but: str | None = None) -> list[str]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from topofl._utils.registries import replaced
 from topofl._utils.validation import unknown_name
-from topofl.algorithms.base import ALGORITHMS, DP_DEFAULTS, DP_KEYS
+from topofl.algorithms.base import ALGORITHMS, DP_DEFAULTS, DP_KEYS, DPSGD_DEFAULTS, DPSGD_KEYS
 from topofl.algorithms.hparams import flat_parameters
 from topofl.data.partition import PARTITIONS
 from topofl.exceptions import ConfigError
@@ -118,6 +118,8 @@ def describe_run(call: Mapping[str, Any], hparams: Mapping[str, Any],
               if k in hparams or p.default is not p.empty}
         if any(k in hparams for k in DP_KEYS):  # noisy updates: only when asked for
             hp.update({k: hparams.get(k, default) for k, default in DP_DEFAULTS.items()})
+        if any(k in hparams for k in DPSGD_KEYS):  # DP-SGD: only when asked for
+            hp.update({k: hparams.get(k, default) for k, default in DPSGD_DEFAULTS.items()})
     else:
         cfg["algorithm"] = {"object": "Algorithm", "name": algorithm.name}
         hp = dict(algorithm.hparams)
