@@ -5,8 +5,8 @@ Accountants that take a graph and return a pairwise privacy matrix
 
 - gossip averaging with local noise: :func:`muffliato` (Cyffers et al. 2022, pairwise network
   RDP, plain or Chebyshev-accelerated gossip; :func:`muffliato_rounds` its number of steps)
-  and :func:`gossip_linear` (the exact Gaussian view, the linear-systems analysis of Koskela
-  and Kulkarni 2025);
+  and :func:`gossip_linear` (the exact Gaussian view of noise added once, read as a linear
+  system in the manner of Koskela and Kulkarni 2025, whose main case adds noise every round);
 - DECOR's pairwise-correlated noise (Allouah et al., ICML 2024): :func:`correlated_noise_spend`,
   each node's spend against an eavesdropper and colluding nodes;
 - DP-SGD in the local step (Abadi et al. 2016, :func:`topofl.algorithms.with_dp_sgd`):

@@ -13,8 +13,9 @@ then gossips ``x^t = W_t x^{t-1}`` for ``t = 1..T``; at step ``t`` node ``v`` se
   ``totilas/muffliato`` computes it in ``muffliato.simulation``): each message is a Gaussian
   mechanism, composed, ``rho[u, v] = 1/(2 sigma^2) sum_t sum_{w ~ v} P_t[w, u]^2 / ||P_t[w]||^2``,
   i.e. ``(alpha, alpha rho)``-RDP for every ``alpha``;
-- :func:`gossip_linear` reads the whole view as one linear Gaussian system (the linear-systems
-  analysis of Koskela and Kulkarni, arXiv 2505.19969): the view is a linear image
+- :func:`gossip_linear` reads the whole view as one linear Gaussian system (in the manner of
+  the linear-systems analysis of Koskela and Kulkarni, arXiv 2505.19969, whose main case adds
+  noise at every round; here it is added once, as in Muffliato): the view is a linear image
   ``M (x + eta)`` of the noisy inputs, and once ``v``'s own column is removed it is a Gaussian
   mechanism on ``x_u`` with ``mu[u, v]^2 = h_u / sigma^2``, where ``h_u`` is the leverage of
   column ``u`` in ``M`` (the squared norm of ``e_u`` projected onto the row space of ``M``). This
