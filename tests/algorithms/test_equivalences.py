@@ -170,6 +170,8 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     # issue 35: exact with a constant step (closed forms in test_tracking.py)
     "dsgt": ({}, False, tf.topologies.ring(6)),
     "extra": ({}, False, tf.topologies.ring(6)),
+    "exact_diffusion": ({}, False, tf.topologies.ring(6)),
+    "nids": ({}, False, tf.topologies.ring(6)),
     # CHOCO: D-SGD's fixed point on (1 - gamma) I + gamma W (test_choco.py), -> x* as lr -> 0
     "choco": ({"gamma": 0.5}, False, tf.topologies.ring(6)),
     "el": ({}, False, tf.topologies.el_oracle(6, 2, seed=0)),

@@ -235,6 +235,7 @@ _KW: dict[str, dict[str, Any]] = {
     "dpfl": dict(local_steps=1, budget=2, tau_init=0.0),
     "perfedavg": dict(local_steps=1, adapt_steps=1),
     "dsgt": {}, "extra": {},  # one gradient a round, always
+    "exact_diffusion": {}, "nids": {},
     "teleport": dict(k=2),
 }
 _TOPO = {"sgp": "push", "osgp": "push", "dfedpgp": "push"}

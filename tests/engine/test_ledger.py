@@ -215,6 +215,10 @@ CASES: dict[str, Case] = {
     # issue 35: the model and the tracker on every arc; EXTRA and EL the model only
     "dsgt": ({}, lambda: tf.topologies.ring(N), lambda r: [(2 * RING, 2 * RING * P * F)] * 2),
     "extra": ({}, lambda: tf.topologies.ring(N), lambda r: [(RING, RING * P * F)] * 2),
+    # exact diffusion: the corrected point on every arc; NIDS sends nothing in round 0
+    "exact_diffusion": ({}, lambda: tf.topologies.ring(N),
+                        lambda r: [(RING, RING * P * F)] * 2),
+    "nids": ({}, lambda: tf.topologies.ring(N), lambda r: [(0, 0), (RING, RING * P * F)]),
     "el": ({}, _cycle, lambda r: [(N, N * P * F)] * 2),
     # CHOCO, top-k 10 %: k = 61 of the 610 parameters, as float32 values with int32 indices
     # attached, on every arc
@@ -266,6 +270,7 @@ _STEPS: dict[str, dict[str, int]] = {  # little local work: the counts do not de
     "fedbabu": dict(local_steps=1, finetune_steps=1),
     "perfedavg": dict(local_steps=1, adapt_steps=1),
     "dsgt": {}, "extra": {},  # one gradient a round, always
+    "exact_diffusion": {}, "nids": {},
     "choco": dict(local_steps=1),
 }
 

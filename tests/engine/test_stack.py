@@ -48,6 +48,8 @@ ALGORITHMS = {
     "dsgt": lambda lr: tf.algorithms.dsgt(lr=lr),
     "dsgt-adapt-first": lambda lr: tf.algorithms.dsgt(lr=lr, variant="dsgt", weight_decay=1e-3),
     "extra": lambda lr: tf.algorithms.extra(lr=lr, weight_decay=1e-3),
+    "exact_diffusion": lambda lr: tf.algorithms.exact_diffusion(lr=lr, weight_decay=1e-3),
+    "nids": lambda lr: tf.algorithms.nids(lr=lr, gamma=0.8),
     "choco-topk": lambda lr: tf.algorithms.choco(lr=lr, ratio=0.3, gamma=0.5),
     "choco-randk": lambda lr: tf.algorithms.choco(lr=lr, compressor="randk", ratio=0.3,
                                                   compress_seed=3, momentum=0.5),

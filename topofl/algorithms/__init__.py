@@ -30,6 +30,7 @@ from topofl.algorithms.dpfl_analysis import client_accuracy_stats, malicious_sha
 from topofl.algorithms.dsgd import dsgd
 from topofl.algorithms.dsgt import dsgt
 from topofl.algorithms.el import el
+from topofl.algorithms.exact_diffusion import exact_diffusion
 from topofl.algorithms.extra import extra
 from topofl.algorithms.fedavg import fedavg
 from topofl.algorithms.fedavg_ft import fedavg_ft
@@ -44,6 +45,7 @@ from topofl.algorithms.gossip_learning import gossip_learning
 from topofl.algorithms.knn_per import knn_per
 from topofl.algorithms.local import local
 from topofl.algorithms.morph import morph
+from topofl.algorithms.nids import nids
 from topofl.algorithms.osgp import osgp
 from topofl.algorithms.perfedavg import perfedavg
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
@@ -63,6 +65,8 @@ __all__ = [
     "gossip_learning",
     "dsgt",
     "extra",
+    "exact_diffusion",
+    "nids",
     "choco",
     "el",
     "dfedavgm",

@@ -134,6 +134,9 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "dsgt": ("dsgt", ring, {}),
         "dsgt_adapt_first": ("dsgt", ring, dict(variant="dsgt", weight_decay=1e-3)),
         "extra": ("extra", ring, {}),
+        # issue 84: exact diffusion, NIDS
+        "exact_diffusion": ("exact_diffusion", ring, {}),
+        "nids": ("nids", ring, dict(gamma=0.8, weight_decay=1e-3)),
         "el": ("el", topologies.el_local(n, 2, seed=1), dict(local_steps=2, momentum=0.5)),
         # CHOCO-SGD, one case per compressor
         "choco": ("choco", ring, {}),
