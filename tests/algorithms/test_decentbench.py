@@ -7,6 +7,12 @@
 ``analysis/decentbench_reference.py`` under Python 3.13 (decent-bench needs it). Here topofl's
 counterparts run through ``tf.engine.run_rounds`` on the same data, ``W`` and starting points
 in float64, and every iterate of every agent must agree to 1e-10.
+
+The file's ``federated_runs`` hold its server methods ``FedNova`` and ``FedDyn`` (issue 84
+item 2): the server's model after each round, with full participation and a fixed selection,
+equal and unequal local step counts; topofl's ``fednova`` and ``feddyn`` are driven here in the
+engine's round order (``round_start``, each client's local steps at rate 0 once it is done or
+when it is not selected, ``communicate``) and must agree to 1e-10 as well.
 """
 
 from __future__ import annotations
@@ -129,3 +135,97 @@ def test_the_fixed_point_is_the_exact_least_squares_minimiser(name: str, problem
                    rounds=1500).evaluated().numpy()
     if shift:  # with the same constant step D-SGD (decent-bench's ATC) stays off x*
         assert np.abs(d - x_star).max() > 1e-3
+
+
+# ---------------------------------------------------------------- server methods (issue 84 item 2)
+
+FEDERATED = REFERENCE["federated_runs"]
+
+
+def _fed_problem(name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_problem` for agents with unequal sample counts (one agent at a time)."""
+    p = REFERENCE["problems"][name]
+    As = [torch.tensor(a, dtype=D) for a in p["A"]]
+    bs = [torch.tensor(b, dtype=D) for b in p["b"]]
+    return (torch.stack([A.T @ A / len(A) for A in As]),
+            torch.stack([A.T @ b / len(A) for A, b in zip(As, bs)]))
+
+
+def _fed_algorithm(run: dict[str, Any], weighting: str | None = None) -> tf.engine.Algorithm:
+    """topofl's counterpart of a federated case: decent-bench's FedNova always weighs its
+    clients by their sample counts (``weighting="data_size"``), its FedDyn uniformly."""
+    o, lr = run["options"], REFERENCE["step_size"]
+    if run["algorithm"] == "FedNova":
+        return tf.algorithms.fednova(
+            lr=lr, weighting=weighting or "data_size",
+            momentum=o.get("momentum", 0.9) if o.get("use_momentum") else 0.0,
+            mu=o.get("penalty", 0.01) if o.get("use_prox") else 0.0,
+            server_momentum=(o.get("server_momentum", 0.9) if o.get("use_server_momentum")
+                             else 0.0))
+    return tf.algorithms.feddyn(lr=lr, alpha=o["penalty"], weighting=weighting or "uniform")
+
+
+def _fed_trajectory(algo: tf.engine.Algorithm, run: dict[str, Any]) -> np.ndarray:
+    """``[rounds, n, d]``: every client's model after each round, the rounds driven as the
+    engine drives them (:func:`topofl.engine.loop`: per-client step counts, the clients not
+    selected offline under the ``"server"`` rule)."""
+    from topofl.engine.availability import local_rates, round_view
+
+    H, c = _fed_problem(run["problem"])
+    n, d = c.shape
+    sizes = torch.tensor([len(a) for a in REFERENCE["problems"][run["problem"]]["A"]])
+    env = tf.engine.toy_services(n, d, train_sizes=sizes)
+    state = algo.init(torch.tensor(run["x0"], dtype=D).expand(n, d).clone(), env)
+    steps = torch.tensor(run["local_steps"])
+    phase = algo.phases[0]
+    out = []
+    for t in range(REFERENCE["federated_rounds"]):
+        online = None
+        if run["selection"] is not None:
+            online = np.zeros(n, dtype=bool)
+            online[run["selection"][t % len(run["selection"])]] = True
+        rnd = round_view(algo, t, None, online)
+        on = None if rnd.online is None else torch.as_tensor(rnd.online)
+        algo.round_start(state, rnd, env)
+        for k in range(int(steps.max())):
+            z = algo.local.point(state, phase, env)
+            g = torch.einsum("nde,ne->nd", H, z) - c
+            lr = local_rates(REFERENCE["step_size"] * (steps > k).to(D), on)
+            algo.local.update(state, g, phase, lr, rnd, env)
+        algo.communicate(state, rnd, env)
+        out.append(state.x.numpy().copy())
+    return np.array(out)
+
+
+def _fed_id(run: dict[str, Any]) -> str:
+    opts = "-".join(f"{k}={v}" for k, v in run["options"].items() if not k.startswith("use_"))
+    steps = "x".join(map(str, run["local_steps"]))
+    return (f"{run['algorithm']}-{run['problem']}-steps{steps}"
+            f"{'-selected' if run['selection'] else ''}{'-' + opts if opts else ''}")
+
+
+def test_the_federated_cases_cover_what_was_asked() -> None:
+    cases = {(r["algorithm"], len(set(r["local_steps"])) > 1, r["selection"] is not None)
+             for r in FEDERATED}
+    assert {("FedNova", True, True), ("FedNova", True, False), ("FedNova", False, False),
+            ("FedDyn", False, True), ("FedDyn", False, False)} <= cases
+    sizes = {len(a) for a in REFERENCE["problems"]["regression3_unequal"]["A"]}
+    assert sizes == {4, 8, 12, 16}  # FedNova's data-size weights matter
+
+
+@pytest.mark.parametrize("run", FEDERATED, ids=_fed_id)
+def test_server_methods_follow_decentbench_round_by_round(run: dict[str, Any]) -> None:
+    ref = np.array(run["iterates"])  # [K, d]: decent-bench's server model
+    got = _fed_trajectory(_fed_algorithm(run), run)  # [K, n, d]
+    assert np.abs(got - got[:, :1]).max() == 0.0  # every client holds the server's model
+    gap = np.abs(got[:, 0] - ref).max(axis=1)
+    assert gap.max() <= TOL, (run["algorithm"], gap.tolist())  # measured: <= 5.2e-13
+    assert np.abs(ref[-1] - np.array(run["x0"])).max() > 1.0  # the iterates move
+    # and the comparison tells the method from FedAvg with the same local work
+    fedavg = tf.algorithms.fedavg(lr=0.1, weighting=_fed_algorithm(run).hparams["weighting"])
+    if run["algorithm"] == "FedDyn" or len(set(run["local_steps"])) > 1 or run["options"]:
+        assert np.abs(_fed_trajectory(fedavg, run)[:, 0] - ref).max() > 1e-3
+    if run["algorithm"] == "FedNova" and run["problem"] == "regression3_unequal":
+        # decent-bench weighs by the sample counts: topofl's uniform weights would differ
+        uniform = _fed_trajectory(_fed_algorithm(run, "uniform"), run)
+        assert np.abs(uniform[:, 0] - ref).max() > 1e-3

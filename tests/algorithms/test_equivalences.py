@@ -42,6 +42,9 @@ STEPS: dict[str, dict[str, Any]] = {
     # issue 59: server baselines with a server state (control variates, server moments)
     "scaffold": {"local_steps": 2},
     "fedopt": {"local_steps": 2, "optimizer": "yogi"},
+    # issue 84: FedNova with every counter it keeps, FedDyn's dynamic states
+    "fednova": {"local_steps": 2, "momentum": 0.5, "mu": 0.1, "server_momentum": 0.5},
+    "feddyn": {"local_steps": 2, "alpha": 0.1},
     # issue 46: event time, heterogeneous durations, a window that defers events
     "adpsgd": {"local_steps": 2, "durations": [1.0, 1.3, 2.0, 0.8, 3.5, 1.0, 0.9, 2.2],
                "window": 0.8},
@@ -167,11 +170,18 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     "scaffold": ({"local_steps": 5}, False, None),
     # FedAdam: FedAvg's fixed point (a common minimiser) reached by the server's steps
     "fedopt": ({"local_steps": 5, "server_lr": 0.01}, True, None),
+    # issue 84: FedNova with equal local work is FedAvg (a common minimiser is its fixed
+    # point); FedDyn's fixed point is the minimiser of the sum with a constant step
+    "fednova": ({"local_steps": 5}, True, None),
+    "feddyn": ({"local_steps": 5, "alpha": 0.5}, False, None),
     # issue 35: exact with a constant step (closed forms in test_tracking.py)
     "dsgt": ({}, False, tf.topologies.ring(6)),
     "extra": ({}, False, tf.topologies.ring(6)),
     "exact_diffusion": ({}, False, tf.topologies.ring(6)),
     "nids": ({}, False, tf.topologies.ring(6)),
+    # local-update tracking: exact with a constant step and several local steps
+    "kgt": ({"local_steps": 2}, False, tf.topologies.ring(6)),
+    "led": ({"local_steps": 2, "beta": 0.2}, False, tf.topologies.ring(6)),
     # CHOCO: D-SGD's fixed point on (1 - gamma) I + gamma W (test_choco.py), -> x* as lr -> 0
     "choco": ({"gamma": 0.5}, False, tf.topologies.ring(6)),
     "el": ({}, False, tf.topologies.el_oracle(6, 2, seed=0)),

@@ -236,6 +236,7 @@ _KW: dict[str, dict[str, Any]] = {
     "perfedavg": dict(local_steps=1, adapt_steps=1),
     "dsgt": {}, "extra": {},  # one gradient a round, always
     "exact_diffusion": {}, "nids": {},
+    "kgt": dict(local_steps=2), "led": dict(local_steps=2),
     "teleport": dict(k=2),
 }
 _TOPO = {"sgp": "push", "osgp": "push", "dfedpgp": "push"}

@@ -208,6 +208,10 @@ CASES: dict[str, Case] = {
     # FedAvg's bytes, FedAvg's messages); FedOpt's are FedAvg's
     "scaffold": ({}, None, lambda r: [(_server(P)[0], 2 * _server(P)[1])] * 2),
     "fedopt": ({}, None, lambda r: [_server(P)] * 2),
+    # issue 84: FedNova's upload carries its normaliser |a_i|_1 (one number, attached);
+    # FedDyn's messages are FedAvg's (g_k stays on the client, h on the server)
+    "fednova": ({}, None, lambda r: [(_server(P)[0], _server(P)[1] + N * F)] * 2),
+    "feddyn": ({}, None, lambda r: [_server(P)] * 2),
     # the personalized model down with the pull direction attached, the model up
     "pfedgraph": ({}, None, lambda r: [(2 * N, 3 * N * P * F)] * 2),
     "dpfl": (dict(budget=None, tau_init=0.0), None, _dpfl_greedy),
@@ -219,6 +223,10 @@ CASES: dict[str, Case] = {
     "exact_diffusion": ({}, lambda: tf.topologies.ring(N),
                         lambda r: [(RING, RING * P * F)] * 2),
     "nids": ({}, lambda: tf.topologies.ring(N), lambda r: [(0, 0), (RING, RING * P * F)]),
+    # K-GT: the model and z on every arc, once per K local steps; LED: the model
+    "kgt": ({}, lambda: tf.topologies.ring(N),
+            lambda r: [(2 * RING, 2 * RING * P * F)] * 2),
+    "led": ({}, lambda: tf.topologies.ring(N), lambda r: [(RING, RING * P * F)] * 2),
     "el": ({}, _cycle, lambda r: [(N, N * P * F)] * 2),
     # CHOCO, top-k 10 %: k = 61 of the 610 parameters, as float32 values with int32 indices
     # attached, on every arc
@@ -249,6 +257,10 @@ EXTRA: dict[str, tuple[str, Case]] = {
                                       lambda r: [(4, 2 * _server(P, 2)[1])] * 2)),
     "fedopt_sampled": ("fedopt", (dict(participation=0.5, optimizer="yogi"), None,
                                   lambda r: [_server(P, 2)] * 2)),
+    "fednova_sampled": ("fednova", (dict(participation=0.5), None,
+                                    lambda r: [(4, _server(P, 2)[1] + 2 * F)] * 2)),
+    "feddyn_sampled": ("feddyn", (dict(participation=0.5), None,
+                                  lambda r: [_server(P, 2)] * 2)),
     "sgp_sampled": ("sgp", (dict(participation=0.5),
                             lambda: tf.topologies.ring(N, weights="push_sum"),
                             None)),  # checked against the active graph below
@@ -271,6 +283,7 @@ _STEPS: dict[str, dict[str, int]] = {  # little local work: the counts do not de
     "perfedavg": dict(local_steps=1, adapt_steps=1),
     "dsgt": {}, "extra": {},  # one gradient a round, always
     "exact_diffusion": {}, "nids": {},
+    "kgt": dict(local_steps=2), "led": dict(local_steps=2),
     "choco": dict(local_steps=1),
 }
 

@@ -35,6 +35,8 @@ from topofl.algorithms.extra import extra
 from topofl.algorithms.fedavg import fedavg
 from topofl.algorithms.fedavg_ft import fedavg_ft
 from topofl.algorithms.fedbabu import fedbabu
+from topofl.algorithms.feddyn import feddyn
+from topofl.algorithms.fednova import fednova
 from topofl.algorithms.fedopt import fedopt
 from topofl.algorithms.fedper import fedper
 from topofl.algorithms.fedprox import fedprox
@@ -42,7 +44,9 @@ from topofl.algorithms.fedprox_ft import fedprox_ft
 from topofl.algorithms.fedrep import fedrep
 from topofl.algorithms.ggc import bggc, ggc
 from topofl.algorithms.gossip_learning import gossip_learning
+from topofl.algorithms.kgt import kgt
 from topofl.algorithms.knn_per import knn_per
+from topofl.algorithms.led import led
 from topofl.algorithms.local import local
 from topofl.algorithms.morph import morph
 from topofl.algorithms.nids import nids
@@ -67,6 +71,8 @@ __all__ = [
     "extra",
     "exact_diffusion",
     "nids",
+    "kgt",
+    "led",
     "choco",
     "el",
     "dfedavgm",
@@ -77,6 +83,8 @@ __all__ = [
     "fedprox_ft",
     "scaffold",
     "fedopt",
+    "fednova",
+    "feddyn",
     "sgp",
     "osgp",
     "dfedpgp",

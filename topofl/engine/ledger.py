@@ -62,6 +62,7 @@ KINDS = {
     "indices": "the 32-bit coordinate indices of a top-k/rand-k message (CHOCO-SGD)",
     "norm": "the norm of a QSGD-quantized vector (one number, CHOCO-SGD)",
     "control": "a control variate attached to a model (SCAFFOLD's c down, its change up)",
+    "normalizer": "FedNova's normaliser |a_i|_1 (one number, attached to a client's update)",
 }
 
 

@@ -137,6 +137,15 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
         # issue 84: exact diffusion, NIDS
         "exact_diffusion": ("exact_diffusion", ring, {}),
         "nids": ("nids", ring, dict(gamma=0.8, weight_decay=1e-3)),
+        # issue 84: local-update tracking
+        "kgt": ("kgt", ring, dict(local_steps=2, outer_lr=0.8, weight_decay=1e-3)),
+        "led": ("led", ring, dict(local_steps=2, beta=0.3, gamma=0.8)),
+        # issue 84 item 2: FedNova (unequal local work, every counter), FedDyn
+        "fednova": ("fednova", None, dict(local_epochs=[0.1, 0.3, 0.1, 0.3, 0.1, 0.3],
+                                          momentum=0.5, mu=0.1, server_momentum=0.5,
+                                          participation=0.5, weighting="data_size")),
+        "feddyn": ("feddyn", None, dict(local_steps=2, alpha=0.1, participation=0.5,
+                                        init="independent")),
         "el": ("el", topologies.el_local(n, 2, seed=1), dict(local_steps=2, momentum=0.5)),
         # CHOCO-SGD, one case per compressor
         "choco": ("choco", ring, {}),
