@@ -6,9 +6,17 @@ tracker $y_i$ that each client gossips beside its model and corrects with its ne
 difference, so that $\frac1n \sum_i y_i$ stays the average of the clients' latest gradients;
 at a fixed point every $y_i$ is that average, and it vanishes only at the optimum.
 
-With a ``compressor``, :func:`dsgt` is BEER, as the authors' numerical experiments run it
-(``liboyue/beer``, ``experiments/BEER.py``): public copies $H^0 = G^0 = 0$, tracker
-$V^0 = g(x^0)$, and with $C$ the compressor, $W$ the round's mixing matrix and rows the clients,
+With a ``compressor``, :func:`dsgt` is BEER: the update of the authors' numerical experiments
+(``liboyue/beer``, ``experiments/BEER.py``) with topofl's compressors in it, not theirs. Their
+script takes its compressors from ``nda.optimizers.compressor``
+(``liboyue/Network-Distributed-Algorithm``), whose ``top`` keeps the ``a`` smallest *signed*
+entries of each agent's vector (numpy's ``argpartition``; topofl's ``"topk"`` keeps the largest
+magnitudes) and whose QSGD (``gsgd``, $s = 2^{b-1}$ levels) is unscaled, $E[Q(v)] = v$
+(topofl's ``"qsgd"`` carries CHOCO's $1/\tau$,
+:func:`~topofl.engine.pieces.compression.qsgd_scale`); rand-k is unscaled in both, drawn from
+other random streams. Public copies $H^0 = G^0 = 0$, tracker $V^0 = g(x^0)$ (the first round's
+gradient, a mini-batch's in a stochastic run, where their script takes each agent's full local
+gradient), and with $C$ the compressor, $W$ the round's mixing matrix and rows the clients,
 
 * $x^{t+1} = x^t + \gamma (W - I) H^t - \eta V^t$, $\;H^{t+1} = H^t + C(x^{t+1} - H^t)$;
 * $V^{t+1} = V^t + \gamma (W - I) G^t + g(x^{t+1}) - g(x^t)$,

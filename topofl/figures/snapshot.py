@@ -120,6 +120,8 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
                                             weighting="data_size", init="independent")),
         "fedopt": ("fedopt", None, dict(local_steps=2, optimizer="yogi", participation=0.5)),
         "fedopt_adam": ("fedopt", None, dict(local_steps=2, weighting="data_size")),
+        "fedopt_flower": ("fedopt", None, dict(local_steps=2, variant="flower",
+                                               weighting="data_size")),
         "fedavg_ft": ("fedavg_ft", None, dict(local_epochs=0.05, weighting="data_size")),
         "fedprox_ft": ("fedprox_ft", None, dict(local_steps=2, mu=0.5, finetune_steps=2)),
         "apfl": ("apfl", None, dict(local_steps=2, momentum=0.5, participation=0.5)),
