@@ -27,7 +27,9 @@ Conventions shared by the four (see each factory for the paper passages):
   ``x_0 + mean(x_i - x_0)``, so averaging models that already agree changes nothing.
 * ``participation`` < 1 samples ``max(1, floor(participation * n))`` clients per round without
   replacement (McMahan et al.'s ``m = max(C K, 1)``) from the stream ``(sample_seed, t)``, so a
-  round's participants depend on ``(sample_seed, t)`` only and a resumed run samples the same.
+  round's participants depend on ``(sample_seed, t)`` only and a resumed run samples the same;
+  ``selection="fair"`` takes the clients selected the fewest times first instead
+  (decent-bench's ``FairSelection``: round-robin over blocks of ``m``, a function of ``t``).
   The others take no local step (their learning rate is 0) and send nothing.
 * Messages per round: ``2 m`` with ``m`` participants (the communicated part: the body, or
   Ditto's whole global model, sent down to each participant before its local work and up
@@ -124,13 +126,17 @@ class ServerParams(Generic[S]):
         """``piece`` (by default :class:`~topofl.engine.pieces.SGD` with the local optimiser's
         momentum and weight decay) run by the round's participants only."""
         piece = SGD(self.sgd.momentum, self.sgd.weight_decay) if piece is None else piece
-        return Sampled(piece, self.sampling.participation, self.sampling.sample_seed)
+        s = self.sampling
+        return Sampled(piece, s.participation, s.sample_seed, s.selection)
 
     def server_dict(self) -> dict[str, Any]:
         """The server's hyper-parameters as recorded in the run config (``participation``,
-        ``sample_seed``, ``weighting``: after the algorithm's own)."""
-        return dict(participation=self.sampling.participation,
-                    sample_seed=self.sampling.sample_seed, weighting=self.weighting)
+        ``sample_seed``, ``selection`` when not ``"uniform"``, so that a uniform run keeps
+        its hash, and ``weighting``: after the algorithm's own)."""
+        s = self.sampling
+        chosen = {} if s.selection == "uniform" else {"selection": s.selection}
+        return dict(participation=s.participation, sample_seed=s.sample_seed, **chosen,
+                    weighting=self.weighting)
 
     def as_dict(self: ServerParams[LocalSGD]) -> dict[str, Any]:
         """The hyper-parameters of a one-phase baseline (the FedAvg family) as recorded in
@@ -161,7 +167,8 @@ def server_algorithm(name: str, hp: ServerParams[Any], hparams: dict[str, Any],
         init=compose_init(local) if init is None else init,
         local=local,
         communicate=server_average(shared, participation=hp.sampling.participation,
-                                   sample_seed=hp.sampling.sample_seed, weighting=hp.weighting),
+                                   sample_seed=hp.sampling.sample_seed, weighting=hp.weighting,
+                                   selection=hp.sampling.selection),
         evaluate=parameters if evaluate is None else evaluate,
         round_start=restart_momentum() if round_start is None else round_start,
         requires=None,
@@ -202,7 +209,7 @@ def fedavg_algorithm(name: str, hp: ServerParams[LocalSGD], *,
     sampled = p < 1.0
     if communicate is None and (sampled or hp.weighting != "uniform"):
         communicate = server_average("all", participation=p, sample_seed=seed,
-                                     weighting=hp.weighting)
+                                     weighting=hp.weighting, selection=hp.sampling.selection)
     elif communicate is None:
         communicate = exact_average()
     piece = hp.sampled(sgd) if sampled else sgd
@@ -251,7 +258,8 @@ def server_round(hp: ServerParams[Any], state: State, rnd: Round, env: Services
     """The round's participants (:func:`~topofl.engine.pieces.round_active`: sampled and
     online) and their weights in the server's mean, on ``state.x``'s device and dtype."""
     x = state.x
-    active = round_active(rnd, env.n, hp.sampling.participation, hp.sampling.sample_seed)
+    s = hp.sampling
+    active = round_active(rnd, env.n, s.participation, s.sample_seed, s.selection)
     base = torch.ones(x.shape[0], dtype=x.dtype, device=x.device)
     if hp.weighting == "data_size":
         base = data_sizes(env).to(device=x.device, dtype=x.dtype)

@@ -24,8 +24,9 @@ The groups:
                         ``local_epochs``, ``decay`` (the local SGD of one phase)
 :class:`Optimizer`      ``lr``, ``momentum``, ``weight_decay``, ``decay`` (the local
                         optimiser of an algorithm whose phases count their own work)
-:class:`Sampling`       ``participation``, ``sample_seed`` (a fraction of the clients
-                        active per round, drawn from the stream ``(sample_seed, t)``)
+:class:`Sampling`       ``participation``, ``sample_seed``, ``selection`` (a fraction of
+                        the clients active per round, drawn from the stream
+                        ``(sample_seed, t)``; a server method's may be chosen otherwise)
 :class:`Aggregation`    ``aggregator``, ``tau``, ``trim``, ``delta`` (how a node combines
                         its neighbourhood's models: gossip's mean, or a robust rule)
 :class:`Compressor`     ``compressor``, ``ratio``, ``levels``, ``gamma``,
@@ -78,12 +79,16 @@ from topofl.engine.pieces.robust import check_aggregator
 __all__ = ["Group", "LocalSGD", "Optimizer", "Sampling", "Aggregation", "Compressor",
            "Finetune", "Keywords", "flat_parameters", "LocalSGDKeywords", "OptimizerKeywords",
            "SamplingKeywords", "AggregationKeywords", "CompressorKeywords", "FinetuneKeywords",
-           "WEIGHTINGS", "group_parameters", "flatten_groups"]
+           "WEIGHTINGS", "SERVER_SELECTIONS", "group_parameters", "flatten_groups"]
 
 G = TypeVar("G", bound="Group")
 
 #: How a server weighs the participants in its mean: equally, or by training-set size.
 WEIGHTINGS = ("uniform", "data_size")
+
+#: How a server method chooses its round's clients (:class:`Sampling`'s ``selection``; the
+#: schemes of :func:`~topofl.engine.pieces.participants` the server methods run).
+SERVER_SELECTIONS = ("uniform", "fair")
 
 Epochs = float | tuple[float, ...] | None
 
@@ -281,32 +286,58 @@ class LocalSGDKeywords(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class Sampling(Group):
-    """A fraction of the clients active per round.
+    """A fraction of the clients active per round, and how they are chosen.
 
     Attributes
     ----------
     participation : float, default 1
-        In ``(0, 1]``: ``max(1, floor(participation * n))`` clients a round, sampled without
-        replacement from the stream ``(sample_seed, t)`` (a resumed run samples the same).
+        In ``(0, 1]``: ``max(1, floor(participation * n))`` clients a round (a resumed run
+        draws the same).
     sample_seed : int, default 0
+    selection : {"uniform", "fair"}, default "uniform"
+        How a server method chooses them (:func:`~topofl.engine.pieces.participants`):
+        ``"uniform"``, without replacement from the stream ``(sample_seed, t)``; ``"fair"``,
+        the clients selected the fewest times so far first (decent-bench's
+        ``FairSelection``: round-robin over blocks of ``m``). Recorded in the run's
+        hyper-parameters only when not ``"uniform"``. Only the server methods choose: the
+        decentralized ones (their :meth:`checked`) refuse another than ``"uniform"``.
+
+    Examples
+    --------
+    >>> Sampling(0.5, selection="fair").resolved().selection
+    'fair'
+    >>> Sampling(selection="loss")
+    Traceback (most recent call last):
+    ...
+    ValueError: selection must be one of ['fair', 'uniform'], got 'loss'
     """
 
     participation: float = 1.0
     sample_seed: int = 0
+    selection: str = "uniform"
 
     def __post_init__(self) -> None:
         check_real(self.participation, "participation", low=0, high=1, low_open=True)
         check_int(self.sample_seed, "sample_seed", low=0)
+        check_choice(self.selection, "selection", SERVER_SELECTIONS)
 
     def checked(self) -> tuple[float, int]:
-        """``(participation, sample_seed)`` as checked numbers."""
+        """``(participation, sample_seed)`` as checked numbers, for an algorithm that samples
+        uniformly (a ``ValueError`` for another ``selection``)."""
+        if self.selection != "uniform":
+            raise ValueError(
+                f"selection={self.selection!r} is offered by the server methods (fedavg, "
+                "fedprox, scaffold, fedopt, fednova, feddyn, ...); this algorithm samples its "
+                "clients uniformly: leave selection='uniform'")
         return (check_real(self.participation, "participation", low=0, high=1, low_open=True),
                 check_int(self.sample_seed, "sample_seed", low=0))
 
     def resolved(self) -> Sampling:
-        """The group as the record an algorithm builds from: its numbers checked
-        (:meth:`checked`)."""
-        return Sampling(*self.checked())
+        """The group as the record a server method builds from: its numbers checked."""
+        return Sampling(
+            check_real(self.participation, "participation", low=0, high=1, low_open=True),
+            check_int(self.sample_seed, "sample_seed", low=0),
+            check_choice(self.selection, "selection", SERVER_SELECTIONS))
 
 
 class SamplingKeywords(TypedDict, total=False):
@@ -314,6 +345,7 @@ class SamplingKeywords(TypedDict, total=False):
 
     participation: float
     sample_seed: int
+    selection: str
 
 
 @dataclass(frozen=True)

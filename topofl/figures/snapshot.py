@@ -120,6 +120,8 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
                                             weighting="data_size", init="independent")),
         "fedopt": ("fedopt", None, dict(local_steps=2, optimizer="yogi", participation=0.5)),
         "fedopt_adam": ("fedopt", None, dict(local_steps=2, weighting="data_size")),
+        "fedprox_fair": ("fedprox", None, dict(local_steps=2, participation=0.5,
+                                               selection="fair")),
         "fedopt_flower": ("fedopt", None, dict(local_steps=2, variant="flower",
                                                weighting="data_size")),
         "fedavg_ft": ("fedavg_ft", None, dict(local_epochs=0.05, weighting="data_size")),

@@ -56,10 +56,10 @@ def exact_average(part: Part = "all") -> Communicate:
 
 
 def server_average(part: Part, *, participation: float = 1.0, sample_seed: int = 0,
-                   weighting: str = "uniform") -> Communicate:
+                   weighting: str = "uniform", selection: str = "uniform") -> Communicate:
     """Replace ``part`` of every client by the (weighted) mean over the round's participants.
 
-    The participants are :func:`round_active` (sampled and online). The mean is
+    The participants are :func:`round_active` (sampled by ``selection`` and online). The mean is
     ``x_0 + mean(x_i - x_0)`` (averaging models that agree changes nothing);
     ``weighting="data_size"`` weighs client ``i`` by ``env.train_sizes[i]``. Messages: ``2 m``
     with ``m`` participants (:func:`server_flows`). No participant: nothing changes.
@@ -67,7 +67,7 @@ def server_average(part: Part, *, participation: float = 1.0, sample_seed: int =
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         block = state.x[:, env.layout.cols(part)]
-        full_mask = _mask(env.n, rnd, participation, sample_seed, state.x)
+        full_mask = _mask(env.n, rnd, participation, sample_seed, state.x, selection)
         clients = env.clients
         mask = None if full_mask is None else clients.own(full_mask)
         ref = row(clients, block, 0)
