@@ -269,6 +269,29 @@ def test_guards_and_where_settings_do_not_make_a_run_differ() -> None:
     assert "rounds" in (_differs(stored, {**stored, "rounds": 6}) or "")
 
 
+def test_a_hyper_parameter_added_later_ran_at_its_default() -> None:
+    """A stored run's config without a hyper-parameter its algorithm took later (fedavg's
+    ``selection``, fedopt's ``variant``) ran at that parameter's default: the same run, while
+    another value, or a key no algorithm of that name takes, is another config."""
+    from topofl.sweep._resumption import _differs
+
+    base = tf.config.validate({"algorithm": "fedavg", "n_clients": 4, "rounds": 2,
+                               "participation": 0.5})
+    stored = {k: v for k, v in base.items() if k != "selection"}
+    assert base["selection"] == "uniform" and _differs(stored, base) is None
+    assert "selection" in (_differs(stored, {**base, "selection": "fair"}) or "")
+    opt = tf.config.validate({"algorithm": "fedopt", "n_clients": 4, "rounds": 2})
+    assert _differs({k: v for k, v in opt.items() if k != "variant"}, opt) is None
+    assert "variant" in (_differs({k: v for k, v in opt.items() if k != "variant"},
+                                  {**opt, "variant": "flower"}) or "")
+    # dsgt's own variant defaults to "digging": fedopt's default is not borrowed for it
+    dsgt = tf.config.validate({"algorithm": "dsgt", "topology": "ring", "n_clients": 4,
+                               "rounds": 2})
+    assert _differs({k: v for k, v in dsgt.items() if k != "variant"}, dsgt) is None
+    assert "variant" in (_differs({k: v for k, v in dsgt.items() if k != "variant"},
+                                  {**dsgt, "variant": "dsgt"}) or "")
+
+
 def test_a_run_another_process_holds_is_left_alone(tmp_path: Path) -> None:
     """Two sweeps over one folder: a run whose lock another process holds is reported busy and
     its files are not touched; once released it runs; a run finished meanwhile by the other

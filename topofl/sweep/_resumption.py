@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from topofl.algorithms.base import ALGORITHMS
+from topofl.algorithms.hparams import flat_parameters
 from topofl.config import ConfigError, read_header, validate
 from topofl.distributed.checkpoint import load_any
 from topofl.engine.config import ADDED_SETTINGS
@@ -101,13 +103,26 @@ def _run_config(run: SweepRun, out: Path) -> dict[str, Any]:
 _GUARDS = frozenset({"stream_rows", "divergence"})
 
 
+def _added_hparams(wanted: Mapping[str, Any]) -> dict[str, Any]:
+    """The hyper-parameters of ``wanted``'s algorithm (a registry name) with their defaults:
+    one a stored run's config lacks was added to the algorithm after that run, which ran at
+    the default (a new hyper-parameter's default keeps the numbers it had)."""
+    name = wanted.get("algorithm")
+    if not isinstance(name, str) or name not in ALGORITHMS:
+        return {}
+    return {k: jsonable(p.default) for k, p in flat_parameters(ALGORITHMS[name]).items()
+            if p.default is not p.empty}
+
+
 def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
 
     stored, wanted = jsonable(stored), jsonable(wanted)  # inf as the header stores it
     keys = (set(stored) | set(wanted)) - _WHERE - _GUARDS
+    added = {**_added_hparams(wanted), **jsonable(ADDED_SETTINGS)}
     for k in sorted(keys):
-        # a setting added after the stored run was recorded: it ran at the default
-        there = stored.get(k, jsonable(ADDED_SETTINGS.get(k)))
+        # a setting or hyper-parameter added after the stored run was recorded: it ran at
+        # the default
+        there = stored.get(k, added.get(k))
         if there != wanted.get(k):
             return f"{k}: {there!r} there, {wanted.get(k)!r} now"
     return None
