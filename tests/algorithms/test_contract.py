@@ -55,7 +55,8 @@ LIGHT: dict[str, dict[str, Any]] = {
 # Gradient tracking and EXTRA take one gradient per round and their corrections build up over
 # the first ~10 rounds (the clients' own training loss rises meanwhile on this 3-class split):
 # more rounds to show the decrease.
-ROUNDS = {"dsgt": 30, "extra": 30, "exact_diffusion": 30, "nids": 30}
+ROUNDS = {"dsgt": 30, "extra": 30, "exact_diffusion": 30, "nids": 30, "proxskip": 30,
+          "dlm": 30}
 
 
 def _run(name: str, data: Any, rounds: int = 10, **kw: Any) -> Any:

@@ -182,6 +182,10 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     # local-update tracking: exact with a constant step and several local steps
     "kgt": ({"local_steps": 2}, False, tf.topologies.ring(6)),
     "led": ({"local_steps": 2, "beta": 0.2}, False, tf.topologies.ring(6)),
+    # ProxSkip (a coin skips about half the gossip steps) and DLM: exact with a constant step
+    # (closed forms in test_proxskip_dlm.py)
+    "proxskip": ({"comm_probability": 0.5}, False, tf.topologies.ring(6)),
+    "dlm": ({"penalty": 0.5}, False, tf.topologies.ring(6)),
     # CHOCO: D-SGD's fixed point on (1 - gamma) I + gamma W (test_choco.py), -> x* as lr -> 0
     "choco": ({"gamma": 0.5}, False, tf.topologies.ring(6)),
     "el": ({}, False, tf.topologies.el_oracle(6, 2, seed=0)),

@@ -237,6 +237,7 @@ _KW: dict[str, dict[str, Any]] = {
     "dsgt": {}, "extra": {},  # one gradient a round, always
     "exact_diffusion": {}, "nids": {},
     "kgt": dict(local_steps=2), "led": dict(local_steps=2),
+    "proxskip": dict(comm_probability=1.0), "dlm": {},
     "teleport": dict(k=2),
 }
 _TOPO = {"sgp": "push", "osgp": "push", "dfedpgp": "push"}

@@ -227,6 +227,11 @@ CASES: dict[str, Case] = {
     "kgt": ({}, lambda: tf.topologies.ring(N),
             lambda r: [(2 * RING, 2 * RING * P * F)] * 2),
     "led": ({}, lambda: tf.topologies.ring(N), lambda r: [(RING, RING * P * F)] * 2),
+    # ProxSkip: the model on every arc in its coin's rounds only (coin_seed=1: round 0
+    # skips, round 1 sends); DLM: the model on every arc, every round
+    "proxskip": (dict(comm_probability=0.5, coin_seed=1), lambda: tf.topologies.ring(N),
+                 lambda r: [(0, 0), (RING, RING * P * F)]),
+    "dlm": ({}, lambda: tf.topologies.ring(N), lambda r: [(RING, RING * P * F)] * 2),
     "el": ({}, _cycle, lambda r: [(N, N * P * F)] * 2),
     # CHOCO, top-k 10 %: k = 61 of the 610 parameters, as float32 values with int32 indices
     # attached, on every arc
@@ -284,6 +289,7 @@ _STEPS: dict[str, dict[str, int]] = {  # little local work: the counts do not de
     "dsgt": {}, "extra": {},  # one gradient a round, always
     "exact_diffusion": {}, "nids": {},
     "kgt": dict(local_steps=2), "led": dict(local_steps=2),
+    "proxskip": {}, "dlm": {},
     "choco": dict(local_steps=1),
 }
 

@@ -25,6 +25,7 @@ from topofl.algorithms.dfedavgm_p import dfedavgm_p
 from topofl.algorithms.dfedpgp import dfedpgp
 from topofl.algorithms.dis_pfl import dis_pfl
 from topofl.algorithms.ditto import ditto
+from topofl.algorithms.dlm import dlm
 from topofl.algorithms.dpfl import dpfl
 from topofl.algorithms.dpfl_analysis import client_accuracy_stats, malicious_share
 from topofl.algorithms.dsgd import dsgd
@@ -55,6 +56,7 @@ from topofl.algorithms.perfedavg import perfedavg
 from topofl.algorithms.pfeddst import pfeddst, pfeddst_scores, pfeddst_select
 from topofl.algorithms.pfedgraph import pfedgraph
 from topofl.algorithms.private import with_dp_sgd, with_noisy_updates
+from topofl.algorithms.proxskip import proxskip
 from topofl.algorithms.scaffold import scaffold
 from topofl.algorithms.sgp import sgp
 from topofl.algorithms.teleport import teleport
@@ -73,6 +75,8 @@ __all__ = [
     "nids",
     "kgt",
     "led",
+    "proxskip",
+    "dlm",
     "choco",
     "el",
     "dfedavgm",

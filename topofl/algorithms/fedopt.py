@@ -301,12 +301,6 @@ def fedopt(sgd: LocalSGD | float = _SGD, sampling: Sampling = _EVERY_CLIENT,
     Traceback (most recent call last):
     ...
     ValueError: optimizer must be one of ...
-
-    Flower's FedAdam, started from $v_{-1} = 0$ with its bias-corrected rate, is a keyword
-    (recorded with the run):
-
-    >>> tf.algorithms.fedopt(variant="flower", tau=1e-9).hparams["variant"]
-    'flower'
     """
     kw = Keywords("fedopt", keywords)
     local, active, opt = kw.take(sgd, _SGD), kw.take(sampling), kw.take(server)

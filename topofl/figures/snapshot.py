@@ -144,6 +144,11 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
         # issue 84: local-update tracking
         "kgt": ("kgt", ring, dict(local_steps=2, outer_lr=0.8, weight_decay=1e-3)),
         "led": ("led", ring, dict(local_steps=2, beta=0.3, gamma=0.8)),
+        # issue 84: ProxSkip (coin_seed=1: round 0 skips, round 1 sends), DLM (both steps)
+        "proxskip": ("proxskip", ring, dict(comm_probability=0.5, chi=1.5, coin_seed=1,
+                                            weight_decay=1e-3)),
+        "dlm": ("dlm", ring, dict(penalty=0.5, weight_decay=1e-3)),
+        "dlm_uniform": ("dlm", ring, dict(penalty=0.5, step="uniform", init="independent")),
         # issue 84 item 2: FedNova (unequal local work, every counter), FedDyn
         "fednova": ("fednova", None, dict(local_epochs=[0.1, 0.3, 0.1, 0.3, 0.1, 0.3],
                                           momentum=0.5, mu=0.1, server_momentum=0.5,
