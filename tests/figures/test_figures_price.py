@@ -110,7 +110,7 @@ def test_apply_is_idempotent_and_a_decided_result_loses_its_price(tmp_path: Path
     js, md = tmp_path / "dpfl_fig6.json", tmp_path / "dpfl_fig6.md"
     before = md.read_text(encoding="utf-8")
     needs = price.apply(js, md)
-    assert [n.kind for n in needs] == ["seeds", "rounds"]
+    assert [n.kind for n in needs] == ["seeds", "rounds", "replication"]
     assert md.read_text(encoding="utf-8") == before
     v = json.loads(js.read_text(encoding="utf-8"))
     v["verdict"] = "holds"
