@@ -76,23 +76,22 @@ from pathlib import Path
 from typing import Any
 
 import decent_bench.algorithms.p2p._prox_skip as prox_skip_module
-import networkx as nx
 import numpy as np
+from _decentbench import GRAPHS, N_AGENTS  # beside this script
+from _decentbench import as_numpy as _np
+from _decentbench import data as _data
+from _decentbench import problem as _regression_problem
+from _decentbench import short as _short
+from _decentbench import x0 as _x0
 from decent_array import interoperability as iop
 from decent_bench.agents import Agent
 from decent_bench.algorithms.p2p import DLM, ProxSkip
-from decent_bench.benchmark import create_regression_problem
 from decent_bench.costs import LinearRegressionCost
-from decent_bench.datasets import SyntheticRegressionDatasetHandler
-from decent_bench.datasets.utils import split_iid
 from decent_bench.networks import P2PNetwork
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "algorithms" / "data" / (
     "decentbench_proxskip_dlm.json")
-N_AGENTS = 4
 ROUNDS = 15
-GRAPHS = {"complete": nx.complete_graph(N_AGENTS), "ring": nx.cycle_graph(N_AGENTS),
-          "path": nx.path_graph(N_AGENTS)}
 #: ProxSkip: (problem, graph, x0, alpha, beta, p, chi); DLM: (problem, graph, x0, mu, rho).
 #: ProxSkip with p < 1 (recorded coins) and p = 1, beta = p (the paper's dual step) and
 #: beta != p, chi at decent-bench's 1 and above; DLM with the penalty below and above 1; both on
@@ -140,39 +139,18 @@ class _Coins:
         return u
 
 
-def _short(v: Any) -> Any:
-    """Nested lists of floats to 15 significant digits (1e-15 relative: the file stays small,
-    the comparison's 1e-10 is untouched)."""
-    if isinstance(v, dict):
-        return {k: _short(u) for k, u in v.items()}
-    if isinstance(v, list):
-        return [_short(u) for u in v]
-    return float(f"{v:.15g}") if isinstance(v, float) else v
 
 
-def _np(a: Any) -> np.ndarray:
-    return np.asarray(iop.to_numpy(a), dtype=np.float64)
 
 
-def _data(cost: LinearRegressionCost) -> tuple[np.ndarray, np.ndarray]:
-    A = np.stack([_np(x) for x, _ in cost.dataset])
-    b = np.array([float(_np(y).reshape(-1)[0]) for _, y in cost.dataset])
-    return A, b
 
 
-def _problem(name: str) -> list[LinearRegressionCost]:
-    if name == "regression":
-        costs, _, _ = create_regression_problem(n_agents=N_AGENTS)
-        return list(costs)  # type: ignore[arg-type]
-    data = SyntheticRegressionDatasetHandler(n_targets=1, n_features=3, n_samples=40)
-    parts = data.split(partitions=split_iid(data, n_partitions=N_AGENTS))
-    return [LinearRegressionCost(dataset=p) for p in parts]
 
 
-def _x0(kind: str, d: int) -> np.ndarray:
-    if kind == "zeros":
-        return np.zeros((N_AGENTS, d))
-    return np.arange(N_AGENTS * d, dtype=np.float64).reshape(N_AGENTS, d) - 2.0
+
+
+def _problem(name: str) -> list[Any]:
+    return _regression_problem(name)[0]
 
 
 def _run(cls: Any, settings: dict[str, float], costs: list[LinearRegressionCost], graph: str,

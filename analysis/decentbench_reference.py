@@ -52,28 +52,28 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
 import numpy as np
+from _decentbench import GRAPHS, N_AGENTS  # beside this script
+from _decentbench import as_numpy as _np
+from _decentbench import data as _data
+from _decentbench import problem as _regression_problem
+from _decentbench import short as _short
+from _decentbench import x0 as _x0
 from decent_array import interoperability as iop
 from decent_bench.agents import Agent
 from decent_bench.algorithms.federated import FedDyn, FedNova
 from decent_bench.algorithms.p2p import ATC, ED, EXTRA, NIDS, ATC_Tracking
-from decent_bench.benchmark import create_regression_problem
 from decent_bench.costs import LinearRegressionCost
 from decent_bench.datasets import SyntheticRegressionDatasetHandler
-from decent_bench.datasets.utils import split_iid
 from decent_bench.networks import FedNetwork, P2PNetwork
 from decent_bench.schemes import ClientSelectionScheme
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "algorithms" / "data" / (
     "decentbench_reference.json")
-N_AGENTS = 4
 STEP = 0.1
 ITERATIONS = 15
 ALGORITHMS = {"ED": ED, "NIDS": NIDS, "ATC": ATC, "EXTRA": EXTRA,
               "ATC_Tracking": ATC_Tracking}
-GRAPHS = {"complete": nx.complete_graph(N_AGENTS), "ring": nx.cycle_graph(N_AGENTS),
-          "path": nx.path_graph(N_AGENTS)}
 #: (algorithm, problem, graph, x0): every algorithm on the test suite's complete graph, exact
 #: diffusion and NIDS on every graph, and from distinct starting points (x0 "spread")
 CASES = ([(a, "regression", "complete", "zeros") for a in ALGORITHMS]
@@ -82,43 +82,17 @@ CASES = ([(a, "regression", "complete", "zeros") for a in ALGORITHMS]
          + [(a, "regression3", "path", "spread") for a in ("ED", "NIDS")])
 
 
-def _short(v: Any) -> Any:
-    """Nested lists of floats to 15 significant digits (1e-15 relative: the file stays small,
-    the comparison's 1e-10 is untouched)."""
-    if isinstance(v, dict):
-        return {k: _short(u) for k, u in v.items()}
-    if isinstance(v, list):
-        return [_short(u) for u in v]
-    return float(f"{v:.15g}") if isinstance(v, float) else v
 
 
-def _np(a: Any) -> np.ndarray:
-    return np.asarray(iop.to_numpy(a), dtype=np.float64)
 
 
-def _problem(name: str) -> tuple[list[LinearRegressionCost], np.ndarray]:
-    if name == "regression":
-        costs, x_opt, _ = create_regression_problem(n_agents=N_AGENTS)
-        return list(costs), _np(x_opt)  # type: ignore[arg-type]
-    data = SyntheticRegressionDatasetHandler(n_targets=1, n_features=3, n_samples=40)
-    parts = data.split(partitions=split_iid(data, n_partitions=N_AGENTS))
-    costs3 = [LinearRegressionCost(dataset=p) for p in parts]
-    A = np.concatenate([_data(c)[0] for c in costs3])
-    b = np.concatenate([_data(c)[1] for c in costs3])
-    # the minimiser of sum_i |A_i x - b_i|^2 / (2 m_i) with equal m_i: least squares on all
-    return costs3, np.linalg.lstsq(A, b, rcond=None)[0]
 
 
-def _data(cost: LinearRegressionCost) -> tuple[np.ndarray, np.ndarray]:
-    A = np.stack([_np(x) for x, _ in cost.dataset])
-    b = np.array([float(_np(y).reshape(-1)[0]) for _, y in cost.dataset])
-    return A, b
 
 
-def _x0(kind: str, d: int) -> np.ndarray:
-    if kind == "zeros":
-        return np.zeros((N_AGENTS, d))
-    return np.arange(N_AGENTS * d, dtype=np.float64).reshape(N_AGENTS, d) - 2.0
+
+
+_problem = _regression_problem
 
 
 def _run(algorithm: str, costs: list[LinearRegressionCost], graph: str,
