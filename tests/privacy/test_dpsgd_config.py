@@ -5,25 +5,21 @@ config file runs them; bad settings, and DP-SGD with noisy updates, are refused 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import torch
 
 import topofl as tf
+from tests.privacy import _by_name
 from topofl.algorithms import get_algorithm, with_dp_sgd
 from topofl.records import header_run_hash
 
-RUN = dict(data="digits", model="logistic", n_clients=8, rounds=4, partition="shards",
-           spectral=False, batch_size=16)
+RUN = {**_by_name.RUN, "rounds": 4}
 
 
 def _records(tmp: Path, name: str, algorithm: object, **kw: object) -> tuple[list, dict]:
-    path = tmp / f"{name}.jsonl"
-    res = tf.run(algorithm, "ring", records_path=str(path), **RUN, **kw)
-    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
-    return [x for x in lines if not x.get("header")], {"header": lines[0], "result": res}
+    return _by_name.records(tmp, name, algorithm, RUN, **kw)
 
 
 def test_keys_by_name_are_the_wrapper_bit_for_bit(tmp_path):
@@ -31,12 +27,7 @@ def test_keys_by_name_are_the_wrapper_bit_for_bit(tmp_path):
                           dpsgd_seed=3)
     wrapped = with_dp_sgd(get_algorithm("dsgd", lr=0.1), 0.5, 1.5, seed=3)
     by_hand, b = _records(tmp_path, "hand", wrapped)
-    assert torch.equal(a["result"].evaluated(), b["result"].evaluated())
-    rows = [[(r.get("round"), r.get("client"), r.get("metric"), r.get("value")) for r in recs
-             if "time" not in str(r.get("metric"))] for recs in (by_name, by_hand)]
-    assert rows[0] == rows[1] and any(r[2] == "dp_epsilon" for r in rows[0])
-    assert a["result"].algorithm.hparams == b["result"].algorithm.hparams
-    assert header_run_hash(a["header"]) == header_run_hash(b["header"])
+    _by_name.assert_same_run(by_name, a, by_hand, b)
     # another seed draws other noise: another run, another hash
     _, c = _records(tmp_path, "other", "dsgd", lr=0.1, dpsgd_clip=0.5, dpsgd_noise=1.5)
     assert header_run_hash(c["header"]) != header_run_hash(a["header"])

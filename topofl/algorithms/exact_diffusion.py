@@ -20,7 +20,6 @@ References
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +30,11 @@ from torch import Tensor
 from topofl._utils.validation.scalars import check_real
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.dsgt import standing
+from topofl.algorithms.extra import require_symmetric
 from topofl.algorithms.hparams import check_decay, check_lr, check_wd
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import compose_init, consensus_step_, graph_of, hold
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
-from topofl.graph import Topology
 
 __all__ = ["exact_diffusion", "DiffusionState"]
 
@@ -57,28 +56,6 @@ class DiffusionState:
 def check_gamma(gamma: Any) -> float:
     r"""The weight $\gamma \in (0, 1]$ of $\tilde W = I - \gamma (I - W)$."""
     return check_real(gamma, "gamma", low=0, high=1, low_open=True)
-
-
-#: Topologies already checked to be symmetric (a static graph is checked once).
-_SYMMETRIC: weakref.WeakKeyDictionary[Topology, bool] = weakref.WeakKeyDictionary()
-
-
-def require_symmetric(name: str) -> Callable[[State, Round, Services], None]:
-    """The ``round_start`` hook that refuses a round whose ``W`` is not symmetric."""
-
-    def round_start(state: State, rnd: Round, env: Services) -> None:
-        topo = graph_of(rnd)
-        ok = _SYMMETRIC.get(topo)
-        if ok is None:
-            ok = _SYMMETRIC[topo] = topo.is_symmetric
-        if not ok:
-            raise ValueError(
-                f"{name} needs a symmetric doubly stochastic W (W = W^T), but the topology "
-                f"{topo.name!r} at round {rnd.t} is not symmetric; use an undirected graph "
-                "with symmetric weights (weights='metropolis'), or algorithm='dsgt' "
-                "(gradient tracking) for a doubly stochastic W that is not symmetric")
-
-    return round_start
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ References
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from topofl.engine.pieces import compose_init, graph_of, hold
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
 from topofl.graph import Topology
 
-__all__ = ["extra", "ExtraState"]
+__all__ = ["extra", "ExtraState", "require_symmetric"]
 
 
 @dataclass
@@ -51,17 +52,23 @@ class ExtraState:
 _SYMMETRIC: weakref.WeakKeyDictionary[Topology, bool] = weakref.WeakKeyDictionary()
 
 
-def _require_symmetric(state: State, rnd: Round, env: Services) -> None:
-    topo = graph_of(rnd)
-    ok = _SYMMETRIC.get(topo)
-    if ok is None:
-        ok = _SYMMETRIC[topo] = topo.is_symmetric
-    if not ok:
-        raise ValueError(
-            f"extra needs a symmetric doubly stochastic W (W = W^T), but the topology "
-            f"{topo.name!r} at round {rnd.t} is not symmetric; use an undirected graph with "
-            "symmetric weights (weights='metropolis'), or algorithm='dsgt' (gradient "
-            "tracking) for a doubly stochastic W that is not symmetric")
+def require_symmetric(name: str) -> Callable[[State, Round, Services], None]:
+    """The ``round_start`` hook of algorithm ``name`` that refuses a round whose ``W`` is not
+    symmetric (EXTRA, exact diffusion, NIDS, LED, ProxSkip)."""
+
+    def round_start(state: State, rnd: Round, env: Services) -> None:
+        topo = graph_of(rnd)
+        ok = _SYMMETRIC.get(topo)
+        if ok is None:
+            ok = _SYMMETRIC[topo] = topo.is_symmetric
+        if not ok:
+            raise ValueError(
+                f"{name} needs a symmetric doubly stochastic W (W = W^T), but the topology "
+                f"{topo.name!r} at round {rnd.t} is not symmetric; use an undirected graph "
+                "with symmetric weights (weights='metropolis'), or algorithm='dsgt' "
+                "(gradient tracking) for a doubly stochastic W that is not symmetric")
+
+    return round_start
 
 
 @dataclass(frozen=True)
@@ -183,7 +190,7 @@ def extra(
         init=compose_init(local),
         local=local,
         communicate=_communicate,
-        round_start=_require_symmetric,
+        round_start=require_symmetric("extra"),
         requires="doubly",
         decay=decay,
         stacks=True,

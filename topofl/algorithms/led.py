@@ -23,7 +23,8 @@ from torch import Tensor
 from topofl._utils.validation import check_int, check_real
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.dsgt import standing
-from topofl.algorithms.exact_diffusion import check_gamma, require_symmetric
+from topofl.algorithms.exact_diffusion import check_gamma
+from topofl.algorithms.extra import require_symmetric
 from topofl.algorithms.hparams import check_decay, check_lr, check_wd
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import compose_init, graph_of, hold
