@@ -6,10 +6,12 @@ paper's own table only), and the columns whose stand-in does not meet its calibr
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from topofl import figures
+from topofl.figures import diverged as _diverged
 from topofl.figures.config import FigureError
 
 TABLE1 = "dfedpgp_table1"
@@ -76,6 +78,70 @@ def accuracy(found: Mapping[str, figures.Panel], how: str = "final"
     round (``how="final"``) or the mean over the rounds (``"area"``), per seed."""
     stat = figures.final if how == "final" else figures.mean_over_rounds
     return {(m, s): stat(rec, "test_acc") for s, p in found.items() for m, rec in p.runs.items()}
+
+
+def scored(found: Mapping[str, figures.Panel],
+           stops: Mapping[str, Mapping[str, Sequence[_diverged.Stop]]], how: str = "final"
+           ) -> dict[tuple[str, str], figures.OverSeeds]:
+    """:func:`accuracy`, each seed whose run stopped on divergence scored 0 (never its last
+    evaluation before the stop): the rule a result declared for a control that diverges
+    (``claims.toml`` ``[dfedpgp_gate_fmnist]``). ``stops``: split -> method -> its runs that
+    diverged (:func:`topofl.figures.diverged.by_curve` of the split's panel); a method with
+    none reads as :func:`accuracy` reads it."""
+    stat = figures.final if how == "final" else figures.mean_over_rounds
+
+    def one_seed(gone: set[str], one: Any) -> float:  # ``one``: a single run's records
+        return 0.0 if one.runs[0] in gone else stat(one, "test_acc").values[0]
+
+    out = {}
+    for s, p in found.items():
+        for m, rec in p.runs.items():
+            gone = {x.run for x in stops.get(s, {}).get(m, ())}
+            out[(m, s)] = figures.per_seed(rec, functools.partial(one_seed, gone))
+    return out
+
+
+def best_trained(found: Mapping[str, figures.Panel],
+                 acc: Mapping[tuple[str, str], figures.OverSeeds], split: str, claimed: str,
+                 stops: Mapping[str, Sequence[_diverged.Stop]], *, margin: float,
+                 tie: str = "inconclusive", what: str = "final accuracy",
+                 headline: bool = False) -> tuple[figures.Check, str | None]:
+    """:func:`best` with the rival read among the rows of the paper's table that did not
+    diverge (``stops``: method -> its runs of ``split`` that diverged), and that rival (``None``
+    when every other row diverged). Where ``claimed`` itself diverged in a seed the check is
+    inconclusive, naming its seeds and rounds: the declared rule scores a diverged seed for
+    the gate and reads the rival among the methods that did not diverge, but says nothing of
+    the tested method diverging."""
+    others = [m for m in ROWS if m != claimed and m not in stops and (m, split) in acc]
+    rival = max(others, key=lambda m: acc[(m, split)].mean) if others else None
+    name = f"{split}: {claimed} above the best other ({rival or 'none trained'}), {what}"
+    if claimed in stops:
+        why = (f"{claimed} diverged ({_diverged.describe(stops[claimed])}): the rule declared "
+               "for a diverging method (claims.toml) scores its seeds for the gate and reads "
+               "the rival among the methods that did not diverge, but does not say how the "
+               "tested method's divergence decides the headline, so it is not decided")
+        return figures.Check(name, "inconclusive", "diverged", "-", why, headline), rival
+    if rival is None:
+        why = (f"every other row of the paper's table diverged ({', '.join(sorted(stops))}): "
+               "no rival among the methods that did not diverge")
+        return figures.Check(name, "inconclusive", "no rival", "-", why, headline), None
+    return best(found, acc, split, claimed, what, among=others, margin=margin, tie=tie,
+                headline=headline)
+
+
+def diverged_note(stops: Mapping[str, Sequence[_diverged.Stop]], panel: figures.Panel
+                  ) -> list[str]:
+    """The page's note naming each method of ``panel`` that diverged (``stops``), its seeds
+    and the round each stopped at, and how the declared rule reads them (none: no note)."""
+    if not stops:
+        return []
+    who = "; ".join(f"{m} in {len(x)} of its {len(panel.runs[m].runs)} seed(s): "
+                    f"{_diverged.describe(x)}" for m, x in stops.items())
+    return [f"Stopped on divergence (each run's sweep marker; the engine names the round): "
+            f"{who}. By the rule declared before these runs (claims.toml), a diverged seed "
+            "scores 0 for the gate (not its last evaluation before the stop), a control "
+            "diverged in every seed stays in the gate ranked last (tied with any other), and "
+            "the headline's rival is read among the methods that did not diverge."]
 
 
 def rounds_run(found: Mapping[str, figures.Panel]) -> int:

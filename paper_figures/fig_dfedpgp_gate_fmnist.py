@@ -14,7 +14,12 @@ before any run of this result: the controls' seed means here against the paper's
 CIFAR-10 Dir-0.3 values, with the bars of ``[gates]``. The headline, DFedPGP above the best
 other row by the margin (the paper's lead there, 1.11 points, is over it), is decided only on a
 stand-in that passes that gate (``topofl.figures.gated``); on curves that still move, or short
-of the paper's 500 rounds, it is inconclusive as the rule says. The default and full scales
+of the paper's 500 rounds, it is inconclusive as the rule says. A run that stops on
+divergence (its sweep marker says so) is read by the rule declared for it in ``claims.toml``
+before these runs: its seed scores 0 for the gate, a control diverged in every seed stays in
+the gate ranked last, the headline's rival is read among the methods that did not diverge, and
+the page names each such method, its seeds and rounds (DFedPGP itself diverging, on which the
+rule is silent, leaves the headline inconclusive). The default and full scales
 run only on Fashion-MNIST (where its files are absent they refuse; ``--quick``, a smoke run,
 trains on scikit-learn's 8x8 digits).
 
@@ -26,6 +31,7 @@ from __future__ import annotations
 import _dfedpgp  # beside this script
 
 from topofl import figures
+from topofl.figures import diverged
 
 CONFIG = "dfedpgp_gate_fmnist"
 
@@ -38,27 +44,35 @@ def main(args: figures.FigureArgs) -> figures.Result:
     column, paper = _dfedpgp.declared_gate(args.name)  # declared before any run
     cfg, found = _dfedpgp.grid_panels(args, CONFIG)
     (split,) = found
-    acc = _dfedpgp.accuracy(found)
+    # a run that stopped on divergence (its sweep marker) scores 0 in every seed it diverged
+    # in, and the rival is read among the methods that did not: declared in claims.toml
+    stops = diverged.by_curve(found[split])
+    acc = _dfedpgp.scored(found, {split: stops})
     methods = [m for m in dict.fromkeys(m for m, _ in acc) if m in _dfedpgp.ROWS]
     margin = figures.margin(args.name, "accuracy")
     tested = _dfedpgp.PAPER["DFedPGP"][_dfedpgp.COLUMNS.index(column)]
     paper_rival = max(paper, key=lambda m: paper[m])
     lead = tested - paper[paper_rival]
     gate = _dfedpgp.gate(acc, split, paper=paper, result=args.name)
-    check, rival = _dfedpgp.best(found, acc, split, "DFedPGP", among=_dfedpgp.ROWS,
-                                 margin=margin, tie=_dfedpgp.paper_tie(lead, margin),
-                                 headline=True)
+    check, rival = _dfedpgp.best_trained(found, acc, split, "DFedPGP", stops, margin=margin,
+                                         tie=_dfedpgp.paper_tie(lead, margin), headline=True)
     by_mean = sorted(methods, key=lambda m: -acc[(m, split)].mean)
+    other = (f"best other {rival} {100 * acc[(rival, split)]:.1f}" if rival is not None
+             else "no other method trained")
     measured = (f"{split}: DFedPGP {100 * acc[('DFedPGP', split)]:.1f} (rank "
-                f"{1 + by_mean.index('DFedPGP')} of {len(methods)} by mean), best other {rival} "
-                f"{100 * acc[(rival, split)]:.1f} (paper, {column}: DFedPGP {tested:.2f}, lead "
-                f"{lead:+.2f} over {paper_rival}); {gate.describe()}")
+                f"{1 + by_mean.index('DFedPGP')} of {len(methods)} by mean), {other} "
+                f"(paper, {column}: DFedPGP {tested:.2f}, lead {lead:+.2f} over {paper_rival}); "
+                f"{gate.describe()}")
     order = sorted(methods, key=lambda m: -(tested if m == "DFedPGP" else paper.get(m, 0.0)))
     table = pd.DataFrame([{"algorithm": m, f"{split} (%, here)": _dfedpgp.pct(acc[(m, split)]),
                            f"paper {column} (%)": f"{tested if m == 'DFedPGP' else paper[m]:.2f}",
                            "rank here": 1 + by_mean.index(m)} for m in order])
+    if stops:  # which seeds scored 0, and the round each stopped at
+        table["diverged (scored 0)"] = [diverged.describe(stops[m]) if m in stops
+                                        else "" for m in order]
     notes = _dfedpgp.short_run_note(cfg, args.scale)
-    notes += _dfedpgp.still_rising(found, margin)
+    notes += _dfedpgp.still_rising(found, margin, skip=stops)
+    notes += _dfedpgp.diverged_note(stops, found[split])
     if args.scale == "quick":
         notes.append("--quick is a smoke run on scikit-learn's 8x8 digits, not on "
                      "Fashion-MNIST: its gate and check say nothing of the declared gate.")

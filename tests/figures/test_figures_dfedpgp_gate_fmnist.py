@@ -6,20 +6,27 @@ at ``--quick`` (opt in: ``pytest -m figures``)."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy import stats
 
+import topofl as tf
 from tests._figures import (
     quick_out_fixture,  # noqa: F401  (the quick_out fixture)
     raw_config,
     run_quick,
+    script,
     verdict,
 )
 from topofl import figures
+from topofl.engine._evaluation_divergence import nonfinite_loss_error
 from topofl.figures import config as figure_config
+from topofl.figures import diverged
 
 NAME = "dfedpgp_gate_fmnist"
 FIGS = Path(__file__).resolve().parents[2] / "paper_figures"
@@ -133,6 +140,222 @@ def test_the_gate_reads_the_declared_values() -> None:
     assert g.tau >= 0.4 and g.best_rank == 9 and not g.passed
     reversed_ = {m: 1.5 - v for m, v in ordered.items()}  # the paper's order upside down
     assert h.gate(acc(reversed_), split, paper=paper, result=NAME).tau == pytest.approx(-1.0)
+
+
+# ------------------------------------------------------------------ the diverged-control rule
+# (claims.toml [dfedpgp_gate_fmnist], its last note): read on a runs folder written here as a
+# sweep writes it, each run's records <run>.jsonl and finished marker <run>.done beside it
+
+SPLIT = "Fashion-MNIST Dir-0.3"
+
+
+def _write_run(folder: Path, seed: int, curve: list[float], stop: int | None = None,
+               done: bool = True) -> None:
+    """One seed's run as a sweep leaves it: ``curve`` its evaluations (rounds 0, 1, ...);
+    ``stop`` the round its training diverged at (the engine's message in its marker);
+    ``done=False``: no marker (killed, or still running)."""
+    name = f"seed={seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    with tf.records.Recorder(folder / f"{name}.jsonl", run=name) as rec:
+        rec.log_config({"seed": seed, "rounds": 8})
+        for t, v in enumerate(curve):
+            rec.log("test_acc_mean", v, t)
+    if not done:
+        return
+    if stop is None:
+        marker = {"status": "complete", "summary": {}, "message": ""}
+    else:
+        msg = str(nonfinite_loss_error(stop, 2, 7, math.nan))  # the engine's own message
+        marker = {"status": "diverged", "summary": {}, "message": msg}
+    (folder / f"{name}.done").write_text(json.dumps(marker) + "\n", encoding="utf-8")
+
+
+FLAT = [0.5, 0.6, 0.65, 0.7, 0.7, 0.7, 0.7, 0.7]
+
+
+def _column(tmp: Path, stops: dict[str, dict[int, int]], *,
+            before: dict[str, float] | None = None) -> dict[str, figures.Panel]:
+    """The column's panel: every row of Table 1, each at its paper value less 20 points
+    (the paper's order), 3 seeds; ``stops``: method -> seed -> round it diverged at (its
+    curve cut at that round, at ``before[method]`` until then: the last evaluation before
+    the stop, which must never count)."""
+    runs = {}
+    for m, v in TABLE1_CIFAR10_DIR03.items():
+        folder = tmp / NAME / m / "fashion-mnist-dir-0.3"
+        for seed, d in enumerate((0.0, 0.002, -0.002)):
+            curve = [x - 0.7 + v / 100 - 0.2 + d for x in FLAT]
+            stop = stops.get(m, {}).get(seed)
+            if stop is not None:
+                curve = [(before or {}).get(m, c) for c in curve[:stop]]
+            _write_run(folder, seed, curve, stop)
+        runs[m] = tf.records.load_many(folder)
+    panel = figures.Panel(SPLIT, runs, epochs={k: 5.0 for k in runs},
+                          configs={k: {"rounds": 8} for k in runs}, setting=[], notes=[],
+                          seeds=[0, 1, 2])
+    return {SPLIT: panel}
+
+
+def test_a_run_is_diverged_only_when_its_marker_says_so(tmp_path: Path) -> None:
+    """Read from the sweep's markers, not guessed from missing rows: a run killed before or
+    after its first evaluation (no marker) and a complete one are not diverged; a diverged
+    one gives the round the engine's message names, whether or not it has rows."""
+    d = tmp_path / "runs"
+    _write_run(d, 0, FLAT)                      # complete
+    _write_run(d, 1, FLAT[:3], stop=3)          # diverged at round 3, rows up to round 2
+    _write_run(d, 2, [], stop=0)                # diverged before its first evaluation
+    _write_run(d, 3, FLAT[:4], done=False)      # killed (or running): rows, no marker
+    _write_run(d, 4, [], done=False)            # killed before its first evaluation
+    rec = tf.records.load_many(d)
+    assert rec.runs == [f"seed={s}" for s in range(5)]
+    got = diverged.stopped(rec)
+    assert list(got) == ["seed=1", "seed=2"]
+    assert [(x.seed, x.round) for x in got.values()] == [(1, 3), (2, 0)]
+    assert "the loss of client 7 is nan" in got["seed=1"].message
+    assert diverged.by_curve({"A": rec, "B": rec.subset(["seed=0", "seed=3"])}) == {
+        "A": (got["seed=1"], got["seed=2"])}
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("{not json", "not JSON"), ("[1, 2]", "expected a JSON object, found list"),
+    ('{"status": "exploded"}', "unknown status 'exploded'")])
+def test_a_marker_that_is_not_one_is_refused(tmp_path: Path, text: str, match: str) -> None:
+    _write_run(tmp_path, 0, FLAT, done=False)
+    (tmp_path / "seed=0.done").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=match):
+        diverged.stopped(tf.records.load_many(tmp_path))
+
+
+def test_records_not_read_from_a_file_are_refused() -> None:
+    rec = tf.records.Records(rows=[{"run": "a", "round": 0, "client": None,
+                                    "metric": "test_acc_mean", "value": 0.5}],
+                             configs={"a": {"seed": 0}})
+    with pytest.raises(ValueError, match="not read from a records file"):
+        diverged.stopped(rec)
+    with pytest.raises(TypeError, match="a Panel or a mapping"):
+        diverged.by_curve([rec])
+
+
+def test_a_diverged_seed_scores_0_and_a_control_diverged_everywhere_ranks_last(
+        tmp_path: Path) -> None:
+    """OSGP diverged in every seed (seed 0 at round 5, after evaluations at 0.99: never its
+    value), Local too (tied last with it), Ditto in seed 1 only: the gate still reads the nine
+    controls, its tau that of scipy's tau-b on the values with those seeds at 0."""
+    h = _helpers()
+    found = _column(tmp_path, {"OSGP": {0: 5, 1: 0, 2: 0}, "Local": {0: 0, 1: 0, 2: 0},
+                               "Ditto": {1: 2}}, before={"OSGP": 0.99})
+    stops = diverged.by_curve(found[SPLIT])
+    assert {m: [(x.seed, x.round) for x in v] for m, v in stops.items()} == {
+        "Local": [(0, 0), (1, 0), (2, 0)], "Ditto": [(1, 2)],
+        "OSGP": [(0, 5), (1, 0), (2, 0)]}
+    acc = h.scored(found, {SPLIT: stops})
+    assert acc[("OSGP", SPLIT)].values == (0.0, 0.0, 0.0)
+    assert acc[("Local", SPLIT)].values == (0.0, 0.0, 0.0)
+    ditto = acc[("Ditto", SPLIT)].values
+    assert ditto[1] == 0.0 and ditto[0] == pytest.approx(0.7351 - 0.2)
+    # OSGP's seed 0 has rows, its last evaluation before the stop at 0.99: never its value
+    assert figures.final(found[SPLIT].runs["OSGP"].for_run("seed=0")).values == (0.99,)
+    trained = {m for m in TABLE1_CIFAR10_DIR03 if m not in stops}
+    for m in trained:  # a method with no diverged seed reads as accuracy() reads it
+        assert acc[(m, SPLIT)] == h.accuracy({SPLIT: figures.Panel(
+            SPLIT, {m: found[SPLIT].runs[m]}, {}, {}, [], [])})[(m, SPLIT)]
+    _, paper = h.declared_gate(NAME)
+    g = h.gate(acc, SPLIT, paper=paper, result=NAME)
+    assert len(g.controls) == 9 and {"OSGP", "Local"} <= set(g.controls)
+    here = dict(zip(g.controls, g.standin))
+    assert here["OSGP"] == here["Local"] == 0.0 == min(here.values())
+    assert sorted(here.values())[2] > 0  # the two all-diverged controls alone are last
+    ref = stats.kendalltau([paper[c] for c in g.controls], [here[c] for c in g.controls])
+    assert g.tau == pytest.approx(float(ref.statistic))
+
+
+def test_the_rival_is_read_among_the_methods_that_did_not_diverge(tmp_path: Path) -> None:
+    """FedRep (the best other row) diverged in one seed, OSGP in every seed at 0.99 before
+    the stop: the rival is FedPer, the best of the rows that trained; the note names each
+    diverged method, its seeds and rounds."""
+    h = _helpers()
+    found = _column(tmp_path, {"FedRep": {2: 6}, "OSGP": {0: 4, 1: 4, 2: 7}},
+                    before={"OSGP": 0.99, "FedRep": 0.99})
+    stops = diverged.by_curve(found[SPLIT])
+    acc = h.scored(found, {SPLIT: stops})
+    check, rival = h.best_trained(found, acc, SPLIT, "DFedPGP", stops, margin=0.01,
+                                  headline=True)
+    assert rival == "FedPer" and check.name == (
+        f"{SPLIT}: DFedPGP above the best other (FedPer), final accuracy")
+    assert check.outcome == "pass" and check.headline  # 85.61 - 84.06 = 1.55 points ahead
+    ref, ref_rival = h.best(found, acc, SPLIT, "DFedPGP", among=["FedPer"], margin=0.01,
+                            headline=True)
+    assert ref_rival == "FedPer" and ref.detail == check.detail
+    (note,) = h.diverged_note(stops, found[SPLIT])
+    assert "FedRep in 1 of its 3 seed(s): seed 2 at round 6" in note
+    assert "OSGP in 3 of its 3 seed(s): seeds 0 and 1 at round 4, seed 2 at round 7" in note
+    assert "scores 0 for the gate" in note and h.diverged_note({}, found[SPLIT]) == []
+
+
+def test_dfedpgp_diverging_leaves_the_headline_inconclusive(tmp_path: Path) -> None:
+    h = _helpers()
+    found = _column(tmp_path, {"DFedPGP": {1: 3}})
+    stops = diverged.by_curve(found[SPLIT])
+    acc = h.scored(found, {SPLIT: stops})
+    assert acc[("DFedPGP", SPLIT)].values[1] == 0.0
+    check, rival = h.best_trained(found, acc, SPLIT, "DFedPGP", stops, margin=0.01,
+                                  headline=True)
+    assert rival == "FedRep" and check.outcome == "inconclusive" and check.headline
+    assert check.reason.startswith("DFedPGP diverged (seed 1 at round 3)")
+    assert "does not say" in check.reason
+
+
+def test_every_other_row_diverged_leaves_no_rival(tmp_path: Path) -> None:
+    h = _helpers()
+    found = _column(tmp_path, {m: {0: 1} for m in TABLE1_CIFAR10_DIR03 if m != "DFedPGP"})
+    stops = diverged.by_curve(found[SPLIT])
+    check, rival = h.best_trained(found, h.scored(found, {SPLIT: stops}), SPLIT, "DFedPGP",
+                                  stops, margin=0.01)
+    assert rival is None and check.outcome == "inconclusive" and "no rival" in check.reason
+
+
+def test_a_panels_runs_carry_their_markers(tmp_path: Path) -> None:
+    """Real sweeps (lr 1e6 diverges in round 0): the runs of a curve, of one config or of
+    several configs' sweeps under one label, are found beside their markers."""
+    args = figures.FigureArgs("toy", "quick", tmp_path / "out", tmp_path / "runs")
+    base = {"algorithm": "dsgd", "data": "digits", "n_clients": 6, "model": "logistic",
+            "rounds": 2, "eval_every": 1, "batch_size": 8, "record_clients": False,
+            "spectral": False, "topology": "ring", "local_steps": 3}
+    one = {**base, "sweep": {"lr": [0.1, 1e6]}, "_name": "one"}
+    two = [{**base, "lr": 1e6, "sweep": {"seed": [s, s + 2]}, "_name": f"two{s}"}
+           for s in (0, 1)]  # one label over two sweeps: their run ids differ
+    found = figures.panels(args, {"one": one, "two": two},
+                           lambda c: "diverging" if c["lr"] > 1 else "fine")
+    a, b = diverged.by_curve(found["one"]), diverged.by_curve(found["two"])
+    assert list(a) == ["diverging"] and [x.run for x in a["diverging"]] == ["lr=1000000.0"]
+    assert list(b) == ["diverging"] and [(x.seed, x.round) for x in b["diverging"]] == [
+        (0, 0), (1, 0), (2, 0), (3, 0)]
+    assert set(found["two"].runs["diverging"].sources) == {f"seed={s}" for s in range(4)}
+    assert all(x.message.startswith("training diverged at round 0") for x in b["diverging"])
+
+
+def test_the_page_reads_the_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The script on the column written here (its runs read, none run): the gate's values
+    with OSGP's diverged seeds at 0, the nine controls, the rival among the methods that
+    trained, and the page naming each diverged method, its seeds and rounds."""
+    h = _helpers()
+    found = _column(tmp_path / "runs", {"OSGP": {0: 5, 1: 0, 2: 0}, "FedRep": {2: 6}},
+                    before={"OSGP": 0.99, "FedRep": 0.99})
+    monkeypatch.setattr(h, "grid_panels", lambda args, config: ({"rounds": 8}, found))
+    mod = script(NAME)
+    monkeypatch.syspath_prepend(str(FIGS))
+    out = tmp_path / "out"
+    assert mod["main"](["--quick", "--out", str(out)]) == 0
+    md, v = verdict(NAME, out)
+    (gate,) = v["gates"]
+    assert len(gate["controls"]) == 9 and gate["controls"]["OSGP"]["standin"] == 0.0
+    fedrep = gate["controls"]["FedRep"]["standin"]  # seeds 0 and 1 trained, seed 2 scored 0
+    assert fedrep == pytest.approx(100 * (0.845 - 0.2 + 0.845 - 0.2 + 0.002) / 3)
+    (check,) = v["checks"]
+    assert check["name"] == f"{SPLIT}: DFedPGP above the best other (FedPer), final accuracy"
+    text = " ".join(md.split())
+    assert "OSGP in 3 of its 3 seed(s): seed 0 at round 5, seeds 1 and 2 at round 0" in text
+    assert "FedRep in 1 of its 3 seed(s): seed 2 at round 6" in text
+    assert "| diverged (scored 0) |" in md
 
 
 @pytest.mark.figures

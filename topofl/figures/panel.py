@@ -37,7 +37,9 @@ class Panel:
     Attributes
     ----------
     runs : dict of label to Records
-        The runs of the curve, one per seed (a single-run Records for one seed).
+        The runs of the curve, one per seed (a single-run Records for one seed); its
+        ``sources`` name the file each run was read from (its sweep's finished marker lies
+        beside it: :mod:`topofl.figures.diverged`).
     epochs : dict of label to float
         Local epochs per round (:func:`epochs_per_round`).
     configs : dict of label to dict
@@ -183,6 +185,8 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
                     rows=[row for p in parts for row in p.rows],
                     configs={k: v for p in parts for k, v in p.configs.items()},
                     provenances={k: v for p in parts for k, v in p.provenances.items()})
+                # where each run was read from: its sweep's finished marker lies beside it
+                panel.runs[key].sources = {k: v for p in parts for k, v in p.sources.items()}
             panel.configs[key] = dict(rec.configs[first])
             panel.epochs[key] = epochs_per_round(rec.configs[first])
             if horizon.get(key, 0) >= 4:  # the flatness window: a quarter of the horizon
