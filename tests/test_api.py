@@ -23,7 +23,8 @@ def _pair() -> tuple[torch.utils.data.TensorDataset, torch.utils.data.TensorData
 
 def test_run_accepts_a_torch_dataset_pair_like_federate() -> None:
     train, test = _pair()
-    kw = dict(n_clients=8, partition="iid", rounds=2, lr=0.1, batch_size=8, seed=0)
+    kw = dict(n_clients=8, partition="iid", rounds=2, lr=0.1, batch_size=8, seed=0,
+              eval_every=1)
     res = tf.run("dsgd", topology="ring", data=(train, test), **kw)
     # the same run on the FederatedData that federate builds from the same pair
     data = tf.data.federate((train, test), "iid", 8, seed=0)
@@ -121,7 +122,7 @@ def test_flat_samples_train_a_bare_linear_exactly_like_flatten_then_linear() -> 
     for name, model, executor in [("bare", bare, "batched"), ("wrapped", wrapped, "batched"),
                                   ("loop", bare, "loop")]:
         cfg = tf.engine.RunConfig(rounds=3, seed=0, executor=executor, batch_size=8,
-                                  dtype="float64")
+                                  dtype="float64", eval_every=1)
         res = tf.engine.run(cfg, tf.topologies.ring(4), tf.algorithms.dsgd(lr=0.5), data, model)
         acc[name] = res.records.series("test_loss")[1]
     assert acc["bare"].size == 3

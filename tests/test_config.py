@@ -116,9 +116,9 @@ def test_resolved_hyperparameters_are_the_factory_defaults(name: str) -> None:
     fields = tf.engine.RunConfig.__dataclass_fields__
     for k in ("batch_size", "dtype", "executor", "init", "spectral"):
         assert cfg[k] == fields[k].default
-    # eval_every="auto": the number the run will resolve for its clients (1 up to 1,000)
-    assert fields["eval_every"].default == "auto" and cfg["eval_every"] == 1 == \
-        tf.engine.config.auto_eval_every(cfg["n_clients"])
+    # eval_every="auto": the run resolves its number from its data (what a client scores
+    # against what it trains on), so the config keeps "auto"
+    assert fields["eval_every"].default == "auto" and cfg["eval_every"] == "auto"
     assert cfg["run_id"] is None and "progress" not in cfg
     assert list(cfg)[:10] == ["algorithm", "topology", "data", "n_clients", "partition",
                               "partition_params", "model", "model_params", "rounds", "seed"]
@@ -267,4 +267,7 @@ def test_a_config_is_resolved_once_and_its_algorithm_built_once(
     res = tf.config.execute(cfg)
     assert len(built) == 2  # one check, one run: the run used the algorithm of its check
     header = res.records.configs[next(iter(res.records.configs))]
-    assert header == {**resolved.config, "run_id": "dsgd-ring"}  # the run names the run
+    # the run names the run, and resolves eval_every="auto" from its data (a number)
+    assert resolved.config["eval_every"] == "auto" and isinstance(header["eval_every"], int)
+    assert header == {**resolved.config, "run_id": "dsgd-ring",
+                      "eval_every": header["eval_every"]}

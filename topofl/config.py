@@ -78,7 +78,7 @@ from typing import Any, NamedTuple
 from topofl import api
 from topofl._utils.configfiles import read_config, split_sweep
 from topofl._utils.userimports import imports_problem, load_imports, replay_imports, with_imports
-from topofl.engine.config import AUTO_EVAL_CLIENTS, RunConfig, header_hash_problem
+from topofl.engine.config import RunConfig, header_hash_problem
 from topofl.engine.loop import Result
 from topofl.exceptions import ConfigError, ConfigTypeError, OutputExistsError
 from topofl.workflow.provenance import command_line, provenance
@@ -224,9 +224,6 @@ def resolve(cfg: Mapping[str, Any]) -> Resolved:
                               f"({', '.join('--' + f for f in flags)})")
     prepared = api.prepare(**cfg)
     settings = dataclasses.asdict(prepared.run)
-    n = prepared.call.get("n_clients")
-    if settings["eval_every"] == "auto" and isinstance(n, int) and n <= AUTO_EVAL_CLIENTS:
-        settings["eval_every"] = 1  # as the run resolves it (above: from its data, "auto")
     settings["run_id"] = prepared.settings.get("run_id")  # None: "<algorithm>-<graph>"
     resolved, _ = describe_run({**prepared.call, "rounds": prepared.rounds,
                                 "seed": prepared.seed}, prepared.hparams, settings)

@@ -243,7 +243,8 @@ def test_best_val_through_a_run_scores_the_kept_models() -> None:
     model = tf.models.build_model("mlp", data.input_shape, data.num_classes, seed=0,
                                   hidden=(8,))
     kw: dict[str, Any] = dict(data=data, model=model, rounds=3, seed=0, budget=2, tau_init=0.5,
-                              local_steps=2, batch_size=32, spectral=False, lr=0.5)
+                              local_steps=2, batch_size=32, spectral=False, lr=0.5,
+                              eval_every=1)
     best = tf.run("dpfl", select="best_val", **kw)
     last = tf.run("dpfl", **kw)
     # the same training (selection does not feed back), another model scored

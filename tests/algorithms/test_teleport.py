@@ -137,8 +137,8 @@ def test_toy_quadratic_equals_per_slot_loop() -> None:
 def test_engine_equals_per_slot_reference(data: Any, k: int, graph: str) -> None:
     T, lr = 4, 0.3
     algo = tf.algorithms.teleport(lr=lr, k=k, graph=graph, sample_seed=1, local_steps=2)
-    res = tf.engine.run(RunConfig(rounds=T, batch_size=B, dtype="float64", spectral=False),
-                        None, algo, data, _model(data))
+    res = tf.engine.run(RunConfig(rounds=T, batch_size=B, dtype="float64", spectral=False,
+                                  eval_every=1), None, algo, data, _model(data))
     flat, accs = _reference(data, k, graph, 1, T, lr, 2)
     rows = teleportation_active(N, k, T, seed=1)  # where the k models are after round T-1
     for s in range(k):

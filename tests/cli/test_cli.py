@@ -246,7 +246,7 @@ def test_bad_config_in_a_real_process_has_no_traceback(tmp_path: Any) -> None:
 def test_toml_run_and_replay(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text('algorithm = "dsgd"\ntopology = "torus:rows=2,cols=5"\nn_clients = 10\n'
-                   'rounds = 3\nlr = 0.3\nbatch_size = 8\nmomentum = 0.5\n'
+                   'rounds = 3\nlr = 0.3\nbatch_size = 8\nmomentum = 0.5\neval_every = 1\n'
                    '[model_params]\n[partition_params]\nshards_per_client = 3\n')
     out = tmp_path / "r.jsonl"
     assert main(["run", str(cfg), "--out", str(out)]) == 0

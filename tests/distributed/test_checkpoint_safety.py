@@ -31,7 +31,8 @@ from topofl.records.columns import copy_records
 
 N = 6
 KW: dict[str, Any] = dict(n_clients=N, seed=0, dtype="float64", batch_size=8, progress=False,
-                          spectral=False, run_id="s", checkpoint_every=1, lr=0.1, momentum=0.5)
+                          spectral=False, run_id="s", checkpoint_every=1, lr=0.1, momentum=0.5,
+                          eval_every=1)
 
 
 def _run(rounds: int, tmp: str, tag: str, **kw: Any) -> Any:

@@ -17,7 +17,7 @@ N = 6
 def _run(rank: int) -> dict[str, Any]:
     data = tf.data.federate("digits", "dirichlet", N, alpha=1.0, seed=0, val=0.2)
     res = tf.run(tf.algorithms.ditto(lr=0.1), None, data, "logistic", 3, seed=0,
-                 dtype="float64", batch_size=8, eval_val=True, progress=False)
+                 dtype="float64", batch_size=8, eval_val=True, progress=False, eval_every=1)
     rec = res.records
     return {"val_loss": [rec.per_client("val_loss", t).tolist() for t in range(3)],
             "val_acc": [rec.per_client("val_acc", t).tolist() for t in range(3)],

@@ -255,7 +255,7 @@ def _topology(name: str) -> Any:
 def _run(name: str, rounds: int, windows: Path) -> Any:
     kw = _KW.get(name, {"local_steps": 1})
     return tf.run(name, _topology(name), _data(), "mlp", rounds, seed=0, batch_size=8,
-                  dtype="float64", spectral=False, progress=False,
+                  dtype="float64", spectral=False, progress=False, eval_every=1,
                   model_params={"hidden": [8]}, init="independent",
                   availability={"model": "trace", "path": str(windows)}, **kw)
 

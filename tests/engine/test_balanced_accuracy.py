@@ -63,7 +63,7 @@ def test_a_run_records_it_and_one_class_clients_score_their_accuracy() -> None:
     """Each client holding one class: its balanced accuracy is its accuracy."""
     data = tf.data.federate("digits", "pathological", 10, seed=0, classes_per_client=1)
     res = tf.run("dsgd", topology="ring", data=data, rounds=2, seed=0,
-                 balanced_accuracy=True)
+                 balanced_accuracy=True, eval_every=1)
     rec = res.records
     for t in (0, 1):
         np.testing.assert_array_equal(rec.per_client("test_bacc", t),
@@ -95,7 +95,7 @@ def test_a_stacked_pass_records_what_each_run_records_alone() -> None:
     for seed, graph in ((0, "ring"), (1, "complete")):
         data = tf.data.federate("digits", "dirichlet", 6, seed=seed, alpha=0.5)
         config = tf.engine.RunConfig(rounds=2, seed=seed, dtype="float64", batch_size=8,
-                                     balanced_accuracy=True)
+                                     balanced_accuracy=True, eval_every=1)
         members.append(Member(config, tf.topologies.build(graph, n=6),
                               tf.algorithms.ALGORITHMS["dsgd"](0.1), data,
                               tf.models.build_model("logistic", data.input_shape, 10,

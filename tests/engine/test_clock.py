@@ -255,7 +255,7 @@ def test_a_run_records_simulated_time_from_flops_and_latency() -> None:
     model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
     fps = tf.models.flops_per_sample(model, backward=True)
     res = tf.run("dsgd", "ring", data, model, 3, seed=0, batch_size=8, local_steps=2,
-                 spectral=False, network={"latency": 0.25, "speed": 1e6})
+                 spectral=False, network={"latency": 0.25, "speed": 1e6}, eval_every=1)
     _, t = res.records.series("sim_time")
     per_round = 2 * 8 * fps / 1e6 + 0.25  # every client alike: compute, then one hop
     np.testing.assert_allclose(t, per_round * np.arange(1, 4), rtol=1e-12)

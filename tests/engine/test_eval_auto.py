@@ -1,7 +1,6 @@
-"""``eval_every="auto"`` (issue 58, item 2): above 1,000 clients an evaluation interval whose
-training costs about one evaluation, resolved before anything is recorded; a run of at most
-1,000 clients is exactly the run of ``eval_every=1``, a larger one that of the interval its
-header states."""
+"""``eval_every="auto"`` (issue 58, item 2; issue 85, item 1): at any number of clients an
+evaluation interval whose training costs about two evaluations, resolved before anything is
+recorded: a run is exactly the run of the interval its header states."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from topofl.engine.config import (
-    AUTO_EVAL_CLIENTS,
     EVAL_SAMPLE_COST,
     RunConfig,
     auto_eval_every,
@@ -24,18 +22,24 @@ from topofl.engine.config import (
 
 
 @settings(max_examples=200, deadline=None)
-@given(n=st.integers(1, 10**9), scored=st.floats(0, 1e5), trained=st.floats(1, 1e4))
-def test_the_interval_is_one_up_to_a_thousand_clients_then_evaluation_costs_its_rounds(
-        n: int, scored: float, trained: float) -> None:
-    k = auto_eval_every(n, scored, trained)
-    if n <= AUTO_EVAL_CLIENTS:
-        assert k == 1
-    else:  # the fewest rounds whose training costs two evaluations (EVAL_SAMPLE_COST a sample)
-        c = 2 * EVAL_SAMPLE_COST * scored
-        assert k >= 1 and (k - 1) * trained < c + 1e-9 * trained
-        assert k == 1 or k * trained >= c - 1e-6
-    # never fewer rounds between evaluations for more scoring
-    assert auto_eval_every(n, 2 * scored, trained) >= k
+@given(scored=st.floats(0, 1e5), trained=st.floats(0, 1e4))
+def test_the_interval_is_the_fewest_rounds_whose_training_costs_two_evaluations(
+        scored: float, trained: float) -> None:
+    k = auto_eval_every(scored, trained)
+    c, t = 2 * EVAL_SAMPLE_COST * scored, max(trained, 1.0)  # at least one sample is counted
+    assert k >= 1 and (k - 1) * t < c + 1e-9 * t
+    assert k == 1 or k * t >= c - 1e-6
+    # never fewer rounds between evaluations for more scoring, nor more for more training
+    assert auto_eval_every(2 * scored, trained) >= k
+    assert auto_eval_every(scored, 2 * trained) <= k
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), True, "8", None])
+def test_a_bad_count_of_samples_is_refused(bad: object) -> None:
+    with pytest.raises(ValueError, match="auto_eval_every expects scored >= 0 samples"):
+        auto_eval_every(bad, 8)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="auto_eval_every expects trained >= 0 samples"):
+        auto_eval_every(8, bad)  # type: ignore[arg-type]
 
 
 def test_an_explicit_interval_is_kept_and_bad_ones_are_refused() -> None:
@@ -67,11 +71,34 @@ def _run(n: int, rounds: int = 9, **kw: object) -> tf.engine.Result:
     return tf.engine.run(cfg, tf.topologies.ring(n), tf.algorithms.dsgd(lr=0.1), data, model)
 
 
-def test_a_small_run_is_the_run_of_eval_every_one() -> None:
-    auto, one = _run(8), _run(8, eval_every=1)
-    assert auto.records.config["run"]["eval_every"] == 1
-    assert auto.records.config["run_hash"] == one.records.config["run_hash"]
-    assert auto.records.series("test_acc_mean")[0].tolist() == list(range(9))
+def test_a_small_run_evaluates_as_a_large_one_that_scores_as_much() -> None:
+    # the interval counts what a client scores (its test split and the 300 global test
+    # samples) against what it trains on, whatever n (issue 85: a default run of 10^3
+    # clients cost 3.5x one of 10^4 when every round up to 1,000 clients was evaluated)
+    data = _data(8)
+    k = math.ceil(2 * EVAL_SAMPLE_COST * (float(np.mean(data.sizes("test"))) + 300) / 8)
+    assert k > 1
+    auto, fixed = _run(8, 2 * k + 1), _run(8, 2 * k + 1, eval_every=k)
+    assert auto.records.config["run"]["eval_every"] == k
+    assert auto.records.config["run_hash"] == fixed.records.config["run_hash"]
+    assert auto.records.series("test_acc_mean")[0].tolist() == [k - 1, 2 * k - 1, 2 * k]
+    # a round that trains on more than a client scores is evaluated every round
+    assert resolve_eval_every(RunConfig(rounds=3, batch_size=8), data,
+                              tf.algorithms.dsgd(local_steps=30)).eval_every == 1
+
+
+def test_local_epochs_count_the_steps_of_the_largest_client() -> None:
+    # the engine steps every client as many times as the largest one needs (Phase.epochs)
+    data = tf.data.federate("synthetic:n_samples=3000,n_test=600,dim=4,num_classes=2,seed=0",
+                            "dirichlet", 20, seed=0, alpha=0.3)
+    largest = int(np.max(data.sizes("train")))
+    scored = float(np.mean(data.sizes("test"))) + 600
+    for epochs in (0.5, 2.0, (1.0, 3.0)):
+        algo = tf.algorithms.local(local_epochs=epochs, lr=0.1)
+        steps = math.ceil(float(np.max(epochs)) * largest / 16)
+        want = max(1, math.ceil(2 * EVAL_SAMPLE_COST * scored / (16 * steps)))
+        got = resolve_eval_every(RunConfig(rounds=3, batch_size=16), data, algo).eval_every
+        assert got == want, (epochs, got, want)
 
 
 def test_a_large_run_evaluates_every_auto_rounds_as_its_header_says() -> None:

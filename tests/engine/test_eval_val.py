@@ -78,7 +78,7 @@ def test_stacked_runs_record_the_val_rows_of_their_runs_alone() -> None:
     members = []
     for s, lr in ((0, 0.1), (1, 0.3)):
         cfg = tf.engine.RunConfig(rounds=3, seed=s, dtype="float64", batch_size=8,
-                                  eval_val=True)
+                                  eval_val=True, eval_every=1)
         members.append(Member(cfg, tf.topologies.ring(8), tf.algorithms.dsgd(lr=lr), DATA,
                               tf.models.build_model("logistic", DATA.input_shape, 10, seed=s)))
     for m, res in zip(members, run_stacked(members)):

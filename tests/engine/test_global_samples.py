@@ -177,9 +177,10 @@ def test_the_whole_set_changes_nothing() -> None:
     # field: the hash below was computed by the code before it (versions normalised)
     algo, model = tf.algorithms.dsgd(), tf.models.build_model("logistic", (1, 8, 8), 10, seed=0)
     digits = tf.data.federate("digits", "shards", 8, seed=0, val=0.2)
-    for cfg in (tf.engine.RunConfig(rounds=2),
-                tf.engine.RunConfig(rounds=2, eval_global_samples="all"),
-                tf.engine.RunConfig(rounds=2, eval_global_samples=10**6)):
+    # (eval_every=1: "auto" resolved to 1 at 8 clients when the hash was computed)
+    for cfg in (tf.engine.RunConfig(rounds=2, eval_every=1),
+                tf.engine.RunConfig(rounds=2, eval_every=1, eval_global_samples="all"),
+                tf.engine.RunConfig(rounds=2, eval_every=1, eval_global_samples=10**6)):
         head = config_header(cfg, algo, tf.topologies.ring(8), digits, model)
         assert "eval_global_samples" not in head["run"]
         head["versions"] = {"topofl": "v", "torch": "t"}

@@ -102,7 +102,7 @@ class _PoisonedData(CrashingData):
 def test_divergence_names_round_and_client_and_keeps_records(data: Any, tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
-    cfg = RunConfig(rounds=10, batch_size=8, records_path=str(path))
+    cfg = RunConfig(rounds=10, batch_size=8, records_path=str(path), eval_every=1)
     with pytest.raises(ConvergenceError, match=r"round 3, local step 0: the loss of client 5"):
         tf.engine.run(cfg, tf.topologies.ring(12), tf.algorithms.dsgd(), _PoisonedData(data, 3),
                       model)

@@ -88,12 +88,14 @@ def test_all_eigenvalues_committed_result_is_complete() -> None:
     md, v = _committed()
     png = RESULTS / f"{NAME}.png"
     assert 5_000 < png.stat().st_size < 200_000
-    assert v["seeds"] == [0, 1, 2, 3, 4] and v["dataset"].startswith("mnist5k")
+    # seeds 0-4, and the fresh seeds of its replication declared in claims.toml (5, 6, 7)
+    assert v["seeds"] == list(range(8)) and v["dataset"].startswith("mnist5k")
+    assert v["replication"]["fresh"] == [5, 6, 7]
     assert v["stand_in"] == {"mnist": "mnist5k:seed=0"} and v["threads"] == [1]
     heads = [c for c in v["checks"] if c["headline"]]
     assert len(heads) == 8 and len(v["checks"]) == 16
     for c in v["checks"]:
-        assert len(c["values"]) == 5 and ("convergence" in c or "horizon" in c), c["name"]
+        assert len(c["values"]) == 8 and ("convergence" in c or "horizon" in c), c["name"]
         if "tau" in c["name"] or "orders" in c["name"]:  # on the grid of Kendall's tau, 1/15
             assert c["resolution"] == pytest.approx(2 / 15)
             assert all(abs(15 * x - round(15 * x)) < 1e-9 for x in c["values"])

@@ -34,6 +34,11 @@ def test_every_config_plans_at_every_scale(name: str, scale: str) -> None:
         # 1 seed at --quick; at least 3 elsewhere (more where 3 cannot decide a central check)
         assert (len(c["_seeds"]) == 1) if scale == "quick" else (len(c["_seeds"]) >= 3), \
             (name, scale)
+        # what a committed config ran does not follow a default: eval_every="auto" changed
+        # with issue 85 (every round up to 1,000 clients before), every config pins a number
+        every = c.get("eval_every")
+        assert isinstance(every, int) and not isinstance(every, bool) and every >= 1, \
+            (name, scale, every)
 
 
 def test_every_script_is_listed_with_a_title_and_a_claim() -> None:

@@ -222,7 +222,8 @@ def test_training_does_not_build_the_graph(monkeypatch: pytest.MonkeyPatch) -> N
         raise AssertionError("a run built a networkx graph")
 
     monkeypatch.setattr(tf.graph.topology, "_graph_from_W", refuse)
-    res = tf.run("dsgd", topology=ring, n_clients=8, rounds=2, batch_size=8, seed=0)
+    res = tf.run("dsgd", topology=ring, n_clients=8, rounds=2, batch_size=8, seed=0,
+                 eval_every=1)
     assert res.records.series("test_acc_mean")[1].size == 2
     tf.run("dsgd", topology="ring", n_clients=8, rounds=2, batch_size=8, seed=0)
     assert not _built(ring)

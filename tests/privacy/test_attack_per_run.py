@@ -17,7 +17,8 @@ from topofl.privacy import membership_attack
 from topofl.privacy.attack import _losses
 
 KW: dict[str, Any] = dict(data="digits", model="mlp", n_clients=8, lr=0.3, local_steps=5,
-                          partition="iid", seed=0, spectral=False, batch_size=8)
+                          partition="iid", seed=0, spectral=False, batch_size=8,
+                          eval_every=1)
 ATTACK = {"samples": 10, "seed": 2}
 
 

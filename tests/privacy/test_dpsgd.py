@@ -161,11 +161,12 @@ def test_a_resumed_run_equals_the_run_uninterrupted(tmp_path: Path) -> None:
     def algo() -> Any:
         return with_dp_sgd(tf.algorithms.dsgd(lr=0.1, momentum=0.5), clip=0.5, noise=0.8)
 
-    whole = _run(algo(), rounds=6)
+    whole = _run(algo(), rounds=6, eval_every=1)
     ck, rec = tmp_path / "c.ckpt", tmp_path / "r.jsonl"
-    _run(algo(), rounds=3, checkpoint_every=3, checkpoint_path=str(ck), records_path=str(rec))
+    _run(algo(), rounds=3, checkpoint_every=3, checkpoint_path=str(ck), records_path=str(rec),
+         eval_every=1)
     again = _run(algo(), rounds=6, checkpoint_every=3, checkpoint_path=str(ck),
-                 records_path=str(rec), resume=str(ck))
+                 records_path=str(rec), resume=str(ck), eval_every=1)
     assert torch.equal(again.state.x, whole.state.x)
     for key in ("dp_epsilon", "dp_clipped", "test_acc_mean"):
         np.testing.assert_array_equal(tf.records.load(rec).series(key)[1],

@@ -143,10 +143,10 @@ def test_a_run_and_a_config_take_a_schedule_spec_and_record_it(tmp_path) -> None
     spec = "periodic_averaging:base=ring,every=2"
     data = tf.data.federate("digits", "iid", 8, seed=0)
     by_spec = tf.run("dsgd", topology=spec, data=data, rounds=4, seed=0, dtype="float64",
-                     spectral=False)
+                     spectral=False, eval_every=1)
     by_object = tf.run("dsgd", topology=tf.topologies.periodic_averaging(
         tf.topologies.ring(8), every=2), data=data, rounds=4, seed=0, dtype="float64",
-        spectral=False)
+        spectral=False, eval_every=1)
     for metric in ("consensus_distance", "test_acc_mean"):
         np.testing.assert_array_equal(by_spec.records.series(metric)[1],
                                       by_object.records.series(metric)[1])
@@ -154,6 +154,6 @@ def test_a_run_and_a_config_take_a_schedule_spec_and_record_it(tmp_path) -> None
     # a switch between D-Cliques (built from the clients' labels) and the complete graph
     res = tf.run("dsgd", data="digits", partition="dirichlet", partition_params={"alpha": 0.1},
                  n_clients=20, topology="switch:first=(dcliques),then=complete,at=2",
-                 rounds=3, seed=0, dtype="float64", spectral=False)
+                 rounds=3, seed=0, dtype="float64", spectral=False, eval_every=1)
     dist = res.records.series("consensus_distance")[1]
     assert dist[0] > 1e-8 and dist[2] < 1e-20

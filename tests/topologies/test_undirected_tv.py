@@ -110,11 +110,11 @@ def test_registry_and_spec() -> None:
 
 def test_spec_trains_through_run() -> None:
     res = tf.run("dfedavgm", topology="random_undirected:k=2", n_clients=8, rounds=2,
-                 partition="iid", batch_size=8, seed=0)
+                 partition="iid", batch_size=8, seed=0, eval_every=1)
     assert res.records.config["topology"] == "random_undirected:k=2"
     acc = res.records.series("test_acc_mean")[1]
     assert acc.size == 2 and np.all((acc >= 0) & (acc <= 1))
     # the engine saw the seeded graph: the state reached is the one of the explicit TimeVarying
     ref = tf.run("dfedavgm", topology=random_undirected(8, 2, seed=0), n_clients=8, rounds=2,
-                 partition="iid", batch_size=8, seed=0)
+                 partition="iid", batch_size=8, seed=0, eval_every=1)
     np.testing.assert_array_equal(acc, ref.records.series("test_acc_mean")[1])

@@ -43,7 +43,7 @@ def test_parameters_part_is_n_times_p_times_bytes() -> None:
 
 
 def test_parts_add_up_and_hand_computed_buffers() -> None:
-    plan = _plan()
+    plan = _plan(eval_every=1)
     assert list(plan.parts) == list(PARTS)
     assert sum(plan.parts.values()) == plan.peak_bytes == plan.as_json()["peak_bytes"]
     # D-SGD keeps no momentum and no record of its own

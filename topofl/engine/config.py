@@ -35,7 +35,7 @@ from topofl.records.writer import jsonable
 
 __all__ = ["RunConfig", "DTYPES", "config_header", "RESUME_FREE", "run_hash", "config_diff",
            "header_hash_problem", "ADDED_SETTINGS", "EVAL_GLOBAL_BUDGET",
-           "EVAL_GLOBAL_MIN_SAMPLES", "global_samples", "AUTO_EVAL_CLIENTS", "auto_eval_every",
+           "EVAL_GLOBAL_MIN_SAMPLES", "global_samples", "auto_eval_every",
            "resolve_eval_every", "EVAL_SAMPLE_COST"]
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -60,14 +60,13 @@ class RunConfig:
         Mini-batch size of every local step.
     eval_every : int or "auto", default "auto"
         Evaluate (and record) every ``eval_every`` rounds, and after the last round.
-        ``"auto"`` is 1 for at most :data:`AUTO_EVAL_CLIENTS` (1,000) clients; above, the
-        rounds whose training costs about two evaluations (:func:`auto_eval_every`: scoring a
-        client's test split and its global test samples against its batch size times its
-        local steps; 76 at the defaults' 1,000 global samples and a batch of 8, 19 at a
-        batch of 32), so that evaluating takes about a third of a large run. The run
-        resolves it before anything is recorded: its records header, run hash and
-        checkpoints hold the number (a run of at most 1,000 clients is that of
-        ``eval_every=1``). An int is used as given at any ``n``.
+        ``"auto"`` is, at any number of clients, the rounds whose training costs about two
+        evaluations (:func:`auto_eval_every`: scoring a client's test split and its global
+        test samples against its batch size times its local steps; 76 at 1,000 global
+        samples and a batch of 8, 19 at a batch of 32, 1 where a round trains on more than
+        a client scores), so that evaluating takes about a third of a run. The run resolves
+        it before anything is recorded: its records header, run hash and checkpoints hold
+        the number. An int is used as given (every committed config sets one).
     seed : int, default 0
         Seeds the initial model, the data batches ``(seed, round, step)`` and nothing else.
     device : str, default "cpu"
@@ -325,36 +324,37 @@ ADDED_SETTINGS: dict[str, Any] = {"network": None, "availability": None, "ledger
                                   "balanced_accuracy": False, "membership_attack": None}
 
 
-#: ``eval_every="auto"`` evaluates every round up to this many clients (every committed
-#: result and test), less often above (:func:`auto_eval_every`).
-AUTO_EVAL_CLIENTS = 1_000
 #: What scoring one sample costs against training on one (a forward pass against a forward,
 #: a backward and an update), as measured on this project's CPU: 0.22-0.29 for logistic
 #: regression at 10^4-10^6 clients (``analysis/eval_defaults.md``).
 EVAL_SAMPLE_COST = 0.3
 
 
-def auto_eval_every(n_clients: int, scored: float = 1.0, trained: float = 1.0) -> int:
-    """``eval_every="auto"``'s interval: 1 up to :data:`AUTO_EVAL_CLIENTS` clients; above,
-    ``ceil(2 * EVAL_SAMPLE_COST * scored / trained)``, the rounds whose training costs about
-    twice what one evaluation does, so that evaluating takes about a third of a run (at most
-    half, the evaluation after the last round included).
+def auto_eval_every(scored: float, trained: float) -> int:
+    """``eval_every="auto"``'s interval, ``ceil(2 * EVAL_SAMPLE_COST * scored / trained)``:
+    the rounds whose training costs about twice what one evaluation does, so that evaluating
+    takes about a third of a run (at most half, the evaluation after the last round
+    included), at any number of clients.
 
     ``scored`` is the samples a client scores at an evaluation (its test split, the global
     test samples, its validation split), ``trained`` those it trains on in a round (batch
-    size times local steps).
+    size times local steps; at least 1 is counted). The number of clients enters only through
+    ``scored``: the global test samples a client scores (:func:`global_samples`).
 
     Examples
     --------
     >>> from topofl.engine.config import auto_eval_every
-    >>> auto_eval_every(500, 1002, 8), auto_eval_every(10**6, 1002, 8)
-    (1, 76)
-    >>> auto_eval_every(10**6, 1002, 32), auto_eval_every(10**6, 2, 32)
-    (19, 1)
+    >>> auto_eval_every(1002, 8), auto_eval_every(1002, 32), auto_eval_every(2, 32)
+    (76, 19, 1)
+    >>> auto_eval_every(-1, 8)
+    Traceback (most recent call last):
+    ...
+    ValueError: auto_eval_every expects scored >= 0 samples, found -1
     """
-    n = check_int(n_clients, "n_clients", low=1)
-    if n <= AUTO_EVAL_CLIENTS:
-        return 1
+    for name, value in (("scored", scored), ("trained", trained)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < 0:
+            raise ValueError(f"auto_eval_every expects {name} >= 0 samples, found {value!r}")
     return max(1, math.ceil(2 * EVAL_SAMPLE_COST * float(scored) / max(float(trained), 1.0)))
 
 
@@ -369,17 +369,15 @@ def resolve_eval_every(config: RunConfig, data: Any, algorithm: Any = None, *,
     Examples
     --------
     >>> from topofl.engine.config import RunConfig, resolve_eval_every
-    >>> data = tf.data.federate("digits", "iid", 10, seed=0)
+    >>> data = tf.data.federate("digits", "iid", 10, seed=0)  # 35.5 + 355 scored, 32 trained
     >>> resolve_eval_every(RunConfig(rounds=5), data).eval_every
-    1
+    8
     >>> resolve_eval_every(RunConfig(rounds=5, eval_every=3), data).eval_every
     3
     """
     if config.eval_every != "auto":
         return config
     n = int(data.num_clients) if n is None else int(n)
-    if n <= AUTO_EVAL_CLIENTS:
-        return replace(config, eval_every=1)
     scored = float(np.mean(data.sizes("test")))
     test = getattr(data, "global_test", None)
     if config.eval_global and test is not None:
@@ -387,8 +385,19 @@ def resolve_eval_every(config: RunConfig, data: Any, algorithm: Any = None, *,
     if config.eval_val:
         scored += float(np.mean(data.sizes("val")))
     phases = getattr(algorithm, "phases", ()) or ()
-    steps = sum(int(ph.steps or 1) for ph in phases) or 1
-    return replace(config, eval_every=auto_eval_every(n, scored, config.batch_size * steps))
+    steps = sum(_phase_steps(ph, data, config.batch_size) for ph in phases) or 1
+    return replace(config, eval_every=auto_eval_every(scored, config.batch_size * steps))
+
+
+def _phase_steps(phase: Any, data: Any, batch_size: int) -> int:
+    """The local steps a round of ``phase`` takes: its ``steps``, or for local epochs those
+    of the largest client (the engine steps every client that many times:
+    :class:`~topofl.engine.protocol.Phase`)."""
+    if phase.epochs is None:
+        return int(phase.steps or 1)
+    epochs = np.atleast_1d(np.asarray(phase.epochs, dtype=float))
+    largest = float(np.max(data.sizes("train"))) if data.num_clients else 0.0
+    return max(1, math.ceil(float(epochs.max()) * largest / batch_size))
 
 
 def _check_global_samples(value: Any) -> None:

@@ -123,9 +123,16 @@ def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None
         # a setting or hyper-parameter added after the stored run was recorded: it ran at
         # the default
         there = stored.get(k, added.get(k))
+        if k == "eval_every" and wanted.get(k) == "auto" and _interval(there):
+            continue  # "auto" as the stored run resolved it from its data (its header's number)
         if there != wanted.get(k):
             return f"{k}: {there!r} there, {wanted.get(k)!r} now"
     return None
+
+
+def _interval(value: Any) -> bool:
+    """Whether ``value`` is an evaluation interval a run resolved ``eval_every="auto"`` to."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _state(run: SweepRun, out: Path, overwrite: bool) -> tuple[str, dict[str, Any]]:
