@@ -444,8 +444,9 @@ def claim_of(name: str, claims: str | os.PathLike[str] | None = None) -> dict[st
 
     Examples
     --------
-    >>> sorted(tf.figures.claim_of("dcliques_01"))
-    ['claim', 'margins', 'notes', 'title']
+    >>> c = tf.figures.claim_of("dcliques_05")  # a table with a title and a claim only
+    >>> sorted(c), c["title"].split(":")[0]
+    (['claim', 'margins', 'notes', 'title'], 'D-Cliques Fig. 5')
 
     ``margins`` maps a kind of quantity (``accuracy``, ``spread`` ...) to ``{"value",
     "reason"}``: the file's ``[margins]`` table, updated by the figure's own
