@@ -100,8 +100,17 @@ def test_columns_are_priced_from_the_cost_table() -> None:
     rows = [r.split("|") for r in table.split("\n## ")[0].splitlines()
             if r.startswith("| dfedpgp_table1 |")]
     assert len(rows) == 7
-    assert cols.hours == pytest.approx(sum(float(r[6].split(";")[0]) for r in rows))
-    assert "7 column(s)" in cols.text
+    table_hours = sum(float(r[6].split(";")[0]) for r in rows)
+    # its runs stopped at 300 of the paper's 500 rounds, where a column is read before the
+    # paper's horizon: the columns decide only at 500 rounds, the page's own column run again
+    assert v["rounds"] == {"run": [300], "paper": [500]}
+    here = float(v["seconds"]) / 3600
+    assert cols.hours == pytest.approx((table_hours + here) * 500 / 300)
+    assert "7 column(s)" in cols.text and "before the paper's horizon (500)" in cols.text
+    # at the paper's rounds the table's hours are the price
+    at = {**v, "rounds": {"run": [500], "paper": [500]}}
+    (cols,) = [n for n in price.price(at, md) if n.kind == "columns"]
+    assert cols.hours == pytest.approx(table_hours) and "horizon" not in cols.text
 
 
 def test_apply_is_idempotent_and_a_decided_result_loses_its_price(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from topofl.figures.checks import short_of_horizon
 from topofl.figures.config import FigureError, _root
 
 __all__ = ["GPU_RATIO", "Need", "price", "seeds_needed", "price_section", "apply", "COST_TABLE"]
@@ -230,7 +231,23 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
                 f"{costed}.")))
         elif kind == "columns":
             h, g, n_cols = _columns_cost(str(v.get("name")), base)
-            if n_cols:
+            stop = short_of_horizon(v.get("rounds"))
+            if n_cols and stop is not None:
+                # a column run short of the paper's rounds is read before its horizon: it
+                # decides only at the paper's rounds, with the committed columns run again
+                upto, horizon = stop
+                f = horizon / upto
+                h = (h + here) * f
+                gh = gpu(here)
+                g = None if g is None or gh is None else (g + gh) * f
+                out.append(Need(kind, parts, h, g, (
+                    f"{what}: columns not run at this scale; a column run to {upto} rounds is "
+                    f"read before the paper's horizon ({horizon}), so they decide only at "
+                    f"{horizon} rounds: the {n_cols} column(s) of "
+                    f"[{COST_TABLE}](../../{COST_TABLE}) and the columns this page ran, their "
+                    f"{upto}-round hours x {f:.3g}, cost {_hours(h)} here at `--jobs 2`, "
+                    f"{_gpu(g)}.")))
+            elif n_cols:
                 out.append(Need(kind, parts, h, g, (
                     f"{what}: columns not run at this scale; the {n_cols} column(s) of "
                     f"[{COST_TABLE}](../../{COST_TABLE}) cost {_hours(h)} here at `--jobs 2`, "
