@@ -189,6 +189,37 @@ def _gpu(h: float | None) -> str:
             f"~{_hours(h)} on one GPU (an estimate)")
 
 
+def _columns_need(v: Mapping[str, Any], base: Path, here: float,
+                  gpu: Any, what: str, parts: tuple[str, ...]) -> Need:
+    """The price of ``v``'s headline parts on columns not run (``here``: the committed run's
+    hours; ``gpu``: hours here -> hours on one GPU). Where the runs stopped short of the
+    paper's rounds a column is read before the horizon, so the columns decide only at the
+    paper's rounds, the page's own columns run again."""
+    h, g, n_cols = _columns_cost(str(v.get("name")), base)
+    if not n_cols:
+        return Need("columns", parts, None, None, (
+            f"{what}: columns not run at this scale, not yet in "
+            f"[{COST_TABLE}](../../{COST_TABLE}) (`python analysis/columns_cost.py "
+            f"--only {v.get('name')}` measures them)."))
+    stop = short_of_horizon(v.get("rounds"))
+    if stop is None:
+        return Need("columns", parts, h, g, (
+            f"{what}: columns not run at this scale; the {n_cols} column(s) of "
+            f"[{COST_TABLE}](../../{COST_TABLE}) cost {_hours(h)} here at `--jobs 2`, "
+            f"{_gpu(g)}."))
+    upto, horizon = stop
+    f = horizon / upto
+    h = (h + here) * f
+    gh = gpu(here)
+    g = None if g is None or gh is None else (g + gh) * f
+    return Need("columns", parts, h, g, (
+        f"{what}: columns not run at this scale; a column run to {upto} rounds is read "
+        f"before the paper's horizon ({horizon}), so they decide only at {horizon} rounds: "
+        f"the {n_cols} column(s) of [{COST_TABLE}](../../{COST_TABLE}) and the columns this "
+        f"page ran, their {upto}-round hours x {f:.3g}, cost {_hours(h)} here at "
+        f"`--jobs 2`, {_gpu(g)}."))
+
+
 def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
           ) -> list[Need]:
     """What would decide the undecided headline parts of the result ``v`` (its JSON), one
@@ -230,33 +261,7 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
                 "`analysis/standins_search.md`) or the paper's own data at `--full` does"
                 f"{costed}.")))
         elif kind == "columns":
-            h, g, n_cols = _columns_cost(str(v.get("name")), base)
-            stop = short_of_horizon(v.get("rounds"))
-            if n_cols and stop is not None:
-                # a column run short of the paper's rounds is read before its horizon: it
-                # decides only at the paper's rounds, with the committed columns run again
-                upto, horizon = stop
-                f = horizon / upto
-                h = (h + here) * f
-                gh = gpu(here)
-                g = None if g is None or gh is None else (g + gh) * f
-                out.append(Need(kind, parts, h, g, (
-                    f"{what}: columns not run at this scale; a column run to {upto} rounds is "
-                    f"read before the paper's horizon ({horizon}), so they decide only at "
-                    f"{horizon} rounds: the {n_cols} column(s) of "
-                    f"[{COST_TABLE}](../../{COST_TABLE}) and the columns this page ran, their "
-                    f"{upto}-round hours x {f:.3g}, cost {_hours(h)} here at `--jobs 2`, "
-                    f"{_gpu(g)}.")))
-            elif n_cols:
-                out.append(Need(kind, parts, h, g, (
-                    f"{what}: columns not run at this scale; the {n_cols} column(s) of "
-                    f"[{COST_TABLE}](../../{COST_TABLE}) cost {_hours(h)} here at `--jobs 2`, "
-                    f"{_gpu(g)}.")))
-            else:
-                out.append(Need(kind, parts, None, None, (
-                    f"{what}: columns not run at this scale, not yet in "
-                    f"[{COST_TABLE}](../../{COST_TABLE}) (`python analysis/columns_cost.py "
-                    f"--only {v.get('name')}` measures them).")))
+            out.append(_columns_need(v, base, here, gpu, what, parts))
         elif kind == "rounds":
             ran = [int(x) for x in (v.get("rounds") or {}).get("run") or []]
             paper = [int(x) for x in (v.get("rounds") or {}).get("paper") or []]

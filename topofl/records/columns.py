@@ -560,9 +560,17 @@ def read_stream(path: str | os.PathLike[str], run: str) -> ClientStream:
         If the file is not an Arrow stream of client blocks (its schema, or bytes after the
         end of its stream); the message names the file.
     """
+    p = Path(path)
+    try:
+        return _read_stream(p, run)
+    except UnicodeDecodeError as exc:  # a name or a label whose bytes were damaged
+        raise ValueError(f"{p}: not a client file: a name in it is not UTF-8 ({exc})") from None
+
+
+def _read_stream(p: Path, run: str) -> ClientStream:
+    """:func:`read_stream` of ``p`` (a damaged name's decoding error is the caller's)."""
     import pyarrow as pa
 
-    p = Path(path)
     source = pa.memory_map(str(p))
     size = source.size()
     out = ClientStream()
