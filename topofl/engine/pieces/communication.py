@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from topofl.engine.drops import Drops, LaneDrops, lossy
+from topofl.engine.drops import LOST_RULES, Drops, LaneDrops, lossy
 from topofl.engine.layout import Part
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces.robust import robust_gossip
@@ -41,17 +41,41 @@ def _kind(part: Part) -> str:
     return "model" if part == "all" else part
 
 
-def gossip(part: Part = "all") -> Communicate:
+def gossip(part: Part = "all", lost: str = "renormalise") -> Communicate:
     """``X[:, cols(part)] <- W_t X[:, cols(part)]``; messages: the arcs of ``W_t``, each
     carrying the ``part`` (kind ``"model"``, or ``"body"``).
 
-    With lost messages (``rnd.drop``) it mixes with the round's ``W_t`` renormalised over
-    what arrived (:func:`~topofl.engine.drops.lossy`, rule ``"renormalise"``) and returns
-    the delivered messages as its flows, the lost ones as ``Sent.dropped``.
+    With lost messages (``rnd.drop``) it mixes with the round's ``W_t`` after the drops,
+    by the rule ``lost`` (:func:`~topofl.engine.drops.lossy`): ``"renormalise"`` (the
+    default, D-SGD's: each receiver's row renormalised over itself and what arrived) or
+    ``"mass"`` (the weight ``W_ij`` of a lost message is lost with it: receiver ``i`` keeps
+    ``W_ii x_i + sum_{j delivered} W_ij x_j`` and its row sums to less than 1, as
+    decent-bench's peer-to-peer algorithms combine what arrived). An algorithm that gossips
+    with ``lost="mass"`` declares ``Algorithm.lost="mass"``. It returns the delivered
+    messages as its flows, the lost ones as ``Sent.dropped``.
 
     Under a Byzantine attack (``rnd.byzantine``) the Byzantine senders' messages are the
     attack's vectors: ``robust_gossip("mean")`` (:mod:`topofl.engine.pieces.robust`).
+
+    Examples
+    --------
+    A 3-ring (every weight 1/3) whose message ``1 -> 0`` is lost (network seed 17, round
+    0, ``drop = 0.3``; :mod:`topofl.engine.drops`' example loses it and ``0 -> 2``): node
+    0 averages itself and node 2, or keeps only their shares.
+
+    >>> import torch
+    >>> from topofl.engine.drops import Drops
+    >>> from topofl.engine.pieces import gossip
+    >>> rnd = tf.engine.Round(0, tf.topologies.ring(3), drop=Drops(0.3, seed=17, t=0))
+    >>> for rule in ("renormalise", "mass"):
+    ...     state = tf.engine.State(x=torch.tensor([[3.0], [6.0], [9.0]], dtype=torch.float64))
+    ...     _ = gossip(lost=rule)(state, rnd, tf.engine.toy_services(3))
+    ...     print(rule, [round(v, 6) for v in state.x.flatten().tolist()])
+    renormalise [6.0, 6.0, 7.5]
+    mass [4.0, 6.0, 5.0]
     """
+    if lost not in LOST_RULES:
+        raise ValueError(f"lost must be one of {sorted(LOST_RULES)}, got {lost!r}")
     attacked = robust_gossip("mean", part=part)
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
@@ -59,7 +83,7 @@ def gossip(part: Part = "all") -> Communicate:
             return attacked(state, rnd, env)
         topo = graph_of(rnd)
         if rnd.drop is not None:
-            return _lossy_gossip(part, topo, rnd.drop, state, env)
+            return _lossy_gossip(part, topo, rnd.drop, state, env, lost)
         env.mixer.mix_(topo, state.x, None if part == "all" else env.layout.cols(part))
         return Sent.of(Flow(_kind(part), graph_arcs(topo), _width(env, part),
                             dtype_bits(state.x.dtype)))
@@ -68,9 +92,9 @@ def gossip(part: Part = "all") -> Communicate:
 
 
 def _lossy_gossip(part: Part, topo: Topology, drop: Drops | LaneDrops, state: State,
-                  env: Services) -> Sent:
-    """:func:`gossip` with the round's lost messages: each receiver renormalises."""
-    lo = lossy(topo, drop, "renormalise")
+                  env: Services, rule: str = "renormalise") -> Sent:
+    """:func:`gossip` with the round's lost messages, by ``rule`` (:func:`lossy`)."""
+    lo = lossy(topo, drop, rule)
     env.mixer.mix_(lo.topology, state.x, None if part == "all" else env.layout.cols(part))
     size, bits = _width(env, part), dtype_bits(state.x.dtype)
     return Sent.of(Flow(_kind(part), lo.delivered, size, bits),

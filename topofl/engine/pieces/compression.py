@@ -109,7 +109,7 @@ def _random_indices(seed: int, stream: int, t: int, ids: np.ndarray, size: int, 
 
 def compress(v: Tensor, compressor: str, *, ratio: float = 0.1, levels: int = 16,
              t: int = 0, ids: np.ndarray | None = None, seed: int = 0,
-             stream: int = STREAM) -> Tensor:
+             stream: int = STREAM, draws: np.ndarray | Tensor | None = None) -> Tensor:
     r"""``Q(v)`` row by row: each row of ``v`` (``[m, P]``) compressed as one vector.
 
     * ``"topk"``: the ``k`` = :func:`kept` ``(ratio, P)`` entries of largest magnitude kept,
@@ -123,7 +123,11 @@ def compress(v: Tensor, compressor: str, *, ratio: float = 0.1, levels: int = 16
 
     The random ones draw row ``r`` from the stream ``(seed, stream, t, ids[r])`` (``ids``:
     the rows' client ids, default ``0..m-1``): a pure function of the seed, the round and the
-    client.
+    client. ``draws`` replaces those draws by given ones (to replay another code's): rand-k's
+    kept coordinates, ``[m, k]`` distinct integers in ``[0, P)`` per row, or QSGD's uniforms,
+    ``[m, P]`` in ``[0, 1)`` (a level is rounded up where its uniform is below its
+    fractional part); ``None`` (the default) draws from the streams. Top-k draws nothing
+    and takes none.
 
     Examples
     --------
@@ -137,10 +141,21 @@ def compress(v: Tensor, compressor: str, *, ratio: float = 0.1, levels: int = 16
     (2, True)
     >>> torch.equal(q, compress(v, "randk", ratio=0.5, t=3, seed=1))
     True
+
+    Given draws: rand-k keeps coordinates 0 and 3; QSGD with 2 levels rounds every level up
+    (uniforms 0), to ``||v|| sign(v_j) ceil(2 |v_j| / ||v||) / 2`` times CHOCO's ``1/tau``
+    (here ``||v|| = 3.775`` and ``1/tau = 0.5``):
+
+    >>> compress(v, "randk", ratio=0.5, draws=np.array([[0, 3]])).tolist()
+    [[0.5, 0.0, 0.0, 2.0]]
+    >>> [round(x, 4) for x in compress(v, "qsgd", levels=2, draws=np.zeros((1, 4)))[0].tolist()]
+    [0.9437, -1.8875, 0.9437, 1.8875]
     """
     m, p = v.shape
     if ids is None:
         ids = np.arange(m, dtype=np.int64)
+    if draws is not None:
+        draws = _checked_draws(draws, compressor, m, p, kept(ratio, p))
     if m == 0 or p == 0:
         return torch.zeros_like(v)
     if compressor == "qsgd":
@@ -149,17 +164,45 @@ def compress(v: Tensor, compressor: str, *, ratio: float = 0.1, levels: int = 16
         safe = torch.where(norm > 0, norm, torch.ones_like(norm))
         scaled = v.abs() * (s / safe)
         low = torch.floor(scaled)
-        up = _uniforms(seed, stream, t, ids, p, v) < (scaled - low)
+        u = (_uniforms(seed, stream, t, ids, p, v) if draws is None
+             else draws.to(device=v.device, dtype=v.dtype))
+        up = u < (scaled - low)
         level = low + up.to(v.dtype)
         return torch.sign(v) * level * (safe * (qsgd_scale(levels, p) / s))
     k = kept(ratio, p)
     if compressor == "topk":
         idx = v.abs().topk(k, dim=1, sorted=False).indices
     elif compressor == "randk":
-        idx = _random_indices(seed, stream, t, ids, p, k, v.device)
+        idx = (_random_indices(seed, stream, t, ids, p, k, v.device) if draws is None
+               else draws.to(device=v.device, dtype=torch.int64))
     else:
         raise ValueError(f"compressor must be one of {list(COMPRESSORS)}, got {compressor!r}")
     return torch.zeros_like(v).scatter_(1, idx, v.gather(1, idx))
+
+
+def _checked_draws(draws: np.ndarray | Tensor, compressor: str, m: int, p: int, k: int
+                   ) -> Tensor:
+    """:func:`compress`'s given ``draws`` as a CPU tensor, or the error naming what they
+    should have been."""
+    d = torch.as_tensor(np.asarray(draws) if not isinstance(draws, Tensor) else draws)
+    if compressor == "randk":
+        if tuple(d.shape) != (m, k) or d.is_floating_point() or d.is_complex():
+            raise ValueError(f"rand-k's draws must be [m, k] = [{m}, {k}] integer coordinates, "
+                             f"got shape {list(d.shape)} of {d.dtype}")
+        d = d.to(torch.int64)
+        if m and k and (int(d.min()) < 0 or int(d.max()) >= p
+                        or bool((d.sort(dim=1).values.diff(dim=1) == 0).any())):
+            raise ValueError(f"rand-k's draws must be distinct coordinates in [0, {p}) per row")
+        return d
+    if compressor == "qsgd":
+        if tuple(d.shape) != (m, p):
+            raise ValueError(f"QSGD's draws must be [m, P] = [{m}, {p}] uniforms, got shape "
+                             f"{list(d.shape)}")
+        d = d.to(torch.float64)
+        if d.numel() and not (float(d.min()) >= 0.0 and float(d.max()) < 1.0):
+            raise ValueError("QSGD's draws must be uniforms in [0, 1)")
+        return d
+    raise ValueError(f"draws are rand-k's or QSGD's, got them for compressor={compressor!r}")
 
 
 @dataclass(frozen=True)
