@@ -34,7 +34,10 @@ graph through :func:`lossy`:
   numerator, moves the de-biased point by ``lr / w``: steps grow as the weights shrink. A
   node that gives itself no weight ($W_{jj} = 0$) and loses every message it sends loses
   all its mass ($w_j = 0$: no de-biased model); :func:`topofl.mixing.push_sum` gives every
-  node $1 / (\text{out-degree} + 1)$ of its own.
+  node $1 / (\text{out-degree} + 1)$ of its own. A gossip over a doubly stochastic ``W``
+  may take the same rule (``gossip(lost="mass")``, :mod:`topofl.engine.pieces`): a receiver
+  keeps $W_{ii} x_i + \sum_{j \text{ delivered}} W_{ij} x_j$, its row summing to less than
+  1, as decent-bench's peer-to-peer algorithms combine what arrived.
 
 An algorithm whose ``lost`` is ``None`` (server-based ones, and the gossip variants whose
 messages are not all models on the graph's arcs: Clique Averaging's gradients, CHOCO,
@@ -88,8 +91,9 @@ LOST_RULES = {
         "them (each row of W renormalised over itself and its delivered arcs; D-SGD-style "
         "gossip with a doubly stochastic W, and EL's uniform average of what arrived)"),
     "mass": (
-        "push-sum: the mass of a lost message, numerator and weight, is lost with it (W's "
-        "entry on a lost arc becomes 0; the de-biased ratio stays a weighted average)"),
+        "the mass of a lost message is lost with it (W's entry on a lost arc becomes 0): "
+        "push-sum's numerator and weight alike, so the de-biased ratio stays a weighted "
+        "average; a gossip that takes it (gossip(lost='mass')) keeps what arrived unscaled"),
 }
 
 #: The stream of the drop draws: distinct from the network's other quantities' tags.
