@@ -185,6 +185,24 @@ def test_activation_with_decentbench_combine_follows_it(run: dict[str, Any]) -> 
 
 
 @pytest.mark.parametrize("run", _cases("activation"), ids=_case_id)
+def test_activation_under_the_lose_rule_is_decentbenchs(run: dict[str, Any]) -> None:
+    # the absent rule "lose" (round_view -> active_topology(keep="none")), as the engine builds
+    # the round's graph: decent-bench's combine without building its matrix by hand
+    ref = np.array(run["iterates"])
+    algo = _algorithm(run)._replace(absent="lose")
+    topo = _topology(run["graph"])
+    active = np.array(run["active"], dtype=bool)
+    W = np.array(REFERENCE["graphs"][run["graph"]])
+    delivered = np.array(run["delivered"])[:, 0]
+    for t in range(len(active)):
+        np.testing.assert_array_equal(
+            round_view(algo, t, topo, active[t]).topology.to_dense(),
+            decentbench_matrix(W, active[t], delivered[t]))
+    got = _drive(algo, run, lambda t: round_view(algo, t, topo, active[t]))
+    assert np.abs(got - ref).max() <= TOL
+
+
+@pytest.mark.parametrize("run", _cases("activation"), ids=_case_id)
 def test_activation_with_topofls_rule_differs_by_the_weight_it_keeps(run: dict[str, Any]
                                                                       ) -> None:
     # topofl's absent rule: the round's graph is active_topology(keep="doubly"), each client

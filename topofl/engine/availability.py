@@ -69,6 +69,12 @@ ABSENT_RULES = {
         "column stochastic, push-sum: a sender splits its mass over its present "
         "out-neighbours; row stochastic: a receiver averages its present in-neighbours); the "
         "absent client neither trains nor sends nor receives, and keeps its model"),
+    "lose": (
+        "skip and lose: the round's graph loses every arc into or out of an absent client "
+        "and nothing is redistributed, so a present client's row sums to less than 1 by the "
+        "weight it gave absent neighbours (it adds up what arrived: decent-bench's "
+        "peer-to-peer combine; active_topology(keep='none')); the absent client neither "
+        "trains nor sends nor receives, and keeps its model"),
     "server": (
         "the server averages over the round's present participants (sampled and online), "
         "weights renormalised over them; an absent client does not train and gets the "
@@ -355,7 +361,7 @@ def round_view(algorithm: Algorithm, t: int, topology: Topology | None,
     Everyone online (``online`` ``None`` or all true): ``Round(t, topology)``. Otherwise the
     round carries ``online``, and under the ``"renormalise"`` rule an algorithm that uses the
     graph sees the graph of the present clients (:func:`~topofl.topologies.derived.active_topology`
-    with ``keep`` = what the algorithm requires).
+    with ``keep`` = what the algorithm requires; under ``"lose"``, ``keep="none"``).
 
     Examples
     --------
@@ -369,7 +375,9 @@ def round_view(algorithm: Algorithm, t: int, topology: Topology | None,
     if online is None or bool(np.all(online)):
         return Round(t, topology)
     online = np.asarray(online, dtype=bool)
-    if topology is not None and algorithm.uses_topology and algorithm.absent == "renormalise":
+    if topology is not None and algorithm.uses_topology and algorithm.absent == "lose":
+        topology = active_topology(topology, online, keep="none")
+    elif topology is not None and algorithm.uses_topology and algorithm.absent == "renormalise":
         keep = algorithm.requires if algorithm.requires in ("row", "column") else "doubly"
         topology = active_topology(topology, online, keep=keep)
     return Round(t, topology, online)

@@ -594,12 +594,14 @@ class Algorithm(NamedTuple):
     uses_topology : bool, default True
         False for algorithms that ignore the graph (local training, FedAvg): they are run
         with ``topology=None`` (``topofl.run`` warns when it is given one).
-    absent : {"renormalise", "server", "stale"}, default "renormalise"
+    absent : {"renormalise", "lose", "server", "stale", "refuse"}, default "renormalise"
         What the algorithm does with a client absent from a round
         (:data:`topofl.engine.availability.ABSENT_RULES`): ``"renormalise"`` (the round's
-        graph without it, weights renormalised as ``requires`` says), ``"server"`` (a server
-        averages over the present participants: the pieces read ``rnd.online``) or
-        ``"stale"`` (its state stands still; the others read its last model).
+        graph without it, weights renormalised as ``requires`` says), ``"lose"`` (the round's
+        graph without it, the weight given to it lost: decent-bench's combine), ``"server"``
+        (a server averages over the present participants: the pieces read ``rnd.online``),
+        ``"stale"`` (its state stands still; the others read its last model) or ``"refuse"``
+        (the algorithm picks a round's clients itself: offline clients are refused).
     lost : {"renormalise", "mass"} or None, default None
         What the algorithm does with a message lost in the network (``[network] drop``;
         :data:`topofl.engine.drops.LOST_RULES`): ``"renormalise"`` (a receiver averages what

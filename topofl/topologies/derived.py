@@ -44,13 +44,17 @@ def active_topology(topology: Topology, active: Any, *, keep: str = "doubly") ->
       neighbour, $W'_{ii} = 1 - \sum_{j \ne i \text{ kept}} W_{ij}$ (renormalising would break
       double stochasticity). A symmetric doubly stochastic ``W`` (Metropolis weights) stays
       symmetric and doubly stochastic; a non-symmetric one stays row stochastic.
+    * ``keep="none"``: nothing is redistributed: the weight an active client gave an inactive
+      neighbour is lost, $W'_{ij} = W_{ij}$ on the arcs kept and $W'_{ii} = W_{ii}$, so its row
+      sums to less than 1 (a receiver adds up what arrived, as decent-bench's peer-to-peer
+      algorithms combine: the absent rule ``"lose"``).
 
     Parameters
     ----------
     topology : Topology
     active : sequence of int or None
         The active clients (``None``: all of them, ``topology`` is returned as it is).
-    keep : {"doubly", "row", "column"}, default "doubly"
+    keep : {"doubly", "row", "column", "none"}, default "doubly"
 
     Returns
     -------
@@ -72,9 +76,15 @@ def active_topology(topology: Topology, active: Any, *, keep: str = "doubly") ->
     [0.0, 0.0, 0.0, 1.0]
     >>> t.is_doubly_stochastic, t.messages_per_round
     (True, 4)
+
+    With ``keep="none"`` clients 0 and 2 lose that 1/3:
+
+    >>> [round(v, 3) for v in active_topology(tf.topologies.ring(4), [0, 1, 2],
+    ...                                       keep="none").to_dense()[0].tolist()]
+    [0.333, 0.333, 0.0, 0.0]
     """
-    if keep not in ("doubly", "row", "column"):
-        raise ValueError(f"keep must be 'doubly', 'row' or 'column', got {keep!r}")
+    if keep not in ("doubly", "row", "column", "none"):
+        raise ValueError(f"keep must be 'doubly', 'row', 'column' or 'none', got {keep!r}")
     if active is None:
         return topology
     n = topology.n
@@ -100,6 +110,8 @@ def active_topology(topology: Topology, active: Any, *, keep: str = "doubly") ->
     r, c, v = r[off], c[off], v[off]
     if keep == "doubly":
         diag = 1.0 - np.bincount(r, v, minlength=n)
+    elif keep == "none":  # an inactive client keeps its model; the others lose what is gone
+        diag = np.where(on, diag, 1.0)
     else:
         axis = c if keep == "column" else r
         tot = diag + np.bincount(axis, v, minlength=n)
