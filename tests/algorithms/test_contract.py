@@ -56,7 +56,7 @@ LIGHT: dict[str, dict[str, Any]] = {
 # the first ~10 rounds (the clients' own training loss rises meanwhile on this 3-class split):
 # more rounds to show the decrease.
 ROUNDS = {"dsgt": 30, "extra": 30, "exact_diffusion": 30, "nids": 30, "proxskip": 30,
-          "dlm": 30}
+          "dlm": 30, "gt_saga": 30, "gt_sarah": 30}
 
 
 def _run(name: str, data: Any, rounds: int = 10, **kw: Any) -> Any:

@@ -40,7 +40,7 @@ def name(request: pytest.FixtureRequest) -> str:
 
 
 def test_the_built_in_algorithms_are_all_seen() -> None:
-    assert len(ALGOS) == 40 and {"dsgd", "dfedpgp", "dpfl", "pfeddst", "fedavg"} <= set(ALGOS)
+    assert len(ALGOS) == 42 and {"dsgd", "dfedpgp", "dpfl", "pfeddst", "fedavg"} <= set(ALGOS)
 
 
 def test_a_factory_signature_is_its_source(name: str) -> None:

@@ -186,6 +186,10 @@ OPTIMA: dict[str, tuple[dict[str, Any], bool, Any]] = {
     # (closed forms in test_proxskip_dlm.py)
     "proxskip": ({"comm_probability": 0.5}, False, tf.topologies.ring(6)),
     "dlm": ({"penalty": 0.5}, False, tf.topologies.ring(6)),
+    # GT-SAGA and GT-SARAH with each step's gradient as a client's only sample: gradient
+    # tracking (their finite sums' exact convergence in test_gt_vr.py)
+    "gt_saga": ({"samples": "gradient"}, False, tf.topologies.ring(6)),
+    "gt_sarah": ({"samples": "gradient", "inner_steps": 5}, False, tf.topologies.ring(6)),
     # CHOCO: D-SGD's fixed point on (1 - gamma) I + gamma W (test_choco.py), -> x* as lr -> 0
     "choco": ({"gamma": 0.5}, False, tf.topologies.ring(6)),
     "el": ({}, False, tf.topologies.el_oracle(6, 2, seed=0)),

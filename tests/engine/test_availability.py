@@ -239,6 +239,7 @@ _KW: dict[str, dict[str, Any]] = {
     "kgt": dict(local_steps=2), "led": dict(local_steps=2),
     "proxskip": dict(comm_probability=1.0), "dlm": {},
     "teleport": dict(k=2),
+    "gt_saga": {}, "gt_sarah": {},  # one estimate a round; they refuse absent clients
 }
 _TOPO = {"sgp": "push", "osgp": "push", "dfedpgp": "push"}
 

@@ -232,6 +232,11 @@ CASES: dict[str, Case] = {
     "proxskip": (dict(comm_probability=0.5, coin_seed=1), lambda: tf.topologies.ring(N),
                  lambda r: [(0, 0), (RING, RING * P * F)]),
     "dlm": ({}, lambda: tf.topologies.ring(N), lambda r: [(RING, RING * P * F)] * 2),
+    # GT-SAGA and GT-SARAH: the model and the tracker on every arc, as gradient tracking's
+    "gt_saga": ({}, lambda: tf.topologies.ring(N),
+                lambda r: [(2 * RING, 2 * RING * P * F)] * 2),
+    "gt_sarah": ({}, lambda: tf.topologies.ring(N),
+                 lambda r: [(2 * RING, 2 * RING * P * F)] * 2),
     "el": ({}, _cycle, lambda r: [(N, N * P * F)] * 2),
     # CHOCO, top-k 10 %: k = 61 of the 610 parameters, as float32 values with int32 indices
     # attached, on every arc
@@ -291,6 +296,7 @@ _STEPS: dict[str, dict[str, int]] = {  # little local work: the counts do not de
     "kgt": dict(local_steps=2), "led": dict(local_steps=2),
     "proxskip": {}, "dlm": {},
     "choco": dict(local_steps=1),
+    "gt_saga": {}, "gt_sarah": {},
 }
 
 

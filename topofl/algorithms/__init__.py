@@ -45,6 +45,8 @@ from topofl.algorithms.fedprox_ft import fedprox_ft
 from topofl.algorithms.fedrep import fedrep
 from topofl.algorithms.ggc import bggc, ggc
 from topofl.algorithms.gossip_learning import gossip_learning
+from topofl.algorithms.gt_saga import gt_saga
+from topofl.algorithms.gt_sarah import gt_sarah
 from topofl.algorithms.kgt import kgt
 from topofl.algorithms.knn_per import knn_per
 from topofl.algorithms.led import led
@@ -75,6 +77,8 @@ __all__ = [
     "nids",
     "kgt",
     "led",
+    "gt_saga",
+    "gt_sarah",
     "proxskip",
     "dlm",
     "choco",

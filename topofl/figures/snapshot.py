@@ -137,21 +137,7 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
                                           anneal_rounds=2)),
         "dis_pfl_gradient": ("dis_pfl", ring, dict(local_steps=1, regrow="gradient",
                                                    evaluate="aggregated", init="independent")),
-        # issue 35: gradient tracking, EXTRA, Epidemic Learning
-        "dsgt": ("dsgt", ring, {}),
-        "dsgt_adapt_first": ("dsgt", ring, dict(variant="dsgt", weight_decay=1e-3)),
-        "extra": ("extra", ring, {}),
-        # issue 84: exact diffusion, NIDS
-        "exact_diffusion": ("exact_diffusion", ring, {}),
-        "nids": ("nids", ring, dict(gamma=0.8, weight_decay=1e-3)),
-        # issue 84: local-update tracking
-        "kgt": ("kgt", ring, dict(local_steps=2, outer_lr=0.8, weight_decay=1e-3)),
-        "led": ("led", ring, dict(local_steps=2, beta=0.3, gamma=0.8)),
-        # issue 84: ProxSkip (coin_seed=1: round 0 skips, round 1 sends), DLM (both steps)
-        "proxskip": ("proxskip", ring, dict(comm_probability=0.5, chi=1.5, coin_seed=1,
-                                            weight_decay=1e-3)),
-        "dlm": ("dlm", ring, dict(penalty=0.5, weight_decay=1e-3)),
-        "dlm_uniform": ("dlm", ring, dict(penalty=0.5, step="uniform", init="independent")),
+        **_tracking_cases(ring),
         # issue 84 item 2: FedNova (unequal local work, every counter), FedDyn
         "fednova": ("fednova", None, dict(local_epochs=[0.1, 0.3, 0.1, 0.3, 0.1, 0.3],
                                           momentum=0.5, mu=0.1, server_momentum=0.5,
@@ -179,6 +165,31 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
                                  window=1.0, local_steps=2, layers=2, merge="age")),
         # issue 45: Morph's learned graph (a swap every round after the first)
         "morph": ("morph", None, dict(degree=2, every=1, local_steps=2)),
+    }
+
+
+def _tracking_cases(ring: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
+    """:func:`algorithm_cases`' gradient-tracking, exact-diffusion and related peer-to-peer
+    optimizers (issues 35 and 84), each on ``ring``."""
+    return {
+        # issue 35: gradient tracking, EXTRA, Epidemic Learning
+        "dsgt": ("dsgt", ring, {}),
+        "dsgt_adapt_first": ("dsgt", ring, dict(variant="dsgt", weight_decay=1e-3)),
+        "extra": ("extra", ring, {}),
+        # issue 84: exact diffusion, NIDS
+        "exact_diffusion": ("exact_diffusion", ring, {}),
+        "nids": ("nids", ring, dict(gamma=0.8, weight_decay=1e-3)),
+        # issue 84: local-update tracking
+        "kgt": ("kgt", ring, dict(local_steps=2, outer_lr=0.8, weight_decay=1e-3)),
+        "led": ("led", ring, dict(local_steps=2, beta=0.3, gamma=0.8)),
+        # issue 84: ProxSkip (coin_seed=1: round 0 skips, round 1 sends), DLM (both steps)
+        "proxskip": ("proxskip", ring, dict(comm_probability=0.5, chi=1.5, coin_seed=1,
+                                            weight_decay=1e-3)),
+        "dlm": ("dlm", ring, dict(penalty=0.5, weight_decay=1e-3)),
+        "dlm_uniform": ("dlm", ring, dict(penalty=0.5, step="uniform", init="independent")),
+        # issue 84: variance-reduced gradient tracking on the clients' samples
+        "gt_saga": ("gt_saga", ring, dict(sample_batch=2, refresh="redrawn")),
+        "gt_sarah": ("gt_sarah", ring, dict(inner_steps=3, sample_batch=2)),
     }
 
 
