@@ -362,3 +362,18 @@ def _engine_on(name: str, topology: Any) -> Any:
     data = tf.data.federate("digits", "iid", 4, seed=0, val=0.2)
     return tf.run(name, topology, data, "logistic", 1, seed=0, batch_size=8, spectral=False,
                   progress=False)
+
+
+
+def test_the_engine_path_is_refused_across_ranks(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # under torchrun the per-sample path would read clients' data held on other ranks
+    import torch
+
+    import topofl.distributed.world as world
+    from topofl.algorithms import gt_vr
+
+    monkeypatch.setattr(world, "is_distributed", lambda: True)
+    with pytest.raises(ValueError, match="gt_saga runs in one process"):
+        gt_vr.resolve(None, 0, object(), torch.zeros(4, 3), "gt_saga")
+    # a finite sum given by the caller does not read the engine's data: allowed
+    assert gt_vr.resolve("gradient", 0, object(), torch.zeros(4, 3), "gt_saga") is None

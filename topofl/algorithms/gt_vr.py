@@ -274,6 +274,12 @@ def resolve(samples: Any, seed: int, env: Any, x: Tensor, name: str) -> _Source 
             raise ValueError(f"{name}'s samples have {len(samples.sizes)} clients, the run "
                              f"{n}")
         return _Source(torch.as_tensor(samples.sizes, dtype=torch.int64), seed, given=samples)
+    from topofl.distributed.world import is_distributed
+
+    if is_distributed():
+        raise ValueError(f"{name} runs in one process (its per-sample gradients read the "
+                         "clients' data where the state is), not across torchrun's ranks: "
+                         "run it without torchrun, or pass samples=FiniteSum(...)")
     data, ex = getattr(env, "data", None), getattr(env, "executor", None)
     if data is None or ex is None or not hasattr(data, "segments_of"):
         raise ValueError(f"{name} takes per-sample gradients of its clients' data, which "
