@@ -105,6 +105,12 @@ MAX_PARAMETERS = {
     # the front door's signature is written in source (issue 82): RunCall's ten fields, then
     # overwrite; the settings and hyper-parameters come as keywords
     "topofl/api.py::run": 11,
+    # compress: the compressor and its two settings, QSGD's rescale, the draws' stream address
+    # (t, ids, seed, stream) and what replays another code (draws, parts): issue 84
+    "topofl/engine/pieces/compression.py::compress": 12,
+    # transit: a window's clocks and counts, then the timing's four settings (issue 84 added
+    # gossipy's node order beside delay, order and slots)
+    "topofl/engine/transit.py::transit": 11,
 }
 #: the most modules at the top of ``topofl/`` besides its packages (issue 55)
 MAX_TOP_MODULES = 12

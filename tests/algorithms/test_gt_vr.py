@@ -369,10 +369,9 @@ def test_the_engine_path_is_refused_across_ranks(monkeypatch) -> None:  # type: 
     # under torchrun the per-sample path would read clients' data held on other ranks
     import torch
 
-    import topofl.distributed.world as world
     from topofl.algorithms import gt_vr
 
-    monkeypatch.setattr(world, "is_distributed", lambda: True)
+    monkeypatch.setattr(gt_vr, "is_distributed", lambda: True)
     with pytest.raises(ValueError, match="gt_saga runs in one process"):
         gt_vr.resolve(None, 0, object(), torch.zeros(4, 3), "gt_saga")
     # a finite sum given by the caller does not read the engine's data: allowed

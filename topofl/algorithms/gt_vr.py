@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from topofl._utils.rng import generator_at
+from topofl.distributed.world import is_distributed
 
 __all__ = ["FiniteSum", "least_squares", "draw_indices", "STREAM", "MAX_TABLE_BYTES"]
 
@@ -249,7 +250,8 @@ class Holder:
 def check_samples(samples: Any, name: str) -> Any:
     """``samples`` if it is ``None``, ``"gradient"`` or a :class:`FiniteSum`, else a
     ``TypeError`` naming ``name``."""
-    if samples is None or samples == "gradient" or isinstance(samples, FiniteSum):
+    if samples is None or isinstance(samples, FiniteSum) or (
+            isinstance(samples, str) and samples == "gradient"):
         return samples
     raise TypeError(f"{name}'s samples must be None (the run's data), 'gradient' or a "
                     f"FiniteSum, got {samples!r:.60}")
@@ -260,22 +262,20 @@ def described(samples: Any) -> str:
     ``"finite_sum"``."""
     if samples is None:
         return "data"
-    return "gradient" if samples == "gradient" else "finite_sum"
+    return "gradient" if isinstance(samples, str) else "finite_sum"
 
 
 def resolve(samples: Any, seed: int, env: Any, x: Tensor, name: str) -> _Source | None:
     """The run's source of per-sample gradients (see the module); ``None`` for
     ``"gradient"``."""
     n = x.shape[0]
-    if samples == "gradient":
+    if isinstance(samples, str):  # "gradient" (check_samples)
         return None
     if isinstance(samples, FiniteSum):
         if len(samples.sizes) != n:
             raise ValueError(f"{name}'s samples have {len(samples.sizes)} clients, the run "
                              f"{n}")
         return _Source(torch.as_tensor(samples.sizes, dtype=torch.int64), seed, given=samples)
-    from topofl.distributed.world import is_distributed
-
     if is_distributed():
         raise ValueError(f"{name} runs in one process (its per-sample gradients read the "
                          "clients' data where the state is), not across torchrun's ranks: "
