@@ -1,16 +1,19 @@
-"""Asynchronous timing against its peers: gossipy's ticks, the sacs-epfl simulator's offsets
-and delays, Lian et al.'s active/passive split (issue 59, item 6).
+"""Asynchronous timing against its peers: gossipy's ticks and its shuffled node order, the
+sacs-epfl simulator's offsets and delays, and how far its bandwidth queueing and training
+time are from topofl's nearest timing (issue 59, item 6; issue 84, item 3).
 
 Writes ``analysis/async_timing.md``. gossipy is run itself where it can be imported (its
 PyPI release ``gossipy-dfl`` 0.0.1, whose ``GossipSimulator.start`` is the GitHub one's;
 ``GOSSIPY_PATH`` names a folder holding it): nodes minimising ``(x - c_i)^2 / 2`` (a model
 handler whose merge is its ``TorchModelHandler``'s mean and whose update is one SGD step),
-the node order of a tick fixed to the ids (gossipy shuffles it every round from NumPy's
-global generator; topofl orders ties by id) and each node's peer drawn by topofl's
-``partners`` (gossipy draws it from Python's global generator): the same inputs, so the two
-runs must agree to the bit. The sacs-epfl simulator cannot run here (it needs its dask
-workers); its gossip is replayed from its code (``tests/algorithms/test_async_timing.py``,
-``sacs_gossip``).
+the node order of a tick fixed to the ids, then shuffled every round as gossipy ships it
+(NumPy's global generator) with the orders it drew given to topofl (``timing``'s
+``node_order``), and each node's peer drawn by topofl's ``partners`` (gossipy draws it from
+Python's global generator): the same inputs, so the two runs must agree to the bit. The
+sacs-epfl simulator cannot run here (it needs its dask workers); its gossip is replayed
+from its code (``tests/algorithms/test_async_timing.py``: ``sacs_gossip``, and
+``SacsGossip`` with its bandwidth scheduler and training time, which topofl has no option
+for yet: the report measures the gap).
 
 Run: ``GOSSIPY_PATH=... python analysis/async_timing.py``.
 """
@@ -30,7 +33,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import topofl as tf  # noqa: E402
-from tests.algorithms.test_async_timing import sacs_gossip  # noqa: E402
+from tests.algorithms.test_async_timing import sacs_gaps, sacs_gossip  # noqa: E402
 from topofl.engine import run_rounds  # noqa: E402
 from topofl.engine.event_time import partners  # noqa: E402
 
@@ -56,8 +59,11 @@ def _gossipy() -> Any:
 
 
 def run_gossipy(g: Any, topo: Any, c: torch.Tensor, x0: torch.Tensor, periods: list[int],
-                sync: bool, delay: int, rounds: int, round_len: int) -> dict[str, Any]:
-    """gossipy's own simulator on the quadratic nodes; its models and its messages."""
+                sync: bool, delay: int, rounds: int, round_len: int,
+                shuffle_seed: int | None = None) -> dict[str, Any]:
+    """gossipy's own simulator on the quadratic nodes; its models, its messages and the node
+    order of each round. ``shuffle_seed``: its node order shuffled every round as it ships
+    (NumPy's global generator, seeded with it here); ``None``: the ids."""
 
     class Quadratic(g.handler.ModelHandler):
         def __init__(self, x: torch.Tensor, target: torch.Tensor) -> None:
@@ -107,18 +113,31 @@ def run_gossipy(g: Any, topo: Any, c: torch.Tensor, x0: torch.Tensor, periods: l
     sim.init_nodes()
     start = torch.stack([nodes[i].model_handler.model for i in range(len(periods))])
     order = g.simul.shuffle
-    g.simul.shuffle = lambda ids: None  # the node order of a tick: the ids
+    drawn: list[list[int]] = []
+
+    def shuffle(ids: np.ndarray) -> None:  # its own shuffle, the orders it drew recorded
+        order(ids)
+        drawn.append(ids.tolist())
+
+    if shuffle_seed is None:
+        g.simul.shuffle = lambda ids: None  # the node order of a tick: the ids
+    else:
+        np.random.seed(shuffle_seed)  # noqa: NPY002 (gossipy draws from the global one)
+        g.simul.shuffle = shuffle
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             sim.start(rounds)
     finally:
         g.simul.shuffle = order
     x = torch.stack([nodes[i].model_handler.model for i in range(len(periods))])
-    return dict(start=start, x=x, sent=sent, ticks=rounds * round_len)
+    return dict(start=start, x=x, sent=sent, ticks=rounds * round_len, orders=drawn)
 
 
-def compare_gossipy(g: Any, sync: bool, delay: int, seed: int) -> dict[str, Any]:
-    """gossipy against topofl's tick timing on one setup."""
+def compare_gossipy(g: Any, sync: bool, delay: int, seed: int,
+                    shuffled: bool = False) -> dict[str, Any]:
+    """gossipy against topofl's tick timing on one setup; ``shuffled``: gossipy as it
+    ships (its node order shuffled every round), topofl given the orders it drew
+    (``node_order``) and, for the difference of today's default, in id order."""
     rng = np.random.default_rng(seed)
     topo = tf.topologies.random_regular(N, 4, seed=seed)
     c = torch.as_tensor(rng.normal(size=(N, P)))
@@ -133,16 +152,31 @@ def compare_gossipy(g: Any, sync: bool, delay: int, seed: int) -> dict[str, Any]
         shift = max(periods)
         durations, offsets = [float(p) for p in periods], [float(shift - p) for p in periods]
     rounds = 40
-    peer = run_gossipy(g, topo, c, x0, periods, sync, delay, rounds, round_len)
+    peer = run_gossipy(g, topo, c, x0, periods, sync, delay, rounds, round_len,
+                       shuffle_seed=seed if shuffled else None)
     windows = shift + peer["ticks"] - 1  # tick tau is time tau + shift
-    algo = tf.algorithms.gossip_learning(LR, durations=durations, window=1.0, layers=2 * N,
-                                         timing=dict(order="tick", delay=float(delay),
-                                                     offsets=offsets))
-    run = run_rounds(algo, peer["start"], topo, lambda z, phase, rnd: z - c, rounds=windows)
-    ours = run.state.own
-    return dict(setup=f"{'sync' if sync else 'async'} nodes, ConstantDelay({delay}), seed {seed}",
-                sends=len(peer["sent"]), sends_ours=int(ours.steps.sum()),
-                receives_ours=int(ours.updates.sum()),
+    timing: dict[str, Any] = dict(order="tick", delay=float(delay), offsets=offsets)
+
+    def ours(how: dict[str, Any]) -> Any:
+        algo = tf.algorithms.gossip_learning(LR, durations=durations, window=1.0,
+                                             layers=2 * N, timing=how)
+        return run_rounds(algo, peer["start"], topo, lambda z, phase, rnd: z - c,
+                          rounds=windows)
+
+    out: dict[str, Any] = {}
+    if shuffled:  # gossipy's tick tau runs at topofl's time tau + shift: tick tau + shift
+        ids = ours(timing)
+        out["diff_ids"] = float((ids.state.x - peer["x"]).abs().max())
+        rows = [list(range(N))] * shift + [peer["orders"][tau // round_len]
+                                           for tau in range(peer["ticks"])]
+        timing = dict(timing, node_order=rows)
+    run = ours(timing)
+    own = run.state.own
+    kind = "shuffled every round (seed " if shuffled else "in id order (seed "
+    return dict(out, setup=f"{'sync' if sync else 'async'} nodes, ConstantDelay({delay}), "
+                f"node order {kind}{seed})",
+                sends=len(peer["sent"]), sends_ours=int(own.steps.sum()),
+                receives_ours=int(own.updates.sum()),
                 diff=float((run.state.x - peer["x"]).abs().max()),
                 equal=bool(torch.equal(run.state.x, peer["x"])),
                 held=sum(s.records["async_held"] for s in run.sent))
@@ -171,22 +205,49 @@ def compare_sacs(seed: int, merge: str) -> dict[str, Any]:
                 held=sum(s.records["async_held"] for s in run.sent))
 
 
+def _provenance() -> str:
+    """The line saying when, from what code and in what environment the report was made."""
+    import datetime
+    import platform
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "topofl", "analysis",
+                                "tests"], cwd=root, text=True, capture_output=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        head, dirty = "unknown", ""
+    code = f"`{head}`" + (" with uncommitted changes" if dirty else "")
+    return (f"Run on {datetime.date.today().isoformat()} from the code at {code} (topofl "
+            f"{tf.__version__}), torch {torch.__version__}, numpy {np.__version__}, Python "
+            f"{platform.python_version()}, {platform.machine()} ({os.cpu_count()} cores); "
+            "deterministic (float64, fixed draws: no seeds to average), so the counts and "
+            "differences below are exact, not estimates.")
+
+
 def main() -> None:
     lines = ["# Asynchronous timing against its peers", "",
-             "Generated by `analysis/async_timing.py` (issue 59, item 6). float64, "
-             f"{N} clients, `(x - c_i)^2 / 2`, lr {LR}.", ""]
+             "Generated by `analysis/async_timing.py` (issue 59, item 6; issue 84, item 3). "
+             f"float64, {N} clients, `(x - c_i)^2 / 2`, lr {LR}.", _provenance(), ""]
     g = _gossipy()
     lines += ["## gossipy (its own simulator, `gossipy-dfl` 0.0.1)", ""]
     if g is None:
         lines += ["gossipy could not be imported here: not measured.", ""]
     else:
         lines += ["| setup | gossipy sends | topofl sends | topofl receives | held | "
-                  "max abs difference | equal to the bit |", "|---|---|---|---|---|---|---|"]
-        for sync, delay, seed in [(False, 0, 0), (False, 2, 1), (True, 0, 2), (True, 3, 3)]:
-            r = compare_gossipy(g, sync, delay, seed)
-            lines.append(f"| {r['setup']} | {r['sends']} | {r['sends_ours']} | "
-                         f"{r['receives_ours']} | {r['held']} | {r['diff']:.3g} | "
-                         f"{r['equal']} |")
+                  "max abs difference | equal to the bit | topofl in id order: difference |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for shuffled in (False, True):
+            for sync, delay, seed in [(False, 0, 0), (False, 2, 1), (True, 0, 2),
+                                      (True, 3, 3)]:
+                r = compare_gossipy(g, sync, delay, seed, shuffled)
+                by_id = f"{r['diff_ids']:.3g}" if shuffled else "(the same run)"
+                lines.append(f"| {r['setup']} | {r['sends']} | {r['sends_ours']} | "
+                             f"{r['receives_ours']} | {r['held']} | {r['diff']:.3g} | "
+                             f"{r['equal']} | {by_id} |")
         lines.append("")
     lines += ["## sacs-epfl decentralized-learning-simulator (its gossip, replayed)", "",
               "| setup | its receives | topofl receives | held | max abs difference |",
@@ -195,9 +256,32 @@ def main() -> None:
         r = compare_sacs(seed, merge)
         lines.append(f"| {r['setup']} | {r['receives']} | {r['receives_ours']} | {r['held']} | "
                      f"{r['diff']:.3g} |")
-    lines += ["", "Notes. gossipy: node order of a tick fixed to the ids and peers drawn by "
-              "topofl's "
-              "`partners` (the same inputs); its global message cache is cleared before each "
+    lines += ["", "### What topofl does not replay yet: its bandwidth queueing and training time",
+              "", "The full restatement of its code (`SacsGossip` in "
+              "`tests/algorithms/test_async_timing.py`: its event queue, `BWScheduler`, "
+              "`GossipClient`; 8 clients, complete graph, period 10 s, mean merges, 1 MB/s "
+              "everywhere) against topofl's nearest timing (the shifts as `offsets`, a free "
+              "link's transfer time as `delay`, every receive merged and trained at once). "
+              "'waited': transfers that started after they were asked for (a busy link); "
+              "'replaced': models received during a training and replaced, unmerged, by a "
+              "later one.", "",
+              "| model transfer | training | seed | its merges | topofl's | waited | "
+              "replaced | max abs difference: queueing alone | with training |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for size, train in [(2_345_678, 3_000_000), (500_000, 8_000_000)]:
+        for seed in (0, 1, 2):
+            r = sacs_gaps(seed, size=size, train_time=train)
+            lines.append(f"| {size / 1e6:g} s | {train / 1e6:g} s | {seed} | "
+                         f"{r['queueing+training receives']} | {r['topofl receives']} | "
+                         f"{r['queueing waited']} | {r['queueing+training replaced']} | "
+                         f"{r['queueing']:.3g} | {r['queueing+training']:.3g} |")
+    lines += ["", "Notes. gossipy: peers drawn by topofl's `partners` (the same inputs); the "
+              "node order of a tick fixed to the ids in the first four rows, and in the last "
+              "four shuffled as gossipy ships it (`shuffle(node_ids)` at every round's first "
+              "tick, from NumPy's global generator, seeded with the row's seed) and given to "
+              "topofl as `timing`'s `node_order` (the orders gossipy drew, one per tick; "
+              "topofl's id order, today's default, is the last column's difference); its "
+              "global message cache is cleared before each "
               "run (keyed by node and update count, it keeps a message still in flight at the "
               "end of one simulation, and a later simulation in the same process was handed "
               "that stale model: 0.136 max difference before clearing). sacs-epfl: replayed "

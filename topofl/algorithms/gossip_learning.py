@@ -74,9 +74,10 @@ References
    Federated Learning", DAIS 2019; "Decentralized learning works: An empirical comparison of
    gossip learning and federated learning", JPDC 148, 2021.
 .. [3] M. Polato, gossipy (github.com/makgyver/gossipy), whose ticks ``timing="tick"``
-   replays (``analysis/async_timing.md``).
+   replays, its shuffled node order with ``node_order`` (``analysis/async_timing.md``).
 .. [4] The sacs-epfl decentralized-learning-simulator, whose gossip (start shifts, transfer
-   times) ``timing={"delay": ..., "offsets": ...}`` replays.
+   times) ``timing={"delay": ..., "offsets": ...}`` replays when its transfers do not
+   contend for a link and training takes no time.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ from topofl.engine.event_time import (
 from topofl.engine.event_time import push_layers as push_layers
 from topofl.engine.pieces import compose_init
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
-from topofl.engine.transit import messages, read_timing, slots, transit
+from topofl.engine.transit import NodeOrder, Timing, messages, read_timing, slots, transit
 from topofl.graph import Topology
 
 if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
@@ -305,9 +306,11 @@ class _Transit(_Layers):
     layer copies its sends into the inbox, merges its receives, then trains them."""
 
     def __init__(self, clocks: EventTime, steps: int, layers: int, merge: str, timing: str,
-                 delay: float | tuple[float, ...] | None) -> None:
+                 delay: float | tuple[float, ...] | None,
+                 node_order: NodeOrder | None = None) -> None:
         self.clocks, self.steps, self.layers, self.merge = clocks, steps, layers, merge
         self.timing, self.delay = timing, 0.0 if delay is None else delay
+        self.node_order = node_order
         self.plan: Any = None
         self.cursor = 0
 
@@ -318,6 +321,8 @@ class _Transit(_Layers):
         n = one_process(env, "gossip_learning", "push events")
         win = self.clocks.windows(n)  # one duration (and offset) per client
         self.slots = slots(win.durations, self._lag(n))
+        if self.node_order is not None:
+            self.node_order.check(n)
         x = state.x
         zeros = [torch.zeros(n, dtype=torch.int64, device=x.device) for _ in range(4)]
         state.own = GossipTransitState(
@@ -332,7 +337,8 @@ class _Transit(_Layers):
         own, n = state.own_as(GossipTransitState), int(env.n)
         self.plan = transit(self.clocks.windows(n), own.steps, own.delivered, rnd.t,
                             rnd.topology, self.clocks.pair_seed, delay=self._lag(n),
-                            timing=self.timing, slots=self.slots, layers=self.layers)
+                            timing=self.timing, slots=self.slots, layers=self.layers,
+                            node_order=self.node_order)
         self.stale = np.zeros(len(self.plan.layer), dtype=np.int64)
         self.cursor = 0
         self._layer(state, 0)
@@ -413,18 +419,16 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
     lr : float, default 0.1
         Learning rate $\gamma$ (``lr * decay**t`` in window ``t``).
     durations : float or sequence of float, default 1
-        Each client's virtual time between two sends (one for every client, or one per
-        client, e.g. :func:`~topofl.engine.event_time.heavy_tailed_durations`); positive and
-        finite.
+        Each client's virtual time between two sends (one for all or one per client, e.g.
+        :func:`~topofl.engine.event_time.heavy_tailed_durations`); positive and finite.
     window : float, default 1
         The virtual time $\delta$ of one round (positive, finite).
     local_steps : int, default 1
         SGD steps a receiver takes from the merged model.
     layers : int, default 1
-        Layers of receives a window runs (each ``local_steps`` batched gradients). With
-        ``window <= min(durations)`` and ``layers >= n`` the run equals the event-by-event
-        one (:func:`simulate_gossip`); with fewer, the records' ``async_held`` counts the
-        sends held to the next window (0 everywhere: still exact). See the module docstring.
+        Layers of receives a window runs (each ``local_steps`` batched gradients): with
+        ``window <= min(durations)`` and ``layers >= n``, exactly :func:`simulate_gossip`;
+        with fewer, ``async_held`` counts the sends held to the next window (module doc).
     merge : {"mean", "age"}, default "mean"
         How a receiver merges: the plain average, or weighted by the models' ages.
     pair_seed : int, default 0
@@ -435,9 +439,11 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
         send) or ``"tick"`` (gossipy's: every send of an instant reads the models before the
         instant's receives), or a mapping (a TOML table) of ``order`` (one of them),
         ``delay`` (each sender's delivery time $\Delta_i$, one for all or one per client: a
-        model sent at $T$ is merged at $T + \Delta_i$; 0 by default) and ``offsets`` (each
-        client's clock start $o_i$: its ``k``-th send at $o_i + k\,d_i$; 0 by default).
-        See :mod:`topofl.engine.transit`.
+        model sent at $T$ is merged at $T + \Delta_i$; 0 by default), ``offsets`` (each
+        client's clock start $o_i$: its ``k``-th send at $o_i + k\,d_i$; 0 by default) and,
+        with ``"tick"``, ``node_order`` (gossipy's order of one instant's senders: ids by
+        default, a seed of one permutation per unit tick, or the permutations themselves:
+        :class:`~topofl.engine.transit.NodeOrder`). See :mod:`topofl.engine.transit`.
 
     Returns
     -------
@@ -452,10 +458,11 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
     nothing (a send and a receive per client), the records add ``async_delivered``, and the
     run equals :func:`simulate_gossip` with the same settings whenever no window holds an
     event. These settings replay gossipy's simulator (order ``"tick"``, its constant
-    ``delay`` in ticks, its nodes' time-outs as ``offsets``; ``window`` 1 per tick) and the
-    sacs-epfl simulator's gossip (``offsets`` its start shifts, its period as ``durations``,
-    its transfer time as ``delay``); ``analysis/async_timing.md`` measures both, to the bit.
-    Left at ``"continuous"``, the run, its records and its header are as before.
+    ``delay`` in ticks, its nodes' time-outs as ``offsets``, its shuffles' orders as
+    ``node_order``; ``window`` 1 per tick) and the sacs-epfl simulator's gossip (``offsets``
+    its start shifts, its period as ``durations``, its transfer time as ``delay``);
+    ``analysis/async_timing.md`` measures both, to the bit. Left at ``"continuous"``, the
+    run, its records and its header are as before.
 
     Examples
     --------
@@ -491,7 +498,7 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
     step, clock = event_params("gossip_learning", sgd, clocks, keywords)
     depth = check_int(layers, "layers", low=1)
     _check_merge(merge)
-    order, lag, start = read_timing(timing)
+    order, lag, start, node_order = read_timing(timing)
     hparams = event_hparams(step, clock, layers=depth, merge=merge)
     local: _Gossip | _Transit
     if order == "continuous" and lag is None and start is None:  # as before, to the bit
@@ -500,8 +507,10 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
     else:
         hparams["timing"] = dict(order=order, delay=recorded_times(lag),
                                  offsets=recorded_times(start))
+        if node_order is not None:  # absent when not set: the header as before
+            hparams["timing"]["node_order"] = node_order.recorded()
         local = _Transit(clock.clocks()._replace(offsets=start), step.local_steps, depth,
-                         merge, order, lag)
+                         merge, order, lag, node_order)
         talk = local.communicate
     return Algorithm(
         name="gossip_learning",
@@ -555,7 +564,7 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
     """
     _check_merge(merge)
     how = read_timing(timing)
-    if how != ("continuous", None, None):
+    if how != Timing("continuous"):
         return _simulate_messages(x0, topology, grad, durations, lr, end_time, pair_seed,
                                   local_steps, merge, how)
     age = [0] * x0.shape[0]
@@ -580,17 +589,20 @@ def simulate_gossip(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int]
 
 def _simulate_messages(x0: Tensor, topology: Topology, grad: Callable[[Tensor, int], Tensor],
                        durations: Sequence[float], lr: float, end_time: float, pair_seed: int,
-                       local_steps: int, merge: str, how: tuple[str, Any, Any]) -> Pushes:
+                       local_steps: int, merge: str, how: Timing) -> Pushes:
     """:func:`simulate_gossip` with sends and receives apart (the message reference)."""
-    timing, lag, start = how
+    timing, lag, start, node_order = how
     n = x0.shape[0]
     d = per_client(tuple(float(v) for v in durations), n)
+    if node_order is not None:
+        node_order.check(n)
     x, age, steps = x0.clone(), [0] * n, [0] * n
     inbox: dict[tuple[int, int], tuple[Tensor, int]] = {}
     log: list[tuple[float, int, int, int]] = []
     for m in messages(topology, d, end_time, pair_seed, timing=timing,
                       delay=per_client(0.0 if lag is None else lag, n, "delay"),
-                      offsets=None if start is None else per_client(start, n, "offsets")):
+                      offsets=None if start is None else per_client(start, n, "offsets"),
+                      node_order=node_order):
         i, j = m.sender, m.receiver
         if m.kind == "send":
             inbox[(i, m.number)] = (x[i].clone(), age[i])

@@ -15,13 +15,18 @@ module's. Two timings order the events of one instant:
     :func:`~topofl.engine.event_time.events` (today's default, unchanged). The sacs-epfl
     decentralized-learning simulator's gossip (start offsets, then a send every period, a
     transfer time per model) replays in this timing (its ties, rare with real-valued times,
-    go by the order its events were created).
+    go by the order its events were created) when no two transfers share a link and
+    training takes no time; its bandwidth queueing and its training time, during which a
+    client keeps only the last model it receives, are not replayed (each makes the
+    schedule depend on every earlier transfer, not on the clients' counts;
+    ``analysis/async_timing.md`` measures the gap).
 ``timing="tick"``
     gossipy's simulator (Polato 2022): all sends of an instant read the models *before*
     any receive of that instant (each timed-out node's model is copied into its message
     first), then the instant's receives run in the order of (send time, sender) -- the
     order its message queue of that tick holds them (gossipy walks the nodes in an order
-    it shuffles every round; here ties go by client id).
+    it shuffles every round; here ties go by client id, or by ``node_order``: a
+    permutation of the nodes per unit tick, :class:`NodeOrder`).
 
 The windowed fast path (:func:`transit`) runs window ``t``'s events as *layers*: a layer
 first copies its sends into the message slots, then merges its receives (and the
@@ -46,7 +51,8 @@ References
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import numbers
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -55,8 +61,8 @@ from torch import Tensor
 from topofl.engine.event_time import Windows, _counts, _neighbours, client_times, events, partners
 from topofl.graph import Topology
 
-__all__ = ["TIMINGS", "check_times", "check_timing", "read_timing", "bipartite_split", "slots",
-           "MAX_SLOTS", "Message",
+__all__ = ["TIMINGS", "check_times", "check_timing", "read_timing", "Timing", "NodeOrder",
+           "check_node_order", "bipartite_split", "slots", "MAX_SLOTS", "Message",
            "messages", "Transit", "transit"]
 
 #: the orders of one instant's events: gossip learning's own, and gossipy's ticks
@@ -84,30 +90,176 @@ def check_timing(timing: Any) -> str:
     return timing
 
 
-def read_timing(timing: Any) -> tuple[str, float | tuple[float, ...] | None,
-                                      float | tuple[float, ...] | None]:
+class Timing(NamedTuple):
+    """A ``timing`` setting, checked (:func:`read_timing`).
+
+    Attributes
+    ----------
+    order : str
+        One of :data:`TIMINGS`.
+    delay, offsets : float or tuple of float or None
+        Each sender's delivery time, each client's clock start (:func:`check_times`).
+    node_order : NodeOrder or None
+        The order of the nodes of a tick (``order="tick"`` only); ``None``: their ids.
+    """
+
+    order: str
+    delay: float | tuple[float, ...] | None = None
+    offsets: float | tuple[float, ...] | None = None
+    node_order: NodeOrder | None = None
+
+
+def read_timing(timing: Any) -> Timing:
     """``timing`` (an order of :data:`TIMINGS`, or a mapping with the keys ``order``,
-    ``delay`` and ``offsets``, each optional) as ``(order, delay, offsets)``, checked
-    (:func:`check_timing`, :func:`check_times`), else a one-line error.
+    ``delay``, ``offsets`` and ``node_order``, each optional) as a :class:`Timing`, checked
+    (:func:`check_timing`, :func:`check_times`, :func:`check_node_order`), else a one-line
+    error.
 
     Examples
     --------
     >>> from topofl.engine.transit import read_timing
-    >>> read_timing("tick"), read_timing({"delay": 2, "offsets": [0, 1]})
-    (('tick', None, None), ('continuous', 2.0, (0.0, 1.0)))
+    >>> tuple(read_timing("tick")), tuple(read_timing({"delay": 2, "offsets": [0, 1]}))
+    (('tick', None, None, None), ('continuous', 2.0, (0.0, 1.0), None))
+    >>> read_timing({"order": "tick", "node_order": 7}).node_order
+    NodeOrder(seed=7, orders=None)
     >>> read_timing({"lag": 1})
     Traceback (most recent call last):
     ...
-    ValueError: timing's keys are order, delay and offsets, got 'lag'
+    ValueError: timing's keys are order, delay, offsets and node_order, got 'lag'
+    >>> read_timing({"node_order": 7})  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    ValueError: timing's node_order orders the nodes of a tick: it needs order='tick', got
+    order='continuous'
     """
     if isinstance(timing, str) or not isinstance(timing, Mapping):
-        return check_timing(timing), None, None
+        return Timing(check_timing(timing))
     for key in timing:
-        if key not in ("order", "delay", "offsets"):
-            raise ValueError(f"timing's keys are order, delay and offsets, got {key!r}"[:300])
-    return (check_timing(timing.get("order", "continuous")),
-            check_times(timing.get("delay"), "delay"),
-            check_times(timing.get("offsets"), "offsets"))
+        if key not in ("order", "delay", "offsets", "node_order"):
+            raise ValueError(f"timing's keys are order, delay, offsets and node_order, got "
+                             f"{key!r}"[:300])
+    order = check_timing(timing.get("order", "continuous"))
+    node_order = check_node_order(timing.get("node_order"))
+    if node_order is not None and order != "tick":
+        raise ValueError(f"timing's node_order orders the nodes of a tick: it needs "
+                         f"order='tick', got order={order!r}")
+    return Timing(order, check_times(timing.get("delay"), "delay"),
+                  check_times(timing.get("offsets"), "offsets"), node_order)
+
+
+class NodeOrder(NamedTuple):
+    r"""The order of the nodes that act at one tick, gossipy's node order (its simulator
+    walks its nodes in an order it shuffles every round): tick $w$ is the unit of time
+    $[w, w + 1)$, and in tick timing the messages of one instant sent at the same time $T$
+    are taken in the order of tick $\lfloor T \rfloor$'s permutation of their senders
+    instead of by sender id.
+
+    Attributes
+    ----------
+    seed : int or None
+        A permutation per tick from a seeded stream, a pure function of ``(seed, w)``
+        (``numpy.random.default_rng([seed, w]).permutation(n)``).
+    orders : tuple of tuple of int, or None
+        The nodes of tick ``w`` in the order they act, ``orders[w]`` (a permutation of
+        ``0..n-1``), given explicitly: gossipy's own draws replayed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl.engine.transit import NodeOrder
+    >>> given = NodeOrder(orders=((0, 1, 2), (2, 0, 1)))
+    >>> given.ranks(np.array([0, 1, 2, 2]), np.array([0.5, 1.0, 1.0, 0.0]), 3).tolist()
+    [0, 2, 0, 2]
+    >>> given.ranks(np.array([0]), np.array([2.0]), 3)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    ValueError: timing's node_order lists the node orders of ticks 0-1, a message sent at 2
+    needs tick 2's
+    >>> sorted(NodeOrder(seed=3).ranks(np.arange(4), np.full(4, 5.5), 4).tolist())
+    [0, 1, 2, 3]
+    """
+
+    seed: int | None = None
+    orders: tuple[tuple[int, ...], ...] | None = None
+
+    def permutation(self, tick: int, n: int) -> np.ndarray:
+        """``(n,)``: the nodes of ``tick`` in the order they act."""
+        if self.orders is None:
+            out: np.ndarray = np.random.default_rng([int(self.seed or 0), tick]).permutation(n)
+            return out
+        return np.asarray(self.orders[tick], dtype=np.int64)
+
+    def ranks(self, senders: np.ndarray, sent: np.ndarray, n: int) -> np.ndarray:
+        r"""``(e,)`` int64: each sender's place in the order of the tick of its send time
+        (``sent``: tick $\lfloor T \rfloor$), ``n`` nodes."""
+        senders = np.asarray(senders, dtype=np.int64)
+        times = np.asarray(sent, dtype=np.float64)
+        ticks = np.floor(times).astype(np.int64)
+        out = np.zeros(len(senders), dtype=np.int64)
+        for tick in np.unique(ticks).tolist():
+            here = ticks == tick
+            if self.orders is not None and tick >= len(self.orders):
+                raise ValueError(
+                    f"timing's node_order lists the node orders of ticks 0-"
+                    f"{len(self.orders) - 1}, a message sent at {float(times[here][0]):g} "
+                    f"needs tick {tick}'s")
+            rank = np.empty(n, dtype=np.int64)
+            rank[self.permutation(tick, n)] = np.arange(n)
+            out[here] = rank[senders[here]]
+        return out
+
+    def check(self, n: int) -> None:
+        """Refuse, in one line, explicit orders of another number of nodes than ``n``."""
+        if self.orders is not None and len(self.orders[0]) != n:
+            raise ValueError(f"timing's node_order must order the run's {n} clients, got "
+                             f"permutations of {len(self.orders[0])}")
+
+    def recorded(self) -> int | list[list[int]]:
+        """The setting as a run's header records it (the seed, or the orders as lists)."""
+        if self.orders is None:
+            return int(self.seed or 0)
+        return [list(row) for row in self.orders]
+
+
+def check_node_order(node_order: Any) -> NodeOrder | None:
+    """``node_order`` (``None``: the ids; a seed, an int ``>= 0``; or a sequence of
+    permutations of ``0..n-1``, one per tick) as a :class:`NodeOrder`, else a one-line
+    error.
+
+    Examples
+    --------
+    >>> from topofl.engine.transit import check_node_order
+    >>> check_node_order([[1, 0], [0, 1]])
+    NodeOrder(seed=None, orders=((1, 0), (0, 1)))
+    >>> check_node_order([[0, 0]])
+    Traceback (most recent call last):
+    ...
+    ValueError: timing's node_order must hold permutations of 0..n-1, got [0, 0] for tick 0
+    """
+    if node_order is None:
+        return None
+    if isinstance(node_order, numbers.Integral) and not isinstance(node_order, bool):
+        if int(node_order) < 0:
+            raise ValueError(f"timing's node_order seed must be >= 0, got {node_order!r}")
+        return NodeOrder(seed=int(node_order))
+    rows = None
+    if isinstance(node_order, Sequence | np.ndarray) and not isinstance(node_order, str):
+        rows = [list(r) if isinstance(r, Sequence | np.ndarray) and not isinstance(r, str)
+                else None for r in node_order]
+    given = [r for r in rows or [] if r is not None]
+    if not rows or len(given) != len(rows):
+        raise TypeError(f"timing's node_order must be None, a seed (an int >= 0) or a "
+                        f"sequence of permutations (one per tick), got "
+                        f"{type(node_order).__name__} {node_order!r}"[:300])
+    orders = []
+    for w, row in enumerate(given):
+        if any(isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Integral)
+               for v in row) or sorted(int(v) for v in row) != list(range(len(row))) \
+                or len(row) != len(given[0]):
+            raise ValueError(f"timing's node_order must hold permutations of 0..n-1, got "
+                             f"{row!r} for tick {w}"[:300])
+        orders.append(tuple(int(v) for v in row))
+    return NodeOrder(orders=tuple(orders))
 
 
 def check_times(times: Any, name: str) -> float | tuple[float, ...] | None:
@@ -212,19 +364,22 @@ class Message(NamedTuple):
     sent: float
 
 
-def _key(m: Message, timing: str) -> tuple[Any, ...]:
+def _key(m: Message, timing: str, rank: int) -> tuple[Any, ...]:
     phase = 0 if m.kind == "send" else 1
     if timing == "tick":
-        return (m.time, phase, m.sent, m.sender)
+        return (m.time, phase, m.sent, rank)
     return (m.time, m.sender, phase)
 
 
 def messages(topology: Topology, durations: np.ndarray, end_time: float, pair_seed: int = 0,
              *, offsets: np.ndarray | None = None, delay: np.ndarray | None = None,
-             timing: str = "continuous") -> Iterator[Message]:
+             timing: str = "continuous", node_order: NodeOrder | None = None
+             ) -> Iterator[Message]:
     """The sends with a time ``<= end_time`` and their receives with a time ``<=
     end_time``, one at a time in the order of ``timing`` (the module docstring): every
     step listed, then sorted, the slow, obvious order :func:`transit` is tested against.
+    In tick timing the messages sent at one instant go by sender id, or by their sender's
+    place in ``node_order``'s permutation of that tick (:class:`NodeOrder`).
 
     Examples
     --------
@@ -248,7 +403,12 @@ def messages(topology: Topology, durations: np.ndarray, end_time: float, pair_se
         if arrive <= end_time:
             steps.append(Message(arrive, "receive", ev.client, ev.partner, ev.number,
                                  ev.time))
-    yield from sorted(steps, key=lambda m: _key(m, timing))
+    def rank(m: Message) -> int:
+        if node_order is None:
+            return m.sender
+        return int(node_order.ranks(np.array([m.sender]), np.array([m.sent]), n)[0])
+
+    yield from sorted(steps, key=lambda m: _key(m, timing, rank(m)))
 
 
 class Transit(NamedTuple):
@@ -325,11 +485,12 @@ def _layers(receive: np.ndarray, sender: np.ndarray, receiver: np.ndarray,
 
 def transit(win: Windows, steps: Tensor | np.ndarray, delivered: Tensor | np.ndarray, t: int,
             topology: Topology, pair_seed: int, *, delay: np.ndarray, timing: str,
-            slots: int, layers: int) -> Transit:
+            slots: int, layers: int, node_order: NodeOrder | None = None) -> Transit:
     """Window ``t``'s sends and receives in the order of ``timing``, with their layers:
     the batched plan of :func:`messages` (``steps``, ``delivered``: ``[n]``, each client's
     messages sent and delivered so far; ``delay``: ``(n,)``; ``layers``: the window's
-    depth).
+    depth; ``node_order``: the order of a tick's senders, :class:`NodeOrder`, else their
+    ids).
 
     Examples
     --------
@@ -361,7 +522,11 @@ def transit(win: Windows, steps: Tensor | np.ndarray, delivered: Tensor | np.nda
     at = np.concatenate([s_time, times[0]])
     sent = np.concatenate([s_time, times[1]])
     phase = receive.astype(np.int64)
-    keys = (sender, sent, phase, at) if timing == "tick" else (phase, sender, at)
+    if timing == "tick":
+        place = sender if node_order is None else node_order.ranks(sender, sent, len(k))
+        keys: tuple[np.ndarray, ...] = (place, sent, phase, at)
+    else:
+        keys = (phase, sender, at)
     order = np.lexsort(keys)
     receive, sender, receiver = receive[order], sender[order], receiver[order]
     number, at = number[order], at[order]
