@@ -190,3 +190,22 @@ def test_every_committed_decision_reads_its_whole_window() -> None:
         assert c["convergence"]["flat"] or c["outcome"] != "pass" or "horizon" in c, \
             (name, c["name"])
         assert not c["convergence"].get("short"), (name, c["name"])
+
+
+def test_curves_fixed_at_different_horizons_each_read_their_own_window() -> None:
+    # field_async: 800 synchronous rounds (window 200) beside 4000 asynchronous windows
+    # (window 1000); the largest window would leave the synchronous curve uncovered
+    sync = _cell([[0.1] * 790 + [0.5] * 10, [0.1] * 790 + [0.5] * 10], rounds=800)
+    sync_flat = _cell([[0.5] * 800, [0.5] * 800], rounds=800)
+    late = _cell([[0.2] * 4000, [0.2] * 4000], rounds=4000)
+    flatness.fix_window(sync, 200)
+    flatness.fix_window(sync_flat, 200)
+    flatness.fix_window(late, 1000)
+    c = figures.convergence({"sync": sync_flat, "async": late}, "acc")
+    assert c.flat and not c.short  # each over a quarter of its own horizon
+    c = figures.convergence({"sync": sync, "async": late}, "acc")
+    assert not c.flat and c.rising == ["sync"] and not c.short  # the sync curve's own last 200
+    # a curve whose own window is longer than its runs is still not covered
+    one = _cell([[0.5] * 800, [0.5] * 800], rounds=800)
+    flatness.fix_window(one, 1000)
+    assert figures.convergence({"sync": sync_flat, "other": one}, "acc").short

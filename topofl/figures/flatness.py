@@ -238,9 +238,11 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     r"""The convergence reading of the curves a check compares: each curve's gain over its
     window (the last ``window`` rounds; by default the window :func:`fix_window` fixed on the
     curve, else the last quarter of its rounds), seed by seed, against ``tolerance`` (the
-    check's margin, in the units of the curve read; 0.01 = one accuracy point). A reading
-    whose runs are shorter than the largest window of its curves does not cover it and is
-    not flat (:attr:`Convergence.covered`).
+    check's margin, in the units of the curve read; 0.01 = one accuracy point). Curves fixed
+    at one horizon share the largest window; curves fixed at different horizons (a panel of
+    configs whose rounds are different units: synchronous rounds beside asynchronous
+    windows) each read their own. A reading whose runs are shorter than its window does not
+    cover it and is not flat (:attr:`Convergence.covered`).
 
     A check reads convergence from the curve of the quantity it tests: a check of the final
     spread between clients (:func:`~topofl.figures.measures.final_spread`) gives
@@ -326,17 +328,21 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     windows = [window if window is not None else window_of(rec) for rec in cells.values()]
     fixed = max((w for w in windows if w), default=None)
     short: set[str] = set()
-    for label, rec in cells.items():
+    for (label, rec), own in zip(cells.items(), windows):
         name = _metric(rec, metric)
+        # one window for curves of one horizon (the largest, fixed in local work); curves
+        # fixed at different horizons (a panel of configs whose rounds are not the same unit:
+        # synchronous rounds beside asynchronous windows) each read a quarter of their own
+        mine = fixed if own is None or len(set(w for w in windows if w)) == 1 else own
 
         def curve(run: Any, name: str = name) -> tuple[np.ndarray, np.ndarray]:
             return _curve(run, metric, name, read)
 
-        def one(run: Any, label: str = str(label)) -> float:
+        def one(run: Any, label: str = str(label), mine: int | None = mine) -> float:
             x, y = curve(run)
             if not len(x):
                 return math.nan
-            w = fixed if _ran_all(run, x) else None
+            w = mine if _ran_all(run, x) else None
             if w is not None and x[0] + 1 > x[-1] + 1 - w:
                 short.add(label)
             return _late_gain_of(x + 1, y, w)[0]
@@ -346,7 +352,7 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
         x, _ = curve(first)
         if len(x):
             span = _late_gain_of(x + 1, np.zeros(len(x)),
-                                 fixed if _ran_all(first, x) else None)[1:]
+                                 mine if _ran_all(first, x) else None)[1:]
     return Convergence(tuple(gains), span, float(tolerance), read, fixed or 0,
                        tuple(lab for lab in map(str, cells) if lab in short))
 
