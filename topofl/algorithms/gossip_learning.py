@@ -405,24 +405,21 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
                     layers: int = 1, merge: str = "mean",
                     timing: str | Mapping[str, Any] = "continuous",
                     **keywords: Unpack[GossipLearningKeywords]) -> Algorithm:
-    r"""Gossip learning (Ormándi et al. 2013; Hegedűs et al. 2019, 2021) in event time, one
-    window of virtual time per round.
+    r"""Gossip learning (Ormándi et al. 2013; Hegedűs et al. 2019, 2021) in event time.
 
     Parameters
     ----------
     sgd : EventSGD or float, default EventSGD()
-        The local SGD of a receive (``lr``, ``local_steps``, ``decay``, also given as flat
-        keywords); a number is its ``lr`` (``gossip_learning(0.05)``).
+        The local SGD of a receive (``lr``, ``local_steps``, ``decay``; flat keywords too).
     clocks : EventClocks, default EventClocks()
-        The clients' clocks (``durations``, ``window``, ``pair_seed``, also given as flat
-        keywords).
+        The clients' clocks (``durations``, ``window``, ``pair_seed``; flat keywords too).
     lr : float, default 0.1
         Learning rate $\gamma$ (``lr * decay**t`` in window ``t``).
     durations : float or sequence of float, default 1
         Each client's virtual time between two sends (one for all or one per client, e.g.
         :func:`~topofl.engine.event_time.heavy_tailed_durations`); positive and finite.
     window : float, default 1
-        The virtual time $\delta$ of one round (positive, finite).
+        The virtual time $\delta$ of one round, a window (positive, finite).
     local_steps : int, default 1
         SGD steps a receiver takes from the merged model.
     layers : int, default 1
@@ -448,8 +445,8 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
     Returns
     -------
     Algorithm
-        Runs in one process, alone (no stack), without lost messages, clients offline or
-        Byzantine nodes, and refuses a ``[network]`` clock (its time is its own event time).
+        In one process, alone (no stack), without lost messages, offline clients, Byzantine
+        nodes or a ``[network]`` clock (its time is its own event time).
 
     Notes
     -----

@@ -238,11 +238,10 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     r"""The convergence reading of the curves a check compares: each curve's gain over its
     window (the last ``window`` rounds; by default the window :func:`fix_window` fixed on the
     curve, else the last quarter of its rounds), seed by seed, against ``tolerance`` (the
-    check's margin, in the units of the curve read; 0.01 = one accuracy point). Curves fixed
-    at one horizon share the largest window; curves fixed at different horizons (a panel of
-    configs whose rounds are different units: synchronous rounds beside asynchronous
-    windows) each read their own. A reading whose runs are shorter than its window does not
-    cover it and is not flat (:attr:`Convergence.covered`).
+    check's margin, in the units of the curve read; 0.01 = one accuracy point). Curves of one
+    horizon share the largest window; of different horizons (rounds of different units:
+    synchronous rounds, asynchronous windows) each reads its own. A reading whose runs are
+    shorter than its window does not cover it and is not flat (:attr:`Convergence.covered`).
 
     A check reads convergence from the curve of the quantity it tests: a check of the final
     spread between clients (:func:`~topofl.figures.measures.final_spread`) gives
@@ -330,9 +329,7 @@ def convergence(cells: Mapping[str, Any], metric: str = "test_acc_mean", *,
     short: set[str] = set()
     for (label, rec), own in zip(cells.items(), windows):
         name = _metric(rec, metric)
-        # one window for curves of one horizon (the largest, fixed in local work); curves
-        # fixed at different horizons (a panel of configs whose rounds are not the same unit:
-        # synchronous rounds beside asynchronous windows) each read a quarter of their own
+        # one horizon: the largest window; different horizons (units): each its own
         mine = fixed if own is None or len(set(w for w in windows if w)) == 1 else own
 
         def curve(run: Any, name: str = name) -> tuple[np.ndarray, np.ndarray]:
