@@ -6,7 +6,11 @@ The schemes of :func:`~topofl.engine.pieces.participants` are held to decent-ben
 (``tests/algorithms/data/decentbench_selection.json``, written by
 ``analysis/decentbench_selection.py`` under decent-bench's Python 3.13), to slow obvious
 references, and to their invariants; ``"uniform"`` is today's sample to the bit; every server
-method runs a fair round as it runs a uniform round that draws the same clients.
+method runs a fair round, and a loss round, as it runs a uniform round that draws the same
+clients. ``"loss"`` in a run (:class:`~topofl.engine.pieces.participation.LossSelection`):
+each round's clients are those of highest loss at the state the round starts from (a slow
+per-client reference recomputes the losses), read back from the ledger, and a run resumed
+from a checkpoint chooses as the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from hypothesis import strategies as st
 import topofl as tf
 from topofl._utils.rng import generator_at
 from topofl.algorithms.hparams import Sampling, group_parameters
-from topofl.engine import run_rounds
-from topofl.engine.pieces import participants, round_active
-from topofl.engine.pieces.participation import highest_losses, loss_candidates
+from topofl.engine import RunConfig, run_rounds
+from topofl.engine.pieces import SGD, Sampled, participants, round_active
+from topofl.engine.pieces.participation import LossSelection, highest_losses, loss_candidates
+from topofl.engine.protocol import ToyServices
 
 D = torch.float64
 REFERENCE = json.loads((Path(__file__).parent / "data" / "decentbench_selection.json")
@@ -83,6 +88,19 @@ def test_uniform_keeps_the_hyper_parameters_and_the_run_hash(name: str) -> None:
     assert f(participation=0.5, selection="uniform").hparams == base.hparams
     assert f(participation=0.5, selection="fair").hparams == dict(
         base.hparams, selection="fair")
+    assert f(participation=0.5, selection="loss").hparams == dict(
+        base.hparams, selection="loss")
+
+
+@pytest.mark.parametrize("name", SERVER)
+@pytest.mark.parametrize("selection", ["uniform", "fair"])
+def test_uniform_and_fair_build_the_pieces_they_built_before(name: str, selection: str) -> None:
+    # no loss selector: the round start and the communication are the factory's own pieces,
+    # not the wrappers that choose by loss (so their runs are today's to the bit)
+    algo = tf.algorithms.ALGORITHMS[name](participation=0.5, selection=selection)
+    for hook in (algo.round_start, algo.communicate):
+        assert "_choosing" not in getattr(hook, "__qualname__", ""), (name, hook)
+    assert getattr(algo.local, "chooser", None) is None
 
 
 def test_the_size_rule_is_decent_benchs() -> None:
@@ -172,8 +190,16 @@ def test_loss_with_every_client_as_candidate_is_high_loss_selection() -> None:
 
 
 @pytest.mark.parametrize(("call", "error", "match"), [
-    (lambda: Sampling(selection="loss"), ValueError, r"selection must be one of \['fair', "
-                                                     r"'uniform'\], got 'loss'"),
+    (lambda: Sampling(selection="highest"), ValueError,
+     r"selection must be one of \['fair', 'loss', 'uniform'\], got 'highest'"),
+    (lambda: tf.algorithms.sgp(participation=0.5, selection="loss"), ValueError,
+     "selection='loss' is offered by the server methods"),
+    (lambda: Sampled(SGD(), 0.5, 0, "loss"), ValueError, "needs the run's LossSelection"),
+    (lambda: LossSelection(0.5).chosen(tf.engine.Round(3)), RuntimeError,
+     "chose the clients of no round, not of round 3"),
+    (lambda: run_rounds(tf.algorithms.fedavg(lr=0.1, participation=0.5, selection="loss"),
+                        torch.zeros(4, 1, dtype=D), None, lambda z, ph, r: z, rounds=1),
+     ValueError, "losses needs the clients' data"),
     (lambda: Sampling(selection=1),  # type: ignore[arg-type]
      TypeError, "selection must be a str"),
     (lambda: tf.algorithms.fedavg(selection="fiar"), ValueError, "did you mean 'fair'"),
@@ -260,7 +286,7 @@ def base() -> dict[str, Any]:
                 eval_every=1)
 
 
-@pytest.mark.parametrize("selection", ["uniform", "fair"])
+@pytest.mark.parametrize("selection", ["uniform", "fair", "loss"])
 def test_fedavg_on_digits_trains_with_each_selection(base: dict[str, Any],
                                                      selection: str) -> None:
     res = tf.config.execute({**base, "selection": selection})
@@ -284,3 +310,165 @@ def test_a_config_records_the_selection_and_replays_it(base: dict[str, Any],
     assert tf.config.compare_rows(res.records.rows, again.records.rows) is None
     other = tf.config.execute(base)  # uniform draws other clients
     assert tf.config.compare_rows(res.records.rows, other.records.rows) is not None
+
+
+# ------------------------------------------------------------------------------ loss in a run
+
+
+class _Quadratic(ToyServices):
+    """Toy services whose client ``i`` has the loss $F_i(x) = a_i \\|x - c_i\\|^2 / 2$."""
+
+    def __init__(self, a: torch.Tensor, c: torch.Tensor) -> None:
+        toy = tf.engine.toy_services(c.shape[0], c.shape[1])
+        super().__init__(toy.layout, toy.mixer, c.shape[0])
+        self.a, self.c = a, c
+
+    def losses(self, x: torch.Tensor, split: str = "val", *,
+               rows: torch.Tensor | None = None) -> torch.Tensor:
+        assert split == "train" and rows is None
+        return 0.5 * self.a[:, 0] * ((x - self.c) ** 2).sum(dim=1)
+
+
+def _quadratic_losses_slowly(x: torch.Tensor, a: torch.Tensor, c: torch.Tensor) -> list[float]:
+    """$F_i(x_i)$ client by client, entry by entry, in Python floats."""
+    out = []
+    for i in range(x.shape[0]):
+        sq = sum((float(x[i, k]) - float(c[i, k])) ** 2 for k in range(x.shape[1]))
+        out.append(0.5 * float(a[i, 0]) * sq)
+    return out
+
+
+@pytest.mark.parametrize("name", SERVER)
+def test_a_loss_round_is_the_uniform_round_that_draws_the_highest_losses(name: str) -> None:
+    # every piece that reads the round's participants reads the clients of highest loss at
+    # the state the round starts from: round by round, the run equals (to the bit) the
+    # uniform run whose seed draws them, and it logs the losses it read
+    n, p, frac, rounds = 6, 3, 0.5, 4
+    f = tf.algorithms.ALGORITHMS[name]
+    rng = np.random.default_rng(1)
+    c = torch.tensor(rng.normal(size=(n, p)), dtype=D)
+    a = torch.tensor(rng.uniform(0.5, 1.5, size=(n, 1)), dtype=D)
+    env = _Quadratic(a, c)
+
+    def grad(z: torch.Tensor, phase: Any, rnd: Any) -> torch.Tensor:
+        return a * (z - c)
+
+    x0 = torch.tensor(rng.normal(size=(n, p)), dtype=D)
+    chosen = f(lr=0.1, participation=frac, selection="loss")
+    state_l = state_u = None
+    seen = set()
+    for t in range(rounds):
+        start = x0 if state_l is None else state_l.x
+        slow = _quadratic_losses_slowly(start, a, c)
+        ranked = sorted(slow, reverse=True)
+        assert ranked[2] - ranked[3] > 1e-9  # no near-tie at the cut
+        target = participants(n, t, frac, 0, "loss", losses=slow)
+        assert target is not None and len(target) == 3
+        assert set(target) == {i for i in range(n) if slow[i] >= ranked[2]}
+        seen.add(tuple(target))
+        uniform = f(lr=0.1, participation=frac, sample_seed=_seed_drawing(n, t, frac, target))
+        tl = run_rounds(chosen, x0, None, grad, rounds=1, start=t, state=state_l, env=env)
+        tu = run_rounds(uniform, x0, None, grad, rounds=1, start=t, state=state_u, env=env)
+        state_l, state_u = tl.state, tu.state
+        for k, v in state_l.tensors().items():
+            assert torch.equal(v, state_u.tensors()[k]), (name, t, k)
+        sent = tl.sent[0]
+        assert sent.active is not None and np.flatnonzero(sent.active).tolist() == target
+        assert sent.records is not None
+        assert sent.records["selection_loss"] == pytest.approx(slow, rel=1e-13, abs=1e-15)
+        assert tl.messages == tu.messages
+    assert state_l is not None and not torch.equal(state_l.x, x0)
+    assert len(seen) >= 2, (name, seen)  # the losses move the choice from round to round
+
+
+def test_loss_fedavg_by_hand() -> None:
+    # F_i(x) = (x - c_i)^2 / 2 from x = 0: the losses are c_i^2 / 2, so the m = 2 clients of
+    # highest loss are {2, 3}; one step of lr 1 takes a client to c_i: the model is
+    # (4 + 8) / 2 = 6, whose losses (25, 16, 2, 2) / 2 pick {0, 1}: then (1 + 2) / 2
+    c = torch.tensor([[1.0], [2.0], [4.0], [8.0]], dtype=D)
+    env = _Quadratic(torch.ones(4, 1, dtype=D), c)
+    algo = tf.algorithms.fedavg(lr=1.0, participation=0.5, selection="loss")
+    trace = run_rounds(algo, torch.zeros(4, 1, dtype=D), None, lambda z, ph, r: z - c,
+                       rounds=2, env=env)
+    assert [np.flatnonzero(s.active).tolist() for s in trace.sent] == [[2, 3], [0, 1]]
+    assert [s.records["selection_loss"] for s in trace.sent] == [[0.5, 2.0, 8.0, 32.0],
+                                                                  [12.5, 8.0, 2.0, 2.0]]
+    assert trace.state.x.flatten().tolist() == [1.5] * 4 and trace.messages == [4, 4]
+
+
+def test_loss_with_every_client_taking_part_computes_nothing() -> None:
+    algo = tf.algorithms.fedavg(lr=0.1, selection="loss")  # participation 1: all, no losses
+    assert algo.hparams["selection"] == "loss"
+    trace = run_rounds(algo, torch.zeros(3, 1, dtype=D), None, lambda z, ph, r: z - 1.0,
+                       rounds=1)  # toy services: a loss asked for would raise
+    assert trace.sent[0].active is None
+
+
+def _digits_run(data: Any, rounds: int, **kw: Any) -> Any:
+    algo = tf.algorithms.fedavg(lr=0.1, local_steps=3, participation=0.5, selection="loss")
+    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
+    resume = kw.pop("resume", None)
+    cfg = RunConfig(rounds=rounds, seed=0, batch_size=16, eval_every=1, dtype="float64",
+                    spectral=False, record_clients=True, **kw)
+    return tf.engine.run(cfg, None, algo, data, model, resume=resume)
+
+
+def _chosen_and_losses(records: Any) -> tuple[list[list[int]], list[list[float]]]:
+    """Each round's clients as the ledger counted them (those the server's model went to)
+    and the losses the run logged."""
+    rounds, received = records.clients("bytes_received")
+    assert rounds.tolist() == list(range(len(rounds)))
+    got = np.diff(np.vstack([np.zeros(received.shape[1]), received]), axis=0)
+    chosen = [np.flatnonzero(row > 0).tolist() for row in got]
+    losses = {r["round"]: r["value"] for r in records.rows
+              if r["metric"] == "selection_loss"}
+    return chosen, [losses[t] for t in sorted(losses)]
+
+
+def _digits_losses_slowly(x: torch.Tensor, data: Any, layout: Any, model: Any) -> list[float]:
+    """Client ``i``'s mean cross-entropy on its whole training split at row ``i`` of ``x``,
+    one client at a time through the plain module."""
+    out = []
+    for i in range(x.shape[0]):
+        params = {k: v[0] for k, v in layout.views(x[i:i + 1]).items()}
+        xi, yi = data.client(i, "train")
+        logits = torch.func.functional_call(model.double(), params, (xi.to(D),))
+        out.append(float(torch.nn.functional.cross_entropy(logits, yi.long())))
+    return out
+
+
+@pytest.fixture(scope="module")
+def digits_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    data = tf.data.federate("digits", "dirichlet", 6, alpha=0.5, seed=0, val=0.1)
+    folder = tmp_path_factory.mktemp("loss")
+    ck = dict(checkpoint_every=2, checkpoint_path=str(folder / "ck.pt"),
+              records_path=str(folder / "r.jsonl"))
+    return dict(data=data, full=_digits_run(data, 4), part=_digits_run(data, 2, **ck),
+                resumed=_digits_run(data, 4, resume=folder / "ck.pt", **ck),
+                records=folder / "r.jsonl")
+
+
+def test_loss_fedavg_on_digits_takes_the_highest_losses_of_the_state(
+        digits_runs: dict[str, Any]) -> None:
+    data, full, part = digits_runs["data"], digits_runs["full"], digits_runs["part"]
+    chosen, losses = _chosen_and_losses(full.records)
+    assert len(chosen) == len(losses) == 4
+    for t in range(4):  # the ledger's clients are participants() of the logged losses
+        assert chosen[t] == participants(6, t, 0.5, 0, "loss", losses=losses[t]), t
+    assert len({tuple(s) for s in chosen}) >= 2
+    # between rounds every client holds the server's model (the loss read is at it)
+    assert torch.equal(part.state.x, part.state.x[:1].expand_as(part.state.x))
+    # round 2's losses, recomputed client by client from the state round 2 starts from
+    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
+    slow = _digits_losses_slowly(part.state.x, data, part.layout, model)
+    assert losses[2] == pytest.approx(slow, rel=1e-10)
+    assert participants(6, 2, 0.5, 0, "loss", losses=slow) == chosen[2]
+
+
+def test_loss_fedavg_resumed_chooses_as_the_uninterrupted_run(
+        digits_runs: dict[str, Any]) -> None:
+    full, resumed = digits_runs["full"], digits_runs["resumed"]
+    continued = tf.records.load(digits_runs["records"])  # rounds 0-1, then 2-3 resumed
+    assert _chosen_and_losses(continued) == _chosen_and_losses(full.records)
+    for k, v in full.state.tensors().items():
+        assert torch.equal(v, resumed.state.tensors()[k]), k

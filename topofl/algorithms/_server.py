@@ -29,7 +29,12 @@ Conventions shared by the four (see each factory for the paper passages):
   replacement (McMahan et al.'s ``m = max(C K, 1)``) from the stream ``(sample_seed, t)``, so a
   round's participants depend on ``(sample_seed, t)`` only and a resumed run samples the same;
   ``selection="fair"`` takes the clients selected the fewest times first instead
-  (decent-bench's ``FairSelection``: round-robin over blocks of ``m``, a function of ``t``).
+  (decent-bench's ``FairSelection``: round-robin over blocks of ``m``, a function of ``t``),
+  ``selection="loss"`` the ``m`` clients of highest loss on their training data at the
+  round's start (:class:`~topofl.engine.pieces.participation.LossSelection`: chosen once
+  in ``round_start``, read by every hook of the round; a client's row then holds the server's
+  model, so it is power-of-choice's loss at the server's model, one forward pass over every
+  client's training data per round, the losses logged as ``selection_loss``).
   The others take no local step (their learning rate is 0) and send nothing.
 * Messages per round: ``2 m`` with ``m`` participants (the communicated part: the body, or
   Ditto's whole global model, sent down to each participant before its local work and up
@@ -95,7 +100,18 @@ from topofl.engine.pieces import (
     round_active,
     server_average,
 )
-from topofl.engine.protocol import Algorithm, Part, Phase, Round, Services, State, parameters
+from topofl.engine.pieces.communication import Communicate
+from topofl.engine.pieces.participation import LossSelection
+from topofl.engine.protocol import (
+    Algorithm,
+    Part,
+    Phase,
+    Round,
+    Sent,
+    Services,
+    State,
+    parameters,
+)
 
 #: the local optimiser of a server baseline: a :class:`~topofl.algorithms.hparams.LocalSGD`
 #: (a round is one phase of local work) or an :class:`~topofl.algorithms.hparams.Optimizer`
@@ -116,18 +132,22 @@ class ServerParams(Generic[S]):
         The round's participants, resolved.
     weighting : str
         How the server weighs them, one of :data:`~topofl.algorithms.hparams.WEIGHTINGS`.
+    selector : LossSelection or None
+        ``selection="loss"`` with ``participation < 1``: the run's choice of each round's
+        clients (made in ``round_start``, read by every piece that asks who takes part).
     """
 
     sgd: S
     sampling: Sampling
     weighting: str
+    selector: LossSelection | None = None
 
     def sampled(self, piece: Any = None) -> Sampled:
         """``piece`` (by default :class:`~topofl.engine.pieces.SGD` with the local optimiser's
         momentum and weight decay) run by the round's participants only."""
         piece = SGD(self.sgd.momentum, self.sgd.weight_decay) if piece is None else piece
         s = self.sampling
-        return Sampled(piece, s.participation, s.sample_seed, s.selection)
+        return Sampled(piece, s.participation, s.sample_seed, s.selection, self.selector)
 
     def server_dict(self) -> dict[str, Any]:
         """The server's hyper-parameters as recorded in the run config (``participation``,
@@ -148,8 +168,40 @@ def server_params(sgd: S, sampling: Sampling, weighting: Any) -> ServerParams[S]
     """The checked record a server baseline builds from: its local optimiser ``sgd``
     (resolved; a :class:`~topofl.algorithms.hparams.LocalSGD` without ``local_steps`` or
     ``local_epochs``: one step), its ``sampling`` and its ``weighting`` (one of
-    :data:`~topofl.algorithms.hparams.WEIGHTINGS`)."""
-    return ServerParams(sgd.resolved(), sampling.resolved(), check_weighting(weighting))
+    :data:`~topofl.algorithms.hparams.WEIGHTINGS`); with ``selection="loss"`` and
+    ``participation < 1``, a fresh :class:`~topofl.engine.pieces.participation.LossSelection`
+    (its ``selector``)."""
+    s = sampling.resolved()
+    selector = (LossSelection(s.participation, s.sample_seed)
+                if s.selection == "loss" and s.participation < 1.0 else None)
+    return ServerParams(sgd.resolved(), s, check_weighting(weighting), selector)
+
+
+def _choosing(hp: ServerParams[Any], round_start: Any, communicate: Any, *,
+              average: bool) -> tuple[Any, Any]:
+    """``(round_start, communicate)`` that choose the round's clients by loss first
+    (``hp.selector``'s ``start``, before ``round_start``: at the state the round starts from)
+    and log the losses with what ``communicate`` sent; unchanged without a selector.
+
+    ``average``: ``communicate`` is :func:`~topofl.engine.pieces.server_average` built with
+    every client sampled (``participation=1``), whose participants are then the round's
+    online clients: it is handed the round with ``online`` = the chosen clients that are
+    online. A server step of its own reads them through :func:`server_round`."""
+    sel = hp.selector
+    if sel is None:
+        return round_start, communicate
+
+    def start(state: State, rnd: Round, env: Services) -> None:
+        sel.start(state, rnd, env)
+        if round_start is not None:
+            round_start(state, rnd, env)
+
+    def chosen(state: State, rnd: Round, env: Services) -> Sent:
+        sent: Sent = communicate(state, rnd._replace(online=sel.active(rnd, env.n))
+                                 if average else rnd, env)
+        return sent._replace(records={**(sent.records or {}), **sel.records(rnd)})
+
+    return start, chosen
 
 
 def server_algorithm(name: str, hp: ServerParams[Any], hparams: dict[str, Any],
@@ -160,17 +212,23 @@ def server_algorithm(name: str, hp: ServerParams[Any], hparams: dict[str, Any],
     default :func:`~topofl.engine.pieces.restart_momentum`, or ``round_start``), then the
     server's average of ``shared``; it ignores the graph."""
     local = hp.sampled() if local is None else local
+    s = hp.sampling
+    average: Communicate = (
+        server_average(shared, weighting=hp.weighting) if hp.selector is not None
+        else server_average(shared, participation=s.participation,
+                            sample_seed=s.sample_seed, weighting=hp.weighting,
+                            selection=s.selection))
+    start, communicate = _choosing(hp, restart_momentum() if round_start is None
+                                   else round_start, average, average=True)
     return Algorithm(
         name=name,
         hparams=dict(hparams, **hp.server_dict()),
         phases=phases,
         init=compose_init(local) if init is None else init,
         local=local,
-        communicate=server_average(shared, participation=hp.sampling.participation,
-                                   sample_seed=hp.sampling.sample_seed, weighting=hp.weighting,
-                                   selection=hp.sampling.selection),
+        communicate=communicate,
         evaluate=parameters if evaluate is None else evaluate,
-        round_start=restart_momentum() if round_start is None else round_start,
+        round_start=start,
         requires=None,
         shared=shared,
         decay=hp.sgd.decay,
@@ -207,11 +265,15 @@ def fedavg_algorithm(name: str, hp: ServerParams[LocalSGD], *,
     sgd = SGD(hp.sgd.momentum, hp.sgd.weight_decay) if local is None else local
     p, seed = hp.sampling.participation, hp.sampling.sample_seed
     sampled = p < 1.0
-    if communicate is None and (sampled or hp.weighting != "uniform"):
+    average = communicate is None
+    if average and hp.selector is not None:  # the chosen clients come as rnd.online
+        communicate = server_average("all", weighting=hp.weighting)
+    elif average and (sampled or hp.weighting != "uniform"):
         communicate = server_average("all", participation=p, sample_seed=seed,
                                      weighting=hp.weighting, selection=hp.sampling.selection)
-    elif communicate is None:
+    elif average:
         communicate = exact_average()
+    round_start, communicate = _choosing(hp, round_start, communicate, average=average)
     piece = hp.sampled(sgd) if sampled else sgd
     fields: dict[str, Any] = {}
     if round_start is not None:
@@ -256,10 +318,12 @@ class ServerRound(NamedTuple):
 def server_round(hp: ServerParams[Any], state: State, rnd: Round, env: Services
                  ) -> ServerRound:
     """The round's participants (:func:`~topofl.engine.pieces.round_active`: sampled and
-    online) and their weights in the server's mean, on ``state.x``'s device and dtype."""
+    online; with ``selection="loss"`` the ones ``hp.selector`` chose at the round's start)
+    and their weights in the server's mean, on ``state.x``'s device and dtype."""
     x = state.x
     s = hp.sampling
-    active = round_active(rnd, env.n, s.participation, s.sample_seed, s.selection)
+    active = (hp.selector.active(rnd, env.n) if hp.selector is not None
+              else round_active(rnd, env.n, s.participation, s.sample_seed, s.selection))
     base = torch.ones(x.shape[0], dtype=x.dtype, device=x.device)
     if hp.weighting == "data_size":
         base = data_sizes(env).to(device=x.device, dtype=x.dtype)

@@ -88,7 +88,7 @@ WEIGHTINGS = ("uniform", "data_size")
 
 #: How a server method chooses its round's clients (:class:`Sampling`'s ``selection``; the
 #: schemes of :func:`~topofl.engine.pieces.participants` the server methods run).
-SERVER_SELECTIONS = ("uniform", "fair")
+SERVER_SELECTIONS = ("uniform", "fair", "loss")
 
 Epochs = float | tuple[float, ...] | None
 
@@ -294,22 +294,29 @@ class Sampling(Group):
         In ``(0, 1]``: ``max(1, floor(participation * n))`` clients a round (a resumed run
         draws the same).
     sample_seed : int, default 0
-    selection : {"uniform", "fair"}, default "uniform"
+    selection : {"uniform", "fair", "loss"}, default "uniform"
         How a server method chooses them (:func:`~topofl.engine.pieces.participants`):
         ``"uniform"``, without replacement from the stream ``(sample_seed, t)``; ``"fair"``,
         the clients selected the fewest times so far first (decent-bench's
-        ``FairSelection``: round-robin over blocks of ``m``). Recorded in the run's
-        hyper-parameters only when not ``"uniform"``. Only the server methods choose: the
-        decentralized ones (their :meth:`checked`) refuse another than ``"uniform"``.
+        ``FairSelection``: round-robin over blocks of ``m``); ``"loss"``, the clients of
+        highest loss on their training data at the round's start, ties broken by the stream
+        ``(sample_seed, t)`` (power-of-choice with every client a candidate, at the server's
+        model: :class:`~topofl.engine.pieces.participation.LossSelection`; one forward pass
+        over every client's training data per round; with ``participation = 1`` every
+        client takes part and no loss is computed). Recorded in the run's hyper-parameters
+        only when not ``"uniform"``. Only the server methods choose: the decentralized ones
+        (their :meth:`checked`) refuse another than ``"uniform"``.
 
     Examples
     --------
     >>> Sampling(0.5, selection="fair").resolved().selection
     'fair'
-    >>> Sampling(selection="loss")
+    >>> Sampling(0.5, selection="loss").resolved().selection
+    'loss'
+    >>> Sampling(selection="highest")
     Traceback (most recent call last):
     ...
-    ValueError: selection must be one of ['fair', 'uniform'], got 'loss'
+    ValueError: selection must be one of ['fair', 'loss', 'uniform'], got 'highest'
     """
 
     participation: float = 1.0

@@ -144,6 +144,9 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
                                           participation=0.5, weighting="data_size")),
         "feddyn": ("feddyn", None, dict(local_steps=2, alpha=0.1, participation=0.5,
                                         init="independent")),
+        # issue 84 item 2: power-of-choice over every client (the losses at the server model)
+        "fedavg_loss": ("fedavg", None, dict(local_steps=2, participation=0.5,
+                                             selection="loss")),
         "el": ("el", topologies.el_local(n, 2, seed=1), dict(local_steps=2, momentum=0.5)),
         # CHOCO-SGD, one case per compressor
         "choco": ("choco", ring, {}),

@@ -5,13 +5,15 @@
 
 A server method draws its round's clients by one of :data:`SELECTIONS` (``selection``):
 uniformly (the default), by participation count (``"fair"``), or by local loss among
-candidates (``"loss"``, power-of-choice: :func:`highest_losses` ranks them).
+candidates (``"loss"``, power-of-choice: :func:`highest_losses` ranks them). ``"loss"`` reads
+the state, so a run chooses once per round, at the round's start (:class:`LossSelection`), and
+every hook of the round reads that choice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -25,7 +27,7 @@ from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, S
 from topofl.topologies.derived import active_topology
 
 __all__ = ["SELECTIONS", "participants", "highest_losses", "loss_candidates", "round_active",
-           "online_rows", "Sampled", "with_participation"]
+           "online_rows", "current_losses", "LossSelection", "Sampled", "with_participation"]
 
 
 _SAMPLE_STREAM = 0x5A3D  # tag of the client-sampling stream: (sample_seed, tag, t)
@@ -201,13 +203,20 @@ def round_active(rnd: Round, n: int, participation: float = 1.0, sample_seed: in
     """
     sel = participants(n, rnd.t, participation, sample_seed, selection, losses=losses,
                        candidates=candidates)
-    if sel is None and rnd.online is None:
+    return _sampled_and_online(n, sel, rnd.online)
+
+
+def _sampled_and_online(n: int, sel: list[int] | None, online: np.ndarray | None
+                        ) -> np.ndarray | None:
+    """``(n,)`` bool: the clients of ``sel`` (``None``: all) that are ``online`` (``None``:
+    all), or ``None`` when that is every client."""
+    if sel is None and online is None:
         return None
     mask = np.ones(n, dtype=bool) if sel is None else np.zeros(n, dtype=bool)
     if sel is not None:
         mask[np.asarray(sel, dtype=np.int64)] = True
-    if rnd.online is not None:
-        mask &= np.asarray(rnd.online, dtype=bool)
+    if online is not None:
+        mask &= np.asarray(online, dtype=bool)
     return mask
 
 
@@ -230,6 +239,136 @@ def online_rows(rnd: Round, env: Services, device: torch.device | str = "cpu"
         return None
     return env.clients.own(torch.as_tensor(np.asarray(rnd.online, dtype=bool), device=device))
 
+def current_losses(x: Tensor, env: Services, split: str = "train") -> np.ndarray:
+    """``(n,)`` float64: every client's mean loss on its whole ``split`` at its own row of
+    ``x`` (``[m, P]``, this process's clients), gathered over the processes
+    (``env.losses``: one forward pass over the clients' ``split``; no mini-batch drawn).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from topofl.engine.pieces.participation import current_losses
+    >>> data = tf.data.federate("digits", "iid", 3, seed=0, val=0.2)
+    >>> model = tf.models.build_model("logistic", data.input_shape, 10, seed=0)
+    >>> layout = tf.engine.ParamLayout.from_model(model)
+    >>> env = tf.engine.services.DataServices(
+    ...     layout, tf.engine.gossip.Mixer(torch.device("cpu"), torch.float32),
+    ...     tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=8)
+    >>> current_losses(torch.zeros(3, layout.num_params), env).round(4).tolist()
+    [2.3026, 2.3026, 2.3026]
+    """
+    local = env.losses(x, split).detach()
+    full = torch.zeros(env.n, dtype=torch.float64, device=local.device)
+    full[torch.as_tensor(env.clients.ids, device=local.device)] = local.to(torch.float64)
+    full = env.clients.reduce_(full, "the clients' losses of selection='loss'")
+    out: np.ndarray = full.cpu().numpy()
+    return out
+
+
+@dataclass(eq=False)
+class LossSelection:
+    r"""``selection="loss"`` in a run: round ``t``'s participants chosen once, at the
+    round's start, from every client's current local loss, and kept for the round's hooks.
+
+    :meth:`start` (the algorithm's ``round_start`` calls it first) computes
+    $F_i(x_i)$, client ``i``'s mean loss on its whole training split at its row ``x_i`` of
+    ``state.x`` as the round starts (:func:`current_losses`), and keeps
+    :func:`participants` ``(n, t, participation, sample_seed, "loss", losses=...)``: the
+    ``max(1, floor(participation * n))`` clients of highest loss, ties broken by the seeded
+    permutation of round ``t``. The local update (:class:`Sampled`), the server's average and
+    the server steps then read that set (:meth:`chosen`, :meth:`active`: sampled and
+    online), so the round's hooks agree whatever else they recompute. The choice is a pure
+    function of ``(sample_seed, t)`` and the losses, and the losses of the state the round
+    starts from: a run resumed from a checkpoint (which holds that state) chooses the same
+    clients. :meth:`records` are the losses, logged with the round.
+
+    Which loss that is depends on what a client's row holds between rounds: a server method
+    writes the server's model back to every client after each round, so it is the loss of
+    the model the server would send (power-of-choice's $F_i(ar x^t)$, Cho et al. with
+    $d = n$ candidates; FedPer's, FedRep's and FedBABU's rows hold the server's body with the
+    client's own head, Ditto's and APFL's the global model beside the personal one; a first
+    round from the clients' own initial models, ``init="independent"``, reads those), not of
+    the model the client last trained, which decent-bench's ``HighLossSelection`` reads (its
+    clients keep their last local model). Cost: one forward
+    pass over every client's training data per round (no gradient), on top of the local
+    work; the losses travel to the server as numbers, not counted by the ledger.
+    ``participation >= 1``: every client takes part and nothing is computed.
+
+    Attributes
+    ----------
+    participation : float
+    sample_seed : int
+    split : str, default "train"
+        The split the losses are computed on.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from topofl.engine.pieces.participation import LossSelection
+    >>> class Quadratic(tf.engine.protocol.ToyServices):
+    ...     def losses(self, x, split="val", *, rows=None):
+    ...         return 0.5 * ((x - torch.arange(4.0).unsqueeze(1)) ** 2).sum(1)
+    >>> env = Quadratic(tf.engine.toy_services(4).layout, tf.engine.toy_services(4).mixer, 4)
+    >>> sel = LossSelection(0.5)
+    >>> sel.start(tf.engine.State(x=torch.zeros(4, 1)), tf.engine.Round(0), env)
+    >>> sel.chosen(tf.engine.Round(0)), sel.records(tf.engine.Round(0))
+    ([2, 3], {'selection_loss': [0.0, 0.5, 2.0, 4.5]})
+    >>> sel.active(tf.engine.Round(0, None, np.array([True, True, False, True])), 4).tolist()
+    [False, False, False, True]
+    >>> sel.chosen(tf.engine.Round(1))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    RuntimeError: selection='loss' chose the clients of round 0, not of round 1: ...
+    """
+
+    participation: float
+    sample_seed: int = 0
+    split: str = "train"
+    _t: int | None = field(default=None, init=False, repr=False)
+    _chosen: list[int] | None = field(default=None, init=False, repr=False)
+    _losses: np.ndarray | None = field(default=None, init=False, repr=False)
+
+    def start(self, state: State, rnd: Round, env: Services) -> None:
+        """Choose round ``rnd.t``'s clients from the losses at ``state.x`` (the
+        ``round_start`` hook)."""
+        self._t = None
+        chosen, losses = None, None
+        if self.participation < 1.0:
+            losses = current_losses(state.x, env, self.split)
+            chosen = participants(env.n, rnd.t, self.participation, self.sample_seed, "loss",
+                                  losses=losses)
+        self._t, self._chosen, self._losses = int(rnd.t), chosen, losses
+
+    def chosen(self, rnd: Round) -> list[int] | None:
+        """Round ``rnd.t``'s participants (sorted; ``None``: every client), as :meth:`start`
+        chose them; a ``RuntimeError`` when it did not run for this round."""
+        if self._t != rnd.t:
+            done = "no round" if self._t is None else f"round {self._t}"
+            raise RuntimeError(
+                f"selection='loss' chose the clients of {done}, not of round {rnd.t}: its "
+                "start(state, rnd, env) must run at the start of every round (the "
+                "algorithm's round_start)")
+        return self._chosen
+
+    def active(self, rnd: Round, n: int) -> np.ndarray | None:
+        """``(n,)`` bool: the round's participants that are online (``rnd.online``), or
+        ``None`` when every client takes part (:func:`round_active`'s rule)."""
+        return _sampled_and_online(n, self.chosen(rnd), rnd.online)
+
+    def mask(self, rnd: Round, n: int, like: Tensor) -> Tensor | None:
+        """:meth:`active` as a ``[n]`` 0/1 tensor on ``like``'s device and dtype."""
+        sel = self.active(rnd, n)
+        return None if sel is None else torch.as_tensor(sel, device=like.device).to(like.dtype)
+
+    def records(self, rnd: Round) -> dict[str, list[float]]:
+        """What the round logs: ``selection_loss``, every client's loss the choice read
+        (nothing with every client taking part)."""
+        self.chosen(rnd)
+        if self._losses is None:
+            return {}
+        return {"selection_loss": [float(v) for v in self._losses]}
+
+
 def _mask(n: int, rnd: Round, participation: float, sample_seed: int, like: Tensor,
           selection: str = "uniform") -> Tensor | None:
     """``[n]`` 0/1 mask of round ``rnd``'s participants (:func:`round_active`), or None when
@@ -244,13 +383,20 @@ def _mask(n: int, rnd: Round, participation: float, sample_seed: int, like: Tens
 class Sampled(_Wrapper):
     """A local update that only the round's participants take (sampled by ``selection`` and
     online: :func:`round_active`; the others' learning rate is 0), for server-based baselines
-    with partial participation."""
+    with partial participation. With ``selection="loss"`` the participants are those its
+    ``chooser`` (:class:`LossSelection`) chose at the round's start."""
 
     inner: LocalUpdate
     participation: float = 1.0
     sample_seed: int = 0
     selection: str = "uniform"
+    chooser: LossSelection | None = None
     rowwise = False  # the mask is over all clients
+
+    def __post_init__(self) -> None:
+        if self.selection == "loss" and self.participation < 1.0 and self.chooser is None:
+            raise ValueError("Sampled(selection='loss') needs the run's LossSelection "
+                             "(chooser), which chooses the clients at each round's start")
 
     @property
     def wrapped(self) -> LocalUpdate:
@@ -265,7 +411,9 @@ class Sampled(_Wrapper):
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
         """The inner update with the non-participants' rates set to 0."""
-        mask = _mask(env.n, rnd, self.participation, self.sample_seed, state.x, self.selection)
+        mask = (self.chooser.mask(rnd, env.n, state.x) if self.chooser is not None
+                else _mask(env.n, rnd, self.participation, self.sample_seed, state.x,
+                           self.selection))
         if mask is not None:
             mask = env.clients.own(mask)
         self.inner.update(state, grads, phase, lr if mask is None else lr * mask, rnd, env)
