@@ -26,13 +26,13 @@ from topofl._utils.validation import check_choice, check_int
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.gt_vr import (
     MAX_TABLE_BYTES,
+    Estimating,
     FiniteSum,
     Holder,
     check_samples,
     described,
     drawn_loss,
     resolve,
-    take_estimate,
 )
 from topofl.algorithms.hparams import check_decay, check_lr
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
@@ -74,7 +74,7 @@ class GTSagaState:
 
 
 @dataclass(frozen=True, eq=False)
-class _Saga(LocalUpdate):
+class _Saga(Estimating, LocalUpdate):
     """The local piece: the SAGA estimate at $x^k$ updates the tracker."""
 
     batch: int
@@ -124,30 +124,16 @@ class _Saga(LocalUpdate):
             _replace(own, idx, pick, new, old, src.sizes.to(x.device))
         return g, drawn_loss(losses, x)
 
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """``state.x``; the state is kept for the gradient hook that follows (the engine
-        gives the hook the point, not the state)."""
-        self.holder.extra["state"] = state
-        return state.x
 
-    def take_gradient(self, executor: Any, point: Tensor, batch: tuple[Tensor, Tensor],
-                      phase: Phase, out: Tensor, rnd: Round, step: int, env: Services,
-                      first: int) -> Tensor:
-        """The engine's gradient hook: the estimate into ``out``, the drawn samples' loss."""
-        return take_estimate(self.holder, self.estimate, executor, point, batch, out, rnd)
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
         own = state.own_as(GTSagaState)
-        if self.holder.source is not None and not self.holder.taken:
-            grads = self.estimate(state, rnd)[0]  # the functional path: no gradient hook
-        self.holder.taken = False
+        grads = self.estimated(state, grads, rnd)
         own.y.add_(grads).sub_(own.g)  # y^k + g^k - g^{k-1}, mixed in communicate
         own.g.copy_(grads)
         own.rate.copy_(lr)
 
-    def fused(self, executor: Any) -> None:
-        return None
 
 
 def _masked_mean(table: Tensor, sizes: Tensor) -> Tensor:

@@ -23,13 +23,13 @@ from torch import Tensor
 from topofl._utils.validation import check_int
 from topofl.algorithms.base import register_algorithm
 from topofl.algorithms.gt_vr import (
+    Estimating,
     FiniteSum,
     Holder,
     check_samples,
     described,
     drawn_loss,
     resolve,
-    take_estimate,
 )
 from topofl.algorithms.hparams import check_decay, check_lr
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
@@ -66,7 +66,7 @@ class GTSarahState:
 
 
 @dataclass(frozen=True, eq=False)
-class _Sarah(LocalUpdate):
+class _Sarah(Estimating, LocalUpdate):
     """The local piece: SARAH's estimate at $x^{t,s}$ (a full gradient every ``q`` rounds)."""
 
     q: int
@@ -83,11 +83,6 @@ class _Sarah(LocalUpdate):
                                  dv=torch.zeros_like(x), x_prev=x.clone(),
                                  rate=x.new_zeros(x.shape[0])))
 
-    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
-        """``state.x``; the state is kept for the gradient hook that follows (the engine
-        gives the hook the point, not the state)."""
-        self.holder.extra["state"] = state
-        return state.x
 
     def estimate(self, state: State, rnd: Round) -> tuple[Tensor, Tensor]:
         r"""$v_i^{t,s}$ (``[n, P]``) and the loss of the samples it read ``[n]``: the full
@@ -102,24 +97,15 @@ class _Sarah(LocalUpdate):
         before = src.grads(own.x_prev, idx)[0]
         return (now - before).mean(dim=1).add_(own.v), drawn_loss(losses, x)
 
-    def take_gradient(self, executor: Any, point: Tensor, batch: tuple[Tensor, Tensor],
-                      phase: Phase, out: Tensor, rnd: Round, step: int, env: Services,
-                      first: int) -> Tensor:
-        """The engine's gradient hook: the estimate into ``out``, the samples' loss."""
-        return take_estimate(self.holder, self.estimate, executor, point, batch, out, rnd)
 
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
         own = state.own_as(GTSarahState)
-        if self.holder.source is not None and not self.holder.taken:
-            grads = self.estimate(state, rnd)[0]  # the functional path: no gradient hook
-        self.holder.taken = False
+        grads = self.estimated(state, grads, rnd)
         torch.sub(grads, own.v, out=own.dv)
         own.v.copy_(grads)
         own.rate.copy_(lr)
 
-    def fused(self, executor: Any) -> None:
-        return None
 
 
 def _communicate(state: State, rnd: Round, env: Services) -> Sent:

@@ -34,8 +34,10 @@ from torch import Tensor
 
 from topofl._utils.rng import generator_at
 from topofl.distributed.world import is_distributed
+from topofl.engine.protocol import Phase, Round, Services, State
 
-__all__ = ["FiniteSum", "least_squares", "draw_indices", "STREAM", "MAX_TABLE_BYTES"]
+__all__ = ["FiniteSum", "least_squares", "draw_indices", "STREAM", "MAX_TABLE_BYTES",
+           "Estimating"]
 
 #: the tag of the methods' index streams ``(draw_seed, STREAM, t, call)``
 STREAM = 8_411
@@ -314,3 +316,37 @@ def drawn_loss(losses: Tensor | None, like: Tensor) -> Tensor:
     if losses is None:
         return torch.zeros(like.shape[0], dtype=like.dtype, device=like.device)
     return losses.mean(dim=1)
+
+
+class Estimating:
+    """The hooks GT-SAGA's and GT-SARAH's local pieces share (each defines ``holder`` and
+    ``estimate(state, rnd) -> (estimate [n, P], loss [n])``): the engine's point and gradient
+    hook, and the functional path's estimate where no hook ran."""
+
+    holder: Holder
+
+    def estimate(self, state: State, rnd: Round) -> tuple[Tensor, Tensor]:
+        raise NotImplementedError
+
+    def point(self, state: State, phase: Phase, env: Services) -> Tensor:
+        """``state.x``; the state is kept for the gradient hook that follows (the engine
+        gives the hook the point, not the state)."""
+        self.holder.extra["state"] = state
+        return state.x
+
+    def take_gradient(self, executor: Any, point: Tensor, batch: tuple[Tensor, Tensor],
+                      phase: Phase, out: Tensor, rnd: Round, step: int, env: Services,
+                      first: int) -> Tensor:
+        """The engine's gradient hook: the estimate into ``out``, the drawn samples' loss."""
+        return take_estimate(self.holder, self.estimate, executor, point, batch, out, rnd)
+
+    def estimated(self, state: State, grads: Tensor, rnd: Round) -> Tensor:
+        """The step's estimate: the hook's (``grads``), else computed here (the functional
+        path, where the engine calls no gradient hook)."""
+        if self.holder.source is not None and not self.holder.taken:
+            grads = self.estimate(state, rnd)[0]
+        self.holder.taken = False
+        return grads
+
+    def fused(self, executor: Any) -> None:
+        return None
