@@ -17,9 +17,8 @@ As shipped, the authors' code differs besides the order (:func:`choco`'s ``order
 0$ is theirs when $x^0 = 0$; ``dl_code`` starts them at 0); ``dl_code``'s top-k / rand-k
 keep ``max(1, int(size * (1 - compress_ratio)))`` entries of a tensor (rounded down where
 :func:`kept` rounds up: the same where ``ratio * size`` is whole), its QSGD has $s = 2^b -
-1$ levels for ``quantize_level`` $b$ and by default (``is_biased=False``) no $1/\tau$, which
-the piece offers as :class:`~topofl.engine.pieces.compression.Compression`
-``(rescale=False)``. Replayed on the toy quadratics of
+1$ levels for ``quantize_level`` $b$ and by default (``is_biased=False``) no $1/\tau$:
+``choco(compressor="qsgd", rescale=False)``. Replayed on the toy quadratics of
 ``tests/algorithms/test_choco_replay.py`` (given the same random draws),
 ``order="consensus_first"`` equals ``convex_code``'s loop (top, random-biased, qsgd-biased
 and -unbiased) to 1.3e-15 over 20 rounds and, with ``per_tensor=True``, ``dl_code``'s
@@ -127,7 +126,7 @@ def choco(sgd: LocalSGD | float = _SGD, compression: Compressor = _TOPK, *,
         the ``k`` entries of largest magnitude, ``"randk"`` ``k`` uniformly drawn entries,
         unscaled (the paper's biased rand-k: $E[Q(v)] = (k/P) v$), ``"qsgd"`` QSGD with
         ``levels`` levels rescaled by $1/\tau$ as the paper does (:func:`compress`,
-        :func:`qsgd_scale`).
+        :func:`qsgd_scale`; ``rescale=False``: without it, see the module).
     ratio : float in (0, 1], default 0.1
         Top-k / rand-k: the fraction of coordinates kept, ``k = max(1, ceil(ratio * P))``
         (:func:`kept`). Not used by ``"qsgd"``.

@@ -14,10 +14,9 @@ entries of each agent's vector (numpy's ``argpartition``; topofl's ``"topk"`` ke
 magnitudes) and whose QSGD (``gsgd``, $s = 2^{b-1}$ levels) is unscaled, $E[Q(v)] = v$
 (topofl's ``"qsgd"`` carries CHOCO's $1/\tau$,
 :func:`~topofl.engine.pieces.compression.qsgd_scale`); rand-k is unscaled in both, drawn from
-other random streams. Their QSGD is the piece
-:class:`~topofl.engine.pieces.compression.Compression` ``(rescale=False)`` (given the same
-uniforms, BEER with it equals their loop to 1.3e-15 over 20 rounds,
-``tests/algorithms/test_choco_replay.py``; :func:`dsgt` has no keyword for it yet). Their
+other random streams. Their QSGD is ``dsgt(compressor="qsgd", rescale=False)`` (given the
+same uniforms, BEER with it equals their loop to 1.3e-15 over 20 rounds,
+``tests/algorithms/test_choco_replay.py``). Their
 ``top`` is not offered: it ranks signed values where top-k ranks magnitudes, and on that
 test's toy it takes BEER 24 away from the optimum in 200 rounds, where top-k reaches it to
 1.1e-4. Public copies $H^0 = G^0 = 0$, tracker $V^0 = g(x^0)$ (the first round's

@@ -71,7 +71,7 @@ from typing import Any, NamedTuple, TypedDict, TypeVar
 
 import numpy as np
 
-from topofl._utils.validation import check_choice, check_int, check_real
+from topofl._utils.validation import check_bool, check_choice, check_int, check_real
 from topofl.engine.pieces import Compression
 from topofl.engine.pieces.compression import COMPRESSORS
 from topofl.engine.pieces.robust import check_aggregator
@@ -405,32 +405,43 @@ class CompressionParams(NamedTuple):
     def as_dict(self) -> dict[str, Any]:
         """The settings as recorded in the run config."""
         c = self.compression
-        return dict(compressor=c.compressor, ratio=c.ratio, levels=c.levels, gamma=self.gamma,
-                    compress_seed=c.seed)
+        out = dict(compressor=c.compressor, ratio=c.ratio, levels=c.levels, gamma=self.gamma,
+                   compress_seed=c.seed)
+        if not c.rescale:  # recorded only away from its default: earlier runs keep their hash
+            out["rescale"] = False
+        return out
 
 
 #: The settings of a compressed gossip and their defaults (:func:`choco`'s).
-COMPRESSION_DEFAULTS: dict[str, Any] = dict(ratio=0.1, levels=16, gamma=0.2, compress_seed=0)
+COMPRESSION_DEFAULTS: dict[str, Any] = dict(ratio=0.1, levels=16, gamma=0.2, compress_seed=0,
+                                            rescale=True)
 
 
 def check_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
-                      compress_seed: Any) -> CompressionParams:
+                      compress_seed: Any, rescale: Any = True) -> CompressionParams:
     """Validate a compressor (one of ``COMPRESSORS``) and its settings: ``ratio`` in (0, 1],
-    ``levels >= 1``, ``gamma`` in (0, 1], ``compress_seed >= 0``."""
+    ``levels >= 1``, ``gamma`` in (0, 1], ``compress_seed >= 0``, ``rescale`` a bool (``False``
+    only with ``"qsgd"``)."""
+    comp = check_choice(compressor, "compressor", COMPRESSORS)
+    rescale = check_bool(rescale, "rescale")
+    if not rescale and comp != "qsgd":
+        raise ValueError(f"rescale=False leaves out QSGD's 1/tau: it needs compressor='qsgd', "
+                         f"got compressor={comp!r}")
     return CompressionParams(
-        Compression(check_choice(compressor, "compressor", COMPRESSORS),
-                    check_real(ratio, "ratio", low=0, high=1, low_open=True),
+        Compression(comp, check_real(ratio, "ratio", low=0, high=1, low_open=True),
                     check_int(levels, "levels", low=1),
-                    check_int(compress_seed, "compress_seed", low=0)),
+                    check_int(compress_seed, "compress_seed", low=0), rescale=rescale),
         check_real(gamma, "gamma", low=0, high=1, low_open=True))
 
 
 def check_optional_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
-                               compress_seed: Any) -> CompressionParams | None:
+                               compress_seed: Any, rescale: Any = None
+                               ) -> CompressionParams | None:
     """:func:`check_compression` for a factory whose ``compressor`` defaults to ``None`` (no
     compression), its settings to ``None`` (then :data:`COMPRESSION_DEFAULTS`): ``None``
     without a compressor, and a ``ValueError`` for a setting given without one."""
-    given = dict(ratio=ratio, levels=levels, gamma=gamma, compress_seed=compress_seed)
+    given = dict(ratio=ratio, levels=levels, gamma=gamma, compress_seed=compress_seed,
+                 rescale=rescale)
     if compressor is None:
         for name, value in given.items():
             if value is not None:
@@ -461,6 +472,10 @@ class Compressor(Group):
         The consensus step size, in ``(0, 1]`` (default 0.2).
     compress_seed : int, optional
         The seed of the random compressors' draws, ``>= 0`` (default 0).
+    rescale : bool, optional
+        ``qsgd`` only: ``False`` leaves out CHOCO's $1/\tau$ (the unbiased QSGD of
+        ChocoSGD's deep-learning code and BEER's ``gsgd``; default ``True``, recorded only
+        when ``False``).
     """
 
     compressor: str | None = None
@@ -468,6 +483,7 @@ class Compressor(Group):
     levels: int | None = None
     gamma: float | None = None
     compress_seed: int | None = None
+    rescale: bool | None = None
 
     def __post_init__(self) -> None:
         self.checked()
@@ -476,7 +492,7 @@ class Compressor(Group):
         """The checked settings (a :class:`CompressionParams`), ``None`` without a compressor; a
         setting given without one is a ``ValueError``."""
         return check_optional_compression(self.compressor, self.ratio, self.levels,
-                                          self.gamma, self.compress_seed)
+                                          self.gamma, self.compress_seed, self.rescale)
 
 
 class CompressorKeywords(TypedDict, total=False):
@@ -487,6 +503,7 @@ class CompressorKeywords(TypedDict, total=False):
     levels: int | None
     gamma: float | None
     compress_seed: int | None
+    rescale: bool | None
 
 
 @dataclass(frozen=True)
