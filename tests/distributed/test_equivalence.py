@@ -35,7 +35,8 @@ def _cases() -> dict[str, tuple[str, Any, dict[str, Any]]]:
     return algorithm_cases(_data())
 
 
-REFUSED = {"adpsgd", "gossip_learning"}  # their events need every client in one process
+REFUSED = {"adpsgd", "gossip_learning",  # their events need every client in one process
+           "gt_saga", "gt_sarah"}  # their per-sample gradients read every client's data
 
 
 def _run(name: str) -> tuple[list[dict[str, Any]], int] | str:

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from topofl._utils.rng import generator_at
-from topofl.distributed.world import is_distributed
+from topofl.engine.event_time import one_process
 from topofl.engine.protocol import Phase, Round, Services, State
 
 __all__ = ["FiniteSum", "least_squares", "draw_indices", "STREAM", "MAX_TABLE_BYTES",
@@ -278,10 +278,9 @@ def resolve(samples: Any, seed: int, env: Any, x: Tensor, name: str) -> _Source 
             raise ValueError(f"{name}'s samples have {len(samples.sizes)} clients, the run "
                              f"{n}")
         return _Source(torch.as_tensor(samples.sizes, dtype=torch.int64), seed, given=samples)
-    if is_distributed():
-        raise ValueError(f"{name} runs in one process (its per-sample gradients read the "
-                         "clients' data where the state is), not across torchrun's ranks: "
-                         "run it without torchrun, or pass samples=FiniteSum(...)")
+    if hasattr(env, "clients"):  # the engine's services: every client in this process
+        one_process(env, name, "per-sample gradients (read from the clients' data where the "
+                               "state is)")
     data, ex = getattr(env, "data", None), getattr(env, "executor", None)
     if data is None or ex is None or not hasattr(data, "segments_of"):
         raise ValueError(f"{name} takes per-sample gradients of its clients' data, which "
