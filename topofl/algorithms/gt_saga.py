@@ -113,7 +113,8 @@ class _Saga(Estimating, LocalUpdate):
         r"""$g^k$ at $x^k$ (``[n, P]``) and the drawn samples' mean loss ``[n]``; with
         ``refresh="sampled"`` the drawn entries of the table take their new gradients."""
         own, src = state.own_as(GTSagaState), self.holder.source
-        assert src is not None  # "gradient" takes the step's gradient instead
+        if src is None:  # "gradient" takes the step's gradient instead
+            raise RuntimeError("the estimate is computed only with per-sample gradients")
         x = state.x
         idx = src.draw(rnd.t, 0, self.batch, replace=False, like=x)
         new, losses = src.grads(x, idx)

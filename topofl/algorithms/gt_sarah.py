@@ -88,7 +88,8 @@ class _Sarah(Estimating, LocalUpdate):
         r"""$v_i^{t,s}$ (``[n, P]``) and the loss of the samples it read ``[n]``: the full
         gradient at an outer loop's first round, else SARAH's recursion on a batch."""
         own, src = state.own_as(GTSarahState), self.holder.source
-        assert src is not None  # "gradient" takes the step's gradient instead
+        if src is None:  # "gradient" takes the step's gradient instead
+            raise RuntimeError("the estimate is computed only with per-sample gradients")
         x = state.x
         if rnd.t % self.q == 0:  # v^{0,s} = grad f_i(x^{0,s})
             return src.every(x)

@@ -201,7 +201,8 @@ class _Source:
         if self.given is not None:
             return self.given.grads(z, idx).to(z.dtype), None
         data, ex = self.env.data, self.env.executor
-        assert self.offsets is not None  # with env: set by resolve
+        if self.offsets is None:  # with env: set by resolve
+            raise RuntimeError("the engine's data path needs the offsets resolve sets")
         n, b = idx.shape
         p = z.shape[1]
         out = torch.empty(n, b, p, dtype=z.dtype, device=z.device)
