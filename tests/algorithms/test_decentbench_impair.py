@@ -58,13 +58,12 @@ def _topology(graph: str) -> tf.Topology:
     return tf.Topology.from_matrix(np.array(REFERENCE["graphs"][graph]), name=graph)
 
 
-def _algorithm(run: dict[str, Any], lost: str | None = None) -> tf.engine.Algorithm:
+def _algorithm(run: dict[str, Any], **rules: str) -> tf.engine.Algorithm:
+    """``dsgt`` (``ATC_Tracking``) or ``dsgd`` (``ATC``) with the ``absent``/``lost`` rules
+    (``dsgd``'s keywords; ``dsgt`` takes no rule keyword: set on its ``Algorithm``)."""
     if run["algorithm"] == "ATC_Tracking":
-        return tf.algorithms.dsgt(lr=LR, variant="dsgt")
-    algo = tf.algorithms.dsgd(lr=LR)
-    if lost is None:
-        return algo
-    return algo._replace(communicate=gossip(lost=lost), lost=lost)
+        return tf.algorithms.dsgt(lr=LR, variant="dsgt")._replace(**rules)
+    return tf.algorithms.dsgd(lr=LR, **rules)
 
 
 def decentbench_matrix(W: np.ndarray, active: np.ndarray, delivered: np.ndarray) -> np.ndarray:
@@ -189,7 +188,7 @@ def test_activation_under_the_lose_rule_is_decentbenchs(run: dict[str, Any]) -> 
     # the absent rule "lose" (round_view -> active_topology(keep="none")), as the engine builds
     # the round's graph: decent-bench's combine without building its matrix by hand
     ref = np.array(run["iterates"])
-    algo = _algorithm(run)._replace(absent="lose")
+    algo = _algorithm(run, absent="lose")
     topo = _topology(run["graph"])
     active = np.array(run["active"], dtype=bool)
     W = np.array(REFERENCE["graphs"][run["graph"]])

@@ -40,6 +40,8 @@ def assert_same_records(a: Any, b: Any, rtol: float) -> None:
 ALGORITHMS = {
     "dsgd": lambda lr: tf.algorithms.dsgd(lr=lr),
     "dsgd-momentum": lambda lr: tf.algorithms.dsgd(lr=lr, momentum=0.9, local_steps=2),
+    "dsgd-parallel": lambda lr: tf.algorithms.dsgd(lr=lr, momentum=0.5, local_steps=2,
+                                                   order="parallel"),
     "dfedavgm": lambda lr: tf.algorithms.dfedavgm(lr=lr, local_steps=2),
     "sgp": lambda lr: tf.algorithms.sgp(lr=lr),
     "local": lambda lr: tf.algorithms.get_algorithm("local", lr=lr),
@@ -47,6 +49,7 @@ ALGORITHMS = {
     "dfedavgm_p": lambda lr: tf.algorithms.dfedavgm_p(lr=lr, local_steps_u=2, local_steps_v=1),
     "dsgt": lambda lr: tf.algorithms.dsgt(lr=lr),
     "dsgt-adapt-first": lambda lr: tf.algorithms.dsgt(lr=lr, variant="dsgt", weight_decay=1e-3),
+    "dsgt-augdgm": lambda lr: tf.algorithms.dsgt(lr=lr, variant="augdgm", weight_decay=1e-3),
     "extra": lambda lr: tf.algorithms.extra(lr=lr, weight_decay=1e-3),
     "exact_diffusion": lambda lr: tf.algorithms.exact_diffusion(lr=lr, weight_decay=1e-3),
     "nids": lambda lr: tf.algorithms.nids(lr=lr, gamma=0.8),

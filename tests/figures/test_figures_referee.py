@@ -121,3 +121,18 @@ def test_a_page_of_another_scale_says_the_entry_is_the_committed_pages(
             "default scale); it does not match this page's checks") in page
     assert "### Reproduction summary" not in page
     assert json.loads(js.read_text(encoding="utf-8"))["referee"] is None
+
+
+def test_an_entry_names_a_check_with_wildcards_and_alternatives() -> None:
+    # "*" stands for the method a run found best, "|" for a column run or not
+    checks = [{"name": "C: X converges fastest", "measured": "-", "outcome": "inconclusive",
+               "headline": True},
+              {"name": "D: X above the best other (Y), mean accuracy", "measured": "0.1",
+               "outcome": "pass", "headline": True},
+              {"name": "D: X above the best other (Y), final accuracy", "measured": "0.2",
+               "outcome": "pass", "headline": False}]
+    for part, found in [("C: X converges fastest|C: X above the best other*mean", 0),
+                        ("D: X converges fastest|D: X above the best other*mean", 1),
+                        ("D: X above*final", 2)]:
+        assert referee._named(part, checks) == [checks[found]]
+    assert len(referee._named("D: X above", checks)) == 2  # an ambiguous part: both

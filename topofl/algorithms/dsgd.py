@@ -9,10 +9,22 @@ References
 .. [3] A. Koloskova, S. U. Stich, M. Jaggi, "Decentralized stochastic optimization and gossip
    algorithms with compressed communication", ICML 2019 (Algorithm 2, CHOCO-SGD: D-SGD's
    gossip compressed, with error feedback; ``compressor=``).
+
+Clique Averaging (``dsgd(clique_averaging=True)``, D-Cliques Fig. 7): each node replaces its
+gradient by the average gradient of its clique (the topology's ``groups``) before stepping, and
+models are still averaged with ``W`` over all neighbours; with ``momentum > 0`` the momentum
+then acts on the clique-averaged gradient (eq. 4-5): $v \leftarrow m v + g$,
+$\theta \leftarrow \theta - \gamma v$. With intra-clique edges removed, a node averages over
+itself and its remaining clique neighbours (:func:`~topofl.topologies.clique_averaging_matrix`).
+Clique Averaging sends gradients separately from models: the ledger counts, at every local
+step, one gradient on every arc between two members of a clique (the gradients Fig. 7 uses; the
+paper's own count, one gradient per arc of the graph, is
+:func:`~topofl.topologies.messages_per_node`), then the models on every arc.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from topofl._utils.validation import check_bool
@@ -33,6 +45,7 @@ from topofl.engine.pieces import (
     SGD,
     CliqueAveraged,
     CompressedGossip,
+    FromStart,
     clique_index,
     compose_init,
     gossip,
@@ -87,73 +100,93 @@ class DSGDKeywords(LocalSGDKeywords, AggregationKeywords, CompressorKeywords, to
     """D-SGD's flat keywords: the fields of its groups (documented at :func:`dsgd`)."""
 
 
+def _exact(agg: Aggregation, ca: bool
+           ) -> tuple[Callable[[State, Round, Services], Sent],
+                      Callable[[State, Round, Services], None]]:
+    """D-SGD's communication without a compressor, and its round hook."""
+    robust, lost = agg.robust, agg.lost
+    if lost != "renormalise" and (ca or robust):
+        raise ValueError(f"lost={lost!r} does not combine with "
+                         f"{'clique_averaging' if ca else f'aggregator={agg.aggregator!r}'}, "
+                         "which refuses lost messages: expected lost='renormalise'")
+    comm: Callable[[State, Round, Services], Sent]
+    if robust:
+        comm = robust_gossip(agg.aggregator, tau=agg.tau, trim=agg.trim, delta=agg.delta)
+    else:
+        comm = _gossip_and_gradients if ca else gossip(lost=lost)
+    if agg.order == "adapt_then_combine":
+        return comm, _require_groups if ca else no_round_start
+    start = FromStart(comm)
+
+    def round_start(state: State, rnd: Round, env: Services) -> None:
+        if ca:
+            _require_groups(state, rnd, env)
+        start.round_start(state, rnd, env)
+
+    return start, round_start
+
+
 @register_algorithm("dsgd")
 def dsgd(sgd: LocalSGD | float = _SGD, aggregation: Aggregation = _EXACT,
          compression: Compressor = _NO_COMPRESSION, *, nesterov: bool = False,
          clique_averaging: bool = False, **keywords: Unpack[DSGDKeywords]) -> Algorithm:
     r"""Decentralized SGD: local SGD step(s), then one gossip step ``X <- W_t X``.
 
-    With ``clique_averaging=True`` (D-Cliques, Fig. 7) each node replaces its gradient by the
-    average gradient of its clique (the topology's ``groups``) before stepping, and models are
-    still averaged with ``W`` over all neighbours; with ``momentum > 0`` the momentum then acts on
-    the clique-averaged gradient (eq. 4-5): $v \leftarrow m v + g$, $\theta \leftarrow \theta -
-    \gamma v$. With intra-clique edges removed, a node averages over itself and its remaining
-    clique neighbours (:func:`~topofl.topologies.clique_averaging_matrix`). Clique Averaging
-    sends gradients separately from models: the ledger counts, at every local step, one
-    gradient on every arc between two members of a clique (the gradients Fig. 7 uses; the
-    paper's own count, one gradient per arc of the graph, is
-    :func:`~topofl.topologies.messages_per_node`), then the models on every arc.
+    With ``clique_averaging=True`` (D-Cliques, Fig. 7; the module docstring) each node steps
+    along the average gradient of its clique (the topology's ``groups``).
 
     Parameters
     ----------
     lr : float, default 0.1
         Learning rate $\gamma$ (``lr * decay**t`` at round ``t``).
-    momentum : float, default 0
-        Heavy-ball momentum (kept across rounds).
-    nesterov : bool, default False
-    weight_decay : float, default 0
-    clique_averaging : bool, default False
+    momentum, weight_decay : float, default 0
+        Heavy-ball momentum (kept across rounds) and weight decay.
+    nesterov, clique_averaging : bool, default False
     local_steps, local_epochs
         Local work per round: a number of steps (default 1: D-SGD proper), or local epochs
         (``ceil(epochs * m_i / batch_size)`` steps for client ``i``).
     decay : float, default 1
+    order : {"adapt_then_combine", "parallel"}, default "adapt_then_combine"
+        ``"adapt_then_combine"``: the local steps, then gossip, $W_t (x^t - \gamma g(x^t))$.
+        ``"parallel"``: D-PSGD's order (Lian et al. 2017), the models the round started from
+        gossiped and the local update added, $W_t x^t - \gamma g(x^t)$ for one step
+        (decentralized gradient descent; decent-bench's ``DGD``;
+        :class:`~topofl.engine.pieces.FromStart`); not with a ``compressor``. Recorded only
+        when ``"parallel"``.
+    absent : {"renormalise", "lose"}, default "renormalise"
+        A client absent from a round (``[availability]``): the round's graph without it,
+        its weight renormalised onto the diagonal, or lost (a row sums to less than 1, as
+        decent-bench combines; :data:`~topofl.engine.availability.ABSENT_RULES`).
+    lost : {"renormalise", "mass"}, default "renormalise"
+        A message lost in the network (``[network] drop``): each receiver's row renormalised
+        over what arrived, or the weight of a lost message lost with it
+        (:func:`~topofl.engine.pieces.gossip`); ``"mass"`` not with Clique Averaging or a
+        robust ``aggregator`` (they refuse drops). ``absent`` and ``lost`` are recorded
+        only when not ``"renormalise"`` (the runs before them keep their run hash).
     aggregator : {"mean", "clipped", "trimmed_mean", "median"}, default "mean"
-        How a node aggregates its neighbourhood's models
-        (:mod:`topofl.engine.pieces.robust`): ``"mean"`` is gossip ``X <- W_t X``;
-        ``"clipped"`` ClippedGossip's self-centred clipping at radius ``tau`` (or each
-        node's own radius, ``tau="adaptive"``);
-        ``"trimmed_mean"`` the coordinate-wise mean without the ``trim`` largest and smallest
-        values; ``"median"`` the coordinate-wise median. Under ``[byzantine]`` the Byzantine
-        senders' messages are the attack's vectors. A robust rule runs alone (no stack), in
-        one process, without lost messages or Clique Averaging. At ``"mean"`` the records
-        header and the run hash are those of a run without these settings.
-    tau : float, "adaptive" or "rank", optional
-        ``aggregator="clipped"``'s clipping radius (``>= 0``; ``inf``: plain gossip), or
-        ``"adaptive"``: each node clips its farthest in-neighbours, of total weight at most
-        ``delta``, to the next one's distance
-        (:func:`~topofl.engine.pieces.robust.adaptive_radii`), or ``"rank"``: the authors'
-        code's rule on any graph, each node's farthest in-neighbour pulled in to the second
-        farthest's distance (:func:`~topofl.engine.pieces.robust.rank_radii`).
-    trim : int, default 0
-        ``aggregator="trimmed_mean"``'s values dropped at each end, per coordinate.
-    delta : float, optional
-        ``tau="adaptive"``'s budget: the largest in-neighbour weight a node clips (``[0, 1]``;
-        0 is plain gossip).
+        ``"mean"`` is gossip ``X <- W_t X``; the others are the robust rules of
+        :mod:`topofl.engine.pieces.robust` (ClippedGossip's clipping at radius ``tau``, the
+        coordinate-wise mean without the ``trim`` largest and smallest values, the median).
+        Under ``[byzantine]`` the Byzantine senders' messages are the attack's vectors. A
+        robust rule runs alone (no stack), in one process, without lost messages or Clique
+        Averaging; at ``"mean"`` the header and run hash are those of a run without them.
+    tau, trim, delta : optional
+        ``"clipped"``'s radius (``>= 0``; ``"adaptive"``,
+        :func:`~topofl.engine.pieces.robust.adaptive_radii` with budget ``delta``; ``"rank"``,
+        :func:`~topofl.engine.pieces.robust.rank_radii`), ``"trimmed_mean"``'s trim.
     compressor : {"topk", "randk", "qsgd"}, optional
         Compressed gossip with error feedback through public copies (CHOCO-Gossip): D-SGD is
         then CHOCO-SGD, :func:`~topofl.algorithms.choco` (the same pieces and numbers, named
         ``"dsgd"``), without lost messages, Byzantine nodes, a robust ``aggregator`` or Clique
         Averaging. ``None``: exact gossip (recorded hyper-parameters and run hash as before).
     ratio, levels, gamma, compress_seed : optional
-        The compressor's settings as :func:`~topofl.algorithms.choco` reads them (defaults
-        0.1, 16, 0.2 and 0), given only with a ``compressor``.
+        The compressor's settings, as :func:`~topofl.algorithms.choco`'s.
 
     Returns
     -------
     Algorithm
-        :class:`~topofl.engine.pieces.SGD` (or :class:`~topofl.engine.pieces.CliqueAveraged`)
-        composed with :func:`~topofl.engine.pieces.gossip` (or
-        :class:`~topofl.engine.pieces.CompressedGossip`).
+        :class:`~topofl.engine.pieces.SGD` (or ``CliqueAveraged``) composed with
+        :func:`~topofl.engine.pieces.gossip` (or ``FromStart``, ``CompressedGossip``).
 
     Examples
     --------
@@ -174,32 +207,36 @@ def dsgd(sgd: LocalSGD | float = _SGD, aggregation: Aggregation = _EXACT,
     hp = local.resolved()
     nesterov = check_bool(nesterov, "nesterov")
     ca = check_bool(clique_averaging, "clique_averaging")
-    aggregator, tau, trim, delta = agg.aggregator, agg.tau, agg.trim, agg.delta
-    robust = agg.robust
-    if robust and ca:
-        raise ValueError(f"aggregator={aggregator!r} does not combine with clique_averaging")
+    if agg.robust and ca:
+        raise ValueError(f"aggregator={agg.aggregator!r} does not combine with clique_averaging")
     opt = SGD(hp.momentum, hp.weight_decay, nesterov)
     hparams = dict(hp.as_dict(), nesterov=nesterov, clique_averaging=ca)
     cp = comp.checked()
     if cp is not None:
-        return _compressed(hp, opt, cp, aggregator, ca)
-    if robust:  # at "mean": the header (and run hash) of runs recorded before the rules
-        hparams.update(aggregator=aggregator, tau=tau, trim=trim)
-        if delta is not None:  # tau="adaptive" only (check_aggregator)
-            hparams.update(delta=delta)
-    communicate = (robust_gossip(aggregator, tau=tau, trim=trim, delta=delta) if robust
-                   else _gossip_and_gradients if ca else gossip())
+        if agg.rules():
+            raise ValueError(f"compressor={cp.compression.compressor!r} combines with the "
+                             "defaults order='adapt_then_combine', absent='renormalise' and "
+                             f"lost='renormalise' only, got {agg.rules()}")
+        return _compressed(hp, opt, cp, agg.aggregator, ca)
+    if agg.robust:  # at "mean": the header (and run hash) of runs recorded before the rules
+        hparams.update(aggregator=agg.aggregator, tau=agg.tau, trim=agg.trim)
+        if agg.delta is not None:  # tau="adaptive" only (check_aggregator)
+            hparams.update(delta=agg.delta)
+    hparams.update(agg.rules())  # off their defaults only: older runs keep their hash
+    communicate, round_start = _exact(agg, ca)
     return Algorithm(
         name="dsgd",
         hparams=hparams,
         phases=(Phase("all", hp.local_steps, hp.local_epochs, hp.lr),),
-        init=compose_init(opt),
+        init=(compose_init(opt, communicate) if agg.order == "parallel"
+              else compose_init(opt)),
         local=CliqueAveraged(opt) if ca else opt,
         communicate=communicate,
-        round_start=_require_groups if ca else no_round_start,
+        round_start=round_start,
         requires="doubly",
-        lost=None if ca or robust else "renormalise",
+        lost=None if ca or agg.robust else agg.lost,
+        absent=agg.absent,
         decay=hp.decay,
-        stacks="dsgd with a robust aggregator does not stack" if robust else True,
+        stacks="dsgd with a robust aggregator does not stack" if agg.robust else True,
         byzantine=not ca,
     )

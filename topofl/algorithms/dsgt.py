@@ -52,6 +52,9 @@ References
    nonconvex optimization with communication compression", NeurIPS 2022 (Algorithm 1,
    BEER: gradient tracking with the model and the tracker gossiped compressed, each with
    error feedback through its public copy; ``compressor=``).
+.. [4] J. Xu, S. Zhu, Y. C. Soh, L. Xie, "Augmented distributed gradient methods for
+   multi-agent optimization under uncoordinated constant stepsizes", IEEE CDC 2015 (Aug-DGM,
+   ``variant="augdgm"``).
 """
 
 from __future__ import annotations
@@ -92,8 +95,8 @@ if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker 
 
 __all__ = ["dsgt", "TrackingState", "BeerState", "VARIANTS"]
 
-#: The two forms of the model update (see :func:`dsgt`).
-VARIANTS = ("diging", "dsgt")
+#: The three forms of the update (see :func:`dsgt`).
+VARIANTS = ("diging", "dsgt", "augdgm")
 
 
 @dataclass
@@ -180,15 +183,23 @@ class _Tracking(LocalUpdate):
         return None
 
 
-def _communicate(adapt_first: bool) -> Callable[[State, Round, Services], Sent]:
+def _communicate(variant: str) -> Callable[[State, Round, Services], Sent]:
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         topo = graph_of(rnd)
         own = state.own_as(TrackingState)
+        arcs, size, bits = graph_arcs(topo), int(state.x.shape[1]), dtype_bits(state.x.dtype)
+        if variant == "augdgm":  # y_t = W (y_{t-1} + g_t - g_{t-1}), y_0 = g_0 unmixed
+            tracker = rnd.t > 0
+            if tracker:
+                env.mixer.mix_(topo, own.y)
+            state.x.addcmul_(own.y, own.lr.unsqueeze(1), value=-1.0)
+            env.mixer.mix_(topo, state.x)  # x_{t+1} = W (x_t - lr y_t)
+            model = Flow("model", arcs, size, bits, stage=1)
+            return Sent.of(Flow("tracker", arcs, size, bits), model) if tracker else Sent.of(model)
         env.mixer.mix_(topo, state.x)
-        if not adapt_first:  # DIGing: x_{t+1} = W x_t - lr y_t
+        if variant == "diging":  # x_{t+1} = W x_t - lr y_t
             state.x.addcmul_(own.y, own.lr.unsqueeze(1), value=-1.0)
         env.mixer.mix_(topo, own.y)
-        arcs, size, bits = graph_arcs(topo), int(state.x.shape[1]), dtype_bits(state.x.dtype)
         return Sent.of(Flow("model", arcs, size, bits), Flow("tracker", arcs, size, bits))
 
     return communicate
@@ -237,6 +248,11 @@ def dsgt(lr: float = 0.1, compression: Compressor = _NO_COMPRESSION, *,
       $x_{t+1} = W x_t - \gamma\, y_t$, $\;y_{t+1} = W y_t + g(x_{t+1}) - g(x_t)$.
     * ``variant="dsgt"`` (DSGT, Pu & Nedić 2021; step, then combine):
       $x_{t+1} = W (x_t - \gamma\, y_t)$, $\;y_{t+1} = W y_t + g(x_{t+1}) - g(x_t)$.
+    * ``variant="augdgm"`` (Aug-DGM, Xu, Zhu, Soh & Xie 2015, also ATC-DIGing; the tracker
+      combined after its correction): $x_{t+1} = W (x_t - \gamma\, y_t)$,
+      $\;y_{t+1} = W (y_t + g(x_{t+1}) - g(x_t))$, $y_0 = g(x_0)$ unmixed. The tracker
+      travels before the model in a round (ledger stages 0 and 1; none in round 0);
+      decent-bench's ``AugDGM``.
 
     With a column-stochastic $W$ the trackers' sum is the sum of the latest gradients at every
     round, so with full gradients and a constant step the fixed point is consensus at the exact
@@ -246,7 +262,7 @@ def dsgt(lr: float = 0.1, compression: Compressor = _NO_COMPRESSION, *,
     ----------
     lr : float, default 0.1
         The step $\gamma$ (``lr * decay**t`` at round ``t``).
-    variant : {"diging", "dsgt"}, default "diging"
+    variant : {"diging", "dsgt", "augdgm"}, default "diging"
     weight_decay : float, default 0
         Added to the gradient ($g_i + \lambda x_i$: the tracked objective is regularised).
     decay : float, default 1
@@ -266,9 +282,8 @@ def dsgt(lr: float = 0.1, compression: Compressor = _NO_COMPRESSION, *,
     Returns
     -------
     Algorithm
-        One local step per round (the methods take one gradient per gossip step);
-        ``requires="doubly"``; ``state.own`` is a :class:`TrackingState` (a
-        :class:`BeerState` with a ``compressor``).
+        One local step (one gradient) per gossip step; ``state.own`` is a
+        :class:`TrackingState` (a :class:`BeerState` with a ``compressor``).
 
     Notes
     -----
@@ -313,7 +328,7 @@ def dsgt(lr: float = 0.1, compression: Compressor = _NO_COMPRESSION, *,
     variant = check_choice(variant, "variant", VARIANTS)
     wd = check_wd(weight_decay)
     decay = check_decay(decay)
-    adapt_first = variant == "dsgt"
+    adapt_first = variant != "diging"
     cp = comp.checked()
     hparams = dict(lr=lr, variant=variant, weight_decay=wd, decay=decay)
     if cp is not None:  # without: the hparams (and run hash) recorded before BEER
@@ -322,14 +337,14 @@ def dsgt(lr: float = 0.1, compression: Compressor = _NO_COMPRESSION, *,
                              f"{cp.compression.compressor!r}: BEER steps as DIGing does, "
                              "expected variant='diging'")
         hparams.update(cp.as_dict())
-    local = _Tracking(wd, adapt_first, public_copies=cp is not None)
+    local = _Tracking(wd, variant == "dsgt", public_copies=cp is not None)
     return Algorithm(
         name="dsgt",
         hparams=hparams,
         phases=(Phase("all", 1, None, lr),),
         init=compose_init(local),
         local=local,
-        communicate=(_communicate(adapt_first) if cp is None
+        communicate=(_communicate(variant) if cp is None
                      else _Beer(cp.compression, cp.gamma)),
         requires="doubly",
         decay=decay,

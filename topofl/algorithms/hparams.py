@@ -27,8 +27,10 @@ The groups:
 :class:`Sampling`       ``participation``, ``sample_seed``, ``selection`` (a fraction of
                         the clients active per round, drawn from the stream
                         ``(sample_seed, t)``; a server method's may be chosen otherwise)
-:class:`Aggregation`    ``aggregator``, ``tau``, ``trim``, ``delta`` (how a node combines
-                        its neighbourhood's models: gossip's mean, or a robust rule)
+:class:`Aggregation`    ``aggregator``, ``tau``, ``trim``, ``delta``, ``order``,
+                        ``absent``, ``lost`` (how a node combines its neighbourhood's
+                        models: gossip's mean, or a robust rule; when in the round; without
+                        an absent client or a lost message)
 :class:`Compressor`     ``compressor``, ``ratio``, ``levels``, ``gamma``,
                         ``compress_seed`` (compressed gossip with error feedback, CHOCO-Gossip)
 :class:`Finetune`       ``finetune_steps``, ``finetune_epochs``, ``finetune_lr``
@@ -69,9 +71,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypedDict, TypeVar
 
-import numpy as np
-
 from topofl._utils.validation import check_bool, check_choice, check_int, check_real
+
+# the checks of single values, re-exported here (``__all__``), where the algorithms import them
+from topofl.algorithms._checks import (
+    Epochs,
+    check_decay,
+    check_lr,
+    check_momentum,
+    check_wd,
+    check_work,
+)
+from topofl.engine.drops import LOST_RULES
 from topofl.engine.pieces import Compression
 from topofl.engine.pieces.compression import COMPRESSORS
 from topofl.engine.pieces.robust import check_aggregator
@@ -79,9 +90,13 @@ from topofl.engine.pieces.robust import check_aggregator
 __all__ = ["Group", "LocalSGD", "Optimizer", "Sampling", "Aggregation", "Compressor",
            "Finetune", "Keywords", "flat_parameters", "LocalSGDKeywords", "OptimizerKeywords",
            "SamplingKeywords", "AggregationKeywords", "CompressorKeywords", "FinetuneKeywords",
-           "WEIGHTINGS", "SERVER_SELECTIONS", "group_parameters", "flatten_groups"]
+           "WEIGHTINGS", "SERVER_SELECTIONS", "ORDERS", "Epochs", "check_lr", "check_momentum",
+           "check_decay", "check_wd", "check_work", "group_parameters", "flatten_groups"]
 
 G = TypeVar("G", bound="Group")
+
+#: The two orders of a gossip round (:class:`Aggregation`'s ``order``)
+ORDERS = ("adapt_then_combine", "parallel")
 
 #: How a server weighs the participants in its mean: equally, or by training-set size.
 WEIGHTINGS = ("uniform", "data_size")
@@ -90,7 +105,6 @@ WEIGHTINGS = ("uniform", "data_size")
 #: schemes of :func:`~topofl.engine.pieces.participants` the server methods run).
 SERVER_SELECTIONS = ("uniform", "fair", "loss")
 
-Epochs = float | tuple[float, ...] | None
 
 
 class Group:
@@ -106,63 +120,6 @@ class Group:
     def field_names(cls) -> tuple[str, ...]:
         """The fields, in order: the flat keywords this group answers to."""
         return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
-
-
-# ------------------------------------------------------------------------------ the checks
-
-
-def check_lr(lr: Any, name: str = "lr") -> float:
-    return check_real(lr, name, low=0, low_open=True)
-
-
-def check_momentum(m: Any) -> float:
-    return check_real(m, "momentum", low=0, high=1, high_open=True)
-
-
-def check_decay(d: Any) -> float:
-    return check_real(d, "decay", low=0, high=1, low_open=True)
-
-
-def check_wd(wd: Any) -> float:
-    return check_real(wd, "weight_decay", low=0)
-
-
-def check_work(steps: Any, epochs: Any, *, steps_name: str = "local_steps",
-               epochs_name: str = "local_epochs", default_steps: int | None = 1,
-               default_epochs: float | None = None,
-               allow_zero: bool = False) -> tuple[int | None, Epochs]:
-    """The local work of one phase: ``(steps, None)`` or ``(None, epochs)``.
-
-    ``epochs`` is a positive number, or a sequence of them (one per client). Neither given:
-    ``(default_steps, None)``, or ``(None, default_epochs)`` when ``default_steps`` is None.
-    ``allow_zero`` accepts 0 (no work).
-
-    Examples
-    --------
-    >>> check_work(None, [1, 2])
-    (None, (1.0, 2.0))
-    >>> check_work(3, 1)
-    Traceback (most recent call last):
-    ...
-    ValueError: give either local_steps or local_epochs, not both
-    """
-    if steps is not None and epochs is not None:
-        raise ValueError(f"give either {steps_name} or {epochs_name}, not both")
-    if epochs is not None:
-        if not isinstance(epochs, numbers.Real) and (
-                isinstance(epochs, (list, tuple)) or np.ndim(epochs) == 1):
-            items = epochs.tolist() if hasattr(epochs, "tolist") else list(epochs)
-            vals = tuple(check_real(e, f"{epochs_name}[{i}]", low=0, low_open=not allow_zero)
-                         for i, e in enumerate(items))
-            if not vals:
-                raise ValueError(f"{epochs_name} must not be an empty sequence")
-            return None, vals
-        return None, check_real(epochs, epochs_name, low=0, low_open=not allow_zero)
-    if steps is not None:
-        return check_int(steps, steps_name, low=0 if allow_zero else 1), None
-    if default_steps is not None:
-        return default_steps, None
-    return None, default_epochs
 
 
 # ------------------------------------------------------------------------------ the groups
@@ -358,7 +315,7 @@ class SamplingKeywords(TypedDict, total=False):
 @dataclass(frozen=True)
 class Aggregation(Group):
     """How a node combines its neighbourhood's models
-    (:mod:`topofl.engine.pieces.robust`).
+    (:mod:`topofl.engine.pieces.robust`), when in the round, and without what it misses.
 
     Attributes
     ----------
@@ -370,20 +327,43 @@ class Aggregation(Group):
         ``"trimmed_mean"``'s values dropped at each end, per coordinate.
     delta : float, optional
         ``tau="adaptive"``'s budget.
+    order : {"adapt_then_combine", "parallel"}, default "adapt_then_combine"
+        Combine after the local steps, or combine the models the round started from and
+        add the local update (D-PSGD's order, :class:`~topofl.engine.pieces.FromStart`).
+    absent : {"renormalise", "lose"}, default "renormalise"
+        An absent client's weight renormalised onto the diagonal, or lost
+        (:data:`~topofl.engine.availability.ABSENT_RULES`).
+    lost : {"renormalise", "mass"}, default "renormalise"
+        A lost message's weight renormalised over what arrived, or lost with it
+        (:func:`~topofl.engine.pieces.gossip`).
     """
 
     aggregator: str = "mean"
     tau: float | str | None = None
     trim: int = 0
     delta: float | None = None
+    order: str = "adapt_then_combine"
+    absent: str = "renormalise"
+    lost: str = "renormalise"
 
     def __post_init__(self) -> None:
         check_aggregator(self.aggregator, self.tau, self.trim, self.delta)
+        check_choice(self.order, "order", ORDERS)
+        check_choice(self.absent, "absent", ("renormalise", "lose"))
+        check_choice(self.lost, "lost", LOST_RULES)
 
     @property
     def robust(self) -> bool:
         """Whether the rule is a robust one (not gossip's mean)."""
         return self.aggregator != "mean"
+
+    def rules(self) -> dict[str, str]:
+        """``order``, ``absent`` and ``lost`` where they are not their defaults (what a run
+        records: the runs before them keep their hash)."""
+        return {k: getattr(self, k) for k, d in (("order", ORDERS[0]),
+                                                 ("absent", "renormalise"),
+                                                 ("lost", "renormalise"))
+                if getattr(self, k) != d}
 
 
 class AggregationKeywords(TypedDict, total=False):
@@ -393,6 +373,9 @@ class AggregationKeywords(TypedDict, total=False):
     tau: float | str | None
     trim: int
     delta: float | None
+    order: str
+    absent: str
+    lost: str
 
 
 class CompressionParams(NamedTuple):

@@ -21,8 +21,9 @@ Local-update pieces (the ``local`` of an :class:`~topofl.engine.Algorithm`):
 
 Communication pieces (``communicate(state, rnd, env) -> Sent``): :func:`gossip` (``X <- W_t X``
 on the shared columns), :class:`PushSum` (numerators and weights, optionally one round of
-overlap, with its de-biased ``evaluate``), :func:`exact_average` (FedAvg's mean),
-:func:`server_average` (sampled, optionally data-size weighted mean of a part),
+overlap, with its de-biased ``evaluate``), :class:`FromStart` (another piece run on the models
+the round started from, the local update added after: D-PSGD's order), :func:`exact_average`
+(FedAvg's mean), :func:`server_average` (sampled, optionally data-size weighted mean of a part),
 :func:`robust_gossip` (each node's clipped, trimmed-mean or median aggregate of its
 neighbourhood, :mod:`~topofl.engine.pieces.robust`; every client in one process),
 :class:`CompressedGossip` (CHOCO-Gossip: compressed differences of public copies, error
@@ -58,6 +59,7 @@ from topofl.engine.pieces.cliques import (
     group_mean_,
 )
 from topofl.engine.pieces.communication import (
+    FromStart,
     PushSum,
     gossip,
     graph_of,
@@ -114,6 +116,7 @@ __all__ = [
     "graph_of",
     "gossip",
     "PushSum",
+    "FromStart",
     "neighbourhood",
     "neighbourhood_sum_",
     "no_communication",

@@ -1,5 +1,6 @@
 """Communication between clients over the round's graph: :func:`gossip` (``X <- W_t X``),
-:class:`PushSum` (numerators and weights, optionally one round of overlap),
+:class:`PushSum` (numerators and weights, optionally one round of overlap), :class:`FromStart`
+(the models the round started from are mixed, the local update added after: D-PSGD's order),
 :func:`neighbourhood_sum_`, :func:`no_communication`, and :func:`graph_of` (the round's
 graph, or the error of a round without one)."""
 
@@ -15,12 +16,12 @@ from topofl.engine.drops import LOST_RULES, Drops, LaneDrops, lossy
 from topofl.engine.layout import Part
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces.robust import robust_gossip
-from topofl.engine.pieces.state import PushSumState, debias_, hold
+from topofl.engine.pieces.state import ProximalState, PushSumState, debias_, hold
 from topofl.engine.protocol import Round, Sent, Services, State
 from topofl.graph import Topology
 from topofl.topologies.derived import neighbourhood
 
-__all__ = ["graph_of", "gossip", "PushSum", "neighbourhood_sum_", "no_communication"]
+__all__ = ["graph_of", "gossip", "PushSum", "FromStart", "neighbourhood_sum_", "no_communication"]
 
 Communicate = Callable[[State, Round, Services], Sent]
 
@@ -184,6 +185,66 @@ class PushSum:
     def evaluate(self, state: State, rnd: Round, env: Services) -> Tensor:
         """The de-biased parameters ``z``."""
         return debias_(state, self.part, env.layout)
+
+
+@dataclass(frozen=True)
+class FromStart:
+    r"""D-PSGD's order (Lian et al. 2017, Algorithm 1): the models the round started from are
+    mixed, and each client's local update is added to its mixed model,
+    $x^{t+1} = W_t x^t + (x' - x^t)$, where $x'$ is the model after the round's local steps.
+
+    With one plain SGD step $x' - x^t = -\gamma g(x^t)$, so
+    $x^{t+1} = W_t x^t - \gamma g(x^t)$: the gradient is taken at the model that was sent
+    (decentralized gradient descent, Nedić & Ozdaglar 2009; decent-bench's ``DGD``), where
+    :func:`gossip` after the local steps gives $W_t (x^t - \gamma g(x^t))$ (adapt, then
+    combine). ``inner`` is any communication piece that mixes ``state.x`` in place
+    (:func:`gossip`, :func:`~topofl.engine.pieces.robust_gossip`, or a piece of your own):
+    it runs on the round's starting models, so its messages, lost messages and Byzantine
+    vectors are theirs, and its flows are returned as they are (the ledger counts the same
+    messages; the clock does not overlap them with the local computation). The starting
+    models are kept in :attr:`~topofl.engine.pieces.ProximalState.anchor` (``State.own``), copied by
+    :meth:`round_start`; an absent client takes no local step, so its update is 0.
+
+    Examples
+    --------
+    Client ``i`` minimises $(x - c_i)^2 / 2$ on a 3-ring (every weight 1/3), from
+    $x^0 = 0$ with $\gamma = 0.5$: one round gives $W x^0 - 0.5\,(x^0 - c) = c / 2$, where
+    adapting first gives $W (c / 2)$, the mean of $c / 2$.
+
+    >>> import torch
+    >>> c = torch.tensor([[0.0], [3.0], [6.0]], dtype=torch.float64)
+    >>> grad = lambda z, phase, rnd: z - c
+    >>> run = lambda algo: tf.engine.run_rounds(algo, torch.zeros_like(c),
+    ...     tf.topologies.ring(3), grad, rounds=1).evaluated().flatten().tolist()
+    >>> run(tf.algorithms.dsgd(lr=0.5, order="parallel"))
+    [0.0, 1.5, 3.0]
+    >>> run(tf.algorithms.dsgd(lr=0.5))
+    [1.5, 1.5, 1.5]
+    """
+
+    inner: Communicate
+
+    def init_(self, state: State, env: Services) -> None:
+        """The buffer of the starting models."""
+        init = getattr(self.inner, "init_", None)
+        if init is not None:
+            raise ValueError("FromStart keeps the starting models in State.own: its inner "
+                             "piece must keep no state of its own (a plain communicate "
+                             f"function), got {type(self.inner).__name__}")
+        hold(state, ProximalState(anchor=state.x.clone()))
+
+    def round_start(self, state: State, rnd: Round, env: Services) -> None:
+        """Keep the models the clients start the round from."""
+        state.own_as(ProximalState).anchor.copy_(state.x)
+
+    def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
+        """``x <- inner(x^t) + (x - x^t)``: the starting models mixed, the update added."""
+        start = state.own_as(ProximalState).anchor
+        update = state.x - start
+        state.x.copy_(start)
+        sent = self.inner(state, rnd, env)
+        state.x.add_(update)
+        return sent
 
 
 def neighbourhood_sum_(env: Services, topology: Topology, X: Tensor) -> None:

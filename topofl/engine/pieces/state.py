@@ -1,5 +1,6 @@
 """What pieces keep in a state and the helpers that build and reset it: the records of
-:class:`~topofl.engine.pieces.PushSum` and :class:`~topofl.engine.pieces.Proximal`,
+:class:`~topofl.engine.pieces.PushSum`, :class:`~topofl.engine.pieces.Proximal` and
+:class:`~topofl.engine.pieces.FromStart`,
 :func:`hold` (a piece's record into ``State.own``), :func:`compose_init` (a state with every
 piece's buffers), the round hooks :func:`restart_momentum` and :func:`no_round_start`, and
 :func:`require_split`."""
@@ -47,7 +48,7 @@ class PushSumState:
 
 @dataclass
 class ProximalState:
-    """The state :class:`Proximal` keeps (``State.own``).
+    """The state :class:`Proximal` and :class:`FromStart` keep (``State.own``).
 
     Attributes
     ----------
