@@ -46,15 +46,16 @@ GaussianNoise (per message)   none: topofl's ``NoisyUpdates`` noises a node's ow
                               the same noise); decent-bench noises each delivered copy
                               independently and the sender keeps its clean value
 Quantization (rounding)       none
-StochasticQuantization(s)     ``compressor="qsgd", levels=s`` times CHOCO's ``1/tau``
+StochasticQuantization(s)     ``compressor="qsgd", levels=s, rescale=False``
 TopK(k)                       ``compressor="topk", ratio=k/d``
 RandK(k)                      ``compressor="randk", ratio=k/d`` (unscaled in both)
 ============================  ==============================================================
 
-topofl's compressors run only inside compressed gossip with error feedback (CHOCO-SGD,
-BEER: a public copy per client, the *difference* compressed); decent-bench compresses the
-message itself (``x_i <- W_ii y_i + sum_j W_ij Q(y_j)``), so the compression cases are
-compared compressor by compressor, not iterate by iterate.
+decent-bench compresses the message itself (``x_i <- W_ii y_i + sum_j W_ij Q(y_j)``), without
+error feedback: topofl's ``dsgd(compressor=..., feedback=False)``
+(:class:`~topofl.engine.pieces.CompressedMessages`), compared iterate by iterate with the
+draws replayed; topofl's default compressed gossip feeds the error back (CHOCO-SGD, BEER: a
+public copy per client, the *difference* compressed).
 
 It writes ``tests/algorithms/data/decentbench_impair.json``: the problems, the ``W``
 decent-bench computes on the 4-ring and the 4-path, and ``runs``, one per case (step 0.1,

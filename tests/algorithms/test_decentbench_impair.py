@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,12 @@ from topofl.engine.availability import local_rates, round_view
 from topofl.engine.drops import lossy
 from topofl.engine.ledger import Arcs, graph_arcs
 from topofl.engine.pieces import gossip
-from topofl.engine.pieces.compression import compress, qsgd_scale
+from topofl.engine.pieces.compression import (
+    CompressedMessages,
+    Compression,
+    compress,
+    qsgd_scale,
+)
 
 D = torch.float64
 REFERENCE = json.loads((Path(__file__).parent / "data" / "decentbench_impair.json").read_text())
@@ -298,7 +304,7 @@ def test_qsgd_with_decentbenchs_draws_is_its_quantizer_times_chocos_scale() -> N
 
 def test_decentbench_compresses_the_message_not_the_difference() -> None:
     # decent-bench's ATC with a compressor: x_i <- W_ii y_i + sum_j W_ij Q(y_j), y = x - lr g
-    # (no public copy, no error feedback); topofl's compressed gossip is CHOCO's. The first
+    # (no public copy, no error feedback): topofl's dsgd(feedback=False). The first
     # iteration, written out, is decent-bench's; topofl's CHOCO-SGD (public copies 0) is not.
     (run,) = [r for r in _cases("compression") if r["scheme"] == "TopK"]
     H, c = _problem(run["problem"])
@@ -314,6 +320,55 @@ def test_decentbench_compresses_the_message_not_the_difference() -> None:
                                lambda z, phase, rnd: torch.einsum("nde,ne->nd", H, z) - c,
                                rounds=1).state.x.numpy()
     assert np.abs(got - np.array(run["iterates"][0])).max() > 1e-2
+
+
+@dataclass(frozen=True)
+class _Replayed(Compression):
+    """A compressor that draws what decent-bench drew: round ``t``'s draws of each sender
+    (``run["messages"][t]``), for ``compress(..., draws=...)``."""
+
+    replay: tuple[Any, ...] = ()
+
+    def message(self, v: torch.Tensor, rnd: tf.engine.Round, env: Any, *,
+                stream: int = 0) -> torch.Tensor:
+        draws = [m["draws"] for m in self.replay[rnd.t]]
+        return compress(v, self.compressor, ratio=self.ratio, levels=self.levels,
+                        rescale=self.rescale,
+                        draws=None if draws[0] is None else np.array(draws))
+
+
+#: decent-bench's schemes -> topofl's compressor without error feedback (QSGD unscaled)
+SCHEMES = {"TopK": dict(compressor="topk", ratio=1 / 3),
+           "RandK": dict(compressor="randk", ratio=1 / 3),
+           "StochasticQuantization": dict(compressor="qsgd", levels=4, rescale=False)}
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_compression_without_feedback_follows_decentbench(scheme: str) -> None:
+    (run,) = [r for r in _cases("compression") if r["scheme"] == scheme]
+    ref = np.array(run["iterates"])
+    algo = tf.algorithms.dsgd(lr=LR, feedback=False, **SCHEMES[scheme])
+    cp = algo.communicate.compression
+    if scheme != "TopK":  # the random compressors draw decent-bench's draws
+        algo = algo._replace(communicate=CompressedMessages(_Replayed(
+            cp.compressor, cp.ratio, cp.levels, rescale=cp.rescale,
+            replay=tuple(run["messages"]))))
+    topo = _topology(run["graph"])
+    got = _drive(algo, run, lambda t: tf.engine.Round(t, topo))
+    gap = np.abs(got - ref).max()
+    assert gap <= TOL, gap
+    assert np.abs(ref[-1] - np.array(run["x0"])).max() > 1.0  # the iterates move
+    # with error feedback (CHOCO, gamma = 1) the same compressor is another trajectory
+    choco = tf.algorithms.dsgd(lr=LR, gamma=1.0, compress_seed=1, **SCHEMES[scheme])
+    assert np.abs(_drive(choco, run, lambda t: tf.engine.Round(t, topo)) - ref).max() > 1e-2
+
+
+def test_decentbenchs_rounding_quantization_has_no_counterpart() -> None:
+    # Quantization rounds each coordinate to a grid (0.25 here): no topofl compressor rounds
+    (run,) = [r for r in _cases("compression") if r["scheme"] == "Quantization"]
+    for m in (m for it in run["messages"] for m in it):
+        np.testing.assert_allclose(np.array(m["compressed"]) / 0.25,
+                                   np.round(np.array(m["sent"]) / 0.25), atol=1e-12)
 
 
 def test_compress_refuses_draws_that_do_not_fit() -> None:

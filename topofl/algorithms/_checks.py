@@ -1,16 +1,20 @@
-"""The checks of single hyper-parameter values the groups of
-:mod:`topofl.algorithms.hparams` and the factories share (re-exported there)."""
+"""The checks of hyper-parameter values the groups of :mod:`topofl.algorithms.hparams` and
+the factories share (re-exported there): single values, and a compressed gossip's settings."""
 
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from topofl._utils.validation import check_int, check_real
+from topofl._utils.validation import check_bool, check_choice, check_int, check_real
+from topofl.engine.pieces import Compression
+from topofl.engine.pieces.compression import COMPRESSORS
 
-__all__ = ["Epochs", "check_lr", "check_momentum", "check_decay", "check_wd", "check_work"]
+__all__ = ["Epochs", "check_lr", "check_momentum", "check_decay", "check_wd", "check_work",
+           "CompressionParams", "COMPRESSION_DEFAULTS", "check_compression",
+           "check_optional_compression", "with_feedback"]
 
 Epochs = float | tuple[float, ...] | None
 
@@ -67,3 +71,87 @@ def check_work(steps: Any, epochs: Any, *, steps_name: str = "local_steps",
     if default_steps is not None:
         return default_steps, None
     return None, default_epochs
+
+
+class CompressionParams(NamedTuple):
+    """Checked settings of a compressed gossip (CHOCO's, D-SGD's and DSGT's ``compressor``):
+    the compressor, the consensus step size ``gamma`` and whether the gossip has error
+    feedback (``False``: the compressed models themselves are mixed, and ``gamma`` is not
+    used)."""
+
+    compression: Compression
+    gamma: float
+    feedback: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as recorded in the run config."""
+        c = self.compression
+        out = dict(compressor=c.compressor, ratio=c.ratio, levels=c.levels, gamma=self.gamma,
+                   compress_seed=c.seed)
+        if not c.rescale:  # recorded only away from its default: earlier runs keep their hash
+            out["rescale"] = False
+        if not self.feedback:  # no consensus step: no gamma
+            del out["gamma"]
+            out["feedback"] = False
+        return out
+
+
+#: The settings of a compressed gossip and their defaults (:func:`choco`'s).
+COMPRESSION_DEFAULTS: dict[str, Any] = dict(ratio=0.1, levels=16, gamma=0.2, compress_seed=0,
+                                            rescale=True, feedback=True)
+
+
+def check_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
+                      compress_seed: Any, rescale: Any = True,
+                      feedback: Any = True) -> CompressionParams:
+    """Validate a compressor (one of ``COMPRESSORS``) and its settings: ``ratio`` in (0, 1],
+    ``levels >= 1``, ``gamma`` in (0, 1], ``compress_seed >= 0``, ``rescale`` a bool (``False``
+    only with ``"qsgd"``), ``feedback`` a bool."""
+    comp = check_choice(compressor, "compressor", COMPRESSORS)
+    feedback = check_bool(feedback, "feedback")
+    rescale = check_bool(rescale, "rescale")
+    if not rescale and comp != "qsgd":
+        raise ValueError(f"rescale=False leaves out QSGD's 1/tau: it needs compressor='qsgd', "
+                         f"got compressor={comp!r}")
+    return CompressionParams(
+        Compression(comp, check_real(ratio, "ratio", low=0, high=1, low_open=True),
+                    check_int(levels, "levels", low=1),
+                    check_int(compress_seed, "compress_seed", low=0), rescale=rescale),
+        check_real(gamma, "gamma", low=0, high=1, low_open=True), feedback)
+
+
+def check_optional_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
+                               compress_seed: Any, rescale: Any = None, feedback: Any = None
+                               ) -> CompressionParams | None:
+    """:func:`check_compression` for a factory whose ``compressor`` defaults to ``None`` (no
+    compression), its settings to ``None`` (then :data:`COMPRESSION_DEFAULTS`): ``None``
+    without a compressor, and a ``ValueError`` for a setting given without one."""
+    given = dict(ratio=ratio, levels=levels, gamma=gamma, compress_seed=compress_seed,
+                 rescale=rescale, feedback=feedback)
+    if compressor is None:
+        for name, value in given.items():
+            if value is not None:
+                raise ValueError(f"{name} is a setting of the compressed gossip: it needs "
+                                 f"compressor= one of {list(COMPRESSORS)}, got {name}={value!r} "
+                                 "with compressor=None")
+        return None
+    if not isinstance(compressor, str):
+        raise TypeError(f"compressor must be None or a str (one of {list(COMPRESSORS)}), got "
+                        f"{type(compressor).__name__} {compressor!r}")
+    if gamma is not None and feedback is not None and not check_bool(feedback, "feedback"):
+        raise ValueError(f"gamma is the consensus step of the gossip with error feedback; "
+                         f"feedback=False mixes the compressed models themselves, without one "
+                         f"(dsgd only: choco and dsgt always feed the error back): leave "
+                         f"gamma out, got gamma={gamma!r}")
+    full = {k: COMPRESSION_DEFAULTS[k] if v is None else v for k, v in given.items()}
+    return check_compression(compressor, **full)
+
+
+def with_feedback(params: CompressionParams | None, name: str) -> CompressionParams | None:
+    """``params``, or a ``ValueError`` when they leave out the error feedback (``feedback=False``)
+    that algorithm ``name``'s compressed gossip is built on."""
+    if params is not None and not params.feedback:
+        raise ValueError(f"{name} compresses with error feedback through public copies: "
+                         "feedback=False (the compressed models mixed as they arrive) is "
+                         "dsgd(compressor=..., feedback=False)")
+    return params

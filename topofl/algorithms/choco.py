@@ -56,6 +56,7 @@ from topofl.algorithms.hparams import (
     Keywords,
     LocalSGD,
     LocalSGDKeywords,
+    with_feedback,
 )
 from topofl.engine.pieces.compression import (
     COMPRESSORS,
@@ -192,7 +193,7 @@ def choco(sgd: LocalSGD | float = _SGD, compression: Compressor = _TOPK, *,
     kw.done()
     order = check_choice(order, "order", ORDERS)
     per_tensor = check_bool(per_tensor, "per_tensor")
-    cp = comp.checked()
+    cp = with_feedback(comp.checked(), "choco")
     if cp is None:  # Compressor() given: no compressor, what dsgd runs
         raise TypeError(f"choco() compresses its gossip: compressor must be one of "
                         f"{list(COMPRESSORS)}, got None (exact gossip: dsgd)")

@@ -45,6 +45,7 @@ from topofl.engine.pieces import (
     SGD,
     CliqueAveraged,
     CompressedGossip,
+    CompressedMessages,
     FromStart,
     clique_index,
     compose_init,
@@ -78,7 +79,8 @@ def _gossip_and_gradients(state: State, rnd: Round, env: Services) -> Sent:
 def _compressed(hp: LocalSGD, sgd: SGD, cp: CompressionParams, aggregator: str,
                 ca: bool) -> Algorithm:
     """D-SGD with a ``compressor``: local SGD, then CHOCO-Gossip (CHOCO-SGD, as
-    :func:`~topofl.algorithms.choco` builds it, D-SGD's hyper-parameters recorded first)."""
+    :func:`~topofl.algorithms.choco` builds it, D-SGD's hyper-parameters recorded first), or
+    without error feedback the compressed models mixed (:class:`CompressedMessages`)."""
     c = cp.compression.compressor
     if aggregator != "mean":
         raise ValueError(f"aggregator={aggregator!r} does not combine with compressor={c!r}: "
@@ -86,7 +88,8 @@ def _compressed(hp: LocalSGD, sgd: SGD, cp: CompressionParams, aggregator: str,
     if ca:
         raise ValueError(f"clique_averaging=True does not combine with compressor={c!r}: "
                          "expected clique_averaging=False")
-    comm = CompressedGossip(cp.compression, cp.gamma)
+    comm = (CompressedGossip(cp.compression, cp.gamma) if cp.feedback
+            else CompressedMessages(cp.compression))
     return sgd_algorithm("dsgd", hp, comm, local=sgd, init=(comm,), requires="doubly",
                          extra_hparams=dict(nesterov=sgd.nesterov, clique_averaging=False,
                                             **cp.as_dict()), stacks=True)
@@ -179,8 +182,12 @@ def dsgd(sgd: LocalSGD | float = _SGD, aggregation: Aggregation = _EXACT,
         then CHOCO-SGD, :func:`~topofl.algorithms.choco` (the same pieces and numbers, named
         ``"dsgd"``), without lost messages, Byzantine nodes, a robust ``aggregator`` or Clique
         Averaging. ``None``: exact gossip (recorded hyper-parameters and run hash as before).
-    ratio, levels, gamma, compress_seed : optional
+    ratio, levels, gamma, compress_seed, rescale : optional
         The compressor's settings, as :func:`~topofl.algorithms.choco`'s.
+    feedback : bool, optional
+        ``False``: no error feedback, the neighbours' compressed models mixed as they arrive
+        (:class:`~topofl.engine.pieces.CompressedMessages`; decent-bench's compression
+        impairment), without ``gamma``.
 
     Returns
     -------

@@ -75,6 +75,7 @@ from topofl.algorithms.hparams import (
     check_decay,
     check_lr,
     check_wd,
+    with_feedback,
 )
 from topofl.engine.ledger import Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces import Compression, compose_init, consensus_step_, graph_of, hold
@@ -329,7 +330,7 @@ def dsgt(lr: float = 0.1, compression: Compressor = _NO_COMPRESSION, *,
     wd = check_wd(weight_decay)
     decay = check_decay(decay)
     adapt_first = variant != "diging"
-    cp = comp.checked()
+    cp = with_feedback(comp.checked(), "dsgt")
     hparams = dict(lr=lr, variant=variant, weight_decay=wd, decay=decay)
     if cp is not None:  # without: the hparams (and run hash) recorded before BEER
         if adapt_first:

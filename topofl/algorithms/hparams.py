@@ -69,29 +69,34 @@ import inspect
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypedDict, TypeVar
+from typing import Any, TypedDict, TypeVar
 
-from topofl._utils.validation import check_bool, check_choice, check_int, check_real
+from topofl._utils.validation import check_choice, check_int, check_real
 
 # the checks of single values, re-exported here (``__all__``), where the algorithms import them
 from topofl.algorithms._checks import (
+    COMPRESSION_DEFAULTS,
+    CompressionParams,
     Epochs,
+    check_compression,
     check_decay,
     check_lr,
     check_momentum,
+    check_optional_compression,
     check_wd,
     check_work,
+    with_feedback,
 )
 from topofl.engine.drops import LOST_RULES
-from topofl.engine.pieces import Compression
-from topofl.engine.pieces.compression import COMPRESSORS
 from topofl.engine.pieces.robust import check_aggregator
 
 __all__ = ["Group", "LocalSGD", "Optimizer", "Sampling", "Aggregation", "Compressor",
            "Finetune", "Keywords", "flat_parameters", "LocalSGDKeywords", "OptimizerKeywords",
            "SamplingKeywords", "AggregationKeywords", "CompressorKeywords", "FinetuneKeywords",
            "WEIGHTINGS", "SERVER_SELECTIONS", "ORDERS", "Epochs", "check_lr", "check_momentum",
-           "check_decay", "check_wd", "check_work", "group_parameters", "flatten_groups"]
+           "check_decay", "check_wd", "check_work", "CompressionParams", "COMPRESSION_DEFAULTS",
+           "check_compression", "check_optional_compression", "with_feedback",
+           "group_parameters", "flatten_groups"]
 
 G = TypeVar("G", bound="Group")
 
@@ -378,70 +383,10 @@ class AggregationKeywords(TypedDict, total=False):
     lost: str
 
 
-class CompressionParams(NamedTuple):
-    """Checked settings of a compressed gossip (CHOCO's, D-SGD's and DSGT's ``compressor``):
-    the compressor and the consensus step size ``gamma``."""
-
-    compression: Compression
-    gamma: float
-
-    def as_dict(self) -> dict[str, Any]:
-        """The settings as recorded in the run config."""
-        c = self.compression
-        out = dict(compressor=c.compressor, ratio=c.ratio, levels=c.levels, gamma=self.gamma,
-                   compress_seed=c.seed)
-        if not c.rescale:  # recorded only away from its default: earlier runs keep their hash
-            out["rescale"] = False
-        return out
-
-
-#: The settings of a compressed gossip and their defaults (:func:`choco`'s).
-COMPRESSION_DEFAULTS: dict[str, Any] = dict(ratio=0.1, levels=16, gamma=0.2, compress_seed=0,
-                                            rescale=True)
-
-
-def check_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
-                      compress_seed: Any, rescale: Any = True) -> CompressionParams:
-    """Validate a compressor (one of ``COMPRESSORS``) and its settings: ``ratio`` in (0, 1],
-    ``levels >= 1``, ``gamma`` in (0, 1], ``compress_seed >= 0``, ``rescale`` a bool (``False``
-    only with ``"qsgd"``)."""
-    comp = check_choice(compressor, "compressor", COMPRESSORS)
-    rescale = check_bool(rescale, "rescale")
-    if not rescale and comp != "qsgd":
-        raise ValueError(f"rescale=False leaves out QSGD's 1/tau: it needs compressor='qsgd', "
-                         f"got compressor={comp!r}")
-    return CompressionParams(
-        Compression(comp, check_real(ratio, "ratio", low=0, high=1, low_open=True),
-                    check_int(levels, "levels", low=1),
-                    check_int(compress_seed, "compress_seed", low=0), rescale=rescale),
-        check_real(gamma, "gamma", low=0, high=1, low_open=True))
-
-
-def check_optional_compression(compressor: Any, ratio: Any, levels: Any, gamma: Any,
-                               compress_seed: Any, rescale: Any = None
-                               ) -> CompressionParams | None:
-    """:func:`check_compression` for a factory whose ``compressor`` defaults to ``None`` (no
-    compression), its settings to ``None`` (then :data:`COMPRESSION_DEFAULTS`): ``None``
-    without a compressor, and a ``ValueError`` for a setting given without one."""
-    given = dict(ratio=ratio, levels=levels, gamma=gamma, compress_seed=compress_seed,
-                 rescale=rescale)
-    if compressor is None:
-        for name, value in given.items():
-            if value is not None:
-                raise ValueError(f"{name} is a setting of the compressed gossip: it needs "
-                                 f"compressor= one of {list(COMPRESSORS)}, got {name}={value!r} "
-                                 "with compressor=None")
-        return None
-    if not isinstance(compressor, str):
-        raise TypeError(f"compressor must be None or a str (one of {list(COMPRESSORS)}), got "
-                        f"{type(compressor).__name__} {compressor!r}")
-    full = {k: COMPRESSION_DEFAULTS[k] if v is None else v for k, v in given.items()}
-    return check_compression(compressor, **full)
-
-
 @dataclass(frozen=True)
 class Compressor(Group):
-    """Compressed gossip with error feedback through public copies (CHOCO-Gossip).
+    """Compressed gossip, with error feedback through public copies (CHOCO-Gossip) or,
+    ``feedback=False``, without.
 
     Attributes
     ----------
@@ -459,6 +404,10 @@ class Compressor(Group):
         ``qsgd`` only: ``False`` leaves out CHOCO's $1/\tau$ (the unbiased QSGD of
         ChocoSGD's deep-learning code and BEER's ``gsgd``; default ``True``, recorded only
         when ``False``).
+    feedback : bool, optional
+        ``False``: no error feedback, each client mixes its neighbours' compressed models
+        themselves (D-SGD only, without ``gamma``; default ``True``, recorded only when
+        ``False``).
     """
 
     compressor: str | None = None
@@ -467,6 +416,7 @@ class Compressor(Group):
     gamma: float | None = None
     compress_seed: int | None = None
     rescale: bool | None = None
+    feedback: bool | None = None
 
     def __post_init__(self) -> None:
         self.checked()
@@ -475,7 +425,8 @@ class Compressor(Group):
         """The checked settings (a :class:`CompressionParams`), ``None`` without a compressor; a
         setting given without one is a ``ValueError``."""
         return check_optional_compression(self.compressor, self.ratio, self.levels,
-                                          self.gamma, self.compress_seed, self.rescale)
+                                          self.gamma, self.compress_seed, self.rescale,
+                                          self.feedback)
 
 
 class CompressorKeywords(TypedDict, total=False):
@@ -487,6 +438,7 @@ class CompressorKeywords(TypedDict, total=False):
     gamma: float | None
     compress_seed: int | None
     rescale: bool | None
+    feedback: bool | None
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ from topofl.engine.pieces.communication import (
 from topofl.engine.pieces.compression import (
     ChocoState,
     CompressedGossip,
+    CompressedMessages,
     Compression,
     consensus_step_,
 )
@@ -127,6 +128,7 @@ __all__ = [
     "NoisyState",
     "Compression",
     "CompressedGossip",
+    "CompressedMessages",
     "consensus_step_",
     "exact_average",
     "server_average",

@@ -8,8 +8,9 @@ $v_i \leftarrow v_i + \gamma \sum_j w_{ij} (\hat v_j - \hat v_i)$
 (:func:`consensus_step_`). :class:`Compression` is a compressor with its settings, what a
 round sends (:meth:`Compression.message`) and how the ledger counts it
 (:meth:`Compression.flows`); :class:`CompressedGossip` is CHOCO-Gossip on the model (CHOCO-SGD,
-and D-SGD with a ``compressor``); BEER's gradient tracking runs the same two steps on the model
-and on the tracker (:func:`topofl.algorithms.dsgt`).
+and D-SGD with a ``compressor``); :class:`CompressedMessages` mixes compressed models without
+error feedback (D-SGD with ``feedback=False``); BEER's gradient tracking runs the same two steps
+on the model and on the tracker (:func:`topofl.algorithms.dsgt`).
 
 References
 ----------
@@ -39,7 +40,8 @@ from topofl.engine.protocol import Communicate, Round, Sent, Services, State, ru
 from topofl.graph import Topology
 
 __all__ = ["COMPRESSORS", "ORDERS", "INDEX_BITS", "STREAM", "kept", "qsgd_scale", "qsgd_bits",
-           "compress", "Compression", "consensus_step_", "ChocoState", "CompressedGossip"]
+           "compress", "Compression", "consensus_step_", "ChocoState", "CompressedGossip",
+           "CompressedMessages"]
 
 #: The compressors ``Q`` (see :func:`compress`).
 COMPRESSORS = ("topk", "randk", "qsgd")
@@ -465,5 +467,47 @@ class CompressedGossip(Communicate):
             public.add_(self.compression.message(state.x - public, rnd, env))  # x^_j += q_j
             consensus_step_(env, topo, state.x, public, self.gamma)
         size, bits = int(state.x.shape[1]), dtype_bits(state.x.dtype)
+        return Sent.of(*self.compression.flows(graph_arcs(topo), size, bits,
+                                               parts=self.compression.parts(env)))
+
+
+@dataclass(frozen=True)
+class CompressedMessages(Communicate):
+    r"""Gossip of compressed models, without error feedback: each client sends its neighbours
+    $Q(x_j)$ and keeps its own model exact,
+
+    $$x_i \leftarrow w_{ii} x_i + \sum_{j \ne i} w_{ij} Q(x_j)
+        = (W Q(x))_i + w_{ii} (x_i - Q(x_i)).$$
+
+    What a compressed message is when nothing corrects it (decent-bench's compression
+    impairment on its peer-to-peer methods): the compression error enters every step, so a
+    biased compressor (top-k) leaves the models off consensus where CHOCO-Gossip
+    (:class:`CompressedGossip`) reaches it. An absent client sends nothing (its row of the
+    round's graph is its own). Messages: one per arc, as :meth:`Compression.flows` counts them.
+
+    Examples
+    --------
+    With ``ratio=1`` top-k every message is the model itself: one round is gossip ``X <- W X``.
+
+    >>> import torch
+    >>> from topofl.engine.pieces.compression import Compression, CompressedMessages
+    >>> env = tf.engine.toy_services(3)
+    >>> state = tf.engine.State(x=torch.tensor([[0.0], [3.0], [6.0]], dtype=torch.float64))
+    >>> _ = CompressedMessages(Compression("topk", ratio=1.0))(
+    ...     state, tf.engine.Round(0, tf.topologies.ring(3)), env)
+    >>> state.x.flatten().tolist()
+    [3.0, 3.0, 3.0]
+    """
+
+    compression: Compression
+
+    def __call__(self, state: State, rnd: Round, env: Services) -> Sent:
+        topo = graph_of(rnd)
+        x = state.x
+        q = self.compression.message(x, rnd, env)
+        own = (x - q).mul_(env.mixer.diagonal(topo).to(x.dtype).unsqueeze(1))
+        env.mixer.mix_(topo, q)
+        x.copy_(q.add_(own))
+        size, bits = int(x.shape[1]), dtype_bits(x.dtype)
         return Sent.of(*self.compression.flows(graph_arcs(topo), size, bits,
                                                parts=self.compression.parts(env)))
