@@ -10,8 +10,8 @@ from is :mod:`topofl.workflow.provenance`.
 Examples
 --------
 >>> from topofl.workflow.schema import hparam_signature
->>> sorted(hparam_signature("dsgd"))[:3]
-['aggregator', 'clique_averaging', 'compress_seed']
+>>> sorted(hparam_signature("dsgd"))[:4]
+['absent', 'aggregator', 'clique_averaging', 'compress_seed']
 """
 
 from __future__ import annotations
