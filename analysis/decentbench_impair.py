@@ -41,7 +41,9 @@ UniformDropRate(p)            ``[network] drop = p``; D-SGD renormalises its row
                               rule): replayed, both rules; gradient tracking refuses drops
 GilbertElliott                none (topofl's drops are independent per arc and round):
                               its draws replayed as drops
-GaussianNoise (per message)   none: topofl's ``NoisyUpdates`` noises a node's own update
+GaussianNoise (per message)   ``dsgd(message_noise=std, noise_mean=mean)``: each delivered
+                              copy its own noise (``gossip(noise=...)``), replayed; topofl's
+                              ``NoisyUpdates`` instead noises a node's own update
                               once before it communicates (itself and every receiver see
                               the same noise); decent-bench noises each delivered copy
                               independently and the sender keeps its clean value
@@ -71,7 +73,9 @@ decent-bench computes on the 4-ring and the 4-path, and ``runs``, one per case (
   after (``compressed``) compression, and the compressor's draws (``draws``: RandK's kept
   indices, StochasticQuantization's uniforms; read from decent-array's numpy generator
   before the compressor draws them, the generator then put back, and checked against what
-  the compressor returned).
+  the compressor returned);
+- noise cases, ``messages`` ``[K][n]``: each sender's noise (``noise`` ``[r][d]``, one row per
+  delivered copy) and the receivers those rows went to (``receivers``), in sending order.
 
 Numbers are written to 15 significant digits. Seeded with ``iop.set_seed(0)`` and
 ``random.seed(0)`` (the draws are written out: the test depends on neither).
@@ -103,8 +107,10 @@ from decent_bench.networks import P2PNetwork
 from decent_bench.schemes import (
     CompressionScheme,
     CyclicActivation,
+    GaussianNoise,
     GilbertElliott,
     MarkovChainActivation,
+    NoiseScheme,
     Quantization,
     RandK,
     StochasticQuantization,
@@ -137,6 +143,9 @@ CASES: list[tuple[str, str, str, str, str, dict[str, Any]]] = [
     ("ATC", "regression3", "ring", "compression", "RandK", {"k": 1}),
     ("ATC", "regression3", "ring", "compression", "StochasticQuantization", {"n_levels": 4}),
     ("ATC", "regression3", "path", "compression", "Quantization", {"quantization_step": 0.25}),
+    # last, so that the cases above draw what they drew before these were added
+    ("ATC", "regression3", "ring", "noise", "GaussianNoise", {"mean": 0.0, "std": 0.5}),
+    ("ATC", "regression3", "path", "noise", "GaussianNoise", {"mean": 0.1, "std": 0.2}),
 ]
 
 SCHEMES: dict[str, Any] = {
@@ -144,7 +153,7 @@ SCHEMES: dict[str, Any] = {
     MarkovChainActivation, "CyclicActivation": CyclicActivation,
     "UniformDropRate": UniformDropRate, "GilbertElliott": GilbertElliott, "TopK": TopK,
     "RandK": RandK, "StochasticQuantization": StochasticQuantization,
-    "Quantization": Quantization}
+    "Quantization": Quantization, "GaussianNoise": GaussianNoise}
 
 
 class _Recorded(CompressionScheme):
@@ -177,6 +186,25 @@ class _Recorded(CompressionScheme):
         return self.inner.compressed_msg_size(msg)
 
 
+class _Noted(NoiseScheme):
+    """A sender's noise scheme that logs the noise it returns and the receivers its rows go
+    to, in the order decent-bench sends (``send``'s ``active_connected_agents``; no drops in
+    these cases, so every one is confirmed)."""
+
+    def __init__(self, inner: NoiseScheme, sender: Agent, k: int, log: list[dict[str, Any]]):
+        self.inner, self.sender, self.k, self.log = inner, sender, k, log
+        self.net: P2PNetwork | None = None
+
+    def make_noise(self, shape: tuple[int, ...]) -> Array | None:
+        out = self.inner.make_noise(shape)
+        assert self.net is not None and out is not None
+        receivers = [a.index for a in self.net.active_connected_agents(self.sender)]
+        assert len(receivers) == shape[0]
+        self.log.append({"sender": self.k, "receivers": receivers,
+                         "noise": _np(out).reshape(shape[0], -1).tolist()})
+        return out
+
+
 def _run(algorithm: str, costs: list[LinearRegressionCost], graph: str, x0: np.ndarray,
          kind: str, scheme: str, kw: dict[str, Any]) -> dict[str, Any]:
     make = SCHEMES[scheme]
@@ -192,7 +220,12 @@ def _run(algorithm: str, costs: list[LinearRegressionCost], graph: str, x0: np.n
     if kind == "compression":
         net_kw["message_compression"] = {a: _Recorded(make(**kw), k, log)
                                          for k, a in enumerate(agents)}
+    if kind == "noise":
+        net_kw["message_noise"] = {a: _Noted(make(**kw), a, k, log)
+                                   for k, a in enumerate(agents)}
     net = P2PNetwork(graph=GRAPHS[graph], agents=agents, **net_kw)
+    for scheme_ in net_kw.get("message_noise", {}).values():
+        scheme_.net = net
     assert [a.index for a in net.agents()] == list(range(N_AGENTS))
     start = {a: iop.from_numpy(x0[k].copy()) for k, a in enumerate(net.agents())}
     algo = ALGORITHMS[algorithm](step_size=STEP, x0=start)
@@ -209,7 +242,7 @@ def _run(algorithm: str, costs: list[LinearRegressionCost], graph: str, x0: np.n
                 for sender in a.messages(ch):
                     boxes[c, a.index, sender.index] = 1
         out["delivered"].append(boxes.tolist())
-        if kind == "compression":
+        if kind in ("compression", "noise"):
             assert sorted(m["sender"] for m in log) == [a.index for a in net.active_agents()]
             out["messages"].append(sorted(log, key=lambda m: m["sender"]))
             log.clear()
@@ -218,7 +251,7 @@ def _run(algorithm: str, costs: list[LinearRegressionCost], graph: str, x0: np.n
     out["W"] = _np(net.weights).tolist()
     for a in agents:
         a.index = -1
-    if kind != "compression":
+    if kind not in ("compression", "noise"):
         del out["messages"]
     return out
 

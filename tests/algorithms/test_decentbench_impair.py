@@ -36,7 +36,7 @@ import topofl as tf
 from topofl.engine.availability import local_rates, round_view
 from topofl.engine.drops import lossy
 from topofl.engine.ledger import Arcs, graph_arcs
-from topofl.engine.pieces import gossip
+from topofl.engine.pieces import MessageNoise, gossip
 from topofl.engine.pieces.compression import (
     CompressedMessages,
     Compression,
@@ -140,7 +140,7 @@ def test_the_file_says_what_made_it_and_its_draws_are_consistent() -> None:
     assert {r["scheme"] for r in RUNS} == {
         "UniformActivationRate", "MarkovChainActivation", "CyclicActivation",
         "UniformDropRate", "GilbertElliott", "TopK", "RandK", "StochasticQuantization",
-        "Quantization"}
+        "Quantization", "GaussianNoise"}
     # decent-bench's Metropolis weights are topofl's
     np.testing.assert_allclose(np.array(REFERENCE["graphs"]["ring"]),
                                tf.topologies.ring(4).to_dense(), atol=1e-15)
@@ -161,6 +161,11 @@ def test_the_file_says_what_made_it_and_its_draws_are_consistent() -> None:
             assert 0 < active.mean() < 1 and not (active == active[:, :1]).all()
             # the channels of a tracking iteration see the same active agents
             assert (delivered == delivered[:, :1]).all()
+        if run["kind"] == "noise":  # each sender's copies went to its neighbours, one row each
+            for it in run["messages"]:
+                for m in it:
+                    assert m["receivers"] == np.flatnonzero(edge[:, m["sender"]]).tolist()
+                    assert np.shape(m["noise"]) == (len(m["receivers"]), len(run["x0"][0]))
         if run["scheme"] == "CyclicActivation":  # active 2 of every 3, agent k offset by k
             expect = [[(t + k) % 3 < 2 for k in range(4)] for t in range(len(active))]
             assert active.tolist() == expect
@@ -407,3 +412,43 @@ def test_given_draws_of_the_streams_reproduce_the_default() -> None:
 def test_gossip_refuses_an_unknown_rule() -> None:
     with pytest.raises(ValueError, match="lost must be one of \\['mass', 'renormalise'\\]"):
         gossip(lost="keep")
+
+
+# ----------------------------------------------------------------------------- message noise
+
+@dataclass(frozen=True)
+class _ReplayedNoise(MessageNoise):
+    """Message noise that draws what decent-bench drew: copy ``j -> i`` of round ``t`` is
+    the row of sender ``j``'s noise that went to ``i`` (``run["messages"][t]``), standardised
+    (decent-bench's draws are ``mean + std z``)."""
+
+    replay: tuple[Any, ...] = ()
+
+    def draws(self, senders: np.ndarray, receivers: np.ndarray, t: int,
+              width: int) -> np.ndarray:
+        rows = {(m["sender"], r): np.array(m["noise"][k]) for m in self.replay[t]
+                for k, r in enumerate(m["receivers"])}
+        return np.stack([(rows[(int(j), int(i))] - self.mean) / self.std
+                         for j, i in zip(senders, receivers, strict=True)])
+
+
+@pytest.mark.parametrize("run", _cases("noise"), ids=_case_id)
+def test_message_noise_follows_decentbench(run: dict[str, Any]) -> None:
+    # decent-bench's ATC with GaussianNoise: x_i <- W_ii y_i + sum_j W_ij (y_j + xi_ij), each
+    # delivered copy its own noise, the sender's own value clean: dsgd(message_noise=std,
+    # noise_mean=mean), its draws replayed
+    ref = np.array(run["iterates"])
+    std, mean = run["options"]["std"], run["options"]["mean"]
+    algo = tf.algorithms.dsgd(lr=LR, message_noise=std, noise_mean=mean)
+    assert algo.hparams["message_noise"] == std and algo.hparams.get("noise_mean", 0) == mean
+    topo = _topology(run["graph"])
+    replayed = algo._replace(communicate=gossip(noise=_ReplayedNoise(
+        std, mean, replay=tuple(run["messages"]))))
+    got = _drive(replayed, run, lambda t: tf.engine.Round(t, topo))
+    gap = np.abs(got - ref).max()
+    assert gap <= TOL, gap
+    # without the noise, another trajectory; with topofl's own draws, another noise
+    assert np.abs(_drive(tf.algorithms.dsgd(lr=LR), run,
+                         lambda t: tf.engine.Round(t, topo)) - ref).max() > 1e-2
+    own = _drive(algo, run, lambda t: tf.engine.Round(t, topo))
+    assert np.abs(own - ref).max() > 1e-2

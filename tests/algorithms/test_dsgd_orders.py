@@ -29,7 +29,7 @@ from topofl.algorithms.dsgt import TrackingState
 from topofl.engine import RunConfig
 from topofl.engine.availability import local_rates
 from topofl.engine.drops import Drops, lossy
-from topofl.engine.pieces import ProximalState
+from topofl.engine.pieces import MessageNoise, ProximalState, gossip
 from topofl.records import header_run_hash
 from topofl.topologies.derived import active_topology
 
@@ -280,3 +280,57 @@ def test_the_options_change_the_run_hash(tmp_path: Path) -> None:
 def test_bad_combinations_are_refused(kw: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         tf.algorithms.dsgd(lr=0.1, **kw)
+
+
+# ----------------------------------------------------------------------------- message noise
+
+def test_message_noise_adds_each_delivered_copys_weighted_noise() -> None:
+    # a constant noise (std 0, mean m) adds m sum_{j != i} W_ij to receiver i: its row's
+    # off-diagonal weight as mixed, after the lost messages under either rule
+    x0 = torch.zeros(N, P, dtype=D)
+    topo = tf.topologies.erdos_renyi(N, 0.6, seed=3)
+    for lost in ("renormalise", "mass"):
+        algo = tf.algorithms.dsgd(lr=0.1, noise_mean=0.25, lost=lost)
+        env = tf.engine.toy_services(N, P)
+        state = algo.init(x0.clone(), env)
+        rnd = tf.engine.Round(0, topo, drop=Drops(0.4, seed=2, t=0))
+        algo.communicate(state, rnd, env)
+        M = lossy(topo, Drops(0.4, seed=2, t=0), lost).topology.to_dense()
+        off = M.sum(1) - np.diag(M)
+        np.testing.assert_allclose(state.x.numpy(), 0.25 * np.repeat(off[:, None], P, 1),
+                                   rtol=0, atol=1e-15)
+        assert (off < (topo.to_dense().sum(1) - np.diag(topo.to_dense())) - 1e-12).any()
+
+
+def test_message_noise_has_the_variance_of_its_weighted_copies() -> None:
+    # receiver i's noise is sum_j W_ij xi_ij, variance std^2 sum_{j != i} W_ij^2
+    width, std = 20_000, 0.7
+    topo = tf.topologies.ring(5)
+    env = tf.engine.toy_services(5, width)
+    state = tf.engine.State(x=torch.zeros(5, width, dtype=D))
+    gossip(noise=MessageNoise(std, seed=4))(state, tf.engine.Round(3, topo), env)
+    W = topo.to_dense()
+    expect = std**2 * ((W**2).sum(1) - np.diag(W) ** 2)
+    np.testing.assert_allclose(state.x.var(dim=1).numpy(), expect, rtol=0.05)
+    np.testing.assert_allclose(state.x.mean(dim=1).numpy(), 0.0, atol=0.02)
+
+
+def test_message_noise_is_drawn_from_its_streams_and_recorded() -> None:
+    A, b = _problem()
+    runs = [tf.engine.run_rounds(tf.algorithms.dsgd(lr=0.05, message_noise=0.1, noise_seed=s),
+                                 torch.zeros(N, P, dtype=D), tf.topologies.ring(N),
+                                 _grad(A, b), rounds=6).state.x for s in (1, 1, 2)]
+    assert torch.equal(runs[0], runs[1]) and not torch.allclose(runs[0], runs[2])
+    algo = tf.algorithms.dsgd(lr=0.05, message_noise=0.1, noise_seed=1)
+    assert {k: algo.hparams[k] for k in ("message_noise", "noise_seed")} == {
+        "message_noise": 0.1, "noise_seed": 1}
+    assert "noise_seed" not in tf.algorithms.dsgd(lr=0.05, noise_seed=3).hparams
+    for kw, match in [({"message_noise": -1.0}, "message_noise must be"),
+                      ({"message_noise": 0.1, "aggregator": "median"},
+                       "do not combine with aggregator='median'"),
+                      ({"noise_mean": 0.1, "clique_averaging": True},
+                       "do not combine with clique_averaging"),
+                      ({"message_noise": 0.1, "compressor": "topk"},
+                       "combines with the defaults")]:
+        with pytest.raises(ValueError, match=match):
+            tf.algorithms.dsgd(**kw)

@@ -40,6 +40,8 @@ def assert_same_records(a: Any, b: Any, rtol: float) -> None:
 ALGORITHMS = {
     "dsgd": lambda lr: tf.algorithms.dsgd(lr=lr),
     "dsgd-momentum": lambda lr: tf.algorithms.dsgd(lr=lr, momentum=0.9, local_steps=2),
+    "dsgd-message-noise": lambda lr: tf.algorithms.dsgd(lr=lr, message_noise=0.05,
+                                                        noise_mean=0.01, noise_seed=3),
     "dsgd-parallel": lambda lr: tf.algorithms.dsgd(lr=lr, momentum=0.5, local_steps=2,
                                                    order="parallel"),
     "dfedavgm": lambda lr: tf.algorithms.dfedavgm(lr=lr, local_steps=2),

@@ -47,6 +47,7 @@ from topofl.engine.pieces import (
     CompressedGossip,
     CompressedMessages,
     FromStart,
+    MessageNoise,
     clique_index,
     compose_init,
     gossip,
@@ -108,15 +109,20 @@ def _exact(agg: Aggregation, ca: bool
                       Callable[[State, Round, Services], None]]:
     """D-SGD's communication without a compressor, and its round hook."""
     robust, lost = agg.robust, agg.lost
+    other = "clique_averaging" if ca else f"aggregator={agg.aggregator!r}"
     if lost != "renormalise" and (ca or robust):
-        raise ValueError(f"lost={lost!r} does not combine with "
-                         f"{'clique_averaging' if ca else f'aggregator={agg.aggregator!r}'}, "
-                         "which refuses lost messages: expected lost='renormalise'")
+        raise ValueError(f"lost={lost!r} does not combine with {other}, which refuses lost "
+                         "messages: expected lost='renormalise'")
+    if agg.noisy and (ca or robust):
+        raise ValueError(f"message_noise={agg.message_noise!r}, noise_mean="
+                         f"{agg.noise_mean!r} do not combine with {other}: expected 0")
     comm: Callable[[State, Round, Services], Sent]
     if robust:
         comm = robust_gossip(agg.aggregator, tau=agg.tau, trim=agg.trim, delta=agg.delta)
     else:
-        comm = _gossip_and_gradients if ca else gossip(lost=lost)
+        noise = (MessageNoise(agg.message_noise, agg.noise_mean, agg.noise_seed) if agg.noisy
+                 else None)
+        comm = _gossip_and_gradients if ca else gossip(lost=lost, noise=noise)
     if agg.order == "adapt_then_combine":
         return comm, _require_groups if ca else no_round_start
     start = FromStart(comm)
@@ -164,8 +170,11 @@ def dsgd(sgd: LocalSGD | float = _SGD, aggregation: Aggregation = _EXACT,
         A message lost in the network (``[network] drop``): each receiver's row renormalised
         over what arrived, or the weight of a lost message lost with it
         (:func:`~topofl.engine.pieces.gossip`); ``"mass"`` not with Clique Averaging or a
-        robust ``aggregator`` (they refuse drops). ``absent`` and ``lost`` are recorded
-        only when not ``"renormalise"`` (the runs before them keep their run hash).
+        robust ``aggregator`` (they refuse drops).
+    message_noise, noise_mean, noise_seed : optional
+        A noisy channel, each delivered copy noised (:class:`~topofl.engine.pieces.MessageNoise`;
+        decent-bench's message noise). These and ``absent``, ``lost`` are recorded only off
+        their defaults (the runs before them keep their run hash).
     aggregator : {"mean", "clipped", "trimmed_mean", "median"}, default "mean"
         ``"mean"`` is gossip ``X <- W_t X``; the others are the robust rules of
         :mod:`topofl.engine.pieces.robust` (ClippedGossip's clipping at radius ``tau``, the

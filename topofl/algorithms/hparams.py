@@ -341,6 +341,11 @@ class Aggregation(Group):
     lost : {"renormalise", "mass"}, default "renormalise"
         A lost message's weight renormalised over what arrived, or lost with it
         (:func:`~topofl.engine.pieces.gossip`).
+    message_noise, noise_mean : float, default 0
+        A noisy channel: each delivered copy gets its own Gaussian noise of this standard
+        deviation and mean (:class:`~topofl.engine.pieces.MessageNoise`).
+    noise_seed : int, default 0
+        The seed of that noise's streams.
     """
 
     aggregator: str = "mean"
@@ -350,25 +355,40 @@ class Aggregation(Group):
     order: str = "adapt_then_combine"
     absent: str = "renormalise"
     lost: str = "renormalise"
+    message_noise: float = 0.0
+    noise_mean: float = 0.0
+    noise_seed: int = 0
 
     def __post_init__(self) -> None:
         check_aggregator(self.aggregator, self.tau, self.trim, self.delta)
         check_choice(self.order, "order", ORDERS)
         check_choice(self.absent, "absent", ("renormalise", "lose"))
         check_choice(self.lost, "lost", LOST_RULES)
+        check_real(self.message_noise, "message_noise", low=0)
+        check_real(self.noise_mean, "noise_mean")
+        check_int(self.noise_seed, "noise_seed", low=0)
 
     @property
     def robust(self) -> bool:
         """Whether the rule is a robust one (not gossip's mean)."""
         return self.aggregator != "mean"
 
-    def rules(self) -> dict[str, str]:
-        """``order``, ``absent`` and ``lost`` where they are not their defaults (what a run
-        records: the runs before them keep their hash)."""
-        return {k: getattr(self, k) for k, d in (("order", ORDERS[0]),
-                                                 ("absent", "renormalise"),
-                                                 ("lost", "renormalise"))
-                if getattr(self, k) != d}
+    def rules(self) -> dict[str, Any]:
+        """``order``, ``absent``, ``lost`` and the message noise where they are not their
+        defaults (what a run records: the runs before them keep their hash; the noise's seed
+        with a noise)."""
+        out = {k: getattr(self, k) for k, d in (("order", ORDERS[0]), ("absent", "renormalise"),
+                                                ("lost", "renormalise"), ("message_noise", 0.0),
+                                                ("noise_mean", 0.0))
+               if getattr(self, k) != d}
+        if self.noisy:
+            out["noise_seed"] = self.noise_seed
+        return out
+
+    @property
+    def noisy(self) -> bool:
+        """Whether the messages carry noise (a ``message_noise`` or a ``noise_mean``)."""
+        return bool(self.message_noise or self.noise_mean)
 
 
 class AggregationKeywords(TypedDict, total=False):
@@ -381,6 +401,9 @@ class AggregationKeywords(TypedDict, total=False):
     order: str
     absent: str
     lost: str
+    message_noise: float
+    noise_mean: float
+    noise_seed: int
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ from topofl.engine.pieces.cliques import (
 )
 from topofl.engine.pieces.communication import (
     FromStart,
+    MessageNoise,
     PushSum,
     gossip,
     graph_of,
@@ -118,6 +119,7 @@ __all__ = [
     "gossip",
     "PushSum",
     "FromStart",
+    "MessageNoise",
     "neighbourhood",
     "neighbourhood_sum_",
     "no_communication",

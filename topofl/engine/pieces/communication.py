@@ -9,19 +9,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from topofl.engine.drops import LOST_RULES, Drops, LaneDrops, lossy
+from topofl._utils.rng import generator_at
+from topofl.engine.drops import LOST_RULES, lossy
 from topofl.engine.layout import Part
 from topofl.engine.ledger import Arcs, Flow, dtype_bits, graph_arcs
 from topofl.engine.pieces.robust import robust_gossip
 from topofl.engine.pieces.state import ProximalState, PushSumState, debias_, hold
-from topofl.engine.protocol import Round, Sent, Services, State
+from topofl.engine.protocol import Round, Sent, Services, State, run_ids
 from topofl.graph import Topology
 from topofl.topologies.derived import neighbourhood
 
-__all__ = ["graph_of", "gossip", "PushSum", "FromStart", "neighbourhood_sum_", "no_communication"]
+__all__ = ["graph_of", "gossip", "MessageNoise", "STREAM_NOISE", "PushSum", "FromStart",
+           "neighbourhood_sum_", "no_communication"]
 
 Communicate = Callable[[State, Round, Services], Sent]
 
@@ -42,7 +45,8 @@ def _kind(part: Part) -> str:
     return "model" if part == "all" else part
 
 
-def gossip(part: Part = "all", lost: str = "renormalise") -> Communicate:
+def gossip(part: Part = "all", lost: str = "renormalise",
+           noise: MessageNoise | None = None) -> Communicate:
     """``X[:, cols(part)] <- W_t X[:, cols(part)]``; messages: the arcs of ``W_t``, each
     carrying the ``part`` (kind ``"model"``, or ``"body"``).
 
@@ -57,6 +61,9 @@ def gossip(part: Part = "all", lost: str = "renormalise") -> Communicate:
 
     Under a Byzantine attack (``rnd.byzantine``) the Byzantine senders' messages are the
     attack's vectors: ``robust_gossip("mean")`` (:mod:`topofl.engine.pieces.robust`).
+
+    With ``noise`` (a :class:`MessageNoise`, a noisy channel) every delivered copy carries
+    its own noise: receiver ``i`` adds ``W_ij xi_ij`` for each message ``j -> i`` it mixed.
 
     Examples
     --------
@@ -81,25 +88,87 @@ def gossip(part: Part = "all", lost: str = "renormalise") -> Communicate:
 
     def communicate(state: State, rnd: Round, env: Services) -> Sent:
         if rnd.byzantine is not None:
+            if noise is not None:
+                raise ValueError("message noise does not combine with Byzantine nodes")
             return attacked(state, rnd, env)
         topo = graph_of(rnd)
         if rnd.drop is not None:
-            return _lossy_gossip(part, topo, rnd.drop, state, env, lost)
-        env.mixer.mix_(topo, state.x, None if part == "all" else env.layout.cols(part))
-        return Sent.of(Flow(_kind(part), graph_arcs(topo), _width(env, part),
-                            dtype_bits(state.x.dtype)))
+            lo = lossy(topo, rnd.drop, lost)
+            topo = lo.topology
+        cols = env.layout.cols(part)
+        env.mixer.mix_(topo, state.x, None if part == "all" else cols)
+        if noise is not None:  # on the messages mixed: the delivered ones
+            noise.add_(state.x, topo, graph_arcs(topo), rnd.t, env, cols)
+        size, bits = _width(env, part), dtype_bits(state.x.dtype)
+        if rnd.drop is not None:
+            return Sent.of(Flow(_kind(part), lo.delivered, size, bits),
+                           dropped=(Flow(_kind(part), lo.dropped, size, bits),))
+        return Sent.of(Flow(_kind(part), graph_arcs(topo), size, bits))
 
     return communicate
 
 
-def _lossy_gossip(part: Part, topo: Topology, drop: Drops | LaneDrops, state: State,
-                  env: Services, rule: str = "renormalise") -> Sent:
-    """:func:`gossip` with the round's lost messages, by ``rule`` (:func:`lossy`)."""
-    lo = lossy(topo, drop, rule)
-    env.mixer.mix_(lo.topology, state.x, None if part == "all" else env.layout.cols(part))
-    size, bits = _width(env, part), dtype_bits(state.x.dtype)
-    return Sent.of(Flow(_kind(part), lo.delivered, size, bits),
-                   dropped=(Flow(_kind(part), lo.dropped, size, bits),))
+#: Tag of the message-noise streams: the copy ``j -> i`` at round ``t`` draws from
+#: ``(seed, STREAM_NOISE, t, j, i)``, by the clients' ids in their run.
+STREAM_NOISE = 7_414
+
+
+@dataclass(frozen=True)
+class MessageNoise:
+    r"""A noisy channel: every delivered copy of a message carries its own Gaussian noise,
+    ``x_j + xi_ij`` with ``xi_ij ~ N(mean, std^2 I)``, while the sender keeps ``x_j`` clean.
+
+    Mixed by :func:`gossip`, receiver ``i`` gets
+    $x_i \leftarrow \sum_j w_{ij} x_j + \sum_{j \ne i,\, j \to i} w_{ij} \xi_{ij}$ (the
+    weights of the round's matrix as mixed, after lost messages). The copy ``j -> i`` of round
+    ``t`` draws from the stream ``(seed, STREAM_NOISE, t, j, i)`` (the clients' ids in their run):
+    a run, resumed or stacked, draws the same noise. decent-bench's ``GaussianNoise`` message
+    noise; topofl's :class:`~topofl.engine.pieces.NoisyUpdates` instead noises a node's own
+    update once, which every receiver and the node itself then see. Every client in one
+    process (the copies of one round are drawn together).
+
+    Examples
+    --------
+    A 3-ring: each node mixes its two neighbours' copies with weight 1/3, each noised.
+
+    >>> import torch
+    >>> from topofl.engine.pieces import MessageNoise, gossip
+    >>> state = tf.engine.State(x=torch.zeros(3, 2, dtype=torch.float64))
+    >>> comm = gossip(noise=MessageNoise(std=0.0, mean=0.3))
+    >>> _ = comm(state, tf.engine.Round(0, tf.topologies.ring(3)), tf.engine.toy_services(3, 2))
+    >>> state.x.tolist()                                  # 2 copies x 1/3 x 0.3
+    [[0.2, 0.2], [0.2, 0.2], [0.2, 0.2]]
+    """
+
+    std: float
+    mean: float = 0.0
+    seed: int = 0
+
+    def draws(self, senders: np.ndarray, receivers: np.ndarray, t: int,
+              width: int) -> np.ndarray:
+        """``[E, width]`` standard normal draws, one row per copy ``senders[e] ->
+        receivers[e]`` (run ids) at round ``t``."""
+        if not len(senders):
+            return np.zeros((0, width))
+        return np.stack([generator_at(self.seed, STREAM_NOISE, t, int(j), int(i))
+                         .standard_normal(width) for j, i in zip(senders, receivers, strict=True)])
+
+    def add_(self, x: Tensor, topo: Topology, arcs: Arcs, t: int, env: Services,
+             cols: slice) -> None:
+        """``x[i, cols] += sum_j W_ij xi_ij`` over the delivered ``arcs`` ``j -> i``."""
+        if len(env.clients.ids) != int(env.n):
+            raise ValueError(f"message noise does not run distributed: its copies need every "
+                             f"client in one process, this one holds {len(env.clients.ids)} "
+                             f"of {int(env.n)}")
+        if not len(arcs) or (self.std == 0 and self.mean == 0):
+            return
+        ids = run_ids(env)
+        width = int(cols.stop - cols.start)
+        z = self.draws(ids[arcs.senders], ids[arcs.receivers], t, width)
+        w = np.asarray(topo.W[arcs.receivers, arcs.senders]).ravel()
+        xi = torch.as_tensor((self.mean + self.std * z) * w[:, None], dtype=x.dtype,
+                             device=x.device)
+        x[:, cols].index_add_(0, torch.as_tensor(arcs.receivers, device=x.device), xi)
 
 
 @dataclass(frozen=True)
