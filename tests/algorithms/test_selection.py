@@ -216,6 +216,10 @@ def test_loss_with_every_client_as_candidate_is_high_loss_selection() -> None:
      "candidates"),
     (lambda: participants(3, 0, 0.4, 0, "loss", losses=[1.0, np.nan, 0.0]), ValueError,
      "must not be NaN"),
+    (lambda: tf.algorithms.fedavg(participation=0.5, candidates=3), ValueError,
+     "candidates is selection='loss''s d"),
+    (lambda: tf.algorithms.fedavg(participation=0.5, selection="loss", candidates=0),
+     ValueError, "candidates must be"),
 ])
 def test_bad_selections_are_refused_in_one_line(call: Any, error: type, match: str) -> None:
     with pytest.raises(error, match=match) as info:
@@ -404,8 +408,9 @@ def test_loss_with_every_client_taking_part_computes_nothing() -> None:
     assert trace.sent[0].active is None
 
 
-def _digits_run(data: Any, rounds: int, **kw: Any) -> Any:
-    algo = tf.algorithms.fedavg(lr=0.1, local_steps=3, participation=0.5, selection="loss")
+def _digits_run(data: Any, rounds: int, candidates: int | None = None, **kw: Any) -> Any:
+    algo = tf.algorithms.fedavg(lr=0.1, local_steps=3, participation=0.5, selection="loss",
+                                candidates=candidates)
     model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
     resume = kw.pop("resume", None)
     cfg = RunConfig(rounds=rounds, seed=0, batch_size=16, eval_every=1, dtype="float64",
@@ -472,3 +477,33 @@ def test_loss_fedavg_resumed_chooses_as_the_uninterrupted_run(
     assert _chosen_and_losses(continued) == _chosen_and_losses(full.records)
     for k, v in full.state.tensors().items():
         assert torch.equal(v, resumed.state.tensors()[k]), k
+
+
+def test_power_of_choice_chooses_among_its_candidates(digits_runs: dict[str, Any]) -> None:
+    # d = 4 of 6 candidates drawn from the stream (sample_seed, t): the m = 3 highest losses
+    # among them, which may leave out a higher loss outside the draw
+    data = digits_runs["data"]
+    algo = tf.algorithms.fedavg(lr=0.1, participation=0.5, selection="loss", candidates=4)
+    assert algo.hparams["candidates"] == 4 and algo.hparams["selection"] == "loss"
+    run = _digits_run(data, 4, candidates=4)
+    chosen, losses = _chosen_and_losses(run.records)
+    out = 0
+    for t in range(4):
+        assert chosen[t] == participants(6, t, 0.5, 0, "loss", losses=losses[t],
+                                         candidates=4), t
+        pool, _ = loss_candidates(6, t, 4, 0)
+        assert set(chosen[t]) <= set(pool.tolist())
+        out += chosen[t] != participants(6, t, 0.5, 0, "loss", losses=losses[t])
+    assert out >= 1  # the draw changed some round's choice
+    # d = n is every client a candidate: the run of selection="loss" alone, to the bit
+    every = _digits_run(data, 4, candidates=6)
+    assert torch.equal(every.state.x, digits_runs["full"].state.x)
+    assert "candidates" not in tf.algorithms.fedavg(participation=0.5,
+                                                    selection="loss").hparams
+
+
+def test_power_of_choice_refuses_candidates_outside_m_to_n(
+        digits_runs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="candidates must be"):
+        _digits_run(digits_runs["data"], 1, candidates=2)  # m = 3 of 6
+

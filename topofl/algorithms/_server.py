@@ -154,7 +154,9 @@ class ServerParams(Generic[S]):
         ``sample_seed``, ``selection`` when not ``"uniform"``, so that a uniform run keeps
         its hash, and ``weighting``: after the algorithm's own)."""
         s = self.sampling
-        chosen = {} if s.selection == "uniform" else {"selection": s.selection}
+        chosen: dict[str, Any] = {} if s.selection == "uniform" else {"selection": s.selection}
+        if s.candidates is not None:  # recorded only when given: earlier runs keep their hash
+            chosen["candidates"] = s.candidates
         return dict(participation=s.participation, sample_seed=s.sample_seed, **chosen,
                     weighting=self.weighting)
 
@@ -172,7 +174,7 @@ def server_params(sgd: S, sampling: Sampling, weighting: Any) -> ServerParams[S]
     ``participation < 1``, a fresh :class:`~topofl.engine.pieces.participation.LossSelection`
     (its ``selector``)."""
     s = sampling.resolved()
-    selector = (LossSelection(s.participation, s.sample_seed)
+    selector = (LossSelection(s.participation, s.sample_seed, candidates=s.candidates)
                 if s.selection == "loss" and s.participation < 1.0 else None)
     return ServerParams(sgd.resolved(), s, check_weighting(weighting), selector)
 

@@ -262,12 +262,16 @@ class Sampling(Group):
         the clients selected the fewest times so far first (decent-bench's
         ``FairSelection``: round-robin over blocks of ``m``); ``"loss"``, the clients of
         highest loss on their training data at the round's start, ties broken by the stream
-        ``(sample_seed, t)`` (power-of-choice with every client a candidate, at the server's
+        ``(sample_seed, t)`` (power-of-choice among ``candidates`` or every client, at the server's
         model: :class:`~topofl.engine.pieces.participation.LossSelection`; one forward pass
         over every client's training data per round; with ``participation = 1`` every
         client takes part and no loss is computed). Recorded in the run's hyper-parameters
         only when not ``"uniform"``. Only the server methods choose: the decentralized ones
         (their :meth:`checked`) refuse another than ``"uniform"``.
+    candidates : int, optional
+        ``selection="loss"``'s ``d``: the round's choice is among ``d`` clients drawn
+        uniformly from the stream ``(sample_seed, t)`` (Cho et al.'s power-of-choice), in
+        ``[m, n]``; ``None``: every client (recorded only when given).
 
     Examples
     --------
@@ -284,11 +288,18 @@ class Sampling(Group):
     participation: float = 1.0
     sample_seed: int = 0
     selection: str = "uniform"
+    candidates: int | None = None
 
     def __post_init__(self) -> None:
         check_real(self.participation, "participation", low=0, high=1, low_open=True)
         check_int(self.sample_seed, "sample_seed", low=0)
         check_choice(self.selection, "selection", SERVER_SELECTIONS)
+        if self.candidates is not None:
+            check_int(self.candidates, "candidates", low=1)
+            if self.selection != "loss":
+                raise ValueError(f"candidates is selection='loss''s d (power-of-choice), got "
+                                 f"candidates={self.candidates!r} with selection="
+                                 f"{self.selection!r}")
 
     def checked(self) -> tuple[float, int]:
         """``(participation, sample_seed)`` as checked numbers, for an algorithm that samples
@@ -306,7 +317,9 @@ class Sampling(Group):
         return Sampling(
             check_real(self.participation, "participation", low=0, high=1, low_open=True),
             check_int(self.sample_seed, "sample_seed", low=0),
-            check_choice(self.selection, "selection", SERVER_SELECTIONS))
+            check_choice(self.selection, "selection", SERVER_SELECTIONS),
+            None if self.candidates is None else check_int(self.candidates, "candidates",
+                                                           low=1))
 
 
 class SamplingKeywords(TypedDict, total=False):
@@ -315,6 +328,7 @@ class SamplingKeywords(TypedDict, total=False):
     participation: float
     sample_seed: int
     selection: str
+    candidates: int | None
 
 
 @dataclass(frozen=True)

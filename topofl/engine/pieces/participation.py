@@ -51,7 +51,7 @@ def participants(n: int, t: int, participation: float, sample_seed: int,
     * ``"fair"``: decent-bench's ``FairSelection`` (after Shi et al.'s fairness-aware
       selection) with every client in the pool: the ``m`` clients selected the fewest times
       in rounds ``0 .. t-1``, ties in client order. Its counts never differ by more than one,
-      so it is round-robin over blocks of ``m``: $S_t = \{(t m + j) mod n : 0 \le j < m\}$
+      so it is round-robin over blocks of ``m``: $S_t = \{(t m + j) \bmod n : 0 \le j < m\}$
       (no randomness; every client is selected in any ``ceil(n / m)`` consecutive rounds).
     * ``"loss"``: power-of-choice (Cho, Wang & Joshi 2022): ``candidates`` (``d``, by default
       ``n``) clients drawn uniformly without replacement from the stream
@@ -284,14 +284,15 @@ class LossSelection:
 
     Which loss that is depends on what a client's row holds between rounds: a server method
     writes the server's model back to every client after each round, so it is the loss of
-    the model the server would send (power-of-choice's $F_i(ar x^t)$, Cho et al. with
-    $d = n$ candidates; FedPer's, FedRep's and FedBABU's rows hold the server's body with the
-    client's own head, Ditto's and APFL's the global model beside the personal one; a first
-    round from the clients' own initial models, ``init="independent"``, reads those), not of
-    the model the client last trained, which decent-bench's ``HighLossSelection`` reads (its
-    clients keep their last local model). Cost: one forward
-    pass over every client's training data per round (no gradient), on top of the local
-    work; the losses travel to the server as numbers, not counted by the ledger.
+    the model the server would send (power-of-choice's $F_i(\bar x^t)$, Cho et al., with
+    ``candidates`` or all $n$ as $d$; FedPer's, FedRep's and FedBABU's rows hold the
+    server's body with the client's own head, Ditto's and APFL's the global model beside
+    the personal one; a first round from the clients' own initial models,
+    ``init="independent"``, reads those), not of the model the client last trained, which
+    decent-bench's ``HighLossSelection`` reads (its clients keep their last local model).
+    Cost: one forward pass over every client's training data per round (no gradient), on
+    top of the local work; the losses travel to the server as numbers, not counted by the
+    ledger.
     ``participation >= 1``: every client takes part and nothing is computed.
 
     Attributes
@@ -300,6 +301,10 @@ class LossSelection:
     sample_seed : int
     split : str, default "train"
         The split the losses are computed on.
+    candidates : int, optional
+        Power-of-choice's ``d``: the choice is among ``d`` clients drawn from the stream
+        ``(sample_seed, t)`` (:func:`participants`); ``None``: every client. Every client's
+        loss is still computed and logged.
 
     Examples
     --------
@@ -324,6 +329,7 @@ class LossSelection:
     participation: float
     sample_seed: int = 0
     split: str = "train"
+    candidates: int | None = None
     _t: int | None = field(default=None, init=False, repr=False)
     _chosen: list[int] | None = field(default=None, init=False, repr=False)
     _losses: np.ndarray | None = field(default=None, init=False, repr=False)
@@ -336,7 +342,7 @@ class LossSelection:
         if self.participation < 1.0:
             losses = current_losses(state.x, env, self.split)
             chosen = participants(env.n, rnd.t, self.participation, self.sample_seed, "loss",
-                                  losses=losses)
+                                  losses=losses, candidates=self.candidates)
         self._t, self._chosen, self._losses = int(rnd.t), chosen, losses
 
     def chosen(self, rnd: Round) -> list[int] | None:
