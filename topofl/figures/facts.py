@@ -240,8 +240,12 @@ def _stood_in(data: str, stand_in: Mapping[str, str]) -> str | None:
     return ", ".join(exact or same) or None
 
 
-def _ran_on(rows: list[dict[str, Any]]) -> str:
-    """The header's line: the data that ran (a stand-in named as such) and the model's size."""
+def _ran_on(rows: list[dict[str, Any]], dataset: Any = None) -> str:
+    """The header's line: the data that ran (a stand-in named as such) and the model's size;
+    without rows, the result's ``dataset`` where it is synthetic (drawn by the script)."""
+    if not rows and isinstance(dataset, str) and dataset.startswith("synthetic"):
+        return (f"**Ran on:** {dataset}, drawn by the script (its setting says how); no data "
+                "set is loaded.\n")
     if not rows:
         return "**Ran on:** no training data (graphs or counts alone).\n"
     seen: dict[str, None] = {}
@@ -255,7 +259,10 @@ def _ran_on(rows: list[dict[str, Any]]) -> str:
     return "**Ran on:** " + "; ".join(seen) + ".\n"
 
 
-def _section(rows: list[dict[str, Any]]) -> str:
+def _section(rows: list[dict[str, Any]], dataset: Any = None) -> str:
+    if not rows and isinstance(dataset, str) and dataset.startswith("synthetic"):
+        return (SECTION + f"\nNo data set is loaded: the data are {dataset}, drawn by the "
+                "script as its setting says.\n\n")
     if not rows:
         return (SECTION + "\nNo training data: the result is computed from graphs or counts "
                 "alone (its setting says which).\n\n")
@@ -318,7 +325,7 @@ def apply(js: str | Path, md: str | Path) -> list[dict[str, Any]]:
     text = re.sub(r"\n\*\*Ran on:\*\* [^\n]*\n\n", "\n", text, count=1)
     if text.startswith("# "):  # the header names what ran, stand-ins first
         end = text.index("\n") + 1
-        text = text[:end] + "\n" + _ran_on(rows) + text[end:]
+        text = text[:end] + "\n" + _ran_on(rows, v.get("dataset")) + text[end:]
     if SECTION in text:
         a = text.index(SECTION)
         b = text.index("\n## ", a + len(SECTION)) + 1
@@ -334,7 +341,8 @@ def apply(js: str | Path, md: str | Path) -> list[dict[str, Any]]:
                 raise
             unmatched = str(e).split(": ", 1)[-1]
     at = text.index("## Setting\n") if "## Setting\n" in text else len(text)
-    text = text[:at] + _section(rows) + referee.section(checked, unmatched) + text[at:]
+    text = (text[:at] + _section(rows, v.get("dataset")) + referee.section(checked, unmatched)
+            + text[at:])
     v["facts"] = rows
     v["referee"] = checked
     js.write_text(json.dumps(v, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
