@@ -277,7 +277,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
                                      "SGD's from then on"),
                  ("graphs", "; ".join(f"{g} (1 - beta = {gaps[g]:.4f})" for g in GRAPHS))],
         dataset="synthetic least squares (no data set)", seeds=seeds,
-        paper_rounds=[setting["horizon"]])
+        paper_rounds=[setting["horizon"]], rounds=[setting["horizon"]],
+        optimizer_state=["none (plain gradient steps, no momentum)"])
 
 
 def _measured(found: list[dict[str, Any]], slopes: dict[str, list[float]]) -> str:

@@ -440,7 +440,8 @@ class Result:
     (``paper_figures/claims.toml``). ``records`` are the records of runs a script made
     itself, without panels (each run's records file): their configs and provenance give the
     result's rounds, optimizer-state policy, thread counts, CPU kinds and numeric
-    environments as the panels' runs do.
+    environments as the panels' runs do. A script that trains by its own recursions, with
+    neither, states its ``rounds`` run and its ``optimizer_state`` policy itself.
     """
 
     fig: Any
@@ -455,6 +456,8 @@ class Result:
     paper_rounds: Sequence[int] | None = None
     gates: Sequence[AnyGate] = ()
     records: Sequence[Any] = ()
+    rounds: Sequence[int] = ()
+    optimizer_state: Sequence[str] = ()
 
 
 def _finish(args: FigureArgs, result: Result) -> Path:
@@ -472,13 +475,15 @@ def _finish(args: FigureArgs, result: Result) -> Path:
     stand = {k: v for p in found.values() for k, v in p.stand_in.items()}
     ran_records = [r for p in found.values() for r in p.runs.values()] + list(result.records)
     configs = [c for rec in ran_records for c in rec.configs.values()]
-    policy = list(dict.fromkeys(str(c.get("momentum_state", "algorithm")) for c in configs))
+    policy = list(dict.fromkeys([str(c.get("momentum_state", "algorithm")) for c in configs]
+                                + list(result.optimizer_state)))
     notes += _policy_notes(configs, policy)
     provs = [prov for rec in ran_records for prov in rec.provenances.values()]
     threads = sorted({int(t) for prov in provs if isinstance(t := prov.get("torch_threads"), int)})
     cpus = sorted({c for prov in provs if isinstance(c := prov.get("cpu"), str)})
     envs = [e for prov in provs if isinstance(e := prov.get("environment"), dict)]
-    ran = sorted({int(c["rounds"]) for c in configs if isinstance(c.get("rounds"), int)})
+    ran = sorted({int(c["rounds"]) for c in configs if isinstance(c.get("rounds"), int)}
+                 | {int(r) for r in result.rounds})
     paper = sorted({int(r) for r in (result.paper_rounds if result.paper_rounds is not None
                                      else [r for p in found.values() for r in p.paper_rounds])})
     runs = Ran(dataset=dataset, seeds=seeds, stand_in=stand, optimizer_state=policy,
