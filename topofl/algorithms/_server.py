@@ -34,7 +34,8 @@ Conventions shared by the four (see each factory for the paper passages):
   round's start (:class:`~topofl.engine.pieces.participation.LossSelection`: chosen once
   in ``round_start``, read by every hook of the round; a client's row then holds the server's
   model, so it is power-of-choice's loss at the server's model, one forward pass over every
-  client's training data per round, the losses logged as ``selection_loss``).
+  client's training data per round, or over the ``candidates``' only, the losses logged as
+  ``selection_loss``).
   The others take no local step (their learning rate is 0) and send nothing.
 * Messages per round: ``2 m`` with ``m`` participants (the communicated part: the body, or
   Ditto's whole global model, sent down to each participant before its local work and up

@@ -239,10 +239,13 @@ def online_rows(rnd: Round, env: Services, device: torch.device | str = "cpu"
         return None
     return env.clients.own(torch.as_tensor(np.asarray(rnd.online, dtype=bool), device=device))
 
-def current_losses(x: Tensor, env: Services, split: str = "train") -> np.ndarray:
+def current_losses(x: Tensor, env: Services, split: str = "train",
+                   among: np.ndarray | None = None) -> np.ndarray:
     """``(n,)`` float64: every client's mean loss on its whole ``split`` at its own row of
     ``x`` (``[m, P]``, this process's clients), gathered over the processes
     (``env.losses``: one forward pass over the clients' ``split``; no mini-batch drawn).
+    With ``among`` (global client ids) only those clients' losses are computed, the others
+    NaN.
 
     Examples
     --------
@@ -256,12 +259,21 @@ def current_losses(x: Tensor, env: Services, split: str = "train") -> np.ndarray
     ...     tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=8)
     >>> current_losses(torch.zeros(3, layout.num_params), env).round(4).tolist()
     [2.3026, 2.3026, 2.3026]
+    >>> current_losses(torch.zeros(3, layout.num_params), env, among=np.array([2])).round(4)
+    array([   nan,    nan, 2.3026])
     """
-    local = env.losses(x, split).detach()
-    full = torch.zeros(env.n, dtype=torch.float64, device=local.device)
-    full[torch.as_tensor(env.clients.ids, device=local.device)] = local.to(torch.float64)
+    ids = torch.as_tensor(env.clients.ids, device=x.device)
+    full = torch.zeros(env.n, dtype=torch.float64, device=x.device)
+    if among is None:
+        full[ids] = env.losses(x, split).detach().to(torch.float64)
+    else:
+        rows = torch.nonzero(torch.isin(ids, torch.as_tensor(among, device=x.device)))[:, 0]
+        if len(rows):
+            full[ids[rows]] = env.losses(x, split, rows=rows).detach().to(torch.float64)
     full = env.clients.reduce_(full, "the clients' losses of selection='loss'")
     out: np.ndarray = full.cpu().numpy()
+    if among is not None:
+        out[np.setdiff1d(np.arange(env.n), among)] = np.nan
     return out
 
 
@@ -290,9 +302,9 @@ class LossSelection:
     the personal one; a first round from the clients' own initial models,
     ``init="independent"``, reads those), not of the model the client last trained, which
     decent-bench's ``HighLossSelection`` reads (its clients keep their last local model).
-    Cost: one forward pass over every client's training data per round (no gradient), on
-    top of the local work; the losses travel to the server as numbers, not counted by the
-    ledger.
+    Cost: one forward pass over every client's training data per round (with ``candidates``,
+    over the ``d`` candidates' only; no gradient), on top of the local work; the losses
+    travel to the server as numbers, not counted by the ledger.
     ``participation >= 1``: every client takes part and nothing is computed.
 
     Attributes
@@ -303,8 +315,8 @@ class LossSelection:
         The split the losses are computed on.
     candidates : int, optional
         Power-of-choice's ``d``: the choice is among ``d`` clients drawn from the stream
-        ``(sample_seed, t)`` (:func:`participants`); ``None``: every client. Every client's
-        loss is still computed and logged.
+        ``(sample_seed, t)`` (:func:`participants`); ``None``: every client. Only the
+        candidates' losses are computed (the method's saving); the others are logged as NaN.
 
     Examples
     --------
@@ -340,7 +352,9 @@ class LossSelection:
         self._t = None
         chosen, losses = None, None
         if self.participation < 1.0:
-            losses = current_losses(state.x, env, self.split)
+            among = (None if self.candidates is None or self.candidates >= env.n else
+                     loss_candidates(env.n, rnd.t, self.candidates, self.sample_seed)[0])
+            losses = current_losses(state.x, env, self.split, among)
             chosen = participants(env.n, rnd.t, self.participation, self.sample_seed, "loss",
                                   losses=losses, candidates=self.candidates)
         self._t, self._chosen, self._losses = int(rnd.t), chosen, losses
@@ -367,8 +381,9 @@ class LossSelection:
         return None if sel is None else torch.as_tensor(sel, device=like.device).to(like.dtype)
 
     def records(self, rnd: Round) -> dict[str, list[float]]:
-        """What the round logs: ``selection_loss``, every client's loss the choice read
-        (nothing with every client taking part)."""
+        """What the round logs: ``selection_loss``, every client's loss the choice read, NaN
+        where a client was not among the candidates (nothing with every client taking
+        part)."""
         self.chosen(rnd)
         if self._losses is None:
             return {}
