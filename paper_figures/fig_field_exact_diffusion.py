@@ -273,14 +273,14 @@ def main(args: figures.FigureArgs) -> figures.Result:
         setting=[("problem", f"least squares, n = {setting['n']} nodes, d = {setting['d']}, "
                              f"m = {setting['m']} samples a node, zeta = {setting['zeta']}, "
                              f"observation noise {setting['observation_noise']}"),
-                 ("gradient noise", f"N(0, {setting['sigma']}^2 I), "
+                 ("gradient_noise", f"N(0, {setting['sigma']}^2 I), "
                                     f"{setting['realisations']} realisations shared by every "
                                     "method"),
                  ("step", f"theta / (mu (t + K)), theta = {setting['theta']}, "
                           "K = ceil(2 theta L / mu)"),
                  ("horizon", f"{setting['horizon']} iterations, the error read at "
                              f"{len(cps)} log-spaced iterations from 10"),
-                 ("transient stage", f"error within {setting['within']} times centralized "
+                 ("transient_stage", f"error within {setting['within']} times centralized "
                                      "SGD's from then on"),
                  ("graphs", "; ".join(f"{g} (1 - beta = {gaps[g]:.4f})" for g in GRAPHS))],
         dataset="synthetic least squares (no data set)", seeds=seeds,
@@ -340,6 +340,7 @@ def _notes(found: list[dict[str, Any]], setting: dict[str, Any]) -> list[str]:
 def _plot(found: list[dict[str, Any]], gaps: dict[str, float],
           slopes: dict[str, list[float]], setting: dict[str, Any]) -> Any:
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 4.2))
     cps = found[0]["checkpoints"]
@@ -352,7 +353,7 @@ def _plot(found: list[dict[str, Any]], gaps: dict[str, float],
     left.set_xscale("log")
     left.set_yscale("log")
     left.set_xlabel("iteration (log)")
-    left.set_ylabel("error / centralized SGD's error (geometric mean over the seeds)")
+    left.set_ylabel("error / centralized SGD's (geometric mean, seeds)")
     left.set_title("joining centralized SGD")
     left.legend(fontsize=8)
     inv = np.array([1.0 / gaps[g] for g in GRAPHS])
@@ -362,6 +363,7 @@ def _plot(found: list[dict[str, Any]], gaps: dict[str, float],
                    alpha=0.5, label=f"{m} (exponent {np.mean(slopes[m]):.2f})")
         right.plot(inv, np.exp(np.mean(np.log(Ts), axis=0)), "-", color=f"C{k + 2}")
     right.set_xscale("log")
+    right.xaxis.set_minor_formatter(NullFormatter())
     right.set_yscale("log")
     right.set_xlabel("1 / (1 - beta) (log)")
     right.set_ylabel("transient stage (iterations, log)")
