@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from topofl import figures
+from topofl.workflow.provenance import provenance
 
 SETTING: dict[str, Any] = {
     "n": 32, "d": 10, "m": 50, "zeta": 1.0, "observation_noise": 0.1, "sigma": 3.0,
@@ -231,6 +232,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
     try:
         found = [measure(s, setting) for s in setting["seeds"]]
         replay = replay_gap(setting)
+        ran = provenance()  # the thread count, CPU kind and numeric environment they ran in
     finally:
         torch.set_num_threads(threads)
     seeds = [r["seed"] for r in found]
@@ -285,7 +287,7 @@ def main(args: figures.FigureArgs) -> figures.Result:
                  ("graphs", "; ".join(f"{g} (1 - beta = {gaps[g]:.4f})" for g in GRAPHS))],
         dataset="synthetic least squares (no data set)", seeds=seeds,
         paper_rounds=[setting["horizon"]], rounds=[setting["horizon"]],
-        optimizer_state=["none (plain gradient steps, no momentum)"])
+        optimizer_state=["none (plain gradient steps, no momentum)"], provenance=[ran])
 
 
 def _measured(found: list[dict[str, Any]], slopes: dict[str, list[float]]) -> str:
@@ -334,7 +336,7 @@ def _notes(found: list[dict[str, Any]], setting: dict[str, Any]) -> list[str]:
             f"(SeedSequence([seed, {NOISE_STREAM}])); every method sees the same noise, so the "
             "comparisons are paired within a seed as well as across seeds.",
             f"The recursions run in float64 on {figures.THREADS} torch thread (the count the "
-            "figure runs use): the same numbers to the bit on the same numeric environment."]
+            "figure runs use)."]
 
 
 def _plot(found: list[dict[str, Any]], gaps: dict[str, float],

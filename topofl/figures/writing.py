@@ -441,7 +441,9 @@ class Result:
     itself, without panels (each run's records file): their configs and provenance give the
     result's rounds, optimizer-state policy, thread counts, CPU kinds and numeric
     environments as the panels' runs do. A script that trains by its own recursions, with
-    neither, states its ``rounds`` run and its ``optimizer_state`` policy itself.
+    neither, states its ``rounds`` run, its ``optimizer_state`` policy and the
+    ``provenance`` (:func:`topofl.workflow.provenance.provenance`, taken while they ran: the
+    thread count, CPU kind and numeric environment) itself.
     """
 
     fig: Any
@@ -458,6 +460,7 @@ class Result:
     records: Sequence[Any] = ()
     rounds: Sequence[int] = ()
     optimizer_state: Sequence[str] = ()
+    provenance: Sequence[Mapping[str, Any]] = ()
 
 
 def _finish(args: FigureArgs, result: Result) -> Path:
@@ -478,7 +481,8 @@ def _finish(args: FigureArgs, result: Result) -> Path:
     policy = list(dict.fromkeys([str(c.get("momentum_state", "algorithm")) for c in configs]
                                 + list(result.optimizer_state)))
     notes += _policy_notes(configs, policy)
-    provs = [prov for rec in ran_records for prov in rec.provenances.values()]
+    provs = ([prov for rec in ran_records for prov in rec.provenances.values()]
+             + list(result.provenance))
     threads = sorted({int(t) for prov in provs if isinstance(t := prov.get("torch_threads"), int)})
     cpus = sorted({c for prov in provs if isinstance(c := prov.get("cpu"), str)})
     envs = [e for prov in provs if isinstance(e := prov.get("environment"), dict)]
