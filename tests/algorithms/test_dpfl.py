@@ -90,9 +90,10 @@ def _services(data: Any) -> tuple[Any, Any, Any, torch.Tensor]:
     return model, layout, ctx, x0
 
 
-def _client_loss(data: Any, model: Any, layout: Any, k: int) -> Any:
-    """Client k's validation loss of one parameter vector, on the slow per-client path."""
-    xs, ys = data.client(k, "val")
+def _client_loss(data: Any, model: Any, layout: Any, k: int, split: str = "val") -> Any:
+    """Client k's validation (or ``split``) loss of one parameter vector, on the slow
+    per-client path."""
+    xs, ys = data.client(k, split)
 
     def loss(w: torch.Tensor) -> float:
         params = {name: v[0] for name, v in layout.views(w.unsqueeze(0)).items()}
@@ -257,7 +258,8 @@ def test_pre_processing_is_keyed_on_the_round() -> None:
     # round_start of round 0 pre-processes (Omega built, models averaged over it); any other
     # round does not, whatever the state holds
     env = toy_services(3, 1, train_sizes=torch.ones(3, dtype=D))
-    env.losses = lambda z, split="val": (z[:, 0] - torch.tensor([0.0, 0.1, 5.0], dtype=D)) ** 2
+    target = torch.tensor([0.0, 0.1, 5.0], dtype=D)
+    env.losses = lambda z, split="val", fallback=None: (z[:, 0] - target) ** 2
     algo = tf.algorithms.dpfl(tau_init=0, budget=1, weighting="uniform", momentum=0.0)
     x0 = torch.tensor([[0.0], [0.2], [4.0]], dtype=D)
     later = algo.init(x0.clone(), env)
@@ -279,6 +281,37 @@ def test_needs_a_validation_split() -> None:
     data = tf.data.federate("digits", "dpfl_pathological", 4, classes_per_client=3, seed=0)
     with pytest.raises(ValueError, match="no 'val' samples"):
         tf.run("dpfl", data=data, model=_model(data), rounds=1, tau_init=0, local_steps=1)
+
+
+def test_a_client_without_validation_samples_chooses_on_its_training_samples() -> None:
+    """Before: a client of one sample per class (no validation share) stopped the run
+    (``client 3 has no 'val' samples``); now BGGC scores its candidates on its training
+    samples: the per-client reference with that client's training loss."""
+    y = tf.data.load("digits").y_train
+    tiny = [int(np.flatnonzero(y == c)[0]) for c in (0, 1)]
+    rest = np.setdiff1d(np.arange(y.size), tiny)[:180]
+    part = tf.data.Partition.from_indices([rest[:60], rest[60:120], rest[120:], tiny], y)
+    data = tf.data.FederatedData.from_partition(tf.data.load("digits"), part, seed=0, val=0.2)
+    assert data.sizes("val").tolist() == [12, 12, 12, 0]
+    model, layout, ctx, _ = _services(data)
+    n, budget, lr = 4, 2, 0.05
+    x0 = tf.engine.layout.init_parameters(model, layout, n, seed=0, same=True,
+                                          device=torch.device("cpu"), dtype=D)
+    with pytest.raises(ValueError, match="client 3 has no 'val' samples"):
+        ctx.losses(x0, "val")
+    algo = tf.algorithms.dpfl(lr=lr, budget=budget, tau_init=1, graph_seed=3,
+                              select="best_val")
+    state = algo.init(x0.clone(), ctx)
+    p = torch.tensor(np.array(data.sizes("train")), dtype=D)
+    w_init = x0.clone()
+    ctx.local_train(w_init, "all", lr, t=0, epochs=1, stream=PRE_STREAM)
+    omega_ref = [sorted(bggc(k, [j for j in range(n) if j != k], w_init, p,
+                             _client_loss(data, model, layout, k, "train" if k == 3 else "val"),
+                             budget=budget, seed=generator_at(3, 0, k))) for k in range(n)]
+    algo.round_start(state, Round(0), ctx)
+    assert [torch.nonzero(state.own.omega[k]).flatten().tolist() for k in range(n)] == omega_ref
+    algo.communicate(state, Round(0), ctx)  # GGC and best_val read the same scores
+    assert state.own.best_round is not None and state.own.best_round.tolist() == [0] * n
 
 
 def test_random_graph_variant_keeps_the_budget_and_skips_ggc() -> None:

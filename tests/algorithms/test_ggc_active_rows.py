@@ -142,9 +142,9 @@ def test_dpfl_runs_the_same_scoring_only_the_deciding_clients(
     orig = tf.engine.services.DataServices.losses
 
     def spy(self: Any, x: torch.Tensor, split: str = "val", *,
-            rows: torch.Tensor | None = None) -> torch.Tensor:
+            rows: torch.Tensor | None = None, fallback: str | None = None) -> torch.Tensor:
         scored.append(int(x.shape[0]) if rows is None else int(rows.numel()))
-        return orig(self, x, split, rows=rows)
+        return orig(self, x, split, rows=rows, fallback=fallback)
 
     monkeypatch.setattr(tf.engine.services.DataServices, "losses", spy)
 

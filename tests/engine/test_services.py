@@ -77,6 +77,48 @@ def test_losses_need_the_split(setup: Any) -> None:
         ctx.losses(torch.zeros(6, layout.num_params), "val")
 
 
+def _with_a_tiny_client() -> Any:
+    """Digits over 4 clients: clients 0-2 of 60 samples, client 3 of one sample of each of
+    two classes (so it keeps both for training: no validation or test sample)."""
+    y = tf.data.load("digits").y_train
+    tiny = [int(np.flatnonzero(y == c)[0]) for c in (0, 1)]
+    rest = np.setdiff1d(np.arange(y.size), tiny)[:180]
+    p = tf.data.Partition.from_indices([rest[:60], rest[60:120], rest[120:], tiny], y)
+    return tf.data.FederatedData.from_partition(tf.data.load("digits"), p, seed=0, val=0.2,
+                                                test=0.2)
+
+
+def test_losses_fall_back_to_another_split_for_a_client_without_samples() -> None:
+    data = _with_a_tiny_client()
+    assert data.sizes("val").tolist()[3] == 0 and data.sizes("train").tolist()[3] == 2
+    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0).double()
+    layout = tf.engine.ParamLayout.from_model(model)
+    ctx = DataServices(layout, tf.engine.gossip.Mixer(torch.device("cpu"), torch.float64),
+                       tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=4)
+    x = torch.randn(4, layout.num_params, dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(1)) * 0.1
+    with pytest.raises(ValueError, match="client 3 has no 'val' samples"):
+        ctx.losses(x, "val")
+    got = ctx.losses(x, "val", fallback="train")
+    for i, split in enumerate(["val", "val", "val", "train"]):
+        xs, ys = data.client(i, split)
+        assert float(got[i]) == pytest.approx(_ref_loss(model, layout, x[i], xs, ys), rel=1e-10)
+    rows = torch.tensor([1, 3])
+    torch.testing.assert_close(ctx.losses(x, "val", rows=rows, fallback="train"), got[rows])
+    with pytest.raises(ValueError, match="client 3 has no 'val' samples nor 'test'"):
+        ctx.losses(x, "val", fallback="test")
+
+
+def test_losses_do_not_fall_back_on_data_without_the_split() -> None:
+    data = tf.data.federate("digits", "shards", 4, seed=0)  # no validation split
+    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
+    layout = tf.engine.ParamLayout.from_model(model)
+    ctx = DataServices(layout, tf.engine.gossip.Mixer(torch.device("cpu"), torch.float32),
+                       tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=32)
+    with pytest.raises(ValueError, match="client 0 has no 'val' samples nor 'train'"):
+        ctx.losses(torch.zeros(4, layout.num_params), "val", fallback="train")
+
+
 def test_realized_graph_is_recorded() -> None:
     data = tf.data.federate("digits", "iid", 4, seed=0)
     base = tf.algorithms.local(lr=0.1)

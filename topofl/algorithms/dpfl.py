@@ -58,6 +58,12 @@ Choices where the paper is silent or ambiguous:
 - *Absent clients* (rule ``"stale"``): an offline client's state does not change in the
   round; the others may still pick it and read its last model; nothing is sent to it. A
   client offline in the pre-processing round keeps an empty $\Omega_k$.
+- *Clients without validation samples.* A client of a few samples, one of each of its
+  classes, keeps them all for training (:meth:`~topofl.data.Partition.split` never holds out
+  the last sample of a class), so its validation share is empty: GGC, BGGC and
+  ``select="best_val"`` score its candidates on its training samples instead. (The authors'
+  split, ``sklearn``'s ``train_test_split``, rounds the validation share up and gives such a
+  client one validation sample of a class it then does not train on.)
 - *Model selection.* The paper reports the test accuracy of each client's model with the
   best validation score over the rounds (Section 4, Appendix F: "we preserve the best model
   based on the validation dataset, and the reported test results are obtained by performing
@@ -101,6 +107,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -449,7 +456,7 @@ def preprocess(state: State, rnd: Round, env: Services, hp: DPFLParams) -> None:
         # every client is a candidate of every active one: a dense need, all rows
         src = clients.all_rows(x)
         omega, decisions = greedy_rows(x, ids, src, np.arange(n), everyone, p_all,
-                                       functools.partial(env.losses, split="val"), cap, seeds,
+                                       _val_losses(env), cap, seeds,
                                        running_sums=True)
         pending = bggc_received(everyone, decisions, cap, [
             generator_at(hp.graph_seed, _PRE_TAG, int(k)) for k in ids])
@@ -478,11 +485,19 @@ def select_collaborators(state: State, t: int, p_all: Tensor, env: Services,
     # the candidates' models (at most B_c per client) and this process's own
     need = np.union1d(torch.nonzero(omega.cpu().any(dim=0)).flatten().numpy(), ids)
     (src,) = clients.fetch(need, x)
-    val = functools.partial(env.losses, split="val")  # takes rows: scores the deciding ones
+    val = _val_losses(env)  # takes rows: scores the deciding ones
     chosen, _ = greedy_rows(x, ids, src, need, omega, p_all, val, hp.cap(n), seeds,
                             running_sums=False)
     collab.copy_(chosen)
     return clients.all_rows(omega.to(torch.uint8)).bool()  # every candidate's model
+
+
+def _val_losses(env: Services) -> Callable[..., Tensor]:
+    """``losses(z, rows=None)``: each client's validation loss of its row of ``z``, a client
+    without validation samples (e.g. one of a few samples, one per class, whose share rounds
+    to none) scored on its training samples instead; the greedy steps and ``best_val`` read
+    it."""
+    return functools.partial(env.losses, split="val", fallback="train")
 
 
 def aggregate_(x: Tensor, mask: Tensor, p_all: Tensor, env: Services) -> None:
@@ -549,7 +564,7 @@ def keep_best_(state: State, t: int, env: Services) -> list[int]:
     best_val, best_round, best_x = own.best_val, own.best_round, own.best_x
     if best_val is None or best_round is None or best_x is None:
         raise ValueError("keep_best_ needs the state of dpfl(select='best_val')")
-    vl = env.losses(x, "val").to(torch.float64)
+    vl = _val_losses(env)(x).to(torch.float64)
     better = torch.isfinite(vl) & (vl < best_val)  # a NaN or -inf loss is never the best
     best_val.copy_(torch.where(better, vl, best_val))
     best_round.masked_fill_(better, t)

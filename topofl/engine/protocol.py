@@ -239,9 +239,11 @@ class Services(Protocol):
                     epochs: float | None = None, stream: int = 0) -> Tensor:
         """Plain SGD on ``x`` [n, P] in place on each client's training batches; losses [n]."""
 
-    def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None) -> Tensor:
+    def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None,
+               fallback: str | None = None) -> Tensor:
         """Mean loss of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]`` (with ``rows``,
-        increasing row indices, those rows' alone: ``[len(rows)]``)."""
+        increasing row indices, those rows' alone: ``[len(rows)]``); a client without
+        ``split`` samples is scored on its ``fallback`` split if one is named."""
 
     def accuracies(self, x: Tensor, split: str = "val") -> Tensor:
         """Accuracy of row ``i`` of ``x`` on client ``i``'s ``split``: ``[n]`` float64."""
@@ -309,7 +311,8 @@ class ToyServices:
         """Not available without data (raises)."""
         raise self._no_data("local_train")
 
-    def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None) -> Tensor:
+    def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None,
+               fallback: str | None = None) -> Tensor:
         """Not available without data (raises)."""
         raise self._no_data("losses")
 

@@ -113,26 +113,38 @@ class DataServices:
             count += active
         return total / count.clamp_min(1)
 
-    def _score(self, x: Tensor, split: str, rows: Tensor | None = None
-               ) -> tuple[Tensor, Tensor, Tensor]:
+    def _score(self, x: Tensor, split: str, rows: Tensor | None = None,
+               fallback: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
         sums = split_sums(self.executor, x, self.data, split, rows=rows)
+        if (fallback is not None and bool((sums[:, 2] == 0).any())
+                and int(np.sum(self.data.sizes(split))) > 0):
+            # only the clients without ``split`` samples read ``fallback``'s sums (of data
+            # with a ``split`` split: without one, every client lacks it and that is an error)
+            sums = torch.where((sums[:, 2] == 0).unsqueeze(1),
+                               split_sums(self.executor, x, self.data, fallback, rows=rows), sums)
         correct, loss, count = sums.unbind(1)
         if bool((count == 0).any()):
             i = int(torch.nonzero(count == 0)[0, 0])
             i = i if rows is None else int(rows[i])
+            also = "" if fallback is None else f" nor {fallback!r} samples (the fallback)"
             raise ValueError(
-                f"client {i} has no {split!r} samples; build the data with a {split} split "
-                f"(e.g. federate(..., {split}=0.1))"
+                f"client {i} has no {split!r} samples{also}; build the data with a {split} "
+                f"split (e.g. federate(..., {split}=0.1))"
             )
         return correct, loss, count
 
-    def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None) -> Tensor:
+    def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None,
+               fallback: str | None = None) -> Tensor:
         """``[n]``: mean loss of row ``i`` of ``x`` on client ``i``'s ``split`` (``"train"``,
         ``"val"`` or ``"test"``). With ``rows`` (increasing row indices) only those rows'
         losses, ``[len(rows)]``, the same numbers: only their rows are scored where the
         executor computes a client's loss alike whatever the others
-        (:func:`~topofl.engine.scoring.rows_independent`), else every row is."""
-        _, loss, count = self._score(x, split, rows)
+        (:func:`~topofl.engine.scoring.rows_independent`), else every row is. With
+        ``fallback`` (another split), a client without ``split`` samples is scored on its
+        ``fallback`` samples instead (e.g. a client of a few samples whose validation share
+        rounds to none), where the data has a ``split`` split at all (some client holds such
+        samples); otherwise such a client is an error."""
+        _, loss, count = self._score(x, split, rows, fallback)
         return (loss / count).to(x.dtype)
 
     def accuracies(self, x: Tensor, split: str = "val") -> Tensor:
