@@ -857,17 +857,21 @@ def test_a_run_of_other_code_is_run_again(tmp_path: Path,
     args, cfg = _args(tmp_path), TOY
     records, stamp = _toy_run(tmp_path)
     assert stamp.read_text().strip() == figures.code_fingerprint()
-    before = records.stat().st_mtime_ns
+    before, first = records.stat().st_mtime_ns, figures.code_fingerprint()
     figures.runs.sweep(cfg, args)
     assert records.stat().st_mtime_ns == before  # same config, same code: reused
     _figures.patch_figures(monkeypatch, "code_fingerprint", lambda: "9.9.9+000000000000")
     figures.runs.sweep(cfg, args)
     assert records.stat().st_mtime_ns != before  # other code: run again
     assert stamp.read_text().strip() == "9.9.9+000000000000"
+    # what the other code computed is kept, not deleted (before: removed)
+    kept = records.parent / "superseded" / first / "run.jsonl"
+    assert kept.stat().st_mtime_ns == before
     after = records.stat().st_mtime_ns
     stamp.unlink()  # a run without a stamp (computed before stamps): run again
     figures.runs.sweep(cfg, args)
     assert records.stat().st_mtime_ns != after
+    assert (records.parent / "superseded" / "unstamped" / "run.jsonl").stat().st_mtime_ns == after
 
 
 def test_stale_results_are_listed_by_index_check(tmp_path: Path,

@@ -380,6 +380,24 @@ def test_an_infinite_setting_reaches_the_run_and_its_finished_run_is_reused(
 
 
 # ------------------------------------------------------------------ issue 23, item 5
+def test_a_run_set_aside_keeps_every_file_and_runs_again(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cfg = {**BASE, "sweep": SWEEP, "record_clients": True}
+    tf.sweep.run_sweep(cfg, out, progress=False, stack=False)
+    name = NAMES[0]
+    files = sorted(p.name for p in out.iterdir() if p.name.startswith(name + "."))
+    assert f"{name}.clients.arrows" in files and f"{name}.done" in files
+    before = tf.records.load(out / f"{name}.jsonl").final("test_acc_mean")
+    dest = tf.sweep.set_aside(out, name, out / "old")
+    moved = sorted(p.name for p in dest.iterdir())
+    assert moved == [f for f in files if not f.endswith((".lock", ".code"))]
+    assert not (out / f"{name}.jsonl").exists()
+    assert tf.records.load(dest / f"{name}.jsonl").final("test_acc_mean") == before
+    again = {o.name: o.status for o in tf.sweep.run_sweep(cfg, out, progress=False)}
+    assert again[name] == "complete" and again[NAMES[1]] == "skipped"
+    assert tf.records.load(out / f"{name}.jsonl").final("test_acc_mean") == before
+
+
 def test_ctrl_c_says_what_finished_and_how_to_resume(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     # before: Ctrl-C (or SIGTERM) ended a sweep without a word

@@ -157,8 +157,9 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
 
     Runs are written to ``<cache>/<name>/`` (``cache`` defaults to ``args.runs``, ``name`` to
     the config's stem). A finished run is reused while its stored config equals the wanted one
-    and its ``<run>.code`` stamp equals :func:`code_fingerprint`; a run of another config or
-    other code (or without a stamp) is run again from round 0; an interrupted one of the same
+    and its ``<run>.code`` stamp is one of :func:`current_codes`; a run of another config or
+    other code (or without a stamp) is run again from round 0, its files moved to
+    ``<cache>/<name>/superseded/<its code>/`` (never deleted); an interrupted one of the same
     config and code resumes. Runs that can stack run as stacked passes
     (:mod:`topofl.engine.stack`: their accuracies and counts are those of the runs one by
     one, float32 losses to rounding), cut so that each of ``args.jobs`` workers has a share
@@ -198,7 +199,11 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
         stored = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None
         there = _sweep.run_files(out, run.name).records.exists()
         if there and (stored not in same or _sweep.conflict(run, out) is not None):
-            _sweep.discard(out, run.name)
+            # kept, not removed: a checkout whose certificates lag its code would otherwise
+            # delete runs a later certificate makes current again
+            kept = _sweep.set_aside(out, run.name, out / "superseded" / (stored or "unstamped"))
+            print(f"{name}/{run.name}: computed by other code ({stored}) or another config; "
+                  f"set aside in {kept}, run again", file=sys.stderr)
         if args.rerun or not there or stored not in same:  # --rerun: this code runs it
             stamp.write_text(code + "\n", encoding="utf-8")
     t0 = time.perf_counter()

@@ -44,8 +44,9 @@ topology=dcliques-clique_size=5__seed=1
 
 from topofl.sweep._execution import Outcome
 from topofl.sweep._planning import SweepRun, parse_shard, plan, run_name, select
-from topofl.sweep._resumption import RunFiles, conflict, discard, run_files
+from topofl.sweep._resumption import RunFiles, conflict, discard, run_files, set_aside
 from topofl.sweep._running import SweepInterrupted, run_sweep
 
 __all__ = ["SweepRun", "Outcome", "SweepInterrupted", "RunFiles", "plan", "select",
-           "parse_shard", "run_name", "run_sweep", "run_files", "conflict", "discard"]
+           "parse_shard", "run_name", "run_sweep", "run_files", "conflict", "discard",
+           "set_aside"]

@@ -88,6 +88,38 @@ def discard(out: str | os.PathLike[str], name: str) -> None:
         path.unlink(missing_ok=True)
 
 
+def set_aside(out: str | os.PathLike[str], name: str, to: str | os.PathLike[str]) -> Path:
+    """Move the records (with their client file), checkpoint and finished marker of the run
+    ``name`` from ``out`` into the folder ``to`` (made if absent) instead of removing them, so
+    that the next :func:`run_sweep` runs it from round 0 and what it had computed is kept.
+    A file already in ``to`` is not replaced: the run goes to ``to.1``, ``to.2`` ... instead.
+    Returns the folder the files went to.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for _ in range(2):
+    ...     _ = (d / "r.jsonl").write_text("{}")
+    ...     print(tf.sweep.set_aside(d, "r", d / "old").name)
+    old
+    old.1
+    >>> sorted(p.name for p in d.iterdir()), sorted(p.name for p in (d / "old").iterdir())
+    (['old', 'old.1'], ['r.jsonl'])
+    """
+    files = run_files(out, name)
+    moving = [p for p in (*files, client_path(files.records)) if p.exists()]
+    base = dest = Path(to)
+    k = 0
+    while any((dest / p.name).exists() for p in moving):
+        k += 1
+        dest = base.with_name(f"{base.name}.{k}")
+    dest.mkdir(parents=True, exist_ok=True)
+    for p in moving:
+        os.replace(p, dest / p.name)
+    return dest
+
+
 def _run_config(run: SweepRun, out: Path) -> dict[str, Any]:
     records, ckpt, _ = _paths(out, run.name)
     cfg = dict(run.config)
