@@ -61,6 +61,18 @@ def test_values_and_measured_numbers_are_read_from_the_page_and_checks() -> None
     assert "No entry" in referee.section(None)
 
 
+def test_a_setting_of_several_words_is_read_as_a_row() -> None:
+    """Before: only one-word rows (``\\w+``) were read, so an entry naming the page's row
+    ``gradient noise`` was refused as not on the page."""
+    md = MD.replace("| momentum | - |\n\n### b", "| momentum | - |\n| gradient noise | N(0, 9 I) |"
+                    "\n\n### b")
+    entry = {**ENTRY, "hyperparameters": [
+        *ENTRY["hyperparameters"],
+        {"setting": "gradient noise", "source": "chosen", "detail": "as the paper's noise"}]}
+    r = referee.check_entry("toy", entry, md, CHECKS)
+    assert r["hyperparameters"][-1]["value"] == "N(0, 9 I)"
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"hard": " "}, "'hard' must be a non-empty string"),
     ({"extra": "x"}, "unknown field(s) ['extra']"),

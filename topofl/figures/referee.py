@@ -95,7 +95,7 @@ def _settings(md: str) -> dict[str, str]:
         return {}
     body = md.split("## Setting\n", 1)[1].split("\n## ", 1)[0]
     seen: dict[str, list[str]] = {}
-    for m in re.finditer(r"^\| (\w+) \| (.*?) \|$", body, re.M):
+    for m in re.finditer(r"^\| ([^|]*?\S) \| (.*?) \|$", body, re.M):
         if m.group(1) in ("setting",):
             continue
         values = seen.setdefault(m.group(1), [])
