@@ -184,3 +184,22 @@ def test_client_accuracy_stats_of_the_selected_models() -> None:
         client_accuracy_stats(res.records, select="best_val", round=5)
     with pytest.raises(ValueError, match="select"):
         client_accuracy_stats(res.records, select="best")
+
+
+def test_a_client_that_cannot_validate_is_scored_at_its_last_evaluation() -> None:
+    """Before: a client without validation samples (all its val_loss NaN) made
+    ``client_accuracy_stats(select="best_val")`` refuse the whole run."""
+    from topofl.algorithms.dpfl_analysis import client_accuracy_stats
+
+    nan = float("nan")
+    rows = [{"run": "r", "round": t, "client": k, "metric": m, "value": v}
+            for t, k, m, v in [(0, 0, "val_loss", 0.9), (0, 0, "test_acc", 0.5),
+                               (1, 0, "val_loss", 0.4), (1, 0, "test_acc", 0.7),
+                               (2, 0, "val_loss", 0.6), (2, 0, "test_acc", 0.8),
+                               (0, 1, "val_loss", nan), (0, 1, "test_acc", 0.6),
+                               (1, 1, "val_loss", nan), (1, 1, "test_acc", 0.9),
+                               (2, 1, "val_loss", nan), (2, 1, "test_acc", 0.3)]]
+    rec = Records(rows=rows)
+    assert np.isnan(rec.selected()[1])
+    mean, var = client_accuracy_stats(rec, select="best_val")
+    assert math.isclose(mean, (70.0 + 30.0) / 2) and math.isclose(var, 400.0)

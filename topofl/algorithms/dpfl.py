@@ -61,7 +61,9 @@ Choices where the paper is silent or ambiguous:
 - *Clients without validation samples.* A client of a few samples, one of each of its
   classes, keeps them all for training (:meth:`~topofl.data.Partition.split` never holds out
   the last sample of a class), so its validation share is empty: GGC, BGGC and
-  ``select="best_val"`` score its candidates on its training samples instead. (The authors'
+  ``select="best_val"`` score its candidates on its training samples instead, and
+  :func:`~topofl.algorithms.client_accuracy_stats`'s best-validation selection scores it at
+  its last evaluation. (The authors'
   split, ``sklearn``'s ``train_test_split``, rounds the validation share up and gives such a
   client one validation sample of a class it then does not train on.)
 - *Model selection.* The paper reports the test accuracy of each client's model with the

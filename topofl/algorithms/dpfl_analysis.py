@@ -217,7 +217,10 @@ def client_accuracy_stats(records: Records, *, run: str | None = None, metric: s
         ``"best_val"``: each client's ``metric`` at the evaluation where its validation loss
         was lowest (:meth:`~topofl.records.Records.selected`; a run with
         ``RunConfig(eval_val=True)``), the papers' best-validation model selection, instead
-        of its value at ``round``.
+        of its value at ``round``. A client with no finite validation loss at any evaluation
+        (no validation sample: one sample of each of its classes, which a split keeps for
+        training; or a model diverged from the start) cannot validate and keeps its current
+        model: its value at the last evaluation.
 
     Raises
     ------
@@ -240,7 +243,11 @@ def client_accuracy_stats(records: Records, *, run: str | None = None, metric: s
         if round is not None:
             raise ValueError("select='best_val' chooses each client's round: pass round=None")
         acc = 100.0 * records.selected(metric, "val_loss", run=rid)
-        where = "at its best validation loss"
+        where = "at its best validation loss (or its last evaluation, without one)"
+        if np.isnan(acc).any():  # no validation loss: the client's last evaluation
+            last = int(records.clients(metric, run=rid)[0][-1])
+            now = 100.0 * records.per_client(metric, last, run=rid)
+            acc = np.where(np.isnan(acc), now[:acc.size], acc)
     else:
         if round is None:
             try:
