@@ -75,6 +75,9 @@ def test_losses_need_the_split(setup: Any) -> None:
                        tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=32)
     with pytest.raises(ValueError, match="no 'val' samples"):
         ctx.losses(torch.zeros(6, layout.num_params), "val")
+    # data without the split at all: no fallback (every client lacks it)
+    with pytest.raises(ValueError, match="client 0 has no 'val' samples nor 'train'"):
+        ctx.losses(torch.zeros(6, layout.num_params), "val", fallback="train")
 
 
 def _with_a_tiny_client() -> Any:
@@ -107,16 +110,6 @@ def test_losses_fall_back_to_another_split_for_a_client_without_samples() -> Non
     torch.testing.assert_close(ctx.losses(x, "val", rows=rows, fallback="train"), got[rows])
     with pytest.raises(ValueError, match="client 3 has no 'val' samples nor 'test'"):
         ctx.losses(x, "val", fallback="test")
-
-
-def test_losses_do_not_fall_back_on_data_without_the_split() -> None:
-    data = tf.data.federate("digits", "shards", 4, seed=0)  # no validation split
-    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
-    layout = tf.engine.ParamLayout.from_model(model)
-    ctx = DataServices(layout, tf.engine.gossip.Mixer(torch.device("cpu"), torch.float32),
-                       tf.engine.executors.BatchedExecutor(model, layout), data, batch_size=32)
-    with pytest.raises(ValueError, match="client 0 has no 'val' samples nor 'train'"):
-        ctx.losses(torch.zeros(4, layout.num_params), "val", fallback="train")
 
 
 def test_realized_graph_is_recorded() -> None:
