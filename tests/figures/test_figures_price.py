@@ -119,9 +119,18 @@ def test_apply_is_idempotent_and_a_decided_result_loses_its_price(tmp_path: Path
     js, md = tmp_path / "dpfl_fig6.json", tmp_path / "dpfl_fig6.md"
     before = md.read_text(encoding="utf-8")
     needs = price.apply(js, md)
-    assert [n.kind for n in needs] == ["seeds", "rounds", "replication"]
+    assert [n.kind for n in needs] == ["seeds", "rounds"]  # its replication is paid
     assert md.read_text(encoding="utf-8") == before
     v = json.loads(js.read_text(encoding="utf-8"))
+    # a close call not yet replicated (what its page read before the fresh seeds ran) is
+    # priced at 3 seeds' share of the run
+    close = next(c for c in v["checks"] if c.get("headline") and c["outcome"] == "pass")
+    close.update(outcome="inconclusive", reason="a close call, not yet replicated (its "
+                 "decisive bound lies 0.58 standard errors beyond its edge): ...")
+    (rep,) = [n for n in price.price(v, md.read_text(encoding="utf-8"))
+              if n.kind == "replication"]
+    assert list(rep.parts) == [close["name"]] and "3 fresh seeds" in rep.text
+    assert rep.hours == pytest.approx(float(v["seconds"]) / 3600 * 3 / len(close["seeds"]))
     v["verdict"] = "holds"
     js.write_text(json.dumps(v), encoding="utf-8")
     assert price.apply(js, md) == []
