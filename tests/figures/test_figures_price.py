@@ -148,3 +148,21 @@ def test_a_priced_stand_in_is_named_on_its_pages() -> None:
         md = (RESULTS / f"{name}.md").read_text(encoding="utf-8")
         assert c["text"] in md, name
         assert c["hours"] > 10  # over the budget declared for an attempt: said, not run
+
+
+def test_a_part_no_seeds_decide_does_not_hide_the_price_of_the_others(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: one part whose mean lies on an edge made every seeds part of the page read
+    "no practical number of seeds does", hiding the count that would decide the others."""
+    v = json.loads((RESULTS / "dpfl_fig6.json").read_text(encoding="utf-8"))
+    md = (RESULTS / "dpfl_fig6.md").read_text(encoding="utf-8")
+    (before,) = [n for n in price.price(v, md) if n.kind == "seeds"]
+    edge = before.parts[0]
+    real = price.seeds_needed
+    monkeypatch.setattr(price, "seeds_needed",
+                        lambda c, **k: None if c["name"] == edge else real(c, **k))
+    found, lost = [n for n in price.price(v, md) if n.kind == "seeds"]
+    assert lost.parts == (edge,) and lost.hours is None
+    assert "no practical number of seeds" in lost.text
+    assert found.parts == before.parts[1:] and found.hours is not None
+    assert found.hours <= before.hours and "seeds (now 6) would decide them" in found.text

@@ -284,24 +284,39 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
                 "`[<name>.replication]` in `paper_figures/claims.toml`), agree: about "
                 f"{_hours(h)} here, {_gpu(gpu(h))}.")))
         elif kind == "seeds":
-            need = [seeds_needed(c) for c in cs]
-            if any(n is None for n in need):
-                out.append(Need(kind, parts, None, None, (
-                    f"{what}: the 95 % bounds cover the claim's edge, and with the seeds' mean "
-                    f"and spread as measured more than {_MAX_SEEDS} seeds would not decide "
-                    "them (the mean lies on an edge): no practical number of seeds does.")))
-            else:
-                most = max(n for n in need if n is not None)
-                h = here * max(most - seeds, 0) / seeds
-                out.append(Need(kind, parts, h, gpu(h), (
-                    f"{what}: the 95 % bounds cover the claim's edge; about {most} seeds "
-                    f"(now {seeds}) would decide them if the seeds' mean and spread stayed as "
-                    f"measured: {most - seeds} more, about {_hours(h)} here, "
-                    f"{_gpu(gpu(h))}.")))
+            out += _seeds_needs(cs, seeds, here, gpu)
         else:
             out.append(Need(kind, parts, None, None, (
                 f"{what}: undecided for a reason the page states (" +
                 "; ".join(str(c.get("reason", ""))[:80] for c in cs) + ").")))
+    return out
+
+
+def _seeds_needs(cs: Sequence[Mapping[str, Any]], seeds: int, here: float,
+                 gpu: Any) -> list[Need]:
+    """The seeds need of the parts ``cs`` whose bounds cover their edge: one for the parts
+    a number of seeds would decide (the most they need), one for those none would (their
+    mean on an edge), so that a part of the second kind does not hide the price of the
+    first."""
+    need = [seeds_needed(c) for c in cs]
+    out = []
+    found = [(str(c.get("name")), n) for c, n in zip(cs, need) if n is not None]
+    lost = tuple(str(c.get("name")) for c, n in zip(cs, need) if n is None)
+    if found:
+        k, most = len(found), max(n for _, n in found)
+        h = here * max(most - seeds, 0) / seeds
+        out.append(Need("seeds", tuple(p for p, _ in found), h, gpu(h), (
+            f"{k} headline part{'s' if k > 1 else ''}: the 95 % bounds cover the claim's "
+            f"edge; about {most} seeds (now {seeds}) would decide them if the seeds' mean "
+            "and spread stayed as measured: "
+            f"{most - seeds} more, about {_hours(h)} here, {_gpu(gpu(h))}.")))
+    if lost:
+        k = len(lost)
+        out.append(Need("seeds", lost, None, None, (
+            f"{k} headline part{'s' if k > 1 else ''}: the 95 % bounds cover the claim's "
+            f"edge, and with the seeds' mean and spread as measured more than {_MAX_SEEDS} "
+            "seeds would not decide them (the mean lies on an edge): no practical number of "
+            "seeds does.")))
     return out
 
 
