@@ -110,6 +110,8 @@ def test_losses_fall_back_to_another_split_for_a_client_without_samples() -> Non
     torch.testing.assert_close(ctx.losses(x, "val", rows=rows, fallback="train"), got[rows])
     with pytest.raises(ValueError, match="client 3 has no 'val' samples nor 'test'"):
         ctx.losses(x, "val", fallback="test")
+    with pytest.raises(ValueError, match="fallback must be one of .*got 'nope'"):
+        ctx.losses(x, "val", fallback="nope")
 
 
 def test_realized_graph_is_recorded() -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from topofl._utils.validation import check_choice
 from topofl.engine.clients import Clients, LocalClients
 from topofl.engine.crossentropy import cross_entropy_rows
 from topofl.engine.evaluation import eval_chunk, split_sums
@@ -144,6 +145,8 @@ class DataServices:
         ``fallback`` samples instead (e.g. a client of a few samples whose validation share
         rounds to none), where the data has a ``split`` split at all (some client holds such
         samples); otherwise such a client is an error."""
+        if fallback is not None:
+            check_choice(fallback, "fallback", ("train", "val", "test"))
         _, loss, count = self._score(x, split, rows, fallback)
         return (loss / count).to(x.dtype)
 
