@@ -636,6 +636,17 @@ def test_huge_horizons_are_refused_at_once() -> None:
     assert time.perf_counter() - t0 < 5
 
 
+def test_integers_beyond_int64_are_refused_in_one_line() -> None:
+    """Before: ``teleportation_active(2**63, ...)`` raised numpy's ``OverflowError`` (found by
+    :func:`test_random_bad_arguments`). A sweep of every fuzz target with each integer
+    parameter at 2^63 and at 2^64 + 1 (2026-11-29) found no other."""
+    with pytest.raises(ValueError, match=r"^n must be in \[1, 9223372036854775807\], got "
+                                         r"9223372036854775808$"):
+        tf.topologies.teleportation_active(2**63, 3, 1, seed=0)
+    a = tf.topologies.teleportation_active(2**63 - 1, 3, 1, seed=0)
+    assert a.dtype == np.int64 and len(set(a.tolist())) == 3
+
+
 def test_devices_are_checked_in_one_place() -> None:
     import torch
 

@@ -217,7 +217,8 @@ def teleportation_active(n: int, k: int, t: int, *, seed: Seed) -> np.ndarray:
     Raises
     ------
     TypeError, ValueError
-        If ``k`` is not in ``[1, n]`` or ``t < 0``.
+        If ``n`` is not in ``[1, 2^63 - 1]`` (node ids are int64), ``k`` not in ``[1, n]``
+        or ``t < 0``.
 
     Examples
     --------
@@ -225,7 +226,7 @@ def teleportation_active(n: int, k: int, t: int, *, seed: Seed) -> np.ndarray:
     >>> tuple(a.tolist()) == tf.topologies.teleportation(10, 4, seed=0).at(3).params["active"]
     True
     """
-    n = check_int(n, "n", low=1)
+    n = check_int(n, "n", low=1, high=np.iinfo(np.int64).max)  # the ids are int64
     k = check_int(k, "k", low=1, high=n)
     t = check_int(t, "t", low=0)
     # numpy draws k of n without replacement by Floyd's algorithm (O(k)) or, for k > n / 50
