@@ -30,6 +30,7 @@ import topofl as tf
 from topofl._utils.rng import generator_at
 from topofl.algorithms.hparams import Sampling, group_parameters
 from topofl.engine import RunConfig, run_rounds
+from topofl.engine.lane import init_parameters
 from topofl.engine.pieces import SGD, Sampled, participants, round_active
 from topofl.engine.pieces.participation import LossSelection, highest_losses, loss_candidates
 from topofl.engine.protocol import ToyServices
@@ -220,6 +221,14 @@ def test_loss_with_every_client_as_candidate_is_high_loss_selection() -> None:
      "candidates is selection='loss''s d"),
     (lambda: tf.algorithms.fedavg(participation=0.5, selection="loss", candidates=0),
      ValueError, "candidates must be"),
+    (lambda: tf.algorithms.fedavg(participation=0.5, loss_at="trained"), ValueError,
+     "loss_at is the model selection='loss' scores"),
+    (lambda: tf.algorithms.fedavg(participation=0.5, selection="loss", loss_at="last"),
+     ValueError, "loss_at must be one of"),
+    (lambda: LossSelection(0.5, at="client"), ValueError, "at must be one of"),
+    (lambda: LossSelection(0.5, at="trained").start(
+        tf.engine.State(x=torch.zeros(2, 1)), tf.engine.Round(0), tf.engine.toy_services(2)),
+     ValueError, "scores state.trained, which this state does not hold"),
 ])
 def test_bad_selections_are_refused_in_one_line(call: Any, error: type, match: str) -> None:
     with pytest.raises(error, match=match) as info:
@@ -408,9 +417,10 @@ def test_loss_with_every_client_taking_part_computes_nothing() -> None:
     assert trace.sent[0].active is None
 
 
-def _digits_run(data: Any, rounds: int, candidates: int | None = None, **kw: Any) -> Any:
+def _digits_run(data: Any, rounds: int, candidates: int | None = None,
+                loss_at: str = "server", **kw: Any) -> Any:
     algo = tf.algorithms.fedavg(lr=0.1, local_steps=3, participation=0.5, selection="loss",
-                                candidates=candidates)
+                                candidates=candidates, loss_at=loss_at)
     model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
     resume = kw.pop("resume", None)
     cfg = RunConfig(rounds=rounds, seed=0, batch_size=16, eval_every=1, dtype="float64",
@@ -474,6 +484,54 @@ def test_loss_fedavg_resumed_chooses_as_the_uninterrupted_run(
         digits_runs: dict[str, Any]) -> None:
     full, resumed = digits_runs["full"], digits_runs["resumed"]
     continued = tf.records.load(digits_runs["records"])  # rounds 0-1, then 2-3 resumed
+    assert _chosen_and_losses(continued) == _chosen_and_losses(full.records)
+    for k, v in full.state.tensors().items():
+        assert torch.equal(v, resumed.state.tensors()[k]), k
+
+
+@pytest.fixture(scope="module")
+def trained_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    data = tf.data.federate("digits", "dirichlet", 6, alpha=0.5, seed=0, val=0.1)
+    folder = tmp_path_factory.mktemp("trained")
+    ck = dict(checkpoint_every=2, checkpoint_path=str(folder / "ck.pt"),
+              records_path=str(folder / "r.jsonl"))
+    kw = dict(loss_at="trained")
+    return dict(data=data, full=_digits_run(data, 5, **kw), part=_digits_run(data, 3, **kw),
+                ck=_digits_run(data, 2, **kw, **ck),
+                resumed=_digits_run(data, 5, resume=folder / "ck.pt", **kw, **ck),
+                records=folder / "r.jsonl")
+
+
+def test_loss_at_trained_scores_each_clients_last_trained_model(
+        trained_runs: dict[str, Any]) -> None:
+    """decent-bench's ``HighLossSelection`` in the engine: a client is scored at the model it
+    trained the last time it took part (``state.trained``), at its start before that."""
+    data, full, part = trained_runs["data"], trained_runs["full"], trained_runs["part"]
+    chosen, losses = _chosen_and_losses(full.records)
+    for t in range(5):
+        assert chosen[t] == participants(6, t, 0.5, 0, "loss", losses=losses[t]), t
+    # round 3's losses, recomputed client by client from the kept models
+    model = tf.models.build_model("logistic", data.input_shape, data.num_classes, seed=0)
+    trained = part.state.trained
+    slow = _digits_losses_slowly(trained, data, part.layout, model)
+    assert losses[3] == pytest.approx(slow, rel=1e-10)
+    # the kept rows: the server's model of no client that took part (it trained away from
+    # it), the starting model of a client never chosen in rounds 0-2
+    start = init_parameters(model, part.layout, 6, seed=0, same=True,
+                            device=torch.device("cpu"), dtype=D)[0]
+    for i in range(6):
+        took_part = any(i in chosen[t] for t in range(3))
+        assert torch.equal(trained[i], start) != took_part, i
+        assert not torch.equal(trained[i], part.state.x[i])
+    # power-of-choice (at the server's model) chooses otherwise on this run
+    server, _ = _chosen_and_losses(_digits_run(data, 5).records)
+    assert server[0] == chosen[0] and server != chosen
+
+
+def test_loss_at_trained_resumes_its_kept_models(trained_runs: dict[str, Any]) -> None:
+    full, resumed = trained_runs["full"], trained_runs["resumed"]
+    assert "trained" in resumed.state.tensors()
+    continued = tf.records.load(trained_runs["records"])
     assert _chosen_and_losses(continued) == _chosen_and_losses(full.records)
     for k, v in full.state.tensors().items():
         assert torch.equal(v, resumed.state.tensors()[k]), k

@@ -35,7 +35,8 @@ Conventions shared by the four (see each factory for the paper passages):
   in ``round_start``, read by every hook of the round; a client's row then holds the server's
   model, so it is power-of-choice's loss at the server's model, one forward pass over every
   client's training data per round, or over the ``candidates``' only, the losses logged as
-  ``selection_loss``).
+  ``selection_loss``; with ``loss_at="trained"`` the model each client last trained instead,
+  kept in ``State.trained``: decent-bench's ``HighLossSelection``).
   The others take no local step (their learning rate is 0) and send nothing.
 * Messages per round: ``2 m`` with ``m`` participants (the communicated part: the body, or
   Ditto's whole global model, sent down to each participant before its local work and up
@@ -158,6 +159,8 @@ class ServerParams(Generic[S]):
         chosen: dict[str, Any] = {} if s.selection == "uniform" else {"selection": s.selection}
         if s.candidates is not None:  # recorded only when given: earlier runs keep their hash
             chosen["candidates"] = s.candidates
+        if s.loss_at != "server":  # recorded only off its default, likewise
+            chosen["loss_at"] = s.loss_at
         return dict(participation=s.participation, sample_seed=s.sample_seed, **chosen,
                     weighting=self.weighting)
 
@@ -175,7 +178,8 @@ def server_params(sgd: S, sampling: Sampling, weighting: Any) -> ServerParams[S]
     ``participation < 1``, a fresh :class:`~topofl.engine.pieces.participation.LossSelection`
     (its ``selector``)."""
     s = sampling.resolved()
-    selector = (LossSelection(s.participation, s.sample_seed, candidates=s.candidates)
+    selector = (LossSelection(s.participation, s.sample_seed, candidates=s.candidates,
+                              at=s.loss_at)
                 if s.selection == "loss" and s.participation < 1.0 else None)
     return ServerParams(sgd.resolved(), s, check_weighting(weighting), selector)
 
@@ -200,11 +204,27 @@ def _choosing(hp: ServerParams[Any], round_start: Any, communicate: Any, *,
             round_start(state, rnd, env)
 
     def chosen(state: State, rnd: Round, env: Services) -> Sent:
+        sel.keep(state, rnd, env)  # loss_at="trained": the trained rows, before the average
         sent: Sent = communicate(state, rnd._replace(online=sel.active(rnd, env.n))
                                  if average else rnd, env)
         return sent._replace(records={**(sent.records or {}), **sel.records(rnd)})
 
     return start, chosen
+
+
+def _keeping(hp: ServerParams[Any], init: Any) -> Any:
+    """``init``, followed with ``loss_at="trained"`` by the selector's ``init_`` (the copy of
+    the starting rows it scores a client at until it takes part); unchanged otherwise."""
+    sel = hp.selector
+    if sel is None or sel.at == "server":
+        return init
+
+    def keeping(x0: Tensor, env: Services) -> State:
+        state: State = init(x0, env)
+        sel.init_(state)
+        return state
+
+    return keeping
 
 
 def server_algorithm(name: str, hp: ServerParams[Any], hparams: dict[str, Any],
@@ -227,7 +247,7 @@ def server_algorithm(name: str, hp: ServerParams[Any], hparams: dict[str, Any],
         name=name,
         hparams=dict(hparams, **hp.server_dict()),
         phases=phases,
-        init=compose_init(local) if init is None else init,
+        init=_keeping(hp, compose_init(local) if init is None else init),
         local=local,
         communicate=communicate,
         evaluate=parameters if evaluate is None else evaluate,
@@ -285,7 +305,7 @@ def fedavg_algorithm(name: str, hp: ServerParams[LocalSGD], *,
         name=name,
         hparams=dict(hp.as_dict(), **(hparams or {})),
         phases=(Phase("all", hp.sgd.local_steps, hp.sgd.local_epochs, hp.sgd.lr),),
-        init=compose_init(piece, *init),
+        init=_keeping(hp, compose_init(piece, *init)),
         local=piece,
         communicate=communicate,
         evaluate=parameters if evaluate is None else evaluate,

@@ -93,10 +93,10 @@ from topofl.engine.pieces.robust import check_aggregator
 __all__ = ["Group", "LocalSGD", "Optimizer", "Sampling", "Aggregation", "Compressor",
            "Finetune", "Keywords", "flat_parameters", "LocalSGDKeywords", "OptimizerKeywords",
            "SamplingKeywords", "AggregationKeywords", "CompressorKeywords", "FinetuneKeywords",
-           "WEIGHTINGS", "SERVER_SELECTIONS", "ORDERS", "Epochs", "check_lr", "check_momentum",
-           "check_decay", "check_wd", "check_work", "CompressionParams", "COMPRESSION_DEFAULTS",
-           "check_compression", "check_optional_compression", "with_feedback",
-           "group_parameters", "flatten_groups"]
+           "WEIGHTINGS", "SERVER_SELECTIONS", "LOSS_AT", "ORDERS", "Epochs", "check_lr",
+           "check_momentum", "check_decay", "check_wd", "check_work", "CompressionParams",
+           "COMPRESSION_DEFAULTS", "check_compression", "check_optional_compression",
+           "with_feedback", "group_parameters", "flatten_groups"]
 
 G = TypeVar("G", bound="Group")
 
@@ -109,6 +109,10 @@ WEIGHTINGS = ("uniform", "data_size")
 #: How a server method chooses its round's clients (:class:`Sampling`'s ``selection``; the
 #: schemes of :func:`~topofl.engine.pieces.participants` the server methods run).
 SERVER_SELECTIONS = ("uniform", "fair", "loss")
+
+#: Which model of a client ``selection="loss"`` scores (:class:`Sampling`'s ``loss_at``):
+#: its row at the round's start (the server's model), or the model it last trained.
+LOSS_AT = ("server", "trained")
 
 
 
@@ -272,6 +276,13 @@ class Sampling(Group):
         ``selection="loss"``'s ``d``: the round's choice is among ``d`` clients drawn
         uniformly from the stream ``(sample_seed, t)`` (Cho et al.'s power-of-choice), in
         ``[m, n]``; ``None``: every client (recorded only when given).
+    loss_at : {"server", "trained"}, default "server"
+        Which model of a client ``selection="loss"`` scores: ``"server"``, its row as the
+        round starts (a server method wrote the server's model there: power-of-choice's
+        $F_i(\bar x^t)$); ``"trained"``, the model the client last trained (its starting
+        model before it first takes part: decent-bench's ``HighLossSelection``, whose clients
+        keep their last local model), kept in ``State.trained`` (one more ``[n, P]`` buffer).
+        Recorded only when ``"trained"``.
 
     Examples
     --------
@@ -289,6 +300,7 @@ class Sampling(Group):
     sample_seed: int = 0
     selection: str = "uniform"
     candidates: int | None = None
+    loss_at: str = "server"
 
     def __post_init__(self) -> None:
         check_real(self.participation, "participation", low=0, high=1, low_open=True)
@@ -300,6 +312,10 @@ class Sampling(Group):
                 raise ValueError(f"candidates is selection='loss''s d (power-of-choice), got "
                                  f"candidates={self.candidates!r} with selection="
                                  f"{self.selection!r}")
+        check_choice(self.loss_at, "loss_at", LOSS_AT)
+        if self.loss_at != "server" and self.selection != "loss":
+            raise ValueError(f"loss_at is the model selection='loss' scores, got loss_at="
+                             f"{self.loss_at!r} with selection={self.selection!r}")
 
     def checked(self) -> tuple[float, int]:
         """``(participation, sample_seed)`` as checked numbers, for an algorithm that samples
@@ -319,7 +335,8 @@ class Sampling(Group):
             check_int(self.sample_seed, "sample_seed", low=0),
             check_choice(self.selection, "selection", SERVER_SELECTIONS),
             None if self.candidates is None else check_int(self.candidates, "candidates",
-                                                           low=1))
+                                                           low=1),
+            check_choice(self.loss_at, "loss_at", LOSS_AT))
 
 
 class SamplingKeywords(TypedDict, total=False):
@@ -329,6 +346,7 @@ class SamplingKeywords(TypedDict, total=False):
     sample_seed: int
     selection: str
     candidates: int | None
+    loss_at: str
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,12 @@ class State:
         algorithm of your own declares its record the same way (a record type may list in
         a ``RETIRED`` class attribute the field names older checkpoints of its algorithm
         hold and it no longer keeps: :meth:`upgrade` leaves them out).
+    trained : Tensor or None
+        ``[n, P]`` each client's model as it last trained it (its starting model before its
+        first round), kept by a server method whose loss selection scores that model
+        (``Sampling(selection="loss", loss_at="trained")``: decent-bench's
+        ``HighLossSelection``, whose clients keep their last local model while every row of
+        :attr:`x` holds the server's); ``None`` otherwise. Checkpointed as ``trained``.
 
     Examples
     --------
@@ -129,6 +135,7 @@ class State:
     momentum: Tensor | None = None
     weight: Tensor | None = None
     own: Any = None
+    trained: Tensor | None = None
 
     def own_as(self, kind: type[R]) -> R:
         """:attr:`own`, checked to be a ``kind`` (the record type of the algorithm's pieces).
@@ -159,13 +166,15 @@ class State:
         return own
 
     def tensors(self) -> dict[str, Tensor]:
-        """All tensors by name (for checkpoints): ``x``, ``momentum``, ``weight`` and the
-        fields of :attr:`own` as ``extra.<field>``."""
+        """All tensors by name (for checkpoints): ``x``, ``momentum``, ``weight``,
+        ``trained`` and the fields of :attr:`own` as ``extra.<field>``."""
         out = {"x": self.x}
         if self.momentum is not None:
             out["momentum"] = self.momentum
         if self.weight is not None:
             out["weight"] = self.weight
+        if self.trained is not None:
+            out["trained"] = self.trained
         out.update({OWN_PREFIX + k: v for k, v in record_tensors(self.own).items()})
         return out
 
@@ -194,6 +203,7 @@ class State:
             momentum=None if self.momentum is None else self.momentum[rows],
             weight=None if self.weight is None else self.weight[rows],
             own=own,
+            trained=None if self.trained is None else self.trained[rows],
         )
 
     def push_weights(self) -> Tensor:

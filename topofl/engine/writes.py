@@ -118,4 +118,5 @@ def own_rows(state: State, rows: slice) -> State:
         own = record_replace(own, {k: v.clone() for k, v in record_tensors(own).items()})
     return State(x=part.x.clone(),
                  momentum=None if part.momentum is None else part.momentum.clone(),
-                 weight=None if part.weight is None else part.weight.clone(), own=own)
+                 weight=None if part.weight is None else part.weight.clone(), own=own,
+                 trained=None if part.trained is None else part.trained.clone())

@@ -300,8 +300,12 @@ class LossSelection:
     ``candidates`` or all $n$ as $d$; FedPer's, FedRep's and FedBABU's rows hold the
     server's body with the client's own head, Ditto's and APFL's the global model beside
     the personal one; a first round from the clients' own initial models,
-    ``init="independent"``, reads those), not of the model the client last trained, which
-    decent-bench's ``HighLossSelection`` reads (its clients keep their last local model).
+    ``init="independent"``, reads those). With ``at="trained"`` it is the model the client
+    last trained instead, which decent-bench's ``HighLossSelection`` reads (its clients keep
+    their last local model): :meth:`init_` keeps a copy of every starting row in
+    ``state.trained`` and :meth:`keep`, called with the round's local work done and before
+    the server writes its model, copies the rows of the round's participants there (a
+    client chosen but offline trained nothing and keeps its copy).
     Cost: one forward pass over every client's training data per round (with ``candidates``,
     over the ``d`` candidates' only; no gradient), on top of the local work; the losses
     travel to the server as numbers, not counted by the ledger.
@@ -317,6 +321,8 @@ class LossSelection:
         Power-of-choice's ``d``: the choice is among ``d`` clients drawn from the stream
         ``(sample_seed, t)`` (:func:`participants`); ``None``: every client. Only the
         candidates' losses are computed (the method's saving); the others are logged as NaN.
+    at : {"server", "trained"}, default "server"
+        The model scored: the client's row as the round starts, or ``state.trained``.
 
     Examples
     --------
@@ -342,22 +348,55 @@ class LossSelection:
     sample_seed: int = 0
     split: str = "train"
     candidates: int | None = None
+    at: str = "server"
     _t: int | None = field(default=None, init=False, repr=False)
     _chosen: list[int] | None = field(default=None, init=False, repr=False)
     _losses: np.ndarray | None = field(default=None, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        check_choice(self.at, "at", ("server", "trained"))
+
     def start(self, state: State, rnd: Round, env: Services) -> None:
-        """Choose round ``rnd.t``'s clients from the losses at ``state.x`` (the
-        ``round_start`` hook)."""
+        """Choose round ``rnd.t``'s clients from the losses at ``state.x`` (at
+        ``state.trained`` with ``at="trained"``; the ``round_start`` hook)."""
         self._t = None
         chosen, losses = None, None
         if self.participation < 1.0:
             among = (None if self.candidates is None or self.candidates >= env.n else
                      loss_candidates(env.n, rnd.t, self.candidates, self.sample_seed)[0])
-            losses = current_losses(state.x, env, self.split, among)
+            losses = current_losses(self._scored(state), env, self.split, among)
             chosen = participants(env.n, rnd.t, self.participation, self.sample_seed, "loss",
                                   losses=losses, candidates=self.candidates)
         self._t, self._chosen, self._losses = int(rnd.t), chosen, losses
+
+    def _scored(self, state: State) -> Tensor:
+        if self.at == "server":
+            return state.x
+        if state.trained is None:
+            raise ValueError("LossSelection(at='trained') scores state.trained, which this "
+                             "state does not hold: build the state with the selection's "
+                             "init_ (the server method's init does)")
+        return state.trained
+
+    def init_(self, state: State) -> None:
+        """With ``at="trained"``: ``state.trained``, a copy of the starting rows (what a
+        client that has not taken part yet is scored at)."""
+        if self.at == "trained" and self.participation < 1.0:
+            state.trained = state.x.clone()
+
+    def keep(self, state: State, rnd: Round, env: Services) -> None:
+        """With ``at="trained"``: copy the rows of round ``rnd.t``'s participants (chosen
+        and online: :meth:`active`) into ``state.trained``, their models as they trained
+        them (call it before the server writes its model back)."""
+        if self.at != "trained" or self.participation >= 1.0:
+            return
+        active = self.active(rnd, env.n)
+        trained = self._scored(state)
+        if active is None:
+            trained.copy_(state.x)
+            return
+        rows = env.clients.own(torch.as_tensor(active, device=state.x.device))
+        trained[rows] = state.x[rows]
 
     def chosen(self, rnd: Round) -> list[int] | None:
         """Round ``rnd.t``'s participants (sorted; ``None``: every client), as :meth:`start`
