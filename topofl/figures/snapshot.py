@@ -147,6 +147,9 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
         # issue 84 item 2: power-of-choice over every client (the losses at the server model)
         "fedavg_loss": ("fedavg", None, dict(local_steps=2, participation=0.5,
                                              selection="loss")),
+        # decent-bench's HighLossSelection: each client scored at the model it last trained
+        "fedavg_loss_trained": ("fedavg", None, dict(local_steps=2, participation=0.5,
+                                                     selection="loss", loss_at="trained")),
         "el": ("el", topologies.el_local(n, 2, seed=1), dict(local_steps=2, momentum=0.5)),
         # CHOCO-SGD, one case per compressor
         "choco": ("choco", ring, {}),
