@@ -452,15 +452,24 @@ def _digits_losses_slowly(x: torch.Tensor, data: Any, layout: Any, model: Any) -
     return out
 
 
-@pytest.fixture(scope="module")
-def digits_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def _loss_runs(factory: pytest.TempPathFactory, rounds: int, part: int, **kw: Any
+               ) -> dict[str, Any]:
+    """Digits runs of ``rounds`` rounds with selection by loss: uninterrupted, ``part`` rounds,
+    and checkpointed after 2 then resumed to ``rounds``."""
     data = tf.data.federate("digits", "dirichlet", 6, alpha=0.5, seed=0, val=0.1)
-    folder = tmp_path_factory.mktemp("loss")
+    folder = factory.mktemp("loss")
     ck = dict(checkpoint_every=2, checkpoint_path=str(folder / "ck.pt"),
               records_path=str(folder / "r.jsonl"))
-    return dict(data=data, full=_digits_run(data, 4), part=_digits_run(data, 2, **ck),
-                resumed=_digits_run(data, 4, resume=folder / "ck.pt", **ck),
+    first = _digits_run(data, 2, **kw, **ck)
+    return dict(data=data, full=_digits_run(data, rounds, **kw),
+                part=first if part == 2 else _digits_run(data, part, **kw),
+                resumed=_digits_run(data, rounds, resume=folder / "ck.pt", **kw, **ck),
                 records=folder / "r.jsonl")
+
+
+@pytest.fixture(scope="module")
+def digits_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _loss_runs(tmp_path_factory, 4, 2)
 
 
 def test_loss_fedavg_on_digits_takes_the_highest_losses_of_the_state(
@@ -480,26 +489,21 @@ def test_loss_fedavg_on_digits_takes_the_highest_losses_of_the_state(
     assert participants(6, 2, 0.5, 0, "loss", losses=slow) == chosen[2]
 
 
+@pytest.mark.parametrize("runs", ["digits_runs", "trained_runs"])
 def test_loss_fedavg_resumed_chooses_as_the_uninterrupted_run(
-        digits_runs: dict[str, Any]) -> None:
-    full, resumed = digits_runs["full"], digits_runs["resumed"]
-    continued = tf.records.load(digits_runs["records"])  # rounds 0-1, then 2-3 resumed
+        runs: str, request: pytest.FixtureRequest) -> None:
+    got = request.getfixturevalue(runs)
+    full, resumed = got["full"], got["resumed"]
+    continued = tf.records.load(got["records"])  # rounds 0-1, then the rest resumed
     assert _chosen_and_losses(continued) == _chosen_and_losses(full.records)
+    assert ("trained" in resumed.state.tensors()) == (runs == "trained_runs")
     for k, v in full.state.tensors().items():
         assert torch.equal(v, resumed.state.tensors()[k]), k
 
 
 @pytest.fixture(scope="module")
 def trained_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    data = tf.data.federate("digits", "dirichlet", 6, alpha=0.5, seed=0, val=0.1)
-    folder = tmp_path_factory.mktemp("trained")
-    ck = dict(checkpoint_every=2, checkpoint_path=str(folder / "ck.pt"),
-              records_path=str(folder / "r.jsonl"))
-    kw = dict(loss_at="trained")
-    return dict(data=data, full=_digits_run(data, 5, **kw), part=_digits_run(data, 3, **kw),
-                ck=_digits_run(data, 2, **kw, **ck),
-                resumed=_digits_run(data, 5, resume=folder / "ck.pt", **kw, **ck),
-                records=folder / "r.jsonl")
+    return _loss_runs(tmp_path_factory, 5, 3, loss_at="trained")
 
 
 def test_loss_at_trained_scores_each_clients_last_trained_model(
@@ -526,15 +530,6 @@ def test_loss_at_trained_scores_each_clients_last_trained_model(
     # power-of-choice (at the server's model) chooses otherwise on this run
     server, _ = _chosen_and_losses(_digits_run(data, 5).records)
     assert server[0] == chosen[0] and server != chosen
-
-
-def test_loss_at_trained_resumes_its_kept_models(trained_runs: dict[str, Any]) -> None:
-    full, resumed = trained_runs["full"], trained_runs["resumed"]
-    assert "trained" in resumed.state.tensors()
-    continued = tf.records.load(trained_runs["records"])
-    assert _chosen_and_losses(continued) == _chosen_and_losses(full.records)
-    for k, v in full.state.tensors().items():
-        assert torch.equal(v, resumed.state.tensors()[k]), k
 
 
 def test_power_of_choice_chooses_among_its_candidates(digits_runs: dict[str, Any]) -> None:
