@@ -1,6 +1,6 @@
 """Asynchronous timing against its peers: gossipy's ticks and its shuffled node order, the
-sacs-epfl simulator's offsets and delays, and how far its bandwidth queueing and training
-time are from topofl's nearest timing (issue 59, item 6; issue 84, item 3).
+sacs-epfl simulator's offsets and delays, and its bandwidth queueing and training time
+replayed by topofl's ``bandwidth`` timing (issue 59, item 6; issue 84, item 3).
 
 Writes ``analysis/async_timing.md``. gossipy is run itself where it can be imported (its
 PyPI release ``gossipy-dfl`` 0.0.1, whose ``GossipSimulator.start`` is the GitHub one's;
@@ -12,8 +12,9 @@ the node order of a tick fixed to the ids, then shuffled every round as gossipy 
 Python's global generator): the same inputs, so the two runs must agree to the bit. The
 sacs-epfl simulator cannot run here (it needs its dask workers); its gossip is replayed
 from its code (``tests/algorithms/test_async_timing.py``: ``sacs_gossip``, and
-``SacsGossip`` with its bandwidth scheduler and training time, which topofl has no option
-for yet: the report measures the gap).
+``SacsGossip`` with its bandwidth scheduler and training time, which topofl's ``bandwidth``
+timing replays: the report measures the difference, and the gap of the nearest timing
+without the schedule).
 
 Run: ``GOSSIPY_PATH=... python analysis/async_timing.py``.
 """
@@ -205,6 +206,46 @@ def compare_sacs(seed: int, merge: str) -> dict[str, Any]:
                 held=sum(s.records["async_held"] for s in run.sent))
 
 
+def sacs_schedule_table() -> list[str]:
+    """The sacs section's second table: topofl's ``bandwidth`` timing against the full
+    restatement of the simulator (its queueing alone, and with its training time), and
+    the gap of topofl's nearest timing without the schedule."""
+    out = ["", "### Its bandwidth queueing and training time: topofl's `bandwidth` timing", "",
+           "The full restatement of its code (`SacsGossip` in "
+           "`tests/algorithms/test_async_timing.py`: its event queue, `BWScheduler`, "
+           "`GossipClient`; 8 clients, period 10 s, 1 MB/s everywhere, lr 0.1) against "
+           "topofl's `timing={\"offsets\": shifts, \"bandwidth\": 1e6, \"model_bytes\": "
+           "size}` (queueing alone: the simulator with a training time of 0, topofl from the "
+           "models after its first training; age-weighted rows with `\"train_time\": 0` "
+           "from the initial models) and with `\"train_time\"` (from the initial models, "
+           "topofl's first training at time 0 too), windows of one period, "
+           "`layers = 4 n`; and the gap of topofl's nearest timing without the schedule "
+           "(the shifts as `offsets`, a free link's transfer time as `delay`, every receive "
+           "merged and trained at once). 'waited': transfers that started after they were "
+           "asked for (a busy link); 'replaced': models received during a training and "
+           "replaced, unmerged, by a later one; 'held': operations topofl held to a later "
+           "window.", "",
+           "| graph, merge | model transfer | training | seed | its merges | topofl's | "
+           "waited | replaced | held | replay: queueing alone | with training | equal to the "
+           "bit | nearest timing: queueing alone | with training |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    cases = [("complete", "mean", 2_345_678, 3_000_000), ("complete", "mean", 500_000,
+                                                           8_000_000),
+             ("ring", "age", 2_345_678, 3_000_000)]
+    for graph, merge, size, train in cases:
+        for seed in (0, 1, 2):
+            r = sacs_gaps(seed, size=size, train_time=train, graph=graph, merge=merge)
+            held = r["replay queueing held"] + r["replay queueing+training held"]
+            equal = r["replay queueing equal"] and r["replay queueing+training equal"]
+            out.append(f"| {graph}, {merge} | {size / 1e6:g} s | {train / 1e6:g} s | {seed} | "
+                       f"{r['queueing+training receives']} | "
+                       f"{r['replay queueing+training merges']} | {r['queueing waited']} | "
+                       f"{r['queueing+training replaced']} | {held} | "
+                       f"{r['replay queueing']:.3g} | {r['replay queueing+training']:.3g} | "
+                       f"{equal} | {r['queueing']:.3g} | {r['queueing+training']:.3g} |")
+    return out
+
+
 def _provenance() -> str:
     """The line saying when, from what code and in what environment the report was made."""
     import datetime
@@ -256,25 +297,7 @@ def main() -> None:
         r = compare_sacs(seed, merge)
         lines.append(f"| {r['setup']} | {r['receives']} | {r['receives_ours']} | {r['held']} | "
                      f"{r['diff']:.3g} |")
-    lines += ["", "### What topofl does not replay yet: its bandwidth queueing and training time",
-              "", "The full restatement of its code (`SacsGossip` in "
-              "`tests/algorithms/test_async_timing.py`: its event queue, `BWScheduler`, "
-              "`GossipClient`; 8 clients, complete graph, period 10 s, mean merges, 1 MB/s "
-              "everywhere) against topofl's nearest timing (the shifts as `offsets`, a free "
-              "link's transfer time as `delay`, every receive merged and trained at once). "
-              "'waited': transfers that started after they were asked for (a busy link); "
-              "'replaced': models received during a training and replaced, unmerged, by a "
-              "later one.", "",
-              "| model transfer | training | seed | its merges | topofl's | waited | "
-              "replaced | max abs difference: queueing alone | with training |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for size, train in [(2_345_678, 3_000_000), (500_000, 8_000_000)]:
-        for seed in (0, 1, 2):
-            r = sacs_gaps(seed, size=size, train_time=train)
-            lines.append(f"| {size / 1e6:g} s | {train / 1e6:g} s | {seed} | "
-                         f"{r['queueing+training receives']} | {r['topofl receives']} | "
-                         f"{r['queueing waited']} | {r['queueing+training replaced']} | "
-                         f"{r['queueing']:.3g} | {r['queueing+training']:.3g} |")
+    lines += sacs_schedule_table()
     lines += ["", "Notes. gossipy: peers drawn by topofl's `partners` (the same inputs); the "
               "node order of a tick fixed to the ids in the first four rows, and in the last "
               "four shuffled as gossipy ships it (`shuffle(node_ids)` at every round's first "
@@ -284,11 +307,15 @@ def main() -> None:
               "global message cache is cleared before each "
               "run (keyed by node and update count, it keeps a message still in flight at the "
               "end of one simulation, and a later simulation in the same process was handed "
-              "that stale model: 0.136 max difference before clearing). sacs-epfl: replayed "
-              "with no training time and no bandwidth contention (a transfer takes the "
-              "model size over the bandwidth, the same for every message); with its "
+              "that stale model: 0.136 max difference before clearing). sacs-epfl, first "
+              "table: replayed with no training time and no bandwidth contention (a transfer "
+              "takes the model size over the bandwidth, the same for every message); with its "
               "initial training, its ages start at 1, so the age-weighted rows start from "
-              "the post-training models with ages 0 on both sides.", ""]
+              "the post-training models with ages 0 on both sides. Second table: the "
+              "schedule (`topofl.engine.bandwidth`) is the simulator's event queue without "
+              "models, so the `bandwidth` timing starts where the simulator does; with "
+              "`train_time` its first training gives the ages the simulator's (1), so the "
+              "age-weighted ring rows start from the same models and ages.", ""]
     OUT.write_text("\n".join(lines))
     print(OUT.read_text())
 

@@ -313,6 +313,14 @@ def test_sacs_offsets_and_transfer_times_replay(merge: str) -> None:
     assert float((run.state.x - ref["x"]).abs().max()) < 1e-12
 
 
+class _Transfer(dict):  # type: ignore[type-arg]
+    """A request or transfer of :class:`SacsGossip`: equal only to itself, as sacs's
+    ``Transfer`` (``simulation/bandwidth_scheduler.py``, no ``__eq__``)."""
+
+    __eq__ = object.__eq__  # type: ignore[assignment]
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+
 class SacsGossip:
     """The sacs-epfl simulator's gossip with its training time and its bandwidth scheduler,
     restated from its code (github.com/sacs-epfl/decentralized-learning-simulator,
@@ -357,6 +365,7 @@ class SacsGossip:
         self.last: list[tuple[torch.Tensor, int] | None] = [None] * n
         self.sends, self.receives = [0] * n, 0
         self.replaced = self.waited = 0  # received models replaced unmerged; late transfers
+        self.log: list[tuple[int, str, int]] = []  # (time, operation, client) on the models
         self.out_req: list[list[dict[str, Any]]] = [[] for _ in range(n)]
         self.in_req: list[list[dict[str, Any]]] = [[] for _ in range(n)]
         self.out_now: list[list[dict[str, Any]]] = [[] for _ in range(n)]
@@ -391,6 +400,7 @@ class SacsGossip:
 
     def on_finish_train(self, data: tuple[int, torch.Tensor]) -> None:
         i, trained = data
+        self.log.append((self.now, "train", i))
         self.x[i], self.age[i] = trained, self.age[i] + 1
         self.available[i] = True
         if self.last[i] is not None:
@@ -402,6 +412,7 @@ class SacsGossip:
         assert kept is not None
         xi, ai = kept
         self.last[j] = None
+        self.log.append((self.now, "merge", j))
         if self.merge == "age":
             a = ai / (ai + self.age[j]) if ai + self.age[j] > 0 else 0.0
             self.x[j], self.age[j] = (1 - a) * self.x[j] + a * xi, max(ai, self.age[j])
@@ -413,10 +424,13 @@ class SacsGossip:
     def on_disseminate(self, i: int) -> None:
         j = int(partners(self.topo, 0, [i], [self.sends[i]])[0])
         self.sends[i] += 1
+        self.log.append((self.now, "send", i))
         self.schedule(self.now, "start_transfer", (i, j, self.x[i].clone(), self.age[i]))
         self.schedule(self.now + self.period, "disseminate", i)
 
     def incoming(self, j: int, xi: torch.Tensor, ai: int) -> None:
+        if self.last[j] is not None:
+            self.log.append((self.now, "drop", j))
         self.replaced += self.last[j] is not None
         self.last[j] = (xi, ai)
         if self.available[j]:
@@ -425,8 +439,8 @@ class SacsGossip:
     # -- the bandwidth scheduler (bandwidth_scheduler.py)
     def on_start_transfer(self, data: tuple[int, int, torch.Tensor, int]) -> None:
         i, j, xi, ai = data
-        self.out_req[i].append(dict(i=i, j=j, x=xi, age=ai, bw=0, done=0, since=0,
-                                    asked=self.now))
+        self.out_req[i].append(_Transfer(i=i, j=j, x=xi, age=ai, bw=0, done=0, since=0,
+                                         asked=self.now))
         self.try_send(i)
 
     def left_out(self, i: int) -> int:
@@ -516,39 +530,93 @@ def test_sacs_full_replay_reduces_to_the_simple_one_without_contention() -> None
 
 
 def sacs_gaps(seed: int, n: int = N, train_time: int = 3_000_000,
-              size: int = 2_345_678, bw: int = 1_000_000, periods: int = 40
-              ) -> dict[str, float]:
-    """How far topofl's nearest timing (``offsets`` the shifts, ``delay`` the transfer time
-    of a free link, every receive merged and trained at once) is from the sacs-epfl gossip
-    as its code runs, on the complete graph with mean merges: with its bandwidth queueing
-    alone, and with its training time too (3 s: its defaults' 5 local steps of 0.6 s;
-    each client's first training at time 0, in topofl's run as the starting models)."""
+              size: int = 2_345_678, bw: int = 1_000_000, periods: int = 40,
+              graph: str = "complete", merge: str = "mean") -> dict[str, Any]:
+    """The sacs-epfl gossip as its code runs (:class:`SacsGossip`, mean merges by default),
+    with its bandwidth queueing alone and with its training time too (3 s: its defaults'
+    5 local steps of 0.6 s), against topofl: its ``bandwidth`` timing (``replay ...``: the
+    schedule of :mod:`topofl.engine.bandwidth`; queueing alone with mean merges from the
+    models after the first training, else its ``train_time`` from the initial ones, 0 for
+    queueing alone: the ages of age-weighted merges start at 1) and its nearest timing
+    without it (``offsets`` the shifts, ``delay`` the transfer time of a free link, every
+    receive merged and trained at once, from the models after the first training)."""
     c, x0 = _problem(seed, n)
-    topo = tf.topologies.complete(n)
+    topo = getattr(tf.topologies, graph)(n)
     period = 10_000_000
     shifts = np.random.default_rng(seed).integers(0, period + 1, size=n).tolist()
     trained = x0 - 0.1 * (x0 - c)
-    run = _gossip(c, trained, topo, periods, durations=10.0, window=10.0, layers=2 * n,
-                  offsets=[s / 1e6 for s in shifts], delay=int(size / bw * 1e6) / 1e6)
-    out = {}
+    kw: dict[str, Any] = dict(durations=10.0, window=10.0, layers=4 * n, merge=merge)
+    offsets = [s / 1e6 for s in shifts]
+    near = _gossip(c, trained, topo, periods, offsets=offsets,
+                   delay=int(size / bw * 1e6) / 1e6, **kw)
+    link = dict(offsets=offsets, bandwidth=bw, model_bytes=size, slots=8)
+    out: dict[str, Any] = {}
     for name, tt in (("queueing", 0), ("queueing+training", train_time)):
-        ref = SacsGossip(x0, c, topo, shifts, period, 0.1, "mean", train_time=tt,
+        ref = SacsGossip(x0, c, topo, shifts, period, 0.1, merge, train_time=tt,
                          model_bytes=size, bandwidth=bw).run(periods * period)
-        out[name] = float((run.state.x - ref["x"]).abs().max())
+        out[name] = float((near.state.x - ref["x"]).abs().max())
+        bare = name == "queueing" and merge == "mean"  # without train_time: no first one
+        how = link if bare else dict(link, train_time=tt / 1e6)
+        run = _gossip(c, trained if bare else x0, topo, periods, timing=how, **kw)
+        out["replay " + name] = float((run.state.x - ref["x"]).abs().max())
+        out["replay " + name + " equal"] = bool(torch.equal(run.state.x, ref["x"]))
+        out["replay " + name + " held"] = sum(s.records["async_held"] for s in run.sent)
+        out["replay " + name + " merges"] = int(run.state.own.delivered.sum())
         out[name + " receives"] = ref["receives"]
         out[name + " replaced"], out[name + " waited"] = ref["replaced"], ref["waited"]
-    out["topofl receives"] = int(run.state.own.updates.sum())
+    out["topofl receives"] = int(near.state.own.updates.sum())
     return out
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_sacs_queueing_and_training_time_are_not_replayed_yet(seed: int) -> None:
-    """topofl has no option for the sacs-epfl bandwidth queueing nor for its training time
-    (the receives kept while a client trains): on 8 clients with a transfer of a quarter of
-    the period, both move the models away from topofl's nearest timing (measured: the
-    numbers of ``analysis/async_timing.md``)."""
+def test_sacs_queueing_and_training_time_replay(seed: int) -> None:
+    """topofl's ``bandwidth`` timing replays the sacs-epfl gossip as its code runs, with its
+    bandwidth queueing alone and with its training time (the receives kept while a client
+    trains), to 1e-12 (measured: 0, the same bits); its nearest timing without the schedule
+    is 2.6e-3 to 0.2 away (``analysis/async_timing.md``)."""
     gaps = sacs_gaps(seed)
-    assert gaps["queueing"] > 1e-3 and gaps["queueing+training"] > 1e-3
+    for name in ("queueing", "queueing+training"):
+        assert gaps["replay " + name] <= 1e-12 and gaps["replay " + name + " held"] == 0
+        assert gaps["replay " + name + " merges"] == gaps[name + " receives"]
+        assert gaps[name] > 1e-3  # the schedule matters
+    assert gaps["queueing waited"] > 0  # transfers did queue
+
+
+@pytest.mark.parametrize(("merge", "train_time", "size"), [
+    ("mean", 3_000_000, 2_345_678), ("age", 3_000_000, 2_345_678), ("age", 8_000_000, 500_000),
+    ("mean", 9_000_000, 4_000_000)])
+def test_sacs_replay_on_a_ring_and_with_replaced_models(merge: str, train_time: int,
+                                                        size: int) -> None:
+    """On a ring, age-weighted merges too (the replay's ages are its: 1 after the first
+    training), and with trainings long enough that kept models are replaced unmerged."""
+    gaps = sacs_gaps(3, train_time=train_time, size=size, graph="ring", merge=merge)
+    assert gaps["replay queueing+training"] <= 1e-12
+    assert gaps["replay queueing+training held"] == 0
+    assert gaps["replay queueing+training merges"] == gaps["queueing+training receives"]
+    if train_time >= 8_000_000:
+        assert gaps["queueing+training replaced"] > 0
+
+
+def test_bandwidth_without_contention_is_the_delay_replay() -> None:
+    """Links fast enough that no transfer waits (the reference's ``waited`` is 0): the
+    ``bandwidth`` timing is the ``delay`` timing with ``delay = int(model_bytes /
+    bandwidth * 1e6) / 1e6``, to the bit (on 2 clients, and on 8 with a 1 GB/s link)."""
+    for n, bw, size in ((2, 1_000_000, 2_345_678), (N, 1_000_000_000, 2_345_678)):
+        c, x0 = _problem(6, n)
+        topo = tf.topologies.complete(n)
+        shifts = np.random.default_rng(6).integers(0, 10_000_000, size=n).tolist()
+        ref = SacsGossip(x0, c, topo, shifts, 10_000_000, 0.1, "mean", train_time=0,
+                         model_bytes=size, bandwidth=bw).run(30 * 10_000_000)
+        assert ref["waited"] == 0
+        kw = dict(durations=10.0, window=10.0, layers=4 * n, merge="age")
+        offsets = [s / 1e6 for s in shifts]
+        link = _gossip(c, x0, topo, 30, timing=dict(offsets=offsets, bandwidth=bw,
+                                                    model_bytes=size), **kw)
+        lag = _gossip(c, x0, topo, 30, offsets=offsets, delay=int(size / bw * 1e6) / 1e6,
+                      **kw)
+        assert torch.equal(link.state.x, lag.state.x)
+        assert link.state.own.age.tolist() == lag.state.own.age.tolist()
+        assert int(link.state.own.delivered.sum()) == int(lag.state.own.delivered.sum()) > n
 
 
 # ---------------------------------------------------- the fast path against the references

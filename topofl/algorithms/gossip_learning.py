@@ -75,9 +75,9 @@ References
    gossip learning and federated learning", JPDC 148, 2021.
 .. [3] M. Polato, gossipy (github.com/makgyver/gossipy), whose ticks ``timing="tick"``
    replays, its shuffled node order with ``node_order`` (``analysis/async_timing.md``).
-.. [4] The sacs-epfl decentralized-learning-simulator, whose gossip (start shifts, transfer
-   times) ``timing={"delay": ..., "offsets": ...}`` replays when its transfers do not
-   contend for a link and training takes no time.
+.. [4] The sacs-epfl decentralized-learning-simulator, whose gossip (start shifts, bandwidth
+   queueing, training time) ``timing={"offsets": ..., "bandwidth": ..., "model_bytes": ...,
+   "train_time": ...}`` replays (:mod:`topofl.engine.bandwidth`).
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ from topofl.algorithms._event import (
     recorded_times,
 )
 from topofl.algorithms.base import register_algorithm
+from topofl.engine.bandwidth import DROP, MERGE, SEND, TRAIN, Link, Plan, SacsClock
 from topofl.engine.event_time import (
     EventTime,
     one_process,
@@ -113,14 +114,15 @@ from topofl.engine.event_time import (
 from topofl.engine.event_time import push_layers as push_layers
 from topofl.engine.pieces import compose_init
 from topofl.engine.protocol import Algorithm, LocalUpdate, Phase, Round, Sent, Services, State
-from topofl.engine.transit import NodeOrder, Timing, messages, read_timing, slots, transit
+from topofl.engine.transit import NodeOrder, Timing, message_steps, read_timing, slots, transit
 from topofl.graph import Topology
 
 if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
     from typing_extensions import Unpack
 
 __all__ = ["gossip_learning", "GossipLearningKeywords", "GossipLearningState",
-           "GossipTransitState", "EventSGD", "EventClocks", "simulate_gossip", "MERGES"]
+           "GossipTransitState", "GossipBandwidthState", "EventSGD", "EventClocks",
+           "simulate_gossip", "MERGES"]
 
 #: the merge rules: plain average, or weighted by the models' ages
 MERGES = ("mean", "age")
@@ -374,18 +376,122 @@ class _Transit(_Layers):
                                        device=dev))
         own.delivered.add_(torch.as_tensor(np.bincount(plan.sender[gets], minlength=n),
                                            device=dev))
-        records = window_records(plan.end, plan.layer[sends], plan.late[sends],
-                                 np.zeros(int(sends.sum()), dtype=np.int64), own.steps,
-                                 held=plan.held)  # staleness: over the receives, below
-        records["async_layers"] = int(plan.layer[run].max()) + 1 if run.any() else 0
-        for key in ("staleness_mean", "staleness_max"):
-            records.pop(key, None)
-        if gets.any():
-            stale = self.stale[gets]
-            records.update(staleness_mean=float(stale.mean()), staleness_max=int(stale.max()))
-        records["async_delivered"] = int(gets.sum())
+        records = _apart_records(plan.end, plan.layer[run], plan.late[run],
+                                 ~plan.receive[run], self.stale[gets], own.steps, plan.held)
         return window_sent(n, state.x, plan.sender[sends], plan.receiver[sends],
                            plan.receiver[gets], records)
+
+
+def _apart_records(end: float, layer: np.ndarray, late: np.ndarray, sends: np.ndarray,
+                   stale: np.ndarray, steps: Tensor, held: int) -> dict[str, Any]:
+    """A window's records, sends and receives apart: ``window_records`` over the ``sends``
+    (a mask of the events run), the layers of all, the receives' ``stale`` and number."""
+    records = window_records(end, layer[sends], late[sends],
+                             np.zeros(int(sends.sum()), dtype=np.int64), steps, held=held)
+    records["async_layers"] = int(layer.max()) + 1 if len(layer) else 0
+    for key in ("staleness_mean", "staleness_max"):
+        records.pop(key, None)
+    if len(stale):
+        records.update(staleness_mean=float(stale.mean()), staleness_max=int(stale.max()))
+    records["async_delivered"] = len(stale)
+    return records
+
+
+class GossipBandwidthState(NamedTuple):
+    """What gossip learning keeps on a bandwidth ``timing`` (:mod:`topofl.engine.bandwidth`):
+    :class:`GossipTransitState`'s fields (``delivered``: merged), ``done`` (``[]`` int64:
+    operations run), and ``n * slots`` message copies in ``inbox`` (queued, sent or kept)."""
+
+    steps: Tensor
+    updates: Tensor
+    age: Tensor
+    delivered: Tensor
+    done: Tensor
+    inbox: Tensor
+    inbox_age: Tensor
+
+
+class _Bandwidth(_Layers):
+    """Gossip learning on the sacs-epfl schedule (:class:`~topofl.engine.bandwidth.SacsClock`):
+    a layer copies its sends into their slots, merges its merges, then trains its trainers."""
+
+    def __init__(self, clocks: EventTime, steps: int, layers: int, merge: str,
+                 link: Link) -> None:
+        self.clocks, self.steps, self.layers, self.merge = clocks, steps, layers, merge
+        self.link, self.cursor = link, 0
+        self.clock: SacsClock | None = None
+        self.plan: Plan = Plan(*(np.zeros(0, np.int64),) * 6, 0, 0, 0, 0.0)
+
+    def init_(self, state: State, env: Services) -> None:
+        n = one_process(env, "gossip_learning", "push events")
+        pool = n * self.link.copies(self.clocks.windows(n).durations)
+        self.clock = None  # recomputed from time 0 (a resumed run too)
+        x, dev = state.x, state.x.device
+        z = [torch.zeros(m, dtype=torch.int64, device=dev) for m in (n, n, n, n, (), pool)]
+        state.own = GossipBandwidthState(z[0], z[1], z[2], z[3], z[4],
+                                         x.new_zeros(pool, x.shape[1]), z[5])
+
+    def start(self, state: State, rnd: Round, env: Services) -> None:
+        """``round_start``: the window's operations and their layers; layer 0."""
+        if rnd.topology is None:
+            raise ValueError("gossip_learning sends to neighbours of a graph: pass a topology")
+        own, win = state.own_as(GossipBandwidthState), self.clocks.windows(int(env.n))
+        if self.clock is None:
+            self.clock = SacsClock.of(rnd.topology, win.durations, win.offsets,
+                                      self.clocks.pair_seed, self.link)
+        self.clock.check_graph(rnd.topology, rnd.t)
+        self.plan = self.clock.window(int(own.done), rnd.t * win.width, win.end(rnd.t),
+                                      self.layers, int(own.inbox_age.shape[0]))
+        self.stale = np.zeros(self.plan.ran, dtype=np.int64)
+        self.cursor = 0
+        self._layer(state, 0)
+
+    def _layer(self, state: State, layer: int) -> None:
+        """Copy the layer's sends into their slots, then merge its merges."""
+        plan, own, x = self.plan, state.own_as(GossipBandwidthState), state.x
+        for kind in (SEND, MERGE):
+            e = np.flatnonzero((plan.layer == layer) & (plan.kind == kind))
+            if not len(e):
+                continue
+            slot = torch.as_tensor(plan.slot[e], device=x.device)
+            c = torch.as_tensor(plan.client[e], device=x.device)
+            if kind == SEND:
+                own.inbox[slot], own.inbox_age[slot] = x[c], own.age[c]
+            else:
+                self.stale[e] = _merge_into(x, own.age, c, own.inbox[slot],
+                                            own.inbox_age[slot], self.merge)
+
+    def _receivers(self, layer: int) -> np.ndarray:
+        plan = self.plan
+        return np.asarray(plan.client[(plan.layer == layer) & (plan.kind == TRAIN)])
+
+    def communicate(self, state: State, rnd: Round, env: Services) -> Sent:
+        """Count the operations run; what the window sent."""
+        plan, own, dev = self.plan, state.own_as(GossipBandwidthState), state.x.device
+        sends, gets, n = plan.kind == SEND, plan.kind == MERGE, int(env.n)
+        for have, who in ((own.steps, plan.client[sends]), (own.delivered, plan.peer[gets])):
+            have.add_(torch.as_tensor(np.bincount(who, minlength=n), device=dev))
+        own.done.add_(plan.ran)
+        records = _apart_records(plan.end, plan.layer, plan.late, sends, self.stale[gets],
+                                 own.steps, plan.held)
+        records["async_replaced"] = int((plan.kind == DROP).sum())
+        return window_sent(n, state.x, plan.client[sends], plan.peer[sends],
+                           plan.client[plan.kind == TRAIN], records)
+
+
+def _apart(hparams: dict[str, Any], times: EventTime, steps: int, depth: int, merge: str,
+           how: Timing) -> _Transit | _Bandwidth:
+    """Sends and receives apart: the header's ``timing`` (a key not set absent), the local."""
+    order, lag, start, node_order, link = how
+    hparams["timing"] = dict(order=order, delay=recorded_times(lag),
+                             offsets=recorded_times(start))
+    if node_order is not None:  # absent when not set: the header as before
+        hparams["timing"]["node_order"] = node_order.recorded()
+    times = times._replace(offsets=start)
+    if link is None:
+        return _Transit(times, steps, depth, merge, order, lag, node_order)
+    hparams["timing"].update(link.recorded())
+    return _Bandwidth(times, steps, depth, merge, link)
 
 
 def _check_merge(merge: Any) -> None:
@@ -440,7 +546,9 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
         client's clock start $o_i$: its ``k``-th send at $o_i + k\,d_i$; 0 by default) and,
         with ``"tick"``, ``node_order`` (gossipy's order of one instant's senders: ids by
         default, a seed of one permutation per unit tick, or the permutations themselves:
-        :class:`~topofl.engine.transit.NodeOrder`). See :mod:`topofl.engine.transit`.
+        :class:`~topofl.engine.transit.NodeOrder`). See :mod:`topofl.engine.transit`. Or,
+        for ``delay``, sacs-epfl's links and training time (seconds): ``bandwidth``,
+        ``model_bytes``, ``train_time`` and ``slots`` (:mod:`topofl.engine.bandwidth`).
 
     Returns
     -------
@@ -457,7 +565,7 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
     event. These settings replay gossipy's simulator (order ``"tick"``, its constant
     ``delay`` in ticks, its nodes' time-outs as ``offsets``, its shuffles' orders as
     ``node_order``; ``window`` 1 per tick) and the sacs-epfl simulator's gossip (``offsets``
-    its start shifts, its period as ``durations``, its transfer time as ``delay``);
+    its shifts, ``durations`` its period, ``bandwidth`` ...; records add ``async_replaced``);
     ``analysis/async_timing.md`` measures both, to the bit. Left at ``"continuous"``, the
     run, its records and its header are as before.
 
@@ -495,19 +603,14 @@ def gossip_learning(sgd: EventSGD | float = ONE_STEP, clocks: EventClocks = UNIT
     step, clock = event_params("gossip_learning", sgd, clocks, keywords)
     depth = check_int(layers, "layers", low=1)
     _check_merge(merge)
-    order, lag, start, node_order = read_timing(timing)
+    how = read_timing(timing)
     hparams = event_hparams(step, clock, layers=depth, merge=merge)
-    local: _Gossip | _Transit
-    if order == "continuous" and lag is None and start is None:  # as before, to the bit
+    local: _Gossip | _Transit | _Bandwidth
+    if how == Timing("continuous"):  # as before, to the bit
         local = _Gossip(clock.clocks(), step.local_steps, depth, merge)
         talk = _communicate(local)
     else:
-        hparams["timing"] = dict(order=order, delay=recorded_times(lag),
-                                 offsets=recorded_times(start))
-        if node_order is not None:  # absent when not set: the header as before
-            hparams["timing"]["node_order"] = node_order.recorded()
-        local = _Transit(clock.clocks()._replace(offsets=start), step.local_steps, depth,
-                         merge, order, lag, node_order)
+        local = _apart(hparams, clock.clocks(), step.local_steps, depth, merge, how)
         talk = local.communicate
     return Algorithm(
         name="gossip_learning",
@@ -588,33 +691,30 @@ def _simulate_messages(x0: Tensor, topology: Topology, grad: Callable[[Tensor, i
                        durations: Sequence[float], lr: float, end_time: float, pair_seed: int,
                        local_steps: int, merge: str, how: Timing) -> Pushes:
     """:func:`simulate_gossip` with sends and receives apart (the message reference)."""
-    timing, lag, start, node_order = how
     n = x0.shape[0]
     d = per_client(tuple(float(v) for v in durations), n)
-    if node_order is not None:
-        node_order.check(n)
+    if how.node_order is not None:
+        how.node_order.check(n)
     x, age, steps = x0.clone(), [0] * n, [0] * n
-    inbox: dict[tuple[int, int], tuple[Tensor, int]] = {}
+    inbox: dict[Any, tuple[Tensor, int]] = {}
     log: list[tuple[float, int, int, int]] = []
-    for m in messages(topology, d, end_time, pair_seed, timing=timing,
-                      delay=per_client(0.0 if lag is None else lag, n, "delay"),
-                      offsets=None if start is None else per_client(start, n, "offsets"),
-                      node_order=node_order):
-        i, j = m.sender, m.receiver
-        if m.kind == "send":
-            inbox[(i, m.number)] = (x[i].clone(), age[i])
+    for kind, t, i, j, key in message_steps(topology, d, end_time, pair_seed, how):
+        if kind == "send":
+            inbox[key] = (x[i].clone(), age[i])
             steps[i] += 1
-            continue
-        xi, ai = inbox.pop((i, m.number))
-        log.append((m.time, i, j, max(0, age[j] - ai)))
-        if merge == "mean":
-            z = (x[j] + xi) / 2
-        else:
-            a = ai / (ai + age[j]) if ai + age[j] > 0 else 0.0
-            z = (1 - a) * x[j] + a * xi
-        age[j] = max(ai, age[j])
-        for _ in range(local_steps):
-            z = z - lr * grad(z, j)
-        x[j] = z
-        age[j] += local_steps
+        if kind in ("receive", "merge"):
+            xi, ai = inbox.pop(key)
+            log.append((t, i, j, max(0, age[j] - ai)))
+            if merge == "mean":
+                x[j] = (x[j] + xi) / 2
+            else:
+                a = ai / (ai + age[j]) if ai + age[j] > 0 else 0.0
+                x[j] = (1 - a) * x[j] + a * xi
+            age[j] = max(ai, age[j])
+        if kind in ("receive", "train"):
+            z = x[j]
+            for _ in range(local_steps):
+                z = z - lr * grad(z, j)
+            x[j] = z
+            age[j] += local_steps
     return Pushes(x, steps, age, log)

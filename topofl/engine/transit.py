@@ -16,10 +16,11 @@ module's. Two timings order the events of one instant:
     decentralized-learning simulator's gossip (start offsets, then a send every period, a
     transfer time per model) replays in this timing (its ties, rare with real-valued times,
     go by the order its events were created) when no two transfers share a link and
-    training takes no time; its bandwidth queueing and its training time, during which a
-    client keeps only the last model it receives, are not replayed (each makes the
-    schedule depend on every earlier transfer, not on the clients' counts;
-    ``analysis/async_timing.md`` measures the gap).
+    training takes no time. Its bandwidth queueing and its training time, during which a
+    client keeps only the last model it receives, make the schedule depend on every earlier
+    transfer, not on the clients' counts: they replay through the ``bandwidth`` settings of
+    a ``timing`` mapping (:data:`~topofl.engine.bandwidth.LINK_KEYS`), whose schedule
+    :mod:`topofl.engine.bandwidth` computes from the settings alone.
 ``timing="tick"``
     gossipy's simulator (Polato 2022): all sends of an instant read the models *before*
     any receive of that instant (each timed-out node's model is copied into its message
@@ -51,6 +52,7 @@ References
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -58,12 +60,21 @@ from typing import Any, NamedTuple
 import numpy as np
 from torch import Tensor
 
-from topofl.engine.event_time import Windows, _counts, _neighbours, client_times, events, partners
+from topofl.engine.bandwidth import LINK_KEYS, SEND, Link, SacsClock, check_link
+from topofl.engine.event_time import (
+    Windows,
+    _counts,
+    _neighbours,
+    client_times,
+    events,
+    partners,
+    per_client,
+)
 from topofl.graph import Topology
 
 __all__ = ["TIMINGS", "check_times", "check_timing", "read_timing", "Timing", "NodeOrder",
            "check_node_order", "bipartite_split", "slots", "MAX_SLOTS", "Message",
-           "messages", "Transit", "transit"]
+           "messages", "message_steps", "Transit", "transit"]
 
 #: the orders of one instant's events: gossip learning's own, and gossipy's ticks
 TIMINGS = ("continuous", "tick")
@@ -101,31 +112,39 @@ class Timing(NamedTuple):
         Each sender's delivery time, each client's clock start (:func:`check_times`).
     node_order : NodeOrder or None
         The order of the nodes of a tick (``order="tick"`` only); ``None``: their ids.
+    link : Link or None
+        The bandwidth schedule's settings (:class:`~topofl.engine.bandwidth.Link`);
+        ``None``: none.
     """
 
     order: str
     delay: float | tuple[float, ...] | None = None
     offsets: float | tuple[float, ...] | None = None
     node_order: NodeOrder | None = None
+    link: Link | None = None
 
 
 def read_timing(timing: Any) -> Timing:
     """``timing`` (an order of :data:`TIMINGS`, or a mapping with the keys ``order``,
-    ``delay``, ``offsets`` and ``node_order``, each optional) as a :class:`Timing`, checked
-    (:func:`check_timing`, :func:`check_times`, :func:`check_node_order`), else a one-line
-    error.
+    ``delay``, ``offsets``, ``node_order`` and those of the bandwidth schedule,
+    :data:`~topofl.engine.bandwidth.LINK_KEYS`, each optional) as a :class:`Timing`, checked
+    (:func:`check_timing`, :func:`check_times`, :func:`check_node_order`,
+    :func:`~topofl.engine.bandwidth.check_link`), else a one-line error.
 
     Examples
     --------
     >>> from topofl.engine.transit import read_timing
     >>> tuple(read_timing("tick")), tuple(read_timing({"delay": 2, "offsets": [0, 1]}))
-    (('tick', None, None, None), ('continuous', 2.0, (0.0, 1.0), None))
+    (('tick', None, None, None, None), ('continuous', 2.0, (0.0, 1.0), None, None))
     >>> read_timing({"order": "tick", "node_order": 7}).node_order
     NodeOrder(seed=7, orders=None)
-    >>> read_timing({"lag": 1})
+    >>> read_timing({"bandwidth": 1e6, "model_bytes": 4e6, "train_time": 3}).link
+    Link(bandwidth=1000000.0, model_bytes=4000000.0, train_time=3.0, slots=None)
+    >>> read_timing({"lag": 1})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ValueError: timing's keys are order, delay, offsets and node_order, got 'lag'
+    ValueError: timing's keys are order, delay, offsets, node_order, bandwidth, model_bytes,
+    train_time and slots, got 'lag'
     >>> read_timing({"node_order": 7})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
@@ -135,16 +154,18 @@ def read_timing(timing: Any) -> Timing:
     if isinstance(timing, str) or not isinstance(timing, Mapping):
         return Timing(check_timing(timing))
     for key in timing:
-        if key not in ("order", "delay", "offsets", "node_order"):
-            raise ValueError(f"timing's keys are order, delay, offsets and node_order, got "
+        if key not in ("order", "delay", "offsets", "node_order", *LINK_KEYS):
+            raise ValueError(f"timing's keys are order, delay, offsets, node_order, "
+                             f"{', '.join(LINK_KEYS[:-1])} and {LINK_KEYS[-1]}, got "
                              f"{key!r}"[:300])
     order = check_timing(timing.get("order", "continuous"))
     node_order = check_node_order(timing.get("node_order"))
     if node_order is not None and order != "tick":
         raise ValueError(f"timing's node_order orders the nodes of a tick: it needs "
                          f"order='tick', got order={order!r}")
-    return Timing(order, check_times(timing.get("delay"), "delay"),
-                  check_times(timing.get("offsets"), "offsets"), node_order)
+    delay = check_times(timing.get("delay"), "delay")
+    return Timing(order, delay, check_times(timing.get("offsets"), "offsets"), node_order,
+                  check_link(timing, order, delay))
 
 
 class NodeOrder(NamedTuple):
@@ -409,6 +430,42 @@ def messages(topology: Topology, durations: np.ndarray, end_time: float, pair_se
         return int(node_order.ranks(np.array([m.sender]), np.array([m.sent]), n)[0])
 
     yield from sorted(steps, key=lambda m: _key(m, timing, rank(m)))
+
+
+def message_steps(topology: Topology, durations: np.ndarray, end_time: float, pair_seed: int,
+                  timing: Timing) -> Iterator[tuple[str, float, int, int, Any]]:
+    """The steps of a message reference in order, ``(kind, time, sender, receiver, key)``:
+    a ``"send"`` copies the sender's model to ``key``, a ``"receive"`` merges it into the
+    receiver's, then trains it (:func:`messages`); on a bandwidth schedule (``timing.link``,
+    :mod:`topofl.engine.bandwidth`) a ``"merge"`` and a ``"train"`` (its ``sender`` -1)
+    are steps apart, and a ``"drop"`` replaces a kept message unmerged.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from topofl.engine.transit import message_steps, read_timing
+    >>> how = read_timing({"bandwidth": 1e6, "model_bytes": 5e5})
+    >>> [s[:4] for s in message_steps(tf.topologies.complete(2), np.array([1.0, 2.0]), 1.5,
+    ...                               0, how)]
+    [('send', 1.0, 0, 1), ('merge', 1.5, 0, 1), ('train', 1.5, -1, 1)]
+    """
+    order, lag, start, node_order, link = timing
+    n = len(durations)
+    offsets = None if start is None else per_client(start, n, "offsets")
+    if link is None:
+        for m in messages(topology, durations, end_time, pair_seed, timing=order,
+                          offsets=offsets, node_order=node_order,
+                          delay=per_client(0.0 if lag is None else lag, n, "delay")):
+            yield m.kind, m.time, m.sender, m.receiver, (m.sender, m.number)
+        return
+    clock = SacsClock.of(topology, durations, offsets, pair_seed, link)
+    clock.until(math.floor(end_time * 1e6))
+    ops = clock.schedule()
+    for t, kind, c, peer, slot in zip(ops.time.tolist(), ops.kind.tolist(),
+                                      ops.client.tolist(), ops.peer.tolist(),
+                                      ops.slot.tolist()):
+        yield ("send", "merge", "train", "drop")[kind], t / 1e6, *(
+            (c, peer) if kind == SEND else (peer, c)), slot
 
 
 class Transit(NamedTuple):
