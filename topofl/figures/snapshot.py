@@ -169,6 +169,11 @@ def algorithm_cases(data: Any) -> dict[str, tuple[str, Any, dict[str, Any]]]:
         "gossip_learning": ("gossip_learning", ring,
                             dict(durations=[(1.0, 1.5, 2.0, 0.7, 3.0)[i % 5] for i in range(n)],
                                  window=1.0, local_steps=2, layers=2, merge="age")),
+        # issue 84: the sacs-epfl bandwidth queueing and training time (its pure schedule)
+        "gossip_learning_bandwidth": ("gossip_learning", ring, dict(
+            durations=1.0, window=1.0, local_steps=2, layers=4,
+            timing={"offsets": [0.1 * i for i in range(n)], "bandwidth": 1_000_000,
+                    "model_bytes": 1_500_000, "train_time": 0.5})),
         # issue 45: Morph's learned graph (a swap every round after the first)
         "morph": ("morph", None, dict(degree=2, every=1, local_steps=2)),
     }
