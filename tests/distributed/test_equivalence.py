@@ -84,7 +84,7 @@ def test_records_equal_single_process(k: int, single: dict[str, Any]) -> None:
     assert all(s == "ok" for s, _ in out.values()), out
     for name, ref in single.items():
         got = out[0][1][name]
-        if name in REFUSED:
+        if _cases()[name][0] in REFUSED:  # by its algorithm (a case may be a variant)
             assert isinstance(got, str) and "does not run distributed" in got, (name, got)
             assert not isinstance(ref, str), ref  # it does run in one process
             continue
