@@ -226,6 +226,11 @@ def test_the_header_records_the_schedule_only_when_set() -> None:
     (dict(bandwidth=1e6, model_bytes=1, train_time=[1, 2]), "train_time must be one time"),
     (dict(bandwidth=1e6, model_bytes=1, slots=1), "slots must be >= 2"),
     (dict(bandwidth=1e6, model_bytes=1, slots=2.5), "slots"),
+    # times beyond the int64 microsecond clock (a raw OverflowError before)
+    (dict(bandwidth=1e-300, model_bytes=1e6), r"a transfer's time on a free link .* at most "
+                                              r"4.612e\+12 s .* got inf s"),
+    (dict(bandwidth=[1e6, 1e-200], model_bytes=1e6), "a transfer's time on a free link"),
+    (dict(bandwidth=1e6, model_bytes=1, train_time=1e300), "train_time must be at most"),
     (dict(bandwidth=1e6, model_bytes=1, lag=2), "timing's keys are order, delay, offsets, "
                                                 "node_order, bandwidth"),
 ])

@@ -68,8 +68,8 @@ from topofl._utils.validation import check_int
 from topofl.engine.event_time import client_times, partners, per_client
 from topofl.graph import Topology
 
-__all__ = ["SEND", "MERGE", "TRAIN", "DROP", "LINK_KEYS", "Link", "check_link", "Schedule",
-           "Plan", "SacsClock", "sacs_schedule", "op_layers"]
+__all__ = ["SEND", "MERGE", "TRAIN", "DROP", "LINK_KEYS", "MAX_MICROSECONDS", "Link",
+           "check_link", "Schedule", "Plan", "SacsClock", "sacs_schedule", "op_layers"]
 
 #: the kinds of the schedule's operations
 SEND, MERGE, TRAIN, DROP = 0, 1, 2, 3
@@ -118,6 +118,19 @@ class Link(NamedTuple):
         if self.slots is not None:
             out["slots"] = self.slots
         return out
+
+
+#: the longest time the schedule counts, in microseconds (int64, with room for sums)
+MAX_MICROSECONDS = 2**62
+
+
+def _within(seconds: Any, name: str) -> None:
+    """A one-line ``ValueError`` unless ``seconds`` (a number or an array) are at most
+    :data:`MAX_MICROSECONDS` once in microseconds (the schedule's int64 clock)."""
+    top = float(np.max(seconds)) * 1e6
+    if not top <= MAX_MICROSECONDS:
+        raise ValueError(f"{name} must be at most {MAX_MICROSECONDS / 1e6:.4g} s (the "
+                         f"schedule counts whole microseconds in int64), got {top / 1e6:.4g} s")
 
 
 def _positive(value: Any, name: str) -> float:
@@ -179,7 +192,12 @@ def check_link(timing: Mapping[str, Any], order: str, delay: Any) -> Link | None
             raise TypeError(f"timing's train_time must be one time for every client, got "
                             f"{len(train)} times")
     slots = timing.get("slots")
-    return Link(bandwidth, _positive(timing["model_bytes"], "model_bytes"), train,
+    size = _positive(timing["model_bytes"], "model_bytes")
+    low = min(bandwidth) if isinstance(bandwidth, tuple) else bandwidth
+    _within(size / low, "a transfer's time on a free link (timing's model_bytes / bandwidth)")
+    if train is not None:
+        _within(train, "timing's train_time")
+    return Link(bandwidth, size, train,
                 None if slots is None else check_int(slots, "timing's slots", low=2))
 
 
@@ -292,6 +310,9 @@ class SacsClock:
         """The clock of ``link`` for clients with ``durations`` and ``offsets`` (``(n,)``
         seconds, ``None``: 0), their times rounded to the microsecond."""
         n = topology.n
+        _within(durations, "the durations (with a bandwidth timing)")
+        if offsets is not None:
+            _within(offsets, "the offsets (with a bandwidth timing)")
         return cls(topology, np.round(durations * 1e6).astype(np.int64),
                    np.zeros(n, np.int64) if offsets is None else
                    np.round(offsets * 1e6).astype(np.int64), pair_seed,
