@@ -6,11 +6,11 @@ The reference (``data/decentbench_high_loss.json``, written by
 Scaffold and FedAdam with 1-3 of 4 clients selected a round, the server's model after each of
 12 rounds, the clients each round chose and the losses it ranked them by (every client's
 ``|A_i x_i - b_i|^2 / (2 m_i)`` at its current local state: the model it last trained). topofl
-runs the same methods in the engine's round order, its losses from a services object that
-evaluates the same cost; both sides must choose the same clients, rank the same losses and
-move the server's model alike to 1e-10 (float64). The default ``loss_at="server"`` (the
-server's model, power-of-choice) chooses other clients on these cases, which the last test
-shows.
+runs the same methods in the engine's round order, its losses from the same cost
+(:class:`topofl.engine.LeastSquares`' services); both sides must choose the same clients,
+rank the same losses and move the server's model alike to 1e-10 (float64). The default
+``loss_at="server"`` (the server's model, power-of-choice) chooses other clients on these
+cases, which the last test shows.
 """
 
 from __future__ import annotations
@@ -34,29 +34,11 @@ TOL = 1e-10
 RUNS = FILE["runs"]
 
 
-class _Regression(tf.engine.protocol.ToyServices):
-    """Toy services whose ``losses`` are decent-bench's regression costs per client,
-    $f_i(x_i) = \\|A_i x_i - b_i\\|^2 / (2 m_i)$."""
-
-    def __init__(self, problem: str) -> None:
-        p = PROBLEMS[problem]
-        self.A = [torch.tensor(a, dtype=D) for a in p["A"]]
-        self.b = [torch.tensor(b, dtype=D) for b in p["b"]]
-        n, d = len(self.A), self.A[0].shape[1]
-        toy = tf.engine.toy_services(n, d, dtype=D)
-        super().__init__(toy.layout, toy.mixer, n,
-                         train_sizes=torch.tensor([len(a) for a in self.A]))
-
-    def losses(self, x: torch.Tensor, split: str = "val", *, rows: torch.Tensor | None = None,
-               fallback: str | None = None) -> torch.Tensor:
-        ids = range(len(self.A)) if rows is None else [int(r) for r in rows]
-        out = [((self.A[i] @ x[k if rows is not None else i] - self.b[i]) ** 2).sum()
-               / (2 * len(self.A[i])) for k, i in enumerate(ids)]
-        return torch.stack(out)
-
-    def grad(self, z: torch.Tensor) -> torch.Tensor:
-        return torch.stack([self.A[i].T @ (self.A[i] @ z[i] - self.b[i]) / len(self.A[i])
-                            for i in range(len(self.A))])
+def _regression(problem: str) -> tf.engine.LeastSquares:
+    """decent-bench's regression costs per client, ``|A_i x_i - b_i|^2 / (2 m_i)``."""
+    p = PROBLEMS[problem]
+    return tf.engine.LeastSquares.of([torch.tensor(a, dtype=D) for a in p["A"]],
+                                     [torch.tensor(b, dtype=D) for b in p["b"]])
 
 
 def _algorithm(run: dict[str, Any], loss_at: str = "trained") -> tf.engine.Algorithm:
@@ -82,7 +64,8 @@ def _trajectory(algo: tf.engine.Algorithm, run: dict[str, Any]
     """Every client's model after each round ``[K, n, d]``, each round's chosen clients and
     the losses logged, in the engine's round order (``round_start``, the local steps,
     ``communicate``)."""
-    env = _Regression(run["problem"])
+    problem = _regression(run["problem"])
+    env = problem.services()
     n, d = env.n, len(run["x0"])
     state = algo.init(torch.tensor(run["x0"], dtype=D).expand(n, d).clone(), env)
     phase = algo.phases[0]
@@ -91,7 +74,7 @@ def _trajectory(algo: tf.engine.Algorithm, run: dict[str, Any]
         rnd = round_view(algo, t, None, None)
         algo.round_start(state, rnd, env)
         for _ in range(run["local_steps"]):
-            g = env.grad(algo.local.point(state, phase, env))
+            g = problem.grad(algo.local.point(state, phase, env))
             rate = local_rates(torch.full((n,), FILE["federated_step_size"], dtype=D), None)
             algo.local.update(state, g, phase, rate, rnd, env)
         sent = algo.communicate(state, rnd, env)

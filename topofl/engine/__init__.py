@@ -15,6 +15,7 @@ from topofl.engine.config import RunConfig
 from topofl.engine.extend import check_algorithm
 from topofl.engine.lane import Result
 from topofl.engine.layout import ParamLayout, Part
+from topofl.engine.least_squares import LeastSquares
 from topofl.engine.loop import run
 from topofl.engine.protocol import (
     Algorithm,
@@ -50,4 +51,5 @@ __all__ = [
     "run",
     "Trace",
     "run_rounds",
+    "LeastSquares",
 ]
