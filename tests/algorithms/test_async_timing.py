@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import topofl as tf
 from tests.algorithms._event_runs import run_on_ring
-from tests.engine._crash import Crash, CrashingData
+from tests.engine._crash import crash_then_resume
 from topofl.algorithms.adpsgd import simulate_events
 from topofl.algorithms.gossip_learning import simulate_gossip
 from topofl.engine import run_rounds
@@ -800,12 +800,5 @@ def _run(data: Any, rounds: int, **kw: Any) -> Any:
 
 
 def test_engine_resumes_messages_in_flight_exactly(data: Any, tmp_path: Path) -> None:
-    full = _run(data, 8)
+    full, _ = crash_then_resume(_run, data, tmp_path)
     assert full.records.final("async_delivered") >= 0
-    ck = dict(checkpoint_every=4, checkpoint_path=str(tmp_path / "ck.pt"),
-              records_path=str(tmp_path / "r.jsonl"))
-    with pytest.raises(Crash):
-        _run(data, 8, run_data=CrashingData(data, at=6), **ck)
-    resumed = _run(data, 8, resume=tmp_path / "ck.pt", **ck)
-    for k, v in full.state.tensors().items():
-        assert torch.equal(v, resumed.state.tensors()[k]), k

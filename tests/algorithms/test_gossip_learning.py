@@ -19,7 +19,7 @@ import torch
 
 import topofl as tf
 from tests.algorithms._event_runs import run_on_ring
-from tests.engine._crash import Crash, CrashingData
+from tests.engine._crash import crash_then_resume
 from topofl.algorithms.gossip_learning import simulate_gossip
 from topofl.engine import run_rounds
 from topofl.engine.clients import LocalClients
@@ -204,17 +204,10 @@ def _run(data: Any, rounds: int, **kw: Any) -> Any:
 
 
 def test_engine_records_event_time_and_resumes_exactly(data: Any, tmp_path: Path) -> None:
-    full = _run(data, 8)
+    full, _ = crash_then_resume(_run, data, tmp_path)
     t, times = full.records.series("event_time")
     assert times.tolist() == pytest.approx([0.8 * (k + 1) for k in range(8)])
     assert full.records.final("async_steps_max") >= full.records.final("async_steps_min")
-    ck = dict(checkpoint_every=4, checkpoint_path=str(tmp_path / "ck.pt"),
-              records_path=str(tmp_path / "r.jsonl"))
-    with pytest.raises(Crash):
-        _run(data, 8, run_data=CrashingData(data, at=6), **ck)
-    resumed = _run(data, 8, resume=tmp_path / "ck.pt", **ck)
-    for k, v in full.state.tensors().items():
-        assert torch.equal(v, resumed.state.tensors()[k]), k
     rows = [r for r in full.records.rows if r["metric"] != "wall_time"]
     again = [r for r in tf.records.load(tmp_path / "r.jsonl").rows
              if r["metric"] != "wall_time"]

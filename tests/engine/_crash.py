@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -25,3 +27,22 @@ class CrashingData:
         if round == self._at:
             raise Crash(f"simulated crash in round {round}")
         return self._d.sample(round, step, batch_size, **kw)
+
+
+def crash_then_resume(run: Callable[..., Any], data: Any, folder: Path, rounds: int = 8,
+                      at: int = 6, every: int = 4) -> tuple[Any, Any]:
+    """``(full, resumed)``: ``run(data, rounds, **kw)`` uninterrupted, then crashed in round
+    ``at`` with a checkpoint every ``every`` rounds and resumed from it (records and checkpoint
+    under ``folder``); every state tensor of the two is asserted bit-equal."""
+    import pytest
+    import torch
+
+    full = run(data, rounds)
+    ck = dict(checkpoint_every=every, checkpoint_path=str(folder / "ck.pt"),
+              records_path=str(folder / "r.jsonl"))
+    with pytest.raises(Crash):
+        run(data, rounds, run_data=CrashingData(data, at=at), **ck)
+    resumed = run(data, rounds, resume=folder / "ck.pt", **ck)
+    for k, v in full.state.tensors().items():
+        assert torch.equal(v, resumed.state.tensors()[k]), k
+    return full, resumed
