@@ -22,7 +22,7 @@ PANELS = {
 }
 DCL, FULL = "D-Cliques (fully-connected) w/ clique avg.", "fully connected"
 # Fig. 8's text compares D-Cliques with Fig. 1's ring and grid (MNIST, label skew): those runs
-# (the same stand-in and settings, read from Fig. 1's cache) are the controls of its MNIST gate
+# (read from Fig. 1's cache, on Fig. 1's own stand-in) are the controls of its MNIST gate
 FIG1 = {"label skew (2 shards/node)": "dcliques_01_skew"}
 FIG1_LABELS = {"ring": "ring", "torus:rows=10,cols=10": "grid", "complete": FULL}
 
@@ -50,8 +50,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
     checks = gates.cover(checks, gate, gates.COVERED[args.name])
     notes = [_dcliques_versus.convergence_note(found, acc),
              "The MNIST gate's controls are Fig. 1's label-skew runs (ring, grid, fully "
-             "connected: the same stand-in and settings as this MNIST panel, read from Fig. "
-             "1's runs); " + gates.not_gated_note(args.name).removeprefix("Fidelity gate: ")]
+             "connected, read from Fig. 1's runs: on Fig. 1's stand-in, Fashion-MNIST at batch "
+             "128, since 2026-11-29, where this MNIST panel keeps mnist5k at batch 10); " + gates.not_gated_note(args.name).removeprefix("Fidelity gate: ")]
     if any(c.outcome != "pass" for c in checks):
         notes.append(_dcliques_versus.scale_note(found))
     return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found, notes=notes,

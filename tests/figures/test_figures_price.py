@@ -89,7 +89,7 @@ def test_every_undecided_page_names_its_price() -> None:
             priced += 1
         else:
             assert "## What would decide it" not in md and "price" not in v, js.stem
-    assert priced >= 15
+    assert priced >= 14  # dcliques_08 decided by its priced seeds (2026-11-30)
 
 
 def test_columns_are_priced_from_the_cost_table() -> None:
