@@ -51,7 +51,8 @@ def main(args: figures.FigureArgs) -> figures.Result:
     notes = [_dcliques_versus.convergence_note(found, acc),
              "The MNIST gate's controls are Fig. 1's label-skew runs (ring, grid, fully "
              "connected, read from Fig. 1's runs: on Fig. 1's stand-in, Fashion-MNIST at batch "
-             "128, since 2026-11-29, where this MNIST panel keeps mnist5k at batch 10); " + gates.not_gated_note(args.name).removeprefix("Fidelity gate: ")]
+             "128, since 2026-11-29, where this MNIST panel keeps mnist5k at batch 10); "
+             + gates.not_gated_note(args.name).removeprefix("Fidelity gate: ")]
     if any(c.outcome != "pass" for c in checks):
         notes.append(_dcliques_versus.scale_note(found))
     return figures.Result(fig, "; ".join(parts), checks, numbers, panels=found, notes=notes,

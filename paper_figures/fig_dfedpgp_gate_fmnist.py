@@ -26,11 +26,13 @@ trains on scikit-learn's 8x8 digits).
     python paper_figures/fig_dfedpgp_gate_fmnist.py [--quick | --full] [--jobs 2] [--update-results]
 
 The default scale takes longer than one working session here (30 runs of 80 rounds at the
-config's probed 12.6-23.3 CPU s a round, about 6 h at ``--jobs 2``): its finished runs are committed as they finish
-to ``paper_figures/results/pending/dfedpgp_gate_fmnist/`` (their records, ``.done`` and
-``.code`` files; checkpoints and locks stay out of git), and each session goes on with
+config's probed 12.6-23.3 CPU s a round, about 6 h at ``--jobs 2``; Local's seed 0 took
+2,338 s at one thread beside other jobs): its finished runs are committed as they finish to
+``paper_figures/results/pending/dfedpgp_gate_fmnist/`` (their records, ``.done`` and ``.code``
+files; checkpoints and locks stay out of git), and each session goes on with
 
-    python paper_figures/fig_dfedpgp_gate_fmnist.py --jobs 2 --runs paper_figures/results/pending/dfedpgp_gate_fmnist
+    python paper_figures/fig_dfedpgp_gate_fmnist.py --jobs 2 --stack off \\
+        --runs paper_figures/results/pending/dfedpgp_gate_fmnist
 
 which skips the finished runs; with every run there, the same command with ``--update-results``
 writes the page.

@@ -4,6 +4,7 @@ the Markdown/JSON verdict and the index."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -973,6 +974,16 @@ def test_script_writes_its_result_with_the_claim(tmp_path: Path,
 
     assert figures.script(broken)(["--quick", "--out", str(tmp_path / "o")]) == 1
     assert "error: no runs" in capsys.readouterr().err
+
+    def killed(args: figures.FigureArgs) -> figures.Result:  # a sweep stopped by SIGTERM
+        raise tf.sweep.SweepInterrupted(signal.SIGTERM)
+
+    def ctrl_c(args: figures.FigureArgs) -> figures.Result:
+        raise KeyboardInterrupt
+
+    assert figures.script(killed)(["--quick", "--out", str(tmp_path / "o")]) == 143
+    assert figures.script(ctrl_c)(["--quick", "--out", str(tmp_path / "o")]) == 130
+    assert "Traceback" not in capsys.readouterr().err
     with pytest.raises(figures.config.FigureError, match="no table"):
         figures.claim_of("missing")
 

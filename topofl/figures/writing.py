@@ -525,7 +525,9 @@ def script(build: Callable[[FigureArgs], Result]) -> Callable[[Sequence[str] | N
     name without ``fig_``, the description its docstring), selects matplotlib's Agg backend,
     calls ``build(args)`` and writes its :class:`Result` with the claim of
     ``paper_figures/claims.toml`` (:func:`write`); it prints the path written and returns 0,
-    or prints the error of a :class:`FigureError` and returns 1.
+    or prints the error of a :class:`FigureError` and returns 1; interrupted (Ctrl-C, or a
+    sweep's SIGINT or SIGTERM, after the sweep printed how to resume) it returns 128 + the
+    signal's number, without a traceback.
 
     Examples
     --------
@@ -553,6 +555,10 @@ def script(build: Callable[[FigureArgs], Result]) -> Callable[[Sequence[str] | N
             except FigureError as exc:
                 print(f"fig_{name}.py: error: {exc}", file=sys.stderr)
                 return 1
+            except KeyboardInterrupt as exc:  # Ctrl-C, or a sweep's SIGINT / SIGTERM: the
+                # sweep has said what finished and how to resume; no traceback, and the
+                # status a shell gives a process stopped by that signal (130, 143)
+                return 128 + int(getattr(exc, "signum", 2))
             print(path)
             return 0
         finally:
