@@ -143,6 +143,33 @@ def test_jobs_give_the_same_verdicts_and_run_a_commit_once(tmp_path: Path,
         certificates.check(tmp_path, jobs=0, **_kw(tmp_path, now, _Commits(values)))
 
 
+def test_select_checks_only_the_chosen_certificates(tmp_path: Path, small: dict) -> None:
+    """``select`` narrows the check to the certificates it returns (what the slow test's sample
+    does): only their commits re-run and their verdicts are those of the whole check; an index
+    the chain does not use is refused before anything runs."""
+    now, values = _three(tmp_path, small)
+    whole = _found(certificates.check(tmp_path, **_kw(tmp_path, now, _Commits(values))))
+    runs = _Commits(values)
+    asked: list[list[int]] = []
+
+    def two(used: list[int]) -> list[int]:
+        asked.append(used)
+        return [used[2], used[0], used[2]]  # any order, repeats
+
+    kw = {**_kw(tmp_path, now, runs), "cache": tmp_path / "other.json"}
+    found = _found(certificates.check(tmp_path, select=two, **kw))
+    assert asked == [[0, 1, 2]] and sorted(runs.calls) == [A, C]
+    assert found == [whole[0], whole[2]] and [f[1] for f in found] == ["bitwise", "failed"]
+    problems = certificates.verify(tmp_path, select=lambda used: used[:1], **kw)
+    assert problems == []  # certificate 0 verifies; 2, which fails, was not chosen
+    runs.calls.clear()
+    with pytest.raises(ValueError, match=r"select must return indices of certificates the "
+                                         r"chain uses \(3 of them\), got \[7\]"):
+        certificates.check(tmp_path, select=lambda used: [0, 7], **kw)
+    assert runs.calls == []
+    assert certificates.check(tmp_path, select=lambda used: [], **kw) == []
+
+
 def test_two_jobs_run_at_once(tmp_path: Path, small: dict) -> None:
     now, values = _three(tmp_path, small)
     runs = _Commits(values)

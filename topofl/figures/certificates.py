@@ -98,7 +98,7 @@ import re
 import subprocess
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -423,15 +423,15 @@ def verify(results: str | os.PathLike[str], code: str | None = None, *,
            of_commit: Callable[[str, int], Mapping[str, Any]] | None = None,
            code_of: Callable[[str], str] | None = None,
            cache: str | os.PathLike[str] | None = None,
-           notes: list[str] | None = None, jobs: int = 1) -> list[str]:
-    """Check every certificate the results of code ``code`` rely on (:func:`check`); the
-    problems, one line each (empty: every one verified). ``notes`` receives one line per
-    certificate that verified although its values differ from this environment's within the
-    rounding measured between environments (naming both)."""
+           notes: list[str] | None = None, jobs: int = 1,
+           select: Callable[[list[int]], Iterable[int]] | None = None) -> list[str]:
+    """Check the certificates the results of code ``code`` rely on (:func:`check`, and its
+    ``select``); the problems, one line each (empty: every one verified). ``notes`` gets a line
+    per certificate verified within the rounding measured between environments (naming both)."""
     where = Path(results) / EQUIVALENCE_FILE
     problems = []
     for v in check(results, code, current=current, of_commit=of_commit, code_of=code_of,
-                   cache=cache, jobs=jobs):
+                   cache=cache, jobs=jobs, select=select):
         head = f"{where}: certificate {v.index} ({v.cert['from']} -> {v.cert['to']})"
         if v.outcome == "failed":
             problems.append(f"{head}: {v.detail}")
@@ -446,7 +446,8 @@ def check(results: str | os.PathLike[str], code: str | None = None, *,
           code_of: Callable[[str], str] | None = None,
           cache: str | os.PathLike[str] | None = None, jobs: int = 1,
           report: Callable[[Verdict], None] | None = None,
-          progress: Callable[[str], None] | None = None) -> list[Verdict]:
+          progress: Callable[[str], None] | None = None,
+          select: Callable[[list[int]], Iterable[int]] | None = None) -> list[Verdict]:
     """Check every certificate the results of code ``code`` rely on: one :class:`Verdict`
     each, in the order of ``equivalence.json``. See the module docstring for the three
     checks and the cache.
@@ -480,6 +481,8 @@ def check(results: str | os.PathLike[str], code: str | None = None, *,
         Receives each verdict as it is decided.
     progress : callable, optional
         Receives a line on what the check does next (the current snapshot, the re-runs).
+    select : callable, optional
+        From the indices of the certificates the chain uses, those to check (default: all).
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be an integer of at least 1, got {jobs!r}")
@@ -487,6 +490,11 @@ def check(results: str | os.PathLike[str], code: str | None = None, *,
     if code is None:
         code = current["code"] if current is not None else code_fingerprint()
     used = _chain(code, certs)[1]
+    chosen = used if select is None else sorted(set(select(list(used))))
+    if stray := sorted(set(chosen) - set(used)):
+        raise ValueError(f"select must return indices of certificates the chain uses "
+                         f"({len(used)} of them), got {stray[:5]}")
+    used = chosen
     if not used:
         return []
     tell = progress or (lambda line: None)
