@@ -102,7 +102,7 @@ def test_the_executors_gradients_are_the_same_bits(monkeypatch, dtype, hidden, b
     gradient handed back transposed, though of the same values, moved them (the backward
     of ``_PaddedTranspose`` makes it contiguous)."""
     import topofl as tf
-    from topofl.engine import executors
+    from topofl.engine import executors, objectives
     from topofl.engine.layout import ParamLayout
 
     model = tf.models.build_model("mlp", (40,), 10, seed=0, hidden=hidden)
@@ -114,7 +114,7 @@ def test_the_executors_gradients_are_the_same_bits(monkeypatch, dtype, hidden, b
     y = torch.randint(0, 10, (n, b), generator=gen)
     out = []
     for fn in (cross_entropy_rows, _reference):
-        monkeypatch.setattr(executors, "cross_entropy_rows", fn)
+        monkeypatch.setattr(objectives, "cross_entropy_rows", fn)
         g = torch.zeros(n, layout.num_params, dtype=dtype)
         loss = executors.BatchedExecutor(model, layout).grad(flat, x, y, "all", g)
         out.append((loss, g))

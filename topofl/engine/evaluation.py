@@ -17,6 +17,7 @@ from topofl.engine._evaluation_divergence import nonfinite_loss_error as nonfini
 from topofl.engine.clients import Clients, first_bad
 from topofl.engine.config import RunConfig, global_samples
 from topofl.engine.local import row_runs
+from topofl.engine.objectives import objective_of
 from topofl.engine.protocol import Adjust, Algorithm, Round, Services, State
 from topofl.engine.scoring import rows_independent, score_chunks, takes_rows
 from topofl.graph import Topology
@@ -265,8 +266,12 @@ def shared_sums(executor: Any, x_eval: Tensor, x: Tensor, y: Tensor,
     [2.0, 0.0]
     """
     m, s = int(x_eval.shape[0]), int(x.shape[0])
-    classes = int(y.max()) + 1 if s else 1
-    if adjust is not None or m == 0:
+    fused = objective_of(executor).classifies  # the cross-entropy's pass from the largest logit
+    if not fused:  # regression targets [s] or [s, K]: K outputs a sample
+        classes = int(y[0].numel()) if s else 1
+    else:
+        classes = int(y.max()) + 1 if s else 1
+    if adjust is not None or m == 0 or not fused:
         chunk = max(1, EVAL_BLOCK_BYTES // max(1, m * (classes * 8 + int(x[0].numel()) * 4)))
         gb = ((x[a:a + chunk], y[a:a + chunk], None) for a in range(0, s, chunk))
         return torch.stack(score_chunks(executor, x_eval, gb, m, shared=True, adjust=adjust),
@@ -410,6 +415,9 @@ def class_sums(executor: Any, x_eval: Tensor, data: Any, split: str,
     >>> class_sums(swap, torch.zeros(1, 1), data, "test").tolist()  # both wrong, one a class
     [[0.0, 0.0, 1.0, 1.0]]
     """
+    if not objective_of(executor).classifies:
+        raise ValueError("per-class sums (balanced accuracy) need class labels: the executor "
+                         f"trains with {objective_of(executor).name!r}")
     m, C = int(x_eval.shape[0]), int(data.num_classes)
     chunk = eval_chunk(m, C, 4 * int(np.prod(data.input_shape)))
     size = min(chunk, max(1, int(np.max(data.sizes(split)))))

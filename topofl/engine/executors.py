@@ -35,7 +35,6 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
@@ -47,8 +46,8 @@ from topofl.engine._executors_stack import (
 )
 from topofl.engine._executors_stack import _Windows as _Windows
 from topofl.engine._threads import cpu_workers, run_on_cores
-from topofl.engine.crossentropy import cross_entropy_rows
 from topofl.engine.layout import ParamLayout
+from topofl.engine.objectives import CROSS_ENTROPY, Objective, check_objective
 from topofl.engine.protocol import Part
 from topofl.engine.residues import plain_mlp_period
 from topofl.models import check_model_input
@@ -74,10 +73,12 @@ class Executor(Protocol):
     """
 
     def grad(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, out: Tensor) -> Tensor:
-        """Write the gradients of the mean cross-entropy into ``out[:, cols(part)]``.
+        """Write the gradients of the mean loss into ``out[:, cols(part)]``.
 
-        ``flat`` is ``[n, P]``, ``x`` is ``[n, b, *input_shape]``, ``y`` is ``[n, b]``.
-        Returns the loss of each client, ``[n]``.
+        ``flat`` is ``[n, P]``, ``x`` is ``[n, b, *input_shape]``, ``y`` is ``[n, b]`` (or
+        ``[n, b, K]`` regression targets). Returns the loss of each client, ``[n]``: of the
+        executor's ``objective`` (:func:`~topofl.engine.objectives.objective_of`; the
+        cross-entropy for an executor without one).
         """
         ...
 
@@ -91,29 +92,33 @@ class _InputCheck:
 
     model: nn.Module
     layout: ParamLayout
+    objective: Objective
 
-    def _grad_start(self, flat: Tensor, x: Tensor, part: Part, out: Tensor
+    def _grad_start(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, out: Tensor
                     ) -> tuple[dict[str, Tensor], dict[str, Tensor], tuple[str, ...], Tensor]:
-        """What a ``grad`` starts from, the input checked: the views of ``flat`` and ``out``,
-        the names of ``part``'s parameters and an empty ``[n]`` vector for the losses."""
-        self._check_input(x.shape[2:], flat.dtype)
+        """What a ``grad`` starts from, the input and targets checked: the views of ``flat``
+        and ``out``, the names of ``part``'s parameters and an empty ``[n]`` vector for the
+        losses."""
+        self._check_input(x.shape[2:], flat.dtype, y)
         views = self.layout.views(flat)
         out_views = self.layout.views(out)
         train_names = self.layout.names_of(part)
         losses = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)
         return views, out_views, train_names, losses
 
-    def _check_input(self, sample_shape: Sequence[int], dtype: torch.dtype) -> None:
+    def _check_input(self, sample_shape: Sequence[int], dtype: torch.dtype,
+                     y: Tensor | None = None) -> None:
+        if y is not None:  # the objective's kind of targets, once a dtype
+            seen: set[torch.dtype] = self.__dict__.setdefault("_checked_targets", set())
+            if y.dtype not in seen:
+                self.objective.check_targets(y)
+                seen.add(y.dtype)
         key = (tuple(sample_shape), dtype)
         checked: set[tuple[tuple[int, ...], torch.dtype]] = self.__dict__.setdefault(
             "_checked_inputs", set())
         if key not in checked:
             check_model_input(self.model, key[0], dtype=dtype)
             checked.add(key)
-
-
-def _loss(logits: Tensor, y: Tensor) -> Tensor:
-    return F.cross_entropy(logits, y)
 
 
 def loop_on_cpu(model: nn.Module) -> bool:
@@ -209,21 +214,27 @@ class BatchedExecutor(_InputCheck):
     chunk_size : int, optional
         Clients per ``vmap`` call (all at once by default).
     closed_form : bool, default True
-        For multinomial logistic regression (``Linear(flatten(x))``, e.g. topofl's
-        ``logistic``), compute the gradient in closed form, ``(softmax(W x + b) - onehot(y))
-        x^T / B`` per client, with two batched matrix products and no autograd (same numbers to
-        rounding; 1000 clients x 16 samples x 784 inputs on 2 cores: 10 ms instead of 14). The
-        autograd path stays the reference (``closed_form=False``).
+        For a linear model (``Linear(flatten(x))``, e.g. topofl's ``logistic``), compute the
+        gradient in closed form, ``(softmax(W x + b) - onehot(y)) x^T / B`` per client with
+        the cross-entropy (multinomial logistic regression), ``(W x + b - y) x^T / B`` with the
+        squared error (least squares), with two batched matrix products and no autograd (same
+        numbers to rounding; softmax regression of 1000 clients x 16 samples x 784 inputs on 2
+        cores: 10 ms instead of 14). The autograd path stays the reference
+        (``closed_form=False``).
+    objective : Objective or str, default ``"cross_entropy"``
+        The loss (:mod:`topofl.engine.objectives`): ``"cross_entropy"`` of integer labels or
+        ``"squared_error"`` of floating targets.
     """
 
     #: the local step gains from being streamed over blocks of clients (see ``LocalStepper``)
     streams = True
 
     def __init__(self, model: nn.Module, layout: ParamLayout, chunk_size: int | None = None,
-                 closed_form: bool = True):
+                 closed_form: bool = True, *, objective: Objective | str = CROSS_ENTROPY):
         self.model = model
         self.layout = layout
         self.chunk_size = chunk_size
+        self.objective = check_objective(objective)
         self.linear = _softmax_regression(model, layout.names) if closed_form else None
         #: the layers of a plain MLP, run without ``vmap`` in the gradient (:func:`_plain_stack`)
         self.stack = _plain_stack(model, layout.names)
@@ -251,7 +262,7 @@ class BatchedExecutor(_InputCheck):
         return [slice(a, min(n, a + c)) for a in range(0, n, c)]
 
     def grad(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, out: Tensor) -> Tensor:
-        views, out_views, train_names, losses = self._grad_start(flat, x, part, out)
+        views, out_views, train_names, losses = self._grad_start(flat, x, y, part, out)
         train = set(train_names)
         n = flat.shape[0]
         for c in self._chunks(n):
@@ -266,7 +277,7 @@ class BatchedExecutor(_InputCheck):
     def losses(self, flat: Tensor, x: Tensor, y: Tensor) -> Tensor:
         """``[n]``: the losses :meth:`grad` returns (its forward pass, chunk by chunk, the
         same numbers), without a gradient."""
-        self._check_input(x.shape[2:], flat.dtype)
+        self._check_input(x.shape[2:], flat.dtype, y)
         views = self.layout.views(flat)
         losses = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)
         for c in self._chunks(flat.shape[0]):
@@ -278,7 +289,7 @@ class BatchedExecutor(_InputCheck):
 
     def _autograd(self, views: dict[str, Tensor], x: Tensor, y: Tensor,
                   train_names: tuple[str, ...], c: slice) -> tuple[Tensor, tuple[Tensor, ...]]:
-        """The clients ``c``'s mean cross-entropies ``[m]`` and their gradients with respect
+        """The clients ``c``'s mean losses ``[m]`` and their gradients with respect
         to ``train_names`` (``[m, *shape]`` each): the ``vmap``-ed forward (a plain MLP's
         without ``vmap``, :func:`_stack_forward`: the same operations), one backward."""
         train = set(train_names)
@@ -290,20 +301,19 @@ class BatchedExecutor(_InputCheck):
                 logits = _stack_forward(self.stack, params, x)  # [m, b, C]
             else:
                 logits = self._forward(False)(params, x)
-            m, b = logits.shape[0], logits.shape[1]
-            loss = cross_entropy_rows(logits.reshape(m * b, -1), y.reshape(m * b))
-            loss = loss.view(m, b).mean(1)
+            loss = self.objective.per_sample(logits, y).mean(1)
             wrt = [params[k] for k in train_names]
             grads = torch.autograd.grad(loss.sum(), wrt) if wrt else ()
         return loss.detach(), grads
 
     def _linear_backward(self, views: dict[str, Tensor], x: Tensor, y: Tensor, c: slice,
                          scale: Tensor | float | None) -> tuple[Tensor, Tensor | None, Tensor]:
-        """Softmax regression on the clients ``c``: the losses and, unless ``scale`` is None,
+        """A linear model on the clients ``c`` (softmax regression with the cross-entropy,
+        least squares with the squared error): the losses and, unless ``scale`` is None,
         ``scale * d loss / d logits`` as ``[m, C, b]`` (and the flattened inputs)."""
         wname, bname = self.linear  # type: ignore[misc]  # not None on this path
         W = views[wname][c]  # [m, C, d], rows of the flat buffer
-        m, b = y.shape
+        m, b = y.shape[0], y.shape[1]
         xf = x.reshape(m, b, -1)
         if xf.shape[2] != W.shape[2]:
             raise ValueError(
@@ -313,20 +323,7 @@ class BatchedExecutor(_InputCheck):
         logits = torch.bmm(W, xf.transpose(1, 2))  # [m, C, b]: classes along dim 1
         if bname is not None:
             logits.add_(views[bname][c].unsqueeze(2))
-        lsm = torch.log_softmax(logits, dim=1)
-        if bool(((y < 0) | (y >= lsm.shape[1])).any()):
-            raise ValueError(f"labels must lie in [0, {lsm.shape[1]}), got {y.min()}..{y.max()}")
-        yy = y.unsqueeze(1)
-        loss = lsm.gather(1, yy).squeeze(1).mean(1).neg_()
-        if scale is None:
-            return loss, None, xf
-        # d loss / d logits = (softmax - onehot) / b
-        p = lsm.exp_().scatter_add_(1, yy, torch.full((1, 1, 1), -1.0, dtype=lsm.dtype,
-                                                       device=lsm.device).expand(m, 1, b))
-        if isinstance(scale, Tensor):
-            p.mul_((scale / b).view(m, 1, 1))
-        else:
-            p.mul_(scale / b)
+        loss, p = self.objective.linear(logits, y, scale)
         return loss, p, xf
 
     def _weight_product(self, p: Tensor, xf: Tensor) -> Tensor:
@@ -343,7 +340,7 @@ class BatchedExecutor(_InputCheck):
 
     def _linear_grad(self, views: dict[str, Tensor], out_views: dict[str, Tensor], x: Tensor,
                      y: Tensor, train: set[str], c: slice) -> Tensor:
-        """Closed-form gradient of the mean cross-entropy of softmax regression (a chunk)."""
+        """Closed-form gradient of a linear model's mean loss (a chunk)."""
         wname, bname = self.linear  # type: ignore[misc]  # not None on this path
         loss, p, xf = self._linear_backward(views, x, y, c, 1.0 if train else None)
         if p is None:
@@ -377,7 +374,7 @@ class BatchedExecutor(_InputCheck):
         :func:`~topofl.engine.pieces.sgd_step`, without the ``[n, P]`` buffer (0.2 ms of a
         5 ms step, ``analysis/bench_floor.md``). A non-finite loss leaves non-finite
         parameters (the caller raises on the returned losses)."""
-        self._check_input(x.shape[2:], flat.dtype)
+        self._check_input(x.shape[2:], flat.dtype, y)
         views = self.layout.views(flat)
         losses = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)
         if self.linear is None:
@@ -432,6 +429,8 @@ class LoopExecutor(_InputCheck):
     channels_last : bool or None, default None
         Feed 4-d inputs in channels-last memory format (faster convolutions and pooling on
         CPU). ``None``: when the model has a ``Conv2d`` and the input is on the CPU.
+    objective : Objective or str, default ``"cross_entropy"``
+        The loss, as :class:`BatchedExecutor`'s.
     """
 
     #: not streamed by default: its threads would meet at every block of clients (measured:
@@ -439,11 +438,13 @@ class LoopExecutor(_InputCheck):
     streams = False
 
     def __init__(self, model: nn.Module, layout: ParamLayout, threads: int | None = 1,
-                 channels_last: bool | None = None):
+                 channels_last: bool | None = None, *,
+                 objective: Objective | str = CROSS_ENTROPY):
         if threads is not None and int(threads) < 1:
             raise ValueError(f"threads must be >= 1 or None, got {threads}")
         self.model = model
         self.layout = layout
+        self.objective = check_objective(objective)
         self.threads = threads
         self.channels_last = channels_last
         self._conv2d = _has_conv2d(model)
@@ -495,12 +496,12 @@ class LoopExecutor(_InputCheck):
 
     # ------------------------------------------------------------------ executor API
     def grad(self, flat: Tensor, x: Tensor, y: Tensor, part: Part, out: Tensor) -> Tensor:
-        views, out_views, train_names, losses = self._grad_start(flat, x, part, out)
+        views, out_views, train_names, losses = self._grad_start(flat, x, y, part, out)
         return self._grad(flat, x, y, part, views, out_views, train_names, losses)
 
     def losses(self, flat: Tensor, x: Tensor, y: Tensor) -> Tensor:
         """``[n]``: the losses :meth:`grad` returns (the same forward pass), no gradient."""
-        self._check_input(x.shape[2:], flat.dtype)
+        self._check_input(x.shape[2:], flat.dtype, y)
         losses = torch.empty(flat.shape[0], dtype=flat.dtype, device=flat.device)
         return self._grad(flat, x, y, "all", self.layout.views(flat), {}, (), losses)
 
@@ -516,7 +517,7 @@ class LoopExecutor(_InputCheck):
                     params = {
                         k: v[i].detach().requires_grad_(k in train_set) for k, v in views.items()
                     }
-                    loss = _loss(call(params, self._input(x[i])), y[i])
+                    loss = self.objective.mean(call(params, self._input(x[i])), y[i])
                     wrt = [params[k] for k in train_names]
                     grads = torch.autograd.grad(loss, wrt) if wrt else ()
             except Exception as exc:  # wrap with the client's context
@@ -549,9 +550,9 @@ class LoopExecutor(_InputCheck):
 
 def make_executor(
     kind: str, model: nn.Module, layout: ParamLayout, device: torch.device,
-    chunk_size: int | None = None,
+    chunk_size: int | None = None, objective: Objective | str = CROSS_ENTROPY,
 ) -> BatchedExecutor | LoopExecutor:
-    """Choose an executor.
+    """Choose an executor (training with ``objective``, :mod:`topofl.engine.objectives`).
 
     ``"batched"`` is :class:`BatchedExecutor` (``chunk_size`` clients per ``vmap`` call) and
     ``"loop"`` the sequential per-client reference :class:`LoopExecutor`. ``"auto"`` picks
@@ -592,11 +593,11 @@ def make_executor(
     logistic regressions 3.8 ms batched against 594 ms with the loop.
     """
     if kind == "batched":
-        return BatchedExecutor(model, layout, chunk_size)
+        return BatchedExecutor(model, layout, chunk_size, objective=objective)
     if kind == "loop":
-        return LoopExecutor(model, layout)
+        return LoopExecutor(model, layout, objective=objective)
     if kind == "auto":
         if device.type == "cpu" and loop_on_cpu(model):
-            return LoopExecutor(model, layout, threads=None)
-        return BatchedExecutor(model, layout, chunk_size)
+            return LoopExecutor(model, layout, threads=None, objective=objective)
+        return BatchedExecutor(model, layout, chunk_size, objective=objective)
     raise ValueError(f"executor must be one of ['auto', 'batched', 'loop'], got {kind!r}")

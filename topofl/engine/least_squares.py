@@ -14,8 +14,9 @@ losses at their own rows (:meth:`LeastSquares.losses`, what a selection by loss 
 services that also know each client's sample count (:meth:`LeastSquares.services`:
 ``weighting="data_size"``, FedNova's weights), and the minimiser of the (weighted) sum
 (:meth:`LeastSquares.minimiser`), the exact optimum that gradient tracking, EXTRA or exact
-diffusion reach and D-SGD misses by its heterogeneity bias. The batched engine
-(:func:`topofl.run`: data, a model, an executor) trains with the cross-entropy only.
+diffusion reach and D-SGD misses by its heterogeneity bias. The batched engine's executors
+compute the same cost of a linear model with ``objective="squared_error"``
+(:mod:`topofl.engine.objectives`); :func:`topofl.run` builds them with the cross-entropy.
 
 Examples
 --------

@@ -9,8 +9,8 @@ import torch
 from torch import Tensor
 
 from topofl._utils.callables import takes_keyword
-from topofl.engine.crossentropy import cross_entropy_rows
 from topofl.engine.executors import BatchedExecutor, LoopExecutor
+from topofl.engine.objectives import objective_of
 from topofl.engine.protocol import Adjust
 
 __all__ = ["live_rows", "rows_independent", "score_chunks", "takes_rows"]
@@ -142,9 +142,9 @@ def _batch_sums(executor: Any, x_eval: Tensor, inputs: Tensor, y: Tensor, mask: 
         hook: Any = adjust  # a hook that takes ``rows`` (takes_rows) when rows is given
         logits = hook(inputs, logits, shared) if rows is None else \
             hook(inputs, logits, shared, rows=rows)
-    yy = y.unsqueeze(0).expand(logits.shape[:2]) if shared else y
-    ok = (logits.argmax(dim=-1) == yy).double()
-    ls = cross_entropy_rows(logits.reshape(-1, logits.shape[-1]), yy.reshape(-1)
-                            ).reshape(yy.shape).double()
+    yy = y.unsqueeze(0).expand(logits.shape[0], *y.shape) if shared else y
+    objective = objective_of(executor)
+    ok = objective.correct(logits, yy)
+    ls = objective.per_sample(logits, yy).double()
     m = torch.ones_like(ok) if mask is None else mask.double()
     return (ok * m).sum(dim=1), (ls * m).sum(dim=1), m.sum(dim=1)

@@ -15,11 +15,11 @@ from torch import Tensor
 
 from topofl._utils.validation import check_choice
 from topofl.engine.clients import Clients, LocalClients
-from topofl.engine.crossentropy import cross_entropy_rows
 from topofl.engine.evaluation import eval_chunk, split_sums
 from topofl.engine.executors import BatchedExecutor, LoopExecutor
 from topofl.engine.layout import ParamLayout
 from topofl.engine.local import steps_per_client
+from topofl.engine.objectives import objective_of
 from topofl.engine.protocol import Part
 
 __all__ = ["DataServices", "AUX_STEP", "batch_losses"]
@@ -28,18 +28,18 @@ AUX_STEP = 1 << 20  # auxiliary draws use steps >= 2**20 of a round: disjoint fr
 
 
 def batch_losses(executor: Any, x: Tensor, xb: Tensor, yb: Tensor, idx: Tensor) -> Tensor:
-    """``[n, k]``: mean cross-entropy of row ``i`` of ``x`` on the batch ``xb[idx[i, j]]``,
-    ``yb[idx[i, j]]`` (``xb``: ``[q, b, ...]`` batches, ``yb``: ``[q, b]`` labels)."""
+    """``[n, k]``: mean loss (the executor's objective) of row ``i`` of ``x`` on the batch
+    ``xb[idx[i, j]]``, ``yb[idx[i, j]]`` (``xb``: ``[q, b, ...]`` batches, ``yb``: ``[q, b]``
+    labels or ``[q, b(, K)]`` regression targets)."""
     n, k = idx.shape
+    objective = objective_of(executor)
     xb = xb.to(x.dtype)
     out = torch.empty(n, k, dtype=x.dtype, device=x.device)
     for j in range(k):
         sel = idx[:, j]
         logits = executor.logits(x, xb.index_select(0, sel))
         yy = yb.index_select(0, sel)
-        ls = cross_entropy_rows(logits.reshape(-1, logits.shape[-1]), yy.reshape(-1)
-                                ).reshape(yy.shape)
-        out[:, j] = ls.mean(dim=1)
+        out[:, j] = objective.per_sample(logits, yy).mean(dim=1)
     return out
 
 
@@ -202,9 +202,11 @@ class DataServices:
         ex = self.executor
         body_ex: Any
         if isinstance(ex, LoopExecutor):
-            body_ex = LoopExecutor(body, lay, threads=ex.threads, channels_last=ex.channels_last)
+            body_ex = LoopExecutor(body, lay, threads=ex.threads, channels_last=ex.channels_last,
+                                   objective=ex.objective)
         else:
-            body_ex = BatchedExecutor(body, lay, getattr(ex, "chunk_size", None))
+            body_ex = BatchedExecutor(body, lay, getattr(ex, "chunk_size", None),
+                                      objective=objective_of(ex))
         self._body = (body, body_ex)
         return self._body  # type: ignore[no-any-return]
 
