@@ -559,7 +559,8 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
     if isinstance(topology, str):
         family, kwargs = p.graph or topologies.check_spec(topology)
         topology = build_checked(topology, family, kwargs, seed=p.seed, n=int(data.num_clients),
-                                 label_distributions=data.label_distributions)
+                                 label_distributions=None if data.objective != "cross_entropy"
+                                 else data.label_distributions)
     why = stochasticity_problem(p.algorithm, topology)
     if why is not None:
         raise ConfigError(why)

@@ -215,7 +215,7 @@ class _Source:
             g = torch.zeros(k * b, p, dtype=z.dtype, device=z.device)
             loss = ex.grad(z[c].repeat_interleave(b, dim=0),
                            xb.reshape(k * b, 1, *xb.shape[2:]).to(z.dtype),
-                           yb.reshape(k * b, 1), "all", g)
+                           yb.reshape(k * b, 1, *yb.shape[2:]), "all", g)
             out[c] = g.view(k, b, p)
             losses[c] = loss.view(k, b)
         return out, losses

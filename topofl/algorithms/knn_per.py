@@ -29,6 +29,7 @@ from topofl.algorithms.hparams import (
     Sampling,
     SamplingKeywords,
 )
+from topofl.engine.objectives import objective_of
 from topofl.engine.protocol import Adjust, Algorithm, Phase, Round, Services
 
 if TYPE_CHECKING:  # Unpack is typing's from Python 3.11; only the type checker reads it
@@ -189,6 +190,11 @@ def _predictor(k: int, lam: float, temperature: float
     model's softmax mixed with the kNN vote (:func:`knn_per`)."""
 
     def predict(x_eval: Tensor, rnd: Round, env: Services) -> Adjust:
+        objective = objective_of(getattr(env, "executor", None))
+        if not objective.classifies:
+            raise ValueError("knn_per mixes the model's class probabilities with a vote of "
+                             "its neighbours' labels: it needs class labels, and this run "
+                             f"trains with {objective.name!r} (regression targets)")
         keys, labels, valid = env.split_features(x_eval, "train")
 
         def adjust(inputs: Tensor, logits: Tensor, shared_input: bool,

@@ -10,6 +10,8 @@
   tensor with batched, counter-based sampling and padded evaluation; :func:`federate` builds one
   from a dataset name, a scheme and a seed. Its sampling hash lives in
   :mod:`topofl.data.sampling`, the assembly of its one tensor in :mod:`topofl.data.assembly`.
+- :mod:`topofl.data.own`: :func:`from_clients`, every client's own samples as given (floating
+  targets make a regression task, trained with the squared error).
 - :mod:`topofl.data.corrupt`: label-flipping clients (``federate(..., flip_labels=0.4)``, DPFL's
   malicious clients): :func:`label_flip_plan`, :func:`flip_labels`.
 
@@ -27,6 +29,7 @@ from topofl.data import datasets, partition
 from topofl.data.corrupt import flip_labels
 from topofl.data.datasets import *  # noqa: F403  (its __all__, re-exported)
 from topofl.data.federated import FederatedData, federate
+from topofl.data.own import from_clients
 from topofl.data.partition import *  # noqa: F403  (its __all__, re-exported)
 
 __all__ = [
@@ -34,5 +37,6 @@ __all__ = [
     *partition.__all__,
     "FederatedData",
     "federate",
+    "from_clients",
     "flip_labels",
 ]

@@ -334,15 +334,36 @@ class FederatedData:
         return flipped_mask(self.params, self.num_clients)
 
     @property
+    def objective(self) -> str:
+        """The loss a run trains with (:mod:`topofl.engine.objectives`): ``"cross_entropy"``
+        for integer labels, ``"squared_error"`` for floating (regression) targets
+        (:func:`~topofl.data.from_clients`).
+
+        Examples
+        --------
+        >>> tf.data.federate("digits", "iid", 3, seed=0).objective
+        'cross_entropy'
+        """
+        return "squared_error" if self.y.is_floating_point() else "cross_entropy"
+
+    @property
     def label_distributions(self) -> IntArray:
         """``(n, L)`` int64 training label counts (the input of ``topologies.dcliques``).
 
         Counts of the dataset's labels as partitioned, before any ``flip_labels``.
+
+        Raises
+        ------
+        ValueError
+            Regression data (floating targets): it has no labels.
         """
-        return self.partitions["train"].label_distributions
+        return self.label_distributions_of("train")
 
     def label_distributions_of(self, split: str) -> IntArray:
-        """``(n, L)`` int64 label counts of ``split``."""
+        """``(n, L)`` int64 label counts of ``split`` (regression data: ``ValueError``)."""
+        if self.objective != "cross_entropy":
+            raise ValueError("regression data (floating targets) has no labels to count: "
+                             "label distributions need class labels")
         return self.partitions[self._split(split)].label_distributions
 
     @property
@@ -492,17 +513,18 @@ class FederatedData:
             raise TypeError(f"indices must be a 2-d torch.Tensor [m, b], got {indices!r:.80}")
         flat = indices.reshape(-1)
         shape = tuple(indices.shape) + tuple(self.input_shape)
+        yshape = tuple(indices.shape) + tuple(self.y.shape[1:])  # [m, b] (or [m, b, K])
         if out is None:
             x = self.x.index_select(0, flat).reshape(shape)
-            return x, self.y.index_select(0, flat).reshape(indices.shape)
+            return x, self.y.index_select(0, flat).reshape(yshape)
         xo, yo = out
-        if tuple(xo.shape) != shape or tuple(yo.shape) != tuple(indices.shape):
+        if tuple(xo.shape) != shape or tuple(yo.shape) != yshape:
             raise ValueError(
-                f"out must have shapes {shape} and {tuple(indices.shape)}, got "
+                f"out must have shapes {shape} and {yshape}, got "
                 f"{tuple(xo.shape)} and {tuple(yo.shape)}"
             )
         torch.index_select(self.x, 0, flat, out=xo.view(-1, *self.input_shape))
-        torch.index_select(self.y, 0, flat, out=yo.view(-1))
+        torch.index_select(self.y, 0, flat, out=yo.view(-1, *self.y.shape[1:]))
         return xo, yo
 
     # ------------------------------------------------------------------ evaluation
@@ -540,7 +562,7 @@ class FederatedData:
             rows = torch.where(mask, offset + pos, offset + torch.clamp(size - 1, min=0))
             rows = torch.clamp(rows, 0, last_row).reshape(-1)
             x = self.x.index_select(0, rows).reshape((self.num_clients, b) + self.input_shape)
-            y = self.y.index_select(0, rows).reshape(self.num_clients, b)
+            y = self.y.index_select(0, rows).reshape(self.num_clients, b, *self.y.shape[1:])
             yield EvalBatch(x, y, mask, start)
 
     def padded(self, split: str = "test") -> EvalBatch:

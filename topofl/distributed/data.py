@@ -113,8 +113,17 @@ class ShardData:
         return self._sizes[check_choice(split, "split", SPLITS)]
 
     @property
+    def objective(self) -> str:
+        """The loss of the whole data (:attr:`FederatedData.objective`)."""
+        return "squared_error" if self.y.is_floating_point() else "cross_entropy"
+
+    @property
     def label_distributions(self) -> Any:
-        """``(n, L)`` training label counts of *all* clients (metadata)."""
+        """``(n, L)`` training label counts of *all* clients (metadata; regression data:
+        ``ValueError``)."""
+        if self.objective != "cross_entropy":
+            raise ValueError("regression data (floating targets) has no labels to count: "
+                             "label distributions need class labels")
         return self.partitions["train"].label_distributions
 
     @property

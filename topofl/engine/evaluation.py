@@ -597,23 +597,35 @@ def _accuracy_row(full: Tensor, keep: Tensor | None, config: RunConfig | None,
     """The accuracy and loss statistics of the clients ``keep`` (``None``: every client)
     from their sums ``full`` ``[n, 3 or 6]``; the per-client accuracies (NaN for a client
     not kept or without test samples) go to ``recorder`` when ``config.record_clients``
-    (``config`` ``None``: nowhere)."""
+    (``config`` ``None``: nowhere). Sums without right predictions (NaN: a regression
+    objective, :meth:`~topofl.engine.objectives.Objective.correct`) give the losses only,
+    and the per-client test losses are recorded instead."""
     correct, loss, count = full[:, 0], full[:, 1], full[:, 2]
+    accuracy = not _regression(full)
     has = count > 0 if keep is None else (count > 0) & keep
     acc = (correct[has] / count[has]).cpu().numpy()
     row: dict[str, Any] = {}
     if acc.size:
-        row.update(_stats("test_acc", acc))
+        if accuracy:
+            row.update(_stats("test_acc", acc))
         row["test_loss"] = float((loss[has] / count[has]).mean())
     if config is not None and recorder is not None and config.record_clients:
-        per_client = torch.where(has, correct / count.clamp_min(1), torch.nan).cpu().numpy()
-        recorder.log_clients("test_acc", per_client, t)
+        per_client = torch.where(has, (correct if accuracy else loss) / count.clamp_min(1),
+                                 torch.nan).cpu().numpy()
+        recorder.log_clients("test_acc" if accuracy else "test_loss", per_client, t)
     if full.shape[1] > 3:
         g = full if keep is None else full[keep]
         gc, gl, gn = g[:, 3], g[:, 4], g[:, 5]
-        row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
+        if accuracy:
+            row.update(_stats("global_acc", (gc / gn).cpu().numpy()))
         row["global_loss"] = float((gl / gn).mean())
     return row
+
+
+def _regression(sums: Tensor) -> bool:
+    """Whether evaluation sums ``[n, 3k]`` hold no right predictions (their correct column
+    NaN: a regression objective's)."""
+    return bool(sums.shape[0]) and bool(sums[:, 0].isnan().all())
 
 
 def _val_row(val: Tensor, keep: Tensor | None, recorder: Recorder, t: int) -> dict[str, Any]:
@@ -621,15 +633,18 @@ def _val_row(val: Tensor, keep: Tensor | None, recorder: Recorder, t: int) -> di
     validation samples, from their sums ``val`` ``[n, 3]``; per client ``val_loss`` and
     ``val_acc`` (NaN for a client not kept or without validation samples) to ``recorder``."""
     correct, loss, count = val[:, 0], val[:, 1], val[:, 2]
+    accuracy = not _regression(val)
     has = count > 0 if keep is None else (count > 0) & keep
     row: dict[str, Any] = {}
     if bool(has.any()):
-        row.update(_stats("val_acc", (correct[has] / count[has]).cpu().numpy()))
+        if accuracy:
+            row.update(_stats("val_acc", (correct[has] / count[has]).cpu().numpy()))
         row["val_loss"] = float((loss[has] / count[has]).mean())
     per = count.clamp_min(1)
     recorder.log_clients("val_loss", torch.where(has, loss / per, torch.nan).cpu().numpy(), t)
-    recorder.log_clients("val_acc", torch.where(has, correct / per, torch.nan).cpu().numpy(),
-                         t)
+    if accuracy:
+        recorder.log_clients("val_acc", torch.where(has, correct / per, torch.nan).cpu().numpy(),
+                             t)
     return row
 
 

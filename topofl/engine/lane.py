@@ -279,7 +279,8 @@ class Lane:
         model = model.to(device=device, dtype=dtype)
         layout = model_layout(model, algorithm)
         if executor is None:
-            executor = make_executor(config.executor, model, layout, device, config.chunk_size)
+            executor = make_executor(config.executor, model, layout, device, config.chunk_size,
+                                     getattr(data, "objective", "cross_entropy"))
         env = DataServices(layout, site.mixer, executor, site.data, config.batch_size, clients)
         x0 = init_parameters(model, layout, n, rows=clients.ids, seed=config.seed,
                              same=config.init == "same", device=device, dtype=dtype)

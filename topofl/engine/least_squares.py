@@ -14,9 +14,9 @@ losses at their own rows (:meth:`LeastSquares.losses`, what a selection by loss 
 services that also know each client's sample count (:meth:`LeastSquares.services`:
 ``weighting="data_size"``, FedNova's weights), and the minimiser of the (weighted) sum
 (:meth:`LeastSquares.minimiser`), the exact optimum that gradient tracking, EXTRA or exact
-diffusion reach and D-SGD misses by its heterogeneity bias. The batched engine's executors
-compute the same cost of a linear model with ``objective="squared_error"``
-(:mod:`topofl.engine.objectives`); :func:`topofl.run` builds them with the cross-entropy.
+diffusion reach and D-SGD misses by its heterogeneity bias. The batched engine trains the
+same cost on mini-batches: :func:`topofl.data.from_clients` with floating targets, whose
+runs use the squared error (:mod:`topofl.engine.objectives`).
 
 Examples
 --------

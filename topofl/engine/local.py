@@ -182,9 +182,12 @@ class LocalStepper:
         # every step writes into the same buffers (fresh large allocations cost page faults)
         self.grads = None if self.fused else torch.zeros(m, num_params, dtype=dtype,
                                                          device=device)
+        # the targets: class labels [m, b], or regression targets [m, b(, K)] (the data's y)
+        y = getattr(data, "y", None)
+        tail, kind = ((), torch.int64) if y is None else (tuple(y.shape[1:]), y.dtype)
         self.batch = (
             torch.empty((m, batch_size, *data.input_shape), dtype=torch.float32, device=device),
-            torch.empty((m, batch_size), dtype=torch.int64, device=device),
+            torch.empty((m, batch_size, *tail), dtype=kind, device=device),
         )
 
     @property

@@ -83,7 +83,10 @@ class DataServices:
         self.n = self.clients.n
         self.train_sizes: Tensor | None = torch.as_tensor(np.array(data.sizes("train")),
                                                           device=data.device)
-        self.label_counts: np.ndarray | None = np.asarray(data.label_distributions)
+        # regression data has no labels (its label_distributions raise): no counts
+        self.label_counts: np.ndarray | None = None if getattr(
+            data, "objective", "cross_entropy") != "cross_entropy" else np.asarray(
+            data.label_distributions)
         self.flipped: np.ndarray | None = np.asarray(data.flipped, dtype=bool)
         #: ``(n,)`` bool: the Byzantine nodes of a ``[byzantine]`` run (``None``: none)
         self.byzantine: np.ndarray | None = None

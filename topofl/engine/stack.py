@@ -160,6 +160,9 @@ def stack_problem(members: Sequence[Member]) -> str | None:
             return f"run {i} has another model shape than run 0"
         if tuple(m.data.input_shape) != tuple(first.data.input_shape):
             return f"run {i} has another input shape than run 0"
+        if getattr(m.data, "objective", "cross_entropy") != "cross_entropy":
+            return (f"run {i} trains on regression targets: it runs alone (a stack scores "
+                    "class labels)")
     return None
 
 
@@ -389,7 +392,8 @@ def run_stacked(members: Sequence[Member], *, placement: Placement | None = None
     env_all = _StackServices(
         layout=layout, mixer=mixer, n=total,
         train_sizes=torch.cat([ln.sizes for ln in lanes]),
-        label_counts=np.concatenate([np.asarray(ln.env.label_counts) for ln in lanes]),
+        label_counts=None if any(ln.env.label_counts is None for ln in lanes) else
+        np.concatenate([np.asarray(ln.env.label_counts) for ln in lanes]),
         flipped=np.concatenate([np.asarray(ln.env.flipped) for ln in lanes]),
         run_ids=np.concatenate([np.asarray(ln.site.clients.ids, dtype=np.int64)
                                 for ln in lanes]))

@@ -212,7 +212,7 @@ class DPSGD:
             rows = point[c].repeat_interleave(b, dim=0)
             g = torch.zeros(k * b, p, dtype=point.dtype, device=point.device)
             loss = executor.grad(rows, x[c].reshape(k * b, 1, *x.shape[2:]),
-                                 y[c].reshape(k * b, 1), phase.part, g)
+                                 y[c].reshape(k * b, 1, *y.shape[2:]), phase.part, g)
             sums, norms = clip_sum(g[:, cols], self.clip, b)
             draws = np.stack([generator_at(self.seed, STREAM, rnd.t, step, int(i))
                               .standard_normal(width) for i in ids[c]])
