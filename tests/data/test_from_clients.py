@@ -188,3 +188,24 @@ def test_regression_runs_do_not_stack():
                                  tf.algorithms.dsgd(), data, model)
     assert "trains on regression targets: it runs alone" in tf.engine.stack.stack_problem(
         [run, run])
+
+
+def test_a_ranks_share_of_regression_data_is_the_wholes():
+    """A distributed rank's ``ShardData`` of several-output targets: its batches, its padded
+    evaluation batches and its objective are the whole data's rows of its clients."""
+    from topofl.distributed.data import ShardData
+
+    A, b = _problem(5, [4, 7, 3, 6, 5], 3, k=2)
+    data = tf.data.from_clients(list(zip(A, b)), seed=0)
+    part = ShardData(data, [1, 3])
+    assert part.objective == "squared_error"
+    x, y = part.sample(2, 1, 4)
+    wx, wy = data.sample(2, 1, 4)
+    assert torch.equal(x, wx[[1, 3]]) and torch.equal(y, wy[[1, 3]])
+    out = (torch.empty_like(x), torch.empty_like(y))
+    part.sample(2, 1, 4, out=out)
+    assert torch.equal(out[1], y)
+    for mine, whole in zip(part.eval_batches("test", 3), data.eval_batches("test", 3)):
+        assert torch.equal(mine.y, whole.y[[1, 3]]) and torch.equal(mine.mask, whole.mask[[1, 3]])
+    with pytest.raises(ValueError, match="has no labels to count"):
+        _ = part.label_distributions

@@ -164,12 +164,13 @@ class ShardData:
         """Rows of ``x`` and ``y`` at ``[m, b]`` indices."""
         flat = indices.reshape(-1)
         shape = tuple(indices.shape) + tuple(self.input_shape)
+        tail = tuple(self.y.shape[1:])  # regression targets [M, K]: [m, b, K]
         if out is None:
             return (self.x.index_select(0, flat).reshape(shape),
-                    self.y.index_select(0, flat).reshape(indices.shape))
+                    self.y.index_select(0, flat).reshape(*indices.shape, *tail))
         xo, yo = out
         torch.index_select(self.x, 0, flat, out=xo.view(-1, *self.input_shape))
-        torch.index_select(self.y, 0, flat, out=yo.view(-1))
+        torch.index_select(self.y, 0, flat, out=yo.view(-1, *tail))
         return xo, yo
 
     def eval_batches(self, split: str = "test", batch_size: int | None = None
@@ -190,5 +191,5 @@ class ShardData:
             rows = torch.where(mask, offset + pos, offset + torch.clamp(size - 1, min=0))
             rows = torch.clamp(rows, 0, last_row).reshape(-1)
             x = self.x.index_select(0, rows).reshape((m, b) + tuple(self.input_shape))
-            y = self.y.index_select(0, rows).reshape(m, b)
+            y = self.y.index_select(0, rows).reshape(m, b, *self.y.shape[1:])
             yield EvalBatch(x, y, mask, start)
