@@ -169,6 +169,10 @@ def _data_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str, An
         ("data.federate", D.federate,
          {"dataset": "digits", "scheme": "iid", "n_clients": 4, "seed": 0, "val": 0.0,
           "test": "distribute", "device": "cpu"}),
+        ("data.from_clients", D.from_clients,
+         {"train": [(np.ones((3, 2)), np.arange(3.0)), (np.zeros((2, 2)), np.ones(2))],
+          "test": "train", "seed": 0, "global_test": (np.ones((1, 2)), np.zeros(1)),
+          "device": "cpu"}),
         ("data.label_flip_plan", tf.data.corrupt.label_flip_plan,
          {"n_clients": 4, "num_classes": 3, "fraction": 0.5, "seed": 0}),
         ("data.flip_labels", D.flip_labels,
@@ -397,7 +401,7 @@ READS_FILES = {"records.load", "records.load_many", "data.load.root",
                    "data.load", "data.iid", "data.shards", "data.dirichlet", "data.pathological",
                    "data.dpfl_pathological", "data.natural", "data.federate", "data.synthetic",
                    "data.digits_resized", "data.mnist1d", "data.mnist5k", "data.label_flip_plan",
-                   "data.flip_labels"))}
+                   "data.flip_labels", "data.from_clients"))}
 #: Targets that write: a path that cannot be written is an OSError.
 WRITES_FILES = {"records.Recorder", "records.copy_records", "run", "run.settings",
                 "engine.run"}
