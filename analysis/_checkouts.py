@@ -1,7 +1,7 @@
 """Runs of two checkouts side by side, for the benchmarks that time this code against
 another's (``bench_teleport.py``, ``bench_idle_rows.py``, ``bench_live_rows.py``,
-``bench_ggc_rows.py``, ``bench_rerun_split.py``): a child interpreter on a checkout, one torch
-thread, and what its records file says."""
+``bench_ggc_rows.py``, ``bench_rerun_split.py``, ``bench_participation_rows.py``): a child
+interpreter on a checkout, one torch thread, and what its records file says."""
 
 from __future__ import annotations
 

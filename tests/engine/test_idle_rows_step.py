@@ -101,13 +101,25 @@ RUNS = {
 }
 
 
-def _run(kind, dtype, monkeypatch=None, counts=None):
+#: server methods with partial participation: the non-participants' rates are 0 by the
+#: piece's mask (``Sampled.rates``), so their gradients are left out too
+PARTIAL = {
+    "fedavg-sampled": dict(algorithm="fedavg", momentum=0.9, local_epochs=2.0,
+                           participation=0.05),
+    "ditto-sampled": dict(algorithm="ditto", momentum=0.9, local_epochs=2.0,
+                          personal_epochs=2.0, participation=0.05),
+    "fedrep-sampled": dict(algorithm="fedrep", momentum=0.9, body_epochs=2.0,
+                           head_epochs=1.0, participation=0.05),
+}
+
+
+def _run(kind, dtype, monkeypatch=None, counts=None, n_clients=16):
     cfg = dict(data="mnist1d:n_samples=3000,n_test=600,seed=0", model="mlp",
-               model_params={"hidden": [16]}, n_clients=16, partition="dirichlet",
+               model_params={"hidden": [16]}, n_clients=n_clients, partition="dirichlet",
                partition_params={"alpha": 0.2, "val": 0.2, "min_size": 20}, rounds=2,
                batch_size=8, lr=0.05, dtype=dtype, seed=0, progress=False,
                record_clients=True)
-    cfg.update(RUNS[kind])
+    cfg.update({**RUNS, **PARTIAL}[kind])
     res = tf.run(**cfg)
     rows = [r for r in res.records.rows if r["metric"] != "wall_time"]
     return rows, res.state.x.clone()
@@ -144,6 +156,40 @@ def test_runs_equal_the_full_step(kind, dtype, monkeypatch):
         # the rest (DPFL's collaborators, counts) as they are
         assert [r["value"] for r in rows if not isinstance(r["value"], float | None)] == \
             [r["value"] for r in ref_rows if not isinstance(r["value"], float | None)]
+
+
+@pytest.mark.parametrize("kind", sorted(PARTIAL))
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_partial_participation_takes_the_participants_gradients_alone(kind, dtype,
+                                                                      monkeypatch):
+    """4 clients of 80 take part in a round: the steps take the gradients of a copy of
+    their rows (never of all 80), and the run is the full step's (float64 bit for bit)."""
+    rows_taken = []
+    grad = BatchedExecutor.grad
+
+    def spy(self, flat, *a, **k):
+        rows_taken.append(flat.shape[0])
+        return grad(self, flat, *a, **k)
+
+    monkeypatch.setattr(BatchedExecutor, "grad", spy)
+    rows, x = _run(kind, dtype, n_clients=80)
+    assert rows_taken and max(rows_taken) <= 80 / 2
+    taken = sum(rows_taken)
+    rows_taken.clear()
+    monkeypatch.setattr(LocalStepper, "_step_moving", lambda self, *a, **k: None)
+    ref_rows, ref_x = _run(kind, dtype, n_clients=80)
+    assert taken < 0.5 * sum(rows_taken)  # the full step: every row, every step
+    assert [(r["round"], r["client"], r["metric"]) for r in rows] == \
+        [(r["round"], r["client"], r["metric"]) for r in ref_rows]
+    values = [r["value"] for r in rows]
+    ref_values = [r["value"] for r in ref_rows]
+    if dtype == "float64":
+        assert torch.equal(x, ref_x)
+        assert values == ref_values
+    else:
+        torch.testing.assert_close(x, ref_x, rtol=1e-4, atol=1e-5)
+        num = [(a, b) for a, b in zip(values, ref_values) if isinstance(a, float)]
+        np.testing.assert_allclose(*np.array(num).T, rtol=1e-4, atol=1e-5)
 
 
 def test_a_piece_without_skips_idle_keeps_the_full_step():

@@ -86,6 +86,12 @@ class PersonalStep(ABC):
     def point(self, state: State, phase: Phase, env: Services) -> Tensor:
         return self.personal_point(state) if phase.name == "personal" else state.x
 
+    def rates(self, state: State, lr: Tensor, rnd: Round, env: Services) -> Tensor:
+        """The rates :meth:`update` steps with, in either phase: the inner piece's
+        (``LocalUpdate.rates``; the non-participants' 0 when it is ``Sampled``)."""
+        rates = getattr(self.sgd, "rates", None)
+        return lr if rates is None else rates(state, lr, rnd, env)
+
     def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
                env: Services) -> None:
         if phase.name != "personal":

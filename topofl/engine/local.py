@@ -170,6 +170,9 @@ class LocalStepper:
                            and bool(getattr(local, "skips_idle", False))
                            and getattr(executor, "residue_period", None) is not None
                            and getattr(executor, "losses", None) is not None)
+        # the rates the piece applies (LocalUpdate.rates: a participation mask), read by the
+        # step that leaves out the rows at rate 0
+        self.rates = getattr(local, "rates", None) if self.skips_idle else None
         self._scratch: dict[str, Tensor] = {}
         if self.moving is not None and getattr(local, "update_rows", None) is None:
             raise TypeError(f"{type(local).__name__} has moving but no update_rows: a local "
@@ -268,7 +271,8 @@ class LocalStepper:
     def _step_moving(self, state: State, point: Tensor, x: Tensor, y: Tensor, phase: Phase,
                      lr: Tensor, rnd: Round, env: Services, first: int) -> Tensor | None:
         """The step of a piece that ``skips_idle`` when few rows have a rate (clients past
-        their own number of steps take the rest of the round's at rate 0): every row's loss
+        their own number of steps take the rest of the round's at rate 0, and the clients a
+        piece's ``rates`` leave out, as partial participation's): every row's loss
         from the executor's forward pass, the moving rows' gradients from a copy of them laid
         out by :func:`residue_slots` (each row at its own address modulo 64 bytes: the same
         numbers as the full call, ``BatchedExecutor.residue_period``), then the piece's
@@ -283,12 +287,22 @@ class LocalStepper:
         the copy's padding): every row's forward pass, which the losses need, costs
         about half of a full step on this 3,274-parameter MLP (its ``log_softmax`` over 10
         classes took as long as the matrix products when this was measured, before
-        :func:`~topofl.engine.crossentropy.cross_entropy_rows`)."""
+        :func:`~topofl.engine.crossentropy.cross_entropy_rows`). With partial participation
+        (``Sampled.rates``), FedAvg's 10 clients of 100 take their gradients alone where
+        every client's were taken and 90 masked (``analysis/bench_idle_rows.md``). A step
+        where no row moves takes the forward pass only."""
         n = point.shape[0]
         q = self.executor.residue_period(x)
-        moving = torch.nonzero(lr).flatten()
-        if q is None or not moving.numel() or moving.numel() == n:
+        rate = lr if self.rates is None else self.rates(state, lr, rnd, env)
+        moving = torch.nonzero(rate).flatten()
+        if q is None or moving.numel() == n:
             return None
+        if not moving.numel():  # no row moves (every participant is past its steps)
+            idle: Tensor = self.executor.losses(point, x, y)
+            if self.check is not None:
+                self.check(idle, first)
+            self.local.update(state, self.grads[:n], phase, lr, rnd, env)  # type: ignore[index]
+            return idle
         slots = residue_slots(moving.cpu().numpy(), q)
         m = len(slots)
         if 2 * m > n:

@@ -430,6 +430,11 @@ class LocalUpdate(Protocol):
         gives the same numbers (``BatchedExecutor.residue_period``), the losses of every row
         still (from the executor's forward pass); the gradients of the rows at rate ``0``
         then hold anything. Read once per run.
+    rates(state, lr, rnd, env) -> Tensor
+        Optional, read with ``skips_idle`` only. The ``[n]`` rates :meth:`update` applies
+        given ``lr`` (``lr`` times its own mask: :class:`~topofl.engine.pieces.Sampled`'s
+        non-participants at 0), so that the engine also leaves out the gradients of the
+        rows this piece will not move. Default: ``lr``.
     update_rows(state, grads, rows, phase, lr, rnd, env) -> None
         Required with ``moving``. :meth:`update` on the rows ``rows`` (an int64 tensor)
         only: their gradients are the rows ``rows`` of ``grads`` (``[n, P]``; its other rows

@@ -468,15 +468,21 @@ class Sampled(_Wrapper):
         """As the inner piece (the mask only sets more rates to 0)."""
         return bool(getattr(self.inner, "skips_idle", False))
 
-    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
-               env: Services) -> None:
-        """The inner update with the non-participants' rates set to 0."""
+    def rates(self, state: State, lr: Tensor, rnd: Round, env: Services) -> Tensor:
+        """The rates :meth:`update` applies: ``lr`` with the non-participants' set to 0
+        (``LocalUpdate.rates``), so that the engine takes no gradient of a client that does
+        not take part in round ``rnd.t``."""
         mask = (self.chooser.mask(rnd, env.n, state.x) if self.chooser is not None
                 else _mask(env.n, rnd, self.participation, self.sample_seed, state.x,
                            self.selection))
         if mask is not None:
             mask = env.clients.own(mask)
-        self.inner.update(state, grads, phase, lr if mask is None else lr * mask, rnd, env)
+        return lr if mask is None else lr * mask
+
+    def update(self, state: State, grads: Tensor, phase: Phase, lr: Tensor, rnd: Round,
+               env: Services) -> None:
+        """The inner update with the non-participants' rates set to 0 (:meth:`rates`)."""
+        self.inner.update(state, grads, phase, self.rates(state, lr, rnd, env), rnd, env)
 
 
 def with_participation(algorithm: Algorithm, participation: float, sample_seed: int = 0
