@@ -22,7 +22,7 @@ from topofl import algorithms, data, plotting
 from topofl.figures.config import FigureError, _fmt, load_config
 from topofl.figures.flatness import fix_window
 from topofl.figures.measures import _metric, final, mean_over_rounds, per_seed
-from topofl.figures.runs import FigureArgs, sweep
+from topofl.figures.runs import FigureArgs, sweep, sweep_all
 from topofl.records import Records
 from topofl.workflow.schema import hparam_signature
 
@@ -143,6 +143,9 @@ def panels(args: FigureArgs, configs: Mapping[str, Any],
     (['ring', 'complete'], 2)
     """
     cache = Path(args.runs).parent / share if share is not None else None
+    # every sweep's runs in one pool of args.jobs workers first (none waits on another's tail)
+    sweep_all([load_config(c, args.scale) if isinstance(c, (str, os.PathLike)) else c
+               for source in configs.values() for c, _ in _sources(source)], args, cache=cache)
     out: dict[str, Panel] = {}
     for title, source in configs.items():
         groups: dict[str, list[tuple[Any, str]]] = {}

@@ -18,11 +18,14 @@ run of other code is run again. Cached runs live in ``paper_figures/out/runs/<sc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +36,7 @@ from topofl.figures.certificates import equivalent_codes
 from topofl.figures.config import FigureError, _clean, _root
 from topofl.records import load_many
 
-__all__ = ["THREADS", "FigureArgs", "parse_args", "current_codes", "sweep"]
+__all__ = ["THREADS", "FigureArgs", "parse_args", "current_codes", "sweep", "sweep_all"]
 
 #: Torch threads of every figure run, whatever ``--jobs`` is: float32 sums round by the thread
 #: count, so a result's numbers are reproducible to the bit only at a fixed count (recorded in
@@ -233,3 +236,55 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
     return rec
 
 
+
+
+def sweep_all(cfgs: Sequence[Mapping[str, Any]], args: FigureArgs, *,
+              cache: str | os.PathLike[str] | None = None) -> None:
+    """Run the runs of several sweeps ``cfgs`` (a figure's configs, e.g. a grid's cells) in
+    one pool of ``args.jobs`` workers, so that no worker waits for the last run of one sweep
+    while another sweep has runs to do; :func:`sweep` then reads them.
+
+    Each worker is a fresh interpreter that goes through every sweep with :func:`sweep` at
+    one job, worker ``k`` from the ``k``-th sweep on, and leaves a run another worker holds
+    (its lock: ``"busy"``) to that worker; a run that fails is left for the caller's
+    :func:`sweep`, which reports it. The runs are those :func:`sweep` would run, with the
+    same numbers: each is one interpreter's run at :data:`THREADS` threads either way.
+    Nothing is done at one job, with ``--rerun`` (the caller runs every run again), for a
+    single sweep (:func:`sweep`'s own workers share its runs) or with stacking on
+    (``args.stack``: :func:`sweep` cuts a sweep's stacks by ``args.jobs``, and a stacked
+    pass's float32 losses round by its stack, so the pool keeps to ``--stack off``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> args = tf.figures.FigureArgs("toy", "quick", d / "out", d / "runs", jobs=2,
+    ...                              stack=False)
+    >>> cells = [{"algorithm": "dsgd", "topology": t, "data": "digits", "n_clients": 4,
+    ...           "rounds": 1, "spectral": False, "sweep": {"seed": [0, 1]},
+    ...           "_name": f"toy/{t}"} for t in ("ring", "complete")]
+    >>> tf.figures.runs.sweep_all(cells, args)  # two workers, one line a run on stderr
+    >>> sorted(p.parent.name + "/" + p.name for p in (d / "runs").rglob("*.done"))
+    ['complete/seed=0.done', 'complete/seed=1.done', 'ring/seed=0.done', 'ring/seed=1.done']
+    """
+    if args.jobs < 2 or args.rerun or args.stack or len(cfgs) < 2:
+        return
+    one = dataclasses.replace(args, jobs=1, counted=set(), run_codes=set())
+    order = [dict(c) for c in cfgs]
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        work = [pool.submit(_work_through, order[k:] + order[:k], one, cache)
+                for k in range(args.jobs)]
+        for w in work:
+            w.result()
+
+
+def _work_through(cfgs: list[dict[str, Any]], args: FigureArgs,
+                  cache: str | os.PathLike[str] | None) -> None:
+    """One worker of :func:`sweep_all`: every sweep of ``cfgs`` in turn, a run another
+    worker holds, or one that fails, left to the caller's :func:`sweep`."""
+    for cfg in cfgs:
+        try:
+            sweep(cfg, args, cache=cache)
+        except (FigureError, OSError) as exc:  # busy elsewhere, or failed: the caller says
+            print(f"{cfg.get('_name')}: left to the figure's own pass ({exc})"[:400],
+                  file=sys.stderr)
