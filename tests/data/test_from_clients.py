@@ -54,6 +54,31 @@ def test_every_client_holds_its_own_rows(sizes, d, k, seed):
     assert tuple(ys.shape[1:]) == (() if k is None else (k,))
 
 
+def test_validation_pairs_are_each_clients_own_and_dpfl_reads_them():
+    """``val=``: client ``i``'s validation rows are its pair, in order; DPFL, which builds its
+    graph from validation losses, runs on them (and is refused without them); an uneven
+    count is refused in one line."""
+    rng = np.random.default_rng(3)
+    train = [(rng.normal(size=(12, 4)), rng.integers(0, 3, 12)) for _ in range(4)]
+    val = [(rng.normal(size=(m, 4)), rng.integers(0, 3, m)) for m in (3, 0, 2, 5)]
+    data = tf.data.from_clients(train, seed=0, val=val)
+    assert data.sizes("val").tolist() == [3, 0, 2, 5]
+    for i, (x, y) in enumerate(val):
+        xv, yv = data.client(i, "val")
+        np.testing.assert_array_equal(xv.numpy(), x.astype(np.float32))
+        np.testing.assert_array_equal(yv.numpy(), y)
+    assert data.params["val"] == "given"
+    assert "val" not in tf.data.from_clients(train, seed=0).params  # earlier runs' hash
+    res = tf.run("dpfl", None, data, "logistic", 2, seed=0, batch_size=4, lr=0.1,
+                 eval_val=True)
+    assert "val_acc_mean" in res.records.metrics
+    with pytest.raises(ValueError, match=r"no 'val' samples \(the data has none\)"):
+        tf.run("dpfl", None, tf.data.from_clients(train, seed=0), "logistic", 2, seed=0,
+               batch_size=4, lr=0.1)
+    with pytest.raises(ValueError, match="val must hold one"):
+        tf.data.from_clients(train, seed=0, val=val[:3])
+
+
 def test_labels_make_a_classification_task():
     rng = np.random.default_rng(1)
     pairs = [(rng.normal(size=(5, 2)), np.array([0, 1, 1, 4, 0])) for _ in range(3)]

@@ -76,7 +76,7 @@ def test_losses_need_the_split(setup: Any) -> None:
     with pytest.raises(ValueError, match="no 'val' samples"):
         ctx.losses(torch.zeros(6, layout.num_params), "val")
     # data without the split at all: no fallback (every client lacks it)
-    with pytest.raises(ValueError, match="client 0 has no 'val' samples nor 'train'"):
+    with pytest.raises(ValueError, match=r"client 0 has no 'val' samples \(the data has none\)"):
         ctx.losses(torch.zeros(6, layout.num_params), "val", fallback="train")
 
 

@@ -125,8 +125,8 @@ def _digest(arrays: Sequence[npt.NDArray[Any]]) -> str:
 
 
 def from_clients(train: Sequence[Any], test: Sequence[Any] | str = "train", *, seed: Seed,
-                 global_test: tuple[Any, Any] | None = None, device: Any = "cpu"
-                 ) -> FederatedData:
+                 val: Sequence[Any] | None = None, global_test: tuple[Any, Any] | None = None,
+                 device: Any = "cpu") -> FederatedData:
     """Every client's own samples, as given, in one :class:`FederatedData` (module docstring).
 
     Parameters
@@ -141,6 +141,10 @@ def from_clients(train: Sequence[Any], test: Sequence[Any] | str = "train", *, s
     seed : int or numpy.random.Generator
         Root of the sampling stream (mini-batches drawn with replacement, as in
         :meth:`FederatedData.sample`).
+    val : sequence of (x, y) pairs, optional
+        Each client's own validation samples (one pair a client; a pair may be empty): what
+        a method that chooses on held-out samples reads (DPFL's collaboration graph) and
+        ``eval_val`` scores. ``None``: no validation samples.
     global_test : (x, y), optional
         A test set every client is scored on (the ``global_*`` rows).
     device : str or torch.device, default ``"cpu"``
@@ -156,8 +160,8 @@ def from_clients(train: Sequence[Any], test: Sequence[Any] | str = "train", *, s
     TypeError
         Not a sequence of pairs; a non-numeric array; floating and integer targets mixed.
     ValueError
-        Pairs of unequal lengths or shapes, as many test pairs as clients missing, non-finite
-        regression data, negative labels.
+        Pairs of unequal lengths or shapes, as many test (or val) pairs as clients missing,
+        non-finite regression data, negative labels.
 
     Examples
     --------
@@ -180,10 +184,11 @@ def from_clients(train: Sequence[Any], test: Sequence[Any] | str = "train", *, s
         te = tr
     else:
         te = _pairs(test, "test", len(tr))
+    va = [(x[:0], y[:0]) for x, y in tr] if val is None else _pairs(val, "val", len(tr))
     glob = [] if global_test is None else _pairs([global_test], "global_test", 1)
-    regression, input_shape, target_shape = _kind(tr + te + glob, "train/test")
-    sources = [tr, [(x[:0], y[:0]) for x, y in tr], te]  # train, val (none), test
-    ys_all = [y for _, y in tr + te + glob]
+    regression, input_shape, target_shape = _kind(tr + va + te + glob, "train/val/test")
+    sources = [tr, va, te]
+    ys_all = [y for _, y in tr + va + te + glob]
     classes = (int(np.prod(target_shape)) if regression else
                int(max((int(y.max()) for y in ys_all if y.size), default=0)) + 1)
     xs: list[npt.NDArray[Any]] = []
@@ -223,6 +228,7 @@ def from_clients(train: Sequence[Any], test: Sequence[Any] | str = "train", *, s
         "sizes": {k: v.sizes.tolist() for k, v in segs.items()},
         "test": test if isinstance(test, str) else "given",
         "seed": _json_seed(seed, root),
+        **({} if val is None else {"val": "given"}),
     }
     return FederatedData(
         x=x.to(check_device(device)), y=y.to(check_device(device)), num_classes=classes,

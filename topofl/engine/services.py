@@ -120,8 +120,8 @@ class DataServices:
     def _score(self, x: Tensor, split: str, rows: Tensor | None = None,
                fallback: str | None = None) -> tuple[Tensor, Tensor, Tensor]:
         sums = split_sums(self.executor, x, self.data, split, rows=rows)
-        if (fallback is not None and bool((sums[:, 2] == 0).any())
-                and int(np.sum(self.data.sizes(split))) > 0):
+        some = int(np.sum(self.data.sizes(split))) > 0
+        if fallback is not None and bool((sums[:, 2] == 0).any()) and some:
             # only the clients without ``split`` samples read ``fallback``'s sums (of data
             # with a ``split`` split: without one, every client lacks it and that is an error)
             sums = torch.where((sums[:, 2] == 0).unsqueeze(1),
@@ -130,11 +130,11 @@ class DataServices:
         if bool((count == 0).any()):
             i = int(torch.nonzero(count == 0)[0, 0])
             i = i if rows is None else int(rows[i])
-            also = "" if fallback is None else f" nor {fallback!r} samples (the fallback)"
-            raise ValueError(
-                f"client {i} has no {split!r} samples{also}; build the data with a {split} "
-                f"split (e.g. federate(..., {split}=0.1))"
-            )
+            who = f"client {i} has no {split!r} samples" + (
+                (f" nor {fallback!r} samples (the fallback)" if fallback else "") if some
+                else " (the data has none)")
+            raise ValueError(f"{who}; build the data with a {split} split (e.g. "
+                             f"federate(..., {split}=0.1), or from_clients(..., {split}=pairs))")
         return correct, loss, count
 
     def losses(self, x: Tensor, split: str = "val", *, rows: Tensor | None = None,
