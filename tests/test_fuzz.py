@@ -174,6 +174,9 @@ def _data_targets(tmp: Path) -> list[tuple[str, Callable[..., Any], dict[str, An
           "test": "train", "seed": 0,
           "val": [(np.ones((1, 2)), np.zeros(1)), (np.zeros((2, 2)), np.ones(2))],
           "global_test": (np.ones((1, 2)), np.zeros(1)), "device": "cpu"}),
+        ("data.full_batches", D.full_batches,
+         {"data": D.from_clients([(np.ones((3, 2)), np.arange(3.0)),
+                                  (np.zeros((3, 2)), np.ones(3))], seed=0)}),
         ("data.label_flip_plan", tf.data.corrupt.label_flip_plan,
          {"n_clients": 4, "num_classes": 3, "fraction": 0.5, "seed": 0}),
         ("data.flip_labels", D.flip_labels,
@@ -402,7 +405,7 @@ READS_FILES = {"records.load", "records.load_many", "data.load.root",
                    "data.load", "data.iid", "data.shards", "data.dirichlet", "data.pathological",
                    "data.dpfl_pathological", "data.natural", "data.federate", "data.synthetic",
                    "data.digits_resized", "data.mnist1d", "data.mnist5k", "data.label_flip_plan",
-                   "data.flip_labels", "data.from_clients"))}
+                   "data.flip_labels", "data.from_clients", "data.full_batches"))}
 #: Targets that write: a path that cannot be written is an OSError.
 WRITES_FILES = {"records.Recorder", "records.copy_records", "run", "run.settings",
                 "engine.run"}

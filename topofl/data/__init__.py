@@ -29,6 +29,7 @@ from topofl.data import datasets, partition
 from topofl.data.corrupt import flip_labels
 from topofl.data.datasets import *  # noqa: F403  (its __all__, re-exported)
 from topofl.data.federated import FederatedData, federate
+from topofl.data.full import full_batches
 from topofl.data.own import from_clients
 from topofl.data.partition import *  # noqa: F403  (its __all__, re-exported)
 
@@ -38,5 +39,6 @@ __all__ = [
     "FederatedData",
     "federate",
     "from_clients",
+    "full_batches",
     "flip_labels",
 ]

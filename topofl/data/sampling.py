@@ -156,7 +156,10 @@ class StackedSampler:
         if not self.datas or len({str(d.device) for d in self.datas}) != 1:
             raise ValueError("a StackedSampler takes one or more datas on one device")
         dev = self.datas[0].device
-        self._empty = any(bool(np.any(d._segments["train"].sizes == 0)) for d in self.datas)
+        # a data with a client of no training rows (its error), or of full batches
+        # (topofl.data.full_batches: its own rows, not draws), answers itself
+        self._empty = any(bool(np.any(d._segments["train"].sizes == 0))
+                          or d.params.get("sampling") == "full" for d in self.datas)
         self._size = torch.cat([d._tensor("train.sizes")[:, None] for d in self.datas])
         self._offset = torch.cat([d._tensor("train.offsets")[:, None] for d in self.datas])
         counts = [int(d.num_clients) for d in self.datas]
@@ -170,7 +173,7 @@ class StackedSampler:
         :meth:`~topofl.data.FederatedData.sample_indices`."""
         import torch
 
-        if self._empty:  # the error of the data with a client without training rows
+        if self._empty:  # each data's own: an error, or full batches
             return torch.cat([d.sample_indices(round, step, batch_size) for d in self.datas])
         b = check_int(batch_size, "batch_size", low=1)
         keys = torch.tensor([d._key(round, step) for d in self.datas], dtype=torch.int64,

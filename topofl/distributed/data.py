@@ -140,10 +140,18 @@ class ShardData:
 
     # ------------------------------------------------------------------ sampling
     def sample_indices(self, round: int, step: int, batch_size: int) -> torch.Tensor:
-        """``[m, b]`` rows of ``x``: the held clients' draws of ``(round, step)``."""
+        """``[m, b]`` rows of ``x``: the held clients' draws of ``(round, step)`` (their
+        whole training sets, in order, for data of :func:`~topofl.data.full_batches`)."""
         b = check_int(batch_size, "batch_size", low=1)
         r = check_int(round, "round", low=0)
         s = check_int(step, "step", low=0)
+        if self.params.get("sampling") == "full":  # every client's m rows (the whole data's)
+            m = int(self._sizes["train"][0])
+            if b != m:
+                raise ValueError(f"full batches: a client's batch is its {m} training samples, "
+                                 f"so batch_size must be {m}, got {b}")
+            return self._dev["train.offsets"][:, None] + torch.arange(
+                m, device=self.device, dtype=torch.int64)[None, :]
         k = generator_at(self._seed, r, s).integers(0, 2**32, size=2, dtype=np.uint64)
         if np.any(self._sizes["train"] == 0):
             raise ValueError("cannot sample: some client has no training sample")
