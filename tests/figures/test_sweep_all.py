@@ -1,6 +1,7 @@
 """``figures.runs.sweep_all``: a figure's sweeps in one pool of ``--jobs`` workers. Every run
 is done once, with the numbers ``sweep`` gives it alone; a run another process holds is left
-to it; and the pool keeps out of what it must not change (one job, ``--rerun``, stacking)."""
+to it (``sweep`` neither sets its files aside nor stamps it); and the pool keeps out of what it
+must not change (one job, ``--rerun``, stacking)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from topofl._utils.processes import lock
+from topofl.figures.config import FigureError
 from topofl.figures.runs import FigureArgs, sweep, sweep_all
 from topofl.records import load
 
@@ -73,3 +75,26 @@ def test_the_pool_keeps_out_where_it_would_change_what_runs(tmp_path, kw):
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("*.done"))
     sweep_all(_cells()[:1], _args(tmp_path, jobs=2))  # a single sweep: its own workers
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("*.done"))
+
+
+def test_a_held_run_of_other_code_is_left_to_its_process(tmp_path):
+    """A run whose stamp names other code is set aside and run again, but not while another
+    process holds its lock: that process is appending to its records (moving them would split
+    them), and its stamp is its own."""
+    cfg, args = _cells()[0], _args(tmp_path)
+    sweep(cfg, args)
+    out = tmp_path / "runs" / "toy" / "ring"
+    other = "0.1.0+000000000000"
+    (out / "seed=0.code").write_text(other + "\n")
+    (out / "seed=0.done").unlink()  # still running in that process
+    before = (out / "seed=0.jsonl").read_bytes()
+    with lock(out / "seed=0.lock") as mine:
+        assert mine
+        with pytest.raises(FigureError, match="running elsewhere"):
+            sweep(cfg, args)
+        assert (out / "seed=0.jsonl").read_bytes() == before
+        assert not (out / "superseded").exists()
+        assert (out / "seed=0.code").read_text().strip() == other
+    sweep(cfg, args)  # released: set aside, kept, and run again by this code
+    assert (out / "superseded" / other / "seed=0.jsonl").read_bytes() == before
+    assert (out / "seed=0.code").read_text().strip() != other

@@ -32,6 +32,7 @@ from typing import Any
 
 from topofl import sweep as _sweep
 from topofl._utils.fingerprint import code_fingerprint
+from topofl._utils.processes import lock
 from topofl.figures.certificates import equivalent_codes
 from topofl.figures.config import FigureError, _clean, _root
 from topofl.records import load_many
@@ -154,6 +155,22 @@ def _stacked(out: Path, name: str) -> int:
     return k if isinstance(k, int) and not isinstance(k, bool) and k >= 1 else 1
 
 
+def _restamp(out: Path, run: Any, code: str, same: set[str], rerun: bool, name: str) -> None:
+    """Before :func:`sweep` runs ``run`` (its lock held): set its files aside when another
+    setting or code not certified equal computed them, and stamp the code that will run it."""
+    stamp = out / f"{run.name}.code"
+    stored = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None
+    there = _sweep.run_files(out, run.name).records.exists()
+    if there and (stored not in same or _sweep.conflict(run, out) is not None):
+        # kept, not removed: a checkout whose certificates lag its code would otherwise
+        # delete runs a later certificate makes current again
+        kept = _sweep.set_aside(out, run.name, out / "superseded" / (stored or "unstamped"))
+        print(f"{name}/{run.name}: computed by other code ({stored}) or another config; "
+              f"set aside in {kept}, run again", file=sys.stderr)
+    if rerun or not there or stored not in same:  # --rerun: this code runs it
+        stamp.write_text(code + "\n", encoding="utf-8")
+
+
 def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[str] | None
           = None) -> Any:
     """Run (or reuse) every run of ``cfg``'s sweep; their records, one run id per sweep run.
@@ -198,17 +215,10 @@ def sweep(cfg: Mapping[str, Any], args: FigureArgs, *, cache: str | os.PathLike[
     code = code_fingerprint()
     same = current_codes()
     for run in planned:  # another setting or other code invalidates the cached run
-        stamp = out / f"{run.name}.code"
-        stored = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else None
-        there = _sweep.run_files(out, run.name).records.exists()
-        if there and (stored not in same or _sweep.conflict(run, out) is not None):
-            # kept, not removed: a checkout whose certificates lag its code would otherwise
-            # delete runs a later certificate makes current again
-            kept = _sweep.set_aside(out, run.name, out / "superseded" / (stored or "unstamped"))
-            print(f"{name}/{run.name}: computed by other code ({stored}) or another config; "
-                  f"set aside in {kept}, run again", file=sys.stderr)
-        if args.rerun or not there or stored not in same:  # --rerun: this code runs it
-            stamp.write_text(code + "\n", encoding="utf-8")
+        with lock(out / f"{run.name}.lock") as mine:
+            if not mine:  # another process runs it: its files and stamp are its own (a run
+                continue  # set aside while it appends would split its records; busy below)
+            _restamp(out, run, code, same, args.rerun, name)
     t0 = time.perf_counter()
     outcomes = _sweep.run_sweep(run_cfg, out, jobs=args.jobs, overwrite=args.rerun,
                                 progress=False, threads=THREADS, stack=args.stack,
