@@ -1406,3 +1406,14 @@ def test_marking_stand_ins_is_idempotent_and_leaves_other_names(text: str) -> No
     if "[stand-in" not in text:
         stripped = once.replace(" [stand-in: MNIST-1D]", "")
         assert stripped.replace(" [stand-in: its 5,000-digit subset]", "") == text
+
+
+def test_seeds_of_one_curve_may_have_run_on_different_devices() -> None:
+    """A curve's seeds may have computed on a GPU and on the CPU (the device is where a run
+    ran, named in its provenance, as its threads are); any other setting keeps them apart."""
+    from topofl.figures.panel import _same_but_seed
+
+    a = {"algorithm": "fedbabu", "lr": 0.1, "seed": 0, "device": "cpu", "run_id": "seed=0"}
+    assert _same_but_seed(a, {**a, "seed": 1, "device": "cuda", "run_id": "seed=1"})
+    assert not _same_but_seed(a, {**a, "seed": 1, "lr": 0.05})
+    assert not _same_but_seed(a, {**a, "dtype": "float64"})

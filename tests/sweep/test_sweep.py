@@ -265,6 +265,10 @@ def test_guards_and_where_settings_do_not_make_a_run_differ() -> None:
     stored = {"lr": 0.1, "rounds": 5, "records_path": "a.jsonl"}
     assert _differs(stored, {**stored, "divergence": 1e3, "stream_rows": 64,
                              "records_path": "b.jsonl"}) is None
+    # the device a run computed on is where it ran, as its threads are: a run finished on a
+    # GPU is the same run on the CPU (its provenance names the device)
+    assert _differs({**stored, "device": "cuda"}, {**stored, "device": "cpu"}) is None
+    assert _differs({**stored, "device": "cuda:0"}, stored) is None
     assert "lr" in (_differs(stored, {**stored, "lr": 0.2}) or "")
     assert "rounds" in (_differs(stored, {**stored, "rounds": 6}) or "")
 

@@ -74,7 +74,7 @@ class Panel:
 
 
 _WHERE = frozenset({"seed", "run_id", "records_path", "checkpoint_path", "checkpoint_every",
-                    "progress"})
+                    "progress", "device"})  # where a run wrote and computed
 
 
 def _same_but_seed(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

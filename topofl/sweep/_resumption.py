@@ -133,6 +133,12 @@ def _run_config(run: SweepRun, out: Path) -> dict[str, Any]:
 
 # settings that change neither the numbers nor where they go: a finished run stays valid
 _GUARDS = frozenset({"stream_rows", "divergence"})
+# where a run computes, like its thread count and its processor: the same run's numbers to
+# float rounding (its records' provenance names the device, torch and environment it ran in;
+# a figure's certificates judge values per numeric environment), so a run finished on a GPU
+# is reused on the CPU and the other way round; an interrupted one resumes only where it ran
+# (the engine's resume refuses another device, naming it)
+_PLACE = frozenset({"device"})
 
 
 def _added_hparams(wanted: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,7 +155,7 @@ def _added_hparams(wanted: Mapping[str, Any]) -> dict[str, Any]:
 def _differs(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> str | None:
 
     stored, wanted = jsonable(stored), jsonable(wanted)  # inf as the header stores it
-    keys = (set(stored) | set(wanted)) - _WHERE - _GUARDS
+    keys = (set(stored) | set(wanted)) - _WHERE - _GUARDS - _PLACE
     added = {**_added_hparams(wanted), **jsonable(ADDED_SETTINGS)}
     for k in sorted(keys):
         # a setting or hyper-parameter added after the stored run was recorded: it ran at
