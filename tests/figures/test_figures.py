@@ -1417,3 +1417,19 @@ def test_seeds_of_one_curve_may_have_run_on_different_devices() -> None:
     assert _same_but_seed(a, {**a, "seed": 1, "device": "cuda", "run_id": "seed=1"})
     assert not _same_but_seed(a, {**a, "seed": 1, "lr": 0.05})
     assert not _same_but_seed(a, {**a, "dtype": "float64"})
+
+
+def test_provenance_names_the_devices_where_a_run_computed_on_a_gpu(tmp_path: Path) -> None:
+    """Runs all on the CPU: no device row and no ``devices`` field (pages of CPU runs stay as
+    they were); some on a GPU: the row counts the runs of each device, the JSON holds them."""
+    from topofl.figures.writing import Ran, _provenance_rows
+
+    args = _args(tmp_path)
+    cpu_only = Ran(seeds=[0], devices={"cpu": 3})
+    assert "devices" not in cpu_only.fields()
+    assert "device" not in [k for k, _ in _provenance_rows(args, "c", cpu_only)]
+    mixed = Ran(seeds=[0, 1, 2], devices={"cuda": 17, "cpu": 13})
+    assert mixed.fields()["devices"] == {"cpu": 13, "cuda": 17}
+    rows = dict(_provenance_rows(args, "c", mixed))
+    assert rows["device"].startswith("cpu (13 runs) / cuda (17 runs) (")
+    assert list(dict(_provenance_rows(args, "c", mixed)))[5] == "device"

@@ -166,3 +166,35 @@ def test_a_part_no_seeds_decide_does_not_hide_the_price_of_the_others(
     assert "no practical number of seeds" in lost.text
     assert found.parts == before.parts[1:] and found.hours is not None
     assert found.hours <= before.hours and "seeds (now 6) would decide them" in found.text
+
+
+def test_a_stand_in_tried_is_named_with_its_gate_on_the_pages_it_serves(tmp_path: Path) -> None:
+    """A stand-in attempt (a result whose claims table lists the results it ``serves``) names
+    its gate's outcome, tau and exact p on each of them; before its result is committed it
+    says so; a result no attempt serves gets nothing."""
+    (tmp_path / "paper_figures" / "results").mkdir(parents=True)
+    (tmp_path / "paper_figures" / "claims.toml").write_text(
+        '[try]\ntitle = "t"\nclaim = "c"\nserves = ["a", "b"]\n'
+        '[a]\ntitle = "a"\nclaim = "c"\n', encoding="utf-8")
+    assert price._standin_attempts(tmp_path, "a") == [
+        "the stand-in `try` tried for it has no committed result yet"]
+    gate = {"name": "split", "passed": False, "tau": 1 / 6, "tau_min": 0.4, "p": 0.61,
+            "p_exact": 0.3061, "p_max": 0.1, "controls": {f"m{i}": {} for i in range(9)}}
+    (tmp_path / "paper_figures" / "results" / "try.json").write_text(
+        json.dumps({"gates": [gate]}), encoding="utf-8")
+    (said,) = price._standin_attempts(tmp_path, "b")
+    assert said == ("the stand-in tried for it, [try](try.md), split: fails its gate, "
+                    "tau = +0.17 (bar +0.40), exact one-sided permutation p = 0.306 "
+                    "(bar 0.10) over 9 controls")
+    assert price._standin_attempts(tmp_path, "c") == []
+
+
+def test_the_fashion_mnist_gate_is_named_on_the_dfedpgp_pages_it_serves() -> None:
+    """The committed gate's outcome (dfedpgp_gate_fmnist.json) is on each page it serves."""
+    gate = json.loads((RESULTS / "dfedpgp_gate_fmnist.json").read_text(encoding="utf-8"))
+    (g,) = gate["gates"]
+    for name in ("dfedpgp_table1", "dfedpgp_table2", "dfedpgp_table3", "dfedpgp_table4",
+                 "dfedpgp_fig2"):
+        md = (RESULTS / f"{name}.md").read_text(encoding="utf-8")
+        assert f"tau = {g['tau']:+.2f} (bar {g['tau_min']:+.2f})" in md, name
+        assert f"p = {g['p_exact']:.3f}" in md, name

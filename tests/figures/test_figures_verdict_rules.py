@@ -221,7 +221,8 @@ def test_the_committed_gates_are_read_under_the_declared_bars() -> None:
             md = js.with_suffix(".md").read_text(encoding="utf-8")
             assert f"permutation p = {g.p_exact:.3f}" in md, js.stem
             seen += 1
-    assert seen == 13  # 11, and dfedpgp_table4's two columns (gated since 2026-11-25)
+    assert seen == 14  # 11, dfedpgp_table4's two columns (gated since 2026-11-25) and
+    # dfedpgp_gate_fmnist's (2026-11-30)
 
 
 def test_censored_values_propagate_and_never_make_a_tie() -> None:

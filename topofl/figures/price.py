@@ -161,6 +161,38 @@ def _standin_costs(root: Path) -> dict[str, Any]:
     return got if isinstance(got, dict) else {}
 
 
+def _standin_attempts(root: Path, name: str) -> list[str]:
+    """What each stand-in tried for the result ``name`` measured: a result whose table in
+    ``paper_figures/claims.toml`` lists ``name`` in its ``serves`` (a stand-in attempt with a
+    fidelity gate of its own, e.g. ``dfedpgp_gate_fmnist``) and whose result JSON is
+    committed: its gates' outcomes, tau and exact p against their bars."""
+    import json
+
+    from topofl._utils.configfiles import read_config
+
+    claims = root / "paper_figures" / "claims.toml"
+    if not claims.is_file():
+        return []
+    out = []
+    for other, entry in read_config(claims).items():
+        serves = entry.get("serves") if isinstance(entry, Mapping) else None
+        if not isinstance(serves, list) or name not in serves:
+            continue
+        js = root / "paper_figures" / "results" / f"{other}.json"
+        if not js.is_file():
+            out.append(f"the stand-in `{other}` tried for it has no committed result yet")
+            continue
+        gates = json.loads(js.read_text(encoding="utf-8")).get("gates") or []
+        said = [f"{g.get('name')}: {'passes' if g.get('passed') else 'fails'} its gate, "
+                f"tau = {float(g['tau']):+.2f} (bar {float(g['tau_min']):+.2f}), exact "
+                f"one-sided permutation p = {float(g.get('p_exact', g.get('p'))):.3f} "
+                f"(bar {float(g['p_max']):.2f}) over {len(g.get('controls') or {})} controls"
+                for g in gates if isinstance(g, Mapping) and "tau" in g]
+        out.append(f"the stand-in tried for it, [{other}]({other}.md), "
+                   + ("; ".join(said) if said else "has no gate"))
+    return out
+
+
 def _kind(c: Mapping[str, Any]) -> str:
     r = str(c.get("reason", ""))
     if "not run at this scale" in r:
@@ -254,6 +286,9 @@ def price(v: Mapping[str, Any], md: str = "", root: str | Path | None = None
         if kind == "stand-in":
             known = _standin_costs(base).get(str(v.get("name")))
             costed = f"; {known['text']}" if known else " (not costed here)"
+            tried = _standin_attempts(base, str(v.get("name")))
+            if tried:
+                costed += "; " + "; ".join(tried)
             out.append(Need(kind, parts, None, None, (
                 f"{what}: the stand-in does not reproduce the paper's controls (its fidelity "
                 "gate or calibration fails), so no added seed, round or column on it decides "

@@ -260,7 +260,9 @@ class Ran:
     ``optimizer_state`` the runs' ``momentum_state`` values; ``threads``, ``cpus`` and
     ``environments`` the torch thread counts, CPU kinds and numeric environments their
     provenance recorded (``torch_threads``, ``cpu``, ``environment``; empty: no training, or
-    runs from before they were recorded); ``rounds`` ``{"run": [...], "paper": [...]}``.
+    runs from before they were recorded); ``rounds`` ``{"run": [...], "paper": [...]}``;
+    ``devices`` the number of runs that computed on each device (their configs' ``device``):
+    the table and the JSON name them where a run computed on another device than the CPU.
     """
 
     dataset: str | None = None
@@ -271,6 +273,7 @@ class Ran:
     cpus: Sequence[str] = ()
     environments: Sequence[Mapping[str, Any]] = ()
     rounds: Mapping[str, Any] = field(default_factory=dict)
+    devices: Mapping[str, int] = field(default_factory=dict)
 
     def seed_text(self) -> str:
         """``"3 seeds (0, 1, 2)"``, or ``"no training"``."""
@@ -280,11 +283,14 @@ class Ran:
 
     def fields(self) -> dict[str, Any]:
         """The result JSON's fields of these runs."""
-        return {"seeds": list(self.seeds), "dataset": self.dataset,
-                "stand_in": dict(self.stand_in), "optimizer_state": list(self.optimizer_state),
-                "threads": sorted(set(int(t) for t in self.threads)),
-                "cpu": sorted(set(self.cpus)), "environment": _distinct(self.environments),
-                "rounds": dict(self.rounds)}
+        out = {"seeds": list(self.seeds), "dataset": self.dataset,
+               "stand_in": dict(self.stand_in), "optimizer_state": list(self.optimizer_state),
+               "threads": sorted(set(int(t) for t in self.threads)),
+               "cpu": sorted(set(self.cpus)), "environment": _distinct(self.environments),
+               "rounds": dict(self.rounds)}
+        if set(self.devices) - {"cpu"}:
+            out["devices"] = dict(sorted(self.devices.items()))
+        return out
 
 
 def _provenance_rows(args: FigureArgs, code: str, ran: Ran) -> list[list[str]]:
@@ -312,11 +318,17 @@ def _provenance_rows(args: FigureArgs, code: str, ran: Ran) -> list[list[str]]:
     rounds_text = ("-" if not rounds.get("run") else
                    " / ".join(map(str, rounds["run"])) + " (the paper: "
                    + (" / ".join(map(str, rounds.get("paper") or [])) or "-") + ")")
-    return [["data", data_text], ["seeds", ran.seed_text()], ["rounds", rounds_text],
+    rows = [["data", data_text], ["seeds", ran.seed_text()], ["rounds", rounds_text],
             ["optimizer state (momentum_state)", " / ".join(ran.optimizer_state) or "-"],
             ["threads", thread_text], ["CPU kind", cpu_text],
             ["numeric environment", env_text],
             ["scale", args.scale], ["code", code_text]]
+    if set(ran.devices) - {"cpu"}:  # where a run computed on a GPU (a sweep reuses it on the
+        rows.insert(5, ["device", " / ".join(  # CPU): which device, how many runs
+            f"{d} ({n} run{'s' if n > 1 else ''})" for d, n in sorted(ran.devices.items()))
+            + " (each run's device is its config's `device`; a run's numbers are bitwise "
+            "only on its own device and numeric environment)"])
+    return rows
 
 
 def write(
@@ -490,9 +502,12 @@ def _finish(args: FigureArgs, result: Result) -> Path:
                  | {int(r) for r in result.rounds})
     paper = sorted({int(r) for r in (result.paper_rounds if result.paper_rounds is not None
                                      else [r for p in found.values() for r in p.paper_rounds])})
+    devices: dict[str, int] = {}
+    for c in configs:
+        devices[str(c.get("device") or "cpu")] = devices.get(str(c.get("device") or "cpu"), 0) + 1
     runs = Ran(dataset=dataset, seeds=seeds, stand_in=stand, optimizer_state=policy,
                threads=threads, cpus=cpus, environments=_distinct(envs),
-               rounds={"run": ran, "paper": paper})
+               rounds={"run": ran, "paper": paper}, devices=devices)
     claim = Claim(meta["title"], meta["claim"],
                   {k: m for k, m in meta["margins"].items()
                    if k in MARGINS_USED.get(args.name, set())},
