@@ -37,6 +37,7 @@ from topofl._api_checks import (
     _check_topology,
     _graph_name,
 )
+from topofl._utils.environment import accelerator
 from topofl._utils.files import real_path
 from topofl._utils.userimports import imports_problem, load_imports, recorded_imports, with_imports
 from topofl._utils.validation import (
@@ -581,6 +582,8 @@ def build(prepared: Prepared, *, resume: Any = None, overwrite: bool = False
                                             p.hparams, dataclasses.asdict(config))
     with_imports(resolved, p.imports)
     prov = provenance()
+    if (gpu := accelerator(config.device)) is not None:  # what decides the bits there
+        prov["accelerator"] = gpu
     if p.imports:  # what the names ran: each module's file and the SHA-256 of its source
         prov["imports"] = [dict(i) for i in p.imports]
     swapped = replaced_entries(prepared.call["algorithm"], prepared.call["model"],

@@ -78,3 +78,30 @@ def test_committed_certificates_differ_here_in_no_later_field():
         env = environment_of(cert)
         named = {d.split(" ")[0] for d in differences(env, here)}
         assert not named & set(LATER_BIT_FIELDS), (path.name, named)
+
+
+def test_accelerator_names_what_decides_a_gpu_runs_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CUDA device's record: its name and compute capability (from the device asked for,
+    the current one for a bare ``"cuda"``), torch's CUDA and cuDNN versions and TF32; none
+    for the CPU. torch's CUDA queries are replaced here (no GPU on this machine); the real
+    ones are ``tests/engine/test_gpu.py``'s."""
+    import torch
+
+    from topofl._utils.environment import accelerator
+
+    assert accelerator("cpu") is None and accelerator(torch.device("cpu")) is None
+    asked: list[int] = []
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_capability",
+                        lambda i: (asked.append(i), (9, 0))[1])
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: f"GPU {i}")
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 91300)
+    got = accelerator("cuda")
+    assert got == {"name": "GPU 1", "capability": "9.0", "cuda": "13.0", "cudnn": "91300",
+                   "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+                   "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32)}
+    assert accelerator("cuda:3")["name"] == "GPU 3" and asked == [1, 3]
+    monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: False)
+    assert accelerator("cuda:0")["cudnn"] == "not available"

@@ -66,3 +66,17 @@ def test_teleport_on_cuda_matches_cpu() -> None:
                                atol=1e-9)
     assert gpu.records.final("global_acc_mean") == pytest.approx(
         cpu.records.final("global_acc_mean"), abs=1e-9)
+
+
+def test_a_cuda_runs_header_names_its_gpu(tmp_path) -> None:
+    """A run on CUDA records the GPU that computed it (name, capability, CUDA, cuDNN, TF32) in
+    its provenance; a CPU run records none."""
+    kw = dict(data="digits", n_clients=4, model="logistic", rounds=1, seed=0, spectral=False)
+    tf.run("dsgd", "ring", device="cuda", records_path=tmp_path / "g.jsonl", **kw)
+    tf.run("dsgd", "ring", device="cpu", records_path=tmp_path / "c.jsonl", **kw)
+    gpu = tf.records.load(tmp_path / "g.jsonl").provenances
+    cpu = tf.records.load(tmp_path / "c.jsonl").provenances
+    (acc,) = [p["accelerator"] for p in gpu.values()]
+    assert acc["name"] == torch.cuda.get_device_name(0)
+    assert acc["cuda"] == torch.version.cuda
+    assert all("accelerator" not in p for p in cpu.values())

@@ -1430,6 +1430,11 @@ def test_provenance_names_the_devices_where_a_run_computed_on_a_gpu(tmp_path: Pa
     assert "device" not in [k for k, _ in _provenance_rows(args, "c", cpu_only)]
     mixed = Ran(seeds=[0, 1, 2], devices={"cuda": 17, "cpu": 13})
     assert mixed.fields()["devices"] == {"cpu": 13, "cuda": 17}
+    assert mixed.fields()["accelerators"] == []
     rows = dict(_provenance_rows(args, "c", mixed))
-    assert rows["device"].startswith("cpu (13 runs) / cuda (17 runs) (")
+    assert rows["device"].startswith("cpu (13 runs) / cuda (17 runs); GPU: not recorded (")
     assert list(dict(_provenance_rows(args, "c", mixed)))[5] == "device"
+    named = Ran(seeds=[0], devices={"cuda": 2}, accelerators=["NVIDIA H200 (...)"] * 2)
+    assert named.fields()["accelerators"] == ["NVIDIA H200 (...)"]
+    assert "cuda (2 runs); GPU: NVIDIA H200 (...) (" in dict(_provenance_rows(args, "c", named))[
+        "device"]

@@ -57,8 +57,8 @@ import torch
 
 from topofl._utils.cpu import _cpuinfo, cpu_kind, cpu_model
 
-__all__ = ["numeric_environment", "bits", "differences", "summary", "BIT_FIELDS",
-           "LATER_BIT_FIELDS", "INFORMATIVE_FIELDS"]
+__all__ = ["numeric_environment", "bits", "differences", "summary", "accelerator",
+           "BIT_FIELDS", "LATER_BIT_FIELDS", "INFORMATIVE_FIELDS"]
 
 #: The fields of :func:`numeric_environment` that decide the bits of a computation (two
 #: environments equal on all of them compute the same bits for the same code and seed).
@@ -182,6 +182,32 @@ def numeric_environment() -> dict[str, Any]:
         "cpu_model": cpu_model(),
         "blas_threads": {"numpy": numpy_threads, "scipy": scipy_threads},
     }
+
+
+def accelerator(device: Any) -> dict[str, Any] | None:
+    """What decides the bits of a computation on ``device`` beyond the process's numeric
+    environment: for a CUDA device, its name and compute capability (which kernels run),
+    torch's CUDA and cuDNN versions, and whether matrix products and convolutions may round
+    their inputs to TF32; ``None`` for the CPU and any other device (the CPU's part is
+    :func:`numeric_environment`).
+
+    Examples
+    --------
+    >>> from topofl._utils.environment import accelerator
+    >>> accelerator("cpu") is None
+    True
+    """
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return None
+    index = dev.index if dev.index is not None else torch.cuda.current_device()
+    major, minor = torch.cuda.get_device_capability(index)
+    cudnn_ = torch.backends.cudnn
+    cudnn = cudnn_.version() if cudnn_.is_available() else None  # type: ignore[no-untyped-call]
+    return {"name": torch.cuda.get_device_name(index), "capability": f"{major}.{minor}",
+            "cuda": str(torch.version.cuda), "cudnn": str(cudnn) if cudnn else "not available",
+            "tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32)}
 
 
 def bits(env: Mapping[str, Any]) -> dict[str, Any]:

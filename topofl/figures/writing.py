@@ -262,7 +262,8 @@ class Ran:
     provenance recorded (``torch_threads``, ``cpu``, ``environment``; empty: no training, or
     runs from before they were recorded); ``rounds`` ``{"run": [...], "paper": [...]}``;
     ``devices`` the number of runs that computed on each device (their configs' ``device``):
-    the table and the JSON name them where a run computed on another device than the CPU.
+    the table and the JSON name them where a run computed on another device than the CPU,
+    with ``accelerators``, the GPUs those runs' provenance names (``accelerator``).
     """
 
     dataset: str | None = None
@@ -274,6 +275,7 @@ class Ran:
     environments: Sequence[Mapping[str, Any]] = ()
     rounds: Mapping[str, Any] = field(default_factory=dict)
     devices: Mapping[str, int] = field(default_factory=dict)
+    accelerators: Sequence[str] = ()
 
     def seed_text(self) -> str:
         """``"3 seeds (0, 1, 2)"``, or ``"no training"``."""
@@ -290,6 +292,7 @@ class Ran:
                "rounds": dict(self.rounds)}
         if set(self.devices) - {"cpu"}:
             out["devices"] = dict(sorted(self.devices.items()))
+            out["accelerators"] = sorted(set(self.accelerators))
         return out
 
 
@@ -326,6 +329,8 @@ def _provenance_rows(args: FigureArgs, code: str, ran: Ran) -> list[list[str]]:
     if set(ran.devices) - {"cpu"}:  # where a run computed on a GPU (a sweep reuses it on the
         rows.insert(5, ["device", " / ".join(  # CPU): which device, how many runs
             f"{d} ({n} run{'s' if n > 1 else ''})" for d, n in sorted(ran.devices.items()))
+            + "; GPU: " + ("; ".join(sorted(set(ran.accelerators))) if ran.accelerators else
+                           "not recorded (runs from before their provenance named it)")
             + " (each run's device is its config's `device`; a run's numbers are bitwise "
             "only on its own device and numeric environment)"])
     return rows
@@ -502,12 +507,16 @@ def _finish(args: FigureArgs, result: Result) -> Path:
                  | {int(r) for r in result.rounds})
     paper = sorted({int(r) for r in (result.paper_rounds if result.paper_rounds is not None
                                      else [r for p in found.values() for r in p.paper_rounds])})
+    gpus = sorted({f"{a.get('name')} (compute capability {a.get('capability')}, CUDA "
+                   f"{a.get('cuda')}, cuDNN {a.get('cudnn')}, TF32 "
+                   f"{'on' if a.get('tf32_matmul') or a.get('tf32_cudnn') else 'off'})"
+                   for prov in provs if isinstance(a := prov.get("accelerator"), dict)})
     devices: dict[str, int] = {}
     for c in configs:
         devices[str(c.get("device") or "cpu")] = devices.get(str(c.get("device") or "cpu"), 0) + 1
     runs = Ran(dataset=dataset, seeds=seeds, stand_in=stand, optimizer_state=policy,
                threads=threads, cpus=cpus, environments=_distinct(envs),
-               rounds={"run": ran, "paper": paper}, devices=devices)
+               rounds={"run": ran, "paper": paper}, devices=devices, accelerators=gpus)
     claim = Claim(meta["title"], meta["claim"],
                   {k: m for k, m in meta["margins"].items()
                    if k in MARGINS_USED.get(args.name, set())},

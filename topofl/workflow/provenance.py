@@ -76,7 +76,10 @@ def provenance() -> dict[str, Any]:
     ``command`` is the
     ``topofl ...`` command line when the run was started by the command line (``None`` from
     Python; under ``torchrun`` the ``torchrun ... -m topofl ...`` line,
-    :func:`launched_command`); ``started`` is the UTC start time in ISO 8601.
+    :func:`launched_command`); ``started`` is the UTC start time in ISO 8601. A run on a
+    CUDA device adds ``accelerator`` (:func:`topofl._utils.environment.accelerator`: the
+    GPU's name and compute capability, torch's CUDA and cuDNN versions, TF32), which decides
+    its bits there as well.
     """
     return {
         "topofl": str(__version__),
