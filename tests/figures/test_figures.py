@@ -1434,6 +1434,11 @@ def test_provenance_names_the_devices_where_a_run_computed_on_a_gpu(tmp_path: Pa
     rows = dict(_provenance_rows(args, "c", mixed))
     assert rows["device"].startswith("cpu (13 runs) / cuda (17 runs); GPU: not recorded (")
     assert list(dict(_provenance_rows(args, "c", mixed)))[5] == "device"
+    from topofl.figures.writing import _regenerate_paragraph
+
+    assert "on the machine that made it," in _regenerate_paragraph(args, 10.0, 1)
+    assert "on the 2 devices that made it (the device row above), added together," in \
+        _regenerate_paragraph(args, 10.0, len(mixed.devices))
     named = Ran(seeds=[0], devices={"cuda": 2}, accelerators=["NVIDIA H200 (...)"] * 2)
     assert named.fields()["accelerators"] == ["NVIDIA H200 (...)"]
     assert "cuda (2 runs); GPU: NVIDIA H200 (...) (" in dict(_provenance_rows(args, "c", named))[

@@ -198,3 +198,18 @@ def test_the_fashion_mnist_gate_is_named_on_the_dfedpgp_pages_it_serves() -> Non
         md = (RESULTS / f"{name}.md").read_text(encoding="utf-8")
         assert f"tau = {g['tau']:+.2f} (bar {g['tau_min']:+.2f})" in md, name
         assert f"p = {g['p_exact']:.3f}" in md, name
+
+
+def test_every_result_a_stand_in_serves_exists() -> None:
+    """A ``serves`` list in claims.toml names results that exist (their pages are committed):
+    a misspelt name would silently name the attempt on no page."""
+    from topofl._utils.configfiles import read_config
+
+    claims = read_config(RESULTS.parent / "claims.toml")
+    served = {name: entry["serves"] for name, entry in claims.items()
+              if isinstance(entry, dict) and "serves" in entry}
+    assert served  # dfedpgp_gate_fmnist's
+    for name, names in served.items():
+        assert isinstance(names, list) and names, name
+        for n in names:
+            assert (RESULTS / f"{n}.md").is_file() and n in claims, (name, n)

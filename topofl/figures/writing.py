@@ -155,14 +155,16 @@ def _cell(v: Any) -> str:
     return format(v, ".4f") if isinstance(v, (float, OverSeeds)) else str(v)
 
 
-def _regenerate_paragraph(args: FigureArgs, seconds: float) -> str:
+def _regenerate_paragraph(args: FigureArgs, seconds: float, devices: int = 1) -> str:
     """The last paragraph of a result's Markdown: the command that regenerates it and about
-    how long it took (``seconds``)."""
+    how long it took (``seconds``; ``devices``: how many kinds of device its runs used)."""
     flag = "" if args.scale == "default" else f" --{args.scale}"
+    where = ("on the machine that made it" if devices <= 1 else
+             f"on the {devices} devices that made it (the device row above), added together")
     return (f"Regenerate: `python paper_figures/fig_{args.name}.py{flag}` (writes "
             f"`paper_figures/out/{args.scale}/`; `--update-results` rewrites the committed "
-            f"copy). About {seconds:.0f} s of training and plotting on the machine that "
-            "made it, shared with other jobs: the runs' recorded wall time plus the rest.")
+            f"copy). About {seconds:.0f} s of training and plotting {where}, shared with "
+            "other jobs: the runs' recorded wall time plus the rest.")
 
 
 def _checks_and_gates(
@@ -416,7 +418,7 @@ def write(
     if notes:
         doc.heading("Notes", 2).bullets(notes)
     doc.heading("Provenance", 2).table(["", ""], _provenance_rows(args, code, ran))
-    doc.paragraph(_regenerate_paragraph(args, seconds))
+    doc.paragraph(_regenerate_paragraph(args, seconds, len(ran.devices)))
     md.write_text(mark_document(doc.text(), dict(ran.stand_in)), encoding="utf-8")
     record = {"name": args.name, "title": claim.title, "claim": claim.text,
               "measured": measured, **_verdict_fields(checks),
