@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from topofl._utils.configfiles import read_config
 from topofl.figures.checks import short_of_horizon
 from topofl.figures.config import FigureError, _root
 
@@ -167,8 +168,6 @@ def _standin_attempts(root: Path, name: str) -> list[str]:
     fidelity gate of its own, e.g. ``dfedpgp_gate_fmnist``) and whose result JSON is
     committed: its gates' outcomes, tau and exact p against their bars."""
     import json
-
-    from topofl._utils.configfiles import read_config
 
     claims = root / "paper_figures" / "claims.toml"
     if not claims.is_file():
