@@ -12,6 +12,7 @@ import functools
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -513,12 +514,11 @@ def _finish(args: FigureArgs, result: Result) -> Path:
                    f"{a.get('cuda')}, cuDNN {a.get('cudnn')}, TF32 "
                    f"{'on' if a.get('tf32_matmul') or a.get('tf32_cudnn') else 'off'})"
                    for prov in provs if isinstance(a := prov.get("accelerator"), dict)})
-    devices: dict[str, int] = {}
-    for c in configs:
-        devices[str(c.get("device") or "cpu")] = devices.get(str(c.get("device") or "cpu"), 0) + 1
+    devices = Counter(str(c.get("device") or "cpu") for c in configs)
     runs = Ran(dataset=dataset, seeds=seeds, stand_in=stand, optimizer_state=policy,
                threads=threads, cpus=cpus, environments=_distinct(envs),
-               rounds={"run": ran, "paper": paper}, devices=devices, accelerators=gpus)
+               rounds={"run": ran, "paper": paper}, devices=dict(devices),
+               accelerators=gpus)
     claim = Claim(meta["title"], meta["claim"],
                   {k: m for k, m in meta["margins"].items()
                    if k in MARGINS_USED.get(args.name, set())},
